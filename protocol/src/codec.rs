@@ -1,0 +1,194 @@
+//! The one encode/decode pair and the length-prefixed frame format.
+//!
+//! A frame is a big-endian `u32` payload length followed by the payload. The payload is
+//! bincode 2 (serde, standard config, varint) or JSON, chosen by the client's `Hello`.
+//! The `Hello` itself is recognised by its first byte (`{` means JSON), so a client can
+//! speak either codec from its first byte on.
+
+use std::io::{self, Read, Write};
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+/// Which serialization a connection uses after the handshake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Codec {
+    /// bincode 2.0 (serde, standard config). The default.
+    #[default]
+    Bincode,
+    /// UTF-8 JSON, one document per frame.
+    Json,
+}
+
+impl Codec {
+    /// The codec a payload was written in, judged by its first byte: a JSON frame of this
+    /// protocol is always an object and starts with `{` (possibly after whitespace).
+    pub fn sniff(payload: &[u8]) -> Codec {
+        match payload.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => Codec::Json,
+            _ => Codec::Bincode,
+        }
+    }
+}
+
+impl std::fmt::Display for Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Codec::Bincode => "bincode",
+            Codec::Json => "json",
+        })
+    }
+}
+
+impl std::str::FromStr for Codec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "bincode" => Ok(Codec::Bincode),
+            "json" => Ok(Codec::Json),
+            other => Err(format!("unknown codec {other:?}: expected \"bincode\" or \"json\"")),
+        }
+    }
+}
+
+/// A payload could not be encoded or decoded, or a frame broke the framing rules.
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    #[error("malformed {codec} payload: {message}")]
+    Malformed { codec: Codec, message: String },
+    #[error("cannot encode a {codec} payload: {message}")]
+    Encode { codec: Codec, message: String },
+    #[error("frame of {len} bytes exceeds the cap of {max} bytes")]
+    Oversized { len: u64, max: u32 },
+    #[error("connection closed")]
+    Closed,
+    #[error("connection closed in the middle of a frame ({got} of {want} bytes)")]
+    Truncated { got: usize, want: usize },
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// bincode decoding refuses to allocate past this many bytes for one payload, whatever
+/// lengths a hostile payload claims.
+const BINCODE_LIMIT: usize = 64 * 1024 * 1024;
+
+fn bincode_config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<BINCODE_LIMIT>()
+}
+
+/// Encode one value with `codec`. The only place a payload is serialized.
+pub fn encode<T: Serialize>(codec: Codec, value: &T) -> Result<Vec<u8>, CodecError> {
+    match codec {
+        Codec::Bincode => bincode::serde::encode_to_vec(value, bincode_config()).map_err(|e| {
+            CodecError::Encode {
+                codec,
+                message: e.to_string(),
+            }
+        }),
+        Codec::Json => serde_json::to_vec(value).map_err(|e| CodecError::Encode {
+            codec,
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Decode one value with `codec`. The only place a payload is deserialized. Trailing
+/// bytes after a complete value are an error: a frame holds exactly one value.
+pub fn decode<T: DeserializeOwned>(codec: Codec, bytes: &[u8]) -> Result<T, CodecError> {
+    match codec {
+        Codec::Bincode => {
+            let (value, used) = bincode::serde::decode_from_slice(bytes, bincode_config())
+                .map_err(|e| CodecError::Malformed {
+                    codec,
+                    message: e.to_string(),
+                })?;
+            if used != bytes.len() {
+                return Err(CodecError::Malformed {
+                    codec,
+                    message: format!("{} trailing bytes after the value", bytes.len() - used),
+                });
+            }
+            Ok(value)
+        }
+        Codec::Json => serde_json::from_slice(bytes).map_err(|e| CodecError::Malformed {
+            codec,
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Encode `value` and prefix it with its length, ready to write to a socket.
+pub fn encode_frame<T: Serialize>(
+    codec: Codec,
+    value: &T,
+    max: u32,
+) -> Result<Vec<u8>, CodecError> {
+    let payload = encode(codec, value)?;
+    let len = payload.len();
+    if len as u64 > u64::from(max) {
+        return Err(CodecError::Oversized {
+            len: len as u64,
+            max,
+        });
+    }
+    let mut out = Vec::with_capacity(4 + len);
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// Check a frame header against the cap and return the payload length.
+pub fn frame_len(header: [u8; 4], max: u32) -> Result<usize, CodecError> {
+    let len = u32::from_be_bytes(header);
+    if len > max {
+        return Err(CodecError::Oversized {
+            len: u64::from(len),
+            max,
+        });
+    }
+    Ok(len as usize)
+}
+
+/// Read one frame's payload from a blocking reader. `Closed` means a clean end of stream
+/// between frames.
+pub fn read_frame<R: Read>(reader: &mut R, max: u32) -> Result<Vec<u8>, CodecError> {
+    let mut header = [0u8; 4];
+    read_full(reader, &mut header, true)?;
+    let len = frame_len(header, max)?;
+    let mut payload = vec![0u8; len];
+    read_full(reader, &mut payload, false)?;
+    Ok(payload)
+}
+
+fn read_full<R: Read>(reader: &mut R, buf: &mut [u8], at_boundary: bool) -> Result<(), CodecError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) if got == 0 && at_boundary => return Err(CodecError::Closed),
+            Ok(0) => {
+                return Err(CodecError::Truncated {
+                    got,
+                    want: buf.len(),
+                });
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Write one value as a frame to a blocking writer.
+pub fn write_frame<W: Write, T: Serialize>(
+    writer: &mut W,
+    codec: Codec,
+    value: &T,
+    max: u32,
+) -> Result<(), CodecError> {
+    let frame = encode_frame(codec, value, max)?;
+    writer.write_all(&frame)?;
+    writer.flush()?;
+    Ok(())
+}
+

@@ -1,0 +1,302 @@
+//! The frames of the protocol: the handshake, calls and their streamed events, approval
+//! requests, questions, bridge calls, tool lists, tree snapshots.
+//!
+//! Wire types are plain on purpose: no `flatten`, `skip`, `tag` or `untagged`, which bincode
+//! cannot carry. Enums are externally tagged; JSON spells variants in snake_case, so a
+//! JSON client writes `{"call": {"id": 1, ...}}` and reads `{"result": {"id": 1, ...}}`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::Codec;
+use crate::error::ToolError;
+use crate::tree::TreeSnapshot;
+use crate::value::Value;
+
+/// How much a client may do. A surface of `read` never sees write or exec tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// No side effects.
+    Read,
+    /// Changes files.
+    Write,
+    /// Starts or controls processes.
+    Exec,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Read => "read",
+            Tier::Write => "write",
+            Tier::Exec => "exec",
+        }
+    }
+}
+
+impl std::fmt::Display for Tier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Tier {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "read" => Ok(Tier::Read),
+            "write" => Ok(Tier::Write),
+            "exec" => Ok(Tier::Exec),
+            other => Err(format!(
+                "unknown tier {other:?}: expected \"read\", \"write\" or \"exec\""
+            )),
+        }
+    }
+}
+
+/// What kind of program is connecting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientKind {
+    /// An agent harness running a model loop.
+    Harness,
+    /// Operations tooling: `toolvisor call`, `tree`, `status`, scripts.
+    Ops,
+    /// A person at a terminal answering questions (`toolvisor operator`).
+    Operator,
+}
+
+/// What the client can see and answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Surface {
+    /// Highest tier the client may see and call.
+    pub max_tier: Tier,
+    /// The client answers `ApprovalRequest` frames. Without it every call that needs
+    /// approval is denied.
+    #[serde(default)]
+    pub approvals: bool,
+    /// The client answers `Question` frames (it is a question port for `ask_user`).
+    #[serde(default)]
+    pub questions: bool,
+    /// Tools the harness runs itself; a `tool()` call from an eval cell naming one of
+    /// these is forwarded to the client as a `BridgeCall`.
+    #[serde(default)]
+    pub bridge_tools: Vec<String>,
+}
+
+/// The first frame of every connection, from the client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol_version: u32,
+    /// Codec for every frame after this one, both ways.
+    pub codec: Codec,
+    pub client_kind: ClientKind,
+    /// The agent run this client belongs to (questions and approvals are routed per run).
+    #[serde(default)]
+    pub run_id: String,
+    /// The run's working directory; tools resolve relative paths against it.
+    #[serde(default)]
+    pub workdir: String,
+    pub surface: Surface,
+}
+
+/// One tool as advertised to a client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    pub tier: Tier,
+    /// Calls may run concurrently within a conversation.
+    pub parallel_safe: bool,
+    /// Some or all calls ask the client for approval first.
+    pub requires_approval: bool,
+    /// The resource the tool needs (e.g. `processes`, `language_servers`).
+    pub resource: String,
+    /// JSON Schema of the arguments.
+    pub schema: Value,
+    /// False when the tool is registered but cannot run here; `unavailable_reason` says why.
+    pub available: bool,
+    pub unavailable_reason: Option<String>,
+}
+
+/// The daemon's answer to a valid `Hello`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Welcome {
+    pub protocol_version: u32,
+    pub daemon_version: String,
+    pub daemon_pid: u32,
+    /// This connection's id, as shown in the tree.
+    pub session_id: u64,
+    pub codec: Codec,
+    pub max_frame: u32,
+    /// The tools this client may see right now.
+    pub tools: Vec<ToolInfo>,
+}
+
+/// A tool call. `id` is chosen by the client and unique per connection; `conversation`
+/// keys every piece of state the call touches, so state outlives the connection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Call {
+    pub id: u64,
+    pub conversation: String,
+    pub tool: String,
+    pub args: Value,
+}
+
+/// The end of a call: its value or its error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok(Value),
+    Err(ToolError),
+}
+
+/// Which stream a piece of output came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Something that happened during a call, before its result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    Progress {
+        message: String,
+        /// 0.0 ..= 1.0 when known.
+        fraction: Option<f64>,
+    },
+    Output {
+        stream: Stream,
+        text: String,
+    },
+}
+
+/// The daemon asks the client to approve one call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    pub request_id: u64,
+    pub call_id: u64,
+    pub conversation: String,
+    pub tool: String,
+    pub tier: Tier,
+    /// One line a person can judge, e.g. `bash: rm -rf build/`.
+    pub summary: String,
+    pub args: Value,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalAnswer {
+    pub request_id: u64,
+    pub approved: bool,
+    pub reason: Option<String>,
+}
+
+/// One option of a question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionOption {
+    pub label: String,
+    pub description: Option<String>,
+}
+
+/// An `ask_user` question routed to a question port.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    pub question_id: u64,
+    pub run_id: String,
+    pub conversation: String,
+    pub question: String,
+    pub context: Option<String>,
+    pub options: Vec<QuestionOption>,
+    pub allow_free_text: bool,
+    pub multi_select: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionAnswer {
+    pub question_id: u64,
+    /// Labels chosen among the options.
+    #[serde(default)]
+    pub selected: Vec<String>,
+    pub text: Option<String>,
+    #[serde(default)]
+    pub skipped: bool,
+}
+
+/// A `tool()` call from inside an eval cell that the harness runs itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BridgeCall {
+    pub bridge_id: u64,
+    pub call_id: u64,
+    pub conversation: String,
+    pub tool: String,
+    pub args: Value,
+}
+
+/// What a client can subscribe to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Topic {
+    /// A `TreeUpdate` after every change of the supervisor tree.
+    Tree,
+}
+
+/// Frames a client sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientFrame {
+    Hello(Hello),
+    Call(Call),
+    Cancel { id: u64 },
+    ApprovalAnswer(ApprovalAnswer),
+    QuestionAnswer(QuestionAnswer),
+    BridgeResult { bridge_id: u64, outcome: Outcome },
+    /// `all: true` also lists tools this client cannot call, with the reason.
+    ListTools { all: bool },
+    Tree,
+    Subscribe { topic: Topic },
+    Unsubscribe { topic: Topic },
+    Status,
+    Ping { nonce: u64 },
+}
+
+/// Daemon facts for `toolvisor status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub daemon_version: String,
+    pub protocol_version: u32,
+    pub pid: u32,
+    pub uptime_ms: u64,
+    pub socket: String,
+    pub state_dir: String,
+    pub config: String,
+    pub sessions: u32,
+    pub conversations: u32,
+    pub resources: u32,
+    pub rss_bytes: u64,
+    pub calls_total: u64,
+    pub calls_failed: u64,
+}
+
+/// Frames the daemon sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DaemonFrame {
+    Welcome(Welcome),
+    /// The handshake failed; the connection closes after this frame.
+    Refused(ToolError),
+    Event { id: u64, event: Event },
+    Result { id: u64, outcome: Outcome },
+    ApprovalRequest(ApprovalRequest),
+    Question(Question),
+    BridgeCall(BridgeCall),
+    Tools { tools: Vec<ToolInfo> },
+    Tree(TreeSnapshot),
+    TreeUpdate(TreeSnapshot),
+    Status(StatusReport),
+    Pong { nonce: u64 },
+    /// A frame-level error not tied to a call (a garbage frame, an unexpected frame).
+    Error(ToolError),
+}
