@@ -122,6 +122,11 @@ impl Client {
         self.reader.get_ref().set_read_timeout(timeout)
     }
 
+    /// Another handle on the socket, for writing raw bytes (tests) or shutting a direction.
+    pub fn raw(&self) -> std::io::Result<UnixStream> {
+        self.reader.get_ref().try_clone()
+    }
+
     pub fn send(&mut self, frame: &ClientFrame) -> Result<(), ClientError> {
         codec::write_frame(&mut self.writer, self.codec, frame, self.max_frame)?;
         Ok(())

@@ -22,10 +22,11 @@ pub enum Codec {
 
 impl Codec {
     /// The codec a payload was written in, judged by its first byte: a JSON frame of this
-    /// protocol is always an object and starts with `{` (possibly after whitespace).
+    /// protocol is an object (`{`) or, for a variant without fields, a string (`"`). Neither
+    /// byte can open a bincode frame, whose first byte is a variant index below 16.
     pub fn sniff(payload: &[u8]) -> Codec {
         match payload.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'{') => Codec::Json,
+            Some(b'{' | b'"') => Codec::Json,
             _ => Codec::Bincode,
         }
     }
@@ -46,7 +47,9 @@ impl std::str::FromStr for Codec {
         match s {
             "bincode" => Ok(Codec::Bincode),
             "json" => Ok(Codec::Json),
-            other => Err(format!("unknown codec {other:?}: expected \"bincode\" or \"json\"")),
+            other => Err(format!(
+                "unknown codec {other:?}: expected \"bincode\" or \"json\""
+            )),
         }
     }
 }
@@ -79,12 +82,12 @@ fn bincode_config() -> impl bincode::config::Config {
 /// Encode one value with `codec`. The only place a payload is serialized.
 pub fn encode<T: Serialize>(codec: Codec, value: &T) -> Result<Vec<u8>, CodecError> {
     match codec {
-        Codec::Bincode => bincode::serde::encode_to_vec(value, bincode_config()).map_err(|e| {
-            CodecError::Encode {
+        Codec::Bincode => {
+            bincode::serde::encode_to_vec(value, bincode_config()).map_err(|e| CodecError::Encode {
                 codec,
                 message: e.to_string(),
-            }
-        }),
+            })
+        }
         Codec::Json => serde_json::to_vec(value).map_err(|e| CodecError::Encode {
             codec,
             message: e.to_string(),
@@ -191,4 +194,3 @@ pub fn write_frame<W: Write, T: Serialize>(
     writer.flush()?;
     Ok(())
 }
-

@@ -249,17 +249,30 @@ pub enum Topic {
 pub enum ClientFrame {
     Hello(Hello),
     Call(Call),
-    Cancel { id: u64 },
+    Cancel {
+        id: u64,
+    },
     ApprovalAnswer(ApprovalAnswer),
     QuestionAnswer(QuestionAnswer),
-    BridgeResult { bridge_id: u64, outcome: Outcome },
+    BridgeResult {
+        bridge_id: u64,
+        outcome: Outcome,
+    },
     /// `all: true` also lists tools this client cannot call, with the reason.
-    ListTools { all: bool },
+    ListTools {
+        all: bool,
+    },
     Tree,
-    Subscribe { topic: Topic },
-    Unsubscribe { topic: Topic },
+    Subscribe {
+        topic: Topic,
+    },
+    Unsubscribe {
+        topic: Topic,
+    },
     Status,
-    Ping { nonce: u64 },
+    Ping {
+        nonce: u64,
+    },
 }
 
 /// Daemon facts for `toolvisor status`.
@@ -287,16 +300,26 @@ pub enum DaemonFrame {
     Welcome(Welcome),
     /// The handshake failed; the connection closes after this frame.
     Refused(ToolError),
-    Event { id: u64, event: Event },
-    Result { id: u64, outcome: Outcome },
+    Event {
+        id: u64,
+        event: Event,
+    },
+    Result {
+        id: u64,
+        outcome: Outcome,
+    },
     ApprovalRequest(ApprovalRequest),
     Question(Question),
     BridgeCall(BridgeCall),
-    Tools { tools: Vec<ToolInfo> },
+    Tools {
+        tools: Vec<ToolInfo>,
+    },
     Tree(TreeSnapshot),
     TreeUpdate(TreeSnapshot),
     Status(StatusReport),
-    Pong { nonce: u64 },
+    Pong {
+        nonce: u64,
+    },
     /// A frame-level error not tied to a call (a garbage frame, an unexpected frame).
     Error(ToolError),
 }

@@ -29,7 +29,11 @@ fn sample_value() -> Value {
 }
 
 fn err() -> ToolError {
-    ToolError::new(ErrorKind::PolicyDenied, "tool `bash` is denied", "ask the operator")
+    ToolError::new(
+        ErrorKind::PolicyDenied,
+        "tool `bash` is denied",
+        "ask the operator",
+    )
 }
 
 fn surface() -> Surface {
@@ -223,13 +227,36 @@ fn every_daemon_frame_round_trips() {
 fn every_error_kind_round_trips() {
     use ErrorKind::*;
     for kind in [
-        InvalidArgs, UnknownTool, NotAvailable, PolicyDenied, ApprovalDenied, SurfaceDenied,
-        Timeout, Cancelled, ResourceFailed, NotReady, Busy, NotFound, OutOfScope, InvalidRef,
-        Protocol, VersionMismatch, Refused, Io, NoHuman, KernelDied, Expired, Conflict, Internal,
+        InvalidArgs,
+        UnknownTool,
+        NotAvailable,
+        PolicyDenied,
+        ApprovalDenied,
+        SurfaceDenied,
+        Timeout,
+        Cancelled,
+        ResourceFailed,
+        NotReady,
+        Busy,
+        NotFound,
+        OutOfScope,
+        InvalidRef,
+        Protocol,
+        VersionMismatch,
+        Refused,
+        Io,
+        NoHuman,
+        KernelDied,
+        Expired,
+        Conflict,
+        Internal,
     ] {
         both(&ToolError::new(kind, "m", "h"));
         let json = codec::encode(Codec::Json, &kind).unwrap();
-        assert_eq!(String::from_utf8(json).unwrap(), format!("\"{}\"", kind.as_str()));
+        assert_eq!(
+            String::from_utf8(json).unwrap(),
+            format!("\"{}\"", kind.as_str())
+        );
     }
 }
 
@@ -250,7 +277,13 @@ fn tool_types_round_trip() {
         stdout_bytes: 1,
         stderr_bytes: 0,
     });
-    for op in [ProcessOp::Start, ProcessOp::List, ProcessOp::Read, ProcessOp::Write, ProcessOp::Kill] {
+    for op in [
+        ProcessOp::Start,
+        ProcessOp::List,
+        ProcessOp::Read,
+        ProcessOp::Write,
+        ProcessOp::Kill,
+    ] {
         both(&ProcessArgs {
             op,
             command: Some("sleep 1".into()),
@@ -291,8 +324,13 @@ fn tool_types_round_trip() {
         signal: None,
     });
     for s in [
-        NodeState::Starting, NodeState::Ready, NodeState::Busy, NodeState::Backoff,
-        NodeState::Failed, NodeState::Stopping, NodeState::Exited,
+        NodeState::Starting,
+        NodeState::Ready,
+        NodeState::Busy,
+        NodeState::Backoff,
+        NodeState::Failed,
+        NodeState::Stopping,
+        NodeState::Exited,
     ] {
         both(&s);
     }
@@ -326,8 +364,17 @@ fn json_frames_look_like_the_protocol_doc() {
 #[test]
 fn garbage_and_oversized_frames_are_errors_not_panics() {
     for c in [Codec::Bincode, Codec::Json] {
-        for junk in [&b""[..], b"\xff\xff\xff\xff", b"{not json", b"\x00\x00", b"\x0b\xff"] {
-            assert!(codec::decode::<ClientFrame>(c, junk).is_err(), "{c} accepted {junk:?}");
+        for junk in [
+            &b""[..],
+            b"\xff\xff\xff\xff",
+            b"{not json",
+            b"\x00\x00",
+            b"\x0b\xff",
+        ] {
+            assert!(
+                codec::decode::<ClientFrame>(c, junk).is_err(),
+                "{c} accepted {junk:?}"
+            );
         }
     }
     // A bincode frame with trailing bytes is refused.
@@ -347,7 +394,10 @@ fn garbage_and_oversized_frames_are_errors_not_panics() {
         codec::read_frame(&mut cut.as_slice(), 100),
         Err(CodecError::Truncated { got: 3, want: 10 })
     ));
-    assert!(matches!(codec::read_frame(&mut &b""[..], 100), Err(CodecError::Closed)));
+    assert!(matches!(
+        codec::read_frame(&mut &b""[..], 100),
+        Err(CodecError::Closed)
+    ));
     // A hostile bincode length prefix cannot make the decoder allocate gigabytes.
     let hostile = [5u8, 0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
     assert!(codec::decode::<ClientFrame>(Codec::Bincode, &hostile).is_err());

@@ -1,0 +1,60 @@
+//! The audit log: one JSON line per denied call (policy, surface, approval), appended and
+//! flushed before the caller hears the answer.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::json;
+
+pub struct AuditLog {
+    path: PathBuf,
+    file: Mutex<Option<std::fs::File>>,
+}
+
+impl AuditLog {
+    pub fn new(path: &Path) -> Self {
+        AuditLog {
+            path: path.to_path_buf(),
+            file: Mutex::new(None),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append one record. A failure to write is logged, never fatal to the call.
+    pub fn record(&self, event: &str, conversation: &str, session: u64, tool: &str, reason: &str) {
+        let line = json!({
+            "ts_ms": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            "event": event,
+            "tool": tool,
+            "conversation": conversation,
+            "session": session,
+            "reason": reason,
+        });
+        let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            if let Some(dir) = self.path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+            {
+                Ok(f) => *guard = Some(f),
+                Err(e) => {
+                    tracing::error!(path = %self.path.display(), error = %e, "cannot open the audit log");
+                    return;
+                }
+            }
+        }
+        if let Some(f) = guard.as_mut()
+            && let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush())
+        {
+            tracing::error!(path = %self.path.display(), error = %e, "cannot append to the audit log");
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! The daemon: shared state every session uses, and `serve`, which takes a bound listener
+//! and a shutdown future so tests can run the real thing in-process on a temp socket.
+
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorRef};
+use toolvisor_jobs::tracked::{ProcessLimits, Processes};
+use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::process::Ledger;
+use toolvisor_kit::status::{TreeNotifier, duration_ms};
+use toolvisor_kit::supervise::SupervisorMsg;
+use toolvisor_protocol::tree::{NodeState, TreeNode, TreeSnapshot};
+use toolvisor_protocol::wire::{ClientKind, StatusReport, Tier};
+
+use crate::audit::AuditLog;
+use crate::config::Config;
+use crate::lanes::Lanes;
+use crate::listener::Bound;
+use crate::registry::{Registry, all_tools};
+use crate::root::{Root, RootArgs, RootMsg};
+
+/// What the tree shows of one connected client.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    pub kind: ClientKind,
+    pub run_id: String,
+    pub tier: Tier,
+    pub connected: Instant,
+    pub in_flight: Arc<AtomicU64>,
+    pub pid: Option<u32>,
+}
+
+/// State shared by every session.
+pub struct Daemon {
+    pub config: Config,
+    pub registry: Registry,
+    pub lanes: Lanes,
+    pub audit: AuditLog,
+    pub notifier: TreeNotifier,
+    pub launcher: Launcher,
+    pub processes: Processes,
+    pub root: ActorRef<RootMsg>,
+    pub started: Instant,
+    pub socket: PathBuf,
+    pub state_dir: PathBuf,
+    sessions: Mutex<BTreeMap<u64, SessionInfo>>,
+    conversations: Mutex<HashSet<String>>,
+    next_session: AtomicU64,
+    next_request: AtomicU64,
+    pub calls_total: AtomicU64,
+    pub calls_failed: AtomicU64,
+}
+
+/// How `serve` runs children: through this binary as the shim, when known.
+#[derive(Clone, Debug, Default)]
+pub struct ServeOptions {
+    pub shim: Option<PathBuf>,
+}
+
+impl Daemon {
+    pub fn add_session(&self, info: SessionInfo) -> u64 {
+        let id = self.next_session.fetch_add(1, Ordering::Relaxed) + 1;
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, info);
+        self.notifier.bump();
+        id
+    }
+
+    pub fn remove_session(&self, id: u64) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        self.notifier.bump();
+    }
+
+    pub fn touch_conversation(&self, conversation: &str) {
+        let mut set = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
+        if !set.contains(conversation) {
+            set.insert(conversation.to_string());
+        }
+    }
+
+    pub fn next_request_id(&self) -> u64 {
+        self.next_request.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The whole supervisor tree now.
+    pub async fn snapshot(&self) -> TreeSnapshot {
+        let generation = self.notifier.generation();
+        let supervisors = match self
+            .root
+            .call(
+                |reply| RootMsg::Snapshot { reply },
+                Some(Duration::from_secs(3)),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(nodes)) => nodes,
+            _ => Vec::new(),
+        };
+        let now = Instant::now();
+        let sessions: Vec<TreeNode> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(id, s)| {
+                let in_flight = s.in_flight.load(Ordering::Relaxed);
+                TreeNode {
+                    kind: "session".into(),
+                    id: format!("s{id}"),
+                    pid: s.pid,
+                    state: if in_flight > 0 {
+                        NodeState::Busy
+                    } else {
+                        NodeState::Ready
+                    },
+                    uptime_ms: duration_ms(now - s.connected),
+                    ttl_left_ms: None,
+                    restarts: 0,
+                    mailbox: u32::try_from(in_flight).unwrap_or(u32::MAX),
+                    rss_bytes: None,
+                    detail: format!(
+                        "{:?} surface={} run={}",
+                        s.kind,
+                        s.tier,
+                        if s.run_id.is_empty() { "-" } else { &s.run_id }
+                    )
+                    .to_lowercase(),
+                    last_error: None,
+                    children: Vec::new(),
+                }
+            })
+            .collect();
+        let sessions_node = TreeNode {
+            kind: "sessions".into(),
+            id: "sessions".into(),
+            pid: None,
+            state: NodeState::Ready,
+            uptime_ms: duration_ms(now - self.started),
+            ttl_left_ms: None,
+            restarts: 0,
+            mailbox: 0,
+            rss_bytes: None,
+            detail: format!("{} connected", sessions.len()),
+            last_error: None,
+            children: sessions,
+        };
+        let mut children = supervisors;
+        children.push(sessions_node);
+        let pid = std::process::id();
+        TreeSnapshot {
+            generation,
+            taken_at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            root: TreeNode {
+                kind: "root".into(),
+                id: "toolvisor".into(),
+                pid: Some(pid),
+                state: NodeState::Ready,
+                uptime_ms: duration_ms(now - self.started),
+                ttl_left_ms: None,
+                restarts: 0,
+                mailbox: 0,
+                rss_bytes: toolvisor_kit::process::rss_bytes(pid),
+                detail: format!("socket {}", self.socket.display()),
+                last_error: None,
+                children,
+            },
+        }
+    }
+
+    pub fn status(&self) -> StatusReport {
+        let pid = std::process::id();
+        StatusReport {
+            daemon_version: env!("CARGO_PKG_VERSION").into(),
+            protocol_version: toolvisor_protocol::PROTOCOL_VERSION,
+            pid,
+            uptime_ms: duration_ms(self.started.elapsed()),
+            socket: self.socket.display().to_string(),
+            state_dir: self.state_dir.display().to_string(),
+            config: self.config.source.clone(),
+            sessions: self
+                .sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .len() as u32,
+            conversations: self
+                .conversations
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .len() as u32,
+            resources: 0,
+            rss_bytes: toolvisor_kit::process::rss_bytes(pid).unwrap_or(0),
+            calls_total: self.calls_total.load(Ordering::Relaxed),
+            calls_failed: self.calls_failed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Run the daemon on `bound` until `shutdown` completes.
+pub async fn serve(
+    bound: Bound,
+    config: Config,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let state_dir = config.state_dir();
+    std::fs::create_dir_all(&state_dir).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create the state directory {}: {e}",
+            state_dir.display()
+        )
+    })?;
+    let ledger_dir = PathBuf::from(format!("{}.ledger", bound.path.display()));
+    let ledger = Ledger::open(&ledger_dir).map_err(|e| {
+        anyhow::anyhow!("cannot open the spawn ledger {}: {e}", ledger_dir.display())
+    })?;
+    let swept = ledger.sweep();
+    if swept > 0 {
+        tracing::warn!(
+            groups = swept,
+            "killed process groups left behind by a daemon that died"
+        );
+    }
+    let notifier = TreeNotifier::default();
+    let launcher =
+        Launcher::from_current_env(options.shim.clone(), &config.env.allow, Some(ledger));
+    let keep_ended = Duration::from_secs(config.limits.process_keep_s);
+    let (root, root_handle) = Actor::spawn(
+        Some("root".into()),
+        Root,
+        RootArgs {
+            notifier: notifier.clone(),
+            keep_ended,
+        },
+    )
+    .await?;
+    let processes_sup: ActorRef<SupervisorMsg> = root
+        .call(
+            |reply| RootMsg::Supervisor {
+                kind: "processes".into(),
+                reply,
+            },
+            Some(Duration::from_secs(5)),
+        )
+        .await?
+        .unwrap()
+        .ok_or_else(|| anyhow::anyhow!("the processes supervisor did not start"))?;
+    let limits = ProcessLimits {
+        buffer_bytes: config.limits.process_buffer_bytes,
+        keep_ended,
+        max_per_conversation: config.limits.processes_per_conversation,
+        restart: config.restart.policy(),
+    };
+    let registry = Registry::new(
+        all_tools(config.testing.probe_tools),
+        config.policy.deny.clone(),
+    );
+    let daemon = Arc::new(Daemon {
+        registry,
+        lanes: Lanes::default(),
+        audit: AuditLog::new(&config.audit_log()),
+        processes: Processes::new(processes_sup, launcher.clone(), limits, notifier.clone()),
+        notifier,
+        launcher,
+        root: root.clone(),
+        started: Instant::now(),
+        socket: bound.path.clone(),
+        state_dir,
+        sessions: Mutex::new(BTreeMap::new()),
+        conversations: Mutex::new(HashSet::new()),
+        next_session: AtomicU64::new(0),
+        next_request: AtomicU64::new(0),
+        calls_total: AtomicU64::new(0),
+        calls_failed: AtomicU64::new(0),
+        config,
+    });
+    let listener = tokio::net::UnixListener::from_std(bound.listener.try_clone()?)?;
+    tracing::info!(socket = %bound.path.display(), pid = std::process::id(), config = daemon.config.source, "toolvisor serving");
+    let my_uid = nix::unistd::geteuid().as_raw();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                };
+                let cred = stream.peer_cred();
+                match cred {
+                    Ok(cred) if cred.uid() == my_uid => {
+                        let daemon = daemon.clone();
+                        let pid = cred.pid().and_then(|p| u32::try_from(p).ok());
+                        tokio::spawn(crate::session::run(daemon, stream, pid));
+                    }
+                    other => {
+                        let who = match &other {
+                            Ok(c) => format!("uid {} (pid {:?})", c.uid(), c.pid()),
+                            Err(e) => format!("unknown peer ({e})"),
+                        };
+                        tracing::warn!(peer = who, daemon_uid = my_uid, "refused a connection from another user");
+                        tokio::spawn(crate::session::refuse_peer(stream, who, my_uid));
+                    }
+                }
+            }
+        }
+    }
+    tracing::info!("shutting down: stopping every resource");
+    root.stop_children_and_wait(Some("daemon shutdown".into()), Some(Duration::from_secs(5)))
+        .await;
+    root.stop(Some("daemon shutdown".into()));
+    let _ = tokio::time::timeout(Duration::from_secs(5), root_handle).await;
+    bound.cleanup();
+    Ok(())
+}

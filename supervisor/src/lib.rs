@@ -1,0 +1,13 @@
+//! The toolvisor daemon as a library: configuration, the socket listener, sessions, the tool
+//! registry, lanes, the root actor and the tool handlers. `main.rs` is the CLI over it.
+
+pub mod audit;
+pub mod config;
+pub mod daemon;
+pub mod lanes;
+pub mod listener;
+pub mod registry;
+pub mod root;
+pub mod session;
+pub mod tools;
+pub mod treeview;

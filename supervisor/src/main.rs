@@ -1,0 +1,399 @@
+//! The `toolvisor` binary: `serve` runs the daemon; `call`, `tools`, `status` and `tree` talk
+//! to a running one; `__shim` is the hidden process-group leader every child runs under.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use toolvisor::config::Config;
+use toolvisor::daemon::{ServeOptions, serve};
+use toolvisor::{listener, treeview};
+use toolvisor_protocol::client::{Client, ClientOptions};
+use toolvisor_protocol::codec::Codec;
+use toolvisor_protocol::wire::{ClientFrame, ClientKind, DaemonFrame, Outcome, Surface, Tier};
+
+#[derive(Parser)]
+#[command(
+    name = "toolvisor",
+    version,
+    about = "Hosts the live, server-bound tools of an AI coding agent"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct Conn {
+    /// Daemon socket (default: $XDG_RUNTIME_DIR/toolvisor.sock or /tmp/toolvisor-$UID/toolvisor.sock).
+    #[arg(long, env = "TOOLVISOR_SOCKET")]
+    socket: Option<PathBuf>,
+    /// Wire codec: bincode or json.
+    #[arg(long, default_value = "bincode")]
+    codec: Codec,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon (embedded defaults; no config file needed).
+    Serve {
+        #[arg(long, env = "TOOLVISOR_SOCKET")]
+        socket: Option<PathBuf>,
+        /// TOML file overriding the embedded defaults.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Log format on stderr: text or json.
+        #[arg(long, default_value = "text")]
+        log_format: String,
+    },
+    /// Call one tool and print {"ok":..,"result"|"error":..}. Exit 0 ok, 1 tool error, 2 no daemon.
+    Call {
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        #[arg(long, default_value = "cli")]
+        conversation: String,
+        #[arg(long, default_value = "exec")]
+        surface: Tier,
+        /// Approve every approval request of this call.
+        #[arg(long)]
+        approve: bool,
+        /// Print streamed output events to stderr as they arrive.
+        #[arg(long)]
+        stream: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// List the tools a surface may call.
+    Tools {
+        #[arg(long, default_value = "exec")]
+        surface: Tier,
+        /// Also list tools this surface cannot call, with the reason.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Daemon facts: pid, uptime, socket, sessions, calls.
+    Status {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// The live supervisor tree.
+    Tree {
+        #[arg(long)]
+        json: bool,
+        /// Redraw on every change.
+        #[arg(long)]
+        watch: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+fn connect(conn: &Conn, surface: Tier, approvals: bool) -> Result<Client, ExitCode> {
+    let socket = conn
+        .socket
+        .clone()
+        .unwrap_or_else(toolvisor::config::default_socket_path);
+    let options = ClientOptions {
+        codec: conn.codec,
+        client_kind: ClientKind::Ops,
+        surface: Surface {
+            max_tier: surface,
+            approvals,
+            questions: false,
+            bridge_tools: vec![],
+        },
+        ..ClientOptions::default()
+    };
+    Client::connect(&socket, options).map_err(|e| {
+        println!("{}", json!({"ok": false, "error": {"kind": "unreachable", "message": e.to_string(), "hint": format!("start the daemon with `toolvisor serve --socket {}`", socket.display())}}));
+        ExitCode::from(2)
+    })
+}
+
+fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "__shim") {
+        toolvisor_kit::process::shim_main(args[2..].to_vec());
+    }
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve {
+            socket,
+            config,
+            log_format,
+        } => serve_main(socket, config, &log_format),
+        Command::Call {
+            tool,
+            args,
+            conversation,
+            surface,
+            approve,
+            stream,
+            conn,
+        } => {
+            let args: serde_json::Value = match serde_json::from_str(&args) {
+                Ok(v) => v,
+                Err(e) => {
+                    println!(
+                        "{}",
+                        json!({"ok": false, "error": {"kind": "invalid_args", "message": format!("--args is not valid JSON: {e}"), "hint": "pass a JSON object, e.g. --args '{\"command\":\"ls\"}'"}})
+                    );
+                    return ExitCode::from(1);
+                }
+            };
+            let mut client = match connect(&conn, surface, approve) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let id = match client.start_call(&conversation, &tool, args) {
+                Ok(id) => id,
+                Err(e) => return lost(e),
+            };
+            loop {
+                match client.recv() {
+                    Ok(DaemonFrame::Result { id: got, outcome }) if got == id => {
+                        return match outcome {
+                            Outcome::Ok(v) => {
+                                println!("{}", json!({"ok": true, "result": v.0}));
+                                ExitCode::SUCCESS
+                            }
+                            Outcome::Err(e) => {
+                                println!(
+                                    "{}",
+                                    json!({"ok": false, "error": {"kind": e.kind.as_str(), "message": e.message, "hint": e.hint}})
+                                );
+                                ExitCode::from(1)
+                            }
+                        };
+                    }
+                    Ok(DaemonFrame::Event {
+                        event: toolvisor_protocol::wire::Event::Output { text, .. },
+                        ..
+                    }) if stream => eprint!("{text}"),
+                    Ok(DaemonFrame::ApprovalRequest(req)) => {
+                        eprintln!(
+                            "approval {}: {}",
+                            if approve { "granted" } else { "declined" },
+                            req.summary
+                        );
+                        let answer =
+                            ClientFrame::ApprovalAnswer(toolvisor_protocol::wire::ApprovalAnswer {
+                                request_id: req.request_id,
+                                approved: approve,
+                                reason: (!approve).then(|| {
+                                    "declined: run `toolvisor call` with --approve".into()
+                                }),
+                            });
+                        if let Err(e) = client.send(&answer) {
+                            return lost(e);
+                        }
+                    }
+                    Ok(DaemonFrame::Error(e)) => {
+                        println!(
+                            "{}",
+                            json!({"ok": false, "error": {"kind": e.kind.as_str(), "message": e.message, "hint": e.hint}})
+                        );
+                        return ExitCode::from(1);
+                    }
+                    Ok(_) => {}
+                    Err(e) => return lost(e),
+                }
+            }
+        }
+        Command::Tools {
+            surface,
+            all,
+            json,
+            conn,
+        } => {
+            let mut client = match connect(&conn, surface, false) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match client.request(&ClientFrame::ListTools { all }) {
+                Ok(DaemonFrame::Tools { tools }) => {
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::to_string_pretty(&tools).unwrap_or_default()
+                        );
+                    } else {
+                        for t in tools {
+                            let why = t
+                                .unavailable_reason
+                                .map(|r| format!("  [unavailable: {r}]"))
+                                .unwrap_or_default();
+                            println!(
+                                "{:<18} {:<5} {:<8} {}{}",
+                                t.name,
+                                t.tier.as_str(),
+                                if t.parallel_safe {
+                                    "parallel"
+                                } else {
+                                    "serial"
+                                },
+                                t.description,
+                                why
+                            );
+                        }
+                    }
+                    ExitCode::SUCCESS
+                }
+                Ok(other) => unexpected(other),
+                Err(e) => lost(e),
+            }
+        }
+        Command::Status { json, conn } => {
+            let mut client = match connect(&conn, Tier::Read, false) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match client.request(&ClientFrame::Status) {
+                Ok(DaemonFrame::Status(s)) => {
+                    if json {
+                        println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+                    } else {
+                        println!(
+                            "toolvisor {} (protocol {}) pid {} up {} s",
+                            s.daemon_version,
+                            s.protocol_version,
+                            s.pid,
+                            s.uptime_ms / 1000
+                        );
+                        println!(
+                            "socket    {}\nstate     {}\nconfig    {}",
+                            s.socket, s.state_dir, s.config
+                        );
+                        println!(
+                            "sessions {}  conversations {}  calls {} ({} failed)  rss {} KiB",
+                            s.sessions,
+                            s.conversations,
+                            s.calls_total,
+                            s.calls_failed,
+                            s.rss_bytes / 1024
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Ok(other) => unexpected(other),
+                Err(e) => lost(e),
+            }
+        }
+        Command::Tree { json, watch, conn } => {
+            let mut client = match connect(&conn, Tier::Read, false) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            if watch {
+                return match treeview::watch(client) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("toolvisor tree: {e}");
+                        ExitCode::from(2)
+                    }
+                };
+            }
+            match client.request(&ClientFrame::Tree) {
+                Ok(DaemonFrame::Tree(snap)) => {
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::to_string_pretty(&snap).unwrap_or_default()
+                        );
+                    } else {
+                        print!("{}", treeview::render_text(&snap));
+                    }
+                    ExitCode::SUCCESS
+                }
+                Ok(other) => unexpected(other),
+                Err(e) => lost(e),
+            }
+        }
+    }
+}
+
+fn lost(e: impl std::fmt::Display) -> ExitCode {
+    println!(
+        "{}",
+        json!({"ok": false, "error": {"kind": "unreachable", "message": format!("lost the daemon: {e}"), "hint": "check `toolvisor status`; the daemon may have stopped"}})
+    );
+    ExitCode::from(2)
+}
+
+fn unexpected(frame: DaemonFrame) -> ExitCode {
+    eprintln!("toolvisor: unexpected answer from the daemon: {frame:?}");
+    ExitCode::from(2)
+}
+
+fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str) -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLVISOR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if log_format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+    let mut config = match Config::load(config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("toolvisor: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if socket.is_some() {
+        config.socket = socket;
+    }
+    let path = config.socket_path();
+    let bound = match listener::bind(&path) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("toolvisor: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolvisor: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = ServeOptions {
+        shim: std::env::current_exe().ok(),
+    };
+    let result = runtime.block_on(async move {
+        let shutdown = async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+            let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM received"),
+                _ = int.recv() => tracing::info!("SIGINT received"),
+            }
+        };
+        serve(bound, config, options, shutdown).await
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("toolvisor: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

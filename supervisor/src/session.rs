@@ -1,0 +1,687 @@
+//! One client connection: the handshake, a reader loop that dispatches frames in arrival
+//! order, a writer task that owns the socket's write half, and one task per call. This is
+//! the one place where wire frames become calls into the daemon and back.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, oneshot};
+use toolvisor_protocol::codec::{self, Codec, CodecError};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::wire::{
+    ApprovalAnswer, ApprovalRequest, Call, ClientFrame, DaemonFrame, Event, Hello, Outcome, Topic,
+    Welcome,
+};
+use toolvisor_protocol::{PROTOCOL_VERSION, Value};
+
+use crate::daemon::{Daemon, SessionInfo};
+use crate::registry::validate;
+
+/// How long a new connection may take to send its `Hello`.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a running call knows about where it came from.
+pub struct CallCtx {
+    pub id: u64,
+    pub conversation: String,
+    pub workdir: std::path::PathBuf,
+    pub session: Arc<Session>,
+}
+
+impl CallCtx {
+    /// Stream an event of this call to the client.
+    pub async fn event(&self, event: Event) {
+        let _ = self
+            .session
+            .out
+            .send(DaemonFrame::Event { id: self.id, event })
+            .await;
+    }
+}
+
+/// A connected, handshaken client.
+pub struct Session {
+    pub id: u64,
+    pub hello: Hello,
+    pub out: mpsc::Sender<DaemonFrame>,
+    approvals: Mutex<HashMap<u64, oneshot::Sender<ApprovalAnswer>>>,
+    calls: Mutex<HashMap<u64, oneshot::Sender<()>>>,
+    in_flight: Arc<AtomicU64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn read_payload(reader: &mut OwnedReadHalf, max: u32) -> Result<Vec<u8>, CodecError> {
+    let mut header = [0u8; 4];
+    match reader.read_exact(&mut header).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(CodecError::Closed),
+        Err(e) => return Err(e.into()),
+    }
+    let len = codec::frame_len(header, max)?;
+    let mut payload = vec![0u8; len];
+    reader.read_exact(&mut payload).await.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            CodecError::Truncated { got: 0, want: len }
+        } else {
+            e.into()
+        }
+    })?;
+    Ok(payload)
+}
+
+async fn write_one(
+    writer: &mut OwnedWriteHalf,
+    codec: Codec,
+    frame: &DaemonFrame,
+    max: u32,
+) -> std::io::Result<()> {
+    let bytes = match codec::encode_frame(codec, frame, max) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            // Too big (or unencodable): tell the caller instead of dropping the answer.
+            let err = ToolError::new(
+                ErrorKind::Internal,
+                format!("the answer could not be sent: {e}"),
+                "ask for less (a narrower query or a smaller limit)",
+            );
+            let replacement = match frame {
+                DaemonFrame::Result { id, .. } | DaemonFrame::Event { id, .. } => {
+                    DaemonFrame::Result {
+                        id: *id,
+                        outcome: Outcome::Err(err),
+                    }
+                }
+                _ => DaemonFrame::Error(err),
+            };
+            codec::encode_frame(codec, &replacement, max).map_err(std::io::Error::other)?
+        }
+    };
+    writer.write_all(&bytes).await
+}
+
+/// Answer a peer of another uid with a refusal and close.
+pub async fn refuse_peer(mut stream: UnixStream, who: String, uid: u32) {
+    let err = ToolError::new(
+        ErrorKind::Refused,
+        format!("connection refused: peer is {who}, the daemon serves uid {uid} only"),
+        "connect as the user that runs the daemon",
+    );
+    if let Ok(bytes) = codec::encode_frame(Codec::Json, &DaemonFrame::Refused(err), 1 << 20) {
+        let _ = stream.write_all(&bytes).await;
+    }
+    let _ = stream.shutdown().await;
+}
+
+/// Serve one connection to the end.
+pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>) {
+    let max = daemon.config.max_frame;
+    let (mut reader, mut writer) = stream.into_split();
+
+    // Handshake: the first frame's first byte tells its codec.
+    let first = match tokio::time::timeout(HELLO_TIMEOUT, read_payload(&mut reader, max)).await {
+        Ok(Ok(payload)) => payload,
+        Ok(Err(CodecError::Closed)) => return,
+        Ok(Err(e)) => {
+            let err = ToolError::new(
+                ErrorKind::Protocol,
+                format!("bad first frame: {e}"),
+                "send a Hello frame first (see docs/PROTOCOL.md)",
+            );
+            let _ = write_one(&mut writer, Codec::Json, &DaemonFrame::Refused(err), max).await;
+            return;
+        }
+        Err(_) => {
+            let err = ToolError::new(
+                ErrorKind::Timeout,
+                "no Hello within 10 s",
+                "send a Hello frame right after connecting",
+            );
+            let _ = write_one(&mut writer, Codec::Json, &DaemonFrame::Refused(err), max).await;
+            return;
+        }
+    };
+    let sniffed = Codec::sniff(&first);
+    let refuse = |kind, message: String, hint: &str| {
+        DaemonFrame::Refused(ToolError::new(kind, message, hint))
+    };
+    let hello = match codec::decode::<ClientFrame>(sniffed, &first) {
+        Ok(ClientFrame::Hello(hello)) => hello,
+        Ok(other) => {
+            let frame = refuse(
+                ErrorKind::Protocol,
+                format!(
+                    "the first frame must be a Hello, got {}",
+                    frame_name(&other)
+                ),
+                "send a Hello frame first (see docs/PROTOCOL.md)",
+            );
+            let _ = write_one(&mut writer, sniffed, &frame, max).await;
+            return;
+        }
+        Err(e) => {
+            let frame = refuse(
+                ErrorKind::Protocol,
+                format!("cannot decode the Hello: {e}"),
+                "send a Hello frame first, as JSON or bincode (see docs/PROTOCOL.md)",
+            );
+            let _ = write_one(&mut writer, sniffed, &frame, max).await;
+            return;
+        }
+    };
+    let codec = hello.codec;
+    if hello.protocol_version != PROTOCOL_VERSION {
+        let frame = refuse(
+            ErrorKind::VersionMismatch,
+            format!(
+                "client speaks protocol version {}, this daemon speaks version {PROTOCOL_VERSION}",
+                hello.protocol_version
+            ),
+            "upgrade the client or the daemon so both speak the same version",
+        );
+        let _ = write_one(&mut writer, codec, &frame, max).await;
+        tracing::warn!(
+            client_version = hello.protocol_version,
+            "refused a client of another protocol version"
+        );
+        return;
+    }
+    if !hello.workdir.is_empty() && !std::path::Path::new(&hello.workdir).is_dir() {
+        let frame = refuse(
+            ErrorKind::InvalidArgs,
+            format!("workdir {:?} is not a directory", hello.workdir),
+            "send an existing absolute directory as workdir (or leave it empty)",
+        );
+        let _ = write_one(&mut writer, codec, &frame, max).await;
+        return;
+    }
+
+    let in_flight = Arc::new(AtomicU64::new(0));
+    let session_id = daemon.add_session(SessionInfo {
+        kind: hello.client_kind,
+        run_id: hello.run_id.clone(),
+        tier: hello.surface.max_tier,
+        connected: Instant::now(),
+        in_flight: in_flight.clone(),
+        pid: peer_pid,
+    });
+    tracing::info!(session = session_id, kind = ?hello.client_kind, codec = %codec, tier = %hello.surface.max_tier, peer_pid, "client connected");
+    let welcome = DaemonFrame::Welcome(Welcome {
+        protocol_version: PROTOCOL_VERSION,
+        daemon_version: env!("CARGO_PKG_VERSION").into(),
+        daemon_pid: std::process::id(),
+        session_id,
+        codec,
+        max_frame: max,
+        tools: daemon.registry.advertised(&hello.surface),
+    });
+    if write_one(&mut writer, codec, &welcome, max).await.is_err() {
+        daemon.remove_session(session_id);
+        return;
+    }
+
+    let (out_tx, mut out_rx) = mpsc::channel::<DaemonFrame>(1024);
+    let writer_task = tokio::spawn(async move {
+        while let Some(frame) = out_rx.recv().await {
+            if write_one(&mut writer, codec, &frame, max).await.is_err() {
+                break;
+            }
+            // Drain what is already queued before the next await on the socket.
+            while let Ok(frame) = out_rx.try_recv() {
+                if write_one(&mut writer, codec, &frame, max).await.is_err() {
+                    return;
+                }
+            }
+        }
+        let _ = writer.shutdown().await;
+    });
+    let session = Arc::new(Session {
+        id: session_id,
+        hello,
+        out: out_tx.clone(),
+        approvals: Mutex::new(HashMap::new()),
+        calls: Mutex::new(HashMap::new()),
+        in_flight,
+    });
+    let mut tree_watch: Option<tokio::task::JoinHandle<()>> = None;
+    let mut call_tasks = tokio::task::JoinSet::new();
+
+    loop {
+        let payload = match read_payload(&mut reader, max).await {
+            Ok(p) => p,
+            Err(CodecError::Closed) => break,
+            Err(e @ CodecError::Oversized { .. }) => {
+                // The stream cannot be resynchronised past an unread payload: say why, close.
+                tracing::warn!(session = session_id, error = %e, "oversized frame; closing the connection");
+                let _ = out_tx
+                    .send(DaemonFrame::Error(ToolError::new(
+                        ErrorKind::Protocol,
+                        e.to_string(),
+                        format!("keep frames under {max} bytes; the connection is closed"),
+                    )))
+                    .await;
+                break;
+            }
+            Err(e) => {
+                tracing::info!(session = session_id, error = %e, "connection ended mid-frame");
+                break;
+            }
+        };
+        let frame = match codec::decode::<ClientFrame>(codec, &payload) {
+            Ok(frame) => frame,
+            Err(e) => {
+                tracing::warn!(session = session_id, error = %e, "malformed frame");
+                let _ = out_tx
+                    .send(DaemonFrame::Error(ToolError::new(ErrorKind::Protocol, e.to_string(), format!("frames must be {codec} encoded ClientFrame values (see docs/PROTOCOL.md); the connection stays open"))))
+                    .await;
+                continue;
+            }
+        };
+        match frame {
+            ClientFrame::Call(call) => {
+                if let Some(task) = start_call(&daemon, &session, call).await {
+                    call_tasks.spawn(task);
+                }
+            }
+            ClientFrame::Cancel { id } => {
+                if let Some(cancel) = lock(&session.calls).remove(&id) {
+                    let _ = cancel.send(());
+                }
+            }
+            ClientFrame::ApprovalAnswer(answer) => {
+                let waiter = lock(&session.approvals).remove(&answer.request_id);
+                match waiter {
+                    Some(tx) => {
+                        let _ = tx.send(answer);
+                    }
+                    None => {
+                        let _ = out_tx
+                            .send(DaemonFrame::Error(ToolError::new(
+                                ErrorKind::NotFound,
+                                format!("no approval request {} is pending", answer.request_id),
+                                "answer only requests this connection received, once",
+                            )))
+                            .await;
+                    }
+                }
+            }
+            ClientFrame::QuestionAnswer(a) => {
+                let _ = out_tx
+                    .send(DaemonFrame::Error(ToolError::new(
+                        ErrorKind::NotFound,
+                        format!("no question {} is pending", a.question_id),
+                        "answer only questions this connection received",
+                    )))
+                    .await;
+            }
+            ClientFrame::BridgeResult { bridge_id, .. } => {
+                let _ = out_tx
+                    .send(DaemonFrame::Error(ToolError::new(
+                        ErrorKind::NotFound,
+                        format!("no bridge call {bridge_id} is pending"),
+                        "answer only bridge calls this connection received",
+                    )))
+                    .await;
+            }
+            ClientFrame::ListTools { all } => {
+                let tools = if all {
+                    daemon.registry.everything(&session.hello.surface)
+                } else {
+                    daemon.registry.advertised(&session.hello.surface)
+                };
+                let _ = out_tx.send(DaemonFrame::Tools { tools }).await;
+            }
+            ClientFrame::Tree => {
+                let d = daemon.clone();
+                let tx = out_tx.clone();
+                tokio::spawn(async move {
+                    let _ = tx.send(DaemonFrame::Tree(d.snapshot().await)).await;
+                });
+            }
+            ClientFrame::Subscribe { topic: Topic::Tree } => {
+                if tree_watch.is_none() {
+                    tree_watch = Some(tokio::spawn(watch_tree(daemon.clone(), out_tx.clone())));
+                }
+            }
+            ClientFrame::Unsubscribe { topic: Topic::Tree } => {
+                if let Some(task) = tree_watch.take() {
+                    task.abort();
+                }
+            }
+            ClientFrame::Status => {
+                let _ = out_tx.send(DaemonFrame::Status(daemon.status())).await;
+            }
+            ClientFrame::Ping { nonce } => {
+                let _ = out_tx.send(DaemonFrame::Pong { nonce }).await;
+            }
+            ClientFrame::Hello(_) => {
+                let _ = out_tx
+                    .send(DaemonFrame::Error(ToolError::new(
+                        ErrorKind::Protocol,
+                        "this connection already said Hello",
+                        "send Hello once, as the first frame",
+                    )))
+                    .await;
+            }
+        }
+    }
+
+    // The client closed its side: finish what it asked for (it may still be reading),
+    // then close. Approval requests can no longer be answered: deny them now.
+    if let Some(task) = tree_watch.take() {
+        task.abort();
+    }
+    lock(&session.approvals).clear();
+    drop(out_tx);
+    let mut writer_task = writer_task;
+    let writer_done = tokio::select! {
+        _ = async { while call_tasks.join_next().await.is_some() {} } => false,
+        _ = &mut writer_task => true,
+    };
+    if writer_done {
+        // The peer is gone for good (a write failed): cancel what is still running.
+        for (_, cancel) in lock(&session.calls).drain() {
+            let _ = cancel.send(());
+        }
+        while call_tasks.join_next().await.is_some() {}
+    }
+    drop(session);
+    if !writer_done {
+        let _ = writer_task.await;
+    }
+    daemon.remove_session(session_id);
+    tracing::info!(session = session_id, "client disconnected");
+}
+
+fn frame_name(frame: &ClientFrame) -> &'static str {
+    match frame {
+        ClientFrame::Hello(_) => "Hello",
+        ClientFrame::Call(_) => "Call",
+        ClientFrame::Cancel { .. } => "Cancel",
+        ClientFrame::ApprovalAnswer(_) => "ApprovalAnswer",
+        ClientFrame::QuestionAnswer(_) => "QuestionAnswer",
+        ClientFrame::BridgeResult { .. } => "BridgeResult",
+        ClientFrame::ListTools { .. } => "ListTools",
+        ClientFrame::Tree => "Tree",
+        ClientFrame::Subscribe { .. } => "Subscribe",
+        ClientFrame::Unsubscribe { .. } => "Unsubscribe",
+        ClientFrame::Status => "Status",
+        ClientFrame::Ping { .. } => "Ping",
+    }
+}
+
+async fn watch_tree(daemon: Arc<Daemon>, out: mpsc::Sender<DaemonFrame>) {
+    let mut rx = daemon.notifier.subscribe();
+    if out
+        .send(DaemonFrame::TreeUpdate(daemon.snapshot().await))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    // Also tick once a second so uptimes and TTLs move on screen.
+    loop {
+        let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
+        // Coalesce bursts of changes into one redraw.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        rx.borrow_and_update();
+        if out
+            .send(DaemonFrame::TreeUpdate(daemon.snapshot().await))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Register a call and return the task that runs it (or answer at once and return None).
+async fn start_call(
+    daemon: &Arc<Daemon>,
+    session: &Arc<Session>,
+    call: Call,
+) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+    let id = call.id;
+    let reject = |err: ToolError| DaemonFrame::Result {
+        id,
+        outcome: Outcome::Err(err),
+    };
+    if call.conversation.is_empty() {
+        let _ = session
+            .out
+            .send(reject(ToolError::new(
+                ErrorKind::InvalidArgs,
+                "the call names no conversation",
+                "set `conversation` to the id of the agent conversation making the call",
+            )))
+            .await;
+        return None;
+    }
+    let (cancel_tx, cancel_rx) = oneshot::channel();
+    let duplicate = {
+        let mut calls = lock(&session.calls);
+        let duplicate = calls.contains_key(&id);
+        if !duplicate {
+            calls.insert(id, cancel_tx);
+        }
+        duplicate
+    };
+    if duplicate {
+        let _ = session
+            .out
+            .send(reject(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!("call id {id} is already in flight on this connection"),
+                "use a fresh id for every call",
+            )))
+            .await;
+        return None;
+    }
+    daemon.touch_conversation(&call.conversation);
+    daemon.calls_total.fetch_add(1, Ordering::Relaxed);
+    session.in_flight.fetch_add(1, Ordering::Relaxed);
+    daemon.notifier.bump();
+
+    // Non-parallel-safe tools take their turn in the conversation's lane, in arrival order.
+    let serial = daemon
+        .registry
+        .get(&call.tool)
+        .is_some_and(|t| !t.parallel_safe);
+    let turn = if serial {
+        let (turn_tx, turn_rx) = oneshot::channel::<oneshot::Sender<()>>();
+        daemon.lanes.enqueue(
+            &call.conversation,
+            Box::pin(async move {
+                let (done_tx, done_rx) = oneshot::channel();
+                if turn_tx.send(done_tx).is_ok() {
+                    let _ = done_rx.await;
+                }
+            }),
+        );
+        Some(turn_rx)
+    } else {
+        None
+    };
+
+    let daemon = daemon.clone();
+    let session = session.clone();
+    Some(async move {
+        let ctx = CallCtx {
+            id,
+            conversation: call.conversation.clone(),
+            workdir: workdir_of(&session),
+            session: session.clone(),
+        };
+        let run = async {
+            // Holding `_done` keeps the lane busy until this call ends.
+            let _done = match turn {
+                Some(turn) => match turn.await {
+                    Ok(done) => Some(done),
+                    Err(_) => {
+                        return Err(ToolError::new(
+                            ErrorKind::Internal,
+                            "the conversation's lane went away",
+                            "retry the call",
+                        ));
+                    }
+                },
+                None => None,
+            };
+            execute(&daemon, &ctx, &call.tool, call.args).await
+        };
+        let outcome = tokio::select! {
+            result = run => result,
+            _ = cancel_rx => Err(ToolError::new(ErrorKind::Cancelled, format!("call {id} was cancelled by the client"), "nothing more will come for this call")),
+        };
+        lock(&session.calls).remove(&id);
+        let outcome = match outcome {
+            Ok(value) => Outcome::Ok(Value(value)),
+            Err(err) => {
+                daemon.calls_failed.fetch_add(1, Ordering::Relaxed);
+                Outcome::Err(err)
+            }
+        };
+        let _ = session.out.send(DaemonFrame::Result { id, outcome }).await;
+        session.in_flight.fetch_sub(1, Ordering::Relaxed);
+        daemon.notifier.bump();
+    })
+}
+
+fn workdir_of(session: &Session) -> std::path::PathBuf {
+    if session.hello.workdir.is_empty() {
+        std::env::current_dir().unwrap_or_else(|_| "/".into())
+    } else {
+        session.hello.workdir.clone().into()
+    }
+}
+
+/// Gates, then the tool: registry (unknown, surface, policy, attachment), arguments,
+/// approval. Every denial is audited.
+async fn execute(
+    daemon: &Arc<Daemon>,
+    ctx: &CallCtx,
+    tool: &str,
+    args: Value,
+) -> Result<serde_json::Value, ToolError> {
+    let session = &ctx.session;
+    let audit = |event: &str, reason: &str| {
+        daemon
+            .audit
+            .record(event, &ctx.conversation, session.id, tool, reason)
+    };
+    let spec = match daemon.registry.check(tool, &session.hello.surface) {
+        Ok(spec) => spec,
+        Err(err) => {
+            match err.kind {
+                ErrorKind::PolicyDenied => {
+                    tracing::warn!(
+                        tool,
+                        conversation = ctx.conversation,
+                        session = session.id,
+                        "call denied by policy"
+                    );
+                    audit("policy_denied", &err.message);
+                }
+                ErrorKind::SurfaceDenied => {
+                    tracing::warn!(
+                        tool,
+                        conversation = ctx.conversation,
+                        session = session.id,
+                        "call above the client's surface refused"
+                    );
+                    audit("surface_denied", &err.message);
+                }
+                _ => {}
+            }
+            return Err(err);
+        }
+    };
+    let args = args.into_inner();
+    validate(tool, &spec.schema, &args)?;
+    if spec.needs_approval(&args) {
+        approve(daemon, ctx, spec.tier, tool, &args)
+            .await
+            .inspect_err(|err| {
+                tracing::info!(
+                    tool,
+                    conversation = ctx.conversation,
+                    session = session.id,
+                    reason = err.message,
+                    "call not approved"
+                );
+                audit("approval_denied", &err.message);
+            })?;
+    }
+    crate::tools::run(daemon, ctx, spec, args).await
+}
+
+async fn approve(
+    daemon: &Arc<Daemon>,
+    ctx: &CallCtx,
+    tier: toolvisor_protocol::wire::Tier,
+    tool: &str,
+    args: &serde_json::Value,
+) -> Result<(), ToolError> {
+    let session = &ctx.session;
+    if !session.hello.surface.approvals {
+        return Err(ToolError::new(
+            ErrorKind::ApprovalDenied,
+            format!("`{tool}` needs approval and this client has no approval handler"),
+            "connect with `surface.approvals = true` and answer ApprovalRequest frames (CLI: `toolvisor call --approve`)",
+        ));
+    }
+    let request_id = daemon.next_request_id();
+    let (tx, rx) = oneshot::channel();
+    lock(&session.approvals).insert(request_id, tx);
+    let request = DaemonFrame::ApprovalRequest(ApprovalRequest {
+        request_id,
+        call_id: ctx.id,
+        conversation: ctx.conversation.clone(),
+        tool: tool.to_string(),
+        tier,
+        summary: crate::tools::summary(tool, args),
+        args: Value(args.clone()),
+    });
+    if session.out.send(request).await.is_err() {
+        lock(&session.approvals).remove(&request_id);
+        return Err(ToolError::new(
+            ErrorKind::ApprovalDenied,
+            "the client went away before approving",
+            "reconnect and call again",
+        ));
+    }
+    let timeout = Duration::from_secs(daemon.config.approval_timeout_s);
+    let answer = tokio::time::timeout(timeout, rx).await;
+    lock(&session.approvals).remove(&request_id);
+    match answer {
+        Ok(Ok(a)) if a.approved => Ok(()),
+        Ok(Ok(a)) => Err(ToolError::new(
+            ErrorKind::ApprovalDenied,
+            format!(
+                "`{tool}` was not approved{}",
+                a.reason.map(|r| format!(": {r}")).unwrap_or_default()
+            ),
+            "do not retry the same call; change the plan or ask the user",
+        )),
+        Ok(Err(_)) => Err(ToolError::new(
+            ErrorKind::ApprovalDenied,
+            "the client closed before answering the approval request",
+            "reconnect and call again",
+        )),
+        Err(_) => Err(ToolError::new(
+            ErrorKind::ApprovalDenied,
+            format!(
+                "no answer to the approval request within {} s",
+                timeout.as_secs()
+            ),
+            "answer ApprovalRequest frames promptly, or raise approval_timeout_s",
+        )),
+    }
+}

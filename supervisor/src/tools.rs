@@ -1,0 +1,196 @@
+//! Tool handlers that run in this build: `bash`, `process`, and the lane probes of the test
+//! suite. Every other registered tool answers `not_available` before it gets here.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value as Json, json};
+use tokio::sync::mpsc;
+use toolvisor_jobs::bash::{self, BashRequest};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::{BashArgs, ProcessArgs, ProcessOp, RestartMode};
+use toolvisor_protocol::wire::Event;
+
+use crate::daemon::Daemon;
+use crate::registry::ToolSpec;
+use crate::session::CallCtx;
+
+fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: Json) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| {
+        ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!("{tool}: {e}"),
+            format!("`toolvisor tools --json` shows the schema of `{tool}`"),
+        )
+    })
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<Json, ToolError> {
+    serde_json::to_value(value).map_err(|e| {
+        ToolError::new(
+            ErrorKind::Internal,
+            format!("cannot encode the result: {e}"),
+            "report this as a bug",
+        )
+    })
+}
+
+fn need<'a>(
+    tool: &str,
+    op: &str,
+    field: &str,
+    value: &'a Option<String>,
+) -> Result<&'a str, ToolError> {
+    value.as_deref().ok_or_else(|| {
+        ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!("{tool} {op}: missing required argument `{field}`"),
+            format!("`{op}` needs `{field}`"),
+        )
+    })
+}
+
+/// A one-line summary of a call, for approval prompts.
+pub fn summary(tool: &str, args: &Json) -> String {
+    let field = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or("");
+    let text = match tool {
+        "bash" => format!("bash: {}", field("command")),
+        "process" => format!(
+            "process {}: {}",
+            field("op"),
+            if field("command").is_empty() {
+                field("id")
+            } else {
+                field("command")
+            }
+        ),
+        _ => format!("{tool} {args}"),
+    };
+    text.chars().take(300).collect()
+}
+
+pub async fn run(
+    daemon: &Arc<Daemon>,
+    ctx: &CallCtx,
+    spec: &ToolSpec,
+    args: Json,
+) -> Result<Json, ToolError> {
+    match spec.name {
+        "bash" => run_bash(daemon, ctx, parse("bash", args)?).await,
+        "process" => run_process(daemon, ctx, parse("process", args)?).await,
+        "_probe_serial" | "_probe_parallel" => probe(ctx, args).await,
+        other => Err(ToolError::new(
+            ErrorKind::NotAvailable,
+            format!("tool `{other}` has no worker in this build"),
+            "use another tool",
+        )),
+    }
+}
+
+async fn run_bash(daemon: &Arc<Daemon>, ctx: &CallCtx, args: BashArgs) -> Result<Json, ToolError> {
+    let limits = &daemon.config.limits;
+    let timeout_s = args.timeout_s.unwrap_or(limits.bash_timeout_s);
+    if timeout_s == 0 || timeout_s > limits.bash_timeout_max_s {
+        return Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!(
+                "bash: timeout_s = {timeout_s} is outside 1..={}",
+                limits.bash_timeout_max_s
+            ),
+            "pick a timeout within the limit, or run long jobs with `process start`",
+        ));
+    }
+    let (tx, mut rx) = mpsc::channel(64);
+    let req = BashRequest {
+        command: args.command,
+        cwd: ctx.workdir.clone(),
+        timeout: Duration::from_secs(timeout_s),
+        max_output: limits.bash_output_bytes,
+    };
+    let launcher = daemon.launcher.clone();
+    let running = bash::run(&launcher, req, Some(tx));
+    tokio::pin!(running);
+    let result = loop {
+        tokio::select! {
+            result = &mut running => break result,
+            Some((stream, text)) = rx.recv() => ctx.event(Event::Output { stream, text }).await,
+        }
+    };
+    while let Ok((stream, text)) = rx.try_recv() {
+        ctx.event(Event::Output { stream, text }).await;
+    }
+    let output = result.map_err(|e| {
+        ToolError::new(
+            ErrorKind::Io,
+            format!("bash could not start: {e}"),
+            "check that the workdir exists and a shell is installed",
+        )
+    })?;
+    let mut value = to_json(&output)?;
+    if output.timed_out {
+        value["note"] = json!(format!(
+            "killed after the {timeout_s} s timeout; output up to then is shown"
+        ));
+    }
+    Ok(value)
+}
+
+async fn run_process(
+    daemon: &Arc<Daemon>,
+    ctx: &CallCtx,
+    args: ProcessArgs,
+) -> Result<Json, ToolError> {
+    let p = &daemon.processes;
+    let conv = ctx.conversation.as_str();
+    match args.op {
+        ProcessOp::Start => {
+            let command = need("process", "start", "command", &args.command)?.to_string();
+            to_json(
+                &p.start(
+                    conv,
+                    ctx.workdir.clone(),
+                    command,
+                    args.label,
+                    args.restart.unwrap_or(RestartMode::No),
+                )
+                .await?,
+            )
+        }
+        ProcessOp::List => to_json(&json!({ "processes": p.list(conv) })),
+        ProcessOp::Read => {
+            let id = need("process", "read", "id", &args.id)?;
+            to_json(&p.read(conv, id, args.offset, args.limit)?)
+        }
+        ProcessOp::Write => {
+            let id = need("process", "write", "id", &args.id)?;
+            let data = args.data.clone().unwrap_or_default();
+            to_json(&p.write(conv, id, data, args.eof.unwrap_or(false)).await?)
+        }
+        ProcessOp::Kill => {
+            let id = need("process", "kill", "id", &args.id)?;
+            to_json(&p.kill(conv, id).await?)
+        }
+    }
+}
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// Test tool: sleeps `sleep_ms`, reports start and end times (for lane ordering tests).
+async fn probe(ctx: &CallCtx, args: Json) -> Result<Json, ToolError> {
+    let tag = args
+        .get("tag")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .to_string();
+    let sleep_ms = args.get("sleep_ms").and_then(Json::as_u64).unwrap_or(0);
+    let start_us = now_us();
+    tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
+    Ok(
+        json!({"tag": tag, "conversation": ctx.conversation, "start_us": start_us, "end_us": now_us()}),
+    )
+}

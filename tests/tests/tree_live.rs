@@ -1,0 +1,89 @@
+//! `toolvisor tree`: the snapshot shows supervisors, resources and sessions with their facts,
+//! and `--watch` redraws when the tree changes.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+use toolvisor_tests::{TestDaemon, bin, wait_for};
+
+#[test]
+fn tree_json_shows_resources_and_watch_redraws_on_change() {
+    let d = TestDaemon::start("");
+    let sock = d.socket.display().to_string();
+    let mut watch = Command::new(bin())
+        .args(["tree", "--watch", "--socket", &sock])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // First screen, before any process exists.
+    wait_for("the first tree screen", Duration::from_secs(10), || {
+        rx.recv_timeout(Duration::from_millis(50))
+            .ok()
+            .filter(|l| l.contains("supervisor processes"))
+    });
+    let p = d.ok(
+        "c",
+        "process",
+        json!({"op": "start", "command": "exec sleep 300", "label": "watched"}),
+    );
+    let pid = p["pid"].as_u64().unwrap();
+    let line = wait_for(
+        "a redraw that shows the new process",
+        Duration::from_secs(10),
+        || {
+            rx.recv_timeout(Duration::from_millis(50))
+                .ok()
+                .filter(|l| l.contains("process p1"))
+        },
+    );
+    assert!(
+        line.contains(&pid.to_string()) && line.contains("ready") && line.contains("watched"),
+        "{line}"
+    );
+    let _ = watch.kill();
+    let _ = watch.wait();
+
+    let out = Command::new(bin())
+        .args(["tree", "--json", "--socket", &sock])
+        .output()
+        .unwrap();
+    let tree: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(tree["root"]["kind"], "root");
+    assert_eq!(tree["root"]["pid"], d.pid());
+    let sup = &tree["root"]["children"][0];
+    assert_eq!(
+        (sup["kind"].as_str(), sup["id"].as_str()),
+        (Some("supervisor"), Some("processes"))
+    );
+    let node = &sup["children"][0];
+    assert_eq!(node["pid"], pid);
+    assert_eq!(node["state"], "ready");
+    assert!(node["rss_bytes"].as_u64().unwrap() > 0);
+    for key in [
+        "uptime_ms",
+        "ttl_left_ms",
+        "restarts",
+        "mailbox",
+        "detail",
+        "last_error",
+    ] {
+        assert!(node.get(key).is_some(), "missing {key} in {node}");
+    }
+    let sessions = &tree["root"]["children"][1];
+    assert_eq!(sessions["kind"], "sessions");
+    assert!(
+        !sessions["children"].as_array().unwrap().is_empty(),
+        "the tree's own client shows as a session"
+    );
+}

@@ -1,0 +1,506 @@
+//! `process`: tracked background processes. Each is an actor under the `processes`
+//! supervisor, owning its child through a process guard; its output log and run facts live
+//! in shared state that outlives restarts. A process belongs to the conversation that
+//! started it: no other conversation can see, read, write or kill it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
+use toolvisor_kit::restart::{Restart, RestartPolicy};
+use toolvisor_kit::status::{NodeStatus, TreeNotifier, duration_ms};
+use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::{ProcessInfo, ProcessOutput, RestartMode};
+use toolvisor_protocol::tree::NodeState;
+
+use crate::output::OutputLog;
+
+/// Limits of the process tool.
+#[derive(Clone, Debug)]
+pub struct ProcessLimits {
+    /// Output bytes kept per process (oldest dropped first).
+    pub buffer_bytes: usize,
+    /// Ended processes stay listed and readable this long.
+    pub keep_ended: Duration,
+    pub max_per_conversation: usize,
+    /// Restart intensity, period and backoff for `restart: on_failure | always`.
+    pub restart: RestartPolicy,
+}
+
+impl Default for ProcessLimits {
+    fn default() -> Self {
+        ProcessLimits {
+            buffer_bytes: 8 * 1024 * 1024,
+            keep_ended: Duration::from_secs(30 * 60),
+            max_per_conversation: 64,
+            restart: RestartPolicy::default(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct RunState {
+    exit: Option<ExitStatus>,
+    /// Set by `kill`: the end was asked for.
+    killed: bool,
+    /// Output pipes of the current incarnation still open.
+    pumps_open: u32,
+    stdin: Option<mpsc::Sender<StdinCmd>>,
+    cursor: u64,
+    ended_at: Option<Instant>,
+}
+
+enum StdinCmd {
+    Data(Vec<u8>),
+    Close,
+}
+
+/// Everything about one tracked process that survives its restarts.
+#[derive(Debug)]
+pub struct ProcessShared {
+    pub id: String,
+    pub conversation: String,
+    pub command: String,
+    pub label: String,
+    pub cwd: PathBuf,
+    status: Arc<NodeStatus>,
+    output: Mutex<OutputLog>,
+    run: Mutex<RunState>,
+    /// Counts ended incarnations; `kill` waits on it.
+    ended: watch::Sender<u64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ProcessShared {
+    fn state_word(&self) -> &'static str {
+        match self.status.state() {
+            NodeState::Starting => "starting",
+            NodeState::Ready | NodeState::Busy => "running",
+            NodeState::Backoff => "backoff",
+            NodeState::Failed => "failed",
+            NodeState::Stopping => "stopping",
+            NodeState::Exited if lock(&self.run).killed => "killed",
+            NodeState::Exited => "exited",
+        }
+    }
+
+    fn is_over(&self) -> bool {
+        matches!(self.status.state(), NodeState::Exited | NodeState::Failed)
+    }
+
+    pub fn info(&self) -> ProcessInfo {
+        let node = self.status.get();
+        let exit = lock(&self.run).exit;
+        ProcessInfo {
+            id: self.id.clone(),
+            label: self.label.clone(),
+            command: self.command.clone(),
+            pid: node.pid,
+            state: self.state_word().to_string(),
+            exit_code: exit.and_then(|e| e.code),
+            signal: exit.and_then(|e| e.signal),
+            restarts: node.restarts,
+            last_error: node.last_error,
+            uptime_ms: duration_ms(node.started.elapsed()),
+            output_bytes: lock(&self.output).end(),
+        }
+    }
+}
+
+/// The actor of one incarnation of a tracked process.
+pub struct ProcessActor;
+
+pub struct ProcessStart {
+    pub shared: Arc<ProcessShared>,
+    pub launcher: Launcher,
+    pub attempt: u32,
+}
+
+pub enum ProcessMsg {
+    /// The child was reaped.
+    Exited(ExitStatus),
+}
+
+pub struct ProcessState {
+    /// Kills and reaps the whole tree when the actor goes, however it goes.
+    _guard: ProcessGuard,
+}
+
+impl Actor for ProcessActor {
+    type Msg = ProcessMsg;
+    type State = ProcessState;
+    type Arguments = ProcessStart;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<ProcessMsg>,
+        args: ProcessStart,
+    ) -> Result<ProcessState, ActorProcessingErr> {
+        let shared = args.shared;
+        if args.attempt > 0 {
+            lock(&shared.output).append(
+                format!("\n[toolvisor: restart {} of {}]\n", args.attempt, shared.id).as_bytes(),
+            );
+        }
+        let spec = args.launcher.spec(
+            crate::bash::shell(),
+            &["-c".to_string(), shared.command.clone()],
+            &shared.cwd,
+            true,
+            &format!("process/{}", shared.id),
+        );
+        let spawned = process::spawn(spec).await.map_err(|e| e.to_string())?;
+        let guard = spawned.guard;
+        tracing::info!(
+            id = shared.id,
+            pid = guard.main_pid(),
+            conversation = shared.conversation,
+            "process started"
+        );
+        let (stdin_tx, stdin_rx) = mpsc::channel(64);
+        {
+            let mut run = lock(&shared.run);
+            run.exit = None;
+            run.ended_at = None;
+            run.pumps_open = 2;
+            run.stdin = spawned.stdin.map(|s| {
+                tokio::spawn(feed_stdin(s, stdin_rx));
+                stdin_tx
+            });
+        }
+        shared.status.update(|i| {
+            i.pid = Some(guard.main_pid());
+            i.state = NodeState::Ready;
+        });
+        tokio::spawn(pump(spawned.stdout, shared.clone()));
+        tokio::spawn(pump(spawned.stderr, shared.clone()));
+        let mut exit = spawned.exit;
+        let waiter_shared = shared.clone();
+        tokio::spawn(async move {
+            if let Ok(status) = exit.wait_for(|s| s.is_some()).await {
+                let status = status.expect("waited for Some");
+                {
+                    let mut run = lock(&waiter_shared.run);
+                    run.exit = Some(status);
+                    run.stdin = None;
+                    run.ended_at = Some(Instant::now());
+                }
+                let _ = myself.cast(ProcessMsg::Exited(status));
+                waiter_shared.ended.send_modify(|n| *n += 1);
+            }
+        });
+        Ok(ProcessState { _guard: guard })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<ProcessMsg>,
+        msg: ProcessMsg,
+        _state: &mut ProcessState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ProcessMsg::Exited(status) if status.success() => {
+                myself.stop(Some(status.to_string()));
+                Ok(())
+            }
+            ProcessMsg::Exited(status) => Err(status.to_string().into()),
+        }
+    }
+}
+
+async fn pump(mut rx: tokio::net::unix::pipe::Receiver, shared: Arc<ProcessShared>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match rx.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => lock(&shared.output).append(&buf[..n]),
+        }
+    }
+    let mut run = lock(&shared.run);
+    run.pumps_open = run.pumps_open.saturating_sub(1);
+}
+
+async fn feed_stdin(mut tx: tokio::net::unix::pipe::Sender, mut rx: mpsc::Receiver<StdinCmd>) {
+    while let Some(cmd) = rx.recv().await {
+        match cmd {
+            StdinCmd::Data(bytes) => {
+                if tx.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            StdinCmd::Close => break,
+        }
+    }
+}
+
+/// The `process` tool's state: every tracked process by id, and the supervisor they run under.
+pub struct Processes {
+    supervisor: ActorRef<SupervisorMsg>,
+    launcher: Launcher,
+    limits: ProcessLimits,
+    notifier: TreeNotifier,
+    table: Mutex<HashMap<String, Arc<ProcessShared>>>,
+    next_id: AtomicU64,
+}
+
+const READ_DEFAULT: u64 = 64 * 1024;
+const READ_MAX: u64 = 1024 * 1024;
+
+fn not_found(id: &str, conversation: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::NotFound,
+        format!("no process {id:?} in conversation {conversation:?}"),
+        "`process {\"op\":\"list\"}` shows this conversation's processes; ids are not shared between conversations",
+    )
+}
+
+impl Processes {
+    pub fn new(
+        supervisor: ActorRef<SupervisorMsg>,
+        launcher: Launcher,
+        limits: ProcessLimits,
+        notifier: TreeNotifier,
+    ) -> Self {
+        Processes {
+            supervisor,
+            launcher,
+            limits,
+            notifier,
+            table: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Drop processes that ended longer ago than the retention.
+    fn collect(&self) {
+        let keep = self.limits.keep_ended;
+        lock(&self.table).retain(|_, p| {
+            let ended_at = lock(&p.run).ended_at;
+            !(p.is_over() && ended_at.is_some_and(|t| t.elapsed() > keep))
+        });
+    }
+
+    fn get(&self, conversation: &str, id: &str) -> Result<Arc<ProcessShared>, ToolError> {
+        self.collect();
+        lock(&self.table)
+            .get(id)
+            .filter(|p| p.conversation == conversation)
+            .cloned()
+            .ok_or_else(|| not_found(id, conversation))
+    }
+
+    pub async fn start(
+        &self,
+        conversation: &str,
+        cwd: PathBuf,
+        command: String,
+        label: Option<String>,
+        restart: RestartMode,
+    ) -> Result<ProcessInfo, ToolError> {
+        self.collect();
+        let running = lock(&self.table)
+            .values()
+            .filter(|p| p.conversation == conversation && !p.is_over())
+            .count();
+        if running >= self.limits.max_per_conversation {
+            return Err(ToolError::new(
+                ErrorKind::Busy,
+                format!(
+                    "conversation {conversation:?} already runs {running} processes (the limit)"
+                ),
+                "kill processes you no longer need (`process {\"op\":\"kill\",\"id\":...}`), then start again",
+            ));
+        }
+        let id = format!("p{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let label = label.unwrap_or_else(|| command.chars().take(60).collect());
+        let status = NodeStatus::new(
+            "process",
+            &id,
+            format!("{conversation}: {label}"),
+            self.notifier.clone(),
+        );
+        let (ended, _) = watch::channel(0);
+        let shared = Arc::new(ProcessShared {
+            id: id.clone(),
+            conversation: conversation.to_string(),
+            command,
+            label,
+            cwd,
+            status: status.clone(),
+            output: Mutex::new(OutputLog::new(self.limits.buffer_bytes)),
+            run: Mutex::new(RunState::default()),
+            ended,
+        });
+        lock(&self.table).insert(id.clone(), shared.clone());
+        let launcher = self.launcher.clone();
+        let factory_shared = shared.clone();
+        let factory: Factory = Arc::new(move |ctx: StartCtx| {
+            let args = ProcessStart {
+                shared: factory_shared.clone(),
+                launcher: launcher.clone(),
+                attempt: ctx.attempt,
+            };
+            let name = format!("process/{}#{}", args.shared.id, ctx.attempt);
+            Box::pin(async move {
+                Actor::spawn_linked(Some(name), ProcessActor, args, ctx.supervisor)
+                    .await
+                    .map(|(actor, _)| actor.get_cell())
+                    .map_err(|e| e.to_string())
+            })
+        });
+        let policy = self.limits.restart.with_restart(match restart {
+            RestartMode::No => Restart::Temporary,
+            RestartMode::OnFailure => Restart::Transient,
+            RestartMode::Always => Restart::Permanent,
+        });
+        let spec = ChildSpec {
+            id: id.clone(),
+            factory,
+            policy,
+            status,
+        };
+        let started = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Start { spec, reply },
+                Some(Duration::from_secs(30)),
+            )
+            .await;
+        match started {
+            Ok(ractor::rpc::CallResult::Success(Ok(()))) => Ok(shared.info()),
+            Ok(ractor::rpc::CallResult::Success(Err(e))) => Err(ToolError::new(
+                ErrorKind::Io,
+                format!("process {id} could not start: {e}"),
+                "check the command line; `process {\"op\":\"list\"}` shows its state",
+            )),
+            _ => Err(ToolError::new(
+                ErrorKind::ResourceFailed,
+                "the processes supervisor did not answer within 30 s",
+                "the daemon is overloaded or stuck; `toolvisor tree` shows its state",
+            )),
+        }
+    }
+
+    pub fn list(&self, conversation: &str) -> Vec<ProcessInfo> {
+        self.collect();
+        let mut out: Vec<_> = lock(&self.table)
+            .values()
+            .filter(|p| p.conversation == conversation)
+            .map(|p| p.info())
+            .collect();
+        out.sort_by_key(|p| p.id[1..].parse::<u64>().unwrap_or(0));
+        out
+    }
+
+    pub fn read(
+        &self,
+        conversation: &str,
+        id: &str,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> Result<ProcessOutput, ToolError> {
+        let p = self.get(conversation, id)?;
+        let limit = limit.unwrap_or(READ_DEFAULT).clamp(1, READ_MAX) as usize;
+        let offset = offset.unwrap_or_else(|| lock(&p.run).cursor);
+        let slice = lock(&p.output).read(offset, limit);
+        let end = lock(&p.output).end();
+        let run = lock(&p.run);
+        let drained = run.pumps_open == 0;
+        let (exit_code, signal) = (
+            run.exit.and_then(|e| e.code),
+            run.exit.and_then(|e| e.signal),
+        );
+        drop(run);
+        lock(&p.run).cursor = slice.next_offset;
+        Ok(ProcessOutput {
+            id: id.to_string(),
+            text: slice.text,
+            offset: slice.offset,
+            next_offset: slice.next_offset,
+            dropped: slice.dropped,
+            eof: p.is_over() && drained && slice.next_offset >= end,
+            state: p.state_word().to_string(),
+            exit_code,
+            signal,
+        })
+    }
+
+    pub async fn write(
+        &self,
+        conversation: &str,
+        id: &str,
+        data: String,
+        eof: bool,
+    ) -> Result<ProcessInfo, ToolError> {
+        let p = self.get(conversation, id)?;
+        let Some(tx) = lock(&p.run).stdin.clone() else {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                format!("process {id} is {} and has no open stdin", p.state_word()),
+                "start it again, or read its output",
+            ));
+        };
+        let mut ok = tx.send(StdinCmd::Data(data.into_bytes())).await.is_ok();
+        if eof {
+            ok &= tx.send(StdinCmd::Close).await.is_ok();
+            lock(&p.run).stdin = None;
+        }
+        if !ok {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                format!("process {id} closed its stdin"),
+                "the process is no longer reading input",
+            ));
+        }
+        Ok(p.info())
+    }
+
+    pub async fn kill(&self, conversation: &str, id: &str) -> Result<ProcessInfo, ToolError> {
+        let p = self.get(conversation, id)?;
+        if p.is_over() {
+            return Ok(p.info());
+        }
+        lock(&p.run).killed = true;
+        let mut ended = p.ended.subscribe();
+        let had_exit = lock(&p.run).exit.is_some();
+        let seen = *ended.borrow();
+        let _ = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Stop {
+                    id: id.to_string(),
+                    reason: "killed by `process kill`".into(),
+                    reply,
+                },
+                Some(Duration::from_secs(10)),
+            )
+            .await;
+        tracing::info!(id, conversation, "process killed by request");
+        if !had_exit && p.status.get().pid.is_some() {
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), ended.wait_for(|n| *n > seen)).await;
+        }
+        // Wait (bounded) for the supervisor to record the end, so the answer says so.
+        let mut tree = self.notifier.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(5), async {
+            while !p.is_over() {
+                if tree.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        Ok(p.info())
+    }
+}

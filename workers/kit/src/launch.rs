@@ -1,0 +1,58 @@
+//! How the daemon starts every child: through the shim, with an allowlisted environment,
+//! recorded in the spawn ledger. Workers build a [`SpawnSpec`] from one shared [`Launcher`].
+
+use std::path::{Path, PathBuf};
+
+use crate::process::{Ledger, SpawnSpec};
+
+/// Environment variables a child inherits from the daemon unless configured otherwise.
+/// Anything else (tokens, `NODE_EXTRA_CA_CERTS`, `PYTHONPATH` of the operator's shell) stays
+/// out: children start clean and fast.
+pub const DEFAULT_ENV_ALLOWLIST: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ",
+    "TMPDIR",
+];
+
+/// Shared recipe for starting children.
+#[derive(Clone, Debug, Default)]
+pub struct Launcher {
+    /// The `toolvisor` binary, run as `toolvisor __shim PROGRAM ARGS..`; `None` spawns directly.
+    pub shim: Option<PathBuf>,
+    /// The complete environment every child gets.
+    pub env: Vec<(String, String)>,
+    pub ledger: Option<Ledger>,
+}
+
+impl Launcher {
+    /// A launcher whose environment is the daemon's own, filtered by `allow`.
+    pub fn from_current_env(
+        shim: Option<PathBuf>,
+        allow: &[String],
+        ledger: Option<Ledger>,
+    ) -> Self {
+        let env = std::env::vars()
+            .filter(|(k, _)| allow.iter().any(|a| a == k))
+            .collect();
+        Launcher { shim, env, ledger }
+    }
+
+    pub fn spec(
+        &self,
+        program: &str,
+        args: &[String],
+        cwd: &Path,
+        stdin: bool,
+        label: &str,
+    ) -> SpawnSpec {
+        SpawnSpec {
+            program: program.to_string(),
+            args: args.to_vec(),
+            cwd: cwd.to_path_buf(),
+            env: self.env.clone(),
+            stdin,
+            shim: self.shim.clone(),
+            ledger: self.ledger.clone(),
+            label: label.to_string(),
+        }
+    }
+}

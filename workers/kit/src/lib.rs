@@ -1,0 +1,8 @@
+//! Shared machinery of every worker: guarded child processes, the shim, the spawn ledger,
+//! restart policy, shared node status, and the generic per-kind supervisor actor.
+
+pub mod launch;
+pub mod process;
+pub mod restart;
+pub mod status;
+pub mod supervise;

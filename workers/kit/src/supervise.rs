@@ -1,0 +1,477 @@
+//! A supervisor actor for one kind of resource: it starts children from child specs,
+//! watches them through ractor's supervision events, and restarts them per their policy.
+//!
+//! ractor does not restart anything by itself, so this actor holds, per child, the spec
+//! (factory + policy), a [`RestartTracker`] and the child's shared [`NodeStatus`]. Starting a
+//! child runs its factory in a task, never inside `handle`, so the mailbox stays live while a
+//! slow child starts. A child that exhausts its restart intensity stays `failed` with its last
+//! error, and [`Lookup`] hands that error to callers at once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ractor::{
+    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
+};
+use toolvisor_protocol::tree::{NodeState, TreeNode};
+
+use crate::restart::{Decision, Exit, RestartPolicy, RestartTracker};
+use crate::status::{NodeStatus, TreeNotifier};
+
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What a factory gets to start one incarnation of a child.
+pub struct StartCtx {
+    /// Spawn the child actor linked to this cell (`Actor::spawn_linked(.., supervisor)`).
+    pub supervisor: ActorCell,
+    pub status: Arc<NodeStatus>,
+    /// 0 for the first start, then the restart count.
+    pub attempt: u32,
+}
+
+/// Starts one incarnation of a child and returns its actor.
+pub type Factory = Arc<dyn Fn(StartCtx) -> BoxFuture<Result<ActorCell, String>> + Send + Sync>;
+
+/// Everything the supervisor needs to (re)start a child.
+pub struct ChildSpec {
+    pub id: String,
+    pub factory: Factory,
+    pub policy: RestartPolicy,
+    pub status: Arc<NodeStatus>,
+}
+
+/// Where a child stands, for a caller about to use it.
+#[derive(Clone, Debug)]
+pub enum Lookup {
+    Running(ActorCell),
+    /// Starting for the first time or again after a crash.
+    Starting,
+    Backoff {
+        last_error: String,
+        retry_in: Duration,
+    },
+    /// Gave up after its restart intensity.
+    Failed {
+        last_error: String,
+    },
+    /// Ended and not restarted (stopped, or its policy says so).
+    Ended {
+        last_error: Option<String>,
+    },
+    Missing,
+}
+
+pub enum SupervisorMsg {
+    /// Add a child and start it; the reply comes once its first start succeeded or failed.
+    Start {
+        spec: ChildSpec,
+        reply: RpcReplyPort<Result<(), String>>,
+    },
+    Lookup {
+        id: String,
+        reply: RpcReplyPort<Lookup>,
+    },
+    /// Stop a child for good (no restart); the record stays until collected.
+    Stop {
+        id: String,
+        reason: String,
+        reply: RpcReplyPort<bool>,
+    },
+    Snapshot {
+        reply: RpcReplyPort<TreeNode>,
+    },
+    /// Internal: an incarnation finished starting.
+    Started {
+        id: String,
+        epoch: u64,
+        result: Result<ActorCell, String>,
+    },
+    /// Internal: the backoff of a restart ran out.
+    RestartNow {
+        id: String,
+        epoch: u64,
+    },
+    /// Internal: drop ended records older than the retention.
+    Collect,
+}
+
+/// Arguments of a kind supervisor.
+pub struct SupervisorArgs {
+    pub kind: String,
+    pub notifier: TreeNotifier,
+    /// Ended children stay visible (and their output readable) this long.
+    pub keep_ended: Duration,
+    pub status: Arc<NodeStatus>,
+}
+
+pub struct KindSupervisor;
+
+struct Child {
+    spec: ChildSpec,
+    tracker: RestartTracker,
+    cell: Option<ActorCell>,
+    /// Bumped on every (re)start so stale timer and start messages are ignored.
+    epoch: u64,
+    stopping: Option<String>,
+    ended_at: Option<Instant>,
+    backoff_until: Option<Instant>,
+    first_reply: Option<RpcReplyPort<Result<(), String>>>,
+}
+
+pub struct SupervisorState {
+    kind: String,
+    keep_ended: Duration,
+    status: Arc<NodeStatus>,
+    children: BTreeMap<String, Child>,
+    by_actor: HashMap<ActorId, String>,
+}
+
+impl KindSupervisor {
+    fn launch(myself: &ActorRef<SupervisorMsg>, id: &str, child: &mut Child) {
+        child.epoch += 1;
+        child.backoff_until = None;
+        child.spec.status.set_state(NodeState::Starting);
+        let ctx = StartCtx {
+            supervisor: myself.get_cell(),
+            status: child.spec.status.clone(),
+            attempt: child.tracker.total(),
+        };
+        let factory = child.spec.factory.clone();
+        let me = myself.clone();
+        let id = id.to_string();
+        let epoch = child.epoch;
+        tokio::spawn(async move {
+            let result = factory(ctx).await;
+            let _ = me.cast(SupervisorMsg::Started { id, epoch, result });
+        });
+    }
+
+    /// A child's incarnation ended (or failed to start): apply its policy.
+    fn ended(
+        myself: &ActorRef<SupervisorMsg>,
+        state: &mut SupervisorState,
+        id: &str,
+        exit: Exit,
+        error: Option<String>,
+    ) {
+        let kind = state.kind.clone();
+        let Some(child) = state.children.get_mut(id) else {
+            return;
+        };
+        if let Some(cell) = child.cell.take() {
+            state.by_actor.remove(&cell.get_id());
+        }
+        let status = child.spec.status.clone();
+        // A normal end's reason ("exit code 0") is not an error.
+        if let Some(err) = error.as_ref().filter(|_| exit == Exit::Failed) {
+            status.update(|i| i.last_error = Some(err.clone()));
+        }
+        if let Some(reason) = child.stopping.clone() {
+            tracing::info!(kind, id, reason, "resource stopped");
+            child.ended_at = Some(Instant::now());
+            status.update(|i| {
+                i.state = NodeState::Exited;
+                i.pid = None;
+                i.ttl_deadline = None;
+            });
+            return;
+        }
+        let decision = child.tracker.decide(exit, Instant::now());
+        let restarts = child.tracker.total();
+        match decision {
+            Decision::Restart { after, attempt } => {
+                tracing::warn!(
+                    kind,
+                    id,
+                    ?exit,
+                    error = error.as_deref().unwrap_or(""),
+                    backoff_ms = after.as_millis() as u64,
+                    attempt,
+                    "resource ended; restarting after backoff"
+                );
+                child.backoff_until = Some(Instant::now() + after);
+                status.update(|i| {
+                    i.state = NodeState::Backoff;
+                    i.pid = None;
+                    i.restarts = restarts;
+                });
+                let epoch = child.epoch;
+                let id = id.to_string();
+                myself.send_after(after, move || SupervisorMsg::RestartNow { id, epoch });
+            }
+            Decision::GiveUp => {
+                let policy = child.tracker.policy();
+                tracing::error!(
+                    kind,
+                    id,
+                    error = error.as_deref().unwrap_or(""),
+                    intensity = policy.intensity,
+                    period_s = policy.period.as_secs(),
+                    "resource exceeded its restart intensity; leaving it failed"
+                );
+                let msg = format!(
+                    "{} (gave up after {} restarts within {} s)",
+                    error.unwrap_or_else(|| "ended".into()),
+                    policy.intensity,
+                    policy.period.as_secs()
+                );
+                child.ended_at = Some(Instant::now());
+                status.update(|i| {
+                    i.state = NodeState::Failed;
+                    i.pid = None;
+                    i.last_error = Some(msg);
+                });
+                if let Some(reply) = child.first_reply.take() {
+                    let _ = reply.send(Err(status.get().last_error.unwrap_or_default()));
+                }
+            }
+            Decision::Done => {
+                tracing::info!(
+                    kind,
+                    id,
+                    ?exit,
+                    error = error.as_deref().unwrap_or(""),
+                    "resource ended"
+                );
+                child.ended_at = Some(Instant::now());
+                // A child that never came up is failed; one that ran and ended has exited.
+                let never_started = child.first_reply.is_some();
+                status.update(|i| {
+                    i.state = if never_started {
+                        NodeState::Failed
+                    } else {
+                        NodeState::Exited
+                    };
+                    i.pid = None;
+                    i.ttl_deadline = None;
+                });
+                if let Some(reply) = child.first_reply.take() {
+                    let _ = reply.send(Err(error.unwrap_or_else(|| "ended during start".into())));
+                }
+            }
+        }
+    }
+}
+
+impl Actor for KindSupervisor {
+    type Msg = SupervisorMsg;
+    type State = SupervisorState;
+    type Arguments = SupervisorArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SupervisorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        args.status.update(|i| {
+            i.state = NodeState::Ready;
+            i.pid = Some(std::process::id());
+        });
+        let period =
+            (args.keep_ended / 4).clamp(Duration::from_millis(200), Duration::from_secs(60));
+        myself.send_interval(period, || SupervisorMsg::Collect);
+        Ok(SupervisorState {
+            kind: args.kind,
+            keep_ended: args.keep_ended,
+            status: args.status,
+            children: BTreeMap::new(),
+            by_actor: HashMap::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SupervisorMsg::Start { spec, reply } => {
+                let id = spec.id.clone();
+                if state
+                    .children
+                    .get(&id)
+                    .is_some_and(|c| c.ended_at.is_none())
+                {
+                    let _ = reply.send(Err(format!(
+                        "a {} named {id:?} is already running",
+                        state.kind
+                    )));
+                    return Ok(());
+                }
+                let mut child = Child {
+                    tracker: RestartTracker::new(spec.policy),
+                    spec,
+                    cell: None,
+                    epoch: 0,
+                    stopping: None,
+                    ended_at: None,
+                    backoff_until: None,
+                    first_reply: Some(reply),
+                };
+                Self::launch(&myself, &id, &mut child);
+                state.children.insert(id, child);
+                state.status.notifier().bump();
+            }
+            SupervisorMsg::Started { id, epoch, result } => {
+                let Some(child) = state.children.get_mut(&id) else {
+                    if let Ok(cell) = result {
+                        cell.stop(Some("removed".into()));
+                    }
+                    return Ok(());
+                };
+                if child.epoch != epoch || child.stopping.is_some() {
+                    if let Ok(cell) = result {
+                        cell.stop(child.stopping.clone());
+                    }
+                    if child.stopping.is_some() && child.cell.is_none() && child.ended_at.is_none()
+                    {
+                        Self::ended(&myself, state, &id, Exit::Normal, None);
+                    }
+                    return Ok(());
+                }
+                match result {
+                    Ok(cell) => {
+                        state.by_actor.insert(cell.get_id(), id.clone());
+                        child.cell = Some(cell);
+                        if child.spec.status.state() == NodeState::Starting {
+                            child.spec.status.set_state(NodeState::Ready);
+                        }
+                        if let Some(reply) = child.first_reply.take() {
+                            let _ = reply.send(Ok(()));
+                        }
+                        tracing::info!(
+                            kind = state.kind,
+                            id,
+                            attempt = child.tracker.total(),
+                            "resource started"
+                        );
+                    }
+                    Err(err) => {
+                        tracing::warn!(
+                            kind = state.kind,
+                            id,
+                            error = err,
+                            "resource failed to start"
+                        );
+                        Self::ended(&myself, state, &id, Exit::Failed, Some(err));
+                    }
+                }
+            }
+            SupervisorMsg::RestartNow { id, epoch } => {
+                if let Some(child) = state.children.get_mut(&id)
+                    && child.epoch == epoch
+                    && child.stopping.is_none()
+                    && child.cell.is_none()
+                    && child.ended_at.is_none()
+                {
+                    tracing::info!(kind = state.kind, id, "restarting resource");
+                    Self::launch(&myself, &id, child);
+                }
+            }
+            SupervisorMsg::Lookup { id, reply } => {
+                let lookup = match state.children.get(&id) {
+                    None => Lookup::Missing,
+                    Some(child) => {
+                        let info = child.spec.status.get();
+                        let last_error = info.last_error.clone().unwrap_or_default();
+                        match (&child.cell, info.state) {
+                            (_, NodeState::Failed) => Lookup::Failed { last_error },
+                            (Some(cell), _) => Lookup::Running(cell.clone()),
+                            (None, _) if child.ended_at.is_some() => Lookup::Ended {
+                                last_error: info.last_error,
+                            },
+                            (None, NodeState::Backoff) => Lookup::Backoff {
+                                last_error,
+                                retry_in: child
+                                    .backoff_until
+                                    .map(|t| t.saturating_duration_since(Instant::now()))
+                                    .unwrap_or_default(),
+                            },
+                            (None, _) => Lookup::Starting,
+                        }
+                    }
+                };
+                let _ = reply.send(lookup);
+            }
+            SupervisorMsg::Stop { id, reason, reply } => {
+                let Some(child) = state.children.get_mut(&id) else {
+                    let _ = reply.send(false);
+                    return Ok(());
+                };
+                if child.ended_at.is_some() {
+                    let _ = reply.send(true);
+                    return Ok(());
+                }
+                child.stopping = Some(reason.clone());
+                child.spec.status.set_state(NodeState::Stopping);
+                match child.cell.clone() {
+                    // The termination event finishes the stop.
+                    Some(cell) => cell.stop(Some(reason)),
+                    // Waiting out a backoff: nothing runs, so it ends here.
+                    None if child.backoff_until.is_some() => {
+                        Self::ended(&myself, state, &id, Exit::Normal, None);
+                    }
+                    // A start is in flight: `Started` sees `stopping` and finishes the stop.
+                    None => {}
+                }
+                let _ = reply.send(true);
+            }
+            SupervisorMsg::Snapshot { reply } => {
+                let mut node = state.status.to_node(crate::process::rss_bytes);
+                node.children = state
+                    .children
+                    .values()
+                    .map(|c| c.spec.status.to_node(crate::process::rss_bytes))
+                    .collect();
+                let _ = reply.send(node);
+            }
+            SupervisorMsg::Collect => {
+                let keep = state.keep_ended;
+                let before = state.children.len();
+                state.children.retain(|id, c| {
+                    let keep_it = c.ended_at.is_none_or(|t| t.elapsed() < keep);
+                    if !keep_it {
+                        tracing::info!(kind = state.kind, id, "collected ended resource");
+                    }
+                    keep_it
+                });
+                if state.children.len() != before {
+                    state.status.notifier().bump();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match evt {
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                if let Some(id) = state.by_actor.get(&cell.get_id()).cloned() {
+                    Self::ended(
+                        &myself,
+                        state,
+                        &id,
+                        Exit::Normal,
+                        reason.filter(|r| !r.is_empty()),
+                    );
+                }
+            }
+            SupervisionEvent::ActorFailed(cell, err) => {
+                if let Some(id) = state.by_actor.get(&cell.get_id()).cloned() {
+                    Self::ended(&myself, state, &id, Exit::Failed, Some(err.to_string()));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
