@@ -61,6 +61,8 @@ pub struct ProcessArgs {
     pub label: Option<String>,
     /// start: restart policy (default `no`).
     pub restart: Option<RestartMode>,
+    /// start: hard time-to-live in seconds; the process is stopped after it, used or not.
+    pub ttl_s: Option<u64>,
     /// read/write/kill: the process id returned by start.
     pub id: Option<String>,
     /// read: first byte offset of the combined output to return (default: where the last
@@ -82,13 +84,15 @@ pub struct ProcessInfo {
     pub command: String,
     /// The program's pid while it runs.
     pub pid: Option<u32>,
-    /// running | exited | backoff | failed | killed
+    /// starting | running | backoff | stopping | exited | killed | expired | failed
     pub state: String,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub restarts: u32,
     pub last_error: Option<String>,
     pub uptime_ms: u64,
+    /// Time left before the idle or hard TTL stops it (while running).
+    pub ttl_left_ms: Option<u64>,
     /// Bytes of output produced so far (the next read offset at the end).
     pub output_bytes: u64,
 }

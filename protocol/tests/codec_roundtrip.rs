@@ -289,6 +289,7 @@ fn tool_types_round_trip() {
             command: Some("sleep 1".into()),
             label: None,
             restart: Some(RestartMode::OnFailure),
+            ttl_s: Some(60),
             id: Some("p1".into()),
             offset: Some(0),
             limit: None,
@@ -310,6 +311,7 @@ fn tool_types_round_trip() {
         restarts: 0,
         last_error: None,
         uptime_ms: 1,
+        ttl_left_ms: Some(5),
         output_bytes: 2,
     });
     both(&ProcessOutput {

@@ -51,6 +51,9 @@ pub struct Limits {
     /// Ended processes stay listed and readable this long.
     pub process_keep_s: u64,
     pub processes_per_conversation: usize,
+    /// A running process untouched (no read, write or list by its conversation) this long
+    /// is stopped; 0 disables.
+    pub process_idle_ttl_s: u64,
 }
 
 impl Default for Limits {
@@ -62,6 +65,7 @@ impl Default for Limits {
             process_buffer_bytes: 8 * 1024 * 1024,
             process_keep_s: 30 * 60,
             processes_per_conversation: 64,
+            process_idle_ttl_s: 2 * 60 * 60,
         }
     }
 }

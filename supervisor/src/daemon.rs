@@ -261,6 +261,8 @@ pub async fn serve(
         buffer_bytes: config.limits.process_buffer_bytes,
         keep_ended,
         max_per_conversation: config.limits.processes_per_conversation,
+        idle_ttl: (config.limits.process_idle_ttl_s > 0)
+            .then(|| Duration::from_secs(config.limits.process_idle_ttl_s)),
         restart: config.restart.policy(),
     };
     let registry = Registry::new(

@@ -124,6 +124,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
                     "command": s("start: shell command line"),
                     "label": s("start: short name shown in lists"),
                     "restart": one_of("start: restart policy (default no)", &["no", "on_failure", "always"]),
+                "ttl_s": int("start: stop the process after this many seconds", 1, 30 * 24 * 3600),
                     "id": s("read/write/kill: process id from start"),
                     "offset": int("read: byte offset (default: where the last read stopped)", 0, i64::MAX),
                     "limit": int("read: most bytes to return (default 65536)", 1, 1_048_576),

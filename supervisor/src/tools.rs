@@ -152,6 +152,7 @@ async fn run_process(
                     command,
                     args.label,
                     args.restart.unwrap_or(RestartMode::No),
+                    args.ttl_s,
                 )
                 .await?,
             )

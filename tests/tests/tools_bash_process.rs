@@ -249,3 +249,34 @@ fn a_restart_policy_that_cannot_succeed_ends_failed_not_in_a_loop() {
     let again = d.ok("c", "process", json!({"op": "list"}));
     assert_eq!(again["processes"][0]["restarts"], 5);
 }
+
+#[test]
+fn a_process_past_its_ttl_is_stopped_and_says_so() {
+    let d = TestDaemon::start("");
+    let p = d.ok(
+        "c",
+        "process",
+        json!({"op": "start", "command": "echo up; exec sleep 300", "ttl_s": 1}),
+    );
+    assert!(p["ttl_left_ms"].as_u64().unwrap() <= 1000, "{p}");
+    let pid = p["pid"].as_u64().unwrap() as u32;
+    let id = p["id"].as_str().unwrap();
+    let v = wait_for(
+        "the hard TTL to stop the process",
+        Duration::from_secs(15),
+        || {
+            let v = d.ok("c", "process", json!({"op": "read", "id": id, "offset": 0}));
+            (v["state"] == "expired").then_some(v)
+        },
+    );
+    assert!(
+        v["text"].as_str().unwrap().contains("hard TTL expired"),
+        "{v}"
+    );
+    wait_for(
+        "the expired process to be gone",
+        Duration::from_secs(5),
+        || (!alive(pid)).then_some(()),
+    );
+    assert!(d.log_text().contains("process TTL expired"));
+}

@@ -17,6 +17,7 @@ use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier, duration_ms};
 use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_kit::ttl::Ttl;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{ProcessInfo, ProcessOutput, RestartMode};
 use toolvisor_protocol::tree::NodeState;
@@ -31,6 +32,9 @@ pub struct ProcessLimits {
     /// Ended processes stay listed and readable this long.
     pub keep_ended: Duration,
     pub max_per_conversation: usize,
+    /// A running process nobody has read, written or listed for this long is stopped
+    /// (abandoned conversations must not leak servers forever). `None`: never.
+    pub idle_ttl: Option<Duration>,
     /// Restart intensity, period and backoff for `restart: on_failure | always`.
     pub restart: RestartPolicy,
 }
@@ -41,6 +45,7 @@ impl Default for ProcessLimits {
             buffer_bytes: 8 * 1024 * 1024,
             keep_ended: Duration::from_secs(30 * 60),
             max_per_conversation: 64,
+            idle_ttl: Some(Duration::from_secs(2 * 60 * 60)),
             restart: RestartPolicy::default(),
         }
     }
@@ -51,6 +56,8 @@ struct RunState {
     exit: Option<ExitStatus>,
     /// Set by `kill`: the end was asked for.
     killed: bool,
+    /// Set when a TTL ran out.
+    expired: bool,
     /// Output pipes of the current incarnation still open.
     pumps_open: u32,
     stdin: Option<mpsc::Sender<StdinCmd>>,
@@ -76,6 +83,7 @@ pub struct ProcessShared {
     run: Mutex<RunState>,
     /// Counts ended incarnations; `kill` waits on it.
     ended: watch::Sender<u64>,
+    ttl: Mutex<Ttl>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -91,8 +99,22 @@ impl ProcessShared {
             NodeState::Failed => "failed",
             NodeState::Stopping => "stopping",
             NodeState::Exited if lock(&self.run).killed => "killed",
+            NodeState::Exited if lock(&self.run).expired => "expired",
             NodeState::Exited => "exited",
         }
+    }
+
+    /// Record a use by its conversation: the idle TTL starts again.
+    fn touch(&self) {
+        let mut ttl = lock(&self.ttl);
+        ttl.touch(Instant::now());
+        let deadline = ttl.deadline();
+        drop(ttl);
+        self.status.update(|i| {
+            if !matches!(i.state, NodeState::Exited | NodeState::Failed) {
+                i.ttl_deadline = deadline;
+            }
+        });
     }
 
     fn is_over(&self) -> bool {
@@ -113,6 +135,9 @@ impl ProcessShared {
             restarts: node.restarts,
             last_error: node.last_error,
             uptime_ms: duration_ms(node.started.elapsed()),
+            ttl_left_ms: node
+                .ttl_deadline
+                .map(|d| duration_ms(d.saturating_duration_since(Instant::now()))),
             output_bytes: lock(&self.output).end(),
         }
     }
@@ -130,11 +155,15 @@ pub struct ProcessStart {
 pub enum ProcessMsg {
     /// The child was reaped.
     Exited(ExitStatus),
+    /// Time to look at the TTL.
+    CheckTtl,
 }
 
 pub struct ProcessState {
     /// Kills and reaps the whole tree when the actor goes, however it goes.
     _guard: ProcessGuard,
+    shared: Arc<ProcessShared>,
+    expiring: bool,
 }
 
 impl Actor for ProcessActor {
@@ -186,6 +215,7 @@ impl Actor for ProcessActor {
         tokio::spawn(pump(spawned.stdout, shared.clone()));
         tokio::spawn(pump(spawned.stderr, shared.clone()));
         let mut exit = spawned.exit;
+        let myself_ttl = myself.clone();
         let waiter_shared = shared.clone();
         tokio::spawn(async move {
             if let Ok(status) = exit.wait_for(|s| s.is_some()).await {
@@ -200,16 +230,41 @@ impl Actor for ProcessActor {
                 waiter_shared.ended.send_modify(|n| *n += 1);
             }
         });
-        Ok(ProcessState { _guard: guard })
+        shared
+            .status
+            .update(|i| i.ttl_deadline = lock(&shared.ttl).deadline());
+        myself_ttl.send_interval(Duration::from_secs(1), || ProcessMsg::CheckTtl);
+        Ok(ProcessState {
+            _guard: guard,
+            shared,
+            expiring: false,
+        })
     }
 
     async fn handle(
         &self,
         myself: ActorRef<ProcessMsg>,
         msg: ProcessMsg,
-        _state: &mut ProcessState,
+        state: &mut ProcessState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
+            ProcessMsg::CheckTtl => {
+                let expired = lock(&state.shared.ttl).expired(Instant::now());
+                if let (Some(why), false) = (expired, state.expiring) {
+                    state.expiring = true;
+                    lock(&state.shared.run).expired = true;
+                    tracing::info!(id = state.shared.id, conversation = state.shared.conversation, reason = %why, "process TTL expired");
+                    lock(&state.shared.output)
+                        .append(format!("\n[toolvisor: stopped, {why}]\n").as_bytes());
+                    if let Some(sup) = myself.try_get_supervisor() {
+                        let _ = sup.send_message(SupervisorMsg::Expire {
+                            id: state.shared.id.clone(),
+                            reason: why.to_string(),
+                        });
+                    }
+                }
+                Ok(())
+            }
             ProcessMsg::Exited(status) if status.success() => {
                 myself.stop(Some(status.to_string()));
                 Ok(())
@@ -307,6 +362,7 @@ impl Processes {
         command: String,
         label: Option<String>,
         restart: RestartMode,
+        ttl_s: Option<u64>,
     ) -> Result<ProcessInfo, ToolError> {
         self.collect();
         let running = lock(&self.table)
@@ -331,6 +387,7 @@ impl Processes {
             self.notifier.clone(),
         );
         let (ended, _) = watch::channel(0);
+        let hard = ttl_s.map(Duration::from_secs);
         let shared = Arc::new(ProcessShared {
             id: id.clone(),
             conversation: conversation.to_string(),
@@ -341,6 +398,7 @@ impl Processes {
             output: Mutex::new(OutputLog::new(self.limits.buffer_bytes)),
             run: Mutex::new(RunState::default()),
             ended,
+            ttl: Mutex::new(Ttl::new(Instant::now(), self.limits.idle_ttl, hard)),
         });
         lock(&self.table).insert(id.clone(), shared.clone());
         let launcher = self.launcher.clone();
@@ -397,7 +455,10 @@ impl Processes {
         let mut out: Vec<_> = lock(&self.table)
             .values()
             .filter(|p| p.conversation == conversation)
-            .map(|p| p.info())
+            .map(|p| {
+                p.touch();
+                p.info()
+            })
             .collect();
         out.sort_by_key(|p| p.id[1..].parse::<u64>().unwrap_or(0));
         out
@@ -411,6 +472,7 @@ impl Processes {
         limit: Option<u64>,
     ) -> Result<ProcessOutput, ToolError> {
         let p = self.get(conversation, id)?;
+        p.touch();
         let limit = limit.unwrap_or(READ_DEFAULT).clamp(1, READ_MAX) as usize;
         let offset = offset.unwrap_or_else(|| lock(&p.run).cursor);
         let slice = lock(&p.output).read(offset, limit);
@@ -444,6 +506,7 @@ impl Processes {
         eof: bool,
     ) -> Result<ProcessInfo, ToolError> {
         let p = self.get(conversation, id)?;
+        p.touch();
         let Some(tx) = lock(&p.run).stdin.clone() else {
             return Err(ToolError::new(
                 ErrorKind::NotAvailable,

@@ -6,3 +6,4 @@ pub mod process;
 pub mod restart;
 pub mod status;
 pub mod supervise;
+pub mod ttl;

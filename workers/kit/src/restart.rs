@@ -169,8 +169,8 @@ mod tests {
                 Decision::Restart { .. }
             ));
         }
-        // 61 s after the first restart, one slot is free again and the backoff has shrunk.
-        match t.decide(Exit::Failed, t0 + Duration::from_secs(61)) {
+        // 60.5 s after the first restart, exactly one slot is free again.
+        match t.decide(Exit::Failed, t0 + Duration::from_millis(60_500)) {
             Decision::Restart { attempt, .. } => assert_eq!(attempt, 5),
             other => panic!("expected a restart, got {other:?}"),
         }

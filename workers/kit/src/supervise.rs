@@ -94,6 +94,11 @@ pub enum SupervisorMsg {
         id: String,
         epoch: u64,
     },
+    /// A resource asks to be ended for good (its TTL ran out); like `Stop` without a reply.
+    Expire {
+        id: String,
+        reason: String,
+    },
     /// Internal: drop ended records older than the retention.
     Collect,
 }
@@ -147,6 +152,34 @@ impl KindSupervisor {
             let result = factory(ctx).await;
             let _ = me.cast(SupervisorMsg::Started { id, epoch, result });
         });
+    }
+
+    /// End a child for good; false when there is no such child.
+    fn stop(
+        myself: &ActorRef<SupervisorMsg>,
+        state: &mut SupervisorState,
+        id: &str,
+        reason: String,
+    ) -> bool {
+        let Some(child) = state.children.get_mut(id) else {
+            return false;
+        };
+        if child.ended_at.is_some() {
+            return true;
+        }
+        child.stopping = Some(reason.clone());
+        child.spec.status.set_state(NodeState::Stopping);
+        match child.cell.clone() {
+            // The termination event finishes the stop.
+            Some(cell) => cell.stop(Some(reason)),
+            // Waiting out a backoff: nothing runs, so it ends here.
+            None if child.backoff_until.is_some() => {
+                Self::ended(myself, state, id, Exit::Normal, None)
+            }
+            // A start is in flight: `Started` sees `stopping` and finishes the stop.
+            None => {}
+        }
+        true
     }
 
     /// A child's incarnation ended (or failed to start): apply its policy.
@@ -397,28 +430,17 @@ impl Actor for KindSupervisor {
                 };
                 let _ = reply.send(lookup);
             }
+            SupervisorMsg::Expire { id, reason } => {
+                tracing::info!(
+                    kind = state.kind,
+                    id,
+                    reason,
+                    "resource TTL expired; stopping it"
+                );
+                Self::stop(&myself, state, &id, reason);
+            }
             SupervisorMsg::Stop { id, reason, reply } => {
-                let Some(child) = state.children.get_mut(&id) else {
-                    let _ = reply.send(false);
-                    return Ok(());
-                };
-                if child.ended_at.is_some() {
-                    let _ = reply.send(true);
-                    return Ok(());
-                }
-                child.stopping = Some(reason.clone());
-                child.spec.status.set_state(NodeState::Stopping);
-                match child.cell.clone() {
-                    // The termination event finishes the stop.
-                    Some(cell) => cell.stop(Some(reason)),
-                    // Waiting out a backoff: nothing runs, so it ends here.
-                    None if child.backoff_until.is_some() => {
-                        Self::ended(&myself, state, &id, Exit::Normal, None);
-                    }
-                    // A start is in flight: `Started` sees `stopping` and finishes the stop.
-                    None => {}
-                }
-                let _ = reply.send(true);
+                let _ = reply.send(Self::stop(&myself, state, &id, reason));
             }
             SupervisorMsg::Snapshot { reply } => {
                 let mut node = state.status.to_node(crate::process::rss_bytes);
