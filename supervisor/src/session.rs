@@ -286,6 +286,9 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         };
         match frame {
             ClientFrame::Call(call) => {
+                // Finished calls hold their task until joined: reap them as we go, or a
+                // long-lived connection would keep every call it ever made.
+                while call_tasks.try_join_next().is_some() {}
                 if let Some(task) = start_call(&daemon, &session, call).await {
                     call_tasks.spawn(task);
                 }

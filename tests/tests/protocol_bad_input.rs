@@ -216,3 +216,34 @@ fn cancel_stops_a_running_call_and_kills_its_command() {
         || (!toolvisor_tests::alive(pid)).then_some(()),
     );
 }
+
+/// Regression: finished calls were kept by their connection until it closed, so a long-lived
+/// harness connection grew the daemon by kilobytes per call (280 MB after 64k calls).
+#[test]
+fn a_long_lived_connection_does_not_keep_finished_calls() {
+    let d = TestDaemon::start("");
+    let rss = || {
+        std::fs::read_to_string(format!("/proc/{}/status", d.pid()))
+            .unwrap()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("VmRSS:")
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            })
+            .unwrap()
+    };
+    let mut c = d.client(Codec::Bincode, Tier::Exec, false);
+    for _ in 0..2_000 {
+        ok_of(&c.call("c", "process", json!({"op": "list"})).unwrap());
+    }
+    let before = rss();
+    for _ in 0..30_000 {
+        ok_of(&c.call("c", "process", json!({"op": "list"})).unwrap());
+    }
+    let grown_kib = rss().saturating_sub(before);
+    // With the bug this grew by about 7.5 MiB (250 bytes a call); without it, by nothing.
+    assert!(
+        grown_kib < 3 * 1024,
+        "the daemon grew by {grown_kib} KiB over 30000 calls on one connection"
+    );
+}

@@ -359,6 +359,14 @@ mod tests {
     }
 
     #[test]
+    fn guard_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<ProcessGuard>();
+        assert_send_sync::<Spawned>();
+        assert_send_sync::<Ledger>();
+    }
+
+    #[test]
     fn not_found_names_program_and_path() {
         let env = vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned())];
         let error = resolve_program("no-such-tool-xyz", &env, Path::new("/")).unwrap_err();

@@ -11,9 +11,13 @@ use toolvisor_kit::process::{ProcessGuard, Spawned, spawn};
 
 const INTERRUPTIBLE: &str = r#"
 import sys, time
-print("ready", flush=True)
 try:
-    time.sleep(300)
+    # Inside the try: SIGINT may land while "ready" is still being written.
+    print("ready", flush=True)
+    # Short naps: a SIGINT landing between print and a long sleep would only be noticed
+    # when that sleep ends (CPython checks signals between bytecodes).
+    while True:
+        time.sleep(0.05)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(7)

@@ -33,6 +33,7 @@ fn queue() -> io::Result<mpsc::Sender<Job>> {
     if let Some(sender) = slot.as_ref() {
         return Ok(sender.clone());
     }
+    reserve_report_fd();
     let (sender, jobs) = mpsc::channel::<Job>();
     thread::Builder::new()
         .name("toolvisor-spawner".to_owned())
@@ -45,6 +46,23 @@ fn queue() -> io::Result<mpsc::Sender<Job>> {
         })?;
     *slot = Some(sender.clone());
     Ok(sender)
+}
+
+/// Keeps fd [`REPORT_FD`] occupied in the daemon (with `/dev/null`) if it is free, so no
+/// pipe of a spawn can be created there and then be clobbered when the report pipe is moved
+/// to fd 3 in the child.
+fn reserve_report_fd() {
+    // SAFETY: fcntl on an integer fd touches no memory.
+    if unsafe { libc::fcntl(REPORT_FD, libc::F_GETFD) } >= 0 {
+        return;
+    }
+    if let Ok(null) = std::fs::File::open("/dev/null") {
+        let fd = OwnedFd::from(null);
+        if fd.as_raw_fd() == REPORT_FD {
+            // Held for the life of the process on purpose.
+            std::mem::forget(fd);
+        }
+    }
 }
 
 /// Runs `job` on the spawner thread and returns its result.
