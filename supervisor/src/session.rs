@@ -58,7 +58,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-async fn read_payload(reader: &mut OwnedReadHalf, max: u32) -> Result<Vec<u8>, CodecError> {
+/// Buffered, so one read syscall can carry a header, its payload and the next frames.
+type Reader = tokio::io::BufReader<OwnedReadHalf>;
+
+async fn read_payload(reader: &mut Reader, max: u32) -> Result<Vec<u8>, CodecError> {
     let mut header = [0u8; 4];
     match reader.read_exact(&mut header).await {
         Ok(_) => {}
@@ -77,16 +80,12 @@ async fn read_payload(reader: &mut OwnedReadHalf, max: u32) -> Result<Vec<u8>, C
     Ok(payload)
 }
 
-async fn write_one(
-    writer: &mut OwnedWriteHalf,
-    codec: Codec,
-    frame: &DaemonFrame,
-    max: u32,
-) -> std::io::Result<()> {
-    let bytes = match codec::encode_frame(codec, frame, max) {
-        Ok(bytes) => bytes,
+/// Append one frame to `out`. A frame that cannot be encoded (too big) is replaced by an
+/// error the caller can act on, so an answer is never silently dropped.
+fn encode_into(out: &mut Vec<u8>, codec: Codec, frame: &DaemonFrame, max: u32) {
+    match codec::encode_frame(codec, frame, max) {
+        Ok(bytes) => out.extend_from_slice(&bytes),
         Err(e) => {
-            // Too big (or unencodable): tell the caller instead of dropping the answer.
             let err = ToolError::new(
                 ErrorKind::Internal,
                 format!("the answer could not be sent: {e}"),
@@ -101,9 +100,21 @@ async fn write_one(
                 }
                 _ => DaemonFrame::Error(err),
             };
-            codec::encode_frame(codec, &replacement, max).map_err(std::io::Error::other)?
+            if let Ok(bytes) = codec::encode_frame(codec, &replacement, max) {
+                out.extend_from_slice(&bytes);
+            }
         }
-    };
+    }
+}
+
+async fn write_one(
+    writer: &mut OwnedWriteHalf,
+    codec: Codec,
+    frame: &DaemonFrame,
+    max: u32,
+) -> std::io::Result<()> {
+    let mut bytes = Vec::new();
+    encode_into(&mut bytes, codec, frame, max);
     writer.write_all(&bytes).await
 }
 
@@ -123,7 +134,8 @@ pub async fn refuse_peer(mut stream: UnixStream, who: String, uid: u32) {
 /// Serve one connection to the end.
 pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>) {
     let max = daemon.config.max_frame;
-    let (mut reader, mut writer) = stream.into_split();
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = tokio::io::BufReader::with_capacity(64 * 1024, reader);
 
     // Handshake: the first frame's first byte tells its codec.
     let first = match tokio::time::timeout(HELLO_TIMEOUT, read_payload(&mut reader, max)).await {
@@ -229,15 +241,19 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
 
     let (out_tx, mut out_rx) = mpsc::channel::<DaemonFrame>(1024);
     let writer_task = tokio::spawn(async move {
+        // Encode everything already queued into one buffer and write it with one syscall.
+        let mut batch = Vec::with_capacity(64 * 1024);
         while let Some(frame) = out_rx.recv().await {
-            if write_one(&mut writer, codec, &frame, max).await.is_err() {
-                break;
-            }
-            // Drain what is already queued before the next await on the socket.
-            while let Ok(frame) = out_rx.try_recv() {
-                if write_one(&mut writer, codec, &frame, max).await.is_err() {
-                    return;
+            batch.clear();
+            encode_into(&mut batch, codec, &frame, max);
+            while batch.len() < 1024 * 1024 {
+                match out_rx.try_recv() {
+                    Ok(frame) => encode_into(&mut batch, codec, &frame, max),
+                    Err(_) => break,
                 }
+            }
+            if writer.write_all(&batch).await.is_err() {
+                return;
             }
         }
         let _ = writer.shutdown().await;
