@@ -127,6 +127,11 @@ fn process_start_read_write_kill_round_trip() {
     let spid = sleeper["pid"].as_u64().unwrap() as u32;
     let killed = d.ok("c1", "process", json!({"op": "kill", "id": sid}));
     assert_eq!(killed["state"], "killed");
+    assert_eq!(
+        (killed["signal"].clone(), killed["exit_code"].clone()),
+        (json!(15), json!(null)),
+        "{killed}"
+    );
     wait_for(
         "the killed sleeper to be gone",
         Duration::from_secs(5),

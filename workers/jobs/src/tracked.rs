@@ -104,6 +104,22 @@ impl ProcessShared {
         }
     }
 
+    /// How the last incarnation ended, as the caller should see it. Ended by `kill` or a TTL,
+    /// the shim exits 143 after SIGTERM tore the tree down: that is the SIGTERM it was, not
+    /// the program's own exit code.
+    fn reported_exit(&self) -> Option<ExitStatus> {
+        let run = lock(&self.run);
+        let mut exit = run.exit;
+        if let Some(e) = exit
+            .as_mut()
+            .filter(|e| (run.killed || run.expired) && e.code == Some(143))
+        {
+            e.code = None;
+            e.signal = Some(15);
+        }
+        exit
+    }
+
     /// Record a use by its conversation: the idle TTL starts again.
     fn touch(&self) {
         let mut ttl = lock(&self.ttl);
@@ -123,7 +139,7 @@ impl ProcessShared {
 
     pub fn info(&self) -> ProcessInfo {
         let node = self.status.get();
-        let exit = lock(&self.run).exit;
+        let exit = self.reported_exit();
         ProcessInfo {
             id: self.id.clone(),
             label: self.label.clone(),
@@ -477,13 +493,9 @@ impl Processes {
         let offset = offset.unwrap_or_else(|| lock(&p.run).cursor);
         let slice = lock(&p.output).read(offset, limit);
         let end = lock(&p.output).end();
-        let run = lock(&p.run);
-        let drained = run.pumps_open == 0;
-        let (exit_code, signal) = (
-            run.exit.and_then(|e| e.code),
-            run.exit.and_then(|e| e.signal),
-        );
-        drop(run);
+        let drained = lock(&p.run).pumps_open == 0;
+        let exit = p.reported_exit();
+        let (exit_code, signal) = (exit.and_then(|e| e.code), exit.and_then(|e| e.signal));
         lock(&p.run).cursor = slice.next_offset;
         Ok(ProcessOutput {
             id: id.to_string(),
@@ -536,7 +548,8 @@ impl Processes {
         }
         lock(&p.run).killed = true;
         let mut ended = p.ended.subscribe();
-        let had_exit = lock(&p.run).exit.is_some();
+        // A child runs now (not waiting out a backoff): its exit status is worth waiting for.
+        let running = p.status.get().pid.is_some() && lock(&p.run).exit.is_none();
         let seen = *ended.borrow();
         let _ = self
             .supervisor
@@ -550,7 +563,7 @@ impl Processes {
             )
             .await;
         tracing::info!(id, conversation, "process killed by request");
-        if !had_exit && p.status.get().pid.is_some() {
+        if running {
             let _ =
                 tokio::time::timeout(Duration::from_secs(5), ended.wait_for(|n| *n > seen)).await;
         }

@@ -255,6 +255,7 @@ impl KindSupervisor {
                 status.update(|i| {
                     i.state = NodeState::Failed;
                     i.pid = None;
+                    i.ttl_deadline = None;
                     i.last_error = Some(msg);
                 });
                 if let Some(reply) = child.first_reply.take() {
