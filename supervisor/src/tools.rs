@@ -1,5 +1,9 @@
-//! Tool handlers that run in this build: `bash`, `process`, and the lane probes of the test
-//! suite. Every other registered tool answers `not_available` before it gets here.
+//! Tool dispatch, and the handlers of `bash`, `process` and the lane probes of the test
+//! suite. Other tool families live in `tools/*.rs`, one file per family, routed by resource.
+
+mod files;
+mod human;
+mod structural;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -75,16 +79,24 @@ pub async fn run(
     spec: &ToolSpec,
     args: Json,
 ) -> Result<Json, ToolError> {
-    match spec.name {
-        "bash" => run_bash(daemon, ctx, parse("bash", args)?).await,
-        "process" => run_process(daemon, ctx, parse("process", args)?).await,
-        "_probe_serial" | "_probe_parallel" => probe(ctx, args).await,
-        other => Err(ToolError::new(
-            ErrorKind::NotAvailable,
-            format!("tool `{other}` has no worker in this build"),
-            "use another tool",
-        )),
+    match (spec.resource, spec.name) {
+        (_, "bash") => run_bash(daemon, ctx, parse("bash", args)?).await,
+        (_, "process") => run_process(daemon, ctx, parse("process", args)?).await,
+        (_, "_probe_serial" | "_probe_parallel") => probe(ctx, args).await,
+        ("files" | "result_store", _) => files::run(daemon, ctx, spec, args).await,
+        ("structural", _) => structural::run(daemon, ctx, spec, args).await,
+        ("question_port" | "vibe_roster", _) => human::run(daemon, ctx, spec, args).await,
+        _ => Err(no_worker(spec.name)),
     }
+}
+
+/// The answer of a registered tool whose worker this build lacks.
+pub(crate) fn no_worker(tool: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::NotAvailable,
+        format!("tool `{tool}` has no worker in this build"),
+        "use another tool; `toolvisor tools --all` lists what runs here",
+    )
 }
 
 async fn run_bash(daemon: &Arc<Daemon>, ctx: &CallCtx, args: BashArgs) -> Result<Json, ToolError> {

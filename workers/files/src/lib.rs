@@ -1,0 +1,1 @@
+//! In-process file and search tools, and the stored-result store.

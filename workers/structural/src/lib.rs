@@ -1,0 +1,1 @@
+//! Structural search and staged rewrites on ast-grep: ast_grep, ast_edit, resolve.
