@@ -313,7 +313,10 @@ pub async fn serve(
                     }
                     other => {
                         let who = match &other {
-                            Ok(c) => format!("uid {} (pid {:?})", c.uid(), c.pid()),
+                            Ok(c) => match c.pid() {
+                                Some(pid) => format!("uid {} (pid {pid})", c.uid()),
+                                None => format!("uid {}", c.uid()),
+                            },
                             Err(e) => format!("unknown peer ({e})"),
                         };
                         tracing::warn!(peer = who, daemon_uid = my_uid, "refused a connection from another user");

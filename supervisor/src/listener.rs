@@ -80,10 +80,13 @@ pub fn bind(path: &Path) -> Result<Bound, BindError> {
                     pid: String::new(),
                 });
             }
-            Err(e) => {
+            // Only a refused connection proves nobody serves it any more.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 tracing::warn!(socket = %path.display(), probe = %e, "recovering a stale socket left by a daemon that died");
                 std::fs::remove_file(path).map_err(io("cannot remove the stale socket", path))?;
             }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io("cannot probe the existing socket", path)(e)),
         }
     }
     let listener = std::os::unix::net::UnixListener::bind(path).map_err(io("cannot bind", path))?;

@@ -50,7 +50,11 @@ pub struct Session {
     pub hello: Hello,
     pub out: mpsc::Sender<DaemonFrame>,
     approvals: Mutex<HashMap<u64, oneshot::Sender<ApprovalAnswer>>>,
-    calls: Mutex<HashMap<u64, oneshot::Sender<()>>>,
+    /// Calls in flight by id. The cancel sender is taken by `Cancel`, but the id stays
+    /// reserved until the call's result has been queued.
+    calls: Mutex<HashMap<u64, Option<oneshot::Sender<()>>>>,
+    /// Set once the client closed its sending side: no approval answer can arrive any more.
+    reader_closed: std::sync::atomic::AtomicBool,
     in_flight: Arc<AtomicU64>,
 }
 
@@ -70,13 +74,15 @@ async fn read_payload(reader: &mut Reader, max: u32) -> Result<Vec<u8>, CodecErr
     }
     let len = codec::frame_len(header, max)?;
     let mut payload = vec![0u8; len];
-    reader.read_exact(&mut payload).await.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            CodecError::Truncated { got: 0, want: len }
-        } else {
-            e.into()
+    let mut got = 0;
+    while got < len {
+        match reader.read(&mut payload[got..]).await {
+            Ok(0) => return Err(CodecError::Truncated { got, want: len }),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
         }
-    })?;
+    }
     Ok(payload)
 }
 
@@ -92,12 +98,18 @@ fn encode_into(out: &mut Vec<u8>, codec: Codec, frame: &DaemonFrame, max: u32) {
                 "ask for less (a narrower query or a smaller limit)",
             );
             let replacement = match frame {
-                DaemonFrame::Result { id, .. } | DaemonFrame::Event { id, .. } => {
-                    DaemonFrame::Result {
-                        id: *id,
-                        outcome: Outcome::Err(err),
-                    }
-                }
+                DaemonFrame::Result { id, .. } => DaemonFrame::Result {
+                    id: *id,
+                    outcome: Outcome::Err(err),
+                },
+                // An event is not the end of its call: say what was dropped, as an event.
+                DaemonFrame::Event { id, .. } => DaemonFrame::Event {
+                    id: *id,
+                    event: Event::Output {
+                        stream: toolvisor_protocol::wire::Stream::Stderr,
+                        text: format!("[toolvisor: an output event was dropped: {e}]\n"),
+                    },
+                },
                 _ => DaemonFrame::Error(err),
             };
             if let Ok(bytes) = codec::encode_frame(codec, &replacement, max) {
@@ -189,6 +201,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         }
     };
     let codec = hello.codec;
+    // Refusals go out in the codec the client demonstrably speaks (that of its Hello).
     if hello.protocol_version != PROTOCOL_VERSION {
         let frame = refuse(
             ErrorKind::VersionMismatch,
@@ -198,20 +211,22 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
             ),
             "upgrade the client or the daemon so both speak the same version",
         );
-        let _ = write_one(&mut writer, codec, &frame, max).await;
+        let _ = write_one(&mut writer, sniffed, &frame, max).await;
         tracing::warn!(
             client_version = hello.protocol_version,
             "refused a client of another protocol version"
         );
         return;
     }
-    if !hello.workdir.is_empty() && !std::path::Path::new(&hello.workdir).is_dir() {
+    let workdir = std::path::Path::new(&hello.workdir);
+    let workdir_ok = hello.workdir.is_empty() || (workdir.is_absolute() && workdir.is_dir());
+    if !workdir_ok {
         let frame = refuse(
             ErrorKind::InvalidArgs,
             format!("workdir {:?} is not a directory", hello.workdir),
             "send an existing absolute directory as workdir (or leave it empty)",
         );
-        let _ = write_one(&mut writer, codec, &frame, max).await;
+        let _ = write_one(&mut writer, sniffed, &frame, max).await;
         return;
     }
 
@@ -264,6 +279,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         out: out_tx.clone(),
         approvals: Mutex::new(HashMap::new()),
         calls: Mutex::new(HashMap::new()),
+        reader_closed: std::sync::atomic::AtomicBool::new(false),
         in_flight,
     });
     let mut tree_watch: Option<tokio::task::JoinHandle<()>> = None;
@@ -280,7 +296,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
                     .send(DaemonFrame::Error(ToolError::new(
                         ErrorKind::Protocol,
                         e.to_string(),
-                        format!("keep frames under {max} bytes; the connection is closed"),
+                        format!("keep every frame's payload at most {max} bytes; the connection is closed"),
                     )))
                     .await;
                 break;
@@ -294,6 +310,21 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
             Ok(frame) => frame,
             Err(e) => {
                 tracing::warn!(session = session_id, error = %e, "malformed frame");
+                // A JSON call whose id can still be read gets its answer as that call's result,
+                // so a client waiting on it never hangs.
+                if let Some(id) = malformed_call_id(codec, &payload) {
+                    let _ = out_tx
+                        .send(DaemonFrame::Result {
+                            id,
+                            outcome: Outcome::Err(ToolError::new(
+                                ErrorKind::Protocol,
+                                format!("malformed call: {e}"),
+                                "a call is {\"call\": {\"id\", \"conversation\", \"tool\", \"args\"}} (see docs/PROTOCOL.md)",
+                            )),
+                        })
+                        .await;
+                    continue;
+                }
                 let _ = out_tx
                     .send(DaemonFrame::Error(ToolError::new(ErrorKind::Protocol, e.to_string(), format!("frames must be {codec} encoded ClientFrame values (see docs/PROTOCOL.md); the connection stays open"))))
                     .await;
@@ -310,7 +341,8 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
                 }
             }
             ClientFrame::Cancel { id } => {
-                if let Some(cancel) = lock(&session.calls).remove(&id) {
+                let cancel = lock(&session.calls).get_mut(&id).and_then(Option::take);
+                if let Some(cancel) = cancel {
                     let _ = cancel.send(());
                 }
             }
@@ -397,6 +429,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
     if let Some(task) = tree_watch.take() {
         task.abort();
     }
+    session.reader_closed.store(true, Ordering::Relaxed);
     lock(&session.approvals).clear();
     drop(out_tx);
     let mut writer_task = writer_task;
@@ -406,7 +439,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
     };
     if writer_done {
         // The peer is gone for good (a write failed): cancel what is still running.
-        for (_, cancel) in lock(&session.calls).drain() {
+        for cancel in lock(&session.calls).values_mut().filter_map(Option::take) {
             let _ = cancel.send(());
         }
         while call_tasks.join_next().await.is_some() {}
@@ -417,6 +450,15 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
     }
     daemon.remove_session(session_id);
     tracing::info!(session = session_id, "client disconnected");
+}
+
+/// The id of a JSON `call` frame that failed to decode, when one can be read.
+fn malformed_call_id(codec: Codec, payload: &[u8]) -> Option<u64> {
+    if codec != Codec::Json {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    value.get("call")?.get("id")?.as_u64()
 }
 
 fn frame_name(frame: &ClientFrame) -> &'static str {
@@ -488,17 +530,18 @@ async fn start_call(
         let mut calls = lock(&session.calls);
         let duplicate = calls.contains_key(&id);
         if !duplicate {
-            calls.insert(id, cancel_tx);
+            calls.insert(id, Some(cancel_tx));
         }
         duplicate
     };
     if duplicate {
+        // Not a `result`: that id belongs to the call still running.
         let _ = session
             .out
-            .send(reject(ToolError::new(
+            .send(DaemonFrame::Error(ToolError::new(
                 ErrorKind::InvalidArgs,
-                format!("call id {id} is already in flight on this connection"),
-                "use a fresh id for every call",
+                format!("call id {id} is already in flight on this connection; this call was not started"),
+                "use a fresh id for every call; ids may be reused once their result has arrived",
             )))
             .await;
         return None;
@@ -559,7 +602,6 @@ async fn start_call(
             result = run => result,
             _ = cancel_rx => Err(ToolError::new(ErrorKind::Cancelled, format!("call {id} was cancelled by the client"), "nothing more will come for this call")),
         };
-        lock(&session.calls).remove(&id);
         let outcome = match outcome {
             Ok(value) => Outcome::Ok(Value(value)),
             Err(err) => {
@@ -568,6 +610,8 @@ async fn start_call(
             }
         };
         let _ = session.out.send(DaemonFrame::Result { id, outcome }).await;
+        // Only now may the id be reused.
+        lock(&session.calls).remove(&id);
         session.in_flight.fetch_sub(1, Ordering::Relaxed);
         daemon.notifier.bump();
     })
@@ -656,9 +700,25 @@ async fn approve(
             "connect with `surface.approvals = true` and answer ApprovalRequest frames (CLI: `toolvisor call --approve`)",
         ));
     }
+    if session.reader_closed.load(Ordering::Relaxed) {
+        return Err(ToolError::new(
+            ErrorKind::ApprovalDenied,
+            format!("`{tool}` needs approval and the client has closed its side of the connection"),
+            "keep the connection open until every call that may need approval has its result",
+        ));
+    }
     let request_id = daemon.next_request_id();
     let (tx, rx) = oneshot::channel();
     lock(&session.approvals).insert(request_id, tx);
+    // However this function ends (answer, timeout, cancellation), the request is withdrawn,
+    // so a late answer gets a clear `not_found` instead of vanishing.
+    struct Withdraw<'a>(&'a Session, u64);
+    impl Drop for Withdraw<'_> {
+        fn drop(&mut self) {
+            lock(&self.0.approvals).remove(&self.1);
+        }
+    }
+    let _withdraw = Withdraw(session, request_id);
     let request = DaemonFrame::ApprovalRequest(ApprovalRequest {
         request_id,
         call_id: ctx.id,

@@ -247,3 +247,57 @@ fn a_long_lived_connection_does_not_keep_finished_calls() {
         "the daemon grew by {grown_kib} KiB over 30000 calls on one connection"
     );
 }
+
+/// Regressions: a duplicate in-flight id used to get a second `result` for that id; a cancelled
+/// id could be reused while its call was still finishing; a malformed JSON call got no result.
+#[test]
+fn call_ids_stay_unambiguous_and_a_malformed_json_call_gets_its_result() {
+    let d = TestDaemon::start("[testing]\nprobe_tools = true\n");
+    let mut c = d.client(Codec::Json, Tier::Read, false);
+    let call = |id: u64, tag: &str, ms: u64| {
+        ClientFrame::Call(Call {
+            id,
+            conversation: "c".into(),
+            tool: "_probe_parallel".into(),
+            args: Value(json!({"tag": tag, "sleep_ms": ms})),
+        })
+    };
+    c.send(&call(1, "long", 500)).unwrap();
+    c.send(&call(1, "dup", 0)).unwrap();
+    match c.recv().unwrap() {
+        DaemonFrame::Error(e) => assert!(e.message.contains("already in flight"), "{e}"),
+        other => panic!("expected a frame-level error for the duplicate id, got {other:?}"),
+    }
+    match c.recv().unwrap() {
+        DaemonFrame::Result {
+            id: 1,
+            outcome: Outcome::Ok(v),
+        } => assert_eq!(v.0["tag"], "long"),
+        other => panic!("expected the first call's only result, got {other:?}"),
+    }
+
+    let mut raw = c.raw().unwrap();
+    let text =
+        br#"{"call":{"id":9,"conversation":"c","tool":"bash","args":{"command":"x"},"extra":}}"#;
+    raw.write_all(&(text.len() as u32).to_be_bytes()).unwrap();
+    raw.write_all(text).unwrap();
+    match c.recv().unwrap() {
+        DaemonFrame::Error(e) => assert_eq!(e.kind, ErrorKind::Protocol, "{e}"),
+        other => {
+            panic!("unparseable JSON has no readable id: expected an error frame, got {other:?}")
+        }
+    }
+    let text = br#"{"call":{"id":10,"tool":"bash","args":{}}}"#;
+    raw.write_all(&(text.len() as u32).to_be_bytes()).unwrap();
+    raw.write_all(text).unwrap();
+    match c.recv().unwrap() {
+        DaemonFrame::Result {
+            id: 10,
+            outcome: Outcome::Err(e),
+        } => {
+            assert_eq!(e.kind, ErrorKind::Protocol);
+            assert!(e.message.contains("conversation"), "{e}");
+        }
+        other => panic!("expected the result of malformed call 10, got {other:?}"),
+    }
+}

@@ -7,7 +7,7 @@
 //! slow child starts. A child that exhausts its restart intensity stays `failed` with its last
 //! error, and [`Lookup`] hands that error to callers at once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -132,6 +132,19 @@ pub struct SupervisorState {
     status: Arc<NodeStatus>,
     children: BTreeMap<String, Child>,
     by_actor: HashMap<ActorId, String>,
+    /// Ends of actors not (yet) registered: an incarnation can end before its `Started`
+    /// message is handled, because supervision events overtake ordinary messages. `Started`
+    /// looks here first. Bounded; oldest forgotten first.
+    early_ends: VecDeque<(ActorId, Exit, Option<String>)>,
+}
+
+impl SupervisorState {
+    fn remember_early_end(&mut self, actor: ActorId, exit: Exit, error: Option<String>) {
+        if self.early_ends.len() >= 256 {
+            self.early_ends.pop_front();
+        }
+        self.early_ends.push_back((actor, exit, error));
+    }
 }
 
 impl KindSupervisor {
@@ -313,6 +326,7 @@ impl Actor for KindSupervisor {
             status: args.status,
             children: BTreeMap::new(),
             by_actor: HashMap::new(),
+            early_ends: VecDeque::new(),
         })
     }
 
@@ -365,6 +379,22 @@ impl Actor for KindSupervisor {
                     {
                         Self::ended(&myself, state, &id, Exit::Normal, None);
                     }
+                    return Ok(());
+                }
+                // It may already have ended: then this is its end, not its start.
+                let early = result.as_ref().ok().and_then(|cell| {
+                    let pos = state
+                        .early_ends
+                        .iter()
+                        .position(|(a, _, _)| *a == cell.get_id())?;
+                    state.early_ends.remove(pos)
+                });
+                if let Some((_, exit, error)) = early {
+                    if let Some(reply) = child.first_reply.take() {
+                        let _ = reply.send(Ok(()));
+                    }
+                    tracing::info!(kind = state.kind, id, "resource started and ended at once");
+                    Self::ended(&myself, state, &id, exit, error);
                     return Ok(());
                 }
                 match result {
@@ -478,19 +508,20 @@ impl Actor for KindSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         match evt {
             SupervisionEvent::ActorTerminated(cell, _, reason) => {
-                if let Some(id) = state.by_actor.get(&cell.get_id()).cloned() {
-                    Self::ended(
-                        &myself,
-                        state,
-                        &id,
-                        Exit::Normal,
-                        reason.filter(|r| !r.is_empty()),
-                    );
+                let reason = reason.filter(|r| !r.is_empty());
+                match state.by_actor.get(&cell.get_id()).cloned() {
+                    Some(id) => Self::ended(&myself, state, &id, Exit::Normal, reason),
+                    None => state.remember_early_end(cell.get_id(), Exit::Normal, reason),
                 }
             }
             SupervisionEvent::ActorFailed(cell, err) => {
-                if let Some(id) = state.by_actor.get(&cell.get_id()).cloned() {
-                    Self::ended(&myself, state, &id, Exit::Failed, Some(err.to_string()));
+                match state.by_actor.get(&cell.get_id()).cloned() {
+                    Some(id) => {
+                        Self::ended(&myself, state, &id, Exit::Failed, Some(err.to_string()))
+                    }
+                    None => {
+                        state.remember_early_end(cell.get_id(), Exit::Failed, Some(err.to_string()))
+                    }
                 }
             }
             _ => {}
