@@ -529,3 +529,98 @@ impl Actor for KindSupervisor {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::restart::Restart;
+
+    /// An actor that ends as soon as it has started.
+    struct Brief;
+
+    impl Actor for Brief {
+        type Msg = ();
+        type State = ();
+        type Arguments = ();
+
+        async fn pre_start(&self, _: ActorRef<()>, _: ()) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+
+        async fn post_start(
+            &self,
+            myself: ActorRef<()>,
+            _: &mut (),
+        ) -> Result<(), ActorProcessingErr> {
+            myself.stop(Some("done at once".into()));
+            Ok(())
+        }
+    }
+
+    /// Regression (found by the chaos runner): when an incarnation ended before the supervisor
+    /// handled its `Started` message, the end was ignored and the child stayed "running".
+    #[tokio::test]
+    async fn a_child_that_ends_before_its_start_is_registered_is_seen_ending() {
+        let notifier = TreeNotifier::default();
+        let status = NodeStatus::new("supervisor", "test", String::new(), notifier.clone());
+        let (sup, _) = Actor::spawn(
+            None,
+            KindSupervisor,
+            SupervisorArgs {
+                kind: "test".into(),
+                notifier: notifier.clone(),
+                keep_ended: Duration::from_secs(60),
+                status,
+            },
+        )
+        .await
+        .unwrap();
+        let factory: Factory = Arc::new(|ctx: StartCtx| {
+            Box::pin(async move {
+                let (actor, _) = Actor::spawn_linked(None, Brief, (), ctx.supervisor)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                // Make the race certain: return only once the actor is gone, so its end
+                // reaches the supervisor before `Started` does.
+                while actor.get_status() != ractor::ActorStatus::Stopped {
+                    tokio::task::yield_now().await;
+                }
+                Ok(actor.get_cell())
+            })
+        });
+        let child_status = NodeStatus::new("brief", "b1", String::new(), notifier);
+        let spec = ChildSpec {
+            id: "b1".into(),
+            factory,
+            policy: RestartPolicy::default().with_restart(Restart::Temporary),
+            status: child_status.clone(),
+        };
+        let started = sup
+            .call(
+                |reply| SupervisorMsg::Start { spec, reply },
+                Some(Duration::from_secs(10)),
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(started, ractor::rpc::CallResult::Success(Ok(()))),
+            "{started:?}"
+        );
+        let lookup = sup
+            .call(
+                |reply| SupervisorMsg::Lookup {
+                    id: "b1".into(),
+                    reply,
+                },
+                Some(Duration::from_secs(10)),
+            )
+            .await
+            .unwrap();
+        match lookup {
+            ractor::rpc::CallResult::Success(Lookup::Ended { .. }) => {}
+            other => panic!("expected the child to have ended, got {other:?}"),
+        }
+        assert_eq!(child_status.state(), NodeState::Exited);
+        sup.stop(None);
+    }
+}
