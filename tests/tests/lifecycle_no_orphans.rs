@@ -127,10 +127,18 @@ fn a_peer_of_another_uid_is_refused_and_logged() {
         Duration::from_secs(20),
         || socket.exists().then_some(()),
     );
-    // Root bypasses the 0600 mode, so only the SO_PEERCRED check stands in the way.
-    let result = toolvisor_protocol::client::Client::connect(
-        &socket,
-        toolvisor_tests::options(Codec::Json, Tier::Read, false),
+    // Root bypasses the 0600 mode, so only the SO_PEERCRED check stands in the way. The
+    // socket file appears at bind(), a moment before listen(): retry a refused connect.
+    let result = wait_for(
+        "the daemon running as nobody to answer",
+        Duration::from_secs(20),
+        || match toolvisor_protocol::client::Client::connect(
+            &socket,
+            toolvisor_tests::options(Codec::Json, Tier::Read, false),
+        ) {
+            Err(toolvisor_protocol::client::ClientError::Connect { .. }) => None,
+            other => Some(other),
+        },
     );
     let _ = child.kill();
     let _ = child.wait();
