@@ -97,8 +97,13 @@ impl Client {
             workdir: options.workdir,
             surface: options.surface,
         });
-        codec::write_frame(&mut writer, options.codec, &hello, options.max_frame)?;
-        let payload = codec::read_frame(&mut reader, options.max_frame)?;
+        // A refused peer may find the socket closed for writing before its Hello is out; the
+        // refusal is still there to read, and it says why.
+        let sent = codec::write_frame(&mut writer, options.codec, &hello, options.max_frame);
+        let payload = match codec::read_frame(&mut reader, options.max_frame) {
+            Ok(payload) => payload,
+            Err(read_err) => return Err(sent.err().unwrap_or(read_err).into()),
+        };
         match codec::decode::<DaemonFrame>(options.codec, &payload)? {
             DaemonFrame::Welcome(welcome) => Ok(Client {
                 reader,

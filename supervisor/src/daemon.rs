@@ -327,9 +327,12 @@ pub async fn serve(
         }
     }
     tracing::info!("shutting down: stopping every resource");
-    root.stop_children_and_wait(Some("daemon shutdown".into()), Some(Duration::from_secs(5)))
-        .await;
-    root.stop(Some("daemon shutdown".into()));
+    root.stop_children_and_wait(
+        Some(crate::root::SHUTDOWN_REASON.into()),
+        Some(Duration::from_secs(5)),
+    )
+    .await;
+    root.stop(Some(crate::root::SHUTDOWN_REASON.into()));
     let _ = tokio::time::timeout(Duration::from_secs(5), root_handle).await;
     bound.cleanup();
     Ok(())

@@ -15,6 +15,9 @@ use toolvisor_protocol::tree::{NodeState, TreeNode};
 /// The resource kinds this build supervises.
 pub const KINDS: &[&str] = &["processes"];
 
+/// The reason given to every actor stopped by a clean daemon shutdown.
+pub const SHUTDOWN_REASON: &str = "daemon shutdown";
+
 pub struct Root;
 
 pub struct RootArgs {
@@ -136,6 +139,10 @@ impl Actor for Root {
     ) -> Result<(), ActorProcessingErr> {
         let (cell, error) = match evt {
             SupervisionEvent::ActorFailed(cell, err) => (cell, err.to_string()),
+            // The daemon is stopping its supervisors itself: nothing failed.
+            SupervisionEvent::ActorTerminated(_, _, Some(reason)) if reason == SHUTDOWN_REASON => {
+                return Ok(());
+            }
             SupervisionEvent::ActorTerminated(cell, _, reason) => {
                 (cell, reason.unwrap_or_else(|| "stopped".into()))
             }

@@ -141,6 +141,17 @@ pub async fn refuse_peer(mut stream: UnixStream, who: String, uid: u32) {
         let _ = stream.write_all(&bytes).await;
     }
     let _ = stream.shutdown().await;
+    // Keep reading (and discarding) for a moment: a client that sends its Hello right after
+    // connecting must not get EPIPE before it can read why it was refused.
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        while let Ok(n) = stream.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 /// Serve one connection to the end.
