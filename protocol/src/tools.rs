@@ -112,3 +112,311 @@ pub struct ProcessOutput {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
 }
+
+/// `ask_user {question, context?, options?, allow_free_text?, multi_select?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskUserArgs {
+    pub question: String,
+    /// What the person needs to know to answer.
+    pub context: Option<String>,
+    #[serde(default)]
+    pub options: Vec<crate::wire::QuestionOption>,
+    /// Accept an answer outside the options. Default: true when there are no options,
+    /// false when there are.
+    pub allow_free_text: Option<bool>,
+    /// Accept several options.
+    #[serde(default)]
+    pub multi_select: bool,
+}
+
+/// What `ask_user` returns when the person answered or skipped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskUserOutput {
+    pub question_id: u64,
+    /// Labels chosen among the options, in the order of the options.
+    pub selected: Vec<String>,
+    /// The free-text answer, if one was given.
+    pub text: Option<String>,
+    pub skipped: bool,
+    /// Set when skipped: what to do now.
+    pub guidance: Option<String>,
+}
+
+/// The worker tier of a `vibe_spawn`: each maps to a configured worker command.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum VibeTier {
+    /// Mechanical work with a clear spec.
+    #[default]
+    Fast,
+    /// Design, judgement, review.
+    Good,
+}
+
+impl VibeTier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VibeTier::Fast => "fast",
+            VibeTier::Good => "good",
+        }
+    }
+}
+
+impl std::fmt::Display for VibeTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a vibe worker stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VibeState {
+    /// Waiting for a slot (the cap on concurrent workers is reached).
+    Queued,
+    Running,
+    /// The last attempt exited with code 0.
+    Done,
+    /// The last attempt crashed, exited non-zero, ran past its limit or could not start.
+    Failed,
+    /// Stopped by `vibe_kill`.
+    Killed,
+}
+
+impl VibeState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VibeState::Queued => "queued",
+            VibeState::Running => "running",
+            VibeState::Done => "done",
+            VibeState::Failed => "failed",
+            VibeState::Killed => "killed",
+        }
+    }
+
+    /// Done, failed or killed: nothing runs or waits to run.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            VibeState::Done | VibeState::Failed | VibeState::Killed
+        )
+    }
+}
+
+/// `vibe_spawn {brief, label, tier?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VibeSpawnArgs {
+    pub brief: String,
+    pub label: String,
+    pub tier: Option<VibeTier>,
+}
+
+/// `vibe_send {worker_id, message}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VibeSendArgs {
+    pub worker_id: String,
+    pub message: String,
+}
+
+/// `vibe_wait {worker_id, timeout_seconds?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VibeWaitArgs {
+    pub worker_id: String,
+    /// How long to wait (default 600 s); 0 returns at once.
+    pub timeout_seconds: Option<u64>,
+}
+
+/// `vibe_kill {worker_id}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VibeKillArgs {
+    pub worker_id: String,
+}
+
+/// One vibe worker as `vibe_spawn`, `vibe_send`, `vibe_wait`, `vibe_kill` and `vibe_list`
+/// report it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VibeInfo {
+    pub worker_id: String,
+    pub label: String,
+    pub tier: VibeTier,
+    pub state: VibeState,
+    /// Running: time since the attempt started; queued: time in the queue; otherwise how
+    /// long the last attempt ran.
+    pub elapsed_ms: u64,
+    /// Attempts started so far (each `vibe_send` reruns).
+    pub attempts: u32,
+    /// Follow-up messages appended to the brief.
+    pub messages: u32,
+    /// The worker program's pid while it runs.
+    pub pid: Option<u32>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Why the last attempt failed.
+    pub error: Option<String>,
+    /// The last lines of the failed attempt's stderr.
+    pub stderr_tail: Option<String>,
+    /// The last finished attempt's stdout (bounded; `vibe_list` shows a preview).
+    pub result: Option<String>,
+    /// Characters of the whole stored result.
+    pub result_chars: u64,
+    /// True when `result` is not the whole stored result, or the worker printed more than
+    /// the daemon keeps (head and tail are kept).
+    pub result_truncated: bool,
+    /// `vibe_wait` only: the wait ended by its timeout, not by the worker finishing.
+    pub timed_out: bool,
+    /// What to do next, when there is something to say (queued, timed out, truncated).
+    pub note: Option<String>,
+}
+
+/// `lsp {op, file?, line?, symbol?, query?, occurrence?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LspArgs {
+    /// diagnostics, definition, type_definition, implementation, references, hover, symbols,
+    /// code_actions, status, reload.
+    pub op: String,
+    /// The file (relative to the workdir or absolute); `"*"` for diagnostics of the project.
+    pub file: Option<String>,
+    /// 1-based line.
+    pub line: Option<u64>,
+    /// A substring naming the symbol on that line.
+    pub symbol: Option<String>,
+    /// symbols: workspace query.
+    pub query: Option<String>,
+    /// Which occurrence of `symbol` on the line, 1-based.
+    pub occurrence: Option<u64>,
+}
+
+/// `lsp_rename {file, line, symbol, new_name}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LspRenameArgs {
+    pub file: String,
+    pub line: u64,
+    pub symbol: String,
+    pub new_name: String,
+    pub occurrence: Option<u64>,
+}
+
+/// `synced_write {path}`: the harness wrote `path` itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncedWriteArgs {
+    pub path: String,
+}
+
+/// `ast_grep {pattern, path?, language?, max_results?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AstGrepArgs {
+    /// Code with metavariables: `$NAME` one node, `$$$NAME` a run of siblings, `$_` a
+    /// wildcard that binds nothing.
+    pub pattern: String,
+    /// File or directory, relative to the workdir or absolute; default the workdir.
+    pub path: Option<String>,
+    /// Grammar id (`rust`, `python`, `dart`, …); inferred from a file path, and for a
+    /// directory when its files leave no doubt.
+    pub language: Option<String>,
+    /// Matches listed (default 50); the total is always counted.
+    pub max_results: Option<u64>,
+}
+
+/// `ast_edit {pattern, rewrite, path?, language?, max_results?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AstEditArgs {
+    pub pattern: String,
+    /// Replacement template; the pattern's metavariables are substituted.
+    pub rewrite: String,
+    pub path: Option<String>,
+    pub language: Option<String>,
+    /// Most replacements staged (default 50); more is refused, never staged in part.
+    pub max_results: Option<u64>,
+}
+
+/// What `resolve` does with a staged edit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolveAction {
+    Accept,
+    Discard,
+}
+
+/// `resolve {edit_id, action}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolveArgs {
+    pub edit_id: String,
+    pub action: ResolveAction,
+}
+
+/// The language of an `eval` kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum EvalLanguage {
+    #[default]
+    Python,
+    Javascript,
+}
+
+/// `eval {code, description, language?, reset?, timeout_s?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvalArgs {
+    pub code: String,
+    /// 5-10 words saying what the cell does (shown in approval prompts and logs).
+    pub description: String,
+    pub language: Option<EvalLanguage>,
+    /// Discard the interpreter and start clean first.
+    pub reset: Option<bool>,
+    /// Inactivity budget: seconds the cell may run without output (default 300).
+    pub timeout_s: Option<u64>,
+}
+
+/// Operations of the `debug` tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DebugOp {
+    Adapters,
+    Status,
+    Breakpoints,
+    Launch,
+    Attach,
+    Continue,
+    Pause,
+    StepOver,
+    StepIn,
+    StepOut,
+    Threads,
+    Stack,
+    Scopes,
+    Variables,
+    Evaluate,
+    Output,
+    Terminate,
+}
+
+/// `debug {op, ...}`; each op reads the fields it names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DebugArgs {
+    pub op: DebugOp,
+    /// breakpoints: the source file (relative to the workdir or absolute).
+    pub file: Option<String>,
+    /// breakpoints: 1-based lines; empty clears the file's breakpoints.
+    pub lines: Option<Vec<u64>>,
+    /// launch: the program (a `.py` script, an executable, ...).
+    pub program: Option<String>,
+    /// launch: the program's arguments.
+    pub args: Option<Vec<String>>,
+    /// launch/attach: the adapter by name (default: chosen from the program; attach: debugpy).
+    pub adapter: Option<String>,
+    /// attach: the port a debug server listens on (127.0.0.1).
+    pub port: Option<u64>,
+    /// continue/pause/step_*/stack: the thread (default: the one that stopped).
+    pub thread_id: Option<i64>,
+    /// scopes/evaluate: the frame (default: the top frame of the stopped thread).
+    pub frame_id: Option<i64>,
+    /// variables: a `reference` from scopes, variables or evaluate.
+    pub reference: Option<i64>,
+    /// evaluate: the expression.
+    pub expression: Option<String>,
+    /// output: byte offset (default: where the last read stopped).
+    pub offset: Option<u64>,
+    /// output: most bytes to return (default 65536).
+    pub limit: Option<u64>,
+}

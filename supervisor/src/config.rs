@@ -21,10 +21,29 @@ pub struct Config {
     pub max_frame: u32,
     /// How long a call waits for the client to answer an approval request.
     pub approval_timeout_s: u64,
+    /// How long an `ask_user` call waits for the person's answer before it fails with
+    /// `timeout`.
+    pub ask_user_timeout_s: u64,
+    pub vibe: VibeConfig,
     pub policy: PolicyConfig,
     pub limits: Limits,
     pub restart: RestartConfig,
     pub env: EnvConfig,
+    /// `[lsp]`: language servers (registry overrides, search path, waits).
+    pub lsp: toolvisor_lsp::LspConfig,
+    /// `[files]`: the file and search tools (`read`, `ls`, `find`, `grep`, `write`, `edit`,
+    /// `apply_patch`).
+    pub files: FilesConfig,
+    /// `[input_limits.images.resize]`: the model's image limits `read` fits images to.
+    pub input_limits: InputLimitsConfig,
+    /// `[result_store]`: large results stored for `tool_result_read`.
+    pub result_store: ResultStoreConfig,
+    /// `[secrets]`: values masked in everything a tool returns.
+    pub secrets: SecretsConfig,
+    /// `[kernels]`: `eval`'s Python and JavaScript kernels.
+    pub kernels: KernelsConfig,
+    /// `[debug]`: `debug`'s adapters, session TTL and waits.
+    pub debug: toolvisor_dap::DebugConfig,
     pub testing: TestingConfig,
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
@@ -120,6 +139,351 @@ impl Default for EnvConfig {
     }
 }
 
+/// `[vibe]`: background workers. Vibe mode (the `vibe_*` tools) is on while at least one
+/// tier has a command whose program resolves.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VibeConfig {
+    /// Attempts running at once across the daemon; more wait in a queue.
+    pub max_running: usize,
+    /// Workers waiting for a slot; a spawn beyond is refused with `busy`.
+    pub max_queued: usize,
+    /// A finished worker nobody asked about for this long is collected.
+    pub keep_s: u64,
+    /// One attempt may run this long, then it is killed and the worker fails; 0 disables.
+    pub attempt_timeout_s: u64,
+    /// Bytes of a worker's stdout kept as its result (head and tail).
+    pub result_bytes: usize,
+    pub tiers: VibeTiers,
+}
+
+impl Default for VibeConfig {
+    fn default() -> Self {
+        VibeConfig {
+            max_running: 4,
+            max_queued: 32,
+            keep_s: 30 * 60,
+            attempt_timeout_s: 60 * 60,
+            result_bytes: 256 * 1024,
+            tiers: VibeTiers::default(),
+        }
+    }
+}
+
+/// `[vibe.tiers.fast]` and `[vibe.tiers.good]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VibeTiers {
+    pub fast: Option<VibeTierConfig>,
+    pub good: Option<VibeTierConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VibeTierConfig {
+    /// Program and arguments; `{brief}` in an argument is replaced by the brief, which is
+    /// also written to the worker's stdin.
+    pub command: Vec<String>,
+}
+
+/// `[files]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FilesConfig {
+    /// Let the file tools read and write anywhere the daemon's user may, not only inside
+    /// the run's workdir.
+    pub allow_outside_workdir: bool,
+    /// Directories readable and searchable (never written) besides the workdir, e.g.
+    /// `["~/.cargo/registry/src"]`.
+    pub read_roots: Vec<PathBuf>,
+    /// Lines `read` returns without a `limit`.
+    pub read_max_lines: u64,
+    /// Characters of file content one `read` returns at most (it stops at a line boundary).
+    pub read_max_chars: usize,
+    /// Lines longer than this are cut by `read`.
+    pub read_max_line_chars: usize,
+    /// Matching lines longer than this are cut by `grep`.
+    pub grep_max_line_chars: usize,
+    /// A `find` or `grep` running longer stops and returns what it found.
+    pub search_timeout_s: u64,
+    /// Entries one `ls` returns at most.
+    pub ls_max_entries: usize,
+}
+
+impl Default for FilesConfig {
+    fn default() -> Self {
+        FilesConfig {
+            allow_outside_workdir: false,
+            read_roots: Vec::new(),
+            read_max_lines: 2000,
+            read_max_chars: 40_000,
+            read_max_line_chars: 2000,
+            grep_max_line_chars: 500,
+            search_timeout_s: 60,
+            ls_max_entries: 2000,
+        }
+    }
+}
+
+/// `[input_limits]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InputLimitsConfig {
+    pub images: ImagesConfig,
+}
+
+/// `[input_limits.images]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImagesConfig {
+    pub resize: ImageResizeConfig,
+}
+
+/// `[input_limits.images.resize]` (the names of the product's model catalogue).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImageResizeConfig {
+    #[serde(rename = "maxWidth")]
+    pub max_width: u64,
+    #[serde(rename = "maxHeight")]
+    pub max_height: u64,
+    /// Bytes after base64.
+    #[serde(rename = "maxBytes")]
+    pub max_bytes: u64,
+    #[serde(rename = "jpegQuality")]
+    pub jpeg_quality: u64,
+}
+
+impl Default for ImageResizeConfig {
+    fn default() -> Self {
+        ImageResizeConfig {
+            max_width: 2000,
+            max_height: 2000,
+            max_bytes: 4_718_592,
+            jpeg_quality: 80,
+        }
+    }
+}
+
+/// `[result_store]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ResultStoreConfig {
+    /// A result whose JSON is longer than this many characters is stored and projected.
+    pub inline_chars: usize,
+    /// Characters of stored text a projection shows (at most half of `inline_chars`).
+    pub projection_chars: usize,
+    /// One result above this many bytes is not stored (its refs answer `not_available`).
+    pub max_result_bytes: u64,
+    pub max_bytes_per_conversation: u64,
+    pub max_total_bytes: u64,
+    /// Stored results are deleted after this long.
+    pub keep_s: u64,
+}
+
+impl Default for ResultStoreConfig {
+    fn default() -> Self {
+        ResultStoreConfig {
+            inline_chars: 48_000,
+            projection_chars: 12_000,
+            max_result_bytes: 64 * 1024 * 1024,
+            max_bytes_per_conversation: 256 * 1024 * 1024,
+            max_total_bytes: 1024 * 1024 * 1024,
+            keep_s: 7 * 24 * 3600,
+        }
+    }
+}
+
+/// `[secrets]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecretsConfig {
+    /// Environment variables (of the daemon) whose values are masked.
+    pub env: Vec<String>,
+    /// Name globs whose variables' values are masked.
+    pub patterns: Vec<String>,
+    /// Values shorter than this are not masked (they would mask ordinary words).
+    pub min_length: usize,
+}
+
+impl Default for SecretsConfig {
+    fn default() -> Self {
+        SecretsConfig {
+            env: Vec::new(),
+            patterns: toolvisor_files::secrets::DEFAULT_PATTERNS
+                .iter()
+                .map(|p| p.to_string())
+                .collect(),
+            min_length: 8,
+        }
+    }
+}
+
+impl Config {
+    /// The keys of `[files]`, `[input_limits]`, `[result_store]` and `[secrets]` that must
+    /// be positive or bounded; the error names the key.
+    fn check_files(&self) -> Result<(), String> {
+        let r = &self.input_limits.images.resize;
+        let f = &self.files;
+        let st = &self.result_store;
+        let positive: [(&str, u64); 15] = [
+            ("input_limits.images.resize.maxWidth", r.max_width),
+            ("input_limits.images.resize.maxHeight", r.max_height),
+            ("input_limits.images.resize.maxBytes", r.max_bytes),
+            ("input_limits.images.resize.jpegQuality", r.jpeg_quality),
+            ("files.read_max_lines", f.read_max_lines),
+            ("files.read_max_chars", f.read_max_chars as u64),
+            ("files.read_max_line_chars", f.read_max_line_chars as u64),
+            ("files.grep_max_line_chars", f.grep_max_line_chars as u64),
+            ("files.search_timeout_s", f.search_timeout_s),
+            ("files.ls_max_entries", f.ls_max_entries as u64),
+            ("result_store.inline_chars", st.inline_chars as u64),
+            ("result_store.projection_chars", st.projection_chars as u64),
+            ("result_store.max_result_bytes", st.max_result_bytes),
+            (
+                "result_store.max_bytes_per_conversation",
+                st.max_bytes_per_conversation,
+            ),
+            ("result_store.keep_s", st.keep_s),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return Err(format!("{key} = 0: it must be a positive integer"));
+            }
+        }
+        for (key, value) in [
+            ("input_limits.images.resize.maxWidth", r.max_width),
+            ("input_limits.images.resize.maxHeight", r.max_height),
+        ] {
+            if value > 100_000 {
+                return Err(format!("{key} = {value}: at most 100000 pixels"));
+            }
+        }
+        if r.jpeg_quality > 100 {
+            return Err(format!(
+                "input_limits.images.resize.jpegQuality = {}: JPEG quality is 1..=100",
+                r.jpeg_quality
+            ));
+        }
+        if st.inline_chars < 1000 {
+            return Err(format!(
+                "result_store.inline_chars = {}: at least 1000 characters",
+                st.inline_chars
+            ));
+        }
+        if st.projection_chars * 2 > st.inline_chars {
+            return Err(format!(
+                "result_store.projection_chars = {} is more than half of result_store.inline_chars = {}: a projection must leave room for the rest of the result",
+                st.projection_chars, st.inline_chars
+            ));
+        }
+        if self.secrets.min_length == 0 {
+            return Err("secrets.min_length = 0: it must be a positive integer".into());
+        }
+        toolvisor_files::secrets::Secrets::from_vars([], &[], &self.secrets.patterns, 1)
+            .map_err(|e| format!("secrets.patterns: {e}"))?;
+        Ok(())
+    }
+}
+
+/// `[kernels]`: `eval`'s kernels. See docs/OPERATIONS.md.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KernelsConfig {
+    /// Python interpreter (absolute path, or a name looked up on the children's PATH);
+    /// default: the run's `.venv/bin/python`, else `python3` on the PATH.
+    pub python: Option<String>,
+    /// Node binary (path or name); default `node` on the PATH.
+    pub node: Option<String>,
+    /// A kernel without a call for this long is stopped (its state is lost); 0 disables.
+    pub idle_ttl_s: u64,
+    /// A cell's default inactivity budget: how long it may run without output.
+    pub inactivity_s: u64,
+    /// The largest `timeout_s` a call may ask for.
+    pub inactivity_max_s: u64,
+    /// After the interrupt, how long a cell gets to stop before its kernel is killed.
+    pub interrupt_grace_s: u64,
+    /// Resident memory one kernel may use, in MiB; over it the kernel is killed. 0: no cap.
+    pub memory_mb: u64,
+    /// Bytes of a cell's text output kept (first and last halves).
+    pub output_bytes: usize,
+    /// Decoded bytes of images (figures) one cell may return.
+    pub image_bytes: usize,
+    /// Bytes of one rich rendering (e.g. a table's HTML).
+    pub html_bytes: usize,
+    /// Rows of a table (pandas) shown before it is cut.
+    pub table_rows: u32,
+    /// How long an interpreter gets to start its driver.
+    pub start_timeout_s: u64,
+    /// How long a `tool()` call forwarded to the client (`bridge_tools`) waits for its
+    /// `bridge_result`.
+    pub bridge_timeout_s: u64,
+}
+
+impl Default for KernelsConfig {
+    fn default() -> Self {
+        KernelsConfig {
+            python: None,
+            node: None,
+            idle_ttl_s: 30 * 60,
+            inactivity_s: 5 * 60,
+            inactivity_max_s: 60 * 60,
+            interrupt_grace_s: 5,
+            memory_mb: 4096,
+            output_bytes: 1024 * 1024,
+            image_bytes: 8 * 1024 * 1024,
+            html_bytes: 256 * 1024,
+            table_rows: 50,
+            start_timeout_s: 30,
+            bridge_timeout_s: 60 * 60,
+        }
+    }
+}
+
+impl KernelsConfig {
+    fn check(&self) -> Result<(), String> {
+        for (key, value) in [
+            ("kernels.inactivity_s", self.inactivity_s),
+            ("kernels.inactivity_max_s", self.inactivity_max_s),
+            ("kernels.interrupt_grace_s", self.interrupt_grace_s),
+            ("kernels.output_bytes", self.output_bytes as u64),
+            ("kernels.html_bytes", self.html_bytes as u64),
+            ("kernels.table_rows", u64::from(self.table_rows)),
+            ("kernels.start_timeout_s", self.start_timeout_s),
+            ("kernels.bridge_timeout_s", self.bridge_timeout_s),
+        ] {
+            if value == 0 {
+                return Err(format!("{key} = 0: it must be a positive integer"));
+            }
+        }
+        if self.inactivity_s > self.inactivity_max_s {
+            return Err(format!(
+                "kernels.inactivity_s = {} is above kernels.inactivity_max_s = {}",
+                self.inactivity_s, self.inactivity_max_s
+            ));
+        }
+        Ok(())
+    }
+
+    /// The kernels' limits as the kernel worker takes them.
+    pub fn limits(&self) -> toolvisor_kernel::KernelLimits {
+        toolvisor_kernel::KernelLimits {
+            python: self.python.clone().filter(|p| !p.is_empty()),
+            node: self.node.clone().filter(|n| !n.is_empty()),
+            idle_ttl: (self.idle_ttl_s > 0).then(|| Duration::from_secs(self.idle_ttl_s)),
+            interrupt_grace: Duration::from_secs(self.interrupt_grace_s),
+            memory_bytes: (self.memory_mb > 0).then_some(self.memory_mb << 20),
+            output: toolvisor_kernel::OutputLimits {
+                text_bytes: self.output_bytes,
+                image_bytes: self.image_bytes,
+                html_bytes: self.html_bytes,
+            },
+            table_rows: self.table_rows,
+            start_timeout: Duration::from_secs(self.start_timeout_s),
+        }
+    }
+}
+
 /// Switches for the test suite; off in production.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -136,10 +500,19 @@ impl Default for Config {
             state_dir: None,
             max_frame: toolvisor_protocol::DEFAULT_MAX_FRAME,
             approval_timeout_s: 300,
+            ask_user_timeout_s: 600,
+            vibe: VibeConfig::default(),
             policy: PolicyConfig::default(),
             limits: Limits::default(),
             restart: RestartConfig::default(),
             env: EnvConfig::default(),
+            lsp: toolvisor_lsp::LspConfig::default(),
+            files: FilesConfig::default(),
+            input_limits: InputLimitsConfig::default(),
+            result_store: ResultStoreConfig::default(),
+            secrets: SecretsConfig::default(),
+            kernels: KernelsConfig::default(),
+            debug: toolvisor_dap::DebugConfig::default(),
             testing: TestingConfig::default(),
             source: "embedded defaults".into(),
         }
@@ -184,6 +557,36 @@ impl Config {
                 ),
             });
         }
+        for (tier, t) in [
+            ("fast", &config.vibe.tiers.fast),
+            ("good", &config.vibe.tiers.good),
+        ] {
+            if t.as_ref()
+                .is_some_and(|t| t.command.first().is_none_or(String::is_empty))
+            {
+                return Err(ConfigError::Parse {
+                    path: path.display().to_string(),
+                    message: format!(
+                        "vibe.tiers.{tier}.command is empty: give the program and its arguments, e.g. [\"my-agent\", \"{{brief}}\"]"
+                    ),
+                });
+            }
+        }
+        config.check_files().map_err(|message| ConfigError::Parse {
+            path: path.display().to_string(),
+            message,
+        })?;
+        config
+            .kernels
+            .check()
+            .map_err(|message| ConfigError::Parse {
+                path: path.display().to_string(),
+                message,
+            })?;
+        config.debug.check().map_err(|message| ConfigError::Parse {
+            path: path.display().to_string(),
+            message,
+        })?;
         config.source = path.display().to_string();
         Ok(config)
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorRef};
 use toolvisor_jobs::tracked::{ProcessLimits, Processes};
+use toolvisor_jobs::vibe::Vibes;
 use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process::Ledger;
 use toolvisor_kit::status::{TreeNotifier, duration_ms};
@@ -44,6 +45,20 @@ pub struct Daemon {
     pub notifier: TreeNotifier,
     pub launcher: Launcher,
     pub processes: Processes,
+    /// Language servers of `lsp`, `lsp_rename`, `synced_write` and diagnostics on write.
+    pub lsp: Arc<toolvisor_lsp::LanguageServers>,
+    /// Background workers of `vibe_*`.
+    pub vibes: Vibes,
+    /// Question ports and pending `ask_user` questions.
+    pub questions: crate::questions::QuestionPorts,
+    /// Edits staged by `ast_edit`, persisted under `<state_dir>/structural/edits`.
+    pub edits: Arc<toolvisor_structural::store::EditStore>,
+    /// The file tools' limits and the result store (`<state_dir>/results`).
+    pub files: Arc<toolvisor_files::Files>,
+    /// `eval`'s kernels, one per (conversation, language).
+    pub kernels: toolvisor_kernel::Kernels,
+    /// `debug`'s sessions, one per conversation, and its breakpoints.
+    pub debug: toolvisor_dap::Debuggers,
     pub root: ActorRef<RootMsg>,
     pub started: Instant,
     pub socket: PathBuf,
@@ -180,8 +195,17 @@ impl Daemon {
         }
     }
 
-    pub fn status(&self) -> StatusReport {
+    pub async fn status(&self) -> StatusReport {
         let pid = std::process::id();
+        // Resources: every node under a kind supervisor.
+        let snapshot = self.snapshot().await;
+        let resources = snapshot
+            .root
+            .children
+            .iter()
+            .filter(|n| n.kind == "supervisor")
+            .map(|n| n.children.len())
+            .sum::<usize>();
         StatusReport {
             daemon_version: env!("CARGO_PKG_VERSION").into(),
             protocol_version: toolvisor_protocol::PROTOCOL_VERSION,
@@ -200,7 +224,7 @@ impl Daemon {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .len() as u32,
-            resources: 0,
+            resources: u32::try_from(resources).unwrap_or(u32::MAX),
             rss_bytes: toolvisor_kit::process::rss_bytes(pid).unwrap_or(0),
             calls_total: self.calls_total.load(Ordering::Relaxed),
             calls_failed: self.calls_failed.load(Ordering::Relaxed),
@@ -265,15 +289,95 @@ pub async fn serve(
             .then(|| Duration::from_secs(config.limits.process_idle_ttl_s)),
         restart: config.restart.policy(),
     };
-    let registry = Registry::new(
-        all_tools(config.testing.probe_tools),
-        config.policy.deny.clone(),
+    let vibe_sup: ActorRef<SupervisorMsg> = root
+        .call(
+            |reply| RootMsg::Supervisor {
+                kind: "vibe".into(),
+                reply,
+            },
+            Some(Duration::from_secs(5)),
+        )
+        .await?
+        .unwrap()
+        .ok_or_else(|| anyhow::anyhow!("the vibe supervisor did not start"))?;
+    let (vibe_limits, vibe_attachment) = crate::tools::human::vibe_mode(&config, &launcher);
+    let mut tools = all_tools(config.testing.probe_tools);
+    for tool in tools.iter_mut().filter(|t| t.resource == "vibe_roster") {
+        tool.attachment = vibe_attachment.clone();
+    }
+    let registry = Registry::new(tools, config.policy.deny.clone());
+    let lsp_sup: ActorRef<SupervisorMsg> = root
+        .call(
+            |reply| RootMsg::Supervisor {
+                kind: "language_servers".into(),
+                reply,
+            },
+            Some(Duration::from_secs(5)),
+        )
+        .await?
+        .unwrap()
+        .ok_or_else(|| anyhow::anyhow!("the language_servers supervisor did not start"))?;
+    let lsp = Arc::new(toolvisor_lsp::LanguageServers::new(
+        lsp_sup,
+        launcher.clone(),
+        config.lsp.clone(),
+        notifier.clone(),
+        config.restart.policy(),
+    ));
+    let edits_dir = state_dir.join("structural").join("edits");
+    let edits = Arc::new(
+        toolvisor_structural::store::EditStore::open(&edits_dir)
+            .map_err(|e| anyhow::anyhow!("cannot open the staged edits: {e}"))?,
+    );
+    let files = Arc::new(
+        crate::tools::files::open(&config, &state_dir).map_err(|e| anyhow::anyhow!("{e}"))?,
+    );
+    let kernels_sup: ActorRef<SupervisorMsg> = root
+        .call(
+            |reply| RootMsg::Supervisor {
+                kind: "kernels".into(),
+                reply,
+            },
+            Some(Duration::from_secs(5)),
+        )
+        .await?
+        .unwrap()
+        .ok_or_else(|| anyhow::anyhow!("the kernels supervisor did not start"))?;
+    let kernels = toolvisor_kernel::Kernels::new(
+        kernels_sup,
+        launcher.clone(),
+        config.kernels.limits(),
+        notifier.clone(),
+    );
+    let debug_sup: ActorRef<SupervisorMsg> = root
+        .call(
+            |reply| RootMsg::Supervisor {
+                kind: "debug_adapters".into(),
+                reply,
+            },
+            Some(Duration::from_secs(5)),
+        )
+        .await?
+        .unwrap()
+        .ok_or_else(|| anyhow::anyhow!("the debug_adapters supervisor did not start"))?;
+    let debug = toolvisor_dap::Debuggers::new(
+        debug_sup,
+        launcher.clone(),
+        config.debug.clone(),
+        notifier.clone(),
     );
     let daemon = Arc::new(Daemon {
+        files,
+        kernels,
+        debug,
         registry,
         lanes: Lanes::default(),
         audit: AuditLog::new(&config.audit_log()),
         processes: Processes::new(processes_sup, launcher.clone(), limits, notifier.clone()),
+        lsp,
+        vibes: Vibes::new(vibe_sup, launcher.clone(), vibe_limits, notifier.clone()),
+        questions: Default::default(),
+        edits,
         notifier,
         launcher,
         root: root.clone(),

@@ -6,6 +6,8 @@ pub mod config;
 pub mod daemon;
 pub mod lanes;
 pub mod listener;
+pub mod operator;
+pub mod questions;
 pub mod registry;
 pub mod root;
 pub mod session;

@@ -1,5 +1,6 @@
 //! The `toolvisor` binary: `serve` runs the daemon; `call`, `tools`, `status` and `tree` talk
-//! to a running one; `__shim` is the hidden process-group leader every child runs under.
+//! to a running one; `operator` answers questions at a terminal; `__shim` is the hidden
+//! process-group leader every child runs under.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +13,14 @@ use toolvisor::{listener, treeview};
 use toolvisor_protocol::client::{Client, ClientOptions};
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::wire::{ClientFrame, ClientKind, DaemonFrame, Outcome, Surface, Tier};
+
+/// Print a line to stdout, ignoring a closed pipe (`toolvisor call ... | head` must not panic).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
 
 #[derive(Parser)]
 #[command(
@@ -86,6 +95,15 @@ enum Command {
         conn: Conn,
     },
     /// The live supervisor tree.
+    /// Answer the agent's `ask_user` questions at this terminal: each shows as a numbered
+    /// card; answer with option number(s), free text, or `s` to skip.
+    Operator {
+        /// Answer this run's questions only (default: every run's).
+        #[arg(long, env = "TOOLVISOR_RUN")]
+        run: Option<String>,
+        #[command(flatten)]
+        conn: Conn,
+    },
     Tree {
         #[arg(long)]
         json: bool,
@@ -114,7 +132,7 @@ fn connect(conn: &Conn, surface: Tier, approvals: bool) -> Result<Client, ExitCo
         ..ClientOptions::default()
     };
     Client::connect(&socket, options).map_err(|e| {
-        println!("{}", json!({"ok": false, "error": {"kind": "unreachable", "message": e.to_string(), "hint": format!("start the daemon with `toolvisor serve --socket {}`", socket.display())}}));
+        out!("{}", json!({"ok": false, "error": {"kind": "unreachable", "message": e.to_string(), "hint": format!("start the daemon with `toolvisor serve --socket {}`", socket.display())}}));
         ExitCode::from(2)
     })
 }
@@ -143,7 +161,7 @@ fn main() -> ExitCode {
             let args: serde_json::Value = match serde_json::from_str(&args) {
                 Ok(v) => v,
                 Err(e) => {
-                    println!(
+                    out!(
                         "{}",
                         json!({"ok": false, "error": {"kind": "invalid_args", "message": format!("--args is not valid JSON: {e}"), "hint": "pass a JSON object, e.g. --args '{\"command\":\"ls\"}'"}})
                     );
@@ -163,11 +181,11 @@ fn main() -> ExitCode {
                     Ok(DaemonFrame::Result { id: got, outcome }) if got == id => {
                         return match outcome {
                             Outcome::Ok(v) => {
-                                println!("{}", json!({"ok": true, "result": v.0}));
+                                out!("{}", json!({"ok": true, "result": v.0}));
                                 ExitCode::SUCCESS
                             }
                             Outcome::Err(e) => {
-                                println!(
+                                out!(
                                     "{}",
                                     json!({"ok": false, "error": {"kind": e.kind.as_str(), "message": e.message, "hint": e.hint}})
                                 );
@@ -198,7 +216,7 @@ fn main() -> ExitCode {
                         }
                     }
                     Ok(DaemonFrame::Error(e)) => {
-                        println!(
+                        out!(
                             "{}",
                             json!({"ok": false, "error": {"kind": e.kind.as_str(), "message": e.message, "hint": e.hint}})
                         );
@@ -222,7 +240,7 @@ fn main() -> ExitCode {
             match client.request(&ClientFrame::ListTools { all }) {
                 Ok(DaemonFrame::Tools { tools }) => {
                     if json {
-                        println!(
+                        out!(
                             "{}",
                             serde_json::to_string_pretty(&tools).unwrap_or_default()
                         );
@@ -232,7 +250,7 @@ fn main() -> ExitCode {
                                 .unavailable_reason
                                 .map(|r| format!("  [unavailable: {r}]"))
                                 .unwrap_or_default();
-                            println!(
+                            out!(
                                 "{:<18} {:<5} {:<8} {}{}",
                                 t.name,
                                 t.tier.as_str(),
@@ -260,20 +278,22 @@ fn main() -> ExitCode {
             match client.request(&ClientFrame::Status) {
                 Ok(DaemonFrame::Status(s)) => {
                     if json {
-                        println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+                        out!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
                     } else {
-                        println!(
+                        out!(
                             "toolvisor {} (protocol {}) pid {} up {} s",
                             s.daemon_version,
                             s.protocol_version,
                             s.pid,
                             s.uptime_ms / 1000
                         );
-                        println!(
+                        out!(
                             "socket    {}\nstate     {}\nconfig    {}",
-                            s.socket, s.state_dir, s.config
+                            s.socket,
+                            s.state_dir,
+                            s.config
                         );
-                        println!(
+                        out!(
                             "sessions {}  conversations {}  calls {} ({} failed)  rss {} KiB",
                             s.sessions,
                             s.conversations,
@@ -286,6 +306,24 @@ fn main() -> ExitCode {
                 }
                 Ok(other) => unexpected(other),
                 Err(e) => lost(e),
+            }
+        }
+        Command::Operator { run, conn } => {
+            let options = toolvisor::operator::OperatorOptions {
+                socket: conn
+                    .socket
+                    .clone()
+                    .unwrap_or_else(toolvisor::config::default_socket_path),
+                run_id: run.unwrap_or_default(),
+                codec: conn.codec,
+            };
+            let stdin = Box::new(std::io::BufReader::new(std::io::stdin()));
+            match toolvisor::operator::run(options, stdin, &mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("toolvisor operator: {e}");
+                    ExitCode::from(2)
+                }
             }
         }
         Command::Tree { json, watch, conn } => {
@@ -305,7 +343,7 @@ fn main() -> ExitCode {
             match client.request(&ClientFrame::Tree) {
                 Ok(DaemonFrame::Tree(snap)) => {
                     if json {
-                        println!(
+                        out!(
                             "{}",
                             serde_json::to_string_pretty(&snap).unwrap_or_default()
                         );
@@ -322,7 +360,7 @@ fn main() -> ExitCode {
 }
 
 fn lost(e: impl std::fmt::Display) -> ExitCode {
-    println!(
+    out!(
         "{}",
         json!({"ok": false, "error": {"kind": "unreachable", "message": format!("lost the daemon: {e}"), "hint": "check `toolvisor status`; the daemon may have stopped"}})
     );

@@ -15,6 +15,9 @@ pub enum Attachment {
     Attached,
     /// Registered, but its worker is not part of this build yet.
     NotBuilt(&'static str),
+    /// Built, but its resource is not attached to this daemon (e.g. vibe mode is off: no
+    /// worker command is configured); the reason says what would attach it.
+    Detached(String),
 }
 
 /// When a call needs the client's approval.
@@ -88,14 +91,17 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
     use Approval::*;
     use Attachment::*;
     use Tier::*;
-    let lsp_pending = NotBuilt(
-        "the language-server worker (issue: lsp, lsp_rename and diagnostics-on-write) is not built yet",
+    // Attached: the language-server supervisor is part of every daemon; whether a server can
+    // run for a given checkout is `lsp status`'s business, not the surface's.
+    let lsp_attached = Attached;
+    // Attached: the tree-sitter grammars are linked into the daemon.
+    let structural = Attached;
+    // Attached: the file tools and the result store are in-process.
+    let files = Attached;
+    // The daemon replaces this with what its configuration says (`tools::human`).
+    let vibe = Detached(
+        "vibe mode is off: no worker command is configured ([vibe.tiers.fast] or [vibe.tiers.good] command = [...])".into(),
     );
-    let structural =
-        NotBuilt("the structural worker (issue: ast_grep, ast_edit, resolve) is not built yet");
-    let files =
-        NotBuilt("the file and search tools (issue: core file and search tools) are not built yet");
-    let vibe = NotBuilt("vibe workers (issue: ask_user and vibe workers) are not built yet");
     let downloads = NotBuilt("download jobs are not built yet");
     let mut tools = vec![
         ToolSpec {
@@ -153,7 +159,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
                 }),
                 &["op"],
             ),
-            attachment: lsp_pending.clone(),
+            attachment: lsp_attached.clone(),
         },
         ToolSpec {
             name: "lsp_rename",
@@ -163,10 +169,10 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
             approval: Always,
             resource: "language_servers",
             schema: obj(
-                json!({"file": s("file"), "line": int("1-based line", 1, i64::MAX), "symbol": s("symbol on the line"), "new_name": s("new name")}),
+                json!({"file": s("file"), "line": int("1-based line", 1, i64::MAX), "symbol": s("symbol on the line"), "new_name": s("new name"), "occurrence": int("which occurrence of symbol on the line (1-based)", 1, 1000)}),
                 &["file", "line", "symbol", "new_name"],
             ),
-            attachment: lsp_pending.clone(),
+            attachment: lsp_attached.clone(),
         },
         ToolSpec {
             name: "synced_write",
@@ -176,50 +182,50 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
             approval: Never,
             resource: "language_servers",
             schema: obj(json!({"path": s("file that was written")}), &["path"]),
-            attachment: lsp_pending,
+            attachment: lsp_attached,
         },
         ToolSpec {
             name: "ast_grep",
-            description: "Structural search by code shape: $NAME one node, $$$NAME a run of nodes, $_ a wildcard.",
+            description: "Structural search by code shape (ast-grep): $NAME matches one node, $$$NAME a run of sibling nodes, $_ any node without binding; a metavariable used twice must match identical code. Returns path:line:col, matched text and captures, the total count and whether the list was cut.",
             tier: Read,
             parallel_safe: true,
             approval: Never,
             resource: "structural",
             schema: obj(
-                json!({"pattern": s("code pattern"), "path": s("file or directory"), "language": s("grammar id"), "max_results": int("default 50", 1, 10_000)}),
+                json!({"pattern": s("code pattern with metavariables, e.g. `$A.unwrap()`"), "path": s("file or directory, relative to the workdir (default: the workdir)"), "language": s("grammar id: bash, c, cpp, csharp, css, dart, elixir, go, haskell, hcl, html, java, javascript, json, kotlin, lua, markdown, nix, php, python, ruby, rust, scala, solidity, swift, tsx, typescript, yaml, zig; inferred from a file path"), "max_results": int("matches listed (default 50); the total is always counted", 1, 10_000)}),
                 &["pattern"],
             ),
             attachment: structural.clone(),
         },
         ToolSpec {
             name: "ast_edit",
-            description: "Stage a structural rewrite (nothing is written until resolve accepts it).",
+            description: "Stage a structural rewrite: every match of `pattern` replaced by `rewrite` with its metavariables substituted. Nothing is written: returns an edit_id and a diff preview; call resolve to accept (all files or none) or discard.",
             tier: Write,
             parallel_safe: true,
             approval: Always,
             resource: "structural",
             schema: obj(
-                json!({"pattern": s("code pattern"), "rewrite": s("replacement template"), "path": s("file or directory"), "language": s("grammar id"), "max_results": int("default 50", 1, 10_000)}),
+                json!({"pattern": s("code pattern with metavariables"), "rewrite": s("replacement template; $NAME and $$$NAME are replaced by what the pattern captured"), "path": s("file or directory, relative to the workdir (default: the workdir)"), "language": s("grammar id (see ast_grep); inferred from a file path"), "max_results": int("most replacements to stage (default 50); more is refused, never staged in part", 1, 10_000)}),
                 &["pattern", "rewrite"],
             ),
             attachment: structural.clone(),
         },
         ToolSpec {
             name: "resolve",
-            description: "Accept or discard a staged edit; accept writes all files or none.",
+            description: "Accept or discard an edit staged by ast_edit in this conversation. Accept first checks every file still holds what it held at staging (any change rejects the whole edit), then writes all files or none.",
             tier: Write,
             parallel_safe: true,
             approval: Always,
             resource: "structural",
             schema: obj(
-                json!({"edit_id": s("id from ast_edit"), "action": one_of("what to do", &["accept", "discard"])}),
+                json!({"edit_id": s("id returned by ast_edit, e.g. \"edit_1\""), "action": one_of("accept writes the staged change; discard drops it", &["accept", "discard"])}),
                 &["edit_id", "action"],
             ),
             attachment: structural,
         },
         ToolSpec {
             name: "debug",
-            description: "Drive a debug adapter (DAP): breakpoints, launch, attach, step, stack, scopes, variables, evaluate, output, terminate.",
+            description: "Debug a program through a real debug adapter (DAP: debugpy for .py, lldb-dap for native executables), one session per conversation: set breakpoints (also before launch), launch (returns once stopped at a breakpoint or the entry, with where) or attach to a debugpy server port, continue/pause/step, threads, stack (<=30 frames), scopes, variables (<=50 children, values cut at 400 chars), evaluate, output (the program's stdout/stderr by offset), terminate. `adapters` says which adapters work here and why not.",
             tier: Exec,
             parallel_safe: false,
             approval: Ops(&[
@@ -237,27 +243,37 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
             schema: obj(
                 json!({
                     "op": one_of("operation", &["adapters", "status", "breakpoints", "launch", "attach", "continue", "pause", "step_over", "step_in", "step_out", "threads", "stack", "scopes", "variables", "evaluate", "output", "terminate"]),
-                    "file": s("breakpoints: file"), "lines": {"type": "array", "items": {"type": "integer"}, "description": "breakpoints: lines"},
-                    "program": s("launch: program"), "args": {"type": "array", "items": {"type": "string"}, "description": "launch: arguments"},
-                    "port": int("attach: port", 1, 65535), "thread_id": int("thread", 0, i64::MAX), "frame_id": int("frame", 0, i64::MAX),
-                    "reference": int("variables reference", 0, i64::MAX), "expression": s("evaluate: expression"),
+                    "file": s("breakpoints: source file, relative to the workdir"), "lines": {"type": "array", "items": {"type": "integer"}, "description": "breakpoints: 1-based lines; empty clears the file"},
+                    "program": s("launch: the program (a .py script, an executable built with debug info)"), "args": {"type": "array", "items": {"type": "string"}, "description": "launch: the program's arguments"},
+                    "adapter": s("launch/attach: adapter name (default: chosen from the program; attach: debugpy)"),
+                    "port": int("attach: port of a debug server on 127.0.0.1 (python -m debugpy --listen PORT)", 1, 65535), "thread_id": int("continue/pause/step_*/stack: thread (default: the one that stopped)", 0, i64::MAX), "frame_id": int("scopes/evaluate: frame id from stack (default: the top frame)", 0, i64::MAX),
+                    "reference": int("variables: reference from scopes, variables or evaluate", 0, i64::MAX), "expression": s("evaluate: expression, in the frame"),
+                    "offset": int("output: byte offset (default: where the last read stopped)", 0, i64::MAX), "limit": int("output: most bytes (default 65536)", 1, 1_048_576),
                 }),
                 &["op"],
             ),
-            attachment: NotBuilt("the debug worker (issue: debug, a DAP driver) is not built yet"),
+            // Attached: the debug_adapters supervisor is part of every daemon; which adapters
+            // can run for a checkout is `adapters`' business, not the surface's.
+            attachment: Attached,
         },
         ToolSpec {
             name: "eval",
-            description: "Run a cell in a persistent Python or JavaScript kernel of this conversation.",
+            description: "Run a cell in a persistent Python or JavaScript kernel of this conversation: variables, imports and loaded data persist between calls; the last expression is echoed; display(), pandas tables and matplotlib figures come back as outputs; %pip, %cd, !cmd, %%bash and %%timeit work; tool(name, args) calls this registry from the cell.",
             tier: Exec,
             parallel_safe: false,
             approval: Always,
             resource: "kernels",
             schema: obj(
-                json!({"code": s("cell source"), "description": s("5-10 words saying what the cell does"), "language": one_of("default python", &["python", "javascript"]), "reset": boolean("start a fresh interpreter first")}),
+                json!({
+                    "code": s("cell source"),
+                    "description": {"type": "string", "description": "5-10 words saying what the cell does", "minWords": 5, "maxWords": 10},
+                    "language": one_of("default python", &["python", "javascript"]),
+                    "reset": boolean("discard the interpreter and start clean first"),
+                    "timeout_s": int("inactivity budget: seconds the cell may run without output (default 300)", 1, 86_400),
+                }),
                 &["code", "description"],
             ),
-            attachment: NotBuilt("the kernel worker (issue: eval kernels) is not built yet"),
+            attachment: Attached,
         },
         ToolSpec {
             name: "ask_user",
@@ -274,9 +290,9 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
                 }),
                 &["question"],
             ),
-            attachment: NotBuilt(
-                "the question port (issue: ask_user and vibe workers) is not built yet",
-            ),
+            // A question port can attach to any run; whether a person is attached *now*
+            // is decided per call (`no_human`).
+            attachment: Attached,
         },
         ToolSpec {
             name: "vibe_spawn",
@@ -362,56 +378,56 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "read",
-            description: "Read a text file by line range, or an image resized to the model's limits.",
+            description: "Read a text file by line range with line numbers (`offset` 1-based, negative counts from the end: -100 = the last 100 lines), or an image (PNG, JPEG, GIF, WebP, BMP) fitted to the model's limits. Binary files are refused.",
             tier: Read,
             parallel_safe: true,
             approval: Never,
             resource: "files",
             schema: obj(
-                json!({"path": s("file"), "offset": int("first line (1-based)", 1, i64::MAX), "limit": int("number of lines", 1, i64::MAX)}),
+                json!({"path": s("file, relative to the workdir"), "offset": int("first line (1-based); negative counts from the end (default 1)", i64::MIN, i64::MAX), "limit": int("number of lines (default 2000; a read also stops at 40000 characters)", 1, i64::MAX)}),
                 &["path"],
             ),
             attachment: files.clone(),
         },
         ToolSpec {
             name: "ls",
-            description: "List a directory.",
+            description: "List a directory (hidden entries included): name (directories end in /), type, size, symlink target.",
             tier: Read,
             parallel_safe: true,
             approval: Never,
             resource: "files",
-            schema: obj(json!({"path": s("directory")}), &[]),
+            schema: obj(json!({"path": s("directory (default: the workdir)")}), &[]),
             attachment: files.clone(),
         },
         ToolSpec {
             name: "find",
-            description: "Find files by glob, ignore-aware.",
+            description: "Find files and directories by glob, in parallel, skipping .gitignored and hidden ones unless asked. A glob without / matches names (*.rs), one with / the path under `path` (src/**/*.rs). Sorted paths relative to the workdir.",
             tier: Read,
             parallel_safe: true,
             approval: Never,
             resource: "files",
             schema: obj(
-                json!({"pattern": s("glob"), "path": s("directory"), "hidden": boolean("include hidden files"), "ignored": boolean("include ignored files")}),
+                json!({"pattern": s("glob"), "path": s("directory to search (default: the workdir)"), "hidden": boolean("include hidden files"), "ignored": boolean("include files .gitignore and .ignore exclude"), "max_results": int("most paths listed (default 1000); the total is always counted", 1, 1_000_000)}),
                 &["pattern"],
             ),
             attachment: files.clone(),
         },
         ToolSpec {
             name: "grep",
-            description: "Search file contents by regex, ignore-aware and parallel.",
+            description: "Search file contents by regex (Rust syntax), in parallel, skipping .gitignored, hidden and binary files. Output as ripgrep prints it: path:line:text, path-line-text for context, files in path order.",
             tier: Read,
             parallel_safe: true,
             approval: Never,
             resource: "files",
             schema: obj(
-                json!({"pattern": s("regex"), "path": s("file or directory"), "glob": s("file glob"), "case": one_of("case sensitivity", &["sensitive", "insensitive", "smart"]), "context": int("lines of context", 0, 100), "max_results": int("most matches", 1, 100_000)}),
+                json!({"pattern": s("regex"), "path": s("file or directory (default: the workdir)"), "glob": s("only files matching these globs, comma-separated, ! excludes (e.g. \"*.rs,!*_test.rs\")"), "case": one_of("case sensitivity (default sensitive)", &["sensitive", "insensitive", "smart"]), "context": int("lines of context around each match (default 0)", 0, 100), "max_results": int("most matching lines (default 200)", 1, 100_000), "hidden": boolean("include hidden files"), "ignored": boolean("include files .gitignore and .ignore exclude")}),
                 &["pattern"],
             ),
             attachment: files.clone(),
         },
         ToolSpec {
             name: "write",
-            description: "Write a file atomically.",
+            description: "Create or replace a file with `content`, atomically (temp file + rename), keeping its mode; parent directories are created. Paths outside the workdir are refused.",
             tier: Write,
             parallel_safe: true,
             approval: Always,
@@ -424,7 +440,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "edit",
-            description: "Replace an exact text in a file.",
+            description: "Replace an exact text in a file (atomic write). old_text must match exactly once unless replace_all; zero or several matches is an error saying how many and at which lines. Returns a unified diff.",
             tier: Write,
             parallel_safe: true,
             approval: Always,
@@ -437,7 +453,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "apply_patch",
-            description: "Apply a unified diff; all hunks or nothing.",
+            description: "Apply a unified diff (one or more files; /dev/null creates or deletes). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
             tier: Write,
             parallel_safe: true,
             approval: Always,
@@ -447,7 +463,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "tool_result_read",
-            description: "Read a stored large result by characters, from a ref.",
+            description: "Read a stored large result by characters, from the `ref` its projection named: text, next_offset, total_chars, eof, source_tool, content_type, storage_kind.",
             tier: Read,
             parallel_safe: true,
             approval: Never,
@@ -521,6 +537,9 @@ impl Registry {
         if let Attachment::NotBuilt(why) = &spec.attachment {
             return Some((ErrorKind::NotAvailable, why.to_string()));
         }
+        if let Attachment::Detached(why) = &spec.attachment {
+            return Some((ErrorKind::NotAvailable, why.clone()));
+        }
         None
     }
 
@@ -580,7 +599,8 @@ impl Registry {
 }
 
 /// Check `args` against a tool's schema (the subset the registry uses: object, properties,
-/// required, additionalProperties, type, enum, minimum, maximum, items), naming the field.
+/// required, additionalProperties, type, enum, minimum, maximum, items, and the
+/// non-standard `minWords`/`maxWords` of a string), naming the field.
 pub fn validate(tool: &str, schema: &Json, args: &Json) -> Result<(), ToolError> {
     let bad = |msg: String| {
         ToolError::new(
@@ -622,6 +642,19 @@ pub fn validate(tool: &str, schema: &Json, args: &Json) -> Result<(), ToolError>
 }
 
 fn check_value(path: &str, prop: &Json, value: &Json) -> Result<(), String> {
+    if let Some(text) = value.as_str() {
+        let words = text.split_whitespace().count() as u64;
+        let min = prop.get("minWords").and_then(Json::as_u64);
+        let max = prop.get("maxWords").and_then(Json::as_u64);
+        if min.is_some_and(|m| words < m) || max.is_some_and(|m| words > m) {
+            return Err(format!(
+                "argument `{path}` must be {} to {} words, got {words} ({})",
+                min.unwrap_or(0),
+                max.map_or("any".to_string(), |m| m.to_string()),
+                describe(value)
+            ));
+        }
+    }
     let ty = prop.get("type").and_then(Json::as_str).unwrap_or("any");
     let ok = match ty {
         "string" => value.is_string(),
@@ -766,8 +799,43 @@ mod tests {
                 .map(|i| i.name)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(names(Tier::Exec), vec!["bash"]);
-        assert!(names(Tier::Read).is_empty());
+        assert_eq!(
+            names(Tier::Exec),
+            vec![
+                "apply_patch",
+                "ask_user",
+                "ast_edit",
+                "ast_grep",
+                "bash",
+                "debug",
+                "edit",
+                "eval",
+                "find",
+                "grep",
+                "ls",
+                "lsp",
+                "lsp_rename",
+                "read",
+                "resolve",
+                "synced_write",
+                "tool_result_read",
+                "write"
+            ]
+        );
+        assert_eq!(
+            names(Tier::Read),
+            vec![
+                "ask_user",
+                "ast_grep",
+                "find",
+                "grep",
+                "ls",
+                "lsp",
+                "read",
+                "synced_write",
+                "tool_result_read"
+            ]
+        );
         assert_eq!(
             reg.check("process", &surface(Tier::Exec)).unwrap_err().kind,
             ErrorKind::PolicyDenied
@@ -777,7 +845,9 @@ mod tests {
             ErrorKind::SurfaceDenied
         );
         assert_eq!(
-            reg.check("lsp", &surface(Tier::Read)).unwrap_err().kind,
+            reg.check("download_model", &surface(Tier::Exec))
+                .unwrap_err()
+                .kind,
             ErrorKind::NotAvailable
         );
         assert_eq!(
@@ -833,5 +903,22 @@ mod tests {
                 .unwrap()
                 .needs_approval(&json!({"op": "hover"}))
         );
+    }
+
+    #[test]
+    fn eval_description_must_be_five_to_ten_words() {
+        let reg = Registry::new(all_tools(false), vec![]);
+        let schema = &reg.get("eval").unwrap().schema;
+        let check = |d: &str| validate("eval", schema, &json!({"code": "1", "description": d}));
+        assert!(check("load the csv and plot totals").is_ok());
+        assert!(check("one two three four five six seven eight nine ten").is_ok());
+        let err = check("plot it").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgs);
+        assert!(
+            err.message
+                .contains("`description` must be 5 to 10 words, got 2"),
+            "{err}"
+        );
+        assert!(check("a b c d e f g h i j k").is_err());
     }
 }

@@ -13,7 +13,13 @@ use toolvisor_kit::supervise::{KindSupervisor, SupervisorArgs, SupervisorMsg};
 use toolvisor_protocol::tree::{NodeState, TreeNode};
 
 /// The resource kinds this build supervises.
-pub const KINDS: &[&str] = &["processes"];
+pub const KINDS: &[&str] = &[
+    "processes",
+    "vibe",
+    "language_servers",
+    "kernels",
+    "debug_adapters",
+];
 
 /// The reason given to every actor stopped by a clean daemon shutdown.
 pub const SHUTDOWN_REASON: &str = "daemon shutdown";

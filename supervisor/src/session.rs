@@ -50,6 +50,9 @@ pub struct Session {
     pub hello: Hello,
     pub out: mpsc::Sender<DaemonFrame>,
     approvals: Mutex<HashMap<u64, oneshot::Sender<ApprovalAnswer>>>,
+    /// `tool()` calls of eval cells forwarded to this client (its `bridge_tools`), by
+    /// bridge id, waiting for their `bridge_result`.
+    bridges: Mutex<HashMap<u64, oneshot::Sender<Outcome>>>,
     /// Calls in flight by id. The cancel sender is taken by `Cancel`, but the id stays
     /// reserved until the call's result has been queued.
     calls: Mutex<HashMap<u64, Option<oneshot::Sender<()>>>>,
@@ -251,6 +254,14 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         pid: peer_pid,
     });
     tracing::info!(session = session_id, kind = ?hello.client_kind, codec = %codec, tier = %hello.surface.max_tier, peer_pid, "client connected");
+    // A client holding its Welcome is already a question port, so a question asked right
+    // after finds it; frames queue in the channel until the writer task starts.
+    let (out_tx, mut out_rx) = mpsc::channel::<DaemonFrame>(1024);
+    if hello.surface.questions {
+        daemon
+            .questions
+            .attach(session_id, hello.client_kind, &hello.run_id, out_tx.clone());
+    }
     let welcome = DaemonFrame::Welcome(Welcome {
         protocol_version: PROTOCOL_VERSION,
         daemon_version: env!("CARGO_PKG_VERSION").into(),
@@ -261,11 +272,11 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         tools: daemon.registry.advertised(&hello.surface),
     });
     if write_one(&mut writer, codec, &welcome, max).await.is_err() {
+        daemon.questions.detach(session_id);
         daemon.remove_session(session_id);
         return;
     }
 
-    let (out_tx, mut out_rx) = mpsc::channel::<DaemonFrame>(1024);
     let writer_task = tokio::spawn(async move {
         // Encode everything already queued into one buffer and write it with one syscall.
         let mut batch = Vec::with_capacity(64 * 1024);
@@ -289,6 +300,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         hello,
         out: out_tx.clone(),
         approvals: Mutex::new(HashMap::new()),
+        bridges: Mutex::new(HashMap::new()),
         calls: Mutex::new(HashMap::new()),
         reader_closed: std::sync::atomic::AtomicBool::new(false),
         in_flight,
@@ -375,22 +387,28 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
                 }
             }
             ClientFrame::QuestionAnswer(a) => {
-                let _ = out_tx
-                    .send(DaemonFrame::Error(ToolError::new(
-                        ErrorKind::NotFound,
-                        format!("no question {} is pending", a.question_id),
-                        "answer only questions this connection received",
-                    )))
-                    .await;
+                // Valid: the asking call gets it. Invalid: the answerer hears why and the
+                // question stays pending.
+                if let Err(err) = daemon.questions.answer(session_id, a) {
+                    let _ = out_tx.send(DaemonFrame::Error(err)).await;
+                }
             }
-            ClientFrame::BridgeResult { bridge_id, .. } => {
-                let _ = out_tx
-                    .send(DaemonFrame::Error(ToolError::new(
-                        ErrorKind::NotFound,
-                        format!("no bridge call {bridge_id} is pending"),
-                        "answer only bridge calls this connection received",
-                    )))
-                    .await;
+            ClientFrame::BridgeResult { bridge_id, outcome } => {
+                let waiter = lock(&session.bridges).remove(&bridge_id);
+                match waiter {
+                    Some(tx) => {
+                        let _ = tx.send(outcome);
+                    }
+                    None => {
+                        let _ = out_tx
+                            .send(DaemonFrame::Error(ToolError::new(
+                                ErrorKind::NotFound,
+                                format!("no bridge call {bridge_id} is pending"),
+                                "answer only bridge calls this connection received, once",
+                            )))
+                            .await;
+                    }
+                }
             }
             ClientFrame::ListTools { all } => {
                 let tools = if all {
@@ -418,7 +436,11 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
                 }
             }
             ClientFrame::Status => {
-                let _ = out_tx.send(DaemonFrame::Status(daemon.status())).await;
+                let d = daemon.clone();
+                let tx = out_tx.clone();
+                tokio::spawn(async move {
+                    let _ = tx.send(DaemonFrame::Status(d.status().await)).await;
+                });
             }
             ClientFrame::Ping { nonce } => {
                 let _ = out_tx.send(DaemonFrame::Pong { nonce }).await;
@@ -441,7 +463,11 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         task.abort();
     }
     session.reader_closed.store(true, Ordering::Relaxed);
+    // No answer can arrive any more: questions pending on this client fail at once.
+    daemon.questions.detach(session_id);
     lock(&session.approvals).clear();
+    // Nor can a bridge result: the cells waiting on one get an error at once.
+    lock(&session.bridges).clear();
     drop(out_tx);
     let mut writer_task = writer_task;
     let writer_done = tokio::select! {
@@ -637,8 +663,9 @@ fn workdir_of(session: &Session) -> std::path::PathBuf {
 }
 
 /// Gates, then the tool: registry (unknown, surface, policy, attachment), arguments,
-/// approval. Every denial is audited.
-async fn execute(
+/// approval. Every denial is audited. `tool()` calls from eval cells come through here too,
+/// with the cell's call context (its session, conversation and call id).
+pub(crate) async fn execute(
     daemon: &Arc<Daemon>,
     ctx: &CallCtx,
     tool: &str,
@@ -773,5 +800,74 @@ async fn approve(
             ),
             "answer ApprovalRequest frames promptly, or raise approval_timeout_s",
         )),
+    }
+}
+
+impl Session {
+    /// Forward a `tool()` call of an eval cell to this client, which runs `tool` itself (one
+    /// of its `bridge_tools`), and wait up to `timeout` for its `bridge_result`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future withdraws the bridge call: a late `bridge_result` gets `not_found`.
+    pub(crate) async fn forward_bridge(
+        &self,
+        daemon: &Daemon,
+        call_id: u64,
+        conversation: &str,
+        tool: &str,
+        args: serde_json::Value,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, ToolError> {
+        if self.reader_closed.load(Ordering::Relaxed) {
+            return Err(ToolError::new(
+                ErrorKind::Cancelled,
+                format!(
+                    "`{tool}` is run by the client, which has closed its side of the connection"
+                ),
+                "keep the connection open while eval cells may call your bridge tools",
+            ));
+        }
+        let bridge_id = daemon.next_request_id();
+        let (tx, rx) = oneshot::channel();
+        lock(&self.bridges).insert(bridge_id, tx);
+        struct Withdraw<'a>(&'a Session, u64);
+        impl Drop for Withdraw<'_> {
+            fn drop(&mut self) {
+                lock(&self.0.bridges).remove(&self.1);
+            }
+        }
+        let _withdraw = Withdraw(self, bridge_id);
+        let frame = DaemonFrame::BridgeCall(toolvisor_protocol::wire::BridgeCall {
+            bridge_id,
+            call_id,
+            conversation: conversation.to_string(),
+            tool: tool.to_string(),
+            args: Value(args),
+        });
+        if self.out.send(frame).await.is_err() {
+            return Err(ToolError::new(
+                ErrorKind::Cancelled,
+                "the client went away before the bridge call could be sent",
+                "reconnect and run the cell again",
+            ));
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(Outcome::Ok(value))) => Ok(value.into_inner()),
+            Ok(Ok(Outcome::Err(err))) => Err(err),
+            Ok(Err(_)) => Err(ToolError::new(
+                ErrorKind::Cancelled,
+                format!("the client closed before answering the bridge call to `{tool}`"),
+                "keep the connection open while eval cells may call your bridge tools",
+            )),
+            Err(_) => Err(ToolError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the client did not answer the bridge call to `{tool}` within {} s",
+                    timeout.as_secs()
+                ),
+                "answer bridge_call frames with bridge_result, or raise kernels.bridge_timeout_s",
+            )),
+        }
     }
 }

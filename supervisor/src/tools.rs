@@ -1,8 +1,11 @@
 //! Tool dispatch, and the handlers of `bash`, `process` and the lane probes of the test
 //! suite. Other tool families live in `tools/*.rs`, one file per family, routed by resource.
 
-mod files;
-mod human;
+mod debug;
+mod eval;
+pub(crate) mod files;
+pub(crate) mod human;
+mod lsp;
 mod structural;
 
 use std::sync::Arc;
@@ -59,6 +62,7 @@ pub fn summary(tool: &str, args: &Json) -> String {
     let field = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or("");
     let text = match tool {
         "bash" => format!("bash: {}", field("command")),
+        "eval" => eval::summary(args),
         "process" => format!(
             "process {}: {}",
             field("op"),
@@ -68,6 +72,7 @@ pub fn summary(tool: &str, args: &Json) -> String {
                 field("command")
             }
         ),
+        "ast_edit" | "resolve" => structural::summary(tool, args),
         _ => format!("{tool} {args}"),
     };
     text.chars().take(300).collect()
@@ -79,15 +84,20 @@ pub async fn run(
     spec: &ToolSpec,
     args: Json,
 ) -> Result<Json, ToolError> {
-    match (spec.resource, spec.name) {
+    let result = match (spec.resource, spec.name) {
         (_, "bash") => run_bash(daemon, ctx, parse("bash", args)?).await,
         (_, "process") => run_process(daemon, ctx, parse("process", args)?).await,
         (_, "_probe_serial" | "_probe_parallel") => probe(ctx, args).await,
         ("files" | "result_store", _) => files::run(daemon, ctx, spec, args).await,
         ("structural", _) => structural::run(daemon, ctx, spec, args).await,
+        ("language_servers", _) => lsp::run(daemon, ctx, spec, args).await,
+        ("kernels", _) => eval::run(daemon, ctx, args).await,
+        ("debug_adapters", _) => debug::run(daemon, ctx, args).await,
         ("question_port" | "vibe_roster", _) => human::run(daemon, ctx, spec, args).await,
         _ => Err(no_worker(spec.name)),
-    }
+    };
+    // Every result leaves through the result store: secrets masked, large ones projected.
+    files::finish(daemon, ctx, spec.name, result?).await
 }
 
 /// The answer of a registered tool whose worker this build lacks.

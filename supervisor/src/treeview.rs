@@ -29,18 +29,35 @@ fn human_bytes(b: u64) -> String {
 
 /// The tree as a table, one node per line, children indented under their parent.
 pub fn render_text(snapshot: &TreeSnapshot) -> String {
+    let rows: Vec<_> = snapshot
+        .root
+        .walk()
+        .into_iter()
+        .map(|(depth, node)| {
+            (
+                format!("{}{} {}", "  ".repeat(depth), node.kind, node.id),
+                node,
+            )
+        })
+        .collect();
+    // The name column is as wide as the widest name (ids can be long: a server's root path).
+    let w = rows
+        .iter()
+        .map(|(name, _)| name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(28);
     let mut out = format!(
-        "{:<28} {:>8} {:<9} {:>7} {:>7} {:>4} {:>4} {:>7}  {}\n",
+        "{:<w$} {:>8} {:<9} {:>7} {:>7} {:>4} {:>4} {:>7}  {}\n",
         "KIND/ID", "PID", "STATE", "UPTIME", "TTL", "RST", "MBOX", "RSS", "DETAIL"
     );
-    for (depth, node) in snapshot.root.walk() {
-        let name = format!("{}{} {}", "  ".repeat(depth), node.kind, node.id);
+    for (name, node) in rows {
         let mut detail = node.detail.clone();
         if let Some(err) = &node.last_error {
             detail = format!("{detail} [last error: {err}]");
         }
         out.push_str(&format!(
-            "{:<28} {:>8} {:<9} {:>7} {:>7} {:>4} {:>4} {:>7}  {}\n",
+            "{:<w$} {:>8} {:<9} {:>7} {:>7} {:>4} {:>4} {:>7}  {}\n",
             name,
             node.pid
                 .map(|p| p.to_string())

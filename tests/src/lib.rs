@@ -5,6 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod debug;
+pub mod eval;
+pub mod lsp;
+pub mod structural;
+
 use serde_json::Value as Json;
 use toolvisor_protocol::client::{CallReply, Client, ClientOptions};
 use toolvisor_protocol::codec::Codec;

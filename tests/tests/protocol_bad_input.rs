@@ -120,7 +120,7 @@ fn unknown_tools_and_wrong_argument_types_are_clear_errors() {
     let r = c.call("c", "bash", json!("not an object")).unwrap();
     assert_eq!(err_of(&r).kind, ErrorKind::InvalidArgs);
 
-    let r = c.call("c", "lsp", json!({"op": "status"})).unwrap();
+    let r = c.call("c", "list_downloads", json!({})).unwrap();
     assert_eq!(err_of(&r).kind, ErrorKind::NotAvailable);
     assert!(err_of(&r).message.contains("not built"), "{}", err_of(&r));
 }

@@ -40,8 +40,8 @@ fn both_codecs_handshake_list_tools_and_call() {
             DaemonFrame::Tools { tools } => {
                 let lsp = tools
                     .iter()
-                    .find(|t| t.name == "lsp")
-                    .expect("lsp registered");
+                    .find(|t| t.name == "list_downloads")
+                    .expect("list_downloads registered");
                 assert!(!lsp.available);
                 assert!(
                     lsp.unavailable_reason

@@ -80,7 +80,12 @@ fn tree_json_shows_resources_and_watch_redraws_on_change() {
     ] {
         assert!(node.get(key).is_some(), "missing {key} in {node}");
     }
-    let sessions = &tree["root"]["children"][1];
+    let sessions = tree["root"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "sessions")
+        .expect("a sessions node");
     assert_eq!(sessions["kind"], "sessions");
     assert!(
         !sessions["children"].as_array().unwrap().is_empty(),

@@ -1,19 +1,231 @@
-//! Handlers of the human-in-the-loop and background-worker tools: `ask_user` and `vibe_*`.
+//! Handlers of the human-in-the-loop and background-worker tools: `ask_user` (through the
+//! question ports of `crate::questions`) and `vibe_*` (through `toolvisor_jobs::vibe`); plus
+//! what the daemon needs at start to decide whether vibe mode is on.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
-use serde_json::Value as Json;
-use toolvisor_protocol::error::ToolError;
+use serde_json::{Value as Json, json};
+use toolvisor_jobs::vibe::{self, VibeLimits};
+use toolvisor_kit::launch::Launcher;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::{
+    AskUserArgs, AskUserOutput, VibeKillArgs, VibeSendArgs, VibeSpawnArgs, VibeTier, VibeWaitArgs,
+};
+use toolvisor_protocol::wire::Question;
 
+use super::{parse, to_json};
+use crate::config::{Config, VibeConfig};
 use crate::daemon::Daemon;
-use crate::registry::ToolSpec;
+use crate::questions::{Resolution, no_human};
+use crate::registry::{Attachment, ToolSpec};
 use crate::session::CallCtx;
 
+/// What a skipped or timed-out question tells the model to do.
+pub const GUIDANCE: &str = "proceed on the assumptions you stated and do not ask this again";
+
+/// How long `vibe_wait` waits when no timeout is given.
+const VIBE_WAIT_DEFAULT_S: u64 = 600;
+
 pub async fn run(
-    _daemon: &Arc<Daemon>,
-    _ctx: &CallCtx,
+    daemon: &Arc<Daemon>,
+    ctx: &CallCtx,
     spec: &ToolSpec,
-    _args: Json,
+    args: Json,
 ) -> Result<Json, ToolError> {
-    Err(super::no_worker(spec.name))
+    let vibes = &daemon.vibes;
+    let conv = ctx.conversation.as_str();
+    match spec.name {
+        "ask_user" => ask_user(daemon, ctx, parse("ask_user", args)?).await,
+        "vibe_spawn" => {
+            let a: VibeSpawnArgs = parse("vibe_spawn", args)?;
+            let tier = a.tier.unwrap_or_default();
+            to_json(
+                &vibes
+                    .spawn(conv, ctx.workdir.clone(), a.brief, a.label, tier)
+                    .await?,
+            )
+        }
+        "vibe_send" => {
+            let a: VibeSendArgs = parse("vibe_send", args)?;
+            to_json(&vibes.send(conv, &a.worker_id, a.message).await?)
+        }
+        "vibe_wait" => {
+            let a: VibeWaitArgs = parse("vibe_wait", args)?;
+            let timeout = Duration::from_secs(a.timeout_seconds.unwrap_or(VIBE_WAIT_DEFAULT_S));
+            to_json(&vibes.wait(conv, &a.worker_id, timeout).await?)
+        }
+        "vibe_kill" => {
+            let a: VibeKillArgs = parse("vibe_kill", args)?;
+            to_json(&vibes.kill(conv, &a.worker_id).await?)
+        }
+        "vibe_list" => Ok(json!({ "workers": to_json(&vibes.list(conv))? })),
+        _ => Err(super::no_worker(spec.name)),
+    }
+}
+
+fn invalid(message: String, hint: &str) -> ToolError {
+    ToolError::new(ErrorKind::InvalidArgs, format!("ask_user: {message}"), hint)
+}
+
+async fn ask_user(daemon: &Daemon, ctx: &CallCtx, args: AskUserArgs) -> Result<Json, ToolError> {
+    if args.question.trim().is_empty() {
+        return Err(invalid(
+            "`question` is empty".into(),
+            "ask one clear question",
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, o) in args.options.iter().enumerate() {
+        if o.label.trim().is_empty() {
+            return Err(invalid(
+                format!("option {} has an empty label", i + 1),
+                "give every option a short, distinct label",
+            ));
+        }
+        if !seen.insert(o.label.as_str()) {
+            return Err(invalid(
+                format!("two options are labelled {:?}", o.label),
+                "give every option a distinct label",
+            ));
+        }
+    }
+    let allow_free_text = args.allow_free_text.unwrap_or(args.options.is_empty());
+    if args.options.is_empty() && !allow_free_text {
+        return Err(invalid(
+            "no options and `allow_free_text: false`: nothing could answer this question".into(),
+            "give options, or allow free text",
+        ));
+    }
+    let run_id = ctx.session.hello.run_id.clone();
+    let question = Question {
+        question_id: 0,
+        run_id: run_id.clone(),
+        conversation: ctx.conversation.clone(),
+        question: args.question,
+        context: args.context.filter(|c| !c.trim().is_empty()),
+        options: args.options,
+        allow_free_text,
+        multi_select: args.multi_select,
+    };
+    let mut asked = match daemon.questions.ask(question).await {
+        Ok(asked) => asked,
+        Err(e) => {
+            tracing::info!(
+                run = run_id,
+                conversation = ctx.conversation,
+                "ask_user: no question port for the run"
+            );
+            return Err(e);
+        }
+    };
+    let question_id = asked.question_id;
+    tracing::info!(
+        question = question_id,
+        port_session = asked.port,
+        run = run_id,
+        conversation = ctx.conversation,
+        "ask_user: question sent"
+    );
+    let limit = Duration::from_secs(daemon.config.ask_user_timeout_s);
+    let resolution = tokio::time::timeout(limit, &mut asked.rx).await;
+    match resolution {
+        Ok(Ok(Resolution::Answered(a))) if a.skipped => to_json(&AskUserOutput {
+            question_id,
+            selected: Vec::new(),
+            text: None,
+            skipped: true,
+            guidance: Some(format!("The person skipped this question: {GUIDANCE}.")),
+        }),
+        Ok(Ok(Resolution::Answered(a))) => to_json(&AskUserOutput {
+            question_id,
+            selected: a.selected,
+            text: a.text,
+            skipped: false,
+            guidance: None,
+        }),
+        Ok(Ok(Resolution::PortGone)) | Ok(Err(_)) => {
+            tracing::info!(
+                question = question_id,
+                "ask_user: the port left with the question pending"
+            );
+            let mut err = no_human(&run_id);
+            err.message = format!(
+                "the person's client disconnected while question {question_id} was pending; {}",
+                err.message
+            );
+            Err(err)
+        }
+        Err(_) => {
+            tracing::info!(
+                question = question_id,
+                timeout_s = limit.as_secs(),
+                "ask_user: no answer in time"
+            );
+            asked.set_withdraw_reason(format!("no answer within {} s", limit.as_secs()));
+            Err(ToolError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "no answer to question {question_id} within {} s",
+                    limit.as_secs()
+                ),
+                format!("{GUIDANCE} (the operator can raise ask_user_timeout_s)"),
+            ))
+        }
+    }
+}
+
+/// The tier commands of the configuration.
+pub fn vibe_limits(config: &VibeConfig) -> VibeLimits {
+    let mut tiers = BTreeMap::new();
+    if let Some(t) = &config.tiers.fast {
+        tiers.insert(VibeTier::Fast, t.command.clone());
+    }
+    if let Some(t) = &config.tiers.good {
+        tiers.insert(VibeTier::Good, t.command.clone());
+    }
+    VibeLimits {
+        tiers,
+        max_running: config.max_running.max(1),
+        max_queued: config.max_queued,
+        keep_idle: Duration::from_secs(config.keep_s),
+        attempt_timeout: (config.attempt_timeout_s > 0)
+            .then(|| Duration::from_secs(config.attempt_timeout_s)),
+        result_bytes: config.result_bytes.max(1024),
+    }
+}
+
+/// Vibe mode: the tiers whose command resolves for the daemon's children, and the
+/// attachment of the `vibe_*` tools (attached while at least one tier resolves, else
+/// detached with what each tier lacks). Tiers that do not resolve are dropped.
+pub fn vibe_mode(config: &Config, launcher: &Launcher) -> (VibeLimits, Attachment) {
+    let mut limits = vibe_limits(&config.vibe);
+    if limits.tiers.is_empty() {
+        return (
+            limits,
+            Attachment::Detached(
+                "vibe mode is off: no worker command is configured ([vibe.tiers.fast] or [vibe.tiers.good] command = [...] in the daemon's config)".into(),
+            ),
+        );
+    }
+    let mut problems = Vec::new();
+    limits.tiers.retain(|tier, command| match vibe::check_command(command, &launcher.env) {
+        Ok(()) => true,
+        Err(why) => {
+            tracing::warn!(tier = %tier, problem = why, "vibe tier disabled: its command does not resolve");
+            problems.push(format!("[vibe.tiers.{tier}]: {why}"));
+            false
+        }
+    });
+    if limits.tiers.is_empty() {
+        let why = format!(
+            "vibe mode is off: no configured worker command resolves ({})",
+            problems.join("; ")
+        );
+        return (limits, Attachment::Detached(why));
+    }
+    let on: Vec<_> = limits.tiers.keys().map(|t| t.as_str()).collect();
+    tracing::info!(tiers = on.join(","), "vibe mode on");
+    (limits, Attachment::Attached)
 }

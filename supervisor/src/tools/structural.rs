@@ -1,19 +1,426 @@
-//! Handlers of the structural tools: `ast_grep`, `ast_edit`, `resolve`.
+//! Handlers of the structural tools: `ast_grep`, `ast_edit`, `resolve`. Matching, rewriting
+//! and the staged-edit store are in `toolvisor-structural`; this module resolves paths against
+//! the caller's workdir, runs the work on blocking threads (a cancelled search stops its
+//! walk; an accept always runs to its end, so it stays all-or-nothing), and turns results and
+//! errors into the tools' JSON.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::Value as Json;
-use toolvisor_protocol::error::ToolError;
+use serde_json::{Value as Json, json};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::{AstEditArgs, AstGrepArgs, ResolveAction, ResolveArgs};
+use toolvisor_structural::Error;
+use toolvisor_structural::rewrite::{self, shown};
+use toolvisor_structural::search::{self, SearchRequest};
 
 use crate::daemon::Daemon;
 use crate::registry::ToolSpec;
 use crate::session::CallCtx;
 
+/// Default of `max_results` for both tools.
+const DEFAULT_MAX_RESULTS: usize = 50;
+/// Characters of unified diff shown by `ast_edit`.
+const PREVIEW_CHARS: usize = 6_000;
+/// Files named in the one-line summary of `ast_edit`.
+const SUMMARY_FILES: usize = 5;
+
 pub async fn run(
-    _daemon: &Arc<Daemon>,
-    _ctx: &CallCtx,
+    daemon: &Arc<Daemon>,
+    ctx: &CallCtx,
     spec: &ToolSpec,
-    _args: Json,
+    args: Json,
 ) -> Result<Json, ToolError> {
-    Err(super::no_worker(spec.name))
+    match spec.name {
+        "ast_grep" => ast_grep(ctx, super::parse("ast_grep", args)?).await,
+        "ast_edit" => ast_edit(daemon, ctx, super::parse("ast_edit", args)?).await,
+        "resolve" => resolve(daemon, ctx, super::parse("resolve", args)?).await,
+        other => Err(super::no_worker(other)),
+    }
+}
+
+/// One line for an approval prompt: what will be rewritten where, or which edit is resolved.
+pub(crate) fn summary(tool: &str, args: &Json) -> String {
+    let field = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or("");
+    if tool == "resolve" {
+        return format!("resolve: {} {}", field("action"), field("edit_id"));
+    }
+    let path = match field("path") {
+        "" => "the workdir",
+        p => p,
+    };
+    let language = match field("language") {
+        "" => String::new(),
+        l => format!(" ({l})"),
+    };
+    format!(
+        "ast_edit: stage `{}` → `{}` in {path}{language} (nothing is written until resolve)",
+        field("pattern"),
+        field("rewrite")
+    )
+}
+
+/// Sets its flag when dropped: a cancelled call drops its future, and the walk sees the flag.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+fn resolve_path(workdir: &Path, path: Option<&str>) -> PathBuf {
+    match path.map(str::trim).filter(|p| !p.is_empty()) {
+        None => workdir.to_path_buf(),
+        Some(p) => {
+            let p = Path::new(p);
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                workdir.join(p)
+            }
+        }
+    }
+}
+
+/// Run blocking structural work with a cancel flag the walk checks.
+async fn blocking<T: Send + 'static>(
+    tool: &str,
+    work: impl FnOnce(&AtomicBool) -> Result<T, Error> + Send + 'static,
+) -> Result<Result<T, Error>, ToolError> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let _cancel = CancelOnDrop(flag.clone());
+    tokio::task::spawn_blocking(move || work(&flag))
+        .await
+        .map_err(|e| {
+            ToolError::new(
+                ErrorKind::Internal,
+                format!("{tool}: the worker thread failed: {e}"),
+                "report this as a bug; nothing was written",
+            )
+        })
+}
+
+/// A tool error for a library error, with what to do about it.
+fn tool_error(tool: &str, workdir: &Path, err: Error) -> ToolError {
+    use ErrorKind as K;
+    let message = format!("{tool}: {err}");
+    let (kind, hint) = match &err {
+        Error::UnknownLanguage { .. } => (K::InvalidArgs, "pass one of the listed ids as `language`".to_string()),
+        Error::LanguageUnknownForFile { .. } => (
+            K::InvalidArgs,
+            "pass `language` (e.g. \"python\"); `toolvisor tools --json` lists the ids".to_string(),
+        ),
+        Error::LanguageRequired { found, .. } => (
+            K::InvalidArgs,
+            match found.first() {
+                Some((id, _)) => format!(
+                    "pass `language` (\"{id}\" has the most files here), or point `path` at a file or a directory of one language"
+                ),
+                None => "point `path` at source files, or pass `language`".to_string(),
+            },
+        ),
+        Error::PathNotFound { .. } => (
+            K::NotFound,
+            format!(
+                "relative paths start at the workdir {}; check the spelling",
+                workdir.display()
+            ),
+        ),
+        Error::PatternInvalid { language, .. } => (
+            K::InvalidArgs,
+            format!(
+                "write the pattern as valid {language} code forming one node: $NAME stands for one node, $$$NAME for a run (arguments, statements); several statements need their enclosing block"
+            ),
+        ),
+        Error::RewriteUnbound { .. } => (
+            K::InvalidArgs,
+            "use only metavariables the pattern binds, or bind the missing one in the pattern".to_string(),
+        ),
+        Error::TooManyReplacements { found, .. } => (
+            K::InvalidArgs,
+            format!(
+                "if all {found} are intended, raise max_results (at most 10000); otherwise narrow `pattern` or `path`. A partial rewrite is never staged"
+            ),
+        ),
+        Error::EditNotFound { .. } => (
+            K::NotFound,
+            "edit ids come from ast_edit in this conversation; edits of other conversations are not visible".to_string(),
+        ),
+        Error::EditResolved { .. } => (
+            K::NotFound,
+            "a resolved edit cannot be resolved again; stage a new one with ast_edit".to_string(),
+        ),
+        Error::Conflict { .. } => (
+            K::Conflict,
+            "the edit is still staged: discard it and run ast_edit again on the current files".to_string(),
+        ),
+        Error::WriteFailed { unrestored, .. } if !unrestored.is_empty() => (
+            K::Io,
+            "check the files named as not restored by hand; the edit is still staged".to_string(),
+        ),
+        Error::WriteFailed { .. } => (
+            K::Io,
+            "fix the cause (permissions, disk space) and resolve again: the edit is still staged".to_string(),
+        ),
+        Error::Io { .. } | Error::Store { .. } => (
+            K::Io,
+            "check the path's permissions and the disk; nothing was written".to_string(),
+        ),
+        Error::Cancelled => (K::Cancelled, "the call was cancelled".to_string()),
+    };
+    ToolError::new(kind, message, hint)
+}
+
+fn max_results(value: Option<u64>) -> usize {
+    value.map_or(DEFAULT_MAX_RESULTS, |n| n.clamp(1, 10_000) as usize)
+}
+
+fn skipped_json(skipped: &[search::Skipped], workdir: &Path) -> Json {
+    Json::Array(
+        skipped
+            .iter()
+            .map(|s| json!({"path": shown(&s.path, workdir), "why": s.why}))
+            .collect(),
+    )
+}
+
+async fn ast_grep(ctx: &CallCtx, args: AstGrepArgs) -> Result<Json, ToolError> {
+    let workdir = ctx.workdir.clone();
+    let root = resolve_path(&workdir, args.path.as_deref());
+    let max = max_results(args.max_results);
+    let result = blocking("ast_grep", move |cancel| {
+        search::search(&SearchRequest {
+            pattern: &args.pattern,
+            language: args.language.as_deref(),
+            path: &root,
+            max_results: max,
+            prefilter: true,
+            threads: threads(),
+            cancel: Some(cancel),
+        })
+    })
+    .await?
+    .map_err(|e| tool_error("ast_grep", &workdir, e))?;
+    let matches: Vec<Json> = result
+        .matches
+        .iter()
+        .map(|m| {
+            let path = shown(&m.path, &workdir);
+            json!({
+                "location": format!("{path}:{}:{}", m.line, m.column),
+                "path": path,
+                "line": m.line,
+                "column": m.column,
+                "end_line": m.end_line,
+                "end_column": m.end_column,
+                "text": m.text,
+                "captures": m.captures,
+            })
+        })
+        .collect();
+    let summary = if result.total == 0 {
+        format!(
+            "no match in {} {} files",
+            result.files_searched, result.language
+        )
+    } else if result.truncated {
+        format!(
+            "{} matches in {} files; showing the first {} (by path and position): raise max_results or narrow path to see the rest",
+            result.total,
+            result.files_matched,
+            result.matches.len()
+        )
+    } else {
+        format!(
+            "{} match{} in {} file{}",
+            result.total,
+            if result.total == 1 { "" } else { "es" },
+            result.files_matched,
+            if result.files_matched == 1 { "" } else { "s" }
+        )
+    };
+    Ok(json!({
+        "summary": summary,
+        "language": result.language,
+        "language_note": result.language_note,
+        "pattern_context": result.pattern_context,
+        "matches": matches,
+        "total": result.total,
+        "shown": result.matches.len(),
+        "truncated": result.truncated,
+        "files_searched": result.files_searched,
+        "files_parsed": result.files_parsed,
+        "files_matched": result.files_matched,
+        "skipped": skipped_json(&result.skipped, &workdir),
+        "skipped_total": result.skipped_total,
+    }))
+}
+
+async fn ast_edit(
+    daemon: &Arc<Daemon>,
+    ctx: &CallCtx,
+    args: AstEditArgs,
+) -> Result<Json, ToolError> {
+    let workdir = ctx.workdir.clone();
+    let root = resolve_path(&workdir, args.path.as_deref());
+    let max = max_results(args.max_results);
+    let store = daemon.edits.clone();
+    let conversation = ctx.conversation.clone();
+    let base = workdir.clone();
+    let staged = blocking("ast_edit", move |cancel| {
+        let proposal = rewrite::propose(
+            &SearchRequest {
+                pattern: &args.pattern,
+                language: args.language.as_deref(),
+                path: &root,
+                max_results: max,
+                prefilter: true,
+                threads: threads(),
+                cancel: Some(cancel),
+            },
+            &args.rewrite,
+        )?;
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
+        let staged = if proposal.files.is_empty() {
+            None
+        } else {
+            Some(store.stage(&conversation, &args.pattern, &args.rewrite, &proposal)?)
+        };
+        let preview = rewrite::preview(&proposal.files, &base, PREVIEW_CHARS);
+        Ok((proposal, staged, preview))
+    })
+    .await?
+    .map_err(|e| tool_error("ast_edit", &workdir, e))?;
+    let (proposal, staged, preview) = staged;
+    let files: Vec<Json> = proposal
+        .files
+        .iter()
+        .map(|f| json!({"path": shown(&f.path, &workdir), "replacements": f.replacements}))
+        .collect();
+    let mut notes = Vec::new();
+    if proposal.nested > 0 {
+        notes.push(format!(
+            "{} match(es) lie inside another replaced match and were not rewritten on their own (the outer rewrite keeps their original text); accept, then run ast_edit again to rewrite them",
+            proposal.nested
+        ));
+    }
+    if proposal.unchanged > 0 {
+        notes.push(format!(
+            "{} match(es) already read as the rewrite: nothing to change there",
+            proposal.unchanged
+        ));
+    }
+    let Some(staged) = staged else {
+        return Ok(json!({
+            "edit_id": null,
+            "summary": format!(
+                "(proposed) 0 replacements: nothing to change in {} {} files; nothing was staged",
+                proposal.files_searched, proposal.language
+            ),
+            "replacements": 0,
+            "files": files,
+            "language": proposal.language,
+            "language_note": proposal.language_note,
+            "pattern_context": proposal.pattern_context,
+            "notes": notes,
+            "files_searched": proposal.files_searched,
+            "skipped": skipped_json(&proposal.skipped, &workdir),
+            "skipped_total": proposal.skipped_total,
+        }));
+    };
+    let mut named: Vec<String> = proposal
+        .files
+        .iter()
+        .take(SUMMARY_FILES)
+        .map(|f| format!("{} {}", shown(&f.path, &workdir), f.replacements))
+        .collect();
+    if proposal.files.len() > SUMMARY_FILES {
+        named.push("…".into());
+    }
+    let summary = format!(
+        "(proposed) {} replacement{} in {} file{} ({}); nothing is written yet … call resolve with edit_id \"{}\" (action \"accept\" writes every file or none, \"discard\" drops it)",
+        staged.replacements,
+        if staged.replacements == 1 { "" } else { "s" },
+        staged.files,
+        if staged.files == 1 { "" } else { "s" },
+        named.join(", "),
+        staged.id
+    );
+    Ok(json!({
+        "edit_id": staged.id,
+        "summary": summary,
+        "replacements": staged.replacements,
+        "files": files,
+        "preview": preview.diff,
+        "preview_truncated": preview.truncated,
+        "language": proposal.language,
+        "language_note": proposal.language_note,
+        "pattern_context": proposal.pattern_context,
+        "notes": notes,
+        "files_searched": proposal.files_searched,
+        "skipped": skipped_json(&proposal.skipped, &workdir),
+        "skipped_total": proposal.skipped_total,
+    }))
+}
+
+async fn resolve(
+    daemon: &Arc<Daemon>,
+    ctx: &CallCtx,
+    args: ResolveArgs,
+) -> Result<Json, ToolError> {
+    let workdir = ctx.workdir.clone();
+    let store = daemon.edits.clone();
+    let conversation = ctx.conversation.clone();
+    let id = args.edit_id.trim().to_string();
+    match args.action {
+        ResolveAction::Discard => {
+            let info = blocking("resolve", move |_| store.discard(&conversation, &id))
+                .await?
+                .map_err(|e| tool_error("resolve", &workdir, e))?;
+            Ok(json!({
+                "edit_id": info.id,
+                "action": "discard",
+                "summary": format!(
+                    "discarded {}: nothing was written ({} replacements in {} files dropped)",
+                    info.id, info.replacements, info.files.len()
+                ),
+                "files": info.files.iter().map(|(p, _)| shown(p, &workdir)).collect::<Vec<_>>(),
+            }))
+        }
+        ResolveAction::Accept => {
+            // The blocking task runs to its end even if this call is cancelled, so an accept
+            // is never cut between two writes.
+            let accepted = blocking("resolve", move |_| store.accept(&conversation, &id))
+                .await?
+                .map_err(|e| tool_error("resolve", &workdir, e))?;
+            let diagnostics = diagnostics_on_write(daemon, ctx, &accepted.written).await;
+            Ok(json!({
+                "edit_id": accepted.id,
+                "action": "accept",
+                "summary": format!(
+                    "accepted {}: wrote {} replacements in {} files",
+                    accepted.id, accepted.replacements, accepted.written.len()
+                ),
+                "written": accepted.written.iter().map(|p| shown(p, &workdir)).collect::<Vec<_>>(),
+                "replacements": accepted.replacements,
+                "diagnostics": diagnostics,
+            }))
+        }
+    }
+}
+
+/// Diagnostics on write for the files an accept wrote: the seam to the language-server
+/// worker (issue 4). Until that worker is in the build the step is skipped and says so.
+async fn diagnostics_on_write(daemon: &Arc<Daemon>, ctx: &CallCtx, paths: &[PathBuf]) -> Json {
+    // The same path as `write`/`edit`/`apply_patch`: only diagnostics new for this run.
+    let lsp = super::lsp::lsp_ctx(ctx);
+    daemon.lsp.after_write(&lsp.run, &lsp.workdir, paths).await
 }

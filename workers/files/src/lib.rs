@@ -1,1 +1,106 @@
-//! In-process file and search tools, and the stored-result store.
+//! In-process file and search tools (`read`, `ls`, `find`, `grep`, `write`, `edit`,
+//! `apply_patch`) and the stored-result store behind `tool_result_read`, with secret masking.
+//!
+//! Everything here is synchronous and blocking: the daemon calls it from
+//! `tokio::task::spawn_blocking`. Search runs on the ripgrep crates (`ignore`,
+//! `grep-searcher`, `grep-regex`, `globset`) in-process; no external binary is needed.
+
+pub mod edit;
+pub mod error;
+pub mod image;
+pub mod list;
+pub mod patch;
+pub mod paths;
+pub mod read;
+pub mod search;
+pub mod secrets;
+pub mod store;
+pub mod text;
+pub mod write;
+
+pub use error::{Error, Result};
+pub use paths::Scope;
+
+/// One file a write-tier tool changed: what issue 4's diagnostics-on-write wraps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Changed {
+    /// The real (canonical) path written.
+    pub path: std::path::PathBuf,
+    /// The path as the caller sees it (relative to the workdir when inside it).
+    pub display: String,
+    pub status: ChangeKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeKind {
+    Created,
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Created => "created",
+            ChangeKind::Modified => "modified",
+            ChangeKind::Deleted => "deleted",
+        }
+    }
+}
+
+/// A cancellation flag shared between a call's future and the blocking work it started:
+/// the future sets it when dropped, long loops check it.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Limits and switches of the file tools.
+#[derive(Clone, Debug)]
+pub struct FilesConfig {
+    /// Read and write anywhere the daemon's user may, not only inside the workdir.
+    pub allow_outside_workdir: bool,
+    /// Directories readable and searchable besides the workdir (never written).
+    pub read_roots: Vec<std::path::PathBuf>,
+    pub read: read::ReadLimits,
+    pub images: image::ImageLimits,
+    pub search: search::SearchLimits,
+    pub ls_max_entries: usize,
+}
+
+impl Default for FilesConfig {
+    fn default() -> Self {
+        FilesConfig {
+            allow_outside_workdir: false,
+            read_roots: Vec::new(),
+            read: read::ReadLimits::default(),
+            images: image::ImageLimits::default(),
+            search: search::SearchLimits::default(),
+            ls_max_entries: 2000,
+        }
+    }
+}
+
+/// The file tools' state in the daemon: their configuration and the result store.
+pub struct Files {
+    pub config: FilesConfig,
+    pub store: store::ResultStore,
+}
+
+impl Files {
+    /// The confinement of a call made from `workdir`.
+    pub fn scope(&self, workdir: &std::path::Path) -> Result<Scope> {
+        Scope::new(
+            workdir,
+            &self.config.read_roots,
+            self.config.allow_outside_workdir,
+        )
+    }
+}

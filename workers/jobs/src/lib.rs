@@ -1,6 +1,7 @@
-//! Workers for one-shot commands (`bash`) and tracked background processes (`process`);
-//! later vibe workers and download jobs.
+//! Workers for one-shot commands (`bash`), tracked background processes (`process`) and
+//! background vibe workers (`vibe_*`); later download jobs.
 
 pub mod bash;
 pub mod output;
 pub mod tracked;
+pub mod vibe;

@@ -1,1 +1,153 @@
 //! Structural search and staged rewrites on ast-grep: ast_grep, ast_edit, resolve.
+//!
+//! - [`lang`]: language ids, inference, compiling a pattern (with a natural context where the
+//!   language needs one) and the literal texts the prefilter looks for.
+//! - [`search`]: the ignore-aware parallel walk, the literal prefilter, matching, bounded
+//!   results.
+//! - [`rewrite`]: a rewrite proposal — the new content of every touched file and a bounded
+//!   unified-diff preview. Nothing is written.
+//! - [`store`]: staged edits persisted on disk per conversation; accept compares every file
+//!   with its snapshot and writes all of them or none.
+
+pub mod lang;
+pub mod rewrite;
+pub mod search;
+pub mod store;
+
+use std::path::PathBuf;
+
+pub use ast_grep_language::SupportLang;
+
+/// Everything that can go wrong in this crate; each variant names what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown language {given:?}; supported: {}", supported.join(", "))]
+    UnknownLanguage {
+        given: String,
+        supported: Vec<&'static str>,
+    },
+    #[error("{}: no such file or directory", path.display())]
+    PathNotFound { path: PathBuf },
+    #[error("`language` is required: the language of {} cannot be told from its name", path.display())]
+    LanguageUnknownForFile { path: PathBuf },
+    #[error("{}", language_required(path, found, accepting))]
+    LanguageRequired {
+        path: PathBuf,
+        /// Languages with files under `path`, with their file counts, most files first.
+        found: Vec<(&'static str, usize)>,
+        /// Those of them in which the pattern parses.
+        accepting: Vec<&'static str>,
+    },
+    #[error("the pattern {pattern:?} does not parse as one {language} node: {reason}")]
+    PatternInvalid {
+        pattern: String,
+        language: &'static str,
+        reason: String,
+    },
+    #[error("the rewrite uses {}, which the pattern does not bind (it binds: {})", unbound.iter().map(|v| format!("${v}")).collect::<Vec<_>>().join(", "), if bound.is_empty() { "nothing".to_string() } else { bound.iter().map(|v| format!("${v}")).collect::<Vec<_>>().join(", ") })]
+    RewriteUnbound {
+        unbound: Vec<String>,
+        bound: Vec<String>,
+    },
+    #[error(
+        "the pattern would make {found} replacements, more than max_results = {max}; nothing was staged"
+    )]
+    TooManyReplacements { found: usize, max: usize },
+    #[error("no staged edit {id:?} in conversation {conversation:?}")]
+    EditNotFound { id: String, conversation: String },
+    #[error("edit {id:?} was already {state} ({ago}); nothing to do")]
+    EditResolved {
+        id: String,
+        state: store::EditState,
+        ago: String,
+    },
+    #[error("edit {id:?} rejected: {} of its {total} files changed since it was staged: {}; nothing was written", changed.len(), changed.iter().map(|c| format!("{} ({})", c.path.display(), c.why)).collect::<Vec<_>>().join(", "))]
+    Conflict {
+        id: String,
+        total: usize,
+        changed: Vec<store::Changed>,
+    },
+    #[error("edit {id:?}: writing {} failed ({source}); {}", path.display(), rollback_summary(restored, unrestored))]
+    WriteFailed {
+        id: String,
+        path: PathBuf,
+        source: std::io::Error,
+        /// Files already written, then restored to their content before the accept.
+        restored: Vec<PathBuf>,
+        /// Files already written whose restore failed too, with why.
+        unrestored: Vec<(PathBuf, String)>,
+    },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("staged-edit store {}: {message}", path.display())]
+    Store { path: PathBuf, message: String },
+    #[error("cancelled")]
+    Cancelled,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn language_required(
+    path: &std::path::Path,
+    found: &[(&'static str, usize)],
+    accepting: &[&'static str],
+) -> String {
+    if found.is_empty() {
+        return format!(
+            "`language` is required: {} has no file of a supported language",
+            path.display()
+        );
+    }
+    let listed: Vec<String> = found.iter().map(|(l, n)| format!("{l} ({n})")).collect();
+    format!(
+        "`language` is required: {} has files of several languages ({}) and the pattern parses in {}",
+        path.display(),
+        listed.join(", "),
+        if accepting.is_empty() {
+            "none of them".to_string()
+        } else {
+            accepting.join(", ")
+        }
+    )
+}
+
+fn rollback_summary(restored: &[PathBuf], unrestored: &[(PathBuf, String)]) -> String {
+    let mut text = if restored.is_empty() {
+        "no file had been written yet, so nothing changed".to_string()
+    } else {
+        format!(
+            "the {} file(s) already written were restored ({}), so nothing changed",
+            restored.len(),
+            restored
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    if !unrestored.is_empty() {
+        text = format!(
+            "{} file(s) restored; restoring FAILED for {}: those files hold the rewritten content",
+            restored.len(),
+            unrestored
+                .iter()
+                .map(|(p, e)| format!("{} ({e})", p.display()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    text
+}
+
+/// Cut `text` to at most `max` characters, saying how much was cut.
+pub fn bounded(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}…[+{} chars]", total - max)
+}

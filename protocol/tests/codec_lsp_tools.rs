@@ -1,0 +1,47 @@
+//! The typed arguments of `lsp`, `lsp_rename` and `synced_write` survive both codecs, and a
+//! harness's plain JSON (optional fields left out) parses into them.
+
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::json;
+use toolvisor_protocol::codec::{self, Codec};
+use toolvisor_protocol::tools::{LspArgs, LspRenameArgs, SyncedWriteArgs};
+
+fn both<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(v: &T) {
+    for c in [Codec::Bincode, Codec::Json] {
+        let bytes = codec::encode(c, v).unwrap_or_else(|e| panic!("encode {c}: {e}"));
+        let back: T = codec::decode(c, &bytes).unwrap_or_else(|e| panic!("decode {c}: {e}"));
+        assert_eq!(&back, v, "round trip through {c}");
+    }
+}
+
+#[test]
+fn lsp_tool_types_round_trip() {
+    both(&LspArgs {
+        op: "definition".into(),
+        file: Some("app/한글.py".into()),
+        line: Some(2),
+        symbol: Some("make".into()),
+        query: None,
+        occurrence: Some(1),
+    });
+    both(&LspRenameArgs {
+        file: "main.c".into(),
+        line: 4,
+        symbol: "add".into(),
+        new_name: "sum 🦀".into(),
+        occurrence: None,
+    });
+    both(&SyncedWriteArgs {
+        path: "m.py".into(),
+    });
+}
+
+#[test]
+fn plain_json_parses() {
+    let a: LspArgs = serde_json::from_value(json!({"op": "status"})).unwrap();
+    assert_eq!((a.op.as_str(), a.file, a.line), ("status", None, None));
+    let r: LspRenameArgs =
+        serde_json::from_value(json!({"file": "a.py", "line": 1, "symbol": "x", "new_name": "y"}))
+            .unwrap();
+    assert_eq!(r.occurrence, None);
+}

@@ -1,0 +1,258 @@
+//! Figures of the language-server tools (`cargo bench -p toolvisor --bench lsp`), with a real
+//! pyright (`scripts/install-test-deps`):
+//! - median `lsp hover` latency through toolvisor, next to the server's own share of the same
+//!   calls (request sent → answer parsed inside the daemon: the added latency is the rest), and
+//!   next to the same hover sent directly to a second warm pyright over the same transport
+//!   code with no daemon in between;
+//! - time from SIGKILL of a warm pyright to the next successful answer (restart, re-open,
+//!   re-analysis included);
+//! - ten conversations on one root → how many server processes, and their RSS.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolvisor_jsonrpc::{Incoming, Transport, TransportOptions};
+use toolvisor_kit::launch::Launcher;
+use toolvisor_protocol::client::{Client, ClientOptions};
+use toolvisor_protocol::codec::Codec;
+use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
+
+const N: usize = 200;
+const SRC: &str = "def greet(name: str) -> str:\n    \"\"\"Say hello.\"\"\"\n    return 'hi ' + name\n\n\nmessage = greet('you')\n";
+
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn deps() -> PathBuf {
+    std::env::var_os("TOOLVISOR_TEST_DEPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.test-deps"))
+}
+
+fn client(sock: &Path, workdir: &Path, run: &str) -> Client {
+    Client::connect(
+        sock,
+        ClientOptions {
+            codec: Codec::Bincode,
+            client_kind: ClientKind::Harness,
+            run_id: run.into(),
+            workdir: workdir.display().to_string(),
+            surface: Surface {
+                max_tier: Tier::Read,
+                approvals: false,
+                questions: false,
+                bridge_tools: vec![],
+            },
+            ..ClientOptions::default()
+        },
+    )
+    .expect("connect")
+}
+
+fn hover(c: &mut Client, conv: &str) -> Value {
+    match c
+        .call(
+            conv,
+            "lsp",
+            json!({"op": "hover", "file": "m.py", "line": 6, "symbol": "greet"}),
+        )
+        .expect("call")
+        .outcome
+    {
+        Outcome::Ok(v) => v.0,
+        Outcome::Err(e) => panic!("hover failed: {e}"),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// The same hover, sent straight to a pyright this process starts (no daemon in between).
+fn direct(project: &Path, pyright: &Path) -> f64 {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let launcher = Launcher::from_current_env(None, &["PATH".into(), "HOME".into()], None);
+        let spec = launcher.spec(&pyright.display().to_string(), &["--stdio".into()], project, true, "bench/pyright");
+        let spawned = toolvisor_kit::process::spawn(spec).await.expect("spawn pyright");
+        let _guard = spawned.guard;
+        let (rpc, mut incoming) = Transport::start(
+            spawned.stdout,
+            spawned.stdin.unwrap(),
+            spawned.stderr,
+            TransportOptions::default(),
+        );
+        let answer = rpc.clone();
+        tokio::spawn(async move {
+            while let Some(m) = incoming.recv().await {
+                if let Incoming::Request { id, method, params } = m {
+                    let r = if method == "workspace/configuration" {
+                        json!(vec![Value::Null; params["items"].as_array().map_or(0, Vec::len)])
+                    } else {
+                        Value::Null
+                    };
+                    let _ = answer.respond(id, Ok(r));
+                }
+            }
+        });
+        let root = format!("file://{}", project.display());
+        let t = Duration::from_secs(60);
+        rpc.request("initialize", json!({"processId": null, "rootUri": root, "capabilities": {},
+            "workspaceFolders": [{"uri": root, "name": "bench"}]}), t).await.unwrap();
+        rpc.notify("initialized", json!({})).unwrap();
+        let uri = format!("{root}/m.py");
+        rpc.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": SRC}})).unwrap();
+        let params = json!({"textDocument": {"uri": uri}, "position": {"line": 5, "character": 10}});
+        loop {
+            let r = rpc.request("textDocument/hover", params.clone(), t).await.unwrap();
+            if !r.is_null() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for _ in 0..20 {
+            rpc.request("textDocument/hover", params.clone(), t).await.unwrap();
+        }
+        let mut times = Vec::new();
+        for _ in 0..N {
+            let s = Instant::now();
+            rpc.request("textDocument/hover", params.clone(), t).await.unwrap();
+            times.push(s.elapsed().as_secs_f64() * 1000.0);
+        }
+        median(times)
+    })
+}
+
+fn main() {
+    let pyright = deps().join("node_modules/.bin/pyright-langserver");
+    assert!(
+        pyright.exists(),
+        "{} is missing: run scripts/install-test-deps",
+        pyright.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("pyproject.toml"), "").unwrap();
+    std::fs::write(project.join("m.py"), SRC).unwrap();
+    let sock = dir.path().join("toolvisor.sock");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir = {:?}\n[lsp]\nsearch_path = [{:?}]\n",
+            dir.path().join("state").display().to_string(),
+            deps().join("node_modules/.bin").display().to_string()
+        ),
+    )
+    .unwrap();
+    let _daemon = Guard(
+        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
+            .args(["serve", "--socket"])
+            .arg(&sock)
+            .arg("--config")
+            .arg(&config)
+            .env("TOOLVISOR_LOG", "warn")
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start toolvisor"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        assert!(Instant::now() < deadline, "daemon did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // 1. Hover latency through toolvisor, and the server's share of it.
+    let mut c = client(&sock, &project, "bench");
+    for _ in 0..20 {
+        hover(&mut c, "c0");
+    }
+    let (mut total, mut server) = (Vec::new(), Vec::new());
+    for _ in 0..N {
+        let s = Instant::now();
+        let v = hover(&mut c, "c0");
+        total.push(s.elapsed().as_secs_f64() * 1000.0);
+        server.push(v["server"]["request_ms"].as_f64().unwrap());
+    }
+    let added: Vec<f64> = total.iter().zip(&server).map(|(t, s)| t - s).collect();
+    let (through, own, added) = (median(total), median(server), median(added));
+    let straight = direct(&project, &pyright);
+
+    // 2. SIGKILL of the warm server → next successful answer.
+    let mut recover = Vec::new();
+    for _ in 0..5 {
+        let pid = hover(&mut c, "c0")["server"]["pid"].as_u64().unwrap() as i32;
+        let s = Instant::now();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let v = hover(&mut c, "c0");
+        recover.push(s.elapsed().as_secs_f64() * 1000.0);
+        assert!(v["markdown"].as_str().unwrap().contains("greet"));
+        // Past the restart window's backoff, so each kill is measured alike.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    // 3. Ten conversations (each its own client and run) on one root.
+    let mut pids = Vec::new();
+    for i in 0..10 {
+        let mut ci = client(&sock, &project, &format!("run-{i}"));
+        pids.push(
+            hover(&mut ci, &format!("conv-{i}"))["server"]["pid"]
+                .as_u64()
+                .unwrap() as u32,
+        );
+    }
+    pids.sort();
+    pids.dedup();
+    let rss: u64 = pids.iter().map(|p| rss_kib(*p)).sum();
+
+    println!("| figure | value |");
+    println!("|---|---|");
+    println!("| `lsp hover` through toolvisor (median of {N}) | {through:.2} ms |");
+    println!(
+        "| server's share of those calls (request sent → answer parsed, median) | {own:.2} ms |"
+    );
+    println!("| added by toolvisor (per-call difference, median) | {added:.2} ms |");
+    println!(
+        "| the same hover sent directly to a second warm pyright (median of {N}) | {straight:.2} ms |"
+    );
+    println!(
+        "| SIGKILL of warm pyright → next successful hover (median of 5; min {:.0}, max {:.0}) | {:.0} ms |",
+        recover.iter().cloned().fold(f64::MAX, f64::min),
+        recover.iter().cloned().fold(0.0, f64::max),
+        median(recover.clone())
+    );
+    println!(
+        "| ten conversations on one root → server processes | {} (RSS {} MiB) |",
+        pids.len(),
+        rss / 1024
+    );
+}

@@ -1,0 +1,238 @@
+//! Structural search figures: `ast_grep` through a warm toolvisor daemon against the
+//! `ast-grep` CLI on the same large tree in the same run, for `println!($$$A)` and
+//! `$A.unwrap()`: median wall time, the ratio, and both match counts (which must be equal).
+//! Each run also searches with the library in-process and the literal prefilter off, to show
+//! what the prefilter buys, that parsing itself costs what the CLI's does, and that the
+//! prefilter changes no count.
+//!
+//! `AST_GREP_BIN=/path/to/ast-grep cargo bench -p toolvisor --bench structural`
+//! (`npm i @ast-grep/cli` in a scratch directory puts it at `node_modules/.bin/ast-grep`).
+//! The tree is `TOOLVISOR_BENCH_CORPUS`, default `$CARGO_HOME/registry/src`; runs per figure
+//! `TOOLVISOR_BENCH_RUNS` (default 3).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value as Json, json};
+use toolvisor_protocol::client::{Client, ClientOptions};
+use toolvisor_protocol::codec::Codec;
+use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
+use toolvisor_structural::search::{SearchRequest, search};
+
+const PATTERNS: [&str; 2] = ["println!($$$A)", "$A.unwrap()"];
+
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn corpus() -> PathBuf {
+    if let Some(p) = std::env::var_os("TOOLVISOR_BENCH_CORPUS") {
+        return PathBuf::from(p);
+    }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    cargo_home.join("registry/src")
+}
+
+fn cli() -> PathBuf {
+    if let Some(p) = std::env::var_os("AST_GREP_BIN") {
+        return PathBuf::from(p);
+    }
+    for candidate in [
+        "node_modules/.bin/ast-grep",
+        "/tmp/sgcli/node_modules/.bin/ast-grep",
+    ] {
+        if Path::new(candidate).exists() {
+            return PathBuf::from(candidate);
+        }
+    }
+    eprintln!(
+        "the ast-grep CLI is needed as the peer: `npm i @ast-grep/cli` in a scratch directory, then set AST_GREP_BIN=<dir>/node_modules/.bin/ast-grep"
+    );
+    std::process::exit(2);
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+/// One `ast_grep` call; (wall time, total, files searched, files parsed).
+fn daemon_search(c: &mut Client, root: &Path, pattern: &str) -> (Duration, u64, u64, u64) {
+    let started = Instant::now();
+    let reply = c
+        .call_with(
+            "bench",
+            "ast_grep",
+            json!({"pattern": pattern, "path": root, "language": "rust"}),
+            |_| true,
+        )
+        .expect("ast_grep call");
+    let elapsed = started.elapsed();
+    let v: Json = match reply.outcome {
+        Outcome::Ok(v) => v.0,
+        Outcome::Err(e) => panic!("ast_grep failed: {e}"),
+    };
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    (elapsed, n("total"), n("files_searched"), n("files_parsed"))
+}
+
+/// One CLI run printing a JSON line per match; (wall time, matches).
+fn cli_search(sg: &Path, root: &Path, pattern: &str) -> (Duration, u64) {
+    let started = Instant::now();
+    let mut child = Command::new(sg)
+        .args([
+            "run",
+            "--pattern",
+            pattern,
+            "--lang",
+            "rust",
+            "--json=stream",
+        ])
+        .arg(root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run ast-grep");
+    let out = child.stdout.take().unwrap();
+    let count = BufReader::new(out).lines().map_while(Result::ok).count() as u64;
+    child.wait().expect("ast-grep exit");
+    (started.elapsed(), count)
+}
+
+/// The library in-process with the prefilter off: what parsing every file costs here.
+fn library_without_prefilter(root: &Path, pattern: &str) -> (Duration, u64) {
+    let started = Instant::now();
+    let result = search(&SearchRequest {
+        pattern,
+        language: Some("rust"),
+        path: root,
+        max_results: 50,
+        prefilter: false,
+        threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        cancel: None,
+    })
+    .expect("search");
+    (started.elapsed(), result.total as u64)
+}
+
+fn main() {
+    let root = corpus();
+    let sg = cli();
+    let runs: usize = std::env::var("TOOLVISOR_BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let version = Command::new(&sg)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let socket = dir.path().join("toolvisor.sock");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir = {:?}\n",
+            dir.path().join("state").display().to_string()
+        ),
+    )
+    .unwrap();
+    let _daemon = Guard(
+        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
+            .args(["serve", "--socket"])
+            .arg(&socket)
+            .arg("--config")
+            .arg(&config)
+            .env("TOOLVISOR_LOG", "warn")
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start toolvisor"),
+    );
+    let options = ClientOptions {
+        codec: Codec::Bincode,
+        client_kind: ClientKind::Harness,
+        run_id: "bench".into(),
+        workdir: root.display().to_string(),
+        surface: Surface {
+            max_tier: Tier::Read,
+            approvals: false,
+            questions: false,
+            bridge_tools: vec![],
+        },
+        ..ClientOptions::default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut client = loop {
+        match Client::connect(&socket, options.clone()) {
+            Ok(c) => break c,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("the daemon did not come up: {e}"),
+        }
+    };
+
+    println!(
+        "corpus: {} ; peer: {version} ({}) ; runs per figure: {runs}",
+        root.display(),
+        sg.display()
+    );
+    println!();
+    println!(
+        "| pattern | files (rust) | parsed by toolvisor | toolvisor `ast_grep` (warm daemon) | `ast-grep` CLI | ratio | toolvisor without prefilter (in-process) | ratio | matches: toolvisor / CLI / no prefilter |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut all_equal = true;
+    for pattern in PATTERNS {
+        // Warm: the daemon, both processes' page cache.
+        let _ = daemon_search(&mut client, &root, pattern);
+        let _ = cli_search(&sg, &root, pattern);
+        let (mut ours, mut theirs, mut unfiltered) = (Vec::new(), Vec::new(), Vec::new());
+        let mut counts = (0, 0, 0, 0, 0);
+        // Interleaved, so load from other work on the machine falls on all three alike.
+        for _ in 0..runs {
+            let (t, total, files, parsed) = daemon_search(&mut client, &root, pattern);
+            ours.push(t);
+            let (t_cli, cli_total) = cli_search(&sg, &root, pattern);
+            theirs.push(t_cli);
+            let (t_raw, raw_total) = library_without_prefilter(&root, pattern);
+            unfiltered.push(t_raw);
+            counts = (total, cli_total, raw_total, files, parsed);
+        }
+        let (ours, theirs, unfiltered) = (median(ours), median(theirs), median(unfiltered));
+        let equal = counts.0 == counts.1 && counts.1 == counts.2;
+        all_equal &= equal;
+        println!(
+            "| `{pattern}` | {} | {} | {} | {} | {:.2}× | {} | {:.2}× | {} / {} / {}{} |",
+            counts.3,
+            counts.4,
+            secs(ours),
+            secs(theirs),
+            ours.as_secs_f64() / theirs.as_secs_f64(),
+            secs(unfiltered),
+            unfiltered.as_secs_f64() / theirs.as_secs_f64(),
+            counts.0,
+            counts.1,
+            counts.2,
+            if equal { "" } else { " (DIFFER)" }
+        );
+    }
+    if !all_equal {
+        eprintln!("match counts differ between toolvisor and the CLI");
+        std::process::exit(1);
+    }
+}

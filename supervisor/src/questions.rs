@@ -1,0 +1,458 @@
+//! Question ports: the connected clients that answer `ask_user` questions (a harness UI, or
+//! `toolvisor operator`), the questions pending on each, and the rules an answer must follow.
+//!
+//! A client is a question port when its `Hello` declares `surface.questions`. A question of
+//! run R goes to one port: the most recently connected port whose `run_id` is R, else the
+//! most recently connected *operator* (client kind `operator`) that gave no run id, which
+//! answers every run. The asking call's run is the `run_id` of the asking client's `Hello`.
+//! Only the port a question was sent to may answer it; an invalid answer is refused back to
+//! that port with an `error` frame and the question stays pending. When a port disconnects,
+//! every question pending on it fails at once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::sync::{mpsc, oneshot};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::wire::{ClientKind, DaemonFrame, Question, QuestionAnswer};
+
+/// How a pending question ended, as its asker sees it.
+#[derive(Debug)]
+pub enum Resolution {
+    /// A valid answer or skip, normalised (labels in option order, empty text dropped).
+    Answered(QuestionAnswer),
+    /// The port it was sent to disconnected.
+    PortGone,
+}
+
+struct Port {
+    run_id: String,
+    /// An operator without a run id: takes questions of every run.
+    any_run: bool,
+    out: mpsc::Sender<DaemonFrame>,
+}
+
+struct Pending {
+    port: u64,
+    question: Question,
+    tx: oneshot::Sender<Resolution>,
+}
+
+#[derive(Default)]
+struct Board {
+    /// By session id; session ids grow, so the last match is the most recent.
+    ports: BTreeMap<u64, Port>,
+    pending: HashMap<u64, Pending>,
+}
+
+/// Every question port and every pending question of the daemon.
+#[derive(Default)]
+pub struct QuestionPorts {
+    board: Mutex<Board>,
+    next_id: AtomicU64,
+}
+
+/// A question sent to a port and not yet resolved. Dropping it withdraws the question: the
+/// port is told, and a late answer gets `not_found`.
+pub struct Asked<'a> {
+    ports: &'a QuestionPorts,
+    pub question_id: u64,
+    pub port: u64,
+    pub rx: oneshot::Receiver<Resolution>,
+    withdraw_reason: String,
+}
+
+impl Asked<'_> {
+    /// Say why the question is withdrawn when this handle drops unresolved.
+    pub fn set_withdraw_reason(&mut self, reason: impl Into<String>) {
+        self.withdraw_reason = reason.into();
+    }
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        let removed = self.ports.lock().pending.remove(&self.question_id);
+        if let Some(p) = removed {
+            let out = self.ports.lock().ports.get(&p.port).map(|p| p.out.clone());
+            if let Some(out) = out {
+                let _ = out.try_send(DaemonFrame::Error(withdrawn(
+                    self.question_id,
+                    &self.withdraw_reason,
+                )));
+            }
+        }
+    }
+}
+
+/// The `error` frame a port gets when a question it shows is no longer pending. Its message
+/// starts with `question <id> was withdrawn` (documented in docs/PROTOCOL.md, read by
+/// `toolvisor operator`).
+pub fn withdrawn(question_id: u64, reason: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::Cancelled,
+        format!("question {question_id} was withdrawn: {reason}"),
+        "drop it from the screen; an answer to it would be refused",
+    )
+}
+
+impl QuestionPorts {
+    fn lock(&self) -> MutexGuard<'_, Board> {
+        self.board.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Make session `session` a question port.
+    pub fn attach(
+        &self,
+        session: u64,
+        kind: ClientKind,
+        run_id: &str,
+        out: mpsc::Sender<DaemonFrame>,
+    ) {
+        let any_run = kind == ClientKind::Operator && run_id.is_empty();
+        tracing::info!(session, run = run_id, any_run, "question port attached");
+        self.lock().ports.insert(
+            session,
+            Port {
+                run_id: run_id.to_string(),
+                any_run,
+                out,
+            },
+        );
+    }
+
+    /// The session left: it is no port any more, and its pending questions fail at once.
+    pub fn detach(&self, session: u64) {
+        let failed: Vec<Pending> = {
+            let mut board = self.lock();
+            if board.ports.remove(&session).is_none() {
+                return;
+            }
+            let ids: Vec<u64> = board
+                .pending
+                .iter()
+                .filter(|(_, p)| p.port == session)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter()
+                .filter_map(|id| board.pending.remove(id))
+                .collect()
+        };
+        tracing::info!(session, pending = failed.len(), "question port detached");
+        for p in failed {
+            let _ = p.tx.send(Resolution::PortGone);
+        }
+    }
+
+    /// Whether run `run_id` has a question port now.
+    pub fn has_port(&self, run_id: &str) -> bool {
+        self.pick(&self.lock(), run_id).is_some()
+    }
+
+    fn pick(&self, board: &Board, run_id: &str) -> Option<u64> {
+        let exact = board
+            .ports
+            .iter()
+            .rev()
+            .find(|(_, p)| p.run_id == run_id && !p.any_run);
+        let any = || board.ports.iter().rev().find(|(_, p)| p.any_run);
+        exact.or_else(any).map(|(id, _)| *id)
+    }
+
+    /// Register `question` (its id is assigned here) with the port of its run and send it.
+    /// Fails with `no_human` when the run has no port, or the port is already gone.
+    pub async fn ask(&self, mut question: Question) -> Result<Asked<'_>, ToolError> {
+        let no_port = no_human(&question.run_id);
+        let question_id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        question.question_id = question_id;
+        let (tx, rx) = oneshot::channel();
+        let (port, out) = {
+            let mut board = self.lock();
+            let Some(port) = self.pick(&board, &question.run_id) else {
+                return Err(no_port);
+            };
+            let out = board.ports[&port].out.clone();
+            board.pending.insert(
+                question_id,
+                Pending {
+                    port,
+                    question: question.clone(),
+                    tx,
+                },
+            );
+            (port, out)
+        };
+        let mut asked = Asked {
+            ports: self,
+            question_id,
+            port,
+            rx,
+            withdraw_reason: "the asking call ended".into(),
+        };
+        if out.send(DaemonFrame::Question(question)).await.is_err() {
+            asked.set_withdraw_reason("the port went away");
+            return Err(ToolError::new(
+                ErrorKind::NoHuman,
+                "the person's client disconnected before the question reached it",
+                "proceed on the assumptions you stated and do not ask again",
+            ));
+        }
+        Ok(asked)
+    }
+
+    /// An answer from session `session`. Valid: the asker gets it. Invalid: the error goes
+    /// back to the answering client and the question stays pending.
+    pub fn answer(&self, session: u64, answer: QuestionAnswer) -> Result<(), ToolError> {
+        let mut board = self.lock();
+        let Some(pending) = board.pending.get(&answer.question_id) else {
+            return Err(ToolError::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no question {} is pending (already answered, withdrawn, timed out, or never asked)",
+                    answer.question_id
+                ),
+                "answer only questions this connection received, once",
+            ));
+        };
+        if pending.port != session {
+            return Err(ToolError::new(
+                ErrorKind::OutOfScope,
+                format!("question {} was sent to another client", answer.question_id),
+                "answer only questions this connection received",
+            ));
+        }
+        let normalized = check_answer(&pending.question, answer).map_err(|why| {
+            ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "answer to question {} refused: {why}",
+                    pending.question.question_id
+                ),
+                "send a corrected question_answer; the question is still pending",
+            )
+        })?;
+        let pending = board
+            .pending
+            .remove(&normalized.question_id)
+            .expect("checked above");
+        drop(board);
+        tracing::info!(
+            question = normalized.question_id,
+            session,
+            skipped = normalized.skipped,
+            "question answered"
+        );
+        let _ = pending.tx.send(Resolution::Answered(normalized));
+        Ok(())
+    }
+}
+
+/// The `no_human` error of a run without a question port.
+pub fn no_human(run_id: &str) -> ToolError {
+    let run = if run_id.is_empty() {
+        "this run (no run_id)".to_string()
+    } else {
+        format!("run {run_id:?}")
+    };
+    ToolError::new(
+        ErrorKind::NoHuman,
+        format!("no person is attached to answer questions for {run}"),
+        format!(
+            "proceed on the assumptions you stated and do not ask again; a person can attach with `toolvisor operator{}`",
+            if run_id.is_empty() {
+                String::new()
+            } else {
+                format!(" --run {run_id}")
+            }
+        ),
+    )
+}
+
+/// Check an answer against its question; return it normalised (selected labels in option
+/// order, blank text dropped) or say what is wrong.
+pub fn check_answer(q: &Question, mut a: QuestionAnswer) -> Result<QuestionAnswer, String> {
+    if a.text.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        a.text = None;
+    }
+    if a.skipped {
+        if !a.selected.is_empty() || a.text.is_some() {
+            return Err("a skip carries no selection and no text".into());
+        }
+        return Ok(a);
+    }
+    for label in &a.selected {
+        if !q.options.iter().any(|o| &o.label == label) {
+            let labels: Vec<_> = q.options.iter().map(|o| format!("{:?}", o.label)).collect();
+            return Err(if labels.is_empty() {
+                format!("{label:?} is not an option: this question has no options")
+            } else {
+                format!(
+                    "{label:?} is not an option (options: {})",
+                    labels.join(", ")
+                )
+            });
+        }
+    }
+    let mut selected = Vec::new();
+    for o in &q.options {
+        let n = a.selected.iter().filter(|l| **l == o.label).count();
+        if n > 1 {
+            return Err(format!("{:?} is selected {n} times", o.label));
+        }
+        if n == 1 {
+            selected.push(o.label.clone());
+        }
+    }
+    if selected.len() > 1 && !q.multi_select {
+        return Err(format!(
+            "{} options selected, but this question takes one",
+            selected.len()
+        ));
+    }
+    if a.text.is_some() && !q.allow_free_text {
+        return Err(
+            "free text is not accepted for this question: choose among the options, or skip".into(),
+        );
+    }
+    if selected.is_empty() && a.text.is_none() {
+        return Err(if q.allow_free_text && q.options.is_empty() {
+            "the answer is empty: type an answer, or skip".into()
+        } else if q.allow_free_text {
+            "the answer is empty: choose an option, type an answer, or skip".into()
+        } else {
+            "the answer is empty: choose an option, or skip".into()
+        });
+    }
+    a.selected = selected;
+    Ok(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolvisor_protocol::wire::QuestionOption;
+
+    fn q(multi: bool, free: bool) -> Question {
+        Question {
+            question_id: 7,
+            run_id: "r".into(),
+            conversation: "c".into(),
+            question: "which?".into(),
+            context: None,
+            options: ["a", "b", "c"]
+                .iter()
+                .map(|l| QuestionOption {
+                    label: l.to_string(),
+                    description: None,
+                })
+                .collect(),
+            allow_free_text: free,
+            multi_select: multi,
+        }
+    }
+
+    fn a(selected: &[&str], text: Option<&str>, skipped: bool) -> QuestionAnswer {
+        QuestionAnswer {
+            question_id: 7,
+            selected: selected.iter().map(|s| s.to_string()).collect(),
+            text: text.map(str::to_string),
+            skipped,
+        }
+    }
+
+    #[test]
+    fn answers_follow_the_questions_rules() {
+        let single = q(false, false);
+        assert_eq!(
+            check_answer(&single, a(&["b"], None, false))
+                .unwrap()
+                .selected,
+            ["b"]
+        );
+        assert!(
+            check_answer(&single, a(&["a", "b"], None, false))
+                .unwrap_err()
+                .contains("takes one")
+        );
+        assert!(
+            check_answer(&single, a(&["z"], None, false))
+                .unwrap_err()
+                .contains("not an option")
+        );
+        assert!(
+            check_answer(&single, a(&[], Some("mine"), false))
+                .unwrap_err()
+                .contains("free text is not accepted")
+        );
+        assert!(
+            check_answer(&single, a(&[], Some("  "), false))
+                .unwrap_err()
+                .contains("empty")
+        );
+        assert!(check_answer(&single, a(&[], None, true)).unwrap().skipped);
+        assert!(check_answer(&single, a(&["a"], None, true)).is_err());
+        let multi = q(true, true);
+        let got = check_answer(&multi, a(&["c", "a"], Some("note"), false)).unwrap();
+        assert_eq!(got.selected, ["a", "c"], "normalised to option order");
+        assert_eq!(got.text.as_deref(), Some("note"));
+        assert!(
+            check_answer(&multi, a(&["a", "a"], None, false))
+                .unwrap_err()
+                .contains("2 times")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_question_goes_to_the_runs_latest_port_and_fails_when_it_leaves() {
+        let ports = QuestionPorts::default();
+        let (tx1, mut rx1) = mpsc::channel(8);
+        let (tx2, mut rx2) = mpsc::channel(8);
+        let (tx3, _rx3) = mpsc::channel(8);
+        ports.attach(1, ClientKind::Harness, "r", tx1);
+        ports.attach(2, ClientKind::Operator, "", tx2);
+        ports.attach(3, ClientKind::Harness, "other", tx3);
+        let mut asked = ports.ask(q(false, false)).await.unwrap();
+        assert_eq!(
+            asked.port, 1,
+            "the run's own port wins over an any-run operator"
+        );
+        assert!(matches!(rx1.recv().await, Some(DaemonFrame::Question(_))));
+        let id = asked.question_id;
+        assert_eq!(
+            ports.answer(2, a(&["a"], None, false)).map_err(|e| e.kind),
+            Err(ErrorKind::NotFound),
+            "question 7 is not the id that was assigned"
+        );
+        let mut wrong = a(&["a"], None, false);
+        wrong.question_id = id;
+        assert_eq!(
+            ports.answer(2, wrong).unwrap_err().kind,
+            ErrorKind::OutOfScope
+        );
+        ports.detach(1);
+        assert!(matches!((&mut asked.rx).await, Ok(Resolution::PortGone)));
+        let mut q2 = q(false, false);
+        q2.run_id = "elsewhere".into();
+        let asked = ports.ask(q2).await.unwrap();
+        assert_eq!(asked.port, 2, "an operator without a run id takes any run");
+        assert!(matches!(rx2.recv().await, Some(DaemonFrame::Question(_))));
+        let id = asked.question_id;
+        drop(asked);
+        match rx2.recv().await {
+            Some(DaemonFrame::Error(e)) => {
+                assert!(
+                    e.message
+                        .starts_with(&format!("question {id} was withdrawn"))
+                )
+            }
+            other => panic!("expected a withdrawal notice, got {other:?}"),
+        }
+        ports.detach(2);
+        let mut q3 = q(false, false);
+        q3.run_id = "nobody".into();
+        assert_eq!(
+            ports.ask(q3).await.err().map(|e| e.kind),
+            Some(ErrorKind::NoHuman)
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! Helpers for the language-server tests: find the real servers that
+//! `scripts/install-test-deps` installs (failing loudly when one is missing), write small
+//! projects, and call tools with the project as the workdir.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value as Json;
+use toolvisor_protocol::client::Client;
+use toolvisor_protocol::codec::Codec;
+use toolvisor_protocol::wire::{Outcome, Tier};
+
+use crate::{TestDaemon, options};
+
+/// `.test-deps/` at the workspace root (or `$TOOLVISOR_TEST_DEPS`).
+pub fn test_deps() -> PathBuf {
+    if let Some(p) = std::env::var_os("TOOLVISOR_TEST_DEPS") {
+        return PathBuf::from(p);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.test-deps")
+}
+
+/// Where the test servers live, searched after the project-local directories.
+pub fn search_path() -> Vec<PathBuf> {
+    let deps = test_deps();
+    vec![deps.join("node_modules/.bin"), deps.join("lsp-venv/bin")]
+}
+
+/// The path of a server binary the tests need; panics (never skips) when it is missing.
+pub fn require(bin: &str) -> PathBuf {
+    let mut dirs = search_path();
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    for d in dirs {
+        let p = d.join(bin);
+        if p.is_file() {
+            // A rustup proxy exists even when the component is not installed: ask it.
+            if bin == "rust-analyzer" {
+                let ok = std::process::Command::new(&p)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success());
+                if !ok {
+                    continue;
+                }
+            }
+            return p;
+        }
+    }
+    panic!(
+        "the language server `{bin}` is not installed: run scripts/install-test-deps \
+         (it installs pyright, pylsp, clangd, typescript-language-server and rust-analyzer)"
+    );
+}
+
+/// The `[lsp]` config section every language-server test uses, plus `extra` lines.
+pub fn lsp_config(extra: &str) -> String {
+    let dirs: Vec<String> = search_path()
+        .iter()
+        .map(|p| format!("{:?}", p.display().to_string()))
+        .collect();
+    format!("[lsp]\nsearch_path = [{}]\n{extra}", dirs.join(", "))
+}
+
+/// A temp project with `files` (path, content); returns the dir (canonical path inside).
+pub fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp project");
+    for (path, content) in files {
+        write(dir.path(), path, content);
+    }
+    dir
+}
+
+pub fn write(root: &Path, path: &str, content: &str) {
+    let p = root.join(path);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(p, content).expect("write project file");
+}
+
+/// Canonical form of a temp dir path (servers report canonical paths).
+pub fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).expect("canonicalize")
+}
+
+/// A client whose workdir is `workdir` and whose run is `run`.
+pub fn client_in(d: &TestDaemon, workdir: &Path, run: &str) -> Client {
+    let mut opts = options(Codec::Json, Tier::Exec, true);
+    opts.workdir = canonical(workdir).display().to_string();
+    opts.run_id = run.to_string();
+    Client::connect(&d.socket, opts).expect("connect to the test daemon")
+}
+
+/// Call `tool` in `workdir` (approving everything) and return the outcome.
+pub fn call_in(d: &TestDaemon, workdir: &Path, tool: &str, args: Json) -> Outcome {
+    let mut c = client_in(d, workdir, "test-run");
+    c.call_with("c", tool, args, |_| true)
+        .expect("call")
+        .outcome
+}
+
+/// Like `call_in`, but the call must succeed.
+pub fn ok_in(d: &TestDaemon, workdir: &Path, tool: &str, args: Json) -> Json {
+    match call_in(d, workdir, tool, args.clone()) {
+        Outcome::Ok(v) => v.0,
+        Outcome::Err(e) => panic!(
+            "{tool} {args} failed: {e}\n--- daemon log (tail) ---\n{}",
+            tail(&d.log_text(), 80)
+        ),
+    }
+}
+
+/// Like `call_in`, but the call must fail; returns the error.
+pub fn err_in(
+    d: &TestDaemon,
+    workdir: &Path,
+    tool: &str,
+    args: Json,
+) -> toolvisor_protocol::ToolError {
+    match call_in(d, workdir, tool, args.clone()) {
+        Outcome::Err(e) => e,
+        Outcome::Ok(v) => panic!("{tool} {args} should have failed, got {}", v.0),
+    }
+}
+
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

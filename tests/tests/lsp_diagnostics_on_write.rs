@@ -1,0 +1,84 @@
+//! Diagnostics on write: `write` and `edit` (the file tools) sync the written file through
+//! pyright and fold in only the diagnostics new for this run — introduced → reported, moved
+//! four lines down → not reported, fixed and reintroduced → reported; a file no server covers
+//! is written and the result says why there are no diagnostics.
+
+use serde_json::{Value, json};
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
+
+fn new_of(v: &Value) -> Vec<String> {
+    v["diagnostics"]["new"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diagnostics in {v}"))
+        .iter()
+        .map(|d| format!("{}:{}", d["line"], d["message"].as_str().unwrap()))
+        .collect()
+}
+
+#[test]
+fn write_and_edit_fold_in_new_diagnostics_only() {
+    require("pyright-langserver");
+    let p = project(&[("pyproject.toml", "")]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let bad = "value: int = missing_name\n";
+
+    let v = ok_in(
+        &d,
+        w,
+        "write",
+        json!({"path": "m.py", "content": format!("import os\n{bad}")}),
+    );
+    let new = new_of(&v);
+    assert!(
+        new.iter()
+            .any(|m| m.starts_with("2:") && m.contains("missing_name")),
+        "{v}"
+    );
+
+    // Moved four lines down by an edit: the same diagnostic, not reported again.
+    let v = ok_in(
+        &d,
+        w,
+        "edit",
+        json!({"path": "m.py", "old_text": "import os\n", "new_text": "import os\n\n\n\n\n"}),
+    );
+    assert!(
+        new_of(&v).iter().all(|m| !m.contains("missing_name")),
+        "{v}"
+    );
+
+    // Fixed: nothing new. Reintroduced: new again.
+    let v = ok_in(
+        &d,
+        w,
+        "edit",
+        json!({"path": "m.py", "old_text": "missing_name", "new_text": "1"}),
+    );
+    assert!(new_of(&v).is_empty(), "{v}");
+    let v = ok_in(
+        &d,
+        w,
+        "edit",
+        json!({"path": "m.py", "old_text": "value: int = 1", "new_text": "value: int = missing_name"}),
+    );
+    assert!(new_of(&v).iter().any(|m| m.contains("missing_name")), "{v}");
+
+    // No server for this file type: written, with the reason.
+    let v = ok_in(
+        &d,
+        w,
+        "write",
+        json!({"path": "notes.md", "content": "# notes\n"}),
+    );
+    let notes = v["diagnostics"]["notes"].to_string();
+    assert!(
+        notes.contains("no language server covers this file type"),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("notes.md")).unwrap(),
+        "# notes\n"
+    );
+}

@@ -1,0 +1,198 @@
+//! `lsp` against a real pyright: definition (with Korean and emoji before the symbol, so the
+//! UTF-16 column conversion is exercised), hover, references (cut at 50, with the total),
+//! document and workspace symbols, and the position errors that refuse to guess.
+
+use serde_json::json;
+use toolvisor_protocol::error::ErrorKind;
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::lsp::{err_in, lsp_config, ok_in, project, require};
+
+const MODELS: &str = r#"class Greeter:
+    """Says hello to people."""
+
+    def greet(self, name: str) -> str:
+        return "hi " + name
+
+
+def make() -> Greeter:
+    return Greeter()
+
+
+VALUE = 42
+"#;
+
+const MAIN: &str = r#"from app.models import Greeter, make
+s = '한글😀 이모지'; g = make(); h = Greeter()
+print(g.greet("x"), s, h)
+"#;
+
+#[test]
+fn pyright_definition_hover_references_symbols() {
+    require("pyright-langserver");
+    let mut refs = String::from("from app.models import VALUE\n");
+    for i in 0..60 {
+        refs.push_str(&format!("v{i} = VALUE + {i}\n"));
+    }
+    let p = project(&[
+        ("pyproject.toml", "[project]\nname = \"demo\"\n"),
+        ("app/__init__.py", ""),
+        ("app/models.py", MODELS),
+        ("app/main.py", MAIN),
+        ("app/refs.py", &refs),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+
+    // Definition of `make` after non-ASCII text on the same line.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "definition", "file": "app/main.py", "line": 2, "symbol": "make"}),
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("app/models.py:8: def make() -> Greeter:"),
+        "{v}"
+    );
+    // Every answer names the server's state; a file-local answer may come while pyright
+    // still scans the workspace, and says so.
+    assert!(
+        matches!(v["server"]["state"].as_str(), Some("ready" | "indexing")),
+        "{v}"
+    );
+    assert_eq!(v["server"]["position_encoding"], "utf-16", "{v}");
+    assert_eq!(v["locations"][0]["line"], 8);
+
+    // The same line, another symbol after the emoji: Greeter the class, not make.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "definition", "file": "app/main.py", "line": 2, "symbol": "Greeter"}),
+    );
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("app/models.py:1: class Greeter:"),
+        "{v}"
+    );
+
+    // Hover: signature as markdown.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "hover", "file": "app/main.py", "line": 3, "symbol": "greet"}),
+    );
+    let md = v["markdown"].as_str().unwrap();
+    assert!(
+        md.contains("greet(self, name: str) -> str") || md.contains("greet(name: str) -> str"),
+        "{md}"
+    );
+
+    // References: 61 uses of VALUE plus its definition and the import; cut at 50.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "references", "file": "app/models.py", "line": 12, "symbol": "VALUE"}),
+    );
+    let total = v["total"].as_u64().unwrap();
+    assert!(total >= 62, "total {total}: {v}");
+    assert_eq!(v["truncated"], true);
+    assert_eq!(v["locations"].as_array().unwrap().len(), 50);
+    assert!(
+        v["text"].as_str().unwrap().contains(&format!(
+            "(showing 50 of {total} references; the list was cut)"
+        )),
+        "{v}"
+    );
+
+    // References of the class across files.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "references", "file": "app/models.py", "line": 1, "symbol": "Greeter"}),
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("app/main.py:1:") && text.contains("app/models.py:8:"),
+        "{text}"
+    );
+    assert_eq!(v["truncated"], false);
+
+    // Document symbols: an outline with the method nested in the class.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "symbols", "file": "app/models.py"}),
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains("1: class Greeter"), "{text}");
+    assert!(text.contains("  4: method greet"), "{text}");
+    assert!(text.contains("8: function make"), "{text}");
+
+    // Workspace symbols.
+    let v = ok_in(&d, w, "lsp", json!({"op": "symbols", "query": "Greeter"}));
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("app/models.py:1: class Greeter"),
+        "{v}"
+    );
+
+    // Positions are never guessed.
+    let e = err_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "definition", "file": "app/main.py", "line": 2}),
+    );
+    assert_eq!(e.kind, ErrorKind::InvalidArgs);
+    assert!(e.message.contains("never guessed"), "{e}");
+    let e = err_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "definition", "file": "app/main.py", "line": 3, "symbol": "nothere"}),
+    );
+    assert!(
+        e.message
+            .contains("app/main.py:3: print(g.greet(\"x\"), s, h)"),
+        "{e}"
+    );
+    let e = err_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "hover", "file": "app/models.py", "line": 5, "symbol": "Greeter"}),
+    );
+    assert!(e.message.contains("not on"), "{e}");
+    let e = err_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "hover", "file": "app/main.py", "line": 2, "symbol": "e"}),
+    );
+    assert!(
+        e.message.contains("occurs") && e.message.contains("1: column"),
+        "{e}"
+    );
+    assert!(e.hint.contains("occurrence"), "{e}");
+    // Picking an occurrence explicitly.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "definition", "file": "app/main.py", "line": 3, "symbol": "greet", "occurrence": 1}),
+    );
+    assert!(
+        v["text"].as_str().unwrap().contains("app/models.py:4:"),
+        "{v}"
+    );
+}

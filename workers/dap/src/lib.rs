@@ -1,0 +1,42 @@
+//! `debug`: a Debug Adapter Protocol driver with real adapters (debugpy, lldb-dap; delve
+//! and dart configured), one session per conversation, each an actor under the
+//! `debug_adapters` supervisor with a hard TTL.
+//!
+//! - `client.rs` is a thin, lenient DAP client on the shared Content-Length framing of
+//!   `toolvisor-jsonrpc`. The `dap` crate is not used: its types are the *adapter's* side
+//!   (requests in, responses and events out), its event enum is closed and its optional
+//!   booleans serialise as `null`, so it rejects real debugpy traffic (`debugpySockets`,
+//!   `debugpyWaitingForServer`) and sends what adapters refuse. Messages stay
+//!   `serde_json::Value`, read field by field; unset options are omitted.
+//! - `config.rs` the adapter registry as data (`[debug]`); `adapters.rs` roots, binaries and
+//!   debugpy's interpreter.
+//! - `session.rs` the session actor and the state its events fold into; `debuggers.rs` the
+//!   tool's ops; `output.rs` the debuggee's bounded output.
+
+pub mod adapters;
+pub mod client;
+pub mod config;
+mod debuggers;
+pub mod output;
+mod session;
+
+pub use config::{AdapterSpec, DebugConfig};
+pub use debuggers::{DebugCall, Debuggers, MAX_CHILDREN, MAX_FRAMES, MAX_VALUE_CHARS};
+
+/// What can go wrong with one request to an adapter.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum DapError {
+    /// The adapter's stream ended (it exited, crashed or closed the connection).
+    #[error("the debug adapter's stream closed ({0})")]
+    Closed(String),
+    #[error("`{command}` got no answer within {after_ms} ms")]
+    Timeout { command: String, after_ms: u64 },
+    /// The adapter answered `success: false`.
+    #[error("`{command}` failed in the adapter: {message}")]
+    Failed { command: String, message: String },
+    #[error("cannot encode `{command}`: {message}")]
+    Encode { command: String, message: String },
+}
+
+/// The crate's result.
+pub type Result<T, E = DapError> = std::result::Result<T, E>;

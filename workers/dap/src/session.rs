@@ -1,0 +1,769 @@
+//! One debug session: the actor under the `debug_adapters` supervisor that owns the adapter
+//! child (through its process guard; the debuggee runs inside the adapter's process tree,
+//! so the same guard reaps it), the hard TTL, and the shared [`Session`] that the tool's
+//! calls drive.
+//!
+//! The actor's mailbox only takes short messages (a TTL tick, the adapter's exit, the end of
+//! a TCP connection); requests are sent by the caller's task through [`Session::client`],
+//! and the adapter's events are folded into [`RunState`] by an event task, so the mailbox
+//! never waits behind the adapter.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, watch};
+use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
+use toolvisor_kit::status::NodeStatus;
+use toolvisor_kit::supervise::SupervisorMsg;
+use toolvisor_protocol::tree::NodeState;
+
+use crate::adapters::{Flavor, Resolved};
+use crate::client::{DapClient, Incoming};
+use crate::output::OutputLog;
+
+/// How often the actor looks at its TTL.
+const TICK: Duration = Duration::from_millis(250);
+/// Cap on one frame from an adapter.
+const MAX_FRAME: usize = 64 * 1024 * 1024;
+/// Bytes of the adapter's own stderr kept for crash reports.
+const TAIL_BYTES: usize = 4096;
+/// Lines of the adapter's console messages kept.
+const CONSOLE_LINES: usize = 20;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the session debugs.
+#[derive(Clone, Debug)]
+pub enum Target {
+    Launch { program: PathBuf, args: Vec<String> },
+    Attach { port: u16 },
+}
+
+/// How the adapter is reached.
+#[derive(Clone, Debug)]
+pub(crate) enum Connect {
+    /// Run the adapter as a child and speak over its stdio.
+    Spawn {
+        resolved: Box<Resolved>,
+        cwd: PathBuf,
+        launcher: Launcher,
+    },
+    /// A debug server already listens on 127.0.0.1:port (`python -m debugpy --listen`).
+    Tcp { port: u16 },
+}
+
+/// Why a session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndKind {
+    /// `terminate`.
+    Terminated,
+    /// The program ran to its end (or the adapter said `terminated`).
+    Exited,
+    /// The adapter died or closed its stream on its own.
+    Crashed,
+    /// The hard TTL ran out.
+    Expired,
+    /// The launch or attach did not complete.
+    Failed,
+}
+
+impl EndKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndKind::Terminated => "terminated",
+            EndKind::Exited => "exited",
+            EndKind::Crashed => "crashed",
+            EndKind::Expired => "expired",
+            EndKind::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct End {
+    pub kind: EndKind,
+    pub message: String,
+}
+
+/// The last `stopped` event.
+#[derive(Clone, Debug)]
+pub struct StopInfo {
+    pub reason: String,
+    pub thread_id: Option<i64>,
+    pub description: Option<String>,
+    pub text: Option<String>,
+}
+
+/// Where the program is, as far as the adapter's events tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Starting,
+    Running,
+    Stopped,
+}
+
+/// Everything the adapter's events tell, folded.
+#[derive(Debug)]
+pub struct RunState {
+    pub phase: Phase,
+    pub initialized: bool,
+    /// `stopped` events so far: a waiter compares counts, so an event that overtakes the
+    /// answer of the request that caused it is never missed.
+    pub stops: u64,
+    pub stop: Option<StopInfo>,
+    /// The top frame of the current stop, once asked for: (stops, frame as JSON).
+    pub top: Option<(u64, Value)>,
+    pub debuggee_pid: Option<u32>,
+    pub exit_code: Option<i64>,
+    pub terminated: bool,
+    /// The adapter's stream ended (why).
+    pub closed: Option<String>,
+    pub end: Option<End>,
+}
+
+/// One session, shared by the actor, its event task and the tool's calls.
+pub struct Session {
+    /// The supervisor's child id, `<conversation>#<n>`.
+    pub id: String,
+    pub conversation: String,
+    pub adapter: String,
+    pub flavor: Flavor,
+    pub target: Target,
+    /// The adapter's command line (or `127.0.0.1:PORT`), for messages.
+    pub command: String,
+    pub status: Arc<NodeStatus>,
+    pub started: Instant,
+    /// When the hard TTL runs out; set once the launch or attach completed (the handshake
+    /// has its own bound, `start_timeout_s`).
+    deadline: Mutex<Option<Instant>>,
+    pub ttl: Duration,
+    client: OnceLock<DapClient>,
+    exit: OnceLock<watch::Receiver<Option<ExitStatus>>>,
+    adapter_pid: AtomicU32,
+    state: Mutex<RunState>,
+    changed: watch::Sender<u64>,
+    output: Mutex<OutputLog>,
+    /// Where the last `output` read stopped.
+    pub(crate) cursor: Mutex<u64>,
+    console: Mutex<VecDeque<String>>,
+    stderr_tail: Mutex<String>,
+    pub(crate) capabilities: Mutex<Value>,
+    shutting_down: AtomicBool,
+    /// Set once `disconnect` went out: output after it is the adapter's, not the program's.
+    disconnected: AtomicBool,
+    supervisor: ActorRef<SupervisorMsg>,
+}
+
+impl Session {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        id: String,
+        conversation: &str,
+        adapter: &str,
+        flavor: Flavor,
+        target: Target,
+        command: String,
+        status: Arc<NodeStatus>,
+        ttl: Duration,
+        output_bytes: usize,
+        supervisor: ActorRef<SupervisorMsg>,
+    ) -> Arc<Session> {
+        let now = Instant::now();
+        let (changed, _) = watch::channel(0);
+        Arc::new(Session {
+            id,
+            conversation: conversation.to_string(),
+            adapter: adapter.to_string(),
+            flavor,
+            target,
+            command,
+            status,
+            started: now,
+            deadline: Mutex::new(None),
+            ttl,
+            client: OnceLock::new(),
+            exit: OnceLock::new(),
+            adapter_pid: AtomicU32::new(0),
+            state: Mutex::new(RunState {
+                phase: Phase::Starting,
+                initialized: false,
+                stops: 0,
+                stop: None,
+                top: None,
+                debuggee_pid: None,
+                exit_code: None,
+                terminated: false,
+                closed: None,
+                end: None,
+            }),
+            changed,
+            output: Mutex::new(OutputLog::new(output_bytes)),
+            cursor: Mutex::new(0),
+            console: Mutex::new(VecDeque::new()),
+            stderr_tail: Mutex::new(String::new()),
+            capabilities: Mutex::new(Value::Null),
+            shutting_down: AtomicBool::new(false),
+            disconnected: AtomicBool::new(false),
+            supervisor,
+        })
+    }
+
+    /// Starts the hard TTL's clock (once).
+    pub(crate) fn arm_ttl(&self) {
+        let deadline = {
+            let mut d = lock(&self.deadline);
+            *d.get_or_insert_with(|| Instant::now() + self.ttl)
+        };
+        self.status.update(|i| i.ttl_deadline = Some(deadline));
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        *lock(&self.deadline)
+    }
+
+    /// The client, once the actor connected it.
+    pub fn client(&self) -> Option<&DapClient> {
+        self.client.get()
+    }
+
+    pub fn adapter_pid(&self) -> Option<u32> {
+        Some(self.adapter_pid.load(Ordering::Relaxed)).filter(|p| *p > 1)
+    }
+
+    /// A look at the folded state.
+    pub fn state(&self) -> MutexGuard<'_, RunState> {
+        lock(&self.state)
+    }
+
+    /// Change the state and wake waiters (and the tree).
+    pub(crate) fn update(&self, f: impl FnOnce(&mut RunState)) {
+        {
+            let mut s = lock(&self.state);
+            f(&mut s);
+        }
+        self.changed.send_modify(|n| *n += 1);
+        self.show();
+    }
+
+    pub fn ended(&self) -> Option<End> {
+        lock(&self.state).end.clone()
+    }
+
+    pub fn is_live(&self) -> bool {
+        lock(&self.state).end.is_none()
+    }
+
+    /// Record why the session ended (the first reason wins).
+    pub(crate) fn mark_end(&self, kind: EndKind, message: String) {
+        self.update(|s| {
+            if s.end.is_none() {
+                s.end = Some(End { kind, message });
+            }
+        });
+    }
+
+    /// Waits until `pred` holds, at most `timeout`; whether it held.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only watches.
+    pub async fn wait_until(&self, timeout: Duration, pred: impl Fn(&RunState) -> bool) -> bool {
+        let mut rx = self.changed.subscribe();
+        let waited = tokio::time::timeout(timeout, async {
+            loop {
+                if pred(&lock(&self.state)) {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    // The sender lives as long as `self`: unreachable, but never spin.
+                    std::future::pending::<()>().await;
+                }
+            }
+        })
+        .await;
+        waited.is_ok()
+    }
+
+    pub fn output_read(&self, offset: u64, limit: usize) -> crate::output::Slice {
+        lock(&self.output).read(offset, limit)
+    }
+
+    pub fn output_end(&self) -> u64 {
+        lock(&self.output).end()
+    }
+
+    /// The adapter's last console messages and stderr, for error messages.
+    pub fn last_words(&self) -> String {
+        let mut parts = Vec::new();
+        let console: Vec<String> = lock(&self.console).iter().cloned().collect();
+        if !console.is_empty() {
+            parts.push(console.join("").trim().to_string());
+        }
+        let tail = lock(&self.stderr_tail).trim().to_string();
+        if !tail.is_empty() {
+            let cut: String = tail
+                .chars()
+                .rev()
+                .take(800)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            parts.push(cut);
+        }
+        parts.join("\n")
+    }
+
+    /// Phase as one word for callers and the tree.
+    pub fn state_word(&self) -> &'static str {
+        let s = lock(&self.state);
+        if let Some(end) = &s.end {
+            return end.kind.as_str();
+        }
+        match s.phase {
+            Phase::Starting => "starting",
+            Phase::Running => "running",
+            Phase::Stopped => "stopped",
+        }
+    }
+
+    /// Refresh the tree node from the state.
+    fn show(&self) {
+        let (word, pid, at, ended, phase) = {
+            let s = lock(&self.state);
+            let at = s
+                .top
+                .as_ref()
+                .filter(|(n, _)| *n == s.stops && s.phase == Phase::Stopped)
+                .and_then(|(_, f)| {
+                    Some(format!(
+                        " at {}:{}",
+                        f.get("file")?.as_str()?.rsplit('/').next()?,
+                        f.get("line")?
+                    ))
+                })
+                .unwrap_or_default();
+            (
+                match (&s.end, s.phase) {
+                    (Some(e), _) => e.kind.as_str(),
+                    (None, Phase::Starting) => "starting",
+                    (None, Phase::Running) => "running",
+                    (None, Phase::Stopped) => "stopped",
+                },
+                s.debuggee_pid,
+                at,
+                s.end.is_some(),
+                s.phase,
+            )
+        };
+        let what = match &self.target {
+            Target::Launch { program, .. } => program
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            Target::Attach { port } => format!("attach 127.0.0.1:{port}"),
+        };
+        let debuggee = pid
+            .map(|p| format!(", debuggee pid {p}"))
+            .unwrap_or_default();
+        let detail = format!(
+            "{}: {} {what}, {word}{at}{debuggee}",
+            self.conversation, self.adapter
+        );
+        self.status.update(|i| {
+            i.detail = detail;
+            if !ended
+                && !matches!(
+                    i.state,
+                    NodeState::Exited | NodeState::Failed | NodeState::Stopping
+                )
+            {
+                i.state = match phase {
+                    Phase::Starting => NodeState::Starting,
+                    Phase::Running => NodeState::Busy,
+                    Phase::Stopped => NodeState::Ready,
+                };
+            }
+        });
+    }
+
+    /// Ends the session: `disconnect` (terminating a launched debuggee), closes the
+    /// adapter's input (debugpy exits only then), waits briefly for it to exit, then stops
+    /// the actor, whose guard kills and reaps whatever is left of the tree. Idempotent; the
+    /// first caller does the work, later ones wait for it (bounded).
+    pub(crate) async fn shutdown(self: &Arc<Self>, kind: EndKind, message: String) {
+        self.mark_end(kind, message.clone());
+        if self.shutting_down.swap(true, Ordering::SeqCst) {
+            let mut exit = self.exit.get().cloned();
+            if let Some(exit) = exit.as_mut() {
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(6), exit.wait_for(Option::is_some))
+                        .await;
+            }
+            return;
+        }
+        if let Some(client) = self.client()
+            && !client.is_closed()
+        {
+            let terminate = matches!(self.target, Target::Launch { .. });
+            self.disconnected.store(true, Ordering::SeqCst);
+            let _ = client
+                .request(
+                    "disconnect",
+                    Some(json!({"terminateDebuggee": terminate})),
+                    Duration::from_secs(3),
+                )
+                .await;
+            client.close_input();
+        }
+        if let Some(exit) = self.exit.get() {
+            let mut exit = exit.clone();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(2), exit.wait_for(Option::is_some)).await;
+        }
+        let _ = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Stop {
+                    id: self.id.clone(),
+                    reason: message,
+                    reply,
+                },
+                Some(Duration::from_secs(5)),
+            )
+            .await;
+        if let Some(exit) = self.exit.get() {
+            let mut exit = exit.clone();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), exit.wait_for(Option::is_some)).await;
+        }
+        // The supervisor records the end from the actor's termination event.
+        let mut tree = self.status.notifier().subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(5), async {
+            while !matches!(self.status.state(), NodeState::Exited | NodeState::Failed) {
+                if tree.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+
+    /// Folds one adapter event into the state.
+    fn on_event(self: &Arc<Self>, event: &str, body: &Value) {
+        let str_of = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_string);
+        match event {
+            "initialized" => self.update(|s| s.initialized = true),
+            "stopped" => {
+                let info = StopInfo {
+                    reason: str_of("reason").unwrap_or_else(|| "unknown".into()),
+                    thread_id: body.get("threadId").and_then(Value::as_i64),
+                    description: str_of("description"),
+                    text: str_of("text"),
+                };
+                self.update(|s| {
+                    s.stops += 1;
+                    s.stop = Some(info);
+                    s.phase = Phase::Stopped;
+                });
+            }
+            "continued" => self.update(|s| {
+                if s.phase != Phase::Starting {
+                    s.phase = Phase::Running;
+                }
+            }),
+            "exited" => {
+                let code = body.get("exitCode").and_then(Value::as_i64);
+                self.update(|s| s.exit_code = code);
+            }
+            "terminated" => {
+                // The session is over from this moment (so an answer given now says so);
+                // winding the adapter down happens in the background.
+                let code = self.state().exit_code;
+                let message = match code {
+                    Some(c) => format!("the program exited with code {c}"),
+                    None => "the program ended (the adapter sent `terminated`)".into(),
+                };
+                self.update(|s| {
+                    s.terminated = true;
+                    if s.end.is_none() {
+                        s.end = Some(End {
+                            kind: EndKind::Exited,
+                            message: message.clone(),
+                        });
+                    }
+                });
+                if !self.shutting_down.load(Ordering::SeqCst) {
+                    let me = self.clone();
+                    tokio::spawn(async move { me.shutdown(EndKind::Exited, message).await });
+                }
+            }
+            "process" => {
+                let pid = body
+                    .get("systemProcessId")
+                    .and_then(Value::as_u64)
+                    .and_then(|p| u32::try_from(p).ok())
+                    .filter(|p| *p > 1);
+                self.update(|s| s.debuggee_pid = pid.or(s.debuggee_pid));
+            }
+            "output" => {
+                let text = str_of("output").unwrap_or_default();
+                match body
+                    .get("category")
+                    .and_then(Value::as_str)
+                    .unwrap_or("console")
+                {
+                    "stdout" | "stderr" => {
+                        if !self.disconnected.load(Ordering::SeqCst) {
+                            lock(&self.output).append(text.as_bytes());
+                            self.changed.send_modify(|n| *n += 1);
+                        }
+                    }
+                    "telemetry" => {}
+                    _ => {
+                        let mut console = lock(&self.console);
+                        console.push_back(text.chars().take(500).collect());
+                        while console.len() > CONSOLE_LINES {
+                            console.pop_front();
+                        }
+                    }
+                }
+            }
+            other => tracing::trace!(session = self.id, event = other, "adapter event ignored"),
+        }
+    }
+}
+
+/// Reads the adapter's events and reverse requests until its stream ends.
+async fn pump(
+    session: Arc<Session>,
+    mut incoming: mpsc::UnboundedReceiver<Incoming>,
+    actor: ActorRef<SessionMsg>,
+) {
+    while let Some(message) = incoming.recv().await {
+        match message {
+            Incoming::Event { event, body } => session.on_event(&event, &body),
+            Incoming::Request { seq, command, .. } => {
+                // The program runs inside the adapter (`console: internalConsole`): no
+                // terminal to run it in, and no child sessions.
+                tracing::debug!(session = session.id, command, "reverse request refused");
+                if let Some(client) = session.client() {
+                    let _ = client.respond(
+                        seq,
+                        &command,
+                        Some(&format!(
+                            "toolvisor does not support the reverse request `{command}`"
+                        )),
+                    );
+                }
+            }
+            Incoming::Closed { reason } => {
+                session.update(|s| s.closed = Some(reason.clone()));
+                let _ = actor.cast(SessionMsg::Closed(reason));
+                return;
+            }
+        }
+    }
+}
+
+async fn read_stderr(mut rx: tokio::net::unix::pipe::Receiver, session: Arc<Session>) {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        let n = match rx.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let text = String::from_utf8_lossy(&buf[..n]);
+        tracing::debug!(session = session.id, stderr = %text.trim_end(), "debug adapter stderr");
+        let mut tail = lock(&session.stderr_tail);
+        tail.push_str(&text);
+        if tail.len() > TAIL_BYTES * 2 {
+            let mut cut = tail.len() - TAIL_BYTES;
+            while !tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            tail.drain(..cut);
+        }
+    }
+}
+
+pub(crate) struct SessionActor;
+
+pub(crate) struct SessionArgs {
+    pub(crate) session: Arc<Session>,
+    pub(crate) connect: Connect,
+}
+
+pub(crate) enum SessionMsg {
+    /// Look at the hard TTL.
+    Tick,
+    /// The adapter child was reaped.
+    Exited(ExitStatus),
+    /// The adapter's stream ended.
+    Closed(String),
+}
+
+pub(crate) struct SessionState {
+    /// Kills and reaps the adapter's whole tree (the debuggee with it) when the actor goes,
+    /// however it goes. `None` for a session attached over TCP (nothing of ours runs).
+    _guard: Option<ProcessGuard>,
+    session: Arc<Session>,
+    expiring: bool,
+}
+
+impl Actor for SessionActor {
+    type Msg = SessionMsg;
+    type State = SessionState;
+    type Arguments = SessionArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        args: SessionArgs,
+    ) -> Result<SessionState, ActorProcessingErr> {
+        let session = args.session;
+        let label = format!("debug/{}", session.id);
+        let (client, incoming, guard) = match args.connect {
+            Connect::Spawn {
+                resolved,
+                cwd,
+                launcher,
+            } => {
+                let mut spec = launcher.spec(
+                    &resolved.program.display().to_string(),
+                    &resolved.args,
+                    &cwd,
+                    true,
+                    &label,
+                );
+                for (key, value) in &resolved.env {
+                    spec.env.retain(|(k, _)| k != key);
+                    spec.env.push((key.clone(), value.clone()));
+                }
+                let spawned = process::spawn(spec)
+                    .await
+                    .map_err(|e| format!("cannot start the {} adapter: {e}", resolved.name))?;
+                let stdin = spawned
+                    .stdin
+                    .ok_or_else(|| "the adapter's stdin pipe is missing".to_string())?;
+                let (client, incoming) = DapClient::start(spawned.stdout, stdin, &label, MAX_FRAME);
+                tokio::spawn(read_stderr(spawned.stderr, session.clone()));
+                let mut exit = spawned.exit.clone();
+                let _ = session.exit.set(spawned.exit);
+                let me = myself.clone();
+                tokio::spawn(async move {
+                    if let Ok(status) = exit.wait_for(Option::is_some).await
+                        && let Some(status) = *status
+                    {
+                        let _ = me.cast(SessionMsg::Exited(status));
+                    }
+                });
+                let pid = spawned.guard.main_pid();
+                session.adapter_pid.store(pid, Ordering::Relaxed);
+                tracing::info!(
+                    session = session.id,
+                    pid,
+                    command = session.command,
+                    "debug adapter started"
+                );
+                (client, incoming, Some(spawned.guard))
+            }
+            Connect::Tcp { port } => {
+                let stream = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    tokio::net::TcpStream::connect(("127.0.0.1", port)),
+                )
+                .await
+                .map_err(|_| format!("connecting to 127.0.0.1:{port} took longer than 5 s"))?
+                .map_err(|e| format!("cannot connect to 127.0.0.1:{port}: {e}"))?;
+                let _ = stream.set_nodelay(true);
+                let (r, w) = stream.into_split();
+                let (client, incoming) = DapClient::start(r, w, &label, MAX_FRAME);
+                tracing::info!(session = session.id, port, "attached to a debug server");
+                (client, incoming, None)
+            }
+        };
+        let _ = session.client.set(client);
+        tokio::spawn(pump(session.clone(), incoming, myself.clone()));
+        let pid = session.adapter_pid();
+        session.status.update(|i| i.pid = pid);
+        session.show();
+        myself.send_interval(TICK, || SessionMsg::Tick);
+        Ok(SessionState {
+            _guard: guard,
+            session,
+            expiring: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        msg: SessionMsg,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        let session = &state.session;
+        match msg {
+            SessionMsg::Tick => {
+                if !state.expiring && session.deadline().is_some_and(|d| Instant::now() >= d) {
+                    state.expiring = true;
+                    let message = format!(
+                        "the debug session {} expired: it reached its hard TTL of {} s and was terminated",
+                        session.id,
+                        session.ttl.as_secs()
+                    );
+                    tracing::info!(
+                        session = session.id,
+                        ttl_s = session.ttl.as_secs(),
+                        "debug session TTL expired; terminating it"
+                    );
+                    let me = session.clone();
+                    tokio::spawn(async move { me.shutdown(EndKind::Expired, message).await });
+                }
+                Ok(())
+            }
+            SessionMsg::Exited(status) => {
+                if session.shutting_down.load(Ordering::SeqCst) {
+                    myself.stop(Some(format!("adapter {status}")));
+                    return Ok(());
+                }
+                let pid = session
+                    .adapter_pid()
+                    .map(|p| format!(" (pid {p})"))
+                    .unwrap_or_default();
+                let words = session.last_words();
+                let mut message = format!(
+                    "the debug adapter {}{pid} died: {status}; the session and the program it debugged are gone",
+                    session.adapter
+                );
+                if !words.is_empty() {
+                    message.push_str(&format!(". Its last words: {words}"));
+                }
+                tracing::warn!(session = session.id, %status, "debug adapter died");
+                session.mark_end(EndKind::Crashed, message.clone());
+                Err(message.into())
+            }
+            SessionMsg::Closed(reason) => {
+                if session.exit.get().is_none() && !session.shutting_down.load(Ordering::SeqCst) {
+                    // Attached over TCP: the server went away.
+                    let message = format!(
+                        "the debug server at {} closed the connection ({reason}); the session is over",
+                        session.command
+                    );
+                    session.mark_end(EndKind::Crashed, message.clone());
+                    myself.stop(Some(message));
+                }
+                Ok(())
+            }
+        }
+    }
+}

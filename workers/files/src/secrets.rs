@@ -1,0 +1,166 @@
+//! Secret masking: values of the daemon's environment variables whose names the operator
+//! lists (`[secrets] env`) or that match a name pattern (`*_TOKEN`, `*_KEY`, ...) are
+//! replaced by `[masked:NAME]` in everything a tool returns to the model.
+
+use std::collections::BTreeMap;
+
+use memchr::memmem;
+use serde_json::Value as Json;
+
+/// Known secret values, longest first (so a value containing another is masked whole).
+#[derive(Clone, Debug, Default)]
+pub struct Secrets {
+    known: Vec<(String, String)>,
+}
+
+/// Name patterns masked by default.
+pub const DEFAULT_PATTERNS: &[&str] = &[
+    "*_TOKEN",
+    "*_KEY",
+    "*_SECRET",
+    "*_PASSWORD",
+    "*_PASSWD",
+    "*_CREDENTIALS",
+];
+
+impl Secrets {
+    /// Secrets from `vars` (name, value): names in `names` or matching a glob in
+    /// `patterns`, with values of at least `min_len` characters (shorter ones would mask
+    /// ordinary words).
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+        names: &[String],
+        patterns: &[String],
+        min_len: usize,
+    ) -> Result<Secrets, String> {
+        let mut set = globset::GlobSetBuilder::new();
+        for p in patterns {
+            set.add(globset::Glob::new(p).map_err(|e| format!("secret name pattern {p:?}: {e}"))?);
+        }
+        let set = set
+            .build()
+            .map_err(|e| format!("secret name patterns: {e}"))?;
+        let mut known: Vec<(String, String)> = vars
+            .into_iter()
+            .filter(|(name, value)| {
+                value.chars().count() >= min_len
+                    && (names.iter().any(|n| n == name) || set.is_match(name))
+            })
+            .collect();
+        known.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        known.dedup_by(|a, b| a.1 == b.1);
+        Ok(Secrets { known })
+    }
+
+    /// Secrets from the daemon's own environment.
+    pub fn from_env(
+        names: &[String],
+        patterns: &[String],
+        min_len: usize,
+    ) -> Result<Secrets, String> {
+        Self::from_vars(std::env::vars(), names, patterns, min_len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
+    }
+
+    /// Names of the known secrets (never their values).
+    pub fn names(&self) -> Vec<&str> {
+        self.known.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// `text` with every known secret replaced; counts per name go to `masked`.
+    pub fn mask_str(&self, text: &str, masked: &mut BTreeMap<String, u64>) -> Option<String> {
+        let mut out: Option<String> = None;
+        for (name, value) in &self.known {
+            let current = out.as_deref().unwrap_or(text);
+            let finder = memmem::Finder::new(value.as_bytes());
+            if finder.find(current.as_bytes()).is_none() {
+                continue;
+            }
+            let mut next = String::with_capacity(current.len());
+            let mut last = 0;
+            let mut count = 0;
+            for at in finder.find_iter(current.as_bytes()) {
+                next.push_str(&current[last..at]);
+                next.push_str("[masked:");
+                next.push_str(name);
+                next.push(']');
+                last = at + value.len();
+                count += 1;
+            }
+            next.push_str(&current[last..]);
+            *masked.entry(name.clone()).or_default() += count;
+            out = Some(next);
+        }
+        out
+    }
+
+    /// Mask every string in `value` (keys too); returns counts per secret name.
+    pub fn mask_json(&self, value: &mut Json) -> BTreeMap<String, u64> {
+        let mut masked = BTreeMap::new();
+        if !self.known.is_empty() {
+            self.walk(value, &mut masked);
+        }
+        masked
+    }
+
+    fn walk(&self, value: &mut Json, masked: &mut BTreeMap<String, u64>) {
+        match value {
+            Json::String(s) => {
+                if let Some(m) = self.mask_str(s, masked) {
+                    *s = m;
+                }
+            }
+            Json::Array(items) => items.iter_mut().for_each(|v| self.walk(v, masked)),
+            Json::Object(map) => {
+                let renamed: Vec<(String, String)> = map
+                    .keys()
+                    .filter_map(|k| self.mask_str(k, masked).map(|m| (k.clone(), m)))
+                    .collect();
+                for (old, new) in renamed {
+                    if let Some(v) = map.remove(&old) {
+                        map.insert(new, v);
+                    }
+                }
+                map.values_mut().for_each(|v| self.walk(v, masked));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn secrets() -> Secrets {
+        let vars = [
+            ("GITHUB_TOKEN", "ghp_abcdefghijklmnop"),
+            ("API_KEY", "k-1234567890"),
+            ("SHORT_KEY", "abc"),
+            ("DATABASE_URL", "postgres://u:pw@h/db"),
+            ("PATH", "/usr/bin:/bin"),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()));
+        let patterns: Vec<String> = DEFAULT_PATTERNS.iter().map(|s| s.to_string()).collect();
+        Secrets::from_vars(vars, &["DATABASE_URL".into()], &patterns, 8).unwrap()
+    }
+
+    #[test]
+    fn masks_values_by_name_and_pattern() {
+        let s = secrets();
+        assert_eq!(s.names(), ["DATABASE_URL", "GITHUB_TOKEN", "API_KEY"]);
+        let mut v = json!({"stdout": "token=ghp_abcdefghijklmnop and k-1234567890 twice k-1234567890", "n": 1, "list": ["postgres://u:pw@h/db", "abc"]});
+        let masked = s.mask_json(&mut v);
+        assert_eq!(
+            v["stdout"],
+            "token=[masked:GITHUB_TOKEN] and [masked:API_KEY] twice [masked:API_KEY]"
+        );
+        assert_eq!(v["list"], json!(["[masked:DATABASE_URL]", "abc"]));
+        assert_eq!(masked["API_KEY"], 2);
+        assert_eq!(masked.len(), 3);
+    }
+}

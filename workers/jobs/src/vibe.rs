@@ -1,0 +1,1126 @@
+//! `vibe_*`: background workers. Each worker runs a configured command (per tier) on a
+//! brief, as an actor under the `vibe` kind supervisor that owns the worker's process group
+//! through a process guard. Attempts are never restarted by the supervisor (temporary
+//! policy): a crash leaves the worker `failed` with its exit status and stderr tail. At most
+//! `max_running` attempts run at once; later ones wait in a queue. Finished workers stay
+//! readable for an idle TTL, then are collected. A worker belongs to the conversation that
+//! spawned it.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
+use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
+use toolvisor_kit::restart::{Restart, RestartPolicy};
+use toolvisor_kit::status::{NodeStatus, TreeNotifier, duration_ms};
+use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::{VibeInfo, VibeState, VibeTier};
+use toolvisor_protocol::tree::NodeState;
+
+use crate::output::{HeadTail, OutputLog};
+
+/// The placeholder of a command template replaced by the whole brief.
+pub const BRIEF_PLACEHOLDER: &str = "{brief}";
+
+/// Characters of the last result shown by `vibe_list`.
+const LIST_PREVIEW_CHARS: usize = 400;
+
+/// Bytes of stderr kept per attempt (the tail).
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// How long a stop, a kill or a start may take before the caller hears why not.
+const STEP_LIMIT: Duration = Duration::from_secs(10);
+
+/// Limits and commands of the vibe roster.
+#[derive(Clone, Debug)]
+pub struct VibeLimits {
+    /// Command template per configured tier: program and arguments, `{brief}` replaced.
+    pub tiers: BTreeMap<VibeTier, Vec<String>>,
+    /// Attempts running at once, across the daemon; more wait in the queue.
+    pub max_running: usize,
+    /// Workers waiting for a slot; a spawn beyond is refused with `busy`.
+    pub max_queued: usize,
+    /// A finished worker nobody asked about for this long is collected.
+    pub keep_idle: Duration,
+    /// One attempt may run this long, then it is killed and the worker fails. `None`: no limit.
+    pub attempt_timeout: Option<Duration>,
+    /// Bytes of a worker's stdout kept as its result (head and tail halves).
+    pub result_bytes: usize,
+}
+
+impl Default for VibeLimits {
+    fn default() -> Self {
+        VibeLimits {
+            tiers: BTreeMap::new(),
+            max_running: 4,
+            max_queued: 32,
+            keep_idle: Duration::from_secs(30 * 60),
+            attempt_timeout: Some(Duration::from_secs(60 * 60)),
+            result_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// Why a tier's command cannot run here, if it cannot. A bare program name is looked up in
+/// the `PATH` of `env` (the children's environment); an absolute path must be an executable
+/// file; a relative path with a `/` is resolved against the run's workdir at spawn time and
+/// is accepted here.
+pub fn check_command(command: &[String], env: &[(String, String)]) -> Result<(), String> {
+    let Some(program) = command.first().filter(|p| !p.is_empty()) else {
+        return Err("its command is empty".into());
+    };
+    let executable = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.starts_with('/') {
+        return if executable(Path::new(program)) {
+            Ok(())
+        } else {
+            Err(format!("{program} is not an executable file"))
+        };
+    }
+    if program.contains('/') {
+        return Ok(());
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("");
+    if path
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .any(|d| executable(&Path::new(d).join(program)))
+    {
+        Ok(())
+    } else {
+        Err(format!("{program:?} is not on PATH ({path})"))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How one attempt ended, as its waiter saw it.
+struct AttemptEnd {
+    exit: Option<ExitStatus>,
+    /// Could not start, or another reason the exit status does not tell.
+    error: Option<String>,
+    stdout: Option<HeadTail>,
+    stderr_tail: String,
+}
+
+/// The mutable facts of a worker.
+#[derive(Debug)]
+struct Run {
+    brief: String,
+    messages: u32,
+    state: VibeState,
+    /// Attempts started so far; the current or last attempt is number `attempts`.
+    attempts: u32,
+    /// The attempt that holds a slot and has not recorded its end.
+    live: Option<u32>,
+    /// The live attempt's start request has not been answered yet.
+    launching: bool,
+    /// The supervisor has (or had) a record of this worker: a new attempt waits for it to end.
+    in_supervisor: bool,
+    /// Set by `vibe_kill`.
+    killed: bool,
+    /// Set when the live attempt ran past its limit.
+    timed_out: bool,
+    /// Set by `vibe_send` while an attempt runs: queue a new attempt when it ends.
+    rerun: bool,
+    /// When the current attempt started, or the worker entered the queue.
+    since: Instant,
+    ended_at: Option<Instant>,
+    last_touch: Instant,
+    pid: Option<u32>,
+    exit: Option<ExitStatus>,
+    error: Option<String>,
+    stderr_tail: Option<String>,
+    result: Option<String>,
+    result_cut: bool,
+}
+
+/// One worker, shared by the roster, its actor and its waiter.
+#[derive(Debug)]
+struct Worker {
+    id: String,
+    num: u64,
+    conversation: String,
+    label: String,
+    tier: VibeTier,
+    cwd: PathBuf,
+    status: Arc<NodeStatus>,
+    run: Mutex<Run>,
+    /// Bumped after every change of `run` that a waiter may care about.
+    changed: watch::Sender<u64>,
+}
+
+impl Worker {
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    fn touch(&self) {
+        lock(&self.run).last_touch = Instant::now();
+    }
+
+    fn info(&self, preview: bool) -> VibeInfo {
+        let run = lock(&self.run);
+        let now = Instant::now();
+        let elapsed = match run.ended_at {
+            Some(end) if run.state.is_final() => end.saturating_duration_since(run.since),
+            _ => now.saturating_duration_since(run.since),
+        };
+        let mut exit = run.exit;
+        // Ended by kill, the shim exits 143 after SIGTERM tore the tree down: that is the
+        // SIGTERM it was, not the program's own exit code.
+        if let Some(e) = exit
+            .as_mut()
+            .filter(|e| run.state == VibeState::Killed && e.code == Some(143))
+        {
+            e.code = None;
+            e.signal = Some(15);
+        }
+        let full = run.result.clone();
+        let result_chars = full.as_ref().map_or(0, |r| r.chars().count() as u64);
+        let (result, cut_here) = match full {
+            Some(r) if preview && r.chars().count() > LIST_PREVIEW_CHARS => {
+                let head: String = r.chars().take(LIST_PREVIEW_CHARS).collect();
+                (Some(format!("{head}…")), true)
+            }
+            other => (other, false),
+        };
+        let note = match run.state {
+            VibeState::Queued => Some(
+                "queued: the cap on concurrent workers is reached; it starts when a slot frees"
+                    .to_string(),
+            ),
+            _ if cut_here => Some(format!(
+                "result preview only: vibe_wait {{\"worker_id\": \"{}\", \"timeout_seconds\": 0}} returns the whole result",
+                self.id
+            )),
+            _ if run.result_cut => Some(
+                "the worker printed more than the daemon keeps: the result shows its head and tail"
+                    .to_string(),
+            ),
+            _ => None,
+        };
+        VibeInfo {
+            worker_id: self.id.clone(),
+            label: self.label.clone(),
+            tier: self.tier,
+            state: run.state,
+            elapsed_ms: duration_ms(elapsed),
+            attempts: run.attempts,
+            messages: run.messages,
+            pid: run.pid.filter(|_| run.state == VibeState::Running),
+            exit_code: exit.and_then(|e| e.code),
+            signal: exit.and_then(|e| e.signal),
+            error: run.error.clone(),
+            stderr_tail: run.stderr_tail.clone(),
+            result,
+            result_chars,
+            result_truncated: cut_here || run.result_cut,
+            timed_out: false,
+            note,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    workers: BTreeMap<u64, Arc<Worker>>,
+    queue: VecDeque<Arc<Worker>>,
+    /// Attempts holding a slot.
+    active: usize,
+}
+
+/// What the roster's tasks and actors share.
+struct Roster {
+    supervisor: ActorRef<SupervisorMsg>,
+    launcher: Launcher,
+    limits: VibeLimits,
+    notifier: TreeNotifier,
+    table: Mutex<Table>,
+    next_id: AtomicU64,
+}
+
+/// The `vibe_*` tools' state: every worker by id, the queue, and the supervisor they run
+/// under.
+pub struct Vibes {
+    roster: Arc<Roster>,
+}
+
+fn not_found(id: &str, conversation: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::NotFound,
+        format!("no vibe worker {id:?} in conversation {conversation:?}"),
+        "vibe_list shows this conversation's workers; ids are not shared between conversations, and finished workers are collected after an idle while",
+    )
+}
+
+/// The command line of one attempt: the template with `{brief}` replaced.
+fn command_line(template: &[String], brief: &str) -> Vec<String> {
+    template
+        .iter()
+        .map(|a| a.replace(BRIEF_PLACEHOLDER, brief))
+        .collect()
+}
+
+impl Vibes {
+    pub fn new(
+        supervisor: ActorRef<SupervisorMsg>,
+        launcher: Launcher,
+        limits: VibeLimits,
+        notifier: TreeNotifier,
+    ) -> Self {
+        Vibes {
+            roster: Arc::new(Roster {
+                supervisor,
+                launcher,
+                limits,
+                notifier,
+                table: Mutex::new(Table::default()),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// Tiers with a configured command.
+    pub fn tiers(&self) -> Vec<VibeTier> {
+        self.roster.limits.tiers.keys().copied().collect()
+    }
+
+    fn get(&self, conversation: &str, id: &str) -> Result<Arc<Worker>, ToolError> {
+        self.roster.collect();
+        let num = id
+            .strip_prefix('w')
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| not_found(id, conversation))?;
+        let worker = lock(&self.roster.table)
+            .workers
+            .get(&num)
+            .filter(|w| w.conversation == conversation)
+            .cloned()
+            .ok_or_else(|| not_found(id, conversation))?;
+        worker.touch();
+        Ok(worker)
+    }
+
+    /// Start a worker on `brief` (or queue it when the cap is reached). Returns once its
+    /// first attempt is running, queued, or failed to start.
+    pub async fn spawn(
+        &self,
+        conversation: &str,
+        cwd: PathBuf,
+        brief: String,
+        label: String,
+        tier: VibeTier,
+    ) -> Result<VibeInfo, ToolError> {
+        let r = &self.roster;
+        r.collect();
+        if brief.trim().is_empty() {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                "vibe_spawn: `brief` is empty",
+                "say what the worker should do, with the files and the done-criterion",
+            ));
+        }
+        if label.trim().is_empty() {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                "vibe_spawn: `label` is empty",
+                "give the worker a short name, e.g. \"rename-config\"",
+            ));
+        }
+        if !r.limits.tiers.contains_key(&tier) {
+            let configured: Vec<_> = self.tiers().iter().map(|t| t.as_str()).collect();
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                format!("vibe tier `{tier}` has no worker command configured here"),
+                format!(
+                    "use a configured tier ({}), or ask the operator to set [vibe.tiers.{tier}] command",
+                    configured.join(", ")
+                ),
+            ));
+        }
+        {
+            let table = lock(&r.table);
+            if table.active >= r.limits.max_running && table.queue.len() >= r.limits.max_queued {
+                return Err(ToolError::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "{} vibe workers run and {} wait in the queue (the limits)",
+                        table.active,
+                        table.queue.len()
+                    ),
+                    "wait for a worker to finish (vibe_wait) or stop one (vibe_kill), then spawn again",
+                ));
+            }
+        }
+        let num = r.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = format!("w{num}");
+        let status = NodeStatus::new(
+            "vibe",
+            &id,
+            format!("{conversation}: {label} [{tier}] queued"),
+            r.notifier.clone(),
+        );
+        let now = Instant::now();
+        let (changed, _) = watch::channel(0);
+        let worker = Arc::new(Worker {
+            id: id.clone(),
+            num,
+            conversation: conversation.to_string(),
+            label,
+            tier,
+            cwd,
+            status,
+            run: Mutex::new(Run {
+                brief,
+                messages: 0,
+                state: VibeState::Queued,
+                attempts: 0,
+                live: None,
+                launching: false,
+                in_supervisor: false,
+                killed: false,
+                timed_out: false,
+                rerun: false,
+                since: now,
+                ended_at: None,
+                last_touch: now,
+                pid: None,
+                exit: None,
+                error: None,
+                stderr_tail: None,
+                result: None,
+                result_cut: false,
+            }),
+            changed,
+        });
+        {
+            let mut table = lock(&r.table);
+            table.workers.insert(num, worker.clone());
+            table.queue.push_back(worker.clone());
+        }
+        tracing::info!(
+            id,
+            conversation,
+            tier = %tier,
+            label = worker.label,
+            "vibe worker spawned"
+        );
+        r.pump();
+        let info = r.settled(&worker).await;
+        if info.state == VibeState::Failed
+            && info.attempts == 1
+            && let Some(error) = info
+                .error
+                .as_deref()
+                .filter(|e| e.starts_with("could not start"))
+        {
+            return Err(ToolError::new(
+                ErrorKind::Io,
+                format!("vibe worker {id} ({tier}) {error}"),
+                format!(
+                    "check [vibe.tiers.{tier}] command in the daemon's config; vibe_list shows the worker as failed"
+                ),
+            ));
+        }
+        Ok(info)
+    }
+
+    /// Append `message` to the worker's brief and run it again: a running attempt is stopped
+    /// first; a queued worker keeps its place; a finished one is queued again.
+    pub async fn send(
+        &self,
+        conversation: &str,
+        id: &str,
+        message: String,
+    ) -> Result<VibeInfo, ToolError> {
+        if message.trim().is_empty() {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                "vibe_send: `message` is empty",
+                "say what the worker should change or add",
+            ));
+        }
+        let r = &self.roster;
+        let worker = self.get(conversation, id)?;
+        let stop = {
+            let mut table = lock(&r.table);
+            let mut run = lock(&worker.run);
+            run.messages += 1;
+            let n = run.messages;
+            run.brief
+                .push_str(&format!("\n\n[follow-up message {n}]\n{message}"));
+            match run.state {
+                VibeState::Queued => false,
+                VibeState::Running => {
+                    run.rerun = true;
+                    true
+                }
+                VibeState::Done | VibeState::Failed | VibeState::Killed => {
+                    run.state = VibeState::Queued;
+                    run.killed = false;
+                    run.since = Instant::now();
+                    run.ended_at = None;
+                    table.queue.push_front(worker.clone());
+                    false
+                }
+            }
+        };
+        tracing::info!(
+            id,
+            conversation,
+            stop_running = stop,
+            "vibe worker got a message; rerunning"
+        );
+        worker.bump();
+        if stop {
+            r.stop_live(
+                &worker,
+                "stopped by vibe_send to rerun with the new message",
+            )
+            .await;
+        }
+        r.pump();
+        Ok(r.settled(&worker).await)
+    }
+
+    /// Wait until the worker is done, failed or killed, or `timeout` passes.
+    pub async fn wait(
+        &self,
+        conversation: &str,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<VibeInfo, ToolError> {
+        let worker = self.get(conversation, id)?;
+        let mut rx = worker.changed.subscribe();
+        let finished = tokio::time::timeout(timeout, async {
+            loop {
+                rx.borrow_and_update();
+                if lock(&worker.run).state.is_final() {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await
+        .is_ok();
+        worker.touch();
+        let mut info = worker.info(false);
+        if !finished {
+            info.timed_out = true;
+            info.note = Some(format!(
+                "still {} after {} s; call vibe_wait again, or vibe_kill to stop it",
+                info.state.as_str(),
+                timeout.as_secs()
+            ));
+        }
+        Ok(info)
+    }
+
+    /// Stop the worker and its whole process group (or take it out of the queue).
+    pub async fn kill(&self, conversation: &str, id: &str) -> Result<VibeInfo, ToolError> {
+        let r = &self.roster;
+        let worker = self.get(conversation, id)?;
+        let running = {
+            let mut table = lock(&r.table);
+            let mut run = lock(&worker.run);
+            match run.state {
+                s if s.is_final() => None,
+                VibeState::Queued => {
+                    table.queue.retain(|w| w.num != worker.num);
+                    run.state = VibeState::Killed;
+                    run.killed = true;
+                    run.ended_at = Some(Instant::now());
+                    Some(false)
+                }
+                _ => {
+                    run.killed = true;
+                    run.rerun = false;
+                    Some(true)
+                }
+            }
+        };
+        // Already over: nothing to stop. (Answered outside the locks: `info` takes them.)
+        let Some(running) = running else {
+            return Ok(worker.info(false));
+        };
+        tracing::info!(id, conversation, "vibe worker killed by request");
+        worker.bump();
+        if running {
+            r.stop_live(&worker, "killed by vibe_kill").await;
+        }
+        Ok(worker.info(false))
+    }
+
+    /// This conversation's workers, oldest first, with a bounded preview of each result.
+    pub fn list(&self, conversation: &str) -> Vec<VibeInfo> {
+        self.roster.collect();
+        let workers: Vec<_> = lock(&self.roster.table)
+            .workers
+            .values()
+            .filter(|w| w.conversation == conversation)
+            .cloned()
+            .collect();
+        workers
+            .iter()
+            .map(|w| {
+                w.touch();
+                w.info(true)
+            })
+            .collect()
+    }
+}
+
+impl Roster {
+    /// Drop finished workers nobody asked about for `keep_idle`.
+    fn collect(&self) {
+        let keep = self.limits.keep_idle;
+        lock(&self.table).workers.retain(|_, w| {
+            let run = lock(&w.run);
+            let idle = run.last_touch.max(run.ended_at.unwrap_or(run.last_touch));
+            let gone = run.state.is_final() && run.live.is_none() && idle.elapsed() > keep;
+            if gone {
+                tracing::info!(
+                    id = w.id,
+                    conversation = w.conversation,
+                    "collected finished vibe worker"
+                );
+            }
+            !gone
+        });
+    }
+
+    /// Start queued workers while slots are free.
+    fn pump(self: &Arc<Self>) {
+        loop {
+            let next = {
+                let mut table = lock(&self.table);
+                if table.active >= self.limits.max_running.max(1) {
+                    return;
+                }
+                let Some(worker) = table.queue.pop_front() else {
+                    return;
+                };
+                let mut run = lock(&worker.run);
+                if run.state != VibeState::Queued {
+                    continue;
+                }
+                table.active += 1;
+                run.attempts += 1;
+                run.live = Some(run.attempts);
+                run.launching = true;
+                run.state = VibeState::Running;
+                run.since = Instant::now();
+                run.ended_at = None;
+                run.timed_out = false;
+                run.pid = None;
+                let attempt = run.attempts;
+                let brief = run.brief.clone();
+                drop(run);
+                (worker, attempt, brief)
+            };
+            let (worker, attempt, brief) = next;
+            worker.bump();
+            tokio::spawn(self.clone().launch(worker, attempt, brief));
+        }
+    }
+
+    /// Run one attempt under the supervisor.
+    async fn launch(self: Arc<Self>, worker: Arc<Worker>, attempt: u32, brief: String) {
+        // A previous attempt's supervisor record must have ended before the same id starts.
+        if lock(&worker.run).in_supervisor {
+            let ended = wait_node_ended(&worker.status, &self.notifier, STEP_LIMIT).await;
+            if !ended {
+                self.record_end(
+                    &worker,
+                    attempt,
+                    AttemptEnd::error(
+                        "could not start: its previous attempt did not stop within 10 s",
+                    ),
+                );
+                return;
+            }
+        }
+        {
+            let mut run = lock(&worker.run);
+            if run.killed || run.live != Some(attempt) {
+                drop(run);
+                self.record_end(
+                    &worker,
+                    attempt,
+                    AttemptEnd::error("stopped before it started"),
+                );
+                return;
+            }
+            run.in_supervisor = true;
+        }
+        let Some(template) = self.limits.tiers.get(&worker.tier).cloned() else {
+            self.record_end(
+                &worker,
+                attempt,
+                AttemptEnd::error("could not start: its tier has no command"),
+            );
+            return;
+        };
+        let argv = command_line(&template, &brief);
+        worker.status.update(|i| {
+            i.detail = format!(
+                "{}: {} [{}] attempt {attempt}",
+                worker.conversation, worker.label, worker.tier
+            );
+            i.last_error = None;
+        });
+        let factory_worker = worker.clone();
+        let roster = self.clone();
+        let factory: Factory = Arc::new(move |ctx: StartCtx| {
+            let args = VibeStart {
+                worker: factory_worker.clone(),
+                roster: roster.clone(),
+                attempt,
+                argv: argv.clone(),
+                brief: brief.clone(),
+            };
+            let name = format!("vibe/{}#{attempt}", args.worker.id);
+            Box::pin(async move {
+                Actor::spawn_linked(Some(name), VibeActor, args, ctx.supervisor)
+                    .await
+                    .map(|(actor, _)| actor.get_cell())
+                    .map_err(|e| e.to_string())
+            })
+        });
+        let spec = ChildSpec {
+            id: worker.id.clone(),
+            factory,
+            policy: RestartPolicy::default().with_restart(Restart::Temporary),
+            status: worker.status.clone(),
+        };
+        let started = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Start { spec, reply },
+                Some(Duration::from_secs(30)),
+            )
+            .await;
+        let failure = match started {
+            Ok(ractor::rpc::CallResult::Success(Ok(()))) => None,
+            Ok(ractor::rpc::CallResult::Success(Err(e))) => Some(format!("could not start: {e}")),
+            _ => Some("could not start: the vibe supervisor did not answer within 30 s".into()),
+        };
+        // A start overtaken by a stop (kill, or a send's rerun) may be answered late, or only
+        // when a newer attempt replaces the record: then it concerns nothing live any more.
+        let (current, killed) = {
+            let mut run = lock(&worker.run);
+            let current = run.live == Some(attempt);
+            if current {
+                run.launching = false;
+            }
+            (current, run.killed)
+        };
+        if !current {
+            return;
+        }
+        worker.bump();
+        match failure {
+            // Killed while its start was in flight: the stop may have found no record.
+            None if killed => self.stop_child(&worker, "killed by vibe_kill").await,
+            None => {}
+            Some(error) => {
+                self.stop_child(&worker, "its start failed").await;
+                self.record_end(&worker, attempt, AttemptEnd::error(&error));
+            }
+        }
+    }
+
+    /// Ask the supervisor to stop the worker's current incarnation.
+    async fn stop_child(&self, worker: &Worker, reason: &str) {
+        let _ = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Stop {
+                    id: worker.id.clone(),
+                    reason: reason.to_string(),
+                    reply,
+                },
+                Some(STEP_LIMIT),
+            )
+            .await;
+    }
+
+    /// Stop the live attempt and wait (bounded) until its end is recorded.
+    async fn stop_live(&self, worker: &Worker, reason: &str) {
+        let Some(attempt) = lock(&worker.run).live else {
+            return;
+        };
+        let mut rx = worker.changed.subscribe();
+        self.stop_child(worker, reason).await;
+        let _ = tokio::time::timeout(STEP_LIMIT, async {
+            loop {
+                rx.borrow_and_update();
+                if lock(&worker.run).live != Some(attempt) {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+    }
+
+    /// Wait (bounded) until the worker is no longer starting: running, queued, or ended.
+    async fn settled(&self, worker: &Worker) -> VibeInfo {
+        let mut rx = worker.changed.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(35), async {
+            loop {
+                rx.borrow_and_update();
+                if !lock(&worker.run).launching {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+        worker.info(false)
+    }
+
+    /// Record how attempt `attempt` ended, free its slot, and start what waits. Only the
+    /// first record of an attempt counts.
+    fn record_end(self: &Arc<Self>, worker: &Arc<Worker>, attempt: u32, end: AttemptEnd) {
+        {
+            let mut table = lock(&self.table);
+            let mut run = lock(&worker.run);
+            if run.live != Some(attempt) {
+                return;
+            }
+            run.live = None;
+            run.launching = false;
+            run.pid = None;
+            table.active = table.active.saturating_sub(1);
+            if run.rerun && !run.killed {
+                // Stopped to rerun with a new message: what it printed is not a result.
+                run.rerun = false;
+                run.state = VibeState::Queued;
+                run.since = Instant::now();
+                table.queue.push_front(worker.clone());
+            } else {
+                let stderr_tail = Some(end.stderr_tail.clone()).filter(|t| !t.trim().is_empty());
+                run.exit = end.exit;
+                if let Some(stdout) = &end.stdout {
+                    run.result = Some(stdout.text());
+                    run.result_cut = stdout.truncated();
+                }
+                run.state = if run.killed {
+                    run.error = None;
+                    run.stderr_tail = None;
+                    VibeState::Killed
+                } else if let Some(error) = end.error.clone() {
+                    run.error = Some(error);
+                    run.stderr_tail = stderr_tail;
+                    VibeState::Failed
+                } else if run.timed_out {
+                    let limit = self.limits.attempt_timeout.unwrap_or_default().as_secs();
+                    run.error = Some(format!(
+                        "ran past the limit of {limit} s for one attempt and was killed"
+                    ));
+                    run.stderr_tail = stderr_tail;
+                    VibeState::Failed
+                } else {
+                    match end.exit {
+                        Some(exit) if exit.success() => {
+                            run.error = None;
+                            run.stderr_tail = None;
+                            VibeState::Done
+                        }
+                        exit => {
+                            run.error = Some(match exit {
+                                Some(exit) => format!("the worker ended with {exit}"),
+                                None => "the worker ended with an unknown status".into(),
+                            });
+                            run.stderr_tail = stderr_tail;
+                            VibeState::Failed
+                        }
+                    }
+                };
+                run.ended_at = Some(Instant::now());
+                run.last_touch = Instant::now();
+                tracing::info!(
+                    id = worker.id,
+                    conversation = worker.conversation,
+                    attempt,
+                    state = run.state.as_str(),
+                    error = run.error.as_deref().unwrap_or(""),
+                    "vibe worker attempt ended"
+                );
+            }
+        }
+        worker.bump();
+        self.pump();
+    }
+}
+
+impl AttemptEnd {
+    fn error(message: &str) -> AttemptEnd {
+        AttemptEnd {
+            exit: None,
+            error: Some(message.to_string()),
+            stdout: None,
+            stderr_tail: String::new(),
+        }
+    }
+}
+
+/// Wait until the supervisor has recorded the end of the node's incarnation.
+async fn wait_node_ended(status: &NodeStatus, notifier: &TreeNotifier, limit: Duration) -> bool {
+    let mut tree = notifier.subscribe();
+    tokio::time::timeout(limit, async {
+        loop {
+            tree.borrow_and_update();
+            if matches!(status.state(), NodeState::Exited | NodeState::Failed) {
+                return;
+            }
+            if tree.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// The actor of one attempt of a vibe worker.
+pub struct VibeActor;
+
+pub struct VibeStart {
+    worker: Arc<Worker>,
+    roster: Arc<Roster>,
+    attempt: u32,
+    argv: Vec<String>,
+    brief: String,
+}
+
+pub enum VibeMsg {
+    /// The worker program was reaped.
+    Exited(ExitStatus),
+    /// The attempt ran past its limit.
+    TimeUp,
+}
+
+pub struct VibeActorState {
+    /// Kills and reaps the worker's whole process group when the actor goes, however it goes.
+    _guard: ProcessGuard,
+    worker: Arc<Worker>,
+    attempt: u32,
+}
+
+impl Actor for VibeActor {
+    type Msg = VibeMsg;
+    type State = VibeActorState;
+    type Arguments = VibeStart;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<VibeMsg>,
+        args: VibeStart,
+    ) -> Result<VibeActorState, ActorProcessingErr> {
+        let VibeStart {
+            worker,
+            roster,
+            attempt,
+            argv,
+            brief,
+        } = args;
+        let spec = roster.launcher.spec(
+            &argv[0],
+            &argv[1..],
+            &worker.cwd,
+            true,
+            &format!("vibe/{}", worker.id),
+        );
+        let spawned = process::spawn(spec).await.map_err(|e| e.to_string())?;
+        let guard = spawned.guard;
+        let pid = guard.main_pid();
+        tracing::info!(
+            id = worker.id,
+            pid,
+            attempt,
+            conversation = worker.conversation,
+            "vibe worker started"
+        );
+        lock(&worker.run).pid = Some(pid);
+        worker.status.update(|i| {
+            i.pid = Some(pid);
+            i.state = NodeState::Ready;
+        });
+        worker.bump();
+        if let Some(mut stdin) = spawned.stdin {
+            tokio::spawn(async move {
+                // A worker that does not read its stdin gets EPIPE here; that is fine.
+                let _ = stdin.write_all(brief.as_bytes()).await;
+                let _ = stdin.write_all(b"\n").await;
+            });
+        }
+        let result_bytes = roster.limits.result_bytes;
+        let attempt_timeout = roster.limits.attempt_timeout;
+        let out_task = tokio::spawn(async move {
+            let mut rx = spawned.stdout;
+            let mut capture = HeadTail::new(result_bytes);
+            let mut buf = vec![0u8; 16 * 1024];
+            while let Ok(n) = rx.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                capture.push(&buf[..n]);
+            }
+            capture
+        });
+        let err_task = tokio::spawn(async move {
+            let mut rx = spawned.stderr;
+            let mut tail = OutputLog::new(STDERR_TAIL_BYTES);
+            let mut buf = vec![0u8; 16 * 1024];
+            while let Ok(n) = rx.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                tail.append(&buf[..n]);
+            }
+            let end = tail.end();
+            tail.read(0, STDERR_TAIL_BYTES.min(end as usize)).text
+        });
+        let mut exit = spawned.exit;
+        let waiter_worker = worker.clone();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let status = match exit.wait_for(|s| s.is_some()).await {
+                Ok(status) => *status,
+                Err(_) => None,
+            };
+            // The pipes close once the whole group is gone; bound the wait in case something
+            // that escaped still holds them.
+            let stdout = tokio::time::timeout(Duration::from_secs(2), out_task)
+                .await
+                .ok()
+                .and_then(Result::ok);
+            let stderr_tail = tokio::time::timeout(Duration::from_secs(2), err_task)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            roster.record_end(
+                &waiter_worker,
+                attempt,
+                AttemptEnd {
+                    exit: status,
+                    error: None,
+                    stdout,
+                    stderr_tail,
+                },
+            );
+            if let Some(status) = status {
+                let _ = me.cast(VibeMsg::Exited(status));
+            }
+        });
+        if let Some(limit) = attempt_timeout {
+            myself.send_after(limit, || VibeMsg::TimeUp);
+        }
+        Ok(VibeActorState {
+            _guard: guard,
+            worker,
+            attempt,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<VibeMsg>,
+        msg: VibeMsg,
+        state: &mut VibeActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            VibeMsg::Exited(status) if status.success() => {
+                myself.stop(Some(status.to_string()));
+                Ok(())
+            }
+            VibeMsg::Exited(status) => {
+                let tail = lock(&state.worker.run)
+                    .stderr_tail
+                    .as_deref()
+                    .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()))
+                    .map(|l| format!(": {}", l.chars().take(200).collect::<String>()))
+                    .unwrap_or_default();
+                Err(format!("{status}{tail}").into())
+            }
+            VibeMsg::TimeUp => {
+                {
+                    let mut run = lock(&state.worker.run);
+                    if run.live != Some(state.attempt) {
+                        return Ok(());
+                    }
+                    run.timed_out = true;
+                }
+                tracing::warn!(
+                    id = state.worker.id,
+                    attempt = state.attempt,
+                    "vibe worker ran past its attempt limit; killing it"
+                );
+                // Failing the actor drops the guard, which kills the whole group; the waiter
+                // then records the end as failed.
+                Err("ran past the limit for one attempt".into())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_brief_replaces_its_placeholder_in_every_argument() {
+        let t = vec![
+            "agent".to_string(),
+            "--prompt={brief}".to_string(),
+            "{brief}".to_string(),
+            "-q".to_string(),
+        ];
+        assert_eq!(
+            command_line(&t, "fix it"),
+            vec!["agent", "--prompt=fix it", "fix it", "-q"]
+        );
+    }
+
+    #[test]
+    fn commands_are_checked_against_the_childrens_path() {
+        let env = vec![("PATH".to_string(), "/nonexistent:/bin:/usr/bin".to_string())];
+        assert!(check_command(&["sh".into()], &env).is_ok());
+        let missing = check_command(&["no-such-worker-xyz".into()], &env).unwrap_err();
+        assert!(missing.contains("not on PATH"), "{missing}");
+        assert!(check_command(&[], &env).unwrap_err().contains("empty"));
+        assert!(
+            check_command(&["/etc/passwd".into()], &env)
+                .unwrap_err()
+                .contains("not an executable")
+        );
+        assert!(check_command(&["./tools/agent".into()], &env).is_ok());
+    }
+}

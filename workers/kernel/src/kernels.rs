@@ -1,0 +1,665 @@
+//! The `eval` tool's state: every conversation's kernels, and running one cell on one of
+//! them with the inactivity budget, the bridge, interrupts, kills and restarts.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorRef};
+use serde_json::{Value as Json, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::process;
+use toolvisor_kit::restart::{Restart, RestartPolicy};
+use toolvisor_kit::status::{NodeStatus, TreeNotifier};
+use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tree::NodeState;
+use toolvisor_protocol::wire::Stream;
+
+use crate::interpreter::{self, LaunchPlan, Probes};
+use crate::kernel::{Event, Incarnation, KernelActor, KernelArgs, KernelMsg, Slot, lock};
+use crate::output::{Collector, OutputLimits};
+use crate::pipe::{FromKernel, ToKernel, encode};
+use crate::{KernelError, Language, Result, magic};
+
+/// After a cell's `done`, how long to wait for the rest of its fd-level output.
+const SYNC_WAIT: Duration = Duration::from_secs(1);
+
+/// While an interrupted cell has not stopped, the interrupt is repeated this often: CPython
+/// runs a signal's handler only at its next check, and a signal that lands just before a
+/// blocking call (while the thread waits for the GIL) waits for that call to return.
+const REINTERRUPT: Duration = Duration::from_millis(500);
+
+/// Limits and choices of the kernels; see `[kernels]` in docs/OPERATIONS.md.
+#[derive(Clone, Debug)]
+pub struct KernelLimits {
+    /// Python interpreter (path or name); `None`: the run's `.venv`, else `python3`.
+    pub python: Option<String>,
+    /// Node binary (path or name); `None`: `node` on the `PATH`.
+    pub node: Option<String>,
+    /// A kernel without a call this long is stopped; `None`: never.
+    pub idle_ttl: Option<Duration>,
+    /// After an interrupt, how long a cell gets to stop before the kernel is killed.
+    pub interrupt_grace: Duration,
+    /// Resident memory a kernel may use; `None`: no cap.
+    pub memory_bytes: Option<u64>,
+    pub output: OutputLimits,
+    /// Rows shown of a table (pandas).
+    pub table_rows: u32,
+    /// How long an interpreter gets to start its driver.
+    pub start_timeout: Duration,
+}
+
+impl Default for KernelLimits {
+    fn default() -> Self {
+        KernelLimits {
+            python: None,
+            node: None,
+            idle_ttl: Some(Duration::from_secs(30 * 60)),
+            interrupt_grace: Duration::from_secs(5),
+            memory_bytes: Some(4096 << 20),
+            output: OutputLimits::default(),
+            table_rows: 50,
+            start_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a bridge call returns to the cell.
+pub type BridgeFuture = Pin<Box<dyn Future<Output = Result<Json, ToolError>> + Send>>;
+
+/// Runs `tool(name, args)` calls from cells: the daemon passes one that applies the same
+/// gates as a model-issued call of the cell's conversation.
+pub trait Bridge: Send + Sync {
+    fn call(&self, tool: String, args: Json) -> BridgeFuture;
+}
+
+/// One `eval` call.
+#[derive(Clone, Debug)]
+pub struct CellRequest {
+    pub conversation: String,
+    pub language: Language,
+    pub code: String,
+    /// Discard the interpreter and start clean first.
+    pub reset: bool,
+    /// The cell may go this long without output (bridge calls in flight do not count).
+    pub inactivity: Duration,
+    /// Where a new kernel starts (the run's workdir).
+    pub workdir: PathBuf,
+}
+
+/// Every kernel, by conversation and language, and the supervisor they run under.
+pub struct Kernels {
+    supervisor: ActorRef<SupervisorMsg>,
+    launcher: Launcher,
+    limits: KernelLimits,
+    notifier: TreeNotifier,
+    slots: Mutex<HashMap<(String, Language), Arc<Slot>>>,
+    probes: Probes,
+    next_incarnation: AtomicU64,
+}
+
+/// How a cell ended when it did not end normally.
+enum Stop {
+    /// The kernel died (or its pipe broke) during the cell.
+    Died,
+    /// It went quiet past its budget; the interrupt worked.
+    Interrupted,
+    /// It went quiet past its budget and ignored the interrupt.
+    Stuck,
+}
+
+/// Marks the slot busy for the length of a cell.
+struct Busy<'a>(&'a Slot);
+
+impl<'a> Busy<'a> {
+    fn new(slot: &'a Slot) -> Self {
+        slot.busy.store(true, Ordering::SeqCst);
+        slot.touch();
+        slot.status.update(|i| {
+            if i.state == NodeState::Ready {
+                i.state = NodeState::Busy;
+            }
+        });
+        Busy(slot)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::SeqCst);
+        self.0.touch();
+        self.0.status.update(|i| {
+            if i.state == NodeState::Busy {
+                i.state = NodeState::Ready;
+            }
+        });
+    }
+}
+
+/// Stops the cell if its caller goes away (a cancelled call): a cell not started yet is
+/// skipped, a running one interrupted.
+struct InterruptOnDrop {
+    actor: ActorRef<KernelMsg>,
+    stdin: mpsc::Sender<Vec<u8>>,
+    cell: u64,
+    armed: bool,
+}
+
+impl Drop for InterruptOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self
+                .stdin
+                .try_send(encode(&ToKernel::Cancel { cell: self.cell }));
+            let _ = self.actor.cast(KernelMsg::Interrupt);
+        }
+    }
+}
+
+fn bridge_reply(id: u64, result: Result<Json, ToolError>) -> Vec<u8> {
+    let (ok, err) = match result {
+        Ok(v) => (Some(v), None),
+        Err(e) => (
+            None,
+            Some(json!({"kind": e.kind.as_str(), "message": e.message, "hint": e.hint})),
+        ),
+    };
+    encode(&ToKernel::BridgeResult { id, ok, err })
+}
+
+impl Kernels {
+    pub fn new(
+        supervisor: ActorRef<SupervisorMsg>,
+        launcher: Launcher,
+        limits: KernelLimits,
+        notifier: TreeNotifier,
+    ) -> Self {
+        Kernels {
+            supervisor,
+            launcher,
+            limits,
+            notifier,
+            slots: Mutex::new(HashMap::new()),
+            probes: Probes::default(),
+            next_incarnation: AtomicU64::new(1),
+        }
+    }
+
+    pub fn limits(&self) -> &KernelLimits {
+        &self.limits
+    }
+
+    fn slot(&self, conversation: &str, language: Language) -> Arc<Slot> {
+        lock(&self.slots)
+            .entry((conversation.to_string(), language))
+            .or_insert_with(|| {
+                let id = format!("{conversation}/{language}");
+                let status = NodeStatus::new(
+                    "kernel",
+                    &id,
+                    format!("{conversation}: {language}"),
+                    self.notifier.clone(),
+                );
+                Arc::new(Slot::new(
+                    conversation,
+                    language,
+                    status,
+                    self.limits.idle_ttl,
+                ))
+            })
+            .clone()
+    }
+
+    async fn plan(&self, language: Language, workdir: &std::path::Path) -> Result<LaunchPlan> {
+        match language {
+            Language::Python => {
+                interpreter::python(
+                    self.limits.python.as_deref(),
+                    workdir,
+                    &self.launcher,
+                    &self.probes,
+                )
+                .await
+            }
+            Language::Javascript => interpreter::node(
+                self.limits.node.as_deref(),
+                workdir,
+                &self.launcher,
+                self.limits.memory_bytes.map(|b| (b >> 20).max(64)),
+            ),
+        }
+    }
+
+    /// Run one cell; the value is the tool's result.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future mid-cell interrupts the kernel (SIGINT) and aborts the cell's
+    /// bridge calls; the kernel and its state stay.
+    pub async fn run(
+        &self,
+        req: CellRequest,
+        bridge: Arc<dyn Bridge>,
+        output: Option<mpsc::Sender<(Stream, String)>>,
+    ) -> Result<Json> {
+        let started = Instant::now();
+        let code = match req.language {
+            Language::Python => magic::rewrite_python(&req.code)?,
+            Language::Javascript => req.code.clone(),
+        };
+        let slot = self.slot(&req.conversation, req.language);
+        let mut notes = Vec::new();
+        if req.reset {
+            self.stop(&slot, "was discarded by `reset: true`").await?;
+            notes.push("reset: this kernel starts clean".to_string());
+        }
+        let (inc, loss) = self.ensure(&slot, &req.workdir).await?;
+        let fresh = loss.is_some() || req.reset;
+        if let Some(Some(why)) = loss.filter(|_| !req.reset) {
+            notes.push(format!(
+                "a fresh kernel was started: the previous one {why}; its state was lost"
+            ));
+        }
+        let busy = Busy::new(&slot);
+        let outcome = self.drive(&slot, &inc, &code, &req, bridge, output).await;
+        drop(busy);
+        let (cell, status, collector) = match outcome {
+            Ok(done) => done,
+            Err((Stop::Died, collector)) => {
+                inc.reported.store(true, Ordering::SeqCst);
+                let cause = inc.cause().await;
+                return Err(KernelError::Died {
+                    language: req.language,
+                    cause,
+                    output: collector.text_tail(1500),
+                });
+            }
+            Err((Stop::Interrupted, collector)) => {
+                return Err(KernelError::Timeout {
+                    language: req.language,
+                    budget: req.inactivity,
+                    recovered: true,
+                    output: collector.text_tail(1500),
+                });
+            }
+            Err((Stop::Stuck, collector)) => {
+                tracing::warn!(
+                    kernel = slot.id,
+                    "the cell ignored the interrupt; killing the kernel"
+                );
+                let _ = self
+                    .stop(&slot, "was killed because a cell ignored an interrupt")
+                    .await;
+                // Start the fresh kernel now, so the next call finds it ready.
+                if let Err(e) = self.ensure(&slot, &req.workdir).await {
+                    tracing::warn!(kernel = slot.id, error = %e, "could not start a fresh kernel after a kill");
+                }
+                return Err(KernelError::Timeout {
+                    language: req.language,
+                    budget: req.inactivity,
+                    recovered: false,
+                    output: collector.text_tail(1500),
+                });
+            }
+        };
+        let cells = inc.cells.fetch_add(1, Ordering::Relaxed) + 1;
+        slot.show(&inc);
+        let mut result = collector.finish();
+        if let Some(note) = result
+            .remove("note")
+            .and_then(|n| n.as_str().map(str::to_string))
+        {
+            notes.push(note);
+        }
+        result.insert(
+            "status".into(),
+            json!(if status == "ok" { "ok" } else { "error" }),
+        );
+        result.insert("language".into(), json!(req.language.as_str()));
+        result.insert("cell".into(), json!(cell));
+        result.insert(
+            "wall_ms".into(),
+            json!(started.elapsed().as_millis() as u64),
+        );
+        result.insert(
+            "kernel".into(),
+            json!({
+                "pid": inc.pid,
+                "version": inc.version,
+                "executable": inc.executable,
+                "cells": cells,
+                "fresh": fresh,
+            }),
+        );
+        if !notes.is_empty() {
+            result.insert("note".into(), json!(notes.join("; ")));
+        }
+        Ok(Json::Object(result))
+    }
+
+    /// Send the cell and follow it to its end.
+    async fn drive(
+        &self,
+        slot: &Slot,
+        inc: &Arc<Incarnation>,
+        code: &str,
+        req: &CellRequest,
+        bridge: Arc<dyn Bridge>,
+        output: Option<mpsc::Sender<(Stream, String)>>,
+    ) -> Result<(u64, String, Collector), (Stop, Collector)> {
+        let mut collector = Collector::new(self.limits.output);
+        let mut port = inc.port.lock().await;
+        while let Ok(stale) = port.events.try_recv() {
+            tracing::debug!(
+                kernel = slot.id,
+                ?stale,
+                "discarding output that came between cells"
+            );
+        }
+        port.next_cell += 1;
+        let cell = port.next_cell;
+        let exec = encode(&ToKernel::Exec {
+            cell,
+            code,
+            rows: self.limits.table_rows,
+        });
+        if !inc.alive() || port.stdin.send(exec).await.is_err() {
+            return Err((Stop::Died, collector));
+        }
+        let mut interrupt_on_drop = InterruptOnDrop {
+            actor: inc.actor.clone(),
+            stdin: port.stdin.clone(),
+            cell,
+            armed: true,
+        };
+        let mut bridges: JoinSet<(u64, Result<Json, ToolError>)> = JoinSet::new();
+        let mut exit = inc.exit.clone();
+        let far = Duration::from_secs(365 * 24 * 3600);
+        let mut last_activity = Instant::now();
+        let mut interrupted_at: Option<Instant> = None;
+        let mut last_interrupt = Instant::now();
+        let mut done: Option<(String, Instant)> = None;
+        let mut synced = false;
+        let forward = |text: Option<String>, stream: Stream| {
+            let output = output.clone();
+            async move {
+                if let (Some(tx), Some(text)) = (output, text) {
+                    let _ = tx.send((stream, text)).await;
+                }
+            }
+        };
+        loop {
+            if let Some((_, at)) = &done
+                && (synced || at.elapsed() >= SYNC_WAIT)
+            {
+                break;
+            }
+            let deadline = match (&done, interrupted_at) {
+                (Some((_, at)), _) => *at + SYNC_WAIT,
+                (None, Some(at)) => {
+                    (at + self.limits.interrupt_grace).min(last_interrupt + REINTERRUPT)
+                }
+                (None, None) if bridges.is_empty() => last_activity + req.inactivity,
+                (None, None) => Instant::now() + far,
+            };
+            tokio::select! {
+                event = port.events.recv() => {
+                    let Some(event) = event else {
+                        return Err((Stop::Died, collector));
+                    };
+                    match event {
+                        Event::Frame(FromKernel::Stream { cell: Some(c), name, text }) if c == cell => {
+                            last_activity = Instant::now();
+                            let stream = if name == "stderr" { Stream::Stderr } else { Stream::Stdout };
+                            let fwd = collector.stream(&name, &text);
+                            forward(fwd, stream).await;
+                        }
+                        Event::Frame(FromKernel::Display { cell: Some(c), data, result }) if c == cell => {
+                            last_activity = Instant::now();
+                            collector.display(data, result);
+                        }
+                        Event::Frame(FromKernel::Error { cell: Some(c), ename, evalue, traceback }) if c == cell => {
+                            last_activity = Instant::now();
+                            collector.error(ename, evalue, traceback);
+                        }
+                        Event::Frame(FromKernel::Bridge { cell: c, id, tool, args }) => {
+                            last_activity = Instant::now();
+                            if c != Some(cell) {
+                                let err = ToolError::new(ErrorKind::Cancelled, "the cell that made this tool() call has ended", "");
+                                let _ = port.stdin.send(bridge_reply(id, Err(err))).await;
+                            } else if tool == "eval" {
+                                let err = ToolError::new(
+                                    ErrorKind::InvalidArgs,
+                                    "tool(\"eval\") from inside an eval cell is refused: this cell already holds the conversation's eval turn, so the nested cell would wait on itself",
+                                    "run that code directly in this cell",
+                                );
+                                let _ = port.stdin.send(bridge_reply(id, Err(err))).await;
+                            } else {
+                                tracing::info!(kernel = slot.id, cell, tool, "bridge call from a cell");
+                                let fut = bridge.call(tool, args);
+                                bridges.spawn(async move { (id, fut.await) });
+                            }
+                        }
+                        Event::Frame(FromKernel::Done { cell: c, status }) if c == cell => {
+                            done = Some((status, Instant::now()));
+                        }
+                        Event::Stderr(text) => {
+                            last_activity = Instant::now();
+                            let fwd = collector.stream("stderr", &text);
+                            forward(fwd, Stream::Stderr).await;
+                        }
+                        Event::Sync(c) if c == cell => synced = true,
+                        Event::Broken(why) => {
+                            inc.set_verdict(format!("broke the kernel pipe ({why}) and was ended"));
+                            return Err((Stop::Died, collector));
+                        }
+                        other => tracing::debug!(kernel = slot.id, cell, ?other, "ignoring a frame of another cell"),
+                    }
+                }
+                Some(joined) = bridges.join_next(), if !bridges.is_empty() => {
+                    last_activity = Instant::now();
+                    let (id, result) = match joined {
+                        Ok(pair) => pair,
+                        Err(e) => {
+                            tracing::error!(kernel = slot.id, error = %e, "a bridge call task failed");
+                            continue;
+                        }
+                    };
+                    if port.stdin.send(bridge_reply(id, result)).await.is_err() {
+                        return Err((Stop::Died, collector));
+                    }
+                }
+                _ = async { let _ = exit.wait_for(Option::is_some).await; } => {
+                    return Err((Stop::Died, collector));
+                }
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    if done.is_some() {
+                        continue; // the sync marker never came: finish with what arrived
+                    }
+                    match interrupted_at {
+                        None => {
+                            tracing::info!(kernel = slot.id, cell, budget_s = req.inactivity.as_secs(), "cell silent past its budget; interrupting");
+                            interrupted_at = Some(Instant::now());
+                            last_interrupt = Instant::now();
+                            let _ = inc.actor.cast(KernelMsg::Interrupt);
+                        }
+                        Some(at) if at.elapsed() < self.limits.interrupt_grace => {
+                            last_interrupt = Instant::now();
+                            let _ = inc.actor.cast(KernelMsg::Interrupt);
+                        }
+                        Some(_) => {
+                            interrupt_on_drop.armed = false;
+                            return Err((Stop::Stuck, collector));
+                        }
+                    }
+                }
+            }
+        }
+        interrupt_on_drop.armed = false;
+        drop(port);
+        // The cap holds at every cell's end, not only at the next tick.
+        if let Some(cap) = self.limits.memory_bytes
+            && process::rss_bytes(inc.pid).is_some_and(|rss| rss > cap)
+        {
+            let _ = inc.actor.cast(KernelMsg::Tick);
+            let mut exit = inc.exit.clone();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), exit.wait_for(Option::is_some)).await;
+            return Err((Stop::Died, collector));
+        }
+        if interrupted_at.is_some() {
+            return Err((Stop::Interrupted, collector));
+        }
+        let (status, _) = done.unwrap_or_else(|| ("error".into(), Instant::now()));
+        Ok((cell, status, collector))
+    }
+
+    /// The live incarnation of `slot`, starting one if there is none. The second value is
+    /// `None` for a kernel that was already running, else `Some(why the previous one ended,
+    /// if nobody was told yet)`.
+    async fn ensure(
+        &self,
+        slot: &Arc<Slot>,
+        workdir: &std::path::Path,
+    ) -> Result<(Arc<Incarnation>, Option<Option<String>>)> {
+        let _lifecycle = slot.lifecycle.lock().await;
+        let previous = slot.current();
+        if let Some(inc) = &previous
+            && inc.alive()
+        {
+            return Ok((inc.clone(), None));
+        }
+        if previous.is_some() {
+            self.await_ended(slot).await;
+        }
+        let loss = previous
+            .filter(|p| !p.reported.swap(true, Ordering::SeqCst))
+            .map(|p| p.cause_now());
+        let plan = self.plan(slot.language, workdir).await?;
+        let number = self.next_incarnation.fetch_add(1, Ordering::Relaxed);
+        let args = Arc::new(Mutex::new(Some(KernelArgs {
+            slot: slot.clone(),
+            plan,
+            launcher: self.launcher.clone(),
+            workdir: workdir.to_path_buf(),
+            number,
+            memory_cap: self.limits.memory_bytes,
+            start_timeout: self.limits.start_timeout,
+            supervisor: self.supervisor.clone(),
+        })));
+        let factory: Factory = Arc::new(move |ctx: StartCtx| {
+            let args = lock(&args).take();
+            Box::pin(async move {
+                let args =
+                    args.ok_or_else(|| "a kernel incarnation is started once".to_string())?;
+                let name = format!("kernel/{}#{}", args.slot.id, args.number);
+                Actor::spawn_linked(Some(name), KernelActor, args, ctx.supervisor)
+                    .await
+                    .map(|(actor, _)| actor.get_cell())
+                    .map_err(|e| e.to_string())
+            })
+        });
+        let spec = ChildSpec {
+            id: slot.id.clone(),
+            factory,
+            policy: RestartPolicy::default().with_restart(Restart::Temporary),
+            status: slot.status.clone(),
+        };
+        let started = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Start { spec, reply },
+                Some(self.limits.start_timeout + Duration::from_secs(10)),
+            )
+            .await;
+        match started {
+            Ok(CallResult::Success(Ok(()))) => match slot.current() {
+                Some(inc) if inc.number == number => Ok((inc, Some(loss))),
+                _ => Err(KernelError::Supervisor(
+                    "a kernel started but did not register".into(),
+                )),
+            },
+            Ok(CallResult::Success(Err(message))) => Err(KernelError::Start {
+                language: slot.language,
+                message,
+            }),
+            _ => Err(KernelError::Supervisor(
+                "the kernels supervisor did not answer a start request in time".into(),
+            )),
+        }
+    }
+
+    /// Wait (bounded) until the supervisor has recorded the end of the slot's last kernel,
+    /// so its id can start again; a kernel still alive by then is stopped.
+    async fn await_ended(&self, slot: &Slot) {
+        let ended = |s: NodeState| matches!(s, NodeState::Exited | NodeState::Failed);
+        let mut tree = self.notifier.subscribe();
+        let waited = tokio::time::timeout(Duration::from_secs(5), async {
+            while !ended(slot.status.state()) {
+                if tree.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        if waited.is_err() {
+            let _ = self
+                .supervisor
+                .call(
+                    |reply| SupervisorMsg::Stop {
+                        id: slot.id.clone(),
+                        reason: "its kernel died".into(),
+                        reply,
+                    },
+                    Some(Duration::from_secs(5)),
+                )
+                .await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                while !ended(slot.status.state()) {
+                    if tree.changed().await.is_err() {
+                        break;
+                    }
+                }
+            })
+            .await;
+        }
+    }
+
+    /// Stop the slot's kernel for good (reset, or a kill after an ignored interrupt).
+    async fn stop(&self, slot: &Arc<Slot>, why: &str) -> Result<()> {
+        let _lifecycle = slot.lifecycle.lock().await;
+        let Some(inc) = slot.current() else {
+            return Ok(());
+        };
+        inc.set_verdict(why.to_string());
+        inc.reported.store(true, Ordering::SeqCst);
+        let stopped = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Stop {
+                    id: slot.id.clone(),
+                    reason: why.to_string(),
+                    reply,
+                },
+                Some(Duration::from_secs(10)),
+            )
+            .await;
+        if !matches!(stopped, Ok(CallResult::Success(_))) {
+            return Err(KernelError::Supervisor(
+                "the kernels supervisor did not answer a stop request in time".into(),
+            ));
+        }
+        let mut exit = inc.exit.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(5), exit.wait_for(Option::is_some)).await;
+        self.await_ended(slot).await;
+        Ok(())
+    }
+}

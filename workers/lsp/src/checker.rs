@@ -1,0 +1,288 @@
+//! `diagnostics` with `file: "*"`: run the project's own checker (pyright CLI, `cargo check`,
+//! `tsc --noEmit`, …, configurable per language) in the project root and report its findings
+//! in the same shape as a server's diagnostics.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use toolvisor_kit::process;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+
+use crate::locate;
+use crate::ops::CallCtx;
+use crate::render::{Diag, show_path};
+use crate::servers::LanguageServers;
+
+const OUTPUT_MAX: usize = 32 * 1024 * 1024;
+const SHOWN_MAX: usize = 200;
+
+fn sev(word: &str) -> u8 {
+    match word {
+        "error" | "fatal" => 1,
+        "warning" => 2,
+        "information" | "info" | "note" => 3,
+        _ => 4,
+    }
+}
+
+/// Parse a checker's output in `format`.
+pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
+    let abs = |f: &str| {
+        let p = PathBuf::from(f);
+        if p.is_absolute() { p } else { root.join(p) }
+    };
+    let mut diags = Vec::new();
+    match format {
+        "pyright-json" => {
+            let v: Value = serde_json::from_str(out).unwrap_or(Value::Null);
+            for d in v["generalDiagnostics"].as_array().into_iter().flatten() {
+                diags.push(Diag {
+                    path: abs(d["file"].as_str().unwrap_or("")),
+                    line: d
+                        .pointer("/range/start/line")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0) as usize
+                        + 1,
+                    column: d
+                        .pointer("/range/start/character")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0) as usize
+                        + 1,
+                    severity: sev(d["severity"].as_str().unwrap_or("error")),
+                    code: d["rule"].as_str().unwrap_or("").to_string(),
+                    message: d["message"].as_str().unwrap_or("").to_string(),
+                    source: "pyright".into(),
+                });
+            }
+        }
+        "cargo-json" => {
+            for line in out.lines() {
+                let Ok(v) = serde_json::from_str::<Value>(line) else {
+                    continue;
+                };
+                if v["reason"] != "compiler-message" {
+                    continue;
+                }
+                let m = &v["message"];
+                let Some(span) = m["spans"]
+                    .as_array()
+                    .and_then(|s| s.iter().find(|s| s["is_primary"] == true))
+                else {
+                    continue;
+                };
+                diags.push(Diag {
+                    path: abs(span["file_name"].as_str().unwrap_or("")),
+                    line: span["line_start"].as_u64().unwrap_or(1) as usize,
+                    column: span["column_start"].as_u64().unwrap_or(1) as usize,
+                    severity: sev(m["level"].as_str().unwrap_or("error")),
+                    code: m
+                        .pointer("/code/code")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    message: m["message"].as_str().unwrap_or("").to_string(),
+                    source: "cargo".into(),
+                });
+            }
+        }
+        "tsc" => {
+            // src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.
+            for line in out.lines() {
+                let Some((loc, rest)) = line.split_once("): ") else {
+                    continue;
+                };
+                let Some((file, lc)) = loc.rsplit_once('(') else {
+                    continue;
+                };
+                let mut nums = lc
+                    .split(',')
+                    .map(|n| n.trim().parse::<usize>().unwrap_or(1));
+                let (l, c) = (nums.next().unwrap_or(1), nums.next().unwrap_or(1));
+                let (head, message) = rest.split_once(": ").unwrap_or((rest, ""));
+                let mut words = head.split_whitespace();
+                let level = words.next().unwrap_or("error");
+                diags.push(Diag {
+                    path: abs(file),
+                    line: l,
+                    column: c,
+                    severity: sev(level),
+                    code: words.next().unwrap_or("").to_string(),
+                    message: message.to_string(),
+                    source: "tsc".into(),
+                });
+            }
+        }
+        _ => {
+            // file:line:col: severity: message
+            for line in out.lines() {
+                let parts: Vec<&str> = line.splitn(5, ':').collect();
+                if parts.len() < 5 {
+                    continue;
+                }
+                let (Ok(l), Ok(c)) = (
+                    parts[1].trim().parse::<usize>(),
+                    parts[2].trim().parse::<usize>(),
+                ) else {
+                    continue;
+                };
+                diags.push(Diag {
+                    path: abs(parts[0]),
+                    line: l,
+                    column: c,
+                    severity: sev(parts[3].trim()),
+                    code: String::new(),
+                    message: parts[4].trim().to_string(),
+                    source: String::new(),
+                });
+            }
+        }
+    }
+    diags
+}
+
+impl LanguageServers {
+    /// Run the checker of the first language whose root is found from the workdir and whose
+    /// checker binary resolves.
+    pub async fn project_check(&self, ctx: &CallCtx) -> Result<Value, ToolError> {
+        let mut reasons = Vec::new();
+        for (language, spec) in self.languages() {
+            let Some(cmd) = spec.checker.clone().filter(|c| !c.is_empty()) else {
+                continue;
+            };
+            let Some(root) = locate::find_root(&ctx.workdir, &spec.markers) else {
+                continue;
+            };
+            let probe = crate::config::LanguageSpec {
+                servers: vec![cmd.clone()],
+                ..spec.clone()
+            };
+            let path_var = self.launcher_path();
+            let resolved =
+                match locate::resolve_binary(&probe, &root, &self.config.search_path, &path_var) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        reasons.push(format!("{language}: checker {e}"));
+                        continue;
+                    }
+                };
+            let format = spec.checker_format.clone().unwrap_or_else(|| "gcc".into());
+            let (out, status) = self
+                .run_checker(&resolved.program, &cmd[1..], &root)
+                .await?;
+            let mut diags = parse(&format, &out, &root);
+            diags.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
+            let total = diags.len();
+            let mut text: String = diags
+                .iter()
+                .take(SHOWN_MAX)
+                .map(|d| d.line_text(&ctx.workdir) + "\n")
+                .collect();
+            if total == 0 {
+                text = format!("{}: no diagnostics ({status})\n", cmd.join(" "));
+            } else if total > SHOWN_MAX {
+                text.push_str(&format!("(showing {SHOWN_MAX} of {total})\n"));
+            }
+            return Ok(json!({
+                "text": text,
+                "checker": cmd.join(" "),
+                "root": show_path(&root, &ctx.workdir),
+                "exit": status,
+                "total": total,
+                "diagnostics": diags.iter().take(SHOWN_MAX).map(|d| d.to_json(&ctx.workdir)).collect::<Vec<_>>(),
+            }));
+        }
+        Err(ToolError::new(
+            ErrorKind::NotAvailable,
+            format!(
+                "no project checker runs here{}",
+                if reasons.is_empty() {
+                    " (no language's root marker found from the workdir)".into()
+                } else {
+                    format!(": {}", reasons.join("; "))
+                }
+            ),
+            "configure [lsp.languages.<name>] checker, or ask for one file's diagnostics",
+        ))
+    }
+
+    async fn run_checker(
+        &self,
+        program: &Path,
+        args: &[String],
+        root: &Path,
+    ) -> Result<(String, String), ToolError> {
+        let io = |m: String| ToolError::new(ErrorKind::Io, m, "check the checker command");
+        let spec = self.launcher().spec(
+            &program.display().to_string(),
+            args,
+            root,
+            false,
+            "lsp/checker",
+        );
+        let spawned = process::spawn(spec)
+            .await
+            .map_err(|e| io(format!("cannot start the checker: {e}")))?;
+        let _guard = spawned.guard;
+        let mut stdout = spawned.stdout;
+        let mut stderr = spawned.stderr;
+        let mut exit = spawned.exit;
+        let timeout = Duration::from_secs(self.config.checker_timeout_s);
+        let run = async {
+            let mut out = Vec::new();
+            let mut err = Vec::new();
+            let mut out_r = (&mut stdout).take(OUTPUT_MAX as u64);
+            let mut err_r = (&mut stderr).take(1 << 20);
+            let _ = tokio::join!(out_r.read_to_end(&mut out), err_r.read_to_end(&mut err));
+            let status = exit.wait_for(|s| s.is_some()).await.ok().and_then(|s| *s);
+            (out, status)
+        };
+        match tokio::time::timeout(timeout, run).await {
+            Ok((out, status)) => Ok((
+                String::from_utf8_lossy(&out).into_owned(),
+                status
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "unknown exit".into()),
+            )),
+            Err(_) => Err(ToolError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the checker ran longer than {} s and was killed",
+                    timeout.as_secs()
+                ),
+                "raise [lsp] checker_timeout_s, or check single files",
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_format() {
+        let root = Path::new("/r");
+        let py = r#"{"generalDiagnostics":[{"file":"/r/a.py","severity":"error","message":"x is not defined","range":{"start":{"line":2,"character":4}},"rule":"reportUndefinedVariable"}]}"#;
+        let d = parse("pyright-json", py, root);
+        assert_eq!(
+            (d[0].line, d[0].column, d[0].code.as_str()),
+            (3, 5, "reportUndefinedVariable")
+        );
+        let tsc = "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.";
+        let d = parse("tsc", tsc, root);
+        assert_eq!(
+            (d[0].path.as_path(), d[0].line, d[0].code.as_str()),
+            (Path::new("/r/src/a.ts"), 3, "TS2322")
+        );
+        let cargo = r#"{"reason":"compiler-message","message":{"level":"error","message":"mismatched types","code":{"code":"E0308"},"spans":[{"file_name":"src/main.rs","line_start":4,"column_start":9,"is_primary":true}]}}"#;
+        let d = parse("cargo-json", cargo, root);
+        assert_eq!(
+            (d[0].line, d[0].code.as_str(), d[0].severity),
+            (4, "E0308", 1)
+        );
+        let d = parse("gcc", "main.go:3:2: error: undefined: x", root);
+        assert_eq!((d[0].line, d[0].message.as_str()), (3, "undefined: x"));
+    }
+}

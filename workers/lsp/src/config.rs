@@ -1,0 +1,188 @@
+//! The server registry as data: which language servers exist, which files they cover, which
+//! root markers start them, which binaries run them, and which checker `diagnostics "*"` runs.
+//! Embedded defaults; the daemon's TOML config may replace or add languages (`[lsp]`).
+//!
+//! The config file is, with `protocol`, the one serde user: these types are read-only input.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// One language and the server that covers it.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LanguageSpec {
+    /// File extensions (without the dot) this language covers.
+    pub extensions: Vec<String>,
+    /// Files or directories that mark a project root; the nearest directory (walking up from
+    /// the file) holding any of them is the server's root.
+    pub markers: Vec<String>,
+    /// Candidate commands, program first, tried in order: the first whose program resolves
+    /// (project-local first) runs.
+    pub servers: Vec<Vec<String>>,
+    /// The project's checker for `diagnostics` with `file: "*"`, run in the root.
+    #[serde(default)]
+    pub checker: Option<Vec<String>>,
+    /// How to read the checker's output: `pyright-json`, `cargo-json`, `tsc`, `gcc` (file:line:col: severity: message).
+    #[serde(default)]
+    pub checker_format: Option<String>,
+    /// `initializationOptions` sent to the server, as JSON text.
+    #[serde(default)]
+    pub init_options: Option<String>,
+}
+
+/// The `[lsp]` section of the daemon config.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LspConfig {
+    /// Languages by name; an entry here replaces the embedded one of the same name.
+    pub languages: BTreeMap<String, LanguageSpec>,
+    /// Directories searched for server binaries after the project-local ones and before
+    /// `$PATH` (e.g. a shared tool directory).
+    pub search_path: Vec<String>,
+    /// A server unused this long is shut down (0: never).
+    pub idle_ttl_s: u64,
+    /// Longest wait for `initialize`.
+    pub init_timeout_s: u64,
+    /// Longest wait for any one request.
+    pub request_timeout_s: u64,
+    /// Longest a call waits for a starting or indexing server before `not_ready`.
+    pub ready_wait_s: u64,
+    /// Quiet time after the last progress event (or first open of a file) before the server
+    /// counts as settled.
+    pub settle_ms: u64,
+    /// Longest wait for pushed diagnostics of the current version.
+    pub diagnostics_wait_s: u64,
+    /// Longest run of a project checker (`diagnostics "*"`).
+    pub checker_timeout_s: u64,
+}
+
+impl Default for LspConfig {
+    fn default() -> Self {
+        LspConfig {
+            languages: BTreeMap::new(),
+            search_path: Vec::new(),
+            idle_ttl_s: 15 * 60,
+            init_timeout_s: 60,
+            request_timeout_s: 30,
+            ready_wait_s: 60,
+            settle_ms: 300,
+            diagnostics_wait_s: 30,
+            checker_timeout_s: 600,
+        }
+    }
+}
+
+impl LspConfig {
+    pub fn idle_ttl(&self) -> Option<Duration> {
+        (self.idle_ttl_s > 0).then(|| Duration::from_secs(self.idle_ttl_s))
+    }
+
+    /// Embedded languages overlaid with the configured ones.
+    pub fn languages(&self) -> BTreeMap<String, LanguageSpec> {
+        let mut all = default_languages();
+        for (name, spec) in &self.languages {
+            all.insert(name.clone(), spec.clone());
+        }
+        all
+    }
+}
+
+fn v(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The embedded registry.
+pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
+    let mut m = BTreeMap::new();
+    m.insert(
+        "python".into(),
+        LanguageSpec {
+            extensions: v(&["py", "pyi"]),
+            markers: v(&[
+                "pyproject.toml",
+                "setup.py",
+                "setup.cfg",
+                "requirements.txt",
+                "pyrightconfig.json",
+            ]),
+            servers: vec![v(&["pyright-langserver", "--stdio"]), v(&["pylsp"])],
+            checker: Some(v(&["pyright", "--outputjson"])),
+            checker_format: Some("pyright-json".into()),
+            init_options: None,
+        },
+    );
+    m.insert(
+        "typescript".into(),
+        LanguageSpec {
+            extensions: v(&["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"]),
+            markers: v(&["tsconfig.json", "jsconfig.json", "package.json"]),
+            servers: vec![v(&["typescript-language-server", "--stdio"])],
+            checker: Some(v(&["tsc", "--noEmit", "--pretty", "false"])),
+            checker_format: Some("tsc".into()),
+            init_options: None,
+        },
+    );
+    m.insert(
+        "rust".into(),
+        LanguageSpec {
+            extensions: v(&["rs"]),
+            markers: v(&["Cargo.toml"]),
+            servers: vec![v(&["rust-analyzer"])],
+            checker: Some(v(&["cargo", "check", "--message-format=json"])),
+            checker_format: Some("cargo-json".into()),
+            init_options: None,
+        },
+    );
+    m.insert(
+        "c".into(),
+        LanguageSpec {
+            extensions: v(&["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"]),
+            markers: v(&[
+                "compile_commands.json",
+                "compile_flags.txt",
+                "CMakeLists.txt",
+                ".clangd",
+            ]),
+            servers: vec![v(&["clangd"])],
+            checker: None,
+            checker_format: None,
+            init_options: None,
+        },
+    );
+    m.insert(
+        "go".into(),
+        LanguageSpec {
+            extensions: v(&["go"]),
+            markers: v(&["go.mod"]),
+            servers: vec![v(&["gopls"])],
+            checker: Some(v(&["go", "vet", "./..."])),
+            checker_format: Some("gcc".into()),
+            init_options: None,
+        },
+    );
+    m.insert(
+        "dart".into(),
+        LanguageSpec {
+            extensions: v(&["dart"]),
+            markers: v(&["pubspec.yaml"]),
+            servers: vec![v(&["dart", "language-server", "--protocol=lsp"])],
+            checker: Some(v(&["dart", "analyze"])),
+            checker_format: None,
+            init_options: None,
+        },
+    );
+    m
+}
+
+/// The LSP `languageId` of a file, by extension.
+pub fn language_id(language: &str, extension: &str) -> String {
+    match (language, extension) {
+        ("typescript", "tsx") => "typescriptreact".into(),
+        ("typescript", "js" | "mjs" | "cjs") => "javascript".into(),
+        ("typescript", "jsx") => "javascriptreact".into(),
+        ("c", "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx") => "cpp".into(),
+        (lang, _) => lang.to_string(),
+    }
+}

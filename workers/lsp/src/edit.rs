@@ -1,0 +1,373 @@
+//! `lsp_rename` and workspace-edit application: every file of the edit is computed in memory
+//! first (versions checked against what the server saw and what is on disk), then written
+//! atomically file by file (temp + rename), and on any failure the files already written are
+//! restored — all or nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::LspRenameArgs;
+
+use crate::ops::{CallCtx, resolve_path};
+use crate::position::{self, Encoding};
+use crate::render::show_path;
+use crate::server::ServerShared;
+use crate::servers::LanguageServers;
+use crate::uri;
+
+/// One file's part of a workspace edit.
+#[derive(Debug)]
+pub struct FileChange {
+    pub path: PathBuf,
+    pub old: String,
+    pub new: String,
+    pub edits: usize,
+}
+
+fn conflict(msg: String) -> ToolError {
+    ToolError::new(
+        ErrorKind::Conflict,
+        msg,
+        "nothing was written; re-run the rename (the server now sees the current files)",
+    )
+}
+
+/// Byte offset of an LSP position in `text`.
+fn offset(text: &str, pos: &Value, enc: Encoding) -> Option<usize> {
+    let line = pos.get("line")?.as_u64()? as usize;
+    let col = pos.get("character")?.as_u64()? as u32;
+    let mut start = 0usize;
+    for _ in 0..line {
+        match text[start..].find('\n') {
+            Some(i) => start += i + 1,
+            None => return Some(text.len()),
+        }
+    }
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line_text = &text[start..end];
+    Some(start + enc.byte(line_text, col))
+}
+
+/// Apply text edits (LSP `TextEdit[]`) to `text`.
+pub fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String, String> {
+    let mut spans = Vec::new();
+    for e in edits {
+        let range = e.get("range").ok_or("an edit without a range")?;
+        let s = offset(text, &range["start"], enc).ok_or("a bad start position")?;
+        let t = offset(text, &range["end"], enc).ok_or("a bad end position")?;
+        if t < s {
+            return Err("an edit whose end is before its start".into());
+        }
+        let new = e.get("newText").and_then(Value::as_str).unwrap_or("");
+        spans.push((s, t, new));
+    }
+    spans.sort_by_key(|&(s, t, _)| (s, t));
+    for w in spans.windows(2) {
+        if w[1].0 < w[0].1 {
+            return Err("overlapping edits".into());
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (s, t, new) in spans {
+        out.push_str(&text[at..s]);
+        out.push_str(new);
+        at = t;
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
+/// Compute every file's new text from a `WorkspaceEdit`, checking versions against what the
+/// server was sent and the disk.
+pub fn plan_edit(
+    shared: &ServerShared,
+    edit: &Value,
+    enc: Encoding,
+) -> Result<Vec<FileChange>, ToolError> {
+    let mut per_file: BTreeMap<PathBuf, (Vec<Value>, Option<i64>)> = BTreeMap::new();
+    if let Some(changes) = edit.get("documentChanges").and_then(Value::as_array) {
+        for c in changes {
+            if let Some(kind) = c.get("kind").and_then(Value::as_str) {
+                return Err(ToolError::new(
+                    ErrorKind::NotAvailable,
+                    format!(
+                        "the rename needs a file operation ({kind}), which lsp_rename does not apply"
+                    ),
+                    "nothing was written; rename the file by hand, then the symbol",
+                ));
+            }
+            let u = c
+                .pointer("/textDocument/uri")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let path = uri::to_path(u)
+                .ok_or_else(|| conflict(format!("the edit names a non-file URI {u:?}")))?;
+            let version = c.pointer("/textDocument/version").and_then(Value::as_i64);
+            let entry = per_file.entry(path).or_default();
+            entry.0.extend(
+                c.get("edits")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            if version.is_some() {
+                entry.1 = version;
+            }
+        }
+    } else if let Some(changes) = edit.get("changes").and_then(Value::as_object) {
+        for (u, edits) in changes {
+            let path = uri::to_path(u)
+                .ok_or_else(|| conflict(format!("the edit names a non-file URI {u:?}")))?;
+            per_file
+                .entry(path)
+                .or_default()
+                .0
+                .extend(edits.as_array().cloned().unwrap_or_default());
+        }
+    }
+    let mut out = Vec::new();
+    for (path, (edits, version)) in per_file {
+        let old = std::fs::read_to_string(&path)
+            .map_err(|e| conflict(format!("cannot read {}: {e}", path.display())))?;
+        if let Some(doc) = shared.doc(&uri::from_path(&path)) {
+            if doc.text != old {
+                return Err(conflict(format!(
+                    "{} changed on disk since the server read it",
+                    path.display()
+                )));
+            }
+            if let Some(v) = version
+                && v != i64::from(doc.version)
+            {
+                return Err(conflict(format!(
+                    "the edit is for version {v} of {} but the server has version {}",
+                    path.display(),
+                    doc.version
+                )));
+            }
+        }
+        let new = apply_edits(&old, &edits, enc)
+            .map_err(|e| conflict(format!("cannot apply the edit to {}: {e}", path.display())))?;
+        out.push(FileChange {
+            path,
+            old,
+            new,
+            edits: edits.len(),
+        });
+    }
+    Ok(out)
+}
+
+/// Write every change or none: temp files first, then renames; a failed rename restores the
+/// files already replaced.
+pub fn write_all(changes: &[FileChange]) -> Result<(), ToolError> {
+    let io = |m: String| {
+        ToolError::new(
+            ErrorKind::Io,
+            m,
+            "nothing was changed; check permissions and disk space",
+        )
+    };
+    let mut temps = Vec::new();
+    for (i, c) in changes.iter().enumerate() {
+        let dir = c.path.parent().unwrap_or(Path::new("/"));
+        let name = c
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(
+            ".{name}.toolvisor-rename-{}-{i}",
+            std::process::id()
+        ));
+        let perms = std::fs::metadata(&c.path).map(|m| m.permissions()).ok();
+        let written = std::fs::write(&tmp, &c.new).and_then(|_| match perms {
+            Some(p) => std::fs::set_permissions(&tmp, p),
+            None => Ok(()),
+        });
+        if let Err(e) = written {
+            for t in &temps {
+                let _ = std::fs::remove_file(t);
+            }
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io(format!("cannot write {}: {e}", tmp.display())));
+        }
+        temps.push(tmp);
+    }
+    for (i, (c, tmp)) in changes.iter().zip(&temps).enumerate() {
+        if let Err(e) = std::fs::rename(tmp, &c.path) {
+            for done in &changes[..i] {
+                let _ = std::fs::write(&done.path, &done.old);
+            }
+            for t in &temps[i..] {
+                let _ = std::fs::remove_file(t);
+            }
+            return Err(io(format!(
+                "cannot replace {}: {e} (files already replaced were restored)",
+                c.path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl LanguageServers {
+    /// `lsp_rename {file, line, symbol, new_name}`.
+    pub async fn rename(&self, ctx: &CallCtx, args: LspRenameArgs) -> Result<Value, ToolError> {
+        let path = resolve_path(&ctx.workdir, &args.file);
+        let mut opened = self.open(&path).await?;
+        let shown = show_path(&path, &ctx.workdir);
+        let line = args.line as usize;
+        let (src, byte) = position::locate(
+            &opened.text,
+            &shown,
+            line,
+            &args.symbol,
+            args.occurrence.map(|o| o as usize),
+        )?;
+        if !opened.conn.supports("renameProvider") {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                format!("{} does not support rename", opened.conn.name),
+                "use ast_edit, or edit by hand",
+            ));
+        }
+        self.ready(&opened.shared).await?;
+        let enc = opened.conn.encoding;
+        let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
+        let doc = json!({"uri": opened.uri});
+        if opened.conn.caps.pointer("/renameProvider/prepareProvider") == Some(&Value::Bool(true)) {
+            let prep = self
+                .request(
+                    &mut opened,
+                    "textDocument/prepareRename",
+                    json!({"textDocument": doc, "position": pos}),
+                )
+                .await?;
+            if prep.is_null() {
+                return Err(ToolError::new(
+                    ErrorKind::InvalidArgs,
+                    format!(
+                        "`{}` at {shown}:{line} cannot be renamed (the server says so)",
+                        args.symbol
+                    ),
+                    "point at a symbol the project defines",
+                ));
+            }
+        }
+        let edit = self
+            .request(
+                &mut opened,
+                "textDocument/rename",
+                json!({"textDocument": doc, "position": pos, "newName": args.new_name}),
+            )
+            .await?;
+        if edit.is_null() {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "the server found nothing to rename for `{}` at {shown}:{line}",
+                    args.symbol
+                ),
+                "point at the symbol's name",
+            ));
+        }
+        let _sync = opened.shared.sync_lock.lock().await;
+        let changes = plan_edit(&opened.shared, &edit, enc)?;
+        write_all(&changes)?;
+        drop(_sync);
+        let total: usize = changes.iter().map(|c| c.edits).sum();
+        let files: Vec<Value> = changes
+            .iter()
+            .map(|c| json!({"path": show_path(&c.path, &ctx.workdir), "edits": c.edits}))
+            .collect();
+        let mut text = format!(
+            "renamed `{}` to `{}`: {total} edits in {} files\n",
+            args.symbol,
+            args.new_name,
+            changes.len()
+        );
+        for c in &changes {
+            text.push_str(&format!(
+                "  {}: {} edits\n",
+                show_path(&c.path, &ctx.workdir),
+                c.edits
+            ));
+        }
+        let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
+        let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
+        text.push_str(diags["text"].as_str().unwrap_or(""));
+        Ok(json!({"text": text, "files": files, "edits": total, "diagnostics": diags}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_apply_in_any_order_and_respect_the_encoding() {
+        let text = "x = '😀'; y = x\nprint(x)\n";
+        let e = |l: u64, s: u64, t: u64| json!({"range": {"start": {"line": l, "character": s}, "end": {"line": l, "character": t}}, "newText": "value"});
+        // UTF-16: 😀 is two units, so the second `x` on line 0 is at 14.
+        let out = apply_edits(
+            text,
+            &[e(1, 6, 7), e(0, 0, 1), e(0, 14, 15)],
+            Encoding::Utf16,
+        )
+        .unwrap();
+        assert_eq!(out, "value = '😀'; y = value\nprint(value)\n");
+        assert!(apply_edits(text, &[e(0, 0, 3), e(0, 1, 2)], Encoding::Utf16).is_err());
+    }
+
+    #[test]
+    fn write_all_writes_every_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = tmp.path().join("a.txt");
+        let b = tmp.path().join("b.txt");
+        std::fs::write(&a, "1").unwrap();
+        std::fs::write(&b, "2").unwrap();
+        let changes = vec![
+            FileChange {
+                path: a.clone(),
+                old: "1".into(),
+                new: "one".into(),
+                edits: 1,
+            },
+            FileChange {
+                path: b.clone(),
+                old: "2".into(),
+                new: "two".into(),
+                edits: 1,
+            },
+        ];
+        write_all(&changes).unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "one");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "two");
+        // A change into a missing directory fails before anything is replaced.
+        let bad = vec![
+            FileChange {
+                path: a.clone(),
+                old: "one".into(),
+                new: "uno".into(),
+                edits: 1,
+            },
+            FileChange {
+                path: tmp.path().join("nope/c.txt"),
+                old: String::new(),
+                new: "x".into(),
+                edits: 1,
+            },
+        ];
+        assert!(write_all(&bad).is_err());
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "one");
+        assert_eq!(
+            std::fs::read_dir(tmp.path()).unwrap().count(),
+            2,
+            "no temp file left"
+        );
+    }
+}

@@ -1,0 +1,23 @@
+//! Language servers for the `lsp`, `lsp_rename` and `synced_write` tools, and the
+//! diagnostics folded into file writes.
+//!
+//! One server per (language, root), shared by every conversation on that root, each an actor
+//! ([`server::ServerActor`]) under the daemon's `language_servers` kind supervisor; the
+//! [`servers::LanguageServers`] manager applies the start rule (root marker AND binary),
+//! starts servers, waits for readiness, and answers the ops ([`ops`], [`edit`], [`checker`]).
+
+pub mod checker;
+pub mod config;
+pub mod edit;
+pub mod ledger;
+pub mod locate;
+pub mod ops;
+pub mod position;
+pub mod render;
+pub mod server;
+pub mod servers;
+pub mod uri;
+
+pub use config::LspConfig;
+pub use ops::CallCtx;
+pub use servers::LanguageServers;

@@ -1,0 +1,175 @@
+//! The start rule: a server starts only where BOTH its root marker exists (walking up from
+//! the file) AND its binary resolves (project-local `node_modules/.bin`, `.venv/bin`,
+//! `venv/bin` first, then the configured search path, then `$PATH`). Each half says exactly
+//! what it looked for and where when it fails.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::config::LanguageSpec;
+
+/// Which language covers `path`, by extension.
+pub fn language_of<'a>(
+    languages: &'a std::collections::BTreeMap<String, LanguageSpec>,
+    path: &Path,
+) -> Option<(&'a str, &'a LanguageSpec)> {
+    let ext = path.extension()?.to_str()?;
+    languages
+        .iter()
+        .find(|(_, spec)| spec.extensions.iter().any(|e| e == ext))
+        .map(|(name, spec)| (name.as_str(), spec))
+}
+
+/// The nearest directory at or above `start` holding one of `markers`.
+pub fn find_root(start: &Path, markers: &[String]) -> Option<PathBuf> {
+    let mut dir = if start.is_dir() {
+        Some(start)
+    } else {
+        start.parent()
+    };
+    while let Some(d) = dir {
+        if markers.iter().any(|m| d.join(m).exists()) {
+            return Some(d.to_path_buf());
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// A server binary that resolved, and where.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    /// The command as configured (program first).
+    pub command: Vec<String>,
+    /// The absolute program path found.
+    pub program: PathBuf,
+}
+
+/// Why no candidate binary resolved: what was looked for, and where.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotFound {
+    pub looked_for: Vec<String>,
+    pub searched: Vec<String>,
+}
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "binary not found: looked for {} in {}",
+            self.looked_for
+                .iter()
+                .map(|b| format!("`{b}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.searched.join(", ")
+        )
+    }
+}
+
+/// The directories searched for a server binary, in order.
+pub fn search_dirs(root: &Path, extra: &[String], path_var: &str) -> Vec<PathBuf> {
+    let mut dirs = vec![
+        root.join("node_modules/.bin"),
+        root.join(".venv/bin"),
+        root.join("venv/bin"),
+    ];
+    dirs.extend(extra.iter().map(PathBuf::from));
+    dirs.extend(
+        path_var
+            .split(':')
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from),
+    );
+    dirs
+}
+
+/// The first candidate command whose program resolves.
+pub fn resolve_binary(
+    spec: &LanguageSpec,
+    root: &Path,
+    extra: &[String],
+    path_var: &str,
+) -> Result<Resolved, NotFound> {
+    let dirs = search_dirs(root, extra, path_var);
+    for command in &spec.servers {
+        let Some(program) = command.first() else {
+            continue;
+        };
+        if program.contains('/') {
+            let p = root.join(program);
+            if is_executable(&p) {
+                return Ok(Resolved {
+                    command: command.clone(),
+                    program: p,
+                });
+            }
+            continue;
+        }
+        for dir in &dirs {
+            let p = dir.join(program);
+            if is_executable(&p) {
+                return Ok(Resolved {
+                    command: command.clone(),
+                    program: p,
+                });
+            }
+        }
+    }
+    let mut searched: Vec<String> = dirs
+        .iter()
+        .take(3 + extra.len())
+        .map(|d| d.display().to_string())
+        .collect();
+    searched.push(format!("$PATH ({path_var})"));
+    Err(NotFound {
+        looked_for: spec
+            .servers
+            .iter()
+            .filter_map(|c| c.first().cloned())
+            .collect(),
+        searched,
+    })
+}
+
+fn is_executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::default_languages;
+
+    #[test]
+    fn root_is_the_nearest_marker_and_local_binaries_win() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join("pkg/sub")).unwrap();
+        std::fs::write(root.join("pyproject.toml"), "").unwrap();
+        let langs = default_languages();
+        let file = root.join("pkg/sub/m.py");
+        let (name, spec) = language_of(&langs, &file).unwrap();
+        assert_eq!(name, "python");
+        assert_eq!(
+            find_root(&file, &spec.markers).as_deref(),
+            Some(root.as_path())
+        );
+        assert_eq!(find_root(tmp.path(), &["no-such-marker".into()]), None);
+
+        let err = resolve_binary(spec, &root, &[], "/nonexistent").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("`pyright-langserver`, `pylsp`"), "{text}");
+        assert!(text.contains("node_modules/.bin"), "{text}");
+        assert!(text.contains("$PATH (/nonexistent)"), "{text}");
+
+        let bin = root.join(".venv/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("pylsp"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(bin.join("pylsp"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let found = resolve_binary(spec, &root, &[], "/nonexistent").unwrap();
+        assert_eq!(found.program, bin.join("pylsp"));
+        assert_eq!(found.command, vec!["pylsp".to_string()]);
+    }
+}

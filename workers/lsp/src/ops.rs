@@ -1,0 +1,797 @@
+//! The `lsp` operations, `synced_write`, and the diagnostics-on-write fold used by the file
+//! tools. Every answer names the server and its state; an empty answer comes only from a
+//! server that is ready and settled.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolvisor_jsonrpc::RpcError;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::LspArgs;
+
+use crate::config::language_id;
+use crate::position;
+use crate::render::{self, Diag, Sources};
+use crate::server::{Conn, ServerShared};
+use crate::servers::{LanguageServers, NoServer, not_ready};
+use crate::uri;
+
+pub const REFERENCES_MAX: usize = 50;
+pub const WORKSPACE_SYMBOLS_MAX: usize = 100;
+pub const DOCUMENT_SYMBOLS_MAX: usize = 200;
+pub const CODE_ACTIONS_MAX: usize = 50;
+
+/// Who is calling: the workdir relative paths resolve against, and the run whose ledger
+/// diagnostics are folded into.
+#[derive(Clone, Debug)]
+pub struct CallCtx {
+    pub workdir: PathBuf,
+    pub run: String,
+}
+
+/// A file synced to its server, ready for a request.
+pub struct Opened {
+    pub shared: Arc<ServerShared>,
+    pub conn: Arc<Conn>,
+    pub path: PathBuf,
+    pub uri: String,
+    pub text: String,
+    pub version: i32,
+    /// Whether the sync sent anything (the server's view changed).
+    pub changed: bool,
+    /// The highest diagnostics sequence number seen before the sync.
+    pub seq_before: u64,
+}
+
+fn invalid(msg: String, hint: &str) -> ToolError {
+    ToolError::new(ErrorKind::InvalidArgs, msg, hint)
+}
+
+pub fn resolve_path(workdir: &Path, file: &str) -> PathBuf {
+    let p = Path::new(file);
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        workdir.join(p)
+    };
+    std::fs::canonicalize(&joined).unwrap_or(joined)
+}
+
+fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
+    match e {
+        RpcError::Timeout { method, after_ms } => ToolError::new(
+            ErrorKind::Timeout,
+            format!(
+                "language server {} did not answer `{method}` within {} s (the request was cancelled)",
+                shared.id,
+                after_ms / 1000
+            ),
+            "the server may be stuck on a large project; retry, or `lsp reload` it",
+        ),
+        RpcError::StreamClosed => ToolError::new(
+            ErrorKind::ResourceFailed,
+            format!("language server {} crashed while answering", shared.id),
+            "it is being restarted; retry the call",
+        ),
+        RpcError::Server {
+            method,
+            code,
+            message,
+        } => {
+            let kind = match code {
+                -32602 | -32803 => ErrorKind::InvalidArgs,
+                -32802..=-32800 => ErrorKind::NotReady,
+                _ => ErrorKind::ResourceFailed,
+            };
+            ToolError::new(
+                kind,
+                format!(
+                    "language server {} refused `{method}`: {message} (code {code})",
+                    shared.id
+                ),
+                "check the position; `lsp status` shows the server's state",
+            )
+        }
+        RpcError::Encode { method, message } => ToolError::new(
+            ErrorKind::Internal,
+            format!("cannot encode `{method}`: {message}"),
+            "report this as a bug",
+        ),
+    }
+}
+
+impl LanguageServers {
+    /// Read `path` from disk and make the server's view equal it.
+    pub async fn open(&self, path: &Path) -> Result<Opened, ToolError> {
+        let plan = self.plan(path).map_err(|e| e.to_error())?;
+        let shared = self.shared(&plan);
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let lang_id = language_id(&plan.language, ext);
+        for attempt in 0..2 {
+            let conn = self.ensure(&shared).await?;
+            let _sync = shared.sync_lock.lock().await;
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                ToolError::new(
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        ErrorKind::NotFound
+                    } else {
+                        ErrorKind::Io
+                    },
+                    format!("cannot read {}: {e}", path.display()),
+                    "check the path (relative paths start at the workdir)",
+                )
+            })?;
+            let seq_before = shared.diag_seq();
+            shared.refresh_open(&conn, &uri::from_path(path));
+            match shared.sync_text(&conn, path, &text, &lang_id) {
+                Ok((version, changed)) => {
+                    return Ok(Opened {
+                        uri: uri::from_path(path),
+                        shared: shared.clone(),
+                        conn,
+                        path: path.to_path_buf(),
+                        text,
+                        version,
+                        changed,
+                        seq_before,
+                    });
+                }
+                Err(e) if attempt == 0 => {
+                    tracing::info!(server = shared.id, error = %e, "sync hit a dead connection; waiting for the restart");
+                    continue;
+                }
+                Err(e) => return Err(rpc_error(&shared, e)),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// A request on an opened file; a crash in between is waited out once (the restart
+    /// re-opens the documents), so the caller gets the answer of the new incarnation.
+    pub async fn request(
+        &self,
+        opened: &mut Opened,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ToolError> {
+        let shared = opened.shared.clone();
+        let mut retried = false;
+        loop {
+            let result = opened
+                .conn
+                .client
+                .request(method, params.clone(), shared.waits.request)
+                .await;
+            match result {
+                Ok(v) => return Ok(v),
+                Err(RpcError::StreamClosed) if !retried => {
+                    retried = true;
+                    tracing::info!(
+                        server = shared.id,
+                        method,
+                        "server died during a request; retrying after its restart"
+                    );
+                    let path = opened.path.clone();
+                    *opened = self.open(&path).await?;
+                    self.ready(&opened.shared).await?;
+                }
+                Err(RpcError::Server {
+                    code: -32801 | -32802,
+                    ..
+                }) if !retried => {
+                    retried = true;
+                    self.ready(&shared).await?;
+                }
+                Err(e) => return Err(rpc_error(&shared, e)),
+            }
+        }
+    }
+
+    fn server_info(&self, opened: &Opened) -> Value {
+        json!({
+            "id": opened.shared.id,
+            "language": opened.shared.language,
+            "root": opened.shared.root.display().to_string(),
+            "name": opened.conn.name,
+            "pid": opened.conn.pid,
+            "state": opened.shared.readiness().word(),
+            "position_encoding": opened.conn.encoding.name(),
+        })
+    }
+
+    /// `lsp {op, ...}`.
+    pub async fn lsp(&self, ctx: &CallCtx, args: LspArgs) -> Result<Value, ToolError> {
+        match args.op.as_str() {
+            "status" => {
+                let from = args
+                    .file
+                    .as_deref()
+                    .map(|f| resolve_path(&ctx.workdir, f))
+                    .unwrap_or_else(|| ctx.workdir.clone());
+                Ok(self.status(&from).await)
+            }
+            "reload" => self.reload(ctx, args.file.as_deref()).await,
+            "diagnostics" => {
+                let file = need(&args.file, "diagnostics", "file")?;
+                if file == "*" {
+                    return self.project_check(ctx).await;
+                }
+                let path = resolve_path(&ctx.workdir, file);
+                let mut opened = self.open(&path).await?;
+                let diags = self.file_diagnostics(&mut opened).await?;
+                let base = &ctx.workdir;
+                let mut text: String = diags.iter().map(|d| d.line_text(base) + "\n").collect();
+                if diags.is_empty() {
+                    text = format!("no diagnostics in {}\n", render::show_path(&path, base));
+                }
+                Ok(
+                    json!({"text": text, "diagnostics": diags.iter().map(|d| d.to_json(base)).collect::<Vec<_>>(),
+                    "server": self.server_info(&opened)}),
+                )
+            }
+            "symbols" => match (&args.query, &args.file) {
+                (Some(q), _) => self.workspace_symbols(ctx, q, args.file.as_deref()).await,
+                (None, Some(f)) => self.document_symbols(ctx, f).await,
+                (None, None) => Err(invalid(
+                    "lsp symbols: give `query` (workspace search) or `file` (document outline)"
+                        .into(),
+                    "e.g. {\"op\":\"symbols\",\"query\":\"Parser\"} or {\"op\":\"symbols\",\"file\":\"src/app.py\"}",
+                )),
+            },
+            "definition" | "type_definition" | "implementation" | "references" | "hover"
+            | "code_actions" => self.navigate(ctx, &args).await,
+            other => Err(invalid(
+                format!("lsp: unknown op {other:?}"),
+                "see the tool's schema",
+            )),
+        }
+    }
+
+    async fn reload(&self, ctx: &CallCtx, file: Option<&str>) -> Result<Value, ToolError> {
+        let targets: Vec<Arc<ServerShared>> = match file {
+            Some(f) => {
+                let path = resolve_path(&ctx.workdir, f);
+                let plan = self.plan(&path).map_err(|e| e.to_error())?;
+                vec![self.shared(&plan)]
+            }
+            None => self
+                .all()
+                .into_iter()
+                .filter(|s| ctx.workdir.starts_with(&s.root) || s.root.starts_with(&ctx.workdir))
+                .collect(),
+        };
+        if targets.is_empty() {
+            return Ok(
+                json!({"text": "no language server runs for this workdir; nothing to reload\n", "reloaded": []}),
+            );
+        }
+        let mut done = Vec::new();
+        for s in targets {
+            self.stop(&s, "reloaded by `lsp reload`").await;
+            self.ensure_inner(&s, true).await?;
+            done.push(s.id.clone());
+        }
+        Ok(json!({"text": format!("restarted: {}\n", done.join(", ")), "reloaded": done}))
+    }
+
+    /// The current diagnostics of an opened file: pulled where the server supports it, else
+    /// the push for the current version (waited for, then settled).
+    pub async fn file_diagnostics(&self, opened: &mut Opened) -> Result<Vec<Diag>, ToolError> {
+        let items = self.diagnostic_items(opened).await?;
+        let enc = opened.conn.encoding;
+        let mut diags: Vec<Diag> = items
+            .iter()
+            .map(|v| Diag::from_lsp(&opened.path, v, &opened.text, enc))
+            .collect();
+        diags.sort_by_key(|d| (d.line, d.column));
+        Ok(diags)
+    }
+
+    /// The raw LSP diagnostics of the current version of an opened file.
+    pub async fn diagnostic_items(&self, opened: &mut Opened) -> Result<Vec<Value>, ToolError> {
+        self.ready(&opened.shared).await?;
+        if opened.conn.supports("diagnosticProvider") {
+            let params = json!({"textDocument": {"uri": opened.uri}});
+            let r = self
+                .request(opened, "textDocument/diagnostic", params)
+                .await?;
+            Ok(r.get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default())
+        } else {
+            self.pushed(opened).await
+        }
+    }
+
+    async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {
+        let shared = &opened.shared;
+        let deadline = Instant::now() + shared.waits.diagnostics;
+        let settle = shared.waits.settle;
+        let mut events = shared.subscribe();
+        loop {
+            events.borrow_and_update();
+            let now = Instant::now();
+            if let Some(p) = shared.diagnostics(&opened.uri) {
+                let fresh = if opened.changed {
+                    p.seq > opened.seq_before && p.version >= opened.version
+                } else {
+                    p.version >= opened.version
+                };
+                if fresh {
+                    // A versioned publish is definitive; an unversioned one may be followed
+                    // by another for the same change (lint on change, then on save).
+                    if p.versioned || now >= p.at + settle {
+                        return Ok(p.items);
+                    }
+                    let until = (p.at + settle).min(deadline);
+                    let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
+                    if Instant::now() >= deadline {
+                        return Ok(p.items);
+                    }
+                    continue;
+                }
+            }
+            if now >= deadline {
+                return Err(not_ready(format!(
+                    "language server {} published no diagnostics for version {} of {} within {} s",
+                    shared.id,
+                    opened.version,
+                    opened.path.display(),
+                    shared.waits.diagnostics.as_secs()
+                )));
+            }
+            let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+        }
+    }
+
+    async fn navigate(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
+        let op = args.op.as_str();
+        let file = need(&args.file, op, "file")?;
+        let line = args.line.ok_or_else(|| {
+            invalid(
+                format!("lsp {op}: missing required argument `line`"),
+                "navigation needs `file`, `line` (1-based) and `symbol` (a substring on that line)",
+            )
+        })? as usize;
+        let symbol = args
+            .symbol
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                invalid(
+                    format!(
+                        "lsp {op}: missing required argument `symbol`; a position is never guessed"
+                    ),
+                    "give `symbol`: a substring naming the symbol on that line, copied from it",
+                )
+            })?;
+        let path = resolve_path(&ctx.workdir, file);
+        let mut opened = self.open(&path).await?;
+        let shown = render::show_path(&path, &ctx.workdir);
+        let (src, byte) = position::locate(
+            &opened.text,
+            &shown,
+            line,
+            symbol,
+            args.occurrence.map(|o| o as usize),
+        )?;
+        let enc = opened.conn.encoding;
+        let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
+        let end = json!({"line": line - 1, "character": enc.column(&src, byte + symbol.len())});
+        let (method, cap) = match op {
+            "definition" => ("textDocument/definition", "definitionProvider"),
+            "type_definition" => ("textDocument/typeDefinition", "typeDefinitionProvider"),
+            "implementation" => ("textDocument/implementation", "implementationProvider"),
+            "references" => ("textDocument/references", "referencesProvider"),
+            "hover" => ("textDocument/hover", "hoverProvider"),
+            _ => ("textDocument/codeAction", "codeActionProvider"),
+        };
+        if !opened.conn.supports(cap) {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                format!(
+                    "{} ({}) does not support {op}",
+                    opened.conn.name, opened.shared.id
+                ),
+                "use another op, or grep",
+            ));
+        }
+        // References and implementations are index-wide: a partial list from a server still
+        // indexing looks complete, so they wait for readiness first. File-local answers are
+        // asked at once; an empty one from a server that is not ready and settled waits and
+        // asks again below.
+        let index_wide = matches!(op, "references" | "implementation");
+        if index_wide {
+            self.ready(&opened.shared).await?;
+        }
+        let mut params = json!({"textDocument": {"uri": opened.uri}, "position": pos});
+        if op == "references" {
+            params["context"] = json!({"includeDeclaration": true});
+        }
+        if op == "code_actions" {
+            // The server matches its fixes to the diagnostics we send: get this version's.
+            let diags = self
+                .diagnostic_items(&mut opened)
+                .await?
+                .into_iter()
+                .filter(|d| {
+                    let s = d.pointer("/range/start/line").and_then(Value::as_u64);
+                    let e = d.pointer("/range/end/line").and_then(Value::as_u64);
+                    // Overlapping the line or its neighbours: parsers report a missing token
+                    // at the next one (clangd puts "expected ';'" on the following line).
+                    let l = (line - 1) as u64;
+                    matches!((s, e), (Some(s), Some(e)) if s <= l + 1 && l <= e + 1)
+                })
+                .collect::<Vec<_>>();
+            params = json!({"textDocument": {"uri": opened.uri}, "range": {"start": pos, "end": end},
+                "context": {"diagnostics": diags}});
+        }
+        let mut asked = Instant::now();
+        let mut result = self.request(&mut opened, method, params.clone()).await?;
+        if !index_wide && is_empty(&result) && !opened.shared.settled() {
+            self.ready(&opened.shared).await?;
+            asked = Instant::now();
+            result = self.request(&mut opened, method, params).await?;
+        }
+        let mut server = self.server_info(&opened);
+        // The server's own share of the call (request sent → answer parsed), for the
+        // added-latency figure in docs/BENCHMARKS.md.
+        server["request_ms"] = json!(asked.elapsed().as_secs_f64() * 1000.0);
+        let base = &ctx.workdir;
+        let here = format!("`{symbol}` at {shown}:{line}");
+        match op {
+            "hover" => {
+                let md = if result.is_null() {
+                    String::new()
+                } else {
+                    render::hover_markdown(&result)
+                };
+                let text = if md.is_empty() {
+                    format!("no hover information for {here}\n")
+                } else {
+                    md.clone() + "\n"
+                };
+                Ok(json!({"text": text, "markdown": md, "server": server}))
+            }
+            "code_actions" => {
+                let actions: Vec<Value> = result
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .take(CODE_ACTIONS_MAX)
+                    .map(|a| {
+                        json!({"title": a.get("title").and_then(Value::as_str).unwrap_or(""),
+                            "kind": a.get("kind").and_then(Value::as_str),
+                            "preferred": a.get("isPreferred").and_then(Value::as_bool).unwrap_or(false)})
+                    })
+                    .collect();
+                let mut text: String = actions
+                    .iter()
+                    .map(|a| {
+                        format!(
+                            "- {}{}{}\n",
+                            a["title"].as_str().unwrap_or(""),
+                            a["kind"]
+                                .as_str()
+                                .map(|k| format!(" ({k})"))
+                                .unwrap_or_default(),
+                            if a["preferred"] == true {
+                                " [preferred]"
+                            } else {
+                                ""
+                            }
+                        )
+                    })
+                    .collect();
+                if actions.is_empty() {
+                    text = format!("no code actions offered for {here}\n");
+                }
+                Ok(json!({"text": text, "actions": actions, "server": server}))
+            }
+            _ => {
+                let pairs = render::locations(&result);
+                let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
+                let mut sources = Sources::new(&open_text);
+                let locs = render::resolve_locs(&pairs, enc, &mut sources);
+                let total = locs.len();
+                let cut = op == "references" && total > REFERENCES_MAX;
+                let shown_locs = if cut {
+                    &locs[..REFERENCES_MAX]
+                } else {
+                    &locs[..]
+                };
+                let (mut text, items) = render::loc_lines(shown_locs, base);
+                if total == 0 {
+                    text = format!("no {} found for {here}\n", op.replace('_', " "));
+                } else if cut {
+                    text.push_str(&format!(
+                        "(showing {REFERENCES_MAX} of {total} references; the list was cut)\n"
+                    ));
+                }
+                Ok(
+                    json!({"text": text, "locations": items, "total": total, "truncated": cut, "server": server}),
+                )
+            }
+        }
+    }
+
+    async fn document_symbols(&self, ctx: &CallCtx, file: &str) -> Result<Value, ToolError> {
+        let path = resolve_path(&ctx.workdir, file);
+        let mut opened = self.open(&path).await?;
+        let params = json!({"textDocument": {"uri": opened.uri}});
+        let mut result = self
+            .request(&mut opened, "textDocument/documentSymbol", params.clone())
+            .await?;
+        if is_empty(&result) && !opened.shared.settled() {
+            self.ready(&opened.shared).await?;
+            result = self
+                .request(&mut opened, "textDocument/documentSymbol", params)
+                .await?;
+        }
+        let syms = render::document_symbols(&result);
+        let total = syms.len();
+        let cut = total > DOCUMENT_SYMBOLS_MAX;
+        let mut text = String::new();
+        let mut items = Vec::new();
+        for s in syms.iter().take(DOCUMENT_SYMBOLS_MAX) {
+            text.push_str(&format!(
+                "{}{}: {} {}\n",
+                "  ".repeat(s.depth),
+                s.line,
+                s.kind,
+                s.name
+            ));
+            items.push(json!({"name": s.name, "kind": s.kind, "line": s.line, "depth": s.depth}));
+        }
+        if total == 0 {
+            text = format!("no symbols in {}\n", render::show_path(&path, &ctx.workdir));
+        } else if cut {
+            text.push_str(&format!(
+                "(showing {DOCUMENT_SYMBOLS_MAX} of {total} symbols)\n"
+            ));
+        }
+        Ok(
+            json!({"text": text, "symbols": items, "total": total, "truncated": cut,
+            "server": self.server_info(&opened)}),
+        )
+    }
+
+    async fn workspace_symbols(
+        &self,
+        ctx: &CallCtx,
+        query: &str,
+        file: Option<&str>,
+    ) -> Result<Value, ToolError> {
+        // The server to ask: the one covering `file`, else the servers running for the workdir,
+        // else the first language whose root and binary are found from the workdir.
+        let mut opened = match file {
+            Some(f) => self.open(&resolve_path(&ctx.workdir, f)).await?,
+            None => self.open_any(ctx).await?,
+        };
+        self.ready(&opened.shared).await?;
+        let result = self
+            .request(&mut opened, "workspace/symbol", json!({"query": query}))
+            .await?;
+        let syms = render::workspace_symbols(&result);
+        let total = syms.len();
+        let cut = total > WORKSPACE_SYMBOLS_MAX;
+        let mut text = String::new();
+        let mut items = Vec::new();
+        let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
+        let mut sources = Sources::new(&open_text);
+        for s in syms.iter().take(WORKSPACE_SYMBOLS_MAX) {
+            let shown = s
+                .path
+                .as_ref()
+                .map(|p| render::show_path(p, &ctx.workdir))
+                .unwrap_or_default();
+            let src = s
+                .path
+                .as_ref()
+                .and_then(|p| sources.line(p, s.line.saturating_sub(1)))
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "{shown}:{}: {} {}{} — {}\n",
+                s.line,
+                s.kind,
+                s.name,
+                s.container
+                    .as_ref()
+                    .map(|c| format!(" (in {c})"))
+                    .unwrap_or_default(),
+                src.trim()
+            ));
+            items.push(
+                json!({"name": s.name, "kind": s.kind, "path": shown, "line": s.line,
+                "container": s.container}),
+            );
+        }
+        if total == 0 {
+            text = format!("no workspace symbols match {query:?}\n");
+        } else if cut {
+            text.push_str(&format!(
+                "(showing {WORKSPACE_SYMBOLS_MAX} of {total} symbols; refine the query)\n"
+            ));
+        }
+        Ok(
+            json!({"text": text, "symbols": items, "total": total, "truncated": cut,
+            "server": self.server_info(&opened)}),
+        )
+    }
+
+    /// A server for the workdir when no file is named: one already running for it, else the
+    /// first language that would start there (a source file of it is opened).
+    async fn open_any(&self, ctx: &CallCtx) -> Result<Opened, ToolError> {
+        let running = self.all().into_iter().find(|s| {
+            s.conn().is_some()
+                && (ctx.workdir.starts_with(&s.root) || s.root.starts_with(&ctx.workdir))
+        });
+        let mut reasons = Vec::new();
+        let candidates: Vec<String> = match &running {
+            Some(s) => vec![s.language.clone()],
+            None => self.languages().keys().cloned().collect(),
+        };
+        for language in candidates {
+            let spec = &self.languages()[&language];
+            match find_source(&ctx.workdir, &spec.extensions) {
+                Some(file) => match self.plan(&file) {
+                    Ok(_) => return self.open(&file).await,
+                    Err(e) => reasons.push(e.to_string()),
+                },
+                None => reasons.push(format!(
+                    "{language}: no source file under {}",
+                    ctx.workdir.display()
+                )),
+            }
+        }
+        Err(ToolError::new(
+            ErrorKind::NotAvailable,
+            format!(
+                "no language server can search this workspace: {}",
+                reasons.join("; ")
+            ),
+            "pass `file` to pick the server; `lsp status` says why servers do not start",
+        ))
+    }
+
+    /// Sync `paths` (just written) and return the diagnostics new for `run`; where no server
+    /// covers a file, say why. Never fails the write: problems become notes.
+    pub async fn after_write(&self, run: &str, workdir: &Path, paths: &[PathBuf]) -> Value {
+        let mut text = String::new();
+        let mut new_items = Vec::new();
+        let mut notes = Vec::new();
+        for path in paths {
+            let shown = render::show_path(path, workdir);
+            match self.plan(path) {
+                Err(NoServer::NoLanguage { .. }) => {
+                    notes.push(format!(
+                        "{shown}: no diagnostics: no language server covers this file type"
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    notes.push(format!("{shown}: no diagnostics: {e}"));
+                    continue;
+                }
+                Ok(_) => {}
+            }
+            // A write waits at most `diagnostics_wait_s` for its diagnostics (a server still
+            // starting or indexing a large project must not hold the write's answer for the
+            // full `ready_wait_s`); past it the write answers with a note.
+            let wait = Duration::from_secs(self.config.diagnostics_wait_s);
+            let result = tokio::time::timeout(wait, async {
+                let mut opened = self.open(path).await?;
+                self.file_diagnostics(&mut opened).await
+            })
+            .await
+            .unwrap_or_else(|_| {
+                Err(not_ready(format!(
+                    "the server gave no diagnostics within {} s",
+                    wait.as_secs()
+                )))
+            });
+            match result {
+                Ok(diags) => {
+                    // Hints (unused, deprecated, style) are left to `lsp diagnostics`: a write's
+                    // result carries errors, warnings and information only.
+                    let diags: Vec<Diag> = diags.into_iter().filter(|d| d.severity != 4).collect();
+                    let keys: Vec<_> = diags.iter().map(Diag::key).collect();
+                    let fresh = self.ledger.fold(run, path, &keys);
+                    for i in fresh {
+                        text.push_str(&diags[i].line_text(workdir));
+                        text.push('\n');
+                        new_items.push(diags[i].to_json(workdir));
+                    }
+                }
+                Err(e) => notes.push(format!(
+                    "{shown}: no diagnostics: {} ({})",
+                    e.message, e.kind
+                )),
+            }
+        }
+        if new_items.is_empty() && notes.is_empty() {
+            text.push_str("no new diagnostics\n");
+        }
+        for n in &notes {
+            text.push_str(n);
+            text.push('\n');
+        }
+        json!({"text": text, "new": new_items, "notes": notes})
+    }
+
+    /// `synced_write {path}`.
+    pub async fn synced_write(&self, ctx: &CallCtx, path: &str) -> Result<Value, ToolError> {
+        let p = resolve_path(&ctx.workdir, path);
+        if !p.is_file() {
+            return Err(ToolError::new(
+                ErrorKind::NotFound,
+                format!("{} is not a file", p.display()),
+                "call synced_write after writing the file, with its path",
+            ));
+        }
+        let diags = self
+            .after_write(&ctx.run, &ctx.workdir, std::slice::from_ref(&p))
+            .await;
+        Ok(
+            json!({"path": render::show_path(&p, &ctx.workdir), "text": diags["text"],
+            "diagnostics": diags}),
+        )
+    }
+}
+
+/// An answer that says "nothing": null, an empty list, a hover without contents.
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(_) if v.get("contents").is_some() => render::hover_markdown(v).is_empty(),
+        _ => false,
+    }
+}
+
+fn need<'a>(v: &'a Option<String>, op: &str, field: &str) -> Result<&'a str, ToolError> {
+    v.as_deref().ok_or_else(|| {
+        invalid(
+            format!("lsp {op}: missing required argument `{field}`"),
+            &format!("`{op}` needs `{field}`"),
+        )
+    })
+}
+
+/// A source file with one of `extensions` under `dir` (shallow first, bounded).
+fn find_source(dir: &Path, extensions: &[String]) -> Option<PathBuf> {
+    let mut queue = std::collections::VecDeque::from([(dir.to_path_buf(), 0)]);
+    let mut seen = 0;
+    while let Some((d, depth)) = queue.pop_front() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            seen += 1;
+            if seen > 5000 {
+                return None;
+            }
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().to_string();
+            if p.is_dir() {
+                if depth < 4 && !name.starts_with('.') && name != "node_modules" && name != "target"
+                {
+                    queue.push_back((p, depth + 1));
+                }
+            } else if p
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| extensions.iter().any(|e| e == x))
+            {
+                return Some(p);
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,187 @@
+//! Positions as the model gives them (1-based line + a symbol substring) and as servers take
+//! them (0-based line + a column counted in the negotiated encoding: UTF-16 code units by
+//! default, UTF-8 bytes or UTF-32 code points when the server chose them).
+
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+
+/// The negotiated `positionEncoding`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    Utf8,
+    Utf16,
+    Utf32,
+}
+
+impl Encoding {
+    pub fn from_name(name: &str) -> Option<Encoding> {
+        match name {
+            "utf-8" => Some(Encoding::Utf8),
+            "utf-16" => Some(Encoding::Utf16),
+            "utf-32" => Some(Encoding::Utf32),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "utf-8",
+            Encoding::Utf16 => "utf-16",
+            Encoding::Utf32 => "utf-32",
+        }
+    }
+
+    fn units(self, c: char) -> usize {
+        match self {
+            Encoding::Utf8 => c.len_utf8(),
+            Encoding::Utf16 => c.len_utf16(),
+            Encoding::Utf32 => 1,
+        }
+    }
+
+    /// The column of byte offset `byte` of `line`, in this encoding.
+    pub fn column(self, line: &str, byte: usize) -> u32 {
+        let byte = byte.min(line.len());
+        let n: usize = line
+            .char_indices()
+            .take_while(|(i, _)| *i < byte)
+            .map(|(_, c)| self.units(c))
+            .sum();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// The byte offset in `line` of a column in this encoding (clamped to the line; a
+    /// column inside a character rounds down to its start).
+    pub fn byte(self, line: &str, column: u32) -> usize {
+        let mut units = 0usize;
+        for (i, c) in line.char_indices() {
+            if units >= column as usize {
+                return i;
+            }
+            units += self.units(c);
+            if units > column as usize {
+                return i;
+            }
+        }
+        line.len()
+    }
+}
+
+/// The text of 1-based line `n` (without its line ending).
+pub fn line_text(text: &str, n: usize) -> Option<&str> {
+    text.split('\n')
+        .nth(n.checked_sub(1)?)
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+}
+
+/// Byte offsets of every occurrence of `symbol` in `line`, non-overlapping.
+pub fn occurrences(line: &str, symbol: &str) -> Vec<usize> {
+    if symbol.is_empty() {
+        return Vec::new();
+    }
+    line.match_indices(symbol).map(|(i, _)| i).collect()
+}
+
+/// Where `symbol` is on `line` (1-based) of `text`: the byte offset of the chosen occurrence.
+/// Absent → error quoting the line; several without `occurrence` → error listing them.
+pub fn locate(
+    text: &str,
+    path: &str,
+    line: usize,
+    symbol: &str,
+    occurrence: Option<usize>,
+) -> Result<(String, usize), ToolError> {
+    let total = text.split('\n').count();
+    let Some(src) = line_text(text, line) else {
+        return Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!("{path} has {total} lines; there is no line {line}"),
+            "give a 1-based line number inside the file",
+        ));
+    };
+    let found = occurrences(src, symbol);
+    let shown = src.trim_end();
+    match (found.len(), occurrence) {
+        (0, _) => Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!("`{symbol}` is not on {path}:{line}: {shown}"),
+            "give the line the symbol is on and a substring copied from it",
+        )),
+        (1, None | Some(1)) => Ok((src.to_string(), found[0])),
+        (n, None) => {
+            let listed: Vec<String> = found
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| {
+                    format!(
+                        "{}: column {} (…{}…)",
+                        i + 1,
+                        src[..b].chars().count() + 1,
+                        context(src, b, symbol.len())
+                    )
+                })
+                .collect();
+            Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "`{symbol}` occurs {n} times on {path}:{line}: {shown}\n{}",
+                    listed.join("\n")
+                ),
+                "pick one with `occurrence` (1-based), or give a longer, unique substring",
+            ))
+        }
+        (n, Some(k)) if k >= 1 && k <= n => Ok((src.to_string(), found[k - 1])),
+        (n, Some(k)) => Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!("`{symbol}` occurs {n} times on {path}:{line}; occurrence {k} does not exist"),
+            format!("`occurrence` must be between 1 and {n}"),
+        )),
+    }
+}
+
+/// A few characters around an occurrence, to tell occurrences apart.
+fn context(line: &str, byte: usize, len: usize) -> String {
+    let before: String = line[..byte]
+        .chars()
+        .rev()
+        .take(12)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let after: String = line[byte + len..].chars().take(12).collect();
+    format!("{before}[{}]{after}", &line[byte..byte + len])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_follow_the_encoding() {
+        let line = "s = '한글😀'; foo()";
+        let byte = line.find("foo").unwrap();
+        assert_eq!(Encoding::Utf8.column(line, byte), byte as u32);
+        // 한, 글: one UTF-16 unit each; 😀: two.
+        assert_eq!(Encoding::Utf16.column(line, byte), 12);
+        assert_eq!(Encoding::Utf32.column(line, byte), 11);
+        for enc in [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32] {
+            let col = enc.column(line, byte);
+            assert_eq!(enc.byte(line, col), byte, "{enc:?}");
+        }
+        assert_eq!(Encoding::Utf16.byte(line, 999), line.len());
+    }
+
+    #[test]
+    fn locate_errors_quote_the_line_and_list_occurrences() {
+        let text = "a = 1\nb = a + a\n";
+        assert_eq!(locate(text, "f.py", 1, "a", None).unwrap().1, 0);
+        let e = locate(text, "f.py", 2, "a", None).unwrap_err();
+        assert!(e.message.contains("occurs 2 times"), "{}", e.message);
+        assert!(e.message.contains("1: column 5"), "{}", e.message);
+        assert_eq!(locate(text, "f.py", 2, "a", Some(2)).unwrap().1, 8);
+        let e = locate(text, "f.py", 1, "zz", None).unwrap_err();
+        assert!(e.message.contains("f.py:1: a = 1"), "{}", e.message);
+        assert!(locate(text, "f.py", 9, "a", None).is_err());
+        assert!(locate(text, "f.py", 2, "a", Some(3)).is_err());
+    }
+}

@@ -1,0 +1,400 @@
+//! Turning server answers into short text for a model plus a machine-readable list:
+//! `path:line: source line` per location, hover as markdown, symbols as an outline.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::position::{Encoding, line_text};
+use crate::uri;
+
+/// A location resolved to a path and 1-based line and column (characters).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loc {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub text: String,
+}
+
+/// Reads files once per answer; open documents win over the disk.
+pub struct Sources<'a> {
+    cache: HashMap<PathBuf, Option<String>>,
+    open: &'a dyn Fn(&Path) -> Option<String>,
+}
+
+impl<'a> Sources<'a> {
+    pub fn new(open: &'a dyn Fn(&Path) -> Option<String>) -> Self {
+        Sources {
+            cache: HashMap::new(),
+            open,
+        }
+    }
+
+    pub fn line(&mut self, path: &Path, line0: usize) -> Option<String> {
+        let open = self.open;
+        let text = self
+            .cache
+            .entry(path.to_path_buf())
+            .or_insert_with(|| open(path).or_else(|| std::fs::read_to_string(path).ok()));
+        text.as_deref()
+            .and_then(|t| line_text(t, line0 + 1))
+            .map(str::to_string)
+    }
+}
+
+/// The (uri, range) pairs of a definition/references-shaped answer: Location, Location[],
+/// LocationLink[] or null.
+pub fn locations(result: &Value) -> Vec<(String, Value)> {
+    let items: Vec<&Value> = match result {
+        Value::Array(a) => a.iter().collect(),
+        Value::Null => Vec::new(),
+        other => vec![other],
+    };
+    items
+        .into_iter()
+        .filter_map(|v| {
+            if let Some(uri) = v.get("targetUri").and_then(Value::as_str) {
+                let range = v
+                    .get("targetSelectionRange")
+                    .or_else(|| v.get("targetRange"))?;
+                Some((uri.to_string(), range.clone()))
+            } else {
+                let uri = v.get("uri").and_then(Value::as_str)?;
+                Some((
+                    uri.to_string(),
+                    v.get("range").cloned().unwrap_or(Value::Null),
+                ))
+            }
+        })
+        .collect()
+}
+
+pub fn resolve_locs(pairs: &[(String, Value)], enc: Encoding, src: &mut Sources<'_>) -> Vec<Loc> {
+    let mut out: Vec<Loc> = pairs
+        .iter()
+        .filter_map(|(u, range)| {
+            let path = uri::to_path(u)?;
+            let line0 = range
+                .pointer("/start/line")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as usize;
+            let col = range
+                .pointer("/start/character")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as u32;
+            let text = src.line(&path, line0).unwrap_or_default();
+            let byte = enc.byte(&text, col);
+            let column = text[..byte].chars().count() + 1;
+            Some(Loc {
+                path,
+                line: line0 + 1,
+                column,
+                text,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
+    out.dedup();
+    out
+}
+
+/// `path` relative to `base` when under it.
+pub fn show_path(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| path.display().to_string())
+}
+
+pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<Value>) {
+    let mut text = String::new();
+    let mut items = Vec::new();
+    for l in locs {
+        let shown = show_path(&l.path, base);
+        text.push_str(&format!("{shown}:{}: {}\n", l.line, l.text.trim()));
+        items.push(
+            json!({"path": shown, "abs_path": l.path.display().to_string(),
+            "line": l.line, "column": l.column, "text": l.text}),
+        );
+    }
+    (text, items)
+}
+
+/// Hover contents as markdown.
+pub fn hover_markdown(result: &Value) -> String {
+    fn marked(v: &Value) -> String {
+        match v {
+            Value::String(s) => s.clone(),
+            Value::Object(_) => {
+                if let Some(lang) = v.get("language").and_then(Value::as_str) {
+                    format!(
+                        "```{lang}\n{}\n```",
+                        v.get("value").and_then(Value::as_str).unwrap_or("")
+                    )
+                } else {
+                    v.get("value")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                }
+            }
+            Value::Array(a) => a.iter().map(marked).collect::<Vec<_>>().join("\n\n"),
+            _ => String::new(),
+        }
+    }
+    result
+        .get("contents")
+        .map(marked)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+pub fn symbol_kind(k: u64) -> &'static str {
+    const NAMES: [&str; 26] = [
+        "symbol",
+        "file",
+        "module",
+        "namespace",
+        "package",
+        "class",
+        "method",
+        "property",
+        "field",
+        "constructor",
+        "enum",
+        "interface",
+        "function",
+        "variable",
+        "constant",
+        "string",
+        "number",
+        "boolean",
+        "array",
+        "object",
+        "key",
+        "null",
+        "enum member",
+        "struct",
+        "event",
+        "operator",
+    ];
+    NAMES.get(k as usize).copied().unwrap_or("symbol")
+}
+
+/// A flattened outline entry.
+#[derive(Clone, Debug)]
+pub struct Sym {
+    pub name: String,
+    pub kind: &'static str,
+    pub path: Option<PathBuf>,
+    pub line: usize,
+    pub depth: usize,
+    pub container: Option<String>,
+}
+
+/// Document symbols (nested `DocumentSymbol` or flat `SymbolInformation`), depth-first.
+pub fn document_symbols(result: &Value) -> Vec<Sym> {
+    fn walk(v: &Value, depth: usize, out: &mut Vec<Sym>) {
+        let Some(name) = v.get("name").and_then(Value::as_str) else {
+            return;
+        };
+        let kind = symbol_kind(v.get("kind").and_then(Value::as_u64).unwrap_or(0));
+        let range = v
+            .get("selectionRange")
+            .or_else(|| v.get("range"))
+            .or_else(|| v.pointer("/location/range"));
+        let line = range
+            .and_then(|r| r.pointer("/start/line"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as usize
+            + 1;
+        out.push(Sym {
+            name: name.to_string(),
+            kind,
+            path: None,
+            line,
+            depth,
+            container: v
+                .get("containerName")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+        });
+        if let Some(children) = v.get("children").and_then(Value::as_array) {
+            for c in children {
+                walk(c, depth + 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(a) = result.as_array() {
+        for v in a {
+            walk(v, 0, &mut out);
+        }
+    }
+    out
+}
+
+/// Workspace symbols (`SymbolInformation[]` or `WorkspaceSymbol[]`).
+pub fn workspace_symbols(result: &Value) -> Vec<Sym> {
+    result
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| {
+                    let name = v.get("name").and_then(Value::as_str)?;
+                    let loc = v.get("location")?;
+                    let path = loc
+                        .get("uri")
+                        .and_then(Value::as_str)
+                        .and_then(uri::to_path);
+                    let line = loc
+                        .pointer("/range/start/line")
+                        .and_then(Value::as_u64)
+                        .map_or(0, |l| l as usize + 1);
+                    Some(Sym {
+                        name: name.to_string(),
+                        kind: symbol_kind(v.get("kind").and_then(Value::as_u64).unwrap_or(0)),
+                        path,
+                        line,
+                        depth: 0,
+                        container: v
+                            .get("containerName")
+                            .and_then(Value::as_str)
+                            .filter(|s| !s.is_empty())
+                            .map(str::to_string),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn severity_word(s: u64) -> &'static str {
+    match s {
+        1 => "error",
+        2 => "warning",
+        3 => "info",
+        4 => "hint",
+        _ => "error",
+    }
+}
+
+/// One diagnostic, ready to show and to key in the ledger.
+#[derive(Clone, Debug)]
+pub struct Diag {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub severity: u8,
+    pub code: String,
+    pub message: String,
+    pub source: String,
+}
+
+impl Diag {
+    pub fn from_lsp(path: &Path, v: &Value, text: &str, enc: Encoding) -> Diag {
+        let line0 = v
+            .pointer("/range/start/line")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as usize;
+        let col = v
+            .pointer("/range/start/character")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as u32;
+        let src = line_text(text, line0 + 1).unwrap_or("");
+        let byte = enc.byte(src, col);
+        let code = match v.get("code") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => String::new(),
+        };
+        Diag {
+            path: path.to_path_buf(),
+            line: line0 + 1,
+            column: src[..byte].chars().count() + 1,
+            severity: v.get("severity").and_then(Value::as_u64).unwrap_or(1) as u8,
+            code,
+            message: v
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            source: v
+                .get("source")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        }
+    }
+
+    pub fn key(&self) -> crate::ledger::Key {
+        (self.severity, self.code.clone(), self.message.clone())
+    }
+
+    pub fn line_text(&self, base: &Path) -> String {
+        format!(
+            "{}:{}:{}: {}: {}{}{}",
+            show_path(&self.path, base),
+            self.line,
+            self.column,
+            severity_word(self.severity as u64),
+            self.message.replace('\n', " "),
+            if self.code.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", self.code)
+            },
+            if self.source.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.source)
+            }
+        )
+    }
+
+    pub fn to_json(&self, base: &Path) -> Value {
+        json!({
+            "path": show_path(&self.path, base),
+            "line": self.line,
+            "column": self.column,
+            "severity": severity_word(self.severity as u64),
+            "code": self.code,
+            "message": self.message,
+            "source": self.source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_every_location_shape_and_hover_shape() {
+        let loc = json!({"uri": "file:///a.py", "range": {"start": {"line": 1, "character": 0}}});
+        let link = json!({"targetUri": "file:///b.py", "targetRange": {}, "targetSelectionRange": {"start": {"line": 2, "character": 4}}});
+        assert_eq!(locations(&loc).len(), 1);
+        assert_eq!(locations(&json!([loc, link])).len(), 2);
+        assert_eq!(locations(&Value::Null).len(), 0);
+        assert_eq!(
+            hover_markdown(&json!({"contents": {"kind": "markdown", "value": "**x**"}})),
+            "**x**"
+        );
+        assert_eq!(
+            hover_markdown(
+                &json!({"contents": [{"language": "python", "value": "def f()"}, "doc"]})
+            ),
+            "```python\ndef f()\n```\n\ndoc"
+        );
+        let nested = json!([{"name": "A", "kind": 5, "range": {}, "selectionRange": {"start": {"line": 0}},
+            "children": [{"name": "m", "kind": 6, "range": {}, "selectionRange": {"start": {"line": 1}}}]}]);
+        let syms = document_symbols(&nested);
+        assert_eq!(
+            (syms[1].name.as_str(), syms[1].depth, syms[1].kind),
+            ("m", 1, "method")
+        );
+    }
+}

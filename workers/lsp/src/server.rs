@@ -1,0 +1,1034 @@
+//! One language server: the state that outlives its restarts ([`ServerShared`]: open
+//! documents, published diagnostics, readiness, the current connection) and the actor of one
+//! incarnation ([`ServerActor`]: owns the process guard, initializes, re-opens documents after a
+//! crash, and fails when the server's stream ends so the supervisor restarts it).
+//!
+//! Calls never go through the actor's mailbox: they use the current connection directly,
+//! concurrently, and the actor's mailbox only carries lifecycle messages (exit, TTL).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use toolvisor_jsonrpc::{
+    Incoming, ResponseError, RpcClient, StderrTail, Transport, TransportOptions,
+};
+use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
+use toolvisor_kit::status::NodeStatus;
+use toolvisor_kit::supervise::SupervisorMsg;
+use toolvisor_kit::ttl::Ttl;
+use toolvisor_protocol::tree::NodeState;
+
+use crate::position::Encoding;
+use crate::uri;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Timeouts and waits of one server.
+#[derive(Clone, Debug)]
+pub struct Waits {
+    pub init: Duration,
+    pub request: Duration,
+    pub ready: Duration,
+    pub settle: Duration,
+    pub diagnostics: Duration,
+}
+
+/// A live connection to one incarnation.
+#[derive(Debug)]
+pub struct Conn {
+    pub client: RpcClient,
+    /// The server's `capabilities` from `initialize`.
+    pub caps: Value,
+    pub encoding: Encoding,
+    pub pid: u32,
+    /// Which incarnation (bumped on every start).
+    pub generation: u64,
+    /// `serverInfo.name`, else the program name.
+    pub name: String,
+}
+
+impl Conn {
+    /// Whether the server advertises a capability (present and not `false`).
+    pub fn supports(&self, cap: &str) -> bool {
+        self.caps
+            .get(cap)
+            .is_some_and(|v| !v.is_null() && *v != Value::Bool(false))
+    }
+}
+
+/// A document as last sent to the server.
+#[derive(Clone, Debug)]
+pub struct Doc {
+    pub version: i32,
+    pub text: String,
+    pub language_id: String,
+    /// The incarnation it is open in.
+    pub generation: u64,
+    /// The file's (mtime, length) when `text` was read from it.
+    pub disk: Option<(std::time::SystemTime, u64)>,
+}
+
+fn disk_stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// The latest `publishDiagnostics` for one document.
+#[derive(Clone, Debug)]
+pub struct Published {
+    /// The version the server named, or the document's version when it arrived.
+    pub version: i32,
+    /// Whether the server named the version itself.
+    pub versioned: bool,
+    pub items: Vec<Value>,
+    /// Counter over all publishes of this server, to tell fresh from stale.
+    pub seq: u64,
+    pub at: Instant,
+}
+
+/// How far a server is from answering truthfully.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Readiness {
+    /// No live connection (starting or restarting).
+    Starting,
+    /// Connected but busy: `$/progress` begun and not ended, or rust-analyzer not quiescent.
+    Indexing(String),
+    Ready,
+}
+
+impl Readiness {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Readiness::Starting => "starting",
+            Readiness::Indexing(_) => "indexing",
+            Readiness::Ready => "ready",
+        }
+    }
+}
+
+/// Everything about one (language, root) server that survives its restarts.
+pub struct ServerShared {
+    pub id: String,
+    pub language: String,
+    pub root: PathBuf,
+    pub command: Vec<String>,
+    pub program: PathBuf,
+    pub init_options: Option<Value>,
+    pub status: Arc<NodeStatus>,
+    pub waits: Waits,
+    conn: watch::Sender<Option<Arc<Conn>>>,
+    /// Bumped on every progress, status, diagnostics or connection change.
+    events: watch::Sender<u64>,
+    docs: Mutex<HashMap<String, Doc>>,
+    /// Serializes document syncs so versions reach the server in order.
+    pub sync_lock: tokio::sync::Mutex<()>,
+    /// Serializes starts of this server.
+    pub start_lock: tokio::sync::Mutex<()>,
+    diags: Mutex<HashMap<String, Published>>,
+    diag_seq: AtomicU64,
+    progress: Mutex<BTreeMap<String, String>>,
+    /// rust-analyzer's `experimental/serverStatus`: `Some(true)` once quiescent.
+    quiescent: Mutex<Option<bool>>,
+    expects_status: bool,
+    /// A log line some servers write when their workspace scan is done (pyright: "Found N
+    /// source files"); until it comes, the server counts as indexing.
+    ready_log: Option<&'static str>,
+    seen_ready_log: Mutex<bool>,
+    last_activity: Mutex<Instant>,
+    ttl: Mutex<Ttl>,
+    stderr: Mutex<StderrTail>,
+    generation: AtomicU64,
+    started: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for ServerShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerShared")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl ServerShared {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: String,
+        language: String,
+        root: PathBuf,
+        command: Vec<String>,
+        program: PathBuf,
+        init_options: Option<Value>,
+        status: Arc<NodeStatus>,
+        waits: Waits,
+        idle_ttl: Option<Duration>,
+    ) -> Arc<Self> {
+        let program_name = program
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let expects_status = program_name.contains("rust-analyzer");
+        // pyright answers "cannot rename" or "no definition" for files its workspace scan has
+        // not found yet, and reports the scan only in a log line.
+        let ready_log = program_name
+            .starts_with("pyright")
+            .then_some(" source file");
+        Arc::new(ServerShared {
+            id,
+            language,
+            root,
+            command,
+            program,
+            init_options,
+            status,
+            waits,
+            conn: watch::channel(None).0,
+            events: watch::channel(0).0,
+            docs: Mutex::new(HashMap::new()),
+            sync_lock: tokio::sync::Mutex::new(()),
+            start_lock: tokio::sync::Mutex::new(()),
+            diags: Mutex::new(HashMap::new()),
+            diag_seq: AtomicU64::new(0),
+            progress: Mutex::new(BTreeMap::new()),
+            quiescent: Mutex::new(None),
+            expects_status,
+            ready_log,
+            seen_ready_log: Mutex::new(false),
+            last_activity: Mutex::new(Instant::now()),
+            ttl: Mutex::new(Ttl::new(Instant::now(), idle_ttl, None)),
+            stderr: Mutex::new(StderrTail::default()),
+            generation: AtomicU64::new(0),
+            started: Mutex::new(None),
+        })
+    }
+
+    fn bump(&self) {
+        self.events.send_modify(|n| *n += 1);
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.events.subscribe()
+    }
+
+    /// The live connection, if any.
+    pub fn conn(&self) -> Option<Arc<Conn>> {
+        self.conn.borrow().clone().filter(|c| !c.client.is_closed())
+    }
+
+    fn set_conn(&self, conn: Option<Arc<Conn>>) {
+        self.conn.send_replace(conn);
+        self.bump();
+    }
+
+    /// Drop the connection of incarnation `generation` (it closed); false when it was gone
+    /// already (a stop cleared it first).
+    fn clear_conn(&self, generation: u64) -> bool {
+        let cleared = self.conn.send_if_modified(|c| {
+            if c.as_ref().is_some_and(|c| c.generation == generation) {
+                *c = None;
+                true
+            } else {
+                false
+            }
+        });
+        if cleared {
+            self.progress_clear();
+            self.bump();
+        }
+        cleared
+    }
+
+    fn progress_clear(&self) {
+        lock(&self.progress).clear();
+        *lock(&self.quiescent) = None;
+        *lock(&self.seen_ready_log) = false;
+    }
+
+    pub fn stderr_tail(&self) -> String {
+        lock(&self.stderr).text()
+    }
+
+    pub fn uptime(&self) -> Option<Duration> {
+        lock(&self.started).map(|t| t.elapsed())
+    }
+
+    pub fn touch(&self) {
+        let deadline = {
+            let mut ttl = lock(&self.ttl);
+            ttl.touch(Instant::now());
+            ttl.deadline()
+        };
+        self.status.update(|i| {
+            if !matches!(i.state, NodeState::Exited | NodeState::Failed) {
+                i.ttl_deadline = deadline;
+            }
+        });
+    }
+
+    /// Mark activity: readiness waits for `settle` of quiet after it.
+    pub fn activity(&self) {
+        *lock(&self.last_activity) = Instant::now();
+        self.bump();
+    }
+
+    pub fn readiness(&self) -> Readiness {
+        if self.conn().is_none() {
+            return Readiness::Starting;
+        }
+        if let Some(title) = lock(&self.progress).values().next() {
+            return Readiness::Indexing(title.clone());
+        }
+        if self.ready_log.is_some() && !*lock(&self.seen_ready_log) {
+            return Readiness::Indexing("scanning the workspace for source files".into());
+        }
+        if self.expects_status && *lock(&self.quiescent) != Some(true) {
+            return Readiness::Indexing("loading the workspace (not quiescent yet)".into());
+        }
+        Readiness::Ready
+    }
+
+    /// Ready, and quiet for `settle` since the last activity.
+    pub fn settled(&self) -> bool {
+        self.readiness() == Readiness::Ready
+            && lock(&self.last_activity).elapsed() >= self.waits.settle
+    }
+
+    /// Wait until ready and settled, or `deadline`; `Err` carries the readiness at the end.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads state and waits on a watch channel.
+    pub async fn wait_ready(&self, deadline: Instant) -> Result<(), Readiness> {
+        let mut events = self.subscribe();
+        loop {
+            events.borrow_and_update();
+            let now = Instant::now();
+            match self.readiness() {
+                Readiness::Ready => {
+                    let quiet_at = *lock(&self.last_activity) + self.waits.settle;
+                    if now >= quiet_at {
+                        return Ok(());
+                    }
+                    if now >= deadline {
+                        return Err(Readiness::Indexing("settling".into()));
+                    }
+                    let until = quiet_at.min(deadline);
+                    let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
+                }
+                other => {
+                    if now >= deadline {
+                        return Err(other);
+                    }
+                    let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+                }
+            }
+        }
+    }
+
+    /// Wait for a live connection until `deadline`.
+    pub async fn wait_conn(&self, deadline: Instant) -> Option<Arc<Conn>> {
+        let mut events = self.subscribe();
+        loop {
+            events.borrow_and_update();
+            if let Some(c) = self.conn() {
+                return Some(c);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+        }
+    }
+
+    pub fn doc(&self, uri: &str) -> Option<Doc> {
+        lock(&self.docs).get(uri).cloned()
+    }
+
+    pub fn diagnostics(&self, uri: &str) -> Option<Published> {
+        lock(&self.diags).get(uri).cloned()
+    }
+
+    pub fn diag_seq(&self) -> u64 {
+        self.diag_seq.load(Ordering::SeqCst)
+    }
+
+    /// Make the server's view of `path` equal `text`: open it, or send the change and a save.
+    /// Returns the document's version and whether anything was sent.
+    ///
+    /// Callers hold `sync_lock`.
+    pub fn sync_text(
+        &self,
+        conn: &Conn,
+        path: &Path,
+        text: &str,
+        language_id: &str,
+    ) -> Result<(i32, bool), toolvisor_jsonrpc::RpcError> {
+        let uri = uri::from_path(path);
+        // The lock is held across the sends (they only queue bytes), and the document is
+        // changed only once they are queued: a dead connection leaves it as the live server
+        // last saw it, and re-opening after a restart sends exactly that.
+        let mut docs = lock(&self.docs);
+        if conn.client.is_closed() {
+            return Err(toolvisor_jsonrpc::RpcError::StreamClosed);
+        }
+        let stamp = disk_stamp(path);
+        match docs.get_mut(&uri) {
+            Some(doc) if doc.generation == conn.generation => {
+                if doc.text == text {
+                    doc.disk = stamp;
+                    return Ok((doc.version, false));
+                }
+                let version = doc.version + 1;
+                conn.client.notify(
+                    "textDocument/didChange",
+                    json!({"textDocument": {"uri": uri, "version": version},
+                           "contentChanges": [{"text": text}]}),
+                )?;
+                conn.client.notify(
+                    "textDocument/didSave",
+                    json!({"textDocument": {"uri": uri}, "text": text}),
+                )?;
+                doc.version = version;
+                doc.text = text.to_string();
+                doc.disk = stamp;
+                Ok((version, true))
+            }
+            // Already re-opened by a newer incarnation: this connection is stale.
+            Some(doc) if doc.generation > conn.generation => {
+                Err(toolvisor_jsonrpc::RpcError::StreamClosed)
+            }
+            existing => {
+                let version = existing.map(|d| d.version + 1).unwrap_or(1);
+                conn.client.notify(
+                    "textDocument/didOpen",
+                    json!({"textDocument": {"uri": uri, "languageId": language_id,
+                           "version": version, "text": text}}),
+                )?;
+                docs.insert(
+                    uri.clone(),
+                    Doc {
+                        version,
+                        text: text.to_string(),
+                        language_id: language_id.to_string(),
+                        generation: conn.generation,
+                        disk: stamp,
+                    },
+                );
+                drop(docs);
+                self.activity();
+                Ok((version, true))
+            }
+        }
+    }
+
+    /// Bring every other open document in line with the disk (another tool, the harness or
+    /// a person may have changed it): changed → didChange + didSave, deleted → didClose.
+    /// Otherwise the server would answer from stale text.
+    ///
+    /// Callers hold `sync_lock`.
+    pub fn refresh_open(&self, conn: &Conn, except: &str) {
+        let mut docs = lock(&self.docs);
+        let mut closed = Vec::new();
+        for (u, doc) in docs.iter_mut() {
+            if u == except || doc.generation != conn.generation {
+                continue;
+            }
+            let Some(path) = uri::to_path(u) else {
+                continue;
+            };
+            let stamp = disk_stamp(&path);
+            if stamp.is_some() && stamp == doc.disk {
+                continue;
+            }
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    doc.disk = stamp;
+                    if text == doc.text {
+                        continue;
+                    }
+                    doc.version += 1;
+                    doc.text = text;
+                    let _ = conn.client.notify(
+                        "textDocument/didChange",
+                        json!({"textDocument": {"uri": u, "version": doc.version},
+                               "contentChanges": [{"text": doc.text}]}),
+                    );
+                    let _ = conn.client.notify(
+                        "textDocument/didSave",
+                        json!({"textDocument": {"uri": u}, "text": doc.text}),
+                    );
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let _ = conn
+                        .client
+                        .notify("textDocument/didClose", json!({"textDocument": {"uri": u}}));
+                    closed.push(u.clone());
+                }
+                Err(_) => {}
+            }
+        }
+        for u in closed {
+            docs.remove(&u);
+        }
+    }
+
+    /// Re-open every document known to this server in a new incarnation.
+    fn reopen_all(&self, conn: &Conn) {
+        let mut docs = lock(&self.docs);
+        for (uri, doc) in docs.iter_mut() {
+            doc.version += 1;
+            doc.generation = conn.generation;
+            let _ = conn.client.notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": doc.language_id,
+                       "version": doc.version, "text": doc.text}}),
+            );
+        }
+        if !docs.is_empty() {
+            tracing::info!(
+                server = self.id,
+                documents = docs.len(),
+                "re-opened documents after a restart"
+            );
+        }
+    }
+
+    fn publish(&self, params: &Value) {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return;
+        };
+        let named = params
+            .get("version")
+            .and_then(Value::as_i64)
+            .and_then(|v| i32::try_from(v).ok());
+        let current = lock(&self.docs).get(uri).map(|d| d.version).unwrap_or(0);
+        let items = params
+            .get("diagnostics")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let seq = self.diag_seq.fetch_add(1, Ordering::SeqCst) + 1;
+        lock(&self.diags).insert(
+            uri.to_string(),
+            Published {
+                version: named.unwrap_or(current),
+                versioned: named.is_some(),
+                items,
+                seq,
+                at: Instant::now(),
+            },
+        );
+        self.bump();
+    }
+
+    fn progress(&self, params: &Value) {
+        let token = match params.get("token") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => return,
+        };
+        let value = params.get("value").cloned().unwrap_or(Value::Null);
+        match value.get("kind").and_then(Value::as_str) {
+            Some("begin") => {
+                let title = value
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .unwrap_or("working")
+                    .to_string();
+                tracing::debug!(server = self.id, token, title, "server progress begins");
+                lock(&self.progress).insert(token, title);
+            }
+            Some("report") => {
+                if let Some(msg) = value.get("message").and_then(Value::as_str) {
+                    let mut p = lock(&self.progress);
+                    if let Some(t) = p.get_mut(&token) {
+                        let title = t.split(" — ").next().unwrap_or("").to_string();
+                        *t = format!("{title} — {msg}");
+                    }
+                }
+            }
+            Some("end") => {
+                tracing::debug!(server = self.id, token, "server progress ends");
+                lock(&self.progress).remove(&token);
+            }
+            _ => return,
+        }
+        self.activity();
+        self.show_state();
+    }
+
+    fn log_message(&self, params: &Value) {
+        let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+        tracing::debug!(server = self.id, message, "server message");
+        // Servers log while they set up (pyright: "Searching for source files", "Found N
+        // source files"): that is activity the settle waits out.
+        if self.ready_log.is_some_and(|p| message.contains(p)) {
+            *lock(&self.seen_ready_log) = true;
+            self.show_state();
+        }
+        self.activity();
+    }
+
+    fn server_status(&self, params: &Value) {
+        let quiescent = params.get("quiescent").and_then(Value::as_bool);
+        *lock(&self.quiescent) = quiescent;
+        self.activity();
+        self.show_state();
+    }
+
+    /// Mirror readiness into the tree node.
+    pub fn show_state(&self) {
+        let r = self.readiness();
+        let name = self.command.first().cloned().unwrap_or_default();
+        self.status.update(|i| {
+            if matches!(i.state, NodeState::Ready | NodeState::Busy) {
+                i.state = match r {
+                    Readiness::Ready => NodeState::Ready,
+                    _ => NodeState::Busy,
+                };
+            }
+            i.detail = match &r {
+                Readiness::Indexing(what) => format!("{name}: indexing: {what}"),
+                other => format!("{name}: {}", other.word()),
+            };
+        });
+    }
+}
+
+/// The actor of one incarnation of a language server.
+pub struct ServerActor;
+
+pub struct ServerStart {
+    pub shared: Arc<ServerShared>,
+    pub launcher: Launcher,
+    pub attempt: u32,
+}
+
+pub enum ServerMsg {
+    /// The server's stream closed (it exited, crashed, or broke the protocol).
+    Exited(String),
+    CheckTtl,
+}
+
+pub struct ServerState {
+    /// Kills and reaps the server's whole process group when the actor goes, however it goes.
+    _guard: ProcessGuard,
+    shared: Arc<ServerShared>,
+    client: RpcClient,
+    expiring: bool,
+}
+
+fn client_capabilities() -> Value {
+    json!({
+        "general": {"positionEncodings": ["utf-8", "utf-32", "utf-16"]},
+        "offsetEncoding": ["utf-8", "utf-32", "utf-16"],
+        "textDocument": {
+            "synchronization": {"didSave": true, "dynamicRegistration": false},
+            "publishDiagnostics": {"versionSupport": true, "relatedInformation": false},
+            "diagnostic": {"dynamicRegistration": false, "relatedDocumentSupport": false},
+            "definition": {"linkSupport": true},
+            "typeDefinition": {"linkSupport": true},
+            "implementation": {"linkSupport": true},
+            "references": {},
+            "hover": {"contentFormat": ["markdown", "plaintext"]},
+            "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
+            "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": [
+                "", "quickfix", "refactor", "refactor.extract", "refactor.inline",
+                "refactor.rewrite", "source", "source.organizeImports"]}},
+                "isPreferredSupport": true},
+            "rename": {"prepareSupport": true},
+        },
+        "workspace": {
+            "symbol": {},
+            "workspaceFolders": true,
+            "configuration": true,
+            "applyEdit": false,
+            "workspaceEdit": {"documentChanges": true},
+        },
+        "window": {"workDoneProgress": true},
+        "experimental": {"serverStatusNotification": true},
+    })
+}
+
+impl Actor for ServerActor {
+    type Msg = ServerMsg;
+    type State = ServerState;
+    type Arguments = ServerStart;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        args: ServerStart,
+    ) -> Result<ServerState, ActorProcessingErr> {
+        let shared = args.shared;
+        let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let spec = args.launcher.spec(
+            &shared.program.display().to_string(),
+            &shared.command[1..],
+            &shared.root,
+            true,
+            &format!("lsp/{}", shared.id),
+        );
+        let spawned = process::spawn(spec)
+            .await
+            .map_err(|e| format!("cannot start {}: {e}", shared.program.display()))?;
+        let guard = spawned.guard;
+        let pid = guard.main_pid();
+        let stdin = spawned.stdin.ok_or("the server has no stdin pipe")?;
+        let (client, incoming) = Transport::start(
+            spawned.stdout,
+            stdin,
+            spawned.stderr,
+            TransportOptions {
+                label: format!("lsp/{}", shared.id),
+                ..TransportOptions::default()
+            },
+        );
+        *lock(&shared.stderr) = client.stderr_tail();
+        shared.progress_clear();
+        tokio::spawn(serve_incoming(
+            incoming,
+            shared.clone(),
+            client.clone(),
+            generation,
+            myself.clone(),
+            spawned.exit,
+        ));
+        let root_uri = uri::from_path(&shared.root);
+        let name = shared
+            .root
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| "root".into());
+        let mut params = json!({
+            "processId": std::process::id(),
+            "clientInfo": {"name": "toolvisor", "version": env!("CARGO_PKG_VERSION")},
+            "rootUri": root_uri,
+            "rootPath": shared.root.display().to_string(),
+            "workspaceFolders": [{"uri": root_uri, "name": name}],
+            "capabilities": client_capabilities(),
+        });
+        if let Some(opts) = &shared.init_options {
+            params["initializationOptions"] = opts.clone();
+        }
+        let result = match client
+            .request("initialize", params, shared.waits.init)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                // Give the stderr logger a moment to catch the last lines of a dying server.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let tail = client.stderr_tail().text();
+                return Err(format!(
+                    "initialize failed: {e}{}",
+                    if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; stderr tail:\n{tail}")
+                    }
+                )
+                .into());
+            }
+        };
+        let caps = result.get("capabilities").cloned().unwrap_or(Value::Null);
+        let encoding = caps
+            .get("positionEncoding")
+            .or_else(|| result.get("offsetEncoding"))
+            .and_then(Value::as_str)
+            .and_then(Encoding::from_name)
+            .unwrap_or(Encoding::Utf16);
+        let server_name = result
+            .pointer("/serverInfo/name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| shared.command[0].clone());
+        client.notify("initialized", json!({}))?;
+        let conn = Arc::new(Conn {
+            client: client.clone(),
+            caps,
+            encoding,
+            pid,
+            generation,
+            name: server_name,
+        });
+        shared.reopen_all(&conn);
+        *lock(&shared.started) = Some(Instant::now());
+        shared.activity();
+        shared.set_conn(Some(conn));
+        shared.status.update(|i| {
+            i.pid = Some(pid);
+            i.state = NodeState::Ready;
+        });
+        shared.touch();
+        shared.show_state();
+        tracing::info!(
+            server = shared.id,
+            pid,
+            attempt = args.attempt,
+            encoding = encoding.name(),
+            "language server initialized"
+        );
+        myself.send_interval(Duration::from_secs(5), || ServerMsg::CheckTtl);
+        Ok(ServerState {
+            _guard: guard,
+            shared,
+            client,
+            expiring: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        msg: ServerMsg,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ServerMsg::Exited(reason) => Err(reason.into()),
+            ServerMsg::CheckTtl => {
+                let expired = lock(&state.shared.ttl).expired(Instant::now());
+                if let (Some(why), false) = (expired, state.expiring) {
+                    state.expiring = true;
+                    tracing::info!(server = state.shared.id, reason = %why, "language server TTL expired");
+                    if let Some(sup) = myself.try_get_supervisor() {
+                        let _ = sup.send_message(SupervisorMsg::Expire {
+                            id: state.shared.id.clone(),
+                            reason: why.to_string(),
+                        });
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<ServerMsg>,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        // A polite goodbye when stopped (reload, TTL); the guard kills whatever remains.
+        let client = &state.client;
+        let generation = state.shared.conn().map(|c| c.generation).unwrap_or(0);
+        if !client.is_closed() {
+            client.begin_shutdown();
+            let _ = client
+                .request("shutdown", Value::Null, Duration::from_secs(2))
+                .await;
+            // Cleared before `exit`, so the end of its stream reads as the stop it is.
+            let _ = state.shared.clear_conn(generation);
+            let _ = client.notify("exit", Value::Null);
+        }
+        let _ = state.shared.clear_conn(generation);
+        Ok(())
+    }
+}
+
+/// Answers the server's own requests and records its notifications; on end of stream, clears
+/// the connection and tells the actor, with the exit status when the child was reaped.
+async fn serve_incoming(
+    mut incoming: mpsc::UnboundedReceiver<Incoming>,
+    shared: Arc<ServerShared>,
+    client: RpcClient,
+    generation: u64,
+    actor: ActorRef<ServerMsg>,
+    mut exit: watch::Receiver<Option<ExitStatus>>,
+) {
+    while let Some(msg) = incoming.recv().await {
+        match msg {
+            Incoming::Request { id, method, params } => {
+                let answer = answer_request(&shared, &method, &params);
+                let _ = client.respond(id, answer);
+            }
+            Incoming::Notification { method, params } => match method.as_str() {
+                "textDocument/publishDiagnostics" => shared.publish(&params),
+                "$/progress" => shared.progress(&params),
+                "experimental/serverStatus" => shared.server_status(&params),
+                "window/logMessage" | "window/showMessage" => shared.log_message(&params),
+                _ => {}
+            },
+            Incoming::Closed { reason } => {
+                let unexpected = shared.clear_conn(generation);
+                let status =
+                    tokio::time::timeout(Duration::from_secs(2), exit.wait_for(|s| s.is_some()))
+                        .await
+                        .ok()
+                        .and_then(|r| r.ok().and_then(|s| *s));
+                let why = match status {
+                    Some(s) => format!("the server exited ({s})"),
+                    None => format!("the server's stream closed ({reason})"),
+                };
+                if unexpected {
+                    tracing::warn!(server = shared.id, why, "language server ended");
+                } else {
+                    tracing::info!(server = shared.id, why, "language server stopped");
+                }
+                let _ = actor.cast(ServerMsg::Exited(why));
+                return;
+            }
+        }
+    }
+}
+
+fn answer_request(
+    shared: &ServerShared,
+    method: &str,
+    params: &Value,
+) -> Result<Value, ResponseError> {
+    match method {
+        "workspace/configuration" => {
+            let n = params
+                .get("items")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            Ok(Value::Array(vec![Value::Null; n]))
+        }
+        "workspace/workspaceFolders" => {
+            let uri = uri::from_path(&shared.root);
+            Ok(
+                json!([{"uri": uri, "name": shared.root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()}]),
+            )
+        }
+        "window/workDoneProgress/create"
+        | "client/registerCapability"
+        | "client/unregisterCapability"
+        | "window/showMessageRequest"
+        | "window/showDocument"
+        | "workspace/semanticTokens/refresh"
+        | "workspace/codeLens/refresh"
+        | "workspace/inlayHint/refresh"
+        | "workspace/inlineValue/refresh"
+        | "workspace/diagnostic/refresh" => Ok(Value::Null),
+        "workspace/applyEdit" => Ok(json!({
+            "applied": false,
+            "failureReason": "toolvisor applies workspace edits only through lsp_rename"
+        })),
+        _ => Err(ResponseError {
+            code: -32601,
+            message: format!("toolvisor does not handle {method}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolvisor_kit::status::TreeNotifier;
+
+    fn shared(program: &str) -> Arc<ServerShared> {
+        let status = NodeStatus::new(
+            "language_server",
+            "t",
+            String::new(),
+            TreeNotifier::default(),
+        );
+        ServerShared::new(
+            "t".into(),
+            "python".into(),
+            PathBuf::from("/tmp"),
+            vec![program.into()],
+            PathBuf::from(format!("/bin/{program}")),
+            None,
+            status,
+            Waits {
+                init: Duration::from_secs(5),
+                request: Duration::from_secs(5),
+                ready: Duration::from_secs(5),
+                settle: Duration::from_millis(300),
+                diagnostics: Duration::from_secs(5),
+            },
+            None,
+        )
+    }
+
+    /// Connects `s` to an in-memory peer; the returned halves keep the streams open.
+    fn connect(s: &ServerShared) -> Vec<tokio::io::DuplexStream> {
+        let (stdin, peer_in) = tokio::io::duplex(1024);
+        let (peer_out, stdout) = tokio::io::duplex(1024);
+        let (peer_err, stderr) = tokio::io::duplex(1024);
+        let (client, _incoming) =
+            Transport::start(stdout, stdin, stderr, TransportOptions::default());
+        s.set_conn(Some(Arc::new(Conn {
+            client,
+            caps: json!({"hoverProvider": true, "renameProvider": false}),
+            encoding: Encoding::Utf16,
+            pid: 2,
+            generation: 1,
+            name: "fake".into(),
+        })));
+        vec![peer_in, peer_out, peer_err]
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn readiness_follows_progress_scan_logs_and_settles() {
+        let s = shared("pyright-langserver");
+        assert_eq!(s.readiness(), Readiness::Starting);
+        let _peer = connect(&s);
+        let conn = s.conn().unwrap();
+        assert!(conn.supports("hoverProvider") && !conn.supports("renameProvider"));
+        // pyright: not ready until its scan is logged.
+        assert!(matches!(s.readiness(), Readiness::Indexing(w) if w.contains("scanning")));
+        s.log_message(&json!({"message": "Found 3 source files"}));
+        assert_eq!(s.readiness(), Readiness::Ready);
+        s.progress(&json!({"token": 7, "value": {"kind": "begin", "title": "Indexing"}}));
+        assert_eq!(s.readiness(), Readiness::Indexing("Indexing".into()));
+        s.progress(&json!({"token": 7, "value": {"kind": "report", "message": "3/10"}}));
+        assert_eq!(s.readiness(), Readiness::Indexing("Indexing — 3/10".into()));
+        // A deadline inside the indexing: not ready, and it says what it was doing.
+        let short = Instant::now() + Duration::from_millis(100);
+        assert_eq!(
+            s.wait_ready(short).await,
+            Err(Readiness::Indexing("Indexing — 3/10".into()))
+        );
+        s.progress(&json!({"token": 7, "value": {"kind": "end"}}));
+        assert_eq!(s.readiness(), Readiness::Ready);
+        // Ready, but not settled until `settle` of quiet has passed.
+        assert!(!s.settled());
+        let started = Instant::now();
+        s.wait_ready(Instant::now() + Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(300) - Duration::from_millis(1));
+        assert!(s.settled());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rust_analyzer_is_ready_only_when_quiescent() {
+        let s = shared("rust-analyzer");
+        let _peer = connect(&s);
+        assert!(matches!(s.readiness(), Readiness::Indexing(_)));
+        s.server_status(&json!({"health": "ok", "quiescent": false}));
+        assert!(matches!(s.readiness(), Readiness::Indexing(_)));
+        s.server_status(&json!({"health": "ok", "quiescent": true}));
+        assert_eq!(s.readiness(), Readiness::Ready);
+    }
+
+    #[tokio::test]
+    async fn publishes_record_the_version_they_are_for() {
+        let s = shared("clangd");
+        let _peer = connect(&s);
+        let conn = s.conn().unwrap();
+        let path = Path::new("/tmp/x.c");
+        let (v1, sent) = s.sync_text(&conn, path, "int x;", "c").unwrap();
+        assert_eq!((v1, sent), (1, true));
+        assert_eq!(s.sync_text(&conn, path, "int x;", "c").unwrap(), (1, false));
+        assert_eq!(s.sync_text(&conn, path, "int y;", "c").unwrap(), (2, true));
+        let uri = uri::from_path(path);
+        s.publish(&json!({"uri": uri, "diagnostics": [{"message": "m"}]}));
+        let p = s.diagnostics(&uri).unwrap();
+        assert_eq!((p.version, p.versioned, p.items.len()), (2, false, 1));
+        s.publish(&json!({"uri": uri, "version": 1, "diagnostics": []}));
+        let q = s.diagnostics(&uri).unwrap();
+        assert_eq!((q.version, q.versioned), (1, true));
+        assert!(q.seq > p.seq);
+    }
+}

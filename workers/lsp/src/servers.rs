@@ -1,0 +1,549 @@
+//! The language-server manager: one server per (language, root), shared by every
+//! conversation on that root, each an actor under the `language_servers` supervisor.
+//! Decides whether a server may start (the start rule), starts it through the supervisor,
+//! waits for it (bounded), and reports why a server does not run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorRef};
+use serde_json::{Value, json};
+use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::restart::{Restart, RestartPolicy};
+use toolvisor_kit::status::{NodeStatus, TreeNotifier};
+use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+
+use crate::config::{LanguageSpec, LspConfig};
+use crate::ledger::Ledger;
+use crate::locate::{self, NotFound};
+use crate::server::{Conn, Readiness, ServerActor, ServerShared, ServerStart, Waits, lock};
+
+/// Why no server covers a file.
+#[derive(Clone, Debug)]
+pub enum NoServer {
+    NoLanguage {
+        path: PathBuf,
+    },
+    NoRoot {
+        language: String,
+        markers: Vec<String>,
+        from: PathBuf,
+    },
+    NoBinary {
+        language: String,
+        root: PathBuf,
+        not_found: NotFound,
+    },
+}
+
+impl std::fmt::Display for NoServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoServer::NoLanguage { path } => write!(
+                f,
+                "no language server is configured for {} (extension not covered)",
+                path.display()
+            ),
+            NoServer::NoRoot {
+                language,
+                markers,
+                from,
+            } => write!(
+                f,
+                "{language}: root marker missing: none of {} in {} or any parent",
+                markers.join(", "),
+                from.display()
+            ),
+            NoServer::NoBinary {
+                language,
+                root,
+                not_found,
+            } => {
+                write!(f, "{language} (root {}): {not_found}", root.display())
+            }
+        }
+    }
+}
+
+impl NoServer {
+    pub fn to_error(&self) -> ToolError {
+        let hint = match self {
+            NoServer::NoLanguage { .. } => {
+                "`lsp {\"op\":\"status\"}` lists the configured languages"
+            }
+            NoServer::NoRoot { .. } => {
+                "create the project's root marker (e.g. pyproject.toml, Cargo.toml, compile_commands.json), or use grep/read"
+            }
+            NoServer::NoBinary { .. } => {
+                "install the server (project-local node_modules/.bin or .venv/bin, or on $PATH), or add its directory to [lsp] search_path"
+            }
+        };
+        ToolError::new(ErrorKind::NotAvailable, self.to_string(), hint)
+    }
+}
+
+/// A server that may start for a file.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub language: String,
+    pub root: PathBuf,
+    pub spec: LanguageSpec,
+    pub resolved: locate::Resolved,
+}
+
+impl Plan {
+    pub fn id(&self) -> String {
+        format!("{}:{}", self.language, self.root.display())
+    }
+}
+
+pub struct LanguageServers {
+    supervisor: ActorRef<SupervisorMsg>,
+    launcher: Launcher,
+    pub config: LspConfig,
+    languages: BTreeMap<String, LanguageSpec>,
+    notifier: TreeNotifier,
+    policy: RestartPolicy,
+    table: Mutex<HashMap<String, Arc<ServerShared>>>,
+    pub ledger: Ledger,
+}
+
+pub fn not_ready(what: String) -> ToolError {
+    ToolError::new(
+        ErrorKind::NotReady,
+        what,
+        "the server is still starting or indexing; an empty answer now would be wrong. Retry shortly; `lsp {\"op\":\"status\"}` shows its state",
+    )
+}
+
+pub fn failed(id: &str, error: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::ResourceFailed,
+        format!("language server {id} failed: {error}"),
+        "fix the cause, then `lsp {\"op\":\"reload\",\"file\":...}` starts it again",
+    )
+}
+
+impl LanguageServers {
+    pub fn new(
+        supervisor: ActorRef<SupervisorMsg>,
+        launcher: Launcher,
+        config: LspConfig,
+        notifier: TreeNotifier,
+        policy: RestartPolicy,
+    ) -> Self {
+        LanguageServers {
+            supervisor,
+            launcher,
+            languages: config.languages(),
+            config,
+            notifier,
+            policy: policy.with_restart(Restart::Transient),
+            table: Mutex::new(HashMap::new()),
+            ledger: Ledger::default(),
+        }
+    }
+
+    pub fn languages(&self) -> &BTreeMap<String, LanguageSpec> {
+        &self.languages
+    }
+
+    pub(crate) fn launcher(&self) -> &Launcher {
+        &self.launcher
+    }
+
+    pub(crate) fn launcher_path(&self) -> String {
+        self.path_var()
+    }
+
+    fn path_var(&self) -> String {
+        self.launcher
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    }
+
+    /// The start rule for `path`: a language, a root marker and a binary.
+    pub fn plan(&self, path: &Path) -> Result<Plan, NoServer> {
+        let Some((language, spec)) = locate::language_of(&self.languages, path) else {
+            return Err(NoServer::NoLanguage {
+                path: path.to_path_buf(),
+            });
+        };
+        self.plan_for(language, spec, path)
+    }
+
+    fn plan_for(&self, language: &str, spec: &LanguageSpec, from: &Path) -> Result<Plan, NoServer> {
+        let Some(root) = locate::find_root(from, &spec.markers) else {
+            return Err(NoServer::NoRoot {
+                language: language.to_string(),
+                markers: spec.markers.clone(),
+                from: if from.is_dir() {
+                    from.to_path_buf()
+                } else {
+                    from.parent().unwrap_or(from).to_path_buf()
+                },
+            });
+        };
+        let resolved =
+            locate::resolve_binary(spec, &root, &self.config.search_path, &self.path_var())
+                .map_err(|not_found| NoServer::NoBinary {
+                    language: language.to_string(),
+                    root: root.clone(),
+                    not_found,
+                })?;
+        Ok(Plan {
+            language: language.to_string(),
+            root,
+            spec: spec.clone(),
+            resolved,
+        })
+    }
+
+    fn waits(&self) -> Waits {
+        let c = &self.config;
+        Waits {
+            init: Duration::from_secs(c.init_timeout_s),
+            request: Duration::from_secs(c.request_timeout_s),
+            ready: Duration::from_secs(c.ready_wait_s),
+            settle: Duration::from_millis(c.settle_ms),
+            diagnostics: Duration::from_secs(c.diagnostics_wait_s),
+        }
+    }
+
+    /// The shared state of the server for `plan`, created on first use.
+    pub fn shared(&self, plan: &Plan) -> Arc<ServerShared> {
+        let id = plan.id();
+        let mut table = lock(&self.table);
+        if let Some(s) = table.get(&id)
+            && s.command == plan.resolved.command
+            && s.program == plan.resolved.program
+        {
+            return s.clone();
+        }
+        let status = NodeStatus::new(
+            "language_server",
+            &id,
+            format!("{}: not started", plan.resolved.command[0]),
+            self.notifier.clone(),
+        );
+        let init_options = plan
+            .spec
+            .init_options
+            .as_deref()
+            .and_then(|t| serde_json::from_str(t).ok());
+        let shared = ServerShared::new(
+            id.clone(),
+            plan.language.clone(),
+            plan.root.clone(),
+            plan.resolved.command.clone(),
+            plan.resolved.program.clone(),
+            init_options,
+            status,
+            self.waits(),
+            self.config.idle_ttl(),
+        );
+        table.insert(id, shared.clone());
+        shared
+    }
+
+    /// Every server known, running or not.
+    pub fn all(&self) -> Vec<Arc<ServerShared>> {
+        let mut v: Vec<_> = lock(&self.table).values().cloned().collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        v
+    }
+
+    async fn lookup(&self, id: &str) -> Result<Lookup, ToolError> {
+        match self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Lookup {
+                    id: id.to_string(),
+                    reply,
+                },
+                Some(Duration::from_secs(10)),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(l)) => Ok(l),
+            _ => Err(ToolError::new(
+                ErrorKind::ResourceFailed,
+                "the language_servers supervisor did not answer within 10 s",
+                "the daemon is overloaded or stuck; `toolvisor tree` shows its state",
+            )),
+        }
+    }
+
+    fn child_spec(&self, shared: &Arc<ServerShared>) -> ChildSpec {
+        let launcher = self.launcher.clone();
+        let factory_shared = shared.clone();
+        let factory: Factory = Arc::new(move |ctx: StartCtx| {
+            let args = ServerStart {
+                shared: factory_shared.clone(),
+                launcher: launcher.clone(),
+                attempt: ctx.attempt,
+            };
+            let name = format!("lsp/{}#{}", args.shared.id, ctx.attempt);
+            Box::pin(async move {
+                Actor::spawn_linked(Some(name), ServerActor, args, ctx.supervisor)
+                    .await
+                    .map(|(actor, _)| actor.get_cell())
+                    .map_err(|e| e.to_string())
+            })
+        });
+        ChildSpec {
+            id: shared.id.clone(),
+            factory,
+            policy: self.policy,
+            status: shared.status.clone(),
+        }
+    }
+
+    /// A live connection to the server, starting it if needed and waiting (bounded) while it
+    /// starts or restarts.
+    pub async fn ensure(&self, shared: &Arc<ServerShared>) -> Result<Arc<Conn>, ToolError> {
+        self.ensure_inner(shared, false).await
+    }
+
+    /// Like [`ensure`](Self::ensure); `revive` also starts a server left `failed` (reload).
+    pub async fn ensure_inner(
+        &self,
+        shared: &Arc<ServerShared>,
+        mut revive: bool,
+    ) -> Result<Arc<Conn>, ToolError> {
+        shared.touch();
+        let deadline = Instant::now() + shared.waits.ready.max(shared.waits.init);
+        loop {
+            if let Some(conn) = shared.conn() {
+                return Ok(conn);
+            }
+            match self.lookup(&shared.id).await? {
+                Lookup::Failed { last_error } if !revive => {
+                    return Err(failed(&shared.id, &last_error));
+                }
+                Lookup::Missing | Lookup::Ended { .. } | Lookup::Failed { .. } => {
+                    let _starting = shared.start_lock.lock().await;
+                    if shared.conn().is_some() {
+                        continue;
+                    }
+                    match self.lookup(&shared.id).await? {
+                        Lookup::Missing | Lookup::Ended { .. } => {}
+                        Lookup::Failed { .. } if revive => {}
+                        _ => continue,
+                    }
+                    revive = false;
+                    tracing::info!(server = shared.id, "starting language server");
+                    let spec = self.child_spec(shared);
+                    let wait = deadline.saturating_duration_since(Instant::now());
+                    let started = self
+                        .supervisor
+                        .call(|reply| SupervisorMsg::Start { spec, reply }, Some(wait))
+                        .await;
+                    match started {
+                        Ok(ractor::rpc::CallResult::Success(Ok(()))) => continue,
+                        Ok(ractor::rpc::CallResult::Success(Err(e))) => {
+                            return Err(failed(&shared.id, &e));
+                        }
+                        _ => {
+                            return Err(not_ready(format!(
+                                "language server {} is still starting after {} s",
+                                shared.id,
+                                wait.as_secs()
+                            )));
+                        }
+                    }
+                }
+                Lookup::Running(_) | Lookup::Starting | Lookup::Backoff { .. } => {
+                    let wait_until = (Instant::now() + Duration::from_millis(500)).min(deadline);
+                    if let Some(conn) = shared.wait_conn(wait_until).await {
+                        return Ok(conn);
+                    }
+                    if Instant::now() >= deadline {
+                        let last = shared.status.get().last_error.unwrap_or_default();
+                        return Err(not_ready(format!(
+                            "language server {} is (re)starting{}",
+                            shared.id,
+                            if last.is_empty() {
+                                String::new()
+                            } else {
+                                format!("; last error: {last}")
+                            }
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Wait until the server is ready and settled (bounded), or `not_ready`.
+    pub async fn ready(&self, shared: &Arc<ServerShared>) -> Result<(), ToolError> {
+        let deadline = Instant::now() + shared.waits.ready;
+        match shared.wait_ready(deadline).await {
+            Ok(()) => Ok(()),
+            Err(Readiness::Starting) => Err(not_ready(format!(
+                "language server {} lost its connection and is restarting",
+                shared.id
+            ))),
+            Err(Readiness::Indexing(what)) => Err(not_ready(format!(
+                "language server {} is still indexing after {} s ({what})",
+                shared.id,
+                shared.waits.ready.as_secs()
+            ))),
+            Err(Readiness::Ready) => Ok(()),
+        }
+    }
+
+    /// Stop a server for good (its record stays until collected); the next use starts it again.
+    pub async fn stop(&self, shared: &Arc<ServerShared>, reason: &str) {
+        let _ = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Stop {
+                    id: shared.id.clone(),
+                    reason: reason.to_string(),
+                    reply,
+                },
+                Some(Duration::from_secs(10)),
+            )
+            .await;
+        // Wait (bounded) for the record to show the end, so a following start is not refused.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            match self.lookup(&shared.id).await {
+                Ok(Lookup::Ended { .. } | Lookup::Missing | Lookup::Failed { .. }) | Err(_) => {
+                    break;
+                }
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    /// The state word of a known server, for status and answers.
+    pub async fn state_of(&self, shared: &Arc<ServerShared>) -> (String, Option<String>) {
+        match self.lookup(&shared.id).await {
+            Ok(Lookup::Running(_)) => match shared.readiness() {
+                Readiness::Indexing(what) => ("indexing".into(), Some(what)),
+                r => (r.word().into(), None),
+            },
+            Ok(Lookup::Starting) => ("starting".into(), None),
+            Ok(Lookup::Backoff {
+                last_error,
+                retry_in,
+            }) => (
+                "restarting".into(),
+                Some(format!(
+                    "{last_error}; retry in {} ms",
+                    retry_in.as_millis()
+                )),
+            ),
+            Ok(Lookup::Failed { last_error }) => ("failed".into(), Some(last_error)),
+            Ok(Lookup::Ended { last_error }) => ("stopped".into(), last_error),
+            Ok(Lookup::Missing) => ("not started".into(), None),
+            Err(e) => ("unknown".into(), Some(e.message)),
+        }
+    }
+
+    /// `status`: every known server, and for `from` (a file or the workdir) every configured
+    /// language with whether it would start there and exactly why not.
+    pub async fn status(&self, from: &Path) -> Value {
+        let mut servers = Vec::new();
+        let mut lines = Vec::new();
+        for s in self.all() {
+            let (state, why) = self.state_of(&s).await;
+            let info = s.status.get();
+            let conn = s.conn();
+            lines.push(format!(
+                "{} — {} (root {}): {state}{}{}",
+                s.language,
+                s.command.join(" "),
+                s.root.display(),
+                conn.as_ref()
+                    .map(|c| format!(
+                        ", pid {}, uptime {} s",
+                        c.pid,
+                        s.uptime().map_or(0, |u| u.as_secs())
+                    ))
+                    .unwrap_or_default(),
+                why.as_ref().map(|w| format!(" — {w}")).unwrap_or_default()
+            ));
+            servers.push(json!({
+                "language": s.language,
+                "root": s.root.display().to_string(),
+                "command": s.command,
+                "state": state,
+                "detail": why,
+                "pid": conn.as_ref().map(|c| c.pid),
+                "uptime_s": s.uptime().map(|u| u.as_secs()),
+                "restarts": info.restarts,
+                "last_error": info.last_error,
+                "position_encoding": conn.as_ref().map(|c| c.encoding.name()),
+                "server_name": conn.as_ref().map(|c| c.name.clone()),
+            }));
+        }
+        let mut here = Vec::new();
+        for (language, spec) in &self.languages {
+            let (state, reason, root) = match self.plan_for(language, spec, from) {
+                Ok(plan) => {
+                    let running = lock(&self.table).get(&plan.id()).cloned();
+                    let state = match running {
+                        Some(s) => self.state_of(&s).await.0,
+                        None => "not started".into(),
+                    };
+                    let program = plan.resolved.program.display();
+                    let root = plan.root.display();
+                    if state == "not started" {
+                        (
+                            "available".into(),
+                            format!("root {root}; starts on first use: {program}"),
+                            Some(root.to_string()),
+                        )
+                    } else {
+                        (
+                            state.clone(),
+                            format!("root {root}; {state}: {program}"),
+                            Some(root.to_string()),
+                        )
+                    }
+                }
+                Err(e @ NoServer::NoRoot { .. }) => ("no root".into(), e.to_string(), None),
+                Err(e @ NoServer::NoBinary { .. }) => {
+                    let root = match &e {
+                        NoServer::NoBinary { root, .. } => Some(root.display().to_string()),
+                        _ => None,
+                    };
+                    ("binary not found".into(), e.to_string(), root)
+                }
+                Err(e) => ("unavailable".into(), e.to_string(), None),
+            };
+            here.push(
+                json!({"language": language, "state": state, "reason": reason, "root": root}),
+            );
+        }
+        let mut text = String::new();
+        if lines.is_empty() {
+            text.push_str("no language server has been started\n");
+        } else {
+            text.push_str("servers:\n");
+            for l in &lines {
+                text.push_str(&format!("  {l}\n"));
+            }
+        }
+        text.push_str(&format!("for {}:\n", from.display()));
+        for h in &here {
+            text.push_str(&format!(
+                "  {}: {} — {}\n",
+                h["language"].as_str().unwrap_or(""),
+                h["state"].as_str().unwrap_or(""),
+                h["reason"].as_str().unwrap_or("")
+            ));
+        }
+        json!({"text": text, "servers": servers, "languages": here})
+    }
+}

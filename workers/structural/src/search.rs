@@ -1,0 +1,502 @@
+//! Structural search: pick the language, walk the tree ignore-aware and in parallel, skip
+//! files that lack the pattern's literal text before parsing them, match, and keep the first
+//! `max_results` matches in path order together with the exact total.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use ast_grep_core::NodeMatch;
+use ast_grep_core::tree_sitter::StrDoc;
+use ast_grep_language::SupportLang;
+use ignore::{WalkBuilder, WalkState};
+use memchr::memmem;
+use serde::Serialize;
+
+use crate::lang::{self, CompiledPattern};
+use crate::{Error, Result, bounded};
+
+/// Files larger than this are not parsed (listed in `skipped`).
+pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
+/// Characters of a match's text kept in a result.
+pub const MATCH_TEXT_CHARS: usize = 400;
+/// Characters of one capture kept in a result.
+pub const CAPTURE_CHARS: usize = 200;
+/// Skipped files listed by name (the count is always exact).
+const SKIPPED_LISTED: usize = 20;
+
+/// What to search.
+pub struct SearchRequest<'a> {
+    pub pattern: &'a str,
+    /// A grammar id or alias; inferred from `path` when absent.
+    pub language: Option<&'a str>,
+    /// An absolute file or directory.
+    pub path: &'a Path,
+    pub max_results: usize,
+    /// Skip files lacking the pattern's literal text before parsing (on in production;
+    /// off only to prove it changes nothing).
+    pub prefilter: bool,
+    pub threads: usize,
+    /// Set by the caller to stop the walk early (the call was cancelled).
+    pub cancel: Option<&'a AtomicBool>,
+}
+
+/// The language and compiled pattern of a request, and where to look.
+pub struct Target {
+    pub compiled: CompiledPattern,
+    /// How the language was chosen when the caller did not name it.
+    pub language_note: Option<String>,
+    pub root: PathBuf,
+    pub is_file: bool,
+}
+
+impl Target {
+    pub fn lang(&self) -> SupportLang {
+        self.compiled.lang
+    }
+}
+
+/// One match.
+#[derive(Clone, Debug, Serialize)]
+pub struct Match {
+    pub path: PathBuf,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    /// The matched text, at most [`MATCH_TEXT_CHARS`] characters.
+    pub text: String,
+    /// Metavariable → captured text (`$$$A` captures the run's text from its first node to
+    /// its last), at most [`CAPTURE_CHARS`] characters each.
+    pub captures: BTreeMap<String, String>,
+    #[serde(skip)]
+    pub byte: usize,
+}
+
+/// A file that was not searched, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// The answer to a search.
+#[derive(Debug, Serialize)]
+pub struct SearchResult {
+    pub language: &'static str,
+    pub language_note: Option<String>,
+    pub pattern_context: Option<String>,
+    /// The first `max_results` matches, ordered by path and position.
+    pub matches: Vec<Match>,
+    /// Every match, including those not shown.
+    pub total: usize,
+    pub truncated: bool,
+    /// Files of the language under the path (after ignore rules).
+    pub files_searched: usize,
+    /// Of those, the files that had to be parsed (the others lack the pattern's literal text).
+    pub files_parsed: usize,
+    pub files_matched: usize,
+    pub skipped: Vec<Skipped>,
+    pub skipped_total: usize,
+}
+
+/// Pick the language, compile the pattern and check the path.
+pub fn prepare(req: &SearchRequest) -> Result<Target> {
+    let meta = std::fs::metadata(req.path).map_err(|_| Error::PathNotFound {
+        path: req.path.to_path_buf(),
+    })?;
+    let is_file = !meta.is_dir();
+    let (lang, language_note) = match req.language {
+        Some(given) => (lang::parse_language(given)?, None),
+        None if is_file => match lang::from_path(req.path) {
+            Some(lang) => (lang, None),
+            None => {
+                return Err(Error::LanguageUnknownForFile {
+                    path: req.path.to_path_buf(),
+                });
+            }
+        },
+        None => infer_language(req)?,
+    };
+    let compiled = lang::compile(req.pattern, lang)?;
+    Ok(Target {
+        compiled,
+        language_note,
+        root: req.path.to_path_buf(),
+        is_file,
+    })
+}
+
+/// For a directory without `language`: the language of its files, when that is
+/// unambiguous — one language present, or exactly one of those present in which the
+/// pattern parses.
+fn infer_language(req: &SearchRequest) -> Result<(SupportLang, Option<String>)> {
+    let counts: Mutex<BTreeMap<&'static str, (SupportLang, usize)>> = Mutex::default();
+    walker(req.path, req.threads).run(|| {
+        Box::new(|entry| {
+            if let Ok(entry) = entry
+                && entry.file_type().is_some_and(|t| t.is_file())
+                && let Some(lang) = lang::from_path(entry.path())
+            {
+                let mut counts = counts.lock().unwrap_or_else(|p| p.into_inner());
+                counts.entry(lang::id(lang)).or_insert((lang, 0)).1 += 1;
+            }
+            WalkState::Continue
+        })
+    });
+    let counts = counts.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut found: Vec<(&'static str, SupportLang, usize)> =
+        counts.into_iter().map(|(id, (l, n))| (id, l, n)).collect();
+    found.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    let listed = |found: &[(&'static str, SupportLang, usize)]| {
+        found
+            .iter()
+            .map(|(id, _, n)| format!("{id} ({n})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let [(id, lang, n)] = found.as_slice() {
+        return Ok((
+            *lang,
+            Some(format!(
+                "language inferred: {id}, the only language of the {n} files here"
+            )),
+        ));
+    }
+    let accepting: Vec<&(&'static str, SupportLang, usize)> = found
+        .iter()
+        .filter(|(_, l, _)| lang::compile(req.pattern, *l).is_ok())
+        .collect();
+    if let [(id, lang, _)] = accepting.as_slice() {
+        return Ok((
+            *lang,
+            Some(format!(
+                "language inferred: {id}, the only language here in which the pattern parses (files: {})",
+                listed(&found)
+            )),
+        ));
+    }
+    Err(Error::LanguageRequired {
+        path: req.path.to_path_buf(),
+        found: found.iter().map(|(id, _, n)| (*id, *n)).collect(),
+        accepting: accepting.iter().map(|(id, _, _)| *id).collect(),
+    })
+}
+
+/// The ignore-aware parallel walker: `.gitignore` (inside a git repository), `.ignore`,
+/// global git excludes, hidden files and directories skipped; symbolic links not followed.
+/// Files are picked by extension in the visitor, not with the walker's file types: a type
+/// match would whitelist hidden files.
+fn walker(root: &Path, threads: usize) -> ignore::WalkParallel {
+    WalkBuilder::new(root)
+        .threads(threads.max(1))
+        .build_parallel()
+}
+
+/// Literal texts a file must contain to be able to match.
+pub(crate) struct Prefilter {
+    finders: Vec<memmem::Finder<'static>>,
+}
+
+impl Prefilter {
+    pub(crate) fn new(literals: &[String]) -> Option<Prefilter> {
+        if literals.is_empty() {
+            return None;
+        }
+        let mut literals = literals.to_vec();
+        // Longer literals are rarer: test them first.
+        literals.sort_by_key(|l| std::cmp::Reverse(l.len()));
+        Some(Prefilter {
+            finders: literals
+                .iter()
+                .map(|l| memmem::Finder::new(l.as_bytes()).into_owned())
+                .collect(),
+        })
+    }
+
+    pub(crate) fn may_match(&self, haystack: &[u8]) -> bool {
+        self.finders.iter().all(|f| f.find(haystack).is_some())
+    }
+}
+
+/// What reading one file gave.
+pub(crate) enum Read {
+    Text(String),
+    /// Lacks a literal of the pattern: cannot match.
+    Filtered,
+    Skipped(String),
+}
+
+pub(crate) fn read_file(path: &Path, prefilter: Option<&Prefilter>) -> Read {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() > MAX_FILE_BYTES => {
+            return Read::Skipped(format!(
+                "larger than {} MiB ({} bytes)",
+                MAX_FILE_BYTES >> 20,
+                meta.len()
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => return Read::Skipped(format!("unreadable: {e}")),
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => return Read::Skipped(format!("unreadable: {e}")),
+    };
+    if let Some(filter) = prefilter
+        && !filter.may_match(&bytes)
+    {
+        return Read::Filtered;
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Read::Text(text),
+        Err(_) => Read::Skipped("not UTF-8 text".into()),
+    }
+}
+
+/// Counters shared by the walker's threads.
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub files: AtomicUsize,
+    pub parsed: AtomicUsize,
+    pub matched: AtomicUsize,
+    pub skipped: Mutex<(usize, Vec<Skipped>)>,
+}
+
+impl Stats {
+    pub(crate) fn skip(&self, path: &Path, why: String) {
+        let mut s = self.skipped.lock().unwrap_or_else(|p| p.into_inner());
+        s.0 += 1;
+        if s.1.len() < SKIPPED_LISTED {
+            s.1.push(Skipped {
+                path: path.to_path_buf(),
+                why,
+            });
+        }
+    }
+
+    pub(crate) fn take_skipped(&self) -> (usize, Vec<Skipped>) {
+        let mut s = self.skipped.lock().unwrap_or_else(|p| p.into_inner());
+        let mut listed = std::mem::take(&mut s.1);
+        listed.sort_by(|a, b| a.path.cmp(&b.path));
+        (s.0, listed)
+    }
+}
+
+/// Run `visit` on every file of the target's language under its root (in parallel), with
+/// the file's text; files the prefilter rules out, unreadable and oversized ones are
+/// counted in `stats` and not visited. An explicitly named file is visited whatever the
+/// ignore rules say.
+pub(crate) fn for_each_file<F>(
+    target: &Target,
+    prefilter: bool,
+    threads: usize,
+    cancel: Option<&AtomicBool>,
+    stats: &Stats,
+    visit: F,
+) -> Result<()>
+where
+    F: Fn(&Path, String) + Sync,
+{
+    let filter = if prefilter {
+        Prefilter::new(&target.compiled.literals)
+    } else {
+        None
+    };
+    let one = |path: &Path| {
+        stats.files.fetch_add(1, Ordering::Relaxed);
+        match read_file(path, filter.as_ref()) {
+            Read::Text(text) => {
+                stats.parsed.fetch_add(1, Ordering::Relaxed);
+                visit(path, text);
+            }
+            Read::Filtered => {}
+            Read::Skipped(why) => stats.skip(path, why),
+        }
+    };
+    if target.is_file {
+        one(&target.root);
+    } else {
+        let lang = target.lang();
+        walker(&target.root, threads).run(|| {
+            Box::new(|entry| {
+                if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    return WalkState::Quit;
+                }
+                match entry {
+                    Ok(entry)
+                        if entry.file_type().is_some_and(|t| t.is_file())
+                            && lang::from_path(entry.path()) == Some(lang) =>
+                    {
+                        one(entry.path())
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        let path = match &e {
+                            ignore::Error::WithPath { path, .. } => path.clone(),
+                            _ => target.root.clone(),
+                        };
+                        stats.skip(&path, format!("walk error: {e}"));
+                    }
+                }
+                WalkState::Continue
+            })
+        });
+    }
+    if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+        return Err(Error::Cancelled);
+    }
+    Ok(())
+}
+
+/// Line and column (1-based, characters) of byte `at` in `src`.
+pub(crate) fn line_col(src: &str, at: usize) -> (usize, usize) {
+    let before = &src[..at.min(src.len())];
+    let line = memchr::memchr_iter(b'\n', before.as_bytes()).count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// The captures of a match, bounded.
+pub(crate) fn captures(
+    m: &NodeMatch<'_, StrDoc<SupportLang>>,
+    vars: &[String],
+    src: &str,
+) -> BTreeMap<String, String> {
+    let env = m.get_env();
+    let mut out = BTreeMap::new();
+    for var in vars {
+        let text = if let Some(node) = env.get_match(var) {
+            node.text().to_string()
+        } else {
+            let nodes = env.get_multiple_matches(var);
+            match (nodes.first(), nodes.last()) {
+                (Some(first), Some(last)) => src[first.range().start..last.range().end].to_string(),
+                _ => String::new(),
+            }
+        };
+        out.insert(var.clone(), bounded(&text, CAPTURE_CHARS));
+    }
+    out
+}
+
+/// Heap entry ordered by (path, byte): the heap keeps the largest on top, so popping it
+/// keeps the first `max_results` in path order.
+struct Ranked(Match);
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (
+            &self.0.path,
+            self.0.byte,
+            self.0.end_line,
+            self.0.end_column,
+        )
+            .cmp(&(
+                &other.0.path,
+                other.0.byte,
+                other.0.end_line,
+                other.0.end_column,
+            ))
+    }
+}
+
+/// Search. Every match is counted; the first `max_results` (by path, then position) are
+/// returned. Nested matches (a match inside another) are matches too.
+pub fn search(req: &SearchRequest) -> Result<SearchResult> {
+    let target = prepare(req)?;
+    search_target(req, &target)
+}
+
+/// Search a prepared target.
+pub fn search_target(req: &SearchRequest, target: &Target) -> Result<SearchResult> {
+    let stats = Stats::default();
+    let total = AtomicUsize::new(0);
+    let keep = req.max_results;
+    let best: Mutex<BinaryHeap<Ranked>> = Mutex::new(BinaryHeap::new());
+    let compiled = &target.compiled;
+    for_each_file(
+        target,
+        req.prefilter,
+        req.threads,
+        req.cancel,
+        &stats,
+        |path, text| {
+            let tree = lang::parse(&text, compiled.lang);
+            let root = tree.root();
+            let mut found = 0usize;
+            let mut mine: Vec<Match> = Vec::new();
+            for m in root.find_all(&compiled.pattern) {
+                found += 1;
+                let range = m.range();
+                let src = text.as_str();
+                let (line, column) = line_col(src, range.start);
+                let (end_line, end_column) = line_col(src, range.end);
+                mine.push(Match {
+                    path: path.to_path_buf(),
+                    line,
+                    column,
+                    end_line,
+                    end_column,
+                    text: bounded(&m.text(), MATCH_TEXT_CHARS),
+                    captures: captures(&m, &compiled.vars, src),
+                    byte: range.start,
+                });
+            }
+            if found > 0 {
+                total.fetch_add(found, Ordering::Relaxed);
+                stats.matched.fetch_add(1, Ordering::Relaxed);
+                // A nested match can start where its outer one does: order exactly, then keep
+                // only what can make the global first `keep`.
+                let mut mine: Vec<Ranked> = mine.into_iter().map(Ranked).collect();
+                mine.sort();
+                mine.truncate(keep);
+                let mut heap = best.lock().unwrap_or_else(|p| p.into_inner());
+                for Ranked(m) in mine {
+                    heap.push(Ranked(m));
+                    if heap.len() > keep {
+                        heap.pop();
+                    }
+                }
+            }
+        },
+    )?;
+    let mut matches: Vec<Match> = best
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_sorted_vec()
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    matches.truncate(keep);
+    let total = total.into_inner();
+    let (skipped_total, skipped) = stats.take_skipped();
+    Ok(SearchResult {
+        language: lang::id(compiled.lang),
+        language_note: target.language_note.clone(),
+        pattern_context: compiled.context.clone(),
+        truncated: total > matches.len(),
+        matches,
+        total,
+        files_searched: stats.files.load(Ordering::Relaxed),
+        files_parsed: stats.parsed.load(Ordering::Relaxed),
+        files_matched: stats.matched.load(Ordering::Relaxed),
+        skipped,
+        skipped_total,
+    })
+}

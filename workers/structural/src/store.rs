@@ -1,0 +1,534 @@
+//! Staged edits, persisted on disk so a daemon restart loses none. Each edit belongs to the
+//! conversation that staged it and holds, per file, the content captured at staging and the
+//! new content. Accept compares every file with its snapshot and rejects the whole change if
+//! any differs; otherwise it writes every file atomically and, if one write fails, restores
+//! the ones already written. A crash in the middle of an accept is rolled back on the next
+//! open, so a half-applied change never survives.
+//!
+//! On disk (`dir`): `next_id` (the next edit number, so ids stay unique across restarts) and
+//! one `edit_<n>.json` per edit; resolved edits keep a small tombstone (no contents) so a
+//! second resolve gets "already accepted", not "unknown".
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::rewrite::Proposal;
+use crate::{Error, Result};
+
+/// Where an edit is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EditState {
+    Staged,
+    /// Files are being written; found at open only after a crash, and rolled back.
+    Accepting,
+    Accepted,
+    Discarded,
+}
+
+impl std::fmt::Display for EditState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EditState::Staged => "staged",
+            EditState::Accepting => "being accepted",
+            EditState::Accepted => "accepted",
+            EditState::Discarded => "discarded",
+        })
+    }
+}
+
+/// A file that no longer holds the content captured at staging.
+#[derive(Clone, Debug, Serialize)]
+pub struct Changed {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StoredFile {
+    path: PathBuf,
+    replacements: usize,
+    /// Absent in tombstones.
+    before: Option<String>,
+    after: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Record {
+    id: String,
+    conversation: String,
+    state: EditState,
+    created_ms: u64,
+    resolved_ms: Option<u64>,
+    pattern: String,
+    rewrite: String,
+    language: String,
+    replacements: usize,
+    files: Vec<StoredFile>,
+}
+
+/// What the store keeps in memory about an edit (no file contents).
+#[derive(Clone, Debug, Serialize)]
+pub struct EditInfo {
+    pub id: String,
+    pub conversation: String,
+    pub state: EditState,
+    pub created_ms: u64,
+    pub resolved_ms: Option<u64>,
+    pub language: String,
+    pub replacements: usize,
+    /// (path, replacements) per file.
+    pub files: Vec<(PathBuf, usize)>,
+}
+
+impl From<&Record> for EditInfo {
+    fn from(r: &Record) -> Self {
+        EditInfo {
+            id: r.id.clone(),
+            conversation: r.conversation.clone(),
+            state: r.state,
+            created_ms: r.created_ms,
+            resolved_ms: r.resolved_ms,
+            language: r.language.clone(),
+            replacements: r.replacements,
+            files: r
+                .files
+                .iter()
+                .map(|f| (f.path.clone(), f.replacements))
+                .collect(),
+        }
+    }
+}
+
+/// How files are written. The real one writes atomically; tests inject failures.
+pub trait FileWriter: Sync {
+    fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()>;
+}
+
+/// Write to a temporary file in the same directory (keeping the old file's permissions),
+/// fsync it, rename it over the target, fsync the directory.
+pub struct AtomicWriter;
+
+static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl FileWriter for AtomicWriter {
+    fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()> {
+        write_atomic(path, content)
+    }
+}
+
+/// See [`AtomicWriter`]. A symbolic link is written through (its target is replaced, the
+/// link stays a link).
+pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    let resolved;
+    let path = if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        resolved = fs::canonicalize(path)?;
+        resolved.as_path()
+    } else {
+        path
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.toolvisor-{}-{}.tmp",
+        std::process::id(),
+        TMP_SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let permissions = fs::metadata(path).ok().map(|m| m.permissions());
+    let result = (|| {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        file.write_all(content)?;
+        if let Some(p) = permissions {
+            file.set_permissions(p)?;
+        }
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The result of staging.
+#[derive(Clone, Debug, Serialize)]
+pub struct Staged {
+    pub id: String,
+    pub files: usize,
+    pub replacements: usize,
+}
+
+/// The result of an accept.
+#[derive(Clone, Debug, Serialize)]
+pub struct Accepted {
+    pub id: String,
+    pub written: Vec<PathBuf>,
+    pub replacements: usize,
+}
+
+/// Staged edits of every conversation, persisted under one directory.
+pub struct EditStore {
+    dir: PathBuf,
+    inner: Mutex<Inner>,
+    /// Serializes resolves, so two accepts never interleave their writes.
+    resolving: Mutex<()>,
+}
+
+struct Inner {
+    next: u64,
+    edits: BTreeMap<u64, EditInfo>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn number(id: &str) -> Option<u64> {
+    id.strip_prefix("edit_")?.parse().ok()
+}
+
+fn ago(ms: Option<u64>) -> String {
+    let Some(ms) = ms else {
+        return "earlier".into();
+    };
+    let s = now_ms().saturating_sub(ms) / 1000;
+    match s {
+        0..=59 => format!("{s} s ago"),
+        60..=3599 => format!("{} min ago", s / 60),
+        3600..=86_399 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86_400),
+    }
+}
+
+impl EditStore {
+    /// Open (creating) the store in `dir`; roll back any accept a crash interrupted.
+    pub fn open(dir: &Path) -> Result<EditStore> {
+        let store_err = |message: String| Error::Store {
+            path: dir.to_path_buf(),
+            message,
+        };
+        fs::create_dir_all(dir).map_err(|e| store_err(format!("cannot create: {e}")))?;
+        let mut next = match fs::read_to_string(dir.join("next_id")) {
+            Ok(text) => text
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| store_err(format!("next_id holds {text:?}, not a number")))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 1,
+            Err(e) => return Err(store_err(format!("cannot read next_id: {e}"))),
+        };
+        let mut edits = BTreeMap::new();
+        let entries = fs::read_dir(dir).map_err(|e| store_err(format!("cannot list: {e}")))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(n) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(number)
+            else {
+                continue;
+            };
+            let mut record = match read_record(&path) {
+                Ok(r) => r,
+                Err(e) => {
+                    // One damaged record must not take every other edit down with it.
+                    tracing::error!(path = %path.display(), error = %e, "unreadable staged edit; ignored");
+                    next = next.max(n + 1);
+                    continue;
+                }
+            };
+            if record.state == EditState::Accepting {
+                roll_back_interrupted(&mut record);
+                write_record(&path, &record).map_err(|e| {
+                    store_err(format!("cannot save the rollback of {}: {e}", record.id))
+                })?;
+            }
+            next = next.max(n + 1);
+            edits.insert(n, EditInfo::from(&record));
+        }
+        Ok(EditStore {
+            dir: dir.to_path_buf(),
+            inner: Mutex::new(Inner { next, edits }),
+            resolving: Mutex::new(()),
+        })
+    }
+
+    fn path_of(&self, n: u64) -> PathBuf {
+        self.dir.join(format!("edit_{n}.json"))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Persist `proposal` as a new staged edit of `conversation`.
+    pub fn stage(
+        &self,
+        conversation: &str,
+        pattern: &str,
+        rewrite: &str,
+        proposal: &Proposal,
+    ) -> Result<Staged> {
+        let n = {
+            let mut inner = self.lock();
+            let n = inner.next;
+            // The counter is on disk before the id is used: ids never repeat, even after
+            // a crash.
+            write_bytes(&self.dir.join("next_id"), (n + 1).to_string().as_bytes()).map_err(
+                |e| Error::Io {
+                    path: self.dir.join("next_id"),
+                    source: e,
+                },
+            )?;
+            inner.next = n + 1;
+            n
+        };
+        let record = Record {
+            id: format!("edit_{n}"),
+            conversation: conversation.to_string(),
+            state: EditState::Staged,
+            created_ms: now_ms(),
+            resolved_ms: None,
+            pattern: pattern.to_string(),
+            rewrite: rewrite.to_string(),
+            language: proposal.language.to_string(),
+            replacements: proposal.replacements,
+            files: proposal
+                .files
+                .iter()
+                .map(|f| StoredFile {
+                    path: f.path.clone(),
+                    replacements: f.replacements,
+                    before: Some(f.before.clone()),
+                    after: Some(f.after.clone()),
+                })
+                .collect(),
+        };
+        let path = self.path_of(n);
+        write_record(&path, &record).map_err(|e| Error::Io { path, source: e })?;
+        self.lock().edits.insert(n, EditInfo::from(&record));
+        Ok(Staged {
+            id: record.id,
+            files: proposal.files.len(),
+            replacements: proposal.replacements,
+        })
+    }
+
+    /// The edit `id` if it belongs to `conversation`. Another conversation's edit is
+    /// reported exactly like an unknown one.
+    pub fn get(&self, conversation: &str, id: &str) -> Result<EditInfo> {
+        let not_found = || Error::EditNotFound {
+            id: id.to_string(),
+            conversation: conversation.to_string(),
+        };
+        let n = number(id.trim()).ok_or_else(not_found)?;
+        let inner = self.lock();
+        let info = inner.edits.get(&n).ok_or_else(not_found)?;
+        if info.conversation != conversation {
+            return Err(not_found());
+        }
+        Ok(info.clone())
+    }
+
+    /// Edits of `conversation`, oldest first.
+    pub fn list(&self, conversation: &str) -> Vec<EditInfo> {
+        self.lock()
+            .edits
+            .values()
+            .filter(|e| e.conversation == conversation)
+            .cloned()
+            .collect()
+    }
+
+    fn staged(&self, conversation: &str, id: &str) -> Result<(u64, EditInfo)> {
+        let info = self.get(conversation, id)?;
+        match info.state {
+            EditState::Staged => Ok((number(&info.id).unwrap_or(0), info)),
+            state => Err(Error::EditResolved {
+                id: info.id.clone(),
+                state,
+                ago: ago(info.resolved_ms),
+            }),
+        }
+    }
+
+    fn save(&self, n: u64, record: &Record) -> Result<()> {
+        let path = self.path_of(n);
+        write_record(&path, record).map_err(|e| Error::Io { path, source: e })?;
+        self.lock().edits.insert(n, EditInfo::from(record));
+        Ok(())
+    }
+
+    fn load(&self, n: u64) -> Result<Record> {
+        let path = self.path_of(n);
+        read_record(&path).map_err(|message| Error::Store {
+            path: path.clone(),
+            message,
+        })
+    }
+
+    /// Drop a staged edit; nothing is written.
+    pub fn discard(&self, conversation: &str, id: &str) -> Result<EditInfo> {
+        let _resolving = self.resolving.lock().unwrap_or_else(|p| p.into_inner());
+        let (n, _) = self.staged(conversation, id)?;
+        let mut record = self.load(n)?;
+        record.state = EditState::Discarded;
+        record.resolved_ms = Some(now_ms());
+        tombstone(&mut record);
+        self.save(n, &record)?;
+        Ok(EditInfo::from(&record))
+    }
+
+    /// Accept with atomic writes.
+    pub fn accept(&self, conversation: &str, id: &str) -> Result<Accepted> {
+        self.accept_with(conversation, id, &AtomicWriter)
+    }
+
+    /// Accept: every file must still hold its staging snapshot, else nothing is written and
+    /// the edit stays staged. Then every file is written; if one write fails, those already
+    /// written are restored and the edit stays staged.
+    pub fn accept_with(
+        &self,
+        conversation: &str,
+        id: &str,
+        writer: &dyn FileWriter,
+    ) -> Result<Accepted> {
+        let _resolving = self.resolving.lock().unwrap_or_else(|p| p.into_inner());
+        let (n, info) = self.staged(conversation, id)?;
+        let mut record = self.load(n)?;
+        let mut changed = Vec::new();
+        for file in &record.files {
+            let before = file.before.as_deref().unwrap_or_default();
+            match fs::read(&file.path) {
+                Ok(now) if now == before.as_bytes() => {}
+                Ok(_) => changed.push(Changed {
+                    path: file.path.clone(),
+                    why: "modified since staging".into(),
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => changed.push(Changed {
+                    path: file.path.clone(),
+                    why: "deleted since staging".into(),
+                }),
+                Err(e) => changed.push(Changed {
+                    path: file.path.clone(),
+                    why: format!("unreadable: {e}"),
+                }),
+            }
+        }
+        if !changed.is_empty() {
+            return Err(Error::Conflict {
+                id: info.id,
+                total: record.files.len(),
+                changed,
+            });
+        }
+        // Mark the accept before the first write: a crash from here on is rolled back at
+        // the next open.
+        record.state = EditState::Accepting;
+        self.save(n, &record)?;
+        let mut written: Vec<&StoredFile> = Vec::new();
+        for file in &record.files {
+            let after = file.after.as_deref().unwrap_or_default();
+            if let Err(source) = writer.write(&file.path, after.as_bytes()) {
+                let mut restored = Vec::new();
+                let mut unrestored = Vec::new();
+                for done in written.iter().rev() {
+                    let before = done.before.as_deref().unwrap_or_default();
+                    match writer.write(&done.path, before.as_bytes()) {
+                        Ok(()) => restored.push(done.path.clone()),
+                        Err(e) => unrestored.push((done.path.clone(), e.to_string())),
+                    }
+                }
+                restored.reverse();
+                let failed_path = file.path.clone();
+                let mut back = record.clone();
+                back.state = EditState::Staged;
+                self.save(n, &back)?;
+                return Err(Error::WriteFailed {
+                    id: info.id,
+                    path: failed_path,
+                    source,
+                    restored,
+                    unrestored,
+                });
+            }
+            written.push(file);
+        }
+        let written: Vec<PathBuf> = record.files.iter().map(|f| f.path.clone()).collect();
+        record.state = EditState::Accepted;
+        record.resolved_ms = Some(now_ms());
+        tombstone(&mut record);
+        self.save(n, &record)?;
+        Ok(Accepted {
+            id: info.id,
+            written,
+            replacements: record.replacements,
+        })
+    }
+}
+
+fn tombstone(record: &mut Record) {
+    for file in &mut record.files {
+        file.before = None;
+        file.after = None;
+    }
+}
+
+/// After a crash during an accept: put back every file that holds the new content.
+fn roll_back_interrupted(record: &mut Record) {
+    for file in &record.files {
+        let (Some(before), Some(after)) = (&file.before, &file.after) else {
+            continue;
+        };
+        match fs::read(&file.path) {
+            Ok(now) if now == after.as_bytes() && after != before => {
+                match write_atomic(&file.path, before.as_bytes()) {
+                    Ok(()) => tracing::warn!(
+                        edit = record.id, path = %file.path.display(),
+                        "restored a file written by an accept that a crash interrupted"
+                    ),
+                    Err(e) => tracing::error!(
+                        edit = record.id, path = %file.path.display(), error = %e,
+                        "cannot restore a file written by an interrupted accept"
+                    ),
+                }
+            }
+            _ => {}
+        }
+    }
+    record.state = EditState::Staged;
+}
+
+fn write_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic(path, bytes)
+}
+
+fn write_record(path: &Path, record: &Record) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+    write_bytes(path, &bytes)
+}
+
+fn read_record(path: &Path) -> std::result::Result<Record, String> {
+    let bytes = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("damaged record: {e}"))
+}

@@ -1,0 +1,138 @@
+//! The literal prefilter changes how many files are parsed, never what matches: the same
+//! searches with and without it give identical totals and identical matches, on this
+//! workspace's own sources and on files built to trip a text-level filter (tokens split by
+//! comments and line breaks, the literal only inside strings or comments).
+
+use std::path::Path;
+
+use toolvisor_structural::search::{SearchRequest, SearchResult, search};
+
+fn run(path: &Path, pattern: &str, language: &str, prefilter: bool) -> SearchResult {
+    search(&SearchRequest {
+        pattern,
+        language: Some(language),
+        path,
+        max_results: 100_000,
+        prefilter,
+        threads: 2,
+        cancel: None,
+    })
+    .unwrap_or_else(|e| panic!("{pattern}: {e}"))
+}
+
+fn same_with_and_without(
+    path: &Path,
+    pattern: &str,
+    language: &str,
+) -> (SearchResult, SearchResult) {
+    let with = run(path, pattern, language, true);
+    let without = run(path, pattern, language, false);
+    assert_eq!(with.total, without.total, "{pattern}: totals differ");
+    let key = |r: &SearchResult| {
+        r.matches
+            .iter()
+            .map(|m| (m.path.clone(), m.line, m.column, m.text.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(key(&with), key(&without), "{pattern}: matches differ");
+    assert_eq!(with.files_searched, without.files_searched);
+    assert_eq!(
+        without.files_parsed,
+        without.files_searched - without.skipped_total
+    );
+    (with, without)
+}
+
+fn copy_rust(from: &Path, to: &Path) {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() && name != "target" {
+            copy_rust(&path, &to.join(&name));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            std::fs::create_dir_all(to).unwrap();
+            let _ = std::fs::copy(&path, to.join(&name));
+        }
+    }
+}
+
+#[test]
+fn identical_matches_on_this_workspace() {
+    // A snapshot of the workspace's Rust sources, so edits made while the test runs cannot
+    // make the two searches see different files.
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let snapshot = tempfile::tempdir().unwrap();
+    for top in ["protocol", "workers", "supervisor", "tests", "chaos"] {
+        copy_rust(&workspace.join(top), &snapshot.path().join(top));
+    }
+    let root = snapshot.path().to_path_buf();
+    let mut parsed_less = 0;
+    for pattern in [
+        "$A.unwrap()",
+        "println!($$$A)",
+        "Ok($A)",
+        "let $A = $B;",
+        "$A?",
+        "format!($$$)",
+        "Some($_)",
+        "$A.lock()",
+    ] {
+        let (with, without) = same_with_and_without(&root, pattern, "rust");
+        assert!(without.files_searched > 20, "the workspace has Rust files");
+        if with.files_parsed < without.files_parsed {
+            parsed_less += 1;
+        }
+    }
+    // Patterns with a literal parse fewer files; `$A?` has none and parses all.
+    assert!(
+        parsed_less >= 6,
+        "the prefilter skipped files for {parsed_less} patterns"
+    );
+}
+
+#[test]
+fn identical_matches_on_files_built_to_fool_a_text_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        // Tokens split by a comment and by line breaks: still a match.
+        (
+            "split.rs",
+            "fn a() { x /* why */ . unwrap ( ); y\n    .\n    unwrap(); }\n",
+        ),
+        // The literal only in a string and a comment: no match, but the file is parsed.
+        (
+            "strings.rs",
+            "fn b() { let s = \"x.unwrap()\"; // z.unwrap()\n}\n",
+        ),
+        // No literal at all: skipped unparsed.
+        ("none.rs", "fn c() { let v = 1; }\n"),
+        // Nested: the outer and the inner call are both matches.
+        ("nested.rs", "fn d() { a.unwrap().b.unwrap(); }\n"),
+        // Inside a macro's token tree there are tokens, not expressions: no match either
+        // way (tree-sitter does not parse macro bodies).
+        (
+            "macro.rs",
+            "fn e() { println!(\"{}\", r#unwrap.unwrap()); }\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let (with, without) = same_with_and_without(dir.path(), "$A.unwrap()", "rust");
+    assert_eq!(with.total, 4, "{:#?}", with.matches);
+    assert_eq!(without.files_parsed, 5);
+    assert_eq!(with.files_parsed, 4, "none.rs needs no parse");
+
+    std::fs::write(
+        dir.path().join("p.py"),
+        "print(1)\nprint (\n  2)\n# print(3)\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("q.py"), "log(1)\n").unwrap();
+    let (with, _) = same_with_and_without(dir.path(), "print($A)", "python");
+    assert_eq!(with.total, 2);
+    assert_eq!(with.files_parsed, 1);
+}

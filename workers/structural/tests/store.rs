@@ -1,0 +1,309 @@
+//! The staged-edit store: accept writes all files or none (snapshot mismatch, a failing
+//! write, a crash in the middle), edits survive reopening, ids never repeat, and an edit is
+//! visible only to its conversation.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use toolvisor_structural::Error;
+use toolvisor_structural::rewrite::{Proposal, propose};
+use toolvisor_structural::search::SearchRequest;
+use toolvisor_structural::store::{EditState, EditStore, FileWriter, write_atomic};
+
+struct Tree {
+    dir: tempfile::TempDir,
+    files: Vec<PathBuf>,
+}
+
+/// Four Python files, each with two `print(...)` calls.
+fn tree() -> Tree {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = (1..=4)
+        .map(|i| {
+            let path = dir.path().join(format!("m{i}.py"));
+            std::fs::write(&path, format!("print({i})\nx = {i}\nprint(x, {i})\n")).unwrap();
+            path
+        })
+        .collect();
+    Tree { dir, files }
+}
+
+fn proposal(root: &Path) -> Proposal {
+    propose(
+        &SearchRequest {
+            pattern: "print($$$A)",
+            language: Some("python"),
+            path: root,
+            max_results: 50,
+            prefilter: true,
+            threads: 2,
+            cancel: None,
+        },
+        "log($$$A)",
+    )
+    .unwrap()
+}
+
+fn contents(files: &[PathBuf]) -> Vec<String> {
+    files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect()
+}
+
+fn stage(store: &EditStore, conversation: &str, root: &Path) -> String {
+    let p = proposal(root);
+    store
+        .stage(conversation, "print($$$A)", "log($$$A)", &p)
+        .unwrap()
+        .id
+}
+
+#[test]
+fn accept_writes_every_file_and_a_second_resolve_is_refused() {
+    let t = tree();
+    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let p = proposal(t.dir.path());
+    assert_eq!((p.files.len(), p.replacements), (4, 8));
+    let staged = store.stage("c1", "print($$$A)", "log($$$A)", &p).unwrap();
+    assert_eq!(staged.id, "edit_1");
+    // Staging writes nothing.
+    assert!(contents(&t.files).iter().all(|c| c.starts_with("print(")));
+    let accepted = store.accept("c1", &staged.id).unwrap();
+    assert_eq!(accepted.written.len(), 4);
+    assert_eq!(contents(&t.files)[2], "log(3)\nx = 3\nlog(x, 3)\n");
+    for again in [
+        store.accept("c1", "edit_1"),
+        store.discard("c1", "edit_1").map(|_| unreachable!()),
+    ] {
+        match again {
+            Err(Error::EditResolved {
+                state: EditState::Accepted,
+                ..
+            }) => {}
+            other => panic!("expected already accepted, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_file_touched_after_staging_rejects_the_whole_change() {
+    let t = tree();
+    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let id = stage(&store, "c1", t.dir.path());
+    std::fs::write(&t.files[2], "print(3)  # touched\n").unwrap();
+    std::fs::remove_file(&t.files[3]).unwrap();
+    let before = contents(&t.files[..3]);
+    match store.accept("c1", &id) {
+        Err(Error::Conflict { changed, total, .. }) => {
+            assert_eq!(total, 4);
+            let named: Vec<_> = changed
+                .iter()
+                .map(|c| (c.path.clone(), c.why.clone()))
+                .collect();
+            assert_eq!(
+                named,
+                vec![
+                    (t.files[2].clone(), "modified since staging".to_string()),
+                    (t.files[3].clone(), "deleted since staging".to_string()),
+                ]
+            );
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(contents(&t.files[..3]), before, "nothing may be written");
+    // Still staged: it can be discarded.
+    assert_eq!(
+        store.discard("c1", &id).unwrap().state,
+        EditState::Discarded
+    );
+}
+
+/// Fails (or panics) on one path, writes the others.
+struct Faulty {
+    fail_on: PathBuf,
+    panic: bool,
+    calls: AtomicUsize,
+}
+
+impl FileWriter for Faulty {
+    fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if path == self.fail_on {
+            if self.panic {
+                panic!("simulated crash while writing {}", path.display());
+            }
+            return Err(std::io::Error::other("disk full (simulated)"));
+        }
+        write_atomic(path, content)
+    }
+}
+
+#[test]
+fn a_failing_write_restores_the_files_already_written() {
+    let t = tree();
+    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let id = stage(&store, "c1", t.dir.path());
+    let original = contents(&t.files);
+    let faulty = Faulty {
+        fail_on: t.files[2].clone(),
+        panic: false,
+        calls: AtomicUsize::new(0),
+    };
+    match store.accept_with("c1", &id, &faulty) {
+        Err(Error::WriteFailed {
+            path,
+            restored,
+            unrestored,
+            ..
+        }) => {
+            assert_eq!(path, t.files[2]);
+            assert_eq!(restored, t.files[..2].to_vec());
+            assert!(unrestored.is_empty());
+        }
+        other => panic!("expected a write failure, got {other:?}"),
+    }
+    assert_eq!(contents(&t.files), original, "every file back as it was");
+    // Still staged, and a working writer can accept it now.
+    store.accept("c1", &id).unwrap();
+    assert!(contents(&t.files).iter().all(|c| c.starts_with("log(")));
+}
+
+#[test]
+fn a_crash_in_the_middle_of_an_accept_is_rolled_back_on_reopen() {
+    let t = tree();
+    let dir = t.dir.path().join("edits");
+    let store = EditStore::open(&dir).unwrap();
+    let id = stage(&store, "c1", t.dir.path());
+    let original = contents(&t.files);
+    let crashing = Faulty {
+        fail_on: t.files[3].clone(),
+        panic: true,
+        calls: AtomicUsize::new(0),
+    };
+    let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = store.accept_with("c1", &id, &crashing);
+    }));
+    assert!(crashed.is_err());
+    assert_ne!(
+        contents(&t.files),
+        original,
+        "three files were written before the crash"
+    );
+    drop(store);
+    let reopened = EditStore::open(&dir).unwrap();
+    assert_eq!(
+        contents(&t.files),
+        original,
+        "reopening rolls the half-accept back"
+    );
+    assert_eq!(reopened.get("c1", &id).unwrap().state, EditState::Staged);
+    reopened.accept("c1", &id).unwrap();
+}
+
+#[test]
+fn edits_survive_reopening_and_ids_never_repeat() {
+    let t = tree();
+    let dir = t.dir.path().join("edits");
+    let store = EditStore::open(&dir).unwrap();
+    let a = stage(&store, "c1", t.dir.path());
+    let b = stage(&store, "c1", t.dir.path());
+    store.discard("c1", &b).unwrap();
+    drop(store);
+    let store = EditStore::open(&dir).unwrap();
+    assert_eq!(store.get("c1", &a).unwrap().state, EditState::Staged);
+    assert_eq!(store.get("c1", &b).unwrap().state, EditState::Discarded);
+    let c = stage(&store, "c1", t.dir.path());
+    assert_eq!(
+        (a.as_str(), b.as_str(), c.as_str()),
+        ("edit_1", "edit_2", "edit_3")
+    );
+    store.accept("c1", &a).unwrap();
+}
+
+#[test]
+fn another_conversations_edit_is_not_found() {
+    let t = tree();
+    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let id = stage(&store, "c1", t.dir.path());
+    for result in [
+        store.accept("c2", &id).map(|_| ()),
+        store.discard("c2", &id).map(|_| ()),
+    ] {
+        match result {
+            Err(Error::EditNotFound { conversation, .. }) => assert_eq!(conversation, "c2"),
+            other => panic!("expected not found, got {other:?}"),
+        }
+    }
+    assert!(matches!(
+        store.accept("c1", "edit_99"),
+        Err(Error::EditNotFound { .. })
+    ));
+    assert!(matches!(
+        store.accept("c1", "bogus"),
+        Err(Error::EditNotFound { .. })
+    ));
+    assert_eq!(store.list("c2").len(), 0);
+    assert_eq!(store.list("c1").len(), 1);
+}
+
+#[test]
+fn too_many_replacements_stage_nothing() {
+    let t = tree();
+    let err = propose(
+        &SearchRequest {
+            pattern: "print($$$A)",
+            language: Some("python"),
+            path: t.dir.path(),
+            max_results: 5,
+            prefilter: true,
+            threads: 2,
+            cancel: None,
+        },
+        "log($$$A)",
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, Error::TooManyReplacements { found: 8, max: 5 }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rewrite_naming_an_unbound_metavariable_is_refused() {
+    let t = tree();
+    let err = propose(
+        &SearchRequest {
+            pattern: "print($A)",
+            language: Some("python"),
+            path: t.dir.path(),
+            max_results: 50,
+            prefilter: true,
+            threads: 1,
+            cancel: None,
+        },
+        "log($B)",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the rewrite uses $B, which the pattern does not bind (it binds: $A)"
+    );
+}
+
+#[test]
+fn a_symbolic_link_is_written_through_and_stays_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.py");
+    let link = dir.path().join("link.py");
+    std::fs::write(&real, "print(1)\n").unwrap();
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    write_atomic(&link, b"log(1)\n").unwrap();
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), "log(1)\n");
+}
