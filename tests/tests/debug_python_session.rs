@@ -2,7 +2,8 @@
 //! launch, launch stops at the first, stack, scopes, variables (a long string cut at 400
 //! characters, saying so), evaluate, step_over moves one line, continue to the second
 //! breakpoint, continue to the end, output captured; the session is in the tree with both
-//! pids and a TTL, and nothing of it is left afterwards.
+//! pids and a TTL, and nothing of it is left afterwards. Breakpoints set and cleared during a
+//! session apply at once; pause stops a running program; terminate leaves nothing behind.
 
 use std::process::Command;
 
@@ -188,6 +189,23 @@ fn terminate_kills_and_reaps_the_adapter_and_the_program() {
     assert_eq!(stopped_at(&launched), ("loop.py".into(), 1), "{launched}");
     let adapter_pid = launched["session"]["adapter_pid"].as_u64().unwrap() as u32;
     let debuggee_pid = launched["session"]["debuggee_pid"].as_u64().unwrap() as u32;
+    // Breakpoints set and cleared while the session runs apply at once.
+    let bp = dbg(
+        &d,
+        w,
+        json!({"op": "breakpoints", "file": "loop.py", "lines": [3]}),
+    );
+    assert_eq!(bp["applied"], true, "{bp}");
+    assert_eq!(bp["breakpoints"][0]["verified"], true, "{bp}");
+    let hit = dbg(&d, w, json!({"op": "continue"}));
+    assert_eq!(stopped_at(&hit), ("loop.py".into(), 3), "{hit}");
+    assert_eq!(hit["stopped"]["reason"], "breakpoint", "{hit}");
+    let cleared = dbg(
+        &d,
+        w,
+        json!({"op": "breakpoints", "file": "loop.py", "lines": []}),
+    );
+    assert_eq!(cleared["applied"], true, "{cleared}");
     let running = dbg(&d, w, json!({"op": "continue"}));
     assert_eq!(running["state"], "running", "{running}");
     let paused = dbg(&d, w, json!({"op": "pause"}));

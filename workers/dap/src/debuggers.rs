@@ -36,6 +36,9 @@ pub const MAX_FRAMES: usize = 30;
 pub const MAX_CHILDREN: usize = 50;
 /// Characters of one value returned at most.
 pub const MAX_VALUE_CHARS: usize = 400;
+/// A conversation without breakpoints whose last session ended this long ago is forgotten
+/// (its `status` and `output` with it), so the table does not grow with every conversation.
+const SLOT_KEEP: Duration = Duration::from_secs(2 * 60 * 60);
 const OUTPUT_READ_DEFAULT: u64 = 64 * 1024;
 const OUTPUT_READ_MAX: u64 = 1024 * 1024;
 
@@ -138,7 +141,20 @@ impl Debuggers {
     }
 
     fn slot(&self, conversation: &str) -> Arc<Slot> {
-        lock(&self.slots)
+        let mut slots = lock(&self.slots);
+        if !slots.contains_key(conversation) {
+            slots.retain(|_, slot| {
+                // Held by a call in flight (e.g. a launch about to register its session).
+                let in_use = Arc::strong_count(slot) > 1;
+                let idle = !in_use
+                    && lock(&slot.breakpoints).is_empty()
+                    && lock(&slot.current)
+                        .as_ref()
+                        .is_none_or(|s| s.ended().is_some_and(|e| e.at.elapsed() > SLOT_KEEP));
+                !idle
+            });
+        }
+        slots
             .entry(conversation.to_string())
             .or_insert_with(|| {
                 Arc::new(Slot {

@@ -92,6 +92,7 @@ impl EndKind {
 pub struct End {
     pub kind: EndKind,
     pub message: String,
+    pub at: Instant,
 }
 
 /// The last `stopped` event.
@@ -266,7 +267,11 @@ impl Session {
     pub(crate) fn mark_end(&self, kind: EndKind, message: String) {
         self.update(|s| {
             if s.end.is_none() {
-                s.end = Some(End { kind, message });
+                s.end = Some(End {
+                    kind,
+                    message,
+                    at: Instant::now(),
+                });
             }
         });
     }
@@ -499,6 +504,7 @@ impl Session {
                         s.end = Some(End {
                             kind: EndKind::Exited,
                             message: message.clone(),
+                            at: Instant::now(),
                         });
                     }
                 });
