@@ -135,10 +135,14 @@ async fn run_bash(daemon: &Arc<Daemon>, ctx: &CallCtx, args: BashArgs) -> Result
     let result = loop {
         tokio::select! {
             result = &mut running => break result,
-            Some((stream, text)) = rx.recv() => ctx.event(Event::Output { stream, text }).await,
+            Some((stream, text)) = rx.recv() => {
+                let text = files::mask_stream(daemon, text);
+                ctx.event(Event::Output { stream, text }).await
+            }
         }
     };
     while let Ok((stream, text)) = rx.try_recv() {
+        let text = files::mask_stream(daemon, text);
         ctx.event(Event::Output { stream, text }).await;
     }
     let output = result.map_err(|e| {

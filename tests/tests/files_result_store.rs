@@ -257,6 +257,21 @@ fn known_secrets_are_masked_and_recorded() {
     let v = ok(&mut c, "c", "bash", json!({"command": "echo \"p=$PATH\""}));
     assert_eq!(v["stdout"], "p=[masked:PATH]\n");
     assert_eq!(v["masked"], json!(["PATH"]));
+    // Streamed output events are masked too, not only the result.
+    let reply = c
+        .call_with("c", "bash", json!({"command": "echo \"s=$PATH\""}), |_| {
+            true
+        })
+        .unwrap();
+    let streamed: String = reply
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            toolvisor_protocol::wire::Event::Output { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, "s=[masked:PATH]\n");
     let v = ok(
         &mut c,
         "c",

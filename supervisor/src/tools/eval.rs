@@ -71,10 +71,14 @@ pub async fn run(daemon: &Arc<Daemon>, ctx: &CallCtx, args: Json) -> Result<Json
     let result = loop {
         tokio::select! {
             result = &mut running => break result,
-            Some((stream, text)) = rx.recv() => ctx.event(Event::Output { stream, text }).await,
+            Some((stream, text)) = rx.recv() => {
+                let text = super::files::mask_stream(daemon, text);
+                ctx.event(Event::Output { stream, text }).await
+            }
         }
     };
     while let Ok((stream, text)) = rx.try_recv() {
+        let text = super::files::mask_stream(daemon, text);
         ctx.event(Event::Output { stream, text }).await;
     }
     result.map_err(|e| e.to_tool_error())

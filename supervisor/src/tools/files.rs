@@ -405,6 +405,18 @@ async fn after_write(
     Ok(value)
 }
 
+/// Streamed output (`event` frames) on its way to the client: known secrets masked, as in
+/// results. A secret cut in two by a chunk boundary is not recognised in either half; the
+/// call's final result, masked whole, is the reliable record.
+pub(crate) fn mask_stream(daemon: &Daemon, text: String) -> String {
+    let secrets = daemon.files.store.secrets();
+    if secrets.is_empty() {
+        return text;
+    }
+    let mut counts = std::collections::BTreeMap::new();
+    secrets.mask_str(&text, &mut counts).unwrap_or(text)
+}
+
 /// Every tool's result on its way to the client: known secrets masked, and a result longer
 /// than `result_store.inline_chars` stored under `<state_dir>/results/<conversation>/` and
 /// replaced by a bounded projection with refs (`tool_result_read`). Images (already bounded
