@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{mpsc, oneshot};
-use toolvisor_jsonrpc::framing::{self, FrameError};
+use toolvisor_jsonrpc::framing;
 
 use crate::{DapError, Result};
 
@@ -331,19 +331,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let reason = loop {
-        let payload = match framing::read_frame(&mut reader, max_frame).await {
-            Ok(Some(p)) => p,
-            Ok(None) => break "end of stream".to_string(),
-            // A stray line (a crash report, a debug print): skip it and look for the next header.
-            Err(FrameError::BadHeader(what)) => {
-                tracing::warn!(
-                    label = inner.label,
-                    what,
-                    "garbage on the debug adapter's output; skipped"
-                );
-                continue;
-            }
-            Err(e) => break format!("unreadable output: {e}"),
+        let payload = match framing::next_frame(&mut reader, max_frame, &inner.label).await {
+            Ok(payload) => payload,
+            Err(reason) => break reason,
         };
         let message = match serde_json::from_slice::<Value>(&payload) {
             Ok(Value::Object(m)) => m,

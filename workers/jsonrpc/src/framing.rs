@@ -22,6 +22,30 @@ pub enum FrameError {
     Io(#[from] std::io::Error),
 }
 
+/// The next frame's payload from a child's output, skipping (and logging) stray lines such
+/// as crash reports or debug prints; `Err(reason)` once the stream is over or unreadable.
+/// The one read loop of the LSP and DAP transports.
+///
+/// # Cancel safety
+///
+/// Not cancel safe, like [`read_frame`].
+pub async fn next_frame<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+    label: &str,
+) -> Result<Vec<u8>, String> {
+    loop {
+        match read_frame(reader, max).await {
+            Ok(Some(payload)) => return Ok(payload),
+            Ok(None) => return Err("end of stream".to_string()),
+            Err(FrameError::BadHeader(what)) => {
+                tracing::warn!(label, what, "garbage on the child's output; skipped");
+            }
+            Err(e) => return Err(format!("unreadable output: {e}")),
+        }
+    }
+}
+
 /// Reads one frame's payload; `Ok(None)` at a clean end of stream (between frames).
 ///
 /// # Cancel safety

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::framing::{self, FrameError};
+use crate::framing;
 use crate::message::{Id, Message, ResponseError};
 use crate::{Result, RpcError};
 
@@ -209,19 +209,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
 ) {
     let mut reader = BufReader::new(stdout);
     let reason = loop {
-        let payload = match framing::read_frame(&mut reader, max_frame).await {
-            Ok(Some(p)) => p,
-            Ok(None) => break "end of stream".to_string(),
-            // A stray line on stdout: skip it and look for the next header.
-            Err(FrameError::BadHeader(what)) => {
-                tracing::warn!(
-                    label = inner.label,
-                    what,
-                    "garbage on the child's stdout; skipped"
-                );
-                continue;
-            }
-            Err(e) => break format!("unreadable output: {e}"),
+        let payload = match framing::next_frame(&mut reader, max_frame, &inner.label).await {
+            Ok(payload) => payload,
+            Err(reason) => break reason,
         };
         let msg = match Message::parse(&payload) {
             Ok(m) => m,
