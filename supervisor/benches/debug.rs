@@ -9,9 +9,14 @@
 //! installs: debugpy in `.test-deps/venv`, lldb-dap, gcc). Runs per figure
 //! `TOOLVISOR_BENCH_RUNS` (default 7 launches, 3×that steps).
 
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+use common::Guard;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -19,15 +24,6 @@ use serde_json::{Value, json};
 use toolvisor_protocol::client::{Client, ClientOptions};
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
-
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 const PY: &str = "total = 0\nfor i in range(100000):\n    total += i\n    total -= 1\n    total += 2\nprint(total)\n";
 const C: &str = "#include <stdio.h>\nint main(void) {\n    long total = 0;\n    for (long i = 0; i < 100000; i++) {\n        total += i;\n        total -= 1;\n        total += 2;\n    }\n    printf(\"%ld\\n\", total);\n    return 0;\n}\n";

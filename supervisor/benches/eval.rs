@@ -5,8 +5,13 @@
 //! Uses the test venv (`scripts/install-test-deps`); installs ipykernel and jupyter_client
 //! into it for this benchmark only. Prints a Markdown table for docs/BENCHMARKS.md.
 
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+use common::Guard;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
@@ -58,15 +63,6 @@ kc.stop_channels()
 km.shutdown_kernel(now=True)
 print(json.dumps({"cold_us": cold_us, "rt_us": rt_us}))
 "#;
-
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("TOOLVISOR_BENCH_PYTHON") {

@@ -9,11 +9,16 @@
 //! through its real path: socket, bincode, the result store (large outputs are stored and
 //! projected, as a model would get them).
 
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+use common::Guard;
+use common::wait_socket;
+
 use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use serde_json::{Value as Json, json};
 use toolvisor_protocol::client::{Client, ClientOptions};
@@ -336,26 +341,5 @@ fn call(c: &mut Client, tool: &str, args: Json) -> Json {
     match c.call("bench", tool, args.clone()).map(|r| r.outcome) {
         Ok(Outcome::Ok(v)) => v.0,
         other => panic!("{tool} {args} failed: {other:?}"),
-    }
-}
-
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_socket(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while UnixStream::connect(path).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never accepted",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -8,8 +8,14 @@
 //!   re-analysis included);
 //! - ten conversations on one root → how many server processes, and their RSS.
 
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+use common::Guard;
+use common::rss_kib;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -21,15 +27,6 @@ use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
 
 const N: usize = 200;
 const SRC: &str = "def greet(name: str) -> str:\n    \"\"\"Say hello.\"\"\"\n    return 'hi ' + name\n\n\nmessage = greet('you')\n";
-
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn deps() -> PathBuf {
     std::env::var_os("TOOLVISOR_TEST_DEPS")
@@ -75,17 +72,6 @@ fn hover(c: &mut Client, conv: &str) -> Value {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-        })
-        .unwrap_or(0)
 }
 
 /// The same hover, sent straight to a pyright this process starts (no daemon in between).

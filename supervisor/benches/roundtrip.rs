@@ -5,10 +5,16 @@
 //! The echo peer is this binary re-executed in echo mode (a tokio server in its own process,
 //! like the daemon), and both are driven by the same blocking length-prefixed client code.
 
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+use common::Guard;
+use common::{rss_kib, wait_socket};
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -139,46 +145,6 @@ fn main() {
     println!(
         "| 64 clients × 1000 calls | {errors} errors in {many_secs:.1} s, RSS after {loaded_rss} KiB | — | — | 0 errors |"
     );
-}
-
-struct Guard(Child);
-
-impl Guard {
-    fn stop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.0.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_socket(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while UnixStream::connect(path).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never accepted",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// The bytes of the trivial call as the daemon receives it (same size for the echo).

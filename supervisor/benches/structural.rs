@@ -10,9 +10,14 @@
 //! The tree is `TOOLVISOR_BENCH_CORPUS`, default `$CARGO_HOME/registry/src`; runs per figure
 //! `TOOLVISOR_BENCH_RUNS` (default 3).
 
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+use common::Guard;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
@@ -22,15 +27,6 @@ use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
 use toolvisor_structural::search::{SearchRequest, search};
 
 const PATTERNS: [&str; 2] = ["println!($$$A)", "$A.unwrap()"];
-
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn corpus() -> PathBuf {
     if let Some(p) = std::env::var_os("TOOLVISOR_BENCH_CORPUS") {

@@ -1,0 +1,54 @@
+//! Pieces every benchmark shares: a child process killed and reaped when dropped, waiting for
+//! a daemon's socket to accept, and a process's resident memory. Included by each bench with
+//! `#[path = "support/common.rs"] mod common;`.
+
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// A child (the daemon, a peer server) that is killed and reaped when dropped.
+pub struct Guard(pub Child);
+
+impl Guard {
+    /// SIGTERM (a clean stop) and wait for the exit.
+    pub fn stop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Block until `path` accepts a connection (at most 20 s).
+pub fn wait_socket(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while UnixStream::connect(path).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never accepted",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Resident memory of `pid` in KiB (0 when unknown).
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
