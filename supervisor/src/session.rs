@@ -585,8 +585,9 @@ async fn start_call(
     }
     daemon.touch_conversation(&call.conversation);
     daemon.calls_total.fetch_add(1, Ordering::Relaxed);
+    // No tree notification per call: a session's busy/ready flips with every call, and
+    // watchers pick it up on their once-a-second tick instead of redrawing per call.
     session.in_flight.fetch_add(1, Ordering::Relaxed);
-    daemon.notifier.bump();
 
     // Non-parallel-safe tools take their turn in the conversation's lane, in arrival order.
     let serial = daemon
@@ -650,7 +651,6 @@ async fn start_call(
         // Only now may the id be reused.
         lock(&session.calls).remove(&id);
         session.in_flight.fetch_sub(1, Ordering::Relaxed);
-        daemon.notifier.bump();
     })
 }
 
