@@ -309,26 +309,13 @@ fn main() {
         .unwrap();
     assert!(gcc.success());
     let sock = work.join("tv.sock");
-    let config = work.join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir = {:?}\n[debug]\nsearch_path = [{:?}]\n",
-            work.join("state").display().to_string(),
+    let _daemon = common::start_daemon(
+        &work,
+        &sock,
+        &format!(
+            "[debug]\nsearch_path = [{:?}]\n",
             python.parent().unwrap().display().to_string()
         ),
-    )
-    .unwrap();
-    let _daemon = Guard(
-        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
-            .args(["serve", "--socket"])
-            .arg(&sock)
-            .arg("--config")
-            .arg(&config)
-            .env("TOOLVISOR_LOG", "warn")
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolvisor"),
     );
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut c = loop {

@@ -8,10 +8,9 @@
 #[allow(dead_code)]
 #[path = "support/common.rs"]
 mod common;
-use common::Guard;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
@@ -132,26 +131,10 @@ fn main() {
     ensure_ipykernel(&python);
     let dir = tempfile::tempdir().expect("temp dir");
     let sock = dir.path().join("toolvisor.sock");
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir = {:?}\n[kernels]\npython = {:?}\n",
-            dir.path().join("state").display().to_string(),
-            python.display().to_string()
-        ),
-    )
-    .unwrap();
-    let _daemon = Guard(
-        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
-            .args(["serve", "--socket"])
-            .arg(&sock)
-            .arg("--config")
-            .arg(&config)
-            .env("TOOLVISOR_LOG", "warn")
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolvisor"),
+    let _daemon = common::start_daemon(
+        dir.path(),
+        &sock,
+        &format!("[kernels]\npython = {:?}\n", python.display().to_string()),
     );
     let deadline = Instant::now() + Duration::from_secs(20);
     while !sock.exists() {

@@ -12,7 +12,6 @@
 #[allow(dead_code)]
 #[path = "support/common.rs"]
 mod common;
-use common::Guard;
 use common::wait_socket;
 
 use std::io::{Read, Write};
@@ -47,26 +46,7 @@ fn main() {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let sock = dir.path().join("toolvisor.sock");
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir = {:?}\n",
-            dir.path().join("state").display().to_string()
-        ),
-    )
-    .unwrap();
-    let _daemon = Guard(
-        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
-            .args(["serve", "--socket"])
-            .arg(&sock)
-            .arg("--config")
-            .arg(&config)
-            .env("TOOLVISOR_LOG", "warn")
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolvisor"),
-    );
+    let _daemon = common::start_daemon(dir.path(), &sock, "");
     wait_socket(&sock);
     let mut c = connect(&sock, &tree);
     let files = count_lines(Command::new(&fd).args(["-t", "f", "."]).current_dir(&tree));

@@ -11,11 +11,9 @@
 #[allow(dead_code)]
 #[path = "support/common.rs"]
 mod common;
-use common::Guard;
 use common::rss_kib;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -146,26 +144,13 @@ fn main() {
     std::fs::write(project.join("pyproject.toml"), "").unwrap();
     std::fs::write(project.join("m.py"), SRC).unwrap();
     let sock = dir.path().join("toolvisor.sock");
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir = {:?}\n[lsp]\nsearch_path = [{:?}]\n",
-            dir.path().join("state").display().to_string(),
+    let _daemon = common::start_daemon(
+        dir.path(),
+        &sock,
+        &format!(
+            "[lsp]\nsearch_path = [{:?}]\n",
             deps().join("node_modules/.bin").display().to_string()
         ),
-    )
-    .unwrap();
-    let _daemon = Guard(
-        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
-            .args(["serve", "--socket"])
-            .arg(&sock)
-            .arg("--config")
-            .arg(&config)
-            .env("TOOLVISOR_LOG", "warn")
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolvisor"),
     );
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::os::unix::net::UnixStream::connect(&sock).is_err() {

@@ -14,7 +14,7 @@ use common::{rss_kib, wait_socket};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -33,27 +33,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let daemon_sock = dir.path().join("toolvisor.sock");
     let echo_sock = dir.path().join("echo.sock");
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir = {:?}\n",
-            dir.path().join("state").display().to_string()
-        ),
-    )
-    .unwrap();
-
-    let mut daemon = Guard(
-        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
-            .args(["serve", "--socket"])
-            .arg(&daemon_sock)
-            .arg("--config")
-            .arg(&config)
-            .env("TOOLVISOR_LOG", "warn")
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolvisor"),
-    );
+    let mut daemon = common::start_daemon(dir.path(), &daemon_sock, "");
     let _echo = Guard(
         Command::new(std::env::current_exe().unwrap())
             .env(ECHO_ENV, &echo_sock)

@@ -13,7 +13,6 @@
 #[allow(dead_code)]
 #[path = "support/common.rs"]
 mod common;
-use common::Guard;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -140,26 +139,7 @@ fn main() {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let socket = dir.path().join("toolvisor.sock");
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir = {:?}\n",
-            dir.path().join("state").display().to_string()
-        ),
-    )
-    .unwrap();
-    let _daemon = Guard(
-        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
-            .args(["serve", "--socket"])
-            .arg(&socket)
-            .arg("--config")
-            .arg(&config)
-            .env("TOOLVISOR_LOG", "warn")
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolvisor"),
-    );
+    let _daemon = common::start_daemon(dir.path(), &socket, "");
     let options = ClientOptions {
         codec: Codec::Bincode,
         client_kind: ClientKind::Harness,

@@ -1,10 +1,10 @@
-//! Pieces every benchmark shares: a child process killed and reaped when dropped, waiting for
-//! a daemon's socket to accept, and a process's resident memory. Included by each bench with
+//! Pieces every benchmark shares: starting the daemon on a temp socket, a child process killed
+//! and reaped when dropped, waiting for a socket to accept, and a process's resident memory. Included by each bench with
 //! `#[path = "support/common.rs"] mod common;`.
 
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A child (the daemon, a peer server) that is killed and reaped when dropped.
@@ -26,6 +26,25 @@ impl Drop for Guard {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Start the daemon built with this bench on `socket`, its config and state under `dir`, with
+/// `extra_config` (TOML) after the `state_dir` line. Logs at `warn`, to nowhere.
+pub fn start_daemon(dir: &Path, socket: &Path, extra_config: &str) -> Guard {
+    let config = dir.join("config.toml");
+    let state = dir.join("state").display().to_string();
+    std::fs::write(&config, format!("state_dir = {state:?}\n{extra_config}")).unwrap();
+    Guard(
+        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
+            .args(["serve", "--socket"])
+            .arg(socket)
+            .arg("--config")
+            .arg(&config)
+            .env("TOOLVISOR_LOG", "warn")
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start toolvisor"),
+    )
 }
 
 /// Block until `path` accepts a connection (at most 20 s).
