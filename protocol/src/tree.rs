@@ -53,8 +53,14 @@ pub struct TreeNode {
     /// Messages queued in the actor's mailbox.
     pub mailbox: u32,
     pub rss_bytes: Option<u64>,
-    /// A short free-form note (command line, conversation, peer).
+    /// A short free-form note (command line, conversation, peer). Known secrets are masked;
+    /// a node of another conversation shows no detail except to an `ops` client.
     pub detail: String,
+    /// The conversation that owns this resource (a process, kernel, debug session, worker);
+    /// `None` for shared resources and supervisors, and for another conversation's
+    /// resources except to an `ops` client.
+    #[serde(default)]
+    pub conversation: Option<String>,
     pub last_error: Option<String>,
     pub children: Vec<TreeNode>,
 }

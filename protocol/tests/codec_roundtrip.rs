@@ -71,6 +71,7 @@ fn tree() -> TreeSnapshot {
         mailbox: 1,
         rss_bytes: Some(1 << 20),
         detail: "sleep 1".into(),
+        conversation: Some("c1".into()),
         last_error: Some("exit code 1".into()),
         children: vec![],
     };

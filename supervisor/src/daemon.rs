@@ -25,6 +25,42 @@ use crate::listener::Bound;
 use crate::registry::{Registry, all_tools};
 use crate::root::{Root, RootArgs, RootMsg};
 
+/// Who is looking at the tree. An `ops` client sees every node whole; any other client sees
+/// the details of its own conversations' resources only (another conversation's command
+/// lines can carry what that conversation was told in confidence). Known secrets are masked
+/// for everyone.
+#[derive(Clone, Debug, Default)]
+pub struct TreeViewer {
+    pub ops: bool,
+    /// Conversations this client has made calls for.
+    pub conversations: Arc<Mutex<HashSet<String>>>,
+}
+
+impl TreeViewer {
+    pub fn new(kind: ClientKind) -> TreeViewer {
+        TreeViewer {
+            ops: kind == ClientKind::Ops,
+            conversations: Arc::default(),
+        }
+    }
+
+    pub fn saw(&self, conversation: &str) {
+        let mut set = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
+        if !set.contains(conversation) {
+            set.insert(conversation.to_string());
+        }
+    }
+
+    fn may_see(&self, conversation: &str) -> bool {
+        self.ops
+            || self
+                .conversations
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(conversation)
+    }
+}
+
 /// What the tree shows of one connected client.
 #[derive(Clone, Debug)]
 pub struct SessionInfo {
@@ -107,7 +143,41 @@ impl Daemon {
         self.next_request.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// The whole supervisor tree now.
+    /// The tree as `viewer` may see it: secrets masked in every detail and error, another
+    /// conversation's resources without detail unless the viewer is an ops client.
+    pub async fn tree_for(&self, viewer: &TreeViewer) -> TreeSnapshot {
+        let mut snapshot = self.snapshot().await;
+        let secrets = self.files.store.secrets();
+        let mut stack = vec![&mut snapshot.root];
+        while let Some(node) = stack.pop() {
+            let hidden = node
+                .conversation
+                .as_deref()
+                .is_some_and(|c| !viewer.may_see(c));
+            if hidden {
+                node.detail = "(a resource of another conversation)".into();
+                node.conversation = None;
+                if node.last_error.is_some() {
+                    node.last_error = Some("(hidden: another conversation's resource)".into());
+                }
+            } else if !secrets.is_empty() {
+                let mut counts = BTreeMap::new();
+                if let Some(masked) = secrets.mask_str(&node.detail, &mut counts) {
+                    node.detail = masked;
+                }
+                if let Some(err) = &node.last_error
+                    && let Some(masked) = secrets.mask_str(err, &mut counts)
+                {
+                    node.last_error = Some(masked);
+                }
+            }
+            stack.extend(node.children.iter_mut());
+        }
+        snapshot
+    }
+
+    /// The whole supervisor tree now, unmasked: only for the daemon's own use (status
+    /// counts, tests); clients get [`Daemon::tree_for`].
     pub async fn snapshot(&self) -> TreeSnapshot {
         let generation = self.notifier.generation();
         let supervisors = match self
@@ -150,6 +220,7 @@ impl Daemon {
                         if s.run_id.is_empty() { "-" } else { &s.run_id }
                     )
                     .to_lowercase(),
+                    conversation: None,
                     last_error: None,
                     children: Vec::new(),
                 }
@@ -166,6 +237,7 @@ impl Daemon {
             mailbox: 0,
             rss_bytes: None,
             detail: format!("{} connected", sessions.len()),
+            conversation: None,
             last_error: None,
             children: sessions,
         };
@@ -189,6 +261,7 @@ impl Daemon {
                 mailbox: 0,
                 rss_bytes: toolvisor_kit::process::rss_bytes(pid),
                 detail: format!("socket {}", self.socket.display()),
+                conversation: None,
                 last_error: None,
                 children,
             },

@@ -37,6 +37,10 @@ pub enum OperatorError {
     Io(#[from] std::io::Error),
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per frame read, moved once over a channel to the terminal thread"
+)]
 enum Input {
     Frame(DaemonFrame),
     Lost(String),

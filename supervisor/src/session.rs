@@ -19,7 +19,7 @@ use toolvisor_protocol::wire::{
 };
 use toolvisor_protocol::{PROTOCOL_VERSION, Value};
 
-use crate::daemon::{Daemon, SessionInfo};
+use crate::daemon::{Daemon, SessionInfo, TreeViewer};
 use crate::registry::validate;
 
 /// How long a new connection may take to send its `Hello`.
@@ -59,6 +59,9 @@ pub struct Session {
     /// Set once the client closed its sending side: no approval answer can arrive any more.
     reader_closed: std::sync::atomic::AtomicBool,
     in_flight: Arc<AtomicU64>,
+    /// What this client may see of the tree: its own conversations' resources, or all of
+    /// them for an ops client.
+    viewer: TreeViewer,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -295,6 +298,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         }
         let _ = writer.shutdown().await;
     });
+    let viewer = TreeViewer::new(hello.client_kind);
     let session = Arc::new(Session {
         id: session_id,
         hello,
@@ -304,6 +308,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         calls: Mutex::new(HashMap::new()),
         reader_closed: std::sync::atomic::AtomicBool::new(false),
         in_flight,
+        viewer,
     });
     let mut tree_watch: Option<tokio::task::JoinHandle<()>> = None;
     let mut call_tasks = tokio::task::JoinSet::new();
@@ -421,13 +426,18 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
             ClientFrame::Tree => {
                 let d = daemon.clone();
                 let tx = out_tx.clone();
+                let viewer = session.viewer.clone();
                 tokio::spawn(async move {
-                    let _ = tx.send(DaemonFrame::Tree(d.snapshot().await)).await;
+                    let _ = tx.send(DaemonFrame::Tree(d.tree_for(&viewer).await)).await;
                 });
             }
             ClientFrame::Subscribe { topic: Topic::Tree } => {
                 if tree_watch.is_none() {
-                    tree_watch = Some(tokio::spawn(watch_tree(daemon.clone(), out_tx.clone())));
+                    tree_watch = Some(tokio::spawn(watch_tree(
+                        daemon.clone(),
+                        session.viewer.clone(),
+                        out_tx.clone(),
+                    )));
                 }
             }
             ClientFrame::Unsubscribe { topic: Topic::Tree } => {
@@ -515,10 +525,10 @@ fn frame_name(frame: &ClientFrame) -> &'static str {
     }
 }
 
-async fn watch_tree(daemon: Arc<Daemon>, out: mpsc::Sender<DaemonFrame>) {
+async fn watch_tree(daemon: Arc<Daemon>, viewer: TreeViewer, out: mpsc::Sender<DaemonFrame>) {
     let mut rx = daemon.notifier.subscribe();
     if out
-        .send(DaemonFrame::TreeUpdate(daemon.snapshot().await))
+        .send(DaemonFrame::TreeUpdate(daemon.tree_for(&viewer).await))
         .await
         .is_err()
     {
@@ -531,7 +541,7 @@ async fn watch_tree(daemon: Arc<Daemon>, out: mpsc::Sender<DaemonFrame>) {
         tokio::time::sleep(Duration::from_millis(30)).await;
         rx.borrow_and_update();
         if out
-            .send(DaemonFrame::TreeUpdate(daemon.snapshot().await))
+            .send(DaemonFrame::TreeUpdate(daemon.tree_for(&viewer).await))
             .await
             .is_err()
         {
@@ -584,6 +594,7 @@ async fn start_call(
         return None;
     }
     daemon.touch_conversation(&call.conversation);
+    session.viewer.saw(&call.conversation);
     daemon.calls_total.fetch_add(1, Ordering::Relaxed);
     // No tree notification per call: a session's busy/ready flips with every call, and
     // watchers pick it up on their once-a-second tick instead of redrawing per call.

@@ -63,6 +63,8 @@ pub struct TestDaemon {
     pub socket: PathBuf,
     pub child: Option<Child>,
     pub log: PathBuf,
+    /// Extra environment variables of the daemon process (kept across restarts).
+    pub env: Vec<(String, String)>,
 }
 
 impl TestDaemon {
@@ -73,6 +75,15 @@ impl TestDaemon {
     }
 
     pub fn start_in(dir: tempfile::TempDir, config: &str) -> TestDaemon {
+        Self::start_with_env(dir, config, &[])
+    }
+
+    /// Start in `dir` with `env` added to the daemon's environment (secrets, say).
+    pub fn start_with_env(
+        dir: tempfile::TempDir,
+        config: &str,
+        env: &[(&str, &str)],
+    ) -> TestDaemon {
         let socket = dir.path().join("toolvisor.sock");
         let log = dir.path().join("daemon.log");
         let mut d = TestDaemon {
@@ -80,6 +91,10 @@ impl TestDaemon {
             socket,
             child: None,
             log,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         d.spawn(config);
         d
@@ -112,6 +127,7 @@ impl TestDaemon {
             .arg("--config")
             .arg(self.config_path())
             .env("TOOLVISOR_LOG", "debug")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

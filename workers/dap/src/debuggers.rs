@@ -730,9 +730,10 @@ impl Debuggers {
     ) -> Result<Arc<Session>, ToolError> {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         let id = format!("{}#{n}", call.conversation);
-        let status = NodeStatus::new(
+        let status = NodeStatus::owned(
             "debug_session",
             &id,
+            &call.conversation,
             format!("{}: {name}", call.conversation),
             self.notifier.clone(),
         );

@@ -40,15 +40,20 @@ impl Secrets {
         let set = set
             .build()
             .map_err(|e| format!("secret name patterns: {e}"))?;
-        let mut known: Vec<(String, String)> = vars
-            .into_iter()
-            .filter(|(name, value)| {
-                value.chars().count() >= min_len
-                    && (names.iter().any(|n| n == name) || set.is_match(name))
-            })
-            .collect();
+        let mut known: Vec<(String, String)> = Vec::new();
+        for (name, value) in vars {
+            // Credentials inside a URL are secret whatever the variable is called
+            // (`DATABASE_URL=postgres://user:pass@host`, `HTTPS_PROXY=http://u:p@proxy`).
+            known.extend(url_credentials(&name, &value, min_len));
+            if value.chars().count() >= min_len
+                && (names.iter().any(|n| n == &name) || set.is_match(&name))
+            {
+                known.push((name, value));
+            }
+        }
         known.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
-        known.dedup_by(|a, b| a.1 == b.1);
+        let mut seen = std::collections::HashSet::new();
+        known.retain(|(_, value)| seen.insert(value.clone()));
         Ok(Secrets { known })
     }
 
@@ -131,6 +136,69 @@ impl Secrets {
     }
 }
 
+/// The secrets inside every URL of `value` that carries a password
+/// (`scheme://user:password@host`): the `user:password` pair, always (it cannot be an
+/// ordinary word), and the password alone (also percent-decoded) when it has at least
+/// `min_len` characters.
+fn url_credentials(name: &str, value: &str, min_len: usize) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("://") {
+        let after = &rest[at + 3..];
+        let end = after
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
+            .unwrap_or(after.len());
+        let authority = &after[..end];
+        rest = &after[end..];
+        let Some((userinfo, _host)) = authority.rsplit_once('@') else {
+            continue;
+        };
+        let Some((user, password)) = userinfo.split_once(':') else {
+            continue;
+        };
+        if password.is_empty() {
+            continue;
+        }
+        out.push((
+            format!("{name} (URL credentials)"),
+            format!("{user}:{password}"),
+        ));
+        let decoded = percent_decode(password);
+        for candidate in [password.to_string(), decoded] {
+            if candidate.chars().count() >= min_len
+                && !out.iter().any(|(_, v): &(String, String)| v == &candidate)
+            {
+                out.push((format!("{name} (URL password)"), candidate));
+            }
+        }
+    }
+    out
+}
+
+/// `%XX` escapes decoded; anything malformed is kept as it is.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,7 +220,15 @@ mod tests {
     #[test]
     fn masks_values_by_name_and_pattern() {
         let s = secrets();
-        assert_eq!(s.names(), ["DATABASE_URL", "GITHUB_TOKEN", "API_KEY"]);
+        assert_eq!(
+            s.names(),
+            [
+                "DATABASE_URL",
+                "GITHUB_TOKEN",
+                "API_KEY",
+                "DATABASE_URL (URL credentials)"
+            ]
+        );
         let mut v = json!({"stdout": "token=ghp_abcdefghijklmnop and k-1234567890 twice k-1234567890", "n": 1, "list": ["postgres://u:pw@h/db", "abc"]});
         let masked = s.mask_json(&mut v);
         assert_eq!(
@@ -162,5 +238,39 @@ mod tests {
         assert_eq!(v["list"], json!(["[masked:DATABASE_URL]", "abc"]));
         assert_eq!(masked["API_KEY"], 2);
         assert_eq!(masked.len(), 3);
+    }
+
+    #[test]
+    fn url_credentials_are_masked_whatever_the_variable_is_called() {
+        let vars = [
+            ("PG", "postgres://app:s3cr%40t-pass@db.internal:5432/prod"),
+            ("HTTPS_PROXY", "http://me:pw@proxy:3128"),
+            ("PLAIN_URL", "https://example.org/path?q=a:b@c"),
+            ("NO_PASSWORD", "ssh://git@host/repo"),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()));
+        let s = Secrets::from_vars(vars, &[], &[], 8).unwrap();
+        let mut v = json!({
+            "a": "connecting to postgres://app:s3cr%40t-pass@db.internal:5432/prod",
+            "b": "password s3cr@t-pass and s3cr%40t-pass",
+            "c": "proxy http://me:pw@proxy:3128 and the word pw",
+            "d": "git@host and a:b@c",
+        });
+        s.mask_json(&mut v);
+        assert_eq!(
+            v["a"],
+            "connecting to postgres://[masked:PG (URL credentials)]@db.internal:5432/prod"
+        );
+        assert_eq!(
+            v["b"],
+            "password [masked:PG (URL password)] and [masked:PG (URL password)]"
+        );
+        // A short password is masked only as part of its `user:password` pair.
+        assert_eq!(
+            v["c"],
+            "proxy http://[masked:HTTPS_PROXY (URL credentials)]@proxy:3128 and the word pw"
+        );
+        // No password, or `@` outside the authority: nothing to mask.
+        assert_eq!(v["d"], "git@host and a:b@c");
     }
 }

@@ -396,9 +396,10 @@ impl Processes {
         }
         let id = format!("p{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let label = label.unwrap_or_else(|| command.chars().take(60).collect());
-        let status = NodeStatus::new(
+        let status = NodeStatus::owned(
             "process",
             &id,
+            conversation,
             format!("{conversation}: {label}"),
             self.notifier.clone(),
         );

@@ -372,9 +372,10 @@ impl Vibes {
         }
         let num = r.next_id.fetch_add(1, Ordering::Relaxed);
         let id = format!("w{num}");
-        let status = NodeStatus::new(
+        let status = NodeStatus::owned(
             "vibe",
             &id,
+            conversation,
             format!("{conversation}: {label} [{tier}] queued"),
             r.notifier.clone(),
         );

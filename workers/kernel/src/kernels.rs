@@ -202,9 +202,10 @@ impl Kernels {
             .entry((conversation.to_string(), language))
             .or_insert_with(|| {
                 let id = format!("{conversation}/{language}");
-                let status = NodeStatus::new(
+                let status = NodeStatus::owned(
                     "kernel",
                     &id,
+                    conversation,
                     format!("{conversation}: {language}"),
                     self.notifier.clone(),
                 );

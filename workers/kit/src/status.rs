@@ -59,6 +59,8 @@ pub struct NodeInfo {
 pub struct NodeStatus {
     kind: String,
     id: String,
+    /// The conversation that owns the resource, if one does.
+    conversation: Option<String>,
     info: Mutex<NodeInfo>,
     in_flight: AtomicU32,
     notifier: TreeNotifier,
@@ -66,10 +68,33 @@ pub struct NodeStatus {
 
 impl NodeStatus {
     pub fn new(kind: &str, id: &str, detail: String, notifier: TreeNotifier) -> Arc<Self> {
+        Self::build(kind, id, None, detail, notifier)
+    }
+
+    /// The status of a resource that belongs to `conversation`: the tree shows its detail
+    /// (a command line, say) to that conversation's clients and to ops clients only.
+    pub fn owned(
+        kind: &str,
+        id: &str,
+        conversation: &str,
+        detail: String,
+        notifier: TreeNotifier,
+    ) -> Arc<Self> {
+        Self::build(kind, id, Some(conversation.to_string()), detail, notifier)
+    }
+
+    fn build(
+        kind: &str,
+        id: &str,
+        conversation: Option<String>,
+        detail: String,
+        notifier: TreeNotifier,
+    ) -> Arc<Self> {
         notifier.bump();
         Arc::new(NodeStatus {
             kind: kind.to_string(),
             id: id.to_string(),
+            conversation,
             info: Mutex::new(NodeInfo {
                 pid: None,
                 state: NodeState::Starting,
@@ -143,6 +168,7 @@ impl NodeStatus {
             mailbox: self.in_flight.load(Ordering::Relaxed),
             rss_bytes: info.pid.and_then(rss),
             detail: info.detail,
+            conversation: self.conversation.clone(),
             last_error: info.last_error,
             children: Vec::new(),
         }

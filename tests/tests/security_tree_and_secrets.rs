@@ -1,0 +1,136 @@
+//! Issue 11 §6: the tree masks known secrets in command lines and shows another
+//! conversation's resources without their detail except to an ops client; credentials inside
+//! URLs in the daemon's environment are masked in results like every other secret.
+
+use serde_json::{Value as Json, json};
+use toolvisor_protocol::client::Client;
+use toolvisor_protocol::codec::Codec;
+use toolvisor_protocol::wire::{ClientFrame, ClientKind, DaemonFrame, Tier};
+use toolvisor_tests::{TestDaemon, options};
+
+const TOKEN: &str = "ghp_treeSecretValue0123456789";
+const DB_URL: &str = "postgres://app:hunter2-long-password@db.internal:5432/prod";
+
+fn daemon() -> TestDaemon {
+    let dir = tempfile::tempdir().unwrap();
+    TestDaemon::start_with_env(
+        dir,
+        "",
+        &[("GITHUB_TOKEN", TOKEN), ("DATABASE_URL_PLAIN", DB_URL)],
+    )
+}
+
+fn client(d: &TestDaemon, kind: ClientKind) -> Client {
+    let mut opts = options(Codec::Json, Tier::Exec, true);
+    opts.client_kind = kind;
+    Client::connect(&d.socket, opts).unwrap()
+}
+
+fn tree(c: &mut Client) -> Json {
+    match c.request(&ClientFrame::Tree).unwrap() {
+        DaemonFrame::Tree(t) => serde_json::to_value(t).unwrap(),
+        other => panic!("expected a tree, got {other:?}"),
+    }
+}
+
+/// The `process` node `id` anywhere in the tree.
+fn node<'a>(tree: &'a Json, id: &str) -> &'a Json {
+    fn find<'a>(n: &'a Json, id: &str) -> Option<&'a Json> {
+        if n["kind"] == "process" && n["id"] == id {
+            return Some(n);
+        }
+        n["children"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find_map(|c| find(c, id))
+    }
+    find(&tree["root"], id).unwrap_or_else(|| panic!("no process {id} in {tree:#}"))
+}
+
+#[test]
+fn tree_masks_secrets_and_hides_other_conversations_details() {
+    let d = daemon();
+    let mut mine = client(&d, ClientKind::Harness);
+    let started = mine
+        .call_with(
+            "conv-a",
+            "process",
+            json!({"op": "start", "command": format!("sleep 300; echo {TOKEN}")}),
+            |_| true,
+        )
+        .unwrap();
+    let toolvisor_protocol::wire::Outcome::Ok(v) = started.outcome else {
+        panic!("process start failed: {:?}", started.outcome)
+    };
+    let id = v["id"].as_str().unwrap().to_string();
+
+    // The owner's client sees its command line, with the token masked.
+    let t = tree(&mut mine);
+    let n = node(&t, &id);
+    let detail = n["detail"].as_str().unwrap();
+    assert!(
+        !detail.contains(TOKEN),
+        "unmasked secret in the tree: {detail}"
+    );
+    assert!(detail.contains("[masked:GITHUB_TOKEN]"), "{detail}");
+    assert_eq!(n["conversation"], "conv-a");
+
+    // Another harness, working for another conversation, sees that a process exists but
+    // not what it runs, nor whose it is.
+    let mut other = client(&d, ClientKind::Harness);
+    other
+        .call_with("conv-b", "bash", json!({"command": "true"}), |_| true)
+        .unwrap();
+    let t = tree(&mut other);
+    let n = node(&t, &id);
+    assert!(
+        !n["detail"].as_str().unwrap().contains("sleep"),
+        "another conversation's command line leaked: {n}"
+    );
+    assert_eq!(n["conversation"], Json::Null);
+
+    // An ops client sees every conversation's resources, still masked.
+    let mut ops = client(&d, ClientKind::Ops);
+    let t = tree(&mut ops);
+    let n = node(&t, &id);
+    let detail = n["detail"].as_str().unwrap();
+    assert!(detail.contains("sleep 300") && detail.contains("[masked:GITHUB_TOKEN]"));
+    assert!(!detail.contains(TOKEN));
+    assert_eq!(n["conversation"], "conv-a");
+
+    // The CLI is an ops client: same view, masked.
+    let out = std::process::Command::new(toolvisor_tests::bin())
+        .args(["tree", "--json", "--socket"])
+        .arg(&d.socket)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[masked:GITHUB_TOKEN]") && !text.contains(TOKEN),
+        "{text}"
+    );
+}
+
+#[test]
+fn url_credentials_in_the_environment_are_masked_in_results() {
+    let d = daemon();
+    let v = d.ok(
+        "c",
+        "bash",
+        json!({"command": "echo url=postgres://app:hunter2-long-password@db.internal/x; echo pw=hunter2-long-password"}),
+    );
+    let text = v.to_string();
+    assert!(
+        !text.contains("hunter2-long-password"),
+        "URL password leaked: {text}"
+    );
+    assert!(
+        text.contains("[masked:DATABASE_URL_PLAIN (URL credentials)]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[masked:DATABASE_URL_PLAIN (URL password)]"),
+        "{text}"
+    );
+}
