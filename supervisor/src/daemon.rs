@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use ractor::{Actor, ActorRef};
 use toolvisor_jobs::tracked::{ProcessLimits, Processes};
 use toolvisor_jobs::vibe::Vibes;
+use toolvisor_kit::ids::IdCounter;
 use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process::Ledger;
 use toolvisor_kit::status::{TreeNotifier, duration_ms};
@@ -433,11 +434,18 @@ pub async fn serve(
         .await?
         .unwrap()
         .ok_or_else(|| anyhow::anyhow!("the debug_adapters supervisor did not start"))?;
+    // Ids that outlive the daemon: `p1` must never name a different process after a restart.
+    let ids = |name: &str| {
+        let path = state_dir.join("ids").join(name);
+        IdCounter::open(&path)
+            .map_err(|e| anyhow::anyhow!("cannot open the id counter {}: {e}", path.display()))
+    };
     let debug = toolvisor_dap::Debuggers::new(
         debug_sup,
         launcher.clone(),
         config.debug.clone(),
         notifier.clone(),
+        ids("debug_sessions")?,
     );
     let daemon = Arc::new(Daemon {
         files,
@@ -446,9 +454,21 @@ pub async fn serve(
         registry,
         lanes: Lanes::default(),
         audit: AuditLog::new(&config.audit_log()),
-        processes: Processes::new(processes_sup, launcher.clone(), limits, notifier.clone()),
+        processes: Processes::new(
+            processes_sup,
+            launcher.clone(),
+            limits,
+            notifier.clone(),
+            ids("processes")?,
+        ),
         lsp,
-        vibes: Vibes::new(vibe_sup, launcher.clone(), vibe_limits, notifier.clone()),
+        vibes: Vibes::new(
+            vibe_sup,
+            launcher.clone(),
+            vibe_limits,
+            notifier.clone(),
+            ids("vibe_workers")?,
+        ),
         questions: Default::default(),
         edits,
         notifier,

@@ -285,3 +285,30 @@ fn a_process_past_its_ttl_is_stopped_and_says_so() {
     );
     assert!(d.log_text().contains("process TTL expired"));
 }
+
+/// Issue 12: ids restarted from 1 after a daemon restart, so `p1` named a different process
+/// than the caller knew. They are persisted now: a restarted daemon never reuses one.
+#[test]
+fn process_ids_never_repeat_across_a_daemon_restart() {
+    let mut d = TestDaemon::start("");
+    let first = d.ok(
+        "c",
+        "process",
+        json!({"op": "start", "command": "exec sleep 300", "label": "before"}),
+    );
+    let old_id = first["id"].as_str().unwrap().to_string();
+    d.kill_hard();
+    d.spawn("");
+    let second = d.ok(
+        "c",
+        "process",
+        json!({"op": "start", "command": "exec sleep 300", "label": "after"}),
+    );
+    let new_id = second["id"].as_str().unwrap().to_string();
+    assert_ne!(new_id, old_id, "a restarted daemon reused the id {old_id}");
+    // The old id names nothing now, rather than the new process.
+    match d.call("c", "process", json!({"op": "read", "id": old_id})) {
+        Outcome::Err(e) => assert_eq!(e.kind, ErrorKind::NotFound, "{e}"),
+        Outcome::Ok(v) => panic!("{old_id} answered after the restart: {}", v.0),
+    }
+}

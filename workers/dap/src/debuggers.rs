@@ -9,7 +9,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,6 +16,7 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
+use toolvisor_kit::ids::IdCounter;
 use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process;
 use toolvisor_kit::restart::{Restart, RestartPolicy};
@@ -63,7 +63,8 @@ pub struct Debuggers {
     adapters: BTreeMap<String, AdapterSpec>,
     notifier: TreeNotifier,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
-    next_id: AtomicU64,
+    /// Persisted: a debug session id never repeats after a daemon restart.
+    ids: IdCounter,
     /// Interpreters known to import debugpy → its version.
     debugpy_ok: Mutex<HashMap<PathBuf, String>>,
 }
@@ -123,6 +124,7 @@ impl Debuggers {
         launcher: Launcher,
         config: DebugConfig,
         notifier: TreeNotifier,
+        ids: IdCounter,
     ) -> Self {
         Debuggers {
             supervisor,
@@ -131,7 +133,7 @@ impl Debuggers {
             config,
             notifier,
             slots: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
+            ids,
             debugpy_ok: Mutex::new(HashMap::new()),
         }
     }
@@ -728,7 +730,13 @@ impl Debuggers {
         command: String,
         connect: Connect,
     ) -> Result<Arc<Session>, ToolError> {
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let n = self.ids.next().map_err(|e| {
+            ToolError::new(
+                ErrorKind::Io,
+                format!("cannot reserve an id for the new debug session: {e}"),
+                "check that the daemon's state dir is writable (disk full?); nothing was started",
+            )
+        })?;
         let id = format!("{}#{n}", call.conversation);
         let status = NodeStatus::owned(
             "debug_session",

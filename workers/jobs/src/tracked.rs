@@ -5,13 +5,13 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
+use toolvisor_kit::ids::IdCounter;
 use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
 use toolvisor_kit::restart::{Restart, RestartPolicy};
@@ -322,7 +322,8 @@ pub struct Processes {
     limits: ProcessLimits,
     notifier: TreeNotifier,
     table: Mutex<HashMap<String, Arc<ProcessShared>>>,
-    next_id: AtomicU64,
+    /// Persisted: `p1` never names a different process after a daemon restart.
+    ids: IdCounter,
 }
 
 const READ_DEFAULT: u64 = 64 * 1024;
@@ -342,6 +343,7 @@ impl Processes {
         launcher: Launcher,
         limits: ProcessLimits,
         notifier: TreeNotifier,
+        ids: IdCounter,
     ) -> Self {
         Processes {
             supervisor,
@@ -349,7 +351,7 @@ impl Processes {
             limits,
             notifier,
             table: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
+            ids,
         }
     }
 
@@ -394,7 +396,7 @@ impl Processes {
                 "kill processes you no longer need (`process {\"op\":\"kill\",\"id\":...}`), then start again",
             ));
         }
-        let id = format!("p{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = format!("p{}", self.ids.next().map_err(|e| id_error("process", e))?);
         let label = label.unwrap_or_else(|| command.chars().take(60).collect());
         let status = NodeStatus::owned(
             "process",
@@ -580,4 +582,13 @@ impl Processes {
         .await;
         Ok(p.info())
     }
+}
+
+/// The answer when the id counter under the state dir cannot be written.
+fn id_error(what: &str, e: std::io::Error) -> ToolError {
+    ToolError::new(
+        ErrorKind::Io,
+        format!("cannot reserve an id for the new {what}: {e}"),
+        "check that the daemon's state dir is writable (disk full?); nothing was started",
+    )
 }

@@ -8,13 +8,13 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
+use toolvisor_kit::ids::IdCounter;
 use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
 use toolvisor_kit::restart::{Restart, RestartPolicy};
@@ -254,7 +254,8 @@ struct Roster {
     limits: VibeLimits,
     notifier: TreeNotifier,
     table: Mutex<Table>,
-    next_id: AtomicU64,
+    /// Persisted: `w1` never names a different worker after a daemon restart.
+    ids: IdCounter,
 }
 
 /// The `vibe_*` tools' state: every worker by id, the queue, and the supervisor they run
@@ -285,6 +286,7 @@ impl Vibes {
         launcher: Launcher,
         limits: VibeLimits,
         notifier: TreeNotifier,
+        ids: IdCounter,
     ) -> Self {
         Vibes {
             roster: Arc::new(Roster {
@@ -293,7 +295,7 @@ impl Vibes {
                 limits,
                 notifier,
                 table: Mutex::new(Table::default()),
-                next_id: AtomicU64::new(1),
+                ids,
             }),
         }
     }
@@ -370,7 +372,13 @@ impl Vibes {
                 ));
             }
         }
-        let num = r.next_id.fetch_add(1, Ordering::Relaxed);
+        let num = r.ids.next().map_err(|e| {
+            ToolError::new(
+                ErrorKind::Io,
+                format!("cannot reserve an id for the new worker: {e}"),
+                "check that the daemon's state dir is writable (disk full?); nothing was started",
+            )
+        })?;
         let id = format!("w{num}");
         let status = NodeStatus::owned(
             "vibe",

@@ -1,6 +1,7 @@
 //! Shared machinery of every worker: guarded child processes, the shim, the spawn ledger,
 //! restart policy, shared node status, and the generic per-kind supervisor actor.
 
+pub mod ids;
 pub mod launch;
 pub mod process;
 pub mod restart;

@@ -1,0 +1,158 @@
+//! Resource ids that never repeat across daemon restarts (`p1`, `w1`, debug `c1#1`): a caller
+//! holding `p1` from before a restart must never reach a different process by it.
+//!
+//! The counter reserves ids in blocks: the end of the current block is written (fsynced) to
+//! its file before any id of the block is handed out, so a daemon killed at any instant
+//! restarts past every id it ever gave out, at the cost of skipping the unused rest of a
+//! block. Without a file (tests, a state dir that cannot be written) it counts from 1 and
+//! says so in the log.
+
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Ids reserved per write of the counter file.
+const BLOCK: u64 = 64;
+
+#[derive(Debug)]
+pub struct IdCounter {
+    path: Option<PathBuf>,
+    state: Mutex<Block>,
+}
+
+#[derive(Debug)]
+struct Block {
+    next: u64,
+    /// First id past the reserved block.
+    end: u64,
+}
+
+impl IdCounter {
+    /// A counter kept only in memory, starting at 1.
+    pub fn in_memory() -> IdCounter {
+        IdCounter {
+            path: None,
+            state: Mutex::new(Block {
+                next: 1,
+                end: u64::MAX,
+            }),
+        }
+    }
+
+    /// The counter persisted in `path` (created 0600 with its directory 0700 when missing).
+    /// A file that holds no number is an error: ids could repeat.
+    pub fn open(path: &Path) -> std::io::Result<IdCounter> {
+        if let Some(dir) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+        }
+        let next = match std::fs::read_to_string(path) {
+            Ok(text) => text.trim().parse::<u64>().map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "{} holds {:?}, not a number: remove it only if no client holds an id from before",
+                        path.display(),
+                        text.trim()
+                    ),
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 1,
+            Err(e) => return Err(e),
+        };
+        let counter = IdCounter {
+            path: Some(path.to_path_buf()),
+            state: Mutex::new(Block {
+                next: next.max(1),
+                end: next.max(1),
+            }),
+        };
+        Ok(counter)
+    }
+
+    /// The next id. Fails only when the counter file cannot be written, in which case no
+    /// id is handed out.
+    pub fn next(&self) -> std::io::Result<u64> {
+        let mut block = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if block.next >= block.end
+            && let Some(path) = &self.path
+        {
+            let end = block.next.saturating_add(BLOCK);
+            write_synced(path, end)?;
+            block.end = end;
+        }
+        let id = block.next;
+        block.next += 1;
+        Ok(id)
+    }
+}
+
+/// Write `value` to `path` through a temp file, fsynced, renamed over it.
+fn write_synced(path: &Path, value: u64) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(&tmp)?;
+    f.write_all(value.to_string().as_bytes())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent()
+        && let Ok(d) = std::fs::File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_never_repeat_across_reopen_even_mid_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ids/processes");
+        let a = IdCounter::open(&path).unwrap();
+        let first: Vec<u64> = (0..3).map(|_| a.next().unwrap()).collect();
+        assert_eq!(first, [1, 2, 3]);
+        // A "crash": the counter is dropped mid-block, the next daemon reopens it.
+        drop(a);
+        let b = IdCounter::open(&path).unwrap();
+        let next = b.next().unwrap();
+        assert!(
+            next > 3,
+            "id {next} repeats one handed out before the restart"
+        );
+        // Past a block boundary too.
+        let many: Vec<u64> = (0..200).map(|_| b.next().unwrap()).collect();
+        drop(b);
+        let c = IdCounter::open(&path).unwrap();
+        assert!(c.next().unwrap() > *many.last().unwrap());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn a_corrupt_counter_is_an_error_not_a_restart_from_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n");
+        std::fs::write(&path, "garbage").unwrap();
+        let err = IdCounter::open(&path).unwrap_err();
+        assert!(err.to_string().contains("not a number"), "{err}");
+    }
+
+    #[test]
+    fn in_memory_counts_from_one() {
+        let c = IdCounter::in_memory();
+        assert_eq!((c.next().unwrap(), c.next().unwrap()), (1, 2));
+    }
+}
