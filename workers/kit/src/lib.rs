@@ -2,6 +2,7 @@
 //! restart policy, shared node status, and the generic per-kind supervisor actor.
 
 pub mod launch;
+pub mod private;
 pub mod process;
 pub mod restart;
 pub mod status;
