@@ -41,8 +41,8 @@ pub enum PrivateError {
 }
 
 /// What to do about an unsafe path, in every [`PrivateError::Unsafe`].
-const HINT: &str = "use a directory owned by you and not writable by group or others (mode 0700), \
-such as $XDG_RUNTIME_DIR, or remove it so toolvisor creates it with mode 0700";
+const HINT: &str = "use a directory that is yours and that group and others cannot write, such as \
+$XDG_RUNTIME_DIR (a directory that does not exist yet is created with mode 0700)";
 
 /// `name (uid N)` for a uid, or just `uid N` when it has no name.
 fn owner_name(uid: u32) -> String {
