@@ -1,7 +1,8 @@
 //! The audit log: one JSON line per denied call (policy, surface, approval), appended and
-//! flushed before the caller hears the answer.
+//! flushed before the caller hears the answer. Private: created 0600 (its directory 0700).
 
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -36,14 +37,7 @@ impl AuditLog {
         });
         let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
-            if let Some(dir) = self.path.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            match std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)
-            {
+            match open_private(&self.path) {
                 Ok(f) => *guard = Some(f),
                 Err(e) => {
                     tracing::error!(path = %self.path.display(), error = %e, "cannot open the audit log");
@@ -57,4 +51,31 @@ impl AuditLog {
             tracing::error!(path = %self.path.display(), error = %e, "cannot append to the audit log");
         }
     }
+}
+
+/// Opens the log for appending: created 0600 (a missing directory 0700) whatever the umask; a
+/// log an older version left readable by others is narrowed to 0600.
+fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.exists()
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file()
+        && meta.uid() == nix::unistd::geteuid().as_raw()
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
 }

@@ -306,6 +306,28 @@ impl Daemon {
     }
 }
 
+/// Makes `dir` the private state directory and returns it: staged edits hold whole files and
+/// stored results whole outputs, so it must be ours alone. Created 0700; an existing one must
+/// pass [`toolvisor_kit::private::check_private_dir`] (a symlink the user made is resolved
+/// first) and is narrowed to 0700 if others could read it (state dirs of older versions were
+/// 0755).
+fn private_state_dir(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    toolvisor_kit::private::ensure_private_dir(&dir, "the state directory")?;
+    let mode = std::fs::metadata(&dir)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot make the state directory {} private: {e}",
+                dir.display()
+            )
+        })?;
+        tracing::info!(state_dir = %dir.display(), old_mode = %format!("{:04o}", mode & 0o7777), "made the state directory private (0700)");
+    }
+    Ok(dir)
+}
+
 /// Run the daemon on `bound` until `shutdown` completes.
 pub async fn serve(
     bound: Bound,
@@ -313,17 +335,9 @@ pub async fn serve(
     options: ServeOptions,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let state_dir = config.state_dir();
-    std::fs::create_dir_all(&state_dir).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot create the state directory {}: {e}",
-            state_dir.display()
-        )
-    })?;
+    let state_dir = private_state_dir(&config.state_dir())?;
     let ledger_dir = PathBuf::from(format!("{}.ledger", bound.path.display()));
-    let ledger = Ledger::open(&ledger_dir).map_err(|e| {
-        anyhow::anyhow!("cannot open the spawn ledger {}: {e}", ledger_dir.display())
-    })?;
+    let ledger = Ledger::open(&ledger_dir)?;
     let swept = ledger.sweep();
     if swept > 0 {
         tracing::warn!(

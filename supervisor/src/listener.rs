@@ -1,13 +1,15 @@
 //! The Unix socket: bound under a lock so a second daemon never evicts a live one, stale
 //! sockets of killed daemons recovered (only `ECONNREFUSED` proves a socket stale), mode
-//! 0600 in a 0700 directory, and every peer's uid checked against ours (SO_PEERCRED).
+//! 0600 in a private directory (ours, not writable by others: a directory someone else made
+//! is refused), and every peer's uid checked against ours (SO_PEERCRED).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
+use toolvisor_kit::private::{PrivateError, ensure_private_dir, open_private_file};
 
 /// A bound socket and the lock that proves we own it.
 pub struct Bound {
@@ -21,6 +23,9 @@ pub struct Bound {
 pub enum BindError {
     #[error("another toolvisor daemon{pid} is already serving {socket}")]
     AlreadyRunning { socket: String, pid: String },
+    /// The socket's directory or lock file is not ours alone.
+    #[error(transparent)]
+    Private(#[from] PrivateError),
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,
@@ -38,24 +43,20 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 }
 
 /// Bind `path`, recovering a stale socket left by a killed daemon.
+///
+/// The socket's directory must be private (created 0700 when missing; an existing one must be
+/// ours, a real directory, not writable by group or others, see
+/// [`toolvisor_kit::private::check_private_dir`]), and the lock file is opened without
+/// following a symbolic link: whoever else could write there could otherwise redirect the
+/// lock, plant ledger records, or stand in for the socket.
 pub fn bind(path: &Path) -> Result<Bound, BindError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.exists()
-    {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(io("cannot create the socket directory", dir))?;
-    }
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => dir,
+        None => Path::new("."),
+    };
+    ensure_private_dir(dir, "the socket directory")?;
     let lock_path = PathBuf::from(format!("{}.lock", path.display()));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock_path)
-        .map_err(io("cannot open the lock file", &lock_path))?;
+    let file = open_private_file(&lock_path, "the lock file")?;
     let mut lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(lock) => lock,
         Err((mut file, _)) => {

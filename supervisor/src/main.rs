@@ -373,6 +373,13 @@ fn unexpected(frame: DaemonFrame) -> ExitCode {
 }
 
 fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str) -> ExitCode {
+    // Like ssh-agent: no core dumps, no ptrace, and /proc/<pid>/environ, mem, maps and fd
+    // owned by root, so a child of the same uid cannot read the daemon's environment or memory.
+    // Children are dumpable again after their execve.
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!("toolvisor: cannot make the daemon non-dumpable (PR_SET_DUMPABLE): {e}");
+        return ExitCode::from(2);
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLVISOR_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()

@@ -109,14 +109,19 @@ fn a_peer_of_another_uid_is_refused_and_logged() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let socket = dir.path().join("nobody.sock");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The socket's directory must be the daemon's own (nobody's), mode 0700.
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&run, Some(65534), Some(65534)).unwrap();
+    let socket = run.join("nobody.sock");
     let log = std::fs::File::create(dir.path().join("log")).unwrap();
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(bin())
         .args(["serve", "--socket"])
         .arg(&socket)
-        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env("XDG_STATE_HOME", run.join("state"))
         .uid(65534)
         .gid(65534)
         .stderr(log)

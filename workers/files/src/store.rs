@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -297,6 +297,8 @@ impl ResultStore {
             .recursive(true)
             .mode(0o700)
             .create(&cfg.dir)?;
+        // Stored results are whole tool outputs: ours alone, whatever an older version left.
+        std::fs::set_permissions(&cfg.dir, std::fs::Permissions::from_mode(0o700))?;
         let store = ResultStore {
             cfg,
             secrets,

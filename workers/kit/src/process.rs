@@ -34,7 +34,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
 pub use guard::ProcessGuard;
-pub use ledger::Ledger;
+pub use ledger::{LEDGER_TOKEN_ENV, Ledger};
 pub use procfs::{descendants, rss_bytes};
 pub use shim::{SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, shim_main};
 

@@ -3,6 +3,9 @@
 #[path = "support/kit.rs"]
 mod kit;
 
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+
 use kit::{Seen, spec, wait_exit, wait_until_async};
 use toolvisor_kit::process::{Ledger, SpawnSpec, Spawned, spawn};
 
@@ -13,12 +16,46 @@ fn recorded(spec: SpawnSpec, ledger: &Ledger) -> SpawnSpec {
     }
 }
 
-fn record_fields(ledger: &Ledger, pgid: u32) -> Vec<u64> {
-    std::fs::read_to_string(ledger.record_path(pgid))
-        .expect("record exists")
-        .split_ascii_whitespace()
+/// The numeric fields of a record (pid, start time, owner, owner start), then its token.
+fn record_fields(ledger: &Ledger, pgid: u32) -> (Vec<u64>, String) {
+    let text = std::fs::read_to_string(ledger.record_path(pgid)).expect("record exists");
+    let words: Vec<&str> = text.split_ascii_whitespace().collect();
+    assert_eq!(
+        words.len(),
+        5,
+        "pid, start, owner, owner start, token: {text}"
+    );
+    let numbers = words[..4]
+        .iter()
         .map(|word| word.parse().expect("numeric field"))
-        .collect()
+        .collect();
+    (numbers, words[4].to_owned())
+}
+
+/// A `sleep 300` started outside any ledger, as an unrelated process of the same user.
+struct Unrelated(std::process::Child);
+
+impl Unrelated {
+    fn start() -> Unrelated {
+        Unrelated(
+            std::process::Command::new("sleep")
+                .arg("300")
+                .process_group(0)
+                .spawn()
+                .expect("spawn sleep"),
+        )
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Unrelated {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[tokio::test]
@@ -38,7 +75,12 @@ async fn record_lives_exactly_as_long_as_the_group() {
         } = spawn(recorded(spec("sleep", &["300"], shimmed), &ledger))
             .await
             .expect("spawn sleep");
-        let fields = record_fields(&ledger, guard.pgid());
+        let (fields, token) = record_fields(&ledger, guard.pgid());
+        assert_eq!(token, ledger.token());
+        let record_mode = std::fs::metadata(ledger.record_path(guard.pgid()))
+            .expect("record")
+            .mode();
+        assert_eq!(record_mode & 0o777, 0o600, "record mode");
         assert_eq!(
             fields[0],
             u64::from(guard.pid()),
@@ -86,9 +128,10 @@ async fn sweep_ignores_a_group_whose_start_time_differs() {
         .await
         .expect("spawn sleep");
     let sleep = Seen::now(guard.pid());
-    let mut fields = record_fields(&ledger, guard.pgid());
+    let (mut fields, token) = record_fields(&ledger, guard.pgid());
     fields[1] += 1; // a recycled pid: same number, another process
-    let text: Vec<String> = fields.iter().map(u64::to_string).collect();
+    let mut text: Vec<String> = fields.iter().map(u64::to_string).collect();
+    text.push(token);
     std::fs::write(ledger.record_path(guard.pgid()), text.join(" ")).expect("rewrite record");
 
     assert_eq!(ledger.sweep(), 0);
@@ -150,4 +193,105 @@ async fn sweep_removes_records_of_dead_groups() {
             .next()
             .is_none()
     );
+}
+
+/// A forged record naming an unrelated live process with its true start time is not honoured,
+/// with or without a token, and whatever its owner fields say (issue 11 §2).
+#[tokio::test]
+async fn sweep_never_kills_an_unrelated_process_named_by_a_forged_record() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ledger = Ledger::open(dir.path()).expect("open ledger");
+    let victim = Unrelated::start();
+    let seen = Seen::now(victim.pid());
+    let pid = victim.pid();
+    for forged in [
+        format!("{pid} {}", seen.start_time),
+        format!("{pid} {} 999999 1", seen.start_time),
+        format!("{pid} {} 999999 1 {}", seen.start_time, ledger.token()),
+        format!("{pid} {} 999999 1 0123456789abcdef", seen.start_time),
+    ] {
+        std::fs::write(ledger.record_path(pid), &forged).expect("forge record");
+        assert_eq!(ledger.sweep(), 0, "forged record {forged:?}");
+        assert!(
+            seen.is_running(),
+            "forged record {forged:?} killed pid {pid}"
+        );
+        assert!(!ledger.record_path(pid).exists(), "forged record removed");
+    }
+}
+
+/// A record that is a symlink (to a record-shaped file naming a live group of ours) is
+/// neither followed nor honoured.
+#[tokio::test]
+async fn sweep_does_not_follow_a_symlinked_record() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ledger = Ledger::open(&dir.path().join("ledger")).expect("open ledger");
+    let Spawned {
+        guard, mut exit, ..
+    } = spawn(recorded(spec("sleep", &["300"], true), &ledger))
+        .await
+        .expect("spawn sleep");
+    let record = ledger.record_path(guard.pgid());
+    let outside = dir.path().join("outside");
+    std::fs::rename(&record, &outside).expect("move the record out");
+    std::os::unix::fs::symlink(&outside, &record).expect("symlink the record");
+    let program = Seen::now(guard.main_pid());
+    assert_eq!(ledger.sweep(), 0);
+    assert!(program.is_running(), "a symlinked record must not kill");
+    assert!(
+        std::fs::symlink_metadata(&record).is_err(),
+        "symlinked record removed"
+    );
+    assert!(outside.exists(), "the link's target is left alone");
+    drop(guard);
+    wait_exit(&mut exit, "sleep").await;
+}
+
+/// The token reaches the shim, which proves the group is ours, but not the program.
+#[tokio::test]
+async fn the_token_stops_at_the_shim() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ledger = Ledger::open(dir.path()).expect("open ledger");
+    let Spawned {
+        guard,
+        stdout,
+        mut exit,
+        ..
+    } = spawn(recorded(spec("env", &[], true), &ledger))
+        .await
+        .expect("spawn env");
+    let env = kit::read_to_string(stdout, "env's output").await;
+    assert!(env.contains("PATH="), "{env}");
+    assert!(
+        !env.contains(toolvisor_kit::process::LEDGER_TOKEN_ENV),
+        "the program saw the ledger token: {env}"
+    );
+    drop(guard);
+    wait_exit(&mut exit, "env").await;
+}
+
+/// A record file that belongs to another user is not honoured even when its process is ours.
+#[tokio::test]
+async fn sweep_ignores_a_record_owned_by_another_user() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to give a file to another user");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ledger = Ledger::open(dir.path()).expect("open ledger");
+    let Spawned {
+        guard, mut exit, ..
+    } = spawn(recorded(spec("sleep", &["300"], true), &ledger))
+        .await
+        .expect("spawn sleep");
+    let record = ledger.record_path(guard.pgid());
+    std::os::unix::fs::chown(&record, Some(65534), Some(65534)).expect("chown record");
+    let program = Seen::now(guard.main_pid());
+    assert_eq!(ledger.sweep(), 0);
+    assert!(
+        program.is_running(),
+        "a record of another user must not kill"
+    );
+    drop(guard);
+    wait_exit(&mut exit, "sleep").await;
 }

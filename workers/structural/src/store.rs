@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -127,6 +128,17 @@ impl FileWriter for AtomicWriter {
 /// See [`AtomicWriter`]. A symbolic link is written through (its target is replaced, the
 /// link stays a link).
 pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    write_atomic_mode(path, content, None)
+}
+
+/// [`write_atomic`] for the store's own files, which hold whole file contents: the temp file
+/// is created 0600 and the written file stays 0600, whatever the umask.
+fn write_private(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    write_atomic_mode(path, content, Some(0o600))
+}
+
+/// [`write_atomic`] with the new file's mode fixed (`Some`) or kept from the old file (`None`).
+fn write_atomic_mode(path: &Path, content: &[u8], mode: Option<u32>) -> std::io::Result<()> {
     let resolved;
     let path = if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         resolved = fs::canonicalize(path)?;
@@ -144,11 +156,15 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
         std::process::id(),
         TMP_SEQ.fetch_add(1, Ordering::Relaxed)
     ));
-    let permissions = fs::metadata(path).ok().map(|m| m.permissions());
+    let permissions = match mode {
+        Some(mode) => Some(fs::Permissions::from_mode(mode)),
+        None => fs::metadata(path).ok().map(|m| m.permissions()),
+    };
     let result = (|| {
         let mut file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(mode.unwrap_or(0o666))
             .open(&tmp)?;
         file.write_all(content)?;
         if let Some(p) = permissions {
@@ -227,7 +243,15 @@ impl EditStore {
             path: dir.to_path_buf(),
             message,
         };
-        fs::create_dir_all(dir).map_err(|e| store_err(format!("cannot create: {e}")))?;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| store_err(format!("cannot create: {e}")))?;
+        // Staged edits hold whole files: the store is ours alone, whatever the umask or an
+        // older version left.
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .map_err(|e| store_err(format!("cannot make it private (0700): {e}")))?;
         let mut next = match fs::read_to_string(dir.join("next_id")) {
             Ok(text) => text
                 .trim()
@@ -520,7 +544,7 @@ fn roll_back_interrupted(record: &mut Record) {
 }
 
 fn write_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomic(path, bytes)
+    write_private(path, bytes)
 }
 
 fn write_record(path: &Path, record: &Record) -> std::io::Result<()> {

@@ -1,27 +1,38 @@
 //! On-disk ledger of spawned process groups, so the next daemon can kill what one killed too hard to clean up left behind.
 
-use std::fs;
-use std::io;
-use std::os::unix::fs::DirBuilderExt;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
+use nix::libc;
 use nix::sys::signal::Signal;
+use nix::unistd::geteuid;
 
 use super::kill::{signal_group, signal_pid};
-use super::procfs::{descendants, read_stat, start_time};
+use super::procfs::{descendants, environ_has, read_stat, start_time, uids};
+use crate::private::{PrivateError, ensure_private_dir};
+
+/// Environment variable carrying the daemon's ledger token to every recorded child (the shim
+/// strips it before it runs the program). The sweep honours a record only if the process it
+/// names carries the record's token in `/proc/<pid>/environ`.
+pub const LEDGER_TOKEN_ENV: &str = "TOOLVISOR_LEDGER_TOKEN";
 
 /// A directory holding one record file per live spawned process group.
 ///
-/// Record `<dir>/<pgid>` holds `<pid> <start time> <owner pid> <owner start time>`: the group
-/// leader (the shim), its start time (field 22 of `/proc/<pid>/stat`) and the same pair for
-/// the daemon that wrote it. The waiter thread removes the record once the leader is reaped.
+/// Record `<dir>/<pgid>` holds `<pid> <start time> <owner pid> <owner start time> <token>`:
+/// the group leader (the shim), its start time (field 22 of `/proc/<pid>/stat`), the same pair
+/// for the daemon that wrote it, and that daemon's random token, which the leader also carries
+/// in its environment ([`LEDGER_TOKEN_ENV`]). The waiter thread removes the record once the
+/// leader is reaped.
 ///
 /// Use one ledger directory per daemon instance (e.g. next to its socket) and sweep it only
 /// after taking the daemon's single-instance lock.
 #[derive(Clone, Debug)]
 pub struct Ledger {
     dir: PathBuf,
+    token: Arc<str>,
 }
 
 /// A parsed record file.
@@ -30,6 +41,7 @@ struct Record {
     pid: u32,
     start_time: u64,
     owner: Option<(u32, u64)>,
+    token: Option<String>,
 }
 
 impl Record {
@@ -41,10 +53,12 @@ impl Record {
             (Some(owner), Some(start)) => Some((owner.parse().ok()?, start.parse().ok()?)),
             _ => None,
         };
+        let token = words.next().map(str::to_owned);
         Some(Record {
             pid,
             start_time,
             owner,
+            token,
         })
     }
 }
@@ -56,15 +70,28 @@ fn this_process() -> (u32, u64) {
     (pid, *START.get_or_init(|| start_time(pid).unwrap_or(0)))
 }
 
+/// 128 random bits from the kernel, in hex: not guessable by another user.
+fn new_token() -> io::Result<String> {
+    let mut bytes = [0u8; 16];
+    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 impl Ledger {
-    /// Opens (creating it with mode 0700 if needed) the ledger directory `dir`.
-    pub fn open(dir: &Path) -> io::Result<Ledger> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+    /// Opens the ledger directory `dir`, creating it with mode 0700 if needed; an existing
+    /// one must be private (ours, a real directory, not writable by others). Makes this
+    /// ledger's random token.
+    pub fn open(dir: &Path) -> Result<Ledger, PrivateError> {
+        ensure_private_dir(dir, "the spawn ledger")?;
+        let token = new_token().map_err(|source| PrivateError::Io {
+            action: "read",
+            what: "the random source for the ledger token",
+            path: PathBuf::from("/dev/urandom"),
+            source,
+        })?;
         Ok(Ledger {
             dir: dir.to_path_buf(),
+            token: token.into(),
         })
     }
 
@@ -73,12 +100,18 @@ impl Ledger {
         &self.dir
     }
 
+    /// This ledger's token, which every recorded child carries in [`LEDGER_TOKEN_ENV`].
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     /// The record file for process group `pgid`.
     pub fn record_path(&self, pgid: u32) -> PathBuf {
         self.dir.join(pgid.to_string())
     }
 
-    /// Writes the record for group `pgid` led by `pid` (atomically: temp file + rename).
+    /// Writes the record for group `pgid` led by `pid` (atomically: a fresh 0600 temp file,
+    /// never following a symlink, renamed over the record).
     pub(crate) fn record(&self, pgid: u32, pid: u32) -> io::Result<PathBuf> {
         let start = start_time(pid).ok_or_else(|| {
             io::Error::new(
@@ -89,18 +122,28 @@ impl Ledger {
         let (owner, owner_start) = this_process();
         let path = self.record_path(pgid);
         let temp = self.dir.join(format!(".{pgid}.tmp"));
-        fs::write(&temp, format!("{pid} {start} {owner} {owner_start}\n"))?;
+        let _ = fs::remove_file(&temp);
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&temp)?;
+        file.write_all(format!("{pid} {start} {owner} {owner_start} {}\n", self.token).as_bytes())?;
+        drop(file);
         fs::rename(&temp, &path)?;
         Ok(path)
     }
 
-    /// Kills (SIGCONT, then SIGKILL) every recorded group whose leader is still alive with the
-    /// recorded start time, plus the leader's descendants that left the group; removes every
-    /// record; returns how many groups were killed.
+    /// Kills (SIGCONT, then SIGKILL) every recorded group whose leader provably is the process
+    /// a daemon of ours started, plus the leader's descendants that left the group; removes
+    /// every record; returns how many groups were killed.
     ///
-    /// Records written by another daemon that is still running are left alone. Records whose
-    /// leader is gone, or whose pid now belongs to another process (start time differs), are
-    /// just removed.
+    /// A record is honoured only if its file is a regular file owned by us (not a symlink), it
+    /// names its group's leader, and that leader still has the recorded start time, runs as
+    /// our uid, and carries the record's token in its environment. Anything else is logged and
+    /// removed, never acted on: a pid and a start time alone prove nothing. Records written by
+    /// another daemon that is still running are left alone.
     pub fn sweep(&self) -> usize {
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return 0;
@@ -116,24 +159,36 @@ impl Ledger {
                 continue;
             };
             let path = entry.path();
-            let record = fs::read_to_string(&path)
-                .ok()
-                .and_then(|text| Record::parse(&text));
-            if let Some(record) = &record {
-                if let Some((owner, owner_start)) = record.owner
-                    && owner != me
-                    && start_time(owner) == Some(owner_start)
-                {
-                    continue;
+            match read_record(&path) {
+                Ok(record) => {
+                    if let Some((owner, owner_start)) = record.owner
+                        && owner != me
+                        && start_time(owner) == Some(owner_start)
+                    {
+                        continue;
+                    }
+                    match verify(pgid, &record) {
+                        Ok(true) => {
+                            if kill_group(pgid, record.pid) {
+                                killed += 1;
+                                tracing::info!(
+                                    pgid,
+                                    pid = record.pid,
+                                    "killed a process group left by a previous daemon"
+                                );
+                            }
+                        }
+                        Ok(false) => {}
+                        Err(why) => tracing::warn!(
+                            record = %path.display(), pid = record.pid, why,
+                            "spawn ledger record not honoured: it does not prove its process is ours"
+                        ),
+                    }
                 }
-                if sweep_group(pgid, record) {
-                    killed += 1;
-                    tracing::info!(
-                        pgid,
-                        pid = record.pid,
-                        "killed a process group left by a previous daemon"
-                    );
-                }
+                Err(why) => tracing::warn!(
+                    record = %path.display(), why,
+                    "spawn ledger record not honoured"
+                ),
             }
             if let Err(error) = fs::remove_file(&path)
                 && error.kind() != io::ErrorKind::NotFound
@@ -145,15 +200,77 @@ impl Ledger {
     }
 }
 
-/// Kills group `pgid` if its recorded leader is still the recorded process.
-fn sweep_group(pgid: u32, record: &Record) -> bool {
+/// Reads a record file that must be a regular file owned by us, without following a symlink.
+fn read_record(path: &Path) -> Result<Record, String> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|error| format!("cannot open it without following links: {error}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|error| format!("cannot inspect it: {error}"))?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    if meta.uid() != geteuid().as_raw() {
+        return Err(format!("it belongs to uid {}, not to us", meta.uid()));
+    }
+    let mut text = String::new();
+    file.take(4096)
+        .read_to_string(&mut text)
+        .map_err(|error| format!("cannot read it: {error}"))?;
+    Record::parse(&text).ok_or_else(|| "it is not a record".into())
+}
+
+/// Whether `record` names a live leader of group `pgid` that one of our daemons started:
+/// `Ok(false)` when that process is simply gone (or its pid was reused), `Err(why)` when the
+/// record claims a process it cannot prove is ours.
+fn verify(pgid: u32, record: &Record) -> Result<bool, String> {
+    let Some(token) = record.token.as_deref() else {
+        return Err("it carries no daemon token".into());
+    };
+    if record.pid != pgid {
+        return Err(format!(
+            "it names pid {} as the leader of group {pgid}",
+            record.pid
+        ));
+    }
     let Some(stat) = read_stat(record.pid) else {
-        return false;
+        return Ok(false);
     };
     if stat.start_time != record.start_time {
-        return false;
+        return Ok(false);
     }
-    let strays = descendants(record.pid);
+    if stat.pgrp != record.pid {
+        return Err(format!(
+            "process {} no longer leads its group (group {})",
+            record.pid, stat.pgrp
+        ));
+    }
+    let me = geteuid().as_raw();
+    match uids(record.pid) {
+        Some((real, effective)) if real == me && effective == me => {}
+        Some((real, effective)) => {
+            return Err(format!(
+                "process {} runs as uid {real} (effective {effective}), not as uid {me}",
+                record.pid
+            ));
+        }
+        None => return Ok(false),
+    }
+    if !environ_has(record.pid, LEDGER_TOKEN_ENV, token) {
+        return Err(format!(
+            "process {} does not carry the record's token in its environment",
+            record.pid
+        ));
+    }
+    Ok(true)
+}
+
+/// Kills the verified leader `pid`'s group and its descendants that left the group.
+fn kill_group(pgid: u32, pid: u32) -> bool {
+    let strays = descendants(pid);
     let _ = signal_group(pgid, Signal::SIGCONT);
     let killed = signal_group(pgid, Signal::SIGKILL).is_ok();
     for pid in strays {
@@ -174,7 +291,17 @@ mod tests {
             Some(Record {
                 pid: 12,
                 start_time: 345,
-                owner: Some((6, 78))
+                owner: Some((6, 78)),
+                token: None,
+            })
+        );
+        assert_eq!(
+            Record::parse("12 345 6 78 abc\n"),
+            Some(Record {
+                pid: 12,
+                start_time: 345,
+                owner: Some((6, 78)),
+                token: Some("abc".into()),
             })
         );
         assert_eq!(
@@ -182,7 +309,8 @@ mod tests {
             Some(Record {
                 pid: 12,
                 start_time: 345,
-                owner: None
+                owner: None,
+                token: None,
             })
         );
         assert_eq!(Record::parse("12"), None);

@@ -61,6 +61,27 @@ pub(crate) fn start_time(pid: u32) -> Option<u64> {
     read_stat(pid).map(|stat| stat.start_time)
 }
 
+/// The real and effective uid of `pid` (the `Uid:` line of `/proc/<pid>/status`).
+pub(crate) fn uids(pid: u32) -> Option<(u32, u32)> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("Uid:"))?;
+    let mut words = line["Uid:".len()..].split_ascii_whitespace();
+    Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
+}
+
+/// Whether the environment `pid` was started with (`/proc/<pid>/environ`) holds exactly
+/// `key=value`. Reading it needs the rights to ptrace `pid`, so for a process of another
+/// user (or a non-dumpable one) it is `false` unless we are root.
+pub(crate) fn environ_has(pid: u32, key: &str, value: &str) -> bool {
+    let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let wanted = format!("{key}={value}");
+    environ
+        .split(|&byte| byte == 0)
+        .any(|entry| entry == wanted.as_bytes())
+}
+
 /// One snapshot of every process visible in `/proc`.
 pub(crate) fn all_stats() -> Vec<ProcStat> {
     let Ok(entries) = fs::read_dir("/proc") else {
@@ -170,6 +191,11 @@ mod tests {
         let stat = read_stat(me).expect("own stat");
         assert_eq!(stat.pid, me);
         assert!(rss_bytes(me).is_some_and(|rss| rss > 0));
+        let euid = nix::unistd::geteuid().as_raw();
+        assert_eq!(uids(me).map(|(_, effective)| effective), Some(euid));
+        let path = std::env::var("PATH").unwrap_or_default();
+        assert!(environ_has(me, "PATH", &path) || path.is_empty());
+        assert!(!environ_has(me, "PATH", "not the path"));
     }
 
     #[test]

@@ -22,6 +22,7 @@ use nix::unistd::{Pid, getpgrp, getpid, getppid, setpgid};
 
 use super::child_setup::{REPORT_FD, mark_cloexec_from, reset_signals, set_death_signal};
 use super::kill::signal_pid;
+use super::ledger::LEDGER_TOKEN_ENV;
 use super::procfs::{all_stats, descendants_in, group_members_in};
 
 /// The first argument that switches the toolvisor binary into shim mode:
@@ -173,7 +174,10 @@ fn spawn_program(program: &OsStr, args: &[OsString]) -> io::Result<u32> {
     command
         .args(args)
         .env_remove(SHIM_PARENT_ENV)
-        .env_remove(SHIM_REPORT_ENV);
+        .env_remove(SHIM_REPORT_ENV)
+        // The token proves to a later ledger sweep that the shim is ours; the program needs
+        // none of it (and a model's `env` need not show it).
+        .env_remove(LEDGER_TOKEN_ENV);
     // SAFETY: the closure only calls child_setup's async-signal-safe helpers (raw syscalls,
     // no allocation, no locks), as required between fork and exec.
     unsafe {

@@ -19,6 +19,7 @@ use super::child_setup::{
     REPORT_FD, install_report_fd, mark_cloexec_from, reset_signals, set_death_signal,
 };
 use super::guard::ProcessGuard;
+use super::ledger::LEDGER_TOKEN_ENV;
 use super::shim::{SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, describe_exec_error};
 use super::{ExitStatus, SpawnError, SpawnSpec};
 
@@ -125,6 +126,10 @@ pub(crate) fn fork_child(spec: &SpawnSpec, program: &Path) -> Result<Forked, Spa
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    if let Some(ledger) = &spec.ledger {
+        // Proof for a later sweep that this process is ours (the shim strips it again).
+        command.env(LEDGER_TOKEN_ENV, ledger.token());
+    }
     if spec.shim.is_some() {
         command
             .env(SHIM_PARENT_ENV, daemon.to_string())
