@@ -188,11 +188,14 @@ fn infer_language(req: &SearchRequest) -> Result<(SupportLang, Option<String>)> 
 }
 
 /// The ignore-aware parallel walker: `.gitignore` (inside a git repository), `.ignore`,
-/// global git excludes, hidden files and directories skipped; symbolic links not followed.
+/// global git excludes, hidden files and directories skipped; symbolic links not followed
+/// (a link is neither descended into nor read, so a walk from a real root never leaves it:
+/// the daemon's file scope checks the root, and nothing below it can point elsewhere).
 /// Files are picked by extension in the visitor, not with the walker's file types: a type
 /// match would whitelist hidden files.
 fn walker(root: &Path, threads: usize) -> ignore::WalkParallel {
     WalkBuilder::new(root)
+        .follow_links(false)
         .threads(threads.max(1))
         .build_parallel()
 }
