@@ -497,6 +497,6 @@ async fn resolve(
 /// worker (issue 4). Until that worker is in the build the step is skipped and says so.
 async fn diagnostics_on_write(daemon: &Arc<Daemon>, ctx: &CallCtx, paths: &[PathBuf]) -> Json {
     // The same path as `write`/`edit`/`apply_patch`: only diagnostics new for this run.
-    let lsp = super::lsp::lsp_ctx(ctx);
-    daemon.lsp.after_write(&lsp.run, &lsp.workdir, paths).await
+    let (run, workdir) = (super::lsp::run_of(ctx), super::lsp::real_workdir(ctx));
+    daemon.lsp.after_write(&run, &workdir, paths).await
 }

@@ -16,28 +16,45 @@ pub struct Loc {
     pub line: usize,
     pub column: usize,
     pub text: String,
+    /// Outside the caller's file scope: named, its text not read (`column` is then the
+    /// server's unit count plus one, not converted to characters).
+    pub outside: bool,
 }
 
-/// Reads files once per answer; open documents win over the disk.
+/// Reads files once per answer; open documents win over the disk. Text is read only from
+/// files `readable` allows (the caller's file scope): a location elsewhere is named, never
+/// quoted.
 pub struct Sources<'a> {
     cache: HashMap<PathBuf, Option<String>>,
     open: &'a dyn Fn(&Path) -> Option<String>,
+    readable: &'a dyn Fn(&Path) -> bool,
 }
 
 impl<'a> Sources<'a> {
-    pub fn new(open: &'a dyn Fn(&Path) -> Option<String>) -> Self {
+    pub fn new(
+        open: &'a dyn Fn(&Path) -> Option<String>,
+        readable: &'a dyn Fn(&Path) -> bool,
+    ) -> Self {
         Sources {
             cache: HashMap::new(),
             open,
+            readable,
         }
     }
 
+    /// Whether the text of `path` may be shown.
+    pub fn readable(&self, path: &Path) -> bool {
+        (self.readable)(path)
+    }
+
     pub fn line(&mut self, path: &Path, line0: usize) -> Option<String> {
-        let open = self.open;
-        let text = self
-            .cache
-            .entry(path.to_path_buf())
-            .or_insert_with(|| open(path).or_else(|| std::fs::read_to_string(path).ok()));
+        let (open, readable) = (self.open, self.readable);
+        let text = self.cache.entry(path.to_path_buf()).or_insert_with(|| {
+            if !readable(path) {
+                return None;
+            }
+            open(path).or_else(|| std::fs::read_to_string(path).ok())
+        });
         text.as_deref()
             .and_then(|t| line_text(t, line0 + 1))
             .map(str::to_string)
@@ -84,14 +101,20 @@ pub fn resolve_locs(pairs: &[(String, Value)], enc: Encoding, src: &mut Sources<
                 .pointer("/start/character")
                 .and_then(Value::as_u64)
                 .unwrap_or(0) as u32;
+            let outside = !src.readable(&path);
             let text = src.line(&path, line0).unwrap_or_default();
-            let byte = enc.byte(&text, col);
-            let column = text[..byte].chars().count() + 1;
+            let column = if outside {
+                col as usize + 1
+            } else {
+                let byte = enc.byte(&text, col);
+                text[..byte].chars().count() + 1
+            };
             Some(Loc {
                 path,
                 line: line0 + 1,
                 column,
                 text,
+                outside,
             })
         })
         .collect();
@@ -107,15 +130,23 @@ pub fn show_path(path: &Path, base: &Path) -> String {
         .unwrap_or_else(|_| path.display().to_string())
 }
 
+/// Shown instead of the source line of a location outside the caller's file scope.
+pub const OUTSIDE_NOTE: &str =
+    "(outside the workdir: text not read; [files] read_roots or allow_outside_workdir allow it)";
+
 pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<Value>) {
     let mut text = String::new();
     let mut items = Vec::new();
     for l in locs {
         let shown = show_path(&l.path, base);
-        text.push_str(&format!("{shown}:{}: {}\n", l.line, l.text.trim()));
+        if l.outside {
+            text.push_str(&format!("{shown}:{}: {OUTSIDE_NOTE}\n", l.line));
+        } else {
+            text.push_str(&format!("{shown}:{}: {}\n", l.line, l.text.trim()));
+        }
         items.push(
             json!({"path": shown, "abs_path": l.path.display().to_string(),
-            "line": l.line, "column": l.column, "text": l.text}),
+            "line": l.line, "column": l.column, "text": l.text, "outside": l.outside}),
         );
     }
     (text, items)
