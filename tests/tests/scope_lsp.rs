@@ -133,6 +133,7 @@ fn pyright_tools_stay_inside_the_workdir() {
     let e = rename_helper(&d, &l).unwrap_err();
     assert_out_of_scope(&e, "lsp_rename", &l.shared, &l.work);
     assert!(e.message.contains("nothing was written"), "{e}");
+    assert!(e.hint.contains("holds every file using the symbol"), "{e}");
     assert_eq!(std::fs::read_to_string(&l.shared).unwrap(), SHARED);
     assert_eq!(std::fs::read_to_string(&l.main).unwrap(), MAIN);
 

@@ -171,6 +171,7 @@ fn a_staged_file_swapped_for_a_link_to_outside_is_refused_at_accept() {
     assert_out_of_scope(&e, "resolve", &target, &l.work);
     assert!(e.message.contains(&format!("edit \"{id}\" refused")), "{e}");
     assert!(e.message.contains("nothing was written"), "{e}");
+    assert!(e.hint.contains("still staged"), "{e}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), SOURCE);
     assert!(
         std::fs::symlink_metadata(&a)

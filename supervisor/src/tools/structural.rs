@@ -124,6 +124,9 @@ fn tool_error(tool: &str, workdir: &Path, err: Error) -> ToolError {
         // The file scope's own answer (kind, hint), with what it means for the edit.
         let mut e = outside.to_tool_error(tool);
         e.message = format!("{tool}: {err}");
+        if matches!(outside, toolvisor_files::Error::Outside { .. }) {
+            e.hint = "the edit is still staged: discard it, or put the file back as it was staged; the operator can lift this with `[files] allow_outside_workdir`".into();
+        }
         return e;
     }
     let message = format!("{tool}: {err}");

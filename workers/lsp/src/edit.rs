@@ -126,6 +126,10 @@ pub fn check_scope(ctx: &CallCtx, edit: &Value) -> Result<BTreeMap<PathBuf, Path
         return Ok(reals);
     };
     let mut err = first.to_tool_error("lsp_rename");
+    if matches!(first, toolvisor_files::Error::Outside { .. }) {
+        // The path came from the server, not the caller: say what can be done instead.
+        err.hint = "the server's root reaches beyond the workdir: rename from a workdir that holds every file using the symbol, or edit by hand; the operator can lift this with `[files] allow_outside_workdir`".into();
+    }
     let others: Vec<String> = refused[1..]
         .iter()
         .take(10)
