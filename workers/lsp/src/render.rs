@@ -404,6 +404,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_location_outside_is_named_but_its_text_is_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("in.py");
+        let outside = dir.path().join("out.py");
+        std::fs::write(&inside, "a = 1\n").unwrap();
+        std::fs::write(&outside, "secret = 2\n").unwrap();
+        // An open document (another conversation may have opened it) is not quoted either.
+        let open = |p: &Path| (p == outside.as_path()).then(|| "secret = 3\n".to_string());
+        let readable = |p: &Path| p == inside.as_path();
+        let mut sources = Sources::new(&open, &readable);
+        let range = json!({"start": {"line": 0, "character": 4}});
+        let pairs = vec![
+            (uri::from_path(&inside), range.clone()),
+            (uri::from_path(&outside), range),
+        ];
+        let locs = resolve_locs(&pairs, Encoding::Utf16, &mut sources);
+        let (text, items) = loc_lines(&locs, dir.path());
+        assert!(text.contains("in.py:1: a = 1"), "{text}");
+        assert!(
+            text.contains(&format!("out.py:1: {OUTSIDE_NOTE}")),
+            "{text}"
+        );
+        assert!(!text.contains("secret"), "{text}");
+        assert_eq!(items[1]["outside"], true);
+        assert_eq!(items[1]["text"], "");
+        assert_eq!(items[1]["column"], 5);
+        assert_eq!(sources.line(&outside, 0), None);
+    }
+
+    #[test]
     fn reads_every_location_shape_and_hover_shape() {
         let loc = json!({"uri": "file:///a.py", "range": {"start": {"line": 1, "character": 0}}});
         let link = json!({"targetUri": "file:///b.py", "targetRange": {}, "targetSelectionRange": {"start": {"line": 2, "character": 4}}});

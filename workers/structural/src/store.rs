@@ -459,7 +459,7 @@ impl EditStore {
                 changed.push(Changed {
                     path: file.path.clone(),
                     why: format!(
-                        "now resolves to {} (a symbolic link was put in its place)",
+                        "now resolves to {} (a symbolic link is on its path since staging; a staged file is written at its real path only)",
                         real.display()
                     ),
                 });
