@@ -396,8 +396,8 @@ async fn after_write(
         .map(|c| c.path.clone())
         .collect();
     if !paths.is_empty() {
-        let lsp = super::lsp::lsp_ctx(ctx);
-        let diagnostics = daemon.lsp.after_write(&lsp.run, &lsp.workdir, &paths).await;
+        let (run, workdir) = (super::lsp::run_of(ctx), super::lsp::real_workdir(ctx));
+        let diagnostics = daemon.lsp.after_write(&run, &workdir, &paths).await;
         if let Some(map) = value.as_object_mut() {
             map.insert("diagnostics".into(), diagnostics);
         }

@@ -1,5 +1,6 @@
 //! Handlers of the language-server tools: `lsp`, `lsp_rename`, `synced_write`. The work is in
-//! `toolvisor-lsp`; this module parses arguments and names the caller (workdir, run).
+//! `toolvisor-lsp`; this module parses arguments and names the caller (workdir, run, and the
+//! file tools' scope every path of these tools goes through).
 
 use std::sync::Arc;
 
@@ -12,19 +13,34 @@ use crate::daemon::Daemon;
 use crate::registry::ToolSpec;
 use crate::session::CallCtx;
 
-/// The caller as the lsp worker sees it: the ledger is per run (the conversation when the
-/// client named no run).
-pub(crate) fn lsp_ctx(ctx: &CallCtx) -> LspCtx {
+/// The run whose diagnostics ledger a call folds into (the conversation when the client
+/// named no run).
+pub(crate) fn run_of(ctx: &CallCtx) -> String {
     let run = &ctx.session.hello.run_id;
-    LspCtx {
-        // Servers report canonical paths; a canonical workdir keeps answers relative to it.
-        workdir: std::fs::canonicalize(&ctx.workdir).unwrap_or_else(|_| ctx.workdir.clone()),
-        run: if run.is_empty() {
-            format!("conversation:{}", ctx.conversation)
-        } else {
-            run.clone()
-        },
+    if run.is_empty() {
+        format!("conversation:{}", ctx.conversation)
+    } else {
+        run.clone()
     }
+}
+
+/// The workdir's real path: servers report canonical paths, and answers show paths relative
+/// to it.
+pub(crate) fn real_workdir(ctx: &CallCtx) -> std::path::PathBuf {
+    std::fs::canonicalize(&ctx.workdir).unwrap_or_else(|_| ctx.workdir.clone())
+}
+
+/// The caller as the lsp worker sees it, with the file tools' scope for `ctx`'s workdir.
+fn lsp_ctx(daemon: &Daemon, ctx: &CallCtx, tool: &str) -> Result<LspCtx, ToolError> {
+    let scope = daemon
+        .files
+        .scope(&ctx.workdir)
+        .map_err(|e| e.to_tool_error(tool))?;
+    Ok(LspCtx {
+        workdir: scope.root().to_path_buf(),
+        run: run_of(ctx),
+        scope,
+    })
 }
 
 pub async fn run(
@@ -33,7 +49,7 @@ pub async fn run(
     spec: &ToolSpec,
     args: Json,
 ) -> Result<Json, ToolError> {
-    let lsp_ctx = lsp_ctx(ctx);
+    let lsp_ctx = lsp_ctx(daemon, ctx, spec.name)?;
     match spec.name {
         "lsp" => {
             let args: LspArgs = super::parse("lsp", args)?;

@@ -1,6 +1,7 @@
 //! Handlers of the structural tools: `ast_grep`, `ast_edit`, `resolve`. Matching, rewriting
-//! and the staged-edit store are in `toolvisor-structural`; this module resolves paths against
-//! the caller's workdir, runs the work on blocking threads (a cancelled search stops its
+//! and the staged-edit store are in `toolvisor-structural`; this module resolves paths through
+//! the file tools' `Scope` (reads for `ast_grep`, writes for `ast_edit`, every file again at
+//! `resolve accept`), runs the work on blocking threads (a cancelled search stops its
 //! walk; an accept always runs to its end, so it stays all-or-nothing), and turns results and
 //! errors into the tools' JSON.
 
@@ -9,11 +10,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value as Json, json};
+use toolvisor_files::Scope;
+use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{AstEditArgs, AstGrepArgs, ResolveAction, ResolveArgs};
 use toolvisor_structural::Error;
 use toolvisor_structural::rewrite::{self, shown};
 use toolvisor_structural::search::{self, SearchRequest};
+use toolvisor_structural::store::Refusal;
 
 use crate::daemon::Daemon;
 use crate::registry::ToolSpec;
@@ -33,7 +37,7 @@ pub async fn run(
     args: Json,
 ) -> Result<Json, ToolError> {
     match spec.name {
-        "ast_grep" => ast_grep(ctx, super::parse("ast_grep", args)?).await,
+        "ast_grep" => ast_grep(daemon, ctx, super::parse("ast_grep", args)?).await,
         "ast_edit" => ast_edit(daemon, ctx, super::parse("ast_edit", args)?).await,
         "resolve" => resolve(daemon, ctx, super::parse("resolve", args)?).await,
         other => Err(super::no_worker(other)),
@@ -74,25 +78,30 @@ fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
-fn resolve_path(workdir: &Path, path: Option<&str>) -> PathBuf {
-    match path.map(str::trim).filter(|p| !p.is_empty()) {
-        None => workdir.to_path_buf(),
-        Some(p) => {
-            let p = Path::new(p);
-            if p.is_absolute() {
-                p.to_path_buf()
-            } else {
-                workdir.join(p)
-            }
-        }
-    }
+/// The run's file scope and the real location of `path` (the workdir when absent) for
+/// `access`: the same confinement, `out_of_scope` answer and `[files] allow_outside_workdir`
+/// switch as the file tools. Blocking (it resolves symbolic links).
+fn scoped(
+    files: &toolvisor_files::Files,
+    tool: &str,
+    workdir: &Path,
+    path: Option<&str>,
+    access: Access,
+) -> Result<(Scope, PathBuf), ToolError> {
+    let scope = files.scope(workdir).map_err(|e| e.to_tool_error(tool))?;
+    let given = path.map(str::trim).filter(|p| !p.is_empty()).unwrap_or(".");
+    let real = scope
+        .resolve(given, access)
+        .map_err(|e| e.to_tool_error(tool))?
+        .real;
+    Ok((scope, real))
 }
 
 /// Run blocking structural work with a cancel flag the walk checks.
 async fn blocking<T: Send + 'static>(
     tool: &str,
-    work: impl FnOnce(&AtomicBool) -> Result<T, Error> + Send + 'static,
-) -> Result<Result<T, Error>, ToolError> {
+    work: impl FnOnce(&AtomicBool) -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
     let flag = Arc::new(AtomicBool::new(false));
     let _cancel = CancelOnDrop(flag.clone());
     tokio::task::spawn_blocking(move || work(&flag))
@@ -103,12 +112,23 @@ async fn blocking<T: Send + 'static>(
                 format!("{tool}: the worker thread failed: {e}"),
                 "report this as a bug; nothing was written",
             )
-        })
+        })?
 }
 
 /// A tool error for a library error, with what to do about it.
 fn tool_error(tool: &str, workdir: &Path, err: Error) -> ToolError {
     use ErrorKind as K;
+    if let Error::Refused { source, .. } = &err
+        && let Some(outside) = source.downcast_ref::<toolvisor_files::Error>()
+    {
+        // The file scope's own answer (kind, hint), with what it means for the edit.
+        let mut e = outside.to_tool_error(tool);
+        e.message = format!("{tool}: {err}");
+        if matches!(outside, toolvisor_files::Error::Outside { .. }) {
+            e.hint = "the edit is still staged: discard it, or put the file back as it was staged; the operator can lift this with `[files] allow_outside_workdir`".into();
+        }
+        return e;
+    }
     let message = format!("{tool}: {err}");
     let (kind, hint) = match &err {
         Error::UnknownLanguage { .. } => (K::InvalidArgs, "pass one of the listed ids as `language`".to_string()),
@@ -168,6 +188,10 @@ fn tool_error(tool: &str, workdir: &Path, err: Error) -> ToolError {
             K::Io,
             "fix the cause (permissions, disk space) and resolve again: the edit is still staged".to_string(),
         ),
+        Error::Refused { .. } => (
+            K::OutOfScope,
+            "the edit is still staged; discard it, or ask the operator to widen the workdir's scope".to_string(),
+        ),
         Error::Io { .. } | Error::Store { .. } => (
             K::Io,
             "check the path's permissions and the disk; nothing was written".to_string(),
@@ -190,12 +214,26 @@ fn skipped_json(skipped: &[search::Skipped], workdir: &Path) -> Json {
     )
 }
 
-async fn ast_grep(ctx: &CallCtx, args: AstGrepArgs) -> Result<Json, ToolError> {
-    let workdir = ctx.workdir.clone();
-    let root = resolve_path(&workdir, args.path.as_deref());
+async fn ast_grep(
+    daemon: &Arc<Daemon>,
+    ctx: &CallCtx,
+    args: AstGrepArgs,
+) -> Result<Json, ToolError> {
+    let given = ctx.workdir.clone();
+    let files = daemon.files.clone();
     let max = max_results(args.max_results);
-    let result = blocking("ast_grep", move |cancel| {
-        search::search(&SearchRequest {
+    let (workdir, result) = blocking("ast_grep", move |cancel| {
+        // Reads may reach the read roots; the walk never follows a symbolic link, so it
+        // stays under the resolved root.
+        let (scope, root) = scoped(
+            &files,
+            "ast_grep",
+            &given,
+            args.path.as_deref(),
+            Access::Read,
+        )?;
+        let workdir = scope.root().to_path_buf();
+        let result = search::search(&SearchRequest {
             pattern: &args.pattern,
             language: args.language.as_deref(),
             path: &root,
@@ -204,9 +242,10 @@ async fn ast_grep(ctx: &CallCtx, args: AstGrepArgs) -> Result<Json, ToolError> {
             threads: threads(),
             cancel: Some(cancel),
         })
+        .map_err(|e| tool_error("ast_grep", &workdir, e))?;
+        Ok((workdir, result))
     })
-    .await?
-    .map_err(|e| tool_error("ast_grep", &workdir, e))?;
+    .await?;
     let matches: Vec<Json> = result
         .matches
         .iter()
@@ -267,13 +306,21 @@ async fn ast_edit(
     ctx: &CallCtx,
     args: AstEditArgs,
 ) -> Result<Json, ToolError> {
-    let workdir = ctx.workdir.clone();
-    let root = resolve_path(&workdir, args.path.as_deref());
+    let given = ctx.workdir.clone();
+    let files = daemon.files.clone();
     let max = max_results(args.max_results);
     let store = daemon.edits.clone();
     let conversation = ctx.conversation.clone();
-    let base = workdir.clone();
-    let staged = blocking("ast_edit", move |cancel| {
+    let (workdir, proposal, staged, preview) = blocking("ast_edit", move |cancel| {
+        let (scope, root) = scoped(
+            &files,
+            "ast_edit",
+            &given,
+            args.path.as_deref(),
+            Access::Write,
+        )?;
+        let workdir = scope.root().to_path_buf();
+        let fail = |e| tool_error("ast_edit", &workdir, e);
         let proposal = rewrite::propose(
             &SearchRequest {
                 pattern: &args.pattern,
@@ -285,21 +332,24 @@ async fn ast_edit(
                 cancel: Some(cancel),
             },
             &args.rewrite,
-        )?;
+        )
+        .map_err(fail)?;
         if cancel.load(Ordering::Relaxed) {
-            return Err(Error::Cancelled);
+            return Err(fail(Error::Cancelled));
         }
         let staged = if proposal.files.is_empty() {
             None
         } else {
-            Some(store.stage(&conversation, &args.pattern, &args.rewrite, &proposal)?)
+            Some(
+                store
+                    .stage(&conversation, &args.pattern, &args.rewrite, &proposal)
+                    .map_err(fail)?,
+            )
         };
-        let preview = rewrite::preview(&proposal.files, &base, PREVIEW_CHARS);
-        Ok((proposal, staged, preview))
+        let preview = rewrite::preview(&proposal.files, &workdir, PREVIEW_CHARS);
+        Ok((workdir, proposal, staged, preview))
     })
-    .await?
-    .map_err(|e| tool_error("ast_edit", &workdir, e))?;
-    let (proposal, staged, preview) = staged;
+    .await?;
     let files: Vec<Json> = proposal
         .files
         .iter()
@@ -376,15 +426,21 @@ async fn resolve(
     ctx: &CallCtx,
     args: ResolveArgs,
 ) -> Result<Json, ToolError> {
-    let workdir = ctx.workdir.clone();
+    let given = ctx.workdir.clone();
+    let files = daemon.files.clone();
     let store = daemon.edits.clone();
     let conversation = ctx.conversation.clone();
     let id = args.edit_id.trim().to_string();
     match args.action {
         ResolveAction::Discard => {
-            let info = blocking("resolve", move |_| store.discard(&conversation, &id))
-                .await?
-                .map_err(|e| tool_error("resolve", &workdir, e))?;
+            let (workdir, info) = blocking("resolve", move |_| {
+                let workdir = std::fs::canonicalize(&given).unwrap_or(given);
+                let info = store
+                    .discard(&conversation, &id)
+                    .map_err(|e| tool_error("resolve", &workdir, e))?;
+                Ok((workdir, info))
+            })
+            .await?;
             Ok(json!({
                 "edit_id": info.id,
                 "action": "discard",
@@ -398,9 +454,32 @@ async fn resolve(
         ResolveAction::Accept => {
             // The blocking task runs to its end even if this call is cancelled, so an accept
             // is never cut between two writes.
-            let accepted = blocking("resolve", move |_| store.accept(&conversation, &id))
-                .await?
-                .map_err(|e| tool_error("resolve", &workdir, e))?;
+            let (workdir, accepted) = blocking("resolve", move |_| {
+                // Every file is checked again now, with the scope of this call: the edit may
+                // have been staged under another configuration, or a file swapped for a
+                // symbolic link since.
+                let scope = files
+                    .scope(&given)
+                    .map_err(|e| e.to_tool_error("resolve"))?;
+                let workdir = scope.root().to_path_buf();
+                let check = |path: &Path| -> Result<PathBuf, Refusal> {
+                    let Some(text) = path.to_str() else {
+                        return Err(Box::new(toolvisor_files::Error::bad(
+                            "path",
+                            format!("{} is not valid UTF-8", path.display()),
+                        )));
+                    };
+                    match scope.resolve(text, Access::Write) {
+                        Ok(r) => Ok(r.real),
+                        Err(e) => Err(Box::new(e)),
+                    }
+                };
+                let accepted = store
+                    .accept(&conversation, &id, &check)
+                    .map_err(|e| tool_error("resolve", &workdir, e))?;
+                Ok((workdir, accepted))
+            })
+            .await?;
             let diagnostics = diagnostics_on_write(daemon, ctx, &accepted.written).await;
             Ok(json!({
                 "edit_id": accepted.id,
@@ -421,6 +500,6 @@ async fn resolve(
 /// worker (issue 4). Until that worker is in the build the step is skipped and says so.
 async fn diagnostics_on_write(daemon: &Arc<Daemon>, ctx: &CallCtx, paths: &[PathBuf]) -> Json {
     // The same path as `write`/`edit`/`apply_patch`: only diagnostics new for this run.
-    let lsp = super::lsp::lsp_ctx(ctx);
-    daemon.lsp.after_write(&lsp.run, &lsp.workdir, paths).await
+    let (run, workdir) = (super::lsp::run_of(ctx), super::lsp::real_workdir(ctx));
+    daemon.lsp.after_write(&run, &workdir, paths).await
 }

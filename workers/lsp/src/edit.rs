@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspRenameArgs;
 
-use crate::ops::{CallCtx, resolve_path};
+use toolvisor_files::paths::Access;
+
+use crate::ops::CallCtx;
 use crate::position::{self, Encoding};
 use crate::render::show_path;
 use crate::server::ServerShared;
@@ -80,12 +82,82 @@ pub fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String,
     Ok(out)
 }
 
+/// Every file a `WorkspaceEdit` touches: text edits' documents and the resource operations'
+/// files (create, both ends of a rename, delete), in order of appearance.
+fn touched_files(edit: &Value) -> Result<Vec<PathBuf>, ToolError> {
+    let to_path = |u: &str| {
+        uri::to_path(u).ok_or_else(|| conflict(format!("the edit names a non-file URI {u:?}")))
+    };
+    let mut out = Vec::new();
+    if let Some(changes) = edit.get("documentChanges").and_then(Value::as_array) {
+        for c in changes {
+            for ptr in ["/textDocument/uri", "/uri", "/oldUri", "/newUri"] {
+                if let Some(u) = c.pointer(ptr).and_then(Value::as_str) {
+                    out.push(to_path(u)?);
+                }
+            }
+        }
+    } else if let Some(changes) = edit.get("changes").and_then(Value::as_object) {
+        for u in changes.keys() {
+            out.push(to_path(u)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Refuse the whole edit when any file it touches may not be written in the caller's file
+/// scope: the file tools' `out_of_scope` answer for the first such file, naming the others.
+/// Returns each touched file's real path (what is read and written).
+pub fn check_scope(ctx: &CallCtx, edit: &Value) -> Result<BTreeMap<PathBuf, PathBuf>, ToolError> {
+    let mut refused: Vec<(PathBuf, toolvisor_files::Error)> = Vec::new();
+    let mut reals = BTreeMap::new();
+    for path in touched_files(edit)? {
+        if reals.contains_key(&path) || refused.iter().any(|(p, _)| *p == path) {
+            continue;
+        }
+        match ctx.check(&path, Access::Write) {
+            Ok(real) => {
+                reals.insert(path, real);
+            }
+            Err(e) => refused.push((path, e)),
+        }
+    }
+    let Some((_, first)) = refused.first() else {
+        return Ok(reals);
+    };
+    let mut err = first.to_tool_error("lsp_rename");
+    if matches!(first, toolvisor_files::Error::Outside { .. }) {
+        // The path came from the server, not the caller: say what can be done instead.
+        err.hint = "the server's root reaches beyond the workdir: rename from a workdir that holds every file using the symbol, or edit by hand; the operator can lift this with `[files] allow_outside_workdir`".into();
+    }
+    let others: Vec<String> = refused[1..]
+        .iter()
+        .take(10)
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    err.message = format!(
+        "{}; the server's edit touches it{}, so nothing was written",
+        err.message,
+        match refused.len() - 1 {
+            0 => String::new(),
+            n if n > others.len() => format!(
+                " and {n} more files outside the scope ({}, …)",
+                others.join(", ")
+            ),
+            n => format!(" and {n} more outside the scope ({})", others.join(", ")),
+        }
+    );
+    Err(err)
+}
+
 /// Compute every file's new text from a `WorkspaceEdit`, checking versions against what the
-/// server was sent and the disk.
+/// server was sent and the disk. Every file must already have passed [`check_scope`], whose
+/// real paths (`reals`) are the ones read and written.
 pub fn plan_edit(
     shared: &ServerShared,
     edit: &Value,
     enc: Encoding,
+    reals: &BTreeMap<PathBuf, PathBuf>,
 ) -> Result<Vec<FileChange>, ToolError> {
     let mut per_file: BTreeMap<PathBuf, (Vec<Value>, Option<i64>)> = BTreeMap::new();
     if let Some(changes) = edit.get("documentChanges").and_then(Value::as_array) {
@@ -128,11 +200,34 @@ pub fn plan_edit(
                 .extend(edits.as_array().cloned().unwrap_or_default());
         }
     }
-    let mut out = Vec::new();
-    for (path, (edits, version)) in per_file {
+    let mut out: Vec<FileChange> = Vec::new();
+    let mut seen: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
+    for (named, (edits, version)) in per_file {
+        let Some(path) = reals.get(&named).cloned() else {
+            return Err(ToolError::new(
+                ErrorKind::Internal,
+                format!(
+                    "{} was not checked against the file scope before the edit",
+                    named.display()
+                ),
+                "report this as a bug; nothing was written",
+            ));
+        };
+        if let Some(first) = seen.insert(path.clone(), named.clone()) {
+            // Two names of one file (a link and its target): two edits of the same text.
+            return Err(conflict(format!(
+                "the edit names {} twice ({} and {})",
+                path.display(),
+                first.display(),
+                named.display()
+            )));
+        }
         let old = std::fs::read_to_string(&path)
             .map_err(|e| conflict(format!("cannot read {}: {e}", path.display())))?;
-        if let Some(doc) = shared.doc(&uri::from_path(&path)) {
+        let doc = shared
+            .doc(&uri::from_path(&named))
+            .or_else(|| shared.doc(&uri::from_path(&path)));
+        if let Some(doc) = doc {
             if doc.text != old {
                 return Err(conflict(format!(
                     "{} changed on disk since the server read it",
@@ -217,7 +312,8 @@ pub fn write_all(changes: &[FileChange]) -> Result<(), ToolError> {
 impl LanguageServers {
     /// `lsp_rename {file, line, symbol, new_name}`.
     pub async fn rename(&self, ctx: &CallCtx, args: LspRenameArgs) -> Result<Value, ToolError> {
-        let path = resolve_path(&ctx.workdir, &args.file);
+        // The named file is written too (it holds the symbol).
+        let path = ctx.resolve("lsp_rename", &args.file, Access::Write)?;
         let mut opened = self.open(&path).await?;
         let shown = show_path(&path, &ctx.workdir);
         let line = args.line as usize;
@@ -275,8 +371,11 @@ impl LanguageServers {
                 "point at the symbol's name",
             ));
         }
+        // The server's root may be above the workdir: its edit can reach files the caller
+        // may not write. All of them are checked before anything is read or written.
+        let reals = check_scope(ctx, &edit)?;
         let _sync = opened.shared.sync_lock.lock().await;
-        let changes = plan_edit(&opened.shared, &edit, enc)?;
+        let changes = plan_edit(&opened.shared, &edit, enc, &reals)?;
         write_all(&changes)?;
         drop(_sync);
         let total: usize = changes.iter().map(|c| c.edits).sum();
@@ -321,6 +420,59 @@ mod tests {
         .unwrap();
         assert_eq!(out, "value = '😀'; y = value\nprint(value)\n");
         assert!(apply_edits(text, &[e(0, 0, 3), e(0, 1, 2)], Encoding::Utf16).is_err());
+    }
+
+    fn ctx_in(dir: &Path) -> CallCtx {
+        let scope = toolvisor_files::Scope::new(dir, &[], false).unwrap();
+        CallCtx {
+            workdir: scope.root().to_path_buf(),
+            run: "r".into(),
+            scope,
+        }
+    }
+
+    #[test]
+    fn every_file_an_edit_touches_is_checked_for_writing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let work = base.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(work.join("a.py"), "x = 1\n").unwrap();
+        let ctx = ctx_in(&work);
+        let inside = uri::from_path(&work.join("a.py"));
+        let outside = uri::from_path(&base.join("b.py"));
+        let text_edit = |u: &str| json!({"textDocument": {"uri": u, "version": 1}, "edits": []});
+        // Inside only: every file's real path.
+        let changes = |uris: &[&str]| {
+            let map: serde_json::Map<String, Value> =
+                uris.iter().map(|u| (u.to_string(), json!([]))).collect();
+            json!({ "changes": map })
+        };
+        let reals = check_scope(&ctx, &changes(&[&inside])).unwrap();
+        assert_eq!(reals.values().collect::<Vec<_>>(), [&work.join("a.py")]);
+        // A text edit, a created file, either end of a renamed file, a deleted file: each
+        // outside refuses the whole edit, naming it.
+        for outside_part in [
+            text_edit(&outside),
+            json!({"kind": "create", "uri": outside}),
+            json!({"kind": "rename", "oldUri": inside, "newUri": outside}),
+            json!({"kind": "rename", "oldUri": outside, "newUri": inside}),
+            json!({"kind": "delete", "uri": outside}),
+        ] {
+            let edit = json!({"documentChanges": [text_edit(&inside), outside_part]});
+            let e = check_scope(&ctx, &edit).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::OutOfScope, "{e}");
+            assert!(e.message.starts_with("lsp_rename: "), "{e}");
+            assert!(
+                e.message.contains(&base.join("b.py").display().to_string()),
+                "{e}"
+            );
+            assert!(e.message.contains("nothing was written"), "{e}");
+            assert!(e.hint.contains("allow_outside_workdir"), "{e}");
+        }
+        let third = uri::from_path(&base.join("c.py"));
+        let e = check_scope(&ctx, &changes(&[&inside, &outside, &third])).unwrap_err();
+        assert!(e.message.contains("and 1 more"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolvisor_files::Error as FilesError;
+use toolvisor_files::Scope;
+use toolvisor_files::paths::Access;
 use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
@@ -23,12 +26,42 @@ pub const WORKSPACE_SYMBOLS_MAX: usize = 100;
 pub const DOCUMENT_SYMBOLS_MAX: usize = 200;
 pub const CODE_ACTIONS_MAX: usize = 50;
 
-/// Who is calling: the workdir relative paths resolve against, and the run whose ledger
-/// diagnostics are folded into.
+/// Who is calling: the workdir relative paths resolve against, the run whose ledger
+/// diagnostics are folded into, and the file tools' scope every path goes through.
 #[derive(Clone, Debug)]
 pub struct CallCtx {
+    /// The workdir's real path (`scope.root()`): answers show paths relative to it.
     pub workdir: PathBuf,
     pub run: String,
+    /// The same confinement as the file tools (`[files] read_roots`,
+    /// `allow_outside_workdir`): file arguments resolve through it (reads for `lsp` and
+    /// `synced_write`, writes for `lsp_rename`), every file a workspace edit touches is
+    /// checked for writing, and no text is read from a location outside it.
+    pub scope: Scope,
+}
+
+impl CallCtx {
+    /// The real path of a file argument of `tool`, if `access` to it is in scope; else the
+    /// file tools' `out_of_scope` answer.
+    pub fn resolve(&self, tool: &str, file: &str, access: Access) -> Result<PathBuf, ToolError> {
+        self.scope
+            .resolve(file, access)
+            .map(|r| r.real)
+            .map_err(|e| e.to_tool_error(tool))
+    }
+
+    /// Like [`CallCtx::resolve`] for a path a server named (absolute).
+    pub fn check(&self, path: &Path, access: Access) -> Result<PathBuf, FilesError> {
+        let text = path
+            .to_str()
+            .ok_or_else(|| FilesError::bad("path", format!("{} is not UTF-8", path.display())))?;
+        self.scope.resolve(text, access).map(|r| r.real)
+    }
+
+    /// Whether toolvisor may read text from `path` (a location a server named) to show it.
+    pub fn may_read(&self, path: &Path) -> bool {
+        self.check(path, Access::Read).is_ok()
+    }
 }
 
 /// A file synced to its server, ready for a request.
@@ -47,16 +80,6 @@ pub struct Opened {
 
 fn invalid(msg: String, hint: &str) -> ToolError {
     ToolError::new(ErrorKind::InvalidArgs, msg, hint)
-}
-
-pub fn resolve_path(workdir: &Path, file: &str) -> PathBuf {
-    let p = Path::new(file);
-    let joined = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        workdir.join(p)
-    };
-    std::fs::canonicalize(&joined).unwrap_or(joined)
 }
 
 fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
@@ -205,11 +228,10 @@ impl LanguageServers {
     pub async fn lsp(&self, ctx: &CallCtx, args: LspArgs) -> Result<Value, ToolError> {
         match args.op.as_str() {
             "status" => {
-                let from = args
-                    .file
-                    .as_deref()
-                    .map(|f| resolve_path(&ctx.workdir, f))
-                    .unwrap_or_else(|| ctx.workdir.clone());
+                let from = match args.file.as_deref() {
+                    Some(f) => ctx.resolve("lsp", f, Access::Read)?,
+                    None => ctx.workdir.clone(),
+                };
                 Ok(self.status(&from).await)
             }
             "reload" => self.reload(ctx, args.file.as_deref()).await,
@@ -218,7 +240,7 @@ impl LanguageServers {
                 if file == "*" {
                     return self.project_check(ctx).await;
                 }
-                let path = resolve_path(&ctx.workdir, file);
+                let path = ctx.resolve("lsp", file, Access::Read)?;
                 let mut opened = self.open(&path).await?;
                 let diags = self.file_diagnostics(&mut opened).await?;
                 let base = &ctx.workdir;
@@ -252,7 +274,7 @@ impl LanguageServers {
     async fn reload(&self, ctx: &CallCtx, file: Option<&str>) -> Result<Value, ToolError> {
         let targets: Vec<Arc<ServerShared>> = match file {
             Some(f) => {
-                let path = resolve_path(&ctx.workdir, f);
+                let path = ctx.resolve("lsp", f, Access::Read)?;
                 let plan = self.plan(&path).map_err(|e| e.to_error())?;
                 vec![self.shared(&plan)]
             }
@@ -368,7 +390,7 @@ impl LanguageServers {
                     "give `symbol`: a substring naming the symbol on that line, copied from it",
                 )
             })?;
-        let path = resolve_path(&ctx.workdir, file);
+        let path = ctx.resolve("lsp", file, Access::Read)?;
         let mut opened = self.open(&path).await?;
         let shown = render::show_path(&path, &ctx.workdir);
         let (src, byte) = position::locate(
@@ -495,7 +517,8 @@ impl LanguageServers {
             _ => {
                 let pairs = render::locations(&result);
                 let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
-                let mut sources = Sources::new(&open_text);
+                let readable = |p: &Path| ctx.may_read(p);
+                let mut sources = Sources::new(&open_text, &readable);
                 let locs = render::resolve_locs(&pairs, enc, &mut sources);
                 let total = locs.len();
                 let cut = op == "references" && total > REFERENCES_MAX;
@@ -520,7 +543,7 @@ impl LanguageServers {
     }
 
     async fn document_symbols(&self, ctx: &CallCtx, file: &str) -> Result<Value, ToolError> {
-        let path = resolve_path(&ctx.workdir, file);
+        let path = ctx.resolve("lsp", file, Access::Read)?;
         let mut opened = self.open(&path).await?;
         let params = json!({"textDocument": {"uri": opened.uri}});
         let mut result = self
@@ -569,7 +592,7 @@ impl LanguageServers {
         // The server to ask: the one covering `file`, else the servers running for the workdir,
         // else the first language whose root and binary are found from the workdir.
         let mut opened = match file {
-            Some(f) => self.open(&resolve_path(&ctx.workdir, f)).await?,
+            Some(f) => self.open(&ctx.resolve("lsp", f, Access::Read)?).await?,
             None => self.open_any(ctx).await?,
         };
         self.ready(&opened.shared).await?;
@@ -582,18 +605,23 @@ impl LanguageServers {
         let mut text = String::new();
         let mut items = Vec::new();
         let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
-        let mut sources = Sources::new(&open_text);
+        let readable = |p: &Path| ctx.may_read(p);
+        let mut sources = Sources::new(&open_text, &readable);
         for s in syms.iter().take(WORKSPACE_SYMBOLS_MAX) {
             let shown = s
                 .path
                 .as_ref()
                 .map(|p| render::show_path(p, &ctx.workdir))
                 .unwrap_or_default();
-            let src = s
-                .path
-                .as_ref()
-                .and_then(|p| sources.line(p, s.line.saturating_sub(1)))
-                .unwrap_or_default();
+            let outside = s.path.as_ref().is_some_and(|p| !sources.readable(p));
+            let src = if outside {
+                render::OUTSIDE_NOTE.to_string()
+            } else {
+                s.path
+                    .as_ref()
+                    .and_then(|p| sources.line(p, s.line.saturating_sub(1)))
+                    .unwrap_or_default()
+            };
             text.push_str(&format!(
                 "{shown}:{}: {} {}{} — {}\n",
                 s.line,
@@ -607,7 +635,7 @@ impl LanguageServers {
             ));
             items.push(
                 json!({"name": s.name, "kind": s.kind, "path": shown, "line": s.line,
-                "container": s.container}),
+                "container": s.container, "outside": outside}),
             );
         }
         if total == 0 {
@@ -637,7 +665,7 @@ impl LanguageServers {
         };
         for language in candidates {
             let spec = &self.languages()[&language];
-            match find_source(&ctx.workdir, &spec.extensions) {
+            match find_source(ctx, &spec.extensions) {
                 Some(file) => match self.plan(&file) {
                     Ok(_) => return self.open(&file).await,
                     Err(e) => reasons.push(e.to_string()),
@@ -725,7 +753,8 @@ impl LanguageServers {
 
     /// `synced_write {path}`.
     pub async fn synced_write(&self, ctx: &CallCtx, path: &str) -> Result<Value, ToolError> {
-        let p = resolve_path(&ctx.workdir, path);
+        // It reads the file and shows its diagnostics: a read, confined like `read`.
+        let p = ctx.resolve("synced_write", path, Access::Read)?;
         if !p.is_file() {
             return Err(ToolError::new(
                 ErrorKind::NotFound,
@@ -762,9 +791,10 @@ fn need<'a>(v: &'a Option<String>, op: &str, field: &str) -> Result<&'a str, Too
     })
 }
 
-/// A source file with one of `extensions` under `dir` (shallow first, bounded).
-fn find_source(dir: &Path, extensions: &[String]) -> Option<PathBuf> {
-    let mut queue = std::collections::VecDeque::from([(dir.to_path_buf(), 0)]);
+/// A source file with one of `extensions` under the workdir (shallow first, bounded):
+/// regular files only, symbolic links neither followed nor opened, so the file is in scope.
+fn find_source(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
+    let mut queue = std::collections::VecDeque::from([(ctx.workdir.clone(), 0)]);
     let mut seen = 0;
     while let Some((d, depth)) = queue.pop_front() {
         let Ok(entries) = std::fs::read_dir(&d) else {
@@ -779,15 +809,19 @@ fn find_source(dir: &Path, extensions: &[String]) -> Option<PathBuf> {
             }
             let p = e.path();
             let name = e.file_name().to_string_lossy().to_string();
-            if p.is_dir() {
+            let Ok(kind) = e.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
                 if depth < 4 && !name.starts_with('.') && name != "node_modules" && name != "target"
                 {
                     queue.push_back((p, depth + 1));
                 }
-            } else if p
-                .extension()
-                .and_then(|x| x.to_str())
-                .is_some_and(|x| extensions.iter().any(|e| e == x))
+            } else if kind.is_file()
+                && p.extension()
+                    .and_then(|x| x.to_str())
+                    .is_some_and(|x| extensions.iter().any(|e| e == x))
+                && ctx.may_read(&p)
             {
                 return Some(p);
             }

@@ -16,28 +16,45 @@ pub struct Loc {
     pub line: usize,
     pub column: usize,
     pub text: String,
+    /// Outside the caller's file scope: named, its text not read (`column` is then the
+    /// server's unit count plus one, not converted to characters).
+    pub outside: bool,
 }
 
-/// Reads files once per answer; open documents win over the disk.
+/// Reads files once per answer; open documents win over the disk. Text is read only from
+/// files `readable` allows (the caller's file scope): a location elsewhere is named, never
+/// quoted.
 pub struct Sources<'a> {
     cache: HashMap<PathBuf, Option<String>>,
     open: &'a dyn Fn(&Path) -> Option<String>,
+    readable: &'a dyn Fn(&Path) -> bool,
 }
 
 impl<'a> Sources<'a> {
-    pub fn new(open: &'a dyn Fn(&Path) -> Option<String>) -> Self {
+    pub fn new(
+        open: &'a dyn Fn(&Path) -> Option<String>,
+        readable: &'a dyn Fn(&Path) -> bool,
+    ) -> Self {
         Sources {
             cache: HashMap::new(),
             open,
+            readable,
         }
     }
 
+    /// Whether the text of `path` may be shown.
+    pub fn readable(&self, path: &Path) -> bool {
+        (self.readable)(path)
+    }
+
     pub fn line(&mut self, path: &Path, line0: usize) -> Option<String> {
-        let open = self.open;
-        let text = self
-            .cache
-            .entry(path.to_path_buf())
-            .or_insert_with(|| open(path).or_else(|| std::fs::read_to_string(path).ok()));
+        let (open, readable) = (self.open, self.readable);
+        let text = self.cache.entry(path.to_path_buf()).or_insert_with(|| {
+            if !readable(path) {
+                return None;
+            }
+            open(path).or_else(|| std::fs::read_to_string(path).ok())
+        });
         text.as_deref()
             .and_then(|t| line_text(t, line0 + 1))
             .map(str::to_string)
@@ -84,14 +101,20 @@ pub fn resolve_locs(pairs: &[(String, Value)], enc: Encoding, src: &mut Sources<
                 .pointer("/start/character")
                 .and_then(Value::as_u64)
                 .unwrap_or(0) as u32;
+            let outside = !src.readable(&path);
             let text = src.line(&path, line0).unwrap_or_default();
-            let byte = enc.byte(&text, col);
-            let column = text[..byte].chars().count() + 1;
+            let column = if outside {
+                col as usize + 1
+            } else {
+                let byte = enc.byte(&text, col);
+                text[..byte].chars().count() + 1
+            };
             Some(Loc {
                 path,
                 line: line0 + 1,
                 column,
                 text,
+                outside,
             })
         })
         .collect();
@@ -107,15 +130,23 @@ pub fn show_path(path: &Path, base: &Path) -> String {
         .unwrap_or_else(|_| path.display().to_string())
 }
 
+/// Shown instead of the source line of a location outside the caller's file scope.
+pub const OUTSIDE_NOTE: &str =
+    "(outside the workdir: text not read; [files] read_roots or allow_outside_workdir allow it)";
+
 pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<Value>) {
     let mut text = String::new();
     let mut items = Vec::new();
     for l in locs {
         let shown = show_path(&l.path, base);
-        text.push_str(&format!("{shown}:{}: {}\n", l.line, l.text.trim()));
+        if l.outside {
+            text.push_str(&format!("{shown}:{}: {OUTSIDE_NOTE}\n", l.line));
+        } else {
+            text.push_str(&format!("{shown}:{}: {}\n", l.line, l.text.trim()));
+        }
         items.push(
             json!({"path": shown, "abs_path": l.path.display().to_string(),
-            "line": l.line, "column": l.column, "text": l.text}),
+            "line": l.line, "column": l.column, "text": l.text, "outside": l.outside}),
         );
     }
     (text, items)
@@ -371,6 +402,36 @@ impl Diag {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_location_outside_is_named_but_its_text_is_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("in.py");
+        let outside = dir.path().join("out.py");
+        std::fs::write(&inside, "a = 1\n").unwrap();
+        std::fs::write(&outside, "secret = 2\n").unwrap();
+        // An open document (another conversation may have opened it) is not quoted either.
+        let open = |p: &Path| (p == outside.as_path()).then(|| "secret = 3\n".to_string());
+        let readable = |p: &Path| p == inside.as_path();
+        let mut sources = Sources::new(&open, &readable);
+        let range = json!({"start": {"line": 0, "character": 4}});
+        let pairs = vec![
+            (uri::from_path(&inside), range.clone()),
+            (uri::from_path(&outside), range),
+        ];
+        let locs = resolve_locs(&pairs, Encoding::Utf16, &mut sources);
+        let (text, items) = loc_lines(&locs, dir.path());
+        assert!(text.contains("in.py:1: a = 1"), "{text}");
+        assert!(
+            text.contains(&format!("out.py:1: {OUTSIDE_NOTE}")),
+            "{text}"
+        );
+        assert!(!text.contains("secret"), "{text}");
+        assert_eq!(items[1]["outside"], true);
+        assert_eq!(items[1]["text"], "");
+        assert_eq!(items[1]["column"], 5);
+        assert_eq!(sources.line(&outside, 0), None);
+    }
 
     #[test]
     fn reads_every_location_shape_and_hover_shape() {

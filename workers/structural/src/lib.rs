@@ -67,6 +67,16 @@ pub enum Error {
         total: usize,
         changed: Vec<store::Changed>,
     },
+    #[error("edit {id:?} refused: {source}{}; nothing was written, the edit stays staged", if *more > 0 { format!(" (and {more} more of its files)") } else { String::new() })]
+    Refused {
+        id: String,
+        /// The first file the accept's check refused.
+        path: PathBuf,
+        /// Why, as the caller's check said it (the daemon's is the file scope's error).
+        source: store::Refusal,
+        /// Further files refused.
+        more: usize,
+    },
     #[error("edit {id:?}: writing {} failed ({source}); {}", path.display(), rollback_summary(restored, unrestored))]
     WriteFailed {
         id: String,

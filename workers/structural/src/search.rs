@@ -4,6 +4,8 @@
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -188,11 +190,14 @@ fn infer_language(req: &SearchRequest) -> Result<(SupportLang, Option<String>)> 
 }
 
 /// The ignore-aware parallel walker: `.gitignore` (inside a git repository), `.ignore`,
-/// global git excludes, hidden files and directories skipped; symbolic links not followed.
+/// global git excludes, hidden files and directories skipped; symbolic links not followed
+/// (a link is neither descended into nor read, so a walk from a real root never leaves it:
+/// the daemon's file scope checks the root, and nothing below it can point elsewhere).
 /// Files are picked by extension in the visitor, not with the walker's file types: a type
 /// match would whitelist hidden files.
 fn walker(root: &Path, threads: usize) -> ignore::WalkParallel {
     WalkBuilder::new(root)
+        .follow_links(false)
         .threads(threads.max(1))
         .build_parallel()
 }
@@ -232,7 +237,21 @@ pub(crate) enum Read {
 }
 
 pub(crate) fn read_file(path: &Path, prefilter: Option<&Prefilter>) -> Read {
-    match std::fs::metadata(path) {
+    // The walk lists no symbolic link; opening without following one keeps it so when a
+    // file is swapped for a link between the listing and the read (the daemon checked the
+    // root against the file scope, not every file below it).
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path);
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
+            return Read::Skipped("a symbolic link (not followed)".into());
+        }
+        Err(e) => return Read::Skipped(format!("unreadable: {e}")),
+    };
+    match file.metadata() {
         Ok(meta) if meta.len() > MAX_FILE_BYTES => {
             return Read::Skipped(format!(
                 "larger than {} MiB ({} bytes)",
@@ -243,10 +262,10 @@ pub(crate) fn read_file(path: &Path, prefilter: Option<&Prefilter>) -> Read {
         Ok(_) => {}
         Err(e) => return Read::Skipped(format!("unreadable: {e}")),
     }
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) => return Read::Skipped(format!("unreadable: {e}")),
-    };
+    let mut bytes = Vec::new();
+    if let Err(e) = file.read_to_end(&mut bytes) {
+        return Read::Skipped(format!("unreadable: {e}"));
+    }
     if let Some(filter) = prefilter
         && !filter.may_match(&bytes)
     {
@@ -499,4 +518,24 @@ pub fn search_target(req: &SearchRequest, target: &Target) -> Result<SearchResul
         skipped,
         skipped_total,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_swapped_for_a_link_after_the_listing_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere.py");
+        std::fs::write(&target, "print(1)\n").unwrap();
+        let link = dir.path().join("a.py");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        match read_file(&link, None) {
+            Read::Skipped(why) => assert!(why.contains("symbolic link"), "{why}"),
+            Read::Text(t) => panic!("read through the link: {t:?}"),
+            Read::Filtered => panic!("filtered"),
+        }
+        assert!(matches!(read_file(&target, None), Read::Text(t) if t == "print(1)\n"));
+    }
 }

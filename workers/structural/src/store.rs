@@ -113,39 +113,56 @@ pub trait FileWriter: Sync {
     fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()>;
 }
 
-/// Write to a temporary file in the same directory (keeping the old file's permissions),
-/// fsync it, rename it over the target, fsync the directory.
+/// Why a staged file may not be written any more (the caller's confinement said no); kept
+/// whole so the caller can show its own error.
+pub type Refusal = Box<dyn std::error::Error + Send + Sync>;
+
+/// Asked at accept time for every file of the edit, before anything is read or written:
+/// the file's real location if it may be written now, else why not. The daemon answers with
+/// the run's file scope (`Access::Write`), so a staged edit never writes where the scope of
+/// the accepting call does not reach.
+pub type WriteCheck<'a> = &'a (dyn Fn(&Path) -> std::result::Result<PathBuf, Refusal> + Sync);
+
+/// Replace the file at the path with a temporary file written in the same directory
+/// (keeping the old file's permissions), fsynced, renamed over it, and fsync the directory.
+/// A symbolic link found at the path is replaced, never followed: staged paths are real
+/// paths, so a link there was put in since the check.
 pub struct AtomicWriter;
 
 static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl FileWriter for AtomicWriter {
     fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()> {
-        write_atomic(path, content)
+        replace_atomic(path, content)
     }
 }
 
-/// See [`AtomicWriter`]. A symbolic link is written through (its target is replaced, the
-/// link stays a link).
+/// Write atomically through a symbolic link (its target is replaced, the link stays a
+/// link); for the store's own records. Staged files are written with [`replace_atomic`].
 pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    write_atomic_mode(path, content, None)
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return replace_atomic(&fs::canonicalize(path)?, content);
+    }
+    replace_atomic(path, content)
 }
 
 /// [`write_atomic`] for the store's own files, which hold whole file contents: the temp file
 /// is created 0600 and the written file stays 0600, whatever the umask.
 fn write_private(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    write_atomic_mode(path, content, Some(0o600))
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return replace_atomic_mode(&fs::canonicalize(path)?, content, Some(0o600));
+    }
+    replace_atomic_mode(path, content, Some(0o600))
 }
 
-/// [`write_atomic`] with the new file's mode fixed (`Some`) or kept from the old file (`None`).
-fn write_atomic_mode(path: &Path, content: &[u8], mode: Option<u32>) -> std::io::Result<()> {
-    let resolved;
-    let path = if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        resolved = fs::canonicalize(path)?;
-        resolved.as_path()
-    } else {
-        path
-    };
+/// See [`AtomicWriter`]: the last component of `path` is never followed.
+pub fn replace_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    replace_atomic_mode(path, content, None)
+}
+
+/// [`replace_atomic`] with the new file's mode fixed (`Some`) or kept from the old file
+/// (`None`).
+fn replace_atomic_mode(path: &Path, content: &[u8], mode: Option<u32>) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -158,7 +175,10 @@ fn write_atomic_mode(path: &Path, content: &[u8], mode: Option<u32>) -> std::io:
     ));
     let permissions = match mode {
         Some(mode) => Some(fs::Permissions::from_mode(mode)),
-        None => fs::metadata(path).ok().map(|m| m.permissions()),
+        None => fs::symlink_metadata(path)
+            .ok()
+            .filter(|m| m.file_type().is_file())
+            .map(|m| m.permissions()),
     };
     let result = (|| {
         let mut file = fs::OpenOptions::new()
@@ -423,25 +443,56 @@ impl EditStore {
         Ok(EditInfo::from(&record))
     }
 
-    /// Accept with atomic writes.
-    pub fn accept(&self, conversation: &str, id: &str) -> Result<Accepted> {
-        self.accept_with(conversation, id, &AtomicWriter)
+    /// Accept with atomic writes, every file passing `check` first.
+    pub fn accept(&self, conversation: &str, id: &str, check: WriteCheck) -> Result<Accepted> {
+        self.accept_with(conversation, id, check, &AtomicWriter)
     }
 
-    /// Accept: every file must still hold its staging snapshot, else nothing is written and
-    /// the edit stays staged. Then every file is written; if one write fails, those already
-    /// written are restored and the edit stays staged.
+    /// Accept: every file must pass `check` (else [`Error::Refused`], nothing read or
+    /// written, the edit stays staged), must still be where it was (its real path unchanged:
+    /// not swapped for a symbolic link) and must still hold its staging snapshot, else
+    /// nothing is written and the edit stays staged. Then every file is written; if one write
+    /// fails, those already written are restored and the edit stays staged.
     pub fn accept_with(
         &self,
         conversation: &str,
         id: &str,
+        check: WriteCheck,
         writer: &dyn FileWriter,
     ) -> Result<Accepted> {
         let _resolving = self.resolving.lock().unwrap_or_else(|p| p.into_inner());
         let (n, info) = self.staged(conversation, id)?;
         let mut record = self.load(n)?;
-        let mut changed = Vec::new();
+        let mut reals = Vec::with_capacity(record.files.len());
+        let mut refused: Vec<(PathBuf, Refusal)> = Vec::new();
         for file in &record.files {
+            match check(&file.path) {
+                Ok(real) => reals.push(real),
+                Err(why) => refused.push((file.path.clone(), why)),
+            }
+        }
+        if !refused.is_empty() {
+            let more = refused.len() - 1;
+            let (path, source) = refused.swap_remove(0);
+            return Err(Error::Refused {
+                id: info.id,
+                path,
+                source,
+                more,
+            });
+        }
+        let mut changed = Vec::new();
+        for (file, real) in record.files.iter().zip(&reals) {
+            if *real != file.path {
+                changed.push(Changed {
+                    path: file.path.clone(),
+                    why: format!(
+                        "now resolves to {} (a symbolic link is on its path since staging; a staged file is written at its real path only)",
+                        real.display()
+                    ),
+                });
+                continue;
+            }
             let before = file.before.as_deref().unwrap_or_default();
             match fs::read(&file.path) {
                 Ok(now) if now == before.as_bytes() => {}
@@ -524,9 +575,18 @@ fn roll_back_interrupted(record: &mut Record) {
         let (Some(before), Some(after)) = (&file.before, &file.after) else {
             continue;
         };
+        // Staged paths are real paths: a link there now was put in since, and its target
+        // is not this edit's to restore.
+        if fs::symlink_metadata(&file.path).is_ok_and(|m| m.file_type().is_symlink()) {
+            tracing::error!(
+                edit = record.id, path = %file.path.display(),
+                "not restoring a file of an interrupted accept: it is a symbolic link now"
+            );
+            continue;
+        }
         match fs::read(&file.path) {
             Ok(now) if now == after.as_bytes() && after != before => {
-                match write_atomic(&file.path, before.as_bytes()) {
+                match replace_atomic(&file.path, before.as_bytes()) {
                     Ok(()) => tracing::warn!(
                         edit = record.id, path = %file.path.display(),
                         "restored a file written by an accept that a crash interrupted"

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use toolvisor_structural::Error;
 use toolvisor_structural::rewrite::{Proposal, propose};
 use toolvisor_structural::search::SearchRequest;
-use toolvisor_structural::store::{EditState, EditStore, FileWriter, write_atomic};
+use toolvisor_structural::store::{EditState, EditStore, FileWriter, Refusal, write_atomic};
 
 struct Tree {
     dir: tempfile::TempDir,
@@ -44,6 +44,11 @@ fn proposal(root: &Path) -> Proposal {
     .unwrap()
 }
 
+/// The check of a caller that confines nothing: every file may be written at its real path.
+fn real(path: &Path) -> Result<PathBuf, Refusal> {
+    Ok(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
 fn contents(files: &[PathBuf]) -> Vec<String> {
     files
         .iter()
@@ -69,11 +74,11 @@ fn accept_writes_every_file_and_a_second_resolve_is_refused() {
     assert_eq!(staged.id, "edit_1");
     // Staging writes nothing.
     assert!(contents(&t.files).iter().all(|c| c.starts_with("print(")));
-    let accepted = store.accept("c1", &staged.id).unwrap();
+    let accepted = store.accept("c1", &staged.id, &real).unwrap();
     assert_eq!(accepted.written.len(), 4);
     assert_eq!(contents(&t.files)[2], "log(3)\nx = 3\nlog(x, 3)\n");
     for again in [
-        store.accept("c1", "edit_1"),
+        store.accept("c1", "edit_1", &real),
         store.discard("c1", "edit_1").map(|_| unreachable!()),
     ] {
         match again {
@@ -94,7 +99,7 @@ fn a_file_touched_after_staging_rejects_the_whole_change() {
     std::fs::write(&t.files[2], "print(3)  # touched\n").unwrap();
     std::fs::remove_file(&t.files[3]).unwrap();
     let before = contents(&t.files[..3]);
-    match store.accept("c1", &id) {
+    match store.accept("c1", &id, &real) {
         Err(Error::Conflict { changed, total, .. }) => {
             assert_eq!(total, 4);
             let named: Vec<_> = changed
@@ -150,7 +155,7 @@ fn a_failing_write_restores_the_files_already_written() {
         panic: false,
         calls: AtomicUsize::new(0),
     };
-    match store.accept_with("c1", &id, &faulty) {
+    match store.accept_with("c1", &id, &real, &faulty) {
         Err(Error::WriteFailed {
             path,
             restored,
@@ -165,7 +170,7 @@ fn a_failing_write_restores_the_files_already_written() {
     }
     assert_eq!(contents(&t.files), original, "every file back as it was");
     // Still staged, and a working writer can accept it now.
-    store.accept("c1", &id).unwrap();
+    store.accept("c1", &id, &real).unwrap();
     assert!(contents(&t.files).iter().all(|c| c.starts_with("log(")));
 }
 
@@ -182,7 +187,7 @@ fn a_crash_in_the_middle_of_an_accept_is_rolled_back_on_reopen() {
         calls: AtomicUsize::new(0),
     };
     let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _ = store.accept_with("c1", &id, &crashing);
+        let _ = store.accept_with("c1", &id, &real, &crashing);
     }));
     assert!(crashed.is_err());
     assert_ne!(
@@ -198,7 +203,7 @@ fn a_crash_in_the_middle_of_an_accept_is_rolled_back_on_reopen() {
         "reopening rolls the half-accept back"
     );
     assert_eq!(reopened.get("c1", &id).unwrap().state, EditState::Staged);
-    reopened.accept("c1", &id).unwrap();
+    reopened.accept("c1", &id, &real).unwrap();
 }
 
 #[test]
@@ -218,7 +223,7 @@ fn edits_survive_reopening_and_ids_never_repeat() {
         (a.as_str(), b.as_str(), c.as_str()),
         ("edit_1", "edit_2", "edit_3")
     );
-    store.accept("c1", &a).unwrap();
+    store.accept("c1", &a, &real).unwrap();
 }
 
 #[test]
@@ -227,7 +232,7 @@ fn another_conversations_edit_is_not_found() {
     let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
     let id = stage(&store, "c1", t.dir.path());
     for result in [
-        store.accept("c2", &id).map(|_| ()),
+        store.accept("c2", &id, &real).map(|_| ()),
         store.discard("c2", &id).map(|_| ()),
     ] {
         match result {
@@ -236,11 +241,11 @@ fn another_conversations_edit_is_not_found() {
         }
     }
     assert!(matches!(
-        store.accept("c1", "edit_99"),
+        store.accept("c1", "edit_99", &real),
         Err(Error::EditNotFound { .. })
     ));
     assert!(matches!(
-        store.accept("c1", "bogus"),
+        store.accept("c1", "bogus", &real),
         Err(Error::EditNotFound { .. })
     ));
     assert_eq!(store.list("c2").len(), 0);
@@ -306,4 +311,81 @@ fn a_symbolic_link_is_written_through_and_stays_a_link() {
             .is_symlink()
     );
     assert_eq!(std::fs::read_to_string(&real).unwrap(), "log(1)\n");
+}
+
+#[test]
+fn a_file_the_check_refuses_stops_the_accept_before_anything_is_written() {
+    let t = tree();
+    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let id = stage(&store, "c1", t.dir.path());
+    let original = contents(&t.files);
+    let refused = [t.files[1].clone(), t.files[3].clone()];
+    let check = |p: &Path| -> Result<PathBuf, Refusal> {
+        if refused.iter().any(|r| r == p) {
+            Err(format!("{} is outside the scope", p.display()).into())
+        } else {
+            real(p)
+        }
+    };
+    match store.accept("c1", &id, &check) {
+        Err(e @ Error::Refused { .. }) => {
+            let Error::Refused { ref path, more, .. } = e else {
+                unreachable!()
+            };
+            assert_eq!((path, more), (&t.files[1], 1));
+            let text = e.to_string();
+            assert!(text.contains("is outside the scope"), "{text}");
+            assert!(text.contains("and 1 more"), "{text}");
+            assert!(text.contains("nothing was written"), "{text}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(contents(&t.files), original, "nothing written");
+    assert_eq!(store.get("c1", &id).unwrap().state, EditState::Staged);
+}
+
+#[test]
+fn a_file_swapped_for_a_symbolic_link_is_a_conflict_and_its_target_is_untouched() {
+    let t = tree();
+    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let id = stage(&store, "c1", t.dir.path());
+    // The link's target holds exactly the staged snapshot, so only the link gives it away.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = elsewhere.path().join("m2.py");
+    std::fs::write(&target, std::fs::read(&t.files[1]).unwrap()).unwrap();
+    std::fs::remove_file(&t.files[1]).unwrap();
+    std::os::unix::fs::symlink(&target, &t.files[1]).unwrap();
+    match store.accept("c1", &id, &real) {
+        Err(Error::Conflict { changed, .. }) => {
+            assert_eq!(changed.len(), 1, "{changed:?}");
+            assert_eq!(changed[0].path, t.files[1]);
+            assert!(changed[0].why.contains("symbolic link"), "{changed:?}");
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "print(2)\nx = 2\nprint(x, 2)\n"
+    );
+    assert!(contents(&t.files).iter().all(|c| c.starts_with("print(")));
+}
+
+#[test]
+fn the_atomic_writer_replaces_a_symbolic_link_instead_of_following_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target.py");
+    let link = dir.path().join("link.py");
+    std::fs::write(&target, "print(1)\n").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    toolvisor_structural::store::AtomicWriter
+        .write(&link, b"log(1)\n")
+        .unwrap();
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_file()
+    );
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), "log(1)\n");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "print(1)\n");
 }
