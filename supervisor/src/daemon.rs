@@ -339,6 +339,10 @@ pub async fn serve(
     let ledger_dir = PathBuf::from(format!("{}.ledger", bound.path.display()));
     let ledger = Ledger::open(&ledger_dir)?;
     let swept = ledger.sweep();
+    // Escapees of our trees come back to us instead of pid 1, and die within a second.
+    if let Err(e) = toolvisor_kit::process::adopt_orphans() {
+        tracing::warn!(error = %e, "cannot become a child subreaper: a process that escapes a killed shim's tree will outlive it");
+    }
     if swept > 0 {
         tracing::warn!(
             groups = swept,

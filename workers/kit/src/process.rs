@@ -17,6 +17,7 @@ mod child_setup;
 mod guard;
 mod kill;
 mod ledger;
+mod orphans;
 mod procfs;
 mod shim;
 mod spawner;
@@ -35,6 +36,7 @@ use tokio::sync::watch;
 
 pub use guard::ProcessGuard;
 pub use ledger::{LEDGER_TOKEN_ENV, Ledger};
+pub use orphans::{adopt_orphans, reap_orphans};
 pub use procfs::{descendants, rss_bytes};
 pub use shim::{SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, shim_main};
 

@@ -81,6 +81,7 @@ impl ProcessGuard {
             exited: Condvar::new(),
         });
         let (exit_tx, exit_rx) = watch::channel(None);
+        super::orphans::register(pid);
         let for_waiter = Arc::clone(&shared);
         let started = thread::Builder::new()
             .name(format!("tv-wait-{pid}"))
@@ -92,6 +93,7 @@ impl ProcessGuard {
         if let Err(error) = started {
             let _ = signal_group(pid, Signal::SIGKILL);
             reap(pid);
+            super::orphans::unregister(pid);
             if let Some(record) = ledger_record {
                 let _ = std::fs::remove_file(record);
             }
@@ -219,19 +221,28 @@ fn wait_for_exit(
         // The zombie leader still holds the group id: whatever is left in its group (the
         // program's background jobs, or the program itself if the shim was SIGKILLed) dies now.
         let _ = signal_group(shared.pgid, Signal::SIGKILL);
-        let status = reap(shared.pid);
+        // Reaped and forgotten under the spawn lock: no new child can get this pid in between.
+        let status = {
+            let _spawning = super::orphans::spawn_lock();
+            let status = reap(shared.pid);
+            super::orphans::unregister(shared.pid);
+            status
+        };
         state.exit = Some(status);
         status
     };
     shared.exited.notify_all();
+    tracing::debug!(label = %shared.label, pid = shared.pid, %status, "child reaped");
+    exit_tx.send_replace(Some(status));
+    // Escapees of this tree (a `setsid` grandchild of a shim killed from outside) came back
+    // to the daemon when the shim died: gone before the record is.
+    super::orphans::reap_orphans();
     if let Some(record) = ledger_record
         && let Err(error) = std::fs::remove_file(record)
         && error.kind() != io::ErrorKind::NotFound
     {
         tracing::warn!(label = %shared.label, record = %record.display(), %error, "cannot remove spawn ledger record");
     }
-    tracing::debug!(label = %shared.label, pid = shared.pid, %status, "child reaped");
-    exit_tx.send_replace(Some(status));
 }
 
 /// Blocking `waitpid` on exactly `pid`, retried on EINTR.

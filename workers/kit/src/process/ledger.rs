@@ -11,7 +11,9 @@ use nix::sys::signal::Signal;
 use nix::unistd::geteuid;
 
 use super::kill::{signal_group, signal_pid};
-use super::procfs::{descendants, environ_has, read_stat, start_time, uids};
+use super::procfs::{
+    all_stats, descendants_in, environ_has, group_members_in, read_stat, start_time, uids,
+};
 use crate::private::{PrivateError, ensure_private_dir};
 
 /// Environment variable carrying the daemon's ledger token to every recorded child (the shim
@@ -268,16 +270,19 @@ fn verify(pgid: u32, record: &Record) -> Result<bool, String> {
     Ok(true)
 }
 
-/// Kills the verified leader `pid`'s group and its descendants that left the group.
+/// Kills the verified leader `pid`'s group and its descendants that left the group; `true`
+/// only when one of them was alive (a group of zombies waiting for pid 1 was not "killed").
 fn kill_group(pgid: u32, pid: u32) -> bool {
-    let strays = descendants(pid);
+    let stats = all_stats();
+    let strays = descendants_in(&stats, pid);
+    let alive = !strays.is_empty() || !group_members_in(&stats, pgid).is_empty();
     let _ = signal_group(pgid, Signal::SIGCONT);
-    let killed = signal_group(pgid, Signal::SIGKILL).is_ok();
+    let _ = signal_group(pgid, Signal::SIGKILL);
     for pid in strays {
         let _ = signal_pid(pid, Signal::SIGCONT);
         let _ = signal_pid(pid, Signal::SIGKILL);
     }
-    killed
+    alive
 }
 
 #[cfg(test)]

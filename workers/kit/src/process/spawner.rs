@@ -157,6 +157,8 @@ pub(crate) fn fork_child(spec: &SpawnSpec, program: &Path) -> Result<Forked, Spa
             }
         });
     }
+    // Until the guard has registered the child, the orphan reaper must not look.
+    let spawning = super::orphans::spawn_lock();
     let mut child = command.spawn().map_err(|error| match &spec.shim {
         Some(shim) => SpawnError::Shim {
             shim: shim.clone(),
@@ -183,6 +185,7 @@ pub(crate) fn fork_child(spec: &SpawnSpec, program: &Path) -> Result<Forked, Spa
             }
         });
     let (guard, exit) = ProcessGuard::adopt(pid, spec.shim.is_some(), spec.label.clone(), record)?;
+    drop(spawning);
     let stdin = child.stdin.take().map(OwnedFd::from);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(SpawnError::Io(io::Error::other(
