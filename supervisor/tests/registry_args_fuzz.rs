@@ -283,3 +283,46 @@ fn what_the_typed_parse_would_refuse_the_validator_refuses_naming_the_field() {
     validate("ask_user", schema("ask_user"), &args).unwrap();
     assert_eq!(typed_parse("ask_user", &args), Some(Ok(())));
 }
+
+/// The deepest values the daemon holds: arguments at the wire's limit, and results parsed
+/// from a child's JSON (serde_json stops at 128) wrapped in a few levels of ours. Everything
+/// that walks a value recursively must take them on a quarter of a tokio worker's stack.
+#[test]
+fn the_walkers_of_a_value_take_the_deepest_values_the_daemon_can_hold() {
+    use toolvisor_protocol::value::MAX_DEPTH;
+    std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(|| {
+            let secrets = toolvisor_files::secrets::Secrets::from_vars(
+                [("API_TOKEN".to_string(), "s3cr3t-value".to_string())],
+                &["API_TOKEN".to_string()],
+                &[],
+                8,
+            )
+            .unwrap();
+            for depth in [MAX_DEPTH, 140] {
+                let mut v = json!({"k": "s3cr3t-value"});
+                for _ in 1..depth {
+                    v = json!([v]);
+                }
+                let args = json!({ "command": v.clone() });
+                for spec in tools() {
+                    let _ = exercise(&spec, &args);
+                }
+                let mut masked = v.clone();
+                assert_eq!(secrets.mask_json(&mut masked)["API_TOKEN"], 1);
+                assert!(toolvisor_files::store::json_chars(&v) > 0);
+                assert!(toolvisor_files::store::json_chars_bound(&v) > 0);
+                assert!(!format!("{v:?}").is_empty() && !v.to_string().is_empty());
+                let encoded = toolvisor_protocol::codec::encode(
+                    toolvisor_protocol::Codec::Json,
+                    &toolvisor_protocol::Value(v),
+                );
+                // Past the wire's limit the encoder refuses (the session answers an error).
+                assert_eq!(encoded.is_ok(), depth <= MAX_DEPTH);
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
