@@ -205,3 +205,94 @@ fn a_hostile_string_length_is_refused_before_it_is_allocated() {
         big
     );
 }
+
+fn tree_leaf() -> toolvisor_protocol::tree::TreeNode {
+    toolvisor_protocol::tree::TreeNode {
+        kind: "process".into(),
+        id: "p".into(),
+        pid: Some(1),
+        state: toolvisor_protocol::tree::NodeState::Ready,
+        uptime_ms: 1,
+        ttl_left_ms: None,
+        restarts: 0,
+        mailbox: 0,
+        rss_bytes: None,
+        detail: String::new(),
+        last_error: None,
+        children: vec![],
+    }
+}
+
+/// The bincode payload of a `Tree` frame whose root is a chain of `depth` nodes, built by
+/// repeating one node's bytes (its children count last: 1, and 0 for the last node).
+fn bincode_tree_chain(depth: usize) -> Vec<u8> {
+    let leaf = codec::encode(Codec::Bincode, &tree_leaf()).unwrap();
+    let frame = DaemonFrame::Tree(toolvisor_protocol::tree::TreeSnapshot {
+        generation: 1,
+        taken_at_ms: 2,
+        root: tree_leaf(),
+    });
+    let whole = codec::encode(Codec::Bincode, &frame).unwrap();
+    let header = &whole[..whole.len() - leaf.len()];
+    let node = &leaf[..leaf.len() - 1];
+    assert_eq!(
+        leaf.last(),
+        Some(&0),
+        "a leaf ends with its empty children list"
+    );
+    let mut out = header.to_vec();
+    for _ in 0..depth - 1 {
+        out.extend_from_slice(node);
+        out.push(1);
+    }
+    out.extend_from_slice(node);
+    out.push(0);
+    out
+}
+
+#[test]
+fn a_tree_deeper_than_the_limit_is_refused_without_deep_recursion() {
+    // A client decodes trees from the daemon; a tree node holds its children, so the same
+    // limit guards that recursion.
+    assert!(matches!(
+        codec::decode::<DaemonFrame>(Codec::Bincode, &bincode_tree_chain(MAX_DEPTH)),
+        Ok(DaemonFrame::Tree(_))
+    ));
+    for depth in [MAX_DEPTH + 1, 100_000] {
+        let bytes = bincode_tree_chain(depth);
+        let r = on_small_stack(move || codec::decode::<DaemonFrame>(Codec::Bincode, &bytes));
+        match r {
+            Err(CodecError::Malformed { message, .. }) => {
+                assert!(message.contains("tree nests deeper than"), "{message}")
+            }
+            other => panic!("expected a malformed payload, got {other:?}"),
+        }
+    }
+    // In JSON a node costs serde_json two of its 128 levels (an object and the children
+    // array), so its own limit trips first; either way the frame is malformed, not a crash.
+    let chain = |depth: usize| {
+        let mut node = serde_json::to_value(tree_leaf()).unwrap();
+        for _ in 1..depth {
+            let mut parent = serde_json::to_value(tree_leaf()).unwrap();
+            parent["children"] = json!([node]);
+            node = parent;
+        }
+        json!({"tree": {"generation": 1, "taken_at_ms": 2, "root": node}}).to_string()
+    };
+    codec::decode::<DaemonFrame>(Codec::Json, chain(50).as_bytes()).unwrap();
+    assert!(matches!(
+        codec::decode::<DaemonFrame>(Codec::Json, chain(MAX_DEPTH + 1).as_bytes()),
+        Err(CodecError::Malformed { .. })
+    ));
+    // The counter is per thread and given back: a normal tree decodes right after.
+    let ok = codec::encode(
+        Codec::Json,
+        &DaemonFrame::Tree(toolvisor_protocol::tree::TreeSnapshot {
+            generation: 1,
+            taken_at_ms: 2,
+            root: tree_leaf(),
+        }),
+    )
+    .unwrap();
+    codec::decode::<DaemonFrame>(Codec::Json, &ok).unwrap();
+}
