@@ -1,5 +1,6 @@
-//! Every tool's argument handling takes arbitrary JSON without a panic: the schema validator,
-//! the approval rule and summary, and the typed parse its handler does after validation.
+//! Every tool's argument handling takes arbitrary JSON, arrived through either codec, without a
+//! panic: the schema validator, the approval rule and summary, and the typed parse its handler
+//! does after validation.
 //!
 //! The case count is `TOOLVISOR_FUZZ_CASES` per property (a bounded default for CI); run
 //! e.g. `TOOLVISOR_FUZZ_CASES=200000 cargo test -p toolvisor --test registry_args_fuzz`
@@ -9,8 +10,11 @@ use proptest::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::{Value as Json, json};
 use toolvisor::registry::{ToolSpec, all_tools, validate};
+use toolvisor_protocol::codec::{self, Codec};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::*;
+use toolvisor_protocol::value::Value;
+use toolvisor_protocol::wire::{Call, ClientFrame};
 
 fn cases(default: u32) -> u32 {
     std::env::var("TOOLVISOR_FUZZ_CASES")
@@ -218,8 +222,21 @@ proptest! {
     fn arbitrary_json_arguments_never_panic(tool in any::<prop::sample::Index>(), args in arb_json()) {
         let all = tools();
         let spec = tool.get(&all);
-        if let Err(e) = exercise(spec, &args) {
-            prop_assert_eq!(e.kind, ErrorKind::InvalidArgs, "{}", e);
+        // As the session gets them: a `call` frame through either codec.
+        for c in [Codec::Bincode, Codec::Json] {
+            let frame = ClientFrame::Call(Call {
+                id: 1,
+                conversation: "c".into(),
+                tool: spec.name.into(),
+                args: Value(args.clone()),
+            });
+            let bytes = codec::encode(c, &frame).unwrap();
+            let ClientFrame::Call(call) = codec::decode::<ClientFrame>(c, &bytes).unwrap() else {
+                unreachable!("a call decodes as a call");
+            };
+            if let Err(e) = exercise(spec, &call.args.0) {
+                prop_assert_eq!(e.kind, ErrorKind::InvalidArgs, "{}", e);
+            }
         }
     }
 
