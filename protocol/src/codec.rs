@@ -97,10 +97,6 @@ pub fn bincode_limit(len: usize) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-fn bincode_config() -> impl bincode::config::Config {
-    bincode::config::standard()
-}
-
 fn decode_bincode<T: DeserializeOwned>(
     bytes: &[u8],
 ) -> Result<(T, usize), bincode::error::DecodeError> {
@@ -128,15 +124,14 @@ fn decode_bincode<T: DeserializeOwned>(
 /// Encode one value with `codec`. The only place a payload is serialized.
 pub fn encode<T: Serialize>(codec: Codec, value: &T) -> Result<Vec<u8>, CodecError> {
     match codec {
-        Codec::Bincode => {
-            bincode::serde::encode_to_vec(value, bincode_config()).map_err(|e| CodecError::Encode {
+        Codec::Bincode => bincode::serde::encode_to_vec(value, bincode::config::standard())
+            .map_err(|e| CodecError::Encode {
                 codec,
                 message: match e {
                     bincode::error::EncodeError::OtherString(message) => message,
                     other => other.to_string(),
                 },
-            })
-        }
+            }),
         Codec::Json => serde_json::to_vec(value).map_err(|e| CodecError::Encode {
             codec,
             message: e.to_string(),
