@@ -12,6 +12,16 @@ import struct
 import sys
 
 
+def check_server_uid(sock, path):
+    """Refuse a server of another user before sending it anything (root excepted)."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, server_uid, _gid = struct.unpack("3i", creds)
+    our_uid = os.geteuid()
+    if server_uid not in (our_uid, 0):
+        sys.exit(f"refusing the server at {path}: it runs as uid {server_uid}, this client "
+                 f"as uid {our_uid}; nothing was sent")
+
+
 def send(sock, frame):
     data = json.dumps(frame).encode()
     sock.sendall(struct.pack(">I", len(data)) + data)
@@ -51,6 +61,7 @@ def main():
         os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/toolvisor-{os.getuid()}", "toolvisor.sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
+    check_server_uid(sock, path)
     send(sock, {"hello": {
         "protocol_version": 1, "codec": "json", "client_kind": "harness",
         "run_id": "demo", "workdir": os.getcwd(),

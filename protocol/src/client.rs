@@ -55,12 +55,44 @@ pub enum ClientError {
         path: String,
         source: std::io::Error,
     },
+    /// The socket is served by a process of another user: nothing was sent to it.
+    #[error(
+        "refusing the server at {path}: it runs as uid {server_uid}, this client as uid {our_uid}; nothing was sent (a toolvisor daemon serves its own user or runs as root: check the socket path, or start your own daemon with `toolvisor serve`)"
+    )]
+    ForeignServer {
+        path: String,
+        server_uid: u32,
+        our_uid: u32,
+    },
+    #[error("cannot check who serves {path} (SO_PEERCRED): {source}; nothing was sent")]
+    PeerCred { path: String, source: nix::Error },
     #[error("the daemon refused the connection: {0}")]
     Refused(ToolError),
     #[error("the daemon sent an unexpected frame: {0}")]
     Unexpected(String),
     #[error(transparent)]
     Codec(#[from] CodecError),
+}
+
+/// Refuse a server whose uid is neither ours nor root's, before anything is sent to it: a
+/// socket path that another user can serve (a shared `/tmp`, a mistyped path) must not get
+/// our Hello, our workdir or our calls. A root daemon serving a user is the one exception.
+pub fn check_server_uid(stream: &UnixStream, path: &Path) -> Result<(), ClientError> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let cred = getsockopt(stream, PeerCredentials).map_err(|source| ClientError::PeerCred {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let server_uid = cred.uid();
+    let our_uid = nix::unistd::geteuid().as_raw();
+    if server_uid == our_uid || server_uid == 0 {
+        return Ok(());
+    }
+    Err(ClientError::ForeignServer {
+        path: path.display().to_string(),
+        server_uid,
+        our_uid,
+    })
 }
 
 /// A connected, handshaken client.
@@ -87,6 +119,7 @@ impl Client {
             path: path.display().to_string(),
             source,
         })?;
+        check_server_uid(&stream, path)?;
         let mut reader = BufReader::new(stream.try_clone().map_err(CodecError::Io)?);
         let mut writer = BufWriter::new(stream);
         let hello = ClientFrame::Hello(Hello {

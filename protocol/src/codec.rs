@@ -71,23 +71,67 @@ pub enum CodecError {
     Io(#[from] io::Error),
 }
 
-/// bincode decoding refuses to allocate past this many bytes for one payload, whatever
-/// lengths a hostile payload claims.
-const BINCODE_LIMIT: usize = 64 * 1024 * 1024;
+/// bincode claims the bytes of a string before it reads them and allocates the claimed
+/// length up front; its limit is a compile-time constant. Decoding therefore picks the
+/// smallest of these limits that holds the whole payload, so what a hostile length prefix
+/// can make it allocate is at most four times the payload (at least 64 KiB), and never more
+/// than a frame cap that is itself one of these sizes (the default 16 MiB is).
+const BINCODE_LIMITS: [usize; 9] = [
+    1 << 16,
+    1 << 18,
+    1 << 20,
+    1 << 22,
+    1 << 24,
+    1 << 26,
+    1 << 28,
+    1 << 30,
+    1 << 32,
+];
 
-fn bincode_config() -> impl bincode::config::Config {
-    bincode::config::standard().with_limit::<BINCODE_LIMIT>()
+/// The bincode allocation limit used for a payload of `len` bytes (see [`BINCODE_LIMITS`]).
+pub fn bincode_limit(len: usize) -> usize {
+    BINCODE_LIMITS
+        .iter()
+        .copied()
+        .find(|&limit| limit >= len)
+        .unwrap_or(usize::MAX)
+}
+
+fn decode_bincode<T: DeserializeOwned>(
+    bytes: &[u8],
+) -> Result<(T, usize), bincode::error::DecodeError> {
+    macro_rules! limited {
+        ($limit:expr) => {
+            bincode::serde::decode_from_slice(
+                bytes,
+                bincode::config::standard().with_limit::<{ $limit }>(),
+            )
+        };
+    }
+    match bincode_limit(bytes.len()) {
+        l if l == BINCODE_LIMITS[0] => limited!(1 << 16),
+        l if l == BINCODE_LIMITS[1] => limited!(1 << 18),
+        l if l == BINCODE_LIMITS[2] => limited!(1 << 20),
+        l if l == BINCODE_LIMITS[3] => limited!(1 << 22),
+        l if l == BINCODE_LIMITS[4] => limited!(1 << 24),
+        l if l == BINCODE_LIMITS[5] => limited!(1 << 26),
+        l if l == BINCODE_LIMITS[6] => limited!(1 << 28),
+        l if l == BINCODE_LIMITS[7] => limited!(1 << 30),
+        _ => limited!(1 << 32),
+    }
 }
 
 /// Encode one value with `codec`. The only place a payload is serialized.
 pub fn encode<T: Serialize>(codec: Codec, value: &T) -> Result<Vec<u8>, CodecError> {
     match codec {
-        Codec::Bincode => {
-            bincode::serde::encode_to_vec(value, bincode_config()).map_err(|e| CodecError::Encode {
+        Codec::Bincode => bincode::serde::encode_to_vec(value, bincode::config::standard())
+            .map_err(|e| CodecError::Encode {
                 codec,
-                message: e.to_string(),
-            })
-        }
+                message: match e {
+                    bincode::error::EncodeError::OtherString(message) => message,
+                    other => other.to_string(),
+                },
+            }),
         Codec::Json => serde_json::to_vec(value).map_err(|e| CodecError::Encode {
             codec,
             message: e.to_string(),
@@ -100,11 +144,14 @@ pub fn encode<T: Serialize>(codec: Codec, value: &T) -> Result<Vec<u8>, CodecErr
 pub fn decode<T: DeserializeOwned>(codec: Codec, bytes: &[u8]) -> Result<T, CodecError> {
     match codec {
         Codec::Bincode => {
-            let (value, used) = bincode::serde::decode_from_slice(bytes, bincode_config())
-                .map_err(|e| CodecError::Malformed {
-                    codec,
-                    message: e.to_string(),
-                })?;
+            let (value, used) = decode_bincode(bytes).map_err(|e| CodecError::Malformed {
+                codec,
+                message: match e {
+                    // A message of ours (a serde `custom` error), not bincode's Debug form.
+                    bincode::error::DecodeError::OtherString(message) => message,
+                    other => other.to_string(),
+                },
+            })?;
             if used != bytes.len() {
                 return Err(CodecError::Malformed {
                     codec,

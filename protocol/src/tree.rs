@@ -1,6 +1,12 @@
 //! The supervisor tree as operators see it: one node per supervisor, resource and session.
+//!
+//! A node holds its children, so a tree is a recursive type: decoding counts its depth and
+//! refuses one deeper than [`crate::value::MAX_DEPTH`] before recursing further, as
+//! [`crate::value::Value`] does, so no frame can exhaust a client's stack.
 
-use serde::{Deserialize, Serialize};
+use std::cell::Cell;
+
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Life-cycle state of one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -39,7 +45,7 @@ impl std::fmt::Display for NodeState {
 }
 
 /// One node of the tree.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TreeNode {
     /// `root`, `supervisor`, `process`, `session`, `lsp`, `kernel`, ...
     pub kind: String,
@@ -63,6 +69,76 @@ pub struct TreeNode {
     pub conversation: Option<String>,
     pub last_error: Option<String>,
     pub children: Vec<TreeNode>,
+}
+
+/// The wire form of [`TreeNode`], read by a derived deserializer under a depth guard.
+#[derive(Deserialize)]
+#[serde(rename = "TreeNode")]
+struct TreeNodeWire {
+    kind: String,
+    id: String,
+    pid: Option<u32>,
+    state: NodeState,
+    uptime_ms: u64,
+    ttl_left_ms: Option<u64>,
+    restarts: u32,
+    mailbox: u32,
+    rss_bytes: Option<u64>,
+    detail: String,
+    last_error: Option<String>,
+    children: Vec<TreeNode>,
+}
+
+thread_local! {
+    /// Tree nodes being decoded on this thread, one inside the other. Decoding is
+    /// synchronous, so the nesting of calls on one thread is the nesting of the nodes.
+    static NODES_OPEN: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One open node; closing it (also on an error or a panic) gives its level back.
+struct Open;
+
+impl Open {
+    fn node<E: serde::de::Error>() -> Result<Open, E> {
+        NODES_OPEN.with(|open| {
+            let depth = open.get() + 1;
+            if depth > crate::value::MAX_DEPTH {
+                return Err(E::custom(format!(
+                    "tree nests deeper than {} levels",
+                    crate::value::MAX_DEPTH
+                )));
+            }
+            open.set(depth);
+            Ok(Open)
+        })
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        NODES_OPEN.with(|open| open.set(open.get().saturating_sub(1)));
+    }
+}
+
+impl<'de> Deserialize<'de> for TreeNode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let _open = Open::node::<D::Error>()?;
+        let w = TreeNodeWire::deserialize(d)?;
+        Ok(TreeNode {
+            kind: w.kind,
+            id: w.id,
+            pid: w.pid,
+            state: w.state,
+            uptime_ms: w.uptime_ms,
+            ttl_left_ms: w.ttl_left_ms,
+            restarts: w.restarts,
+            mailbox: w.mailbox,
+            rss_bytes: w.rss_bytes,
+            detail: w.detail,
+            last_error: w.last_error,
+            children: w.children,
+        })
+    }
 }
 
 /// The whole tree at one instant.

@@ -243,7 +243,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
             schema: obj(
                 json!({
                     "op": one_of("operation", &["adapters", "status", "breakpoints", "launch", "attach", "continue", "pause", "step_over", "step_in", "step_out", "threads", "stack", "scopes", "variables", "evaluate", "output", "terminate"]),
-                    "file": s("breakpoints: source file, relative to the workdir"), "lines": {"type": "array", "items": {"type": "integer"}, "description": "breakpoints: 1-based lines; empty clears the file"},
+                    "file": s("breakpoints: source file, relative to the workdir"), "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}, "description": "breakpoints: 1-based lines; empty clears the file"},
                     "program": s("launch: the program (a .py script, an executable built with debug info)"), "args": {"type": "array", "items": {"type": "string"}, "description": "launch: the program's arguments"},
                     "adapter": s("launch/attach: adapter name (default: chosen from the program; attach: debugpy)"),
                     "port": int("attach: port of a debug server on 127.0.0.1 (python -m debugpy --listen PORT)", 1, 65535), "thread_id": int("continue/pause/step_*/stack: thread (default: the one that stopped)", 0, i64::MAX), "frame_id": int("scopes/evaluate: frame id from stack (default: the top frame)", 0, i64::MAX),
@@ -700,6 +700,25 @@ fn check_value(path: &str, prop: &Json, value: &Json) -> Result<(), String> {
     if let (Some(items), Some(list)) = (prop.get("items"), value.as_array()) {
         for (i, item) in list.iter().enumerate() {
             check_value(&format!("{path}[{i}]"), items, item)?;
+        }
+    }
+    // A nested object schema (`ask_user`'s options) is checked like the top level, so what
+    // passes here also parses into the handler's type. The recursion follows the schema,
+    // which is ours and shallow, never the depth of the value.
+    if let Some(map) = value.as_object() {
+        if let Some(required) = prop.get("required").and_then(Json::as_array) {
+            for r in required.iter().filter_map(Json::as_str) {
+                if map.get(r).is_none_or(Json::is_null) {
+                    return Err(format!("argument `{path}` misses its required field `{r}`"));
+                }
+            }
+        }
+        if let Some(props) = prop.get("properties").and_then(Json::as_object) {
+            for (key, sub) in props {
+                if let Some(v) = map.get(key).filter(|v| !v.is_null()) {
+                    check_value(&format!("{path}.{key}"), sub, v)?;
+                }
+            }
         }
     }
     Ok(())

@@ -134,28 +134,41 @@ fn a_peer_of_another_uid_is_refused_and_logged() {
     );
     // Root bypasses the 0600 mode, so only the SO_PEERCRED check stands in the way. The
     // socket file appears at bind(), a moment before listen(): retry a refused connect.
+    // Our own client refuses a server of another uid before it sends anything
+    // (tests/tests/protocol_server_uid.rs), so the Hello goes out over a raw socket here.
     let result = wait_for(
         "the daemon running as nobody to answer",
         Duration::from_secs(20),
-        || match toolvisor_protocol::client::Client::connect(
-            &socket,
-            toolvisor_tests::options(Codec::Json, Tier::Read, false),
-        ) {
-            Err(toolvisor_protocol::client::ClientError::Connect { .. }) => None,
-            other => Some(other),
+        || {
+            let mut stream = std::os::unix::net::UnixStream::connect(&socket).ok()?;
+            let hello =
+                toolvisor_protocol::wire::ClientFrame::Hello(toolvisor_protocol::wire::Hello {
+                    protocol_version: toolvisor_protocol::PROTOCOL_VERSION,
+                    codec: Codec::Json,
+                    client_kind: toolvisor_protocol::wire::ClientKind::Ops,
+                    run_id: String::new(),
+                    workdir: String::new(),
+                    surface: toolvisor_tests::options(Codec::Json, Tier::Read, false).surface,
+                });
+            let max = toolvisor_protocol::DEFAULT_MAX_FRAME;
+            let _ = toolvisor_protocol::codec::write_frame(&mut stream, Codec::Json, &hello, max);
+            let payload = toolvisor_protocol::codec::read_frame(&mut stream, max).ok()?;
+            Some(toolvisor_protocol::codec::decode::<
+                toolvisor_protocol::wire::DaemonFrame,
+            >(Codec::Json, &payload))
         },
     );
     let _ = child.kill();
     let _ = child.wait();
     match result {
-        Err(toolvisor_protocol::client::ClientError::Refused(e)) => {
+        Ok(toolvisor_protocol::wire::DaemonFrame::Refused(e)) => {
             assert!(
                 e.message.contains("uid 0") && e.message.contains("65534"),
                 "{e}"
             );
         }
+        Ok(other) => panic!("expected a refusal frame, got {other:?}"),
         Err(e) => panic!("expected a refusal frame, got {e}"),
-        Ok(_) => panic!("a peer of another uid was served"),
     }
     let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
     assert!(
