@@ -85,6 +85,8 @@ struct TreeNodeWire {
     mailbox: u32,
     rss_bytes: Option<u64>,
     detail: String,
+    #[serde(default)]
+    conversation: Option<String>,
     last_error: Option<String>,
     children: Vec<TreeNode>,
 }
@@ -135,6 +137,7 @@ impl<'de> Deserialize<'de> for TreeNode {
             mailbox: w.mailbox,
             rss_bytes: w.rss_bytes,
             detail: w.detail,
+            conversation: w.conversation,
             last_error: w.last_error,
             children: w.children,
         })

@@ -218,6 +218,7 @@ fn tree_leaf() -> toolvisor_protocol::tree::TreeNode {
         mailbox: 0,
         rss_bytes: None,
         detail: String::new(),
+        conversation: None,
         last_error: None,
         children: vec![],
     }
