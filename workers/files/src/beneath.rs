@@ -5,7 +5,8 @@
 //! `Scope::resolve` made real), so every open refuses any symlink on the way: `openat2` with
 //! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` (which implies no magic links), or, on kernels
 //! before 5.6 that lack `openat2`, a walk one component at a time with `O_NOFOLLOW`. Either
-//! way a symlink met answers `ELOOP` and a step out answers `EXDEV`.
+//! way a symlink met answers `ELOOP` and a step out answers `EXDEV`. (`openat2` blocked by a
+//! seccomp filter, `EPERM` even for the root itself, counts as missing.)
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -48,6 +49,12 @@ pub fn open(root: BorrowedFd<'_>, rel: &Path, flags: OFlags, mode: Mode) -> io::
                     NO_OPENAT2.store(true, Ordering::Relaxed);
                     break;
                 }
+                // Older seccomp filters (containers) answer EPERM for syscalls they do not
+                // know: when even opening the root itself is refused, `openat2` is blocked.
+                Err(Errno::PERM) if !openat2_works(root) => {
+                    NO_OPENAT2.store(true, Ordering::Relaxed);
+                    break;
+                }
                 other => return other.map_err(io::Error::from),
             }
         }
@@ -56,6 +63,11 @@ pub fn open(root: BorrowedFd<'_>, rel: &Path, flags: OFlags, mode: Mode) -> io::
         }
     }
     open_walk(root, rel, flags, mode)
+}
+
+fn openat2_works(root: BorrowedFd<'_>) -> bool {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    rustix::fs::openat2(root, ".", flags, Mode::empty(), ResolveFlags::BENEATH).is_ok()
 }
 
 /// The fallback of [`open`]: one `openat` per component, none following a symlink.
