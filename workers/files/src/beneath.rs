@@ -208,6 +208,52 @@ mod tests {
         }
     }
 
+    /// Both ways, against a directory swapped for a symlink out as fast as it goes.
+    #[test]
+    fn both_ways_hold_against_a_swapping_directory() {
+        let (d, root) = tree();
+        let (dir, link) = (d.path().join("root/a"), d.path().join("root/up"));
+        let stop = AtomicBool::new(false);
+        type Opener = fn(BorrowedFd<'_>, &Path, OFlags, Mode) -> io::Result<OwnedFd>;
+        /// Stops the swapper however the checks end, so a failed assertion fails the test
+        /// instead of leaving the scope waiting for the swapper.
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let how = rustix::fs::RenameFlags::EXCHANGE;
+                    rustix::fs::renameat_with(rustix::fs::CWD, &dir, rustix::fs::CWD, &link, how)
+                        .unwrap();
+                    std::thread::yield_now();
+                }
+            });
+            let _stop = Stop(&stop);
+            for (way, open_fn) in [("openat2", open as Opener), ("walk", open_walk as Opener)] {
+                let (mut inside, mut escaped) = (0, 0);
+                for _ in 0..20_000 {
+                    let got = open_fn(
+                        root.as_fd(),
+                        Path::new("a/b/f"),
+                        OFlags::RDONLY,
+                        Mode::empty(),
+                    );
+                    match got.map(read).as_deref() {
+                        Ok("in") => inside += 1,
+                        Ok(_) => escaped += 1,
+                        Err(e) => assert!(is_escape(e), "{way}: {e}"),
+                    }
+                }
+                assert_eq!(escaped, 0, "{way}: {inside} inside");
+                assert!(inside > 0, "{way}: never opened while it was a directory");
+            }
+        });
+    }
+
     #[test]
     fn create_dirs_makes_missing_dirs_and_refuses_symlinks() {
         let (d, root) = tree();

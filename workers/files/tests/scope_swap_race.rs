@@ -79,6 +79,15 @@ fn snapshot(dir: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Sets its flag when dropped.
+struct Stop<'a>(&'a AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// A kind of refused call: tool, `ToolError` kind, the crate error's variant.
 type Refusal = (&'static str, String, String);
 
@@ -124,6 +133,8 @@ fn a_directory_swapped_for_a_symlink_never_leads_outside() {
                 thread::yield_now();
             }
         });
+        // However the workers end (a panic included), the swapper stops with them.
+        let _stop = Stop(&stop);
         let mut workers = Vec::new();
         for r in 0..READERS {
             let (tally, work) = (&tally, &t.work);
@@ -256,7 +267,6 @@ fn a_directory_swapped_for_a_symlink_never_leads_outside() {
         for worker in workers {
             worker.join().unwrap();
         }
-        stop.store(true, Ordering::Relaxed);
     });
 
     // What reached the outside directory: new names (files or temp files) or new contents.
