@@ -2,13 +2,12 @@
 //! is an error that says how many and where; the write is atomic; the result carries a
 //! unified diff of the change.
 
+use std::io::Read as _;
 use std::time::Duration;
 
 use memchr::memmem;
 
 use crate::error::{Error, Result};
-use std::io::Read as _;
-
 use crate::paths::{Access, Resolved, Scope};
 use crate::text;
 use crate::write::write_atomic;
