@@ -214,7 +214,8 @@ impl Resolved {
             .map_err(|e| self.error("open", e))
     }
 
-    /// The file's metadata, symlinks not followed (the real path has none).
+    /// The file's metadata. The real path has no symlink; beneath a root one that appeared
+    /// since is refused (`Error::Moved`), by path (`allow_outside_workdir`) it is followed.
     pub fn metadata(&self) -> Result<std::fs::Metadata> {
         self.open_fd(OFlags::PATH)
             .and_then(|fd| File::from(fd).metadata())
