@@ -2,12 +2,13 @@
 //! is an error that says how many and where; the write is atomic; the result carries a
 //! unified diff of the change.
 
+use std::io::Read as _;
 use std::time::Duration;
 
 use memchr::memmem;
 
 use crate::error::{Error, Result};
-use crate::paths::{Access, Scope};
+use crate::paths::{Access, Resolved, Scope};
 use crate::text;
 use crate::write::write_atomic;
 use crate::{ChangeKind, Changed};
@@ -47,8 +48,8 @@ pub fn edit(
         ));
     }
     let resolved = scope.resolve(path, Access::Write)?;
-    let display = resolved.display;
-    let bytes = load(&resolved.real, &display)?;
+    let display = resolved.display.clone();
+    let bytes = load(&resolved)?;
     let mut notes = Vec::new();
 
     let mut old = old_text.as_bytes().to_vec();
@@ -97,11 +98,11 @@ pub fn edit(
         last = at + old.len();
     }
     out.extend_from_slice(&bytes[last..]);
-    write_atomic(&resolved.real, &out, &display)?;
+    write_atomic(&resolved, &out)?;
     let diff = unified(&bytes, &out, &display);
     Ok(EditResult {
         changed: Changed {
-            path: resolved.real,
+            path: resolved.real.clone(),
             display,
             status: ChangeKind::Modified,
         },
@@ -112,9 +113,12 @@ pub fn edit(
     })
 }
 
-/// Read a file for editing: it must exist, be text, and fit in memory.
-pub(crate) fn load(real: &std::path::Path, display: &str) -> Result<Vec<u8>> {
-    let meta = std::fs::metadata(real).map_err(|e| Error::io(display, "stat", e))?;
+/// Read a file for editing: it must exist, be text, and fit in memory. One open (beneath
+/// the root) serves the size check and the read.
+pub(crate) fn load(target: &Resolved) -> Result<Vec<u8>> {
+    let display = target.display.as_str();
+    let mut file = target.open()?;
+    let meta = file.metadata().map_err(|e| target.error("stat", e))?;
     if meta.is_dir() {
         return Err(Error::IsDir {
             path: display.to_string(),
@@ -129,7 +133,9 @@ pub(crate) fn load(real: &std::path::Path, display: &str) -> Result<Vec<u8>> {
             hint: "edit it with bash (sed, a script) instead".into(),
         });
     }
-    let bytes = std::fs::read(real).map_err(|e| Error::io(display, "read", e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)
+        .map_err(|e| target.error("read", e))?;
     if let Some(why) = text::binary_reason(&bytes) {
         return Err(Error::Binary {
             path: display.to_string(),

@@ -15,6 +15,10 @@ pub enum Error {
         real: String,
         allowed: String,
     },
+    #[error(
+        "{path} changed while the call ran: a directory on its way became a symlink, which was not followed"
+    )]
+    Moved { path: String },
     #[error("{path} is a directory")]
     IsDir { path: String },
     #[error("{path} is not a directory")]
@@ -83,6 +87,11 @@ impl Error {
                 ErrorKind::OutOfScope,
                 msg,
                 "use a path inside the run's workdir; the operator can allow more with `[files] read_roots` or `allow_outside_workdir`",
+            ),
+            Error::Moved { .. } => ToolError::new(
+                ErrorKind::OutOfScope,
+                msg,
+                "something replaced part of the path while the tool used it; check it with `ls`, then retry with a path whose real location is inside the run's workdir",
             ),
             Error::IsDir { .. } => ToolError::new(
                 ErrorKind::InvalidArgs,

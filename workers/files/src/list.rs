@@ -1,8 +1,11 @@
 //! `ls`: one directory's entries, sorted by name, hidden ones included, with type and size.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 
-use crate::error::{Error, Result};
+use rustix::fs::{AtFlags, FileType};
+
+use crate::error::Result;
 use crate::paths::{Access, Scope};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,80 +30,96 @@ pub struct Listing {
     pub truncated: bool,
 }
 
-/// List `path` (default: the workdir), at most `max_entries` entries.
+/// List `path` (default: the workdir), at most `max_entries` entries. The directory is
+/// opened beneath the root it lies in, and its entries are looked at relative to that
+/// handle.
 pub fn ls(scope: &Scope, path: Option<&str>, max_entries: usize) -> Result<Listing> {
     let resolved = scope.resolve(path.unwrap_or("."), Access::Read)?;
-    let display = resolved.display;
-    let meta = std::fs::metadata(&resolved.real).map_err(|e| Error::io(&display, "stat", e))?;
+    let meta = resolved.metadata()?;
     if !meta.is_dir() {
         let name = resolved
             .real
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let entry = entry_of(name, &resolved.real);
+        let entry = entry_of(name, (meta.mode(), meta.len()), None);
         return Ok(Listing {
-            path: display,
+            path: resolved.display,
             entries: vec![entry],
             total: 1,
             truncated: false,
         });
     }
+    let dir = resolved.open()?;
+    let list = |e: rustix::io::Errno| resolved.error("list", e.into());
     let mut entries = Vec::new();
-    let read = std::fs::read_dir(&resolved.real).map_err(|e| Error::io(&display, "list", e))?;
-    for item in read {
-        let item = item.map_err(|e| Error::io(&display, "list", e))?;
-        let name = item.file_name().to_string_lossy().into_owned();
-        entries.push(entry_of(name, &item.path()));
+    for item in rustix::fs::Dir::read_from(&dir).map_err(list)? {
+        let item = item.map_err(list)?;
+        let name = item.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let name = std::ffi::OsStr::from_bytes(name);
+        let entry = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                let target = (FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
+                    .then(|| rustix::fs::readlinkat(&dir, name, Vec::new()).ok())
+                    .flatten()
+                    .map(|t| String::from_utf8_lossy(t.as_bytes()).into_owned());
+                entry_of(
+                    name.to_string_lossy().into_owned(),
+                    (st.st_mode, st.st_size as u64),
+                    target,
+                )
+            }
+            // Gone since it was listed.
+            Err(_) => Entry {
+                name: name.to_string_lossy().into_owned(),
+                kind: "other",
+                size: None,
+                target: None,
+                executable: false,
+            },
+        };
+        entries.push(entry);
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     let total = entries.len();
     let truncated = total > max_entries;
     entries.truncate(max_entries);
     Ok(Listing {
-        path: display,
+        path: resolved.display,
         entries,
         total,
         truncated,
     })
 }
 
-fn entry_of(mut name: String, path: &std::path::Path) -> Entry {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return Entry {
-            name,
-            kind: "other",
-            size: None,
-            target: None,
-            executable: false,
-        };
-    };
-    let ft = meta.file_type();
-    let (kind, size, target) = if ft.is_symlink() {
-        let target = std::fs::read_link(path)
-            .ok()
-            .map(|t| t.display().to_string());
-        ("symlink", None, target)
-    } else if ft.is_dir() {
-        name.push('/');
-        ("dir", None, None)
-    } else if ft.is_file() {
-        ("file", Some(meta.len()), None)
-    } else {
-        ("other", None, None)
+/// One entry from its `(st_mode, st_size)` (of the entry itself, not what it points to).
+fn entry_of(mut name: String, (mode, len): (u32, u64), target: Option<String>) -> Entry {
+    let ft = FileType::from_raw_mode(mode);
+    let (kind, size, target) = match ft {
+        FileType::Symlink => ("symlink", None, target),
+        FileType::Directory => {
+            name.push('/');
+            ("dir", None, None)
+        }
+        FileType::RegularFile => ("file", Some(len), None),
+        _ => ("other", None, None),
     };
     Entry {
         name,
         kind,
         size,
         target,
-        executable: ft.is_file() && meta.permissions().mode() & 0o111 != 0,
+        executable: ft == FileType::RegularFile && mode & 0o111 != 0,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn lists_sorted_with_hidden_and_kinds() {

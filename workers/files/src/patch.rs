@@ -6,7 +6,7 @@
 
 use crate::edit::load;
 use crate::error::{Error, Result};
-use crate::paths::{Access, Scope};
+use crate::paths::{Access, Resolved, Scope};
 use crate::write::write_atomic;
 use crate::{ChangeKind, Changed};
 
@@ -387,7 +387,7 @@ impl Lines {
 }
 
 struct Applied {
-    real: std::path::PathBuf,
+    target: Resolved,
     display: String,
     before: Option<Vec<u8>>,
     after: Option<Vec<u8>>,
@@ -414,10 +414,10 @@ pub fn apply_patch(scope: &Scope, patch: &str) -> Result<PatchResult> {
         let resolved = scope.resolve(fp.target(), Access::Write)?;
         let display = resolved.display.clone();
         // A second section for the same file continues from the first one's result.
-        let prior = applied.iter().position(|a| a.real == resolved.real);
+        let prior = applied.iter().position(|a| a.target.real == resolved.real);
         let current: Option<Vec<u8>> = match prior {
             Some(p) => applied[p].after.clone(),
-            None => match load(&resolved.real, &display) {
+            None => match load(&resolved) {
                 Ok(b) => Some(b),
                 Err(Error::NotFound { .. }) => None,
                 Err(e) => return Err(e),
@@ -526,7 +526,7 @@ pub fn apply_patch(scope: &Scope, patch: &str) -> Result<PatchResult> {
                 a.removed += removed;
             }
             None => applied.push(Applied {
-                real: resolved.real,
+                target: resolved,
                 display,
                 before: current,
                 after: (!deleting).then_some(after),
@@ -541,23 +541,14 @@ pub fn apply_patch(scope: &Scope, patch: &str) -> Result<PatchResult> {
     for i in 0..applied.len() {
         let a = &applied[i];
         let done = match &a.after {
-            Some(bytes) => {
-                if let Some(parent) = a.real.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| Error::io(&a.display, "create the parent directory", e))
-                        .and_then(|_| write_atomic(&a.real, bytes, &a.display))
-                } else {
-                    write_atomic(&a.real, bytes, &a.display)
-                }
-            }
-            None => std::fs::remove_file(&a.real).map_err(|e| Error::io(&a.display, "delete", e)),
+            Some(bytes) => write_atomic(&a.target, bytes),
+            None => a.target.remove_file(),
         };
         if let Err(e) = done {
             for prev in applied[..i].iter().rev() {
                 let _ = match &prev.before {
-                    Some(bytes) => write_atomic(&prev.real, bytes, &prev.display),
-                    None => std::fs::remove_file(&prev.real)
-                        .map_err(|e| Error::io(&prev.display, "delete", e)),
+                    Some(bytes) => write_atomic(&prev.target, bytes),
+                    None => prev.target.remove_file(),
                 };
             }
             return Err(e);
@@ -572,7 +563,7 @@ pub fn apply_patch(scope: &Scope, patch: &str) -> Result<PatchResult> {
                     (_, None) => ChangeKind::Deleted,
                     _ => ChangeKind::Modified,
                 },
-                path: a.real,
+                path: a.target.real,
                 display: a.display,
             },
             hunks: a.hunks,

@@ -1,8 +1,16 @@
 //! Path confinement: every path a file tool touches is resolved against the run's workdir,
-//! symlinks included, and refused when its real location is outside the allowed roots.
+//! symlinks included, and refused when its real location is outside the allowed roots; the
+//! I/O is then done beneath an open handle of the root it lies in, so a directory swapped
+//! for a symlink after the check cannot lead the open outside (see `beneath`).
 
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
+use rustix::fs::{Mode, OFlags};
+
+use crate::beneath;
 use crate::error::{Error, Result};
 
 /// What a tool does with a path: reads may reach the extra read roots, writes may not.
@@ -19,16 +27,28 @@ pub struct Scope {
     workdir: PathBuf,
     /// Its real path.
     root: PathBuf,
-    /// Real paths of extra roots readable (and searchable) but never written.
-    read_roots: Vec<PathBuf>,
+    /// A handle of the workdir, opened at `root`: I/O inside it goes beneath this.
+    root_fd: Arc<OwnedFd>,
+    /// Real paths of extra roots readable (and searchable) but never written, with handles.
+    read_roots: Vec<(PathBuf, Arc<OwnedFd>)>,
     allow_outside: bool,
 }
 
-/// A path after resolution: the real path to use and the one to show.
+/// A path after resolution: the real path (for checks and display) and where its I/O goes.
 #[derive(Clone, Debug)]
 pub struct Resolved {
     pub real: PathBuf,
     pub display: String,
+    at: At,
+}
+
+/// Where the I/O of a resolved path is done.
+#[derive(Clone, Debug)]
+enum At {
+    /// Beneath a root's handle, by the real path's part below that root (empty: the root).
+    Beneath { root: Arc<OwnedFd>, rel: PathBuf },
+    /// By the real path itself (`allow_outside_workdir`: nothing to confine).
+    Path,
 }
 
 impl Scope {
@@ -38,13 +58,20 @@ impl Scope {
         let root = workdir
             .canonicalize()
             .map_err(|e| Error::io(workdir.display().to_string(), "resolve the workdir", e))?;
+        let root_fd = open_root(&root)
+            .map_err(|e| Error::io(workdir.display().to_string(), "open the workdir", e))?;
         let read_roots = read_roots
             .iter()
-            .filter_map(|r| expand_home(r).canonicalize().ok())
+            .filter_map(|r| {
+                let real = expand_home(r).canonicalize().ok()?;
+                let fd = open_root(&real).ok()?;
+                Some((real, Arc::new(fd)))
+            })
             .collect();
         Ok(Scope {
             workdir: workdir.to_path_buf(),
             root,
+            root_fd: Arc::new(root_fd),
             read_roots,
             allow_outside,
         })
@@ -80,7 +107,7 @@ impl Scope {
                     self.root.display(),
                     self.read_roots
                         .iter()
-                        .map(|r| r.display().to_string())
+                        .map(|(r, _)| r.display().to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -92,14 +119,59 @@ impl Scope {
             });
         }
         let display = self.display(&real);
-        Ok(Resolved { real, display })
+        let at = self.anchor(&real, access).unwrap_or(At::Path);
+        Ok(Resolved { real, display, at })
     }
 
     fn allows(&self, real: &Path, access: Access) -> bool {
-        if self.allow_outside || real.starts_with(&self.root) {
-            return true;
+        self.allow_outside || self.anchor(real, access).is_some()
+    }
+
+    /// The root `real` lies in (the workdir, or for reads a read root) and its part below
+    /// that root; `None` when it lies in none, or when nothing is confined.
+    fn anchor(&self, real: &Path, access: Access) -> Option<At> {
+        if self.allow_outside {
+            return None;
         }
-        access == Access::Read && self.read_roots.iter().any(|r| real.starts_with(r))
+        let beneath = |root: &Path, fd: &Arc<OwnedFd>| {
+            real.strip_prefix(root).ok().map(|rel| At::Beneath {
+                root: fd.clone(),
+                rel: rel.to_path_buf(),
+            })
+        };
+        beneath(&self.root, &self.root_fd).or_else(|| {
+            (access == Access::Read)
+                .then(|| self.read_roots.iter().find_map(|(r, fd)| beneath(r, fd)))
+                .flatten()
+        })
+    }
+
+    /// Whether `path`, an entry a search walk found with inode `ino`, is that same entry
+    /// when looked up beneath its root: false when a directory swapped for a symlink led
+    /// the walk outside.
+    pub fn found_beneath(&self, path: &Path, ino: Option<u64>) -> bool {
+        match self.anchor(path, Access::Read) {
+            Some(At::Beneath { root, rel }) => {
+                beneath::open(root.as_fd(), &rel, OFlags::PATH, Mode::empty())
+                    .and_then(|fd| Ok(rustix::fs::fstat(fd)?))
+                    .is_ok_and(|st| ino.is_none_or(|ino| st.st_ino == ino))
+            }
+            _ => self.allow_outside,
+        }
+    }
+
+    /// Open, for reading, a file a search walk found under a resolved directory: beneath the
+    /// root it lies in, like every other open, so a directory swapped for a symlink while
+    /// the walk ran is not followed out.
+    pub fn open_found(&self, path: &Path) -> std::io::Result<File> {
+        match self.anchor(path, Access::Read) {
+            Some(At::Beneath { root, rel }) => {
+                let fd = beneath::open(root.as_fd(), &rel, OFlags::RDONLY, Mode::empty())?;
+                Ok(File::from(fd))
+            }
+            _ if self.allow_outside => File::open(path),
+            _ => Err(rustix::io::Errno::XDEV.into()),
+        }
     }
 
     /// How a real path is shown: relative to the workdir when inside it, else absolute.
@@ -110,6 +182,103 @@ impl Scope {
             Err(_) => real.display().to_string(),
         }
     }
+}
+
+impl Resolved {
+    /// An I/O error on this path: a symlink met, or a step out of the root, beneath a root
+    /// means the path changed (a directory was swapped for a symlink) after it was checked.
+    pub fn error(&self, op: &'static str, e: std::io::Error) -> Error {
+        match self.at {
+            At::Beneath { .. } if beneath::is_escape(&e) => Error::Moved {
+                path: self.display.clone(),
+            },
+            _ => Error::io(&self.display, op, e),
+        }
+    }
+
+    fn open_fd(&self, flags: OFlags) -> std::io::Result<OwnedFd> {
+        match &self.at {
+            At::Beneath { root, rel } => beneath::open(root.as_fd(), rel, flags, Mode::empty()),
+            At::Path => Ok(rustix::fs::open(
+                &self.real,
+                flags | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?),
+        }
+    }
+
+    /// Open the file (or directory) for reading.
+    pub fn open(&self) -> Result<File> {
+        self.open_fd(OFlags::RDONLY)
+            .map(File::from)
+            .map_err(|e| self.error("open", e))
+    }
+
+    /// The file's metadata. The real path has no symlink; beneath a root one that appeared
+    /// since is refused (`Error::Moved`), by path (`allow_outside_workdir`) it is followed.
+    pub fn metadata(&self) -> Result<std::fs::Metadata> {
+        self.open_fd(OFlags::PATH)
+            .and_then(|fd| File::from(fd).metadata())
+            .map_err(|e| self.error("stat", e))
+    }
+
+    /// The directory holding this path and the name in it, for `*at` calls; the directory
+    /// and its missing ancestors are created (beneath the root) when `create` is set.
+    pub(crate) fn parent(&self, create: bool) -> Result<(OwnedFd, std::ffi::OsString)> {
+        let (dir, name) = match &self.at {
+            At::Beneath { rel, .. } => (rel.parent(), rel.file_name()),
+            At::Path => (self.real.parent(), self.real.file_name()),
+        };
+        let (Some(dir), Some(name)) = (dir, name) else {
+            return Err(Error::IsDir {
+                path: self.display.clone(),
+            });
+        };
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+        let fd = match &self.at {
+            At::Beneath { root, .. } if create => beneath::create_dirs(root.as_fd(), dir),
+            At::Beneath { root, .. } => beneath::open(root.as_fd(), dir, flags, Mode::empty()),
+            At::Path => (|| -> std::io::Result<OwnedFd> {
+                if create {
+                    std::fs::create_dir_all(dir)?;
+                }
+                Ok(rustix::fs::open(
+                    dir,
+                    flags | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?)
+            })(),
+        };
+        let fd = fd.map_err(|e| match e.kind() {
+            // Some ancestor is a file: name the directory that is not one.
+            std::io::ErrorKind::NotADirectory => Error::NotDir {
+                path: Path::new(&self.display)
+                    .parent()
+                    .map(|p| p.display().to_string())
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or_else(|| ".".into()),
+            },
+            _ if create => self.error("create the parent directory", e),
+            _ => self.error("open the parent directory", e),
+        })?;
+        Ok((fd, name.to_os_string()))
+    }
+
+    /// Delete the file (`apply_patch` deleting, or undoing a creation).
+    pub fn remove_file(&self) -> Result<()> {
+        let (dir, name) = self.parent(false)?;
+        rustix::fs::unlinkat(&dir, name.as_os_str(), rustix::fs::AtFlags::empty())
+            .map_err(|e| self.error("delete", e.into()))
+    }
+}
+
+/// A handle of a root directory: what `beneath` opens under.
+fn open_root(real: &Path) -> std::io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        real,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
 }
 
 fn expand_home(path: &Path) -> PathBuf {
@@ -256,12 +425,81 @@ mod tests {
         std::fs::write(other.path().join("lib.rs"), "x").unwrap();
         let s = Scope::new(dir.path(), &[other.path().to_path_buf()], false).unwrap();
         let p = other.path().join("lib.rs").display().to_string();
-        assert!(s.resolve(&p, Access::Read).is_ok());
+        let r = s.resolve(&p, Access::Read).unwrap();
+        assert!(r.open().is_ok() && r.metadata().unwrap().is_file());
         assert!(matches!(
             s.resolve(&p, Access::Write),
             Err(Error::Outside { .. })
         ));
         let open = Scope::new(dir.path(), &[], true).unwrap();
         assert!(open.resolve("/etc/hostname", Access::Write).is_ok());
+    }
+
+    /// The race of issue 11 §4 with its window held open: a path checked while `d` is a
+    /// directory, then `d` swapped for a symlink out before the I/O.
+    #[test]
+    fn a_directory_swapped_after_the_check_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, out) = (dir.path().join("root"), dir.path().join("out"));
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(root.join("d/f.txt"), "inside").unwrap();
+        std::fs::write(out.join("f.txt"), "outside").unwrap();
+        let s = Scope::new(&root, &[], false).unwrap();
+        let read = s.resolve("d/f.txt", Access::Read).unwrap();
+        let write = s.resolve("d/f.txt", Access::Write).unwrap();
+        let create = s.resolve("d/new/g.txt", Access::Write).unwrap();
+        std::fs::rename(root.join("d"), root.join("d.old")).unwrap();
+        std::os::unix::fs::symlink(&out, root.join("d")).unwrap();
+
+        let moved = |r: Result<()>| match r {
+            Err(e @ Error::Moved { .. }) => {
+                let t = e.to_tool_error("t");
+                assert_eq!(t.kind, toolvisor_protocol::ErrorKind::OutOfScope);
+                assert!(t.message.contains("d/f.txt") || t.message.contains("d/new/g.txt"));
+            }
+            other => panic!("not refused as moved: {other:?}"),
+        };
+        moved(read.open().map(drop));
+        moved(read.metadata().map(drop));
+        moved(crate::write::write_atomic(&write, b"escaped"));
+        moved(crate::write::write_atomic(&create, b"escaped"));
+        moved(write.remove_file());
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+        assert_eq!(
+            std::fs::read_to_string(out.join("f.txt")).unwrap(),
+            "outside"
+        );
+        assert!(!s.found_beneath(&root.join("d/f.txt"), None));
+        assert!(s.open_found(&root.join("d/f.txt")).is_err());
+
+        // Swapped back, the same resolved paths work again, beneath the same handle.
+        std::fs::remove_file(root.join("d")).unwrap();
+        std::fs::rename(root.join("d.old"), root.join("d")).unwrap();
+        crate::write::write_atomic(&create, b"made").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("d/new/g.txt")).unwrap(),
+            "made"
+        );
+        let mut body = String::new();
+        std::io::Read::read_to_string(&mut read.open().unwrap(), &mut body).unwrap();
+        assert_eq!(body, "inside");
+    }
+
+    #[test]
+    fn allow_outside_keeps_plain_path_io() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::write(out.path().join("f.txt"), "outside").unwrap();
+        let s = Scope::new(dir.path(), &[], true).unwrap();
+        let r = s.resolve("d/f.txt", Access::Write).unwrap();
+        std::fs::remove_dir(dir.path().join("d")).unwrap();
+        std::os::unix::fs::symlink(out.path(), dir.path().join("d")).unwrap();
+        crate::write::write_atomic(&r, b"through").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(out.path().join("f.txt")).unwrap(),
+            "through"
+        );
     }
 }

@@ -76,11 +76,9 @@ pub fn read(
     images: &ImageLimits,
 ) -> Result<ReadOutput> {
     let resolved = scope.resolve(path, Access::Read)?;
+    let mut file = resolved.open()?;
+    let meta = file.metadata().map_err(|e| resolved.error("stat", e))?;
     let display = resolved.display;
-    let mut file = File::open(&resolved.real).map_err(|e| Error::io(&display, "open", e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::io(&display, "stat", e))?;
     if meta.is_dir() {
         return Err(Error::IsDir { path: display });
     }

@@ -1,6 +1,13 @@
 //! `find` and `grep`: ignore-aware parallel walks (`ignore::WalkParallel`), glob matching
 //! (`globset`) and line-oriented regex search (`grep-searcher`, `grep-regex`), all
 //! in-process. Results are sorted by path so the same tree gives the same answer.
+//!
+//! Confinement of a walk: its start is resolved and checked like any path, the walk follows
+//! no symlink, and every file `grep` reads is opened beneath the root it lies in
+//! (`Scope::open_found`), so no content from outside is ever searched. The walker itself
+//! lists directories by path: a directory swapped for a symlink mid-walk can make it list
+//! an outside directory, so `find` keeps a match only when the same entry (inode) is found
+//! beneath the root (`Scope::found_beneath`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -158,7 +165,7 @@ pub fn find(
         return Err(Error::bad("pattern", "is empty; `*` matches every name"));
     }
     let resolved = scope.resolve(req.path.unwrap_or("."), Access::Read)?;
-    if !resolved.real.is_dir() {
+    if !resolved.metadata()?.is_dir() {
         return Err(Error::NotDir {
             path: resolved.display,
         });
@@ -247,7 +254,7 @@ impl ParallelVisitor for FindVisitor<'_> {
         } else {
             s.glob.is_match(entry.file_name())
         };
-        if matched {
+        if matched && s.scope.found_beneath(entry.path(), entry.ino()) {
             let mut shown = s.scope.display(entry.path());
             if entry.file_type().is_some_and(|t| t.is_dir()) {
                 shown.push('/');
@@ -318,8 +325,7 @@ pub fn grep(
         return Err(Error::bad("pattern", "is empty"));
     }
     let resolved = scope.resolve(req.path.unwrap_or("."), Access::Read)?;
-    let meta =
-        std::fs::metadata(&resolved.real).map_err(|e| Error::io(&resolved.display, "stat", e))?;
+    let meta = resolved.metadata()?;
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(req.case == Case::Insensitive)
         .case_smart(req.case == Case::Smart)
@@ -528,9 +534,10 @@ impl ParallelVisitor for GrepVisitor<'_> {
             matches: 0,
             binary: false,
         };
-        let searched = self
-            .searcher
-            .search_path(&s.matcher, entry.path(), &mut sink);
+        let searched = s
+            .scope
+            .open_found(entry.path())
+            .and_then(|file| self.searcher.search_file(&s.matcher, &file, &mut sink));
         if let Err(e) = searched {
             s.control
                 .error(format!("{}: {e}", s.scope.display(entry.path())));

@@ -1,67 +1,80 @@
-//! `write`, and the atomic write every write-tier tool uses: a temp file in the same
-//! directory, fsynced, given the old file's mode, then renamed over the target.
+//! `write`, and the atomic write every write-tier tool uses: a temp file in the target's
+//! directory, fsynced, given the old file's mode, then renamed over the target; all of it
+//! relative to a handle of that directory opened beneath the workdir.
 
 use std::io::Write as _;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
 use crate::error::{Error, Result};
-use crate::paths::{Access, Scope};
+use crate::paths::{Access, Resolved, Scope};
 use crate::{ChangeKind, Changed};
 
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// Replace (or create) `path` with `bytes` atomically: readers see the old content or the
-/// new, never a mix. An existing file keeps its permission bits; a new one gets 0666 less
-/// the umask. `display` names the file in errors.
-pub fn write_atomic(path: &Path, bytes: &[u8], display: &str) -> Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| Error::bad("path", "has no parent directory"))?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::bad("path", "names no file"))?
-        .to_string_lossy();
-    let old_mode = match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => {
+/// Replace (or create) `target` with `bytes` atomically: readers see the old content or the
+/// new, never a mix. Missing parent directories are created. An existing file keeps its
+/// permission bits; a new one gets 0666 less the umask. Every step (stat, temp file, rename,
+/// cleanup) is relative to a handle of the parent directory, opened beneath the root the
+/// path lies in, so a directory swapped for a symlink mid-write cannot lead it outside.
+pub fn write_atomic(target: &Resolved, bytes: &[u8]) -> Result<()> {
+    let display = target.display.as_str();
+    let (dir, name) = target.parent(true)?;
+    let old_mode = match rustix::fs::statat(&dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
             return Err(Error::IsDir {
                 path: display.to_string(),
             });
         }
-        Ok(m) => Some(m.permissions().mode() & 0o7777),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::io(display, "stat", e)),
+        Ok(st) => Some(st.st_mode & 0o7777),
+        Err(rustix::io::Errno::NOENT) => None,
+        Err(e) => return Err(target.error("stat", e.into())),
     };
     if old_mode.is_some() {
         // Renaming over a read-only file would bypass its permissions: refuse as open would.
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(display, "open for writing", e))?;
+        // The real path has no symlink, so one here appeared mid-call: not followed.
+        rustix::fs::openat(
+            &dir,
+            name.as_os_str(),
+            OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| target.error("open for writing", e.into()))?;
     }
-    let tmp = dir.join(format!(
-        ".{name}.toolvisor-{}-{}.tmp",
+    let tmp = format!(
+        ".{}.toolvisor-{}-{}.tmp",
+        name.to_string_lossy(),
         std::process::id(),
         TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
+    );
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o666)
-            .open(&tmp)?;
+        let fd = rustix::fs::openat(
+            &dir,
+            tmp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        )?;
+        let mut f = std::fs::File::from(fd);
         if let Some(mode) = old_mode {
             f.set_permissions(std::fs::Permissions::from_mode(mode))?;
         }
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
-        std::fs::rename(&tmp, path)
+        // The directory is not fsynced: on ext4 that more than doubled a write's time (5.8
+        // to 15 ms), and a crash then leaves the old file or the new, never a torn one.
+        Ok(rustix::fs::renameat(
+            &dir,
+            tmp.as_str(),
+            &dir,
+            name.as_os_str(),
+        )?)
     })();
     if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::io(display, "write", e));
+        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+        return Err(target.error("write", e));
     }
     Ok(())
 }
@@ -78,22 +91,19 @@ pub struct WriteResult {
 /// `write {path, content}`: creates missing parent directories inside the workdir.
 pub fn write(scope: &Scope, path: &str, content: &str) -> Result<WriteResult> {
     let resolved = scope.resolve(path, Access::Write)?;
-    let display = resolved.display;
-    let previous_bytes = match std::fs::metadata(&resolved.real) {
+    let display = resolved.display.clone();
+    let previous_bytes = match resolved.metadata() {
         Ok(m) if m.is_dir() => return Err(Error::IsDir { path: display }),
         Ok(m) => Some(m.len()),
+        Err(e @ Error::Moved { .. }) => return Err(e),
         Err(_) => None,
     };
-    if let Some(parent) = resolved.real.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| Error::io(&display, "create the parent directory", e))?;
-    }
-    write_atomic(&resolved.real, content.as_bytes(), &display)?;
+    write_atomic(&resolved, content.as_bytes())?;
     let lines = memchr::memchr_iter(b'\n', content.as_bytes()).count() as u64
         + u64::from(!content.is_empty() && !content.ends_with('\n'));
     Ok(WriteResult {
         changed: Changed {
-            path: resolved.real,
+            path: resolved.real.clone(),
             display,
             status: if previous_bytes.is_some() {
                 ChangeKind::Modified
