@@ -31,6 +31,9 @@ pub struct Config {
     pub env: EnvConfig,
     /// `[lsp]`: language servers (registry overrides, search path, waits).
     pub lsp: toolvisor_lsp::LspConfig,
+    /// `[trust]`: workspace trust — roots whose project code language servers and checkers
+    /// may run for every run.
+    pub trust: TrustConfig,
     /// `[files]`: the file and search tools (`read`, `ls`, `find`, `grep`, `write`, `edit`,
     /// `apply_patch`).
     pub files: FilesConfig,
@@ -48,6 +51,17 @@ pub struct Config {
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
     pub source: String,
+}
+
+/// `[trust]`: workspace trust. A root is trusted when it (or a directory above it) is listed
+/// here, or when the user approved `lsp trust` for a run; in an untrusted root language
+/// servers run restricted and checkers that execute project code do not run from a read call.
+/// Default: no root is trusted.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrustConfig {
+    /// Trusted directories; each covers the directories below it.
+    pub roots: Vec<PathBuf>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -184,6 +198,18 @@ pub struct VibeTierConfig {
     /// Program and arguments; `{brief}` in an argument is replaced by the brief, which is
     /// also written to the worker's stdin.
     pub command: Vec<String>,
+    /// The surface a worker of this tier gets when it connects back to the daemon with its
+    /// credential (`TOOLVISOR_RUN_TOKEN`), whatever its Hello claims. Default `read`.
+    #[serde(default = "read_tier")]
+    pub surface: toolvisor_protocol::wire::Tier,
+    /// Whether such a worker's calls that need approval may ask (it must also answer
+    /// approval requests itself). Default false: they are denied.
+    #[serde(default)]
+    pub approvals: bool,
+}
+
+fn read_tier() -> toolvisor_protocol::wire::Tier {
+    toolvisor_protocol::wire::Tier::Read
 }
 
 /// `[files]`.
@@ -507,6 +533,7 @@ impl Default for Config {
             restart: RestartConfig::default(),
             env: EnvConfig::default(),
             lsp: toolvisor_lsp::LspConfig::default(),
+            trust: TrustConfig::default(),
             files: FilesConfig::default(),
             input_limits: InputLimitsConfig::default(),
             result_store: ResultStoreConfig::default(),

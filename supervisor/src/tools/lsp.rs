@@ -27,6 +27,28 @@ pub(crate) fn lsp_ctx(ctx: &CallCtx) -> LspCtx {
     }
 }
 
+/// The approval line of `lsp trust`: "trust /path? language servers and checkers will run
+/// its build scripts", naming every root it would trust.
+pub(crate) fn trust_summary(daemon: &Daemon, ctx: &CallCtx, args: &Json) -> String {
+    let lsp_ctx = lsp_ctx(ctx);
+    let file = args.get("file").and_then(Json::as_str);
+    let roots: Vec<String> = daemon
+        .lsp
+        .trust_targets(&lsp_ctx, file)
+        .into_iter()
+        .map(|(root, _)| root.display().to_string())
+        .collect();
+    let what = if roots.is_empty() {
+        "no project root found from here".to_string()
+    } else {
+        roots.join(", ")
+    };
+    format!(
+        "trust {what} for run {}? language servers and checkers will run its build scripts, proc macros and project-local tools",
+        lsp_ctx.run
+    )
+}
+
 pub async fn run(
     daemon: &Arc<Daemon>,
     ctx: &CallCtx,

@@ -30,6 +30,20 @@ pub struct LanguageSpec {
     /// `initializationOptions` sent to the server, as JSON text.
     #[serde(default)]
     pub init_options: Option<String>,
+    /// The server's restricted mode for an untrusted root, as JSON text: sent as
+    /// `initializationOptions` instead of `init_options` and given as the answer to every
+    /// `workspace/configuration` item, so the server cannot read its way back to full mode.
+    /// A language with a restricted mode runs a separate server per root for trusted and
+    /// untrusted runs.
+    #[serde(default)]
+    pub untrusted_init_options: Option<String>,
+    /// What the restricted mode withholds, in words, for `lsp status`.
+    #[serde(default)]
+    pub untrusted_note: Option<String>,
+    /// Whether the checker executes project code (build scripts, plugins): then
+    /// `diagnostics "*"` refuses to run it in an untrusted root.
+    #[serde(default)]
+    pub checker_runs_project_code: bool,
 }
 
 /// The `[lsp]` section of the daemon config.
@@ -89,6 +103,19 @@ impl LspConfig {
     }
 }
 
+/// rust-analyzer's restricted mode: nothing of the project is compiled or run. Build scripts
+/// (`build.rs`) and proc macros are project code; check on save runs `cargo check`, which runs
+/// build scripts. An empty `RUSTC_WRAPPER`/`RUSTC_WORKSPACE_WRAPPER` overrides a wrapper the
+/// project's `.cargo/config.toml` names for the `cargo metadata` it still runs.
+pub const RUST_ANALYZER_RESTRICTED: &str = r#"{
+  "cargo": {
+    "buildScripts": {"enable": false},
+    "extraEnv": {"RUSTC_WRAPPER": "", "RUSTC_WORKSPACE_WRAPPER": ""}
+  },
+  "procMacro": {"enable": false, "attributes": {"enable": false}},
+  "checkOnSave": false
+}"#;
+
 fn v(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -111,6 +138,9 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["pyright", "--outputjson"])),
             checker_format: Some("pyright-json".into()),
             init_options: None,
+            untrusted_init_options: None,
+            untrusted_note: None,
+            checker_runs_project_code: false,
         },
     );
     m.insert(
@@ -122,6 +152,9 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["tsc", "--noEmit", "--pretty", "false"])),
             checker_format: Some("tsc".into()),
             init_options: None,
+            untrusted_init_options: None,
+            untrusted_note: None,
+            checker_runs_project_code: false,
         },
     );
     m.insert(
@@ -133,6 +166,11 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["cargo", "check", "--message-format=json"])),
             checker_format: Some("cargo-json".into()),
             init_options: None,
+            untrusted_init_options: Some(RUST_ANALYZER_RESTRICTED.into()),
+            untrusted_note: Some(
+                "rust-analyzer without build scripts, proc macros and check on save".into(),
+            ),
+            checker_runs_project_code: true,
         },
     );
     m.insert(
@@ -149,6 +187,9 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: None,
             checker_format: None,
             init_options: None,
+            untrusted_init_options: None,
+            untrusted_note: None,
+            checker_runs_project_code: false,
         },
     );
     m.insert(
@@ -160,6 +201,9 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["go", "vet", "./..."])),
             checker_format: Some("gcc".into()),
             init_options: None,
+            untrusted_init_options: None,
+            untrusted_note: None,
+            checker_runs_project_code: false,
         },
     );
     m.insert(
@@ -171,6 +215,9 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["dart", "analyze"])),
             checker_format: None,
             init_options: None,
+            untrusted_init_options: None,
+            untrusted_note: None,
+            checker_runs_project_code: true,
         },
     );
     m

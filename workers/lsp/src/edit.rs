@@ -218,7 +218,7 @@ impl LanguageServers {
     /// `lsp_rename {file, line, symbol, new_name}`.
     pub async fn rename(&self, ctx: &CallCtx, args: LspRenameArgs) -> Result<Value, ToolError> {
         let path = resolve_path(&ctx.workdir, &args.file);
-        let mut opened = self.open(&path).await?;
+        let mut opened = self.open(&path, &ctx.run).await?;
         let shown = show_path(&path, &ctx.workdir);
         let line = args.line as usize;
         let (src, byte) = position::locate(

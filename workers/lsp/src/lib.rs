@@ -16,6 +16,7 @@ pub mod position;
 pub mod render;
 pub mod server;
 pub mod servers;
+pub mod trust;
 pub mod uri;
 
 pub use config::LspConfig;

@@ -123,6 +123,9 @@ pub struct ServerShared {
     pub command: Vec<String>,
     pub program: PathBuf,
     pub init_options: Option<Value>,
+    /// The restricted mode's settings (an untrusted root): sent as `initializationOptions`
+    /// and answered to every `workspace/configuration` item.
+    pub restricted: Option<Value>,
     pub status: Arc<NodeStatus>,
     pub waits: Waits,
     conn: watch::Sender<Option<Arc<Conn>>>,
@@ -167,6 +170,7 @@ impl ServerShared {
         command: Vec<String>,
         program: PathBuf,
         init_options: Option<Value>,
+        restricted: Option<Value>,
         status: Arc<NodeStatus>,
         waits: Waits,
         idle_ttl: Option<Duration>,
@@ -188,6 +192,7 @@ impl ServerShared {
             command,
             program,
             init_options,
+            restricted,
             status,
             waits,
             conn: watch::channel(None).0,
@@ -890,7 +895,10 @@ fn answer_request(
                 .get("items")
                 .and_then(Value::as_array)
                 .map_or(0, Vec::len);
-            Ok(Value::Array(vec![Value::Null; n]))
+            // A restricted server gets its restricted settings wherever it looks, so settings
+            // it reads later cannot turn build scripts or proc macros back on.
+            let item = shared.restricted.clone().unwrap_or(Value::Null);
+            Ok(Value::Array(vec![item; n]))
         }
         "workspace/workspaceFolders" => {
             let uri = uri::from_path(&shared.root);
@@ -937,6 +945,7 @@ mod tests {
             PathBuf::from("/tmp"),
             vec![program.into()],
             PathBuf::from(format!("/bin/{program}")),
+            None,
             None,
             status,
             Waits {
