@@ -211,3 +211,75 @@ fn a_root_trusted_by_config_runs_the_checker_and_status_says_so() {
         "the trusted root's checker did not run build.rs"
     );
 }
+
+#[test]
+fn typescript_in_an_untrusted_root_runs_the_servers_own_typescript_not_the_projects() {
+    require("typescript-language-server");
+    // The project ships its own TypeScript, whose tsserver leaves a marker when it runs.
+    let p = project(&[
+        (
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true}}\n",
+        ),
+        (
+            "src/a.ts",
+            "export function helper(): number {\n    return 1;\n}\nexport const x = helper();\n",
+        ),
+        (
+            "node_modules/typescript/package.json",
+            "{\"name\": \"typescript\", \"version\": \"5.9.3\"}\n",
+        ),
+        (
+            "node_modules/typescript/lib/tsserver.js",
+            "require('fs').writeFileSync(require('path').join(__dirname, '..', '..', '..', 'tsserver-ran.marker'), 'ran\\n');\nprocess.exit(1);\n",
+        ),
+    ]);
+    let root = canonical(p.path());
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "hover", "file": "src/a.ts", "line": 4, "symbol": "helper"}),
+    );
+    assert!(v["markdown"].as_str().unwrap().contains("helper"), "{v}");
+    assert!(
+        !root.join("tsserver-ran.marker").exists(),
+        "the project's own tsserver ran in an untrusted root"
+    );
+}
+
+#[test]
+fn a_server_that_runs_project_code_without_a_restricted_mode_does_not_start_untrusted() {
+    // Like dart's analyzer plugins: configured as data. `sh` resolves; it is never started.
+    let p = project(&[("plg.toml", ""), ("a.plg", "x\n")]);
+    let root = canonical(p.path());
+    let d = TestDaemon::start(&lsp_config(
+        "[lsp.languages.plugged]\nextensions = [\"plg\"]\nmarkers = [\"plg.toml\"]\nservers = [[\"sh\"]]\nserver_runs_project_code = true\n",
+    ));
+    let e = err_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "hover", "file": "a.plg", "line": 1, "symbol": "x"}),
+    );
+    assert_eq!(e.kind, ErrorKind::PolicyDenied, "{e}");
+    assert!(e.message.contains("executes project code"), "{e}");
+    assert!(e.hint.contains("\"op\":\"trust\""), "{e}");
+    let s = ok_in(&d, &root, "lsp", json!({"op": "status"}));
+    let plugged = s["languages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["language"] == "plugged")
+        .cloned()
+        .unwrap();
+    assert_eq!(plugged["state"], "untrusted", "{s}");
+    assert!(
+        plugged["untrusted_changes"]
+            .to_string()
+            .contains("does not start"),
+        "{s}"
+    );
+    assert!(s["servers"].as_array().unwrap().is_empty(), "{s}");
+}

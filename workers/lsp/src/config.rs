@@ -40,6 +40,10 @@ pub struct LanguageSpec {
     /// What the restricted mode withholds, in words, for `lsp status`.
     #[serde(default)]
     pub untrusted_note: Option<String>,
+    /// Whether the server executes project code and has no restricted mode: then it does
+    /// not start in an untrusted root.
+    #[serde(default)]
+    pub server_runs_project_code: bool,
     /// Whether the checker executes project code (build scripts, plugins): then
     /// `diagnostics "*"` refuses to run it in an untrusted root.
     #[serde(default)]
@@ -140,6 +144,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             init_options: None,
             untrusted_init_options: None,
             untrusted_note: None,
+            server_runs_project_code: false,
             checker_runs_project_code: false,
         },
     );
@@ -152,8 +157,12 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["tsc", "--noEmit", "--pretty", "false"])),
             checker_format: Some("tsc".into()),
             init_options: None,
-            untrusted_init_options: None,
-            untrusted_note: None,
+            // `tsserver.path` is added at start: the TypeScript bundled with the server.
+            untrusted_init_options: Some("{}".into()),
+            untrusted_note: Some(
+                "typescript-language-server on its own bundled TypeScript, not the project's node_modules/typescript (its tsserver and tsconfig plugins are project code)".into(),
+            ),
+            server_runs_project_code: false,
             checker_runs_project_code: false,
         },
     );
@@ -170,6 +179,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             untrusted_note: Some(
                 "rust-analyzer without build scripts, proc macros and check on save".into(),
             ),
+            server_runs_project_code: false,
             checker_runs_project_code: true,
         },
     );
@@ -189,6 +199,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             init_options: None,
             untrusted_init_options: None,
             untrusted_note: None,
+            server_runs_project_code: false,
             checker_runs_project_code: false,
         },
     );
@@ -203,6 +214,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             init_options: None,
             untrusted_init_options: None,
             untrusted_note: None,
+            server_runs_project_code: false,
             checker_runs_project_code: false,
         },
     );
@@ -217,6 +229,8 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             init_options: None,
             untrusted_init_options: None,
             untrusted_note: None,
+            // Analyzer plugins named in analysis_options.yaml run inside the server.
+            server_runs_project_code: true,
             checker_runs_project_code: true,
         },
     );

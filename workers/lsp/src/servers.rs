@@ -38,11 +38,17 @@ pub enum NoServer {
         root: PathBuf,
         not_found: NotFound,
     },
-    /// The language's restricted mode is not valid JSON: an untrusted root gets no server
-    /// rather than one in full mode.
+    /// The language's restricted mode is not valid JSON, or cannot be set up: an untrusted
+    /// root gets no server rather than one in full mode.
     BadRestricted {
         language: String,
         error: String,
+    },
+    /// The server executes project code, has no restricted mode, and the calling run does
+    /// not trust the root.
+    Untrusted {
+        language: String,
+        root: PathBuf,
     },
 }
 
@@ -73,7 +79,12 @@ impl std::fmt::Display for NoServer {
             }
             NoServer::BadRestricted { language, error } => write!(
                 f,
-                "{language}: untrusted_init_options is not valid JSON ({error}); no server starts in an untrusted root"
+                "{language}: no restricted mode: {error}; no server starts in an untrusted root"
+            ),
+            NoServer::Untrusted { language, root } => write!(
+                f,
+                "{language}: the server executes project code (e.g. analyzer plugins) and has no restricted mode, and {} is untrusted for this run",
+                root.display()
             ),
         }
     }
@@ -94,8 +105,15 @@ impl NoServer {
             NoServer::BadRestricted { .. } => {
                 "fix [lsp.languages.<name>] untrusted_init_options in the daemon config, or trust the root"
             }
+            NoServer::Untrusted { .. } => {
+                "trust the root: `lsp {\"op\":\"trust\"}` (the user approves; for this run) or [trust] roots in the daemon config; grep/read work untrusted"
+            }
         };
-        ToolError::new(ErrorKind::NotAvailable, self.to_string(), hint)
+        let kind = match self {
+            NoServer::Untrusted { .. } => ErrorKind::PolicyDenied,
+            _ => ErrorKind::NotAvailable,
+        };
+        ToolError::new(kind, self.to_string(), hint)
     }
 }
 
@@ -128,9 +146,31 @@ impl Plan {
     }
 }
 
+fn is_typescript_language_server(program: &Path) -> bool {
+    program.file_name().is_some_and(|n| {
+        n.to_string_lossy()
+            .starts_with("typescript-language-server")
+    })
+}
+
+/// The `tsserver.js` Node would resolve from the server's real location (its own
+/// `node_modules/typescript`, or one in a `node_modules` above it), never one inside `root`.
+pub fn bundled_tsserver(program: &Path, root: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(program).ok()?;
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    real.ancestors()
+        .skip(1)
+        .filter(|dir| dir.file_name().is_none_or(|n| n != "node_modules"))
+        .map(|dir| dir.join("node_modules/typescript/lib/tsserver.js"))
+        .find(|p| p.is_file() && !p.starts_with(&root))
+}
+
 /// What an untrusted root withholds for a language, one phrase each.
 pub fn untrusted_changes(spec: &LanguageSpec) -> Vec<String> {
     let mut changes = Vec::new();
+    if spec.server_runs_project_code && spec.untrusted_init_options.is_none() {
+        changes.push("the language server does not start: it executes project code".into());
+    }
     if spec.untrusted_init_options.is_some() {
         changes.push(
             spec.untrusted_note
@@ -258,14 +298,18 @@ impl LanguageServers {
             });
         };
         let trust = self.trust.check(&root, run);
+        let bad = |error: String| NoServer::BadRestricted {
+            language: language.to_string(),
+            error,
+        };
+        let mut restricted = None;
         if !trust.trusted()
             && let Some(text) = &spec.untrusted_init_options
-            && let Err(e) = serde_json::from_str::<Value>(text)
         {
-            return Err(NoServer::BadRestricted {
-                language: language.to_string(),
-                error: e.to_string(),
-            });
+            restricted = Some(
+                serde_json::from_str::<Value>(text)
+                    .map_err(|e| bad(format!("untrusted_init_options is not valid JSON ({e})")))?,
+            );
         }
         let resolved = locate::resolve_binary(
             spec,
@@ -279,10 +323,38 @@ impl LanguageServers {
             root: root.clone(),
             not_found,
         })?;
+        // After the binary: a server that is not installed says so first.
+        if !trust.trusted()
+            && spec.server_runs_project_code
+            && spec.untrusted_init_options.is_none()
+        {
+            return Err(NoServer::Untrusted {
+                language: language.to_string(),
+                root,
+            });
+        }
+        let mut spec = spec.clone();
+        if let Some(mut options) = restricted {
+            if is_typescript_language_server(&resolved.program) {
+                // It prefers the project's node_modules/typescript (project code) unless told
+                // which tsserver to run: the one bundled with it, outside the project.
+                let tsserver = bundled_tsserver(&resolved.program, &root).ok_or_else(|| {
+                    bad(format!(
+                        "no TypeScript found beside {} outside the project, so it would run the project's own",
+                        resolved.program.display()
+                    ))
+                })?;
+                if !options.is_object() {
+                    options = json!({});
+                }
+                options["tsserver"] = json!({"path": tsserver.display().to_string()});
+            }
+            spec.untrusted_init_options = Some(options.to_string());
+        }
         Ok(Plan {
             language: language.to_string(),
             root,
-            spec: spec.clone(),
+            spec,
             resolved,
             trust,
         })
@@ -618,6 +690,11 @@ impl LanguageServers {
                     };
                     ("binary not found".into(), e.to_string(), root)
                 }
+                Err(ref e @ NoServer::Untrusted { ref root, .. }) => (
+                    "untrusted".into(),
+                    e.to_string(),
+                    Some(root.display().to_string()),
+                ),
                 Err(e) => ("unavailable".into(), e.to_string(), None),
             };
             let trust = root.as_ref().map(|r| self.trust.check(Path::new(r), run));
@@ -697,5 +774,35 @@ impl LanguageServers {
             );
         }
         json!({"text": text, "servers": servers, "languages": here, "trust": trust})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_tsserver_is_the_one_beside_the_server_never_the_projects() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        let file = |p: &Path| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        };
+        let cli = t.join("tools/node_modules/typescript-language-server/lib/cli.mjs");
+        file(&cli);
+        let bundled = t.join("tools/node_modules/typescript/lib/tsserver.js");
+        file(&bundled);
+        let bin = t.join("tools/node_modules/.bin/typescript-language-server");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink("../typescript-language-server/lib/cli.mjs", &bin).unwrap();
+        let project = t.join("proj");
+        file(&project.join("node_modules/typescript/lib/tsserver.js"));
+        let real = std::fs::canonicalize(&bundled).unwrap();
+        assert_eq!(bundled_tsserver(&bin, &project), Some(real));
+        // A server installed inside the project has no TypeScript outside it.
+        let inside = project.join("node_modules/typescript-language-server/lib/cli.mjs");
+        file(&inside);
+        assert_eq!(bundled_tsserver(&inside, &project), None);
     }
 }
