@@ -485,8 +485,9 @@ fn vibe_tools_exist_only_in_vibe_mode_and_tools_all_says_why() {
 }
 
 /// A worker that calls the daemon back: it says Hello on `$TOOLVISOR_SOCKET` with its
-/// credential while claiming the exec tier and approvals, calls `bash` (approving its own
-/// requests), then tries a made-up credential, and prints what it saw as JSON.
+/// credential while claiming the exec tier, approvals and another run, calls `bash`
+/// (approving its own requests) and `lsp status`, then tries a made-up credential, and prints
+/// what it saw as JSON.
 const CALLBACK_WORKER: &str = r#"
 import json, os, socket, struct
 
@@ -529,6 +530,12 @@ while True:
         send(s, {"approval_answer": {"request_id": req["request_id"], "approved": True, "reason": None}})
     elif "result" in frame and frame["result"]["id"] == 1:
         out["bash"] = frame["result"]["outcome"]
+        break
+send(s, {"call": {"id": 2, "conversation": "w", "tool": "lsp", "args": {"op": "status"}}})
+while True:
+    frame = recv(s)
+    if "result" in frame and frame["result"]["id"] == 2:
+        out["status"] = frame["result"]["outcome"]
         break
 _, refused = hello("0" * 64)
 out["forged"] = refused
@@ -576,6 +583,9 @@ fn a_worker_calling_back_gets_its_tiers_surface_whatever_its_hello_claims() {
         !v.work.join("bash-ran.txt").exists(),
         "the worker's bash call ran"
     );
+    // Its run is its own, not the `vibe-run` it claimed: no trust granted to another run.
+    let status = seen["status"]["ok"]["text"].as_str().unwrap_or_default();
+    assert!(status.contains(&format!("(run vibe:{id})")), "{seen}");
     // A credential the daemon did not hand out is refused.
     assert_eq!(seen["forged"]["refused"]["kind"], "policy_denied", "{seen}");
 }

@@ -283,3 +283,31 @@ fn a_server_that_runs_project_code_without_a_restricted_mode_does_not_start_untr
     );
     assert!(s["servers"].as_array().unwrap().is_empty(), "{s}");
 }
+
+#[test]
+fn lsp_trust_needs_a_write_surface_and_asks_nobody_below_it() {
+    let d = TestDaemon::start(&lsp_config(""));
+    let mut asked = false;
+    let mut c = d.client(
+        toolvisor_protocol::codec::Codec::Json,
+        toolvisor_protocol::wire::Tier::Read,
+        true,
+    );
+    let reply = c
+        .call_with("c", "lsp", json!({"op": "trust"}), |_| {
+            asked = true;
+            true
+        })
+        .unwrap();
+    match reply.outcome {
+        Outcome::Err(e) => {
+            assert_eq!(e.kind, ErrorKind::SurfaceDenied, "{e}");
+            assert!(e.message.contains("trust"), "{e}");
+        }
+        Outcome::Ok(v) => panic!("a read surface trusted a root: {}", v.0),
+    }
+    assert!(!asked, "the user was asked although the surface refuses");
+    // Other lsp ops stay read tier.
+    let reply = c.call("c", "lsp", json!({"op": "status"})).unwrap();
+    assert!(matches!(reply.outcome, Outcome::Ok(_)));
+}
