@@ -12,9 +12,19 @@ use toolvisor_protocol::wire::Outcome;
 use toolvisor_tests::TestDaemon;
 use toolvisor_tests::lsp::{canonical, client_in, err_in, lsp_config, ok_in, project, require};
 
-/// A crate whose build script leaves a marker file in the crate's directory when it runs.
+/// A crate whose build script leaves a marker file in the crate's directory when it runs, and
+/// whose `.cargo/config.toml` names a rustc wrapper (project code even `cargo metadata` runs)
+/// that leaves another.
 fn crate_with_build_script() -> tempfile::TempDir {
-    project(&[
+    let p = project(&[
+        (
+            ".cargo/config.toml",
+            "[build]\nrustc-wrapper = \"./wrap.sh\"\n",
+        ),
+        (
+            "wrap.sh",
+            "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/wrapper-ran.marker\"\nshift\nexec rustc \"$@\"\n",
+        ),
         (
             "Cargo.toml",
             "[package]\nname = \"trustme\"\nversion = \"0.1.0\"\nedition = \"2021\"\nbuild = \"build.rs\"\n\n[workspace]\n",
@@ -27,7 +37,14 @@ fn crate_with_build_script() -> tempfile::TempDir {
             "src/main.rs",
             "fn helper() -> u32 {\n    1\n}\n\nfn main() {\n    let x = helper();\n    println!(\"{x}\");\n}\n",
         ),
-    ])
+    ]);
+    let wrap = p.path().join("wrap.sh");
+    std::fs::set_permissions(&wrap, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    p
+}
+
+fn wrapper_ran(root: &Path) -> bool {
+    root.join("wrapper-ran.marker").exists()
 }
 
 fn marker(root: &Path) -> bool {
@@ -93,6 +110,10 @@ fn untrusted_root_runs_no_project_code_until_an_approval_trusts_it_for_one_run()
     assert!(
         !marker(&root),
         "rust-analyzer ran build.rs in an untrusted root"
+    );
+    assert!(
+        !wrapper_ran(&root),
+        "rust-analyzer's cargo ran the project's rustc wrapper in an untrusted root"
     );
 
     // Status says the root is untrusted and what that withholds.
