@@ -72,6 +72,28 @@ fn untrusted_root_runs_no_project_code_until_an_approval_trusts_it_for_one_run()
     require("rust-analyzer");
     let p = crate_with_build_script();
     let root = canonical(p.path());
+    // A rust-toolchain.toml naming a toolchain directory of the project's choosing: the
+    // rustup proxies would run its `rust-analyzer`, `cargo` and `rustc`.
+    let evil = root.join("evil/bin");
+    std::fs::create_dir_all(&evil).unwrap();
+    for tool in ["rust-analyzer", "cargo", "rustc"] {
+        let path = evil.join(tool);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\necho {tool} >> {:?}\nexit 1\n",
+                root.join("toolchain-ran.marker").display().to_string()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+    std::fs::write(
+        root.join("rust-toolchain.toml"),
+        format!("[toolchain]\npath = {:?}\n", root.join("evil").display().to_string()),
+    )
+    .unwrap();
     let d = TestDaemon::start(&lsp_config(""));
 
     // The project checker would run build.rs: refused, with what and how to trust.
@@ -115,6 +137,13 @@ fn untrusted_root_runs_no_project_code_until_an_approval_trusts_it_for_one_run()
         !wrapper_ran(&root),
         "rust-analyzer's cargo ran the project's rustc wrapper in an untrusted root"
     );
+    assert!(
+        !root.join("toolchain-ran.marker").exists(),
+        "the rustup proxies ran the toolchain the project's rust-toolchain.toml names"
+    );
+    // The trusted run below would run the project's toolchain, as it may: this test's fake
+    // one cannot build, so it goes.
+    std::fs::remove_file(root.join("rust-toolchain.toml")).unwrap();
 
     // Status says the root is untrusted and what that withholds.
     let s = ok_in(&d, &root, "lsp", json!({"op": "status"}));

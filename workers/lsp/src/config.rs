@@ -40,6 +40,11 @@ pub struct LanguageSpec {
     /// What the restricted mode withholds, in words, for `lsp status`.
     #[serde(default)]
     pub untrusted_note: Option<String>,
+    /// Environment set on the server in an untrusted root (on top of the allowlisted one).
+    /// `{rustup_default_toolchain}` in a value is the default toolchain of rustup's settings
+    /// (`stable` when none is found).
+    #[serde(default)]
+    pub untrusted_env: BTreeMap<String, String>,
     /// Whether the server executes project code and has no restricted mode: then it does
     /// not start in an untrusted root.
     #[serde(default)]
@@ -107,6 +112,31 @@ impl LspConfig {
     }
 }
 
+/// Replaced in an `untrusted_env` value by rustup's default toolchain.
+pub const RUSTUP_DEFAULT_TOOLCHAIN: &str = "{rustup_default_toolchain}";
+
+/// rustup's default toolchain: `default_toolchain` in `$RUSTUP_HOME/settings.toml` (else
+/// `$HOME/.rustup/settings.toml`), from the children's environment `env`.
+pub fn rustup_default_toolchain(env: &[(String, String)]) -> Option<String> {
+    let var = |k: &str| {
+        env.iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
+    let home = var("RUSTUP_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|h| std::path::Path::new(&h).join(".rustup")))?;
+    let text = std::fs::read_to_string(home.join("settings.toml")).ok()?;
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "default_toolchain")
+            .then(|| v.trim().trim_matches('"').to_string())
+            .filter(|v| !v.is_empty())
+    })
+}
+
 /// rust-analyzer's restricted mode: nothing of the project is compiled or run. Build scripts
 /// (`build.rs`) and proc macros are project code; check on save runs `cargo check`, which runs
 /// build scripts. An empty `RUSTC_WRAPPER`/`RUSTC_WORKSPACE_WRAPPER` overrides a wrapper the
@@ -144,6 +174,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             init_options: None,
             untrusted_init_options: None,
             untrusted_note: None,
+            untrusted_env: BTreeMap::new(),
             server_runs_project_code: false,
             checker_runs_project_code: false,
         },
@@ -162,6 +193,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             untrusted_note: Some(
                 "typescript-language-server on its own bundled TypeScript, not the project's node_modules/typescript (its tsserver and tsconfig plugins are project code)".into(),
             ),
+            untrusted_env: BTreeMap::new(),
             server_runs_project_code: false,
             checker_runs_project_code: false,
         },
@@ -177,8 +209,15 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             init_options: None,
             untrusted_init_options: Some(RUST_ANALYZER_RESTRICTED.into()),
             untrusted_note: Some(
-                "rust-analyzer without build scripts, proc macros and check on save".into(),
+                "rust-analyzer without build scripts, proc macros and check on save, on rustup's default toolchain (not the project's rust-toolchain.toml)".into(),
             ),
+            // A rust-toolchain.toml may name any toolchain directory (`path = ...`), whose
+            // `rust-analyzer`, `cargo` and `rustc` the rustup proxies would then run.
+            untrusted_env: [(
+                "RUSTUP_TOOLCHAIN".to_string(),
+                RUSTUP_DEFAULT_TOOLCHAIN.to_string(),
+            )]
+            .into(),
             server_runs_project_code: false,
             checker_runs_project_code: true,
         },
@@ -199,6 +238,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             init_options: None,
             untrusted_init_options: None,
             untrusted_note: None,
+            untrusted_env: BTreeMap::new(),
             server_runs_project_code: false,
             checker_runs_project_code: false,
         },
@@ -214,6 +254,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             init_options: None,
             untrusted_init_options: None,
             untrusted_note: None,
+            untrusted_env: BTreeMap::new(),
             server_runs_project_code: false,
             checker_runs_project_code: false,
         },
@@ -229,6 +270,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             init_options: None,
             untrusted_init_options: None,
             untrusted_note: None,
+            untrusted_env: BTreeMap::new(),
             // Analyzer plugins named in analysis_options.yaml run inside the server.
             server_runs_project_code: true,
             checker_runs_project_code: true,
@@ -245,5 +287,32 @@ pub fn language_id(language: &str, extension: &str) -> String {
         ("typescript", "jsx") => "javascriptreact".into(),
         ("c", "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx") => "cpp".into(),
         (lang, _) => lang.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rustup_default_toolchain_comes_from_rustup_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".rustup")).unwrap();
+        std::fs::write(
+            home.join(".rustup/settings.toml"),
+            "version = \"12\"\ndefault_toolchain = \"1.90-x86_64-unknown-linux-gnu\"\n",
+        )
+        .unwrap();
+        let env = vec![("HOME".to_string(), home.display().to_string())];
+        assert_eq!(
+            rustup_default_toolchain(&env).as_deref(),
+            Some("1.90-x86_64-unknown-linux-gnu")
+        );
+        let elsewhere = vec![(
+            "RUSTUP_HOME".to_string(),
+            dir.path().join("none").display().to_string(),
+        )];
+        assert_eq!(rustup_default_toolchain(&elsewhere), None);
     }
 }

@@ -126,6 +126,8 @@ pub struct ServerShared {
     /// The restricted mode's settings (an untrusted root): sent as `initializationOptions`
     /// and answered to every `workspace/configuration` item.
     pub restricted: Option<Value>,
+    /// Environment set on the server on top of the launcher's (restricted mode's).
+    pub env: Vec<(String, String)>,
     pub status: Arc<NodeStatus>,
     pub waits: Waits,
     conn: watch::Sender<Option<Arc<Conn>>>,
@@ -171,6 +173,7 @@ impl ServerShared {
         program: PathBuf,
         init_options: Option<Value>,
         restricted: Option<Value>,
+        env: Vec<(String, String)>,
         status: Arc<NodeStatus>,
         waits: Waits,
         idle_ttl: Option<Duration>,
@@ -193,6 +196,7 @@ impl ServerShared {
             program,
             init_options,
             restricted,
+            env,
             status,
             waits,
             conn: watch::channel(None).0,
@@ -675,13 +679,17 @@ impl Actor for ServerActor {
     ) -> Result<ServerState, ActorProcessingErr> {
         let shared = args.shared;
         let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let spec = args.launcher.spec(
+        let mut spec = args.launcher.spec(
             &shared.program.display().to_string(),
             &shared.command[1..],
             &shared.root,
             true,
             &format!("lsp/{}", shared.id),
         );
+        for (k, v) in &shared.env {
+            spec.env.retain(|(n, _)| n != k);
+            spec.env.push((k.clone(), v.clone()));
+        }
         let spawned = process::spawn(spec)
             .await
             .map_err(|e| format!("cannot start {}: {e}", shared.program.display()))?;
@@ -947,6 +955,7 @@ mod tests {
             PathBuf::from(format!("/bin/{program}")),
             None,
             None,
+            Vec::new(),
             status,
             Waits {
                 init: Duration::from_secs(5),

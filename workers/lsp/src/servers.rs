@@ -132,7 +132,8 @@ impl Plan {
     /// The server runs in its restricted mode: the root is untrusted for the calling run
     /// and the language has one.
     pub fn restricted(&self) -> bool {
-        !self.trust.trusted() && self.spec.untrusted_init_options.is_some()
+        !self.trust.trusted()
+            && (self.spec.untrusted_init_options.is_some() || !self.spec.untrusted_env.is_empty())
     }
 
     /// One server per (language, root, mode): a restricted server is never shared with a
@@ -206,6 +207,8 @@ pub struct LanguageServers {
     pub ledger: Ledger,
     /// Which roots each run may let servers and checkers execute code of.
     pub trust: Trust,
+    /// rustup's default toolchain, for `{rustup_default_toolchain}` in `untrusted_env`.
+    rustup_default: String,
 }
 
 pub fn not_ready(what: String) -> ToolError {
@@ -233,6 +236,8 @@ impl LanguageServers {
         policy: RestartPolicy,
         trusted_roots: &[PathBuf],
     ) -> Self {
+        let rustup_default = crate::config::rustup_default_toolchain(&launcher.env)
+            .unwrap_or_else(|| "stable".into());
         LanguageServers {
             supervisor,
             launcher,
@@ -243,6 +248,7 @@ impl LanguageServers {
             table: Mutex::new(HashMap::new()),
             ledger: Ledger::default(),
             trust: Trust::new(trusted_roots),
+            rustup_default,
         }
     }
 
@@ -393,12 +399,30 @@ impl LanguageServers {
         };
         // Restricted: the restricted options replace the configured ones, for
         // `initialize` and for every `workspace/configuration` answer.
-        let restricted = plan
-            .restricted()
-            .then(|| parse(&plan.spec.untrusted_init_options).unwrap_or_else(|| json!({})));
+        let restricted = plan.restricted().then(|| {
+            if plan.spec.untrusted_init_options.is_some() {
+                parse(&plan.spec.untrusted_init_options).unwrap_or_else(|| json!({}))
+            } else {
+                parse(&plan.spec.init_options).unwrap_or(Value::Null)
+            }
+        });
         let init_options = match &restricted {
-            Some(r) => Some(r.clone()),
+            Some(r) => Some(r.clone()).filter(|r| !r.is_null()),
             None => parse(&plan.spec.init_options),
+        };
+        let env: Vec<(String, String)> = if plan.restricted() {
+            plan.spec
+                .untrusted_env
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.replace(crate::config::RUSTUP_DEFAULT_TOOLCHAIN, &self.rustup_default),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
         };
         let shared = ServerShared::new(
             id.clone(),
@@ -408,6 +432,7 @@ impl LanguageServers {
             plan.resolved.program.clone(),
             init_options,
             restricted,
+            env,
             status,
             self.waits(),
             self.config.idle_ttl(),
