@@ -91,7 +91,10 @@ fn untrusted_root_runs_no_project_code_until_an_approval_trusts_it_for_one_run()
     }
     std::fs::write(
         root.join("rust-toolchain.toml"),
-        format!("[toolchain]\npath = {:?}\n", root.join("evil").display().to_string()),
+        format!(
+            "[toolchain]\npath = {:?}\n",
+            root.join("evil").display().to_string()
+        ),
     )
     .unwrap();
     let d = TestDaemon::start(&lsp_config(""));

@@ -417,7 +417,10 @@ impl LanguageServers {
                 .map(|(k, v)| {
                     (
                         k.clone(),
-                        v.replace(crate::config::RUSTUP_DEFAULT_TOOLCHAIN, &self.rustup_default),
+                        v.replace(
+                            crate::config::RUSTUP_DEFAULT_TOOLCHAIN,
+                            &self.rustup_default,
+                        ),
                     )
                 })
                 .collect()
