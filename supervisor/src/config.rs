@@ -599,6 +599,15 @@ impl Config {
                 });
             }
         }
+        if let Some(relative) = config.trust.roots.iter().find(|r| !r.is_absolute()) {
+            return Err(ConfigError::Parse {
+                path: path.display().to_string(),
+                message: format!(
+                    "trust.roots: {:?} is not an absolute path; a trusted root must not depend on the daemon's working directory",
+                    relative.display().to_string()
+                ),
+            });
+        }
         config.check_files().map_err(|message| ConfigError::Parse {
             path: path.display().to_string(),
             message,
@@ -647,5 +656,38 @@ pub fn default_socket_path() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(dir) => PathBuf::from(dir).join("toolvisor.sock"),
         None => PathBuf::from(format!("/tmp/toolvisor-{}/toolvisor.sock", uid())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolvisor.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(Some(&path))
+    }
+
+    #[test]
+    fn trust_roots_must_be_absolute_and_vibe_tiers_default_to_read() {
+        let c = load("[trust]\nroots = [\"/src\"]\n[vibe.tiers.fast]\ncommand = [\"agent\"]\n")
+            .unwrap();
+        assert_eq!(c.trust.roots, vec![PathBuf::from("/src")]);
+        let fast = c.vibe.tiers.fast.unwrap();
+        assert_eq!(fast.surface, toolvisor_protocol::wire::Tier::Read);
+        assert!(!fast.approvals);
+        let err = load("[trust]\nroots = [\"src\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not an absolute path"), "{err}");
+        let c = load(
+            "[vibe.tiers.good]\ncommand = [\"agent\"]\nsurface = \"write\"\napprovals = true\n",
+        )
+        .unwrap();
+        let good = c.vibe.tiers.good.unwrap();
+        assert_eq!(good.surface, toolvisor_protocol::wire::Tier::Write);
+        assert!(good.approvals);
     }
 }
