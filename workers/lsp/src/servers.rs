@@ -1,5 +1,6 @@
-//! The language-server manager: one server per (language, root), shared by every
-//! conversation on that root, each an actor under the `language_servers` supervisor.
+//! The language-server manager: one server per (language, root, mode), shared by every
+//! conversation on that root whose run trusts it the same way (full or restricted mode), each
+//! an actor under the `language_servers` supervisor.
 //! Decides whether a server may start (the start rule), starts it through the supervisor,
 //! waits for it (bounded), and reports why a server does not run.
 
