@@ -25,6 +25,8 @@ pub struct ClientOptions {
     pub surface: Surface,
     pub max_frame: u32,
     pub protocol_version: u32,
+    /// The credential the daemon gave this process (`TOOLVISOR_RUN_TOKEN`), if any.
+    pub run_token: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -44,6 +46,7 @@ impl Default for ClientOptions {
             },
             max_frame: DEFAULT_MAX_FRAME,
             protocol_version: PROTOCOL_VERSION,
+            run_token: None,
         }
     }
 }
@@ -129,6 +132,7 @@ impl Client {
             run_id: options.run_id,
             workdir: options.workdir,
             surface: options.surface,
+            run_token: options.run_token,
         });
         // A refused peer may find the socket closed for writing before its Hello is out; the
         // refusal is still there to read, and it says why.

@@ -98,6 +98,66 @@ pub struct Hello {
     #[serde(default)]
     pub workdir: String,
     pub surface: Surface,
+    /// A credential the daemon handed to a process it started (a vibe worker gets it as
+    /// `TOOLVISOR_RUN_TOKEN`): the daemon then sets this session's surface, approvals and
+    /// run from its own config instead of the claims above. An unknown token is refused.
+    /// Optional in JSON; a bincode Hello without it (protocol version 1 before the field)
+    /// is still accepted.
+    #[serde(default)]
+    pub run_token: Option<String>,
+}
+
+/// A `Hello` as bincode clients built before `run_token` existed encode it: the same
+/// fields, one fewer at the end. The daemon falls back to it when a first frame does not
+/// decode as the current `Hello`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloV1 {
+    pub protocol_version: u32,
+    pub codec: Codec,
+    pub client_kind: ClientKind,
+    pub run_id: String,
+    pub workdir: String,
+    pub surface: Surface,
+}
+
+/// The first frame of a pre-`run_token` bincode client: `ClientFrame::Hello` is variant 0
+/// in both.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstFrameV1 {
+    Hello(HelloV1),
+}
+
+/// Decode a connection's first frame: a current `ClientFrame`, or (bincode only) the `Hello`
+/// of a client built before `run_token`, read as a `Hello` without a token.
+pub fn decode_first(
+    c: crate::codec::Codec,
+    payload: &[u8],
+) -> Result<ClientFrame, crate::codec::CodecError> {
+    match crate::codec::decode::<ClientFrame>(c, payload) {
+        Ok(frame) => Ok(frame),
+        Err(e) if c == crate::codec::Codec::Bincode => {
+            match crate::codec::decode::<FirstFrameV1>(c, payload) {
+                Ok(FirstFrameV1::Hello(h)) => Ok(ClientFrame::Hello(h.into())),
+                Err(_) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl From<HelloV1> for Hello {
+    fn from(h: HelloV1) -> Hello {
+        Hello {
+            protocol_version: h.protocol_version,
+            codec: h.codec,
+            client_kind: h.client_kind,
+            run_id: h.run_id,
+            workdir: h.workdir,
+            surface: h.surface,
+            run_token: None,
+        }
+    }
 }
 
 /// One tool as advertised to a client.

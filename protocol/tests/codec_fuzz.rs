@@ -100,9 +100,10 @@ fn arb_client_frame() -> impl Strategy<Value = ClientFrame> {
             ".{0,12}",
             ".{0,24}",
             arb_surface(),
+            prop::option::of(".{0,16}"),
         )
             .prop_map(
-                |(protocol_version, codec, client_kind, run_id, workdir, surface)| {
+                |(protocol_version, codec, client_kind, run_id, workdir, surface, run_token)| {
                     ClientFrame::Hello(Hello {
                         protocol_version,
                         codec,
@@ -110,6 +111,7 @@ fn arb_client_frame() -> impl Strategy<Value = ClientFrame> {
                         run_id,
                         workdir,
                         surface,
+                        run_token,
                     })
                 }
             ),

@@ -97,6 +97,7 @@ fn every_client_frame_round_trips() {
             run_id: "run".into(),
             workdir: "/tmp".into(),
             surface: surface(),
+            run_token: Some("0123abcd".into()),
         }),
         ClientFrame::Call(Call {
             id: 9,
@@ -340,6 +341,44 @@ fn tool_types_round_trip() {
 }
 
 #[test]
+fn a_hello_without_run_token_still_decodes_in_both_codecs() {
+    // A bincode client built before `run_token` sends one field fewer.
+    let old = FirstFrameV1::Hello(HelloV1 {
+        protocol_version: 1,
+        codec: Codec::Bincode,
+        client_kind: ClientKind::Harness,
+        run_id: "run".into(),
+        workdir: "/tmp".into(),
+        surface: surface(),
+    });
+    both(&old);
+    let bytes = codec::encode(Codec::Bincode, &old).unwrap();
+    assert!(codec::decode::<ClientFrame>(Codec::Bincode, &bytes).is_err());
+    match decode_first(Codec::Bincode, &bytes).unwrap() {
+        ClientFrame::Hello(h) => {
+            assert_eq!(h.run_id, "run");
+            assert_eq!(h.surface, surface());
+            assert_eq!(h.run_token, None);
+        }
+        other => panic!("not a hello: {other:?}"),
+    }
+    // A current Hello with a token decodes as itself.
+    let new = ClientFrame::Hello(Hello {
+        protocol_version: 1,
+        codec: Codec::Bincode,
+        client_kind: ClientKind::Harness,
+        run_id: "run".into(),
+        workdir: "/tmp".into(),
+        surface: surface(),
+        run_token: Some("t".into()),
+    });
+    let bytes = codec::encode(Codec::Bincode, &new).unwrap();
+    assert_eq!(decode_first(Codec::Bincode, &bytes).unwrap(), new);
+    // Garbage is still an error.
+    assert!(decode_first(Codec::Bincode, &[0xff, 0xff, 0xff]).is_err());
+}
+
+#[test]
 fn json_frames_look_like_the_protocol_doc() {
     let call: ClientFrame = serde_json::from_str(
         r#"{"call":{"id":1,"conversation":"c1","tool":"bash","args":{"command":"echo hi"}}}"#,
@@ -355,6 +394,7 @@ fn json_frames_look_like_the_protocol_doc() {
         ClientFrame::Hello(h) => {
             assert_eq!(h.surface.max_tier, Tier::Read);
             assert!(!h.surface.approvals);
+            assert_eq!(h.run_token, None);
         }
         other => panic!("not a hello: {other:?}"),
     }

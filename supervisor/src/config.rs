@@ -31,6 +31,9 @@ pub struct Config {
     pub env: EnvConfig,
     /// `[lsp]`: language servers (registry overrides, search path, waits).
     pub lsp: toolvisor_lsp::LspConfig,
+    /// `[trust]`: workspace trust — roots whose project code language servers and checkers
+    /// may run for every run.
+    pub trust: TrustConfig,
     /// `[files]`: the file and search tools (`read`, `ls`, `find`, `grep`, `write`, `edit`,
     /// `apply_patch`).
     pub files: FilesConfig,
@@ -48,6 +51,17 @@ pub struct Config {
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
     pub source: String,
+}
+
+/// `[trust]`: workspace trust. A root is trusted when it (or a directory above it) is listed
+/// here, or when the user approved `lsp trust` for a run; in an untrusted root language
+/// servers run restricted and checkers that execute project code do not run from a read call.
+/// Default: no root is trusted.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrustConfig {
+    /// Trusted directories; each covers the directories below it.
+    pub roots: Vec<PathBuf>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -184,6 +198,18 @@ pub struct VibeTierConfig {
     /// Program and arguments; `{brief}` in an argument is replaced by the brief, which is
     /// also written to the worker's stdin.
     pub command: Vec<String>,
+    /// The surface a worker of this tier gets when it connects back to the daemon with its
+    /// credential (`TOOLVISOR_RUN_TOKEN`), whatever its Hello claims. Default `read`.
+    #[serde(default = "read_tier")]
+    pub surface: toolvisor_protocol::wire::Tier,
+    /// Whether such a worker's calls that need approval may ask (it must also answer
+    /// approval requests itself). Default false: they are denied.
+    #[serde(default)]
+    pub approvals: bool,
+}
+
+fn read_tier() -> toolvisor_protocol::wire::Tier {
+    toolvisor_protocol::wire::Tier::Read
 }
 
 /// `[files]`.
@@ -507,6 +533,7 @@ impl Default for Config {
             restart: RestartConfig::default(),
             env: EnvConfig::default(),
             lsp: toolvisor_lsp::LspConfig::default(),
+            trust: TrustConfig::default(),
             files: FilesConfig::default(),
             input_limits: InputLimitsConfig::default(),
             result_store: ResultStoreConfig::default(),
@@ -572,6 +599,15 @@ impl Config {
                 });
             }
         }
+        if let Some(relative) = config.trust.roots.iter().find(|r| !r.is_absolute()) {
+            return Err(ConfigError::Parse {
+                path: path.display().to_string(),
+                message: format!(
+                    "trust.roots: {:?} is not an absolute path; a trusted root must not depend on the daemon's working directory",
+                    relative.display().to_string()
+                ),
+            });
+        }
         config.check_files().map_err(|message| ConfigError::Parse {
             path: path.display().to_string(),
             message,
@@ -620,5 +656,38 @@ pub fn default_socket_path() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(dir) => PathBuf::from(dir).join("toolvisor.sock"),
         None => PathBuf::from(format!("/tmp/toolvisor-{}/toolvisor.sock", uid())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolvisor.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(Some(&path))
+    }
+
+    #[test]
+    fn trust_roots_must_be_absolute_and_vibe_tiers_default_to_read() {
+        let c = load("[trust]\nroots = [\"/src\"]\n[vibe.tiers.fast]\ncommand = [\"agent\"]\n")
+            .unwrap();
+        assert_eq!(c.trust.roots, vec![PathBuf::from("/src")]);
+        let fast = c.vibe.tiers.fast.unwrap();
+        assert_eq!(fast.surface, toolvisor_protocol::wire::Tier::Read);
+        assert!(!fast.approvals);
+        let err = load("[trust]\nroots = [\"src\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not an absolute path"), "{err}");
+        let c = load(
+            "[vibe.tiers.good]\ncommand = [\"agent\"]\nsurface = \"write\"\napprovals = true\n",
+        )
+        .unwrap();
+        let good = c.vibe.tiers.good.unwrap();
+        assert_eq!(good.surface, toolvisor_protocol::wire::Tier::Write);
+        assert!(good.approvals);
     }
 }

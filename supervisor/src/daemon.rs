@@ -392,7 +392,10 @@ pub async fn serve(
         .await?
         .unwrap()
         .ok_or_else(|| anyhow::anyhow!("the vibe supervisor did not start"))?;
-    let (vibe_limits, vibe_attachment) = crate::tools::human::vibe_mode(&config, &launcher);
+    let (mut vibe_limits, vibe_attachment) = crate::tools::human::vibe_mode(&config, &launcher);
+    // Workers get the socket and a credential, so they can call the daemon's tools through
+    // the same gates as the model, at the surface their tier's config sets.
+    vibe_limits.socket = Some(bound.path.clone());
     let mut tools = all_tools(config.testing.probe_tools);
     for tool in tools.iter_mut().filter(|t| t.resource == "vibe_roster") {
         tool.attachment = vibe_attachment.clone();
@@ -415,6 +418,7 @@ pub async fn serve(
         config.lsp.clone(),
         notifier.clone(),
         config.restart.policy(),
+        &config.trust.roots,
     ));
     let edits_dir = state_dir.join("structural").join("edits");
     let edits = Arc::new(

@@ -42,6 +42,15 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    /// The tier of this particular call when it is above the tool's: `lsp trust` lets later
+    /// read calls run project code, so it needs a write-tier surface (and approval).
+    pub fn call_tier(&self, args: &Json) -> Tier {
+        match (self.name, args.get("op").and_then(Json::as_str)) {
+            ("lsp", Some("trust")) => Tier::Write,
+            _ => self.tier,
+        }
+    }
+
     /// Does this particular call need approval?
     pub fn needs_approval(&self, args: &Json) -> bool {
         match self.approval {
@@ -143,14 +152,14 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "lsp",
-            description: "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, status, reload. Positions are a 1-based line plus a symbol substring.",
+            description: "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
             tier: Read,
             parallel_safe: true,
-            approval: Never,
+            approval: Ops(&["trust"]),
             resource: "language_servers",
             schema: obj(
                 json!({
-                    "op": one_of("operation", &["diagnostics", "definition", "type_definition", "implementation", "references", "hover", "symbols", "code_actions", "status", "reload"]),
+                    "op": one_of("operation", &["diagnostics", "definition", "type_definition", "implementation", "references", "hover", "symbols", "code_actions", "status", "reload", "trust"]),
                     "file": s("file path, or \"*\" for diagnostics of the whole project"),
                     "line": int("1-based line", 1, i64::MAX),
                     "symbol": s("substring naming the symbol on that line"),
@@ -917,11 +926,12 @@ mod tests {
                 .unwrap()
                 .needs_approval(&json!({"command": "x"}))
         );
-        assert!(
-            !reg.get("lsp")
-                .unwrap()
-                .needs_approval(&json!({"op": "hover"}))
-        );
+        let lsp = reg.get("lsp").unwrap();
+        assert!(!lsp.needs_approval(&json!({"op": "hover"})));
+        assert!(!lsp.needs_approval(&json!({"op": "diagnostics", "file": "*"})));
+        assert!(lsp.needs_approval(&json!({"op": "trust"})));
+        assert_eq!(lsp.call_tier(&json!({"op": "hover"})), Tier::Read);
+        assert_eq!(lsp.call_tier(&json!({"op": "trust"})), Tier::Write);
     }
 
     #[test]

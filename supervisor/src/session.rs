@@ -14,8 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 use toolvisor_protocol::codec::{self, Codec, CodecError};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::wire::{
-    ApprovalAnswer, ApprovalRequest, Call, ClientFrame, DaemonFrame, Event, Hello, Outcome, Topic,
-    Welcome,
+    ApprovalAnswer, ApprovalRequest, Call, ClientFrame, ClientKind, DaemonFrame, Event, Hello,
+    Outcome, Tier, Topic, Welcome,
 };
 use toolvisor_protocol::{PROTOCOL_VERSION, Value};
 
@@ -160,6 +160,44 @@ pub async fn refuse_peer(mut stream: UnixStream, who: String, uid: u32) {
     .await;
 }
 
+/// A Hello with a run token: the token must belong to a running vibe worker, and the
+/// session's surface, approvals and run come from that worker's tier config, whatever the
+/// Hello claims (a claim can only lower the tier). Its run is the worker's own
+/// (`vibe:<id>`), so trust an approval granted to the parent run does not carry over.
+/// Without a token a client is taken at its word (the daemon cannot tell a worker that
+/// drops its token from any other client of the same user).
+fn pin_by_token(daemon: &Daemon, mut hello: Hello) -> Result<Hello, ToolError> {
+    let Some(token) = hello.run_token.take() else {
+        return Ok(hello);
+    };
+    let Some(cred) = daemon.vibes.credential(&token) else {
+        return Err(ToolError::new(
+            ErrorKind::PolicyDenied,
+            "the run token is unknown or its worker no longer runs",
+            "connect without run_token, or from the worker while it runs (the daemon sets TOOLVISOR_RUN_TOKEN for it)",
+        ));
+    };
+    let tiers = &daemon.config.vibe.tiers;
+    let config = match cred.tier {
+        toolvisor_protocol::tools::VibeTier::Fast => tiers.fast.as_ref(),
+        toolvisor_protocol::tools::VibeTier::Good => tiers.good.as_ref(),
+    };
+    let (tier, approvals) = config.map_or((Tier::Read, false), |c| (c.surface, c.approvals));
+    tracing::info!(
+        worker = cred.id,
+        vibe_tier = %cred.tier,
+        claimed = %hello.surface.max_tier,
+        pinned = %tier,
+        "vibe worker connected with its credential"
+    );
+    hello.surface.max_tier = hello.surface.max_tier.min(tier);
+    hello.surface.approvals &= approvals;
+    hello.surface.questions = false;
+    hello.run_id = format!("vibe:{}", cred.id);
+    hello.client_kind = ClientKind::Harness;
+    Ok(hello)
+}
+
 /// Serve one connection to the end.
 pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>) {
     let max = daemon.config.max_frame;
@@ -193,7 +231,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
     let refuse = |kind, message: String, hint: &str| {
         DaemonFrame::Refused(ToolError::new(kind, message, hint))
     };
-    let hello = match codec::decode::<ClientFrame>(sniffed, &first) {
+    let hello = match toolvisor_protocol::wire::decode_first(sniffed, &first) {
         Ok(ClientFrame::Hello(hello)) => hello,
         Ok(other) => {
             let frame = refuse(
@@ -246,6 +284,16 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         let _ = write_one(&mut writer, sniffed, &frame, max).await;
         return;
     }
+
+    // A process the daemon started (a vibe worker) gets the surface its config sets.
+    let hello = match pin_by_token(&daemon, hello) {
+        Ok(hello) => hello,
+        Err(err) => {
+            tracing::warn!(peer_pid, "refused a client with an unknown run token");
+            let _ = write_one(&mut writer, sniffed, &DaemonFrame::Refused(err), max).await;
+            return;
+        }
+    };
 
     let in_flight = Arc::new(AtomicU64::new(0));
     let session_id = daemon.add_session(SessionInfo {
@@ -717,8 +765,24 @@ pub(crate) async fn execute(
     };
     let args = args.into_inner();
     validate(tool, &spec.schema, &args)?;
+    let tier = spec.call_tier(&args);
+    if tier > session.hello.surface.max_tier {
+        let err = ToolError::new(
+            ErrorKind::SurfaceDenied,
+            format!(
+                "`{tool}` with op `{}` is {tier} tier, above this client's surface ({})",
+                args.get("op")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or(""),
+                session.hello.surface.max_tier
+            ),
+            format!("connect with a surface of at least `{tier}` to use it"),
+        );
+        audit("surface_denied", &err.message);
+        return Err(err);
+    }
     if spec.needs_approval(&args) {
-        approve(daemon, ctx, spec.tier, tool, &args)
+        approve(daemon, ctx, tier, tool, &args)
             .await
             .inspect_err(|err| {
                 tracing::info!(
@@ -774,7 +838,7 @@ async fn approve(
         conversation: ctx.conversation.clone(),
         tool: tool.to_string(),
         tier,
-        summary: crate::tools::summary(tool, args),
+        summary: crate::tools::approval_summary(daemon, ctx, tool, args),
         args: Value(args.clone()),
     });
     if session.out.send(request).await.is_err() {

@@ -78,6 +78,15 @@ pub fn summary(tool: &str, args: &Json) -> String {
     text.chars().take(300).collect()
 }
 
+/// The line an approval request shows: [`summary`], except where the daemon knows more than
+/// the arguments say (`lsp trust` names the roots it would trust and what that allows).
+pub fn approval_summary(daemon: &Daemon, ctx: &CallCtx, tool: &str, args: &Json) -> String {
+    if tool == "lsp" && args.get("op").and_then(Json::as_str) == Some("trust") {
+        return lsp::trust_summary(daemon, ctx, args);
+    }
+    summary(tool, args)
+}
+
 pub async fn run(
     daemon: &Arc<Daemon>,
     ctx: &CallCtx,

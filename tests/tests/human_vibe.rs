@@ -483,3 +483,109 @@ fn vibe_tools_exist_only_in_vibe_mode_and_tools_all_says_why() {
         assert!(names.contains(&t.to_string()), "{t} missing from {names:?}");
     }
 }
+
+/// A worker that calls the daemon back: it says Hello on `$TOOLVISOR_SOCKET` with its
+/// credential while claiming the exec tier, approvals and another run, calls `bash`
+/// (approving its own requests) and `lsp status`, then tries a made-up credential, and prints
+/// what it saw as JSON.
+const CALLBACK_WORKER: &str = r#"
+import json, os, socket, struct
+
+def send(s, frame):
+    data = json.dumps(frame).encode()
+    s.sendall(struct.pack(">I", len(data)) + data)
+
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("daemon closed the connection")
+        buf += chunk
+    return buf
+
+def recv(s):
+    (n,) = struct.unpack(">I", recv_exact(s, 4))
+    return json.loads(recv_exact(s, n))
+
+def hello(token):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["TOOLVISOR_SOCKET"])
+    h = {"protocol_version": 1, "codec": "json", "client_kind": "harness",
+         "run_id": "vibe-run", "workdir": os.getcwd(),
+         "surface": {"max_tier": "exec", "approvals": True, "questions": False}}
+    if token is not None:
+        h["run_token"] = token
+    send(s, {"hello": h})
+    return s, recv(s)
+
+s, welcome = hello(os.environ["TOOLVISOR_RUN_TOKEN"])
+out = {"tiers": sorted({t["tier"] for t in welcome["welcome"]["tools"]})}
+send(s, {"call": {"id": 1, "conversation": "w", "tool": "bash",
+                  "args": {"command": "touch bash-ran.txt"}}})
+while True:
+    frame = recv(s)
+    if "approval_request" in frame:
+        req = frame["approval_request"]
+        send(s, {"approval_answer": {"request_id": req["request_id"], "approved": True, "reason": None}})
+    elif "result" in frame and frame["result"]["id"] == 1:
+        out["bash"] = frame["result"]["outcome"]
+        break
+send(s, {"call": {"id": 2, "conversation": "w", "tool": "lsp", "args": {"op": "status"}}})
+while True:
+    frame = recv(s)
+    if "result" in frame and frame["result"]["id"] == 2:
+        out["status"] = frame["result"]["outcome"]
+        break
+_, refused = hello("0" * 64)
+out["forged"] = refused
+print(json.dumps(out))
+"#;
+
+#[test]
+fn a_worker_calling_back_gets_its_tiers_surface_whatever_its_hello_claims() {
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).is_file())
+        .expect("python3 for the callback worker");
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("callback.py");
+    std::fs::write(&script, CALLBACK_WORKER).unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    // No `surface` key: the default, `read`, applies.
+    let config = format!(
+        "[vibe.tiers.fast]\ncommand = [{python:?}, {:?}]\n",
+        script.display().to_string()
+    );
+    let v = Vibe {
+        d: TestDaemon::start_in(dir, &config),
+        work,
+    };
+    let w = v.ok(
+        "c1",
+        "vibe_spawn",
+        json!({"brief": "call back", "label": "caller"}),
+    );
+    let id = w["worker_id"].as_str().unwrap().to_string();
+    let done = v.ok(
+        "c1",
+        "vibe_wait",
+        json!({"worker_id": id, "timeout_seconds": 60}),
+    );
+    assert_eq!(done["state"], "done", "{done}");
+    let seen: Json = serde_json::from_str(done["result"].as_str().unwrap())
+        .unwrap_or_else(|e| panic!("worker output is not JSON ({e}): {done}"));
+    // Its Welcome lists read tools only, and its bash call is refused by the surface gate.
+    assert_eq!(seen["tiers"], json!(["read"]), "{seen}");
+    assert_eq!(seen["bash"]["err"]["kind"], "surface_denied", "{seen}");
+    assert!(
+        !v.work.join("bash-ran.txt").exists(),
+        "the worker's bash call ran"
+    );
+    // Its run is its own, not the `vibe-run` it claimed: no trust granted to another run.
+    let status = seen["status"]["ok"]["text"].as_str().unwrap_or_default();
+    assert!(status.contains(&format!("(run vibe:{id})")), "{seen}");
+    // A credential the daemon did not hand out is refused.
+    assert_eq!(seen["forged"]["refused"]["kind"], "policy_denied", "{seen}");
+}

@@ -149,6 +149,7 @@ fn a_peer_of_another_uid_is_refused_and_logged() {
                     run_id: String::new(),
                     workdir: String::new(),
                     surface: toolvisor_tests::options(Codec::Json, Tier::Read, false).surface,
+                    run_token: None,
                 });
             let max = toolvisor_protocol::DEFAULT_MAX_FRAME;
             let _ = toolvisor_protocol::codec::write_frame(&mut stream, Codec::Json, &hello, max);

@@ -193,6 +193,7 @@ pub fn vibe_limits(config: &VibeConfig) -> VibeLimits {
         attempt_timeout: (config.attempt_timeout_s > 0)
             .then(|| Duration::from_secs(config.attempt_timeout_s)),
         result_bytes: config.result_bytes.max(1024),
+        socket: None,
     }
 }
 

@@ -43,6 +43,44 @@ fn lsp_ctx(daemon: &Daemon, ctx: &CallCtx, tool: &str) -> Result<LspCtx, ToolErr
     })
 }
 
+/// The approval line of `lsp trust`: "trust /path? language servers and checkers will run
+/// its build scripts", naming every root it would trust.
+pub(crate) fn trust_summary(daemon: &Daemon, ctx: &CallCtx, args: &Json) -> String {
+    let lsp_ctx = match lsp_ctx(daemon, ctx, "lsp") {
+        Ok(c) => c,
+        Err(e) => {
+            return format!(
+                "trust a project root for run {}? ({})",
+                run_of(ctx),
+                e.message
+            );
+        }
+    };
+    let file = args.get("file").and_then(Json::as_str);
+    let roots: Vec<String> = match daemon.lsp.trust_targets(&lsp_ctx, file) {
+        Ok(targets) => targets
+            .into_iter()
+            .map(|(root, _)| root.display().to_string())
+            .collect(),
+        // The call itself answers the error; the prompt only must not name a wrong root.
+        Err(e) => {
+            return format!(
+                "trust a project root for run {}? ({})",
+                lsp_ctx.run, e.message
+            );
+        }
+    };
+    let what = if roots.is_empty() {
+        "no project root found from here".to_string()
+    } else {
+        roots.join(", ")
+    };
+    format!(
+        "trust {what} for run {}? language servers and checkers will run its build scripts, proc macros and project-local tools",
+        lsp_ctx.run
+    )
+}
+
 pub async fn run(
     daemon: &Arc<Daemon>,
     ctx: &CallCtx,

@@ -53,6 +53,45 @@ pub struct VibeLimits {
     pub attempt_timeout: Option<Duration>,
     /// Bytes of a worker's stdout kept as its result (head and tail halves).
     pub result_bytes: usize,
+    /// The daemon's socket, given to every attempt as `TOOLVISOR_SOCKET` together with the
+    /// worker's credential `TOOLVISOR_RUN_TOKEN`: a worker that says Hello with that token
+    /// gets the surface its tier's config sets, whatever it claims. `None`: neither is set.
+    pub socket: Option<PathBuf>,
+}
+
+/// The environment variable carrying the daemon's socket path to a worker.
+pub const SOCKET_ENV: &str = "TOOLVISOR_SOCKET";
+/// The environment variable carrying a worker's credential.
+pub const TOKEN_ENV: &str = "TOOLVISOR_RUN_TOKEN";
+
+/// Who a credential belongs to: a worker with a live attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerCredential {
+    pub id: String,
+    pub tier: VibeTier,
+    pub conversation: String,
+}
+
+/// 32 random bytes from the kernel, hex: a worker's credential.
+fn new_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A credential; its `Debug` never shows it.
+struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
+/// Equal, in time independent of where the first difference is.
+fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 impl Default for VibeLimits {
@@ -64,6 +103,7 @@ impl Default for VibeLimits {
             keep_idle: Duration::from_secs(30 * 60),
             attempt_timeout: Some(Duration::from_secs(60 * 60)),
             result_bytes: 256 * 1024,
+            socket: None,
         }
     }
 }
@@ -161,6 +201,8 @@ struct Worker {
     label: String,
     tier: VibeTier,
     cwd: PathBuf,
+    /// The credential its attempts get (`TOOLVISOR_RUN_TOKEN`); valid while one runs.
+    token: Token,
     status: Arc<NodeStatus>,
     run: Mutex<Run>,
     /// Bumped after every change of `run` that a waiter may care about.
@@ -301,6 +343,23 @@ impl Vibes {
     }
 
     /// Tiers with a configured command.
+    /// The worker `token` belongs to, while one of its attempts runs; `None` for an unknown
+    /// token or a worker that is not running.
+    pub fn credential(&self, token: &str) -> Option<WorkerCredential> {
+        let table = lock(&self.roster.table);
+        table.workers.values().find_map(|w| {
+            if !same_secret(&w.token.0, token) {
+                return None;
+            }
+            let run = lock(&w.run);
+            (run.state == VibeState::Running && run.live.is_some()).then(|| WorkerCredential {
+                id: w.id.clone(),
+                tier: w.tier,
+                conversation: w.conversation.clone(),
+            })
+        })
+    }
+
     pub fn tiers(&self) -> Vec<VibeTier> {
         self.roster.limits.tiers.keys().copied().collect()
     }
@@ -389,6 +448,13 @@ impl Vibes {
         );
         let now = Instant::now();
         let (changed, _) = watch::channel(0);
+        let token = new_token().map_err(|e| {
+            ToolError::new(
+                ErrorKind::Io,
+                format!("cannot make the worker's credential: {e}"),
+                "the daemon could not read /dev/urandom; check the machine",
+            )
+        })?;
         let worker = Arc::new(Worker {
             id: id.clone(),
             num,
@@ -396,6 +462,7 @@ impl Vibes {
             label,
             tier,
             cwd,
+            token: Token(token),
             status,
             run: Mutex::new(Run {
                 brief,
@@ -959,13 +1026,19 @@ impl Actor for VibeActor {
             argv,
             brief,
         } = args;
-        let spec = roster.launcher.spec(
+        let mut spec = roster.launcher.spec(
             &argv[0],
             &argv[1..],
             &worker.cwd,
             true,
             &format!("vibe/{}", worker.id),
         );
+        if let Some(socket) = &roster.limits.socket {
+            spec.env.retain(|(k, _)| k != SOCKET_ENV && k != TOKEN_ENV);
+            spec.env
+                .push((SOCKET_ENV.into(), socket.display().to_string()));
+            spec.env.push((TOKEN_ENV.into(), worker.token.0.clone()));
+        }
         let spawned = process::spawn(spec).await.map_err(|e| e.to_string())?;
         let guard = spawned.guard;
         let pid = guard.main_pid();

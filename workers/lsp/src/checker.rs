@@ -144,9 +144,12 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
 
 impl LanguageServers {
     /// Run the checker of the first language whose root is found from the workdir and whose
-    /// checker binary resolves.
+    /// checker binary resolves. A checker that executes project code (`cargo check` runs
+    /// build scripts) runs only where the calling run trusts the root; otherwise the call is
+    /// refused (`policy_denied`) naming what would run and how to trust the root.
     pub async fn project_check(&self, ctx: &CallCtx) -> Result<Value, ToolError> {
         let mut reasons = Vec::new();
+        let mut withheld: Option<ToolError> = None;
         for (language, spec) in self.languages() {
             let Some(cmd) = spec.checker.clone().filter(|c| !c.is_empty()) else {
                 continue;
@@ -154,19 +157,35 @@ impl LanguageServers {
             let Some(root) = locate::find_root(&ctx.workdir, &spec.markers) else {
                 continue;
             };
+            let trust = self.trust.check(&root, &ctx.run);
+            if spec.checker_runs_project_code && !trust.trusted() {
+                tracing::info!(
+                    language,
+                    root = %root.display(),
+                    run = ctx.run,
+                    "project checker withheld: untrusted root"
+                );
+                withheld.get_or_insert_with(|| untrusted_checker(language, &cmd, &root, &ctx.run));
+                continue;
+            }
             let probe = crate::config::LanguageSpec {
                 servers: vec![cmd.clone()],
                 ..spec.clone()
             };
             let path_var = self.launcher_path();
-            let resolved =
-                match locate::resolve_binary(&probe, &root, &self.config.search_path, &path_var) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        reasons.push(format!("{language}: checker {e}"));
-                        continue;
-                    }
-                };
+            let resolved = match locate::resolve_binary(
+                &probe,
+                &root,
+                &self.config.search_path,
+                &path_var,
+                trust.trusted(),
+            ) {
+                Ok(r) => r,
+                Err(e) => {
+                    reasons.push(format!("{language}: checker {e}"));
+                    continue;
+                }
+            };
             let format = spec.checker_format.clone().unwrap_or_else(|| "gcc".into());
             let (out, status) = self
                 .run_checker(&resolved.program, &cmd[1..], &root)
@@ -192,6 +211,9 @@ impl LanguageServers {
                 "total": total,
                 "diagnostics": diags.iter().take(SHOWN_MAX).map(|d| d.to_json(&ctx.workdir)).collect::<Vec<_>>(),
             }));
+        }
+        if let Some(refusal) = withheld {
+            return Err(refusal);
         }
         Err(ToolError::new(
             ErrorKind::NotAvailable,
@@ -255,6 +277,22 @@ impl LanguageServers {
             )),
         }
     }
+}
+
+/// The refusal of a checker that would execute an untrusted root's code.
+fn untrusted_checker(language: &str, cmd: &[String], root: &Path, run: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::PolicyDenied,
+        format!(
+            "{language}: not running `{}` in {}: the root is untrusted for run {run}, and the checker executes project code (build scripts, plugins); a read call never runs project code in an untrusted root",
+            cmd.join(" "),
+            root.display()
+        ),
+        format!(
+            "to trust the root: `lsp {{\"op\":\"trust\"}}` (the user approves \"trust {}?\"; for this run), or add it to [trust] roots in the daemon config; meanwhile `lsp diagnostics` of single files works untrusted",
+            root.display()
+        ),
+    )
 }
 
 #[cfg(test)]

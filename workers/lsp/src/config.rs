@@ -30,6 +30,29 @@ pub struct LanguageSpec {
     /// `initializationOptions` sent to the server, as JSON text.
     #[serde(default)]
     pub init_options: Option<String>,
+    /// The server's restricted mode for an untrusted root, as JSON text: sent as
+    /// `initializationOptions` instead of `init_options` and given as the answer to every
+    /// `workspace/configuration` item, so the server cannot read its way back to full mode.
+    /// A language with a restricted mode runs a separate server per root for trusted and
+    /// untrusted runs.
+    #[serde(default)]
+    pub untrusted_init_options: Option<String>,
+    /// What the restricted mode withholds, in words, for `lsp status`.
+    #[serde(default)]
+    pub untrusted_note: Option<String>,
+    /// Environment set on the server in an untrusted root (on top of the allowlisted one).
+    /// `{rustup_default_toolchain}` in a value is the default toolchain of rustup's settings
+    /// (`stable` when none is found).
+    #[serde(default)]
+    pub untrusted_env: BTreeMap<String, String>,
+    /// Whether the server executes project code and has no restricted mode: then it does
+    /// not start in an untrusted root.
+    #[serde(default)]
+    pub server_runs_project_code: bool,
+    /// Whether the checker executes project code (build scripts, plugins): then
+    /// `diagnostics "*"` refuses to run it in an untrusted root.
+    #[serde(default)]
+    pub checker_runs_project_code: bool,
 }
 
 /// The `[lsp]` section of the daemon config.
@@ -89,6 +112,44 @@ impl LspConfig {
     }
 }
 
+/// Replaced in an `untrusted_env` value by rustup's default toolchain.
+pub const RUSTUP_DEFAULT_TOOLCHAIN: &str = "{rustup_default_toolchain}";
+
+/// rustup's default toolchain: `default_toolchain` in `$RUSTUP_HOME/settings.toml` (else
+/// `$HOME/.rustup/settings.toml`), from the children's environment `env`.
+pub fn rustup_default_toolchain(env: &[(String, String)]) -> Option<String> {
+    let var = |k: &str| {
+        env.iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
+    let home = var("RUSTUP_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|h| std::path::Path::new(&h).join(".rustup")))?;
+    let text = std::fs::read_to_string(home.join("settings.toml")).ok()?;
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "default_toolchain")
+            .then(|| v.trim().trim_matches('"').to_string())
+            .filter(|v| !v.is_empty())
+    })
+}
+
+/// rust-analyzer's restricted mode: nothing of the project is compiled or run. Build scripts
+/// (`build.rs`) and proc macros are project code; check on save runs `cargo check`, which runs
+/// build scripts. An empty `RUSTC_WRAPPER`/`RUSTC_WORKSPACE_WRAPPER` overrides a wrapper the
+/// project's `.cargo/config.toml` names for the `cargo metadata` it still runs.
+pub const RUST_ANALYZER_RESTRICTED: &str = r#"{
+  "cargo": {
+    "buildScripts": {"enable": false},
+    "extraEnv": {"RUSTC_WRAPPER": "", "RUSTC_WORKSPACE_WRAPPER": ""}
+  },
+  "procMacro": {"enable": false, "attributes": {"enable": false}},
+  "checkOnSave": false
+}"#;
+
 fn v(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -111,6 +172,11 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["pyright", "--outputjson"])),
             checker_format: Some("pyright-json".into()),
             init_options: None,
+            untrusted_init_options: None,
+            untrusted_note: None,
+            untrusted_env: BTreeMap::new(),
+            server_runs_project_code: false,
+            checker_runs_project_code: false,
         },
     );
     m.insert(
@@ -122,6 +188,14 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["tsc", "--noEmit", "--pretty", "false"])),
             checker_format: Some("tsc".into()),
             init_options: None,
+            // `tsserver.path` is added at start: the TypeScript bundled with the server.
+            untrusted_init_options: Some("{}".into()),
+            untrusted_note: Some(
+                "typescript-language-server on its own bundled TypeScript, not the project's node_modules/typescript (its tsserver and tsconfig plugins are project code)".into(),
+            ),
+            untrusted_env: BTreeMap::new(),
+            server_runs_project_code: false,
+            checker_runs_project_code: false,
         },
     );
     m.insert(
@@ -133,6 +207,19 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["cargo", "check", "--message-format=json"])),
             checker_format: Some("cargo-json".into()),
             init_options: None,
+            untrusted_init_options: Some(RUST_ANALYZER_RESTRICTED.into()),
+            untrusted_note: Some(
+                "rust-analyzer without build scripts, proc macros and check on save, on rustup's default toolchain (not the project's rust-toolchain.toml)".into(),
+            ),
+            // A rust-toolchain.toml may name any toolchain directory (`path = ...`), whose
+            // `rust-analyzer`, `cargo` and `rustc` the rustup proxies would then run.
+            untrusted_env: [(
+                "RUSTUP_TOOLCHAIN".to_string(),
+                RUSTUP_DEFAULT_TOOLCHAIN.to_string(),
+            )]
+            .into(),
+            server_runs_project_code: false,
+            checker_runs_project_code: true,
         },
     );
     m.insert(
@@ -149,6 +236,11 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: None,
             checker_format: None,
             init_options: None,
+            untrusted_init_options: None,
+            untrusted_note: None,
+            untrusted_env: BTreeMap::new(),
+            server_runs_project_code: false,
+            checker_runs_project_code: false,
         },
     );
     m.insert(
@@ -160,6 +252,11 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["go", "vet", "./..."])),
             checker_format: Some("gcc".into()),
             init_options: None,
+            untrusted_init_options: None,
+            untrusted_note: None,
+            untrusted_env: BTreeMap::new(),
+            server_runs_project_code: false,
+            checker_runs_project_code: false,
         },
     );
     m.insert(
@@ -171,6 +268,12 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             checker: Some(v(&["dart", "analyze"])),
             checker_format: None,
             init_options: None,
+            untrusted_init_options: None,
+            untrusted_note: None,
+            untrusted_env: BTreeMap::new(),
+            // Analyzer plugins named in analysis_options.yaml run inside the server.
+            server_runs_project_code: true,
+            checker_runs_project_code: true,
         },
     );
     m
@@ -184,5 +287,32 @@ pub fn language_id(language: &str, extension: &str) -> String {
         ("typescript", "jsx") => "javascriptreact".into(),
         ("c", "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx") => "cpp".into(),
         (lang, _) => lang.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rustup_default_toolchain_comes_from_rustup_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".rustup")).unwrap();
+        std::fs::write(
+            home.join(".rustup/settings.toml"),
+            "version = \"12\"\ndefault_toolchain = \"1.90-x86_64-unknown-linux-gnu\"\n",
+        )
+        .unwrap();
+        let env = vec![("HOME".to_string(), home.display().to_string())];
+        assert_eq!(
+            rustup_default_toolchain(&env).as_deref(),
+            Some("1.90-x86_64-unknown-linux-gnu")
+        );
+        let elsewhere = vec![(
+            "RUSTUP_HOME".to_string(),
+            dir.path().join("none").display().to_string(),
+        )];
+        assert_eq!(rustup_default_toolchain(&elsewhere), None);
     }
 }

@@ -314,7 +314,7 @@ impl LanguageServers {
     pub async fn rename(&self, ctx: &CallCtx, args: LspRenameArgs) -> Result<Value, ToolError> {
         // The named file is written too (it holds the symbol).
         let path = ctx.resolve("lsp_rename", &args.file, Access::Write)?;
-        let mut opened = self.open(&path).await?;
+        let mut opened = self.open(&path, &ctx.run).await?;
         let shown = show_path(&path, &ctx.workdir);
         let line = args.line as usize;
         let (src, byte) = position::locate(

@@ -1,8 +1,9 @@
 //! Language servers for the `lsp`, `lsp_rename` and `synced_write` tools, and the
 //! diagnostics folded into file writes.
 //!
-//! One server per (language, root), shared by every conversation on that root, each an actor
-//! ([`server::ServerActor`]) under the daemon's `language_servers` kind supervisor; the
+//! One server per (language, root, mode), shared by every conversation on that root whose run
+//! has the same trust in it ([`trust`]: an untrusted root gets the restricted mode), each an
+//! actor ([`server::ServerActor`]) under the daemon's `language_servers` kind supervisor; the
 //! [`servers::LanguageServers`] manager applies the start rule (root marker AND binary),
 //! starts servers, waits for readiness, and answers the ops ([`ops`], [`edit`], [`checker`]).
 
@@ -16,6 +17,7 @@ pub mod position;
 pub mod render;
 pub mod server;
 pub mod servers;
+pub mod trust;
 pub mod uri;
 
 pub use config::LspConfig;

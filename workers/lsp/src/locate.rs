@@ -67,13 +67,16 @@ impl std::fmt::Display for NotFound {
     }
 }
 
-/// The directories searched for a server binary, in order.
-pub fn search_dirs(root: &Path, extra: &[String], path_var: &str) -> Vec<PathBuf> {
-    let mut dirs = vec![
-        root.join("node_modules/.bin"),
-        root.join(".venv/bin"),
-        root.join("venv/bin"),
-    ];
+/// The project-local binary directories, searched first in a trusted root only.
+pub const LOCAL_DIRS: [&str; 3] = ["node_modules/.bin", ".venv/bin", "venv/bin"];
+
+/// The directories searched for a server binary, in order: project-local ones first when
+/// `local` (the root is trusted: a binary inside the project is project code).
+pub fn search_dirs(root: &Path, extra: &[String], path_var: &str, local: bool) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if local {
+        dirs.extend(LOCAL_DIRS.iter().map(|d| root.join(d)));
+    }
     dirs.extend(extra.iter().map(PathBuf::from));
     dirs.extend(
         path_var
@@ -84,19 +87,25 @@ pub fn search_dirs(root: &Path, extra: &[String], path_var: &str) -> Vec<PathBuf
     dirs
 }
 
-/// The first candidate command whose program resolves.
+/// The first candidate command whose program resolves. `local`: whether project-local
+/// binaries (and programs named by a path relative to the root) may run — only in a trusted
+/// root.
 pub fn resolve_binary(
     spec: &LanguageSpec,
     root: &Path,
     extra: &[String],
     path_var: &str,
+    local: bool,
 ) -> Result<Resolved, NotFound> {
-    let dirs = search_dirs(root, extra, path_var);
+    let dirs = search_dirs(root, extra, path_var, local);
     for command in &spec.servers {
         let Some(program) = command.first() else {
             continue;
         };
         if program.contains('/') {
+            if !local && !Path::new(program).is_absolute() {
+                continue;
+            }
             let p = root.join(program);
             if is_executable(&p) {
                 return Ok(Resolved {
@@ -118,9 +127,22 @@ pub fn resolve_binary(
     }
     let mut searched: Vec<String> = dirs
         .iter()
-        .take(3 + extra.len())
+        .take(if local { LOCAL_DIRS.len() } else { 0 } + extra.len())
         .map(|d| d.display().to_string())
         .collect();
+    if !local {
+        searched.insert(
+            0,
+            format!(
+                "(not {}: the root is untrusted)",
+                LOCAL_DIRS
+                    .iter()
+                    .map(|d| root.join(d).display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
     searched.push(format!("$PATH ({path_var})"));
     Err(NotFound {
         looked_for: spec
@@ -157,7 +179,7 @@ mod tests {
         );
         assert_eq!(find_root(tmp.path(), &["no-such-marker".into()]), None);
 
-        let err = resolve_binary(spec, &root, &[], "/nonexistent").unwrap_err();
+        let err = resolve_binary(spec, &root, &[], "/nonexistent", true).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("`pyright-langserver`, `pylsp`"), "{text}");
         assert!(text.contains("node_modules/.bin"), "{text}");
@@ -168,8 +190,21 @@ mod tests {
         std::fs::write(bin.join("pylsp"), "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(bin.join("pylsp"), std::fs::Permissions::from_mode(0o755))
             .unwrap();
-        let found = resolve_binary(spec, &root, &[], "/nonexistent").unwrap();
+        let found = resolve_binary(spec, &root, &[], "/nonexistent", true).unwrap();
         assert_eq!(found.program, bin.join("pylsp"));
         assert_eq!(found.command, vec!["pylsp".to_string()]);
+
+        // In an untrusted root the project's own binaries are project code: never run.
+        let err = resolve_binary(spec, &root, &[], "/nonexistent", false).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("the root is untrusted"), "{text}");
+        let relative = LanguageSpec {
+            servers: vec![vec!["./tools/server".into()]],
+            ..spec.clone()
+        };
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        std::fs::copy(bin.join("pylsp"), root.join("tools/server")).unwrap();
+        assert!(resolve_binary(&relative, &root, &[], "/nonexistent", true).is_ok());
+        assert!(resolve_binary(&relative, &root, &[], "/nonexistent", false).is_err());
     }
 }

@@ -76,6 +76,8 @@ pub struct Opened {
     pub changed: bool,
     /// The highest diagnostics sequence number seen before the sync.
     pub seq_before: u64,
+    /// The run it was opened for (its trust picks the server's mode).
+    pub run: String,
 }
 
 fn invalid(msg: String, hint: &str) -> ToolError {
@@ -126,9 +128,10 @@ fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
 }
 
 impl LanguageServers {
-    /// Read `path` from disk and make the server's view equal it.
-    pub async fn open(&self, path: &Path) -> Result<Opened, ToolError> {
-        let plan = self.plan(path).map_err(|e| e.to_error())?;
+    /// Read `path` from disk and make the view of `run`'s server (full or restricted, by the
+    /// run's trust in the root) equal it.
+    pub async fn open(&self, path: &Path, run: &str) -> Result<Opened, ToolError> {
+        let plan = self.plan(path, run).map_err(|e| e.to_error())?;
         let shared = self.shared(&plan);
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let lang_id = language_id(&plan.language, ext);
@@ -159,6 +162,7 @@ impl LanguageServers {
                         version,
                         changed,
                         seq_before,
+                        run: run.to_string(),
                     });
                 }
                 Err(e) if attempt == 0 => {
@@ -197,7 +201,8 @@ impl LanguageServers {
                         "server died during a request; retrying after its restart"
                     );
                     let path = opened.path.clone();
-                    *opened = self.open(&path).await?;
+                    let run = opened.run.clone();
+                    *opened = self.open(&path, &run).await?;
                     self.ready(&opened.shared).await?;
                 }
                 Err(RpcError::Server {
@@ -232,16 +237,17 @@ impl LanguageServers {
                     Some(f) => ctx.resolve("lsp", f, Access::Read)?,
                     None => ctx.workdir.clone(),
                 };
-                Ok(self.status(&from).await)
+                Ok(self.status(&from, &ctx.run).await)
             }
             "reload" => self.reload(ctx, args.file.as_deref()).await,
+            "trust" => self.trust_roots_for_run(ctx, args.file.as_deref()),
             "diagnostics" => {
                 let file = need(&args.file, "diagnostics", "file")?;
                 if file == "*" {
                     return self.project_check(ctx).await;
                 }
                 let path = ctx.resolve("lsp", file, Access::Read)?;
-                let mut opened = self.open(&path).await?;
+                let mut opened = self.open(&path, &ctx.run).await?;
                 let diags = self.file_diagnostics(&mut opened).await?;
                 let base = &ctx.workdir;
                 let mut text: String = diags.iter().map(|d| d.line_text(base) + "\n").collect();
@@ -271,11 +277,72 @@ impl LanguageServers {
         }
     }
 
+    /// The roots `lsp trust` would trust: every language's root found from `file` (or the
+    /// workdir), each with the languages it is the root of.
+    /// `file` goes through the call's scope like every other path.
+    pub fn trust_targets(
+        &self,
+        ctx: &CallCtx,
+        file: Option<&str>,
+    ) -> Result<Vec<(PathBuf, Vec<String>)>, ToolError> {
+        let from = match file {
+            Some(f) => ctx.resolve("lsp", f, Access::Read)?,
+            None => ctx.workdir.clone(),
+        };
+        let mut roots: Vec<(PathBuf, Vec<String>)> = Vec::new();
+        for (language, spec) in self.languages() {
+            let Some(root) = crate::locate::find_root(&from, &spec.markers) else {
+                continue;
+            };
+            let root = std::fs::canonicalize(&root).unwrap_or(root);
+            match roots.iter_mut().find(|(r, _)| *r == root) {
+                Some((_, langs)) => langs.push(language.clone()),
+                None => roots.push((root, vec![language.clone()])),
+            }
+        }
+        Ok(roots)
+    }
+
+    /// `lsp trust`: trust the roots found from `file` (or the workdir) for the calling run.
+    /// The daemon asks the user first (the approval gate); from then on this run's servers
+    /// for those roots start in full mode and `diagnostics "*"` runs the project's checker.
+    /// Other runs keep their restricted servers: trust is per run.
+    fn trust_roots_for_run(&self, ctx: &CallCtx, file: Option<&str>) -> Result<Value, ToolError> {
+        let targets = self.trust_targets(ctx, file)?;
+        if targets.is_empty() {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                "no project root found from here: no language's root marker in this directory or any parent",
+                "pass `file` inside the project to trust, or list its directory in the daemon config's [trust] roots",
+            ));
+        }
+        let mut text = String::new();
+        let mut roots = Vec::new();
+        for (root, languages) in &targets {
+            let newly = self.trust.grant(root, &ctx.run);
+            text.push_str(&format!(
+                "{} {} for run {} ({}): language servers and checkers may run its project code\n",
+                root.display(),
+                if newly {
+                    "trusted"
+                } else {
+                    "was already trusted"
+                },
+                ctx.run,
+                languages.join(", ")
+            ));
+            roots.push(
+                json!({"root": root.display().to_string(), "languages": languages, "newly": newly}),
+            );
+        }
+        Ok(json!({"text": text, "run": ctx.run, "trusted": roots}))
+    }
+
     async fn reload(&self, ctx: &CallCtx, file: Option<&str>) -> Result<Value, ToolError> {
         let targets: Vec<Arc<ServerShared>> = match file {
             Some(f) => {
                 let path = ctx.resolve("lsp", f, Access::Read)?;
-                let plan = self.plan(&path).map_err(|e| e.to_error())?;
+                let plan = self.plan(&path, &ctx.run).map_err(|e| e.to_error())?;
                 vec![self.shared(&plan)]
             }
             None => self
@@ -391,7 +458,7 @@ impl LanguageServers {
                 )
             })?;
         let path = ctx.resolve("lsp", file, Access::Read)?;
-        let mut opened = self.open(&path).await?;
+        let mut opened = self.open(&path, &ctx.run).await?;
         let shown = render::show_path(&path, &ctx.workdir);
         let (src, byte) = position::locate(
             &opened.text,
@@ -544,7 +611,7 @@ impl LanguageServers {
 
     async fn document_symbols(&self, ctx: &CallCtx, file: &str) -> Result<Value, ToolError> {
         let path = ctx.resolve("lsp", file, Access::Read)?;
-        let mut opened = self.open(&path).await?;
+        let mut opened = self.open(&path, &ctx.run).await?;
         let params = json!({"textDocument": {"uri": opened.uri}});
         let mut result = self
             .request(&mut opened, "textDocument/documentSymbol", params.clone())
@@ -592,7 +659,10 @@ impl LanguageServers {
         // The server to ask: the one covering `file`, else the servers running for the workdir,
         // else the first language whose root and binary are found from the workdir.
         let mut opened = match file {
-            Some(f) => self.open(&ctx.resolve("lsp", f, Access::Read)?).await?,
+            Some(f) => {
+                self.open(&ctx.resolve("lsp", f, Access::Read)?, &ctx.run)
+                    .await?
+            }
             None => self.open_any(ctx).await?,
         };
         self.ready(&opened.shared).await?;
@@ -666,8 +736,8 @@ impl LanguageServers {
         for language in candidates {
             let spec = &self.languages()[&language];
             match find_source(ctx, &spec.extensions) {
-                Some(file) => match self.plan(&file) {
-                    Ok(_) => return self.open(&file).await,
+                Some(file) => match self.plan(&file, &ctx.run) {
+                    Ok(_) => return self.open(&file, &ctx.run).await,
                     Err(e) => reasons.push(e.to_string()),
                 },
                 None => reasons.push(format!(
@@ -694,7 +764,7 @@ impl LanguageServers {
         let mut notes = Vec::new();
         for path in paths {
             let shown = render::show_path(path, workdir);
-            match self.plan(path) {
+            match self.plan(path, run) {
                 Err(NoServer::NoLanguage { .. }) => {
                     notes.push(format!(
                         "{shown}: no diagnostics: no language server covers this file type"
@@ -712,7 +782,7 @@ impl LanguageServers {
             // full `ready_wait_s`); past it the write answers with a note.
             let wait = Duration::from_secs(self.config.diagnostics_wait_s);
             let result = tokio::time::timeout(wait, async {
-                let mut opened = self.open(path).await?;
+                let mut opened = self.open(path, run).await?;
                 self.file_diagnostics(&mut opened).await
             })
             .await

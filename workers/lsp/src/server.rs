@@ -123,6 +123,11 @@ pub struct ServerShared {
     pub command: Vec<String>,
     pub program: PathBuf,
     pub init_options: Option<Value>,
+    /// The restricted mode's settings (an untrusted root): sent as `initializationOptions`
+    /// and answered to every `workspace/configuration` item.
+    pub restricted: Option<Value>,
+    /// Environment set on the server on top of the launcher's (restricted mode's).
+    pub env: Vec<(String, String)>,
     pub status: Arc<NodeStatus>,
     pub waits: Waits,
     conn: watch::Sender<Option<Arc<Conn>>>,
@@ -167,6 +172,8 @@ impl ServerShared {
         command: Vec<String>,
         program: PathBuf,
         init_options: Option<Value>,
+        restricted: Option<Value>,
+        env: Vec<(String, String)>,
         status: Arc<NodeStatus>,
         waits: Waits,
         idle_ttl: Option<Duration>,
@@ -188,6 +195,8 @@ impl ServerShared {
             command,
             program,
             init_options,
+            restricted,
+            env,
             status,
             waits,
             conn: watch::channel(None).0,
@@ -670,13 +679,17 @@ impl Actor for ServerActor {
     ) -> Result<ServerState, ActorProcessingErr> {
         let shared = args.shared;
         let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let spec = args.launcher.spec(
+        let mut spec = args.launcher.spec(
             &shared.program.display().to_string(),
             &shared.command[1..],
             &shared.root,
             true,
             &format!("lsp/{}", shared.id),
         );
+        for (k, v) in &shared.env {
+            spec.env.retain(|(n, _)| n != k);
+            spec.env.push((k.clone(), v.clone()));
+        }
         let spawned = process::spawn(spec)
             .await
             .map_err(|e| format!("cannot start {}: {e}", shared.program.display()))?;
@@ -890,7 +903,10 @@ fn answer_request(
                 .get("items")
                 .and_then(Value::as_array)
                 .map_or(0, Vec::len);
-            Ok(Value::Array(vec![Value::Null; n]))
+            // A restricted server gets its restricted settings wherever it looks, so settings
+            // it reads later cannot turn build scripts or proc macros back on.
+            let item = shared.restricted.clone().unwrap_or(Value::Null);
+            Ok(Value::Array(vec![item; n]))
         }
         "workspace/workspaceFolders" => {
             let uri = uri::from_path(&shared.root);
@@ -938,6 +954,8 @@ mod tests {
             vec![program.into()],
             PathBuf::from(format!("/bin/{program}")),
             None,
+            None,
+            Vec::new(),
             status,
             Waits {
                 init: Duration::from_secs(5),

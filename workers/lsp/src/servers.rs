@@ -1,5 +1,6 @@
-//! The language-server manager: one server per (language, root), shared by every
-//! conversation on that root, each an actor under the `language_servers` supervisor.
+//! The language-server manager: one server per (language, root, mode), shared by every
+//! conversation on that root whose run trusts it the same way (full or restricted mode), each
+//! an actor under the `language_servers` supervisor.
 //! Decides whether a server may start (the start rule), starts it through the supervisor,
 //! waits for it (bounded), and reports why a server does not run.
 
@@ -20,6 +21,7 @@ use crate::config::{LanguageSpec, LspConfig};
 use crate::ledger::Ledger;
 use crate::locate::{self, NotFound};
 use crate::server::{Conn, Readiness, ServerActor, ServerShared, ServerStart, Waits, lock};
+use crate::trust::{Trust, TrustedBy};
 
 /// Why no server covers a file.
 #[derive(Clone, Debug)]
@@ -36,6 +38,18 @@ pub enum NoServer {
         language: String,
         root: PathBuf,
         not_found: NotFound,
+    },
+    /// The language's restricted mode is not valid JSON, or cannot be set up: an untrusted
+    /// root gets no server rather than one in full mode.
+    BadRestricted {
+        language: String,
+        error: String,
+    },
+    /// The server executes project code, has no restricted mode, and the calling run does
+    /// not trust the root.
+    Untrusted {
+        language: String,
+        root: PathBuf,
     },
 }
 
@@ -64,6 +78,15 @@ impl std::fmt::Display for NoServer {
             } => {
                 write!(f, "{language} (root {}): {not_found}", root.display())
             }
+            NoServer::BadRestricted { language, error } => write!(
+                f,
+                "{language}: no restricted mode: {error}; no server starts in an untrusted root"
+            ),
+            NoServer::Untrusted { language, root } => write!(
+                f,
+                "{language}: the server executes project code (e.g. analyzer plugins) and has no restricted mode, and {} is untrusted for this run",
+                root.display()
+            ),
         }
     }
 }
@@ -78,10 +101,20 @@ impl NoServer {
                 "create the project's root marker (e.g. pyproject.toml, Cargo.toml, compile_commands.json), or use grep/read"
             }
             NoServer::NoBinary { .. } => {
-                "install the server (project-local node_modules/.bin or .venv/bin, or on $PATH), or add its directory to [lsp] search_path"
+                "install the server (on $PATH, or project-local node_modules/.bin or .venv/bin in a trusted root), or add its directory to [lsp] search_path"
+            }
+            NoServer::BadRestricted { .. } => {
+                "fix [lsp.languages.<name>] untrusted_init_options in the daemon config, or trust the root"
+            }
+            NoServer::Untrusted { .. } => {
+                "trust the root: `lsp {\"op\":\"trust\"}` (the user approves; for this run) or [trust] roots in the daemon config; grep/read work untrusted"
             }
         };
-        ToolError::new(ErrorKind::NotAvailable, self.to_string(), hint)
+        let kind = match self {
+            NoServer::Untrusted { .. } => ErrorKind::PolicyDenied,
+            _ => ErrorKind::NotAvailable,
+        };
+        ToolError::new(kind, self.to_string(), hint)
     }
 }
 
@@ -92,12 +125,76 @@ pub struct Plan {
     pub root: PathBuf,
     pub spec: LanguageSpec,
     pub resolved: locate::Resolved,
+    /// Whether the calling run trusts the root, and why.
+    pub trust: TrustedBy,
 }
 
 impl Plan {
-    pub fn id(&self) -> String {
-        format!("{}:{}", self.language, self.root.display())
+    /// The server runs in its restricted mode: the root is untrusted for the calling run
+    /// and the language has one.
+    pub fn restricted(&self) -> bool {
+        !self.trust.trusted()
+            && (self.spec.untrusted_init_options.is_some() || !self.spec.untrusted_env.is_empty())
     }
+
+    /// One server per (language, root, mode): a restricted server is never shared with a
+    /// run that trusts the root, nor a full one with a run that does not.
+    pub fn id(&self) -> String {
+        if self.restricted() {
+            format!("{}:{} (restricted)", self.language, self.root.display())
+        } else {
+            format!("{}:{}", self.language, self.root.display())
+        }
+    }
+}
+
+fn is_typescript_language_server(program: &Path) -> bool {
+    program.file_name().is_some_and(|n| {
+        n.to_string_lossy()
+            .starts_with("typescript-language-server")
+    })
+}
+
+/// The `tsserver.js` Node would resolve from the server's real location (its own
+/// `node_modules/typescript`, or one in a `node_modules` above it), never one inside `root`.
+pub fn bundled_tsserver(program: &Path, root: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(program).ok()?;
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    real.ancestors()
+        .skip(1)
+        .filter(|dir| dir.file_name().is_none_or(|n| n != "node_modules"))
+        .map(|dir| dir.join("node_modules/typescript/lib/tsserver.js"))
+        .find(|p| p.is_file() && !p.starts_with(&root))
+}
+
+/// What an untrusted root withholds for a language, one phrase each.
+pub fn untrusted_changes(spec: &LanguageSpec) -> Vec<String> {
+    let mut changes = Vec::new();
+    if spec.server_runs_project_code && spec.untrusted_init_options.is_none() {
+        changes.push("the language server does not start: it executes project code".into());
+    }
+    if spec.untrusted_init_options.is_some() {
+        changes.push(
+            spec.untrusted_note
+                .clone()
+                .unwrap_or_else(|| "the server in its restricted mode".into()),
+        );
+    }
+    if let Some(checker) = spec
+        .checker
+        .as_ref()
+        .filter(|_| spec.checker_runs_project_code)
+    {
+        changes.push(format!(
+            "`{}` (diagnostics \"*\") not run: it executes project code",
+            checker.join(" ")
+        ));
+    }
+    changes.push(format!(
+        "no project-local binaries ({})",
+        locate::LOCAL_DIRS.join(", ")
+    ));
+    changes
 }
 
 pub struct LanguageServers {
@@ -109,6 +206,10 @@ pub struct LanguageServers {
     policy: RestartPolicy,
     table: Mutex<HashMap<String, Arc<ServerShared>>>,
     pub ledger: Ledger,
+    /// Which roots each run may let servers and checkers execute code of.
+    pub trust: Trust,
+    /// rustup's default toolchain, for `{rustup_default_toolchain}` in `untrusted_env`.
+    rustup_default: String,
 }
 
 pub fn not_ready(what: String) -> ToolError {
@@ -134,7 +235,10 @@ impl LanguageServers {
         config: LspConfig,
         notifier: TreeNotifier,
         policy: RestartPolicy,
+        trusted_roots: &[PathBuf],
     ) -> Self {
+        let rustup_default = crate::config::rustup_default_toolchain(&launcher.env)
+            .unwrap_or_else(|| "stable".into());
         LanguageServers {
             supervisor,
             launcher,
@@ -144,6 +248,8 @@ impl LanguageServers {
             policy: policy.with_restart(Restart::Transient),
             table: Mutex::new(HashMap::new()),
             ledger: Ledger::default(),
+            trust: Trust::new(trusted_roots),
+            rustup_default,
         }
     }
 
@@ -169,17 +275,24 @@ impl LanguageServers {
             .unwrap_or_default()
     }
 
-    /// The start rule for `path`: a language, a root marker and a binary.
-    pub fn plan(&self, path: &Path) -> Result<Plan, NoServer> {
+    /// The start rule for `path` as `run` calls: a language, a root marker and a binary
+    /// (project-local only where the run trusts the root).
+    pub fn plan(&self, path: &Path, run: &str) -> Result<Plan, NoServer> {
         let Some((language, spec)) = locate::language_of(&self.languages, path) else {
             return Err(NoServer::NoLanguage {
                 path: path.to_path_buf(),
             });
         };
-        self.plan_for(language, spec, path)
+        self.plan_for(language, spec, path, run)
     }
 
-    fn plan_for(&self, language: &str, spec: &LanguageSpec, from: &Path) -> Result<Plan, NoServer> {
+    pub(crate) fn plan_for(
+        &self,
+        language: &str,
+        spec: &LanguageSpec,
+        from: &Path,
+        run: &str,
+    ) -> Result<Plan, NoServer> {
         let Some(root) = locate::find_root(from, &spec.markers) else {
             return Err(NoServer::NoRoot {
                 language: language.to_string(),
@@ -191,18 +304,66 @@ impl LanguageServers {
                 },
             });
         };
-        let resolved =
-            locate::resolve_binary(spec, &root, &self.config.search_path, &self.path_var())
-                .map_err(|not_found| NoServer::NoBinary {
-                    language: language.to_string(),
-                    root: root.clone(),
-                    not_found,
+        let trust = self.trust.check(&root, run);
+        let bad = |error: String| NoServer::BadRestricted {
+            language: language.to_string(),
+            error,
+        };
+        let mut restricted = None;
+        if !trust.trusted()
+            && let Some(text) = &spec.untrusted_init_options
+        {
+            restricted = Some(
+                serde_json::from_str::<Value>(text)
+                    .map_err(|e| bad(format!("untrusted_init_options is not valid JSON ({e})")))?,
+            );
+        }
+        let resolved = locate::resolve_binary(
+            spec,
+            &root,
+            &self.config.search_path,
+            &self.path_var(),
+            trust.trusted(),
+        )
+        .map_err(|not_found| NoServer::NoBinary {
+            language: language.to_string(),
+            root: root.clone(),
+            not_found,
+        })?;
+        // After the binary: a server that is not installed says so first.
+        if !trust.trusted()
+            && spec.server_runs_project_code
+            && spec.untrusted_init_options.is_none()
+        {
+            return Err(NoServer::Untrusted {
+                language: language.to_string(),
+                root,
+            });
+        }
+        let mut spec = spec.clone();
+        if let Some(mut options) = restricted {
+            if is_typescript_language_server(&resolved.program) {
+                // It prefers the project's node_modules/typescript (project code) unless told
+                // which tsserver to run: the one bundled with it, outside the project.
+                let tsserver = bundled_tsserver(&resolved.program, &root).ok_or_else(|| {
+                    bad(format!(
+                        "no TypeScript found beside {} outside the project, so it would run the project's own",
+                        resolved.program.display()
+                    ))
                 })?;
+                if !options.is_object() {
+                    options = json!({});
+                }
+                options["tsserver"] = json!({"path": tsserver.display().to_string()});
+            }
+            spec.untrusted_init_options = Some(options.to_string());
+        }
         Ok(Plan {
             language: language.to_string(),
             root,
-            spec: spec.clone(),
+            spec,
             resolved,
+            trust,
         })
     }
 
@@ -233,11 +394,40 @@ impl LanguageServers {
             format!("{}: not started", plan.resolved.command[0]),
             self.notifier.clone(),
         );
-        let init_options = plan
-            .spec
-            .init_options
-            .as_deref()
-            .and_then(|t| serde_json::from_str(t).ok());
+        let parse = |t: &Option<String>| {
+            t.as_deref()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        };
+        // Restricted: the restricted options replace the configured ones, for
+        // `initialize` and for every `workspace/configuration` answer.
+        let restricted = plan.restricted().then(|| {
+            if plan.spec.untrusted_init_options.is_some() {
+                parse(&plan.spec.untrusted_init_options).unwrap_or_else(|| json!({}))
+            } else {
+                parse(&plan.spec.init_options).unwrap_or(Value::Null)
+            }
+        });
+        let init_options = match &restricted {
+            Some(r) => Some(r.clone()).filter(|r| !r.is_null()),
+            None => parse(&plan.spec.init_options),
+        };
+        let env: Vec<(String, String)> = if plan.restricted() {
+            plan.spec
+                .untrusted_env
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.replace(
+                            crate::config::RUSTUP_DEFAULT_TOOLCHAIN,
+                            &self.rustup_default,
+                        ),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let shared = ServerShared::new(
             id.clone(),
             plan.language.clone(),
@@ -245,6 +435,8 @@ impl LanguageServers {
             plan.resolved.command.clone(),
             plan.resolved.program.clone(),
             init_options,
+            restricted,
+            env,
             status,
             self.waits(),
             self.config.idle_ttl(),
@@ -451,8 +643,9 @@ impl LanguageServers {
     }
 
     /// `status`: every known server, and for `from` (a file or the workdir) every configured
-    /// language with whether it would start there and exactly why not.
-    pub async fn status(&self, from: &Path) -> Value {
+    /// language with whether it would start there for `run` and exactly why not, and whether
+    /// `run` trusts its root and what that changes.
+    pub async fn status(&self, from: &Path, run: &str) -> Value {
         let mut servers = Vec::new();
         let mut lines = Vec::new();
         for s in self.all() {
@@ -460,8 +653,13 @@ impl LanguageServers {
             let info = s.status.get();
             let conn = s.conn();
             lines.push(format!(
-                "{} — {} (root {}): {state}{}{}",
+                "{}{} — {} (root {}): {state}{}{}",
                 s.language,
+                if s.restricted.is_some() {
+                    " (restricted mode)"
+                } else {
+                    ""
+                },
                 s.command.join(" "),
                 s.root.display(),
                 conn.as_ref()
@@ -477,6 +675,7 @@ impl LanguageServers {
                 "language": s.language,
                 "root": s.root.display().to_string(),
                 "command": s.command,
+                "mode": if s.restricted.is_some() { "restricted" } else { "full" },
                 "state": state,
                 "detail": why,
                 "pid": conn.as_ref().map(|c| c.pid),
@@ -489,7 +688,7 @@ impl LanguageServers {
         }
         let mut here = Vec::new();
         for (language, spec) in &self.languages {
-            let (state, reason, root) = match self.plan_for(language, spec, from) {
+            let (state, reason, root) = match self.plan_for(language, spec, from, run) {
                 Ok(plan) => {
                     let running = lock(&self.table).get(&plan.id()).cloned();
                     let state = match running {
@@ -520,11 +719,27 @@ impl LanguageServers {
                     };
                     ("binary not found".into(), e.to_string(), root)
                 }
+                Err(ref e @ NoServer::Untrusted { ref root, .. }) => (
+                    "untrusted".into(),
+                    e.to_string(),
+                    Some(root.display().to_string()),
+                ),
                 Err(e) => ("unavailable".into(), e.to_string(), None),
             };
-            here.push(
-                json!({"language": language, "state": state, "reason": reason, "root": root}),
-            );
+            let trust = root.as_ref().map(|r| self.trust.check(Path::new(r), run));
+            let changes = match &trust {
+                Some(TrustedBy::No) => untrusted_changes(spec),
+                _ => Vec::new(),
+            };
+            here.push(json!({
+                "language": language,
+                "state": state,
+                "reason": reason,
+                "root": root,
+                "trusted": trust.as_ref().map(TrustedBy::trusted),
+                "trust": trust.as_ref().map(TrustedBy::describe),
+                "untrusted_changes": changes,
+            }));
         }
         let mut text = String::new();
         if lines.is_empty() {
@@ -535,7 +750,7 @@ impl LanguageServers {
                 text.push_str(&format!("  {l}\n"));
             }
         }
-        text.push_str(&format!("for {}:\n", from.display()));
+        text.push_str(&format!("for {} (run {run}):\n", from.display()));
         for h in &here {
             text.push_str(&format!(
                 "  {}: {} — {}\n",
@@ -543,7 +758,80 @@ impl LanguageServers {
                 h["state"].as_str().unwrap_or(""),
                 h["reason"].as_str().unwrap_or("")
             ));
+            if let Some(trust) = h["trust"].as_str() {
+                let changes: Vec<&str> = h["untrusted_changes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                if changes.is_empty() {
+                    text.push_str(&format!("    {trust}: project code may run\n"));
+                } else {
+                    text.push_str(&format!("    {trust}: {}\n", changes.join("; ")));
+                }
+            }
         }
-        json!({"text": text, "servers": servers, "languages": here})
+        // Every root seen, once: trusted for this run, by what, and which runs an approval
+        // trusted it for.
+        let mut roots: Vec<String> = here
+            .iter()
+            .filter_map(|h| h["root"].as_str().map(str::to_string))
+            .collect();
+        roots.sort();
+        roots.dedup();
+        let trust: Vec<Value> = roots
+            .iter()
+            .map(|r| {
+                let t = self.trust.check(Path::new(r), run);
+                json!({
+                    "root": r,
+                    "trusted": t.trusted(),
+                    "by": match &t {
+                        TrustedBy::Config(_) => "config",
+                        TrustedBy::Approval(_) => "approval",
+                        TrustedBy::No => "no",
+                    },
+                    "detail": t.describe(),
+                    "approved_runs": self.trust.granted_runs(Path::new(r)),
+                })
+            })
+            .collect();
+        if !trust.iter().all(|t| t["trusted"] == true) {
+            text.push_str(
+                "untrusted roots: trust one with `lsp {\"op\":\"trust\"}` (asks the user; for this run) or list it in the daemon config's [trust] roots\n",
+            );
+        }
+        json!({"text": text, "servers": servers, "languages": here, "trust": trust})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_tsserver_is_the_one_beside_the_server_never_the_projects() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        let file = |p: &Path| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        };
+        let cli = t.join("tools/node_modules/typescript-language-server/lib/cli.mjs");
+        file(&cli);
+        let bundled = t.join("tools/node_modules/typescript/lib/tsserver.js");
+        file(&bundled);
+        let bin = t.join("tools/node_modules/.bin/typescript-language-server");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink("../typescript-language-server/lib/cli.mjs", &bin).unwrap();
+        let project = t.join("proj");
+        file(&project.join("node_modules/typescript/lib/tsserver.js"));
+        let real = std::fs::canonicalize(&bundled).unwrap();
+        assert_eq!(bundled_tsserver(&bin, &project), Some(real));
+        // A server installed inside the project has no TypeScript outside it.
+        let inside = project.join("node_modules/typescript-language-server/lib/cli.mjs");
+        file(&inside);
+        assert_eq!(bundled_tsserver(&inside, &project), None);
     }
 }
