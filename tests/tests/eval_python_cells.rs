@@ -202,7 +202,10 @@ fn the_kernel_shows_in_the_tree_with_pid_cells_ttl_and_rss() {
     let d = eval::daemon("");
     let v = eval::ok(&d, "treeconv", "1");
     let pid = v["kernel"]["pid"].as_u64().unwrap() as u32;
-    let mut c = d.client(Codec::Json, Tier::Read, false);
+    // An ops client, like `toolvisor tree`: a harness sees only its own conversations' details.
+    let mut opts = toolvisor_tests::options(Codec::Json, Tier::Read, false);
+    opts.client_kind = toolvisor_protocol::wire::ClientKind::Ops;
+    let mut c = toolvisor_protocol::client::Client::connect(&d.socket, opts).unwrap();
     let DaemonFrame::Tree(tree) = c.request(&ClientFrame::Tree).unwrap() else {
         panic!("expected a tree");
     };

@@ -237,3 +237,28 @@ fn invalid_image_limits_are_config_errors_naming_the_key() {
         assert!(stderr.contains(key), "{toml}: {stderr}");
     }
 }
+
+/// Issue 12: `offset` 2^63 or 2^64-1 did not fit the handler's integer and silently read from
+/// line 1, a plausible wrong answer. It is refused naming the argument.
+#[test]
+fn an_offset_past_i64_is_refused_not_read_from_line_one() {
+    let d = TestDaemon::start("");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "one\ntwo\n").unwrap();
+    let mut c = client(&d, dir.path());
+    for big in [json!(9_223_372_036_854_775_808u64), json!(u64::MAX)] {
+        let err = call(&mut c, "read", json!({"path": "f.txt", "offset": big})).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgs, "{err}");
+        assert!(err.message.contains("`offset`"), "{err}");
+        let err = call(
+            &mut c,
+            "tool_result_read",
+            json!({"ref": "r1", "offset": big}),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgs, "{err}");
+    }
+    // The largest that fits is past the end, and says so.
+    let err = call(&mut c, "read", json!({"path": "f.txt", "offset": i64::MAX})).unwrap_err();
+    assert!(err.message.contains("past the end"), "{err}");
+}

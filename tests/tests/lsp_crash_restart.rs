@@ -159,4 +159,47 @@ fn a_server_that_crashes_on_start_ends_failed_not_in_a_loop() {
     // Still failed a moment later: nothing restarts it behind the caller's back.
     let restarts_in_log = d.log_text().matches("restarting resource").count();
     assert_eq!(restarts_in_log, 5, "exactly 5 restarts were logged");
+
+    // Issue 12: after the cause is fixed, `lsp reload` starts a fresh server, and the tree
+    // no longer shows the old record's restarts and last error.
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake_lsp.py");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh
+exec python3 {:?} quiet
+",
+            fake.display().to_string()
+        ),
+    )
+    .unwrap();
+    ok_in(&d, w, "lsp", json!({"op": "reload", "file": "a.fake"}));
+    let out = Command::new(bin())
+        .args([
+            "tree",
+            "--json",
+            "--socket",
+            &d.socket.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let tree: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sup = tree["root"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "language_servers")
+        .unwrap()
+        .clone();
+    let node = &sup["children"][0];
+    assert_ne!(node["state"], "failed", "{sup}");
+    assert_eq!(
+        node["restarts"], 0,
+        "the reloaded server kept the old restarts: {sup}"
+    );
+    assert_eq!(
+        node["last_error"],
+        Value::Null,
+        "the reloaded server kept the old error: {sup}"
+    );
 }

@@ -5,8 +5,10 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
+use toolvisor_protocol::error::ErrorKind;
+use toolvisor_protocol::wire::Outcome;
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{client_in, lsp_config, ok_in, project, require, write};
+use toolvisor_tests::lsp::{call_in, client_in, lsp_config, ok_in, project, require, write};
 
 fn synced(d: &TestDaemon, w: &Path, run: &str, file: &str, content: &str) -> Value {
     write(w, file, content);
@@ -123,4 +125,31 @@ fn project_checker_reports_in_the_same_shape() {
         "{text}"
     );
     assert_eq!(v["total"], 1, "{v}");
+}
+
+/// Issue 12: the checker's output was read through a 32 MiB cap and then waited for: a
+/// checker writing more blocked on its full pipe until the timeout. Past the cap the rest is
+/// drained now, and the answer says the output was not read whole rather than "no
+/// diagnostics".
+#[test]
+fn a_checker_writing_past_the_cap_is_drained_not_left_blocked() {
+    let p = project(&[("marker.flood", ""), ("a.flood", "")]);
+    let d = TestDaemon::start(&lsp_config(
+        "checker_timeout_s = 60\n[lsp.languages.flood]\nextensions = [\"flood\"]\nmarkers = [\"marker.flood\"]\nservers = [[\"no-such-flood-server\"]]\nchecker = [\"sh\", \"-c\", \"head -c 40000000 /dev/zero | tr '\\\\0' x\"]\nchecker_format = \"gcc\"\n",
+    ));
+    match call_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "diagnostics", "file": "*"}),
+    ) {
+        Outcome::Err(e) => {
+            assert_eq!(e.kind, ErrorKind::Io, "{e}");
+            assert!(e.message.contains("was not read"), "{e}");
+        }
+        Outcome::Ok(v) => panic!(
+            "a flood of unparsed output answered as diagnostics: {}",
+            v.0
+        ),
+    }
 }

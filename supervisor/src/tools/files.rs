@@ -80,8 +80,24 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
 fn s<'a>(args: &'a Json, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Json::as_str)
 }
-fn int(args: &Json, key: &str) -> Option<i64> {
-    args.get(key).and_then(Json::as_i64)
+/// An integer argument; one past `i64` (2^63 and up) is refused rather than read as absent,
+/// which made `read` with `offset` 2^63 silently start at line 1.
+fn int(tool: &str, args: &Json, key: &str) -> Result<Option<i64>, ToolError> {
+    match args.get(key) {
+        None | Some(Json::Null) => Ok(None),
+        Some(v) => v.as_i64().map(Some).ok_or_else(|| {
+            ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "{tool}: argument `{key}` = {v} is out of range (at most {})",
+                    i64::MAX
+                ),
+                format!(
+                    "pass a smaller `{key}`; `toolvisor tools --json` shows the schema of `{tool}`"
+                ),
+            )
+        }),
+    }
 }
 fn flag(args: &Json, key: &str) -> bool {
     args.get(key).and_then(Json::as_bool).unwrap_or(false)
@@ -133,7 +149,7 @@ pub async fn run(
     match spec.name {
         "read" => {
             let path = need("read", &args, "path")?.to_string();
-            let (offset, limit) = (int(&args, "offset"), int(&args, "limit"));
+            let (offset, limit) = (int("read", &args, "offset")?, int("read", &args, "limit")?);
             blocking("read", move || {
                 let scope = files.scope(&workdir)?;
                 let c = &files.config;
@@ -188,7 +204,7 @@ pub async fn run(
                 hidden: flag(&args, "hidden"),
                 ignored: flag(&args, "ignored"),
             };
-            let max_results = int(&args, "max_results").unwrap_or(1000).max(1) as usize;
+            let max_results = int("find", &args, "max_results")?.unwrap_or(1000).max(1) as usize;
             blocking("find", move || {
                 let scope = files.scope(&workdir)?;
                 let req = FindRequest {
@@ -224,8 +240,8 @@ pub async fn run(
                 Some("smart") => Case::Smart,
                 _ => Case::Sensitive,
             };
-            let context = int(&args, "context").unwrap_or(0).max(0) as usize;
-            let max_results = int(&args, "max_results").unwrap_or(200).max(1) as usize;
+            let context = int("grep", &args, "context")?.unwrap_or(0).max(0) as usize;
+            let max_results = int("grep", &args, "max_results")?.unwrap_or(200).max(1) as usize;
             let visibility = Visibility {
                 hidden: flag(&args, "hidden"),
                 ignored: flag(&args, "ignored"),
@@ -317,8 +333,8 @@ pub async fn run(
         }
         "tool_result_read" => {
             let reference = need("tool_result_read", &args, "ref")?.to_string();
-            let offset = int(&args, "offset").map(|o| o.max(0) as usize);
-            let limit = int(&args, "limit").map(|l| l.max(0) as usize);
+            let offset = int("tool_result_read", &args, "offset")?.map(|o| o.max(0) as usize);
+            let limit = int("tool_result_read", &args, "limit")?.map(|l| l.max(0) as usize);
             let conversation = ctx.conversation.clone();
             let max_frame = daemon.config.max_frame as usize;
             blocking("tool_result_read", move || {

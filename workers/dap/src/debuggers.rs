@@ -392,26 +392,28 @@ impl Debuggers {
             .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
         let mut out = Vec::new();
         let mut errs = Vec::new();
-        let read = tokio::time::timeout(Duration::from_secs(10), async {
+        // One budget for reading and exiting: a probe that closes its pipes and then hangs
+        // must not hold the conversation's debug lane (the guard kills it when dropped).
+        let finished = tokio::time::timeout(Duration::from_secs(10), async {
             let _ = tokio::join!(
                 spawned.stdout.read_to_end(&mut out),
                 spawned.stderr.read_to_end(&mut errs)
             );
+            spawned
+                .exit
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|s| *s)
         })
         .await;
-        let status = spawned
-            .exit
-            .wait_for(Option::is_some)
-            .await
-            .ok()
-            .and_then(|s| *s);
         drop(spawned.guard);
-        if read.is_err() {
+        let Ok(status) = finished else {
             return Err(format!(
-                "{} -c 'import debugpy' did not finish within 10 s",
+                "{} -c 'import debugpy' did not finish within 10 s (killed)",
                 python.display()
             ));
-        }
+        };
         let version = String::from_utf8_lossy(&out).trim().to_string();
         if status.is_some_and(|s| s.success()) && !version.is_empty() {
             lock(&self.debugpy_ok).insert(python.to_path_buf(), version.clone());

@@ -350,6 +350,12 @@ impl Actor for KindSupervisor {
                     )));
                     return Ok(());
                 }
+                // A fresh record: the restarts and last error of an earlier one (a server
+                // before `lsp reload`, a kernel before it died) are not this one's.
+                spec.status.update(|i| {
+                    i.restarts = 0;
+                    i.last_error = None;
+                });
                 let mut child = Child {
                     tracker: RestartTracker::new(spec.policy),
                     spec,

@@ -187,10 +187,22 @@ impl LanguageServers {
                 }
             };
             let format = spec.checker_format.clone().unwrap_or_else(|| "gcc".into());
-            let (out, status) = self
+            let (out, status, discarded) = self
                 .run_checker(&resolved.program, &cmd[1..], &root)
                 .await?;
             let mut diags = parse(&format, &out, &root);
+            if discarded > 0 && diags.is_empty() {
+                // Not "no diagnostics": the output that would hold them was not read whole.
+                return Err(ToolError::new(
+                    ErrorKind::Io,
+                    format!(
+                        "`{}` wrote more than {} MiB; the rest ({discarded} bytes) was not read, and no diagnostics could be parsed from the part that was",
+                        cmd.join(" "),
+                        OUTPUT_MAX >> 20
+                    ),
+                    "check single files with `lsp diagnostics`, or narrow the checker's scope in [lsp.languages.<name>] checker",
+                ));
+            }
             diags.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
             let total = diags.len();
             let mut text: String = diags
@@ -203,12 +215,19 @@ impl LanguageServers {
             } else if total > SHOWN_MAX {
                 text.push_str(&format!("(showing {SHOWN_MAX} of {total})\n"));
             }
+            if discarded > 0 {
+                text.push_str(&format!(
+                    "(the checker wrote more than {} MiB: {discarded} bytes were not read, so this list may be incomplete)\n",
+                    OUTPUT_MAX >> 20
+                ));
+            }
             return Ok(json!({
                 "text": text,
                 "checker": cmd.join(" "),
                 "root": show_path(&root, &ctx.workdir),
                 "exit": status,
                 "total": total,
+                "output_truncated": discarded > 0,
                 "diagnostics": diags.iter().take(SHOWN_MAX).map(|d| d.to_json(&ctx.workdir)).collect::<Vec<_>>(),
             }));
         }
@@ -234,7 +253,7 @@ impl LanguageServers {
         program: &Path,
         args: &[String],
         root: &Path,
-    ) -> Result<(String, String), ToolError> {
+    ) -> Result<(String, String, u64), ToolError> {
         let io = |m: String| ToolError::new(ErrorKind::Io, m, "check the checker command");
         let spec = self.launcher().spec(
             &program.display().to_string(),
@@ -254,18 +273,22 @@ impl LanguageServers {
         let run = async {
             let mut out = Vec::new();
             let mut err = Vec::new();
-            let mut out_r = (&mut stdout).take(OUTPUT_MAX as u64);
-            let mut err_r = (&mut stderr).take(1 << 20);
-            let _ = tokio::join!(out_r.read_to_end(&mut out), err_r.read_to_end(&mut err));
+            // Past each cap the rest is drained and dropped: a checker blocked on a full
+            // pipe would otherwise sit there until the timeout.
+            let (discarded, _) = tokio::join!(
+                read_capped(&mut stdout, OUTPUT_MAX, &mut out),
+                read_capped(&mut stderr, 1 << 20, &mut err)
+            );
             let status = exit.wait_for(|s| s.is_some()).await.ok().and_then(|s| *s);
-            (out, status)
+            (out, status, discarded)
         };
         match tokio::time::timeout(timeout, run).await {
-            Ok((out, status)) => Ok((
+            Ok((out, status, discarded)) => Ok((
                 String::from_utf8_lossy(&out).into_owned(),
                 status
                     .map(|s| s.to_string())
                     .unwrap_or_else(|| "unknown exit".into()),
+                discarded,
             )),
             Err(_) => Err(ToolError::new(
                 ErrorKind::Timeout,
@@ -277,6 +300,19 @@ impl LanguageServers {
             )),
         }
     }
+}
+
+/// Read `reader` to its end, keeping the first `cap` bytes in `buf` and dropping the rest;
+/// returns how many bytes were dropped.
+async fn read_capped<R: tokio::io::AsyncRead + Unpin>(
+    reader: &mut R,
+    cap: usize,
+    buf: &mut Vec<u8>,
+) -> u64 {
+    let _ = (&mut *reader).take(cap as u64).read_to_end(buf).await;
+    tokio::io::copy(reader, &mut tokio::io::sink())
+        .await
+        .unwrap_or(0)
 }
 
 /// The refusal of a checker that would execute an untrusted root's code.

@@ -232,10 +232,9 @@ fn wait_for_exit(
         status
     };
     shared.exited.notify_all();
-    tracing::debug!(label = %shared.label, pid = shared.pid, %status, "child reaped");
-    exit_tx.send_replace(Some(status));
     // Escapees of this tree (a `setsid` grandchild of a shim killed from outside) came back
-    // to the daemon when the shim died: gone before the record is.
+    // to the daemon when the shim died: gone before the record is, and the record gone
+    // before the exit is reported.
     super::orphans::reap_orphans();
     if let Some(record) = ledger_record
         && let Err(error) = std::fs::remove_file(record)
@@ -243,6 +242,8 @@ fn wait_for_exit(
     {
         tracing::warn!(label = %shared.label, record = %record.display(), %error, "cannot remove spawn ledger record");
     }
+    tracing::debug!(label = %shared.label, pid = shared.pid, %status, "child reaped");
+    exit_tx.send_replace(Some(status));
 }
 
 /// Blocking `waitpid` on exactly `pid`, retried on EINTR.
