@@ -1,5 +1,6 @@
 //! The daemon: shared state every session uses, and `serve`, which takes a bound listener
-//! and a shutdown future so tests can run the real thing in-process on a temp socket.
+//! and a shutdown future (the `serve` command passes SIGTERM/SIGINT; the end-to-end tests run
+//! the real binary on a temp socket).
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
