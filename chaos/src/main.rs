@@ -3,6 +3,8 @@
 //! checks that no process it ever started survives, prints a figures table and exits
 //! non-zero when an invariant broke (hung, lost data, leaked processes, daemon down).
 
+#![forbid(unsafe_code)]
+
 mod faults;
 mod load;
 mod net;

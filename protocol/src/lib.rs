@@ -7,6 +7,8 @@
 //! pair over bincode 2 or JSON. A small blocking client ([`client`]) speaks it over a
 //! `std` Unix socket, for the CLI, the tests and the chaos runner.
 
+#![forbid(unsafe_code)]
+
 pub mod client;
 pub mod codec;
 pub mod error;

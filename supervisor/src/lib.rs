@@ -1,6 +1,8 @@
 //! The toolvisor daemon as a library: configuration, the socket listener, sessions, the tool
 //! registry, lanes, the root actor and the tool handlers. `main.rs` is the CLI over it.
 
+#![forbid(unsafe_code)]
+
 pub mod audit;
 pub mod config;
 pub mod daemon;

@@ -2,6 +2,8 @@
 //! to a running one; `operator` answers questions at a terminal; `__shim` is the hidden
 //! process-group leader every child runs under.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -1,6 +1,8 @@
 //! Helpers for the end-to-end tests: start the real `toolvisor` binary on a temp socket,
 //! connect clients in either codec, wait for conditions with named deadlines, inspect /proc.
 
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

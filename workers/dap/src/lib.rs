@@ -13,6 +13,8 @@
 //! - `session.rs` the session actor and the state its events fold into; `debuggers.rs` the
 //!   tool's ops; `output.rs` the debuggee's bounded output.
 
+#![forbid(unsafe_code)]
+
 pub mod adapters;
 pub mod client;
 pub mod config;

@@ -5,6 +5,8 @@
 //! `tokio::task::spawn_blocking`. Search runs on the ripgrep crates (`ignore`,
 //! `grep-searcher`, `grep-regex`, `globset`) in-process; no external binary is needed.
 
+#![forbid(unsafe_code)]
+
 mod beneath;
 pub mod edit;
 pub mod error;

@@ -5,6 +5,8 @@
 //! stderr logger, a map request id → oneshot, every request with a timeout, a dropped
 //! request cancelled on the wire, and on end of stream every pending request failed at once.
 
+#![forbid(unsafe_code)]
+
 pub mod framing;
 pub mod message;
 pub mod transport;

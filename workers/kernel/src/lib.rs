@@ -9,6 +9,8 @@
 //!   `magic.rs` the IPython idioms; `output.rs` the bounded outputs; `interpreter.rs` finds
 //!   the interpreters and builds their command lines; `drivers/` are the scripts.
 
+#![forbid(unsafe_code)]
+
 mod interpreter;
 mod kernel;
 mod kernels;

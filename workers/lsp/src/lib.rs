@@ -7,6 +7,8 @@
 //! [`servers::LanguageServers`] manager applies the start rule (root marker AND binary),
 //! starts servers, waits for readiness, and answers the ops ([`ops`], [`edit`], [`checker`]).
 
+#![forbid(unsafe_code)]
+
 pub mod checker;
 pub mod config;
 pub mod edit;

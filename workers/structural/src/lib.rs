@@ -9,6 +9,8 @@
 //! - [`store`]: staged edits persisted on disk per conversation; accept compares every file
 //!   with its snapshot and writes all of them or none.
 
+#![forbid(unsafe_code)]
+
 pub mod lang;
 pub mod rewrite;
 pub mod search;
