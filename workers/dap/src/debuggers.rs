@@ -375,7 +375,7 @@ impl Debuggers {
         if let Some(v) = lock(&self.debugpy_ok).get(python) {
             return Ok(v.clone());
         }
-        let mut spec = self.launcher.spec(
+        let spec = self.launcher.spec(
             &python.display().to_string(),
             &[
                 "-c".into(),
@@ -385,8 +385,6 @@ impl Debuggers {
             false,
             "debug/probe",
         );
-        spec.shim = None;
-        spec.ledger = None;
         let mut spawned = process::spawn(spec)
             .await
             .map_err(|e| format!("cannot run {}: {e}", python.display()))?;

@@ -66,15 +66,13 @@ fn with_path_first(env: &[(String, String)], dir: &Path) -> (String, String) {
 /// Runs `python -c 'import sys; print(sys.executable)'` through the launcher (so through the
 /// spawner thread, like every child) and returns what it printed.
 async fn real_executable(launcher: &Launcher, python: &Path, cwd: &Path) -> Option<PathBuf> {
-    let mut spec = launcher.spec(
+    let spec = launcher.spec(
         &python.display().to_string(),
         &["-c".into(), "import sys; print(sys.executable)".into()],
         cwd,
         false,
         "kernel/probe",
     );
-    spec.shim = None;
-    spec.ledger = None;
     let mut spawned = process::spawn(spec).await.ok()?;
     let mut out = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(10), async {
