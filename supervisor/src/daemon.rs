@@ -329,6 +329,35 @@ fn private_state_dir(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
+/// The kind supervisor `kind` the root started, or why not (the root did not answer within
+/// 5 s, or has no such kind).
+async fn kind_supervisor(
+    root: &ActorRef<RootMsg>,
+    kind: &str,
+) -> anyhow::Result<ActorRef<SupervisorMsg>> {
+    let answer = root
+        .call(
+            |reply| RootMsg::Supervisor {
+                kind: kind.to_string(),
+                reply,
+            },
+            Some(Duration::from_secs(5)),
+        )
+        .await?;
+    match answer {
+        ractor::rpc::CallResult::Success(Some(sup)) => Ok(sup),
+        ractor::rpc::CallResult::Success(None) => {
+            Err(anyhow::anyhow!("the {kind} supervisor did not start"))
+        }
+        ractor::rpc::CallResult::Timeout => Err(anyhow::anyhow!(
+            "the root actor did not hand out the {kind} supervisor within 5 s"
+        )),
+        ractor::rpc::CallResult::SenderError => Err(anyhow::anyhow!(
+            "the root actor stopped before handing out the {kind} supervisor"
+        )),
+    }
+}
+
 /// Run the daemon on `bound` until `shutdown` completes.
 pub async fn serve(
     bound: Bound,
@@ -363,17 +392,7 @@ pub async fn serve(
         },
     )
     .await?;
-    let processes_sup: ActorRef<SupervisorMsg> = root
-        .call(
-            |reply| RootMsg::Supervisor {
-                kind: "processes".into(),
-                reply,
-            },
-            Some(Duration::from_secs(5)),
-        )
-        .await?
-        .unwrap()
-        .ok_or_else(|| anyhow::anyhow!("the processes supervisor did not start"))?;
+    let processes_sup = kind_supervisor(&root, "processes").await?;
     let limits = ProcessLimits {
         buffer_bytes: config.limits.process_buffer_bytes,
         keep_ended,
@@ -382,17 +401,7 @@ pub async fn serve(
             .then(|| Duration::from_secs(config.limits.process_idle_ttl_s)),
         restart: config.restart.policy(),
     };
-    let vibe_sup: ActorRef<SupervisorMsg> = root
-        .call(
-            |reply| RootMsg::Supervisor {
-                kind: "vibe".into(),
-                reply,
-            },
-            Some(Duration::from_secs(5)),
-        )
-        .await?
-        .unwrap()
-        .ok_or_else(|| anyhow::anyhow!("the vibe supervisor did not start"))?;
+    let vibe_sup = kind_supervisor(&root, "vibe").await?;
     let (mut vibe_limits, vibe_attachment) = crate::tools::human::vibe_mode(&config, &launcher);
     // Workers get the socket and a credential, so they can call the daemon's tools through
     // the same gates as the model, at the surface their tier's config sets.
@@ -402,17 +411,7 @@ pub async fn serve(
         tool.attachment = vibe_attachment.clone();
     }
     let registry = Registry::new(tools, config.policy.deny.clone());
-    let lsp_sup: ActorRef<SupervisorMsg> = root
-        .call(
-            |reply| RootMsg::Supervisor {
-                kind: "language_servers".into(),
-                reply,
-            },
-            Some(Duration::from_secs(5)),
-        )
-        .await?
-        .unwrap()
-        .ok_or_else(|| anyhow::anyhow!("the language_servers supervisor did not start"))?;
+    let lsp_sup = kind_supervisor(&root, "language_servers").await?;
     let lsp = Arc::new(toolvisor_lsp::LanguageServers::new(
         lsp_sup,
         launcher.clone(),
@@ -429,34 +428,14 @@ pub async fn serve(
     let files = Arc::new(
         crate::tools::files::open(&config, &state_dir).map_err(|e| anyhow::anyhow!("{e}"))?,
     );
-    let kernels_sup: ActorRef<SupervisorMsg> = root
-        .call(
-            |reply| RootMsg::Supervisor {
-                kind: "kernels".into(),
-                reply,
-            },
-            Some(Duration::from_secs(5)),
-        )
-        .await?
-        .unwrap()
-        .ok_or_else(|| anyhow::anyhow!("the kernels supervisor did not start"))?;
+    let kernels_sup = kind_supervisor(&root, "kernels").await?;
     let kernels = toolvisor_kernel::Kernels::new(
         kernels_sup,
         launcher.clone(),
         config.kernels.limits(),
         notifier.clone(),
     );
-    let debug_sup: ActorRef<SupervisorMsg> = root
-        .call(
-            |reply| RootMsg::Supervisor {
-                kind: "debug_adapters".into(),
-                reply,
-            },
-            Some(Duration::from_secs(5)),
-        )
-        .await?
-        .unwrap()
-        .ok_or_else(|| anyhow::anyhow!("the debug_adapters supervisor did not start"))?;
+    let debug_sup = kind_supervisor(&root, "debug_adapters").await?;
     // Ids that outlive the daemon: `p1` must never name a different process after a restart.
     let ids = |name: &str| {
         let path = state_dir.join("ids").join(name);
