@@ -131,23 +131,7 @@ fn a_server_that_crashes_on_start_ends_failed_not_in_a_loop() {
     assert_eq!(server["state"], "failed", "{status}");
     assert_eq!(server["restarts"], 5, "{status}");
 
-    let out = Command::new(bin())
-        .args([
-            "tree",
-            "--json",
-            "--socket",
-            &d.socket.display().to_string(),
-        ])
-        .output()
-        .unwrap();
-    let tree: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let sup = tree["root"]["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == "language_servers")
-        .expect("a language_servers supervisor in the tree")
-        .clone();
+    let sup = language_servers_in_tree(&d);
     let node = &sup["children"][0];
     assert_eq!(node["kind"], "language_server", "{sup}");
     assert_eq!(node["state"], "failed", "{sup}");
@@ -174,23 +158,7 @@ exec python3 {:?} quiet
     )
     .unwrap();
     ok_in(&d, w, "lsp", json!({"op": "reload", "file": "a.fake"}));
-    let out = Command::new(bin())
-        .args([
-            "tree",
-            "--json",
-            "--socket",
-            &d.socket.display().to_string(),
-        ])
-        .output()
-        .unwrap();
-    let tree: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let sup = tree["root"]["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == "language_servers")
-        .unwrap()
-        .clone();
+    let sup = language_servers_in_tree(&d);
     let node = &sup["children"][0];
     assert_ne!(node["state"], "failed", "{sup}");
     assert_eq!(
@@ -202,4 +170,25 @@ exec python3 {:?} quiet
         Value::Null,
         "the reloaded server kept the old error: {sup}"
     );
+}
+
+/// The `language_servers` supervisor node of `toolvisor tree --json`.
+fn language_servers_in_tree(d: &TestDaemon) -> Value {
+    let out = Command::new(bin())
+        .args([
+            "tree",
+            "--json",
+            "--socket",
+            &d.socket.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let tree: Value = serde_json::from_slice(&out.stdout).unwrap();
+    tree["root"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "language_servers")
+        .expect("a language_servers supervisor in the tree")
+        .clone()
 }
