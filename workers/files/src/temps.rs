@@ -13,6 +13,7 @@ use std::io::Write as _;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -24,6 +25,19 @@ struct TempLog {
 }
 
 static LOG: OnceLock<TempLog> = OnceLock::new();
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The name of a new temp file for the file `name`, unique in this process:
+/// `.{name}.toolvisor-{pid}-{seq}.tmp`, the one form [`open`]'s sweep recognizes.
+pub fn temp_name(name: &std::ffi::OsStr) -> String {
+    format!(
+        ".{}.toolvisor-{}-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
 
 /// Open the temp log in `dir` (`<state_dir>/temps`, created 0700), remove the leftovers of
 /// every dead daemon recorded there, and record this daemon's directories from now on.
@@ -87,7 +101,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
@@ -212,5 +226,7 @@ mod tests {
         assert!(!ours(b".a.txt.toolvisor-42-0.tmpx", 42));
         assert!(!ours(b".a.txt.toolvisor-42-x0.tmp", 42));
         assert_eq!(unhex(&hex(b"/a/b\n")).unwrap(), b"/a/b\n");
+        let made = temp_name(std::ffi::OsStr::new("a.rs"));
+        assert!(ours(made.as_bytes(), std::process::id()), "{made}");
     }
 }

@@ -12,8 +12,6 @@ use crate::error::{Error, Result};
 use crate::paths::{Access, Resolved, Scope};
 use crate::{ChangeKind, Changed};
 
-static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
-
 /// Test hook (`[testing] pause_after_writes`): the write that follows this many atomic writes
 /// of the daemon stops for good after its temp file is written and before the rename, so a
 /// test can SIGKILL the daemon at that exact point. `u64::MAX`: off (always, outside tests).
@@ -72,12 +70,7 @@ pub fn write_atomic(target: &Resolved, bytes: &[u8]) -> Result<()> {
     if let Some(parent) = target.real.parent() {
         crate::temps::note(parent);
     }
-    let tmp = format!(
-        ".{}.toolvisor-{}-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
-    );
+    let tmp = crate::temps::temp_name(name.as_os_str());
     let result = (|| -> std::io::Result<()> {
         let fd = rustix::fs::openat(
             &dir,
