@@ -236,3 +236,47 @@ fn a_temp_file_of_a_write_cut_by_sigkill_is_removed_at_restart() {
             .contains("removed a temp file left by a daemon killed mid-write")
     );
 }
+
+#[test]
+fn a_live_daemon_sharing_the_state_dir_keeps_its_temp_files() {
+    let mut a = TestDaemon::start("[testing]\npause_after_writes = 0\n");
+    let work = a.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("a.txt"), "old\n").unwrap();
+    call_in_background(
+        &a,
+        &work,
+        "write",
+        json!({"path": "a.txt", "content": "new\n"}),
+    );
+    wait_for(
+        "daemon A to make its temp file and pause",
+        Duration::from_secs(60),
+        || (!temp_files(&work).is_empty()).then_some(()),
+    );
+    let leftover = temp_files(&work);
+    // Daemon B, another socket, the same state directory: A is alive, its temp file is not
+    // B's to remove.
+    let dir_b = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(a.state_dir(), dir_b.path().join("state")).unwrap();
+    let mut b = TestDaemon::start_in(dir_b, "");
+    assert_eq!(
+        temp_files(&work),
+        leftover,
+        "B removed a live daemon's temp file"
+    );
+    // Once A is dead, the next start cleans up after it.
+    a.kill_hard();
+    b.stop();
+    b.spawn("");
+    assert_eq!(
+        temp_files(&work),
+        Vec::<PathBuf>::new(),
+        "daemon log:\n{}",
+        b.log_text()
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("a.txt")).unwrap(),
+        "old\n"
+    );
+}
