@@ -80,14 +80,20 @@ fn un_b64(v: &Json) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
+/// Create `dir` (and its parents) and make it 0700 whatever the umask or an older version
+/// left: what the file tools keep under the state directory is ours alone.
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
 impl Journal {
     /// Open (creating, 0700) the journal directory `dir`.
     pub fn open(dir: &Path) -> std::io::Result<Journal> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        private_dir(dir)?;
         Ok(Journal {
             dir: dir.to_path_buf(),
             seq: AtomicU64::new(0),

@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::io::Write as _;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -43,11 +43,7 @@ pub fn temp_name(name: &std::ffi::OsStr) -> String {
 /// every dead daemon recorded there, and record this daemon's directories from now on.
 /// Returns how many leftovers were removed. Call at start, before any write.
 pub fn open(dir: &Path) -> std::io::Result<usize> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    crate::journal::private_dir(dir)?;
     let uid = std::fs::metadata(dir)?.uid();
     let removed = sweep(dir, uid);
     let _ = LOG.set(TempLog {
