@@ -829,6 +829,25 @@ mod tests {
     }
 
     #[test]
+    fn a_journaled_patch_leaves_no_journal_behind() {
+        let (d, s) = setup(&[("a.txt", TEN)]);
+        let state = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&state.path().join("journal")).unwrap();
+        let entries = || {
+            std::fs::read_dir(state.path().join("journal"))
+                .unwrap()
+                .count()
+        };
+        let patch = "--- a.txt\n+++ a.txt\n@@ -1,2 +1,2 @@\n 1\n-2\n+II\n";
+        apply_patch(&s, patch, Some(&journal)).unwrap();
+        assert!(body(&d, "a.txt").starts_with("1\nII\n3\n"));
+        assert_eq!(entries(), 0, "removed once every file is written");
+        // A patch that does not apply journals nothing.
+        apply_patch(&s, patch, Some(&journal)).unwrap_err();
+        assert_eq!(entries(), 0);
+    }
+
+    #[test]
     fn bad_patches_say_why() {
         let (_d, s) = setup(&[("a.txt", TEN)]);
         for (patch, says) in [
