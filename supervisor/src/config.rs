@@ -517,6 +517,10 @@ pub struct TestingConfig {
     /// Register `_probe_serial` and `_probe_parallel`, which record when they start and end
     /// (to test per-conversation lanes).
     pub probe_tools: bool,
+    /// After this many atomic file writes, the next one hangs between its temp file and its
+    /// rename (logged as a warning), so a test can SIGKILL the daemon mid-write
+    /// (`tests/tests/files_crash_windows.rs`). Never set it outside tests.
+    pub pause_after_writes: Option<u64>,
 }
 
 impl Default for Config {

@@ -366,6 +366,21 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let state_dir = private_state_dir(&config.state_dir())?;
+    // Before anything writes: temp files a killed daemon left in the user's tree go.
+    let temps_dir = state_dir.join("temps");
+    match toolvisor_files::temps::open(&temps_dir) {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            removed = n,
+            "removed temp files left by a daemon killed mid-write"
+        ),
+        Err(e) => {
+            tracing::error!(dir = %temps_dir.display(), error = %e, "cannot open the temp-file log: temp files of a write cut short by a crash will stay")
+        }
+    }
+    if let Some(n) = config.testing.pause_after_writes {
+        toolvisor_files::write::pause_after_writes(n);
+    }
     let ledger_dir = PathBuf::from(format!("{}.ledger", bound.path.display()));
     let ledger = Ledger::open(&ledger_dir)?;
     let swept = ledger.sweep();
@@ -421,6 +436,8 @@ pub async fn serve(
         &config.trust.roots,
     ));
     let edits_dir = state_dir.join("structural").join("edits");
+    // The store writes its records through temp files too.
+    toolvisor_files::temps::note(&edits_dir);
     let edits = Arc::new(
         toolvisor_structural::store::EditStore::open(&edits_dir)
             .map_err(|e| anyhow::anyhow!("cannot open the staged edits: {e}"))?,
@@ -428,6 +445,19 @@ pub async fn serve(
     let files = Arc::new(
         crate::tools::files::open(&config, &state_dir).map_err(|e| anyhow::anyhow!("{e}"))?,
     );
+    // An apply_patch a crash cut short is undone before any call runs.
+    let rolled = files.roll_back_interrupted();
+    if !rolled.is_empty() {
+        let restored = rolled
+            .iter()
+            .filter(|o| matches!(o, toolvisor_files::journal::Outcome::Restored(_)))
+            .count();
+        tracing::warn!(
+            files = rolled.len(),
+            restored,
+            "rolled back an apply_patch that a crash interrupted"
+        );
+    }
     let kernels_sup = kind_supervisor(&root, "kernels").await?;
     let kernels = toolvisor_kernel::Kernels::new(
         kernels_sup,

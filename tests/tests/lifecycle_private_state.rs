@@ -1,6 +1,7 @@
 //! What the daemon keeps on disk is private whatever the umask: the state directory, staged
-//! edits (whole file contents), stored results, the audit log, the lock and the spawn ledger
-//! are 0700 directories and 0600 files (issue 11 §6).
+//! edits (whole file contents), stored results, the audit log, the lock, the spawn ledger,
+//! the write journal and the temp log are 0700 directories and 0600 files (issue 11 §6,
+//! issue 12).
 //!
 //! This file holds one test on purpose: it sets the umask of the whole test process to 0.
 
@@ -76,7 +77,31 @@ fn state_files_are_private_even_with_umask_0() {
         json!({"op": "start", "command": "exec sleep 300"}),
     );
 
+    // A write, so the temp log records its directory.
+    let work = d.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut c = d.client(
+        toolvisor_protocol::codec::Codec::Json,
+        toolvisor_protocol::wire::Tier::Write,
+        true,
+    );
+    let wrote = c
+        .call_with(
+            "c",
+            "write",
+            json!({"path": work.join("a.txt"), "content": "x"}),
+            |_| true,
+        )
+        .expect("call");
+    assert!(
+        matches!(wrote.outcome, toolvisor_protocol::wire::Outcome::Ok(_)),
+        "{:?}",
+        wrote.outcome
+    );
+
     let state = d.state_dir();
+    assert!(all_private(&state.join("temps")) >= 1, "a temp log record");
+    all_private(&state.join("journal"));
     assert_eq!(mode(&state), 0o700, "state dir");
     assert_eq!(mode(&state.join("audit.jsonl")), 0o600, "audit log");
     assert!(

@@ -71,9 +71,17 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
             state_dir.display()
         )
     })?;
+    let journal_dir = state_dir.join("journal");
+    let journal = toolvisor_files::journal::Journal::open(&journal_dir).map_err(|e| {
+        format!(
+            "cannot open the write journal {}: {e}",
+            journal_dir.display()
+        )
+    })?;
     Ok(Files {
         config: files,
         store,
+        journal: Some(journal),
     })
 }
 
@@ -313,7 +321,8 @@ pub async fn run(
             let patch = need("apply_patch", &args, "patch")?.to_string();
             let (value, changed) = blocking("apply_patch", move || {
                 let scope = files.scope(&workdir)?;
-                let r = toolvisor_files::patch::apply_patch(&scope, &patch)?;
+                let r =
+                    toolvisor_files::patch::apply_patch(&scope, &patch, files.journal.as_ref())?;
                 let list: Vec<Json> = r
                     .files
                     .iter()

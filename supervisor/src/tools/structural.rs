@@ -475,7 +475,7 @@ async fn resolve(
                     }
                 };
                 let accepted = store
-                    .accept(&conversation, &id, &check)
+                    .accept_with(&conversation, &id, &check, &LoggedWriter)
                     .map_err(|e| tool_error("resolve", &workdir, e))?;
                 Ok((workdir, accepted))
             })
@@ -502,4 +502,18 @@ async fn diagnostics_on_write(daemon: &Arc<Daemon>, ctx: &CallCtx, paths: &[Path
     // The same path as `write`/`edit`/`apply_patch`: only diagnostics new for this run.
     let (run, workdir) = (super::lsp::run_of(ctx), super::lsp::real_workdir(ctx));
     daemon.lsp.after_write(&run, &workdir, paths).await
+}
+
+/// Staged files are written like the store's `AtomicWriter`, with their directory on the
+/// file tools' temp log first, so a daemon killed mid-accept has its temp file removed by the
+/// next one (`toolvisor_files::temps`).
+struct LoggedWriter;
+
+impl toolvisor_structural::store::FileWriter for LoggedWriter {
+    fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            toolvisor_files::temps::note(dir);
+        }
+        toolvisor_structural::store::replace_atomic(path, content)
+    }
 }

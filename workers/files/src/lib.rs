@@ -11,6 +11,7 @@ mod beneath;
 pub mod edit;
 pub mod error;
 pub mod image;
+pub mod journal;
 pub mod list;
 pub mod patch;
 pub mod paths;
@@ -18,6 +19,7 @@ pub mod read;
 pub mod search;
 pub mod secrets;
 pub mod store;
+pub mod temps;
 pub mod text;
 pub mod write;
 
@@ -95,6 +97,8 @@ impl Default for FilesConfig {
 pub struct Files {
     pub config: FilesConfig,
     pub store: store::ResultStore,
+    /// The crash journal of `apply_patch` (`<state_dir>/journal`); `None`: not journaled.
+    pub journal: Option<journal::Journal>,
 }
 
 impl Files {
@@ -105,5 +109,13 @@ impl Files {
             &self.config.read_roots,
             self.config.allow_outside_workdir,
         )
+    }
+
+    /// Roll back the writes a killed daemon left half done (see [`journal`]).
+    pub fn roll_back_interrupted(&self) -> Vec<journal::Outcome> {
+        match &self.journal {
+            Some(j) => j.roll_back(&|root| self.scope(root)),
+            None => Vec::new(),
+        }
     }
 }

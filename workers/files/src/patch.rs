@@ -2,10 +2,13 @@
 //! deletions included) applied all or nothing. Every hunk of every file is applied in
 //! memory first; a hunk that does not apply is named with its header and context and
 //! nothing is written. Then each file is written atomically; should a later write fail,
-//! the files already written are put back.
+//! the files already written are put back. With a [`Journal`], every target's original and
+//! new bytes are on disk before the first write, so a daemon killed mid-way has the files
+//! put back at its next start: all or nothing holds across a crash too.
 
 use crate::edit::load;
 use crate::error::{Error, Result};
+use crate::journal::{Entry, Journal};
 use crate::paths::{Access, Resolved, Scope};
 use crate::write::write_atomic;
 use crate::{ChangeKind, Changed};
@@ -396,8 +399,9 @@ struct Applied {
     removed: usize,
 }
 
-/// Apply `patch` to files in `scope`: all hunks of all files, or nothing.
-pub fn apply_patch(scope: &Scope, patch: &str) -> Result<PatchResult> {
+/// Apply `patch` to files in `scope`: all hunks of all files, or nothing; recorded in
+/// `journal` (when given) before the first write, so a crash mid-way is rolled back.
+pub fn apply_patch(scope: &Scope, patch: &str, journal: Option<&Journal>) -> Result<PatchResult> {
     let files = parse(patch)?;
     let mut notes = Vec::new();
     let mut applied: Vec<Applied> = Vec::new();
@@ -537,7 +541,25 @@ pub fn apply_patch(scope: &Scope, patch: &str) -> Result<PatchResult> {
         }
     }
 
-    // Every hunk applied in memory: write, and put back what was written if a write fails.
+    // Every hunk applied in memory: journal, write, and put back what was written if a write
+    // fails.
+    let mark = match journal {
+        Some(j) => {
+            let entries: Vec<Entry> = applied
+                .iter()
+                .map(|a| Entry {
+                    real: a.target.real.clone(),
+                    before: a.before.clone(),
+                    after: a.after.clone(),
+                })
+                .collect();
+            Some(
+                j.begin("apply_patch", scope.root(), &entries)
+                    .map_err(|e| Error::io("the write journal", "record", e))?,
+            )
+        }
+        None => None,
+    };
     for i in 0..applied.len() {
         let a = &applied[i];
         let done = match &a.after {
@@ -551,8 +573,14 @@ pub fn apply_patch(scope: &Scope, patch: &str) -> Result<PatchResult> {
                     None => prev.target.remove_file(),
                 };
             }
+            if let Some(mark) = mark {
+                mark.finish();
+            }
             return Err(e);
         }
+    }
+    if let Some(mark) = mark {
+        mark.finish();
     }
     let files = applied
         .into_iter()
@@ -729,7 +757,7 @@ mod tests {
     fn applies_hunks_creates_and_deletes() {
         let (d, s) = setup(&[("src/a.txt", TEN), ("gone.txt", "bye\n")]);
         let patch = "diff --git a/src/a.txt b/src/a.txt\nindex 1..2 100644\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n 1\n-2\n+two\n 3\n@@ -8,3 +8,4 @@\n 8\n 9\n 10\n+11\n--- /dev/null\n+++ b/new/b.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n";
-        let r = apply_patch(&s, patch).unwrap();
+        let r = apply_patch(&s, patch, None).unwrap();
         assert_eq!(
             body(&d, "src/a.txt"),
             "1\ntwo\n3\n4\n5\n6\n7\n8\n9\n10\n11\n"
@@ -756,7 +784,7 @@ mod tests {
     fn a_failing_hunk_writes_nothing_and_is_named() {
         let (d, s) = setup(&[("a.txt", TEN), ("b.txt", "x\n")]);
         let patch = "--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-x\n+y\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-1\n+one\n 2\n@@ -5,3 +5,3 @@\n 5\n-six\n+SIX\n 7\n";
-        let e = apply_patch(&s, patch).unwrap_err();
+        let e = apply_patch(&s, patch, None).unwrap_err();
         let msg = e.to_string();
         assert!(
             msg.contains("hunk 2 of a.txt (@@ -5,3 +5,3 @@) does not apply"),
@@ -777,21 +805,46 @@ mod tests {
     #[test]
     fn offsets_crlf_no_eol_and_bare_hunks() {
         let (d, s) = setup(&[("a.txt", "0\n0\n1\n2\n3\n")]);
-        let r = apply_patch(&s, "--- a.txt\n+++ a.txt\n@@ -1,2 +1,2 @@\n 1\n-2\n+II\n").unwrap();
+        let r = apply_patch(
+            &s,
+            "--- a.txt\n+++ a.txt\n@@ -1,2 +1,2 @@\n 1\n-2\n+II\n",
+            None,
+        )
+        .unwrap();
         assert!(r.notes[0].contains("offset +2"), "{:?}", r.notes);
         assert_eq!(body(&d, "a.txt"), "0\n0\n1\nII\n3\n");
 
         let (d, s) = setup(&[("w.txt", "a\r\nb\r\nc")]);
-        apply_patch(&s, "--- a/w.txt\n+++ b/w.txt\n@@ -2,2 +2,3 @@\n b\n-c\n\\ No newline at end of file\n+C\n+d\n\\ No newline at end of file\n").unwrap();
+        apply_patch(&s, "--- a/w.txt\n+++ b/w.txt\n@@ -2,2 +2,3 @@\n b\n-c\n\\ No newline at end of file\n+C\n+d\n\\ No newline at end of file\n", None).unwrap();
         assert_eq!(body(&d, "w.txt"), "a\r\nb\r\nC\r\nd");
 
         let (d, s) = setup(&[("f.py", "def f():\n    return 1\n")]);
         apply_patch(
             &s,
             "--- a/f.py\n+++ b/f.py\n@@\n def f():\n-    return 1\n+    return 2\n",
+            None,
         )
         .unwrap();
         assert_eq!(body(&d, "f.py"), "def f():\n    return 2\n");
+    }
+
+    #[test]
+    fn a_journaled_patch_leaves_no_journal_behind() {
+        let (d, s) = setup(&[("a.txt", TEN)]);
+        let state = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&state.path().join("journal")).unwrap();
+        let entries = || {
+            std::fs::read_dir(state.path().join("journal"))
+                .unwrap()
+                .count()
+        };
+        let patch = "--- a.txt\n+++ a.txt\n@@ -1,2 +1,2 @@\n 1\n-2\n+II\n";
+        apply_patch(&s, patch, Some(&journal)).unwrap();
+        assert!(body(&d, "a.txt").starts_with("1\nII\n3\n"));
+        assert_eq!(entries(), 0, "removed once every file is written");
+        // A patch that does not apply journals nothing.
+        apply_patch(&s, patch, Some(&journal)).unwrap_err();
+        assert_eq!(entries(), 0);
     }
 
     #[test]
@@ -814,7 +867,7 @@ mod tests {
                 "already exists",
             ),
         ] {
-            let e = apply_patch(&s, patch).unwrap_err().to_string();
+            let e = apply_patch(&s, patch, None).unwrap_err().to_string();
             assert!(e.contains(says), "{patch:?}: {e}");
         }
     }

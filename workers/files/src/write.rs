@@ -12,7 +12,29 @@ use crate::error::{Error, Result};
 use crate::paths::{Access, Resolved, Scope};
 use crate::{ChangeKind, Changed};
 
-static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+/// Test hook (`[testing] pause_after_writes`): the write that follows this many atomic writes
+/// of the daemon stops for good after its temp file is written and before the rename, so a
+/// test can SIGKILL the daemon at that exact point. `u64::MAX`: off (always, outside tests).
+static PAUSE_AFTER_WRITES: AtomicU64 = AtomicU64::new(u64::MAX);
+static WRITES: AtomicU64 = AtomicU64::new(0);
+
+/// Arm the test hook above: after `n` writes, the next one hangs before its rename.
+pub fn pause_after_writes(n: u64) {
+    tracing::warn!(
+        writes = n,
+        "test hook [testing] pause_after_writes is set: a write will hang; never use this outside tests"
+    );
+    PAUSE_AFTER_WRITES.store(n, Ordering::Relaxed);
+}
+
+fn test_pause(target: &Resolved) {
+    if WRITES.fetch_add(1, Ordering::Relaxed) >= PAUSE_AFTER_WRITES.load(Ordering::Relaxed) {
+        tracing::warn!(path = %target.real.display(), "test hook: pausing this write before its rename, until the daemon is killed");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+}
 
 /// Replace (or create) `target` with `bytes` atomically: readers see the old content or the
 /// new, never a mix. Missing parent directories are created. An existing file keeps its
@@ -43,12 +65,12 @@ pub fn write_atomic(target: &Resolved, bytes: &[u8]) -> Result<()> {
         )
         .map_err(|e| target.error("open for writing", e.into()))?;
     }
-    let tmp = format!(
-        ".{}.toolvisor-{}-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
-    );
+    // The directory is on record before the temp file exists, so a daemon killed before the
+    // rename has its leftover removed by the next one (`temps`).
+    if let Some(parent) = target.real.parent() {
+        crate::temps::note(parent);
+    }
+    let tmp = crate::temps::temp_name(name.as_os_str());
     let result = (|| -> std::io::Result<()> {
         let fd = rustix::fs::openat(
             &dir,
@@ -63,6 +85,7 @@ pub fn write_atomic(target: &Resolved, bytes: &[u8]) -> Result<()> {
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
+        test_pause(target);
         // The directory is not fsynced: on ext4 that more than doubled a write's time (5.8
         // to 15 ms), and a crash then leaves the old file or the new, never a torn one.
         Ok(rustix::fs::renameat(

@@ -267,17 +267,13 @@ pub fn write_all(changes: &[FileChange]) -> Result<(), ToolError> {
         )
     };
     let mut temps = Vec::new();
-    for (i, c) in changes.iter().enumerate() {
+    for c in changes {
         let dir = c.path.parent().unwrap_or(Path::new("/"));
-        let name = c
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(
-            ".{name}.toolvisor-rename-{}-{i}",
-            std::process::id()
-        ));
+        let name = c.path.file_name().unwrap_or_default();
+        // On the temp log first: a daemon killed before the renames has its temp files
+        // removed at the next start.
+        toolvisor_files::temps::note(dir);
+        let tmp = dir.join(toolvisor_files::temps::temp_name(name));
         let perms = std::fs::metadata(&c.path).map(|m| m.permissions()).ok();
         let written = std::fs::write(&tmp, &c.new).and_then(|_| match perms {
             Some(p) => std::fs::set_permissions(&tmp, p),

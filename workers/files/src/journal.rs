@@ -1,0 +1,297 @@
+//! The crash journal of multi-file writes (`apply_patch`): before the first write, every
+//! target's real path, its original bytes (or "did not exist") and the bytes about to be
+//! written (or "to be deleted") go to one 0600 file under `<state_dir>/journal/`, fsynced;
+//! then the files are written; then the journal is removed. A daemon that finds a journal at
+//! start was killed between the two and rolls the files back, so all or nothing holds across
+//! a crash. A file that holds neither its original nor the patched bytes was changed by
+//! someone since: it is left alone and logged, never clobbered.
+
+use std::io::Write as _;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::{Value as Json, json};
+
+use crate::error::Error;
+use crate::paths::{Access, Scope};
+
+/// One target of a journaled write.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The file's real path, as checked against the scope.
+    pub real: PathBuf,
+    /// Its bytes before the write; `None`: it did not exist.
+    pub before: Option<Vec<u8>>,
+    /// The bytes being written; `None`: it is being deleted.
+    pub after: Option<Vec<u8>>,
+}
+
+/// The journal directory (`<state_dir>/journal`, 0700; each journal 0600: they hold whole
+/// file contents).
+#[derive(Debug)]
+pub struct Journal {
+    dir: PathBuf,
+    seq: AtomicU64,
+}
+
+/// A journal on disk for writes in progress; [`Mark::finish`] removes it when the writes are
+/// done (or undone). Dropped without `finish` (a panic) it stays, and the next start rolls
+/// the files back.
+#[must_use = "a journal left on disk rolls its files back at the next start"]
+pub struct Mark {
+    path: PathBuf,
+}
+
+impl Mark {
+    /// The writes are complete (or were undone in process): forget them.
+    pub fn finish(self) {
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            tracing::error!(journal = %self.path.display(), error = %e, "cannot remove a finished write journal; the next start will roll its files back unless they changed");
+        }
+    }
+}
+
+/// What a rollback did with one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It held the written bytes and was put back.
+    Restored(PathBuf),
+    /// It still held its original bytes (not written yet).
+    Untouched(PathBuf),
+    /// It holds neither: someone changed it since; left alone.
+    ChangedSince(PathBuf),
+    /// It could not be checked or restored.
+    Failed(PathBuf, String),
+}
+
+fn b64(bytes: &Option<Vec<u8>>) -> Json {
+    bytes.as_ref().map_or(Json::Null, |b| json!(B64.encode(b)))
+}
+
+fn un_b64(v: &Json) -> Result<Option<Vec<u8>>, String> {
+    match v {
+        Json::Null => Ok(None),
+        Json::String(s) => B64.decode(s).map(Some).map_err(|e| e.to_string()),
+        _ => Err("not a string".into()),
+    }
+}
+
+/// Create `dir` (and its parents) and make it 0700 whatever the umask or an older version
+/// left: what the file tools keep under the state directory is ours alone.
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+impl Journal {
+    /// Open (creating, 0700) the journal directory `dir`.
+    pub fn open(dir: &Path) -> std::io::Result<Journal> {
+        private_dir(dir)?;
+        Ok(Journal {
+            dir: dir.to_path_buf(),
+            seq: AtomicU64::new(0),
+        })
+    }
+
+    /// Record `entries` of a write under the workdir `root`, durably, before the first write.
+    pub fn begin(&self, tool: &str, root: &Path, entries: &[Entry]) -> std::io::Result<Mark> {
+        let files: Vec<Json> = entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "path": B64.encode(e.real.as_os_str().as_bytes()),
+                    "before": b64(&e.before),
+                    "after": b64(&e.after),
+                })
+            })
+            .collect();
+        let record = json!({
+            "tool": tool,
+            "root": B64.encode(root.as_os_str().as_bytes()),
+            "files": files,
+        });
+        let path = self.dir.join(format!(
+            "{tool}-{}-{}.json",
+            std::process::id(),
+            self.seq.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .mode(0o600)
+            .open(&path)?;
+        f.write_all(&serde_json::to_vec(&record).map_err(std::io::Error::other)?)?;
+        f.sync_all()?;
+        // The entry itself must survive a crash too.
+        std::fs::File::open(&self.dir)?.sync_all()?;
+        Ok(Mark { path })
+    }
+
+    /// Roll back every journal left by a daemon that died mid-write, then remove it. Each
+    /// file is checked against a scope of its workdir built by `scope` (so it is restored
+    /// through the file tools' confined write path) and restored only if it holds the bytes
+    /// that were being written. Call at start, before any call runs.
+    pub fn roll_back(&self, scope: &dyn Fn(&Path) -> crate::error::Result<Scope>) -> Vec<Outcome> {
+        let mut out = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return out;
+        };
+        let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for path in paths {
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            match roll_back_one(&path, scope) {
+                Ok(mut done) => out.append(&mut done),
+                Err(why) => {
+                    tracing::error!(journal = %path.display(), error = %why, "cannot roll back an interrupted write journal; its files are left as they are")
+                }
+            }
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::error!(journal = %path.display(), error = %e, "cannot remove a rolled-back write journal");
+            }
+        }
+        out
+    }
+}
+
+fn roll_back_one(
+    path: &Path,
+    scope: &dyn Fn(&Path) -> crate::error::Result<Scope>,
+) -> Result<Vec<Outcome>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let record: Json = serde_json::from_slice(&bytes).map_err(|e| format!("damaged: {e}"))?;
+    let path_of = |v: &Json| -> Result<PathBuf, String> {
+        let b = un_b64(v)?.ok_or("no path")?;
+        Ok(PathBuf::from(std::ffi::OsString::from_vec(b)))
+    };
+    let root = path_of(&record["root"])?;
+    let scope =
+        scope(&root).map_err(|e| format!("cannot open the workdir {}: {e}", root.display()))?;
+    let files = record["files"].as_array().ok_or("no files")?;
+    let mut out = Vec::new();
+    // Restore in reverse order of writing.
+    for f in files.iter().rev() {
+        let real = path_of(&f["path"])?;
+        let before = un_b64(&f["before"])?;
+        let after = un_b64(&f["after"])?;
+        let outcome = restore(&scope, &real, before.as_deref(), after.as_deref());
+        match &outcome {
+            Outcome::Restored(p) => {
+                tracing::warn!(path = %p.display(), "restored a file written by an apply_patch that a crash interrupted")
+            }
+            Outcome::ChangedSince(p) => {
+                tracing::error!(path = %p.display(), "not restoring a file of an interrupted apply_patch: it holds neither its original nor the patched content (changed since); left as it is")
+            }
+            Outcome::Failed(p, why) => {
+                tracing::error!(path = %p.display(), error = %why, "cannot restore a file of an interrupted apply_patch")
+            }
+            Outcome::Untouched(_) => {}
+        }
+        out.push(outcome);
+    }
+    Ok(out)
+}
+
+fn restore(scope: &Scope, real: &Path, before: Option<&[u8]>, after: Option<&[u8]>) -> Outcome {
+    let failed = |why: String| Outcome::Failed(real.to_path_buf(), why);
+    let Some(given) = real.to_str() else {
+        return failed("the path is not UTF-8".into());
+    };
+    let target = match scope.resolve(given, Access::Write) {
+        Ok(t) => t,
+        Err(e) => return failed(e.to_string()),
+    };
+    if target.real != real {
+        return failed(format!(
+            "it resolves to {} now (a symbolic link was put on its path); not followed",
+            target.real.display()
+        ));
+    }
+    let now = match crate::edit::load(&target) {
+        Ok(b) => Some(b),
+        Err(Error::NotFound { .. }) => None,
+        Err(e) => return failed(e.to_string()),
+    };
+    if now.as_deref() == before {
+        return Outcome::Untouched(real.to_path_buf());
+    }
+    if now.as_deref() != after {
+        return Outcome::ChangedSince(real.to_path_buf());
+    }
+    let done = match before {
+        Some(bytes) => crate::write::write_atomic(&target, bytes),
+        None => target.remove_file(),
+    };
+    match done {
+        Ok(()) => Outcome::Restored(real.to_path_buf()),
+        Err(e) => failed(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolls_back_written_files_and_leaves_changed_ones() {
+        let work = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let root = work.path().canonicalize().unwrap();
+        let p = |n: &str| root.join(n);
+        std::fs::write(p("written.txt"), "new").unwrap();
+        std::fs::write(p("pending.txt"), "old").unwrap();
+        std::fs::write(p("user.txt"), "mine").unwrap();
+        std::fs::write(p("created.txt"), "fresh").unwrap();
+        let journal = Journal::open(&state.path().join("journal")).unwrap();
+        let e = |n: &str, before: Option<&str>, after: Option<&str>| Entry {
+            real: p(n),
+            before: before.map(|s| s.as_bytes().to_vec()),
+            after: after.map(|s| s.as_bytes().to_vec()),
+        };
+        let mark = journal
+            .begin(
+                "apply_patch",
+                &root,
+                &[
+                    e("written.txt", Some("old"), Some("new")),
+                    e("pending.txt", Some("old"), Some("new")),
+                    e("user.txt", Some("old"), Some("new")),
+                    e("created.txt", None, Some("fresh")),
+                    e("deleted.txt", Some("gone"), None),
+                ],
+            )
+            .unwrap();
+        std::mem::forget(mark);
+        let mode = std::fs::metadata(state.path().join("journal"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let outcomes = journal.roll_back(&|r| Scope::new(r, &[], false));
+        assert_eq!(std::fs::read_to_string(p("written.txt")).unwrap(), "old");
+        assert_eq!(std::fs::read_to_string(p("pending.txt")).unwrap(), "old");
+        assert_eq!(std::fs::read_to_string(p("user.txt")).unwrap(), "mine");
+        assert!(!p("created.txt").exists());
+        assert_eq!(std::fs::read_to_string(p("deleted.txt")).unwrap(), "gone");
+        assert!(outcomes.contains(&Outcome::ChangedSince(p("user.txt"))));
+        assert!(outcomes.contains(&Outcome::Untouched(p("pending.txt"))));
+        assert_eq!(
+            std::fs::read_dir(state.path().join("journal"))
+                .unwrap()
+                .count(),
+            0,
+            "the journal is removed once rolled back"
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! Temp files left in the user's tree by a daemon killed mid-write, removed by the next one.
+//! An atomic write makes `.{name}.toolvisor-{pid}-{seq}.tmp` beside its target and renames it
+//! over the target; a SIGKILL between the two leaves the temp file. Before a daemon makes its
+//! first temp file in a directory, it appends that directory to its own record
+//! `<state_dir>/temps/<pid>.dirs` (0600, fsynced): one write per directory per daemon run, not
+//! per write. At start a daemon reads the records of daemons that are no longer alive (a
+//! record of a live process is left alone: a concurrent daemon sharing the state directory)
+//! and removes, in each recorded directory, exactly the regular files of our uid named
+//! `.*.toolvisor-<that pid>-<digits>.tmp`; then the record. Nothing else is ever removed.
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
+struct TempLog {
+    dir: PathBuf,
+    /// This daemon's record, opened at the first write, and the directories already in it.
+    own: Mutex<(Option<std::fs::File>, HashSet<PathBuf>)>,
+}
+
+static LOG: OnceLock<TempLog> = OnceLock::new();
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The name of a new temp file for the file `name`, unique in this process:
+/// `.{name}.toolvisor-{pid}-{seq}.tmp`, the one form [`open`]'s sweep recognizes.
+pub fn temp_name(name: &std::ffi::OsStr) -> String {
+    format!(
+        ".{}.toolvisor-{}-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Open the temp log in `dir` (`<state_dir>/temps`, created 0700), remove the leftovers of
+/// every dead daemon recorded there, and record this daemon's directories from now on.
+/// Returns how many leftovers were removed. Call at start, before any write.
+pub fn open(dir: &Path) -> std::io::Result<usize> {
+    crate::journal::private_dir(dir)?;
+    let uid = std::fs::metadata(dir)?.uid();
+    let removed = sweep(dir, uid);
+    let _ = LOG.set(TempLog {
+        dir: dir.to_path_buf(),
+        own: Mutex::new((None, HashSet::new())),
+    });
+    Ok(removed)
+}
+
+/// Record `dir` (a real path) as holding this daemon's temp files, once per run. Without an
+/// open log (unit tests, tools outside the daemon) this does nothing. A failure is logged
+/// and the write goes on: a leftover is a smaller harm than a refused write.
+pub fn note(dir: &Path) {
+    let Some(log) = LOG.get() else {
+        return;
+    };
+    let mut own = log.own.lock().unwrap_or_else(|p| p.into_inner());
+    if own.1.contains(dir) {
+        return;
+    }
+    let result = (|| -> std::io::Result<()> {
+        if own.0.is_none() {
+            let path = log.dir.join(format!("{}.dirs", std::process::id()));
+            let f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+                .mode(0o600)
+                .open(&path)?;
+            std::fs::File::open(&log.dir)?.sync_all()?;
+            own.0 = Some(f);
+        }
+        let f = own.0.as_mut().expect("opened above");
+        let mut line = hex(dir.as_os_str().as_bytes());
+        line.push('\n');
+        f.write_all(line.as_bytes())?;
+        f.sync_data()
+    })();
+    match result {
+        Ok(()) => {
+            own.1.insert(dir.to_path_buf());
+        }
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot record a directory of temp files; should the daemon be killed mid-write there, its temp file stays")
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// True while `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn sweep(dir: &Path, uid: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let me = std::process::id();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".dirs"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // Our own pid here is a dead daemon's (ours has written nothing yet); another live
+        // process may be a daemon sharing this state directory.
+        if pid != me && alive(pid) {
+            continue;
+        }
+        let record = entry.path();
+        let text = std::fs::read_to_string(&record).unwrap_or_default();
+        for line in text.lines() {
+            let Some(bytes) = unhex(line.trim()) else {
+                continue;
+            };
+            let d = PathBuf::from(std::ffi::OsString::from_vec(bytes));
+            removed += sweep_dir(&d, pid, uid);
+        }
+        if let Err(e) = std::fs::remove_file(&record) {
+            tracing::error!(record = %record.display(), error = %e, "cannot remove a swept temp record");
+        }
+    }
+    removed
+}
+
+/// Whether `name` is a temp file of daemon `pid`: `.*.toolvisor-<pid>-<digits>.tmp`.
+fn ours(name: &[u8], pid: u32) -> bool {
+    let Some(stem) = name.strip_suffix(b".tmp") else {
+        return false;
+    };
+    let Some(dash) = stem.iter().rposition(|&b| b == b'-') else {
+        return false;
+    };
+    let (head, seq) = (&stem[..dash], &stem[dash + 1..]);
+    name.first() == Some(&b'.')
+        && !seq.is_empty()
+        && seq.iter().all(u8::is_ascii_digit)
+        && head.ends_with(format!(".toolvisor-{pid}").as_bytes())
+}
+
+fn sweep_dir(dir: &Path, pid: u32, uid: u32) -> usize {
+    // The directory was a real path when recorded; one swapped for a link since is not ours
+    // to clean.
+    let Ok(fd) = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return 0;
+    };
+    let Ok(listing) = rustix::fs::Dir::read_from(&fd) else {
+        return 0;
+    };
+    let names: Vec<Vec<u8>> = listing
+        .flatten()
+        .map(|e| e.file_name().to_bytes().to_vec())
+        .filter(|n| ours(n, pid))
+        .collect();
+    let mut removed = 0;
+    for name in names {
+        let os = std::ffi::OsStr::from_bytes(&name);
+        let Ok(st) = rustix::fs::statat(&fd, os, AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != uid {
+            continue;
+        }
+        match rustix::fs::unlinkat(&fd, os, AtFlags::empty()) {
+            Ok(()) => {
+                removed += 1;
+                tracing::warn!(dir = %dir.display(), file = %os.to_string_lossy(), pid, "removed a temp file left by a daemon killed mid-write");
+            }
+            Err(e) => {
+                tracing::error!(dir = %dir.display(), file = %os.to_string_lossy(), error = %e, "cannot remove a temp file left by a killed daemon")
+            }
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_one_daemon_only() {
+        assert!(ours(b".a.txt.toolvisor-42-0.tmp", 42));
+        assert!(ours(b"..x.toolvisor-42-17.tmp", 42));
+        assert!(!ours(b".a.txt.toolvisor-142-0.tmp", 42));
+        assert!(!ours(b".a.txt.toolvisor-42-0.tmp", 4));
+        assert!(!ours(b"a.txt.toolvisor-42-0.tmp", 42));
+        assert!(!ours(b".a.txt.toolvisor-42-.tmp", 42));
+        assert!(!ours(b".a.txt.toolvisor-42-0.tmpx", 42));
+        assert!(!ours(b".a.txt.toolvisor-42-x0.tmp", 42));
+        assert_eq!(unhex(&hex(b"/a/b\n")).unwrap(), b"/a/b\n");
+        let made = temp_name(std::ffi::OsStr::new("a.rs"));
+        assert!(ours(made.as_bytes(), std::process::id()), "{made}");
+    }
+}
