@@ -56,7 +56,9 @@ pub struct TreeNode {
     /// Time left before the idle or hard TTL expires, whichever is sooner.
     pub ttl_left_ms: Option<u64>,
     pub restarts: u32,
-    /// Messages queued in the actor's mailbox.
+    /// Calls in flight on the node: a session's calls; a resource's calls using it now (a
+    /// kernel's cell, a debug session's operation, a language server's requests). Named
+    /// `mailbox` on the wire for compatibility.
     pub mailbox: u32,
     pub rss_bytes: Option<u64>,
     /// A short free-form note (command line, conversation, peer). Known secrets are masked;

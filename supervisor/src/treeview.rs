@@ -48,8 +48,8 @@ pub fn render_text(snapshot: &TreeSnapshot) -> String {
         .unwrap_or(0)
         .max(28);
     let mut out = format!(
-        "{:<w$} {:>8} {:<9} {:>7} {:>7} {:>4} {:>4} {:>7}  {}\n",
-        "KIND/ID", "PID", "STATE", "UPTIME", "TTL", "RST", "MBOX", "RSS", "DETAIL"
+        "{:<w$} {:>8} {:<9} {:>7} {:>7} {:>4} {:>5} {:>7}  {}\n",
+        "KIND/ID", "PID", "STATE", "UPTIME", "TTL", "RST", "CALLS", "RSS", "DETAIL"
     );
     for (name, node) in rows {
         let mut detail = node.detail.clone();
@@ -57,7 +57,7 @@ pub fn render_text(snapshot: &TreeSnapshot) -> String {
             detail = format!("{detail} [last error: {err}]");
         }
         out.push_str(&format!(
-            "{:<w$} {:>8} {:<9} {:>7} {:>7} {:>4} {:>4} {:>7}  {}\n",
+            "{:<w$} {:>8} {:<9} {:>7} {:>7} {:>4} {:>5} {:>7}  {}\n",
             name,
             node.pid
                 .map(|p| p.to_string())

@@ -200,6 +200,8 @@ impl Debuggers {
             DebugOp::Terminate => self.terminate(&slot).await,
             op => {
                 let session = self.live(&slot, op).await?;
+                // Counted on the session's node while it runs (the tree's CALLS column).
+                let _call = session.status.enqueue();
                 match op {
                     DebugOp::Continue | DebugOp::StepOver | DebugOp::StepIn | DebugOp::StepOut => {
                         self.resume(&session, op, args.thread_id).await
