@@ -1,0 +1,435 @@
+//! `debug launch` and `attach`: refusing a second session, starting the adapter under the
+//! `debug_adapters` supervisor, and the DAP handshake (initialize, launch or attach,
+//! breakpoints, configurationDone) up to the first stop.
+
+use super::*;
+
+impl Debuggers {
+    // ---- launch and attach ----------------------------------------------------------------
+
+    pub(super) fn refuse_second(&self, slot: &Slot, op: &str) -> Result<(), ToolError> {
+        if let Some(running) = lock(&slot.current).clone().filter(|s| s.is_live()) {
+            let what = match &running.target {
+                Target::Launch { program, .. } => program.display().to_string(),
+                Target::Attach { port } => format!("127.0.0.1:{port}"),
+            };
+            return Err(err(
+                ErrorKind::Busy,
+                format!(
+                    "debug {op}: this conversation already has a debug session: {} ({} {what}, {}); a second one is refused, not swapped in",
+                    running.id,
+                    running.adapter,
+                    running.state_word()
+                ),
+                "`terminate` ends the running session first; `status` shows it",
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn launch(
+        &self,
+        call: &DebugCall,
+        slot: &Arc<Slot>,
+        args: &DebugArgs,
+    ) -> Result<Value, ToolError> {
+        self.refuse_second(slot, "launch")?;
+        let program = need("launch", "program", &args.program)?;
+        let path = absolute(&call.workdir, &program);
+        if !path.is_file() {
+            return Err(err(
+                ErrorKind::NotFound,
+                format!("debug launch: no such program {}", path.display()),
+                "paths are relative to the workdir; build the program first (e.g. `gcc -g`)",
+            ));
+        }
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        let (name, spec) = match &args.adapter {
+            Some(name) => match self.adapters.get_key_value(name) {
+                Some(found) => found,
+                None => {
+                    return Err(err(
+                        ErrorKind::InvalidArgs,
+                        format!("debug launch: no adapter named {name:?}"),
+                        format!("adapters here: {}", self.adapters.keys().cloned().collect::<Vec<_>>().join(", ")),
+                    ));
+                }
+            },
+            None => adapters::pick(&self.adapters, &path).ok_or_else(|| {
+                err(
+                    ErrorKind::InvalidArgs,
+                    format!("debug launch: cannot tell which adapter debugs {}", path.display()),
+                    "name one with `adapter` (`adapters` lists them); .py goes to debugpy, native executables to lldb",
+                )
+            })?,
+        };
+        let root = adapters::find_root(&path, &spec.markers);
+        let project = root.unwrap_or_else(|| call.workdir.clone());
+        let search = self.search(&project, &call.workdir);
+        let resolved = adapters::resolve(name, spec, &search).map_err(|why| {
+            err(
+                ErrorKind::NotAvailable,
+                format!("debug launch: the {name} adapter cannot run here: {why}"),
+                "install it (scripts/install-test-deps installs debugpy and lldb-dap), or point `[debug] search_path` at it; `adapters` shows what works",
+            )
+        })?;
+        let flavor = resolved.flavor;
+        let launch_args = args.args.clone().unwrap_or_default();
+        let breakpoints = lock(&slot.breakpoints).clone();
+        let stop_on_entry = breakpoints.is_empty();
+        let mut request = Map::new();
+        request.insert("program".into(), json!(path.display().to_string()));
+        request.insert("args".into(), json!(launch_args));
+        request.insert("cwd".into(), json!(call.workdir.display().to_string()));
+        if stop_on_entry {
+            request.insert("stopOnEntry".into(), json!(true));
+        }
+        match flavor {
+            Flavor::Debugpy => {
+                request.insert("console".into(), json!("internalConsole"));
+                if let Some(python) = &resolved.python {
+                    request.insert("python".into(), json!([python.display().to_string()]));
+                }
+            }
+            Flavor::Delve => {
+                request.insert("mode".into(), json!("debug"));
+            }
+            Flavor::Lldb | Flavor::Dart | Flavor::Generic => {}
+        }
+        let target = Target::Launch {
+            program: path.clone(),
+            args: launch_args,
+        };
+        let command = resolved.command_line();
+        let connect = Connect::Spawn {
+            resolved: Box::new(resolved),
+            cwd: call.workdir.clone(),
+            launcher: self.launcher.clone(),
+        };
+        let session = self
+            .start_session(call, slot, name, flavor, target, command, connect)
+            .await?;
+        self.handshake(&session, slot, "launch", Value::Object(request), true)
+            .await
+    }
+
+    pub(super) async fn attach(
+        &self,
+        call: &DebugCall,
+        slot: &Arc<Slot>,
+        args: &DebugArgs,
+    ) -> Result<Value, ToolError> {
+        self.refuse_second(slot, "attach")?;
+        let port = need("attach", "port", &args.port)?;
+        let port = u16::try_from(port).ok().filter(|p| *p > 0).ok_or_else(|| {
+            err(
+                ErrorKind::InvalidArgs,
+                format!("debug attach: port {port} is not a TCP port"),
+                "ports are 1..=65535",
+            )
+        })?;
+        let name = args.adapter.clone().unwrap_or_else(|| "debugpy".into());
+        if Flavor::of(&name) != Flavor::Debugpy {
+            return Err(err(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "debug attach: attaching by port is supported for debugpy only, not {name:?}"
+                ),
+                "start the program as `python -m debugpy --listen PORT --wait-for-client prog.py` and attach to PORT",
+            ));
+        }
+        let session = self
+            .start_session(
+                call,
+                slot,
+                &name,
+                Flavor::Debugpy,
+                Target::Attach { port },
+                format!("127.0.0.1:{port}"),
+                Connect::Tcp { port },
+            )
+            .await?;
+        // `redirectOutput`: the program's output comes as events too. (debugpy refuses an
+        // attach with no arguments at all.)
+        let request = json!({"redirectOutput": true});
+        let expect_stop = !lock(&slot.breakpoints).is_empty();
+        self.handshake(&session, slot, "attach", request, expect_stop)
+            .await
+    }
+
+    /// Creates the session, starts its actor under the supervisor and makes it current.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn start_session(
+        &self,
+        call: &DebugCall,
+        slot: &Arc<Slot>,
+        name: &str,
+        flavor: Flavor,
+        target: Target,
+        command: String,
+        connect: Connect,
+    ) -> Result<Arc<Session>, ToolError> {
+        let n = self.ids.next().map_err(|e| {
+            ToolError::new(
+                ErrorKind::Io,
+                format!("cannot reserve an id for the new debug session: {e}"),
+                "check that the daemon's state dir is writable (disk full?); nothing was started",
+            )
+        })?;
+        let id = format!("{}#{n}", call.conversation);
+        let status = NodeStatus::owned(
+            "debug_session",
+            &id,
+            &call.conversation,
+            format!("{}: {name}", call.conversation),
+            self.notifier.clone(),
+        );
+        let session = Session::new(
+            id.clone(),
+            &call.conversation,
+            name,
+            flavor,
+            target,
+            command,
+            status.clone(),
+            self.config.session_ttl(),
+            self.config.output_bytes,
+            self.supervisor.clone(),
+        );
+        let args = Arc::new(Mutex::new(Some(SessionArgs {
+            session: session.clone(),
+            connect,
+        })));
+        let factory: Factory = Arc::new(move |ctx: StartCtx| {
+            let args = lock(&args).take();
+            Box::pin(async move {
+                let args = args.ok_or_else(|| "a debug session is started once".to_string())?;
+                let name = format!("debug/{}", args.session.id);
+                Actor::spawn_linked(Some(name), SessionActor, args, ctx.supervisor)
+                    .await
+                    .map(|(actor, _)| actor.get_cell())
+                    .map_err(|e| e.to_string())
+            })
+        });
+        let spec = ChildSpec {
+            id: id.clone(),
+            factory,
+            policy: RestartPolicy::default().with_restart(Restart::Temporary),
+            status,
+        };
+        let started = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Start { spec, reply },
+                Some(self.config.start_timeout() + Duration::from_secs(10)),
+            )
+            .await;
+        match started {
+            Ok(CallResult::Success(Ok(()))) => {}
+            Ok(CallResult::Success(Err(message))) => {
+                // ractor wraps a failed start as "Actor panicked during startup '...'".
+                let message = message
+                    .strip_prefix("Actor panicked during startup '")
+                    .and_then(|m| m.strip_suffix('\''))
+                    .unwrap_or(&message)
+                    .to_string();
+                let hint = match &session.target {
+                    Target::Attach { port } => format!(
+                        "start the program as `python -m debugpy --listen 127.0.0.1:{port} --wait-for-client prog.py` first (the server takes one client)"
+                    ),
+                    Target::Launch { .. } => {
+                        "`adapters` shows which adapters work here".to_string()
+                    }
+                };
+                session.mark_end(EndKind::Failed, message.clone());
+                *lock(&slot.current) = Some(session);
+                return Err(err(
+                    ErrorKind::Io,
+                    format!("debug: could not start the debug session: {message}"),
+                    hint,
+                ));
+            }
+            _ => {
+                return Err(err(
+                    ErrorKind::ResourceFailed,
+                    "debug: the debug_adapters supervisor did not answer a start request in time",
+                    "the daemon is overloaded or stuck; `toolvisor tree` shows its state",
+                ));
+            }
+        }
+        *lock(&slot.current) = Some(session.clone());
+        Ok(session)
+    }
+
+    /// `initialize`, then `launch`/`attach`, breakpoints and `configurationDone` once the
+    /// adapter says `initialized`, then the answer to `launch`/`attach` (debugpy answers only
+    /// after `configurationDone`, lldb-dap at once), then — when a stop is expected — the
+    /// first stop. A failure ends the session and says why.
+    pub(super) async fn handshake(
+        &self,
+        session: &Arc<Session>,
+        slot: &Slot,
+        request: &str,
+        arguments: Value,
+        expect_stop: bool,
+    ) -> Result<Value, ToolError> {
+        match self
+            .handshake_inner(session, slot, request, arguments, expect_stop)
+            .await
+        {
+            Ok(value) => Ok(value),
+            Err(mut e) => {
+                if session.is_live() {
+                    session
+                        .shutdown(EndKind::Failed, format!("{request} failed: {}", e.message))
+                        .await;
+                }
+                let words = session.last_words();
+                if e.kind != ErrorKind::Expired && !words.is_empty() && !e.message.contains(&words)
+                {
+                    e.message.push_str(&format!(". The adapter said: {words}"));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    pub(super) async fn handshake_inner(
+        &self,
+        session: &Arc<Session>,
+        slot: &Slot,
+        request: &str,
+        arguments: Value,
+        expect_stop: bool,
+    ) -> Result<Value, ToolError> {
+        let client = session.client().cloned().ok_or_else(|| {
+            err(
+                ErrorKind::Internal,
+                "the session has no adapter connection",
+                "report this as a bug",
+            )
+        })?;
+        let start = self.config.start_timeout();
+        let started = Instant::now();
+        let mut init = Map::new();
+        init.insert("clientID".into(), json!("toolvisor"));
+        init.insert("clientName".into(), json!("toolvisor"));
+        init.insert("adapterID".into(), json!(session.adapter));
+        init.insert("locale".into(), json!("en-US"));
+        init.insert("linesStartAt1".into(), json!(true));
+        init.insert("columnsStartAt1".into(), json!(true));
+        init.insert("pathFormat".into(), json!("path"));
+        init.insert("supportsVariableType".into(), json!(true));
+        let caps = client
+            .request("initialize", Some(Value::Object(init)), start)
+            .await;
+        let caps = match caps {
+            Ok(c) => c,
+            Err(e) => return Err(self.dap_error(session, request, e).await),
+        };
+        client.set_supports_cancel(caps["supportsCancelRequest"].as_bool().unwrap_or(false));
+        *lock(&session.capabilities) = caps.clone();
+        let pending = match client.send(request, Some(arguments)) {
+            Ok(p) => p,
+            Err(e) => return Err(self.dap_error(session, request, e).await),
+        };
+        let answer = pending.wait(start);
+        tokio::pin!(answer);
+        let mut answered: Option<Result<Value, DapError>> = None;
+        tokio::select! {
+            a = &mut answer => answered = Some(a),
+            _ = session.wait_until(start, |s| s.initialized || s.closed.is_some()) => {}
+        }
+        if let Some(Err(e)) = answered {
+            return Err(self.dap_error(session, request, e).await);
+        }
+        let left = start.saturating_sub(started.elapsed());
+        if !session
+            .wait_until(left, |s| s.initialized || s.closed.is_some())
+            .await
+        {
+            return Err(err(
+                ErrorKind::Timeout,
+                format!(
+                    "debug {request}: the adapter did not say `initialized` within {} s",
+                    start.as_secs()
+                ),
+                "the adapter may be hung or the program may not start; `[debug] start_timeout_s` sets the wait",
+            ));
+        }
+        if session.state().closed.is_some() {
+            return Err(self
+                .dap_error(session, request, DapError::Closed(String::new()))
+                .await);
+        }
+        // Configuration: breakpoints, exception filters (the adapter's defaults), done.
+        let breakpoints = lock(&slot.breakpoints).clone();
+        let mut verdicts = Map::new();
+        for (file, lines) in &breakpoints {
+            let v = self.set_breakpoints(session, file, lines).await?;
+            verdicts.insert(file.display().to_string(), v);
+        }
+        if let Some(filters) = caps["exceptionBreakpointFilters"].as_array() {
+            let defaults: Vec<Value> = filters
+                .iter()
+                .filter(|f| f["default"].as_bool().unwrap_or(false))
+                .filter_map(|f| f.get("filter").cloned())
+                .collect();
+            self.request(
+                session,
+                request,
+                "setExceptionBreakpoints",
+                Some(json!({"filters": defaults})),
+            )
+            .await?;
+        }
+        if caps["supportsConfigurationDoneRequest"]
+            .as_bool()
+            .unwrap_or(false)
+        {
+            self.request(session, request, "configurationDone", None)
+                .await?;
+        }
+        if answered.is_none() {
+            let left = start
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_secs(1));
+            let a = tokio::time::timeout(left, &mut answer).await;
+            match a {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(self.dap_error(session, request, e).await),
+                Err(_) => {
+                    return Err(err(
+                        ErrorKind::Timeout,
+                        format!(
+                            "debug {request}: the adapter did not answer `{request}` within {} s",
+                            start.as_secs()
+                        ),
+                        "`[debug] start_timeout_s` sets the wait",
+                    ));
+                }
+            }
+        }
+        session.update(|s| {
+            if s.phase == Phase::Starting {
+                s.phase = if s.stops > 0 {
+                    Phase::Stopped
+                } else {
+                    Phase::Running
+                };
+            }
+        });
+        session.arm_ttl();
+        tracing::info!(session = session.id, request, "debug session configured");
+        let mut out = if expect_stop {
+            self.settle(session, request, 0).await?
+        } else {
+            self.describe(session, request, None).await
+        };
+        if !verdicts.is_empty() {
+            out["breakpoints"] = Value::Object(verdicts);
+        }
+        out["session"] = summary(session);
+        Ok(out)
+    }
+}
