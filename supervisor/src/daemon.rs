@@ -16,9 +16,11 @@ use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process::Ledger;
 use toolvisor_kit::status::{TreeNotifier, duration_ms};
 use toolvisor_kit::supervise::SupervisorMsg;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tree::{NodeState, TreeNode, TreeSnapshot};
 use toolvisor_protocol::wire::{ClientKind, StatusReport, Tier};
 
+use crate::admission::{Admission, ReserveFd, refuse};
 use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::lanes::Lanes;
@@ -106,6 +108,16 @@ pub struct Daemon {
     next_request: AtomicU64,
     pub calls_total: AtomicU64,
     pub calls_failed: AtomicU64,
+}
+
+/// How long a connection past `limits.max_sessions` waits for a place before it is told
+/// `busy`.
+const ADMIT_WAIT: Duration = Duration::from_secs(2);
+
+/// The errno values of a process or system out of file descriptors.
+mod libc_errno {
+    pub const EMFILE: i32 = nix::errno::Errno::EMFILE as i32;
+    pub const ENFILE: i32 = nix::errno::Errno::ENFILE as i32;
 }
 
 /// How `serve` runs children: through this binary as the shim, when known.
@@ -502,13 +514,37 @@ pub async fn serve(
     let listener = tokio::net::UnixListener::from_std(bound.listener.try_clone()?)?;
     tracing::info!(socket = %bound.path.display(), pid = std::process::id(), config = daemon.config.source, "toolvisor serving");
     let my_uid = nix::unistd::geteuid().as_raw();
+    let admission = Admission::new(daemon.config.limits.max_sessions);
+    let mut reserve = ReserveFd::new();
     tokio::pin!(shutdown);
     loop {
+        reserve.refill();
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => {
                 let (stream, _) = match accepted {
                     Ok(pair) => pair,
+                    Err(e) if matches!(e.raw_os_error(), Some(libc_errno::EMFILE | libc_errno::ENFILE)) => {
+                        // Out of fds. Connections that never said Hello go first; if there
+                        // are none, the reserve fd lets one client in to hear `busy`.
+                        let shed = admission.shed(8, Duration::ZERO);
+                        if shed == 0 {
+                            reserve.release();
+                            if let Ok((stream, _)) = listener.accept().await {
+                                tracing::warn!("out of file descriptors: refused a connection");
+                                tokio::spawn(refuse(stream, ToolError::new(
+                                    ErrorKind::Busy,
+                                    "the daemon has run out of file descriptors (RLIMIT_NOFILE)",
+                                    "close idle connections and retry, or raise the daemon's open-file limit (`ulimit -n`) or lower `max_sessions` under `[limits]`",
+                                )));
+                            }
+                        } else {
+                            tracing::warn!(shed, "out of file descriptors: closed connections that had not said Hello");
+                        }
+                        // Let the closed connections' fds go before accepting again.
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "accept failed");
                         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -520,7 +556,25 @@ pub async fn serve(
                     Ok(cred) if cred.uid() == my_uid => {
                         let daemon = daemon.clone();
                         let pid = cred.pid().and_then(|p| u32::try_from(p).ok());
-                        tokio::spawn(crate::session::run(daemon, stream, pid));
+                        match admission.try_admit() {
+                            Some(admitted) => {
+                                tokio::spawn(crate::session::run(daemon, stream, pid, admitted));
+                            }
+                            None => {
+                                // At the cap: a place may free up shortly (connections that
+                                // never said Hello are shed); else `busy`, never a stall.
+                                let admission = admission.clone();
+                                tokio::spawn(async move {
+                                    match admission.admit_within(ADMIT_WAIT).await {
+                                        Some(admitted) => crate::session::run(daemon, stream, pid, admitted).await,
+                                        None => {
+                                            tracing::warn!(cap = admission.cap, "session cap reached: refused a connection");
+                                            refuse(stream, admission.busy()).await;
+                                        }
+                                    }
+                                });
+                            }
+                        }
                     }
                     other => {
                         let who = match &other {

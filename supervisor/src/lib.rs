@@ -1,12 +1,14 @@
 //! The toolvisor daemon as a library: configuration, the socket listener, sessions, the tool
 //! registry, lanes, the root actor and the tool handlers. `main.rs` is the CLI over it.
 
+pub mod admission;
 pub mod audit;
 pub mod config;
 pub mod daemon;
 pub mod lanes;
 pub mod listener;
 pub mod operator;
+pub mod outbox;
 pub mod questions;
 pub mod registry;
 pub mod root;

@@ -1,0 +1,164 @@
+//! A connection's outgoing queue: frames are encoded as they are queued, and the encoded
+//! bytes waiting for the client are bounded by a budget (`limits.max_queued_output_bytes`).
+//! A sender waits for room instead of growing the queue; the session's reader waits for room
+//! before it reads the client's next frame (backpressure: a client that does not read its
+//! results stops being read).
+
+use std::sync::Arc;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::{Semaphore, mpsc};
+use toolvisor_protocol::codec::Codec;
+use toolvisor_protocol::wire::DaemonFrame;
+
+/// The client is gone: nothing queued will be written any more.
+#[derive(Debug, thiserror::Error)]
+#[error("the client's connection is closed")]
+pub struct Closed;
+
+/// Most bytes one write carries when several frames are queued.
+const BATCH_BYTES: usize = 1024 * 1024;
+
+/// The sending side, cloned by everything that answers the client (calls, the reader, tree
+/// watches, question ports). When every clone is dropped the writer flushes and closes.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<(Vec<u8>, u32)>,
+    /// Permits are free bytes of the budget; a queued frame holds its size (capped at the
+    /// budget, so one frame larger than the budget still passes once the queue is empty).
+    budget: Arc<Semaphore>,
+    cap: u32,
+    codec: Codec,
+    max_frame: u32,
+}
+
+/// The receiving side, owned by the writer task.
+pub struct Drain {
+    #[cfg(test)]
+    codec: Codec,
+    rx: mpsc::UnboundedReceiver<(Vec<u8>, u32)>,
+    budget: Arc<Semaphore>,
+}
+
+/// A queue for one connection that speaks `codec`, holding at most about `cap` bytes.
+pub fn outbox(codec: Codec, max_frame: u32, cap: usize) -> (Outbox, Drain) {
+    let cap = u32::try_from(cap)
+        .unwrap_or(u32::MAX)
+        .min(Semaphore::MAX_PERMITS as u32)
+        .max(1);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let budget = Arc::new(Semaphore::new(cap as usize));
+    (
+        Outbox {
+            tx,
+            budget: budget.clone(),
+            cap,
+            codec,
+            max_frame,
+        },
+        Drain {
+            #[cfg(test)]
+            codec,
+            rx,
+            budget,
+        },
+    )
+}
+
+impl Outbox {
+    /// Queue `frame`, waiting while the client's unread output is at the budget. A frame
+    /// that cannot be encoded is replaced by an error saying so (never dropped silently).
+    pub async fn send(&self, frame: DaemonFrame) -> Result<(), Closed> {
+        let mut bytes = Vec::new();
+        crate::session::encode_into(&mut bytes, self.codec, &frame, self.max_frame);
+        drop(frame);
+        let held = self.held(&bytes);
+        let permit = self.budget.acquire_many(held).await.map_err(|_| Closed)?;
+        permit.forget();
+        self.push(bytes, held)
+    }
+
+    /// Queue `frame` only if the budget has room now (for notices that must not wait).
+    pub fn try_send(&self, frame: DaemonFrame) -> Result<(), Closed> {
+        let mut bytes = Vec::new();
+        crate::session::encode_into(&mut bytes, self.codec, &frame, self.max_frame);
+        let held = self.held(&bytes);
+        let permit = self.budget.try_acquire_many(held).map_err(|_| Closed)?;
+        permit.forget();
+        self.push(bytes, held)
+    }
+
+    /// Wait until the client's unread output is below the budget (the reader calls this
+    /// before reading the client's next frame).
+    pub async fn room(&self) -> Result<(), Closed> {
+        self.budget.acquire().await.map(drop).map_err(|_| Closed)
+    }
+
+    /// Bytes queued and not yet written.
+    pub fn queued(&self) -> usize {
+        (self.cap as usize).saturating_sub(self.budget.available_permits())
+    }
+
+    fn held(&self, bytes: &[u8]) -> u32 {
+        u32::try_from(bytes.len()).unwrap_or(u32::MAX).min(self.cap)
+    }
+
+    fn push(&self, bytes: Vec<u8>, held: u32) -> Result<(), Closed> {
+        if self.tx.send((bytes, held)).is_err() {
+            self.budget.add_permits(held as usize);
+            return Err(Closed);
+        }
+        Ok(())
+    }
+}
+
+impl Drain {
+    /// The next queued frame, decoded (for unit tests of what gets queued).
+    #[cfg(test)]
+    pub async fn next_frame(&mut self) -> Option<DaemonFrame> {
+        let (bytes, held) = self.rx.recv().await?;
+        self.budget.add_permits(held as usize);
+        toolvisor_protocol::codec::decode(self.codec, &bytes[4..]).ok()
+    }
+
+    /// Write every queued frame until every [`Outbox`] is dropped (then shut the write half
+    /// down) or a write fails. Either way the budget is closed, so no sender waits forever.
+    pub async fn run(mut self, mut writer: OwnedWriteHalf) {
+        let mut batch: Vec<u8> = Vec::new();
+        while let Some((first, held)) = self.rx.recv().await {
+            let mut held_total = held as usize;
+            let ok = match self.rx.try_recv() {
+                // One frame: write it as it is, no copy.
+                Err(_) => writer.write_all(&first).await.is_ok(),
+                Ok((second, held)) => {
+                    // Several: one buffer, one syscall.
+                    batch.extend_from_slice(&first);
+                    drop(first);
+                    batch.extend_from_slice(&second);
+                    held_total += held as usize;
+                    while batch.len() < BATCH_BYTES {
+                        match self.rx.try_recv() {
+                            Ok((more, held)) => {
+                                batch.extend_from_slice(&more);
+                                held_total += held as usize;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    let ok = writer.write_all(&batch).await.is_ok();
+                    // An idle connection keeps no batch buffer.
+                    batch = Vec::new();
+                    ok
+                }
+            };
+            self.budget.add_permits(held_total);
+            if !ok {
+                self.budget.close();
+                return;
+            }
+        }
+        self.budget.close();
+        let _ = writer.shutdown().await;
+    }
+}
