@@ -102,14 +102,26 @@ impl Admission {
     }
 
     /// A place under the cap within `wait`, shedding connections that have waited
-    /// [`SHED_AFTER`] without a Hello to make room.
+    /// [`SHED_AFTER`] without a Hello to make room. None at once when every place is held
+    /// by a client that said Hello (nothing to shed: `busy` now, not after a wait).
     pub async fn admit_within(self: &Arc<Self>, wait: Duration) -> Option<Admitted> {
-        self.shed(1, SHED_AFTER);
-        let slot = tokio::time::timeout(wait, self.slots.clone().acquire_owned())
-            .await
-            .ok()?
-            .ok()?;
-        Some(self.admitted(slot))
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(admitted) = self.try_admit() {
+                return Some(admitted);
+            }
+            if lock(&self.waiting).is_empty() {
+                return None;
+            }
+            self.shed(1, SHED_AFTER);
+            let retry = (tokio::time::Instant::now() + SHED_AFTER / 4).min(deadline);
+            match tokio::time::timeout_at(retry, self.slots.clone().acquire_owned()).await {
+                Ok(Ok(slot)) => return Some(self.admitted(slot)),
+                Ok(Err(_)) => return None,
+                Err(_) if retry >= deadline => return None,
+                Err(_) => {}
+            }
+        }
     }
 
     /// Close up to `n` of the oldest connections that have waited at least `min_wait` for
@@ -186,15 +198,21 @@ impl Default for ReserveFd {
 }
 
 /// Answer a connection that cannot be served with `err` in a `refused` frame, then close.
-/// Before a Hello the client's codec is unknown: the frame is JSON, as every client reads
-/// refusals (see docs/PROTOCOL.md).
+/// The frame is in the codec of the client's Hello, told by its first payload byte (JSON
+/// when nothing arrives within a second; see docs/PROTOCOL.md).
 pub async fn refuse(mut stream: UnixStream, err: ToolError) {
-    if let Ok(bytes) = codec::encode_frame(Codec::Json, &DaemonFrame::Refused(err), 1 << 20) {
+    let mut head = [0u8; 5];
+    let codec =
+        match tokio::time::timeout(Duration::from_secs(1), stream.read_exact(&mut head)).await {
+            Ok(Ok(_)) => Codec::sniff(&head[4..]),
+            _ => Codec::Json,
+        };
+    if let Ok(bytes) = codec::encode_frame(codec, &DaemonFrame::Refused(err), 1 << 20) {
         let _ = stream.write_all(&bytes).await;
     }
     let _ = stream.shutdown().await;
-    // Keep reading (and discarding) for a moment: a client that sends its Hello right after
-    // connecting must not get EPIPE before it can read why it was refused.
+    // Keep reading (and discarding) for a moment: a client still sending its Hello must not
+    // get EPIPE before it can read why it was refused.
     let mut sink = [0u8; 512];
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
         while let Ok(n) = stream.read(&mut sink).await {

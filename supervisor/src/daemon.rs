@@ -73,6 +73,8 @@ pub struct SessionInfo {
     pub connected: Instant,
     pub in_flight: Arc<AtomicU64>,
     pub pid: Option<u32>,
+    /// Bytes queued for the client and not yet read by it.
+    pub queued: crate::outbox::QueueMeter,
 }
 
 /// State shared by every session.
@@ -227,12 +229,21 @@ impl Daemon {
                     mailbox: u32::try_from(in_flight).unwrap_or(u32::MAX),
                     rss_bytes: None,
                     detail: format!(
-                        "{:?} surface={} run={}",
-                        s.kind,
-                        s.tier,
-                        if s.run_id.is_empty() { "-" } else { &s.run_id }
-                    )
-                    .to_lowercase(),
+                        "{} queued={}{}",
+                        format!(
+                            "{:?} surface={} run={}",
+                            s.kind,
+                            s.tier,
+                            if s.run_id.is_empty() { "-" } else { &s.run_id }
+                        )
+                        .to_lowercase(),
+                        s.queued.queued(),
+                        // At the budget the client's frames are not read until it reads.
+                        match s.queued.waiting() {
+                            0 => String::new(),
+                            n => format!(" (output full, {n} waiting: client not reading)"),
+                        }
+                    ),
                     conversation: None,
                     last_error: None,
                     children: Vec::new(),

@@ -5,6 +5,7 @@
 //! results stops being read).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
@@ -29,8 +30,50 @@ pub struct Outbox {
     /// budget, so one frame larger than the budget still passes once the queue is empty).
     budget: Arc<Semaphore>,
     cap: u32,
+    /// Senders waiting for room.
+    waiting: Arc<AtomicUsize>,
     codec: Codec,
     max_frame: u32,
+}
+
+/// Counts a sender as waiting while it lives.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Waiting<'a> {
+        count.fetch_add(1, Ordering::Relaxed);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How full a connection's queue is (for the tree).
+#[derive(Clone, Debug)]
+pub struct QueueMeter {
+    budget: Arc<Semaphore>,
+    cap: u32,
+    waiting: Arc<AtomicUsize>,
+}
+
+impl QueueMeter {
+    /// Bytes queued and not yet written (0 once the connection is closed).
+    pub fn queued(&self) -> usize {
+        if self.budget.is_closed() {
+            return 0;
+        }
+        (self.cap as usize).saturating_sub(self.budget.available_permits())
+    }
+
+    /// How many senders (calls, the reader) wait for the client to read its output. While
+    /// the reader is among them, none of the client's frames is read.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
 }
 
 /// The receiving side, owned by the writer task.
@@ -54,6 +97,7 @@ pub fn outbox(codec: Codec, max_frame: u32, cap: usize) -> (Outbox, Drain) {
             tx,
             budget: budget.clone(),
             cap,
+            waiting: Arc::default(),
             codec,
             max_frame,
         },
@@ -74,7 +118,14 @@ impl Outbox {
         crate::session::encode_into(&mut bytes, self.codec, &frame, self.max_frame);
         drop(frame);
         let held = self.held(&bytes);
-        let permit = self.budget.acquire_many(held).await.map_err(|_| Closed)?;
+        let permit = match self.budget.try_acquire_many(held) {
+            Ok(permit) => permit,
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(Closed),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                let _waiting = Waiting::new(&self.waiting);
+                self.budget.acquire_many(held).await.map_err(|_| Closed)?
+            }
+        };
         permit.forget();
         self.push(bytes, held)
     }
@@ -92,12 +143,22 @@ impl Outbox {
     /// Wait until the client's unread output is below the budget (the reader calls this
     /// before reading the client's next frame).
     pub async fn room(&self) -> Result<(), Closed> {
+        match self.budget.try_acquire() {
+            Ok(_) => return Ok(()),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(Closed),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {}
+        }
+        let _waiting = Waiting::new(&self.waiting);
         self.budget.acquire().await.map(drop).map_err(|_| Closed)
     }
 
-    /// Bytes queued and not yet written.
-    pub fn queued(&self) -> usize {
-        (self.cap as usize).saturating_sub(self.budget.available_permits())
+    /// A gauge of the bytes queued, which does not keep the queue open.
+    pub fn meter(&self) -> QueueMeter {
+        QueueMeter {
+            budget: self.budget.clone(),
+            cap: self.cap,
+            waiting: self.waiting.clone(),
+        }
     }
 
     fn held(&self, bytes: &[u8]) -> u32 {

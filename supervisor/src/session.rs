@@ -388,7 +388,10 @@ pub async fn run(
     // A client that said Hello is no longer one to shed.
     drop(pre_hello);
     let in_flight = Arc::new(AtomicU64::new(0));
+    let (out_tx, drain) =
+        crate::outbox::outbox(codec, max, daemon.config.limits.max_queued_output_bytes);
     let session_id = daemon.add_session(SessionInfo {
+        queued: out_tx.meter(),
         kind: hello.client_kind,
         run_id: hello.run_id.clone(),
         tier: hello.surface.max_tier,
@@ -399,8 +402,6 @@ pub async fn run(
     tracing::info!(session = session_id, kind = ?hello.client_kind, codec = %codec, tier = %hello.surface.max_tier, peer_pid, "client connected");
     // A client holding its Welcome is already a question port, so a question asked right
     // after finds it; frames queue in the channel until the writer task starts.
-    let (out_tx, drain) =
-        crate::outbox::outbox(codec, max, daemon.config.limits.max_queued_output_bytes);
     if hello.surface.questions {
         daemon
             .questions
