@@ -355,6 +355,8 @@ pub async fn run(
             return;
         }
     };
+    // The Hello's bytes are not kept for the life of the connection.
+    drop(first);
     let codec = hello.codec;
     // Refusals go out in the codec the client demonstrably speaks (that of its Hello).
     if hello.protocol_version != PROTOCOL_VERSION {
@@ -416,7 +418,11 @@ pub async fn run(
         max_frame: max,
         tools: daemon.registry.advertised(&hello.surface),
     });
-    if write_one(&mut writer, codec, &welcome, max).await.is_err() {
+    let sent = write_one(&mut writer, codec, &welcome, max).await;
+    // Not kept for the life of the connection: with every tool's schema it is most of what
+    // an idle session would cost (~100 KB).
+    drop(welcome);
+    if sent.is_err() {
         daemon.questions.detach(session_id);
         daemon.remove_session(session_id);
         return;
