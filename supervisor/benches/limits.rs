@@ -124,14 +124,17 @@ fn main() {
     println!("idle daemon: {} MiB RSS", baseline / 1024);
 
     // 1 and 2: idle sessions, three rounds of open and close.
-    let rounds = if std::env::var_os("TOOLVISOR_BENCH_QUICK").is_some() { 1 } else { 3 };
+    let rounds = if std::env::var_os("TOOLVISOR_BENCH_QUICK").is_some() {
+        1
+    } else {
+        3
+    };
     for round in 1..=rounds {
         let t = Instant::now();
         let clients: Vec<Client> = (0..n)
             .map(|_| Client::connect(&socket, options(codec)).expect("connect"))
             .collect();
         let open_s = t.elapsed().as_secs_f64();
-        eprintln!("right after opening: {} MiB", rss_kib(pid) / 1024);
         wait_sessions(&socket, n as u32);
         let open = settled_rss(pid);
         drop(clients);
@@ -175,11 +178,12 @@ fn main() {
         peak = peak.max(rss_kib(pid));
         std::thread::sleep(Duration::from_millis(100));
     }
+    let steady = rss_kib(pid);
     println!(
-        "never-reading client, {sent} reads of a 3 MB image sent: RSS {} -> {} MiB (+{} MiB; budget limits.max_queued_output_bytes = 16 MiB, max_calls_in_flight = 64)",
+        "never-reading client, {sent} reads of a 3 MB image sent: RSS {} MiB before, peak +{} MiB while its calls ran, +{} MiB once they wait for it to read (limits.max_queued_output_bytes = 16 MiB, max_calls_in_flight = 16)",
         before / 1024,
-        peak / 1024,
-        peak.saturating_sub(before) / 1024
+        peak.saturating_sub(before) / 1024,
+        steady.saturating_sub(before) / 1024
     );
     drop(lazy);
     drop(daemon);

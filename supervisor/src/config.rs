@@ -101,7 +101,7 @@ impl Default for Limits {
             max_sessions: 256,
             hello_timeout_s: 10,
             frame_deadline_s: 30,
-            max_calls_in_flight: 64,
+            max_calls_in_flight: 16,
             max_queued_output_bytes: 16 * 1024 * 1024,
         }
     }
