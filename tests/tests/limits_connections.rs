@@ -200,14 +200,7 @@ fn a_call_past_max_calls_in_flight_is_answered_busy_at_once() {
                 assert!(id == a || id == b, "unexpected result {id}");
                 ended += 1;
             }
-            DaemonFrame::ApprovalRequest(req) => {
-                c.send(&ClientFrame::ApprovalAnswer(ApprovalAnswer {
-                    request_id: req.request_id,
-                    approved: true,
-                    reason: None,
-                }))
-                .unwrap();
-            }
+            // A request still on its way when its call was cancelled: left unanswered.
             _ => {}
         }
     }
