@@ -22,6 +22,10 @@ const FD_HEADROOM: u64 = 48;
 /// A connection waiting this long for its Hello may be shed to make room for a new one.
 pub const SHED_AFTER: Duration = Duration::from_secs(1);
 
+/// When fds run out, connections silent this long are shed (a client sends its Hello right
+/// after connecting; one just accepted is not shed for being slow by a few milliseconds).
+pub const SHED_WHEN_OUT_OF_FDS: Duration = Duration::from_millis(250);
+
 /// The session cap and the connections that have not said Hello yet.
 pub struct Admission {
     slots: Arc<Semaphore>,

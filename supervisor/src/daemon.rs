@@ -149,14 +149,16 @@ impl Daemon {
     }
 
     pub fn remove_session(&self, id: u64) {
-        let now = {
+        let (now, gone) = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-            sessions.remove(&id);
-            sessions.len()
+            let gone = sessions.remove(&id);
+            (sessions.len(), gone)
         };
-        // A burst is over when at most half its sessions remain: give its memory back.
+        // A burst is over when at most half its sessions remain, or a client that let its
+        // output queue fill has gone: give the memory back.
         let peak = self.peak_sessions.load(Ordering::Relaxed);
-        if peak >= TRIM_AFTER_SESSIONS && now * 2 <= peak {
+        let filled = gone.is_some_and(|s| s.queued.was_full());
+        if filled || (peak >= TRIM_AFTER_SESSIONS && now * 2 <= peak) {
             self.trim_wanted.notify_one();
         }
         self.notifier.bump();
@@ -581,7 +583,7 @@ pub async fn serve(
                     Err(e) if matches!(e.raw_os_error(), Some(libc_errno::EMFILE | libc_errno::ENFILE)) => {
                         // Out of fds. Connections that never said Hello go first; if there
                         // are none, the reserve fd lets one client in to hear `busy`.
-                        let shed = admission.shed(8, Duration::ZERO);
+                        let shed = admission.shed(8, crate::admission::SHED_WHEN_OUT_OF_FDS);
                         if shed == 0 {
                             reserve.release();
                             if let Ok((stream, _)) = listener.accept().await {

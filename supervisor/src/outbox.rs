@@ -5,7 +5,7 @@
 //! results stops being read).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
@@ -32,6 +32,7 @@ pub struct Outbox {
     cap: u32,
     /// Senders waiting for room.
     waiting: Arc<AtomicUsize>,
+    was_full: Arc<AtomicBool>,
     codec: Codec,
     max_frame: u32,
 }
@@ -58,6 +59,7 @@ pub struct QueueMeter {
     budget: Arc<Semaphore>,
     cap: u32,
     waiting: Arc<AtomicUsize>,
+    was_full: Arc<AtomicBool>,
 }
 
 impl QueueMeter {
@@ -67,6 +69,12 @@ impl QueueMeter {
             return 0;
         }
         (self.cap as usize).saturating_sub(self.budget.available_permits())
+    }
+
+    /// True once the budget was ever spent (a sender had to wait): the connection held up
+    /// to the budget, and its end leaves that much freed.
+    pub fn was_full(&self) -> bool {
+        self.was_full.load(Ordering::Relaxed)
     }
 
     /// How many senders (calls, the reader) wait for the client to read its output. While
@@ -98,6 +106,7 @@ pub fn outbox(codec: Codec, max_frame: u32, cap: usize) -> (Outbox, Drain) {
             budget: budget.clone(),
             cap,
             waiting: Arc::default(),
+            was_full: Arc::default(),
             codec,
             max_frame,
         },
@@ -122,6 +131,7 @@ impl Outbox {
             Ok(permit) => permit,
             Err(tokio::sync::TryAcquireError::Closed) => return Err(Closed),
             Err(tokio::sync::TryAcquireError::NoPermits) => {
+                self.was_full.store(true, Ordering::Relaxed);
                 let _waiting = Waiting::new(&self.waiting);
                 self.budget.acquire_many(held).await.map_err(|_| Closed)?
             }
@@ -158,6 +168,7 @@ impl Outbox {
             budget: self.budget.clone(),
             cap: self.cap,
             waiting: self.waiting.clone(),
+            was_full: self.was_full.clone(),
         }
     }
 

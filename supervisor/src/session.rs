@@ -289,7 +289,12 @@ pub async fn run(
                 "the daemon is at its connection limit and this connection had not sent its Hello",
                 "send a Hello frame right after connecting, then retry",
             );
-            let _ = write_one(&mut writer, Codec::Json, &DaemonFrame::Refused(err), max).await;
+            // In the codec of the Hello if part of it is here (JSON otherwise).
+            let codec = match reader.buf.get(4..5) {
+                Some(first_byte) => Codec::sniff(first_byte),
+                None => Codec::Json,
+            };
+            let _ = write_one(&mut writer, codec, &DaemonFrame::Refused(err), max).await;
             return;
         }
     };

@@ -300,8 +300,21 @@ fn a_client_that_never_reads_is_held_to_its_output_budget_and_loses_nothing() {
     assert_eq!(answered, sent.into_iter().collect());
 }
 
-#[test]
-fn with_file_descriptors_nearly_exhausted_a_new_client_is_still_answered() {
+/// A daemon run through `prlimit --nofile=N`, killed on drop.
+struct Limited {
+    child: std::process::Child,
+    socket: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Limited {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_with_nofile(nofile: u32) -> Limited {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("toolvisor.sock");
     let config = dir.path().join("config.toml");
@@ -311,8 +324,8 @@ fn with_file_descriptors_nearly_exhausted_a_new_client_is_still_answered() {
     )
     .unwrap();
     let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
-    let mut daemon = Command::new("prlimit")
-        .arg("--nofile=96")
+    let child = Command::new("prlimit")
+        .arg(format!("--nofile={nofile}"))
         .arg("--")
         .arg(bin())
         .arg("serve")
@@ -325,23 +338,27 @@ fn with_file_descriptors_nearly_exhausted_a_new_client_is_still_answered() {
         .stderr(log)
         .spawn()
         .expect("prlimit (util-linux) runs the daemon");
-    struct Kill<'a>(&'a mut std::process::Child);
-    impl Drop for Kill<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _kill = Kill(&mut daemon);
+    let d = Limited {
+        child,
+        socket,
+        _dir: dir,
+    };
     wait_for("the daemon to accept", Duration::from_secs(20), || {
-        Client::connect(&socket, options(Codec::Json, Tier::Read, false)).ok()
+        Client::connect(&d.socket, options(Codec::Json, Tier::Read, false)).ok()
     });
+    d
+}
+
+#[test]
+fn with_file_descriptors_nearly_exhausted_a_new_client_is_still_answered() {
+    let d = start_with_nofile(96);
+    let socket = &d.socket;
 
     // Idle clients open more connections than the daemon has fds for.
     let mut idle = Vec::new();
     let mut refused = 0;
     for _ in 0..120 {
-        match connect_within(&socket, Codec::Bincode, Duration::from_secs(30)) {
+        match connect_within(socket, Codec::Bincode, Duration::from_secs(30)) {
             Ok(c) => idle.push(c),
             Err(ClientError::Refused(e)) => {
                 assert_eq!(e.kind, ErrorKind::Busy, "{e}");
@@ -352,22 +369,87 @@ fn with_file_descriptors_nearly_exhausted_a_new_client_is_still_answered() {
     }
     assert!(refused > 0, "96 fds cannot hold 120 sessions");
     // A new client hears at once why it cannot be served...
-    let e = refused_busy(connect_within(
-        &socket,
-        Codec::Json,
-        Duration::from_secs(30),
-    ));
+    let e = refused_busy(connect_within(socket, Codec::Json, Duration::from_secs(30)));
     assert!(e.hint.contains("max_sessions"), "{e}");
     // ...and is served as soon as a place is free.
     idle.truncate(idle.len() - 1);
     let mut c = wait_for(
         "a place once an idle client left",
         Duration::from_secs(30),
-        || connect_within(&socket, Codec::Json, Duration::from_secs(30)).ok(),
+        || connect_within(socket, Codec::Json, Duration::from_secs(30)).ok(),
     );
     let r = c
         .call_with("c", "bash", json!({"command": "echo served"}), |_| true)
         .unwrap();
     assert_eq!(ok_of(&r)["stdout"], "served\n");
+}
+
+#[test]
+fn when_accept_runs_out_of_fds_silent_connections_go_first_then_clients_hear_busy() {
+    let d = start_with_nofile(96);
+    // Tracked processes take the fds the session cap left for tools (3 each).
+    let mut owner = connect_within(&d.socket, Codec::Bincode, Duration::from_secs(30)).unwrap();
+    for _ in 0..22 {
+        let r = owner
+            .call_with(
+                "fds",
+                "process",
+                json!({"op": "start", "command": "sleep 600"}),
+                |_| true,
+            )
+            .unwrap();
+        ok_of(&r);
+    }
+    // Silent connections, then idle sessions, until accept fails for want of fds.
+    let mut silent: Vec<UnixStream> = (0..6)
+        .map(|_| UnixStream::connect(&d.socket).unwrap())
+        .collect();
+    // Only a connection silent for 250 ms is shed (a client is not shed for being slow by a
+    // few milliseconds).
+    let opened = std::time::Instant::now();
+    wait_for(
+        "the silent connections to have waited past the shedding threshold",
+        Duration::from_secs(5),
+        || (opened.elapsed() > Duration::from_millis(300)).then_some(()),
+    );
+    let mut idle = Vec::new();
+    let mut out_of_fds = None;
+    for _ in 0..80 {
+        match connect_within(&d.socket, Codec::Bincode, Duration::from_secs(30)) {
+            Ok(c) => idle.push(c),
+            Err(ClientError::Refused(e)) => {
+                assert_eq!(e.kind, ErrorKind::Busy, "{e}");
+                if e.message.contains("file descriptors") {
+                    out_of_fds = Some(e);
+                    break;
+                }
+            }
+            Err(e) => panic!("a client got neither a Welcome nor `busy`: {e}"),
+        }
+    }
+    let e = out_of_fds.expect("accept ran out of fds and the client was told so");
+    assert!(e.hint.contains("ulimit -n"), "{e}");
+    // The silent connections were closed first, each told why.
+    for s in &mut silent {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let payload = codec::read_frame(s, DEFAULT_MAX_FRAME)
+            .expect("a silent connection is closed with a refusal when fds run out");
+        match codec::decode(Codec::Json, &payload) {
+            Ok(DaemonFrame::Refused(e)) => assert_eq!(e.kind, ErrorKind::Busy, "{e}"),
+            other => panic!("expected a busy refusal, got {other:?}"),
+        }
+    }
+    // Once clients leave, the fds are back and the session that stayed is served.
     drop(idle);
+    let r = wait_for(
+        "a call to run once fds are free",
+        Duration::from_secs(30),
+        || {
+            let r = owner
+                .call_with("fds", "bash", json!({"command": "echo still"}), |_| true)
+                .unwrap();
+            matches!(r.outcome, Outcome::Ok(_)).then_some(r)
+        },
+    );
+    assert_eq!(ok_of(&r)["stdout"], "still\n");
 }
