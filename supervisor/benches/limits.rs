@@ -113,10 +113,18 @@ fn main() {
         Ok("json") => Codec::Json,
         _ => Codec::Bincode,
     };
+    // The never-reading client's figure depends on the calls it may have in flight.
+    let in_flight: usize = std::env::var("TOOLVISOR_BENCH_IN_FLIGHT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(16);
     let daemon = common::start_daemon(
         dir.path(),
         &socket,
-        &format!("[limits]\nmax_sessions = {}\n", n + 16),
+        &format!(
+            "[limits]\nmax_sessions = {}\nmax_calls_in_flight = {in_flight}\n",
+            n + 16
+        ),
     );
     let pid = daemon.0.id();
     wait_socket(&socket);
@@ -180,7 +188,7 @@ fn main() {
     }
     let steady = rss_kib(pid);
     println!(
-        "never-reading client, {sent} reads of a 3 MB image sent: RSS {} MiB before, peak +{} MiB while its calls ran, +{} MiB once they wait for it to read (limits.max_queued_output_bytes = 16 MiB, max_calls_in_flight = 16)",
+        "never-reading client, {sent} reads of a 3 MB image sent: RSS {} MiB before, peak +{} MiB while its calls ran, +{} MiB once they wait for it to read (limits.max_queued_output_bytes = 16 MiB, max_calls_in_flight = {in_flight})",
         before / 1024,
         peak.saturating_sub(before) / 1024,
         steady.saturating_sub(before) / 1024
@@ -234,7 +242,24 @@ fn fd_starved(dir: &Path) {
         Err(e) => format!("failed: {e}"),
     };
     println!(
-        "nofile=256, 150 silent connections + {} idle sessions: a new client was {what} in {:.0} ms",
+        "nofile=256, 150 silent connections + {} idle sessions: a new client was {what} in {:.1} ms",
+        idle.len(),
+        took.as_secs_f64() * 1000.0
+    );
+    // Every place held by a client that said Hello: nothing to shed, `busy` at once.
+    while let Ok(c) = Client::connect(&socket, options(Codec::Bincode)) {
+        idle.push(c);
+    }
+    let t = Instant::now();
+    let answer = Client::connect(&socket, options(Codec::Json));
+    let took = t.elapsed();
+    let what = match answer {
+        Ok(_) => "welcomed".to_string(),
+        Err(ClientError::Refused(e)) => format!("refused `{:?}`", e.kind),
+        Err(e) => format!("failed: {e}"),
+    };
+    println!(
+        "nofile=256, every place held by {} idle sessions: a new client was {what} in {:.1} ms",
         idle.len(),
         took.as_secs_f64() * 1000.0
     );
