@@ -234,3 +234,79 @@ impl Drain {
         let _ = writer.shutdown().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolvisor_protocol::wire::DaemonFrame;
+
+    fn pong(nonce: u64) -> DaemonFrame {
+        DaemonFrame::Pong { nonce }
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_makes_senders_and_the_reader_wait_and_loses_nothing() {
+        // A pong is ~30 bytes of JSON with its header: two fill a 64-byte budget.
+        let (out, mut drain) = outbox(Codec::Json, 1 << 20, 64);
+        let sender = {
+            let out = out.clone();
+            tokio::spawn(async move {
+                for nonce in 0..10 {
+                    out.send(pong(nonce)).await.unwrap();
+                }
+            })
+        };
+        let meter = out.meter();
+        while meter.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(meter.was_full());
+        assert!(meter.queued() >= 32, "queued {}", meter.queued());
+        let reader = {
+            let out = out.clone();
+            tokio::spawn(async move { out.room().await })
+        };
+        tokio::task::yield_now().await;
+        assert!(
+            !reader.is_finished(),
+            "the reader waits while a sender waits for room"
+        );
+        // The client reads: every frame arrives, in order, and the waiting ends.
+        for nonce in 0..10 {
+            match drain.next_frame().await {
+                Some(DaemonFrame::Pong { nonce: got }) => assert_eq!(got, nonce),
+                other => panic!("expected pong {nonce}, got {other:?}"),
+            }
+        }
+        sender.await.unwrap();
+        reader.await.unwrap().unwrap();
+        assert_eq!(meter.waiting(), 0);
+        assert_eq!(meter.queued(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_frame_larger_than_the_budget_passes_alone() {
+        let (out, mut drain) = outbox(Codec::Json, 1 << 20, 16);
+        out.send(pong(1)).await.unwrap();
+        assert!(matches!(
+            drain.next_frame().await,
+            Some(DaemonFrame::Pong { nonce: 1 })
+        ));
+    }
+
+    #[tokio::test]
+    async fn senders_waiting_on_a_closed_connection_fail_instead_of_hanging() {
+        let (out, drain) = outbox(Codec::Json, 1 << 20, 40);
+        out.send(pong(1)).await.unwrap();
+        let waiting = {
+            let out = out.clone();
+            tokio::spawn(async move { out.send(pong(2)).await })
+        };
+        tokio::task::yield_now().await;
+        // The writer ends (a failed write closes the budget the same way).
+        drain.budget.close();
+        drop(drain);
+        assert!(waiting.await.unwrap().is_err());
+        assert!(out.room().await.is_err());
+    }
+}
