@@ -87,6 +87,19 @@ pub struct Limits {
     /// A running process untouched (no read, write or list by its conversation) this long
     /// is stopped; 0 disables.
     pub process_idle_ttl_s: u64,
+    /// Connections served at once, counting those still before their Hello. Past it a new
+    /// connection gets a `busy` refusal naming this key, then is closed.
+    pub max_sessions: usize,
+    /// How long a new connection may take to send its Hello.
+    pub hello_timeout_s: u64,
+    /// Once the first byte of a frame has arrived, the whole frame must arrive within this
+    /// many seconds, or the connection gets an `error` frame and is closed.
+    pub frame_deadline_s: u64,
+    /// Calls running at once on one connection; a call past it is answered `busy` at once.
+    pub max_calls_in_flight: usize,
+    /// Encoded bytes queued for one client that it has not read yet. Past it the daemon
+    /// stops reading that client's frames, and its calls wait to queue more, until it reads.
+    pub max_queued_output_bytes: usize,
 }
 
 impl Default for Limits {
@@ -99,7 +112,36 @@ impl Default for Limits {
             process_keep_s: 30 * 60,
             processes_per_conversation: 64,
             process_idle_ttl_s: 2 * 60 * 60,
+            max_sessions: 256,
+            hello_timeout_s: 10,
+            frame_deadline_s: 30,
+            max_calls_in_flight: 16,
+            max_queued_output_bytes: 16 * 1024 * 1024,
         }
+    }
+}
+
+impl Limits {
+    /// The per-connection limits must be positive: 0 would refuse every client, or stall it.
+    fn check(&self) -> Result<(), String> {
+        for (key, value) in [
+            ("limits.max_sessions", self.max_sessions as u64),
+            ("limits.hello_timeout_s", self.hello_timeout_s),
+            ("limits.frame_deadline_s", self.frame_deadline_s),
+            (
+                "limits.max_calls_in_flight",
+                self.max_calls_in_flight as u64,
+            ),
+            (
+                "limits.max_queued_output_bytes",
+                self.max_queued_output_bytes as u64,
+            ),
+        ] {
+            if value == 0 {
+                return Err(format!("{key} = 0: it must be a positive integer"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -612,6 +654,13 @@ impl Config {
                 ),
             });
         }
+        config
+            .limits
+            .check()
+            .map_err(|message| ConfigError::Parse {
+                path: path.display().to_string(),
+                message,
+            })?;
         config.check_files().map_err(|message| ConfigError::Parse {
             path: path.display().to_string(),
             message,

@@ -3,12 +3,14 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod audit;
 pub mod config;
 pub mod daemon;
 pub mod lanes;
 pub mod listener;
 pub mod operator;
+pub mod outbox;
 pub mod questions;
 pub mod registry;
 pub mod root;

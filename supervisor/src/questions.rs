@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::wire::{ClientKind, DaemonFrame, Question, QuestionAnswer};
 
@@ -30,7 +30,7 @@ struct Port {
     run_id: String,
     /// An operator without a run id: takes questions of every run.
     any_run: bool,
-    out: mpsc::Sender<DaemonFrame>,
+    out: crate::outbox::Outbox,
 }
 
 struct Pending {
@@ -102,13 +102,7 @@ impl QuestionPorts {
     }
 
     /// Make session `session` a question port.
-    pub fn attach(
-        &self,
-        session: u64,
-        kind: ClientKind,
-        run_id: &str,
-        out: mpsc::Sender<DaemonFrame>,
-    ) {
+    pub fn attach(&self, session: u64, kind: ClientKind, run_id: &str, out: crate::outbox::Outbox) {
         let any_run = kind == ClientKind::Operator && run_id.is_empty();
         tracing::info!(session, run = run_id, any_run, "question port attached");
         self.lock().ports.insert(
@@ -330,6 +324,7 @@ pub fn check_answer(q: &Question, mut a: QuestionAnswer) -> Result<QuestionAnswe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolvisor_protocol::codec::Codec;
     use toolvisor_protocol::wire::QuestionOption;
 
     fn q(multi: bool, free: bool) -> Question {
@@ -405,9 +400,10 @@ mod tests {
     #[tokio::test]
     async fn a_question_goes_to_the_runs_latest_port_and_fails_when_it_leaves() {
         let ports = QuestionPorts::default();
-        let (tx1, mut rx1) = mpsc::channel(8);
-        let (tx2, mut rx2) = mpsc::channel(8);
-        let (tx3, _rx3) = mpsc::channel(8);
+        let queue = || crate::outbox::outbox(Codec::Json, 1 << 20, 1 << 20);
+        let (tx1, mut rx1) = queue();
+        let (tx2, mut rx2) = queue();
+        let (tx3, _rx3) = queue();
         ports.attach(1, ClientKind::Harness, "r", tx1);
         ports.attach(2, ClientKind::Operator, "", tx2);
         ports.attach(3, ClientKind::Harness, "other", tx3);
@@ -416,7 +412,10 @@ mod tests {
             asked.port, 1,
             "the run's own port wins over an any-run operator"
         );
-        assert!(matches!(rx1.recv().await, Some(DaemonFrame::Question(_))));
+        assert!(matches!(
+            rx1.next_frame().await,
+            Some(DaemonFrame::Question(_))
+        ));
         let id = asked.question_id;
         assert_eq!(
             ports.answer(2, a(&["a"], None, false)).map_err(|e| e.kind),
@@ -435,10 +434,13 @@ mod tests {
         q2.run_id = "elsewhere".into();
         let asked = ports.ask(q2).await.unwrap();
         assert_eq!(asked.port, 2, "an operator without a run id takes any run");
-        assert!(matches!(rx2.recv().await, Some(DaemonFrame::Question(_))));
+        assert!(matches!(
+            rx2.next_frame().await,
+            Some(DaemonFrame::Question(_))
+        ));
         let id = asked.question_id;
         drop(asked);
-        match rx2.recv().await {
+        match rx2.next_frame().await {
             Some(DaemonFrame::Error(e)) => {
                 assert!(
                     e.message

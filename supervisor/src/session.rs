@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use toolvisor_protocol::codec::{self, Codec, CodecError};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::wire::{
@@ -19,11 +19,14 @@ use toolvisor_protocol::wire::{
 };
 use toolvisor_protocol::{PROTOCOL_VERSION, Value};
 
+use crate::admission::Admitted;
 use crate::daemon::{Daemon, SessionInfo, TreeViewer};
+use crate::outbox::Outbox;
 use crate::registry::validate;
 
-/// How long a new connection may take to send its `Hello`.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How much one read asks the kernel for at most (the read buffer grows by this much as a
+/// large frame's bytes arrive, never to the declared length up front).
+const READ_CHUNK: usize = 64 * 1024;
 
 /// What a running call knows about where it came from.
 pub struct CallCtx {
@@ -48,7 +51,8 @@ impl CallCtx {
 pub struct Session {
     pub id: u64,
     pub hello: Hello,
-    pub out: mpsc::Sender<DaemonFrame>,
+    /// Frames for the client, bounded by `limits.max_queued_output_bytes`.
+    pub out: Outbox,
     approvals: Mutex<HashMap<u64, oneshot::Sender<ApprovalAnswer>>>,
     /// `tool()` calls of eval cells forwarded to this client (its `bridge_tools`), by
     /// bridge id, waiting for their `bridge_result`.
@@ -68,33 +72,128 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Buffered, so one read syscall can carry a header, its payload and the next frames.
-type Reader = tokio::io::BufReader<OwnedReadHalf>;
+/// Why no frame could be read.
+enum ReadError {
+    Codec(CodecError),
+    /// A frame was started and not finished within the deadline.
+    Stalled {
+        got: usize,
+        want: Option<usize>,
+    },
+}
 
-async fn read_payload(reader: &mut Reader, max: u32) -> Result<Vec<u8>, CodecError> {
-    let mut header = [0u8; 4];
-    match reader.read_exact(&mut header).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(CodecError::Closed),
-        Err(e) => return Err(e.into()),
+impl From<CodecError> for ReadError {
+    fn from(e: CodecError) -> Self {
+        ReadError::Codec(e)
     }
-    let len = codec::frame_len(header, max)?;
-    let mut payload = vec![0u8; len];
-    let mut got = 0;
-    while got < len {
-        match reader.read(&mut payload[got..]).await {
-            Ok(0) => return Err(CodecError::Truncated { got, want: len }),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::Codec(e.into())
+    }
+}
+
+/// The read side of a connection. Bytes read but not yet consumed wait in `buf`, which holds
+/// no allocation while the connection is idle and grows only as a frame's bytes actually
+/// arrive, so a declared length costs nothing until it is sent.
+struct FrameReader {
+    half: OwnedReadHalf,
+    buf: Vec<u8>,
+}
+
+impl FrameReader {
+    fn new(half: OwnedReadHalf) -> FrameReader {
+        FrameReader {
+            half,
+            buf: Vec::new(),
         }
     }
-    Ok(payload)
+
+    /// Read more bytes (at most [`READ_CHUNK`], at least one) into `buf`; 0 at end of stream.
+    async fn fill(&mut self, want: usize) -> std::io::Result<usize> {
+        let room = want.saturating_sub(self.buf.len()).clamp(512, READ_CHUNK);
+        self.buf.reserve(room);
+        loop {
+            self.half.readable().await?;
+            match self.half.try_read_buf(&mut self.buf) {
+                Ok(n) => return Ok(n),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The next frame's payload. Once its first byte is here, the rest must arrive within
+    /// `deadline`.
+    async fn frame(&mut self, max: u32, deadline: Duration) -> Result<Vec<u8>, ReadError> {
+        let mut started = (!self.buf.is_empty()).then(Instant::now);
+        loop {
+            let mut want = 4;
+            let mut len = None;
+            if self.buf.len() >= 4 {
+                let header = [self.buf[0], self.buf[1], self.buf[2], self.buf[3]];
+                let n = codec::frame_len(header, max)?;
+                want = 4 + n;
+                len = Some(n);
+                if self.buf.len() >= want {
+                    return Ok(self.take(want));
+                }
+            }
+            let read = match started {
+                None => self.fill(want).await?,
+                Some(at) => {
+                    match tokio::time::timeout_at((at + deadline).into(), self.fill(want)).await {
+                        Ok(read) => read?,
+                        Err(_) => {
+                            return Err(ReadError::Stalled {
+                                got: self.buf.len(),
+                                want: len.map(|n| n + 4),
+                            });
+                        }
+                    }
+                }
+            };
+            if read == 0 {
+                return Err(if self.buf.is_empty() {
+                    CodecError::Closed
+                } else {
+                    CodecError::Truncated {
+                        got: self.buf.len().saturating_sub(4),
+                        want: len.unwrap_or(0),
+                    }
+                }
+                .into());
+            }
+            started.get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// Split the first `total` bytes (header and payload) off `buf` and return the payload.
+    fn take(&mut self, total: usize) -> Vec<u8> {
+        if self.buf.len() == total {
+            // The common case: the buffer is exactly this frame. Hand it over; an idle
+            // connection then holds no buffer at all.
+            let mut payload = std::mem::take(&mut self.buf);
+            payload.drain(..4);
+            return payload;
+        }
+        let payload = self.buf[4..total].to_vec();
+        self.buf.drain(..total);
+        if self.buf.capacity() > 2 * READ_CHUNK {
+            self.buf.shrink_to(READ_CHUNK.max(self.buf.len()));
+        }
+        payload
+    }
 }
 
 /// Append one frame to `out`. A frame that cannot be encoded (too big) is replaced by an
 /// error the caller can act on, so an answer is never silently dropped.
-fn encode_into(out: &mut Vec<u8>, codec: Codec, frame: &DaemonFrame, max: u32) {
+pub(crate) fn encode_into(out: &mut Vec<u8>, codec: Codec, frame: &DaemonFrame, max: u32) {
     match codec::encode_frame(codec, frame, max) {
         Ok(bytes) => out.extend_from_slice(&bytes),
         Err(e) => {
@@ -199,16 +298,60 @@ fn pin_by_token(daemon: &Daemon, mut hello: Hello) -> Result<Hello, ToolError> {
 }
 
 /// Serve one connection to the end.
-pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>) {
+///
+/// `admitted` is the connection's place under `limits.max_sessions`, held to the end; its
+/// pre-Hello part lets the accept loop shed this connection while it has not said Hello.
+pub async fn run(
+    daemon: Arc<Daemon>,
+    stream: UnixStream,
+    peer_pid: Option<u32>,
+    admitted: Admitted,
+) {
+    let Admitted {
+        slot: _slot,
+        mut pre_hello,
+    } = admitted;
     let max = daemon.config.max_frame;
+    let limits = &daemon.config.limits;
+    let frame_deadline = Duration::from_secs(limits.frame_deadline_s);
+    let hello_timeout = Duration::from_secs(limits.hello_timeout_s);
     let (reader, mut writer) = stream.into_split();
-    let mut reader = tokio::io::BufReader::with_capacity(64 * 1024, reader);
+    let mut reader = FrameReader::new(reader);
 
     // Handshake: the first frame's first byte tells its codec.
-    let first = match tokio::time::timeout(HELLO_TIMEOUT, read_payload(&mut reader, max)).await {
+    let first = tokio::select! {
+        read = tokio::time::timeout(hello_timeout, reader.frame(max, frame_deadline)) => read,
+        _ = &mut pre_hello.shed => {
+            let err = ToolError::new(
+                ErrorKind::Busy,
+                "the daemon is at its connection limit and this connection had not sent its Hello",
+                "send a Hello frame right after connecting, then retry",
+            );
+            // In the codec of the Hello if part of it is here (JSON otherwise).
+            let codec = match reader.buf.get(4..5) {
+                Some(first_byte) => Codec::sniff(first_byte),
+                None => Codec::Json,
+            };
+            let _ = write_one(&mut writer, codec, &DaemonFrame::Refused(err), max).await;
+            return;
+        }
+    };
+    let first = match first {
         Ok(Ok(payload)) => payload,
-        Ok(Err(CodecError::Closed)) => return,
-        Ok(Err(e)) => {
+        Ok(Err(ReadError::Codec(CodecError::Closed))) => return,
+        Ok(Err(ReadError::Stalled { got, .. })) => {
+            let err = ToolError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the Hello frame was not complete within {} s ({got} bytes arrived)",
+                    frame_deadline.as_secs()
+                ),
+                "send each frame whole: its 4-byte length, then that many bytes",
+            );
+            let _ = write_one(&mut writer, Codec::Json, &DaemonFrame::Refused(err), max).await;
+            return;
+        }
+        Ok(Err(ReadError::Codec(e))) => {
             let err = ToolError::new(
                 ErrorKind::Protocol,
                 format!("bad first frame: {e}"),
@@ -220,7 +363,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         Err(_) => {
             let err = ToolError::new(
                 ErrorKind::Timeout,
-                "no Hello within 10 s",
+                format!("no Hello within {} s", hello_timeout.as_secs()),
                 "send a Hello frame right after connecting",
             );
             let _ = write_one(&mut writer, Codec::Json, &DaemonFrame::Refused(err), max).await;
@@ -255,6 +398,8 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
             return;
         }
     };
+    // The Hello's bytes are not kept for the life of the connection.
+    drop(first);
     let codec = hello.codec;
     // Refusals go out in the codec the client demonstrably speaks (that of its Hello).
     if hello.protocol_version != PROTOCOL_VERSION {
@@ -285,6 +430,8 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         return;
     }
 
+    // A client that said Hello is no longer one to shed.
+    drop(pre_hello);
     // A process the daemon started (a vibe worker) gets the surface its config sets.
     let hello = match pin_by_token(&daemon, hello) {
         Ok(hello) => hello,
@@ -296,7 +443,10 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
     };
 
     let in_flight = Arc::new(AtomicU64::new(0));
+    let (out_tx, drain) =
+        crate::outbox::outbox(codec, max, daemon.config.limits.max_queued_output_bytes);
     let session_id = daemon.add_session(SessionInfo {
+        queued: out_tx.meter(),
         kind: hello.client_kind,
         run_id: hello.run_id.clone(),
         tier: hello.surface.max_tier,
@@ -307,7 +457,6 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
     tracing::info!(session = session_id, kind = ?hello.client_kind, codec = %codec, tier = %hello.surface.max_tier, peer_pid, "client connected");
     // A client holding its Welcome is already a question port, so a question asked right
     // after finds it; frames queue in the channel until the writer task starts.
-    let (out_tx, mut out_rx) = mpsc::channel::<DaemonFrame>(1024);
     if hello.surface.questions {
         daemon
             .questions
@@ -322,30 +471,17 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
         max_frame: max,
         tools: daemon.registry.advertised(&hello.surface),
     });
-    if write_one(&mut writer, codec, &welcome, max).await.is_err() {
+    let sent = write_one(&mut writer, codec, &welcome, max).await;
+    // Not kept for the life of the connection: with every tool's schema it is most of what
+    // an idle session would cost (~100 KB).
+    drop(welcome);
+    if sent.is_err() {
         daemon.questions.detach(session_id);
         daemon.remove_session(session_id);
         return;
     }
 
-    let writer_task = tokio::spawn(async move {
-        // Encode everything already queued into one buffer and write it with one syscall.
-        let mut batch = Vec::with_capacity(64 * 1024);
-        while let Some(frame) = out_rx.recv().await {
-            batch.clear();
-            encode_into(&mut batch, codec, &frame, max);
-            while batch.len() < 1024 * 1024 {
-                match out_rx.try_recv() {
-                    Ok(frame) => encode_into(&mut batch, codec, &frame, max),
-                    Err(_) => break,
-                }
-            }
-            if writer.write_all(&batch).await.is_err() {
-                return;
-            }
-        }
-        let _ = writer.shutdown().await;
-    });
+    let writer_task = tokio::spawn(drain.run(writer));
     let viewer = TreeViewer::new(hello.client_kind);
     let session = Arc::new(Session {
         id: session_id,
@@ -362,10 +498,35 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
     let mut call_tasks = tokio::task::JoinSet::new();
 
     loop {
-        let payload = match read_payload(&mut reader, max).await {
+        // Backpressure: while the client has not read `max_queued_output_bytes` of what it
+        // was sent, read nothing more from it (its calls' results are what it must read).
+        if out_tx.room().await.is_err() {
+            break;
+        }
+        let payload = match reader.frame(max, frame_deadline).await {
             Ok(p) => p,
-            Err(CodecError::Closed) => break,
-            Err(e @ CodecError::Oversized { .. }) => {
+            Err(ReadError::Codec(CodecError::Closed)) => break,
+            Err(ReadError::Stalled { got, want }) => {
+                tracing::warn!(
+                    session = session_id,
+                    got,
+                    want,
+                    "frame not finished within the deadline; closing the connection"
+                );
+                let want = want.map(|w| format!(" of {w}")).unwrap_or_default();
+                let _ = out_tx
+                    .send(DaemonFrame::Error(ToolError::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "a frame was started and not finished within {} s ({got}{want} bytes arrived); the connection is closed",
+                            frame_deadline.as_secs()
+                        ),
+                        "send each frame whole and promptly, or raise `frame_deadline_s` under `[limits]` in the daemon's config",
+                    )))
+                    .await;
+                break;
+            }
+            Err(ReadError::Codec(e @ CodecError::Oversized { .. })) => {
                 // The stream cannot be resynchronised past an unread payload: say why, close.
                 tracing::warn!(session = session_id, error = %e, "oversized frame; closing the connection");
                 let _ = out_tx
@@ -377,7 +538,7 @@ pub async fn run(daemon: Arc<Daemon>, stream: UnixStream, peer_pid: Option<u32>)
                     .await;
                 break;
             }
-            Err(e) => {
+            Err(ReadError::Codec(e)) => {
                 tracing::info!(session = session_id, error = %e, "connection ended mid-frame");
                 break;
             }
@@ -573,7 +734,7 @@ fn frame_name(frame: &ClientFrame) -> &'static str {
     }
 }
 
-async fn watch_tree(daemon: Arc<Daemon>, viewer: TreeViewer, out: mpsc::Sender<DaemonFrame>) {
+async fn watch_tree(daemon: Arc<Daemon>, viewer: TreeViewer, out: Outbox) {
     let mut rx = daemon.notifier.subscribe();
     if out
         .send(DaemonFrame::TreeUpdate(daemon.tree_for(&viewer).await))
@@ -621,14 +782,31 @@ async fn start_call(
         return None;
     }
     let (cancel_tx, cancel_rx) = oneshot::channel();
-    let duplicate = {
+    let cap = daemon.config.limits.max_calls_in_flight;
+    let (duplicate, full) = {
         let mut calls = lock(&session.calls);
         let duplicate = calls.contains_key(&id);
-        if !duplicate {
+        // A call counts until its result is queued: results the client does not read keep
+        // their calls counted, so they cannot pile up past the cap either.
+        let full = !duplicate && calls.len() >= cap;
+        if !duplicate && !full {
             calls.insert(id, Some(cancel_tx));
         }
-        duplicate
+        (duplicate, full)
     };
+    if full {
+        // Refused, not queued: a queued call would wait on the very results the client may
+        // be waiting to read after sending it (and an approval answer must stay readable).
+        let _ = session
+            .out
+            .send(reject(ToolError::new(
+                ErrorKind::Busy,
+                format!("call {id} was not started: {cap} calls are already in flight on this connection (limits.max_calls_in_flight)"),
+                "wait for some results before sending more calls, or raise `max_calls_in_flight` under `[limits]` in the daemon's config",
+            )))
+            .await;
+        return None;
+    }
     if duplicate {
         // Not a `result`: that id belongs to the call still running.
         let _ = session

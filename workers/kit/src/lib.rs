@@ -3,6 +3,7 @@
 
 pub mod ids;
 pub mod launch;
+pub mod memory;
 pub mod private;
 pub mod process;
 pub mod restart;
