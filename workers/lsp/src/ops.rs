@@ -124,6 +124,14 @@ fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
             format!("cannot encode `{method}`: {message}"),
             "report this as a bug",
         ),
+        RpcError::Backlog { method, queued } => ToolError::new(
+            ErrorKind::ResourceFailed,
+            format!(
+                "language server {} is not reading its input: `{method}` was not sent ({queued} messages already wait)",
+                shared.id
+            ),
+            "the server looks stuck; `lsp reload` it",
+        ),
     }
 }
 

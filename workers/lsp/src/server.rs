@@ -849,7 +849,7 @@ impl Actor for ServerActor {
 /// Answers the server's own requests and records its notifications; on end of stream, clears
 /// the connection and tells the actor, with the exit status when the child was reaped.
 async fn serve_incoming(
-    mut incoming: mpsc::UnboundedReceiver<Incoming>,
+    mut incoming: mpsc::Receiver<Incoming>,
     shared: Arc<ServerShared>,
     client: RpcClient,
     generation: u64,
