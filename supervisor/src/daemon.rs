@@ -101,7 +101,8 @@ pub struct Daemon {
     pub socket: PathBuf,
     pub state_dir: PathBuf,
     sessions: Mutex<BTreeMap<u64, SessionInfo>>,
-    conversations: Mutex<HashSet<String>>,
+    /// Conversations that made a call recently (pruned: see `conversations.rs`).
+    conversations: crate::conversations::Conversations,
     next_session: AtomicU64,
     next_request: AtomicU64,
     pub calls_total: AtomicU64,
@@ -134,10 +135,7 @@ impl Daemon {
     }
 
     pub fn touch_conversation(&self, conversation: &str) {
-        let mut set = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
-        if !set.contains(conversation) {
-            set.insert(conversation.to_string());
-        }
+        self.conversations.touch(conversation);
     }
 
     pub fn next_request_id(&self) -> u64 {
@@ -293,11 +291,7 @@ impl Daemon {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .len() as u32,
-            conversations: self
-                .conversations
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .len() as u32,
+            conversations: u32::try_from(self.conversations.active()).unwrap_or(u32::MAX),
             resources: u32::try_from(resources).unwrap_or(u32::MAX),
             rss_bytes: toolvisor_kit::process::rss_bytes(pid).unwrap_or(0),
             calls_total: self.calls_total.load(Ordering::Relaxed),
@@ -500,7 +494,7 @@ pub async fn serve(
         socket: bound.path.clone(),
         state_dir,
         sessions: Mutex::new(BTreeMap::new()),
-        conversations: Mutex::new(HashSet::new()),
+        conversations: Default::default(),
         next_session: AtomicU64::new(0),
         next_request: AtomicU64::new(0),
         calls_total: AtomicU64::new(0),

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod config;
+pub mod conversations;
 pub mod daemon;
 pub mod lanes;
 pub mod listener;
