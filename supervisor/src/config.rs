@@ -517,6 +517,10 @@ pub struct TestingConfig {
     /// Register `_probe_serial` and `_probe_parallel`, which record when they start and end
     /// (to test per-conversation lanes).
     pub probe_tools: bool,
+    /// How long an idle lane lives before it is pruned (default 60 s).
+    pub lane_idle_ms: Option<u64>,
+    /// How long an idle conversation stays in the `status` roster (default 1 h).
+    pub conversation_idle_ms: Option<u64>,
 }
 
 impl Default for Config {

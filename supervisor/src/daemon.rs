@@ -292,6 +292,7 @@ impl Daemon {
                 .unwrap_or_else(|p| p.into_inner())
                 .len() as u32,
             conversations: u32::try_from(self.conversations.active()).unwrap_or(u32::MAX),
+            lanes: u32::try_from(self.lanes.len()).unwrap_or(u32::MAX),
             resources: u32::try_from(resources).unwrap_or(u32::MAX),
             rss_bytes: toolvisor_kit::process::rss_bytes(pid).unwrap_or(0),
             calls_total: self.calls_total.load(Ordering::Relaxed),
@@ -468,7 +469,10 @@ pub async fn serve(
         kernels,
         debug,
         registry,
-        lanes: Lanes::default(),
+        lanes: match config.testing.lane_idle_ms {
+            Some(ms) => Lanes::with_idle(Duration::from_millis(ms)),
+            None => Lanes::default(),
+        },
         audit: AuditLog::new(&config.audit_log()),
         processes: Processes::new(
             processes_sup,
@@ -494,7 +498,13 @@ pub async fn serve(
         socket: bound.path.clone(),
         state_dir,
         sessions: Mutex::new(BTreeMap::new()),
-        conversations: Default::default(),
+        conversations: crate::conversations::Conversations::new(
+            config
+                .testing
+                .conversation_idle_ms
+                .map_or(crate::conversations::IDLE, Duration::from_millis),
+            crate::conversations::MAX,
+        ),
         next_session: AtomicU64::new(0),
         next_request: AtomicU64::new(0),
         calls_total: AtomicU64::new(0),
