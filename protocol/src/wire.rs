@@ -347,6 +347,8 @@ pub struct StatusReport {
     pub config: String,
     pub sessions: u32,
     pub conversations: u32,
+    /// Conversations with a live lane (idle, empty lanes are pruned).
+    pub lanes: u32,
     pub resources: u32,
     pub rss_bytes: u64,
     pub calls_total: u64,

@@ -212,6 +212,7 @@ fn every_daemon_frame_round_trips() {
             config: "embedded defaults".into(),
             sessions: 1,
             conversations: 2,
+            lanes: 1,
             resources: 3,
             rss_bytes: 4,
             calls_total: 5,

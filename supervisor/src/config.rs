@@ -563,6 +563,10 @@ pub struct TestingConfig {
     /// rename (logged as a warning), so a test can SIGKILL the daemon mid-write
     /// (`tests/tests/files_crash_windows.rs`). Never set it outside tests.
     pub pause_after_writes: Option<u64>,
+    /// How long an idle lane lives before it is pruned (default 60 s).
+    pub lane_idle_ms: Option<u64>,
+    /// How long an idle conversation stays in the `status` roster (default 1 h).
+    pub conversation_idle_ms: Option<u64>,
 }
 
 impl Default for Config {

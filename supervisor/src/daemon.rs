@@ -110,7 +110,8 @@ pub struct Daemon {
     peak_sessions: AtomicUsize,
     /// Wakes the trim task after a burst of sessions ended.
     trim_wanted: tokio::sync::Notify,
-    conversations: Mutex<HashSet<String>>,
+    /// Conversations that made a call recently (pruned: see `conversations.rs`).
+    conversations: crate::conversations::Conversations,
     next_session: AtomicU64,
     next_request: AtomicU64,
     pub calls_total: AtomicU64,
@@ -191,10 +192,7 @@ impl Daemon {
     }
 
     pub fn touch_conversation(&self, conversation: &str) {
-        let mut set = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
-        if !set.contains(conversation) {
-            set.insert(conversation.to_string());
-        }
+        self.conversations.touch(conversation);
     }
 
     pub fn next_request_id(&self) -> u64 {
@@ -359,11 +357,8 @@ impl Daemon {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .len() as u32,
-            conversations: self
-                .conversations
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .len() as u32,
+            conversations: u32::try_from(self.conversations.active()).unwrap_or(u32::MAX),
+            lanes: u32::try_from(self.lanes.len()).unwrap_or(u32::MAX),
             resources: u32::try_from(resources).unwrap_or(u32::MAX),
             rss_bytes: toolvisor_kit::process::rss_bytes(pid).unwrap_or(0),
             calls_total: self.calls_total.load(Ordering::Relaxed),
@@ -549,7 +544,10 @@ pub async fn serve(
         kernels,
         debug,
         registry,
-        lanes: Lanes::default(),
+        lanes: match config.testing.lane_idle_ms {
+            Some(ms) => Lanes::with_idle(Duration::from_millis(ms)),
+            None => Lanes::default(),
+        },
         audit: AuditLog::new(&config.audit_log()),
         processes: Processes::new(
             processes_sup,
@@ -577,7 +575,13 @@ pub async fn serve(
         sessions: Mutex::new(BTreeMap::new()),
         peak_sessions: AtomicUsize::new(0),
         trim_wanted: tokio::sync::Notify::new(),
-        conversations: Mutex::new(HashSet::new()),
+        conversations: crate::conversations::Conversations::new(
+            config
+                .testing
+                .conversation_idle_ms
+                .map_or(crate::conversations::IDLE, Duration::from_millis),
+            crate::conversations::MAX,
+        ),
         next_session: AtomicU64::new(0),
         next_request: AtomicU64::new(0),
         calls_total: AtomicU64::new(0),

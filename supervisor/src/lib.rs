@@ -6,6 +6,7 @@
 pub mod admission;
 pub mod audit;
 pub mod config;
+pub mod conversations;
 pub mod daemon;
 pub mod lanes;
 pub mod listener;

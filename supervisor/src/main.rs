@@ -296,9 +296,10 @@ fn main() -> ExitCode {
                             s.config
                         );
                         out!(
-                            "sessions {}  conversations {}  calls {} ({} failed)  rss {} KiB",
+                            "sessions {}  conversations {}  lanes {}  calls {} ({} failed)  rss {} KiB",
                             s.sessions,
                             s.conversations,
+                            s.lanes,
                             s.calls_total,
                             s.calls_failed,
                             s.rss_bytes / 1024

@@ -1,7 +1,9 @@
 //! Misbehaving servers (small fake programs, in addition to the real ones): a server stuck
 //! indexing never yields an empty "nothing found" — the caller gets `not_ready`; a server that
 //! never answers gets `timeout` and the request is cancelled; a server writing garbage and an
-//! oversized frame is treated as crashed (`resource_failed`), never as an empty answer.
+//! oversized frame is treated as crashed (`resource_failed`), never as an empty answer; a
+//! server flooding notifications past the transport's bounded queue is held back, not
+//! deadlocked: its answer still arrives, and its own request is answered.
 
 use std::time::Duration;
 
@@ -93,5 +95,33 @@ fn a_server_writing_garbage_is_a_failure_not_an_answer() {
     assert!(
         d.log_text().contains("exceeds the cap"),
         "the oversized frame is logged"
+    );
+}
+
+#[test]
+fn a_server_flooding_notifications_still_answers_and_is_answered() {
+    let (d, p) = daemon_with_fake("flood", "");
+    for round in 0..2 {
+        let v = toolvisor_tests::lsp::ok_in(
+            &d,
+            p.path(),
+            "lsp",
+            json!({"op": "hover", "file": "a.fake", "line": 1, "symbol": "world"}),
+        );
+        assert!(
+            v.to_string().contains("after the flood"),
+            "round {round}: {v}"
+        );
+    }
+    // Its workspace/configuration request, sent mid-flood, was answered (the fake reads the
+    // answer before the second hover).
+    wait_for(
+        "the fake server to receive the answer to its mid-flood request",
+        Duration::from_secs(10),
+        || {
+            std::fs::read_to_string(p.path().join("methods.log"))
+                .ok()
+                .filter(|m| m.contains("response cfg"))
+        },
     );
 }

@@ -11,6 +11,12 @@
 //! and, when the adapter supports it, cancelled on the wire with a `cancel` request. When the
 //! stream ends, every pending request fails at once with [`DapError::Closed`] and the owner
 //! gets [`Incoming::Closed`] as the last message.
+//!
+//! Both queues are bounded, as in `toolvisor-jsonrpc`'s transport: when the owner is behind
+//! on events the reader waits for room (backpressure on the adapter; answers bypass that
+//! queue, so the owner must drain [`Incoming`] on a task that never waits for an answer from
+//! the same client), and when the adapter stops reading its input, writes fail with
+//! [`DapError::Backlog`] (a cancel is dropped instead) rather than queueing without end.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -46,6 +52,11 @@ pub enum Incoming {
 
 type Answer = std::result::Result<Value, DapError>;
 
+/// Events and reverse requests queued for the owner before the reader waits for room.
+pub const INCOMING_CAPACITY: usize = 1024;
+/// Frames queued for the adapter before writes fail with [`DapError::Backlog`].
+pub const OUTGOING_CAPACITY: usize = 1024;
+
 struct Inner {
     label: String,
     pending: Mutex<HashMap<i64, (String, oneshot::Sender<Answer>)>>,
@@ -53,7 +64,7 @@ struct Inner {
     closed: Mutex<Option<String>>,
     next_seq: AtomicI64,
     /// `None` once the input side was closed on purpose ([`DapClient::close_input`]).
-    out: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
+    out: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     supports_cancel: AtomicBool,
 }
 
@@ -69,7 +80,13 @@ impl Inner {
         })?;
         let closed = || DapError::Closed(self.closed_reason());
         match lock(&self.out).as_ref() {
-            Some(tx) => tx.send(bytes).map_err(|_| closed()),
+            Some(tx) => tx.try_send(bytes).map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => DapError::Backlog {
+                    command: message["command"].as_str().unwrap_or("").to_string(),
+                    queued: tx.max_capacity(),
+                },
+                mpsc::error::TrySendError::Closed(_) => closed(),
+            }),
             None => Err(closed()),
         }
     }
@@ -161,10 +178,13 @@ impl Drop for Pending {
         let was_pending = lock(&self.inner.pending).remove(&self.seq).is_some();
         if was_pending && self.inner.supports_cancel.load(Ordering::Relaxed) {
             let seq = self.inner.next_seq.fetch_add(1, Ordering::Relaxed);
-            let _ = self.inner.write(&json!({
+            // A courtesy: dropped (logged) when the adapter stopped reading its input.
+            if let Err(e) = self.inner.write(&json!({
                 "seq": seq, "type": "request", "command": "cancel",
                 "arguments": {"requestId": self.seq},
-            }));
+            })) {
+                tracing::debug!(label = self.inner.label, error = %e, "cancel not sent");
+            }
         }
     }
 }
@@ -177,13 +197,37 @@ impl DapClient {
         writer: W,
         label: &str,
         max_frame: usize,
-    ) -> (DapClient, mpsc::UnboundedReceiver<Incoming>)
+    ) -> (DapClient, mpsc::Receiver<Incoming>)
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out_tx, out_rx) = mpsc::unbounded_channel();
-        let (in_tx, in_rx) = mpsc::unbounded_channel();
+        Self::start_bounded(
+            reader,
+            writer,
+            label,
+            max_frame,
+            INCOMING_CAPACITY,
+            OUTGOING_CAPACITY,
+        )
+    }
+
+    /// [`DapClient::start`] with the capacities of the incoming (events, reverse requests)
+    /// and outgoing (frames to the adapter) queues.
+    pub fn start_bounded<R, W>(
+        reader: R,
+        writer: W,
+        label: &str,
+        max_frame: usize,
+        incoming_capacity: usize,
+        outgoing_capacity: usize,
+    ) -> (DapClient, mpsc::Receiver<Incoming>)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (out_tx, out_rx) = mpsc::channel(outgoing_capacity.max(1));
+        let (in_tx, in_rx) = mpsc::channel(incoming_capacity.max(1));
         let inner = Arc::new(Inner {
             label: label.to_string(),
             pending: Mutex::new(HashMap::new()),
@@ -278,7 +322,7 @@ impl DapClient {
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
     label: String,
 ) {
     while let Some(bytes) = rx.recv().await {
@@ -326,7 +370,7 @@ fn failure_text(message: &Map<String, Value>) -> String {
 async fn read_loop<R: AsyncRead + Unpin>(
     reader: R,
     inner: Arc<Inner>,
-    incoming: mpsc::UnboundedSender<Incoming>,
+    incoming: mpsc::Sender<Incoming>,
     max_frame: usize,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
@@ -372,7 +416,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     .unwrap_or("")
                     .to_string();
                 let body = message.get("body").cloned().unwrap_or(Value::Null);
-                let _ = incoming.send(Incoming::Event { event, body });
+                // Waits for room when the owner is behind: backpressure on the adapter.
+                let _ = incoming.send(Incoming::Event { event, body }).await;
             }
             "request" => {
                 let seq = message.get("seq").and_then(Value::as_i64).unwrap_or(0);
@@ -382,11 +427,13 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     .unwrap_or("")
                     .to_string();
                 let arguments = message.get("arguments").cloned().unwrap_or(Value::Null);
-                let _ = incoming.send(Incoming::Request {
-                    seq,
-                    command,
-                    arguments,
-                });
+                let _ = incoming
+                    .send(Incoming::Request {
+                        seq,
+                        command,
+                        arguments,
+                    })
+                    .await;
             }
             other => {
                 tracing::debug!(
@@ -399,7 +446,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     };
     tracing::debug!(label = inner.label, reason, "debug adapter stream closed");
     inner.close(&reason);
-    let _ = incoming.send(Incoming::Closed { reason });
+    let _ = incoming.send(Incoming::Closed { reason }).await;
 }
 
 #[cfg(test)]
@@ -522,6 +569,108 @@ mod tests {
             client.send("threads", None),
             Err(DapError::Closed(_))
         ));
+    }
+
+    /// Lets every runnable task run (scheduling on a current-thread runtime, not time).
+    async fn let_everything_run() {
+        for _ in 0..10_000 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_event_flood_is_held_back_and_the_answer_behind_it_arrives() {
+        const FLOOD: usize = 5000;
+        const CAPACITY: usize = 8;
+        let (ours, theirs) = duplex(1024);
+        let (our_r, our_w) = tokio::io::split(ours);
+        let (their_r, mut their_w) = tokio::io::split(theirs);
+        let (client, mut incoming) =
+            DapClient::start_bounded(our_r, our_w, "test", 1 << 20, CAPACITY, 64);
+        let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let peer_written = written.clone();
+        let pending = client.send("threads", None).unwrap();
+        let adapter = tokio::spawn(async move {
+            let mut their_r = BufReader::new(their_r);
+            let req = next_request(&mut their_r).await;
+            for i in 0..FLOOD {
+                their_w
+                    .write_all(&frame(
+                        json!({"seq": 0, "type": "event", "event": "output", "body": {"n": i}}),
+                    ))
+                    .await
+                    .unwrap();
+                peer_written.fetch_add(1, Ordering::SeqCst);
+            }
+            their_w
+                .write_all(&frame(json!({"seq": 0, "type": "response", "request_seq": req["seq"], "success": true, "command": "threads", "body": {"threads": []}})))
+                .await
+                .unwrap();
+            (their_r, their_w)
+        });
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while incoming.len() < CAPACITY {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the incoming queue fills while the owner does not drain it");
+        let_everything_run().await;
+        assert_eq!(incoming.len(), CAPACITY, "the reader queued past capacity");
+        let sent = written.load(Ordering::SeqCst);
+        assert!(
+            sent < FLOOD,
+            "the adapter wrote its whole flood ({sent} events) unread: no backpressure"
+        );
+        let drain = tokio::spawn(async move {
+            let mut next = 0;
+            while let Some(Incoming::Event { body, .. }) = incoming.recv().await {
+                assert_eq!(body["n"], json!(next));
+                next += 1;
+                if next == FLOOD {
+                    break;
+                }
+            }
+            next
+        });
+        let body = pending.wait(Duration::from_secs(30)).await.unwrap();
+        assert_eq!(body["threads"], json!([]));
+        assert_eq!(drain.await.unwrap(), FLOOD);
+        drop(adapter.await.unwrap());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_adapter_that_stops_reading_fills_the_outgoing_queue_and_send_says_so() {
+        // The adapter never reads its input.
+        let (ours, _theirs) = duplex(256);
+        let (r, w) = tokio::io::split(ours);
+        let (client, _incoming) = DapClient::start_bounded(r, w, "test", 1 << 20, 8, 4);
+        let text = "x".repeat(200);
+        let mut kept = Vec::new();
+        let mut refused = None;
+        for i in 0..10_000 {
+            match client.send("evaluate", Some(json!({"expression": text, "n": i}))) {
+                Ok(pending) => {
+                    kept.push(pending);
+                    tokio::task::yield_now().await;
+                }
+                Err(e) => {
+                    refused = Some((i, e));
+                    break;
+                }
+            }
+        }
+        let (accepted, error) =
+            refused.expect("10,000 requests queued for an adapter that reads none");
+        assert!(accepted < 100, "{accepted} requests were queued");
+        assert_eq!(
+            error,
+            DapError::Backlog {
+                command: "evaluate".into(),
+                queued: 4
+            }
+        );
+        assert!(error.to_string().contains("not reading its input"));
     }
 
     #[tokio::test(start_paused = true)]

@@ -289,6 +289,14 @@ impl Debuggers {
                 format!("debug {op}: cannot encode `{command}`: {message}"),
                 "report this as a bug",
             ),
+            DapError::Backlog { command, queued } => err(
+                ErrorKind::ResourceFailed,
+                format!(
+                    "debug {op}: the debug adapter {} is not reading its input; `{command}` was not sent ({queued} messages already wait)",
+                    session.adapter
+                ),
+                "the adapter looks hung; `terminate` ends the session",
+            ),
         }
     }
 

@@ -38,6 +38,11 @@ pub enum DapError {
     Failed { command: String, message: String },
     #[error("cannot encode `{command}`: {message}")]
     Encode { command: String, message: String },
+    /// The outgoing queue is full: the adapter has stopped reading its input.
+    #[error(
+        "`{command}` was not sent: the debug adapter is not reading its input ({queued} messages already wait to be written)"
+    )]
+    Backlog { command: String, queued: usize },
 }
 
 /// The crate's result.

@@ -552,7 +552,7 @@ impl Session {
 /// Reads the adapter's events and reverse requests until its stream ends.
 async fn pump(
     session: Arc<Session>,
-    mut incoming: mpsc::UnboundedReceiver<Incoming>,
+    mut incoming: mpsc::Receiver<Incoming>,
     actor: ActorRef<SessionMsg>,
 ) {
     while let Some(message) = incoming.recv().await {

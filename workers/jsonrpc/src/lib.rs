@@ -13,7 +13,10 @@ pub mod transport;
 
 pub use framing::{FrameError, read_frame, write_frame};
 pub use message::{Id, Message, ResponseError};
-pub use transport::{Incoming, RpcClient, StderrTail, Transport, TransportOptions};
+pub use transport::{
+    DEFAULT_INCOMING_CAPACITY, DEFAULT_OUTGOING_CAPACITY, Incoming, RpcClient, StderrTail,
+    Transport, TransportOptions,
+};
 
 /// What can go wrong with one request.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
@@ -31,6 +34,11 @@ pub enum RpcError {
     },
     #[error("cannot encode `{method}`: {message}")]
     Encode { method: String, message: String },
+    /// The outgoing queue is full: the child has stopped reading its stdin.
+    #[error(
+        "`{method}` was not sent: the server is not reading its input ({queued} messages already wait to be written)"
+    )]
+    Backlog { method: String, queued: usize },
 }
 
 pub type Result<T, E = RpcError> = std::result::Result<T, E>;

@@ -6,6 +6,22 @@
 //! Requests carry a timeout; a request future dropped before its answer (caller cancelled,
 //! timeout) is removed from the map and cancelled on the wire with the configured cancel
 //! notification (`$/cancelRequest` for LSP).
+//!
+//! Both queues are bounded, so a child can fill neither:
+//!
+//! - **Incoming** (the server's requests and notifications, to the owner): when it is full
+//!   the reader waits for room, which stops reading the child's stdout — backpressure on a
+//!   server flooding `$/progress` or `window/logMessage`. Responses to our own requests do
+//!   not go through this queue (the reader hands them to their caller directly), so the
+//!   rule that keeps this deadlock-free is the owner's: **drain `Incoming` on a task that
+//!   never waits for an answer from the same transport.** Then a full queue always empties
+//!   and the reader reaches the answer behind the flood.
+//! - **Outgoing** (frames to the child's stdin): [`RpcClient::request`] waits for room
+//!   (within its timeout); the synchronous [`RpcClient::notify`] and
+//!   [`RpcClient::respond`] (called under document locks) fail with [`RpcError::Backlog`]
+//!   instead, and so does nothing else: a cancel or a shutdown-time `null` answer that finds
+//!   the queue full is dropped (logged). A full outgoing queue means the child stopped
+//!   reading its stdin; the reader never waits on it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -31,7 +47,17 @@ pub struct TransportOptions {
     pub cancel_method: Option<String>,
     /// Lines of stderr kept for error messages.
     pub stderr_lines: usize,
+    /// Capacity of the queue of the server's requests and notifications to the owner; when
+    /// full, the reader stops reading the child's stdout until the owner catches up.
+    pub incoming_capacity: usize,
+    /// Capacity of the queue of frames to the child's stdin.
+    pub outgoing_capacity: usize,
 }
+
+/// Default [`TransportOptions::incoming_capacity`].
+pub const DEFAULT_INCOMING_CAPACITY: usize = 1024;
+/// Default [`TransportOptions::outgoing_capacity`].
+pub const DEFAULT_OUTGOING_CAPACITY: usize = 1024;
 
 impl Default for TransportOptions {
     fn default() -> Self {
@@ -40,6 +66,8 @@ impl Default for TransportOptions {
             max_frame: framing::DEFAULT_MAX_FRAME,
             cancel_method: Some("$/cancelRequest".into()),
             stderr_lines: 40,
+            incoming_capacity: DEFAULT_INCOMING_CAPACITY,
+            outgoing_capacity: DEFAULT_OUTGOING_CAPACITY,
         }
     }
 }
@@ -92,7 +120,7 @@ struct Inner {
     /// After `shutdown`: the server's own requests are answered with null.
     shutting_down: AtomicBool,
     next_id: AtomicI64,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: mpsc::Sender<Vec<u8>>,
     cancel_method: Option<String>,
     stderr: StderrTail,
 }
@@ -101,13 +129,55 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+fn encode(msg: &Message) -> Result<Vec<u8>> {
+    serde_json::to_vec(&msg.to_json()).map_err(|e| RpcError::Encode {
+        method: String::new(),
+        message: e.to_string(),
+    })
+}
+
+/// The method a message names, for errors (`response` for answers).
+fn method_of(msg: &Message) -> String {
+    match msg {
+        Message::Request { method, .. } | Message::Notification { method, .. } => method.clone(),
+        Message::Response { .. } => "response".into(),
+    }
+}
+
 impl Inner {
+    /// Queues `msg` for the child's stdin without waiting: a full queue is
+    /// [`RpcError::Backlog`].
     fn send(&self, msg: &Message) -> Result<()> {
-        let bytes = serde_json::to_vec(&msg.to_json()).map_err(|e| RpcError::Encode {
-            method: String::new(),
-            message: e.to_string(),
-        })?;
-        self.out.send(bytes).map_err(|_| RpcError::StreamClosed)
+        let bytes = encode(msg)?;
+        self.out.try_send(bytes).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => RpcError::Backlog {
+                method: method_of(msg),
+                queued: self.out.max_capacity(),
+            },
+            mpsc::error::TrySendError::Closed(_) => RpcError::StreamClosed,
+        })
+    }
+
+    /// Queues `msg`, waiting for room.
+    async fn send_wait(&self, msg: &Message) -> Result<()> {
+        let bytes = encode(msg)?;
+        self.out
+            .send(bytes)
+            .await
+            .map_err(|_| RpcError::StreamClosed)
+    }
+
+    /// Queues `msg` if there is room; a message that is only a courtesy (a cancel, a
+    /// shutdown-time answer) is dropped, logged, when the child stopped reading.
+    fn send_or_drop(&self, msg: &Message) {
+        if let Err(RpcError::Backlog { method, queued }) = self.send(msg) {
+            tracing::debug!(
+                label = self.label,
+                method,
+                queued,
+                "the child is not reading its stdin; a courtesy message was dropped"
+            );
+        }
     }
 
     /// Fail every pending request at once and refuse new ones.
@@ -133,14 +203,14 @@ impl Transport {
         stdin: W,
         stderr: E,
         options: TransportOptions,
-    ) -> (RpcClient, mpsc::UnboundedReceiver<Incoming>)
+    ) -> (RpcClient, mpsc::Receiver<Incoming>)
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
         E: AsyncRead + Unpin + Send + 'static,
     {
-        let (out_tx, out_rx) = mpsc::unbounded_channel();
-        let (in_tx, in_rx) = mpsc::unbounded_channel();
+        let (out_tx, out_rx) = mpsc::channel(options.outgoing_capacity.max(1));
+        let (in_tx, in_rx) = mpsc::channel(options.incoming_capacity.max(1));
         let inner = Arc::new(Inner {
             label: options.label.clone(),
             pending: Mutex::new(HashMap::new()),
@@ -165,7 +235,7 @@ impl Transport {
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut stdin: W,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
     label: String,
 ) {
     while let Some(bytes) = rx.recv().await {
@@ -204,7 +274,7 @@ async fn stderr_loop<E: AsyncRead + Unpin>(
 async fn read_loop<R: AsyncRead + Unpin>(
     stdout: R,
     inner: Arc<Inner>,
-    incoming: mpsc::UnboundedSender<Incoming>,
+    incoming: mpsc::Sender<Incoming>,
     max_frame: usize,
 ) {
     let mut reader = BufReader::new(stdout);
@@ -240,9 +310,11 @@ async fn read_loop<R: AsyncRead + Unpin>(
             }
             Message::Response { .. } => {}
             Message::Request { id, method, params } => {
+                // The reader never waits on the outgoing queue (the child may be blocked
+                // writing to us while not reading its stdin): these answers are courtesies.
                 if inner.shutting_down.load(Ordering::SeqCst) {
                     // Some servers treat an error reply (even to registerCapability) as fatal.
-                    let _ = inner.send(&Message::Response {
+                    inner.send_or_drop(&Message::Response {
                         id,
                         result: Ok(Value::Null),
                     });
@@ -252,22 +324,26 @@ async fn read_loop<R: AsyncRead + Unpin>(
                         method,
                         params,
                     })
+                    .await
                     .is_err()
                 {
-                    let _ = inner.send(&Message::Response {
+                    inner.send_or_drop(&Message::Response {
                         id,
                         result: Ok(Value::Null),
                     });
                 }
             }
             Message::Notification { method, params } => {
-                let _ = incoming.send(Incoming::Notification { method, params });
+                // Waits for room when the owner is behind: backpressure on the child.
+                let _ = incoming
+                    .send(Incoming::Notification { method, params })
+                    .await;
             }
         }
     };
     tracing::debug!(label = inner.label, reason, "child stdout closed");
     inner.close();
-    let _ = incoming.send(Incoming::Closed { reason });
+    let _ = incoming.send(Incoming::Closed { reason }).await;
 }
 
 /// A handle to send requests and notifications; cheap to clone.
@@ -299,7 +375,7 @@ impl Drop for CancelOnDrop {
         }
         let was_pending = lock(&self.inner.pending).remove(&self.id).is_some();
         if was_pending && let Some(method) = &self.inner.cancel_method {
-            let _ = self.inner.send(&Message::Notification {
+            self.inner.send_or_drop(&Message::Notification {
                 method: method.clone(),
                 params: json!({"id": self.id}),
             });
@@ -308,7 +384,8 @@ impl Drop for CancelOnDrop {
 }
 
 impl RpcClient {
-    /// Sends a request and waits for its answer, at most `timeout`.
+    /// Sends a request and waits for its answer, at most `timeout` (waiting for room in the
+    /// outgoing queue counts against it).
     ///
     /// # Cancel safety
     ///
@@ -334,18 +411,32 @@ impl RpcClient {
             method: method.to_string(),
             params,
         };
-        if let Err(e) = self.inner.send(&msg) {
-            guard.armed = false;
-            lock(&self.inner.pending).remove(&id);
-            return Err(match e {
-                RpcError::Encode { message, .. } => RpcError::Encode {
-                    method: method.into(),
-                    message,
-                },
-                other => other,
-            });
+        let timed_out = || RpcError::Timeout {
+            method: method.to_string(),
+            after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        match tokio::time::timeout_at(deadline, self.inner.send_wait(&msg)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                guard.armed = false;
+                lock(&self.inner.pending).remove(&id);
+                return Err(match e {
+                    RpcError::Encode { message, .. } => RpcError::Encode {
+                        method: method.into(),
+                        message,
+                    },
+                    other => other,
+                });
+            }
+            Err(_) => {
+                // Never written: nothing to cancel on the wire.
+                guard.armed = false;
+                lock(&self.inner.pending).remove(&id);
+                return Err(timed_out());
+            }
         }
-        match tokio::time::timeout(timeout, rx).await {
+        match tokio::time::timeout_at(deadline, rx).await {
             Ok(answer) => {
                 guard.armed = false;
                 match answer {
@@ -358,13 +449,12 @@ impl RpcClient {
                     Err(_) => Err(RpcError::StreamClosed),
                 }
             }
-            Err(_) => Err(RpcError::Timeout {
-                method: method.to_string(),
-                after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-            }),
+            Err(_) => Err(timed_out()),
         }
     }
 
+    /// Queues a notification without waiting; [`RpcError::Backlog`] when the child has
+    /// stopped reading its stdin and the outgoing queue is full.
     pub fn notify(&self, method: &str, params: Value) -> Result<()> {
         self.inner.send(&Message::Notification {
             method: method.to_string(),
@@ -372,7 +462,7 @@ impl RpcClient {
         })
     }
 
-    /// Answers one of the server's own requests.
+    /// Answers one of the server's own requests; like [`RpcClient::notify`], never waits.
     pub fn respond(&self, id: Id, result: Result<Value, ResponseError>) -> Result<()> {
         self.inner.send(&Message::Response { id, result })
     }

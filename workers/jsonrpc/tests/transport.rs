@@ -33,11 +33,7 @@ impl Peer {
     }
 }
 
-fn start() -> (
-    RpcClient,
-    tokio::sync::mpsc::UnboundedReceiver<Incoming>,
-    Peer,
-) {
+fn start() -> (RpcClient, tokio::sync::mpsc::Receiver<Incoming>, Peer) {
     let (client_stdin, peer_in) = duplex(1 << 16);
     let (peer_out, client_stdout) = duplex(1 << 16);
     let (peer_err, client_stderr) = duplex(1 << 16);

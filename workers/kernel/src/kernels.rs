@@ -175,6 +175,20 @@ fn bridge_reply(id: u64, result: Result<Json, ToolError>) -> Vec<u8> {
     encode(&ToKernel::BridgeResult { id, ok, err })
 }
 
+/// Removes every slot nothing else uses any more: no cell, start or stop holds it (the map's
+/// is the only reference, and references are only taken under the map's lock), its kernel
+/// is not alive, and the supervisor has collected its ended record (it dropped its share of
+/// the slot's status) or never had one. What such a slot still held — why its last kernel
+/// ended, for a caller not told yet — is forgotten with the record.
+fn prune_slots(slots: &mut HashMap<(String, Language), Arc<Slot>>) {
+    slots.retain(|_, slot| {
+        let unused = Arc::strong_count(slot) == 1;
+        let record_collected = Arc::strong_count(&slot.status) == 1;
+        let ended = slot.current().is_none_or(|inc| !inc.alive());
+        !(unused && record_collected && ended)
+    });
+}
+
 impl Kernels {
     pub fn new(
         supervisor: ActorRef<SupervisorMsg>,
@@ -197,8 +211,20 @@ impl Kernels {
         &self.limits
     }
 
+    /// Drops the slots whose kernel ended and whose record the supervisor collected; returns
+    /// how many slots remain. (Also done whenever a new slot is made.)
+    pub fn prune(&self) -> usize {
+        let mut slots = lock(&self.slots);
+        prune_slots(&mut slots);
+        slots.len()
+    }
+
     fn slot(&self, conversation: &str, language: Language) -> Arc<Slot> {
-        lock(&self.slots)
+        let mut slots = lock(&self.slots);
+        if !slots.contains_key(&(conversation.to_string(), language)) {
+            prune_slots(&mut slots);
+        }
+        slots
             .entry((conversation.to_string(), language))
             .or_insert_with(|| {
                 let id = format!("{conversation}/{language}");
@@ -662,5 +688,41 @@ impl Kernels {
         let _ = tokio::time::timeout(Duration::from_secs(5), exit.wait_for(Option::is_some)).await;
         self.await_ended(slot).await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(conversation: &str) -> Arc<Slot> {
+        let status = NodeStatus::owned(
+            "kernel",
+            &format!("{conversation}/python"),
+            conversation,
+            String::new(),
+            TreeNotifier::default(),
+        );
+        Arc::new(Slot::new(conversation, Language::Python, status, None))
+    }
+
+    #[test]
+    fn slots_of_conversations_that_are_gone_are_pruned_and_no_live_one_is() {
+        let mut slots = HashMap::new();
+        for i in 0..2000 {
+            let s = slot(&format!("c{i}"));
+            slots.insert((format!("c{i}"), Language::Python), s);
+        }
+        // One still in use by a cell, one whose ended record the supervisor still shows.
+        let in_use = slots[&("c1".to_string(), Language::Python)].clone();
+        let record = slots[&("c2".to_string(), Language::Python)].status.clone();
+        prune_slots(&mut slots);
+        let mut left: Vec<_> = slots.keys().map(|(c, _)| c.clone()).collect();
+        left.sort();
+        assert_eq!(left, ["c1", "c2"]);
+        drop(in_use);
+        drop(record);
+        prune_slots(&mut slots);
+        assert!(slots.is_empty(), "{} slots left", slots.len());
     }
 }

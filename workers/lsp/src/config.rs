@@ -79,6 +79,10 @@ pub struct LspConfig {
     pub diagnostics_wait_s: u64,
     /// Longest run of a project checker (`diagnostics "*"`).
     pub checker_timeout_s: u64,
+    /// The diagnostics ledger forgets a run with no diagnostics call for this long.
+    pub ledger_run_idle_s: u64,
+    /// The diagnostics ledger keeps at most this many runs (least recently used leave).
+    pub ledger_max_runs: usize,
 }
 
 impl Default for LspConfig {
@@ -93,6 +97,8 @@ impl Default for LspConfig {
             settle_ms: 300,
             diagnostics_wait_s: 30,
             checker_timeout_s: 600,
+            ledger_run_idle_s: crate::ledger::DEFAULT_RUN_IDLE.as_secs(),
+            ledger_max_runs: crate::ledger::DEFAULT_MAX_RUNS,
         }
     }
 }

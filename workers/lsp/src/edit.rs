@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
@@ -305,6 +306,32 @@ pub fn write_all(changes: &[FileChange]) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// [`check_scope`], [`plan_edit`] and [`write_all`] of a server's `WorkspaceEdit`, on the
+/// blocking pool: they resolve, read and write every file the edit touches, which must not
+/// hold an async worker thread. Callers hold `sync_lock`.
+pub async fn apply_off_thread(
+    ctx: &CallCtx,
+    shared: &Arc<ServerShared>,
+    edit: Value,
+    enc: Encoding,
+) -> Result<Vec<FileChange>, ToolError> {
+    let (ctx, shared) = (ctx.clone(), shared.clone());
+    tokio::task::spawn_blocking(move || {
+        let reals = check_scope(&ctx, &edit)?;
+        let changes = plan_edit(&shared, &edit, enc, &reals)?;
+        write_all(&changes)?;
+        Ok(changes)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(ToolError::new(
+            ErrorKind::Internal,
+            format!("the rename's file work failed: {e}"),
+            "report this as a bug; check the files the rename names",
+        ))
+    })
+}
+
 impl LanguageServers {
     /// `lsp_rename {file, line, symbol, new_name}`.
     pub async fn rename(&self, ctx: &CallCtx, args: LspRenameArgs) -> Result<Value, ToolError> {
@@ -369,10 +396,8 @@ impl LanguageServers {
         }
         // The server's root may be above the workdir: its edit can reach files the caller
         // may not write. All of them are checked before anything is read or written.
-        let reals = check_scope(ctx, &edit)?;
         let _sync = opened.shared.sync_lock.lock().await;
-        let changes = plan_edit(&opened.shared, &edit, enc, &reals)?;
-        write_all(&changes)?;
+        let changes = apply_off_thread(ctx, &opened.shared, edit, enc).await?;
         drop(_sync);
         let total: usize = changes.iter().map(|c| c.edits).sum();
         let files: Vec<Value> = changes
@@ -517,5 +542,34 @@ mod tests {
             2,
             "no temp file left"
         );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_rename_reads_and_writes_files_off_the_async_thread() {
+        let tmp = tempfile::tempdir().unwrap();
+        let work = tmp.path().canonicalize().unwrap();
+        let path = work.join("slow.py");
+        let fifo = crate::server::tests::Fifo::new(&path);
+        let ctx = ctx_in(&work);
+        let shared = crate::server::tests::shared("pylsp");
+        let edit = json!({"changes": {uri::from_path(&path): [
+            {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
+             "newText": "y"}
+        ]}});
+        let apply =
+            tokio::spawn(
+                async move { apply_off_thread(&ctx, &shared, edit, Encoding::Utf16).await },
+            );
+        // Let the edit start and block reading the FIFO, then feed it from this runtime.
+        tokio::task::yield_now().await;
+        fifo.feed("x = 1\n").await;
+        let changes = apply.await.unwrap();
+        assert!(
+            !fifo.watchdog_fired(),
+            "the rename's file work held the runtime's thread: nothing else could run"
+        );
+        let changes = changes.unwrap();
+        assert_eq!(changes.len(), 1);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "y = 1\n");
     }
 }

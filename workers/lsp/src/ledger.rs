@@ -4,26 +4,66 @@
 //! merely moved is not news — and scoped per (run, file): the same message in another file
 //! is another diagnostic. After every sync the file's entry becomes exactly what the server
 //! reports now, so a diagnostic that was fixed and comes back is new again.
+//!
+//! Runs come and go: a run idle longer than `[lsp] ledger_run_idle_s` is forgotten, and at
+//! most `[lsp] ledger_max_runs` runs are kept (the least recently used leaves first). A
+//! forgotten run that comes back is told every current diagnostic again.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// (severity, code, message).
 pub type Key = (u8, String, String);
 
-#[derive(Default)]
+/// Default `[lsp] ledger_run_idle_s`: a run without diagnostics for this long is forgotten.
+pub const DEFAULT_RUN_IDLE: Duration = Duration::from_secs(6 * 60 * 60);
+/// Default `[lsp] ledger_max_runs`.
+pub const DEFAULT_MAX_RUNS: usize = 256;
+
+struct Run {
+    last: Instant,
+    files: HashMap<PathBuf, BTreeSet<Key>>,
+}
+
 pub struct Ledger {
-    seen: Mutex<HashMap<(String, PathBuf), BTreeSet<Key>>>,
+    runs: Mutex<HashMap<String, Run>>,
+    idle: Duration,
+    max_runs: usize,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Ledger::new(DEFAULT_RUN_IDLE, DEFAULT_MAX_RUNS)
+    }
 }
 
 impl Ledger {
+    /// A ledger forgetting runs idle for `idle`, keeping at most `max_runs`.
+    pub fn new(idle: Duration, max_runs: usize) -> Ledger {
+        Ledger {
+            runs: Mutex::new(HashMap::new()),
+            idle,
+            max_runs: max_runs.max(1),
+        }
+    }
+
     /// Record the file's current diagnostics for `run`; return the indices of those that are new.
     pub fn fold(&self, run: &str, path: &Path, current: &[Key]) -> Vec<usize> {
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = seen
-            .entry((run.to_string(), path.to_path_buf()))
-            .or_default();
+        let now = Instant::now();
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        if !runs.contains_key(run) {
+            self.prune(&mut runs, now, true);
+        }
+        let entry = runs.entry(run.to_string()).or_insert_with(|| Run {
+            last: now,
+            files: HashMap::new(),
+        });
+        entry.last = now;
+        let entry = entry.files.entry(path.to_path_buf()).or_default();
         let mut fresh = Vec::new();
         let mut reported_now = BTreeSet::new();
         for (i, key) in current.iter().enumerate() {
@@ -34,6 +74,28 @@ impl Ledger {
         }
         *entry = reported_now;
         fresh
+    }
+
+    /// Runs held now, after dropping the idle ones.
+    pub fn runs(&self) -> usize {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        self.prune(&mut runs, Instant::now(), false);
+        runs.len()
+    }
+
+    /// Drops idle runs; with `make_room`, then the least recently used until one more fits.
+    fn prune(&self, runs: &mut HashMap<String, Run>, now: Instant, make_room: bool) {
+        runs.retain(|_, r| now.duration_since(r.last) < self.idle);
+        while make_room && runs.len() >= self.max_runs {
+            let Some(oldest) = runs
+                .iter()
+                .min_by_key(|(_, r)| r.last)
+                .map(|(name, _)| name.clone())
+            else {
+                break;
+            };
+            runs.remove(&oldest);
+        }
     }
 }
 
@@ -64,5 +126,33 @@ mod tests {
             l.fold("r", p, &[k("undefined x"), k("undefined y")]),
             vec![0, 1]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn runs_that_come_and_go_are_forgotten_and_the_count_is_bounded() {
+        let l = Ledger::new(Duration::from_secs(60), 100);
+        let p = Path::new("/a.py");
+        for i in 0..2000 {
+            l.fold(&format!("run{i}"), p, &[k("undefined x")]);
+            // Paused time: each run seen at its own instant.
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        assert_eq!(l.runs(), 100, "bounded while every run is recent");
+        // The most recent runs are the ones kept: run1999 has been told already.
+        assert_eq!(
+            l.fold("run1999", p, &[k("undefined x")]),
+            Vec::<usize>::new()
+        );
+        // The oldest was evicted: told again.
+        assert_eq!(l.fold("run0", p, &[k("undefined x")]), vec![0]);
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert_eq!(l.runs(), 0, "idle runs are forgotten");
+        // A run still in use stays while others idle out.
+        l.fold("busy", p, &[k("undefined x")]);
+        tokio::time::advance(Duration::from_secs(40)).await;
+        l.fold("busy", p, &[k("undefined x")]);
+        l.fold("late", p, &[]);
+        tokio::time::advance(Duration::from_secs(40)).await;
+        assert_eq!(l.fold("busy", p, &[k("undefined x")]), Vec::<usize>::new());
     }
 }

@@ -124,6 +124,14 @@ fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
             format!("cannot encode `{method}`: {message}"),
             "report this as a bug",
         ),
+        RpcError::Backlog { method, queued } => ToolError::new(
+            ErrorKind::ResourceFailed,
+            format!(
+                "language server {} is not reading its input: `{method}` was not sent ({queued} messages already wait)",
+                shared.id
+            ),
+            "the server looks stuck; `lsp reload` it",
+        ),
     }
 }
 
@@ -138,20 +146,22 @@ impl LanguageServers {
         for attempt in 0..2 {
             let conn = self.ensure(&shared).await?;
             let _sync = shared.sync_lock.lock().await;
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                ToolError::new(
-                    if e.kind() == std::io::ErrorKind::NotFound {
-                        ErrorKind::NotFound
-                    } else {
-                        ErrorKind::Io
-                    },
-                    format!("cannot read {}: {e}", path.display()),
-                    "check the path (relative paths start at the workdir)",
-                )
-            })?;
-            let seq_before = shared.diag_seq();
-            shared.refresh_open(&conn, &uri::from_path(path));
-            match shared.sync_text(&conn, path, &text, &lang_id) {
+            let synced = shared
+                .sync_from_disk(&conn, path, &lang_id)
+                .await
+                .map_err(|e| {
+                    ToolError::new(
+                        if e.kind() == std::io::ErrorKind::NotFound {
+                            ErrorKind::NotFound
+                        } else {
+                            ErrorKind::Io
+                        },
+                        format!("cannot read {}: {e}", path.display()),
+                        "check the path (relative paths start at the workdir)",
+                    )
+                })?;
+            let (text, seq_before) = (synced.text, synced.seq_before);
+            match synced.result {
                 Ok((version, changed)) => {
                     return Ok(Opened {
                         uri: uri::from_path(path),
@@ -735,7 +745,7 @@ impl LanguageServers {
         };
         for language in candidates {
             let spec = &self.languages()[&language];
-            match find_source(ctx, &spec.extensions) {
+            match find_source_off_thread(ctx, &spec.extensions).await {
                 Some(file) => match self.plan(&file, &ctx.run) {
                     Ok(_) => return self.open(&file, &ctx.run).await,
                     Err(e) => reasons.push(e.to_string()),
@@ -859,6 +869,15 @@ fn need<'a>(v: &'a Option<String>, op: &str, field: &str) -> Result<&'a str, Too
             &format!("`{op}` needs `{field}`"),
         )
     })
+}
+
+/// [`find_source`] on the blocking pool: its walk reads up to 5,000 directory entries.
+async fn find_source_off_thread(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
+    let (ctx, extensions) = (ctx.clone(), extensions.to_vec());
+    tokio::task::spawn_blocking(move || find_source(&ctx, &extensions))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// A source file with one of `extensions` under the workdir (shallow first, bounded):

@@ -28,6 +28,16 @@ use toolvisor_protocol::tree::NodeState;
 use crate::position::Encoding;
 use crate::uri;
 
+/// What [`ServerShared::sync_from_disk`] read and did.
+pub struct Synced {
+    /// The file's text as read.
+    pub text: String,
+    /// The highest diagnostics sequence number seen before the sync.
+    pub seq_before: u64,
+    /// The document's version and whether anything was sent, or why the sync failed.
+    pub result: Result<(i32, bool), toolvisor_jsonrpc::RpcError>,
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -367,6 +377,35 @@ impl ServerShared {
 
     pub fn diag_seq(&self) -> u64 {
         self.diag_seq.load(Ordering::SeqCst)
+    }
+
+    /// Reads `path`, brings the other open documents in line with the disk
+    /// ([`ServerShared::refresh_open`]) and syncs `path`'s text ([`ServerShared::sync_text`]),
+    /// all on the blocking pool: the reads and stats never hold an async worker thread (a
+    /// slow disk, a FIFO, a huge file).
+    ///
+    /// Callers hold `sync_lock`.
+    pub async fn sync_from_disk(
+        self: &Arc<Self>,
+        conn: &Arc<Conn>,
+        path: &Path,
+        language_id: &str,
+    ) -> std::io::Result<Synced> {
+        let (shared, conn) = (self.clone(), conn.clone());
+        let (path, language_id) = (path.to_path_buf(), language_id.to_string());
+        tokio::task::spawn_blocking(move || {
+            let text = std::fs::read_to_string(&path)?;
+            let seq_before = shared.diag_seq();
+            shared.refresh_open(&conn, &uri::from_path(&path));
+            let result = shared.sync_text(&conn, &path, &text, &language_id);
+            Ok(Synced {
+                text,
+                seq_before,
+                result,
+            })
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(format!("the sync task failed: {e}"))))
     }
 
     /// Make the server's view of `path` equal `text`: open it, or send the change and a save.
@@ -849,7 +888,7 @@ impl Actor for ServerActor {
 /// Answers the server's own requests and records its notifications; on end of stream, clears
 /// the connection and tells the actor, with the exit status when the child was reaped.
 async fn serve_incoming(
-    mut incoming: mpsc::UnboundedReceiver<Incoming>,
+    mut incoming: mpsc::Receiver<Incoming>,
     shared: Arc<ServerShared>,
     client: RpcClient,
     generation: u64,
@@ -936,11 +975,11 @@ fn answer_request(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use toolvisor_kit::status::TreeNotifier;
 
-    fn shared(program: &str) -> Arc<ServerShared> {
+    pub(crate) fn shared(program: &str) -> Arc<ServerShared> {
         let status = NodeStatus::new(
             "language_server",
             "t",
@@ -969,7 +1008,7 @@ mod tests {
     }
 
     /// Connects `s` to an in-memory peer; the returned halves keep the streams open.
-    fn connect(s: &ServerShared) -> Vec<tokio::io::DuplexStream> {
+    pub(crate) fn connect(s: &ServerShared) -> Vec<tokio::io::DuplexStream> {
         let (stdin, peer_in) = tokio::io::duplex(1024);
         let (peer_out, stdout) = tokio::io::duplex(1024);
         let (peer_err, stderr) = tokio::io::duplex(1024);
@@ -1048,5 +1087,95 @@ mod tests {
         let q = s.diagnostics(&uri).unwrap();
         assert_eq!((q.version, q.versioned), (1, true));
         assert!(q.seq > p.seq);
+    }
+
+    /// A FIFO that only a task on the blocking pool can feed, and a watchdog. If whatever
+    /// reads the FIFO holds the test runtime's only thread, nothing on the runtime can feed
+    /// it: after 30 s the watchdog feeds it (and drains the test's own write) so the test
+    /// ends instead of hanging, and [`Fifo::watchdog_fired`] says so.
+    pub(crate) struct Fifo {
+        path: PathBuf,
+        done: std::sync::mpsc::Sender<()>,
+        watchdog: std::thread::JoinHandle<bool>,
+    }
+
+    impl Fifo {
+        pub(crate) fn new(path: &Path) -> Fifo {
+            let made = std::process::Command::new("mkfifo")
+                .arg(path)
+                .status()
+                .expect("mkfifo runs");
+            assert!(made.success(), "mkfifo {}", path.display());
+            let (done, rx) = std::sync::mpsc::channel::<()>();
+            let at = path.to_path_buf();
+            let watchdog = std::thread::spawn(move || {
+                if rx.recv_timeout(Duration::from_secs(30)).is_ok() {
+                    return false;
+                }
+                // Fired: feed whoever opens the FIFO for reading, and drain whoever opens it
+                // for writing, without ever blocking, until the test is done.
+                use std::io::{Read, Write};
+                use std::os::unix::fs::OpenOptionsExt;
+                const O_NONBLOCK: i32 = 0o4000; // Linux
+                while rx.recv_timeout(Duration::from_millis(100)).is_err() {
+                    let open = |write: bool| {
+                        std::fs::OpenOptions::new()
+                            .read(!write)
+                            .write(write)
+                            .custom_flags(O_NONBLOCK)
+                            .open(&at)
+                    };
+                    if let Ok(mut w) = open(true) {
+                        let _ = w.write_all(b"watchdog\n");
+                    }
+                    if let Ok(mut r) = open(false) {
+                        let _ = r.read_to_end(&mut Vec::new());
+                    }
+                }
+                true
+            });
+            Fifo {
+                path: path.to_path_buf(),
+                done,
+                watchdog,
+            }
+        }
+
+        /// Writes `text` into the FIFO from the blocking pool: this runs only while the
+        /// runtime's thread is free to start it.
+        pub(crate) async fn feed(&self, text: &str) {
+            let (path, text) = (self.path.clone(), text.to_string());
+            // A failed write (the watchdog drained the FIFO first) shows as the watchdog firing.
+            let _ = tokio::task::spawn_blocking(move || std::fs::write(path, text)).await;
+        }
+
+        /// Whether the watchdog had to feed the FIFO (the reader blocked the runtime).
+        pub(crate) fn watchdog_fired(self) -> bool {
+            let _ = self.done.send(());
+            drop(self.done);
+            self.watchdog.join().unwrap()
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn syncing_a_document_reads_the_disk_off_the_async_thread() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("slow.py");
+        let fifo = Fifo::new(&path);
+        let s = shared("pylsp");
+        let _peer = connect(&s);
+        let conn = s.conn().unwrap();
+        let (s2, at) = (s.clone(), path.clone());
+        let sync = tokio::spawn(async move { s2.sync_from_disk(&conn, &at, "python").await });
+        // Let the sync start and block on the FIFO, then feed it from this runtime.
+        tokio::task::yield_now().await;
+        fifo.feed("x = 1\n").await;
+        let synced = sync.await.unwrap().unwrap();
+        assert!(
+            !fifo.watchdog_fired(),
+            "reading the document held the runtime's thread: nothing else could run"
+        );
+        assert_eq!(synced.text, "x = 1\n");
+        assert_eq!(synced.result.unwrap(), (1, true));
     }
 }

@@ -239,6 +239,10 @@ impl LanguageServers {
     ) -> Self {
         let rustup_default = crate::config::rustup_default_toolchain(&launcher.env)
             .unwrap_or_else(|| "stable".into());
+        let ledger = Ledger::new(
+            Duration::from_secs(config.ledger_run_idle_s.max(1)),
+            config.ledger_max_runs,
+        );
         LanguageServers {
             supervisor,
             launcher,
@@ -247,7 +251,7 @@ impl LanguageServers {
             notifier,
             policy: policy.with_restart(Restart::Transient),
             table: Mutex::new(HashMap::new()),
-            ledger: Ledger::default(),
+            ledger,
             trust: Trust::new(trusted_roots),
             rustup_default,
         }
