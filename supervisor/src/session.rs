@@ -68,6 +68,9 @@ pub struct Session {
     viewer: TreeViewer,
 }
 
+/// `tree` and `status` frames answered at once per connection.
+const SNAPSHOTS_IN_FLIGHT: usize = 4;
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -495,6 +498,9 @@ pub async fn run(
         viewer,
     });
     let mut tree_watch: Option<tokio::task::JoinHandle<()>> = None;
+    // `tree` and `status` answers being built at once for this client; past it the reader
+    // waits (a client sending them in a loop gets backpressure, not a task per frame).
+    let snapshots = Arc::new(tokio::sync::Semaphore::new(SNAPSHOTS_IN_FLIGHT));
     let mut call_tasks = tokio::task::JoinSet::new();
 
     loop {
@@ -633,11 +639,15 @@ pub async fn run(
                 let _ = out_tx.send(DaemonFrame::Tools { tools }).await;
             }
             ClientFrame::Tree => {
+                let Ok(permit) = snapshots.clone().acquire_owned().await else {
+                    break;
+                };
                 let d = daemon.clone();
                 let tx = out_tx.clone();
                 let viewer = session.viewer.clone();
                 tokio::spawn(async move {
                     let _ = tx.send(DaemonFrame::Tree(d.tree_for(&viewer).await)).await;
+                    drop(permit);
                 });
             }
             ClientFrame::Subscribe { topic: Topic::Tree } => {
@@ -655,10 +665,14 @@ pub async fn run(
                 }
             }
             ClientFrame::Status => {
+                let Ok(permit) = snapshots.clone().acquire_owned().await else {
+                    break;
+                };
                 let d = daemon.clone();
                 let tx = out_tx.clone();
                 tokio::spawn(async move {
                     let _ = tx.send(DaemonFrame::Status(d.status().await)).await;
+                    drop(permit);
                 });
             }
             ClientFrame::Ping { nonce } => {

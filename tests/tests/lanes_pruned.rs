@@ -10,7 +10,8 @@ use toolvisor_protocol::wire::{ClientFrame, DaemonFrame, Outcome, StatusReport, 
 use toolvisor_tests::{TestDaemon, wait_for};
 
 const CONVERSATIONS: usize = 2000;
-const BATCH: usize = 50;
+/// Calls sent before reading their results: at most `[limits] max_calls_in_flight` (16).
+const BATCH: usize = 16;
 
 fn status(c: &mut toolvisor_protocol::client::Client) -> StatusReport {
     match c.request(&ClientFrame::Status).expect("status") {

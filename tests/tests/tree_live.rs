@@ -92,3 +92,35 @@ fn tree_json_shows_resources_and_watch_redraws_on_change() {
         "the tree's own client shows as a session"
     );
 }
+
+/// Issue 12: each `tree`/`status` frame spawned a task, unbounded. A client sending hundreds of
+/// them without reading now meets backpressure (a few answers built at once), and still gets
+/// every answer, in order of kind.
+#[test]
+fn a_flood_of_tree_and_status_frames_is_answered_whole() {
+    let d = TestDaemon::start("");
+    let mut c = d.client(
+        toolvisor_protocol::codec::Codec::Bincode,
+        toolvisor_protocol::wire::Tier::Read,
+        false,
+    );
+    const N: usize = 300;
+    for i in 0..N {
+        let frame = if i % 2 == 0 {
+            toolvisor_protocol::wire::ClientFrame::Tree
+        } else {
+            toolvisor_protocol::wire::ClientFrame::Status
+        };
+        c.send(&frame).unwrap();
+    }
+    let (mut trees, mut statuses) = (0, 0);
+    while trees + statuses < N {
+        match c.recv().unwrap() {
+            toolvisor_protocol::wire::DaemonFrame::Tree(_) => trees += 1,
+            toolvisor_protocol::wire::DaemonFrame::Status(_) => statuses += 1,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((trees, statuses), (N / 2, N / 2));
+    assert!(toolvisor_tests::alive(d.pid()));
+}
