@@ -233,35 +233,33 @@ fn fd_starved(dir: &Path) {
             idle.push(c);
         }
     }
-    let t = Instant::now();
-    let answer = Client::connect(&socket, options(Codec::Json));
-    let took = t.elapsed();
-    let what = match answer {
-        Ok(_) => "welcomed".to_string(),
-        Err(ClientError::Refused(e)) => format!("refused `{:?}`", e.kind),
-        Err(e) => format!("failed: {e}"),
-    };
+    let (what, ms) = time_a_new_client(&socket);
     println!(
-        "nofile=256, 150 silent connections + {} idle sessions: a new client was {what} in {:.1} ms",
-        idle.len(),
-        took.as_secs_f64() * 1000.0
+        "nofile=256, 150 silent connections + {} idle sessions: a new client was {what} in {ms:.1} ms",
+        idle.len()
     );
     // Every place held by a client that said Hello: nothing to shed, `busy` at once.
     while let Ok(c) = Client::connect(&socket, options(Codec::Bincode)) {
         idle.push(c);
     }
+    let (what, ms) = time_a_new_client(&socket);
+    println!(
+        "nofile=256, every place held by {} idle sessions: a new client was {what} in {ms:.1} ms",
+        idle.len()
+    );
+    drop(silent);
+}
+
+/// How a new client fares on `socket` (welcomed, refused and why, failed) and how long the
+/// answer took, in milliseconds.
+fn time_a_new_client(socket: &std::path::Path) -> (String, f64) {
     let t = Instant::now();
-    let answer = Client::connect(&socket, options(Codec::Json));
+    let answer = Client::connect(socket, options(Codec::Json));
     let took = t.elapsed();
     let what = match answer {
         Ok(_) => "welcomed".to_string(),
         Err(ClientError::Refused(e)) => format!("refused `{:?}`", e.kind),
         Err(e) => format!("failed: {e}"),
     };
-    println!(
-        "nofile=256, every place held by {} idle sessions: a new client was {what} in {:.1} ms",
-        idle.len(),
-        took.as_secs_f64() * 1000.0
-    );
-    drop(silent);
+    (what, took.as_secs_f64() * 1000.0)
 }
