@@ -9,18 +9,18 @@
 
 #![forbid(unsafe_code)]
 
-pub mod checker;
-pub mod config;
-pub mod edit;
-pub mod ledger;
-pub mod locate;
-pub mod ops;
-pub mod position;
-pub mod render;
-pub mod server;
-pub mod servers;
-pub mod trust;
-pub mod uri;
+mod checker;
+mod config;
+mod edit;
+mod ledger;
+mod locate;
+mod ops;
+mod position;
+mod render;
+mod server;
+mod servers;
+mod trust;
+mod uri;
 
 pub use config::LspConfig;
 pub use ops::CallCtx;
