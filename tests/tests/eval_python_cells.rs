@@ -226,3 +226,35 @@ fn the_kernel_shows_in_the_tree_with_pid_cells_ttl_and_rss() {
     assert!(node.ttl_left_ms.is_some_and(|t| t > 0), "{node:?}");
     assert!(node.rss_bytes.is_some_and(|r| r > 0), "{node:?}");
 }
+
+/// Issue 13: the tree's MBOX column was always 0. It is CALLS now, and a kernel counts the
+/// cell it runs.
+#[test]
+fn a_running_cell_counts_on_its_kernels_node() {
+    let d = std::sync::Arc::new(eval::daemon(""));
+    eval::ok(&d, "callsconv", "1");
+    let runner = {
+        let d = d.clone();
+        std::thread::spawn(move || eval::ok(&d, "callsconv", "import time; time.sleep(3)"))
+    };
+    let mut opts = toolvisor_tests::options(Codec::Json, Tier::Read, false);
+    opts.client_kind = toolvisor_protocol::wire::ClientKind::Ops;
+    let mut c = toolvisor_protocol::client::Client::connect(&d.socket, opts).unwrap();
+    let mut calls = || {
+        let DaemonFrame::Tree(tree) = c.request(&ClientFrame::Tree).unwrap() else {
+            panic!("expected a tree");
+        };
+        tree.root
+            .walk()
+            .into_iter()
+            .find(|(_, n)| n.id == "callsconv/python")
+            .map(|(_, n)| n.mailbox)
+    };
+    toolvisor_tests::wait_for(
+        "the kernel node to count the running cell",
+        std::time::Duration::from_secs(20),
+        || (calls() == Some(1)).then_some(()),
+    );
+    runner.join().unwrap();
+    assert_eq!(calls(), Some(0), "the finished cell still counts");
+}

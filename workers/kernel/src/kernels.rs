@@ -296,7 +296,10 @@ impl Kernels {
             ));
         }
         let busy = Busy::new(&slot);
+        // The cell counts on the kernel's node while it runs (the tree's CALLS column).
+        let call = slot.status.enqueue();
         let outcome = self.drive(&slot, &inc, &code, &req, bridge, output).await;
+        drop(call);
         drop(busy);
         let (cell, status, collector) = match outcome {
             Ok(done) => done,

@@ -194,6 +194,8 @@ impl LanguageServers {
         params: Value,
     ) -> Result<Value, ToolError> {
         let shared = opened.shared.clone();
+        // Counted on the server's node while it is answered (the tree's CALLS column).
+        let _call = shared.status.enqueue();
         let mut retried = false;
         loop {
             let result = opened
