@@ -81,7 +81,7 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
     Ok(Files {
         config: files,
         store,
-        journal: Some(journal),
+        journal: Some(Arc::new(journal)),
     })
 }
 
@@ -322,7 +322,7 @@ pub async fn run(
             let (value, changed) = blocking("apply_patch", move || {
                 let scope = files.scope(&workdir)?;
                 let r =
-                    toolvisor_files::patch::apply_patch(&scope, &patch, files.journal.as_ref())?;
+                    toolvisor_files::patch::apply_patch(&scope, &patch, files.journal.as_deref())?;
                 let list: Vec<Json> = r
                     .files
                     .iter()

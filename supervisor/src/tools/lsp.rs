@@ -40,6 +40,7 @@ fn lsp_ctx(daemon: &Daemon, ctx: &CallCtx, tool: &str) -> Result<LspCtx, ToolErr
         workdir: scope.root().to_path_buf(),
         run: run_of(ctx),
         scope,
+        journal: daemon.files.journal.clone(),
     })
 }
 

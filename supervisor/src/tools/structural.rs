@@ -475,7 +475,7 @@ async fn resolve(
                     }
                 };
                 let accepted = store
-                    .accept_with(&conversation, &id, &check, &LoggedWriter)
+                    .accept_with(&conversation, &id, &check, &ScopedWriter(&scope))
                     .map_err(|e| tool_error("resolve", &workdir, e))?;
                 Ok((workdir, accepted))
             })
@@ -504,16 +504,31 @@ async fn diagnostics_on_write(daemon: &Arc<Daemon>, ctx: &CallCtx, paths: &[Path
     daemon.lsp.after_write(&run, &workdir, paths).await
 }
 
-/// Staged files are written like the store's `AtomicWriter`, with their directory on the
-/// file tools' temp log first, so a daemon killed mid-accept has its temp file removed by the
-/// next one (`toolvisor_files::temps`).
-struct LoggedWriter;
+/// Staged files are written by the file tools' one atomic writer, beneath the accepting
+/// call's scope: every step relative to a handle of the parent directory opened beneath the
+/// workdir, following no symlink (a link put in since the check fails the write, it is never
+/// written through), and the temp file on the temp log, so a daemon killed mid-accept has it
+/// removed by the next one.
+struct ScopedWriter<'a>(&'a toolvisor_files::Scope);
 
-impl toolvisor_structural::store::FileWriter for LoggedWriter {
+impl toolvisor_structural::store::FileWriter for ScopedWriter<'_> {
     fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            toolvisor_files::temps::note(dir);
+        let text = path.to_str().ok_or_else(|| {
+            std::io::Error::other(format!("{} is not valid UTF-8", path.display()))
+        })?;
+        let target = self
+            .0
+            .resolve(text, Access::Write)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        if target.real != path {
+            // The file's real location moved since the check: never write elsewhere.
+            return Err(std::io::Error::other(format!(
+                "{} now leads to {}: it changed since the edit was checked",
+                path.display(),
+                target.real.display()
+            )));
         }
-        toolvisor_structural::store::replace_atomic(path, content)
+        toolvisor_files::write::write_atomic(&target, content)
+            .map_err(|e| std::io::Error::other(e.to_string()))
     }
 }

@@ -98,7 +98,7 @@ pub struct Files {
     pub config: FilesConfig,
     pub store: store::ResultStore,
     /// The crash journal of `apply_patch` (`<state_dir>/journal`); `None`: not journaled.
-    pub journal: Option<journal::Journal>,
+    pub journal: Option<std::sync::Arc<journal::Journal>>,
 }
 
 impl Files {

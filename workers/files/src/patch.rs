@@ -8,9 +8,9 @@
 
 use crate::edit::load;
 use crate::error::{Error, Result};
-use crate::journal::{Entry, Journal};
+use crate::journal::Journal;
 use crate::paths::{Access, Resolved, Scope};
-use crate::write::write_atomic;
+use crate::write::{Planned, write_all};
 use crate::{ChangeKind, Changed};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -543,45 +543,15 @@ pub fn apply_patch(scope: &Scope, patch: &str, journal: Option<&Journal>) -> Res
 
     // Every hunk applied in memory: journal, write, and put back what was written if a write
     // fails.
-    let mark = match journal {
-        Some(j) => {
-            let entries: Vec<Entry> = applied
-                .iter()
-                .map(|a| Entry {
-                    real: a.target.real.clone(),
-                    before: a.before.clone(),
-                    after: a.after.clone(),
-                })
-                .collect();
-            Some(
-                j.begin("apply_patch", scope.root(), &entries)
-                    .map_err(|e| Error::io("the write journal", "record", e))?,
-            )
-        }
-        None => None,
-    };
-    for i in 0..applied.len() {
-        let a = &applied[i];
-        let done = match &a.after {
-            Some(bytes) => write_atomic(&a.target, bytes),
-            None => a.target.remove_file(),
-        };
-        if let Err(e) = done {
-            for prev in applied[..i].iter().rev() {
-                let _ = match &prev.before {
-                    Some(bytes) => write_atomic(&prev.target, bytes),
-                    None => prev.target.remove_file(),
-                };
-            }
-            if let Some(mark) = mark {
-                mark.finish();
-            }
-            return Err(e);
-        }
-    }
-    if let Some(mark) = mark {
-        mark.finish();
-    }
+    let planned: Vec<Planned<'_>> = applied
+        .iter()
+        .map(|a| Planned {
+            target: &a.target,
+            before: a.before.as_deref(),
+            after: a.after.as_deref(),
+        })
+        .collect();
+    write_all("apply_patch", scope.root(), &planned, journal)?;
     let files = applied
         .into_iter()
         .map(|a| FileChange {

@@ -4,6 +4,7 @@
 
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -98,6 +99,65 @@ pub fn write_atomic(target: &Resolved, bytes: &[u8]) -> Result<()> {
     if let Err(e) = result {
         let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
         return Err(target.error("write", e));
+    }
+    Ok(())
+}
+
+/// One file of an all-or-nothing write: where, what it held (`None`: it did not exist) and
+/// what it gets (`None`: it is deleted).
+pub struct Planned<'a> {
+    pub target: &'a Resolved,
+    pub before: Option<&'a [u8]>,
+    pub after: Option<&'a [u8]>,
+}
+
+/// Write every planned file or none — the one multi-file writer (`apply_patch`,
+/// `lsp_rename`). With a journal, every target's before and after is on disk before the
+/// first write, so a daemon killed mid-way has the files rolled back at its next start; a
+/// write that fails puts back, in process, what was already written.
+pub fn write_all(
+    tool: &str,
+    root: &Path,
+    planned: &[Planned<'_>],
+    journal: Option<&crate::journal::Journal>,
+) -> Result<()> {
+    let mark = match journal {
+        Some(j) => {
+            let entries: Vec<crate::journal::Entry> = planned
+                .iter()
+                .map(|p| crate::journal::Entry {
+                    real: p.target.real.clone(),
+                    before: p.before.map(<[u8]>::to_vec),
+                    after: p.after.map(<[u8]>::to_vec),
+                })
+                .collect();
+            Some(
+                j.begin(tool, root, &entries)
+                    .map_err(|e| Error::io("the write journal", "record", e))?,
+            )
+        }
+        None => None,
+    };
+    for (i, p) in planned.iter().enumerate() {
+        let done = match p.after {
+            Some(bytes) => write_atomic(p.target, bytes),
+            None => p.target.remove_file(),
+        };
+        if let Err(e) = done {
+            for prev in planned[..i].iter().rev() {
+                let _ = match prev.before {
+                    Some(bytes) => write_atomic(prev.target, bytes),
+                    None => prev.target.remove_file(),
+                };
+            }
+            if let Some(mark) = mark {
+                mark.finish();
+            }
+            return Err(e);
+        }
+    }
+    if let Some(mark) = mark {
+        mark.finish();
     }
     Ok(())
 }

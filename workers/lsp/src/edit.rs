@@ -4,7 +4,7 @@
 //! restored — all or nothing.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -257,53 +257,53 @@ pub fn plan_edit(
     Ok(out)
 }
 
-/// Write every change or none: temp files first, then renames; a failed rename restores the
-/// files already replaced.
-pub fn write_all(changes: &[FileChange]) -> Result<(), ToolError> {
-    let io = |m: String| {
-        ToolError::new(
-            ErrorKind::Io,
-            m,
-            "nothing was changed; check permissions and disk space",
-        )
-    };
-    let mut temps = Vec::new();
+/// Write every change or none, through the file tools' one multi-file writer: each file
+/// beneath the call's scope by its real path (a path that leads elsewhere now is refused),
+/// journaled first so a crash mid-way is rolled back at the next start, and the files already
+/// written put back if a later write fails.
+pub fn write_all(ctx: &CallCtx, changes: &[FileChange]) -> Result<(), ToolError> {
+    let mut targets = Vec::with_capacity(changes.len());
     for c in changes {
-        let dir = c.path.parent().unwrap_or(Path::new("/"));
-        let name = c.path.file_name().unwrap_or_default();
-        // On the temp log first: a daemon killed before the renames has its temp files
-        // removed at the next start.
-        toolvisor_files::temps::note(dir);
-        let tmp = dir.join(toolvisor_files::temps::temp_name(name));
-        let perms = std::fs::metadata(&c.path).map(|m| m.permissions()).ok();
-        let written = std::fs::write(&tmp, &c.new).and_then(|_| match perms {
-            Some(p) => std::fs::set_permissions(&tmp, p),
-            None => Ok(()),
-        });
-        if let Err(e) = written {
-            for t in &temps {
-                let _ = std::fs::remove_file(t);
-            }
-            let _ = std::fs::remove_file(&tmp);
-            return Err(io(format!("cannot write {}: {e}", tmp.display())));
+        let text = c.path.to_str().ok_or_else(|| {
+            ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!("{} is not valid UTF-8", c.path.display()),
+                "rename within files whose paths are UTF-8",
+            )
+        })?;
+        let target = ctx
+            .scope
+            .resolve(text, Access::Write)
+            .map_err(|e| e.to_tool_error("lsp_rename"))?;
+        if target.real != c.path {
+            return Err(ToolError::new(
+                ErrorKind::Conflict,
+                format!(
+                    "{} now leads to {}: it changed while the rename was prepared; nothing was written",
+                    c.path.display(),
+                    target.real.display()
+                ),
+                "run lsp_rename again",
+            ));
         }
-        temps.push(tmp);
+        targets.push(target);
     }
-    for (i, (c, tmp)) in changes.iter().zip(&temps).enumerate() {
-        if let Err(e) = std::fs::rename(tmp, &c.path) {
-            for done in &changes[..i] {
-                let _ = std::fs::write(&done.path, &done.old);
-            }
-            for t in &temps[i..] {
-                let _ = std::fs::remove_file(t);
-            }
-            return Err(io(format!(
-                "cannot replace {}: {e} (files already replaced were restored)",
-                c.path.display()
-            )));
-        }
-    }
-    Ok(())
+    let planned: Vec<toolvisor_files::write::Planned<'_>> = changes
+        .iter()
+        .zip(&targets)
+        .map(|(c, target)| toolvisor_files::write::Planned {
+            target,
+            before: Some(c.old.as_bytes()),
+            after: Some(c.new.as_bytes()),
+        })
+        .collect();
+    toolvisor_files::write::write_all(
+        "lsp_rename",
+        ctx.scope.root(),
+        &planned,
+        ctx.journal.as_deref(),
+    )
+    .map_err(|e| e.to_tool_error("lsp_rename"))
 }
 
 /// [`check_scope`], [`plan_edit`] and [`write_all`] of a server's `WorkspaceEdit`, on the
@@ -319,7 +319,7 @@ pub async fn apply_off_thread(
     tokio::task::spawn_blocking(move || {
         let reals = check_scope(&ctx, &edit)?;
         let changes = plan_edit(&shared, &edit, enc, &reals)?;
-        write_all(&changes)?;
+        write_all(&ctx, &changes)?;
         Ok(changes)
     })
     .await
@@ -427,6 +427,7 @@ impl LanguageServers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn edits_apply_in_any_order_and_respect_the_encoding() {
@@ -449,6 +450,7 @@ mod tests {
             workdir: scope.root().to_path_buf(),
             run: "r".into(),
             scope,
+            journal: None,
         }
     }
 
@@ -497,50 +499,45 @@ mod tests {
     }
 
     #[test]
-    fn write_all_writes_every_file() {
+    fn write_all_writes_every_file_or_none() {
         let tmp = tempfile::tempdir().unwrap();
-        let a = tmp.path().join("a.txt");
-        let b = tmp.path().join("b.txt");
+        let base = tmp.path().canonicalize().unwrap();
+        let a = base.join("a.txt");
+        let b = base.join("b.txt");
         std::fs::write(&a, "1").unwrap();
         std::fs::write(&b, "2").unwrap();
-        let changes = vec![
-            FileChange {
-                path: a.clone(),
-                old: "1".into(),
-                new: "one".into(),
-                edits: 1,
-            },
-            FileChange {
-                path: b.clone(),
-                old: "2".into(),
-                new: "two".into(),
-                edits: 1,
-            },
-        ];
-        write_all(&changes).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let journal = std::sync::Arc::new(
+            toolvisor_files::journal::Journal::open(&state.path().join("journal")).unwrap(),
+        );
+        let mut ctx = ctx_in(&base);
+        ctx.journal = Some(journal);
+        let change = |path: &std::path::Path, old: &str, new: &str| FileChange {
+            path: path.to_path_buf(),
+            old: old.into(),
+            new: new.into(),
+            edits: 1,
+        };
+        write_all(&ctx, &[change(&a, "1", "one"), change(&b, "2", "two")]).unwrap();
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "one");
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "two");
-        // A change into a missing directory fails before anything is replaced.
-        let bad = vec![
-            FileChange {
-                path: a.clone(),
-                old: "one".into(),
-                new: "uno".into(),
-                edits: 1,
-            },
-            FileChange {
-                path: tmp.path().join("nope/c.txt"),
-                old: String::new(),
-                new: "x".into(),
-                edits: 1,
-            },
-        ];
-        assert!(write_all(&bad).is_err());
+        // A later file that cannot be written (a directory) puts back the earlier ones.
+        let dir = base.join("d");
+        std::fs::create_dir(&dir).unwrap();
+        let bad = [change(&a, "one", "uno"), change(&dir, "", "x")];
+        assert!(write_all(&ctx, &bad).is_err());
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "one");
+        let left: Vec<_> = std::fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 3, "no temp file left: {left:?}");
+        // The journal is gone once the writes are done or undone.
         assert_eq!(
-            std::fs::read_dir(tmp.path()).unwrap().count(),
-            2,
-            "no temp file left"
+            std::fs::read_dir(state.path().join("journal"))
+                .unwrap()
+                .count(),
+            0
         );
     }
 
@@ -568,8 +565,9 @@ mod tests {
             !fifo.watchdog_fired(),
             "the rename's file work held the runtime's thread: nothing else could run"
         );
-        let changes = changes.unwrap();
-        assert_eq!(changes.len(), 1);
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "y = 1\n");
+        // The read went through; the write is then refused like any write tool's: a FIFO is
+        // not a file the atomic writer replaces.
+        let err = changes.unwrap_err();
+        assert!(err.message.contains("open for writing"), "{err}");
     }
 }

@@ -38,6 +38,8 @@ pub struct CallCtx {
     /// `synced_write`, writes for `lsp_rename`), every file a workspace edit touches is
     /// checked for writing, and no text is read from a location outside it.
     pub scope: Scope,
+    /// The crash journal of multi-file writes (`lsp_rename`), as `apply_patch` uses it.
+    pub journal: Option<std::sync::Arc<toolvisor_files::journal::Journal>>,
 }
 
 impl CallCtx {
