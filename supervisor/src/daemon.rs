@@ -105,6 +105,10 @@ pub struct Daemon {
     pub started: Instant,
     pub socket: PathBuf,
     pub state_dir: PathBuf,
+    /// Where large frames wait for a slow client's room (`<state_dir>/spool`, 0700), so
+    /// unread output costs the budget in memory, not every waiting result; `None` when the
+    /// directory cannot be made (they wait in memory then).
+    pub spool: Option<PathBuf>,
     sessions: Mutex<BTreeMap<u64, SessionInfo>>,
     /// Most sessions at once since memory was last given back (see [`Daemon::trim_task`]).
     peak_sessions: AtomicUsize,
@@ -571,6 +575,16 @@ pub async fn serve(
         root: root.clone(),
         started: Instant::now(),
         socket: bound.path.clone(),
+        spool: {
+            let spool = state_dir.join("spool");
+            match toolvisor_kit::private::ensure_private_dir(&spool, "the output spool directory") {
+                Ok(()) => Some(spool),
+                Err(e) => {
+                    tracing::warn!(error = %e, "large results for slow clients will wait in memory");
+                    None
+                }
+            }
+        },
         state_dir,
         sessions: Mutex::new(BTreeMap::new()),
         peak_sessions: AtomicUsize::new(0),

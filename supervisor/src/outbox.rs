@@ -2,10 +2,15 @@
 //! bytes waiting for the client are bounded by a budget (`limits.max_queued_output_bytes`).
 //! A sender waits for room instead of growing the queue; the session's reader waits for room
 //! before it reads the client's next frame (backpressure: a client that does not read its
-//! results stops being read).
+//! results stops being read). A large frame that has to wait waits on disk, in an unlinked
+//! file of the spool directory, not in memory: what a client that never reads costs is the
+//! budget, not the budget plus every result still waiting for room.
 
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
@@ -35,7 +40,12 @@ pub struct Outbox {
     was_full: Arc<AtomicBool>,
     codec: Codec,
     max_frame: u32,
+    /// Where a large frame waits for room (`<state_dir>/spool`, 0700); `None`: in memory.
+    spool: Option<Arc<PathBuf>>,
 }
+
+/// Frames at least this large wait for room on disk rather than in memory.
+const SPILL_MIN: usize = 64 * 1024;
 
 /// Counts a sender as waiting while it lives.
 struct Waiting<'a>(&'a AtomicUsize);
@@ -94,6 +104,16 @@ pub struct Drain {
 
 /// A queue for one connection that speaks `codec`, holding at most about `cap` bytes.
 pub fn outbox(codec: Codec, max_frame: u32, cap: usize) -> (Outbox, Drain) {
+    spooled(codec, max_frame, cap, None)
+}
+
+/// [`outbox`] whose large frames wait for room in `spool` (a private directory).
+pub fn spooled(
+    codec: Codec,
+    max_frame: u32,
+    cap: usize,
+    spool: Option<PathBuf>,
+) -> (Outbox, Drain) {
     let cap = u32::try_from(cap)
         .unwrap_or(u32::MAX)
         .min(Semaphore::MAX_PERMITS as u32)
@@ -109,6 +129,7 @@ pub fn outbox(codec: Codec, max_frame: u32, cap: usize) -> (Outbox, Drain) {
             was_full: Arc::default(),
             codec,
             max_frame,
+            spool: spool.map(Arc::new),
         },
         Drain {
             #[cfg(test)]
@@ -133,7 +154,23 @@ impl Outbox {
             Err(tokio::sync::TryAcquireError::NoPermits) => {
                 self.was_full.store(true, Ordering::Relaxed);
                 let _waiting = Waiting::new(&self.waiting);
-                self.budget.acquire_many(held).await.map_err(|_| Closed)?
+                match self.spool.clone().filter(|_| bytes.len() >= SPILL_MIN) {
+                    Some(dir) => {
+                        // Off the heap while it waits; back when there is room.
+                        let file = spill(dir, bytes).await.ok_or_else(|| {
+                            tracing::error!("the task spooling a waiting frame failed");
+                            Closed
+                        })?;
+                        let permit = self.budget.acquire_many(held).await.map_err(|_| Closed)?;
+                        let bytes = unspill(file).await.map_err(|e| {
+                            tracing::error!(error = %e, "cannot read back a frame that waited on disk");
+                            Closed
+                        })?;
+                        permit.forget();
+                        return self.push(bytes, held);
+                    }
+                    None => self.budget.acquire_many(held).await.map_err(|_| Closed)?,
+                }
             }
         };
         permit.forget();
@@ -182,6 +219,70 @@ impl Outbox {
             return Err(Closed);
         }
         Ok(())
+    }
+}
+
+/// A frame waiting for room: on disk when it could be written there, else in memory.
+enum Spilled {
+    Disk(std::fs::File, usize),
+    Memory(Vec<u8>),
+}
+
+/// Move `bytes` to an unlinked file in `dir` (no name survives a crash); on any error keep
+/// them in memory, which is only the budget's bound lost, never the frame.
+async fn spill(dir: Arc<PathBuf>, bytes: Vec<u8>) -> Option<Spilled> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let work = move || {
+        let path = dir.join(format!(
+            "{}-{}.frame",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
+            .open(&path);
+        let mut file = match file {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(spool = %dir.display(), error = %e, "cannot spool a waiting frame; it waits in memory");
+                return Spilled::Memory(bytes);
+            }
+        };
+        let _ = std::fs::remove_file(&path);
+        if let Err(e) = file.write_all(&bytes) {
+            tracing::warn!(spool = %dir.display(), error = %e, "cannot spool a waiting frame; it waits in memory");
+            return Spilled::Memory(bytes);
+        }
+        let len = bytes.len();
+        drop(bytes);
+        Spilled::Disk(file, len)
+    };
+    // `None` only if the blocking task itself failed (the frame is then lost with it, and
+    // the caller closes the connection rather than send something else in its place).
+    tokio::task::spawn_blocking(work).await.ok()
+}
+
+async fn unspill(spilled: Spilled) -> std::io::Result<Vec<u8>> {
+    match spilled {
+        Spilled::Memory(bytes) => Ok(bytes),
+        Spilled::Disk(mut file, len) => tokio::task::spawn_blocking(move || {
+            file.rewind()?;
+            let mut bytes = Vec::with_capacity(len);
+            file.read_to_end(&mut bytes)?;
+            if bytes.len() != len {
+                return Err(std::io::Error::other(format!(
+                    "read back {} of {len} bytes",
+                    bytes.len()
+                )));
+            }
+            Ok(bytes)
+        })
+        .await
+        .map_err(std::io::Error::other)?,
     }
 }
 
@@ -282,6 +383,64 @@ mod tests {
         reader.await.unwrap().unwrap();
         assert_eq!(meter.waiting(), 0);
         assert_eq!(meter.queued(), 0);
+    }
+
+    /// Issue 12: results waiting for a client that does not read were held in memory, so it
+    /// cost the budget plus every waiting result. Large ones wait on disk now, nameless, and
+    /// come back whole and in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn large_frames_wait_on_disk_and_come_back_whole() {
+        let spool = tempfile::tempdir().unwrap();
+        let (out, mut drain) = spooled(
+            Codec::Json,
+            8 << 20,
+            256 * 1024,
+            Some(spool.path().to_path_buf()),
+        );
+        let big = |i: usize| {
+            DaemonFrame::Error(toolvisor_protocol::ToolError::new(
+                toolvisor_protocol::error::ErrorKind::Io,
+                format!("{i}:{}", "x".repeat(200 * 1024)),
+                "h",
+            ))
+        };
+        // One sender per frame, in order: the first fills the budget, the rest wait.
+        let mut senders = Vec::new();
+        let meter = out.meter();
+        for i in 0..6 {
+            let out = out.clone();
+            senders.push(tokio::spawn(async move { out.send(big(i)).await }));
+            if i > 0 {
+                while meter.waiting() < i {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+        // Five wait; their bytes are on disk in unlinked files: the directory shows nothing.
+        assert_eq!(out.meter().waiting(), 5);
+        assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
+        let spilled = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+            .filter(|t| t.starts_with(spool.path()))
+            .count();
+        assert_eq!(spilled, 5, "the waiting frames are not on disk");
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            match drain.next_frame().await {
+                Some(DaemonFrame::Error(e)) => {
+                    let (n, rest) = e.message.split_once(':').unwrap();
+                    assert_eq!(rest.len(), 200 * 1024, "a frame came back cut");
+                    seen.push(n.parse::<usize>().unwrap());
+                }
+                other => panic!("expected an error frame, got {other:?}"),
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, [0, 1, 2, 3, 4, 5]);
+        for s in senders {
+            s.await.unwrap().unwrap();
+        }
     }
 
     #[tokio::test]

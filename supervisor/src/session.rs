@@ -450,8 +450,12 @@ pub async fn run(
     };
 
     let in_flight = Arc::new(AtomicU64::new(0));
-    let (out_tx, drain) =
-        crate::outbox::outbox(codec, max, daemon.config.limits.max_queued_output_bytes);
+    let (out_tx, drain) = crate::outbox::spooled(
+        codec,
+        max,
+        daemon.config.limits.max_queued_output_bytes,
+        daemon.spool.clone(),
+    );
     let session_id = daemon.add_session(SessionInfo {
         queued: out_tx.meter(),
         kind: hello.client_kind,
