@@ -259,6 +259,9 @@ async fn spill(dir: Arc<PathBuf>, bytes: Vec<u8>) -> Option<Spilled> {
         }
         let len = bytes.len();
         drop(bytes);
+        // What this result (and the work that made it) took is free now; give it back, or a
+        // client that never reads keeps it in glibc's arenas for the daemon's life.
+        toolvisor_kit::memory::trim();
         Spilled::Disk(file, len)
     };
     // `None` only if the blocking task itself failed (the frame is then lost with it, and
