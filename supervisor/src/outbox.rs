@@ -422,12 +422,19 @@ mod tests {
         // Five wait; their bytes are on disk in unlinked files: the directory shows nothing.
         assert_eq!(out.meter().waiting(), 5);
         assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
-        let spilled = std::fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
-            .filter(|t| t.starts_with(spool.path()))
-            .count();
-        assert_eq!(spilled, 5, "the waiting frames are not on disk");
+        // A waiting sender counts before its spill is done: wait (bounded) for all five.
+        let spilled = || {
+            std::fs::read_dir("/proc/self/fd")
+                .unwrap()
+                .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter(|t| t.starts_with(spool.path()))
+                .count()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while spilled() < 5 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(spilled(), 5, "the waiting frames are not on disk");
         let mut seen = Vec::new();
         for _ in 0..6 {
             match drain.next_frame().await {
