@@ -207,7 +207,6 @@ impl Daemon {
     /// conversation's resources without detail unless the viewer is an ops client.
     pub async fn tree_for(&self, viewer: &TreeViewer) -> TreeSnapshot {
         let mut snapshot = self.snapshot().await;
-        let secrets = self.files.store.secrets();
         let mut stack = vec![&mut snapshot.root];
         while let Some(node) = stack.pop() {
             let hidden = node
@@ -220,16 +219,10 @@ impl Daemon {
                 if node.last_error.is_some() {
                     node.last_error = Some("(hidden: another conversation's resource)".into());
                 }
-            } else if !secrets.is_empty() {
-                let mut counts = BTreeMap::new();
-                if let Some(masked) = secrets.mask_str(&node.detail, &mut counts) {
-                    node.detail = masked;
-                }
-                if let Some(err) = &node.last_error
-                    && let Some(masked) = secrets.mask_str(err, &mut counts)
-                {
-                    node.last_error = Some(masked);
-                }
+            } else {
+                use crate::tools::files::mask_stream;
+                node.detail = mask_stream(self, std::mem::take(&mut node.detail));
+                node.last_error = node.last_error.take().map(|e| mask_stream(self, e));
             }
             stack.extend(node.children.iter_mut());
         }

@@ -240,3 +240,30 @@ pub fn ok_of(reply: &CallReply) -> &Json {
         Outcome::Err(e) => panic!("expected success, got {e}"),
     }
 }
+
+/// The file tools' `out_of_scope` answer: kind, the path's real location, what is allowed,
+/// and the switch that lifts it.
+pub fn assert_out_of_scope(
+    e: &toolvisor_protocol::ToolError,
+    tool: &str,
+    real: &Path,
+    workdir: &Path,
+) {
+    assert_eq!(
+        e.kind,
+        toolvisor_protocol::error::ErrorKind::OutOfScope,
+        "{e}"
+    );
+    assert!(e.message.starts_with(&format!("{tool}: ")), "{e}");
+    assert!(
+        e.message
+            .contains(&format!("resolves to {}", real.display())),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains(&format!("outside the workdir {}", workdir.display())),
+        "{e}"
+    );
+    assert!(e.hint.contains("allow_outside_workdir"), "{e}");
+}

@@ -4,13 +4,13 @@
 //! its text is not read; a rename whose edit touches a file outside is refused whole, nothing
 //! written anywhere; `[files] allow_outside_workdir` lifts all of it, `read_roots` only reads.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value as Json, json};
 use toolvisor_protocol::ToolError;
 use toolvisor_protocol::error::ErrorKind;
-use toolvisor_tests::TestDaemon;
 use toolvisor_tests::lsp::{canonical, err_in, lsp_config, ok_in, require};
+use toolvisor_tests::{TestDaemon, assert_out_of_scope};
 
 const SHARED: &str = "def helper(x):  # text-of-the-outside-file\n    return x\n";
 const MAIN: &str = "from shared import helper\n\nprint(helper(1))\n";
@@ -40,22 +40,6 @@ fn layout() -> Layout {
         base,
         work,
     }
-}
-
-fn assert_out_of_scope(e: &ToolError, tool: &str, real: &Path, workdir: &Path) {
-    assert_eq!(e.kind, ErrorKind::OutOfScope, "{e}");
-    assert!(e.message.starts_with(&format!("{tool}: ")), "{e}");
-    assert!(
-        e.message
-            .contains(&format!("resolves to {}", real.display())),
-        "{e}"
-    );
-    assert!(
-        e.message
-            .contains(&format!("outside the workdir {}", workdir.display())),
-        "{e}"
-    );
-    assert!(e.hint.contains("allow_outside_workdir"), "{e}");
 }
 
 fn definition_of_helper(d: &TestDaemon, l: &Layout) -> Json {

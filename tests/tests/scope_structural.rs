@@ -4,13 +4,12 @@
 //! file again (a staged file swapped for a link to outside is refused and the outside file
 //! stays untouched), and `[files] allow_outside_workdir` / `read_roots` lift it as for `read`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::json;
-use toolvisor_protocol::ToolError;
 use toolvisor_protocol::error::ErrorKind;
-use toolvisor_tests::TestDaemon;
 use toolvisor_tests::lsp::{call_in, canonical, err_in, ok_in};
+use toolvisor_tests::{TestDaemon, assert_out_of_scope};
 
 /// `base/work` (the workdir: `a.py`, and `link` → `../outside`) and `base/outside/o.py`.
 struct Layout {
@@ -36,24 +35,6 @@ fn layout() -> Layout {
         work,
         outside,
     }
-}
-
-/// The file tools' `out_of_scope` answer: kind, the path's real location, what is allowed,
-/// and the switch that lifts it.
-fn assert_out_of_scope(e: &ToolError, tool: &str, real: &Path, workdir: &Path) {
-    assert_eq!(e.kind, ErrorKind::OutOfScope, "{e}");
-    assert!(e.message.starts_with(&format!("{tool}: ")), "{e}");
-    assert!(
-        e.message
-            .contains(&format!("resolves to {}", real.display())),
-        "{e}"
-    );
-    assert!(
-        e.message
-            .contains(&format!("outside the workdir {}", workdir.display())),
-        "{e}"
-    );
-    assert!(e.hint.contains("allow_outside_workdir"), "{e}");
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -293,12 +293,8 @@ impl ResultStore {
     pub fn open(mut cfg: StoreConfig, secrets: Secrets) -> std::io::Result<ResultStore> {
         // A projection must leave room for the rest of the result.
         cfg.projection_chars = cfg.projection_chars.min(cfg.inline_chars / 2);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&cfg.dir)?;
         // Stored results are whole tool outputs: ours alone, whatever an older version left.
-        std::fs::set_permissions(&cfg.dir, std::fs::Permissions::from_mode(0o700))?;
+        crate::journal::private_dir(&cfg.dir)?;
         let store = ResultStore {
             cfg,
             secrets,

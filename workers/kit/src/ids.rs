@@ -8,7 +8,7 @@
 //! says so in the log.
 
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -44,10 +44,8 @@ impl IdCounter {
     /// A file that holds no number is an error: ids could repeat.
     pub fn open(path: &Path) -> std::io::Result<IdCounter> {
         if let Some(dir) = path.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
+            crate::private::ensure_private_dir(dir, "the id counter directory")
+                .map_err(std::io::Error::other)?;
         }
         let next = match std::fs::read_to_string(path) {
             Ok(text) => text.trim().parse::<u64>().map_err(|_| {

@@ -234,8 +234,12 @@ fn wait_for_exit(
     shared.exited.notify_all();
     // Escapees of this tree (a `setsid` grandchild of a shim killed from outside) came back
     // to the daemon when the shim died: gone before the record is, and the record gone
-    // before the exit is reported.
-    super::orphans::reap_orphans();
+    // before the exit is reported. A child that exited (rather than died by a signal) tore
+    // its own tree down, so only a signal death is worth the scan on this path; the orphan
+    // thread covers everything else.
+    if status.signal.is_some() {
+        super::orphans::reap_orphans();
+    }
     if let Some(record) = ledger_record
         && let Err(error) = std::fs::remove_file(record)
         && error.kind() != io::ErrorKind::NotFound
