@@ -419,15 +419,16 @@ mod tests {
                 }
             }
         }
-        // Five wait; their bytes are on disk in unlinked files: the directory shows nothing.
+        // Five wait; their bytes are on disk in unlinked files. A waiting sender counts before
+        // its spill is done: wait (bounded) until all five are open and unlinked.
         assert_eq!(out.meter().waiting(), 5);
-        assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
-        // A waiting sender counts before its spill is done: wait (bounded) for all five.
         let spilled = || {
             std::fs::read_dir("/proc/self/fd")
                 .unwrap()
                 .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                .filter(|t| t.starts_with(spool.path()))
+                .filter(|t| {
+                    t.starts_with(spool.path()) && t.to_string_lossy().ends_with(" (deleted)")
+                })
                 .count()
         };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -435,6 +436,8 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         assert_eq!(spilled(), 5, "the waiting frames are not on disk");
+        // Nameless: the spool directory shows nothing.
+        assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
         let mut seen = Vec::new();
         for _ in 0..6 {
             match drain.next_frame().await {
