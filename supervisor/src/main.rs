@@ -376,6 +376,8 @@ fn unexpected(frame: DaemonFrame) -> ExitCode {
 }
 
 fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str) -> ExitCode {
+    // Before any thread exists: large buffers get their own mappings and go back at once.
+    toolvisor_kit::memory::tune();
     // Like ssh-agent: no core dumps, no ptrace, and /proc/<pid>/environ, mem, maps and fd
     // owned by root, so a child of the same uid cannot read the daemon's environment or memory.
     // Children are dumpable again after their execve.

@@ -30,6 +30,46 @@ impl Default for ImageLimits {
 /// The largest image file `read` decodes.
 pub const MAX_IMAGE_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// How many images are read and fitted at once, daemon-wide: one per core. Each takes tens of
+/// MiB while it runs (the file, the pixels, the encoded copy, its base64), and decoding is
+/// CPU-bound, so more at once only adds memory: 16 calls of one client reading 3 MB images
+/// took +229 MiB at their peak with no limit.
+pub fn parallel_images() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// A place among the [`parallel_images`] images being fitted; given back when dropped.
+pub(crate) struct ImagePermit(());
+
+static IMAGE_GATE: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// Wait (on this blocking thread) for a place to fit an image.
+pub(crate) fn image_permit() -> ImagePermit {
+    let (busy, freed) = &IMAGE_GATE;
+    let mut n = busy.lock().unwrap_or_else(|p| p.into_inner());
+    while *n >= parallel_images() {
+        n = freed.wait(n).unwrap_or_else(|p| p.into_inner());
+    }
+    *n += 1;
+    ImagePermit(())
+}
+
+impl Drop for ImagePermit {
+    fn drop(&mut self) {
+        let (busy, freed) = &IMAGE_GATE;
+        let mut n = busy.lock().unwrap_or_else(|p| p.into_inner());
+        *n -= 1;
+        freed.notify_one();
+    }
+}
+
+/// How many images are being fitted now (for tests).
+#[cfg(test)]
+pub(crate) fn images_in_progress() -> usize {
+    *IMAGE_GATE.0.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The format of an image file by its magic bytes, if it is one `read` accepts.
 pub fn sniff(head: &[u8]) -> Option<ImageFormat> {
     if head.starts_with(b"\x89PNG\r\n\x1a\n") {
@@ -307,6 +347,30 @@ mod tests {
         assert_eq!(fit_dims(3000, 5000, 2000, 2000), (1200, 2000));
         assert_eq!(fit_dims(100, 50, 2000, 2000), (100, 50));
         assert_eq!(fit_dims(10_000, 1, 100, 100), (100, 1));
+    }
+
+    #[test]
+    fn no_more_images_are_fitted_at_once_than_there_are_cores() {
+        let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let threads: Vec<_> = (0..4 * parallel_images())
+            .map(|_| {
+                let most = most.clone();
+                std::thread::spawn(move || {
+                    let _permit = image_permit();
+                    most.fetch_max(images_in_progress(), std::sync::atomic::Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let most = most.load(std::sync::atomic::Ordering::SeqCst);
+        // Every thread finished, so every permit was given back (4x more threads than places).
+        assert!(
+            (1..=parallel_images()).contains(&most),
+            "{most} images at once"
+        );
     }
 
     #[test]

@@ -96,6 +96,7 @@ pub fn read(
                 hint: "shrink it with bash (e.g. `convert -resize`) and read the copy".into(),
             });
         }
+        let _permit = img::image_permit();
         let mut bytes = head;
         file.read_to_end(&mut bytes)
             .map_err(|e| Error::io(&display, "read", e))?;
