@@ -129,3 +129,49 @@ fn an_idle_kernel_is_stopped_and_the_next_call_says_its_state_was_lost() {
         "{v}"
     );
 }
+
+#[test]
+fn output_written_just_before_the_kernel_dies_is_in_the_answer() {
+    let d = eval::daemon("");
+    // Flushed, then os._exit: the driver's writer had not written it yet.
+    let e = eval::err_with(
+        &d,
+        "c",
+        args(
+            "print('bye', flush=True)\nimport os\nos._exit(7)",
+            json!({}),
+        ),
+    );
+    assert_eq!(e.kind, ErrorKind::KernelDied, "{e}");
+    assert!(e.message.contains("exited with code 7"), "{e}");
+    assert!(e.message.contains("bye"), "the flushed line is lost: {e}");
+    // Not flushed: os._exit still lets the queued output out first.
+    let e = eval::err_with(
+        &d,
+        "c",
+        args(
+            "for i in range(3):\n    print('line', i)\nimport os\nos._exit(8)",
+            json!({}),
+        ),
+    );
+    assert!(e.message.contains("exited with code 8"), "{e}");
+    assert!(
+        e.message.contains("line 2"),
+        "unflushed lines are lost: {e}"
+    );
+    // A segfault: the flushed line, then the crash's traceback of the cell itself.
+    let e = eval::err_with(
+        &d,
+        "c",
+        args(
+            "print('last words', flush=True)\nimport ctypes\nctypes.string_at(0)",
+            json!({}),
+        ),
+    );
+    assert!(e.message.contains("SIGSEGV"), "{e}");
+    assert!(e.message.contains("last words"), "{e}");
+    assert!(
+        e.message.contains("<cell"),
+        "the crash's traceback shows the cell's frames: {e}"
+    );
+}

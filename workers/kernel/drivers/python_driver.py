@@ -41,8 +41,21 @@ def _boot():
     cancelled = set()
     state = {"cell": None, "interruptible": False, "rows": 50, "loop": None}
 
+    # How many frames were queued and how many the writer has written: `drain` waits for the
+    # second to reach the first, so a flush (or an exit) sees its output on the pipe first.
+    counts = {"queued": 0, "written": 0}
+    counts_cond = threading.Condition()
+    real_exit = os._exit
+
     def send(msg):
-        out_q.put(msg)
+        with counts_cond:
+            counts["queued"] += 1
+            out_q.put(msg)
+
+    def drain(timeout):
+        with counts_cond:
+            target = counts["queued"]
+            counts_cond.wait_for(lambda: counts["written"] >= target, timeout)
 
     def writer():
         pack = struct.pack
@@ -81,8 +94,11 @@ def _boot():
                 except InterruptedError:
                     continue
                 except OSError:
-                    os._exit(0)
+                    real_exit(0)
                 view = view[n:]
+            with counts_cond:
+                counts["written"] += len(batch)
+                counts_cond.notify_all()
 
     def read_exact(n):
         parts = []
@@ -155,7 +171,10 @@ def _boot():
                 self.write(line)
 
         def flush(self):
-            pass
+            # print(..., flush=True) and sys.stdout.flush(): the text is on the pipe when this
+            # returns, so it survives a crash right after (bounded: a daemon that stops reading
+            # cannot hang the cell here for long).
+            drain(10)
 
         def isatty(self):
             return False
@@ -181,6 +200,15 @@ def _boot():
         def buffer(self):
             raise AttributeError("toolvisor cell streams have no binary buffer; write text")
 
+    def exit_after_output(code):
+        # A cell's os._exit(): what it printed first reaches the daemon before the process ends.
+        try:
+            drain(2)
+        except BaseException:
+            pass
+        real_exit(code)
+
+    os._exit = exit_after_output
     sys.stdout = _Stream("stdout", 1)
     sys.stderr = _Stream("stderr", 2)
     sys.__stdout__ = sys.stdout
@@ -196,7 +224,8 @@ def _boot():
     try:
         import faulthandler
 
-        faulthandler.enable(file=2)
+        # Only the crashing thread: the cell's frames, not the driver's reader and writer.
+        faulthandler.enable(file=2, all_threads=False)
     except Exception:
         pass
 

@@ -32,6 +32,9 @@ use crate::{KernelError, Language, Result, magic};
 /// After a cell's `done`, how long to wait for the rest of its fd-level output.
 const SYNC_WAIT: Duration = Duration::from_secs(1);
 
+/// After a kernel's death, how long its last output has to come out of the pipes.
+const DEATH_DRAIN: Duration = Duration::from_secs(1);
+
 /// While an interrupted cell has not stopped, the interrupt is repeated this often: CPython
 /// runs a signal's handler only at its next check, and a signal that lands just before a
 /// blocking call (while the thread waits for the GIL) waits for that call to return.
@@ -508,6 +511,24 @@ impl Kernels {
                     }
                 }
                 _ = async { let _ = exit.wait_for(Option::is_some).await; } => {
+                    // What the cell wrote just before the death may still be in the pipes
+                    // (the exit can be seen first): take it, for a bounded time (a
+                    // grandchild may hold stderr open), so the answer shows it.
+                    let until = tokio::time::Instant::now() + DEATH_DRAIN;
+                    while let Ok(Some(event)) = tokio::time::timeout_at(until, port.events.recv()).await {
+                        let (name, text) = match event {
+                            Event::Frame(FromKernel::Stream { cell: Some(c), name, text }) if c == cell => (name, text),
+                            Event::Stderr(text) => ("stderr".to_string(), text),
+                            Event::Frame(FromKernel::Error { cell: Some(c), ename, evalue, traceback }) if c == cell => {
+                                collector.error(ename, evalue, traceback);
+                                continue;
+                            }
+                            _ => continue,
+                        };
+                        let stream = if name == "stderr" { Stream::Stderr } else { Stream::Stdout };
+                        let fwd = collector.stream(&name, &text);
+                        forward(fwd, stream).await;
+                    }
                     return Err((Stop::Died, collector));
                 }
                 _ = tokio::time::sleep_until(deadline.into()) => {
