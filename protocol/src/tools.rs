@@ -353,6 +353,8 @@ pub enum EvalLanguage {
     #[default]
     Python,
     Javascript,
+    /// TypeScript, run in the conversation's JavaScript kernel once its types are stripped.
+    Typescript,
 }
 
 /// `eval {code, description, language?, reset?, timeout_s?}`.

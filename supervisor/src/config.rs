@@ -463,6 +463,10 @@ pub struct KernelsConfig {
     pub python: Option<String>,
     /// Node binary (path or name); default `node` on the PATH.
     pub node: Option<String>,
+    /// The `typescript` package directory used to strip the types of TypeScript cells when
+    /// Node has no type stripping of its own (before 22.13); default: the run's own
+    /// `node_modules/typescript`, then the global npm root's.
+    pub typescript: Option<String>,
     /// A kernel without a call for this long is stopped (its state is lost); 0 disables.
     pub idle_ttl_s: u64,
     /// A cell's default inactivity budget: how long it may run without output.
@@ -493,6 +497,7 @@ impl Default for KernelsConfig {
         KernelsConfig {
             python: None,
             node: None,
+            typescript: None,
             idle_ttl_s: 30 * 60,
             inactivity_s: 5 * 60,
             inactivity_max_s: 60 * 60,
@@ -538,6 +543,7 @@ impl KernelsConfig {
         toolvisor_kernel::KernelLimits {
             python: self.python.clone().filter(|p| !p.is_empty()),
             node: self.node.clone().filter(|n| !n.is_empty()),
+            typescript: self.typescript.clone().filter(|t| !t.is_empty()),
             idle_ttl: (self.idle_ttl_s > 0).then(|| Duration::from_secs(self.idle_ttl_s)),
             interrupt_grace: Duration::from_secs(self.interrupt_grace_s),
             memory_bytes: (self.memory_mb > 0).then_some(self.memory_mb << 20),

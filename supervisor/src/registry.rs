@@ -276,7 +276,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
                 json!({
                     "code": s("cell source"),
                     "description": {"type": "string", "description": "5-10 words saying what the cell does", "minWords": 5, "maxWords": 10},
-                    "language": one_of("default python", &["python", "javascript"]),
+                    "language": one_of("default python; typescript runs in the javascript kernel, types stripped", &["python", "javascript", "typescript"]),
                     "reset": boolean("discard the interpreter and start clean first"),
                     "timeout_s": int("inactivity budget: seconds the cell may run without output (default 300)", 1, 86_400),
                 }),

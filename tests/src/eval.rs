@@ -59,6 +59,22 @@ pub fn kernels_config(extra: &str) -> String {
     )
 }
 
+/// The `typescript` package `scripts/install-test-deps` installs (for TypeScript cells on a
+/// Node without its own type stripping); panics with what to run when it is missing.
+pub fn typescript() -> PathBuf {
+    let deps = match std::env::var_os("TOOLVISOR_TEST_DEPS") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.test-deps"),
+    };
+    let dir = deps.join("node_modules/typescript");
+    assert!(
+        dir.join("package.json").is_file(),
+        "{} is missing: run scripts/install-test-deps",
+        dir.display()
+    );
+    dir
+}
+
 /// A daemon whose kernels use the test interpreters.
 pub fn daemon(extra: &str) -> TestDaemon {
     TestDaemon::start(&kernels_config(extra))

@@ -146,3 +146,78 @@ fn a_javascript_kernel_that_exits_answers_kernel_died() {
     assert!(e.message.contains("exited with code 4"), "{e}");
     assert_eq!(eval::ok_with(&d, "c", js("1 + 1"))["text"], "2\n");
 }
+
+fn ts(code: &str) -> serde_json::Value {
+    args(code, json!({"language": "typescript"}))
+}
+
+#[test]
+fn typescript_cells_run_in_the_javascript_kernel_with_its_state() {
+    let typescript = eval::typescript();
+    let d = eval::daemon(&format!(
+        "typescript = {:?}",
+        typescript.display().to_string()
+    ));
+    let v = eval::ok_with(
+        &d,
+        "c",
+        ts(
+            "interface Point { x: number; y: number }\nconst p: Point = { x: 40, y: 2 }\nfunction sum(q: Point): number { return q.x + q.y }\nsum(p)",
+        ),
+    );
+    assert_eq!(v["text"], "42\n", "{v}");
+    assert_eq!(v["language"], "javascript", "{v}");
+    let pid = v["kernel"]["pid"].clone();
+    // An enum needs code, not only erasure; generics and `as` casts are erased.
+    let v = eval::ok_with(
+        &d,
+        "c",
+        ts(
+            "enum Color { Red, Green }\nconst ids: Array<number> = [Color.Green as number]\nawait Promise.resolve(ids[0] + p.x)",
+        ),
+    );
+    assert_eq!(v["text"], "41\n", "{v}");
+    assert_eq!(v["kernel"]["pid"], pid, "the same kernel");
+    // JavaScript cells of the conversation see what the TypeScript cells declared.
+    let v = eval::ok_with(&d, "c", js("sum({ x: 1, y: 1 }) + Color.Red"));
+    assert_eq!(v["text"], "2\n", "{v}");
+    // A type error is not checked (types are stripped, not checked), a runtime error is reported.
+    let v = eval::result_with(&d, "c", ts("const s: string = 5 as any\n(s as any).nope()"));
+    assert_eq!(v["status"], "error", "{v}");
+    assert!(
+        v["error"]["evalue"].as_str().unwrap().contains("nope"),
+        "{v}"
+    );
+}
+
+#[test]
+fn typescript_without_a_stripper_says_how_to_get_one() {
+    // Node 22.13+ strips types itself; elsewhere a global typescript would be found.
+    let node_strips = std::process::Command::new(eval::node())
+        .args([
+            "-e",
+            "process.exit(typeof require('module').stripTypeScriptTypes === 'function' ? 0 : 1)",
+        ])
+        .status()
+        .unwrap()
+        .success();
+    let global = [
+        "/usr/lib/node_modules/typescript",
+        "/usr/local/lib/node_modules/typescript",
+    ]
+    .iter()
+    .any(|p| std::path::Path::new(p).exists());
+    let d = eval::daemon("typescript = \"/nonexistent/typescript\"");
+    let v = eval::result_with(&d, "c", ts("const n: number = 1\nn + 1"));
+    if node_strips || global {
+        assert_eq!(v["text"], "2\n", "{v}");
+        return;
+    }
+    assert_eq!(v["status"], "error", "{v}");
+    assert_eq!(v["error"]["ename"], "TypeScriptUnavailable", "{v}");
+    let message = v["error"]["evalue"].as_str().unwrap();
+    assert!(
+        message.contains("/nonexistent/typescript") && message.contains("[kernels] typescript"),
+        "{message}"
+    );
+}

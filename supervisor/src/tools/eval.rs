@@ -45,14 +45,16 @@ pub async fn run(daemon: &Arc<Daemon>, ctx: &CallCtx, args: Json) -> Result<Json
             "output resets the budget: print progress from long cells, or run long work as a `process`",
         ));
     }
-    let language = match args.language.unwrap_or_default() {
-        EvalLanguage::Python => Language::Python,
-        EvalLanguage::Javascript => Language::Javascript,
+    let (language, typescript) = match args.language.unwrap_or_default() {
+        EvalLanguage::Python => (Language::Python, false),
+        EvalLanguage::Javascript => (Language::Javascript, false),
+        EvalLanguage::Typescript => (Language::Javascript, true),
     };
     let request = CellRequest {
         conversation: ctx.conversation.clone(),
         language,
         code: args.code,
+        typescript,
         reset: args.reset.unwrap_or(false),
         inactivity: Duration::from_secs(timeout_s),
         workdir: ctx.workdir.clone(),

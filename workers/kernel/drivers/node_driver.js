@@ -225,14 +225,65 @@
     stream('stderr', `Uncaught exception: ${cleanStack(err)}\n`);
   });
 
+  // TypeScript cells: Node's own type stripping where it has it (22.13 and later), else the
+  // `typescript` package: `[kernels] typescript` (TOOLVISOR_TYPESCRIPT), the run's own
+  // node_modules, or the global npm root.
+  let stripper = null;
+  function typescriptStripper() {
+    if (stripper) return stripper;
+    if (typeof Module.stripTypeScriptTypes === 'function') {
+      stripper = (code) => {
+        try {
+          return Module.stripTypeScriptTypes(code, { mode: 'strip' });
+        } catch (err) {
+          // Enums and namespaces need code, not only erasure.
+          if (err && err.code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') return Module.stripTypeScriptTypes(code, { mode: 'transform' });
+          throw err;
+        }
+      };
+      return stripper;
+    }
+    const tried = [];
+    const candidates = [
+      process.env.TOOLVISOR_TYPESCRIPT,
+      path.join(process.cwd(), 'node_modules', 'typescript'),
+      path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'typescript'),
+      '/usr/local/lib/node_modules/typescript',
+      '/usr/lib/node_modules/typescript',
+    ].filter(Boolean);
+    for (const dir of candidates) {
+      tried.push(dir);
+      let ts;
+      try {
+        ts = Module.createRequire(path.join(process.cwd(), '[cell]'))(path.resolve(dir));
+      } catch {
+        continue;
+      }
+      if (!ts || typeof ts.transpileModule !== 'function') continue;
+      const options = {
+        compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, removeComments: false },
+        reportDiagnostics: false,
+      };
+      stripper = (code) => ts.transpileModule(code, options).outputText;
+      return stripper;
+    }
+    const err = new Error(
+      `TypeScript cells need Node 22.13 or later (its own type stripping; this is ${process.version}) or the typescript package, which is in none of: ${tried.join(', ')}. ` +
+        'Install it (`npm install -g typescript`, or into the project) or set `[kernels] typescript` to its directory in the daemon config.'
+    );
+    err.name = 'TypeScriptUnavailable';
+    throw err;
+  }
+
   async function runCell(msg) {
     const cell = msg.cell;
     current = cell;
     rows = msg.rows || rows;
     let status = 'ok';
     try {
-      const wrapped = transform(msg.code);
-      const script = new vm.Script(wrapped ?? msg.code, {
+      const source = msg.typescript ? typescriptStripper()(msg.code) : msg.code;
+      const wrapped = transform(source);
+      const script = new vm.Script(wrapped ?? source, {
         filename: path.join(process.cwd(), `[cell ${cell}]`),
         // Node >= 20.12 has the main context's loader for scripts; older ones get a callback.
         importModuleDynamically: (vm.constants && vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER) || ((spec) => import(spec)),

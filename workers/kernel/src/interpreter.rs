@@ -192,6 +192,7 @@ pub(crate) async fn python(
 /// The Node command line; `heap_mb` caps V8's heap (the memory cap, when set).
 pub(crate) fn node(
     configured: Option<&str>,
+    typescript: Option<&str>,
     workdir: &Path,
     launcher: &Launcher,
     heap_mb: Option<u64>,
@@ -238,10 +239,17 @@ pub(crate) fn node(
     }
     args.push("-e".into());
     args.push(NODE_DRIVER.into());
+    // Where the driver finds the `typescript` package when Node cannot strip types itself.
+    let env = typescript
+        .map(|t| {
+            let dir = workdir.join(t).display().to_string();
+            vec![("TOOLVISOR_TYPESCRIPT".to_string(), dir)]
+        })
+        .unwrap_or_default();
     Ok(LaunchPlan {
         program: sh.to_string(),
         args,
-        env: Vec::new(),
+        env,
         interpreter: node.display().to_string(),
     })
 }
@@ -290,7 +298,7 @@ mod tests {
                 .contains("python3 is not on PATH (/nonexistent)"),
             "{err}"
         );
-        let err = node(None, Path::new("/"), &launcher, None).unwrap_err();
+        let err = node(None, None, Path::new("/"), &launcher, None).unwrap_err();
         assert!(matches!(
             err,
             KernelError::NoInterpreter {
@@ -298,8 +306,20 @@ mod tests {
                 ..
             }
         ));
-        let sh = node(Some("/bin/sh"), Path::new("/"), &launcher, Some(512)).unwrap();
+        let sh = node(
+            Some("/bin/sh"),
+            Some("ts"),
+            Path::new("/"),
+            &launcher,
+            Some(512),
+        )
+        .unwrap();
         assert!(sh.args.contains(&"--max-old-space-size=512".to_string()));
         assert_eq!(sh.interpreter, "/bin/sh");
+        // A relative `[kernels] typescript` is taken from the workdir.
+        assert_eq!(
+            sh.env,
+            vec![("TOOLVISOR_TYPESCRIPT".to_string(), "/ts".to_string())]
+        );
     }
 }

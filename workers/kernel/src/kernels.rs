@@ -47,6 +47,9 @@ pub struct KernelLimits {
     pub python: Option<String>,
     /// Node binary (path or name); `None`: `node` on the `PATH`.
     pub node: Option<String>,
+    /// The `typescript` package directory for TypeScript cells on a Node without its own
+    /// type stripping (relative paths are taken from the run's workdir).
+    pub typescript: Option<String>,
     /// A kernel without a call this long is stopped; `None`: never.
     pub idle_ttl: Option<Duration>,
     /// After an interrupt, how long a cell gets to stop before the kernel is killed.
@@ -65,6 +68,7 @@ impl Default for KernelLimits {
         KernelLimits {
             python: None,
             node: None,
+            typescript: None,
             idle_ttl: Some(Duration::from_secs(30 * 60)),
             interrupt_grace: Duration::from_secs(5),
             memory_bytes: Some(4096 << 20),
@@ -90,6 +94,8 @@ pub struct CellRequest {
     pub conversation: String,
     pub language: Language,
     pub code: String,
+    /// The code is TypeScript (language JavaScript): the driver strips its types first.
+    pub typescript: bool,
     /// Discard the interpreter and start clean first.
     pub reset: bool,
     /// The cell may go this long without output (bridge calls in flight do not count).
@@ -261,6 +267,7 @@ impl Kernels {
             }
             Language::Javascript => interpreter::node(
                 self.limits.node.as_deref(),
+                self.limits.typescript.as_deref(),
                 workdir,
                 &self.launcher,
                 self.limits.memory_bytes.map(|b| (b >> 20).max(64)),
@@ -403,6 +410,7 @@ impl Kernels {
             cell,
             code,
             rows: self.limits.table_rows,
+            typescript: req.typescript,
         });
         if !inc.alive() || port.stdin.send(exec).await.is_err() {
             return Err((Stop::Died, collector));

@@ -20,7 +20,14 @@ pub const MAX_FRAME: usize = 64 * 1024 * 1024;
 #[serde(tag = "op", rename_all = "snake_case")]
 pub(crate) enum ToKernel<'a> {
     /// Run one cell. `rows` bounds table renderings (pandas).
-    Exec { cell: u64, code: &'a str, rows: u32 },
+    Exec {
+        cell: u64,
+        code: &'a str,
+        rows: u32,
+        /// TypeScript: the driver strips the types first.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        typescript: bool,
+    },
     /// The caller of cell N went away: skip it if it has not started (a started cell is
     /// interrupted with SIGINT).
     Cancel { cell: u64 },
@@ -139,6 +146,7 @@ mod tests {
             cell: 3,
             code: "1+1",
             rows: 50,
+            typescript: false,
         });
         assert_eq!(&exec[..4], &((exec.len() - 4) as u32).to_be_bytes());
         let body: Json = serde_json::from_slice(&exec[4..]).unwrap();
