@@ -15,6 +15,7 @@ pub mod outbox;
 pub mod questions;
 pub mod registry;
 pub mod root;
+pub mod server;
 pub mod session;
 pub mod tools;
 pub mod treeview;
