@@ -11,6 +11,9 @@ pub(crate) mod human;
 pub(crate) mod lsp;
 pub(crate) mod structural;
 
+#[cfg(test)]
+mod family_tests;
+
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
