@@ -421,7 +421,8 @@ async fn kind_supervisor(
             },
             Some(Duration::from_secs(5)),
         )
-        .await?;
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot ask the root actor for the {kind} supervisor: {e}"))?;
     match answer {
         ractor::rpc::CallResult::Success(Some(sup)) => Ok(sup),
         ractor::rpc::CallResult::Success(None) => {
@@ -650,5 +651,29 @@ impl Started {
         .await;
         root.stop(Some(crate::root::SHUTDOWN_REASON.into()));
         let _ = tokio::time::timeout(Duration::from_secs(5), self.root_handle).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `start` asks the root for each kind supervisor through one fallible helper (it once
+    /// unwrapped five `CallResult`s): a kind the root lacks, and a root that is gone, are
+    /// errors naming the kind, never a panic.
+    #[tokio::test]
+    async fn a_missing_kind_supervisor_or_a_gone_root_is_an_error_naming_the_kind() {
+        let args = RootArgs {
+            notifier: TreeNotifier::default(),
+            keep_ended: Duration::from_secs(60),
+        };
+        let (root, handle) = Actor::spawn(None, Root, args).await.expect("start a root");
+        assert!(kind_supervisor(&root, "processes").await.is_ok());
+        let missing = kind_supervisor(&root, "no_such_kind").await.unwrap_err();
+        assert!(missing.to_string().contains("no_such_kind"), "{missing}");
+        root.stop(None);
+        handle.await.expect("the root stops");
+        let gone = kind_supervisor(&root, "processes").await.unwrap_err();
+        assert!(gone.to_string().contains("processes"), "{gone}");
     }
 }
