@@ -1,7 +1,8 @@
 //! One client connection: the handshake, a reader loop that dispatches frames in arrival
 //! order, a writer task that owns the socket's write half, and one task per call. This is
 //! the one place where wire frames become calls into the daemon and back. The gates a call
-//! passes before its tool runs are in `session/gates.rs`.
+//! passes before its tool runs are in `session/gates.rs`; what a running handler sees of its
+//! session (events, eval's `tool()` bridge) is in `session/bridge.rs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
