@@ -1,9 +1,9 @@
-//! The daemon: shared state every session uses, and `serve`, which takes a bound listener
-//! and a shutdown future (the `serve` command passes SIGTERM/SIGINT; the end-to-end tests run
-//! the real binary on a temp socket).
+//! The daemon: the state every session shares (the gates' parts, the services tool handlers
+//! use, the roster of sessions), how it starts (`Daemon::start`) and stops
+//! (`Started::shutdown`). The accept loop that hands connections to sessions is
+//! `server.rs`; this module imports neither `session` nor `server`.
 
 use std::collections::{BTreeMap, HashSet};
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,17 +17,16 @@ use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process::Ledger;
 use toolvisor_kit::status::{TreeNotifier, duration_ms};
 use toolvisor_kit::supervise::SupervisorMsg;
-use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tree::{NodeState, TreeNode, TreeSnapshot};
 use toolvisor_protocol::wire::{ClientKind, StatusReport, Tier};
 
-use crate::admission::{Admission, ReserveFd, refuse};
 use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::lanes::Lanes;
 use crate::listener::Bound;
 use crate::registry::{Registry, all_tools};
 use crate::root::{Root, RootArgs, RootMsg};
+use crate::tools::Services;
 
 /// Who is looking at the tree. An `ops` client sees every node whole; any other client sees
 /// the details of its own conversations' resources only (another conversation's command
@@ -78,37 +77,25 @@ pub struct SessionInfo {
     pub queued: crate::outbox::QueueMeter,
 }
 
-/// State shared by every session.
+/// State shared by every session: the gates' parts (configuration, registry, lanes, audit),
+/// the services tool handlers use ([`Services`], lent to them family by family through
+/// `tools::run`), and the roster of sessions behind the tree and `status`. Nothing outside
+/// reaches a field directly.
 pub struct Daemon {
-    pub config: Config,
-    pub registry: Registry,
-    pub lanes: Lanes,
-    pub audit: AuditLog,
-    pub notifier: TreeNotifier,
-    pub launcher: Launcher,
-    pub processes: Processes,
-    /// Language servers of `lsp`, `lsp_rename`, `synced_write` and diagnostics on write.
-    pub lsp: Arc<toolvisor_lsp::LanguageServers>,
-    /// Background workers of `vibe_*`.
-    pub vibes: Vibes,
-    /// Question ports and pending `ask_user` questions.
-    pub questions: crate::questions::QuestionPorts,
-    /// Edits staged by `ast_edit`, persisted under `<state_dir>/structural/edits`.
-    pub edits: Arc<toolvisor_structural::store::EditStore>,
-    /// The file tools' limits and the result store (`<state_dir>/results`).
-    pub files: Arc<toolvisor_files::Files>,
-    /// `eval`'s kernels, one per (conversation, language).
-    pub kernels: toolvisor_kernel::Kernels,
-    /// `debug`'s sessions, one per conversation, and its breakpoints.
-    pub debug: toolvisor_dap::Debuggers,
-    pub root: ActorRef<RootMsg>,
-    pub started: Instant,
-    pub socket: PathBuf,
-    pub state_dir: PathBuf,
+    config: Arc<Config>,
+    registry: Registry,
+    lanes: Lanes,
+    audit: AuditLog,
+    notifier: TreeNotifier,
+    services: Services,
+    root: ActorRef<RootMsg>,
+    started: Instant,
+    socket: PathBuf,
+    state_dir: PathBuf,
     /// Where large frames wait for a slow client's room (`<state_dir>/spool`, 0700), so
     /// unread output costs the budget in memory, not every waiting result; `None` when the
     /// directory cannot be made (they wait in memory then).
-    pub spool: Option<PathBuf>,
+    spool: Option<PathBuf>,
     sessions: Mutex<BTreeMap<u64, SessionInfo>>,
     /// Most sessions at once since memory was last given back (see [`Daemon::trim_task`]).
     peak_sessions: AtomicUsize,
@@ -118,22 +105,12 @@ pub struct Daemon {
     conversations: crate::conversations::Conversations,
     next_session: AtomicU64,
     next_request: AtomicU64,
-    pub calls_total: AtomicU64,
-    pub calls_failed: AtomicU64,
+    calls_total: AtomicU64,
+    calls_failed: AtomicU64,
 }
 
 /// Bursts of fewer sessions than this leave too little behind to be worth a trim.
 const TRIM_AFTER_SESSIONS: usize = 64;
-
-/// How long a connection past `limits.max_sessions` waits for a place before it is told
-/// `busy`.
-const ADMIT_WAIT: Duration = Duration::from_secs(2);
-
-/// The errno values of a process or system out of file descriptors.
-mod libc_errno {
-    pub const EMFILE: i32 = nix::errno::Errno::EMFILE as i32;
-    pub const ENFILE: i32 = nix::errno::Errno::ENFILE as i32;
-}
 
 /// How `serve` runs children: through this binary as the shim, when known.
 #[derive(Clone, Debug, Default)]
@@ -142,6 +119,49 @@ pub struct ServeOptions {
 }
 
 impl Daemon {
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Every tool with its tier, approval rule and schema; the first gate.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The per-conversation lanes of the tools that are not parallel-safe.
+    pub fn lanes(&self) -> &Lanes {
+        &self.lanes
+    }
+
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// What tool handlers use.
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
+    /// Where large frames for slow clients wait (`None`: in memory).
+    pub fn spool(&self) -> Option<PathBuf> {
+        self.spool.clone()
+    }
+
+    /// Ticks whenever the tree changed.
+    pub fn tree_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.notifier.subscribe()
+    }
+
+    /// A call was started (for `status`).
+    pub fn count_call(&self) {
+        self.calls_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A call ended in an error (for `status`).
+    pub fn count_failure(&self) {
+        self.calls_failed.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn add_session(&self, info: SessionInfo) -> u64 {
         let id = self.next_session.fetch_add(1, Ordering::Relaxed) + 1;
         let now = {
@@ -221,8 +241,9 @@ impl Daemon {
                 }
             } else {
                 use crate::tools::files::mask_stream;
-                node.detail = mask_stream(self, std::mem::take(&mut node.detail));
-                node.last_error = node.last_error.take().map(|e| mask_stream(self, e));
+                let secrets = self.services.secrets();
+                node.detail = mask_stream(secrets, std::mem::take(&mut node.detail));
+                node.last_error = node.last_error.take().map(|e| mask_stream(secrets, e));
             }
             stack.extend(node.children.iter_mut());
         }
@@ -400,7 +421,8 @@ async fn kind_supervisor(
             },
             Some(Duration::from_secs(5)),
         )
-        .await?;
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot ask the root actor for the {kind} supervisor: {e}"))?;
     match answer {
         ractor::rpc::CallResult::Success(Some(sup)) => Ok(sup),
         ractor::rpc::CallResult::Success(None) => {
@@ -415,13 +437,21 @@ async fn kind_supervisor(
     }
 }
 
-/// Run the daemon on `bound` until `shutdown` completes.
-pub async fn serve(
-    bound: Bound,
+/// A started daemon: its state, and what [`Started::shutdown`] stops.
+pub struct Started {
+    pub daemon: Arc<Daemon>,
+    root_handle: tokio::task::JoinHandle<()>,
+    trimmer: tokio::task::JoinHandle<()>,
+}
+
+/// Start the daemon for `bound`: the private state directory, the sweeps of what a killed
+/// daemon left (temp files, process groups, an interrupted `apply_patch`), the root actor
+/// with its kind supervisors, and every service. Nothing is accepted yet.
+pub async fn start(
+    bound: &Bound,
     config: Config,
-    options: ServeOptions,
-    shutdown: impl Future<Output = ()>,
-) -> anyhow::Result<()> {
+    options: &ServeOptions,
+) -> anyhow::Result<Started> {
     let state_dir = private_state_dir(&config.state_dir())?;
     // Before anything writes: temp files a killed daemon left in the user's tree go.
     let temps_dir = state_dir.join("temps");
@@ -536,16 +566,12 @@ pub async fn serve(
         notifier.clone(),
         ids("debug_sessions")?,
     );
-    let daemon = Arc::new(Daemon {
+    let config = Arc::new(config);
+    let services = Services {
+        config: config.clone(),
         files,
         kernels,
         debug,
-        registry,
-        lanes: match config.testing.lane_idle_ms {
-            Some(ms) => Lanes::with_idle(Duration::from_millis(ms)),
-            None => Lanes::default(),
-        },
-        audit: AuditLog::new(&config.audit_log()),
         processes: Processes::new(
             processes_sup,
             launcher.clone(),
@@ -563,9 +589,18 @@ pub async fn serve(
         ),
         questions: Default::default(),
         edits,
-        notifier,
         launcher,
-        root: root.clone(),
+    };
+    let daemon = Arc::new(Daemon {
+        services,
+        registry,
+        lanes: match config.testing.lane_idle_ms {
+            Some(ms) => Lanes::with_idle(Duration::from_millis(ms)),
+            None => Lanes::default(),
+        },
+        audit: AuditLog::new(&config.audit_log()),
+        notifier,
+        root,
         started: Instant::now(),
         socket: bound.path.clone(),
         spool: {
@@ -596,95 +631,49 @@ pub async fn serve(
         config,
     });
     let trimmer = tokio::spawn(daemon.clone().trim_task());
-    let listener = tokio::net::UnixListener::from_std(bound.listener.try_clone()?)?;
-    tracing::info!(socket = %bound.path.display(), pid = std::process::id(), config = daemon.config.source, "toolvisor serving");
-    let my_uid = nix::unistd::geteuid().as_raw();
-    let admission = Admission::new(daemon.config.limits.max_sessions);
-    let mut reserve = ReserveFd::new();
-    tokio::pin!(shutdown);
-    loop {
-        reserve.refill();
-        tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(pair) => pair,
-                    Err(e) if matches!(e.raw_os_error(), Some(libc_errno::EMFILE | libc_errno::ENFILE)) => {
-                        // Out of fds. Connections that never said Hello go first; if there
-                        // are none, the reserve fd lets one client in to hear `busy`.
-                        let shed = admission.shed(8, crate::admission::SHED_WHEN_OUT_OF_FDS);
-                        if shed == 0 {
-                            reserve.release();
-                            if let Ok((stream, _)) = listener.accept().await {
-                                tracing::warn!("out of file descriptors: refused a connection");
-                                tokio::spawn(refuse(stream, ToolError::new(
-                                    ErrorKind::Busy,
-                                    "the daemon has run out of file descriptors (RLIMIT_NOFILE)",
-                                    "close idle connections and retry, or raise the daemon's open-file limit (`ulimit -n`) or lower `max_sessions` under `[limits]`",
-                                )));
-                            }
-                        } else {
-                            tracing::warn!(shed, "out of file descriptors: closed connections that had not said Hello");
-                        }
-                        // Let the closed connections' fds go before accepting again.
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                let cred = stream.peer_cred();
-                match cred {
-                    Ok(cred) if cred.uid() == my_uid => {
-                        let daemon = daemon.clone();
-                        let pid = cred.pid().and_then(|p| u32::try_from(p).ok());
-                        match admission.try_admit() {
-                            Some(admitted) => {
-                                tokio::spawn(crate::session::run(daemon, stream, pid, admitted));
-                            }
-                            None => {
-                                // At the cap: a place may free up shortly (connections that
-                                // never said Hello are shed); else `busy`, never a stall.
-                                let admission = admission.clone();
-                                tokio::spawn(async move {
-                                    match admission.admit_within(ADMIT_WAIT).await {
-                                        Some(admitted) => crate::session::run(daemon, stream, pid, admitted).await,
-                                        None => {
-                                            tracing::warn!(cap = admission.cap, "session cap reached: refused a connection");
-                                            refuse(stream, admission.busy()).await;
-                                        }
-                                    }
-                                });
-                            }
-                        }
-                    }
-                    other => {
-                        let who = match &other {
-                            Ok(c) => match c.pid() {
-                                Some(pid) => format!("uid {} (pid {pid})", c.uid()),
-                                None => format!("uid {}", c.uid()),
-                            },
-                            Err(e) => format!("unknown peer ({e})"),
-                        };
-                        tracing::warn!(peer = who, daemon_uid = my_uid, "refused a connection from another user");
-                        tokio::spawn(crate::session::refuse_peer(stream, who, my_uid));
-                    }
-                }
-            }
-        }
+    Ok(Started {
+        daemon,
+        root_handle,
+        trimmer,
+    })
+}
+impl Started {
+    /// Stop every resource: the root stops each kind supervisor's children (their guards
+    /// kill and reap their process trees), then itself.
+    pub async fn shutdown(self) {
+        self.trimmer.abort();
+        tracing::info!("shutting down: stopping every resource");
+        let root = &self.daemon.root;
+        root.stop_children_and_wait(
+            Some(crate::root::SHUTDOWN_REASON.into()),
+            Some(Duration::from_secs(5)),
+        )
+        .await;
+        root.stop(Some(crate::root::SHUTDOWN_REASON.into()));
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.root_handle).await;
     }
-    trimmer.abort();
-    tracing::info!("shutting down: stopping every resource");
-    root.stop_children_and_wait(
-        Some(crate::root::SHUTDOWN_REASON.into()),
-        Some(Duration::from_secs(5)),
-    )
-    .await;
-    root.stop(Some(crate::root::SHUTDOWN_REASON.into()));
-    let _ = tokio::time::timeout(Duration::from_secs(5), root_handle).await;
-    bound.cleanup();
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `start` asks the root for each kind supervisor through one fallible helper (it once
+    /// unwrapped five `CallResult`s): a kind the root lacks, and a root that is gone, are
+    /// errors naming the kind, never a panic.
+    #[tokio::test]
+    async fn a_missing_kind_supervisor_or_a_gone_root_is_an_error_naming_the_kind() {
+        let args = RootArgs {
+            notifier: TreeNotifier::default(),
+            keep_ended: Duration::from_secs(60),
+        };
+        let (root, handle) = Actor::spawn(None, Root, args).await.expect("start a root");
+        assert!(kind_supervisor(&root, "processes").await.is_ok());
+        let missing = kind_supervisor(&root, "no_such_kind").await.unwrap_err();
+        assert!(missing.to_string().contains("no_such_kind"), "{missing}");
+        root.stop(None);
+        handle.await.expect("the root stops");
+        let gone = kind_supervisor(&root, "processes").await.unwrap_err();
+        assert!(gone.to_string().contains("processes"), "{gone}");
+    }
 }

@@ -1,5 +1,6 @@
-//! The toolvisor daemon as a library: configuration, the socket listener, sessions, the tool
-//! registry, lanes, the root actor and the tool handlers. `main.rs` is the CLI over it.
+//! The toolvisor daemon as a library: configuration, the socket listener and accept loop
+//! (`server`), the shared state (`daemon`), sessions, the tool registry, lanes, the root actor
+//! and the tool handlers (`tools`). `main.rs` is the CLI over it.
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +16,7 @@ pub mod outbox;
 pub mod questions;
 pub mod registry;
 pub mod root;
+pub mod server;
 pub mod session;
 pub mod tools;
 pub mod treeview;

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use toolvisor::config::Config;
-use toolvisor::daemon::{ServeOptions, serve};
+use toolvisor::server::{ServeOptions, serve};
 use toolvisor::{listener, treeview};
 use toolvisor_protocol::client::{Client, ClientOptions};
 use toolvisor_protocol::codec::Codec;

@@ -15,8 +15,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::{Semaphore, mpsc};
+use toolvisor_protocol::codec;
 use toolvisor_protocol::codec::Codec;
-use toolvisor_protocol::wire::DaemonFrame;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::wire::{DaemonFrame, Event, Outcome};
 
 /// The client is gone: nothing queued will be written any more.
 #[derive(Debug, thiserror::Error)]
@@ -140,12 +142,45 @@ pub fn spooled(
     )
 }
 
+/// Append one frame to `out`. A frame that cannot be encoded (too big) is replaced by an
+/// error the caller can act on, so an answer is never silently dropped.
+pub(crate) fn encode_into(out: &mut Vec<u8>, codec: Codec, frame: &DaemonFrame, max: u32) {
+    match codec::encode_frame(codec, frame, max) {
+        Ok(bytes) => out.extend_from_slice(&bytes),
+        Err(e) => {
+            let err = ToolError::new(
+                ErrorKind::Internal,
+                format!("the answer could not be sent: {e}"),
+                "ask for less (a narrower query or a smaller limit)",
+            );
+            let replacement = match frame {
+                DaemonFrame::Result { id, .. } => DaemonFrame::Result {
+                    id: *id,
+                    outcome: Outcome::Err(err),
+                },
+                // An event is not the end of its call: say what was dropped, as an event.
+                DaemonFrame::Event { id, .. } => DaemonFrame::Event {
+                    id: *id,
+                    event: Event::Output {
+                        stream: toolvisor_protocol::wire::Stream::Stderr,
+                        text: format!("[toolvisor: an output event was dropped: {e}]\n"),
+                    },
+                },
+                _ => DaemonFrame::Error(err),
+            };
+            if let Ok(bytes) = codec::encode_frame(codec, &replacement, max) {
+                out.extend_from_slice(&bytes);
+            }
+        }
+    }
+}
+
 impl Outbox {
     /// Queue `frame`, waiting while the client's unread output is at the budget. A frame
     /// that cannot be encoded is replaced by an error saying so (never dropped silently).
     pub async fn send(&self, frame: DaemonFrame) -> Result<(), Closed> {
         let mut bytes = Vec::new();
-        crate::session::encode_into(&mut bytes, self.codec, &frame, self.max_frame);
+        encode_into(&mut bytes, self.codec, &frame, self.max_frame);
         drop(frame);
         let held = self.held(&bytes);
         let permit = match self.budget.try_acquire_many(held) {
@@ -180,7 +215,7 @@ impl Outbox {
     /// Queue `frame` only if the budget has room now (for notices that must not wait).
     pub fn try_send(&self, frame: DaemonFrame) -> Result<(), Closed> {
         let mut bytes = Vec::new();
-        crate::session::encode_into(&mut bytes, self.codec, &frame, self.max_frame);
+        encode_into(&mut bytes, self.codec, &frame, self.max_frame);
         let held = self.held(&bytes);
         let permit = self.budget.try_acquire_many(held).map_err(|_| Closed)?;
         permit.forget();
@@ -342,7 +377,6 @@ impl Drain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolvisor_protocol::wire::DaemonFrame;
 
     fn pong(nonce: u64) -> DaemonFrame {
         DaemonFrame::Pong { nonce }

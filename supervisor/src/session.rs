@@ -1,7 +1,8 @@
 //! One client connection: the handshake, a reader loop that dispatches frames in arrival
 //! order, a writer task that owns the socket's write half, and one task per call. This is
 //! the one place where wire frames become calls into the daemon and back. The gates a call
-//! passes before its tool runs are in `session/gates.rs`.
+//! passes before its tool runs are in `session/gates.rs`; what a running handler sees of its
+//! session (events, eval's `tool()` bridge) is in `session/bridge.rs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,34 +23,17 @@ use toolvisor_protocol::{PROTOCOL_VERSION, Value};
 
 use crate::admission::Admitted;
 use crate::daemon::{Daemon, SessionInfo, TreeViewer};
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, encode_into};
 use crate::registry::validate;
 
+mod bridge;
 mod gates;
+use bridge::SessionCaller;
 pub(crate) use gates::execute;
 
 /// How much one read asks the kernel for at most (the read buffer grows by this much as a
 /// large frame's bytes arrive, never to the declared length up front).
 const READ_CHUNK: usize = 64 * 1024;
-
-/// What a running call knows about where it came from.
-pub struct CallCtx {
-    pub id: u64,
-    pub conversation: String,
-    pub workdir: std::path::PathBuf,
-    pub session: Arc<Session>,
-}
-
-impl CallCtx {
-    /// Stream an event of this call to the client.
-    pub async fn event(&self, event: Event) {
-        let _ = self
-            .session
-            .out
-            .send(DaemonFrame::Event { id: self.id, event })
-            .await;
-    }
-}
 
 /// A connected, handshaken client.
 pub struct Session {
@@ -198,39 +182,6 @@ impl FrameReader {
     }
 }
 
-/// Append one frame to `out`. A frame that cannot be encoded (too big) is replaced by an
-/// error the caller can act on, so an answer is never silently dropped.
-pub(crate) fn encode_into(out: &mut Vec<u8>, codec: Codec, frame: &DaemonFrame, max: u32) {
-    match codec::encode_frame(codec, frame, max) {
-        Ok(bytes) => out.extend_from_slice(&bytes),
-        Err(e) => {
-            let err = ToolError::new(
-                ErrorKind::Internal,
-                format!("the answer could not be sent: {e}"),
-                "ask for less (a narrower query or a smaller limit)",
-            );
-            let replacement = match frame {
-                DaemonFrame::Result { id, .. } => DaemonFrame::Result {
-                    id: *id,
-                    outcome: Outcome::Err(err),
-                },
-                // An event is not the end of its call: say what was dropped, as an event.
-                DaemonFrame::Event { id, .. } => DaemonFrame::Event {
-                    id: *id,
-                    event: Event::Output {
-                        stream: toolvisor_protocol::wire::Stream::Stderr,
-                        text: format!("[toolvisor: an output event was dropped: {e}]\n"),
-                    },
-                },
-                _ => DaemonFrame::Error(err),
-            };
-            if let Ok(bytes) = codec::encode_frame(codec, &replacement, max) {
-                out.extend_from_slice(&bytes);
-            }
-        }
-    }
-}
-
 async fn write_one(
     writer: &mut OwnedWriteHalf,
     codec: Codec,
@@ -276,14 +227,14 @@ fn pin_by_token(daemon: &Daemon, mut hello: Hello) -> Result<Hello, ToolError> {
     let Some(token) = hello.run_token.take() else {
         return Ok(hello);
     };
-    let Some(cred) = daemon.vibes.credential(&token) else {
+    let Some(cred) = daemon.services().vibes.credential(&token) else {
         return Err(ToolError::new(
             ErrorKind::PolicyDenied,
             "the run token is unknown or its worker no longer runs",
             "connect without run_token, or from the worker while it runs (the daemon sets TOOLVISOR_RUN_TOKEN for it)",
         ));
     };
-    let tiers = &daemon.config.vibe.tiers;
+    let tiers = &daemon.config().vibe.tiers;
     let config = match cred.tier {
         toolvisor_protocol::tools::VibeTier::Fast => tiers.fast.as_ref(),
         toolvisor_protocol::tools::VibeTier::Good => tiers.good.as_ref(),
@@ -318,8 +269,8 @@ pub async fn run(
         slot: _slot,
         mut pre_hello,
     } = admitted;
-    let max = daemon.config.max_frame;
-    let limits = &daemon.config.limits;
+    let max = daemon.config().max_frame;
+    let limits = &daemon.config().limits;
     let frame_deadline = Duration::from_secs(limits.frame_deadline_s);
     let hello_timeout = Duration::from_secs(limits.hello_timeout_s);
     let (reader, mut writer) = stream.into_split();
@@ -453,8 +404,8 @@ pub async fn run(
     let (out_tx, drain) = crate::outbox::spooled(
         codec,
         max,
-        daemon.config.limits.max_queued_output_bytes,
-        daemon.spool.clone(),
+        daemon.config().limits.max_queued_output_bytes,
+        daemon.spool(),
     );
     let session_id = daemon.add_session(SessionInfo {
         queued: out_tx.meter(),
@@ -469,9 +420,12 @@ pub async fn run(
     // A client holding its Welcome is already a question port, so a question asked right
     // after finds it; frames queue in the channel until the writer task starts.
     if hello.surface.questions {
-        daemon
-            .questions
-            .attach(session_id, hello.client_kind, &hello.run_id, out_tx.clone());
+        daemon.services().questions.attach(
+            session_id,
+            hello.client_kind,
+            &hello.run_id,
+            out_tx.clone(),
+        );
     }
     let welcome = DaemonFrame::Welcome(Welcome {
         protocol_version: PROTOCOL_VERSION,
@@ -480,14 +434,14 @@ pub async fn run(
         session_id,
         codec,
         max_frame: max,
-        tools: daemon.registry.advertised(&hello.surface),
+        tools: daemon.registry().advertised(&hello.surface),
     });
     let sent = write_one(&mut writer, codec, &welcome, max).await;
     // Not kept for the life of the connection: with every tool's schema it is most of what
     // an idle session would cost (~100 KB).
     drop(welcome);
     if sent.is_err() {
-        daemon.questions.detach(session_id);
+        daemon.services().questions.detach(session_id);
         daemon.remove_session(session_id);
         return;
     }
@@ -617,7 +571,7 @@ pub async fn run(
             ClientFrame::QuestionAnswer(a) => {
                 // Valid: the asking call gets it. Invalid: the answerer hears why and the
                 // question stays pending.
-                if let Err(err) = daemon.questions.answer(session_id, a) {
+                if let Err(err) = daemon.services().questions.answer(session_id, a) {
                     let _ = out_tx.send(DaemonFrame::Error(err)).await;
                 }
             }
@@ -640,9 +594,9 @@ pub async fn run(
             }
             ClientFrame::ListTools { all } => {
                 let tools = if all {
-                    daemon.registry.everything(&session.hello.surface)
+                    daemon.registry().everything(&session.hello.surface)
                 } else {
-                    daemon.registry.advertised(&session.hello.surface)
+                    daemon.registry().advertised(&session.hello.surface)
                 };
                 let _ = out_tx.send(DaemonFrame::Tools { tools }).await;
             }
@@ -705,7 +659,7 @@ pub async fn run(
     }
     session.reader_closed.store(true, Ordering::Relaxed);
     // No answer can arrive any more: questions pending on this client fail at once.
-    daemon.questions.detach(session_id);
+    daemon.services().questions.detach(session_id);
     lock(&session.approvals).clear();
     // Nor can a bridge result: the cells waiting on one get an error at once.
     lock(&session.bridges).clear();
@@ -757,7 +711,7 @@ fn frame_name(frame: &ClientFrame) -> &'static str {
 }
 
 async fn watch_tree(daemon: Arc<Daemon>, viewer: TreeViewer, out: Outbox) {
-    let mut rx = daemon.notifier.subscribe();
+    let mut rx = daemon.tree_changes();
     if out
         .send(DaemonFrame::TreeUpdate(daemon.tree_for(&viewer).await))
         .await
@@ -804,7 +758,7 @@ async fn start_call(
         return None;
     }
     let (cancel_tx, cancel_rx) = oneshot::channel();
-    let cap = daemon.config.limits.max_calls_in_flight;
+    let cap = daemon.config().limits.max_calls_in_flight;
     let (duplicate, full) = {
         let mut calls = lock(&session.calls);
         let duplicate = calls.contains_key(&id);
@@ -843,19 +797,19 @@ async fn start_call(
     }
     daemon.touch_conversation(&call.conversation);
     session.viewer.saw(&call.conversation);
-    daemon.calls_total.fetch_add(1, Ordering::Relaxed);
+    daemon.count_call();
     // No tree notification per call: a session's busy/ready flips with every call, and
     // watchers pick it up on their once-a-second tick instead of redrawing per call.
     session.in_flight.fetch_add(1, Ordering::Relaxed);
 
     // Non-parallel-safe tools take their turn in the conversation's lane, in arrival order.
     let serial = daemon
-        .registry
+        .registry()
         .get(&call.tool)
         .is_some_and(|t| !t.parallel_safe);
     let turn = if serial {
         let (turn_tx, turn_rx) = oneshot::channel::<oneshot::Sender<()>>();
-        daemon.lanes.enqueue(
+        daemon.lanes().enqueue(
             &call.conversation,
             Box::pin(async move {
                 let (done_tx, done_rx) = oneshot::channel();
@@ -872,12 +826,13 @@ async fn start_call(
     let daemon = daemon.clone();
     let session = session.clone();
     Some(async move {
-        let ctx = CallCtx {
+        let ctx = SessionCaller::ctx(
+            &daemon,
+            &session,
             id,
-            conversation: call.conversation.clone(),
-            workdir: workdir_of(&session),
-            session: session.clone(),
-        };
+            call.conversation.clone(),
+            workdir_of(&session),
+        );
         let run = async {
             // Holding `_done` keeps the lane busy until this call ends.
             let _done = match turn {
@@ -893,7 +848,7 @@ async fn start_call(
                 },
                 None => None,
             };
-            execute(&daemon, &ctx, &call.tool, call.args).await
+            execute(&daemon, &session, &ctx, &call.tool, call.args).await
         };
         let outcome = tokio::select! {
             result = run => result,
@@ -902,7 +857,7 @@ async fn start_call(
         let outcome = match outcome {
             Ok(value) => Outcome::Ok(Value(value)),
             Err(err) => {
-                daemon.calls_failed.fetch_add(1, Ordering::Relaxed);
+                daemon.count_failure();
                 Outcome::Err(err)
             }
         };

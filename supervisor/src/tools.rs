@@ -1,26 +1,114 @@
-//! Tool dispatch, and the handlers of `bash`, `process` and the lane probes of the test
-//! suite. Other tool families live in `tools/*.rs`, one file per family, routed by resource.
+//! Tool dispatch, the call context and services handlers see, and the handlers of `bash`,
+//! `process` and the lane probes of the test suite. Other tool families live in `tools/*.rs`,
+//! one file per family, routed by resource; each takes a small context that carries only the
+//! services it uses. Nothing here imports `session` or `daemon`: the session reaches the
+//! handlers through [`run`], and handlers reach the client only through [`Caller`].
 
 mod debug;
-mod eval;
+pub(crate) mod eval;
 pub(crate) mod files;
 pub(crate) mod human;
-mod lsp;
-mod structural;
+pub(crate) mod lsp;
+pub(crate) mod structural;
 
+#[cfg(test)]
+mod family_tests;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value as Json, json};
 use tokio::sync::mpsc;
+use toolvisor_files::secrets::Secrets;
 use toolvisor_jobs::bash::{self, BashRequest};
+use toolvisor_jobs::tracked::Processes;
+use toolvisor_kernel::Bridge;
+use toolvisor_kit::launch::Launcher;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{BashArgs, ProcessArgs, ProcessOp, RestartMode};
 use toolvisor_protocol::wire::Event;
 
-use crate::daemon::Daemon;
+use crate::config::{Config, Limits};
 use crate::registry::ToolSpec;
-use crate::session::CallCtx;
+
+/// A boxed future, as trait objects return them.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The client side of a call as a handler sees it: where the call's events go, and the
+/// `tool()` bridge its eval cells get. The session implements it (events into the
+/// connection's outbox, the bridge through the gates); unit tests pass a fake.
+pub trait Caller: Send + Sync {
+    /// Stream `event` of call `call` to the client.
+    fn event(&self, call: u64, event: Event) -> BoxFuture<'_, ()>;
+    /// The `tool()` bridge for the eval cells of the call `ctx` describes.
+    fn bridge(&self, ctx: &CallCtx) -> Arc<dyn Bridge>;
+}
+
+/// What a running call knows about where it came from.
+pub struct CallCtx {
+    pub id: u64,
+    pub conversation: String,
+    pub workdir: PathBuf,
+    /// The run the client named in its Hello (empty when it named none).
+    pub run_id: String,
+    pub caller: Arc<dyn Caller>,
+}
+
+impl CallCtx {
+    /// Stream an event of this call to the client.
+    pub async fn event(&self, event: Event) {
+        self.caller.event(self.id, event).await
+    }
+
+    /// The run whose diagnostics ledger the call folds into (the conversation when the
+    /// client named no run).
+    pub fn run(&self) -> String {
+        if self.run_id.is_empty() {
+            format!("conversation:{}", self.conversation)
+        } else {
+            self.run_id.clone()
+        }
+    }
+
+    /// The workdir's real path: servers report canonical paths, and answers show paths
+    /// relative to it.
+    pub fn real_workdir(&self) -> PathBuf {
+        std::fs::canonicalize(&self.workdir).unwrap_or_else(|_| self.workdir.clone())
+    }
+}
+
+/// The services tool handlers use, owned by the daemon. [`run`] lends each family only
+/// its part (see the family contexts in `tools/*.rs`).
+pub struct Services {
+    pub config: Arc<Config>,
+    pub launcher: Launcher,
+    /// Tracked processes of `process`.
+    pub processes: Processes,
+    /// Language servers of `lsp`, `lsp_rename`, `synced_write` and diagnostics on write.
+    pub lsp: Arc<toolvisor_lsp::LanguageServers>,
+    /// Background workers of `vibe_*`.
+    pub vibes: toolvisor_jobs::vibe::Vibes,
+    /// Question ports and pending `ask_user` questions.
+    pub questions: crate::questions::QuestionPorts,
+    /// Edits staged by `ast_edit`, persisted under `<state_dir>/structural/edits`.
+    pub edits: Arc<toolvisor_structural::store::EditStore>,
+    /// The file tools' limits and the result store (`<state_dir>/results`).
+    pub files: Arc<toolvisor_files::Files>,
+    /// `eval`'s kernels, one per (conversation, language).
+    pub kernels: toolvisor_kernel::Kernels,
+    /// `debug`'s sessions, one per conversation, and its breakpoints.
+    pub debug: toolvisor_dap::Debuggers,
+}
+
+impl Services {
+    /// Known secret values, masked in everything a tool returns or streams.
+    pub fn secrets(&self) -> &Secrets {
+        self.files.store.secrets()
+    }
+}
 
 fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: Json) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| {
@@ -80,33 +168,51 @@ pub fn summary(tool: &str, args: &Json) -> String {
 
 /// The line an approval request shows: [`summary`], except where the daemon knows more than
 /// the arguments say (`lsp trust` names the roots it would trust and what that allows).
-pub fn approval_summary(daemon: &Daemon, ctx: &CallCtx, tool: &str, args: &Json) -> String {
+pub fn approval_summary(services: &Services, ctx: &CallCtx, tool: &str, args: &Json) -> String {
     if tool == "lsp" && args.get("op").and_then(Json::as_str) == Some("trust") {
-        return lsp::trust_summary(daemon, ctx, args);
+        return lsp::trust_summary(&lsp::LspTools::of(services), ctx, args);
     }
     summary(tool, args)
 }
 
+/// Run the handler of `spec` (the call passed its gates), giving its family only the
+/// services it uses; the result leaves through the result store.
 pub async fn run(
-    daemon: &Arc<Daemon>,
+    services: &Services,
     ctx: &CallCtx,
     spec: &ToolSpec,
     args: Json,
 ) -> Result<Json, ToolError> {
-    let result = match (spec.resource, spec.name) {
-        (_, "bash") => run_bash(daemon, ctx, parse("bash", args)?).await,
-        (_, "process") => run_process(daemon, ctx, parse("process", args)?).await,
+    let s = services;
+    let tool = spec.name;
+    let result = match (spec.resource, tool) {
+        (_, "bash") => {
+            let bash = BashTool {
+                launcher: &s.launcher,
+                limits: &s.config.limits,
+                secrets: s.secrets(),
+            };
+            run_bash(&bash, ctx, parse("bash", args)?).await
+        }
+        (_, "process") => run_process(&s.processes, ctx, parse("process", args)?).await,
         (_, "_probe_serial" | "_probe_parallel") => probe(ctx, args).await,
-        ("files" | "result_store", _) => files::run(daemon, ctx, spec, args).await,
-        ("structural", _) => structural::run(daemon, ctx, spec, args).await,
-        ("language_servers", _) => lsp::run(daemon, ctx, spec, args).await,
-        ("kernels", _) => eval::run(daemon, ctx, args).await,
-        ("debug_adapters", _) => debug::run(daemon, ctx, args).await,
-        ("question_port" | "vibe_roster", _) => human::run(daemon, ctx, spec, args).await,
-        _ => Err(no_worker(spec.name)),
+        ("files" | "result_store", _) => {
+            files::run(&files::FileTools::of(s), ctx, tool, args).await
+        }
+        ("structural", _) => {
+            structural::run(&structural::StructuralTools::of(s), ctx, tool, args).await
+        }
+        ("language_servers", _) => lsp::run(&lsp::LspTools::of(s), ctx, tool, args).await,
+        ("kernels", _) => eval::run(&eval::EvalTools::of(s, ctx), ctx, args).await,
+        ("debug_adapters", _) => debug::run(&s.debug, ctx, args).await,
+        ("question_port", "ask_user") => {
+            human::ask_user(&human::AskUser::of(s), ctx, parse(tool, args)?).await
+        }
+        ("vibe_roster", _) => human::run_vibe(&s.vibes, ctx, tool, args).await,
+        _ => Err(no_worker(tool)),
     };
     // Every result leaves through the result store: secrets masked, large ones projected.
-    files::finish(daemon, ctx, spec.name, result?).await
+    files::finish(&s.files, &ctx.conversation, tool, result?).await
 }
 
 /// The answer of a registered tool whose worker this build lacks.
@@ -118,8 +224,16 @@ pub(crate) fn no_worker(tool: &str) -> ToolError {
     )
 }
 
-async fn run_bash(daemon: &Arc<Daemon>, ctx: &CallCtx, args: BashArgs) -> Result<Json, ToolError> {
-    let limits = &daemon.config.limits;
+/// `bash`'s context: the launcher its command starts through, the limits, the secrets its
+/// streamed output is masked with.
+pub(crate) struct BashTool<'a> {
+    pub launcher: &'a Launcher,
+    pub limits: &'a Limits,
+    pub secrets: &'a Secrets,
+}
+
+async fn run_bash(cx: &BashTool<'_>, ctx: &CallCtx, args: BashArgs) -> Result<Json, ToolError> {
+    let limits = cx.limits;
     let timeout_s = args.timeout_s.unwrap_or(limits.bash_timeout_s);
     if timeout_s == 0 || timeout_s > limits.bash_timeout_max_s {
         return Err(ToolError::new(
@@ -138,20 +252,19 @@ async fn run_bash(daemon: &Arc<Daemon>, ctx: &CallCtx, args: BashArgs) -> Result
         timeout: Duration::from_secs(timeout_s),
         max_output: limits.bash_output_bytes,
     };
-    let launcher = daemon.launcher.clone();
-    let running = bash::run(&launcher, req, Some(tx));
+    let running = bash::run(cx.launcher, req, Some(tx));
     tokio::pin!(running);
     let result = loop {
         tokio::select! {
             result = &mut running => break result,
             Some((stream, text)) = rx.recv() => {
-                let text = files::mask_stream(daemon, text);
+                let text = files::mask_stream(cx.secrets, text);
                 ctx.event(Event::Output { stream, text }).await
             }
         }
     };
     while let Ok((stream, text)) = rx.try_recv() {
-        let text = files::mask_stream(daemon, text);
+        let text = files::mask_stream(cx.secrets, text);
         ctx.event(Event::Output { stream, text }).await;
     }
     let output = result.map_err(|e| {
@@ -170,12 +283,7 @@ async fn run_bash(daemon: &Arc<Daemon>, ctx: &CallCtx, args: BashArgs) -> Result
     Ok(value)
 }
 
-async fn run_process(
-    daemon: &Arc<Daemon>,
-    ctx: &CallCtx,
-    args: ProcessArgs,
-) -> Result<Json, ToolError> {
-    let p = &daemon.processes;
+async fn run_process(p: &Processes, ctx: &CallCtx, args: ProcessArgs) -> Result<Json, ToolError> {
     let conv = ctx.conversation.as_str();
     match args.op {
         ProcessOp::Start => {

@@ -3,23 +3,24 @@
 //! Calls from the wire and `tool()` calls from eval cells both come through [`execute`].
 
 use super::*;
+use crate::tools::CallCtx;
 
 /// Gates, then the tool: registry (unknown, surface, policy, attachment), arguments,
 /// approval. Every denial is audited. `tool()` calls from eval cells come through here too,
 /// with the cell's call context (its session, conversation and call id).
 pub(crate) async fn execute(
     daemon: &Arc<Daemon>,
+    session: &Arc<Session>,
     ctx: &CallCtx,
     tool: &str,
     args: Value,
 ) -> Result<serde_json::Value, ToolError> {
-    let session = &ctx.session;
     let audit = |event: &str, reason: &str| {
         daemon
-            .audit
+            .audit()
             .record(event, &ctx.conversation, session.id, tool, reason)
     };
-    let spec = match daemon.registry.check(tool, &session.hello.surface) {
+    let spec = match daemon.registry().check(tool, &session.hello.surface) {
         Ok(spec) => spec,
         Err(err) => {
             match err.kind {
@@ -65,7 +66,7 @@ pub(crate) async fn execute(
         return Err(err);
     }
     if spec.needs_approval(&args) {
-        approve(daemon, ctx, tier, tool, &args)
+        approve(daemon, session, ctx, tier, tool, &args)
             .await
             .inspect_err(|err| {
                 tracing::info!(
@@ -78,17 +79,17 @@ pub(crate) async fn execute(
                 audit("approval_denied", &err.message);
             })?;
     }
-    crate::tools::run(daemon, ctx, spec, args).await
+    crate::tools::run(daemon.services(), ctx, spec, args).await
 }
 
 async fn approve(
     daemon: &Arc<Daemon>,
+    session: &Session,
     ctx: &CallCtx,
     tier: toolvisor_protocol::wire::Tier,
     tool: &str,
     args: &serde_json::Value,
 ) -> Result<(), ToolError> {
-    let session = &ctx.session;
     if !session.hello.surface.approvals {
         return Err(ToolError::new(
             ErrorKind::ApprovalDenied,
@@ -121,7 +122,7 @@ async fn approve(
         conversation: ctx.conversation.clone(),
         tool: tool.to_string(),
         tier,
-        summary: crate::tools::approval_summary(daemon, ctx, tool, args),
+        summary: crate::tools::approval_summary(daemon.services(), ctx, tool, args),
         args: Value(args.clone()),
     });
     if session.out.send(request).await.is_err() {
@@ -132,7 +133,7 @@ async fn approve(
             "reconnect and call again",
         ));
     }
-    let timeout = Duration::from_secs(daemon.config.approval_timeout_s);
+    let timeout = Duration::from_secs(daemon.config().approval_timeout_s);
     let answer = tokio::time::timeout(timeout, rx).await;
     lock(&session.approvals).remove(&request_id);
     match answer {

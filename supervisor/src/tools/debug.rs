@@ -2,22 +2,20 @@
 //! the work is in `toolvisor-dap`. Runs in the conversation's lane (`debug` is not
 //! parallel-safe), so one conversation's ops reach its session strictly in order.
 
-use std::sync::Arc;
-
 use serde_json::Value as Json;
-use toolvisor_dap::DebugCall;
+use toolvisor_dap::{DebugCall, Debuggers};
 use toolvisor_protocol::error::ToolError;
 use toolvisor_protocol::tools::DebugArgs;
 
-use crate::daemon::Daemon;
-use crate::session::CallCtx;
+use super::CallCtx;
 
-pub async fn run(daemon: &Arc<Daemon>, ctx: &CallCtx, args: Json) -> Result<Json, ToolError> {
+/// `debug` needs only the debuggers.
+pub async fn run(debug: &Debuggers, ctx: &CallCtx, args: Json) -> Result<Json, ToolError> {
     let args: DebugArgs = super::parse("debug", args)?;
     let call = DebugCall {
         conversation: ctx.conversation.clone(),
         workdir: ctx.workdir.clone(),
     };
     tracing::info!(conversation = ctx.conversation, call = ctx.id, op = ?args.op, "debug");
-    daemon.debug.run(&call, args).await
+    debug.run(&call, args).await
 }

@@ -17,10 +17,9 @@ use toolvisor_files::store::{ResultStore, StoreConfig};
 use toolvisor_files::{Cancel, Changed, Files, FilesConfig};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
+use super::{CallCtx, Services};
 use crate::config::Config;
-use crate::daemon::Daemon;
-use crate::registry::ToolSpec;
-use crate::session::CallCtx;
+use toolvisor_lsp::LanguageServers;
 
 /// The file tools' state, from the configuration: limits, confinement, the result store
 /// under `<state_dir>/results`, and the secrets known from the daemon's environment.
@@ -144,17 +143,36 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
+/// The file tools' context: the file tools' state (confinement, limits, result store,
+/// journal), the largest frame a `tool_result_read` page may fill, and the language servers
+/// that fold diagnostics into writes (`None`: writes carry no diagnostics).
+pub(crate) struct FileTools<'a> {
+    pub files: &'a Arc<Files>,
+    pub max_frame: usize,
+    pub diagnostics: Option<&'a LanguageServers>,
+}
+
+impl<'a> FileTools<'a> {
+    pub fn of(services: &'a Services) -> Self {
+        FileTools {
+            files: &services.files,
+            max_frame: services.config.max_frame as usize,
+            diagnostics: Some(&services.lsp),
+        }
+    }
+}
+
 pub async fn run(
-    daemon: &Arc<Daemon>,
+    cx: &FileTools<'_>,
     ctx: &CallCtx,
-    spec: &ToolSpec,
+    tool: &str,
     args: Json,
 ) -> Result<Json, ToolError> {
-    let files = daemon.files.clone();
+    let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
     let _stop_on_drop = CancelOnDrop(cancel.clone());
-    match spec.name {
+    match tool {
         "read" => {
             let path = need("read", &args, "path")?.to_string();
             let (offset, limit) = (int("read", &args, "offset")?, int("read", &args, "limit")?);
@@ -294,7 +312,7 @@ pub async fn run(
                 Ok((v, vec![w.changed]))
             })
             .await?;
-            after_write(daemon, ctx, &changed, value).await
+            after_write(cx, ctx, &changed, value).await
         }
         "edit" => {
             let path = need("edit", &args, "path")?.to_string();
@@ -315,7 +333,7 @@ pub async fn run(
                 Ok((v, vec![e.changed]))
             })
             .await?;
-            after_write(daemon, ctx, &changed, value).await
+            after_write(cx, ctx, &changed, value).await
         }
         "apply_patch" => {
             let patch = need("apply_patch", &args, "patch")?.to_string();
@@ -338,14 +356,14 @@ pub async fn run(
                 Ok((v, r.changed()))
             })
             .await?;
-            after_write(daemon, ctx, &changed, value).await
+            after_write(cx, ctx, &changed, value).await
         }
         "tool_result_read" => {
             let reference = need("tool_result_read", &args, "ref")?.to_string();
             let offset = int("tool_result_read", &args, "offset")?.map(|o| o.max(0) as usize);
             let limit = int("tool_result_read", &args, "limit")?.map(|l| l.max(0) as usize);
             let conversation = ctx.conversation.clone();
-            let max_frame = daemon.config.max_frame as usize;
+            let max_frame = cx.max_frame;
             blocking("tool_result_read", move || {
                 let sl = files
                     .store
@@ -362,6 +380,38 @@ pub async fn run(
         }
         other => Err(super::no_worker(other)),
     }
+}
+
+/// Where every write-tier file tool ends, with the files it changed (`Changed`: the real
+/// path, how it is shown, created / modified / deleted) and the result it is about to
+/// return: the one place diagnostics on write are folded in.
+async fn after_write(
+    cx: &FileTools<'_>,
+    ctx: &CallCtx,
+    changed: &[Changed],
+    mut value: Json,
+) -> Result<Json, ToolError> {
+    for c in changed {
+        tracing::debug!(conversation = ctx.conversation, path = %c.path.display(), status = c.status.as_str(), "file written");
+    }
+    // Diagnostics on write: sync every written file through its language server and fold in
+    // only what is new for this run (never fails the write; reasons become notes).
+    let paths: Vec<std::path::PathBuf> = changed
+        .iter()
+        .filter(|c| c.status != toolvisor_files::ChangeKind::Deleted)
+        .map(|c| c.path.clone())
+        .collect();
+    if let Some(lsp) = cx.diagnostics
+        && !paths.is_empty()
+    {
+        let diagnostics = lsp
+            .after_write(&ctx.run(), &ctx.real_workdir(), &paths)
+            .await;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("diagnostics".into(), diagnostics);
+        }
+    }
+    Ok(value)
 }
 
 fn read_json(out: ReadOutput) -> Json {
@@ -401,40 +451,10 @@ fn read_json(out: ReadOutput) -> Json {
     }
 }
 
-/// Where every write-tier file tool ends, with the files it changed (`Changed`: the real
-/// path, how it is shown, created / modified / deleted) and the result it is about to
-/// return: the one place diagnostics on write are folded in.
-async fn after_write(
-    daemon: &Arc<Daemon>,
-    ctx: &CallCtx,
-    changed: &[Changed],
-    mut value: Json,
-) -> Result<Json, ToolError> {
-    for c in changed {
-        tracing::debug!(conversation = ctx.conversation, path = %c.path.display(), status = c.status.as_str(), "file written");
-    }
-    // Diagnostics on write: sync every written file through its language server and fold in
-    // only what is new for this run (never fails the write; reasons become notes).
-    let paths: Vec<std::path::PathBuf> = changed
-        .iter()
-        .filter(|c| c.status != toolvisor_files::ChangeKind::Deleted)
-        .map(|c| c.path.clone())
-        .collect();
-    if !paths.is_empty() {
-        let (run, workdir) = (super::lsp::run_of(ctx), super::lsp::real_workdir(ctx));
-        let diagnostics = daemon.lsp.after_write(&run, &workdir, &paths).await;
-        if let Some(map) = value.as_object_mut() {
-            map.insert("diagnostics".into(), diagnostics);
-        }
-    }
-    Ok(value)
-}
-
 /// Streamed output (`event` frames) on its way to the client: known secrets masked, as in
 /// results. A secret cut in two by a chunk boundary is not recognised in either half; the
 /// call's final result, masked whole, is the reliable record.
-pub(crate) fn mask_stream(daemon: &Daemon, text: String) -> String {
-    let secrets = daemon.files.store.secrets();
+pub(crate) fn mask_stream(secrets: &Secrets, text: String) -> String {
     if secrets.is_empty() {
         return text;
     }
@@ -448,8 +468,8 @@ pub(crate) fn mask_stream(daemon: &Daemon, text: String) -> String {
 /// by the model's limits), `eval`'s figures and `tool_result_read` pages (already bounded and
 /// masked) pass.
 pub async fn finish(
-    daemon: &Arc<Daemon>,
-    ctx: &CallCtx,
+    files: &Arc<Files>,
+    conversation: &str,
     tool: &str,
     mut value: Json,
 ) -> Result<Json, ToolError> {
@@ -461,20 +481,20 @@ pub async fn finish(
     if tool == "eval"
         && let Some(images) = value.as_object_mut().and_then(|m| m.remove("images"))
     {
-        let mut rest = Box::pin(finish(daemon, ctx, tool, value)).await?;
+        let mut rest = Box::pin(finish(files, conversation, tool, value)).await?;
         if let Some(map) = rest.as_object_mut() {
             map.insert("images".into(), images);
         }
         return Ok(rest);
     }
-    let files = daemon.files.clone();
+    let files = files.clone();
     if files.store.surely_fits(&value) {
         if files.store.secrets().is_empty() {
             return Ok(value);
         }
-        return Ok(files.store.finish(&ctx.conversation, tool, value));
+        return Ok(files.store.finish(conversation, tool, value));
     }
-    let conversation = ctx.conversation.clone();
+    let conversation = conversation.to_string();
     let name = tool.to_string();
     tokio::task::spawn_blocking(move || files.store.finish(&conversation, &name, value))
         .await

@@ -3,11 +3,10 @@
 //! what the daemon needs at start to decide whether vibe mode is on.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value as Json, json};
-use toolvisor_jobs::vibe::{self, VibeLimits};
+use toolvisor_jobs::vibe::{self, VibeLimits, Vibes};
 use toolvisor_kit::launch::Launcher;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{
@@ -15,12 +14,10 @@ use toolvisor_protocol::tools::{
 };
 use toolvisor_protocol::wire::Question;
 
-use super::{parse, to_json};
+use super::{CallCtx, Services, parse, to_json};
 use crate::config::{Config, VibeConfig};
-use crate::daemon::Daemon;
-use crate::questions::{Resolution, no_human};
-use crate::registry::{Attachment, ToolSpec};
-use crate::session::CallCtx;
+use crate::questions::{QuestionPorts, Resolution, no_human};
+use crate::registry::Attachment;
 
 /// What a skipped or timed-out question tells the model to do.
 pub const GUIDANCE: &str = "proceed on the assumptions you stated and do not ask this again";
@@ -28,16 +25,15 @@ pub const GUIDANCE: &str = "proceed on the assumptions you stated and do not ask
 /// How long `vibe_wait` waits when no timeout is given.
 const VIBE_WAIT_DEFAULT_S: u64 = 600;
 
-pub async fn run(
-    daemon: &Arc<Daemon>,
+/// `vibe_*` need only the roster of workers.
+pub async fn run_vibe(
+    vibes: &Vibes,
     ctx: &CallCtx,
-    spec: &ToolSpec,
+    tool: &str,
     args: Json,
 ) -> Result<Json, ToolError> {
-    let vibes = &daemon.vibes;
     let conv = ctx.conversation.as_str();
-    match spec.name {
-        "ask_user" => ask_user(daemon, ctx, parse("ask_user", args)?).await,
+    match tool {
         "vibe_spawn" => {
             let a: VibeSpawnArgs = parse("vibe_spawn", args)?;
             let tier = a.tier.unwrap_or_default();
@@ -61,7 +57,7 @@ pub async fn run(
             to_json(&vibes.kill(conv, &a.worker_id).await?)
         }
         "vibe_list" => Ok(json!({ "workers": to_json(&vibes.list(conv))? })),
-        _ => Err(super::no_worker(spec.name)),
+        _ => Err(super::no_worker(tool)),
     }
 }
 
@@ -69,7 +65,26 @@ fn invalid(message: String, hint: &str) -> ToolError {
     ToolError::new(ErrorKind::InvalidArgs, format!("ask_user: {message}"), hint)
 }
 
-async fn ask_user(daemon: &Daemon, ctx: &CallCtx, args: AskUserArgs) -> Result<Json, ToolError> {
+/// `ask_user`'s context: the question ports, and how long a question waits for its answer.
+pub(crate) struct AskUser<'a> {
+    pub questions: &'a QuestionPorts,
+    pub timeout: Duration,
+}
+
+impl<'a> AskUser<'a> {
+    pub fn of(services: &'a Services) -> Self {
+        AskUser {
+            questions: &services.questions,
+            timeout: Duration::from_secs(services.config.ask_user_timeout_s),
+        }
+    }
+}
+
+pub async fn ask_user(
+    cx: &AskUser<'_>,
+    ctx: &CallCtx,
+    args: AskUserArgs,
+) -> Result<Json, ToolError> {
     if args.question.trim().is_empty() {
         return Err(invalid(
             "`question` is empty".into(),
@@ -98,7 +113,7 @@ async fn ask_user(daemon: &Daemon, ctx: &CallCtx, args: AskUserArgs) -> Result<J
             "give options, or allow free text",
         ));
     }
-    let run_id = ctx.session.hello.run_id.clone();
+    let run_id = ctx.run_id.clone();
     let question = Question {
         question_id: 0,
         run_id: run_id.clone(),
@@ -109,7 +124,7 @@ async fn ask_user(daemon: &Daemon, ctx: &CallCtx, args: AskUserArgs) -> Result<J
         allow_free_text,
         multi_select: args.multi_select,
     };
-    let mut asked = match daemon.questions.ask(question).await {
+    let mut asked = match cx.questions.ask(question).await {
         Ok(asked) => asked,
         Err(e) => {
             tracing::info!(
@@ -128,7 +143,7 @@ async fn ask_user(daemon: &Daemon, ctx: &CallCtx, args: AskUserArgs) -> Result<J
         conversation = ctx.conversation,
         "ask_user: question sent"
     );
-    let limit = Duration::from_secs(daemon.config.ask_user_timeout_s);
+    let limit = cx.timeout;
     let resolution = tokio::time::timeout(limit, &mut asked.rx).await;
     match resolution {
         Ok(Ok(Resolution::Answered(a))) if a.skipped => to_json(&AskUserOutput {

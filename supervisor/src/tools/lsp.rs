@@ -2,63 +2,59 @@
 //! `toolvisor-lsp`; this module parses arguments and names the caller (workdir, run, and the
 //! file tools' scope every path of these tools goes through).
 
-use std::sync::Arc;
-
 use serde_json::Value as Json;
+use toolvisor_files::Files;
 use toolvisor_lsp::CallCtx as LspCtx;
+use toolvisor_lsp::LanguageServers;
 use toolvisor_protocol::error::ToolError;
 use toolvisor_protocol::tools::{LspArgs, LspRenameArgs, SyncedWriteArgs};
 
-use crate::daemon::Daemon;
-use crate::registry::ToolSpec;
-use crate::session::CallCtx;
+use super::{CallCtx, Services};
 
-/// The run whose diagnostics ledger a call folds into (the conversation when the client
-/// named no run).
-pub(crate) fn run_of(ctx: &CallCtx) -> String {
-    let run = &ctx.session.hello.run_id;
-    if run.is_empty() {
-        format!("conversation:{}", ctx.conversation)
-    } else {
-        run.clone()
+/// The language-server tools' context: the servers, and the file tools' state whose scope
+/// every path of these tools goes through.
+pub(crate) struct LspTools<'a> {
+    pub lsp: &'a LanguageServers,
+    pub files: &'a Files,
+}
+
+impl<'a> LspTools<'a> {
+    pub fn of(services: &'a Services) -> Self {
+        LspTools {
+            lsp: &services.lsp,
+            files: &services.files,
+        }
     }
 }
 
-/// The workdir's real path: servers report canonical paths, and answers show paths relative
-/// to it.
-pub(crate) fn real_workdir(ctx: &CallCtx) -> std::path::PathBuf {
-    std::fs::canonicalize(&ctx.workdir).unwrap_or_else(|_| ctx.workdir.clone())
-}
-
 /// The caller as the lsp worker sees it, with the file tools' scope for `ctx`'s workdir.
-fn lsp_ctx(daemon: &Daemon, ctx: &CallCtx, tool: &str) -> Result<LspCtx, ToolError> {
-    let scope = daemon
-        .files
+fn lsp_ctx(files: &Files, ctx: &CallCtx, tool: &str) -> Result<LspCtx, ToolError> {
+    let scope = files
         .scope(&ctx.workdir)
         .map_err(|e| e.to_tool_error(tool))?;
     Ok(LspCtx {
         workdir: scope.root().to_path_buf(),
-        run: run_of(ctx),
+        run: ctx.run(),
         scope,
-        journal: daemon.files.journal.clone(),
+        journal: files.journal.clone(),
     })
 }
 
 /// The approval line of `lsp trust`: "trust /path? language servers and checkers will run
 /// its build scripts", naming every root it would trust.
-pub(crate) fn trust_summary(daemon: &Daemon, ctx: &CallCtx, args: &Json) -> String {
-    let lsp_ctx = match lsp_ctx(daemon, ctx, "lsp") {
+pub(crate) fn trust_summary(cx: &LspTools<'_>, ctx: &CallCtx, args: &Json) -> String {
+    let lsp_ctx = match lsp_ctx(cx.files, ctx, "lsp") {
         Ok(c) => c,
         Err(e) => {
             return format!(
                 "trust a project root for run {}? ({})",
-                run_of(ctx),
+                ctx.run(),
                 e.message
             );
         }
     };
     let file = args.get("file").and_then(Json::as_str);
-    let roots: Vec<String> = match daemon.lsp.trust_targets(&lsp_ctx, file) {
+    let roots: Vec<String> = match cx.lsp.trust_targets(&lsp_ctx, file) {
         Ok(targets) => targets
             .into_iter()
             .map(|(root, _)| root.display().to_string())
@@ -83,24 +79,24 @@ pub(crate) fn trust_summary(daemon: &Daemon, ctx: &CallCtx, args: &Json) -> Stri
 }
 
 pub async fn run(
-    daemon: &Arc<Daemon>,
+    cx: &LspTools<'_>,
     ctx: &CallCtx,
-    spec: &ToolSpec,
+    tool: &str,
     args: Json,
 ) -> Result<Json, ToolError> {
-    let lsp_ctx = lsp_ctx(daemon, ctx, spec.name)?;
-    match spec.name {
+    let lsp_ctx = lsp_ctx(cx.files, ctx, tool)?;
+    match tool {
         "lsp" => {
             let args: LspArgs = super::parse("lsp", args)?;
-            daemon.lsp.lsp(&lsp_ctx, args).await
+            cx.lsp.lsp(&lsp_ctx, args).await
         }
         "lsp_rename" => {
             let args: LspRenameArgs = super::parse("lsp_rename", args)?;
-            daemon.lsp.rename(&lsp_ctx, args).await
+            cx.lsp.rename(&lsp_ctx, args).await
         }
         "synced_write" => {
             let args: SyncedWriteArgs = super::parse("synced_write", args)?;
-            daemon.lsp.synced_write(&lsp_ctx, &args.path).await
+            cx.lsp.synced_write(&lsp_ctx, &args.path).await
         }
         other => Err(super::no_worker(other)),
     }

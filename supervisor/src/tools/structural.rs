@@ -19,9 +19,11 @@ use toolvisor_structural::rewrite::{self, shown};
 use toolvisor_structural::search::{self, SearchRequest};
 use toolvisor_structural::store::Refusal;
 
-use crate::daemon::Daemon;
-use crate::registry::ToolSpec;
-use crate::session::CallCtx;
+use toolvisor_files::Files;
+use toolvisor_lsp::LanguageServers;
+use toolvisor_structural::store::EditStore;
+
+use super::{CallCtx, Services};
 
 /// Default of `max_results` for both tools.
 const DEFAULT_MAX_RESULTS: usize = 50;
@@ -30,16 +32,35 @@ const PREVIEW_CHARS: usize = 6_000;
 /// Files named in the one-line summary of `ast_edit`.
 const SUMMARY_FILES: usize = 5;
 
+/// The structural tools' context: the file tools' state (every path goes through its
+/// scope), the staged-edit store, and the language servers that fold diagnostics into an
+/// accept (`None`: an accept carries no diagnostics).
+pub(crate) struct StructuralTools<'a> {
+    pub files: &'a Arc<Files>,
+    pub edits: &'a Arc<EditStore>,
+    pub diagnostics: Option<&'a LanguageServers>,
+}
+
+impl<'a> StructuralTools<'a> {
+    pub fn of(services: &'a Services) -> Self {
+        StructuralTools {
+            files: &services.files,
+            edits: &services.edits,
+            diagnostics: Some(&services.lsp),
+        }
+    }
+}
+
 pub async fn run(
-    daemon: &Arc<Daemon>,
+    cx: &StructuralTools<'_>,
     ctx: &CallCtx,
-    spec: &ToolSpec,
+    tool: &str,
     args: Json,
 ) -> Result<Json, ToolError> {
-    match spec.name {
-        "ast_grep" => ast_grep(daemon, ctx, super::parse("ast_grep", args)?).await,
-        "ast_edit" => ast_edit(daemon, ctx, super::parse("ast_edit", args)?).await,
-        "resolve" => resolve(daemon, ctx, super::parse("resolve", args)?).await,
+    match tool {
+        "ast_grep" => ast_grep(cx, ctx, super::parse("ast_grep", args)?).await,
+        "ast_edit" => ast_edit(cx, ctx, super::parse("ast_edit", args)?).await,
+        "resolve" => resolve(cx, ctx, super::parse("resolve", args)?).await,
         other => Err(super::no_worker(other)),
     }
 }
@@ -215,12 +236,12 @@ fn skipped_json(skipped: &[search::Skipped], workdir: &Path) -> Json {
 }
 
 async fn ast_grep(
-    daemon: &Arc<Daemon>,
+    cx: &StructuralTools<'_>,
     ctx: &CallCtx,
     args: AstGrepArgs,
 ) -> Result<Json, ToolError> {
     let given = ctx.workdir.clone();
-    let files = daemon.files.clone();
+    let files = cx.files.clone();
     let max = max_results(args.max_results);
     let (workdir, result) = blocking("ast_grep", move |cancel| {
         // Reads may reach the read roots; the walk never follows a symbolic link, so it
@@ -302,14 +323,14 @@ async fn ast_grep(
 }
 
 async fn ast_edit(
-    daemon: &Arc<Daemon>,
+    cx: &StructuralTools<'_>,
     ctx: &CallCtx,
     args: AstEditArgs,
 ) -> Result<Json, ToolError> {
     let given = ctx.workdir.clone();
-    let files = daemon.files.clone();
+    let files = cx.files.clone();
     let max = max_results(args.max_results);
-    let store = daemon.edits.clone();
+    let store = cx.edits.clone();
     let conversation = ctx.conversation.clone();
     let (workdir, proposal, staged, preview) = blocking("ast_edit", move |cancel| {
         let (scope, root) = scoped(
@@ -422,13 +443,13 @@ async fn ast_edit(
 }
 
 async fn resolve(
-    daemon: &Arc<Daemon>,
+    cx: &StructuralTools<'_>,
     ctx: &CallCtx,
     args: ResolveArgs,
 ) -> Result<Json, ToolError> {
     let given = ctx.workdir.clone();
-    let files = daemon.files.clone();
-    let store = daemon.edits.clone();
+    let files = cx.files.clone();
+    let store = cx.edits.clone();
     let conversation = ctx.conversation.clone();
     let id = args.edit_id.trim().to_string();
     match args.action {
@@ -480,8 +501,7 @@ async fn resolve(
                 Ok((workdir, accepted))
             })
             .await?;
-            let diagnostics = diagnostics_on_write(daemon, ctx, &accepted.written).await;
-            Ok(json!({
+            let mut value = json!({
                 "edit_id": accepted.id,
                 "action": "accept",
                 "summary": format!(
@@ -490,18 +510,16 @@ async fn resolve(
                 ),
                 "written": accepted.written.iter().map(|p| shown(p, &workdir)).collect::<Vec<_>>(),
                 "replacements": accepted.replacements,
-                "diagnostics": diagnostics,
-            }))
+            });
+            // The same path as `write`/`edit`/`apply_patch`: only diagnostics new for this run.
+            if let Some(lsp) = cx.diagnostics {
+                value["diagnostics"] = lsp
+                    .after_write(&ctx.run(), &ctx.real_workdir(), &accepted.written)
+                    .await;
+            }
+            Ok(value)
         }
     }
-}
-
-/// Diagnostics on write for the files an accept wrote: the seam to the language-server
-/// worker (issue 4). Until that worker is in the build the step is skipped and says so.
-async fn diagnostics_on_write(daemon: &Arc<Daemon>, ctx: &CallCtx, paths: &[PathBuf]) -> Json {
-    // The same path as `write`/`edit`/`apply_patch`: only diagnostics new for this run.
-    let (run, workdir) = (super::lsp::run_of(ctx), super::lsp::real_workdir(ctx));
-    daemon.lsp.after_write(&run, &workdir, paths).await
 }
 
 /// Staged files are written by the file tools' one atomic writer, beneath the accepting

@@ -1,0 +1,119 @@
+//! The accept loop: `serve` takes a bound listener and a shutdown future (the `serve`
+//! command passes SIGTERM/SIGINT; the end-to-end tests run the real binary on a temp
+//! socket), starts the daemon, admits connections under the session cap and hands each to
+//! its session, and stops every resource at shutdown.
+
+use std::future::Future;
+use std::time::Duration;
+
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+
+use crate::admission::{Admission, ReserveFd, refuse};
+use crate::config::Config;
+pub use crate::daemon::ServeOptions;
+use crate::listener::Bound;
+
+/// How long a connection past `limits.max_sessions` waits for a place before it is told
+/// `busy`.
+const ADMIT_WAIT: Duration = Duration::from_secs(2);
+
+/// The errno values of a process or system out of file descriptors.
+mod libc_errno {
+    pub const EMFILE: i32 = nix::errno::Errno::EMFILE as i32;
+    pub const ENFILE: i32 = nix::errno::Errno::ENFILE as i32;
+}
+
+/// Run the daemon on `bound` until `shutdown` completes.
+pub async fn serve(
+    bound: Bound,
+    config: Config,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let started = crate::daemon::start(&bound, config, &options).await?;
+    let daemon = started.daemon.clone();
+    let listener = tokio::net::UnixListener::from_std(bound.listener.try_clone()?)?;
+    tracing::info!(socket = %bound.path.display(), pid = std::process::id(), config = daemon.config().source, "toolvisor serving");
+    let my_uid = nix::unistd::geteuid().as_raw();
+    let admission = Admission::new(daemon.config().limits.max_sessions);
+    let mut reserve = ReserveFd::new();
+    tokio::pin!(shutdown);
+    loop {
+        reserve.refill();
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(pair) => pair,
+                    Err(e) if matches!(e.raw_os_error(), Some(libc_errno::EMFILE | libc_errno::ENFILE)) => {
+                        // Out of fds. Connections that never said Hello go first; if there
+                        // are none, the reserve fd lets one client in to hear `busy`.
+                        let shed = admission.shed(8, crate::admission::SHED_WHEN_OUT_OF_FDS);
+                        if shed == 0 {
+                            reserve.release();
+                            if let Ok((stream, _)) = listener.accept().await {
+                                tracing::warn!("out of file descriptors: refused a connection");
+                                tokio::spawn(refuse(stream, ToolError::new(
+                                    ErrorKind::Busy,
+                                    "the daemon has run out of file descriptors (RLIMIT_NOFILE)",
+                                    "close idle connections and retry, or raise the daemon's open-file limit (`ulimit -n`) or lower `max_sessions` under `[limits]`",
+                                )));
+                            }
+                        } else {
+                            tracing::warn!(shed, "out of file descriptors: closed connections that had not said Hello");
+                        }
+                        // Let the closed connections' fds go before accepting again.
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                };
+                let cred = stream.peer_cred();
+                match cred {
+                    Ok(cred) if cred.uid() == my_uid => {
+                        let daemon = daemon.clone();
+                        let pid = cred.pid().and_then(|p| u32::try_from(p).ok());
+                        match admission.try_admit() {
+                            Some(admitted) => {
+                                tokio::spawn(crate::session::run(daemon, stream, pid, admitted));
+                            }
+                            None => {
+                                // At the cap: a place may free up shortly (connections that
+                                // never said Hello are shed); else `busy`, never a stall.
+                                let admission = admission.clone();
+                                tokio::spawn(async move {
+                                    match admission.admit_within(ADMIT_WAIT).await {
+                                        Some(admitted) => crate::session::run(daemon, stream, pid, admitted).await,
+                                        None => {
+                                            tracing::warn!(cap = admission.cap, "session cap reached: refused a connection");
+                                            refuse(stream, admission.busy()).await;
+                                        }
+                                    }
+                                });
+                            }
+                        }
+                    }
+                    other => {
+                        let who = match &other {
+                            Ok(c) => match c.pid() {
+                                Some(pid) => format!("uid {} (pid {pid})", c.uid()),
+                                None => format!("uid {}", c.uid()),
+                            },
+                            Err(e) => format!("unknown peer ({e})"),
+                        };
+                        tracing::warn!(peer = who, daemon_uid = my_uid, "refused a connection from another user");
+                        tokio::spawn(crate::session::refuse_peer(stream, who, my_uid));
+                    }
+                }
+            }
+        }
+    }
+    drop(daemon);
+    started.shutdown().await;
+    bound.cleanup();
+    Ok(())
+}
