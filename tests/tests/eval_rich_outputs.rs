@@ -150,3 +150,58 @@ fn a_large_text_output_is_stored_with_a_ref_and_figures_still_come_back() {
         "{page}"
     );
 }
+
+#[test]
+fn a_figure_comes_with_its_data_for_a_model_without_vision() {
+    let d = eval::daemon("");
+    let v = eval::ok(
+        &d,
+        "c",
+        "import matplotlib.pyplot as plt\nimport numpy as np\n\
+         fig, (a, b) = plt.subplots(1, 2)\nfig.suptitle('Growth')\n\
+         a.plot([1, 2, 3], [1, 4, 9], label='squares')\na.plot([1, 2, 3], [1, 8, float('nan')], label='cubes')\n\
+         a.set_title('powers'); a.set_xlabel('n'); a.set_ylabel('value'); a.set_yscale('log')\n\
+         b.bar(['red', 'blue'], [3, 5], label='votes')\nb.scatter(np.arange(1000), np.arange(1000) * 2.0)\n\
+         print('plotted')",
+    );
+    let chart = &v["images"][0]["chart"];
+    assert_eq!(chart["title"], "Growth", "{chart}");
+    let left = &chart["axes"][0];
+    assert_eq!(left["title"], "powers");
+    assert_eq!(left["xlabel"], "n");
+    assert_eq!(left["ylabel"], "value");
+    assert_eq!(left["yscale"], "log");
+    assert_eq!(
+        left["series"][0],
+        json!({"type": "line", "label": "squares", "points": 3, "x": [1.0, 2.0, 3.0], "y": [1.0, 4.0, 9.0]})
+    );
+    // NaN is not JSON: it becomes null.
+    assert_eq!(left["series"][1]["y"], json!([1.0, 8.0, null]));
+    let right = &chart["axes"][1];
+    let bar = right["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["type"] == "bar")
+        .unwrap_or_else(|| panic!("no bar series: {right}"));
+    assert_eq!(bar["y"], json!([3.0, 5.0]));
+    assert_eq!(bar["label"], "votes");
+    assert_eq!(right["xticklabels"], json!(["red", "blue"]));
+    // A long series is cut, and says how long it was.
+    let scatter = right["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["type"] == "scatter")
+        .unwrap();
+    assert_eq!(scatter["points"], 1000);
+    assert_eq!(scatter["x"].as_array().unwrap().len(), 500);
+    assert_eq!(scatter["y"][499], 998.0);
+    // The text says what the image is, for a reader of the text alone.
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("chart \"Growth\": 2 axes, 4 series (line \"squares\", line \"cubes\"")
+            && text.contains("data in images[0].chart]"),
+        "{text}"
+    );
+}

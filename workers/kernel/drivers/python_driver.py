@@ -34,6 +34,7 @@ def _boot():
     if sys.path and sys.path[0] != "":
         sys.path.insert(0, "")
 
+    CHART_MIME = "application/vnd.toolvisor.chart+json"
     out_q = queue.SimpleQueue()
     exec_q = queue.Queue()
     results = {}
@@ -347,6 +348,78 @@ def _boot():
         fig.savefig(buf, format="png", bbox_inches="tight")
         return buf.getvalue()
 
+    CHART_POINTS = 500  # per series; more are cut (`points` keeps the count)
+    CHART_SERIES = 20  # per axes
+
+    def chart_of(fig):
+        """What a figure shows, as data: titles, axis labels and scales, and each series'
+        points (lines, scatters, bars), so a model without vision can read a plot."""
+
+        def num(v):
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                return str(v)
+            return f if f == f and f not in (float("inf"), float("-inf")) else None
+
+        def values(seq):
+            seq = list(seq)
+            return [num(v) for v in seq[:CHART_POINTS]], len(seq)
+
+        def label(artist):
+            text = artist.get_label()
+            return None if not text or text.startswith("_") else str(text)
+
+        axes = []
+        for ax in fig.get_axes():
+            series = []
+            for line in ax.get_lines():
+                x, n = values(line.get_xdata())
+                y, _ = values(line.get_ydata())
+                series.append({"type": "line", "label": label(line), "points": n, "x": x, "y": y})
+            for coll in ax.collections:
+                try:
+                    offsets = coll.get_offsets()
+                except AttributeError:
+                    continue
+                if len(offsets) == 0:
+                    continue
+                x, n = values(p[0] for p in offsets)
+                y, _ = values(p[1] for p in offsets)
+                series.append({"type": "scatter", "label": label(coll), "points": n, "x": x, "y": y})
+            for container in getattr(ax, "containers", []):
+                patches = list(getattr(container, "patches", []) or [])
+                if not patches or not hasattr(patches[0], "get_height"):
+                    continue
+                x, n = values(p.get_x() + p.get_width() / 2 for p in patches)
+                y, _ = values(p.get_height() for p in patches)
+                series.append({"type": "bar", "label": label(container), "points": n, "x": x, "y": y})
+            ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+            entry = {
+                "title": ax.get_title(),
+                "xlabel": ax.get_xlabel(),
+                "ylabel": ax.get_ylabel(),
+                "xscale": ax.get_xscale(),
+                "yscale": ax.get_yscale(),
+                "xlim": [num(v) for v in ax.get_xlim()],
+                "ylim": [num(v) for v in ax.get_ylim()],
+                "series": series[:CHART_SERIES],
+            }
+            if len(series) > CHART_SERIES:
+                entry["series_omitted"] = len(series) - CHART_SERIES
+            if ticks and not all(_is_number(t) for t in ticks):
+                entry["xticklabels"] = ticks[:CHART_POINTS]
+            axes.append(entry)
+        title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else ""
+        return {"title": title, "axes": axes}
+
+    def _is_number(text):
+        try:
+            float(text.replace("\u2212", "-"))
+            return True
+        except ValueError:
+            return False
+
     def flush_figures():
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
@@ -356,14 +429,12 @@ def _boot():
         try:
             for manager in Gcf.get_all_fig_managers():
                 fig = manager.canvas.figure
-                send(
-                    {
-                        "op": "display",
-                        "cell": state["cell"],
-                        "data": {"image/png": _b64(figure_png(fig)), "text/plain": repr(fig)},
-                        "result": False,
-                    }
-                )
+                data = {"image/png": _b64(figure_png(fig)), "text/plain": repr(fig)}
+                try:
+                    data[CHART_MIME] = chart_of(fig)
+                except Exception as e:  # a figure the extraction does not understand
+                    data[CHART_MIME] = {"error": "%s: %s" % (type(e).__name__, e)}
+                send({"op": "display", "cell": state["cell"], "data": data, "result": False})
         finally:
             plt.close("all")
 

@@ -136,6 +136,7 @@ impl Collector {
             let Some(Json::String(b64)) = data.remove(mime) else {
                 return;
             };
+            let chart = data.remove(CHART_MIME);
             let bytes = b64.len() / 4 * 3;
             if self.image_total + bytes > self.limits.image_bytes {
                 self.truncated = true;
@@ -153,17 +154,33 @@ impl Collector {
                 _ => (None, None),
             };
             let index = self.images.len();
-            self.images.push(json!({
+            let mut entry = json!({
                 "mime": mime, "data": b64, "bytes": bytes, "width": width, "height": height,
-            }));
+            });
+            let about = chart.map(|chart| {
+                let size = serde_json::to_string(&chart).map_or(0, |s| s.len());
+                if size > self.limits.html_bytes {
+                    self.truncated = true;
+                    entry["chart"] = json!({"error": format!(
+                        "the chart's data ({} KiB) is over the {} KiB limit of one rendering",
+                        size / 1024,
+                        self.limits.html_bytes / 1024
+                    )});
+                } else {
+                    entry["chart"] = chart;
+                }
+                chart_summary(&entry["chart"], index)
+            });
+            self.images.push(entry);
             let size = match (width, height) {
                 (Some(w), Some(h)) => format!(" {w}x{h}"),
                 _ => String::new(),
             };
             self.push_text(&format!(
-                "[image {}: {mime}{size}, {} KiB]\n",
+                "[image {}: {mime}{size}, {} KiB{}]\n",
                 index + 1,
-                bytes / 1024
+                bytes / 1024,
+                about.unwrap_or_default()
             ));
             self.items
                 .push((pos, json!({"type": "image", "image": index})));
@@ -424,6 +441,51 @@ impl Utf8Carry {
             Err(_) => String::from_utf8_lossy(&buf).into_owned(),
         }
     }
+}
+
+/// The MIME key under which the Python driver sends a figure's data beside its PNG.
+pub(crate) const CHART_MIME: &str = "application/vnd.toolvisor.chart+json";
+
+/// One line saying what a chart holds, for the cell's text: `; chart "Sales": 1 axes, 2
+/// series (line "a", bar), data in images[0].chart`.
+fn chart_summary(chart: &Json, index: usize) -> String {
+    if let Some(error) = chart.get("error").and_then(Json::as_str) {
+        return format!("; no chart data: {error}");
+    }
+    let axes = chart["axes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut title = chart["title"].as_str().unwrap_or_default().to_string();
+    if title.is_empty() {
+        title = axes
+            .iter()
+            .filter_map(|a| a["title"].as_str().filter(|t| !t.is_empty()))
+            .collect::<Vec<_>>()
+            .join(" / ");
+    }
+    let series: Vec<String> = axes
+        .iter()
+        .flat_map(|a| a["series"].as_array().cloned().unwrap_or_default())
+        .map(|s| {
+            let kind = s["type"].as_str().unwrap_or("series");
+            match s["label"].as_str() {
+                Some(label) => format!("{kind} {label:?}"),
+                None => kind.to_string(),
+            }
+        })
+        .collect();
+    let title = if title.is_empty() {
+        String::new()
+    } else {
+        format!(" {title:?}")
+    };
+    format!(
+        "; chart{title}: {} axes, {} series ({}), data in images[{index}].chart",
+        axes.len(),
+        series.len(),
+        series.join(", ")
+    )
 }
 
 #[cfg(test)]
