@@ -144,6 +144,12 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == "__shim") {
         toolvisor_kit::process::shim_main(args[2..].to_vec());
     }
+    if args
+        .get(1)
+        .is_some_and(|a| a == toolvisor_kit::process::pty::PTY_ARG)
+    {
+        toolvisor_kit::process::pty::pty_main(args[2..].to_vec());
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Serve {

@@ -19,6 +19,7 @@ mod kill;
 mod ledger;
 mod orphans;
 mod procfs;
+pub mod pty;
 mod shim;
 mod spawner;
 
