@@ -96,7 +96,7 @@ pub async fn run(
     let result = match (spec.resource, spec.name) {
         (_, "bash") => run_bash(daemon, ctx, parse("bash", args)?).await,
         (_, "process") => run_process(daemon, ctx, parse("process", args)?).await,
-        (_, "_probe_serial" | "_probe_parallel") => probe(ctx, args).await,
+        (_, "_probe_serial" | "_probe_parallel") => probe(ctx, parse(spec.name, args)?).await,
         ("files" | "result_store", _) => files::run(daemon, ctx, spec, args).await,
         ("structural", _) => structural::run(daemon, ctx, spec, args).await,
         ("language_servers", _) => lsp::run(daemon, ctx, spec, args).await,
@@ -217,16 +217,93 @@ fn now_us() -> u64 {
 }
 
 /// Test tool: sleeps `sleep_ms`, reports start and end times (for lane ordering tests).
-async fn probe(ctx: &CallCtx, args: Json) -> Result<Json, ToolError> {
-    let tag = args
-        .get("tag")
-        .and_then(Json::as_str)
-        .unwrap_or("")
-        .to_string();
-    let sleep_ms = args.get("sleep_ms").and_then(Json::as_u64).unwrap_or(0);
+async fn probe(
+    ctx: &CallCtx,
+    args: toolvisor_protocol::tools::ProbeArgs,
+) -> Result<Json, ToolError> {
+    let (tag, sleep_ms) = (args.tag, args.sleep_ms.unwrap_or(0));
     let start_us = now_us();
     tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
     Ok(
         json!({"tag": tag, "conversation": ctx.conversation, "start_us": start_us, "end_us": now_us()}),
     )
+}
+
+/// Every family's tool declarations, for `registry::all_tools` to assemble.
+pub(crate) mod families {
+    pub(crate) use super::debug::declare as debug;
+    pub(crate) use super::decl::{downloads, jobs, probes};
+    pub(crate) use super::eval::declare as eval;
+    pub(crate) use super::files::declare as files;
+    pub(crate) use super::human::declare as human;
+    pub(crate) use super::lsp::declare as lsp;
+    pub(crate) use super::structural::declare as structural;
+}
+
+/// The tools whose handlers are in this file (`bash`, `process`, the lane probes), and the
+/// registered tools without a worker (`download_model`, `list_downloads`).
+mod decl {
+    use toolvisor_protocol::tools::{
+        BashArgs, DownloadModelArgs, ListDownloadsArgs, ProbeArgs, ProcessArgs, ProcessOp,
+    };
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, Attachment, ToolSpec};
+
+    pub(crate) fn jobs() -> Vec<ToolSpec> {
+        vec![
+            ToolSpec::new::<BashArgs>(
+                "bash",
+                Tier::Exec,
+                "processes",
+                "Run a shell command line in the run's workdir; returns stdout, stderr, exit code and wall time.",
+            )
+            .approval(Approval::Always),
+            ToolSpec::new::<ProcessArgs>(
+                "process",
+                Tier::Exec,
+                "processes",
+                "Tracked background processes of this conversation: start, list, read output by offset, write stdin, kill.",
+            )
+            .approval(Approval::Ops(&[
+                ProcessOp::Start,
+                ProcessOp::Write,
+                ProcessOp::Kill,
+            ])),
+        ]
+    }
+
+    pub(crate) fn downloads() -> Vec<ToolSpec> {
+        let downloads = Attachment::NotBuilt("download jobs are not built yet");
+        vec![
+            ToolSpec::new::<DownloadModelArgs>(
+                "download_model",
+                Tier::Write,
+                "downloads",
+                "Start downloading a model's whole file set in the background; poll with list_downloads.",
+            )
+            .approval(Approval::Always)
+            .attachment(downloads.clone()),
+            ToolSpec::new::<ListDownloadsArgs>(
+                "list_downloads",
+                Tier::Read,
+                "downloads",
+                "Per-model and per-file progress of downloads.",
+            )
+            .attachment(downloads),
+        ]
+    }
+
+    /// The two lane-probing test tools (`[testing] probe_tools`).
+    pub(crate) fn probes() -> Vec<ToolSpec> {
+        let probe = |name| {
+            ToolSpec::new::<ProbeArgs>(
+                name,
+                Tier::Read,
+                "testing",
+                "Test tool: sleeps, then reports when it started and ended.",
+            )
+        };
+        vec![probe("_probe_serial").serial(), probe("_probe_parallel")]
+    }
 }

@@ -149,3 +149,22 @@ impl Bridge for CellBridge {
         })
     }
 }
+
+/// The `eval` tool's declaration.
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::tools::EvalArgs;
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, ToolSpec};
+
+    vec![
+        ToolSpec::new::<EvalArgs>(
+            "eval",
+            Tier::Exec,
+            "kernels",
+            "Run a cell in a persistent Python or JavaScript kernel of this conversation: variables, imports and loaded data persist between calls; the last expression is echoed; display(), pandas tables and matplotlib figures come back as outputs; %pip, %cd, !cmd, %%bash and %%timeit work; tool(name, args) calls this registry from the cell.",
+        )
+        .serial()
+        .approval(Approval::Always),
+    ]
+}
