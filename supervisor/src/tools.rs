@@ -81,7 +81,10 @@ pub fn summary(tool: &str, args: &Json) -> String {
 /// The line an approval request shows: [`summary`], except where the daemon knows more than
 /// the arguments say (`lsp trust` names the roots it would trust and what that allows).
 pub fn approval_summary(daemon: &Daemon, ctx: &CallCtx, tool: &str, args: &Json) -> String {
-    if tool == "lsp" && args.get("op").and_then(Json::as_str) == Some("trust") {
+    use serde::Deserialize;
+    use toolvisor_protocol::tools::LspOp;
+    let op = args.get("op").and_then(|op| LspOp::deserialize(op).ok());
+    if tool == "lsp" && op == Some(LspOp::Trust) {
         return lsp::trust_summary(daemon, ctx, args);
     }
     summary(tool, args)

@@ -464,14 +464,14 @@ pub async fn finish(
 
 /// The file and search tools' declarations, and `tool_result_read` (all in-process:
 /// attached).
-pub(crate) fn declare() -> Vec<ToolSpec> {
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
     use toolvisor_protocol::tools::{
         ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, LsArgs, ReadArgs, ToolResultReadArgs,
         WriteArgs,
     };
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::Approval;
+    use crate::registry::{Approval, ToolSpec};
 
     vec![
         ToolSpec::new::<ReadArgs>(

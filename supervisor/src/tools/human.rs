@@ -236,9 +236,13 @@ pub fn vibe_mode(config: &Config, launcher: &Launcher) -> (VibeLimits, Attachmen
 
 /// The declarations of `ask_user` and the `vibe_*` tools. The vibe tools start detached;
 /// the daemon replaces that with what its configuration says ([`vibe_mode`]).
-pub(crate) fn declare() -> Vec<ToolSpec> {
-    use toolvisor_protocol::tools::VibeListArgs;
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::tools::{
+        AskUserArgs, VibeKillArgs, VibeListArgs, VibeSendArgs, VibeSpawnArgs, VibeWaitArgs,
+    };
     use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Attachment, ToolSpec};
 
     let vibe = Attachment::Detached(
         "vibe mode is off: no worker command is configured ([vibe.tiers.fast] or [vibe.tiers.good] command = [...])".into(),

@@ -107,11 +107,11 @@ pub async fn run(
 }
 
 /// The language-server tools' declarations.
-pub(crate) fn declare() -> Vec<ToolSpec> {
-    use toolvisor_protocol::tools::LspOp;
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::tools::{LspArgs, LspOp, LspRenameArgs, SyncedWriteArgs};
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::Approval;
+    use crate::registry::{Approval, ToolSpec};
 
     // Attached: the language-server supervisor is part of every daemon; whether a server can
     // run for a given checkout is `lsp status`'s business, not the surface's.

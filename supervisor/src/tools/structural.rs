@@ -534,11 +534,11 @@ impl toolvisor_structural::store::FileWriter for ScopedWriter<'_> {
 }
 
 /// The structural tools' declarations (the tree-sitter grammars are linked in: attached).
-pub(crate) fn declare() -> Vec<ToolSpec> {
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
     use toolvisor_protocol::tools::{AstEditArgs, AstGrepArgs, ResolveArgs};
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::Approval;
+    use crate::registry::{Approval, ToolSpec};
 
     vec![
         ToolSpec::new::<AstGrepArgs>(
