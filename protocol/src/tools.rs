@@ -134,14 +134,37 @@ pub struct AskUserArgs {
     /// What the person needs to know to answer.
     pub context: Option<String>,
     /// Answers to choose from, each a label and an optional description.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        serialize_with = "as_some"
+    )]
     pub options: Vec<crate::wire::QuestionOption>,
     /// Accept an answer outside the options. Default: true when there are no options,
     /// false when there are.
     pub allow_free_text: Option<bool>,
     /// Accept several options.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        serialize_with = "as_some"
+    )]
     pub multi_select: bool,
+}
+
+/// A `null` field is an absent one, as the schema validator treats it: the default.
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// The other half of [`null_as_default`], so a non-self-describing codec (bincode) reads back
+/// what it wrote; in JSON the value is written as itself.
+fn as_some<S: serde::Serializer, T: Serialize>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_some(value)
 }
 
 /// What `ask_user` returns when the person answered or skipped.

@@ -268,3 +268,30 @@ fn every_schema_is_self_contained_and_uses_only_what_the_validator_checks() {
         out.join("\n")
     );
 }
+
+/// The validator treats a `null` property as absent; the typed parse must too, or a call the
+/// schema accepts fails in the handler with a message that names no field.
+#[test]
+fn a_null_property_is_absent_for_the_schema_and_the_typed_parse() {
+    let mut failures = Vec::new();
+    for spec in tools() {
+        let base = minimal(&spec.schema);
+        for key in spec.schema["properties"].as_object().unwrap().keys() {
+            if base.get(key).is_some() {
+                continue;
+            }
+            let mut args = base.clone();
+            args[key] = Json::Null;
+            if let Err(e) = validate(spec.name, &spec.schema, &args) {
+                failures.push(format!("{}: {args} refused by the schema: {e}", spec.name));
+            }
+            if let Err(e) = spec.parses(&args) {
+                failures.push(format!(
+                    "{}: {args} passes the schema but not the parse into {}: {e}",
+                    spec.name, spec.args_type
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
