@@ -295,3 +295,37 @@ fn a_null_property_is_absent_for_the_schema_and_the_typed_parse() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Bounds and enums the schema states are enforced, naming the field: one past each integer
+/// bound, and a string outside each enum.
+#[test]
+fn a_value_outside_a_bound_or_an_enum_is_refused_naming_the_field() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for spec in tools() {
+        let base = minimal(&spec.schema);
+        for (key, prop) in spec.schema["properties"].as_object().unwrap() {
+            let mut bad = Vec::new();
+            if let Some(min) = prop["minimum"].as_i64().filter(|m| *m > i64::MIN) {
+                bad.push(json!(min - 1));
+            }
+            if let Some(max) = prop["maximum"].as_i64() {
+                bad.push(json!(i128::from(max) + 1));
+            }
+            if prop["enum"].is_array() {
+                bad.push(json!("no_such_value"));
+            }
+            for value in bad {
+                checked += 1;
+                let mut args = base.clone();
+                args[key] = value;
+                match validate(spec.name, &spec.schema, &args) {
+                    Err(e) if e.message.contains(&format!("`{key}`")) => {}
+                    other => failures.push(format!("{}: {args} gave {other:?}", spec.name)),
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked > 40, "only {checked} bounds and enums checked");
+}
