@@ -1,13 +1,20 @@
-//! Typed arguments and results of the tools whose workers exist, as the daemon parses and
-//! builds them. Clients may send the same fields as plain JSON objects.
+//! Typed arguments and results of the tools, as the daemon parses and builds them. Clients
+//! may send the same fields as plain JSON objects. Each argument struct derives its JSON
+//! schema (`schemars`): the field docs are the descriptions clients see, and the registry
+//! advertises exactly what the handler parses (`#[serde(deny_unknown_fields)]` where the
+//! schema refuses unknown keys).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `bash {command, timeout_s?}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct BashArgs {
+    /// Shell command line.
     pub command: String,
-    /// Wall-clock limit in seconds (default 120, at most 3600).
+    /// Wall-clock limit in seconds (default 120).
+    #[schemars(range(min = 1, max = 3600))]
     pub timeout_s: Option<u64>,
 }
 
@@ -28,7 +35,7 @@ pub struct BashOutput {
 }
 
 /// Operations of the `process` tool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessOp {
     Start,
@@ -39,7 +46,7 @@ pub enum ProcessOp {
 }
 
 /// What to do when a tracked process ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RestartMode {
     /// Never restart (temporary).
@@ -52,8 +59,10 @@ pub enum RestartMode {
 }
 
 /// `process {op, ...}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ProcessArgs {
+    /// Operation.
     pub op: ProcessOp,
     /// start: the shell command line.
     pub command: Option<String>,
@@ -62,13 +71,16 @@ pub struct ProcessArgs {
     /// start: restart policy (default `no`).
     pub restart: Option<RestartMode>,
     /// start: hard time-to-live in seconds; the process is stopped after it, used or not.
+    #[schemars(range(min = 1, max = 2_592_000))]
     pub ttl_s: Option<u64>,
     /// read/write/kill: the process id returned by start.
     pub id: Option<String>,
     /// read: first byte offset of the combined output to return (default: where the last
     /// read of this conversation stopped).
+    #[schemars(range(min = 0, max = i64::MAX))]
     pub offset: Option<u64>,
-    /// read: at most this many bytes (default 65536, at most 1048576).
+    /// read: at most this many bytes (default 65536).
+    #[schemars(range(min = 1, max = 1_048_576))]
     pub limit: Option<u64>,
     /// write: text to send to the process's stdin.
     pub data: Option<String>,
@@ -114,19 +126,45 @@ pub struct ProcessOutput {
 }
 
 /// `ask_user {question, context?, options?, allow_free_text?, multi_select?}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AskUserArgs {
+    /// The question.
     pub question: String,
     /// What the person needs to know to answer.
     pub context: Option<String>,
-    #[serde(default)]
+    /// Answers to choose from, each a label and an optional description.
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        serialize_with = "as_some"
+    )]
     pub options: Vec<crate::wire::QuestionOption>,
     /// Accept an answer outside the options. Default: true when there are no options,
     /// false when there are.
     pub allow_free_text: Option<bool>,
     /// Accept several options.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        serialize_with = "as_some"
+    )]
     pub multi_select: bool,
+}
+
+/// A `null` field is an absent one, as the schema validator treats it: the default.
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// The other half of [`null_as_default`], so a non-self-describing codec (bincode) reads back
+/// what it wrote; in JSON the value is written as itself.
+fn as_some<S: serde::Serializer, T: Serialize>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_some(value)
 }
 
 /// What `ask_user` returns when the person answered or skipped.
@@ -144,7 +182,18 @@ pub struct AskUserOutput {
 
 /// The worker tier of a `vibe_spawn`: each maps to a configured worker command.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum VibeTier {
@@ -206,33 +255,50 @@ impl VibeState {
 }
 
 /// `vibe_spawn {brief, label, tier?}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct VibeSpawnArgs {
+    /// What to do.
     pub brief: String,
+    /// Short name.
     pub label: String,
+    /// Worker tier (default fast).
     pub tier: Option<VibeTier>,
 }
 
 /// `vibe_send {worker_id, message}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct VibeSendArgs {
+    /// The worker, as `vibe_spawn` named it.
     pub worker_id: String,
+    /// Appended to the brief before the rerun.
     pub message: String,
 }
 
 /// `vibe_wait {worker_id, timeout_seconds?}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct VibeWaitArgs {
+    /// The worker, as `vibe_spawn` named it.
     pub worker_id: String,
     /// How long to wait (default 600 s); 0 returns at once.
+    #[schemars(range(min = 0, max = 86_400))]
     pub timeout_seconds: Option<u64>,
 }
 
 /// `vibe_kill {worker_id}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct VibeKillArgs {
+    /// The worker, as `vibe_spawn` named it.
     pub worker_id: String,
 }
+
+/// `vibe_list {}`: no arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VibeListArgs {}
 
 /// One vibe worker as `vibe_spawn`, `vibe_send`, `vibe_wait`, `vibe_kill` and `vibe_list`
 /// report it.
@@ -270,69 +336,133 @@ pub struct VibeInfo {
     pub note: Option<String>,
 }
 
+/// Operations of the `lsp` tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspOp {
+    Diagnostics,
+    Definition,
+    TypeDefinition,
+    Implementation,
+    References,
+    Hover,
+    Symbols,
+    CodeActions,
+    Status,
+    Reload,
+    /// Let servers and checkers run this project's code for the run (asks the user).
+    Trust,
+}
+
+impl LspOp {
+    /// The op's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LspOp::Diagnostics => "diagnostics",
+            LspOp::Definition => "definition",
+            LspOp::TypeDefinition => "type_definition",
+            LspOp::Implementation => "implementation",
+            LspOp::References => "references",
+            LspOp::Hover => "hover",
+            LspOp::Symbols => "symbols",
+            LspOp::CodeActions => "code_actions",
+            LspOp::Status => "status",
+            LspOp::Reload => "reload",
+            LspOp::Trust => "trust",
+        }
+    }
+}
+
+impl std::fmt::Display for LspOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `lsp {op, file?, line?, symbol?, query?, occurrence?}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct LspArgs {
-    /// diagnostics, definition, type_definition, implementation, references, hover, symbols,
-    /// code_actions, status, reload.
-    pub op: String,
-    /// The file (relative to the workdir or absolute); `"*"` for diagnostics of the project.
+    /// Operation.
+    pub op: LspOp,
+    /// File path (relative to the workdir or absolute), or `"*"` for diagnostics of the
+    /// whole project.
     pub file: Option<String>,
     /// 1-based line.
+    #[schemars(range(min = 1, max = i64::MAX))]
     pub line: Option<u64>,
-    /// A substring naming the symbol on that line.
+    /// Substring naming the symbol on that line.
     pub symbol: Option<String>,
     /// symbols: workspace query.
     pub query: Option<String>,
-    /// Which occurrence of `symbol` on the line, 1-based.
+    /// Which occurrence of symbol on the line (1-based).
+    #[schemars(range(min = 1, max = 1000))]
     pub occurrence: Option<u64>,
 }
 
-/// `lsp_rename {file, line, symbol, new_name}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `lsp_rename {file, line, symbol, new_name, occurrence?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct LspRenameArgs {
+    /// File.
     pub file: String,
+    /// 1-based line.
+    #[schemars(range(min = 1, max = i64::MAX))]
     pub line: u64,
+    /// Symbol on the line.
     pub symbol: String,
+    /// New name.
     pub new_name: String,
+    /// Which occurrence of symbol on the line (1-based).
+    #[schemars(range(min = 1, max = 1000))]
     pub occurrence: Option<u64>,
 }
 
 /// `synced_write {path}`: the harness wrote `path` itself.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SyncedWriteArgs {
+    /// File that was written.
     pub path: String,
 }
 
 /// `ast_grep {pattern, path?, language?, max_results?}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AstGrepArgs {
-    /// Code with metavariables: `$NAME` one node, `$$$NAME` a run of siblings, `$_` a
-    /// wildcard that binds nothing.
+    /// Code pattern with metavariables, e.g. `$A.unwrap()`: `$NAME` one node, `$$$NAME` a
+    /// run of siblings, `$_` a wildcard that binds nothing.
     pub pattern: String,
-    /// File or directory, relative to the workdir or absolute; default the workdir.
+    /// File or directory, relative to the workdir (default: the workdir).
     pub path: Option<String>,
-    /// Grammar id (`rust`, `python`, `dart`, …); inferred from a file path, and for a
-    /// directory when its files leave no doubt.
+    /// Grammar id: bash, c, cpp, csharp, css, dart, elixir, go, haskell, hcl, html, java,
+    /// javascript, json, kotlin, lua, markdown, nix, php, python, ruby, rust, scala,
+    /// solidity, swift, tsx, typescript, yaml, zig; inferred from a file path.
     pub language: Option<String>,
     /// Matches listed (default 50); the total is always counted.
+    #[schemars(range(min = 1, max = 10_000))]
     pub max_results: Option<u64>,
 }
 
 /// `ast_edit {pattern, rewrite, path?, language?, max_results?}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AstEditArgs {
+    /// Code pattern with metavariables.
     pub pattern: String,
-    /// Replacement template; the pattern's metavariables are substituted.
+    /// Replacement template; $NAME and $$$NAME are replaced by what the pattern captured.
     pub rewrite: String,
+    /// File or directory, relative to the workdir (default: the workdir).
     pub path: Option<String>,
+    /// Grammar id (see ast_grep); inferred from a file path.
     pub language: Option<String>,
-    /// Most replacements staged (default 50); more is refused, never staged in part.
+    /// Most replacements to stage (default 50); more is refused, never staged in part.
+    #[schemars(range(min = 1, max = 10_000))]
     pub max_results: Option<u64>,
 }
 
 /// What `resolve` does with a staged edit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResolveAction {
     Accept,
@@ -340,14 +470,17 @@ pub enum ResolveAction {
 }
 
 /// `resolve {edit_id, action}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ResolveArgs {
+    /// Id returned by ast_edit, e.g. "edit_1".
     pub edit_id: String,
+    /// accept writes the staged change; discard drops it.
     pub action: ResolveAction,
 }
 
 /// The language of an `eval` kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EvalLanguage {
     #[default]
@@ -358,20 +491,25 @@ pub enum EvalLanguage {
 }
 
 /// `eval {code, description, language?, reset?, timeout_s?}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct EvalArgs {
+    /// Cell source.
     pub code: String,
     /// 5-10 words saying what the cell does (shown in approval prompts and logs).
+    #[schemars(extend("minWords" = 5, "maxWords" = 10))]
     pub description: String,
+    /// Kernel language (default python).
     pub language: Option<EvalLanguage>,
     /// Discard the interpreter and start clean first.
     pub reset: Option<bool>,
     /// Inactivity budget: seconds the cell may run without output (default 300).
+    #[schemars(range(min = 1, max = 86_400))]
     pub timeout_s: Option<u64>,
 }
 
 /// Operations of the `debug` tool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DebugOp {
     Adapters,
@@ -394,31 +532,188 @@ pub enum DebugOp {
 }
 
 /// `debug {op, ...}`; each op reads the fields it names.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DebugArgs {
+    /// Operation.
     pub op: DebugOp,
-    /// breakpoints: the source file (relative to the workdir or absolute).
+    /// breakpoints: source file, relative to the workdir.
     pub file: Option<String>,
-    /// breakpoints: 1-based lines; empty clears the file's breakpoints.
+    /// breakpoints: 1-based lines; empty clears the file.
+    #[schemars(inner(range(min = 1)))]
     pub lines: Option<Vec<u64>>,
-    /// launch: the program (a `.py` script, an executable, ...).
+    /// launch: the program (a .py script, an executable built with debug info).
     pub program: Option<String>,
     /// launch: the program's arguments.
     pub args: Option<Vec<String>>,
-    /// launch/attach: the adapter by name (default: chosen from the program; attach: debugpy).
+    /// launch/attach: adapter name (default: chosen from the program; attach: debugpy).
     pub adapter: Option<String>,
-    /// attach: the port a debug server listens on (127.0.0.1).
+    /// attach: port of a debug server on 127.0.0.1 (python -m debugpy --listen PORT).
+    #[schemars(range(min = 1, max = 65_535))]
     pub port: Option<u64>,
-    /// continue/pause/step_*/stack: the thread (default: the one that stopped).
+    /// continue/pause/step_*/stack: thread (default: the one that stopped).
+    #[schemars(range(min = 0, max = i64::MAX))]
     pub thread_id: Option<i64>,
-    /// scopes/evaluate: the frame (default: the top frame of the stopped thread).
+    /// scopes/evaluate: frame id from stack (default: the top frame).
+    #[schemars(range(min = 0, max = i64::MAX))]
     pub frame_id: Option<i64>,
-    /// variables: a `reference` from scopes, variables or evaluate.
+    /// variables: reference from scopes, variables or evaluate.
+    #[schemars(range(min = 0, max = i64::MAX))]
     pub reference: Option<i64>,
-    /// evaluate: the expression.
+    /// evaluate: expression, in the frame.
     pub expression: Option<String>,
     /// output: byte offset (default: where the last read stopped).
+    #[schemars(range(min = 0, max = i64::MAX))]
     pub offset: Option<u64>,
-    /// output: most bytes to return (default 65536).
+    /// output: most bytes (default 65536).
+    #[schemars(range(min = 1, max = 1_048_576))]
     pub limit: Option<u64>,
+}
+
+/// `read {path, offset?, limit?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// File, relative to the workdir.
+    pub path: String,
+    /// First line (1-based); negative counts from the end (default 1).
+    #[schemars(range(min = i64::MIN, max = i64::MAX))]
+    pub offset: Option<i64>,
+    /// Number of lines (default 2000; a read also stops at 40000 characters).
+    #[schemars(range(min = 1, max = i64::MAX))]
+    pub limit: Option<u64>,
+}
+
+/// `ls {path?}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LsArgs {
+    /// Directory (default: the workdir).
+    pub path: Option<String>,
+}
+
+/// `find {pattern, path?, hidden?, ignored?, max_results?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindArgs {
+    /// Glob.
+    pub pattern: String,
+    /// Directory to search (default: the workdir).
+    pub path: Option<String>,
+    /// Include hidden files.
+    pub hidden: Option<bool>,
+    /// Include files .gitignore and .ignore exclude.
+    pub ignored: Option<bool>,
+    /// Most paths listed (default 1000); the total is always counted.
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub max_results: Option<u64>,
+}
+
+/// Case sensitivity of `grep`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GrepCase {
+    #[default]
+    Sensitive,
+    Insensitive,
+    Smart,
+}
+
+/// `grep {pattern, path?, glob?, case?, context?, max_results?, hidden?, ignored?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepArgs {
+    /// Regex.
+    pub pattern: String,
+    /// File or directory (default: the workdir).
+    pub path: Option<String>,
+    /// Only files matching these globs, comma-separated, ! excludes (e.g. "*.rs,!*_test.rs").
+    pub glob: Option<String>,
+    /// Case sensitivity (default sensitive).
+    pub case: Option<GrepCase>,
+    /// Lines of context around each match (default 0).
+    #[schemars(range(min = 0, max = 100))]
+    pub context: Option<u64>,
+    /// Most matching lines (default 200).
+    #[schemars(range(min = 1, max = 100_000))]
+    pub max_results: Option<u64>,
+    /// Include hidden files.
+    pub hidden: Option<bool>,
+    /// Include files .gitignore and .ignore exclude.
+    pub ignored: Option<bool>,
+}
+
+/// `write {path, content}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// File.
+    pub path: String,
+    /// Full content.
+    pub content: String,
+}
+
+/// `edit {path, old_text, new_text, replace_all?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditArgs {
+    /// File.
+    pub path: String,
+    /// Exact text to replace.
+    pub old_text: String,
+    /// Replacement.
+    pub new_text: String,
+    /// Replace every occurrence.
+    pub replace_all: Option<bool>,
+}
+
+/// `apply_patch {patch}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyPatchArgs {
+    /// Unified diff.
+    pub patch: String,
+}
+
+/// `tool_result_read {ref, offset?, limit?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolResultReadArgs {
+    /// Reference from a projected result.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// First character.
+    #[schemars(range(min = 0, max = i64::MAX))]
+    pub offset: Option<u64>,
+    /// Characters (default 12000).
+    #[schemars(range(min = 1, max = 48_000))]
+    pub limit: Option<u64>,
+}
+
+/// `download_model {model, variant?, revision?}` (registered; no worker in this build).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DownloadModelArgs {
+    /// Repository id.
+    pub model: String,
+    /// File variant.
+    pub variant: Option<String>,
+    /// Revision.
+    pub revision: Option<String>,
+}
+
+/// `list_downloads {}` (registered; no worker in this build).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDownloadsArgs {}
+
+/// `_probe_serial` / `_probe_parallel {tag, sleep_ms?}`: the test suite's lane probes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeArgs {
+    /// Label.
+    pub tag: String,
+    /// Sleep.
+    #[schemars(range(min = 0, max = 60_000))]
+    pub sleep_ms: Option<u64>,
 }

@@ -255,9 +255,11 @@ pub struct ApprovalAnswer {
 }
 
 /// One option of a question.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuestionOption {
+    /// What the person picks.
     pub label: String,
+    /// What picking it means.
     pub description: Option<String>,
 }
 

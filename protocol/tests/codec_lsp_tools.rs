@@ -4,7 +4,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::json;
 use toolvisor_protocol::codec::{self, Codec};
-use toolvisor_protocol::tools::{LspArgs, LspRenameArgs, SyncedWriteArgs};
+use toolvisor_protocol::tools::{LspArgs, LspOp, LspRenameArgs, SyncedWriteArgs};
 
 fn both<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(v: &T) {
     for c in [Codec::Bincode, Codec::Json] {
@@ -17,7 +17,7 @@ fn both<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(v: &T) {
 #[test]
 fn lsp_tool_types_round_trip() {
     both(&LspArgs {
-        op: "definition".into(),
+        op: LspOp::Definition,
         file: Some("app/한글.py".into()),
         line: Some(2),
         symbol: Some("make".into()),

@@ -1,10 +1,15 @@
-//! The tool registry: every tool of the spec with its tier, parallel safety, approval rule,
-//! the resource it needs, and its argument schema; plus the argument validator and the
-//! rules that decide what a client may see and call.
+//! The tool registry: assembles every family's tool declarations (`tools::<family>::declare`,
+//! each next to its handlers) and holds the rules that decide what a client may see and call;
+//! plus the argument validator. A tool's schema is derived from the typed argument struct its
+//! handler parses (`schema_of`), so the schema clients see cannot drift from the parse.
 
 use std::collections::BTreeMap;
+use std::fmt::Debug;
 
-use serde_json::{Value as Json, json};
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value as Json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::value::Value;
 use toolvisor_protocol::wire::{Surface, Tier, ToolInfo};
@@ -20,15 +25,41 @@ pub enum Attachment {
     Detached(String),
 }
 
+/// A set of one tool's operations, typed by its arguments' `op` enum: `&[ProcessOp::Start]`.
+pub trait OpSet: Debug + Send + Sync {
+    /// Whether the call's `op` is in the set; `None` when `args` has no `op` of the enum.
+    fn holds(&self, args: &Json) -> Option<bool>;
+}
+
+impl<T, const N: usize> OpSet for [T; N]
+where
+    T: DeserializeOwned + PartialEq + Debug + Send + Sync,
+{
+    fn holds(&self, args: &Json) -> Option<bool> {
+        let op = T::deserialize(args.get("op")?).ok()?;
+        Some(self.contains(&op))
+    }
+}
+
 /// When a call needs the client's approval.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Approval {
     Never,
     Always,
-    /// Only calls whose `op` is one of these (state-changing operations).
-    Ops(&'static [&'static str]),
+    /// Only calls whose `op` is one of these (state-changing operations); a call without a
+    /// readable `op` needs approval too (the validator refuses it first anyway).
+    Ops(&'static dyn OpSet),
 }
 
+/// A tier above the tool's for some of its operations.
+#[derive(Clone, Copy, Debug)]
+pub struct OpTier {
+    pub ops: &'static dyn OpSet,
+    pub tier: Tier,
+}
+
+/// One tool as its family declares it. Built with [`ToolSpec::new`], which derives the
+/// schema and the typed parse from the same argument type.
 #[derive(Clone, Debug)]
 pub struct ToolSpec {
     pub name: &'static str,
@@ -36,17 +67,73 @@ pub struct ToolSpec {
     pub tier: Tier,
     pub parallel_safe: bool,
     pub approval: Approval,
+    /// Operations that need a higher tier than the tool's (`lsp trust`).
+    pub op_tier: Option<OpTier>,
     pub resource: &'static str,
+    /// The JSON schema of the arguments, derived from `args_type`.
     pub schema: Json,
+    /// The Rust type the handler parses the arguments into.
+    pub args_type: &'static str,
+    /// That parse, for tests and the fuzz: what the validator accepts must pass it.
+    parse: fn(&Json) -> Result<(), String>,
     pub attachment: Attachment,
 }
 
 impl ToolSpec {
+    /// A tool whose handler parses its arguments into `A`: the schema is `A`'s. Parallel
+    /// safe, no approval, attached, until the builder methods say otherwise.
+    pub fn new<A: JsonSchema + DeserializeOwned>(
+        name: &'static str,
+        tier: Tier,
+        resource: &'static str,
+        description: &'static str,
+    ) -> Self {
+        ToolSpec {
+            name,
+            description,
+            tier,
+            parallel_safe: true,
+            approval: Approval::Never,
+            op_tier: None,
+            resource,
+            schema: schema_of::<A>(),
+            args_type: std::any::type_name::<A>(),
+            parse: |args| A::deserialize(args).map(drop).map_err(|e| e.to_string()),
+            attachment: Attachment::Attached,
+        }
+    }
+
+    pub fn approval(mut self, approval: Approval) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// Calls run one at a time per conversation, in order (a lane).
+    pub fn serial(mut self) -> Self {
+        self.parallel_safe = false;
+        self
+    }
+
+    pub fn op_tier(mut self, ops: &'static dyn OpSet, tier: Tier) -> Self {
+        self.op_tier = Some(OpTier { ops, tier });
+        self
+    }
+
+    pub fn attachment(mut self, attachment: Attachment) -> Self {
+        self.attachment = attachment;
+        self
+    }
+
+    /// The typed parse the handler does (after validation), without its result.
+    pub fn parses(&self, args: &Json) -> Result<(), String> {
+        (self.parse)(args)
+    }
+
     /// The tier of this particular call when it is above the tool's: `lsp trust` lets later
     /// read calls run project code, so it needs a write-tier surface (and approval).
     pub fn call_tier(&self, args: &Json) -> Tier {
-        match (self.name, args.get("op").and_then(Json::as_str)) {
-            ("lsp", Some("trust")) => Tier::Write,
+        match self.op_tier {
+            Some(raised) if raised.ops.holds(args) == Some(true) => raised.tier,
             _ => self.tier,
         }
     }
@@ -56,10 +143,7 @@ impl ToolSpec {
         match self.approval {
             Approval::Never => false,
             Approval::Always => true,
-            Approval::Ops(ops) => args
-                .get("op")
-                .and_then(Json::as_str)
-                .is_none_or(|op| ops.contains(&op)),
+            Approval::Ops(ops) => ops.holds(args).unwrap_or(true),
         }
     }
 
@@ -69,7 +153,7 @@ impl ToolSpec {
             description: self.description.to_string(),
             tier: self.tier,
             parallel_safe: self.parallel_safe,
-            requires_approval: self.approval != Approval::Never,
+            requires_approval: !matches!(self.approval, Approval::Never),
             resource: self.resource.to_string(),
             schema: Value(self.schema.clone()),
             available,
@@ -78,428 +162,126 @@ impl ToolSpec {
     }
 }
 
-fn obj(props: Json, required: &[&str]) -> Json {
-    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+/// The JSON schema clients see for arguments of type `A`: derived by schemars (field docs
+/// as descriptions, ranges, enums, `required`, `additionalProperties: false` from
+/// `deny_unknown_fields`), then made small and self-contained for the validator: every
+/// subschema inlined (no `$ref`/`$defs`), an optional field's schema is its value's (`null`
+/// means absent), an enum of unit variants is a plain string `enum`, and no `$schema`,
+/// `title`, `format` or root description.
+pub fn schema_of<A: JsonSchema>() -> Json {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings.meta_schema = None;
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<A>()
+        .to_value();
+    tidy(&mut schema);
+    if let Some(root) = schema.as_object_mut() {
+        root.remove("description");
+        // A struct without (required) fields still says so, as clients expect.
+        root.entry("properties")
+            .or_insert_with(|| Json::Object(Map::new()));
+        root.entry("required")
+            .or_insert_with(|| Json::Array(vec![]));
+    }
+    schema
 }
 
-fn s(desc: &str) -> Json {
-    json!({"type": "string", "description": desc})
-}
-fn int(desc: &str, min: i64, max: i64) -> Json {
-    json!({"type": "integer", "description": desc, "minimum": min, "maximum": max})
-}
-fn boolean(desc: &str) -> Json {
-    json!({"type": "boolean", "description": desc})
-}
-fn one_of(desc: &str, values: &[&str]) -> Json {
-    json!({"type": "string", "description": desc, "enum": values})
-}
-
-/// All tools of the spec. `probe_tools` adds the two lane-probing test tools.
-pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
-    use Approval::*;
-    use Attachment::*;
-    use Tier::*;
-    // Attached: the language-server supervisor is part of every daemon; whether a server can
-    // run for a given checkout is `lsp status`'s business, not the surface's.
-    let lsp_attached = Attached;
-    // Attached: the tree-sitter grammars are linked into the daemon.
-    let structural = Attached;
-    // Attached: the file tools and the result store are in-process.
-    let files = Attached;
-    // The daemon replaces this with what its configuration says (`tools::human`).
-    let vibe = Detached(
-        "vibe mode is off: no worker command is configured ([vibe.tiers.fast] or [vibe.tiers.good] command = [...])".into(),
-    );
-    let downloads = NotBuilt("download jobs are not built yet");
-    let mut tools = vec![
-        ToolSpec {
-            name: "bash",
-            description: "Run a shell command line in the run's workdir; returns stdout, stderr, exit code and wall time.",
-            tier: Exec,
-            parallel_safe: true,
-            approval: Always,
-            resource: "processes",
-            schema: obj(
-                json!({"command": s("shell command line"), "timeout_s": int("wall-clock limit in seconds (default 120)", 1, 3600)}),
-                &["command"],
-            ),
-            attachment: Attached,
-        },
-        ToolSpec {
-            name: "process",
-            description: "Tracked background processes of this conversation: start, list, read output by offset, write stdin, kill.",
-            tier: Exec,
-            parallel_safe: true,
-            approval: Ops(&["start", "write", "kill"]),
-            resource: "processes",
-            schema: obj(
-                json!({
-                    "op": one_of("operation", &["start", "list", "read", "write", "kill"]),
-                    "command": s("start: shell command line"),
-                    "label": s("start: short name shown in lists"),
-                    "restart": one_of("start: restart policy (default no)", &["no", "on_failure", "always"]),
-                "ttl_s": int("start: stop the process after this many seconds", 1, 30 * 24 * 3600),
-                    "id": s("read/write/kill: process id from start"),
-                    "offset": int("read: byte offset (default: where the last read stopped)", 0, i64::MAX),
-                    "limit": int("read: most bytes to return (default 65536)", 1, 1_048_576),
-                    "data": s("write: text for stdin"),
-                    "eof": boolean("write: close stdin afterwards"),
-                }),
-                &["op"],
-            ),
-            attachment: Attached,
-        },
-        ToolSpec {
-            name: "lsp",
-            description: "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Ops(&["trust"]),
-            resource: "language_servers",
-            schema: obj(
-                json!({
-                    "op": one_of("operation", &["diagnostics", "definition", "type_definition", "implementation", "references", "hover", "symbols", "code_actions", "status", "reload", "trust"]),
-                    "file": s("file path, or \"*\" for diagnostics of the whole project"),
-                    "line": int("1-based line", 1, i64::MAX),
-                    "symbol": s("substring naming the symbol on that line"),
-                    "query": s("symbols: workspace query"),
-                    "occurrence": int("which occurrence of symbol on the line (1-based)", 1, 1000),
-                }),
-                &["op"],
-            ),
-            attachment: lsp_attached.clone(),
-        },
-        ToolSpec {
-            name: "lsp_rename",
-            description: "Rename a symbol project-wide through the language server; all files or none.",
-            tier: Write,
-            parallel_safe: true,
-            approval: Always,
-            resource: "language_servers",
-            schema: obj(
-                json!({"file": s("file"), "line": int("1-based line", 1, i64::MAX), "symbol": s("symbol on the line"), "new_name": s("new name"), "occurrence": int("which occurrence of symbol on the line (1-based)", 1, 1000)}),
-                &["file", "line", "symbol", "new_name"],
-            ),
-            attachment: lsp_attached.clone(),
-        },
-        ToolSpec {
-            name: "synced_write",
-            description: "Tell the language servers a file was written by the harness; returns diagnostics new for this run.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "language_servers",
-            schema: obj(json!({"path": s("file that was written")}), &["path"]),
-            attachment: lsp_attached,
-        },
-        ToolSpec {
-            name: "ast_grep",
-            description: "Structural search by code shape (ast-grep): $NAME matches one node, $$$NAME a run of sibling nodes, $_ any node without binding; a metavariable used twice must match identical code. Returns path:line:col, matched text and captures, the total count and whether the list was cut.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "structural",
-            schema: obj(
-                json!({"pattern": s("code pattern with metavariables, e.g. `$A.unwrap()`"), "path": s("file or directory, relative to the workdir (default: the workdir)"), "language": s("grammar id: bash, c, cpp, csharp, css, dart, elixir, go, haskell, hcl, html, java, javascript, json, kotlin, lua, markdown, nix, php, python, ruby, rust, scala, solidity, swift, tsx, typescript, yaml, zig; inferred from a file path"), "max_results": int("matches listed (default 50); the total is always counted", 1, 10_000)}),
-                &["pattern"],
-            ),
-            attachment: structural.clone(),
-        },
-        ToolSpec {
-            name: "ast_edit",
-            description: "Stage a structural rewrite: every match of `pattern` replaced by `rewrite` with its metavariables substituted. Nothing is written: returns an edit_id and a diff preview; call resolve to accept (all files or none) or discard.",
-            tier: Write,
-            parallel_safe: true,
-            approval: Always,
-            resource: "structural",
-            schema: obj(
-                json!({"pattern": s("code pattern with metavariables"), "rewrite": s("replacement template; $NAME and $$$NAME are replaced by what the pattern captured"), "path": s("file or directory, relative to the workdir (default: the workdir)"), "language": s("grammar id (see ast_grep); inferred from a file path"), "max_results": int("most replacements to stage (default 50); more is refused, never staged in part", 1, 10_000)}),
-                &["pattern", "rewrite"],
-            ),
-            attachment: structural.clone(),
-        },
-        ToolSpec {
-            name: "resolve",
-            description: "Accept or discard an edit staged by ast_edit in this conversation. Accept first checks every file still holds what it held at staging (any change rejects the whole edit), then writes all files or none.",
-            tier: Write,
-            parallel_safe: true,
-            approval: Always,
-            resource: "structural",
-            schema: obj(
-                json!({"edit_id": s("id returned by ast_edit, e.g. \"edit_1\""), "action": one_of("accept writes the staged change; discard drops it", &["accept", "discard"])}),
-                &["edit_id", "action"],
-            ),
-            attachment: structural,
-        },
-        ToolSpec {
-            name: "debug",
-            description: "Debug a program through a real debug adapter (DAP: debugpy for .py, lldb-dap for native executables), one session per conversation: set breakpoints (also before launch), launch (returns once stopped at a breakpoint or the entry, with where) or attach to a debugpy server port, continue/pause/step, threads, stack (<=30 frames), scopes, variables (<=50 children, values cut at 400 chars), evaluate, output (the program's stdout/stderr by offset), terminate. `adapters` says which adapters work here and why not.",
-            tier: Exec,
-            parallel_safe: false,
-            approval: Ops(&[
-                "launch",
-                "attach",
-                "continue",
-                "pause",
-                "step_over",
-                "step_in",
-                "step_out",
-                "evaluate",
-                "terminate",
-            ]),
-            resource: "debug_adapters",
-            schema: obj(
-                json!({
-                    "op": one_of("operation", &["adapters", "status", "breakpoints", "launch", "attach", "continue", "pause", "step_over", "step_in", "step_out", "threads", "stack", "scopes", "variables", "evaluate", "output", "terminate"]),
-                    "file": s("breakpoints: source file, relative to the workdir"), "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}, "description": "breakpoints: 1-based lines; empty clears the file"},
-                    "program": s("launch: the program (a .py script, an executable built with debug info)"), "args": {"type": "array", "items": {"type": "string"}, "description": "launch: the program's arguments"},
-                    "adapter": s("launch/attach: adapter name (default: chosen from the program; attach: debugpy)"),
-                    "port": int("attach: port of a debug server on 127.0.0.1 (python -m debugpy --listen PORT)", 1, 65535), "thread_id": int("continue/pause/step_*/stack: thread (default: the one that stopped)", 0, i64::MAX), "frame_id": int("scopes/evaluate: frame id from stack (default: the top frame)", 0, i64::MAX),
-                    "reference": int("variables: reference from scopes, variables or evaluate", 0, i64::MAX), "expression": s("evaluate: expression, in the frame"),
-                    "offset": int("output: byte offset (default: where the last read stopped)", 0, i64::MAX), "limit": int("output: most bytes (default 65536)", 1, 1_048_576),
-                }),
-                &["op"],
-            ),
-            // Attached: the debug_adapters supervisor is part of every daemon; which adapters
-            // can run for a checkout is `adapters`' business, not the surface's.
-            attachment: Attached,
-        },
-        ToolSpec {
-            name: "eval",
-            description: "Run a cell in a persistent Python or JavaScript kernel of this conversation: variables, imports and loaded data persist between calls; the last expression is echoed; display(), pandas tables and matplotlib figures come back as outputs; %pip, %cd, !cmd, %%bash and %%timeit work; tool(name, args) calls this registry from the cell.",
-            tier: Exec,
-            parallel_safe: false,
-            approval: Always,
-            resource: "kernels",
-            schema: obj(
-                json!({
-                    "code": s("cell source"),
-                    "description": {"type": "string", "description": "5-10 words saying what the cell does", "minWords": 5, "maxWords": 10},
-                    "language": one_of("default python; typescript runs in the javascript kernel, types stripped", &["python", "javascript", "typescript"]),
-                    "reset": boolean("discard the interpreter and start clean first"),
-                    "timeout_s": int("inactivity budget: seconds the cell may run without output (default 300)", 1, 86_400),
-                }),
-                &["code", "description"],
-            ),
-            attachment: Attached,
-        },
-        ToolSpec {
-            name: "ask_user",
-            description: "Ask the operator a question and wait for the answer, a skip, or a timeout.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "question_port",
-            schema: obj(
-                json!({
-                    "question": s("the question"), "context": s("what the person needs to know"),
-                    "options": {"type": "array", "items": {"type": "object", "properties": {"label": {"type": "string"}, "description": {"type": "string"}}, "required": ["label"]}},
-                    "allow_free_text": boolean("accept an answer outside the options"), "multi_select": boolean("accept several options"),
-                }),
-                &["question"],
-            ),
-            // A question port can attach to any run; whether a person is attached *now*
-            // is decided per call (`no_human`).
-            attachment: Attached,
-        },
-        ToolSpec {
-            name: "vibe_spawn",
-            description: "Start a background worker on a brief; returns a worker id at once.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "vibe_roster",
-            schema: obj(
-                json!({"brief": s("what to do"), "label": s("short name"), "tier": one_of("default fast", &["fast", "good"])}),
-                &["brief", "label"],
-            ),
-            attachment: vibe.clone(),
-        },
-        ToolSpec {
-            name: "vibe_send",
-            description: "Append a message to a worker's brief and rerun it.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "vibe_roster",
-            schema: obj(
-                json!({"worker_id": s("worker"), "message": s("message")}),
-                &["worker_id", "message"],
-            ),
-            attachment: vibe.clone(),
-        },
-        ToolSpec {
-            name: "vibe_wait",
-            description: "Wait for a worker to finish (or the timeout) and return its state and last result.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "vibe_roster",
-            schema: obj(
-                json!({"worker_id": s("worker"), "timeout_seconds": int("how long to wait", 0, 86_400)}),
-                &["worker_id"],
-            ),
-            attachment: vibe.clone(),
-        },
-        ToolSpec {
-            name: "vibe_kill",
-            description: "Stop a worker and its whole process group.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "vibe_roster",
-            schema: obj(json!({"worker_id": s("worker")}), &["worker_id"]),
-            attachment: vibe.clone(),
-        },
-        ToolSpec {
-            name: "vibe_list",
-            description: "List workers: tier, state, elapsed, last result.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "vibe_roster",
-            schema: obj(json!({}), &[]),
-            attachment: vibe,
-        },
-        ToolSpec {
-            name: "download_model",
-            description: "Start downloading a model's whole file set in the background; poll with list_downloads.",
-            tier: Write,
-            parallel_safe: true,
-            approval: Always,
-            resource: "downloads",
-            schema: obj(
-                json!({"model": s("repository id"), "variant": s("file variant"), "revision": s("revision")}),
-                &["model"],
-            ),
-            attachment: downloads.clone(),
-        },
-        ToolSpec {
-            name: "list_downloads",
-            description: "Per-model and per-file progress of downloads.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "downloads",
-            schema: obj(json!({}), &[]),
-            attachment: downloads,
-        },
-        ToolSpec {
-            name: "read",
-            description: "Read a text file by line range with line numbers (`offset` 1-based, negative counts from the end: -100 = the last 100 lines), or an image (PNG, JPEG, GIF, WebP, BMP) fitted to the model's limits. Binary files are refused.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "files",
-            schema: obj(
-                json!({"path": s("file, relative to the workdir"), "offset": int("first line (1-based); negative counts from the end (default 1)", i64::MIN, i64::MAX), "limit": int("number of lines (default 2000; a read also stops at 40000 characters)", 1, i64::MAX)}),
-                &["path"],
-            ),
-            attachment: files.clone(),
-        },
-        ToolSpec {
-            name: "ls",
-            description: "List a directory (hidden entries included): name (directories end in /), type, size, symlink target.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "files",
-            schema: obj(json!({"path": s("directory (default: the workdir)")}), &[]),
-            attachment: files.clone(),
-        },
-        ToolSpec {
-            name: "find",
-            description: "Find files and directories by glob, in parallel, skipping .gitignored and hidden ones unless asked. A glob without / matches names (*.rs), one with / the path under `path` (src/**/*.rs). Sorted paths relative to the workdir.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "files",
-            schema: obj(
-                json!({"pattern": s("glob"), "path": s("directory to search (default: the workdir)"), "hidden": boolean("include hidden files"), "ignored": boolean("include files .gitignore and .ignore exclude"), "max_results": int("most paths listed (default 1000); the total is always counted", 1, 1_000_000)}),
-                &["pattern"],
-            ),
-            attachment: files.clone(),
-        },
-        ToolSpec {
-            name: "grep",
-            description: "Search file contents by regex (Rust syntax), in parallel, skipping .gitignored, hidden and binary files. Output as ripgrep prints it: path:line:text, path-line-text for context, files in path order.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "files",
-            schema: obj(
-                json!({"pattern": s("regex"), "path": s("file or directory (default: the workdir)"), "glob": s("only files matching these globs, comma-separated, ! excludes (e.g. \"*.rs,!*_test.rs\")"), "case": one_of("case sensitivity (default sensitive)", &["sensitive", "insensitive", "smart"]), "context": int("lines of context around each match (default 0)", 0, 100), "max_results": int("most matching lines (default 200)", 1, 100_000), "hidden": boolean("include hidden files"), "ignored": boolean("include files .gitignore and .ignore exclude")}),
-                &["pattern"],
-            ),
-            attachment: files.clone(),
-        },
-        ToolSpec {
-            name: "write",
-            description: "Create or replace a file with `content`, atomically (temp file + rename), keeping its mode; parent directories are created. Paths outside the workdir are refused.",
-            tier: Write,
-            parallel_safe: true,
-            approval: Always,
-            resource: "files",
-            schema: obj(
-                json!({"path": s("file"), "content": s("full content")}),
-                &["path", "content"],
-            ),
-            attachment: files.clone(),
-        },
-        ToolSpec {
-            name: "edit",
-            description: "Replace an exact text in a file (atomic write). old_text must match exactly once unless replace_all; zero or several matches is an error saying how many and at which lines. Returns a unified diff.",
-            tier: Write,
-            parallel_safe: true,
-            approval: Always,
-            resource: "files",
-            schema: obj(
-                json!({"path": s("file"), "old_text": s("exact text to replace"), "new_text": s("replacement"), "replace_all": boolean("replace every occurrence")}),
-                &["path", "old_text", "new_text"],
-            ),
-            attachment: files.clone(),
-        },
-        ToolSpec {
-            name: "apply_patch",
-            description: "Apply a unified diff (one or more files; /dev/null creates or deletes). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
-            tier: Write,
-            parallel_safe: true,
-            approval: Always,
-            resource: "files",
-            schema: obj(json!({"patch": s("unified diff")}), &["patch"]),
-            attachment: files.clone(),
-        },
-        ToolSpec {
-            name: "tool_result_read",
-            description: "Read a stored large result by characters, from the `ref` its projection named: text, next_offset, total_chars, eof, source_tool, content_type, storage_kind.",
-            tier: Read,
-            parallel_safe: true,
-            approval: Never,
-            resource: "result_store",
-            schema: obj(
-                json!({"ref": s("reference from a projected result"), "offset": int("first character", 0, i64::MAX), "limit": int("characters (default 12000)", 1, 48_000)}),
-                &["ref"],
-            ),
-            attachment: files,
-        },
-    ];
-    if probe_tools {
-        for (name, parallel_safe) in [("_probe_serial", false), ("_probe_parallel", true)] {
-            tools.push(ToolSpec {
-                name,
-                description: "Test tool: sleeps, then reports when it started and ended.",
-                tier: Read,
-                parallel_safe,
-                approval: Never,
-                resource: "testing",
-                schema: obj(
-                    json!({"tag": s("label"), "sleep_ms": int("sleep", 0, 60_000)}),
-                    &["tag"],
-                ),
-                attachment: Attached,
-            });
+/// The post-processing of [`schema_of`], bottom-up along the subschemas (never into a
+/// `properties` map's keys, which are field names).
+fn tidy(schema: &mut Json) {
+    let Json::Object(map) = schema else {
+        return;
+    };
+    for (key, value) in map.iter_mut() {
+        match (key.as_str(), value) {
+            ("properties" | "$defs", Json::Object(subs)) => subs.values_mut().for_each(tidy),
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(subs)) => {
+                subs.iter_mut().for_each(tidy)
+            }
+            ("items" | "additionalProperties", sub) => tidy(sub),
+            _ => {}
         }
+    }
+    for key in ["$schema", "title", "format"] {
+        map.remove(key);
+    }
+    // A doc comment's line breaks are not the text's: one line per paragraph.
+    if let Some(Json::String(text)) = map.get_mut("description") {
+        *text = text
+            .split("\n\n")
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    // `["integer", "null"]` → `"integer"`: the validator treats null as absent.
+    if let Some(Json::Array(types)) = map.get("type") {
+        let kept: Vec<Json> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if kept.len() == 1 {
+            map.insert("type".into(), kept[0].clone());
+        }
+    }
+    if let Some(Json::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    // `anyOf`/`oneOf` of an inlined schema and `null` (an optional enum), or of
+    // `const`s and `enum`s (an enum some of whose variants have docs): one string
+    // enum.
+    for key in ["anyOf", "oneOf"] {
+        let Some(Json::Array(alternatives)) = map.get(key) else {
+            continue;
+        };
+        let real: Vec<&Json> = alternatives
+            .iter()
+            .filter(|a| a.get("type") != Some(&Json::from("null")))
+            .collect();
+        // Each alternative a `const` or an `enum` (variants with docs and without).
+        let consts: Option<Vec<Json>> = real
+            .iter()
+            .map(|a| match (a.get("const"), a.get("enum")) {
+                (Some(one), _) => Some(vec![one.clone()]),
+                (None, Some(Json::Array(many))) => Some(many.clone()),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(|lists| lists.concat());
+        let merged = match (consts, real.as_slice()) {
+            (Some(values), _) if values.iter().all(Json::is_string) => {
+                let mut m = Map::new();
+                m.insert("type".into(), "string".into());
+                m.insert("enum".into(), Json::Array(values));
+                m
+            }
+            (_, [one]) => one.as_object().cloned().unwrap_or_default(),
+            _ => continue,
+        };
+        map.remove(key);
+        for (k, v) in merged {
+            // The field's own description wins over its type's.
+            map.entry(k).or_insert(v);
+        }
+    }
+}
+
+/// All tools: every family's declarations. `probe_tools` adds the two lane-probing test
+/// tools. To add a tool, declare it in its family's `declare()` (at the end of
+/// `tools/<family>.rs`) with the argument type its handler parses.
+pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
+    use crate::tools::families as f;
+    let mut tools = [
+        f::jobs(),
+        f::lsp(),
+        f::structural(),
+        f::debug(),
+        f::eval(),
+        f::human(),
+        f::downloads(),
+        f::files(),
+    ]
+    .concat();
+    if probe_tools {
+        tools.extend(f::probes());
     }
     tools
 }
@@ -690,15 +472,17 @@ fn check_value(path: &str, prop: &Json, value: &Json) -> Result<(), String> {
             names.join(", ")
         ));
     }
-    if let Some(n) = value.as_i64().or_else(|| value.as_u64().map(|_| i64::MAX)) {
-        if let Some(min) = prop.get("minimum").and_then(Json::as_i64)
+    // Compared as i128, so a u64 past `i64::MAX` is above a maximum of `i64::MAX` (it used to
+    // be read as equal to it, and reached a handler that could not hold it).
+    if let Some(n) = integer(value) {
+        if let Some(min) = prop.get("minimum").and_then(integer)
             && n < min
         {
             return Err(format!(
                 "argument `{path}` is {value}, below the minimum {min}"
             ));
         }
-        if let Some(max) = prop.get("maximum").and_then(Json::as_i64)
+        if let Some(max) = prop.get("maximum").and_then(integer)
             && n > max
         {
             return Err(format!(
@@ -733,6 +517,12 @@ fn check_value(path: &str, prop: &Json, value: &Json) -> Result<(), String> {
     Ok(())
 }
 
+fn integer(v: &Json) -> Option<i128> {
+    v.as_i64()
+        .map(i128::from)
+        .or_else(|| v.as_u64().map(i128::from))
+}
+
 fn type_name(v: &Json) -> &'static str {
     match v {
         Json::Null => "null",
@@ -764,6 +554,7 @@ fn article(ty: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn surface(tier: Tier) -> Surface {
         Surface {
@@ -915,6 +706,74 @@ mod tests {
     }
 
     #[test]
+    fn integers_past_i64_are_compared_not_clamped() {
+        // A u64 past `i64::MAX` used to be read as `i64::MAX`, passed a maximum of
+        // `i64::MAX`, and reached a handler that could not hold it.
+        let reg = Registry::new(all_tools(false), vec![]);
+        let big = json!(9_223_372_036_854_775_808u64);
+        let err = |tool: &str, args: Json| {
+            validate(tool, &reg.get(tool).unwrap().schema, &args)
+                .unwrap_err()
+                .message
+        };
+        let e = err("process", json!({"op": "read", "id": "p1", "offset": big}));
+        assert!(
+            e.contains("`offset` is 9223372036854775808, above the maximum 9223372036854775807"),
+            "{e}"
+        );
+        let e = err("read", json!({"path": "f", "offset": u64::MAX}));
+        assert!(
+            e.contains("`offset`") && e.contains("above the maximum"),
+            "{e}"
+        );
+        let read = &reg.get("read").unwrap().schema;
+        validate("read", read, &json!({"path": "f", "offset": i64::MAX})).unwrap();
+        validate("read", read, &json!({"path": "f", "offset": i64::MIN})).unwrap();
+    }
+
+    #[test]
+    fn derived_schemas_are_small_and_say_what_the_typed_args_say() {
+        let reg = Registry::new(all_tools(false), vec![]);
+        let process = &reg.get("process").unwrap().schema;
+        assert_eq!(
+            process["properties"]["op"],
+            json!({"description": "Operation.", "type": "string",
+                   "enum": ["start", "list", "read", "write", "kill"]})
+        );
+        assert_eq!(process["required"], json!(["op"]));
+        assert_eq!(process["additionalProperties"], json!(false));
+        let ttl = &process["properties"]["ttl_s"];
+        assert_eq!(
+            (&ttl["type"], &ttl["minimum"], &ttl["maximum"]),
+            (&json!("integer"), &json!(1), &json!(2_592_000))
+        );
+        // A doc comment's line breaks are gone; no `format`, `title`, `$schema`, `$defs`.
+        let offset = process["properties"]["offset"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(!offset.contains('\n'), "{offset}");
+        for key in ["$schema", "$defs", "title", "description"] {
+            assert!(process.get(key).is_none(), "{key}");
+        }
+        assert!(process["properties"]["offset"].get("format").is_none());
+        // A variant with docs does not split an enum (`lsp`'s `trust`).
+        let op = &reg.get("lsp").unwrap().schema["properties"]["op"];
+        assert_eq!(op["enum"].as_array().unwrap().len(), 11);
+        assert!(
+            op.get("oneOf").is_none() && op.get("anyOf").is_none(),
+            "{op}"
+        );
+        // An empty struct: an object with no properties, nothing required.
+        assert_eq!(
+            reg.get("vibe_list").unwrap().schema,
+            json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
+        );
+        // A nested struct is inlined, with its own required field.
+        let items = &reg.get("ask_user").unwrap().schema["properties"]["options"]["items"];
+        assert_eq!(items["required"], json!(["label"]));
+    }
+
+    #[test]
     fn approval_follows_the_op() {
         let reg = Registry::new(all_tools(false), vec![]);
         let p = reg.get("process").unwrap();
@@ -932,6 +791,12 @@ mod tests {
         assert!(lsp.needs_approval(&json!({"op": "trust"})));
         assert_eq!(lsp.call_tier(&json!({"op": "hover"})), Tier::Read);
         assert_eq!(lsp.call_tier(&json!({"op": "trust"})), Tier::Write);
+        // Typed: an op the enum does not know, or none, needs approval (never skips it).
+        assert!(p.needs_approval(&json!({"op": "explode"})));
+        assert!(p.needs_approval(&json!({})));
+        let debug = reg.get("debug").unwrap();
+        assert!(debug.needs_approval(&json!({"op": "step_over"})));
+        assert!(!debug.needs_approval(&json!({"op": "stack"})));
     }
 
     #[test]

@@ -169,7 +169,10 @@ pub fn summary(tool: &str, args: &Json) -> String {
 /// The line an approval request shows: [`summary`], except where the daemon knows more than
 /// the arguments say (`lsp trust` names the roots it would trust and what that allows).
 pub fn approval_summary(services: &Services, ctx: &CallCtx, tool: &str, args: &Json) -> String {
-    if tool == "lsp" && args.get("op").and_then(Json::as_str) == Some("trust") {
+    use serde::Deserialize;
+    use toolvisor_protocol::tools::LspOp;
+    let op = args.get("op").and_then(|op| LspOp::deserialize(op).ok());
+    if tool == "lsp" && op == Some(LspOp::Trust) {
         return lsp::trust_summary(&lsp::LspTools::of(services), ctx, args);
     }
     summary(tool, args)
@@ -195,7 +198,7 @@ pub async fn run(
             run_bash(&bash, ctx, parse("bash", args)?).await
         }
         (_, "process") => run_process(&s.processes, ctx, parse("process", args)?).await,
-        (_, "_probe_serial" | "_probe_parallel") => probe(ctx, args).await,
+        (_, "_probe_serial" | "_probe_parallel") => probe(ctx, parse(tool, args)?).await,
         ("files" | "result_store", _) => {
             files::run(&files::FileTools::of(s), ctx, tool, args).await
         }
@@ -325,16 +328,93 @@ fn now_us() -> u64 {
 }
 
 /// Test tool: sleeps `sleep_ms`, reports start and end times (for lane ordering tests).
-async fn probe(ctx: &CallCtx, args: Json) -> Result<Json, ToolError> {
-    let tag = args
-        .get("tag")
-        .and_then(Json::as_str)
-        .unwrap_or("")
-        .to_string();
-    let sleep_ms = args.get("sleep_ms").and_then(Json::as_u64).unwrap_or(0);
+async fn probe(
+    ctx: &CallCtx,
+    args: toolvisor_protocol::tools::ProbeArgs,
+) -> Result<Json, ToolError> {
+    let (tag, sleep_ms) = (args.tag, args.sleep_ms.unwrap_or(0));
     let start_us = now_us();
     tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
     Ok(
         json!({"tag": tag, "conversation": ctx.conversation, "start_us": start_us, "end_us": now_us()}),
     )
+}
+
+/// Every family's tool declarations, for `registry::all_tools` to assemble.
+pub(crate) mod families {
+    pub(crate) use super::debug::declare as debug;
+    pub(crate) use super::decl::{downloads, jobs, probes};
+    pub(crate) use super::eval::declare as eval;
+    pub(crate) use super::files::declare as files;
+    pub(crate) use super::human::declare as human;
+    pub(crate) use super::lsp::declare as lsp;
+    pub(crate) use super::structural::declare as structural;
+}
+
+/// The tools whose handlers are in this file (`bash`, `process`, the lane probes), and the
+/// registered tools without a worker (`download_model`, `list_downloads`).
+mod decl {
+    use toolvisor_protocol::tools::{
+        BashArgs, DownloadModelArgs, ListDownloadsArgs, ProbeArgs, ProcessArgs, ProcessOp,
+    };
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, Attachment, ToolSpec};
+
+    pub(crate) fn jobs() -> Vec<ToolSpec> {
+        vec![
+            ToolSpec::new::<BashArgs>(
+                "bash",
+                Tier::Exec,
+                "processes",
+                "Run a shell command line in the run's workdir; returns stdout, stderr, exit code and wall time.",
+            )
+            .approval(Approval::Always),
+            ToolSpec::new::<ProcessArgs>(
+                "process",
+                Tier::Exec,
+                "processes",
+                "Tracked background processes of this conversation: start, list, read output by offset, write stdin, kill.",
+            )
+            .approval(Approval::Ops(&[
+                ProcessOp::Start,
+                ProcessOp::Write,
+                ProcessOp::Kill,
+            ])),
+        ]
+    }
+
+    pub(crate) fn downloads() -> Vec<ToolSpec> {
+        let downloads = Attachment::NotBuilt("download jobs are not built yet");
+        vec![
+            ToolSpec::new::<DownloadModelArgs>(
+                "download_model",
+                Tier::Write,
+                "downloads",
+                "Start downloading a model's whole file set in the background; poll with list_downloads.",
+            )
+            .approval(Approval::Always)
+            .attachment(downloads.clone()),
+            ToolSpec::new::<ListDownloadsArgs>(
+                "list_downloads",
+                Tier::Read,
+                "downloads",
+                "Per-model and per-file progress of downloads.",
+            )
+            .attachment(downloads),
+        ]
+    }
+
+    /// The two lane-probing test tools (`[testing] probe_tools`).
+    pub(crate) fn probes() -> Vec<ToolSpec> {
+        let probe = |name| {
+            ToolSpec::new::<ProbeArgs>(
+                name,
+                Tier::Read,
+                "testing",
+                "Test tool: sleeps, then reports when it started and ended.",
+            )
+        };
+        vec![probe("_probe_serial").serial(), probe("_probe_parallel")]
+    }
 }

@@ -19,3 +19,34 @@ pub async fn run(debug: &Debuggers, ctx: &CallCtx, args: Json) -> Result<Json, T
     tracing::info!(conversation = ctx.conversation, call = ctx.id, op = ?args.op, "debug");
     debug.run(&call, args).await
 }
+
+/// The `debug` tool's declaration.
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::tools::{DebugArgs, DebugOp};
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, ToolSpec};
+
+    // Attached: the debug_adapters supervisor is part of every daemon; which adapters can
+    // run for a checkout is `adapters`' business, not the surface's.
+    vec![
+        ToolSpec::new::<DebugArgs>(
+            "debug",
+            Tier::Exec,
+            "debug_adapters",
+            "Debug a program through a real debug adapter (DAP: debugpy for .py, lldb-dap for native executables), one session per conversation: set breakpoints (also before launch), launch (returns once stopped at a breakpoint or the entry, with where) or attach to a debugpy server port, continue/pause/step, threads, stack (<=30 frames), scopes, variables (<=50 children, values cut at 400 chars), evaluate, output (the program's stdout/stderr by offset), terminate. `adapters` says which adapters work here and why not.",
+        )
+        .serial()
+        .approval(Approval::Ops(&[
+            DebugOp::Launch,
+            DebugOp::Attach,
+            DebugOp::Continue,
+            DebugOp::Pause,
+            DebugOp::StepOver,
+            DebugOp::StepIn,
+            DebugOp::StepOut,
+            DebugOp::Evaluate,
+            DebugOp::Terminate,
+        ])),
+    ]
+}

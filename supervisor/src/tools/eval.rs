@@ -99,3 +99,21 @@ pub async fn run(cx: &EvalTools<'_>, ctx: &CallCtx, args: Json) -> Result<Json, 
     }
     result.map_err(|e| e.to_tool_error())
 }
+/// The `eval` tool's declaration.
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::tools::EvalArgs;
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, ToolSpec};
+
+    vec![
+        ToolSpec::new::<EvalArgs>(
+            "eval",
+            Tier::Exec,
+            "kernels",
+            "Run a cell in a persistent Python or JavaScript (or TypeScript, types stripped) kernel of this conversation: variables, imports and loaded data persist between calls; the last expression is echoed; display(), pandas tables and matplotlib figures come back as outputs; %pip, %cd, !cmd, %%bash and %%timeit work; tool(name, args) calls this registry from the cell.",
+        )
+        .serial()
+        .approval(Approval::Always),
+    ]
+}

@@ -84,39 +84,9 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
     })
 }
 
-fn s<'a>(args: &'a Json, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Json::as_str)
-}
-/// An integer argument; one past `i64` (2^63 and up) is refused rather than read as absent,
-/// which made `read` with `offset` 2^63 silently start at line 1.
-fn int(tool: &str, args: &Json, key: &str) -> Result<Option<i64>, ToolError> {
-    match args.get(key) {
-        None | Some(Json::Null) => Ok(None),
-        Some(v) => v.as_i64().map(Some).ok_or_else(|| {
-            ToolError::new(
-                ErrorKind::InvalidArgs,
-                format!(
-                    "{tool}: argument `{key}` = {v} is out of range (at most {})",
-                    i64::MAX
-                ),
-                format!(
-                    "pass a smaller `{key}`; `toolvisor tools --json` shows the schema of `{tool}`"
-                ),
-            )
-        }),
-    }
-}
-fn flag(args: &Json, key: &str) -> bool {
-    args.get(key).and_then(Json::as_bool).unwrap_or(false)
-}
-fn need<'a>(tool: &str, args: &'a Json, key: &str) -> Result<&'a str, ToolError> {
-    s(args, key).ok_or_else(|| {
-        ToolError::new(
-            ErrorKind::InvalidArgs,
-            format!("{tool}: missing required argument `{key}`"),
-            format!("`toolvisor tools --json` shows the schema of `{tool}`"),
-        )
-    })
+/// A count argument as the walkers take it (the schema bounds it well below `usize::MAX`).
+fn count(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 /// Sets the flag when dropped: a cancelled (dropped) call stops its blocking search.
@@ -168,31 +138,32 @@ pub async fn run(
     tool: &str,
     args: Json,
 ) -> Result<Json, ToolError> {
+    use toolvisor_protocol::tools::{
+        ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, GrepCase, LsArgs, ReadArgs,
+        ToolResultReadArgs, WriteArgs,
+    };
     let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
     let _stop_on_drop = CancelOnDrop(cancel.clone());
     match tool {
         "read" => {
-            let path = need("read", &args, "path")?.to_string();
-            let (offset, limit) = (int("read", &args, "offset")?, int("read", &args, "limit")?);
+            let ReadArgs {
+                path,
+                offset,
+                limit,
+            } = super::parse("read", args)?;
             blocking("read", move || {
                 let scope = files.scope(&workdir)?;
                 let c = &files.config;
-                let out = toolvisor_files::read::read(
-                    &scope,
-                    &path,
-                    offset,
-                    limit.map(|l| l.max(0) as u64),
-                    &c.read,
-                    &c.images,
-                )?;
+                let out =
+                    toolvisor_files::read::read(&scope, &path, offset, limit, &c.read, &c.images)?;
                 Ok(read_json(out))
             })
             .await
         }
         "ls" => {
-            let path = s(&args, "path").map(str::to_string);
+            let LsArgs { path } = super::parse("ls", args)?;
             blocking("ls", move || {
                 let scope = files.scope(&workdir)?;
                 let l = toolvisor_files::list::ls(
@@ -224,13 +195,13 @@ pub async fn run(
             .await
         }
         "find" => {
-            let pattern = need("find", &args, "pattern")?.to_string();
-            let path = s(&args, "path").map(str::to_string);
+            let args: FindArgs = super::parse("find", args)?;
+            let (pattern, path) = (args.pattern, args.path);
             let visibility = Visibility {
-                hidden: flag(&args, "hidden"),
-                ignored: flag(&args, "ignored"),
+                hidden: args.hidden.unwrap_or(false),
+                ignored: args.ignored.unwrap_or(false),
             };
-            let max_results = int("find", &args, "max_results")?.unwrap_or(1000).max(1) as usize;
+            let max_results = count(args.max_results.unwrap_or(1000).max(1));
             blocking("find", move || {
                 let scope = files.scope(&workdir)?;
                 let req = FindRequest {
@@ -258,19 +229,18 @@ pub async fn run(
             .await
         }
         "grep" => {
-            let pattern = need("grep", &args, "pattern")?.to_string();
-            let path = s(&args, "path").map(str::to_string);
-            let glob = s(&args, "glob").map(str::to_string);
-            let case = match s(&args, "case") {
-                Some("insensitive") => Case::Insensitive,
-                Some("smart") => Case::Smart,
-                _ => Case::Sensitive,
+            let args: GrepArgs = super::parse("grep", args)?;
+            let (pattern, path, glob) = (args.pattern, args.path, args.glob);
+            let case = match args.case.unwrap_or_default() {
+                GrepCase::Insensitive => Case::Insensitive,
+                GrepCase::Smart => Case::Smart,
+                GrepCase::Sensitive => Case::Sensitive,
             };
-            let context = int("grep", &args, "context")?.unwrap_or(0).max(0) as usize;
-            let max_results = int("grep", &args, "max_results")?.unwrap_or(200).max(1) as usize;
+            let context = count(args.context.unwrap_or(0));
+            let max_results = count(args.max_results.unwrap_or(200).max(1));
             let visibility = Visibility {
-                hidden: flag(&args, "hidden"),
-                ignored: flag(&args, "ignored"),
+                hidden: args.hidden.unwrap_or(false),
+                ignored: args.ignored.unwrap_or(false),
             };
             blocking("grep", move || {
                 let scope = files.scope(&workdir)?;
@@ -300,8 +270,7 @@ pub async fn run(
             .await
         }
         "write" => {
-            let path = need("write", &args, "path")?.to_string();
-            let content = need("write", &args, "content")?.to_string();
+            let WriteArgs { path, content } = super::parse("write", args)?;
             let (value, changed) = blocking("write", move || {
                 let scope = files.scope(&workdir)?;
                 let w = toolvisor_files::write::write(&scope, &path, &content)?;
@@ -315,10 +284,13 @@ pub async fn run(
             after_write(cx, ctx, &changed, value).await
         }
         "edit" => {
-            let path = need("edit", &args, "path")?.to_string();
-            let old_text = need("edit", &args, "old_text")?.to_string();
-            let new_text = need("edit", &args, "new_text")?.to_string();
-            let replace_all = flag(&args, "replace_all");
+            let EditArgs {
+                path,
+                old_text,
+                new_text,
+                replace_all,
+            } = super::parse("edit", args)?;
+            let replace_all = replace_all.unwrap_or(false);
             let (value, changed) = blocking("edit", move || {
                 let scope = files.scope(&workdir)?;
                 let e =
@@ -336,7 +308,7 @@ pub async fn run(
             after_write(cx, ctx, &changed, value).await
         }
         "apply_patch" => {
-            let patch = need("apply_patch", &args, "patch")?.to_string();
+            let ApplyPatchArgs { patch } = super::parse("apply_patch", args)?;
             let (value, changed) = blocking("apply_patch", move || {
                 let scope = files.scope(&workdir)?;
                 let r =
@@ -359,9 +331,12 @@ pub async fn run(
             after_write(cx, ctx, &changed, value).await
         }
         "tool_result_read" => {
-            let reference = need("tool_result_read", &args, "ref")?.to_string();
-            let offset = int("tool_result_read", &args, "offset")?.map(|o| o.max(0) as usize);
-            let limit = int("tool_result_read", &args, "limit")?.map(|l| l.max(0) as usize);
+            let args: ToolResultReadArgs = super::parse("tool_result_read", args)?;
+            let (reference, offset, limit) = (
+                args.reference,
+                args.offset.map(count),
+                args.limit.map(count),
+            );
             let conversation = ctx.conversation.clone();
             let max_frame = cx.max_frame;
             blocking("tool_result_read", move || {
@@ -505,4 +480,70 @@ pub async fn finish(
                 "report this as a bug; run the tool again with a narrower request",
             )
         })
+}
+
+/// The file and search tools' declarations, and `tool_result_read` (all in-process:
+/// attached).
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::tools::{
+        ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, LsArgs, ReadArgs, ToolResultReadArgs,
+        WriteArgs,
+    };
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, ToolSpec};
+
+    vec![
+        ToolSpec::new::<ReadArgs>(
+            "read",
+            Tier::Read,
+            "files",
+            "Read a text file by line range with line numbers (`offset` 1-based, negative counts from the end: -100 = the last 100 lines), or an image (PNG, JPEG, GIF, WebP, BMP) fitted to the model's limits. Binary files are refused.",
+        ),
+        ToolSpec::new::<LsArgs>(
+            "ls",
+            Tier::Read,
+            "files",
+            "List a directory (hidden entries included): name (directories end in /), type, size, symlink target.",
+        ),
+        ToolSpec::new::<FindArgs>(
+            "find",
+            Tier::Read,
+            "files",
+            "Find files and directories by glob, in parallel, skipping .gitignored and hidden ones unless asked. A glob without / matches names (*.rs), one with / the path under `path` (src/**/*.rs). Sorted paths relative to the workdir.",
+        ),
+        ToolSpec::new::<GrepArgs>(
+            "grep",
+            Tier::Read,
+            "files",
+            "Search file contents by regex (Rust syntax), in parallel, skipping .gitignored, hidden and binary files. Output as ripgrep prints it: path:line:text, path-line-text for context, files in path order.",
+        ),
+        ToolSpec::new::<WriteArgs>(
+            "write",
+            Tier::Write,
+            "files",
+            "Create or replace a file with `content`, atomically (temp file + rename), keeping its mode; parent directories are created. Paths outside the workdir are refused.",
+        )
+        .approval(Approval::Always),
+        ToolSpec::new::<EditArgs>(
+            "edit",
+            Tier::Write,
+            "files",
+            "Replace an exact text in a file (atomic write). old_text must match exactly once unless replace_all; zero or several matches is an error saying how many and at which lines. Returns a unified diff.",
+        )
+        .approval(Approval::Always),
+        ToolSpec::new::<ApplyPatchArgs>(
+            "apply_patch",
+            Tier::Write,
+            "files",
+            "Apply a unified diff (one or more files; /dev/null creates or deletes). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
+        )
+        .approval(Approval::Always),
+        ToolSpec::new::<ToolResultReadArgs>(
+            "tool_result_read",
+            Tier::Read,
+            "result_store",
+            "Read a stored large result by characters, from the `ref` its projection named: text, next_offset, total_chars, eof, source_tool, content_type, storage_kind.",
+        ),
+    ]
 }

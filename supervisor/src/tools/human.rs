@@ -56,7 +56,10 @@ pub async fn run_vibe(
             let a: VibeKillArgs = parse("vibe_kill", args)?;
             to_json(&vibes.kill(conv, &a.worker_id).await?)
         }
-        "vibe_list" => Ok(json!({ "workers": to_json(&vibes.list(conv))? })),
+        "vibe_list" => {
+            let toolvisor_protocol::tools::VibeListArgs {} = parse("vibe_list", args)?;
+            Ok(json!({ "workers": to_json(&vibes.list(conv))? }))
+        }
         _ => Err(super::no_worker(tool)),
     }
 }
@@ -244,4 +247,60 @@ pub fn vibe_mode(config: &Config, launcher: &Launcher) -> (VibeLimits, Attachmen
     let on: Vec<_> = limits.tiers.keys().map(|t| t.as_str()).collect();
     tracing::info!(tiers = on.join(","), "vibe mode on");
     (limits, Attachment::Attached)
+}
+
+/// The declarations of `ask_user` and the `vibe_*` tools. The vibe tools start detached;
+/// the daemon replaces that with what its configuration says ([`vibe_mode`]).
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::tools::{
+        AskUserArgs, VibeKillArgs, VibeListArgs, VibeSendArgs, VibeSpawnArgs, VibeWaitArgs,
+    };
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Attachment, ToolSpec};
+
+    let vibe = Attachment::Detached(
+        "vibe mode is off: no worker command is configured ([vibe.tiers.fast] or [vibe.tiers.good] command = [...])".into(),
+    );
+    let roster = |spec: ToolSpec| spec.attachment(vibe.clone());
+    vec![
+        // A question port can attach to any run; whether a person is attached *now* is
+        // decided per call (`no_human`).
+        ToolSpec::new::<AskUserArgs>(
+            "ask_user",
+            Tier::Read,
+            "question_port",
+            "Ask the operator a question and wait for the answer, a skip, or a timeout.",
+        ),
+        roster(ToolSpec::new::<VibeSpawnArgs>(
+            "vibe_spawn",
+            Tier::Read,
+            "vibe_roster",
+            "Start a background worker on a brief; returns a worker id at once.",
+        )),
+        roster(ToolSpec::new::<VibeSendArgs>(
+            "vibe_send",
+            Tier::Read,
+            "vibe_roster",
+            "Append a message to a worker's brief and rerun it.",
+        )),
+        roster(ToolSpec::new::<VibeWaitArgs>(
+            "vibe_wait",
+            Tier::Read,
+            "vibe_roster",
+            "Wait for a worker to finish (or the timeout) and return its state and last result.",
+        )),
+        roster(ToolSpec::new::<VibeKillArgs>(
+            "vibe_kill",
+            Tier::Read,
+            "vibe_roster",
+            "Stop a worker and its whole process group.",
+        )),
+        roster(ToolSpec::new::<VibeListArgs>(
+            "vibe_list",
+            Tier::Read,
+            "vibe_roster",
+            "List workers: tier, state, elapsed, last result.",
+        )),
+    ]
 }

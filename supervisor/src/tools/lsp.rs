@@ -101,3 +101,37 @@ pub async fn run(
         other => Err(super::no_worker(other)),
     }
 }
+
+/// The language-server tools' declarations.
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::tools::{LspArgs, LspOp, LspRenameArgs, SyncedWriteArgs};
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, ToolSpec};
+
+    // Attached: the language-server supervisor is part of every daemon; whether a server can
+    // run for a given checkout is `lsp status`'s business, not the surface's.
+    vec![
+        ToolSpec::new::<LspArgs>(
+            "lsp",
+            Tier::Read,
+            "language_servers",
+            "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
+        )
+        .approval(Approval::Ops(&[LspOp::Trust]))
+        .op_tier(&[LspOp::Trust], Tier::Write),
+        ToolSpec::new::<LspRenameArgs>(
+            "lsp_rename",
+            Tier::Write,
+            "language_servers",
+            "Rename a symbol project-wide through the language server; all files or none.",
+        )
+        .approval(Approval::Always),
+        ToolSpec::new::<SyncedWriteArgs>(
+            "synced_write",
+            Tier::Read,
+            "language_servers",
+            "Tell the language servers a file was written by the harness; returns diagnostics new for this run.",
+        ),
+    ]
+}

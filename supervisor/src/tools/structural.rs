@@ -550,3 +550,34 @@ impl toolvisor_structural::store::FileWriter for ScopedWriter<'_> {
             .map_err(|e| std::io::Error::other(e.to_string()))
     }
 }
+
+/// The structural tools' declarations (the tree-sitter grammars are linked in: attached).
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::tools::{AstEditArgs, AstGrepArgs, ResolveArgs};
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, ToolSpec};
+
+    vec![
+        ToolSpec::new::<AstGrepArgs>(
+            "ast_grep",
+            Tier::Read,
+            "structural",
+            "Structural search by code shape (ast-grep): $NAME matches one node, $$$NAME a run of sibling nodes, $_ any node without binding; a metavariable used twice must match identical code. Returns path:line:col, matched text and captures, the total count and whether the list was cut.",
+        ),
+        ToolSpec::new::<AstEditArgs>(
+            "ast_edit",
+            Tier::Write,
+            "structural",
+            "Stage a structural rewrite: every match of `pattern` replaced by `rewrite` with its metavariables substituted. Nothing is written: returns an edit_id and a diff preview; call resolve to accept (all files or none) or discard.",
+        )
+        .approval(Approval::Always),
+        ToolSpec::new::<ResolveArgs>(
+            "resolve",
+            Tier::Write,
+            "structural",
+            "Accept or discard an edit staged by ast_edit in this conversation. Accept first checks every file still holds what it held at staging (any change rejects the whole edit), then writes all files or none.",
+        )
+        .approval(Approval::Always),
+    ]
+}

@@ -172,16 +172,17 @@ fn relay(args: Vec<OsString>) -> io::Result<i32> {
             Err(nix::errno::Errno::EINTR) => continue,
             Err(e) => return Err(e.into()),
         }
-        let master_ready = terminal_open
-            .then(|| fds[0].revents().unwrap_or(PollFlags::empty()))
-            .unwrap_or(PollFlags::empty());
-        let stdin_ready = daemon_open
-            .then(|| {
-                fds[usize::from(terminal_open)]
-                    .revents()
-                    .unwrap_or(PollFlags::empty())
-            })
-            .unwrap_or(PollFlags::empty());
+        let revents = |i: usize| fds[i].revents().unwrap_or(PollFlags::empty());
+        let master_ready = if terminal_open {
+            revents(0)
+        } else {
+            PollFlags::empty()
+        };
+        let stdin_ready = if daemon_open {
+            revents(usize::from(terminal_open))
+        } else {
+            PollFlags::empty()
+        };
         drop(fds);
         if master_ready.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
             match nix::unistd::read(&master, &mut buf) {
