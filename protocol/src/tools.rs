@@ -43,6 +43,8 @@ pub enum ProcessOp {
     Read,
     Write,
     Kill,
+    /// Change the terminal size of a `pty` process.
+    Resize,
 }
 
 /// What to do when a tracked process ends.
@@ -84,8 +86,18 @@ pub struct ProcessArgs {
     pub limit: Option<u64>,
     /// write: text to send to the process's stdin.
     pub data: Option<String>,
-    /// write: close stdin after writing.
+    /// write: close stdin after writing (on a `pty` process: send the terminal's end-of-file,
+    /// Ctrl-D).
     pub eof: Option<bool>,
+    /// start: run the command on a pseudo-terminal (for REPLs and prompts that check
+    /// `isatty`); `read` then also returns the `screen` as a terminal shows it.
+    pub pty: Option<bool>,
+    /// start/resize: terminal width of a `pty` process (default 120).
+    #[schemars(range(min = 10, max = 1000))]
+    pub cols: Option<u16>,
+    /// start/resize: terminal height of a `pty` process (default 40).
+    #[schemars(range(min = 2, max = 1000))]
+    pub rows: Option<u16>,
 }
 
 /// One tracked process as `start`, `list` and `kill` report it.
@@ -123,6 +135,20 @@ pub struct ProcessOutput {
     pub state: String,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
+    /// A `pty` process: the terminal's screen as it shows now (rows of text, trailing blanks
+    /// trimmed), whatever `offset` was read.
+    pub screen: Option<TerminalScreen>,
+}
+
+/// The screen of a `pty` process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalScreen {
+    pub cols: u16,
+    pub rows: u16,
+    /// The visible text, one line per row.
+    pub text: String,
+    /// Where the cursor is: `[row, col]`, from 0.
+    pub cursor: [u16; 2],
 }
 
 /// `ask_user {question, context?, options?, allow_free_text?, multi_select?}`.

@@ -286,6 +286,7 @@ fn tool_types_round_trip() {
         ProcessOp::Read,
         ProcessOp::Write,
         ProcessOp::Kill,
+        ProcessOp::Resize,
     ] {
         both(&ProcessArgs {
             op,
@@ -298,6 +299,9 @@ fn tool_types_round_trip() {
             limit: None,
             data: Some("x\n".into()),
             eof: Some(true),
+            pty: Some(true),
+            cols: Some(80),
+            rows: None,
         });
     }
     for mode in [RestartMode::No, RestartMode::OnFailure, RestartMode::Always] {
@@ -327,6 +331,12 @@ fn tool_types_round_trip() {
         state: "running".into(),
         exit_code: Some(0),
         signal: None,
+        screen: Some(TerminalScreen {
+            cols: 80,
+            rows: 24,
+            text: ">>> 1+1\n2".into(),
+            cursor: [2, 4],
+        }),
     });
     for s in [
         NodeState::Starting,

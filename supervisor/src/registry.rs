@@ -738,7 +738,7 @@ mod tests {
         assert_eq!(
             process["properties"]["op"],
             json!({"description": "Operation.", "type": "string",
-                   "enum": ["start", "list", "read", "write", "kill"]})
+                   "enum": ["start", "list", "read", "write", "kill", "resize"]})
         );
         assert_eq!(process["required"], json!(["op"]));
         assert_eq!(process["additionalProperties"], json!(false));

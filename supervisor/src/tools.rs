@@ -24,7 +24,7 @@ use serde_json::{Value as Json, json};
 use tokio::sync::mpsc;
 use toolvisor_files::secrets::Secrets;
 use toolvisor_jobs::bash::{self, BashRequest};
-use toolvisor_jobs::tracked::Processes;
+use toolvisor_jobs::tracked::{PTY_DEFAULT_SIZE, Processes, StartOptions};
 use toolvisor_kernel::Bridge;
 use toolvisor_kit::launch::Launcher;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
@@ -296,9 +296,15 @@ async fn run_process(p: &Processes, ctx: &CallCtx, args: ProcessArgs) -> Result<
                     conv,
                     ctx.workdir.clone(),
                     command,
-                    args.label,
-                    args.restart.unwrap_or(RestartMode::No),
-                    args.ttl_s,
+                    StartOptions {
+                        label: args.label,
+                        restart: args.restart.unwrap_or(RestartMode::No),
+                        ttl_s: args.ttl_s,
+                        pty: args.pty.unwrap_or(false).then(|| {
+                            let (cols, rows) = PTY_DEFAULT_SIZE;
+                            (args.cols.unwrap_or(cols), args.rows.unwrap_or(rows))
+                        }),
+                    },
                 )
                 .await?,
             )
@@ -316,6 +322,19 @@ async fn run_process(p: &Processes, ctx: &CallCtx, args: ProcessArgs) -> Result<
         ProcessOp::Kill => {
             let id = need("process", "kill", "id", &args.id)?;
             to_json(&p.kill(conv, id).await?)
+        }
+        ProcessOp::Resize => {
+            let id = need("process", "resize", "id", &args.id)?;
+            let missing = |field: &str| {
+                ToolError::new(
+                    ErrorKind::InvalidArgs,
+                    format!("process resize: missing required argument `{field}`"),
+                    "`resize` needs `cols` and `rows`",
+                )
+            };
+            let cols = args.cols.ok_or_else(|| missing("cols"))?;
+            let rows = args.rows.ok_or_else(|| missing("rows"))?;
+            to_json(&p.resize(conv, id, cols, rows).await?)
         }
     }
 }
@@ -380,6 +399,7 @@ mod decl {
                 ProcessOp::Start,
                 ProcessOp::Write,
                 ProcessOp::Kill,
+                ProcessOp::Resize,
             ])),
         ]
     }

@@ -13,13 +13,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 use toolvisor_kit::ids::IdCounter;
 use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::process::pty;
 use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier, duration_ms};
 use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
 use toolvisor_kit::ttl::Ttl;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::tools::{ProcessInfo, ProcessOutput, RestartMode};
+use toolvisor_protocol::tools::{ProcessInfo, ProcessOutput, RestartMode, TerminalScreen};
 use toolvisor_protocol::tree::NodeState;
 
 use crate::output::OutputLog;
@@ -84,7 +85,58 @@ pub struct ProcessShared {
     /// Counts ended incarnations; `kill` waits on it.
     ended: watch::Sender<u64>,
     ttl: Mutex<Ttl>,
+    /// A `pty` process: its terminal, as a terminal emulator renders what it wrote.
+    terminal: Option<Mutex<Terminal>>,
 }
+
+/// The screen of a `pty` process: its size and the emulator fed with its output.
+pub struct Terminal {
+    cols: u16,
+    rows: u16,
+    parser: vt100::Parser,
+}
+
+impl std::fmt::Debug for Terminal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Terminal({}x{})", self.cols, self.rows)
+    }
+}
+
+impl Terminal {
+    fn new(cols: u16, rows: u16) -> Terminal {
+        Terminal {
+            cols,
+            rows,
+            parser: vt100::Parser::new(rows, cols, 0),
+        }
+    }
+
+    fn screen(&self) -> TerminalScreen {
+        let screen = self.parser.screen();
+        let (row, col) = screen.cursor_position();
+        TerminalScreen {
+            cols: self.cols,
+            rows: self.rows,
+            text: screen.contents(),
+            cursor: [row, col],
+        }
+    }
+}
+
+/// How to run a process besides its command line.
+#[derive(Clone, Debug, Default)]
+pub struct StartOptions {
+    /// Shown in lists (default: the command).
+    pub label: Option<String>,
+    pub restart: RestartMode,
+    /// Hard time-to-live in seconds.
+    pub ttl_s: Option<u64>,
+    /// Run on a pseudo-terminal of (cols, rows).
+    pub pty: Option<(u16, u16)>,
+}
+
+/// The terminal size of a `pty` process when the caller names none.
+pub const PTY_DEFAULT_SIZE: (u16, u16) = (120, 40);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -198,13 +250,42 @@ impl Actor for ProcessActor {
                 format!("\n[toolvisor: restart {} of {}]\n", args.attempt, shared.id).as_bytes(),
             );
         }
-        let spec = args.launcher.spec(
-            crate::bash::shell(),
-            &["-c".to_string(), shared.command.clone()],
-            &shared.cwd,
-            true,
-            &format!("process/{}", shared.id),
-        );
+        let shell_args = vec!["-c".to_string(), shared.command.clone()];
+        let label = format!("process/{}", shared.id);
+        let spec = match &shared.terminal {
+            None => {
+                args.launcher
+                    .spec(crate::bash::shell(), &shell_args, &shared.cwd, true, &label)
+            }
+            Some(terminal) => {
+                // The relay (the toolvisor binary, run by the shim) owns the terminal; each
+                // incarnation gets a fresh one, and a fresh screen.
+                let mut t = lock(terminal);
+                *t = Terminal::new(t.cols, t.rows);
+                let relay = args
+                    .launcher
+                    .shim
+                    .clone()
+                    .ok_or("a pty needs the toolvisor binary to relay the terminal")?;
+                let mut relay_args = vec![
+                    pty::PTY_ARG.to_string(),
+                    t.cols.to_string(),
+                    t.rows.to_string(),
+                    crate::bash::shell().to_string(),
+                ];
+                relay_args.extend(shell_args);
+                let mut spec = args.launcher.spec(
+                    &relay.display().to_string(),
+                    &relay_args,
+                    &shared.cwd,
+                    true,
+                    &label,
+                );
+                spec.env.retain(|(k, _)| k != "TERM");
+                spec.env.push(("TERM".into(), "xterm-256color".into()));
+                spec
+            }
+        };
         let spawned = process::spawn(spec).await.map_err(|e| e.to_string())?;
         let guard = spawned.guard;
         tracing::info!(
@@ -295,7 +376,12 @@ async fn pump(mut rx: tokio::net::unix::pipe::Receiver, shared: Arc<ProcessShare
     loop {
         match rx.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => lock(&shared.output).append(&buf[..n]),
+            Ok(n) => {
+                lock(&shared.output).append(&buf[..n]);
+                if let Some(terminal) = &shared.terminal {
+                    lock(terminal).parser.process(&buf[..n]);
+                }
+            }
         }
     }
     let mut run = lock(&shared.run);
@@ -378,11 +464,22 @@ impl Processes {
         conversation: &str,
         cwd: PathBuf,
         command: String,
-        label: Option<String>,
-        restart: RestartMode,
-        ttl_s: Option<u64>,
+        options: StartOptions,
     ) -> Result<ProcessInfo, ToolError> {
+        let StartOptions {
+            label,
+            restart,
+            ttl_s,
+            pty,
+        } = options;
         self.collect();
+        if pty.is_some() && self.launcher.shim.is_none() {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                "process: `pty` needs the daemon's shim (the toolvisor binary relays the terminal), and this daemon runs children without it",
+                "start the process without `pty`",
+            ));
+        }
         let running = lock(&self.table)
             .values()
             .filter(|p| p.conversation == conversation && !p.is_over())
@@ -418,6 +515,7 @@ impl Processes {
             run: Mutex::new(RunState::default()),
             ended,
             ttl: Mutex::new(Ttl::new(Instant::now(), self.limits.idle_ttl, hard)),
+            terminal: pty.map(|(cols, rows)| Mutex::new(Terminal::new(cols, rows))),
         });
         lock(&self.table).insert(id.clone(), shared.clone());
         let launcher = self.launcher.clone();
@@ -500,7 +598,9 @@ impl Processes {
         let exit = p.reported_exit();
         let (exit_code, signal) = (exit.and_then(|e| e.code), exit.and_then(|e| e.signal));
         lock(&p.run).cursor = slice.next_offset;
+        let screen = p.terminal.as_ref().map(|t| lock(t).screen());
         Ok(ProcessOutput {
+            screen,
             id: id.to_string(),
             text: slice.text,
             offset: slice.offset,
@@ -529,16 +629,78 @@ impl Processes {
                 "start it again, or read its output",
             ));
         };
-        let mut ok = tx.send(StdinCmd::Data(data.into_bytes())).await.is_ok();
-        if eof {
-            ok &= tx.send(StdinCmd::Close).await.is_ok();
-            lock(&p.run).stdin = None;
+        let mut ok = true;
+        if p.terminal.is_some() {
+            // Keys typed at the terminal; its end-of-file is Ctrl-D, not a closed pipe.
+            let mut keys = data.into_bytes();
+            if eof {
+                keys.push(0x04);
+            }
+            for chunk in keys.chunks(64 * 1024) {
+                ok &= tx
+                    .send(StdinCmd::Data(pty::data_frame(chunk)))
+                    .await
+                    .is_ok();
+            }
+        } else {
+            ok = tx.send(StdinCmd::Data(data.into_bytes())).await.is_ok();
+            if eof {
+                ok &= tx.send(StdinCmd::Close).await.is_ok();
+                lock(&p.run).stdin = None;
+            }
         }
         if !ok {
             return Err(ToolError::new(
                 ErrorKind::NotAvailable,
                 format!("process {id} closed its stdin"),
                 "the process is no longer reading input",
+            ));
+        }
+        Ok(p.info())
+    }
+
+    /// Resize the terminal of a `pty` process (the program gets SIGWINCH).
+    pub async fn resize(
+        &self,
+        conversation: &str,
+        id: &str,
+        cols: u16,
+        rows: u16,
+    ) -> Result<ProcessInfo, ToolError> {
+        let p = self.get(conversation, id)?;
+        p.touch();
+        let Some(terminal) = &p.terminal else {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!("process {id} has no terminal: it was not started with `pty`"),
+                "start it with `\"pty\": true` to run it on a terminal",
+            ));
+        };
+        let Some(tx) = lock(&p.run).stdin.clone() else {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                format!(
+                    "process {id} is {} and its terminal is gone",
+                    p.state_word()
+                ),
+                "start it again",
+            ));
+        };
+        {
+            let mut t = lock(terminal);
+            t.cols = cols;
+            t.rows = rows;
+            t.parser.screen_mut().set_size(rows, cols);
+        }
+        if tx
+            .send(StdinCmd::Data(pty::resize_frame(cols, rows)))
+            .await
+            .is_err()
+        {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                format!("process {id} no longer reads its terminal"),
+                "read its output; start it again if it has ended",
             ));
         }
         Ok(p.info())
