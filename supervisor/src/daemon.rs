@@ -493,8 +493,6 @@ pub async fn serve(
         &config.trust.roots,
     ));
     let edits_dir = state_dir.join("structural").join("edits");
-    // The store writes its records through temp files too.
-    toolvisor_files::temps::note(&edits_dir);
     let edits = Arc::new(
         toolvisor_structural::store::EditStore::open(&edits_dir)
             .map_err(|e| anyhow::anyhow!("cannot open the staged edits: {e}"))?,

@@ -6,9 +6,7 @@
 //! a crash. A file that holds neither its original nor the patched bytes was changed by
 //! someone since: it is left alone and logged, never clobbered.
 
-use std::io::Write as _;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -80,20 +78,18 @@ fn un_b64(v: &Json) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
-/// Create `dir` (and its parents) and make it 0700 whatever the umask or an older version
-/// left: what the file tools keep under the state directory is ours alone.
-pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+/// Create `dir` (and its parents) 0700, or narrow one an older version left wider, and check
+/// it is ours (`kit::private`): what the file tools keep under the state directory is ours
+/// alone.
+pub(crate) fn private_dir(dir: &Path, what: &'static str) -> std::io::Result<()> {
+    toolvisor_kit::private::ensure_own_dir(dir, what).map_err(std::io::Error::other)
 }
 
 impl Journal {
     /// Open (creating, 0700) the journal directory `dir`.
     pub fn open(dir: &Path) -> std::io::Result<Journal> {
-        private_dir(dir)?;
+        private_dir(dir, "the write journal directory")?;
+        toolvisor_kit::private::remove_stale_temps(dir);
         Ok(Journal {
             dir: dir.to_path_buf(),
             seq: AtomicU64::new(0),
@@ -122,17 +118,14 @@ impl Journal {
             std::process::id(),
             self.seq.fetch_add(1, Ordering::Relaxed)
         ));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .mode(0o600)
-            .open(&path)?;
-        f.write_all(&serde_json::to_vec(&record).map_err(std::io::Error::other)?)?;
-        f.sync_all()?;
-        // The entry itself must survive a crash too.
-        std::fs::File::open(&self.dir)?.sync_all()?;
+        // Atomic and synced: a journal is on disk whole before the first write, or not at all.
+        toolvisor_kit::private::write_private_file(
+            &path,
+            &serde_json::to_vec(&record).map_err(std::io::Error::other)?,
+            "a write journal",
+            toolvisor_kit::private::Durability::Synced,
+        )
+        .map_err(std::io::Error::other)?;
         Ok(Mark { path })
     }
 
@@ -242,6 +235,7 @@ fn restore(scope: &Scope, real: &Path, before: Option<&[u8]>, after: Option<&[u8
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn rolls_back_written_files_and_leaves_changed_ones() {

@@ -37,7 +37,7 @@ use tokio::sync::watch;
 pub use guard::ProcessGuard;
 pub use ledger::{LEDGER_TOKEN_ENV, Ledger};
 pub use orphans::{adopt_orphans, reap_orphans};
-pub use procfs::{descendants, rss_bytes};
+pub use procfs::{alive, descendants, rss_bytes};
 pub use shim::{SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, shim_main};
 
 /// How long [`spawn`] waits for the shim to report the program's pid.

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -146,15 +146,6 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
     replace_atomic(path, content)
 }
 
-/// [`write_atomic`] for the store's own files, which hold whole file contents: the temp file
-/// is created 0600 and the written file stays 0600, whatever the umask.
-fn write_private(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return replace_atomic_mode(&fs::canonicalize(path)?, content, Some(0o600));
-    }
-    replace_atomic_mode(path, content, Some(0o600))
-}
-
 /// See [`AtomicWriter`]: the last component of `path` is never followed.
 pub fn replace_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
     replace_atomic_mode(path, content, None)
@@ -263,15 +254,12 @@ impl EditStore {
             path: dir.to_path_buf(),
             message,
         };
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| store_err(format!("cannot create: {e}")))?;
         // Staged edits hold whole files: the store is ours alone, whatever the umask or an
         // older version left.
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-            .map_err(|e| store_err(format!("cannot make it private (0700): {e}")))?;
+        toolvisor_kit::private::ensure_own_dir(dir, "the staged-edit store")
+            .map_err(|e| store_err(e.to_string()))?;
+        // A record's temp file left by a daemon killed mid-write.
+        toolvisor_kit::private::remove_stale_temps(dir);
         let mut next = match fs::read_to_string(dir.join("next_id")) {
             Ok(text) => text
                 .trim()
@@ -603,8 +591,16 @@ fn roll_back_interrupted(record: &mut Record) {
     record.state = EditState::Staged;
 }
 
+/// The store's own files (records, `next_id`) hold whole file contents and the id counter:
+/// private (0600) and synced, through the daemon's one writer of private state.
 fn write_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_private(path, bytes)
+    toolvisor_kit::private::write_private_file(
+        path,
+        bytes,
+        "a staged-edit record",
+        toolvisor_kit::private::Durability::Synced,
+    )
+    .map_err(std::io::Error::other)
 }
 
 fn write_record(path: &Path, record: &Record) -> std::io::Result<()> {

@@ -389,3 +389,25 @@ fn the_atomic_writer_replaces_a_symbolic_link_instead_of_following_it() {
     assert_eq!(std::fs::read_to_string(&link).unwrap(), "log(1)\n");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "print(1)\n");
 }
+
+#[test]
+fn a_record_temp_left_by_a_killed_daemon_is_removed_at_open_and_records_stay_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tree();
+    let dir = t.dir.path().join("edits");
+    let store = EditStore::open(&dir).unwrap();
+    let id = stage(&store, "c1", t.dir.path());
+    drop(store);
+    // What a daemon killed between a record's temp file and its rename leaves (a pid above
+    // the kernel's maximum is never alive).
+    let leftover = dir.join(".edit_2.json.toolvisor-4194305-0.tmp");
+    std::fs::write(&leftover, "{\"half").unwrap();
+    let store = EditStore::open(&dir).unwrap();
+    assert!(!leftover.exists(), "the dead daemon's temp file is removed");
+    assert_eq!(store.get("c1", &id).unwrap().state, EditState::Staged);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+    }
+}
