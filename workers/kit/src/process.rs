@@ -254,12 +254,7 @@ fn resolve_program(
         };
     }
     // Like the child's own execvp: the last PATH entry of its environment wins.
-    let Some(search) = env
-        .iter()
-        .rev()
-        .find(|(key, _)| key == "PATH")
-        .map(|(_, value)| value)
-    else {
+    let Some(search) = crate::launch::env_path(env) else {
         return Err(SpawnError::NotFound {
             program: program.to_owned(),
             searched: "nothing: PATH is not set in the child's environment".to_owned(),
