@@ -196,7 +196,10 @@ fn roll_back_one(
     Ok(out)
 }
 
-fn restore(scope: &Scope, real: &Path, before: Option<&[u8]>, after: Option<&[u8]>) -> Outcome {
+/// Put `real` back to `before` (`None`: delete it) if it holds `after`, through `scope`'s
+/// confined writer; a file that holds `before` is left, one that holds anything else was
+/// changed since and is left alone, never clobbered.
+pub fn restore(scope: &Scope, real: &Path, before: Option<&[u8]>, after: Option<&[u8]>) -> Outcome {
     let failed = |why: String| Outcome::Failed(real.to_path_buf(), why);
     let Some(given) = real.to_str() else {
         return failed("the path is not UTF-8".into());
