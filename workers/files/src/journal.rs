@@ -1,4 +1,5 @@
-//! The crash journal of multi-file writes (`apply_patch`): before the first write, every
+//! The crash journal of multi-file writes (`apply_patch`, `lsp_rename`, `resolve accept`,
+//! through `write::write_all`): before the first write, every
 //! target's real path, its original bytes (or "did not exist") and the bytes about to be
 //! written (or "to be deleted") go to one 0600 file under `<state_dir>/journal/`, fsynced;
 //! then the files are written; then the journal is removed. A daemon that finds a journal at
@@ -172,6 +173,7 @@ fn roll_back_one(
     let scope =
         scope(&root).map_err(|e| format!("cannot open the workdir {}: {e}", root.display()))?;
     let files = record["files"].as_array().ok_or("no files")?;
+    let tool = record["tool"].as_str().unwrap_or("multi-file write");
     let mut out = Vec::new();
     // Restore in reverse order of writing.
     for f in files.iter().rev() {
@@ -181,13 +183,13 @@ fn roll_back_one(
         let outcome = restore(&scope, &real, before.as_deref(), after.as_deref());
         match &outcome {
             Outcome::Restored(p) => {
-                tracing::warn!(path = %p.display(), "restored a file written by an apply_patch that a crash interrupted")
+                tracing::warn!(path = %p.display(), tool, "restored a file written by a multi-file write that a crash interrupted")
             }
             Outcome::ChangedSince(p) => {
-                tracing::error!(path = %p.display(), "not restoring a file of an interrupted apply_patch: it holds neither its original nor the patched content (changed since); left as it is")
+                tracing::error!(path = %p.display(), tool, "not restoring a file of an interrupted multi-file write: it holds neither its original nor the new content (changed since); left as it is")
             }
             Outcome::Failed(p, why) => {
-                tracing::error!(path = %p.display(), error = %why, "cannot restore a file of an interrupted apply_patch")
+                tracing::error!(path = %p.display(), tool, error = %why, "cannot restore a file of an interrupted multi-file write")
             }
             Outcome::Untouched(_) => {}
         }
