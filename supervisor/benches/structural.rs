@@ -25,16 +25,6 @@ use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
 use toolvisor_structural::search::{SearchRequest, search};
 
-/// The file scope of a call made from `path`'s directory (or `path` when it is one).
-fn scope_of(path: &Path) -> toolvisor_files::Scope {
-    let root = if path.is_dir() {
-        path
-    } else {
-        path.parent().unwrap()
-    };
-    toolvisor_files::Scope::new(root, &[], false).unwrap()
-}
-
 const PATTERNS: [&str; 2] = ["println!($$$A)", "$A.unwrap()"];
 
 fn corpus() -> PathBuf {
@@ -125,7 +115,7 @@ fn library_without_prefilter(root: &Path, pattern: &str) -> (Duration, u64) {
         pattern,
         language: Some("rust"),
         path: root,
-        scope: &scope_of(root),
+        scope: &toolvisor_files::Scope::new(root, &[], false).unwrap(),
         max_results: 50,
         prefilter: false,
         threads: std::thread::available_parallelism().map_or(2, |n| n.get()),

@@ -9,16 +9,6 @@ use std::path::Path;
 
 use toolvisor_structural::search::{SearchRequest, search};
 
-/// The file scope of a call made from `path`'s directory (or `path` when it is one).
-fn scope_of(path: &Path) -> toolvisor_files::Scope {
-    let root = if path.is_dir() {
-        path
-    } else {
-        path.parent().unwrap()
-    };
-    toolvisor_files::Scope::new(root, &[], false).unwrap()
-}
-
 /// Matches of `pattern` in a file `name` holding `source`: (text, captures) in order.
 fn find(name: &str, source: &str, pattern: &str) -> Vec<(String, BTreeMap<String, String>)> {
     let dir = tempfile::tempdir().unwrap();
@@ -28,7 +18,7 @@ fn find(name: &str, source: &str, pattern: &str) -> Vec<(String, BTreeMap<String
         pattern,
         language: None,
         path: &path,
-        scope: &scope_of(&path),
+        scope: &toolvisor_files::Scope::new(dir.path(), &[], false).unwrap(),
         max_results: 100,
         prefilter: true,
         threads: 1,
@@ -226,7 +216,7 @@ fn the_dart_context_is_reported() {
         pattern: "print($A)",
         language: Some("dart"),
         path: Path::new(&path),
-        scope: &scope_of(Path::new(&path)),
+        scope: &toolvisor_files::Scope::new(dir.path(), &[], false).unwrap(),
         max_results: 10,
         prefilter: true,
         threads: 1,

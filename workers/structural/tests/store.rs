@@ -13,16 +13,6 @@ use toolvisor_structural::rewrite::{Proposal, propose};
 use toolvisor_structural::search::SearchRequest;
 use toolvisor_structural::store::{EditState, EditStore};
 
-/// The file scope of a call made from `path`'s directory (or `path` when it is one).
-fn scope_of(path: &Path) -> toolvisor_files::Scope {
-    let root = if path.is_dir() {
-        path
-    } else {
-        path.parent().unwrap()
-    };
-    toolvisor_files::Scope::new(root, &[], false).unwrap()
-}
-
 struct Tree {
     dir: tempfile::TempDir,
     files: Vec<PathBuf>,
@@ -47,7 +37,7 @@ fn proposal(root: &Path) -> Proposal {
             pattern: "print($$$A)",
             language: Some("python"),
             path: root,
-            scope: &scope_of(root),
+            scope: &Scope::new(root, &[], false).unwrap(),
             max_results: 50,
             prefilter: true,
             threads: 2,
@@ -337,7 +327,7 @@ fn too_many_replacements_stage_nothing() {
             pattern: "print($$$A)",
             language: Some("python"),
             path: t.dir.path(),
-            scope: &scope_of(t.dir.path()),
+            scope: &t.scope(),
             max_results: 5,
             prefilter: true,
             threads: 2,
@@ -360,7 +350,7 @@ fn a_rewrite_naming_an_unbound_metavariable_is_refused() {
             pattern: "print($A)",
             language: Some("python"),
             path: t.dir.path(),
-            scope: &scope_of(t.dir.path()),
+            scope: &t.scope(),
             max_results: 50,
             prefilter: true,
             threads: 1,
