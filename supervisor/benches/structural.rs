@@ -115,6 +115,7 @@ fn library_without_prefilter(root: &Path, pattern: &str) -> (Duration, u64) {
         pattern,
         language: Some("rust"),
         path: root,
+        scope: &toolvisor_files::Scope::new(root, &[], false).unwrap(),
         max_results: 50,
         prefilter: false,
         threads: std::thread::available_parallelism().map_or(2, |n| n.get()),

@@ -279,16 +279,18 @@ pub struct FilesConfig {
 }
 
 impl Default for FilesConfig {
+    /// The file tools' own defaults (`toolvisor_files::FilesConfig`), one place for each.
     fn default() -> Self {
+        let files = toolvisor_files::FilesConfig::default();
         FilesConfig {
-            allow_outside_workdir: false,
-            read_roots: Vec::new(),
-            read_max_lines: 2000,
-            read_max_chars: 40_000,
-            read_max_line_chars: 2000,
-            grep_max_line_chars: 500,
-            search_timeout_s: 60,
-            ls_max_entries: 2000,
+            allow_outside_workdir: files.allow_outside_workdir,
+            read_roots: files.read_roots,
+            read_max_lines: files.read.default_lines,
+            read_max_chars: files.read.max_chars,
+            read_max_line_chars: files.read.max_line_chars,
+            grep_max_line_chars: files.search.max_line_chars,
+            search_timeout_s: files.search.timeout.as_secs(),
+            ls_max_entries: files.ls_max_entries,
         }
     }
 }

@@ -522,13 +522,6 @@ pub async fn start(
         config.restart.policy(),
         &config.trust.roots,
     ));
-    let edits_dir = state_dir.join("structural").join("edits");
-    // The store writes its records through temp files too.
-    toolvisor_files::temps::note(&edits_dir);
-    let edits = Arc::new(
-        toolvisor_structural::store::EditStore::open(&edits_dir)
-            .map_err(|e| anyhow::anyhow!("cannot open the staged edits: {e}"))?,
-    );
     let files = Arc::new(
         crate::tools::files::open(&config, &state_dir).map_err(|e| anyhow::anyhow!("{e}"))?,
     );
@@ -545,6 +538,13 @@ pub async fn start(
             "rolled back an apply_patch that a crash interrupted"
         );
     }
+    // After the journal's rollback: an accept a crash cut short is staged again (its files
+    // were put back by the journal; a record of an older version's accept is rolled back here).
+    let edits_dir = state_dir.join("structural").join("edits");
+    let edits = Arc::new(
+        toolvisor_structural::store::EditStore::open(&edits_dir, &|dir| files.scope(dir))
+            .map_err(|e| anyhow::anyhow!("cannot open the staged edits: {e}"))?,
+    );
     let kernels_sup = kind_supervisor(&root, "kernels").await?;
     let kernels = toolvisor_kernel::Kernels::new(
         kernels_sup,

@@ -280,3 +280,54 @@ fn a_live_daemon_sharing_the_state_dir_keeps_its_temp_files() {
         "old\n"
     );
 }
+
+#[test]
+fn a_resolve_accept_cut_by_sigkill_is_rolled_back_by_the_journal_and_staged_again() {
+    use toolvisor_tests::structural::{contents, four_files, original, rewritten};
+    let mut d = TestDaemon::start("[testing]\npause_after_writes = 2\n");
+    let files = four_files(d.dir.path());
+    let proj = files[0].parent().unwrap().to_path_buf();
+    let staged = d.ok(
+        "c",
+        "ast_edit",
+        json!({"pattern": "print($$$A)", "rewrite": "log($$$A)", "path": proj}),
+    );
+    let id = staged["edit_id"].as_str().unwrap().to_string();
+    call_in_background(
+        &d,
+        d.dir.path(),
+        "resolve",
+        json!({"edit_id": id, "action": "accept"}),
+    );
+    let written_now = || {
+        contents(&files)
+            .iter()
+            .zip(1..=4)
+            .filter(|(c, i)| **c == rewritten(*i))
+            .count()
+    };
+    wait_for(
+        "the accept to write two files and pause before the third's rename",
+        Duration::from_secs(60),
+        || (written_now() == 2 && !temp_files(&proj).is_empty()).then_some(()),
+    );
+    d.kill_hard();
+    assert_eq!(written_now(), 2, "the crash window is real");
+
+    d.spawn("");
+    assert_eq!(
+        contents(&files),
+        (1..=4).map(original).collect::<Vec<_>>(),
+        "daemon log:\n{}",
+        d.log_text()
+    );
+    assert_eq!(temp_files(&proj), Vec::<PathBuf>::new());
+    let journals = std::fs::read_dir(d.state_dir().join("journal"))
+        .unwrap()
+        .count();
+    assert_eq!(journals, 0, "the accept's journal is gone once rolled back");
+    // The edit is staged again, and accepting it now writes every file.
+    let r = d.ok("c", "resolve", json!({"edit_id": id, "action": "accept"}));
+    assert_eq!(r["written"].as_array().unwrap().len(), 4);
+    assert_eq!(contents(&files), (1..=4).map(rewritten).collect::<Vec<_>>());
+}

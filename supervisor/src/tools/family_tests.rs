@@ -181,8 +181,10 @@ async fn structural_tools_stage_and_accept_with_files_and_the_edit_store_only() 
     std::fs::write(work.path().join("m.py"), "print(old(1))\n").unwrap();
     let files = files(state.path());
     let edits = Arc::new(
-        toolvisor_structural::store::EditStore::open(&state.path().join("edits"))
-            .expect("open the edit store"),
+        toolvisor_structural::store::EditStore::open(&state.path().join("edits"), &|dir| {
+            files.scope(dir)
+        })
+        .expect("open the edit store"),
     );
     let cx = super::structural::StructuralTools {
         files: &files,

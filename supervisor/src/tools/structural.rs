@@ -1,9 +1,10 @@
 //! Handlers of the structural tools: `ast_grep`, `ast_edit`, `resolve`. Matching, rewriting
 //! and the staged-edit store are in `toolvisor-structural`; this module resolves paths through
 //! the file tools' `Scope` (reads for `ast_grep`, writes for `ast_edit`, every file again at
-//! `resolve accept`), runs the work on blocking threads (a cancelled search stops its
-//! walk; an accept always runs to its end, so it stays all-or-nothing), and turns results and
-//! errors into the tools' JSON.
+//! `resolve accept`) and hands that scope to the library, which opens every file beneath it
+//! and writes an accept through the file tools' journaled multi-file writer; it runs the work
+//! on blocking threads (a cancelled search stops its walk; an accept always runs to its end,
+//! so it stays all-or-nothing), and turns results and errors into the tools' JSON.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,7 +18,6 @@ use toolvisor_protocol::tools::{AstEditArgs, AstGrepArgs, ResolveAction, Resolve
 use toolvisor_structural::Error;
 use toolvisor_structural::rewrite::{self, shown};
 use toolvisor_structural::search::{self, SearchRequest};
-use toolvisor_structural::store::Refusal;
 
 use toolvisor_files::Files;
 use toolvisor_lsp::LanguageServers;
@@ -258,6 +258,7 @@ async fn ast_grep(
             pattern: &args.pattern,
             language: args.language.as_deref(),
             path: &root,
+            scope: &scope,
             max_results: max,
             prefilter: true,
             threads: threads(),
@@ -347,6 +348,7 @@ async fn ast_edit(
                 pattern: &args.pattern,
                 language: args.language.as_deref(),
                 path: &root,
+                scope: &scope,
                 max_results: max,
                 prefilter: true,
                 threads: threads(),
@@ -483,20 +485,8 @@ async fn resolve(
                     .scope(&given)
                     .map_err(|e| e.to_tool_error("resolve"))?;
                 let workdir = scope.root().to_path_buf();
-                let check = |path: &Path| -> Result<PathBuf, Refusal> {
-                    let Some(text) = path.to_str() else {
-                        return Err(Box::new(toolvisor_files::Error::bad(
-                            "path",
-                            format!("{} is not valid UTF-8", path.display()),
-                        )));
-                    };
-                    match scope.resolve(text, Access::Write) {
-                        Ok(r) => Ok(r.real),
-                        Err(e) => Err(Box::new(e)),
-                    }
-                };
                 let accepted = store
-                    .accept_with(&conversation, &id, &check, &ScopedWriter(&scope))
+                    .accept(&conversation, &id, &scope, files.journal.as_deref())
                     .map_err(|e| tool_error("resolve", &workdir, e))?;
                 Ok((workdir, accepted))
             })
@@ -519,35 +509,6 @@ async fn resolve(
             }
             Ok(value)
         }
-    }
-}
-
-/// Staged files are written by the file tools' one atomic writer, beneath the accepting
-/// call's scope: every step relative to a handle of the parent directory opened beneath the
-/// workdir, following no symlink (a link put in since the check fails the write, it is never
-/// written through), and the temp file on the temp log, so a daemon killed mid-accept has it
-/// removed by the next one.
-struct ScopedWriter<'a>(&'a toolvisor_files::Scope);
-
-impl toolvisor_structural::store::FileWriter for ScopedWriter<'_> {
-    fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()> {
-        let text = path.to_str().ok_or_else(|| {
-            std::io::Error::other(format!("{} is not valid UTF-8", path.display()))
-        })?;
-        let target = self
-            .0
-            .resolve(text, Access::Write)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        if target.real != path {
-            // The file's real location moved since the check: never write elsewhere.
-            return Err(std::io::Error::other(format!(
-                "{} now leads to {}: it changed since the edit was checked",
-                path.display(),
-                target.real.display()
-            )));
-        }
-        toolvisor_files::write::write_atomic(&target, content)
-            .map_err(|e| std::io::Error::other(e.to_string()))
     }
 }
 

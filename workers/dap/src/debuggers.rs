@@ -171,13 +171,7 @@ impl Debuggers {
     }
 
     fn path_var(&self) -> String {
-        self.launcher
-            .env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
+        self.launcher.path().to_string()
     }
 
     fn search(&self, project: &Path, workdir: &Path) -> Search {

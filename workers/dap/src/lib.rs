@@ -19,7 +19,6 @@ pub mod adapters;
 pub mod client;
 pub mod config;
 mod debuggers;
-pub mod output;
 mod session;
 
 pub use config::{AdapterSpec, DebugConfig};

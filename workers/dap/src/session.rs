@@ -26,7 +26,7 @@ use toolvisor_protocol::tree::NodeState;
 
 use crate::adapters::{Flavor, Resolved};
 use crate::client::{DapClient, Incoming};
-use crate::output::OutputLog;
+use toolvisor_kit::output::OutputLog;
 
 /// How often the actor looks at its TTL.
 const TICK: Duration = Duration::from_millis(250);
@@ -298,7 +298,7 @@ impl Session {
         waited.is_ok()
     }
 
-    pub fn output_read(&self, offset: u64, limit: usize) -> crate::output::Slice {
+    pub fn output_read(&self, offset: u64, limit: usize) -> toolvisor_kit::output::Slice {
         lock(&self.output).read(offset, limit)
     }
 

@@ -1,4 +1,5 @@
-//! The crash journal of multi-file writes (`apply_patch`): before the first write, every
+//! The crash journal of multi-file writes (`apply_patch`, `lsp_rename`, `resolve accept`,
+//! through `write::write_all`): before the first write, every
 //! target's real path, its original bytes (or "did not exist") and the bytes about to be
 //! written (or "to be deleted") go to one 0600 file under `<state_dir>/journal/`, fsynced;
 //! then the files are written; then the journal is removed. A daemon that finds a journal at
@@ -6,9 +7,7 @@
 //! a crash. A file that holds neither its original nor the patched bytes was changed by
 //! someone since: it is left alone and logged, never clobbered.
 
-use std::io::Write as _;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -80,20 +79,18 @@ fn un_b64(v: &Json) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
-/// Create `dir` (and its parents) and make it 0700 whatever the umask or an older version
-/// left: what the file tools keep under the state directory is ours alone.
-pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+/// Create `dir` (and its parents) 0700, or narrow one an older version left wider, and check
+/// it is ours (`kit::private`): what the file tools keep under the state directory is ours
+/// alone.
+pub(crate) fn private_dir(dir: &Path, what: &'static str) -> std::io::Result<()> {
+    toolvisor_kit::private::ensure_own_dir(dir, what).map_err(std::io::Error::other)
 }
 
 impl Journal {
     /// Open (creating, 0700) the journal directory `dir`.
     pub fn open(dir: &Path) -> std::io::Result<Journal> {
-        private_dir(dir)?;
+        private_dir(dir, "the write journal directory")?;
+        toolvisor_kit::private::remove_stale_temps(dir);
         Ok(Journal {
             dir: dir.to_path_buf(),
             seq: AtomicU64::new(0),
@@ -122,17 +119,14 @@ impl Journal {
             std::process::id(),
             self.seq.fetch_add(1, Ordering::Relaxed)
         ));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .mode(0o600)
-            .open(&path)?;
-        f.write_all(&serde_json::to_vec(&record).map_err(std::io::Error::other)?)?;
-        f.sync_all()?;
-        // The entry itself must survive a crash too.
-        std::fs::File::open(&self.dir)?.sync_all()?;
+        // Atomic and synced: a journal is on disk whole before the first write, or not at all.
+        toolvisor_kit::private::write_private_file(
+            &path,
+            &serde_json::to_vec(&record).map_err(std::io::Error::other)?,
+            "a write journal",
+            toolvisor_kit::private::Durability::Synced,
+        )
+        .map_err(std::io::Error::other)?;
         Ok(Mark { path })
     }
 
@@ -179,6 +173,7 @@ fn roll_back_one(
     let scope =
         scope(&root).map_err(|e| format!("cannot open the workdir {}: {e}", root.display()))?;
     let files = record["files"].as_array().ok_or("no files")?;
+    let tool = record["tool"].as_str().unwrap_or("multi-file write");
     let mut out = Vec::new();
     // Restore in reverse order of writing.
     for f in files.iter().rev() {
@@ -188,13 +183,13 @@ fn roll_back_one(
         let outcome = restore(&scope, &real, before.as_deref(), after.as_deref());
         match &outcome {
             Outcome::Restored(p) => {
-                tracing::warn!(path = %p.display(), "restored a file written by an apply_patch that a crash interrupted")
+                tracing::warn!(path = %p.display(), tool, "restored a file written by a multi-file write that a crash interrupted")
             }
             Outcome::ChangedSince(p) => {
-                tracing::error!(path = %p.display(), "not restoring a file of an interrupted apply_patch: it holds neither its original nor the patched content (changed since); left as it is")
+                tracing::error!(path = %p.display(), tool, "not restoring a file of an interrupted multi-file write: it holds neither its original nor the new content (changed since); left as it is")
             }
             Outcome::Failed(p, why) => {
-                tracing::error!(path = %p.display(), error = %why, "cannot restore a file of an interrupted apply_patch")
+                tracing::error!(path = %p.display(), tool, error = %why, "cannot restore a file of an interrupted multi-file write")
             }
             Outcome::Untouched(_) => {}
         }
@@ -203,7 +198,10 @@ fn roll_back_one(
     Ok(out)
 }
 
-fn restore(scope: &Scope, real: &Path, before: Option<&[u8]>, after: Option<&[u8]>) -> Outcome {
+/// Put `real` back to `before` (`None`: delete it) if it holds `after`, through `scope`'s
+/// confined writer; a file that holds `before` is left, one that holds anything else was
+/// changed since and is left alone, never clobbered.
+pub fn restore(scope: &Scope, real: &Path, before: Option<&[u8]>, after: Option<&[u8]>) -> Outcome {
     let failed = |why: String| Outcome::Failed(real.to_path_buf(), why);
     let Some(given) = real.to_str() else {
         return failed("the path is not UTF-8".into());
@@ -242,6 +240,7 @@ fn restore(scope: &Scope, real: &Path, before: Option<&[u8]>, after: Option<&[u8
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn rolls_back_written_files_and_leaves_changed_ones() {

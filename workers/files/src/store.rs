@@ -7,8 +7,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -264,20 +264,15 @@ fn checkpoints(text: &str) -> (usize, Vec<u64>) {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    // No fsync: a result lost in a crash is detected (size mismatch: `not_available`) and
+    // Not synced: a result lost in a crash is detected (size mismatch: `not_available`) and
     // syncing megabytes per large result would cost more than the search that made them.
-    f.write_all(bytes)?;
-    drop(f);
-    std::fs::rename(&tmp, path)
+    toolvisor_kit::private::write_private_file(
+        path,
+        bytes,
+        "a stored result",
+        toolvisor_kit::private::Durability::Unsynced,
+    )
+    .map_err(std::io::Error::other)
 }
 
 /// A stored (or unstorable) piece of a result.
@@ -294,7 +289,7 @@ impl ResultStore {
         // A projection must leave room for the rest of the result.
         cfg.projection_chars = cfg.projection_chars.min(cfg.inline_chars / 2);
         // Stored results are whole tool outputs: ours alone, whatever an older version left.
-        crate::journal::private_dir(&cfg.dir)?;
+        crate::journal::private_dir(&cfg.dir, "the result store")?;
         let store = ResultStore {
             cfg,
             secrets,
@@ -325,13 +320,19 @@ impl ResultStore {
         };
         for conv in convs.flatten() {
             let conv_key = conv.file_name().to_string_lossy().into_owned();
+            // Temp files of a daemon killed mid-store; a live one's (another daemon sharing
+            // the state directory) may be mid-write and stays.
+            toolvisor_kit::private::remove_stale_temps(&conv.path());
             let Ok(files) = std::fs::read_dir(conv.path()) else {
                 continue;
             };
             for f in files.flatten() {
                 let name = f.file_name().to_string_lossy().into_owned();
                 if name.ends_with(".tmp") {
-                    let _ = std::fs::remove_file(f.path());
+                    if toolvisor_kit::private::temp_pid(name.as_bytes()).is_none() {
+                        // An older version's `<ref>.json.tmp`.
+                        let _ = std::fs::remove_file(f.path());
+                    }
                     continue;
                 }
                 let Some(reference) = name.strip_suffix(".json") else {

@@ -13,7 +13,6 @@ use std::io::Write as _;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -26,24 +25,18 @@ struct TempLog {
 
 static LOG: OnceLock<TempLog> = OnceLock::new();
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
-
 /// The name of a new temp file for the file `name`, unique in this process:
-/// `.{name}.toolvisor-{pid}-{seq}.tmp`, the one form [`open`]'s sweep recognizes.
+/// `.{name}.toolvisor-{pid}-{seq}.tmp` (`toolvisor_kit::private::temp_name`, the one form of
+/// every temp file the daemon makes), the form [`open`]'s sweep recognizes.
 pub fn temp_name(name: &std::ffi::OsStr) -> String {
-    format!(
-        ".{}.toolvisor-{}-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
+    toolvisor_kit::private::temp_name(name)
 }
 
 /// Open the temp log in `dir` (`<state_dir>/temps`, created 0700), remove the leftovers of
 /// every dead daemon recorded there, and record this daemon's directories from now on.
 /// Returns how many leftovers were removed. Call at start, before any write.
 pub fn open(dir: &Path) -> std::io::Result<usize> {
-    crate::journal::private_dir(dir)?;
+    crate::journal::private_dir(dir, "the temp-file log directory")?;
     let uid = std::fs::metadata(dir)?.uid();
     let removed = sweep(dir, uid);
     let _ = LOG.set(TempLog {
@@ -106,16 +99,6 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// True while `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 fn sweep(dir: &Path, uid: u32) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -133,7 +116,7 @@ fn sweep(dir: &Path, uid: u32) -> usize {
         };
         // Our own pid here is a dead daemon's (ours has written nothing yet); another live
         // process may be a daemon sharing this state directory.
-        if pid != me && alive(pid) {
+        if pid != me && toolvisor_kit::process::alive(pid) {
             continue;
         }
         let record = entry.path();
@@ -154,17 +137,7 @@ fn sweep(dir: &Path, uid: u32) -> usize {
 
 /// Whether `name` is a temp file of daemon `pid`: `.*.toolvisor-<pid>-<digits>.tmp`.
 fn ours(name: &[u8], pid: u32) -> bool {
-    let Some(stem) = name.strip_suffix(b".tmp") else {
-        return false;
-    };
-    let Some(dash) = stem.iter().rposition(|&b| b == b'-') else {
-        return false;
-    };
-    let (head, seq) = (&stem[..dash], &stem[dash + 1..]);
-    name.first() == Some(&b'.')
-        && !seq.is_empty()
-        && seq.iter().all(u8::is_ascii_digit)
-        && head.ends_with(format!(".toolvisor-{pid}").as_bytes())
+    toolvisor_kit::private::temp_pid(name) == Some(pid)
 }
 
 fn sweep_dir(dir: &Path, pid: u32, uid: u32) -> usize {

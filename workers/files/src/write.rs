@@ -111,16 +111,51 @@ pub struct Planned<'a> {
     pub after: Option<&'a [u8]>,
 }
 
+/// How one planned file is written: [`write_one`] in the daemon; tests inject failures.
+pub type WriteOne<'a> = &'a dyn Fn(&Resolved, Option<&[u8]>) -> Result<()>;
+
+/// Write `bytes` to `target` with [`write_atomic`], or delete it (`None`).
+pub fn write_one(target: &Resolved, bytes: Option<&[u8]>) -> Result<()> {
+    match bytes {
+        Some(bytes) => write_atomic(target, bytes),
+        None => target.remove_file(),
+    }
+}
+
+/// How an all-or-nothing write failed, and what became of the files written before.
+#[derive(Debug)]
+pub struct Failed {
+    /// The file whose write failed (its real path); `None`: the journal could not be
+    /// written, so no file was touched.
+    pub real: Option<std::path::PathBuf>,
+    pub error: Error,
+    /// Files written before the failure and put back as they were.
+    pub restored: Vec<std::path::PathBuf>,
+    /// Files written before the failure whose restore failed too, with why.
+    pub unrestored: Vec<(std::path::PathBuf, Error)>,
+}
+
 /// Write every planned file or none — the one multi-file writer (`apply_patch`,
-/// `lsp_rename`). With a journal, every target's before and after is on disk before the
-/// first write, so a daemon killed mid-way has the files rolled back at its next start; a
-/// write that fails puts back, in process, what was already written.
+/// `lsp_rename`, `resolve accept`). With a journal, every target's before and after is on
+/// disk before the first write, so a daemon killed mid-way has the files rolled back at its
+/// next start; a write that fails puts back, in process, what was already written.
 pub fn write_all(
     tool: &str,
     root: &Path,
     planned: &[Planned<'_>],
     journal: Option<&crate::journal::Journal>,
 ) -> Result<()> {
+    write_all_with(tool, root, planned, journal, &write_one).map_err(|f| f.error)
+}
+
+/// [`write_all`], each file written by `write`, reporting what was put back on a failure.
+pub fn write_all_with(
+    tool: &str,
+    root: &Path,
+    planned: &[Planned<'_>],
+    journal: Option<&crate::journal::Journal>,
+    write: WriteOne<'_>,
+) -> std::result::Result<(), Box<Failed>> {
     let mark = match journal {
         Some(j) => {
             let entries: Vec<crate::journal::Entry> = planned
@@ -131,29 +166,37 @@ pub fn write_all(
                     after: p.after.map(<[u8]>::to_vec),
                 })
                 .collect();
-            Some(
-                j.begin(tool, root, &entries)
-                    .map_err(|e| Error::io("the write journal", "record", e))?,
-            )
+            Some(j.begin(tool, root, &entries).map_err(|e| {
+                Box::new(Failed {
+                    real: None,
+                    error: Error::io("the write journal", "record", e),
+                    restored: Vec::new(),
+                    unrestored: Vec::new(),
+                })
+            })?)
         }
         None => None,
     };
     for (i, p) in planned.iter().enumerate() {
-        let done = match p.after {
-            Some(bytes) => write_atomic(p.target, bytes),
-            None => p.target.remove_file(),
-        };
-        if let Err(e) = done {
+        if let Err(error) = write(p.target, p.after) {
+            let mut restored = Vec::new();
+            let mut unrestored = Vec::new();
             for prev in planned[..i].iter().rev() {
-                let _ = match prev.before {
-                    Some(bytes) => write_atomic(prev.target, bytes),
-                    None => prev.target.remove_file(),
-                };
+                match write(prev.target, prev.before) {
+                    Ok(()) => restored.push(prev.target.real.clone()),
+                    Err(e) => unrestored.push((prev.target.real.clone(), e)),
+                }
             }
+            restored.reverse();
             if let Some(mark) = mark {
                 mark.finish();
             }
-            return Err(e);
+            return Err(Box::new(Failed {
+                real: Some(p.target.real.clone()),
+                error,
+                restored,
+                unrestored,
+            }));
         }
     }
     if let Some(mark) = mark {
@@ -234,6 +277,52 @@ mod tests {
             Err(Error::Outside { .. })
         ));
         assert!(matches!(write(&s, "a", "x"), Err(Error::IsDir { .. })));
+    }
+
+    #[test]
+    fn a_failed_write_puts_back_the_files_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Scope::new(dir.path(), &[], false).unwrap();
+        for n in ["a", "b", "c"] {
+            std::fs::write(dir.path().join(n), format!("old {n}")).unwrap();
+        }
+        let targets: Vec<Resolved> = ["a", "b", "c", "new"]
+            .iter()
+            .map(|n| s.resolve(n, Access::Write).unwrap())
+            .collect();
+        let planned: Vec<Planned> = targets
+            .iter()
+            .zip([Some(&b"old a"[..]), Some(b"old b"), Some(b"old c"), None])
+            .map(|(t, before)| Planned {
+                target: t,
+                before,
+                after: Some(b"new"),
+            })
+            .collect();
+        let failing = |t: &Resolved, bytes: Option<&[u8]>| {
+            if t.real.ends_with("c") && bytes == Some(b"new") {
+                return Err(Error::io("c", "write", std::io::Error::other("disk full")));
+            }
+            write_one(t, bytes)
+        };
+        let failed = write_all_with("test", s.root(), &planned, None, &failing).unwrap_err();
+        assert_eq!(failed.real.as_deref(), Some(targets[2].real.as_path()));
+        assert_eq!(
+            failed.restored,
+            vec![targets[0].real.clone(), targets[1].real.clone()]
+        );
+        assert!(failed.unrestored.is_empty());
+        for n in ["a", "b", "c"] {
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join(n)).unwrap(),
+                format!("old {n}")
+            );
+        }
+        assert!(!dir.path().join("new").exists());
+        write_all("test", s.root(), &planned, None).unwrap();
+        for n in ["a", "b", "c", "new"] {
+            assert_eq!(std::fs::read_to_string(dir.path().join(n)).unwrap(), "new");
+        }
     }
 
     #[test]

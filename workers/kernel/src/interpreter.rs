@@ -33,11 +33,9 @@ pub(crate) struct LaunchPlan {
 pub(crate) struct Probes(Mutex<HashMap<PathBuf, PathBuf>>);
 
 fn path_of(env: &[(String, String)]) -> String {
-    env.iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.clone())
+    toolvisor_kit::launch::env_path(env)
         .unwrap_or_default()
+        .to_string()
 }
 
 /// The first executable `name` on `path`.

@@ -7,8 +7,6 @@
 //! block. Without a file (tests, a state dir that cannot be written) it counts from 1 and
 //! says so in the log.
 
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -46,6 +44,7 @@ impl IdCounter {
         if let Some(dir) = path.parent() {
             crate::private::ensure_private_dir(dir, "the id counter directory")
                 .map_err(std::io::Error::other)?;
+            crate::private::remove_stale_temps(dir);
         }
         let next = match std::fs::read_to_string(path) {
             Ok(text) => text.trim().parse::<u64>().map_err(|_| {
@@ -79,35 +78,19 @@ impl IdCounter {
             && let Some(path) = &self.path
         {
             let end = block.next.saturating_add(BLOCK);
-            write_synced(path, end)?;
+            crate::private::write_private_file(
+                path,
+                end.to_string().as_bytes(),
+                "the id counter",
+                crate::private::Durability::Synced,
+            )
+            .map_err(std::io::Error::other)?;
             block.end = end;
         }
         let id = block.next;
         block.next += 1;
         Ok(id)
     }
-}
-
-/// Write `value` to `path` through a temp file, fsynced, renamed over it.
-fn write_synced(path: &Path, value: u64) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(&tmp)?;
-    f.write_all(value.to_string().as_bytes())?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent()
-        && let Ok(d) = std::fs::File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 #[cfg(test)]

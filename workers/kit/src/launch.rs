@@ -13,6 +13,15 @@ pub const DEFAULT_ENV_ALLOWLIST: &[&str] = &[
     "TMPDIR",
 ];
 
+/// The `PATH` a child with environment `env` searches (like its own `execvp`, the last
+/// `PATH` entry wins); `None` when it has none.
+pub fn env_path(env: &[(String, String)]) -> Option<&str> {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+}
+
 /// Shared recipe for starting children.
 #[derive(Clone, Debug, Default)]
 pub struct Launcher {
@@ -34,6 +43,11 @@ impl Launcher {
             .filter(|(k, _)| allow.iter().any(|a| a == k))
             .collect();
         Launcher { shim, env, ledger }
+    }
+
+    /// The `PATH` every child gets ("" when none).
+    pub fn path(&self) -> &str {
+        env_path(&self.env).unwrap_or_default()
     }
 
     pub fn spec(

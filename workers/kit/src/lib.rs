@@ -4,6 +4,7 @@
 pub mod ids;
 pub mod launch;
 pub mod memory;
+pub mod output;
 pub mod private;
 pub mod process;
 pub mod restart;

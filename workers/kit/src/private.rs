@@ -6,11 +6,18 @@
 //! or by us and, when others may write to it, carry the sticky bit (like `/tmp`), so nobody
 //! else can rename the directory away and put their own in its place. What we create we
 //! create 0700 (directories) and 0600 (files), whatever the umask.
+//!
+//! [`write_private_file`] is the one atomic writer of the daemon's own state files (id
+//! counters, spawn-ledger records, staged edits, stored results, the write journal); files in
+//! the user's tree are written by `toolvisor_files::write`, a different contract (beneath the
+//! call's scope, the old mode kept, a read-only file refused). Both name their temp files with
+//! [`temp_name`], the one form the start-up sweeps recognize.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::libc;
 use nix::unistd::{Uid, User, geteuid};
@@ -219,6 +226,145 @@ pub fn open_private_file(path: &Path, what: &'static str) -> Result<File, Privat
     Ok(file)
 }
 
+/// Like [`ensure_private_dir`], for a directory only the daemon makes (under its state
+/// directory): one that exists with wider permissions than 0700 but is otherwise ours (a
+/// real directory of our uid; an older version or a umask made it) is narrowed to 0700 first.
+pub fn ensure_own_dir(dir: &Path, what: &'static str) -> Result<(), PrivateError> {
+    if let Ok(meta) = fs::symlink_metadata(dir)
+        && meta.is_dir()
+        && meta.uid() == geteuid().as_raw()
+        && meta.mode() & 0o077 != 0
+    {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(io_error(
+            "set the mode of",
+            what,
+            dir,
+        ))?;
+    }
+    ensure_private_dir(dir, what)
+}
+
+/// How much of a crash a file written by [`write_private_file`] survives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// The temp file is fsynced before the rename and the directory after it: once the call
+    /// returns the new content survives a power loss. For state whose loss breaks a promise:
+    /// id counters (ids never repeat), staged edits, the write journal.
+    Synced,
+    /// Nothing is fsynced: the rename is atomic, so a crash of the daemon leaves the old
+    /// content or the new, never a torn file, but a power loss may lose the write. For state
+    /// that dies with the machine anyway (spawn-ledger records: their processes die too) or
+    /// whose loss is detected (stored results answer `not_available`), where a sync per write
+    /// costs more than it saves.
+    Unsynced,
+}
+
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The name of a new temp file for the file `name`, unique in this process:
+/// `.{name}.toolvisor-{pid}-{seq}.tmp`, the one form [`temp_pid`] recognizes.
+pub fn temp_name(name: &std::ffi::OsStr) -> String {
+    format!(
+        ".{}.toolvisor-{}-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The pid in a name of [`temp_name`]'s form (`.*.toolvisor-<pid>-<digits>.tmp`), else `None`.
+pub fn temp_pid(name: &[u8]) -> Option<u32> {
+    let stem = name.strip_suffix(b".tmp")?;
+    let dash = stem.iter().rposition(|&b| b == b'-')?;
+    let (head, seq) = (&stem[..dash], &stem[dash + 1..]);
+    if name.first() != Some(&b'.') || seq.is_empty() || !seq.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let marker = b".toolvisor-";
+    let at = head.windows(marker.len()).rposition(|w| w == marker)?;
+    let pid = &head[at + marker.len()..];
+    if pid.is_empty() || !pid.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(pid).ok()?.parse().ok()
+}
+
+/// Replace (or create) the private file `path` with `bytes` atomically: a 0600 temp file
+/// ([`temp_name`], `O_EXCL | O_NOFOLLOW`) in the same directory, written, fsynced as
+/// `durability` says, renamed over `path` (a symbolic link at `path` is replaced, never
+/// followed). Readers see the old content or the new, never a mix; a failed write leaves no
+/// temp file. `what` names the file in errors ("the id counter").
+pub fn write_private_file(
+    path: &Path,
+    bytes: &[u8],
+    what: &'static str,
+    durability: Durability,
+) -> Result<(), PrivateError> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| PrivateError::Io {
+        action: "write",
+        what,
+        path: path.to_path_buf(),
+        source: io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"),
+    })?;
+    let tmp = dir.join(temp_name(name));
+    let result = (|| -> io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)?;
+        // The umask may have taken bits from 0600; set it exactly.
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
+        file.write_all(bytes)?;
+        if durability == Durability::Synced {
+            file.sync_all()?;
+        }
+        drop(file);
+        fs::rename(&tmp, path)?;
+        if durability == Durability::Synced {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    })();
+    if let Err(error) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_error("write", what, path)(error));
+    }
+    Ok(())
+}
+
+/// Remove from the private directory `dir` the temp files ([`temp_name`]'s form) of
+/// processes that are gone: a daemon killed between a temp file and its rename leaves one.
+/// A live pid's (ours included) may be mid-write and is left alone, as is anything that is
+/// not a regular file. Returns how many were removed.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let me = std::process::id();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let name = entry.file_name();
+        let Some(pid) = temp_pid(name.as_bytes()) else {
+            continue;
+        };
+        if pid == me || crate::process::alive(pid) {
+            continue;
+        }
+        if entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +427,91 @@ mod tests {
             .to_string();
         assert!(text.contains("symbolic link"), "{text}");
         assert_eq!(fs::read_to_string(&target).unwrap(), "precious");
+    }
+
+    #[test]
+    fn temp_names_carry_their_pid() {
+        assert_eq!(temp_pid(b".a.txt.toolvisor-42-0.tmp"), Some(42));
+        assert_eq!(temp_pid(b"..x.toolvisor-42-17.tmp"), Some(42));
+        assert_eq!(temp_pid(b"a.txt.toolvisor-42-0.tmp"), None);
+        assert_eq!(temp_pid(b".a.txt.toolvisor-42-.tmp"), None);
+        assert_eq!(temp_pid(b".a.txt.toolvisor-42-0.tmpx"), None);
+        assert_eq!(temp_pid(b".a.txt.toolvisor-42-x0.tmp"), None);
+        assert_eq!(temp_pid(b".a.txt.toolvisor--0.tmp"), None);
+        let made = temp_name(std::ffi::OsStr::new("a.rs"));
+        assert_eq!(
+            temp_pid(made.as_bytes()),
+            Some(std::process::id()),
+            "{made}"
+        );
+    }
+
+    #[test]
+    fn a_private_file_is_replaced_atomically_0600_whatever_was_there() {
+        let base = tempfile::tempdir().unwrap();
+        let path = base.path().join("state");
+        for durability in [Durability::Synced, Durability::Unsynced] {
+            write_private_file(&path, b"one", "the test file", durability).unwrap();
+            assert_eq!(fs::read(&path).unwrap(), b"one");
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+            write_private_file(&path, b"two", "the test file", durability).unwrap();
+            assert_eq!(fs::read(&path).unwrap(), b"two");
+            assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        }
+        // A link at the path is replaced, never written through.
+        let target = base.path().join("target");
+        fs::write(&target, "precious").unwrap();
+        let link = base.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_private_file(&link, b"new", "the test file", Durability::Synced).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "precious");
+        assert!(
+            !fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // No temp file is left, and a failed write names the file.
+        let names: Vec<_> = fs::read_dir(base.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+        let missing = base.path().join("no/such/dir/f");
+        let text = write_private_file(&missing, b"x", "the test file", Durability::Synced)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("the test file") && text.contains("no/such/dir/f"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn stale_temps_of_dead_processes_are_removed_live_ones_kept() {
+        let base = tempfile::tempdir().unwrap();
+        // A pid above the kernel's maximum is never alive.
+        let dead = base.path().join(".f.toolvisor-4194305-0.tmp");
+        let mine = base.path().join(temp_name(std::ffi::OsStr::new("f")));
+        let other = base.path().join("f.tmp");
+        for p in [&dead, &mine, &other] {
+            fs::write(p, "x").unwrap();
+        }
+        assert_eq!(remove_stale_temps(base.path()), 1);
+        assert!(!dead.exists() && mine.exists() && other.exists());
+    }
+
+    #[test]
+    fn an_own_dir_left_wide_is_narrowed_a_foreign_one_refused() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("d");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o775)).unwrap();
+        ensure_own_dir(&dir, "the test directory").unwrap();
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
+        let link = base.path().join("l");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let text = ensure_own_dir(&link, "the test directory")
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("symbolic link"), "{text}");
     }
 
     #[test]

@@ -38,7 +38,7 @@ use tokio::sync::watch;
 pub use guard::ProcessGuard;
 pub use ledger::{LEDGER_TOKEN_ENV, Ledger};
 pub use orphans::{adopt_orphans, reap_orphans};
-pub use procfs::{descendants, rss_bytes};
+pub use procfs::{alive, descendants, rss_bytes};
 pub use shim::{SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, shim_main};
 
 /// How long [`spawn`] waits for the shim to report the program's pid.
@@ -255,12 +255,7 @@ fn resolve_program(
         };
     }
     // Like the child's own execvp: the last PATH entry of its environment wins.
-    let Some(search) = env
-        .iter()
-        .rev()
-        .find(|(key, _)| key == "PATH")
-        .map(|(_, value)| value)
-    else {
+    let Some(search) = crate::launch::env_path(env) else {
         return Err(SpawnError::NotFound {
             program: program.to_owned(),
             searched: "nothing: PATH is not set in the child's environment".to_owned(),

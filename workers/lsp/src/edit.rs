@@ -155,6 +155,7 @@ pub fn check_scope(ctx: &CallCtx, edit: &Value) -> Result<BTreeMap<PathBuf, Path
 /// server was sent and the disk. Every file must already have passed [`check_scope`], whose
 /// real paths (`reals`) are the ones read and written.
 pub fn plan_edit(
+    ctx: &CallCtx,
     shared: &ServerShared,
     edit: &Value,
     enc: Encoding,
@@ -223,7 +224,10 @@ pub fn plan_edit(
                 named.display()
             )));
         }
-        let old = std::fs::read_to_string(&path)
+        // Read beneath the scope's root: a directory swapped for a link since the check is
+        // not followed.
+        let old = ctx
+            .read_text(&path)
             .map_err(|e| conflict(format!("cannot read {}: {e}", path.display())))?;
         let doc = shared
             .doc(&uri::from_path(&named))
@@ -318,7 +322,7 @@ pub async fn apply_off_thread(
     let (ctx, shared) = (ctx.clone(), shared.clone());
     tokio::task::spawn_blocking(move || {
         let reals = check_scope(&ctx, &edit)?;
-        let changes = plan_edit(&shared, &edit, enc, &reals)?;
+        let changes = plan_edit(&ctx, &shared, &edit, enc, &reals)?;
         write_all(&ctx, &changes)?;
         Ok(changes)
     })

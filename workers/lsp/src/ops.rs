@@ -64,6 +64,16 @@ impl CallCtx {
     pub fn may_read(&self, path: &Path) -> bool {
         self.check(path, Access::Read).is_ok()
     }
+
+    /// The text of `path`, a real path already checked, opened beneath the scope's root
+    /// (`Scope::open_found`), never by name: a directory on it swapped for a symbolic link
+    /// since the check is not followed.
+    pub fn read_text(&self, path: &Path) -> std::io::Result<String> {
+        use std::io::Read as _;
+        let mut text = String::new();
+        self.scope.open_found(path)?.read_to_string(&mut text)?;
+        Ok(text)
+    }
 }
 
 /// A file synced to its server, ready for a request.
@@ -152,6 +162,17 @@ impl LanguageServers {
                 .sync_from_disk(&conn, path, &lang_id)
                 .await
                 .map_err(|e| {
+                    if crate::server::is_moved(&e) {
+                        return ToolError::new(
+                            ErrorKind::OutOfScope,
+                            format!(
+                                "cannot read {}: its path changed since it was checked (a directory on it is a symbolic link now, or it leads out of the server's root {}); not followed",
+                                path.display(),
+                                shared.root.display()
+                            ),
+                            "call again with the file's real path",
+                        );
+                    }
                     ToolError::new(
                         if e.kind() == std::io::ErrorKind::NotFound {
                             ErrorKind::NotFound
@@ -599,7 +620,8 @@ impl LanguageServers {
                 let pairs = render::locations(&result);
                 let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
                 let readable = |p: &Path| ctx.may_read(p);
-                let mut sources = Sources::new(&open_text, &readable);
+                let read = |p: &Path| ctx.read_text(p).ok();
+                let mut sources = Sources::new(&open_text, &readable, &read);
                 let locs = render::resolve_locs(&pairs, enc, &mut sources);
                 let total = locs.len();
                 let cut = op == "references" && total > REFERENCES_MAX;
@@ -690,7 +712,8 @@ impl LanguageServers {
         let mut items = Vec::new();
         let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
         let readable = |p: &Path| ctx.may_read(p);
-        let mut sources = Sources::new(&open_text, &readable);
+        let read = |p: &Path| ctx.read_text(p).ok();
+        let mut sources = Sources::new(&open_text, &readable, &read);
         for s in syms.iter().take(WORKSPACE_SYMBOLS_MAX) {
             let shown = s
                 .path

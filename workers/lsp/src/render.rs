@@ -28,17 +28,21 @@ pub struct Sources<'a> {
     cache: HashMap<PathBuf, Option<String>>,
     open: &'a dyn Fn(&Path) -> Option<String>,
     readable: &'a dyn Fn(&Path) -> bool,
+    /// Reads a file the scope allows, beneath its root (`CallCtx::read_text`).
+    read: &'a dyn Fn(&Path) -> Option<String>,
 }
 
 impl<'a> Sources<'a> {
     pub fn new(
         open: &'a dyn Fn(&Path) -> Option<String>,
         readable: &'a dyn Fn(&Path) -> bool,
+        read: &'a dyn Fn(&Path) -> Option<String>,
     ) -> Self {
         Sources {
             cache: HashMap::new(),
             open,
             readable,
+            read,
         }
     }
 
@@ -48,12 +52,12 @@ impl<'a> Sources<'a> {
     }
 
     pub fn line(&mut self, path: &Path, line0: usize) -> Option<String> {
-        let (open, readable) = (self.open, self.readable);
+        let (open, readable, read) = (self.open, self.readable, self.read);
         let text = self.cache.entry(path.to_path_buf()).or_insert_with(|| {
             if !readable(path) {
                 return None;
             }
-            open(path).or_else(|| std::fs::read_to_string(path).ok())
+            open(path).or_else(|| read(path))
         });
         text.as_deref()
             .and_then(|t| line_text(t, line0 + 1))
@@ -413,7 +417,8 @@ mod tests {
         // An open document (another conversation may have opened it) is not quoted either.
         let open = |p: &Path| (p == outside.as_path()).then(|| "secret = 3\n".to_string());
         let readable = |p: &Path| p == inside.as_path();
-        let mut sources = Sources::new(&open, &readable);
+        let read = |p: &Path| std::fs::read_to_string(p).ok();
+        let mut sources = Sources::new(&open, &readable, &read);
         let range = json!({"start": {"line": 0, "character": 4}});
         let pairs = vec![
             (uri::from_path(&inside), range.clone()),

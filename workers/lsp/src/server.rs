@@ -87,6 +87,35 @@ pub struct Doc {
     pub disk: Option<(std::time::SystemTime, u64)>,
 }
 
+/// The server root's file scope: every document of a server lies under its root (the root
+/// marker was found walking up from it), and its text is read beneath that root's handle
+/// (`Scope::open_found`: `openat2` `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`), never by name,
+/// so a directory swapped for a symbolic link after the caller's scope check is not followed.
+fn root_scope(root: &Path) -> std::io::Result<toolvisor_files::Scope> {
+    toolvisor_files::Scope::new(root, &[], false).map_err(std::io::Error::other)
+}
+
+/// The text of document `path`, opened beneath `scope` (see [`root_scope`]). A path that now
+/// leads through a symbolic link or out of the root is refused (`ELOOP`/`EXDEV`, see
+/// [`is_moved`]).
+fn read_doc(scope: &toolvisor_files::Scope, path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut file = scope.open_found(path)?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// Whether a read failed because the path changed since it was checked: a symbolic link on
+/// it now (`ELOOP`), or it leads out of the server's root (`EXDEV`).
+pub(crate) fn is_moved(e: &std::io::Error) -> bool {
+    const ELOOP: i32 = 40;
+    const EXDEV: i32 = 18;
+    matches!(e.raw_os_error(), Some(ELOOP | EXDEV))
+}
+
+/// The file's (mtime, length), only to tell whether an open document changed on disk; its
+/// text is always read beneath the root ([`read_doc`]).
 fn disk_stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
     let m = std::fs::metadata(path).ok()?;
     Some((m.modified().ok()?, m.len()))
@@ -394,9 +423,10 @@ impl ServerShared {
         let (shared, conn) = (self.clone(), conn.clone());
         let (path, language_id) = (path.to_path_buf(), language_id.to_string());
         tokio::task::spawn_blocking(move || {
-            let text = std::fs::read_to_string(&path)?;
+            let scope = root_scope(&shared.root)?;
+            let text = read_doc(&scope, &path)?;
             let seq_before = shared.diag_seq();
-            shared.refresh_open(&conn, &uri::from_path(&path));
+            shared.refresh_open(&scope, &conn, &uri::from_path(&path));
             let result = shared.sync_text(&conn, &path, &text, &language_id);
             Ok(Synced {
                 text,
@@ -481,8 +511,11 @@ impl ServerShared {
     /// a person may have changed it): changed → didChange + didSave, deleted → didClose.
     /// Otherwise the server would answer from stale text.
     ///
+    /// Every text is read beneath `scope` (the root's, [`root_scope`]); a document whose path
+    /// now leads through a symbolic link is left as the server last saw it.
+    ///
     /// Callers hold `sync_lock`.
-    pub fn refresh_open(&self, conn: &Conn, except: &str) {
+    fn refresh_open(&self, scope: &toolvisor_files::Scope, conn: &Conn, except: &str) {
         let mut docs = lock(&self.docs);
         let mut closed = Vec::new();
         for (u, doc) in docs.iter_mut() {
@@ -496,7 +529,7 @@ impl ServerShared {
             if stamp.is_some() && stamp == doc.disk {
                 continue;
             }
-            match std::fs::read_to_string(&path) {
+            match read_doc(scope, &path) {
                 Ok(text) => {
                     doc.disk = stamp;
                     if text == doc.text {
@@ -980,6 +1013,11 @@ pub(crate) mod tests {
     use toolvisor_kit::status::TreeNotifier;
 
     pub(crate) fn shared(program: &str) -> Arc<ServerShared> {
+        shared_in(program, Path::new("/tmp"))
+    }
+
+    /// A server of `program` whose root is `root`.
+    pub(crate) fn shared_in(program: &str, root: &Path) -> Arc<ServerShared> {
         let status = NodeStatus::new(
             "language_server",
             "t",
@@ -989,7 +1027,7 @@ pub(crate) mod tests {
         ServerShared::new(
             "t".into(),
             "python".into(),
-            PathBuf::from("/tmp"),
+            root.to_path_buf(),
             vec![program.into()],
             PathBuf::from(format!("/bin/{program}")),
             None,
@@ -1177,5 +1215,36 @@ pub(crate) mod tests {
         );
         assert_eq!(synced.text, "x = 1\n");
         assert_eq!(synced.result.unwrap(), (1, true));
+    }
+
+    #[tokio::test]
+    async fn documents_are_read_beneath_the_root_never_through_a_swapped_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("pkg")).unwrap();
+        std::fs::write(root.join("pkg/m.py"), "x = 1\n").unwrap();
+        std::fs::write(root.join("n.py"), "y = 1\n").unwrap();
+        std::fs::write(outside.path().join("m.py"), "SECRET = 1\n").unwrap();
+        let s = shared_in("pyright-langserver", &root);
+        let _peer = connect(&s);
+        let conn = s.conn().unwrap();
+        let m = root.join("pkg/m.py");
+        let synced = s.sync_from_disk(&conn, &m, "python").await.unwrap();
+        assert_eq!(synced.text, "x = 1\n");
+        // Checked as `pkg/m.py`, then `pkg` becomes a link to a directory outside the root.
+        std::fs::rename(root.join("pkg"), root.join("pkg.old")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("pkg")).unwrap();
+        let err = match s.sync_from_disk(&conn, &m, "python").await {
+            Err(e) => e,
+            Ok(synced) => panic!("read through the swapped directory: {:?}", synced.text),
+        };
+        assert!(is_moved(&err), "{err}");
+        // Refreshing the open documents (syncing another file) reads none through it either.
+        s.sync_from_disk(&conn, &root.join("n.py"), "python")
+            .await
+            .unwrap();
+        let doc = s.doc(&uri::from_path(&m)).expect("still open");
+        assert_eq!(doc.text, "x = 1\n", "the server never saw the outside text");
     }
 }

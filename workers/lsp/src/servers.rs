@@ -270,13 +270,7 @@ impl LanguageServers {
     }
 
     fn path_var(&self) -> String {
-        self.launcher
-            .env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
+        self.launcher.path().to_string()
     }
 
     /// The start rule for `path` as `run` calls: a language, a root marker and a binary

@@ -83,7 +83,7 @@ pub enum Error {
     WriteFailed {
         id: String,
         path: PathBuf,
-        source: std::io::Error,
+        source: Box<toolvisor_files::Error>,
         /// Files already written, then restored to their content before the accept.
         restored: Vec<PathBuf>,
         /// Files already written whose restore failed too, with why.

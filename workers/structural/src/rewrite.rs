@@ -79,6 +79,7 @@ pub fn propose_target(req: &SearchRequest, target: &Target, rewrite: &str) -> Re
     let max = req.max_results;
     for_each_file(
         target,
+        req.scope,
         req.prefilter,
         req.threads,
         req.cancel,

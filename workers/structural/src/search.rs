@@ -5,7 +5,6 @@
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::io::Read as _;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,6 +15,8 @@ use ast_grep_language::SupportLang;
 use ignore::{WalkBuilder, WalkState};
 use memchr::memmem;
 use serde::Serialize;
+
+use toolvisor_files::Scope;
 
 use crate::lang::{self, CompiledPattern};
 use crate::{Error, Result, bounded};
@@ -34,8 +35,12 @@ pub struct SearchRequest<'a> {
     pub pattern: &'a str,
     /// A grammar id or alias; inferred from `path` when absent.
     pub language: Option<&'a str>,
-    /// An absolute file or directory.
+    /// An absolute file or directory, resolved in `scope`.
     pub path: &'a Path,
+    /// The call's file scope: every file the walk finds is opened beneath the root it lies
+    /// in (`Scope::open_found`), never by name, so a directory swapped for a symbolic link
+    /// after the listing is not followed out.
+    pub scope: &'a Scope,
     pub max_results: usize,
     /// Skip files lacking the pattern's literal text before parsing (on in production;
     /// off only to prove it changes nothing).
@@ -236,18 +241,21 @@ pub(crate) enum Read {
     Skipped(String),
 }
 
-pub(crate) fn read_file(path: &Path, prefilter: Option<&Prefilter>) -> Read {
-    // The walk lists no symbolic link; opening without following one keeps it so when a
-    // file is swapped for a link between the listing and the read (the daemon checked the
-    // root against the file scope, not every file below it).
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(path);
-    let mut file = match opened {
+pub(crate) fn read_file(scope: &Scope, path: &Path, prefilter: Option<&Prefilter>) -> Read {
+    // Opened beneath the scope's root with no symbolic link followed (`openat2`
+    // `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`): the walk lists by path, and a file or a
+    // directory on its path swapped for a link between the listing and the read is not
+    // followed (the daemon checked the root against the file scope, not every file below it).
+    let mut file = match scope.open_found(path) {
         Ok(file) => file,
         Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
             return Read::Skipped("a symbolic link (not followed)".into());
+        }
+        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EXDEV as i32) => {
+            return Read::Skipped(
+                "outside the file scope (a directory on its path is a symbolic link now; not followed)"
+                    .into(),
+            );
         }
         Err(e) => return Read::Skipped(format!("unreadable: {e}")),
     };
@@ -312,6 +320,7 @@ impl Stats {
 /// ignore rules say.
 pub(crate) fn for_each_file<F>(
     target: &Target,
+    scope: &Scope,
     prefilter: bool,
     threads: usize,
     cancel: Option<&AtomicBool>,
@@ -328,7 +337,7 @@ where
     };
     let one = |path: &Path| {
         stats.files.fetch_add(1, Ordering::Relaxed);
-        match read_file(path, filter.as_ref()) {
+        match read_file(scope, path, filter.as_ref()) {
             Read::Text(text) => {
                 stats.parsed.fetch_add(1, Ordering::Relaxed);
                 visit(path, text);
@@ -451,6 +460,7 @@ pub fn search_target(req: &SearchRequest, target: &Target) -> Result<SearchResul
     let compiled = &target.compiled;
     for_each_file(
         target,
+        req.scope,
         req.prefilter,
         req.threads,
         req.cancel,
@@ -527,15 +537,37 @@ mod tests {
     #[test]
     fn a_file_swapped_for_a_link_after_the_listing_is_not_read() {
         let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("elsewhere.py");
+        let root = dir.path().canonicalize().unwrap();
+        let scope = Scope::new(&root, &[], false).unwrap();
+        let target = root.join("elsewhere.py");
         std::fs::write(&target, "print(1)\n").unwrap();
-        let link = dir.path().join("a.py");
+        let link = root.join("a.py");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        match read_file(&link, None) {
+        match read_file(&scope, &link, None) {
             Read::Skipped(why) => assert!(why.contains("symbolic link"), "{why}"),
             Read::Text(t) => panic!("read through the link: {t:?}"),
             Read::Filtered => panic!("filtered"),
         }
-        assert!(matches!(read_file(&target, None), Read::Text(t) if t == "print(1)\n"));
+        assert!(matches!(read_file(&scope, &target, None), Read::Text(t) if t == "print(1)\n"));
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_to_outside_after_the_listing_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let scope = Scope::new(&root, &[], false).unwrap();
+        std::fs::create_dir(root.join("pkg")).unwrap();
+        std::fs::write(root.join("pkg/m.py"), "print(1)\n").unwrap();
+        std::fs::write(outside.path().join("m.py"), "print('secret')\n").unwrap();
+        // Listed as `pkg/m.py`; then `pkg` becomes a link to a directory outside the scope.
+        let listed = root.join("pkg/m.py");
+        std::fs::rename(root.join("pkg"), root.join("pkg.old")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("pkg")).unwrap();
+        match read_file(&scope, &listed, None) {
+            Read::Skipped(why) => assert!(why.contains("not followed"), "{why}"),
+            Read::Text(t) => panic!("read outside the scope through a swapped directory: {t:?}"),
+            Read::Filtered => panic!("filtered"),
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Staged edits, persisted on disk so a daemon restart loses none. Each edit belongs to the
 //! conversation that staged it and holds, per file, the content captured at staging and the
-//! new content. Accept compares every file with its snapshot and rejects the whole change if
-//! any differs; otherwise it writes every file atomically and, if one write fails, restores
-//! the ones already written. A crash in the middle of an accept is rolled back on the next
-//! open, so a half-applied change never survives.
+//! new content. Accept resolves every file through the accepting call's file scope, reads it
+//! beneath the scope's root and compares it with its snapshot, and rejects the whole change if
+//! any differs; otherwise it writes every file through the file tools' one multi-file writer
+//! (`toolvisor_files::write::write_all`: journaled, so a crash in the middle is rolled back at
+//! the next start, and a failed write puts back the files already written).
 //!
 //! On disk (`dir`): `next_id` (the next edit number, so ids stay unique across restarts) and
 //! one `edit_<n>.json` per edit; resolved edits keep a small tombstone (no contents) so a
@@ -11,14 +12,15 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use toolvisor_files::journal::{self, Journal};
+use toolvisor_files::paths::{Access, Resolved};
+use toolvisor_files::{Scope, write};
 
 use crate::rewrite::Proposal;
 use crate::{Error, Result};
@@ -108,100 +110,9 @@ impl From<&Record> for EditInfo {
     }
 }
 
-/// How files are written. The real one writes atomically; tests inject failures.
-pub trait FileWriter: Sync {
-    fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()>;
-}
-
-/// Why a staged file may not be written any more (the caller's confinement said no); kept
-/// whole so the caller can show its own error.
+/// Why a staged file may not be written any more (the accepting call's scope said no); the
+/// file scope's own error, kept whole so the caller can show it.
 pub type Refusal = Box<dyn std::error::Error + Send + Sync>;
-
-/// Asked at accept time for every file of the edit, before anything is read or written:
-/// the file's real location if it may be written now, else why not. The daemon answers with
-/// the run's file scope (`Access::Write`), so a staged edit never writes where the scope of
-/// the accepting call does not reach.
-pub type WriteCheck<'a> = &'a (dyn Fn(&Path) -> std::result::Result<PathBuf, Refusal> + Sync);
-
-/// Replace the file at the path with a temporary file written in the same directory
-/// (keeping the old file's permissions), fsynced, renamed over it, and fsync the directory.
-/// A symbolic link found at the path is replaced, never followed: staged paths are real
-/// paths, so a link there was put in since the check.
-pub struct AtomicWriter;
-
-static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
-
-impl FileWriter for AtomicWriter {
-    fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()> {
-        replace_atomic(path, content)
-    }
-}
-
-/// Write atomically through a symbolic link (its target is replaced, the link stays a
-/// link); for the store's own records. Staged files are written with [`replace_atomic`].
-pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return replace_atomic(&fs::canonicalize(path)?, content);
-    }
-    replace_atomic(path, content)
-}
-
-/// [`write_atomic`] for the store's own files, which hold whole file contents: the temp file
-/// is created 0600 and the written file stays 0600, whatever the umask.
-fn write_private(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return replace_atomic_mode(&fs::canonicalize(path)?, content, Some(0o600));
-    }
-    replace_atomic_mode(path, content, Some(0o600))
-}
-
-/// See [`AtomicWriter`]: the last component of `path` is never followed.
-pub fn replace_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    replace_atomic_mode(path, content, None)
-}
-
-/// [`replace_atomic`] with the new file's mode fixed (`Some`) or kept from the old file
-/// (`None`).
-fn replace_atomic_mode(path: &Path, content: &[u8], mode: Option<u32>) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.toolvisor-{}-{}.tmp",
-        std::process::id(),
-        TMP_SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    let permissions = match mode {
-        Some(mode) => Some(fs::Permissions::from_mode(mode)),
-        None => fs::symlink_metadata(path)
-            .ok()
-            .filter(|m| m.file_type().is_file())
-            .map(|m| m.permissions()),
-    };
-    let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode.unwrap_or(0o666))
-            .open(&tmp)?;
-        file.write_all(content)?;
-        if let Some(p) = permissions {
-            file.set_permissions(p)?;
-        }
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
 
 /// The result of staging.
 #[derive(Clone, Debug, Serialize)]
@@ -257,21 +168,21 @@ fn ago(ms: Option<u64>) -> String {
 }
 
 impl EditStore {
-    /// Open (creating) the store in `dir`; roll back any accept a crash interrupted.
-    pub fn open(dir: &Path) -> Result<EditStore> {
+    /// Open (creating) the store in `dir`. A record still marked accepting was left by a
+    /// crash mid-accept: its files that hold the new content are put back (through
+    /// `scope_of`'s scope of each file's directory, the file tools' confined writer; the
+    /// write journal has normally done so already) and it is staged again.
+    pub fn open(dir: &Path, scope_of: ScopeOf<'_>) -> Result<EditStore> {
         let store_err = |message: String| Error::Store {
             path: dir.to_path_buf(),
             message,
         };
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| store_err(format!("cannot create: {e}")))?;
         // Staged edits hold whole files: the store is ours alone, whatever the umask or an
         // older version left.
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-            .map_err(|e| store_err(format!("cannot make it private (0700): {e}")))?;
+        toolvisor_kit::private::ensure_own_dir(dir, "the staged-edit store")
+            .map_err(|e| store_err(e.to_string()))?;
+        // A record's temp file left by a daemon killed mid-write.
+        toolvisor_kit::private::remove_stale_temps(dir);
         let mut next = match fs::read_to_string(dir.join("next_id")) {
             Ok(text) => text
                 .trim()
@@ -302,7 +213,7 @@ impl EditStore {
                 }
             };
             if record.state == EditState::Accepting {
-                roll_back_interrupted(&mut record);
+                roll_back_interrupted(&mut record, scope_of);
                 write_record(&path, &record).map_err(|e| {
                     store_err(format!("cannot save the rollback of {}: {e}", record.id))
                 })?;
@@ -443,32 +354,47 @@ impl EditStore {
         Ok(EditInfo::from(&record))
     }
 
-    /// Accept with atomic writes, every file passing `check` first.
-    pub fn accept(&self, conversation: &str, id: &str, check: WriteCheck) -> Result<Accepted> {
-        self.accept_with(conversation, id, check, &AtomicWriter)
+    /// Accept, writing through the file tools' atomic writer (see [`EditStore::accept_with`]).
+    pub fn accept(
+        &self,
+        conversation: &str,
+        id: &str,
+        scope: &Scope,
+        journal: Option<&Journal>,
+    ) -> Result<Accepted> {
+        self.accept_with(conversation, id, scope, journal, &write::write_one)
     }
 
-    /// Accept: every file must pass `check` (else [`Error::Refused`], nothing read or
-    /// written, the edit stays staged), must still be where it was (its real path unchanged:
-    /// not swapped for a symbolic link) and must still hold its staging snapshot, else
-    /// nothing is written and the edit stays staged. Then every file is written; if one write
-    /// fails, those already written are restored and the edit stays staged.
+    /// Accept: every file must resolve for writing in `scope` (else [`Error::Refused`],
+    /// nothing read or written, the edit stays staged), must still be where it was (its real
+    /// path unchanged: not swapped for a symbolic link) and must still hold its staging
+    /// snapshot, read beneath the scope's root (else [`Error::Conflict`], nothing written, the
+    /// edit stays staged). Then every file is written by `write_all` (journaled in `journal`);
+    /// if one write fails, those already written are restored and the edit stays staged.
     pub fn accept_with(
         &self,
         conversation: &str,
         id: &str,
-        check: WriteCheck,
-        writer: &dyn FileWriter,
+        scope: &Scope,
+        journal: Option<&Journal>,
+        write: write::WriteOne<'_>,
     ) -> Result<Accepted> {
         let _resolving = self.resolving.lock().unwrap_or_else(|p| p.into_inner());
         let (n, info) = self.staged(conversation, id)?;
         let mut record = self.load(n)?;
-        let mut reals = Vec::with_capacity(record.files.len());
+        let mut targets = Vec::with_capacity(record.files.len());
         let mut refused: Vec<(PathBuf, Refusal)> = Vec::new();
         for file in &record.files {
-            match check(&file.path) {
-                Ok(real) => reals.push(real),
-                Err(why) => refused.push((file.path.clone(), why)),
+            let resolved = match file.path.to_str() {
+                Some(text) => scope.resolve(text, Access::Write),
+                None => Err(toolvisor_files::Error::bad(
+                    "path",
+                    format!("{} is not valid UTF-8", file.path.display()),
+                )),
+            };
+            match resolved {
+                Ok(target) => targets.push(target),
+                Err(why) => refused.push((file.path.clone(), Box::new(why))),
             }
         }
         if !refused.is_empty() {
@@ -482,25 +408,25 @@ impl EditStore {
             });
         }
         let mut changed = Vec::new();
-        for (file, real) in record.files.iter().zip(&reals) {
-            if *real != file.path {
+        for (file, target) in record.files.iter().zip(&targets) {
+            if target.real != file.path {
                 changed.push(Changed {
                     path: file.path.clone(),
                     why: format!(
                         "now resolves to {} (a symbolic link is on its path since staging; a staged file is written at its real path only)",
-                        real.display()
+                        target.real.display()
                     ),
                 });
                 continue;
             }
             let before = file.before.as_deref().unwrap_or_default();
-            match fs::read(&file.path) {
+            match read_beneath(target) {
                 Ok(now) if now == before.as_bytes() => {}
                 Ok(_) => changed.push(Changed {
                     path: file.path.clone(),
                     why: "modified since staging".into(),
                 }),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => changed.push(Changed {
+                Err(toolvisor_files::Error::NotFound { .. }) => changed.push(Changed {
                     path: file.path.clone(),
                     why: "deleted since staging".into(),
                 }),
@@ -517,37 +443,38 @@ impl EditStore {
                 changed,
             });
         }
-        // Mark the accept before the first write: a crash from here on is rolled back at
-        // the next open.
+        // Marked before the first write: a crash from here on leaves the edit to be staged
+        // again at the next open (its files rolled back by the journal).
         record.state = EditState::Accepting;
         self.save(n, &record)?;
-        let mut written: Vec<&StoredFile> = Vec::new();
-        for file in &record.files {
-            let after = file.after.as_deref().unwrap_or_default();
-            if let Err(source) = writer.write(&file.path, after.as_bytes()) {
-                let mut restored = Vec::new();
-                let mut unrestored = Vec::new();
-                for done in written.iter().rev() {
-                    let before = done.before.as_deref().unwrap_or_default();
-                    match writer.write(&done.path, before.as_bytes()) {
-                        Ok(()) => restored.push(done.path.clone()),
-                        Err(e) => unrestored.push((done.path.clone(), e.to_string())),
-                    }
-                }
-                restored.reverse();
-                let failed_path = file.path.clone();
-                let mut back = record.clone();
-                back.state = EditState::Staged;
-                self.save(n, &back)?;
-                return Err(Error::WriteFailed {
-                    id: info.id,
-                    path: failed_path,
-                    source,
-                    restored,
-                    unrestored,
-                });
-            }
-            written.push(file);
+        let planned: Vec<write::Planned<'_>> = record
+            .files
+            .iter()
+            .zip(&targets)
+            .map(|(file, target)| write::Planned {
+                target,
+                before: Some(file.before.as_deref().unwrap_or_default().as_bytes()),
+                after: Some(file.after.as_deref().unwrap_or_default().as_bytes()),
+            })
+            .collect();
+        if let Err(failed) =
+            write::write_all_with("resolve", scope.root(), &planned, journal, write)
+        {
+            let failed = *failed;
+            let mut back = record.clone();
+            back.state = EditState::Staged;
+            self.save(n, &back)?;
+            return Err(Error::WriteFailed {
+                id: info.id,
+                path: failed.real.unwrap_or_else(|| scope.root().to_path_buf()),
+                source: Box::new(failed.error),
+                restored: failed.restored,
+                unrestored: failed
+                    .unrestored
+                    .into_iter()
+                    .map(|(p, e)| (p, e.to_string()))
+                    .collect(),
+            });
         }
         let written: Vec<PathBuf> = record.files.iter().map(|f| f.path.clone()).collect();
         record.state = EditState::Accepted;
@@ -562,6 +489,16 @@ impl EditStore {
     }
 }
 
+/// The whole file `target`, opened beneath its scope's root (a directory swapped for a
+/// symbolic link since the check is not followed out).
+fn read_beneath(target: &Resolved) -> std::result::Result<Vec<u8>, toolvisor_files::Error> {
+    let mut file = target.open()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| target.error("read", e))?;
+    Ok(bytes)
+}
+
 fn tombstone(record: &mut Record) {
     for file in &mut record.files {
         file.before = None;
@@ -569,42 +506,55 @@ fn tombstone(record: &mut Record) {
     }
 }
 
-/// After a crash during an accept: put back every file that holds the new content.
-fn roll_back_interrupted(record: &mut Record) {
+/// The file scope of a directory, for putting back the files of an interrupted accept.
+pub type ScopeOf<'a> = &'a dyn Fn(&Path) -> toolvisor_files::Result<Scope>;
+
+/// After a crash during an accept: put back every file that holds the new content, through
+/// the file tools' confined writer (the journal's own restore), and stage the edit again.
+fn roll_back_interrupted(record: &mut Record, scope_of: ScopeOf<'_>) {
     for file in &record.files {
         let (Some(before), Some(after)) = (&file.before, &file.after) else {
             continue;
         };
-        // Staged paths are real paths: a link there now was put in since, and its target
-        // is not this edit's to restore.
-        if fs::symlink_metadata(&file.path).is_ok_and(|m| m.file_type().is_symlink()) {
-            tracing::error!(
-                edit = record.id, path = %file.path.display(),
-                "not restoring a file of an interrupted accept: it is a symbolic link now"
-            );
-            continue;
-        }
-        match fs::read(&file.path) {
-            Ok(now) if now == after.as_bytes() && after != before => {
-                match replace_atomic(&file.path, before.as_bytes()) {
-                    Ok(()) => tracing::warn!(
-                        edit = record.id, path = %file.path.display(),
-                        "restored a file written by an accept that a crash interrupted"
-                    ),
-                    Err(e) => tracing::error!(
-                        edit = record.id, path = %file.path.display(), error = %e,
-                        "cannot restore a file written by an interrupted accept"
-                    ),
-                }
-            }
-            _ => {}
+        let dir = file.path.parent().unwrap_or(Path::new("/"));
+        let outcome = match scope_of(dir) {
+            Ok(scope) => journal::restore(
+                &scope,
+                &file.path,
+                Some(before.as_bytes()),
+                Some(after.as_bytes()),
+            ),
+            Err(e) => journal::Outcome::Failed(file.path.clone(), e.to_string()),
+        };
+        match outcome {
+            journal::Outcome::Restored(path) => tracing::warn!(
+                edit = record.id, path = %path.display(),
+                "restored a file written by an accept that a crash interrupted"
+            ),
+            journal::Outcome::Untouched(_) => {}
+            journal::Outcome::ChangedSince(path) => tracing::error!(
+                edit = record.id, path = %path.display(),
+                "not restoring a file of an interrupted accept: it holds neither its staged nor its new content (changed since); left as it is"
+            ),
+            journal::Outcome::Failed(path, why) => tracing::error!(
+                edit = record.id, path = %path.display(), error = %why,
+                "cannot restore a file written by an interrupted accept"
+            ),
         }
     }
     record.state = EditState::Staged;
 }
 
+/// The store's own files (records, `next_id`) hold whole file contents and the id counter:
+/// private (0600) and synced, through the daemon's one writer of private state.
 fn write_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_private(path, bytes)
+    toolvisor_kit::private::write_private_file(
+        path,
+        bytes,
+        "a staged-edit record",
+        toolvisor_kit::private::Durability::Synced,
+    )
+    .map_err(std::io::Error::other)
 }
 
 fn write_record(path: &Path, record: &Record) -> std::io::Result<()> {

@@ -7,11 +7,22 @@ use std::path::Path;
 
 use toolvisor_structural::search::{SearchRequest, SearchResult, search};
 
+/// The file scope of a call made from `path`'s directory (or `path` when it is one).
+fn scope_of(path: &Path) -> toolvisor_files::Scope {
+    let root = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap()
+    };
+    toolvisor_files::Scope::new(root, &[], false).unwrap()
+}
+
 fn run(path: &Path, pattern: &str, language: &str, prefilter: bool) -> SearchResult {
     search(&SearchRequest {
         pattern,
         language: Some(language),
         path,
+        scope: &scope_of(path),
         max_results: 100_000,
         prefilter,
         threads: 2,

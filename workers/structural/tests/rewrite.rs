@@ -6,12 +6,23 @@ use std::path::Path;
 use toolvisor_structural::rewrite::{Proposal, preview, propose};
 use toolvisor_structural::search::SearchRequest;
 
+/// The file scope of a call made from `path`'s directory (or `path` when it is one).
+fn scope_of(path: &Path) -> toolvisor_files::Scope {
+    let root = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap()
+    };
+    toolvisor_files::Scope::new(root, &[], false).unwrap()
+}
+
 fn propose_in(path: &Path, pattern: &str, rewrite: &str, language: &str) -> Proposal {
     propose(
         &SearchRequest {
             pattern,
             language: Some(language),
             path,
+            scope: &scope_of(path),
             max_results: 1000,
             prefilter: true,
             threads: 1,

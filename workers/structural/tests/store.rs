@@ -5,10 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use toolvisor_files::Scope;
+use toolvisor_files::journal::Journal;
+use toolvisor_files::paths::Resolved;
 use toolvisor_structural::Error;
 use toolvisor_structural::rewrite::{Proposal, propose};
 use toolvisor_structural::search::SearchRequest;
-use toolvisor_structural::store::{EditState, EditStore, FileWriter, Refusal, write_atomic};
+use toolvisor_structural::store::{EditState, EditStore};
 
 struct Tree {
     dir: tempfile::TempDir,
@@ -34,6 +37,7 @@ fn proposal(root: &Path) -> Proposal {
             pattern: "print($$$A)",
             language: Some("python"),
             path: root,
+            scope: &Scope::new(root, &[], false).unwrap(),
             max_results: 50,
             prefilter: true,
             threads: 2,
@@ -44,9 +48,20 @@ fn proposal(root: &Path) -> Proposal {
     .unwrap()
 }
 
-/// The check of a caller that confines nothing: every file may be written at its real path.
-fn real(path: &Path) -> Result<PathBuf, Refusal> {
-    Ok(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
+/// The scope of a call made from `dir`, for an interrupted accept's rollback at open.
+fn dir_scope(dir: &Path) -> toolvisor_files::Result<Scope> {
+    Scope::new(dir, &[], false)
+}
+
+fn open(dir: &Path) -> EditStore {
+    EditStore::open(dir, &dir_scope).unwrap()
+}
+
+impl Tree {
+    /// The scope of a call made from the tree's directory.
+    fn scope(&self) -> Scope {
+        Scope::new(self.dir.path(), &[], false).unwrap()
+    }
 }
 
 fn contents(files: &[PathBuf]) -> Vec<String> {
@@ -67,18 +82,18 @@ fn stage(store: &EditStore, conversation: &str, root: &Path) -> String {
 #[test]
 fn accept_writes_every_file_and_a_second_resolve_is_refused() {
     let t = tree();
-    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let store = open(&t.dir.path().join("edits"));
     let p = proposal(t.dir.path());
     assert_eq!((p.files.len(), p.replacements), (4, 8));
     let staged = store.stage("c1", "print($$$A)", "log($$$A)", &p).unwrap();
     assert_eq!(staged.id, "edit_1");
     // Staging writes nothing.
     assert!(contents(&t.files).iter().all(|c| c.starts_with("print(")));
-    let accepted = store.accept("c1", &staged.id, &real).unwrap();
+    let accepted = store.accept("c1", &staged.id, &t.scope(), None).unwrap();
     assert_eq!(accepted.written.len(), 4);
     assert_eq!(contents(&t.files)[2], "log(3)\nx = 3\nlog(x, 3)\n");
     for again in [
-        store.accept("c1", "edit_1", &real),
+        store.accept("c1", "edit_1", &t.scope(), None),
         store.discard("c1", "edit_1").map(|_| unreachable!()),
     ] {
         match again {
@@ -94,12 +109,12 @@ fn accept_writes_every_file_and_a_second_resolve_is_refused() {
 #[test]
 fn a_file_touched_after_staging_rejects_the_whole_change() {
     let t = tree();
-    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let store = open(&t.dir.path().join("edits"));
     let id = stage(&store, "c1", t.dir.path());
     std::fs::write(&t.files[2], "print(3)  # touched\n").unwrap();
     std::fs::remove_file(&t.files[3]).unwrap();
     let before = contents(&t.files[..3]);
-    match store.accept("c1", &id, &real) {
+    match store.accept("c1", &id, &t.scope(), None) {
         Err(Error::Conflict { changed, total, .. }) => {
             assert_eq!(total, 4);
             let named: Vec<_> = changed
@@ -124,30 +139,34 @@ fn a_file_touched_after_staging_rejects_the_whole_change() {
     );
 }
 
-/// Fails (or panics) on one path, writes the others.
+/// Fails (or panics) on one path, writes the others with the file tools' writer.
 struct Faulty {
     fail_on: PathBuf,
     panic: bool,
     calls: AtomicUsize,
 }
 
-impl FileWriter for Faulty {
-    fn write(&self, path: &Path, content: &[u8]) -> std::io::Result<()> {
+impl Faulty {
+    fn write(&self, target: &Resolved, bytes: Option<&[u8]>) -> toolvisor_files::Result<()> {
         self.calls.fetch_add(1, Ordering::Relaxed);
-        if path == self.fail_on {
+        if target.real == self.fail_on {
             if self.panic {
-                panic!("simulated crash while writing {}", path.display());
+                panic!("simulated crash while writing {}", target.real.display());
             }
-            return Err(std::io::Error::other("disk full (simulated)"));
+            return Err(toolvisor_files::Error::io(
+                target.display.clone(),
+                "write",
+                std::io::Error::other("disk full (simulated)"),
+            ));
         }
-        write_atomic(path, content)
+        toolvisor_files::write::write_one(target, bytes)
     }
 }
 
 #[test]
 fn a_failing_write_restores_the_files_already_written() {
     let t = tree();
-    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let store = open(&t.dir.path().join("edits"));
     let id = stage(&store, "c1", t.dir.path());
     let original = contents(&t.files);
     let faulty = Faulty {
@@ -155,7 +174,7 @@ fn a_failing_write_restores_the_files_already_written() {
         panic: false,
         calls: AtomicUsize::new(0),
     };
-    match store.accept_with("c1", &id, &real, &faulty) {
+    match store.accept_with("c1", &id, &t.scope(), None, &|t, b| faulty.write(t, b)) {
         Err(Error::WriteFailed {
             path,
             restored,
@@ -170,7 +189,7 @@ fn a_failing_write_restores_the_files_already_written() {
     }
     assert_eq!(contents(&t.files), original, "every file back as it was");
     // Still staged, and a working writer can accept it now.
-    store.accept("c1", &id, &real).unwrap();
+    store.accept("c1", &id, &t.scope(), None).unwrap();
     assert!(contents(&t.files).iter().all(|c| c.starts_with("log(")));
 }
 
@@ -178,7 +197,7 @@ fn a_failing_write_restores_the_files_already_written() {
 fn a_crash_in_the_middle_of_an_accept_is_rolled_back_on_reopen() {
     let t = tree();
     let dir = t.dir.path().join("edits");
-    let store = EditStore::open(&dir).unwrap();
+    let store = open(&dir);
     let id = stage(&store, "c1", t.dir.path());
     let original = contents(&t.files);
     let crashing = Faulty {
@@ -187,7 +206,7 @@ fn a_crash_in_the_middle_of_an_accept_is_rolled_back_on_reopen() {
         calls: AtomicUsize::new(0),
     };
     let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _ = store.accept_with("c1", &id, &real, &crashing);
+        let _ = store.accept_with("c1", &id, &t.scope(), None, &|t, b| crashing.write(t, b));
     }));
     assert!(crashed.is_err());
     assert_ne!(
@@ -196,26 +215,74 @@ fn a_crash_in_the_middle_of_an_accept_is_rolled_back_on_reopen() {
         "three files were written before the crash"
     );
     drop(store);
-    let reopened = EditStore::open(&dir).unwrap();
+    let reopened = open(&dir);
     assert_eq!(
         contents(&t.files),
         original,
         "reopening rolls the half-accept back"
     );
     assert_eq!(reopened.get("c1", &id).unwrap().state, EditState::Staged);
-    reopened.accept("c1", &id, &real).unwrap();
+    reopened.accept("c1", &id, &t.scope(), None).unwrap();
+}
+
+#[test]
+fn a_crash_in_the_middle_of_a_journaled_accept_is_rolled_back_by_the_journal() {
+    let t = tree();
+    let dir = t.dir.path().join("edits");
+    let journal = Journal::open(&t.dir.path().join("journal")).unwrap();
+    let store = open(&dir);
+    let id = stage(&store, "c1", t.dir.path());
+    let original = contents(&t.files);
+    let crashing = Faulty {
+        fail_on: t.files[3].clone(),
+        panic: true,
+        calls: AtomicUsize::new(0),
+    };
+    let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = store.accept_with("c1", &id, &t.scope(), Some(&journal), &|t, b| {
+            crashing.write(t, b)
+        });
+    }));
+    assert!(crashed.is_err());
+    assert_ne!(contents(&t.files), original, "three files were written");
+    drop(store);
+    // What the daemon does at start: the file tools' journal first, then the store.
+    let outcomes = journal.roll_back(&|root| Scope::new(root, &[], false));
+    assert_eq!(
+        outcomes.len(),
+        4,
+        "one journal of the accept's four files: {outcomes:?}"
+    );
+    assert_eq!(
+        contents(&t.files),
+        original,
+        "the journal rolled the half-accept back"
+    );
+    let reopened = open(&dir);
+    assert_eq!(reopened.get("c1", &id).unwrap().state, EditState::Staged);
+    reopened
+        .accept("c1", &id, &t.scope(), Some(&journal))
+        .unwrap();
+    assert!(contents(&t.files).iter().all(|c| c.starts_with("log(")));
+    assert_eq!(
+        std::fs::read_dir(t.dir.path().join("journal"))
+            .unwrap()
+            .count(),
+        0,
+        "a finished accept leaves no journal"
+    );
 }
 
 #[test]
 fn edits_survive_reopening_and_ids_never_repeat() {
     let t = tree();
     let dir = t.dir.path().join("edits");
-    let store = EditStore::open(&dir).unwrap();
+    let store = open(&dir);
     let a = stage(&store, "c1", t.dir.path());
     let b = stage(&store, "c1", t.dir.path());
     store.discard("c1", &b).unwrap();
     drop(store);
-    let store = EditStore::open(&dir).unwrap();
+    let store = open(&dir);
     assert_eq!(store.get("c1", &a).unwrap().state, EditState::Staged);
     assert_eq!(store.get("c1", &b).unwrap().state, EditState::Discarded);
     let c = stage(&store, "c1", t.dir.path());
@@ -223,16 +290,16 @@ fn edits_survive_reopening_and_ids_never_repeat() {
         (a.as_str(), b.as_str(), c.as_str()),
         ("edit_1", "edit_2", "edit_3")
     );
-    store.accept("c1", &a, &real).unwrap();
+    store.accept("c1", &a, &t.scope(), None).unwrap();
 }
 
 #[test]
 fn another_conversations_edit_is_not_found() {
     let t = tree();
-    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let store = open(&t.dir.path().join("edits"));
     let id = stage(&store, "c1", t.dir.path());
     for result in [
-        store.accept("c2", &id, &real).map(|_| ()),
+        store.accept("c2", &id, &t.scope(), None).map(|_| ()),
         store.discard("c2", &id).map(|_| ()),
     ] {
         match result {
@@ -241,11 +308,11 @@ fn another_conversations_edit_is_not_found() {
         }
     }
     assert!(matches!(
-        store.accept("c1", "edit_99", &real),
+        store.accept("c1", "edit_99", &t.scope(), None),
         Err(Error::EditNotFound { .. })
     ));
     assert!(matches!(
-        store.accept("c1", "bogus", &real),
+        store.accept("c1", "bogus", &t.scope(), None),
         Err(Error::EditNotFound { .. })
     ));
     assert_eq!(store.list("c2").len(), 0);
@@ -260,6 +327,7 @@ fn too_many_replacements_stage_nothing() {
             pattern: "print($$$A)",
             language: Some("python"),
             path: t.dir.path(),
+            scope: &t.scope(),
             max_results: 5,
             prefilter: true,
             threads: 2,
@@ -282,6 +350,7 @@ fn a_rewrite_naming_an_unbound_metavariable_is_refused() {
             pattern: "print($A)",
             language: Some("python"),
             path: t.dir.path(),
+            scope: &t.scope(),
             max_results: 50,
             prefilter: true,
             threads: 1,
@@ -297,45 +366,35 @@ fn a_rewrite_naming_an_unbound_metavariable_is_refused() {
 }
 
 #[test]
-fn a_symbolic_link_is_written_through_and_stays_a_link() {
-    let dir = tempfile::tempdir().unwrap();
-    let real = dir.path().join("real.py");
-    let link = dir.path().join("link.py");
-    std::fs::write(&real, "print(1)\n").unwrap();
-    std::os::unix::fs::symlink(&real, &link).unwrap();
-    write_atomic(&link, b"log(1)\n").unwrap();
-    assert!(
-        std::fs::symlink_metadata(&link)
-            .unwrap()
-            .file_type()
-            .is_symlink()
-    );
-    assert_eq!(std::fs::read_to_string(&real).unwrap(), "log(1)\n");
-}
-
-#[test]
-fn a_file_the_check_refuses_stops_the_accept_before_anything_is_written() {
+fn a_file_outside_the_accepting_scope_stops_the_accept_before_anything_is_written() {
     let t = tree();
-    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let store = open(&t.dir.path().join("edits"));
     let id = stage(&store, "c1", t.dir.path());
     let original = contents(&t.files);
-    let refused = [t.files[1].clone(), t.files[3].clone()];
-    let check = |p: &Path| -> Result<PathBuf, Refusal> {
-        if refused.iter().any(|r| r == p) {
-            Err(format!("{} is outside the scope", p.display()).into())
-        } else {
-            real(p)
-        }
-    };
-    match store.accept("c1", &id, &check) {
+    // Accepted from a call whose workdir is elsewhere: no file of the edit is in its scope.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let scope = Scope::new(elsewhere.path(), &[], false).unwrap();
+    match store.accept("c1", &id, &scope, None) {
         Err(e @ Error::Refused { .. }) => {
-            let Error::Refused { ref path, more, .. } = e else {
+            let Error::Refused {
+                ref path,
+                more,
+                ref source,
+                ..
+            } = e
+            else {
                 unreachable!()
             };
-            assert_eq!((path, more), (&t.files[1], 1));
+            assert_eq!((path, more), (&t.files[0], 3));
+            assert!(
+                matches!(
+                    source.downcast_ref::<toolvisor_files::Error>(),
+                    Some(toolvisor_files::Error::Outside { .. })
+                ),
+                "{source:?}"
+            );
             let text = e.to_string();
-            assert!(text.contains("is outside the scope"), "{text}");
-            assert!(text.contains("and 1 more"), "{text}");
+            assert!(text.contains("and 3 more"), "{text}");
             assert!(text.contains("nothing was written"), "{text}");
         }
         other => panic!("expected a refusal, got {other:?}"),
@@ -347,15 +406,17 @@ fn a_file_the_check_refuses_stops_the_accept_before_anything_is_written() {
 #[test]
 fn a_file_swapped_for_a_symbolic_link_is_a_conflict_and_its_target_is_untouched() {
     let t = tree();
-    let store = EditStore::open(&t.dir.path().join("edits")).unwrap();
+    let store = open(&t.dir.path().join("edits"));
     let id = stage(&store, "c1", t.dir.path());
-    // The link's target holds exactly the staged snapshot, so only the link gives it away.
-    let elsewhere = tempfile::tempdir().unwrap();
-    let target = elsewhere.path().join("m2.py");
+    // The link's target (in the scope too) holds exactly the staged snapshot, so only the
+    // link gives it away.
+    let elsewhere = t.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let target = elsewhere.join("m2.py");
     std::fs::write(&target, std::fs::read(&t.files[1]).unwrap()).unwrap();
     std::fs::remove_file(&t.files[1]).unwrap();
     std::os::unix::fs::symlink(&target, &t.files[1]).unwrap();
-    match store.accept("c1", &id, &real) {
+    match store.accept("c1", &id, &t.scope(), None) {
         Err(Error::Conflict { changed, .. }) => {
             assert_eq!(changed.len(), 1, "{changed:?}");
             assert_eq!(changed[0].path, t.files[1]);
@@ -371,21 +432,23 @@ fn a_file_swapped_for_a_symbolic_link_is_a_conflict_and_its_target_is_untouched(
 }
 
 #[test]
-fn the_atomic_writer_replaces_a_symbolic_link_instead_of_following_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let target = dir.path().join("target.py");
-    let link = dir.path().join("link.py");
-    std::fs::write(&target, "print(1)\n").unwrap();
-    std::os::unix::fs::symlink(&target, &link).unwrap();
-    toolvisor_structural::store::AtomicWriter
-        .write(&link, b"log(1)\n")
-        .unwrap();
-    assert!(
-        std::fs::symlink_metadata(&link)
-            .unwrap()
-            .file_type()
-            .is_file()
-    );
-    assert_eq!(std::fs::read_to_string(&link).unwrap(), "log(1)\n");
-    assert_eq!(std::fs::read_to_string(&target).unwrap(), "print(1)\n");
+fn a_record_temp_left_by_a_killed_daemon_is_removed_at_open_and_records_stay_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tree();
+    let dir = t.dir.path().join("edits");
+    let store = open(&dir);
+    let id = stage(&store, "c1", t.dir.path());
+    drop(store);
+    // What a daemon killed between a record's temp file and its rename leaves (a pid above
+    // the kernel's maximum is never alive).
+    let leftover = dir.join(".edit_2.json.toolvisor-4194305-0.tmp");
+    std::fs::write(&leftover, "{\"half").unwrap();
+    let store = open(&dir);
+    assert!(!leftover.exists(), "the dead daemon's temp file is removed");
+    assert_eq!(store.get("c1", &id).unwrap().state, EditState::Staged);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+    }
 }

@@ -1,7 +1,7 @@
 //! On-disk ledger of spawned process groups, so the next daemon can kill what one killed too hard to clean up left behind.
 
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -112,8 +112,8 @@ impl Ledger {
         self.dir.join(pgid.to_string())
     }
 
-    /// Writes the record for group `pgid` led by `pid` (atomically: a fresh 0600 temp file,
-    /// never following a symlink, renamed over the record).
+    /// Writes the record for group `pgid` led by `pid` (atomically, through
+    /// [`crate::private::write_private_file`]).
     pub(crate) fn record(&self, pgid: u32, pid: u32) -> io::Result<PathBuf> {
         let start = start_time(pid).ok_or_else(|| {
             io::Error::new(
@@ -123,17 +123,15 @@ impl Ledger {
         })?;
         let (owner, owner_start) = this_process();
         let path = self.record_path(pgid);
-        let temp = self.dir.join(format!(".{pgid}.tmp"));
-        let _ = fs::remove_file(&temp);
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&temp)?;
-        file.write_all(format!("{pid} {start} {owner} {owner_start} {}\n", self.token).as_bytes())?;
-        drop(file);
-        fs::rename(&temp, &path)?;
+        // Not fsynced: the record only has to outlive this daemon, not the machine (a power
+        // loss ends its processes too).
+        crate::private::write_private_file(
+            &path,
+            format!("{pid} {start} {owner} {owner_start} {}\n", self.token).as_bytes(),
+            "a spawn ledger record",
+            crate::private::Durability::Unsynced,
+        )
+        .map_err(io::Error::other)?;
         Ok(path)
     }
 
@@ -147,6 +145,7 @@ impl Ledger {
     /// removed, never acted on: a pid and a start time alone prove nothing. Records written by
     /// another daemon that is still running are left alone.
     pub fn sweep(&self) -> usize {
+        crate::private::remove_stale_temps(&self.dir);
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return 0;
         };

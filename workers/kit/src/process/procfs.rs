@@ -56,6 +56,12 @@ pub(crate) fn read_stat(pid: u32) -> Option<ProcStat> {
     parse_stat(&text)
 }
 
+/// True while `pid` exists and is neither a zombie nor dead: a process whose files are still
+/// its own (a temp file of a live pid may be mid-write).
+pub fn alive(pid: u32) -> bool {
+    read_stat(pid).is_some_and(|s| !s.is_dead())
+}
+
 /// The start time (field 22 of `/proc/<pid>/stat`) of `pid`.
 pub(crate) fn start_time(pid: u32) -> Option<u64> {
     read_stat(pid).map(|stat| stat.start_time)
