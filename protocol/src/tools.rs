@@ -391,6 +391,25 @@ pub enum DebugOp {
     Evaluate,
     Output,
     Terminate,
+    /// Ends the current (or last) launched session and launches it again with the same
+    /// arguments; breakpoints carry over.
+    Restart,
+    /// Sets a variable of a stopped program (`reference`, `name`, `value`).
+    SetVariable,
+}
+
+/// One source breakpoint with its options (`debug breakpoints {file, points}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DebugBreakpoint {
+    /// 1-based line.
+    pub line: u64,
+    /// Stop only when this expression (in the program's language) is true.
+    pub condition: Option<String>,
+    /// Stop only when the hit count satisfies this: a plain `N` stops at the Nth hit (both
+    /// adapters); debugpy also takes `>= N`, `% N`.
+    pub hit_condition: Option<String>,
+    /// A logpoint: print this (`{expr}` is interpolated) instead of stopping.
+    pub log_message: Option<String>,
 }
 
 /// `debug {op, ...}`; each op reads the fields it names.
@@ -401,12 +420,30 @@ pub struct DebugArgs {
     pub file: Option<String>,
     /// breakpoints: 1-based lines; empty clears the file's breakpoints.
     pub lines: Option<Vec<u64>>,
+    /// breakpoints: lines with a condition, a hit condition or a log message (merged with
+    /// `lines`; a line in both takes these options).
+    pub points: Option<Vec<DebugBreakpoint>>,
+    /// breakpoints: function breakpoints by name (replaces the set; empty clears it).
+    pub functions: Option<Vec<String>>,
+    /// breakpoints: exception filters by id, from those the adapter advertises (debugpy:
+    /// `raised`, `uncaught`, `userUnhandled`); replaces the set; absent keeps the adapter's
+    /// defaults.
+    pub exceptions: Option<Vec<String>>,
     /// launch: the program (a `.py` script, an executable, ...).
     pub program: Option<String>,
     /// launch: the program's arguments.
     pub args: Option<Vec<String>>,
     /// launch/attach: the adapter by name (default: chosen from the program; attach: debugpy).
     pub adapter: Option<String>,
+    /// launch: the program's working directory (relative to the workdir; default: the
+    /// workdir).
+    pub cwd: Option<String>,
+    /// launch: environment variables set on top of the daemon's allowlisted environment.
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// launch (debugpy): run a module (`python -m pkg.mod`) instead of `program`.
+    pub module: Option<String>,
+    /// launch (debugpy): step and stop in the program's own code only (default true).
+    pub just_my_code: Option<bool>,
     /// attach: the port a debug server listens on (127.0.0.1).
     pub port: Option<u64>,
     /// continue/pause/step_*/stack: the thread (default: the one that stopped).
@@ -417,6 +454,10 @@ pub struct DebugArgs {
     pub reference: Option<i64>,
     /// evaluate: the expression.
     pub expression: Option<String>,
+    /// set_variable: the variable's name in the `reference` container.
+    pub name: Option<String>,
+    /// set_variable: the new value, an expression in the program's language.
+    pub value: Option<String>,
     /// output: byte offset (default: where the last read stopped).
     pub offset: Option<u64>,
     /// output: most bytes to return (default 65536).

@@ -234,7 +234,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "debug",
-            description: "Debug a program through a real debug adapter (DAP: debugpy for .py, lldb-dap for native executables), one session per conversation: set breakpoints (also before launch), launch (returns once stopped at a breakpoint or the entry, with where) or attach to a debugpy server port, continue/pause/step, threads, stack (<=30 frames), scopes, variables (<=50 children, values cut at 400 chars), evaluate, output (the program's stdout/stderr by offset), terminate. `adapters` says which adapters work here and why not.",
+            description: "Debug a program through a real debug adapter (DAP: debugpy for .py, lldb-dap for native executables), one session per conversation: set breakpoints (lines with condition/hit_condition/log_message, functions, exception filters; also before launch; no file lists them with the adapter's verdicts), launch (cwd, env, args; debugpy: module, just_my_code; returns once stopped at a breakpoint or the entry, with where) or attach to a debugpy server port, restart, continue/pause/step, threads, stack (<=30 frames), scopes, variables (<=50 children, values cut at 400 chars), set_variable, evaluate, output (the program's stdout/stderr by offset), terminate. `adapters` says which adapters work here and why not.",
             tier: Exec,
             parallel_safe: false,
             approval: Ops(&[
@@ -247,12 +247,19 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
                 "step_out",
                 "evaluate",
                 "terminate",
+                "restart",
+                "set_variable",
             ]),
             resource: "debug_adapters",
             schema: obj(
                 json!({
-                    "op": one_of("operation", &["adapters", "status", "breakpoints", "launch", "attach", "continue", "pause", "step_over", "step_in", "step_out", "threads", "stack", "scopes", "variables", "evaluate", "output", "terminate"]),
+                    "op": one_of("operation", &["adapters", "status", "breakpoints", "launch", "attach", "continue", "pause", "step_over", "step_in", "step_out", "threads", "stack", "scopes", "variables", "evaluate", "output", "terminate", "restart", "set_variable"]),
                     "file": s("breakpoints: source file, relative to the workdir"), "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}, "description": "breakpoints: 1-based lines; empty clears the file"},
+                    "points": {"type": "array", "items": {"type": "object", "properties": {"line": {"type": "integer", "minimum": 1}, "condition": s("stop only when true"), "hit_condition": s("stop only when the hit count matches (debugpy: 3, >= 3, % 2)"), "log_message": s("logpoint: print this ({expr} interpolated) instead of stopping")}, "required": ["line"]}, "description": "breakpoints: lines of `file` with options"},
+                    "functions": {"type": "array", "items": {"type": "string"}, "description": "breakpoints: function breakpoints by name (replaces; empty clears)"}, "exceptions": {"type": "array", "items": {"type": "string"}, "description": "breakpoints: exception filter ids the adapter advertises (debugpy: raised, uncaught)"},
+                    "cwd": s("launch: working directory, relative to the workdir"), "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "launch: variables set on top of the allowlisted environment"},
+                    "module": s("launch (debugpy): run `python -m MODULE` instead of `program`"), "just_my_code": {"type": "boolean", "description": "launch (debugpy): stop and step in your code only (default true)"},
+                    "name": s("set_variable: variable name in `reference`"), "value": s("set_variable: new value (an expression)"),
                     "program": s("launch: the program (a .py script, an executable built with debug info)"), "args": {"type": "array", "items": {"type": "string"}, "description": "launch: the program's arguments"},
                     "adapter": s("launch/attach: adapter name (default: chosen from the program; attach: debugpy)"),
                     "port": int("attach: port of a debug server on 127.0.0.1 (python -m debugpy --listen PORT)", 1, 65535), "thread_id": int("continue/pause/step_*/stack: thread (default: the one that stopped)", 0, i64::MAX), "frame_id": int("scopes/evaluate: frame id from stack (default: the top frame)", 0, i64::MAX),
