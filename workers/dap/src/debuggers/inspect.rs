@@ -444,7 +444,13 @@ impl Debuggers {
             .await?;
         let mut out = Map::new();
         out.insert("name".into(), json!(name));
-        cut_value(&mut out, "value", body["value"].as_str().unwrap_or(""));
+        // lldb-dap (19) names the new value `result`, not the spec's `value`.
+        let new = body["value"]
+            .as_str()
+            .filter(|v| !v.is_empty())
+            .or_else(|| body["result"].as_str())
+            .unwrap_or("");
+        cut_value(&mut out, "value", new);
         if let Some(t) = body["type"].as_str().filter(|t| !t.is_empty()) {
             out.insert("type".into(), json!(t));
         }
