@@ -529,3 +529,59 @@ impl Debuggers {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> DebugArgs {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn lines_and_points_merge_and_a_point_takes_its_line() {
+        let points = requested_points(&args(json!({
+            "op": "breakpoints", "file": "p.py", "lines": [9, 4],
+            "points": [{"line": 4, "condition": "i > 1"}, {"line": 7, "log_message": " "}],
+        })))
+        .unwrap();
+        let lines: Vec<u64> = points.iter().map(|p| p.line).collect();
+        assert_eq!(lines, vec![4, 7, 9]);
+        assert_eq!(points[0].condition.as_deref(), Some("i > 1"));
+        // A blank option is no option (a logpoint that prints nothing is a breakpoint).
+        assert_eq!(points[1].log_message, None);
+        let zero = requested_points(&args(json!({"op": "breakpoints", "points": [{"line": 0}]})))
+            .unwrap_err();
+        assert_eq!(zero.kind, ErrorKind::InvalidArgs);
+    }
+
+    #[test]
+    fn a_moved_breakpoint_says_where_and_a_function_says_its_line() {
+        let asked = point_json(&DebugBreakpoint {
+            line: 8,
+            condition: None,
+            hit_condition: None,
+            log_message: None,
+        });
+        let v = verdict(
+            asked,
+            &json!({"id": 3, "verified": true, "line": 9}),
+            Some(8),
+        );
+        assert_eq!(
+            v,
+            json!({"line": 8, "verified": true, "actual_line": 9, "id": 3})
+        );
+        let mut named = Map::new();
+        named.insert("name".into(), json!("f"));
+        let v = verdict(
+            named,
+            &json!({"verified": true, "line": 4, "source": {"path": "/p/a.c"}}),
+            None,
+        );
+        assert_eq!(
+            v,
+            json!({"name": "f", "verified": true, "line": 4, "file": "/p/a.c"})
+        );
+    }
+}

@@ -577,3 +577,36 @@ fn module_name(m: &str) -> Result<String, ToolError> {
     }
     Ok(m.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_are_dotted_identifiers() {
+        assert_eq!(module_name(" pkg.mod ").unwrap(), "pkg.mod");
+        assert_eq!(module_name("_private.m2").unwrap(), "_private.m2");
+        for bad in ["", "pkg/mod.py", "pkg..mod", "1pkg", "pkg.", "-m"] {
+            assert_eq!(
+                module_name(bad).unwrap_err().kind,
+                ErrorKind::InvalidArgs,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn env_names_without_equals_or_nul() {
+        let ok: BTreeMap<String, String> = [("A_1".to_string(), "x=y".to_string())].into();
+        assert_eq!(launch_env(Some(&ok)).unwrap(), ok);
+        assert!(launch_env(None).unwrap().is_empty());
+        for (k, v) in [("", "x"), ("A=B", "x"), ("A", "x\0y")] {
+            let env: BTreeMap<String, String> = [(k.to_string(), v.to_string())].into();
+            assert_eq!(
+                launch_env(Some(&env)).unwrap_err().kind,
+                ErrorKind::InvalidArgs,
+                "{k:?}"
+            );
+        }
+    }
+}
