@@ -196,6 +196,24 @@ fn conditions_hit_counts_logpoints_functions_and_moves_on_lldb() {
     gcc(w, "bp", C);
     let d = TestDaemon::start(&debug_config(""));
 
+    // Filters are checked against the adapter's once it answers `initialize`: debugpy's
+    // `raised` fails the launch, naming lldb's filters; no session is left running.
+    dbg(
+        &d,
+        w,
+        json!({"op": "breakpoints", "exceptions": ["raised"]}),
+    );
+    let bad = dbg_err(&d, w, json!({"op": "launch", "program": "bp"}));
+    assert_eq!(bad.kind, ErrorKind::InvalidArgs, "{bad:?}");
+    assert!(
+        bad.message
+            .starts_with("debug launch: the lldb adapter has no exception filter \"raised\""),
+        "{bad:?}"
+    );
+    assert!(bad.hint.contains("cpp_throw"), "{bad:?}");
+    wait_state(&d, w, "failed");
+    dbg(&d, w, json!({"op": "breakpoints", "exceptions": []}));
+
     // Line 8 is blank: lldb moves the breakpoint to the next line with code.
     dbg(
         &d,

@@ -69,11 +69,12 @@ struct Slot {
 }
 
 impl Slot {
-    /// Nothing set that a later launch would use.
+    /// Nothing set that a launch would stop at (so it stops at the entry instead, and the
+    /// slot may be forgotten once idle).
     fn nothing_set(&self) -> bool {
         lock(&self.breakpoints).is_empty()
             && lock(&self.functions).is_empty()
-            && lock(&self.exceptions).is_none()
+            && lock(&self.exceptions).as_ref().is_none_or(Vec::is_empty)
     }
 }
 
