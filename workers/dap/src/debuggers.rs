@@ -23,13 +23,14 @@ use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier, duration_ms};
 use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::tools::{DebugArgs, DebugOp};
+use toolvisor_protocol::tools::{DebugArgs, DebugBreakpoint, DebugOp};
 
 use crate::DapError;
 use crate::adapters::{self, Flavor, Search};
 use crate::config::{AdapterSpec, DebugConfig};
 use crate::session::{Connect, EndKind, Phase, Session, SessionActor, SessionArgs, Target, lock};
 
+mod breakpoints;
 mod inspect;
 mod launch;
 
@@ -54,9 +55,27 @@ pub struct DebugCall {
 
 /// One conversation's debugging.
 struct Slot {
-    /// File → lines, as last set (canonical absolute paths).
-    breakpoints: Mutex<BTreeMap<PathBuf, Vec<u64>>>,
+    /// File → its source breakpoints, as last set (canonical absolute paths).
+    breakpoints: Mutex<BTreeMap<PathBuf, Vec<DebugBreakpoint>>>,
+    /// Function breakpoints by name, as last set.
+    functions: Mutex<Vec<String>>,
+    /// Exception filters as last set; `None`: the adapter's defaults.
+    exceptions: Mutex<Option<Vec<String>>>,
+    /// The adapter's last verdicts: file path (or `functions`) → one per breakpoint.
+    verdicts: Mutex<BTreeMap<String, Vec<Value>>>,
+    /// The last `launch` (caller and arguments), which `restart` repeats.
+    last_launch: Mutex<Option<(DebugCall, DebugArgs)>>,
     current: Mutex<Option<Arc<Session>>>,
+}
+
+impl Slot {
+    /// Nothing set that a launch would stop at (so it stops at the entry instead, and the
+    /// slot may be forgotten once idle).
+    fn nothing_set(&self) -> bool {
+        lock(&self.breakpoints).is_empty()
+            && lock(&self.functions).is_empty()
+            && lock(&self.exceptions).as_ref().is_none_or(Vec::is_empty)
+    }
 }
 
 pub struct Debuggers {
@@ -118,6 +137,8 @@ fn op_name(op: DebugOp) -> &'static str {
         DebugOp::Evaluate => "evaluate",
         DebugOp::Output => "output",
         DebugOp::Terminate => "terminate",
+        DebugOp::Restart => "restart",
+        DebugOp::SetVariable => "set_variable",
     }
 }
 
@@ -152,7 +173,7 @@ impl Debuggers {
                 // Held by a call in flight (e.g. a launch about to register its session).
                 let in_use = Arc::strong_count(slot) > 1;
                 let idle = !in_use
-                    && lock(&slot.breakpoints).is_empty()
+                    && slot.nothing_set()
                     && lock(&slot.current)
                         .as_ref()
                         .is_none_or(|s| s.ended().is_some_and(|e| e.at.elapsed() > SLOT_KEEP));
@@ -164,6 +185,10 @@ impl Debuggers {
             .or_insert_with(|| {
                 Arc::new(Slot {
                     breakpoints: Mutex::new(BTreeMap::new()),
+                    functions: Mutex::new(Vec::new()),
+                    exceptions: Mutex::new(None),
+                    verdicts: Mutex::new(BTreeMap::new()),
+                    last_launch: Mutex::new(None),
                     current: Mutex::new(None),
                 })
             })
@@ -195,6 +220,7 @@ impl Debuggers {
             DebugOp::Attach => self.attach(call, &slot, &args).await,
             DebugOp::Output => self.output(&slot, &args),
             DebugOp::Terminate => self.terminate(&slot).await,
+            DebugOp::Restart => self.restart(&slot).await,
             op => {
                 let session = self.live(&slot, op).await?;
                 // Counted on the session's node while it runs (the tree's CALLS column).
@@ -214,6 +240,12 @@ impl Debuggers {
                     DebugOp::Evaluate => {
                         let expression = need("evaluate", "expression", &args.expression)?;
                         self.evaluate(&session, &expression, args.frame_id).await
+                    }
+                    DebugOp::SetVariable => {
+                        let reference = need("set_variable", "reference", &args.reference)?;
+                        let name = need("set_variable", "name", &args.name)?;
+                        let value = need("set_variable", "value", &args.value)?;
+                        self.set_variable(&session, reference, &name, &value).await
                     }
                     _ => unreachable!("handled above"),
                 }
@@ -272,7 +304,7 @@ impl Debuggers {
                     "scopes" | "evaluate" => {
                         "frame ids come from `stack` and are valid only until the program runs again"
                     }
-                    "variables" => {
+                    "variables" | "set_variable" => {
                         "references come from `scopes`, `variables` or `evaluate` and are valid only until the program runs again"
                     }
                     _ => "`status` shows the session's state",
@@ -437,12 +469,19 @@ impl Debuggers {
     fn status(&self, slot: &Slot) -> Value {
         let breakpoints: BTreeMap<String, Vec<u64>> = lock(&slot.breakpoints)
             .iter()
-            .map(|(f, l)| (f.display().to_string(), l.clone()))
+            .map(|(f, points)| {
+                (
+                    f.display().to_string(),
+                    points.iter().map(|p| p.line).collect(),
+                )
+            })
             .collect();
         let current = lock(&slot.current).clone();
         json!({
             "session": current.as_ref().map(summary),
             "breakpoints": breakpoints,
+            "function_breakpoints": lock(&slot.functions).clone(),
+            "exception_filters": lock(&slot.exceptions).clone(),
         })
     }
 
@@ -471,106 +510,8 @@ impl Debuggers {
             "total_bytes": end,
             "eof": !session.is_live() && slice.next_offset >= end,
             "state": session.state_word(),
+            "console": session.console_lines(),
         }))
-    }
-
-    // ---- breakpoints ----------------------------------------------------------------------
-
-    async fn breakpoints(
-        &self,
-        call: &DebugCall,
-        slot: &Slot,
-        args: &DebugArgs,
-    ) -> Result<Value, ToolError> {
-        let file = need("breakpoints", "file", &args.file)?;
-        let lines = args.lines.clone().unwrap_or_default();
-        if let Some(bad) = lines.iter().find(|l| **l == 0) {
-            return Err(err(
-                ErrorKind::InvalidArgs,
-                format!("debug breakpoints: line {bad} is not a line (lines are 1-based)"),
-                "give 1-based line numbers",
-            ));
-        }
-        let path = absolute(&call.workdir, &file);
-        if !path.is_file() {
-            return Err(err(
-                ErrorKind::NotFound,
-                format!("debug breakpoints: no such file {}", path.display()),
-                "paths are relative to the workdir",
-            ));
-        }
-        let path = std::fs::canonicalize(&path).unwrap_or(path);
-        let mut lines = lines;
-        lines.sort_unstable();
-        lines.dedup();
-        {
-            let mut bps = lock(&slot.breakpoints);
-            if lines.is_empty() {
-                bps.remove(&path);
-            } else {
-                bps.insert(path.clone(), lines.clone());
-            }
-        }
-        let mut out = json!({"file": path.display().to_string(), "lines": lines});
-        let current = lock(&slot.current).clone().filter(|s| s.is_live());
-        match current {
-            Some(session) if session.state().phase != Phase::Starting => {
-                let verified = self.set_breakpoints(&session, &path, &lines).await?;
-                out["applied"] = json!(true);
-                out["breakpoints"] = verified;
-            }
-            _ => {
-                out["applied"] = json!(false);
-                out["note"] = json!(if lines.is_empty() {
-                    "cleared; no session is running"
-                } else {
-                    "kept for the next launch (no session is running)"
-                });
-            }
-        }
-        Ok(out)
-    }
-
-    /// `setBreakpoints` for one file; the adapter's verdict per line.
-    async fn set_breakpoints(
-        &self,
-        session: &Arc<Session>,
-        path: &Path,
-        lines: &[u64],
-    ) -> Result<Value, ToolError> {
-        let body = self
-            .request(
-                session,
-                "breakpoints",
-                "setBreakpoints",
-                Some(json!({
-                    "source": {"path": path.display().to_string()},
-                    "breakpoints": lines.iter().map(|l| json!({"line": l})).collect::<Vec<_>>(),
-                })),
-            )
-            .await?;
-        let answered = body["breakpoints"].as_array().cloned().unwrap_or_default();
-        let verdicts: Vec<Value> = lines
-            .iter()
-            .enumerate()
-            .map(|(i, line)| {
-                let b = answered.get(i).cloned().unwrap_or(Value::Null);
-                let mut v = Map::new();
-                v.insert("line".into(), json!(line));
-                v.insert(
-                    "verified".into(),
-                    json!(b["verified"].as_bool().unwrap_or(false)),
-                );
-                if let Some(actual) = b["line"].as_u64().filter(|a| a != line) {
-                    v.insert("actual_line".into(), json!(actual));
-                }
-                if let Some(m) = b["message"].as_str() {
-                    v.insert("message".into(), json!(m));
-                }
-                Value::Object(v)
-            })
-            .collect();
-        Ok(json!(verdicts))
     }
 
     // ---- the end --------------------------------------------------------------------------
@@ -642,8 +583,18 @@ fn summary(session: &Arc<Session>) -> Value {
         "output_bytes": session.output_end(),
     });
     match &session.target {
-        Target::Launch { program, args } => {
-            out["program"] = json!(program.display().to_string());
+        Target::Launch {
+            program,
+            args,
+            module,
+        } => {
+            match module {
+                Some(m) => {
+                    out["module"] = json!(m);
+                    out["cwd"] = json!(program.display().to_string());
+                }
+                None => out["program"] = json!(program.display().to_string()),
+            }
             out["args"] = json!(args);
         }
         Target::Attach { port } => out["port"] = json!(port),

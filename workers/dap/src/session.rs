@@ -8,7 +8,7 @@
 //! and the adapter's events are folded into [`RunState`] by an event task, so the mailbox
 //! never waits behind the adapter.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -44,8 +44,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What the session debugs.
 #[derive(Clone, Debug)]
 pub enum Target {
-    Launch { program: PathBuf, args: Vec<String> },
-    Attach { port: u16 },
+    /// `module` set: `python -m module` run in `program` (the working directory).
+    Launch {
+        program: PathBuf,
+        args: Vec<String>,
+        module: Option<String>,
+    },
+    Attach {
+        port: u16,
+    },
 }
 
 /// How the adapter is reached.
@@ -158,6 +165,8 @@ pub struct Session {
     console: Mutex<VecDeque<String>>,
     stderr_tail: Mutex<String>,
     pub(crate) capabilities: Mutex<Value>,
+    /// The adapter's `breakpoint` events (`changed`: verified later, moved), by breakpoint id.
+    pub(crate) breakpoint_changes: Mutex<HashMap<i64, Value>>,
     shutting_down: AtomicBool,
     /// Set once `disconnect` went out: output after it is the adapter's, not the program's.
     disconnected: AtomicBool,
@@ -212,6 +221,7 @@ impl Session {
             console: Mutex::new(VecDeque::new()),
             stderr_tail: Mutex::new(String::new()),
             capabilities: Mutex::new(Value::Null),
+            breakpoint_changes: Mutex::new(HashMap::new()),
             shutting_down: AtomicBool::new(false),
             disconnected: AtomicBool::new(false),
             supervisor,
@@ -306,6 +316,11 @@ impl Session {
         lock(&self.output).end()
     }
 
+    /// The adapter's last console messages (its notes, lldb-dap's logpoint messages).
+    pub fn console_lines(&self) -> Vec<String> {
+        lock(&self.console).iter().cloned().collect()
+    }
+
     /// The adapter's last console messages and stderr, for error messages.
     pub fn last_words(&self) -> String {
         let mut parts = Vec::new();
@@ -371,6 +386,9 @@ impl Session {
             )
         };
         let what = match &self.target {
+            Target::Launch {
+                module: Some(m), ..
+            } => format!("-m {m}"),
             Target::Launch { program, .. } => program
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -520,6 +538,17 @@ impl Session {
                     .and_then(|p| u32::try_from(p).ok())
                     .filter(|p| *p > 1);
                 self.update(|s| s.debuggee_pid = pid.or(s.debuggee_pid));
+            }
+            "breakpoint" => {
+                let breakpoint = body.get("breakpoint").cloned().unwrap_or(Value::Null);
+                if let Some(id) = breakpoint.get("id").and_then(Value::as_i64) {
+                    let mut changes = lock(&self.breakpoint_changes);
+                    if str_of("reason").as_deref() == Some("removed") {
+                        changes.remove(&id);
+                    } else {
+                        changes.insert(id, breakpoint);
+                    }
+                }
             }
             "output" => {
                 let text = str_of("output").unwrap_or_default();

@@ -416,4 +416,48 @@ impl Debuggers {
         out.insert("frame_id".into(), json!(frame));
         Ok(Value::Object(out))
     }
+
+    /// `setVariable`: `name` in the container `reference` (from `scopes` or `variables`)
+    /// becomes `value`, an expression the adapter evaluates; the new value as the adapter
+    /// shows it.
+    pub(super) async fn set_variable(
+        &self,
+        session: &Arc<Session>,
+        reference: i64,
+        name: &str,
+        value: &str,
+    ) -> Result<Value, ToolError> {
+        self.require_stopped(session, "set_variable")?;
+        super::breakpoints::require_capability(
+            session,
+            "set_variable",
+            "supportsSetVariable",
+            "setting variables (`setVariable`)",
+        )?;
+        let body = self
+            .request(
+                session,
+                "set_variable",
+                "setVariable",
+                Some(json!({"variablesReference": reference, "name": name, "value": value})),
+            )
+            .await?;
+        let mut out = Map::new();
+        out.insert("name".into(), json!(name));
+        // lldb-dap (19) names the new value `result`, not the spec's `value`.
+        let new = body["value"]
+            .as_str()
+            .filter(|v| !v.is_empty())
+            .or_else(|| body["result"].as_str())
+            .unwrap_or("");
+        cut_value(&mut out, "value", new);
+        if let Some(t) = body["type"].as_str().filter(|t| !t.is_empty()) {
+            out.insert("type".into(), json!(t));
+        }
+        out.insert(
+            "reference".into(),
+            json!(body["variablesReference"].as_i64().unwrap_or(0)),
+        );
+        Ok(Value::Object(out))
+    }
 }

@@ -10,6 +10,9 @@ impl Debuggers {
     pub(super) fn refuse_second(&self, slot: &Slot, op: &str) -> Result<(), ToolError> {
         if let Some(running) = lock(&slot.current).clone().filter(|s| s.is_live()) {
             let what = match &running.target {
+                Target::Launch {
+                    module: Some(m), ..
+                } => format!("-m {m}"),
                 Target::Launch { program, .. } => program.display().to_string(),
                 Target::Attach { port } => format!("127.0.0.1:{port}"),
             };
@@ -34,17 +37,54 @@ impl Debuggers {
         args: &DebugArgs,
     ) -> Result<Value, ToolError> {
         self.refuse_second(slot, "launch")?;
-        let program = need("launch", "program", &args.program)?;
-        let path = absolute(&call.workdir, &program);
-        if !path.is_file() {
-            return Err(err(
-                ErrorKind::NotFound,
-                format!("debug launch: no such program {}", path.display()),
-                "paths are relative to the workdir; build the program first (e.g. `gcc -g`)",
-            ));
-        }
-        let path = std::fs::canonicalize(&path).unwrap_or(path);
-        let (name, spec) = match &args.adapter {
+        let cwd = match &args.cwd {
+            Some(dir) => {
+                let dir = absolute(&call.workdir, dir);
+                if !dir.is_dir() {
+                    return Err(err(
+                        ErrorKind::NotFound,
+                        format!("debug launch: no such directory {} (`cwd`)", dir.display()),
+                        "`cwd` is relative to the workdir and must be an existing directory",
+                    ));
+                }
+                std::fs::canonicalize(&dir).unwrap_or(dir)
+            }
+            None => call.workdir.clone(),
+        };
+        let env = launch_env(args.env.as_ref())?;
+        let module = match (&args.module, &args.program) {
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    ErrorKind::InvalidArgs,
+                    "debug launch: give `program` or `module`, not both",
+                    "`module` runs `python -m MODULE` in `cwd`; `program` runs a file",
+                ));
+            }
+            (Some(m), None) => Some(module_name(m)?),
+            (None, _) => None,
+        };
+        // The program, or for a module the directory it runs in (which finds the module).
+        let path = match &module {
+            Some(_) => cwd.clone(),
+            None => {
+                let program = need("launch", "program", &args.program)?;
+                let path = absolute(&call.workdir, &program);
+                if !path.is_file() {
+                    return Err(err(
+                        ErrorKind::NotFound,
+                        format!("debug launch: no such program {}", path.display()),
+                        "paths are relative to the workdir; build the program first (e.g. `gcc -g`)",
+                    ));
+                }
+                std::fs::canonicalize(&path).unwrap_or(path)
+            }
+        };
+        let by_name = match (&args.adapter, &module) {
+            (Some(name), _) => Some(name.clone()),
+            (None, Some(_)) => Some("debugpy".to_string()),
+            (None, None) => None,
+        };
+        let (name, spec) = match &by_name {
             Some(name) => match self.adapters.get_key_value(name) {
                 Some(found) => found,
                 None => {
@@ -63,6 +103,21 @@ impl Debuggers {
                 )
             })?,
         };
+        // Options only debugpy has: refused by name for any other adapter.
+        if Flavor::of(name) != Flavor::Debugpy {
+            for (given, what) in [
+                (module.is_some(), "running a Python module (`module`)"),
+                (args.just_my_code.is_some(), "`just_my_code`"),
+            ] {
+                if given {
+                    return Err(err(
+                        ErrorKind::NotAvailable,
+                        format!("debug launch: the {name} adapter does not support {what}"),
+                        "`module` and `just_my_code` are debugpy's (Python); launch the program by path",
+                    ));
+                }
+            }
+        }
         let root = adapters::find_root(&path, &spec.markers);
         let project = root.unwrap_or_else(|| call.workdir.clone());
         let search = self.search(&project, &call.workdir);
@@ -75,20 +130,42 @@ impl Debuggers {
         })?;
         let flavor = resolved.flavor;
         let launch_args = args.args.clone().unwrap_or_default();
-        let breakpoints = lock(&slot.breakpoints).clone();
-        let stop_on_entry = breakpoints.is_empty();
+        let stop_on_entry = slot.nothing_set();
         let mut request = Map::new();
-        request.insert("program".into(), json!(path.display().to_string()));
+        match &module {
+            Some(m) => {
+                request.insert("module".into(), json!(m));
+            }
+            None => {
+                request.insert("program".into(), json!(path.display().to_string()));
+            }
+        }
         request.insert("args".into(), json!(launch_args));
-        request.insert("cwd".into(), json!(call.workdir.display().to_string()));
+        request.insert("cwd".into(), json!(cwd.display().to_string()));
         if stop_on_entry {
             request.insert("stopOnEntry".into(), json!(true));
+        }
+        if !env.is_empty() {
+            // lldb-dap takes `KEY=VALUE` strings (and adds them to the environment it
+            // inherited); the others take an object merged onto theirs.
+            let value = match flavor {
+                Flavor::Lldb => json!(
+                    env.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                ),
+                _ => json!(env),
+            };
+            request.insert("env".into(), value);
         }
         match flavor {
             Flavor::Debugpy => {
                 request.insert("console".into(), json!("internalConsole"));
                 if let Some(python) = &resolved.python {
                     request.insert("python".into(), json!([python.display().to_string()]));
+                }
+                if let Some(mine) = args.just_my_code {
+                    request.insert("justMyCode".into(), json!(mine));
                 }
             }
             Flavor::Delve => {
@@ -99,18 +176,62 @@ impl Debuggers {
         let target = Target::Launch {
             program: path.clone(),
             args: launch_args,
+            module,
         };
         let command = resolved.command_line();
         let connect = Connect::Spawn {
             resolved: Box::new(resolved),
-            cwd: call.workdir.clone(),
+            cwd,
             launcher: self.launcher.clone(),
         };
+        *lock(&slot.last_launch) = Some((call.clone(), args.clone()));
         let session = self
             .start_session(call, slot, name, flavor, target, command, connect)
             .await?;
         self.handshake(&session, slot, "launch", Value::Object(request), true)
             .await
+    }
+
+    /// `restart`: ends the current session (if it still runs) and launches the last launch
+    /// again, same caller and arguments; breakpoints carry over. A new session id.
+    pub(super) async fn restart(&self, slot: &Arc<Slot>) -> Result<Value, ToolError> {
+        let current = lock(&slot.current).clone();
+        if let Some(session) = &current
+            && let Target::Attach { port } = session.target
+        {
+            return Err(err(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "debug restart: session {} is attached to 127.0.0.1:{port}; restart launches a program again",
+                    session.id
+                ),
+                "`terminate`, restart the program under `python -m debugpy --listen`, and `attach` again",
+            ));
+        }
+        let Some((call, args)) = lock(&slot.last_launch).clone() else {
+            return Err(err(
+                ErrorKind::NotFound,
+                "debug restart: nothing was launched in this conversation",
+                "`launch {program}` starts a session; `restart` repeats the last launch",
+            ));
+        };
+        let previous = current.as_ref().map(|s| s.id.clone());
+        if let Some(session) = current {
+            match session.ended() {
+                Some(end) => session.shutdown(end.kind, end.message.clone()).await,
+                None => {
+                    session
+                        .shutdown(
+                            EndKind::Terminated,
+                            "terminated by `restart` (adapter and program killed)".into(),
+                        )
+                        .await
+                }
+            }
+        }
+        let mut out = self.launch(&call, slot, &args).await?;
+        out["restarted_from"] = json!(previous);
+        Ok(out)
     }
 
     pub(super) async fn attach(
@@ -152,7 +273,7 @@ impl Debuggers {
         // `redirectOutput`: the program's output comes as events too. (debugpy refuses an
         // attach with no arguments at all.)
         let request = json!({"redirectOutput": true});
-        let expect_stop = !lock(&slot.breakpoints).is_empty();
+        let expect_stop = !slot.nothing_set();
         self.handshake(&session, slot, "attach", request, expect_stop)
             .await
     }
@@ -362,27 +483,8 @@ impl Debuggers {
                 .dap_error(session, request, DapError::Closed(String::new()))
                 .await);
         }
-        // Configuration: breakpoints, exception filters (the adapter's defaults), done.
-        let breakpoints = lock(&slot.breakpoints).clone();
-        let mut verdicts = Map::new();
-        for (file, lines) in &breakpoints {
-            let v = self.set_breakpoints(session, file, lines).await?;
-            verdicts.insert(file.display().to_string(), v);
-        }
-        if let Some(filters) = caps["exceptionBreakpointFilters"].as_array() {
-            let defaults: Vec<Value> = filters
-                .iter()
-                .filter(|f| f["default"].as_bool().unwrap_or(false))
-                .filter_map(|f| f.get("filter").cloned())
-                .collect();
-            self.request(
-                session,
-                request,
-                "setExceptionBreakpoints",
-                Some(json!({"filters": defaults})),
-            )
-            .await?;
-        }
+        // Configuration: breakpoints, function breakpoints, exception filters, done.
+        let (verdicts, function_verdicts) = self.configure(session, slot, request).await?;
         if caps["supportsConfigurationDoneRequest"]
             .as_bool()
             .unwrap_or(false)
@@ -429,7 +531,82 @@ impl Debuggers {
         if !verdicts.is_empty() {
             out["breakpoints"] = Value::Object(verdicts);
         }
+        if let Some(functions) = function_verdicts {
+            out["functions"] = functions;
+        }
         out["session"] = summary(session);
         Ok(out)
+    }
+}
+
+/// `env` checked: names non-empty without `=` or NUL, values without NUL.
+fn launch_env(
+    env: Option<&BTreeMap<String, String>>,
+) -> Result<BTreeMap<String, String>, ToolError> {
+    let env = env.cloned().unwrap_or_default();
+    for (k, v) in &env {
+        if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+            return Err(err(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "debug launch: {k:?} is not an environment variable name (or its value holds a NUL)"
+                ),
+                "`env` maps names (no `=`, not empty) to values",
+            ));
+        }
+    }
+    Ok(env)
+}
+
+/// A dotted Python module name (`pkg.mod`), or `invalid_args`.
+fn module_name(m: &str) -> Result<String, ToolError> {
+    let m = m.trim();
+    let ok = !m.is_empty()
+        && m.split('.').all(|part| {
+            part.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+        });
+    if !ok {
+        return Err(err(
+            ErrorKind::InvalidArgs,
+            format!("debug launch: {m:?} is not a Python module name"),
+            "`module` is dotted, like `pkg.mod` (what `python -m` takes), found from `cwd`",
+        ));
+    }
+    Ok(m.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_are_dotted_identifiers() {
+        assert_eq!(module_name(" pkg.mod ").unwrap(), "pkg.mod");
+        assert_eq!(module_name("_private.m2").unwrap(), "_private.m2");
+        for bad in ["", "pkg/mod.py", "pkg..mod", "1pkg", "pkg.", "-m"] {
+            assert_eq!(
+                module_name(bad).unwrap_err().kind,
+                ErrorKind::InvalidArgs,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn env_names_without_equals_or_nul() {
+        let ok: BTreeMap<String, String> = [("A_1".to_string(), "x=y".to_string())].into();
+        assert_eq!(launch_env(Some(&ok)).unwrap(), ok);
+        assert!(launch_env(None).unwrap().is_empty());
+        for (k, v) in [("", "x"), ("A=B", "x"), ("A", "x\0y")] {
+            let env: BTreeMap<String, String> = [(k.to_string(), v.to_string())].into();
+            assert_eq!(
+                launch_env(Some(&env)).unwrap_err().kind,
+                ErrorKind::InvalidArgs,
+                "{k:?}"
+            );
+        }
     }
 }

@@ -1,0 +1,48 @@
+//! `debug`'s state-changing ops need approval and run at the exec tier: `restart` like
+//! `launch`, `set_variable` like `evaluate`; inspection ops do not ask.
+
+use serde_json::json;
+use toolvisor::registry::all_tools;
+use toolvisor_protocol::wire::Tier;
+
+#[test]
+fn restart_and_set_variable_are_approved_exec_calls() {
+    let tools = all_tools(false);
+    let debug = tools
+        .iter()
+        .find(|t| t.name == "debug")
+        .expect("debug is registered");
+    for op in ["launch", "restart", "evaluate", "set_variable"] {
+        let args = json!({"op": op});
+        assert!(debug.needs_approval(&args), "{op} needs approval");
+        assert_eq!(debug.call_tier(&args), Tier::Exec, "{op}");
+    }
+    for op in ["status", "breakpoints", "variables", "stack", "output"] {
+        assert!(
+            !debug.needs_approval(&json!({"op": op})),
+            "{op} does not ask"
+        );
+    }
+    let ops = debug.schema["properties"]["op"]["enum"]
+        .as_array()
+        .expect("op is an enum");
+    for op in ["restart", "set_variable"] {
+        assert!(ops.iter().any(|o| o == op), "the schema offers {op}");
+    }
+    for field in [
+        "points",
+        "functions",
+        "exceptions",
+        "cwd",
+        "env",
+        "module",
+        "just_my_code",
+        "name",
+        "value",
+    ] {
+        assert!(
+            debug.schema["properties"].get(field).is_some(),
+            "the schema has {field}"
+        );
+    }
+}
