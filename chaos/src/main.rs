@@ -69,6 +69,11 @@ struct Args {
     /// state dir (0: never; always 0 with --no-faults).
     #[arg(long, default_value_t = 1)]
     daemon_kills: u32,
+    /// Self-test of the survival checks: delete the state dir between the SIGKILL and the
+    /// restart, so staged edits, stored results and the id counters are gone and the run
+    /// must report them lost (`chaos/tests/chaos_smoke.rs`).
+    #[arg(long, hide = true)]
+    wipe_state_at_restart: bool,
 }
 
 /// How long the daemon has to accept connections after its start.
@@ -227,6 +232,7 @@ fn kill_times(seed: u64, seconds: u64, kills: u32) -> Vec<Duration> {
 fn restart(
     daemon: &mut Daemon,
     ctx: (&Path, &Path, &Path, &Path, &Path),
+    wipe_state: Option<&Path>,
     life: &Life,
     watch: &Watch,
     problems: &mut Vec<String>,
@@ -243,6 +249,10 @@ fn restart(
         daemon.pid,
         old.len()
     );
+    if let Some(state) = wipe_state {
+        std::fs::remove_dir_all(state)
+            .with_context(|| format!("wipe {} (self-test)", state.display()))?;
+    }
     let mut next = Daemon::spawn(bin, config, socket, log)?;
     next.wait_ready(socket, workdir)
         .context("the restarted daemon")?;
@@ -317,8 +327,8 @@ fn run(args: Args) -> anyhow::Result<bool> {
     let workdir = std::fs::canonicalize(&workdir).context("canonicalize the work dir")?;
     let worker = fixture::generate(dir.path(), &workdir, args.clients)?;
     let config = dir.path().join("config.toml");
-    std::fs::write(&config, deps.config(&dir.path().join("state"), &worker))
-        .context("write the daemon config")?;
+    let state = dir.path().join("state");
+    std::fs::write(&config, deps.config(&state, &worker)).context("write the daemon config")?;
 
     let mut daemon = Daemon::spawn(&bin, &config, &socket, &log)?;
     if let Err(e) = daemon.wait_ready(&socket, &workdir) {
@@ -389,6 +399,7 @@ fn run(args: Args) -> anyhow::Result<bool> {
             match restart(
                 &mut daemon,
                 (&bin, &config, &socket, &log, &workdir),
+                args.wipe_state_at_restart.then_some(state.as_path()),
                 &life,
                 &watch,
                 &mut problems,
