@@ -148,12 +148,13 @@ pub fn run_chaos(ctx: FaultCtx) -> FaultStats {
                     .by_resource
                     .entry((procs::classify(&line, &victim.comm), name))
                     .or_default() += 1;
+                let mut shown: String = line.escape_debug().take(200).collect();
+                if shown.chars().count() < line.escape_debug().count() {
+                    shown.push('…');
+                }
                 record(format!(
-                    "{name}: pid {} ppid {} ({}): {}",
-                    victim.pid,
-                    victim.ppid,
-                    victim.comm,
-                    procs::cmdline(victim.pid)
+                    "{name}: pid {} ppid {} ({}): {shown}",
+                    victim.pid, victim.ppid, victim.comm
                 ));
                 let pid = Pid::from_raw(victim.pid);
                 if kind == 0 {
