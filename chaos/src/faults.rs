@@ -226,11 +226,16 @@ fn garbage_frame(ctx: &FaultCtx, rng: &mut Rng, nonce: u64) -> Result<(), Miss> 
     })?
 }
 
-/// Handshake, then announce a frame above the 16 MiB cap: the daemon must answer with an
-/// `Error` frame, then close the connection.
+/// Handshake (either codec), then announce a frame above the 16 MiB cap: the daemon must
+/// answer with an `Error` frame, then close the connection.
 fn oversized_frame(ctx: &FaultCtx, rng: &mut Rng) -> Result<(), Miss> {
     let len = DEFAULT_MAX_FRAME + 1 + rng.below(1 << 24) as u32;
-    let opts = net::options(Codec::Bincode, false, &ctx.workdir);
+    let codec = if rng.below(2) == 0 {
+        Codec::Bincode
+    } else {
+        Codec::Json
+    };
+    let opts = net::options(codec, false, &ctx.workdir);
     let socket = ctx.socket.clone();
     net::within(PROBE_TIMEOUT * 2, move || {
         let mut client = net::connect(&socket, opts, PROBE_TIMEOUT, PROBE_TIMEOUT)?;
