@@ -567,17 +567,21 @@ impl Load {
     /// The id of a process `start` answer, checked never to have been handed out before.
     fn started_id(&mut self, v: &Json) -> Option<String> {
         let id = v["id"].as_str()?.to_string();
-        if let Some(before) = self.ctx.life.note_id(&id, self.epoch) {
+        self.fresh_id("process start", "fresh process id", &id);
+        Some(id)
+    }
+
+    /// An id the daemon handed out (process, staged edit) must be new across incarnations.
+    fn fresh_id(&mut self, what: &str, item: &'static str, id: &str) {
+        if let Some(before) = self.ctx.life.note_id(id, self.epoch) {
             self.stats.reused_ids += 1;
             self.stats.problems.push(format!(
-                "REUSED ID: client {}: process start in daemon incarnation {} answered id {id}, already handed out by incarnation {before}",
+                "REUSED ID: client {}: {what} in daemon incarnation {} answered id {id}, already handed out by incarnation {before}",
                 self.ctx.index, self.epoch
             ));
+        } else if self.epoch > 0 {
+            self.survived(item, true);
         }
-        if self.epoch > 0 {
-            self.survived("fresh process id", true);
-        }
-        Some(id)
     }
 
     fn read_seq(&mut self, id: &str) {
@@ -864,6 +868,7 @@ impl Load {
             );
             return;
         };
+        self.fresh_id("ast_edit", "fresh edit id", &id);
         if v["replacements"] != 4 {
             self.lost(
                 K,
