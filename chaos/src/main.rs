@@ -267,6 +267,12 @@ fn restart(
         .into_iter()
         .filter(|s| s.incarnation < incarnation)
         .collect();
+    // Diagnosis: how many of them were zombies (exited, their parent gone) when the next
+    // incarnation answered, i.e. when its ledger sweep had run.
+    let zombies_at_ready = seen_before
+        .iter()
+        .filter(|s| procs::read_stat(s.pid).is_some_and(|t| t.start == s.start && t.state == 'Z'))
+        .count();
     let until = Instant::now() + SWEEP_GRACE;
     let mut left: Vec<_> = seen_before.clone();
     while Instant::now() < until {
@@ -286,6 +292,7 @@ fn restart(
     }
     Ok(Restart {
         old_descendants: old.len(),
+        zombies_at_ready,
         leaked: left.len(),
         ready_ms,
     })

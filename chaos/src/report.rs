@@ -11,6 +11,8 @@ use crate::procs::Seen;
 pub struct Restart {
     /// Descendants the old incarnation had when it was killed.
     pub old_descendants: usize,
+    /// Of those, zombies when the next incarnation answered (exited, not yet reaped).
+    pub zombies_at_ready: usize,
     /// Of those, still alive after the grace (also in the problems).
     pub leaked: usize,
     /// From the SIGKILL to the next incarnation's first Pong.
@@ -207,8 +209,8 @@ impl Report {
             .iter()
             .map(|r| {
                 format!(
-                    "{} descendants, serving again after {} ms, {} left alive",
-                    r.old_descendants, r.ready_ms, r.leaked
+                    "{} descendants, serving again after {} ms ({} of them zombies then), {} left alive",
+                    r.old_descendants, r.ready_ms, r.zombies_at_ready, r.leaked
                 )
             })
             .collect();
