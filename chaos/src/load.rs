@@ -1066,10 +1066,15 @@ impl Load {
         }
     }
 
-    /// A stop at a breakpoint must be at the breakpoint's line.
+    /// A stop at a breakpoint must be at the breakpoint's line. A stop without a frame (the
+    /// daemon could not read the stack: the adapter was stopped or killed meanwhile) shows a
+    /// fault, not lost data.
     fn check_stop(&mut self, v: &Json, op: &str) {
-        if v["stopped"]["reason"] == "breakpoint"
-            && v["stopped"]["frame"]["line"].as_u64() != Some(fixture::DEBUG_LINE)
+        let line = &v["stopped"]["frame"]["line"];
+        if v["stopped"]["reason"] == "breakpoint" && line.is_null() {
+            self.hit("debug_debugpy");
+        } else if v["stopped"]["reason"] == "breakpoint"
+            && line.as_u64() != Some(fixture::DEBUG_LINE)
         {
             self.lost(
                 "debug_debugpy",
