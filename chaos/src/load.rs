@@ -1,6 +1,10 @@
 //! The load: client threads, each with its own connection and conversation, looping over a
-//! mix of `bash` and `process` calls and checking every answer (wrong output is LOST data,
-//! no answer before the deadline is HUNG).
+//! mix of calls that reaches every kind of resource (bash, tracked processes, stored results
+//! paged through `tool_result_read`, multi-file `apply_patch`, `ast_grep`, `ast_edit` +
+//! `resolve`, language servers, Python and JavaScript kernels with a `tool()` bridge call,
+//! debugpy sessions, vibe workers) and checking every answer: wrong output is LOST data, no
+//! answer before the kind's deadline is HUNG, an error without a message is UNCLEAR. After
+//! the runner kills and restarts the daemon, each client checks what must survive.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,67 +13,128 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
+use toolvisor_protocol::ToolError;
 use toolvisor_protocol::client::Client;
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::wire::Outcome;
 
+use crate::fixture::{self, Deps};
+use crate::life::Life;
 use crate::net::{self, Miss};
 use crate::rng::Rng;
 
-/// How long one call may take before it counts as hung.
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a connect + handshake may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Tracked `sleep` processes a client keeps at most (the daemon caps running processes per
 /// conversation).
 const MAX_SLEEPERS: usize = 4;
 /// A `seq` process (50 echo lines) that has not ended after this long is stuck.
-const SEQ_DEADLINE: Duration = Duration::from_secs(10);
+const SEQ_DEADLINE: Duration = Duration::from_secs(20);
+/// Stored results a client keeps to read back after a daemon restart.
+const KEPT_REFS: usize = 2;
+/// Lines of the large `bash` output (about 169,000 characters: stored and projected).
+const BIG_LINES: u32 = 30000;
 
 const SEQ_COMMAND: &str = "for i in $(seq 1 50); do echo line$i; done";
+/// A description that passes eval's 5-10 words rule.
+const EVAL_DESCRIPTION: &str = "echo a token through the tool bridge";
 
-/// What one client (or all of them, merged) saw.
-#[derive(Default)]
-pub struct LoadStats {
+/// How long one call of `kind` may take before it counts as hung: generous, for a loaded
+/// 2-core machine (index-wide language-server ops wait up to 60 s for readiness).
+pub fn deadline(kind: &str) -> Duration {
+    Duration::from_secs(match kind {
+        "lsp_pyright" | "lsp_clangd" => 180,
+        "eval_python" | "eval_javascript" | "debug_debugpy" => 120,
+        "vibe" | "ast_grep" | "ast_edit" => 60,
+        _ => 45,
+    })
+}
+
+/// What the calls of one kind saw.
+#[derive(Default, Clone)]
+pub struct KindStats {
     pub calls: u64,
     pub ok: u64,
-    /// Clear errors (kind and a non-empty message), by kind.
-    pub clear_errors: BTreeMap<String, u64>,
-    /// The first message seen of each kind of clear error.
-    pub error_samples: BTreeMap<String, String>,
+    /// Clear errors (kind and a non-empty message).
+    pub clear: u64,
     /// Errors without a message.
     pub unclear: u64,
     pub hung: u64,
     /// Connections that broke (closed, undecodable answer) instead of answering.
     pub broken: u64,
+    /// Calls cut by the runner's own SIGKILL of the daemon (expected, not a violation).
+    pub cut: u64,
     pub lost: u64,
-    /// Answers that came back Ok but showed a fault hit the work (a signal, an exit code).
+    /// Answers that came back but showed a fault hit the work (a signal, an exit code).
     pub hit_by_fault: u64,
+    /// The resource behind the kind came back as a new process (server, kernel, adapter pid
+    /// changed between two answers of one client).
+    pub restarts: u64,
+    pub max_latency_us: u64,
+}
+
+impl KindStats {
+    fn merge(&mut self, o: &KindStats) {
+        self.calls += o.calls;
+        self.ok += o.ok;
+        self.clear += o.clear;
+        self.unclear += o.unclear;
+        self.hung += o.hung;
+        self.broken += o.broken;
+        self.cut += o.cut;
+        self.lost += o.lost;
+        self.hit_by_fault += o.hit_by_fault;
+        self.restarts += o.restarts;
+        self.max_latency_us = self.max_latency_us.max(o.max_latency_us);
+    }
+}
+
+/// What one client (or all of them, merged) saw.
+#[derive(Default)]
+pub struct LoadStats {
+    pub kinds: BTreeMap<&'static str, KindStats>,
+    /// Clear errors by error kind.
+    pub clear_errors: BTreeMap<String, u64>,
+    /// The first message seen of each kind of clear error.
+    pub error_samples: BTreeMap<String, String>,
     pub latencies_us: Vec<u64>,
+    /// After a daemon restart: what was checked to survive, (survived, lost) by item.
+    pub survived: BTreeMap<&'static str, (u64, u64)>,
+    /// Ids handed out twice (across incarnations or not).
+    pub reused_ids: u64,
+    /// The final serve check per kind: `Ok(())` served, or why not.
+    pub serve: BTreeMap<&'static str, Result<(), String>>,
     pub problems: Vec<String>,
 }
 
 impl LoadStats {
     pub fn merge(&mut self, other: LoadStats) {
-        self.calls += other.calls;
-        self.ok += other.ok;
+        for (k, s) in &other.kinds {
+            self.kinds.entry(k).or_default().merge(s);
+        }
         for (k, n) in other.clear_errors {
             *self.clear_errors.entry(k).or_default() += n;
         }
         for (k, m) in other.error_samples {
             self.error_samples.entry(k).or_insert(m);
         }
-        self.unclear += other.unclear;
-        self.hung += other.hung;
-        self.broken += other.broken;
-        self.lost += other.lost;
-        self.hit_by_fault += other.hit_by_fault;
+        for (k, (a, b)) in other.survived {
+            let e = self.survived.entry(k).or_default();
+            e.0 += a;
+            e.1 += b;
+        }
+        self.reused_ids += other.reused_ids;
+        self.serve.extend(other.serve);
         self.latencies_us.extend(other.latencies_us);
         self.problems.extend(other.problems);
     }
 
-    pub fn clear_total(&self) -> u64 {
-        self.clear_errors.values().sum()
+    pub fn sum(&self, f: impl Fn(&KindStats) -> u64) -> u64 {
+        self.kinds.values().map(f).sum()
+    }
+
+    pub fn kind(&mut self, kind: &'static str) -> &mut KindStats {
+        self.kinds.entry(kind).or_default()
     }
 }
 
@@ -80,17 +145,11 @@ pub struct ClientCtx {
     pub workdir: PathBuf,
     pub seed: u64,
     pub stop: Arc<AtomicBool>,
-}
-
-/// What to check in the answer of one call.
-enum Check {
-    Echo(String),
-    Nothing,
-    StartedSleeper,
-    StartedSeq,
-    ReadSeq(String),
-    ReadSleeper(String),
-    Killed(String),
+    pub life: Arc<Life>,
+    pub deps: Arc<Deps>,
+    /// A heavy client also runs kernels, debug sessions and staged edits (one each per
+    /// conversation: a machine with 2 cores cannot run sixteen of each).
+    pub heavy: bool,
 }
 
 /// Expected output of the `seq` process.
@@ -98,10 +157,17 @@ fn seq_expected() -> String {
     (1..=50).map(|i| format!("line{i}\n")).collect()
 }
 
+fn big_expected() -> String {
+    (1..=BIG_LINES).map(|i| format!("{i}\n")).collect()
+}
+
 /// True for process states that mean "ended".
 fn ended(state: &str) -> bool {
     !matches!(state, "starting" | "running" | "backoff" | "stopping")
 }
+
+/// A call's answer: `None` when it did not come (already counted), else the outcome.
+type Answer = Option<Result<Json, ToolError>>;
 
 struct Load {
     ctx: ClientCtx,
@@ -113,10 +179,26 @@ struct Load {
     seqs: Vec<(String, Instant)>,
     stats: LoadStats,
     count: u64,
+    /// The daemon incarnation this client last worked with.
+    epoch: u64,
+    /// Generation every file of this client's patch directory holds; `None` when unknown
+    /// (a patch call whose answer did not come).
+    patch_gen: Option<u64>,
+    /// An edit staged and left unresolved, to resolve after a daemon restart:
+    /// (edit id, directory, files).
+    parked: Option<(String, String, Vec<String>)>,
+    /// Stored results to read back after a daemon restart: (ref, expected text).
+    kept_refs: Vec<(String, String)>,
+    debug_breakpoints: bool,
+    debug_live: bool,
+    /// Vibe workers spawned and not yet waited for: (id, brief).
+    workers: Vec<(String, String)>,
+    /// Last pid seen per kind (to count restarts of the resource).
+    pids: BTreeMap<&'static str, u64>,
 }
 
-/// Run one load client until `stop`, then settle its `seq` processes and kill what it
-/// started. Returns what it saw.
+/// Run one load client until `stop`, then settle what it started and (client 0) check that
+/// every kind still serves. Returns what it saw.
 pub fn run_client(ctx: ClientCtx) -> LoadStats {
     let mut load = Load {
         conversation: format!("chaos-{}", ctx.index),
@@ -126,95 +208,179 @@ pub fn run_client(ctx: ClientCtx) -> LoadStats {
             Codec::Json
         },
         rng: Rng::new(ctx.seed ^ (ctx.index as u64 + 1).wrapping_mul(0x1000_0000_01B3)),
+        epoch: ctx.life.epoch(),
         ctx,
         client: None,
         sleepers: Vec::new(),
         seqs: Vec::new(),
         stats: LoadStats::default(),
         count: 0,
+        patch_gen: Some(0),
+        parked: None,
+        kept_refs: Vec::new(),
+        debug_breakpoints: false,
+        debug_live: false,
+        workers: Vec::new(),
+        pids: BTreeMap::new(),
     };
     while !load.ctx.stop.load(Ordering::Relaxed) {
         load.step();
     }
+    while load.ctx.life.down() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    load.catch_up();
     load.settle();
+    if load.ctx.index == 0 {
+        load.final_serve();
+    }
     load.stats
 }
 
 impl Load {
     fn step(&mut self) {
-        let (tool, args, check) = self.choose();
-        self.call(tool, args, check);
-    }
-
-    /// Pick the next call of the mix.
-    fn choose(&mut self) -> (&'static str, Json, Check) {
+        if self.ctx.life.down() {
+            std::thread::sleep(Duration::from_millis(50));
+            return;
+        }
+        self.catch_up();
         self.count += 1;
+        let heavy = self.ctx.heavy;
+        let deps = self.ctx.deps.clone();
         match self.rng.below(100) {
-            0..30 => {
-                let token = format!(
-                    "tok-{}-{}-{:x}",
-                    self.ctx.index,
-                    self.count,
-                    self.rng.next_u64() & 0xffff_ffff
-                );
-                (
-                    "bash",
-                    json!({"command": format!("echo {token}")}),
-                    Check::Echo(token),
-                )
+            0..16 => self.bash_echo(),
+            16..20 => {
+                self.call("bash", "bash", json!({"command": "sleep 0.05"}));
             }
-            30..42 => ("bash", json!({"command": "sleep 0.05"}), Check::Nothing),
-            42..52 if self.sleepers.len() < MAX_SLEEPERS => (
-                "process",
-                json!({"op": "start", "command": "sleep 30", "label": "sleeper"}),
-                Check::StartedSleeper,
-            ),
-            42..62 => (
-                "process",
-                json!({"op": "start", "command": SEQ_COMMAND, "label": "seq"}),
-                Check::StartedSeq,
-            ),
-            62..77 if !self.seqs.is_empty() => {
-                let id = self
-                    .rng
-                    .pick(&self.seqs)
-                    .map(|(id, _)| id.clone())
-                    .unwrap_or_default();
-                (
-                    "process",
-                    json!({"op": "read", "id": id, "offset": 0}),
-                    Check::ReadSeq(id),
-                )
-            }
-            62..77 if !self.sleepers.is_empty() => {
-                let id = self.rng.pick(&self.sleepers).cloned().unwrap_or_default();
-                (
-                    "process",
-                    json!({"op": "read", "id": id, "offset": 0}),
-                    Check::ReadSleeper(id),
-                )
-            }
-            77..90 if !self.sleepers.is_empty() => {
-                let id = self.rng.pick(&self.sleepers).cloned().unwrap_or_default();
-                (
-                    "process",
-                    json!({"op": "kill", "id": id}),
-                    Check::Killed(id),
-                )
-            }
-            _ => ("process", json!({"op": "list"}), Check::Nothing),
+            20..38 => self.process_op(),
+            38..42 => self.big_result(),
+            42..49 => self.apply_patch(),
+            49..56 => self.ast_grep(),
+            56..64 if heavy => self.ast_edit(),
+            64..72 if deps.has("lsp_pyright") => self.lsp_pyright(),
+            72..75 if deps.has("lsp_clangd") => self.lsp_clangd(),
+            75..82 if heavy && deps.has("eval_python") => self.eval("eval_python"),
+            82..87 if heavy && deps.has("eval_javascript") => self.eval("eval_javascript"),
+            87..95 if heavy && deps.has("debug_debugpy") => self.debug(),
+            95..100 if heavy => self.vibe(),
+            _ => self.process_op(),
         }
     }
 
-    /// The connection, (re)connecting when needed. `None` after a failure (already counted).
-    fn client(&mut self) -> Option<&mut Client> {
+    /// After the runner restarted the daemon: check what must have survived, forget what
+    /// could not (processes, sessions, workers of the old incarnation).
+    fn catch_up(&mut self) {
+        let epoch = self.ctx.life.epoch();
+        if epoch == self.epoch || self.ctx.life.down() {
+            return;
+        }
+        self.epoch = epoch;
+        self.client = None;
+        self.sleepers.clear();
+        self.seqs.clear();
+        self.debug_live = false;
+        self.workers.clear();
+        self.pids.clear();
+        self.check_patch_dir("after the daemon restart", true);
+        for (r, expected) in std::mem::take(&mut self.kept_refs) {
+            match self.read_stored(&r) {
+                Some(Ok(text)) if text == expected => self.survived("stored result", true),
+                Some(Ok(text)) => {
+                    self.survived("stored result", false);
+                    self.lost(
+                        "result_read",
+                        format!(
+                            "stored result {r} read back after the daemon restart is not byte-identical: {} chars, expected {}",
+                            text.chars().count(),
+                            expected.chars().count()
+                        ),
+                    );
+                }
+                Some(Err(e)) => {
+                    self.survived("stored result", false);
+                    self.lost(
+                        "result_read",
+                        format!("stored result {r} did not survive the daemon restart: {e}"),
+                    );
+                }
+                None => {}
+            }
+        }
+        if let Some((id, dir, files)) = self.parked.take() {
+            let answer = self.call(
+                "ast_edit",
+                "resolve",
+                json!({"edit_id": id, "action": "accept"}),
+            );
+            match answer {
+                Some(Ok(_)) => {
+                    let all_new = files.iter().all(|f| {
+                        std::fs::read_to_string(self.ctx.workdir.join(&dir).join(f))
+                            .is_ok_and(|t| t == edit_text(true))
+                    });
+                    self.survived("staged edit", all_new);
+                    if !all_new {
+                        self.lost(
+                            "ast_edit",
+                            format!("staged edit {id} accepted after the restart, but {dir} does not hold the rewrite"),
+                        );
+                    }
+                }
+                Some(Err(e)) => {
+                    self.survived("staged edit", false);
+                    self.lost(
+                        "ast_edit",
+                        format!("staged edit {id} is not resolvable after the daemon restart: {e}"),
+                    );
+                }
+                None => {}
+            }
+        }
+    }
+
+    fn survived(&mut self, what: &'static str, ok: bool) {
+        let e = self.stats.survived.entry(what).or_default();
+        if ok {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+    }
+
+    fn lost(&mut self, kind: &'static str, message: String) {
+        self.stats.kind(kind).lost += 1;
+        self.stats
+            .problems
+            .push(format!("LOST: client {} {kind}: {message}", self.ctx.index));
+    }
+
+    fn hit(&mut self, kind: &'static str) {
+        self.stats.kind(kind).hit_by_fault += 1;
+    }
+
+    fn note_pid(&mut self, kind: &'static str, pid: &Json) {
+        if let Some(pid) = pid.as_u64()
+            && self.pids.insert(kind, pid).is_some_and(|old| old != pid)
+        {
+            self.stats.kind(kind).restarts += 1;
+        }
+    }
+
+    /// The connection, (re)connecting when needed. `None` after a failure (counted unless
+    /// the runner took the daemon down).
+    fn client(&mut self, kind: &'static str) -> Option<&mut Client> {
         if self.client.is_none() {
+            let epoch = self.ctx.life.epoch();
             let opts = net::options(self.codec, true, &self.ctx.workdir);
-            match net::connect(&self.ctx.socket, opts, CONNECT_TIMEOUT, CALL_TIMEOUT) {
+            match net::connect(&self.ctx.socket, opts, CONNECT_TIMEOUT, deadline(kind)) {
                 Ok(c) => self.client = Some(c),
                 Err(miss) => {
-                    self.stats.calls += 1;
-                    self.note_miss(&format!("client {} connect", self.ctx.index), miss);
+                    if self.ctx.life.down() || self.ctx.life.epoch() != epoch {
+                        std::thread::sleep(Duration::from_millis(100));
+                        return None;
+                    }
+                    self.stats.kind(kind).calls += 1;
+                    self.note_miss(kind, &format!("client {} connect", self.ctx.index), miss);
                     std::thread::sleep(Duration::from_millis(100));
                     return None;
                 }
@@ -223,166 +389,770 @@ impl Load {
         self.client.as_mut()
     }
 
-    fn note_miss(&mut self, what: &str, miss: Miss) {
+    fn note_miss(&mut self, kind: &'static str, what: &str, miss: Miss) {
         match miss {
             Miss::Hung(m) => {
-                self.stats.hung += 1;
+                self.stats.kind(kind).hung += 1;
                 self.stats.problems.push(format!("HUNG: {what}: {m}"));
             }
             Miss::Failed(m) => {
-                self.stats.broken += 1;
+                self.stats.kind(kind).broken += 1;
                 self.stats.problems.push(format!("BROKEN: {what}: {m}"));
             }
         }
     }
 
-    /// Make one call and check its answer. Returns the value when it succeeded.
-    fn call(&mut self, tool: &str, args: Json, check: Check) -> Option<Json> {
+    /// Make one call of `kind`; the answer, or `None` when none came (counted).
+    fn call(&mut self, kind: &'static str, tool: &str, args: Json) -> Answer {
         let conversation = self.conversation.clone();
-        let what = format!("client {} ({}) {tool} {args}", self.ctx.index, self.codec);
-        let client = self.client()?;
+        let epoch = self.ctx.life.epoch();
+        let limit = deadline(kind);
+        let mut shown = args.to_string();
+        if shown.len() > 300 {
+            shown = format!("{}…", &shown[..shown.floor_char_boundary(300)]);
+        }
+        let what = format!("client {} ({}) {tool} {shown}", self.ctx.index, self.codec);
+        let client = self.client(kind)?;
+        let _ = client.set_read_timeout(Some(limit));
         let started = Instant::now();
         let reply = client.call_with(&conversation, tool, args, |_| true);
         let elapsed = started.elapsed();
-        self.stats.calls += 1;
-        self.stats.latencies_us.push(elapsed.as_micros() as u64);
+        let us = elapsed.as_micros() as u64;
+        self.stats.latencies_us.push(us);
+        let ks = self.stats.kind(kind);
+        ks.calls += 1;
+        ks.max_latency_us = ks.max_latency_us.max(us);
         let reply = match reply {
             Ok(reply) => reply,
             Err(e) => {
                 // The connection is in an unknown state: start a new one.
                 self.client = None;
-                self.note_miss(&what, net::miss("call", e));
+                if self.ctx.life.down() || self.ctx.life.epoch() != epoch {
+                    self.stats.kind(kind).cut += 1;
+                } else {
+                    self.note_miss(kind, &what, net::miss("call", e));
+                }
                 return None;
             }
         };
+        if elapsed > limit {
+            self.stats.kind(kind).hung += 1;
+            self.stats.problems.push(format!(
+                "HUNG: {what}: answered after {elapsed:.1?}, past its deadline of {limit:?}"
+            ));
+        }
         match reply.outcome {
             Outcome::Ok(v) => {
-                self.stats.ok += 1;
-                self.check(&what, &v.0, check);
-                Some(v.0)
+                self.stats.kind(kind).ok += 1;
+                Some(Ok(v.0))
             }
             Outcome::Err(e) => {
                 if e.message.trim().is_empty() {
-                    self.stats.unclear += 1;
+                    self.stats.kind(kind).unclear += 1;
                     self.stats
                         .problems
                         .push(format!("UNCLEAR ERROR: {what}: {e:?}"));
                 } else {
-                    *self
-                        .stats
-                        .clear_errors
-                        .entry(e.kind.to_string())
-                        .or_default() += 1;
+                    self.stats.kind(kind).clear += 1;
+                    let k = e.kind.to_string();
+                    *self.stats.clear_errors.entry(k.clone()).or_default() += 1;
                     self.stats
                         .error_samples
-                        .entry(e.kind.to_string())
+                        .entry(k)
                         .or_insert_with(|| format!("{what}: {e}"));
                 }
-                // A process we can no longer address is no longer ours to track.
-                match check {
-                    Check::ReadSeq(id) => self.seqs.retain(|(s, _)| *s != id),
-                    Check::ReadSleeper(id) => self.sleepers.retain(|s| *s != id),
-                    Check::Killed(id) => self.sleepers.retain(|s| *s != id),
-                    _ => {}
-                }
-                None
+                Some(Err(e))
             }
         }
     }
 
-    fn check(&mut self, what: &str, v: &Json, check: Check) {
-        match check {
-            Check::Echo(token) => {
-                let clean = v["exit_code"] == 0 && v["signal"].is_null();
-                if !clean {
-                    self.stats.hit_by_fault += 1;
-                } else if v["stdout"].as_str() != Some(&format!("{token}\n")) {
-                    self.stats.lost += 1;
-                    self.stats.problems.push(format!(
-                        "LOST: {what}: exit 0 but stdout is {}, expected {:?} (answer: {v})",
-                        v["stdout"],
-                        format!("{token}\n")
-                    ));
+    fn token(&mut self) -> String {
+        format!(
+            "tok-{}-{}-{:x}",
+            self.ctx.index,
+            self.count,
+            self.rng.next_u64() & 0xffff_ffff
+        )
+    }
+
+    fn bash_echo(&mut self) {
+        let token = self.token();
+        let Some(Ok(v)) = self.call("bash", "bash", json!({"command": format!("echo {token}")}))
+        else {
+            return;
+        };
+        let clean = v["exit_code"] == 0 && v["signal"].is_null();
+        if !clean {
+            self.hit("bash");
+        } else if v["stdout"].as_str() != Some(&format!("{token}\n")) {
+            self.lost(
+                "bash",
+                format!(
+                    "echo {token}: exit 0 but stdout is {}, expected {:?} (answer: {v})",
+                    v["stdout"],
+                    format!("{token}\n")
+                ),
+            );
+        }
+    }
+
+    /// One of the tracked-process calls: start a sleeper or a `seq`, read, kill, list.
+    fn process_op(&mut self) {
+        const K: &str = "process";
+        match self.rng.below(48) {
+            0..10 if self.sleepers.len() < MAX_SLEEPERS => {
+                let a = self.call(
+                    K,
+                    "process",
+                    json!({"op": "start", "command": "sleep 30", "label": "sleeper"}),
+                );
+                if let Some(Ok(v)) = a
+                    && let Some(id) = self.started_id(&v)
+                {
+                    self.sleepers.push(id);
                 }
             }
-            Check::Nothing => {}
-            Check::StartedSleeper => {
-                if let Some(id) = v["id"].as_str() {
-                    self.sleepers.push(id.to_string());
+            0..20 => {
+                let a = self.call(
+                    K,
+                    "process",
+                    json!({"op": "start", "command": SEQ_COMMAND, "label": "seq"}),
+                );
+                if let Some(Ok(v)) = a
+                    && let Some(id) = self.started_id(&v)
+                {
+                    self.seqs.push((id, Instant::now()));
                 }
             }
-            Check::StartedSeq => {
-                if let Some(id) = v["id"].as_str() {
-                    self.seqs.push((id.to_string(), Instant::now()));
-                }
+            20..35 if !self.seqs.is_empty() => {
+                let id = self
+                    .rng
+                    .pick(&self.seqs)
+                    .map(|(id, _)| id.clone())
+                    .unwrap_or_default();
+                self.read_seq(&id);
             }
-            Check::ReadSeq(id) => {
-                let state = v["state"].as_str().unwrap_or("");
-                if !(ended(state) && v["eof"] == true) {
-                    let age = self
-                        .seqs
-                        .iter()
-                        .find(|(s, _)| *s == id)
-                        .map(|(_, t)| t.elapsed())
-                        .filter(|age| *age > SEQ_DEADLINE);
-                    if let Some(age) = age {
-                        // Fifty echo lines take milliseconds: this end was never reported.
-                        self.seqs.retain(|(s, _)| *s != id);
-                        self.stats.hung += 1;
-                        let mut last = v.clone();
-                        if let Some(text) = last.get_mut("text") {
-                            let complete = text.as_str() == Some(&seq_expected());
-                            *text = format!("<line1..line50 complete: {complete}>").into();
+            20..35 if !self.sleepers.is_empty() => {
+                let id = self.rng.pick(&self.sleepers).cloned().unwrap_or_default();
+                let a = self.call(K, "process", json!({"op": "read", "id": id, "offset": 0}));
+                match a {
+                    Some(Ok(v)) if ended(v["state"].as_str().unwrap_or("")) => {
+                        // A sleeper only ends early when a fault hit it: the read says how.
+                        self.sleepers.retain(|s| *s != id);
+                        if v["signal"].is_null() && v["exit_code"].is_null() {
+                            self.stats.kind(K).unclear += 1;
+                            self.stats.problems.push(format!(
+                                "UNCLEAR: client {} the sleeper {id} ended without an exit code or signal: {v}",
+                                self.ctx.index
+                            ));
+                        } else {
+                            self.hit(K);
                         }
-                        self.stats.problems.push(format!(
-                            "HUNG: {what}: the seq process never reported its end: still {state} {age:.1?} after its start; last read: {last}"
-                        ));
                     }
-                    return;
-                }
-                self.seqs.retain(|(s, _)| *s != id);
-                let clean = v["exit_code"] == 0 && v["signal"].is_null();
-                if !clean {
-                    self.stats.hit_by_fault += 1;
-                    return;
-                }
-                let text = v["text"].as_str().unwrap_or("");
-                if text != seq_expected() || v["dropped"] != 0 {
-                    self.stats.lost += 1;
-                    self.stats.problems.push(format!(
-                        "LOST: {what}: the seq process exited 0 but its output is not line1..line50: {v}"
-                    ));
+                    Some(Err(_)) => self.sleepers.retain(|s| *s != id),
+                    _ => {}
                 }
             }
-            Check::ReadSleeper(id) => {
-                // A sleeper only ends early when a fault hit it: the read must say how.
-                if ended(v["state"].as_str().unwrap_or("")) {
-                    self.sleepers.retain(|s| *s != id);
-                    if v["signal"].is_null() && v["exit_code"].is_null() {
-                        self.stats.unclear += 1;
+            35..45 if !self.sleepers.is_empty() => {
+                let id = self.rng.pick(&self.sleepers).cloned().unwrap_or_default();
+                self.call(K, "process", json!({"op": "kill", "id": id}));
+                self.sleepers.retain(|s| *s != id);
+            }
+            _ => {
+                self.call(K, "process", json!({"op": "list"}));
+            }
+        }
+    }
+
+    /// The id of a process `start` answer, checked never to have been handed out before.
+    fn started_id(&mut self, v: &Json) -> Option<String> {
+        let id = v["id"].as_str()?.to_string();
+        self.fresh_id("process start", "fresh process id", &id);
+        Some(id)
+    }
+
+    /// An id the daemon handed out (process, staged edit) must be new across incarnations.
+    fn fresh_id(&mut self, what: &str, item: &'static str, id: &str) {
+        if let Some(before) = self.ctx.life.note_id(id, self.epoch) {
+            self.stats.reused_ids += 1;
+            self.stats.problems.push(format!(
+                "REUSED ID: client {}: {what} in daemon incarnation {} answered id {id}, already handed out by incarnation {before}",
+                self.ctx.index, self.epoch
+            ));
+        } else if self.epoch > 0 {
+            self.survived(item, true);
+        }
+    }
+
+    fn read_seq(&mut self, id: &str) {
+        const K: &str = "process";
+        let a = self.call(K, "process", json!({"op": "read", "id": id, "offset": 0}));
+        let v = match a {
+            Some(Ok(v)) => v,
+            Some(Err(_)) => {
+                self.seqs.retain(|(s, _)| s != id);
+                return;
+            }
+            None => return,
+        };
+        let state = v["state"].as_str().unwrap_or("");
+        if !(ended(state) && v["eof"] == true) {
+            let age = self
+                .seqs
+                .iter()
+                .find(|(s, _)| s == id)
+                .map(|(_, t)| t.elapsed())
+                .filter(|age| *age > SEQ_DEADLINE);
+            if let Some(age) = age {
+                // Fifty echo lines take milliseconds: this end was never reported.
+                self.seqs.retain(|(s, _)| s != id);
+                self.stats.kind(K).hung += 1;
+                let mut last = v.clone();
+                if let Some(text) = last.get_mut("text") {
+                    let complete = text.as_str() == Some(&seq_expected());
+                    *text = format!("<line1..line50 complete: {complete}>").into();
+                }
+                self.stats.problems.push(format!(
+                    "HUNG: client {} process read {id}: the seq process never reported its end: still {state} {age:.1?} after its start; last read: {last}",
+                    self.ctx.index
+                ));
+            }
+            return;
+        }
+        self.seqs.retain(|(s, _)| s != id);
+        let clean = v["exit_code"] == 0 && v["signal"].is_null();
+        if !clean {
+            self.hit(K);
+            return;
+        }
+        let text = v["text"].as_str().unwrap_or("");
+        if text != seq_expected() || v["dropped"] != 0 {
+            self.lost(
+                K,
+                format!("the seq process {id} exited 0 but its output is not line1..line50: {v}"),
+            );
+        }
+    }
+
+    /// Read a stored result whole, page by page; `None` when an answer did not come.
+    fn read_stored(&mut self, r: &str) -> Option<Result<String, ToolError>> {
+        let mut text = String::new();
+        let mut offset = 0u64;
+        for _ in 0..64 {
+            let v = match self.call(
+                "result_read",
+                "tool_result_read",
+                json!({"ref": r, "offset": offset, "limit": 48000}),
+            )? {
+                Ok(v) => v,
+                Err(e) => return Some(Err(e)),
+            };
+            text.push_str(v["text"].as_str().unwrap_or(""));
+            if v["eof"] == true {
+                return Some(Ok(text));
+            }
+            let next = v["next_offset"].as_u64().unwrap_or(offset);
+            if next <= offset {
+                break;
+            }
+            offset = next;
+        }
+        Some(Ok(text))
+    }
+
+    /// A large `bash` output: projected with a ref, read back whole, compared.
+    fn big_result(&mut self) {
+        let Some(Ok(v)) = self.call(
+            "bash",
+            "bash",
+            json!({"command": format!("seq 1 {BIG_LINES}")}),
+        ) else {
+            return;
+        };
+        if !(v["exit_code"] == 0 && v["signal"].is_null()) {
+            self.hit("bash");
+            return;
+        }
+        let Some(r) = v["projected"]["stdout"]["ref"].as_str().map(str::to_string) else {
+            self.lost(
+                "result_read",
+                format!(
+                    "seq 1 {BIG_LINES}: a {} character stdout came back without a stored ref: {}",
+                    big_expected().len(),
+                    v.to_string().chars().take(300).collect::<String>()
+                ),
+            );
+            return;
+        };
+        let expected = big_expected();
+        match self.read_stored(&r) {
+            Some(Ok(text)) if text == expected => {
+                self.kept_refs.push((r, expected));
+                if self.kept_refs.len() > KEPT_REFS {
+                    self.kept_refs.remove(0);
+                }
+            }
+            Some(Ok(text)) => self.lost(
+                "result_read",
+                format!(
+                    "stored result {r} paged back is not the output: {} chars, expected {}",
+                    text.len(),
+                    expected.len()
+                ),
+            ),
+            // A clear error is counted; the ref is not kept.
+            Some(Err(_)) | None => {}
+        }
+    }
+
+    fn patch_dir(&self) -> String {
+        format!("patch/c{}", self.ctx.index)
+    }
+
+    /// The generation each patch file holds (`None` for a file that is not a generation).
+    fn patch_gens(&self) -> Vec<Option<u64>> {
+        (0..fixture::PATCH_FILES)
+            .map(|f| {
+                let p = self
+                    .ctx
+                    .workdir
+                    .join(self.patch_dir())
+                    .join(format!("f{f}.txt"));
+                let text = std::fs::read_to_string(p).ok()?;
+                let g = text
+                    .lines()
+                    .nth(1)?
+                    .strip_prefix("generation ")?
+                    .parse()
+                    .ok()?;
+                (fixture::patch_text(f, g) == text).then_some(g)
+            })
+            .collect()
+    }
+
+    /// Every file of the patch directory must hold one generation: a multi-file patch is
+    /// applied whole or not at all. `settled`: no call can still be writing there.
+    fn check_patch_dir(&mut self, when: &str, settled: bool) {
+        let deadline = Instant::now() + Duration::from_secs(if settled { 0 } else { 10 });
+        loop {
+            let gens = self.patch_gens();
+            let first = gens.first().copied().flatten();
+            if first.is_some() && gens.iter().all(|g| *g == first) {
+                self.patch_gen = first;
+                if settled {
+                    self.survived("multi-file patch whole", true);
+                }
+                return;
+            }
+            if Instant::now() >= deadline {
+                if settled {
+                    self.survived("multi-file patch whole", false);
+                }
+                self.lost(
+                    "apply_patch",
+                    format!(
+                        "{when}: the {} files of {} hold different generations {gens:?}: a multi-file patch was half-applied",
+                        fixture::PATCH_FILES,
+                        self.patch_dir()
+                    ),
+                );
+                // Start again from a known state.
+                for f in 0..fixture::PATCH_FILES {
+                    let _ = std::fs::write(
+                        self.ctx
+                            .workdir
+                            .join(self.patch_dir())
+                            .join(format!("f{f}.txt")),
+                        fixture::patch_text(f, 0),
+                    );
+                }
+                self.patch_gen = Some(0);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// One patch over every file of the client's patch directory, generation g to g + 1.
+    fn apply_patch(&mut self) {
+        if self.patch_gen.is_none() {
+            self.check_patch_dir("after a patch call that got no answer", false);
+        }
+        let g = self.patch_gen.unwrap_or(0);
+        let dir = self.patch_dir();
+        let mut patch = String::new();
+        for f in 0..fixture::PATCH_FILES {
+            patch.push_str(&format!(
+                "--- {dir}/f{f}.txt\n+++ {dir}/f{f}.txt\n@@ -1,3 +1,3 @@\n file {f}\n-generation {g}\n+generation {}\n end\n",
+                g + 1
+            ));
+        }
+        let answer = self.call("apply_patch", "apply_patch", json!({"patch": patch}));
+        let want = match answer {
+            Some(Ok(_)) => Some(g + 1),
+            Some(Err(_)) => Some(g),
+            None => {
+                self.patch_gen = None;
+                return;
+            }
+        };
+        let gens = self.patch_gens();
+        if gens.iter().all(|x| *x == want) {
+            self.patch_gen = want;
+        } else {
+            let ok = matches!(answer, Some(Ok(_)));
+            self.lost(
+                "apply_patch",
+                format!(
+                    "apply_patch of {dir} generation {g} -> {} answered {}, but the files hold {gens:?}",
+                    g + 1,
+                    if ok { "ok" } else { "an error" }
+                ),
+            );
+            self.check_patch_dir("after a wrong patch answer", false);
+        }
+    }
+
+    fn ast_grep(&mut self) {
+        let Some(&(dir, pattern, count)) = self.rng.pick(&fixture::GREP_CASES) else {
+            return;
+        };
+        let language = match dir {
+            "py" => "python",
+            "ts" => "typescript",
+            _ => "rust",
+        };
+        let a = self.call(
+            "ast_grep",
+            "ast_grep",
+            json!({"pattern": pattern, "path": dir, "language": language}),
+        );
+        if let Some(Ok(v)) = a
+            && v["total"].as_u64() != Some(count)
+        {
+            self.lost(
+                "ast_grep",
+                format!(
+                    "ast_grep {pattern:?} in {dir} found {} matches, the fixture has {count}: {}",
+                    v["total"], v["summary"]
+                ),
+            );
+        }
+    }
+
+    /// Stage a rewrite of a fresh two-file directory, then accept or discard it and check
+    /// the files; or leave one staged (parked) to resolve after a daemon restart.
+    fn ast_edit(&mut self) {
+        const K: &str = "ast_edit";
+        let dir = format!("edits/c{}/n{}", self.ctx.index, self.count);
+        let files = vec!["a.py".to_string(), "b.py".to_string()];
+        for f in &files {
+            let p = self.ctx.workdir.join(&dir).join(f);
+            if let Some(parent) = p.parent() {
+                let _ = std::fs::create_dir_all(parent);
+            }
+            if std::fs::write(&p, edit_text(false)).is_err() {
+                return;
+            }
+        }
+        let a = self.call(
+            K,
+            "ast_edit",
+            json!({"pattern": "old_fn($A)", "rewrite": "new_fn($A)", "path": dir, "language": "python"}),
+        );
+        let Some(Ok(v)) = a else { return };
+        let Some(id) = v["edit_id"].as_str().map(str::to_string) else {
+            self.lost(
+                K,
+                format!("ast_edit in {dir} staged nothing: {}", v["summary"]),
+            );
+            return;
+        };
+        self.fresh_id("ast_edit", "fresh edit id", &id);
+        if v["replacements"] != 4 {
+            self.lost(
+                K,
+                format!(
+                    "ast_edit in {dir} staged {} replacements, the files have 4",
+                    v["replacements"]
+                ),
+            );
+        }
+        if self.parked.is_none() {
+            self.parked = Some((id, dir, files));
+            return;
+        }
+        let accept = self.rng.below(10) < 7;
+        let action = if accept { "accept" } else { "discard" };
+        let a = self.call(K, "resolve", json!({"edit_id": id, "action": action}));
+        let want_new = match a {
+            Some(Ok(_)) => accept,
+            Some(Err(_)) => false,
+            // No answer: an accept runs to its end anyway; either state is whole.
+            None => return,
+        };
+        for f in &files {
+            let text =
+                std::fs::read_to_string(self.ctx.workdir.join(&dir).join(f)).unwrap_or_default();
+            if text != edit_text(want_new) {
+                self.lost(
+                    K,
+                    format!(
+                        "resolve {action} of {id} answered, but {dir}/{f} holds {text:?}, expected {:?}",
+                        edit_text(want_new)
+                    ),
+                );
+                break;
+            }
+        }
+    }
+
+    fn lsp_pyright(&mut self) {
+        const K: &str = "lsp_pyright";
+        let (args, want) = match self.rng.below(4) {
+            0 => (
+                json!({"op": "definition", "file": "py/app/main.py", "line": 2, "symbol": "make"}),
+                Some("app/models.py:8"),
+            ),
+            1 => (
+                json!({"op": "hover", "file": "py/app/main.py", "line": 3, "symbol": "Greeter"}),
+                None,
+            ),
+            2 => (
+                json!({"op": "references", "file": "py/app/models.py", "line": 4, "symbol": "greet"}),
+                Some("app/main.py:4"),
+            ),
+            _ => (
+                json!({"op": "diagnostics", "file": "py/app/broken.py"}),
+                Some("broken.py:2"),
+            ),
+        };
+        self.lsp(K, args, want);
+    }
+
+    fn lsp_clangd(&mut self) {
+        const K: &str = "lsp_clangd";
+        let (args, want) = if self.rng.below(2) == 0 {
+            (
+                json!({"op": "definition", "file": "c/main.c", "line": 6, "symbol": "twice"}),
+                Some("c/main.c:3"),
+            )
+        } else {
+            (
+                json!({"op": "hover", "file": "c/main.c", "line": 7, "symbol": "twice"}),
+                None,
+            )
+        };
+        self.lsp(K, args, want);
+    }
+
+    fn lsp(&mut self, kind: &'static str, args: Json, want: Option<&str>) {
+        let Some(Ok(v)) = self.call(kind, "lsp", args.clone()) else {
+            return;
+        };
+        self.note_pid(kind, &v["server"]["pid"]);
+        let text = v["text"].as_str().unwrap_or("");
+        let wrong = match want {
+            Some(w) => !text.contains(w),
+            None => text.trim().is_empty(),
+        };
+        if wrong {
+            self.lost(
+                kind,
+                format!(
+                    "lsp {args} answered without {want:?}: {}",
+                    v.to_string().chars().take(400).collect::<String>()
+                ),
+            );
+        }
+    }
+
+    /// A cell that calls `bash` through the `tool()` bridge and prints what it echoed.
+    fn eval(&mut self, kind: &'static str) {
+        let token = self.token();
+        let (language, code) = if kind == "eval_python" {
+            (
+                "python",
+                format!(
+                    "r = tool(\"bash\", {{\"command\": \"echo {token}\"}})\nprint(\"got\", r[\"stdout\"].strip())\n"
+                ),
+            )
+        } else {
+            (
+                "javascript",
+                format!(
+                    "const r = await tool(\"bash\", {{command: \"echo {token}\"}});\nconsole.log(\"got\", r.stdout.trim());\n"
+                ),
+            )
+        };
+        let Some(Ok(v)) = self.call(
+            kind,
+            "eval",
+            json!({"code": code, "description": EVAL_DESCRIPTION, "language": language, "timeout_s": 60}),
+        ) else {
+            return;
+        };
+        self.note_pid(kind, &v["kernel"]["pid"]);
+        if v["status"] != "ok" {
+            // The bridged bash was hit by a fault (the cell raised its ToolError).
+            self.hit(kind);
+            return;
+        }
+        let text = v["text"].as_str().unwrap_or("");
+        if !text.contains(&format!("got {token}")) {
+            self.lost(
+                kind,
+                format!("the cell ended ok but did not print `got {token}`: {text:?}"),
+            );
+        }
+    }
+
+    /// One step of a debugpy loop: breakpoints, launch, step / continue / stack / evaluate,
+    /// now and then terminate.
+    fn debug(&mut self) {
+        const K: &str = "debug_debugpy";
+        if !self.debug_breakpoints {
+            let a = self.call(
+                K,
+                "debug",
+                json!({"op": "breakpoints", "file": "dbg/prog.py", "lines": [fixture::DEBUG_LINE]}),
+            );
+            self.debug_breakpoints = matches!(a, Some(Ok(_)));
+            return;
+        }
+        if !self.debug_live {
+            match self.call(
+                K,
+                "debug",
+                json!({"op": "launch", "program": "dbg/prog.py"}),
+            ) {
+                Some(Ok(v)) => {
+                    self.debug_live = true;
+                    self.note_pid(K, &v["session"]["adapter_pid"]);
+                    self.check_stop(&v, "launch");
+                }
+                Some(Err(e)) if e.kind.to_string() == "busy" => {
+                    self.call(K, "debug", json!({"op": "terminate"}));
+                }
+                _ => {}
+            }
+            return;
+        }
+        let op = match self.rng.below(10) {
+            0..3 => "continue",
+            3..5 => "step_over",
+            5..7 => "stack",
+            7..9 => "evaluate",
+            _ => "terminate",
+        };
+        let args = if op == "evaluate" {
+            json!({"op": op, "expression": "total"})
+        } else {
+            json!({"op": op})
+        };
+        match self.call(K, "debug", args) {
+            Some(Ok(v)) => match op {
+                "continue" => self.check_stop(&v, "continue"),
+                "terminate" => self.debug_live = false,
+                _ => {}
+            },
+            Some(Err(e)) => {
+                let k = e.kind.to_string();
+                if matches!(k.as_str(), "not_found" | "resource_failed" | "expired") {
+                    self.debug_live = false;
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// A stop at a breakpoint must be at the breakpoint's line. A stop without a frame (the
+    /// daemon could not read the stack: the adapter was stopped or killed meanwhile) shows a
+    /// fault, not lost data.
+    fn check_stop(&mut self, v: &Json, op: &str) {
+        let line = &v["stopped"]["frame"]["line"];
+        if v["stopped"]["reason"] == "breakpoint" && line.is_null() {
+            self.hit("debug_debugpy");
+        } else if v["stopped"]["reason"] == "breakpoint"
+            && line.as_u64() != Some(fixture::DEBUG_LINE)
+        {
+            self.lost(
+                "debug_debugpy",
+                format!(
+                    "debug {op} stopped at a breakpoint on line {}, the only breakpoint is line {}: {}",
+                    v["stopped"]["frame"]["line"],
+                    fixture::DEBUG_LINE,
+                    v["text"]
+                ),
+            );
+        }
+        if v["state"] == "exited" || v["state"] == "terminated" {
+            self.debug_live = false;
+        }
+    }
+
+    /// Spawn a worker, or wait for one and check its result.
+    fn vibe(&mut self) {
+        const K: &str = "vibe";
+        if self.workers.len() < 2 {
+            let brief = self.token();
+            if let Some(Ok(v)) =
+                self.call(K, "vibe_spawn", json!({"brief": brief, "label": "chaos"}))
+                && let Some(id) = v["worker_id"].as_str()
+            {
+                self.workers.push((id.to_string(), brief));
+            }
+            return;
+        }
+        let (id, brief) = self.workers[0].clone();
+        let a = self.call(
+            K,
+            "vibe_wait",
+            json!({"worker_id": id, "timeout_seconds": 20}),
+        );
+        match a {
+            Some(Ok(v)) => match v["state"].as_str().unwrap_or("") {
+                "done" => {
+                    self.workers.remove(0);
+                    let want = format!("vibe {brief}\n");
+                    if v["result"].as_str() != Some(&want) {
+                        self.lost(
+                            K,
+                            format!(
+                                "worker {id} is done but its result is {}, expected {want:?}",
+                                v["result"]
+                            ),
+                        );
+                    }
+                }
+                "failed" | "killed" => {
+                    self.workers.remove(0);
+                    if v["error"].as_str().is_none_or(|e| e.trim().is_empty()) {
+                        self.stats.kind(K).unclear += 1;
                         self.stats.problems.push(format!(
-                            "UNCLEAR: {what}: the sleeper ended without an exit code or signal: {v}"
+                            "UNCLEAR: worker {id} ended {} without saying why: {v}",
+                            v["state"]
                         ));
                     } else {
-                        self.stats.hit_by_fault += 1;
+                        self.hit(K);
                     }
                 }
+                _ => {}
+            },
+            Some(Err(_)) => {
+                self.workers.remove(0);
             }
-            Check::Killed(id) => self.sleepers.retain(|s| *s != id),
+            None => {}
         }
     }
 
     /// After the load: read every `seq` process to its end (a process that never reports
-    /// its end is stuck: HUNG), then kill every process this conversation still runs.
+    /// its end is stuck: HUNG), then kill every process this conversation still runs, end
+    /// its debug session and drop its parked edit.
     fn settle(&mut self) {
-        // Each read either settles the process, finds it stuck past its deadline, or waits.
         while let Some((id, _)) = self.seqs.first().cloned() {
             let before = self.seqs.len();
-            self.call(
-                "process",
-                json!({"op": "read", "id": id, "offset": 0}),
-                Check::ReadSeq(id),
-            );
+            self.read_seq(&id);
             if self.seqs.len() == before {
                 if self.client.is_none() {
                     // The broken connection is counted already; the process is untracked now.
@@ -392,7 +1162,17 @@ impl Load {
                 }
             }
         }
-        let Some(list) = self.call("process", json!({"op": "list"}), Check::Nothing) else {
+        if self.debug_live {
+            self.call("debug_debugpy", "debug", json!({"op": "terminate"}));
+        }
+        if let Some((id, _, _)) = self.parked.take() {
+            self.call(
+                "ast_edit",
+                "resolve",
+                json!({"edit_id": id, "action": "discard"}),
+            );
+        }
+        let Some(Ok(list)) = self.call("process", "process", json!({"op": "list"})) else {
             return;
         };
         let running: Vec<String> = list["processes"]
@@ -403,11 +1183,110 @@ impl Load {
             .filter_map(|p| p["id"].as_str().map(str::to_string))
             .collect();
         for id in running {
-            self.call(
-                "process",
-                json!({"op": "kill", "id": id}),
-                Check::Killed(id.clone()),
-            );
+            self.call("process", "process", json!({"op": "kill", "id": id}));
         }
     }
+
+    /// After the faults stopped: every kind must serve again (a few tries, for a server
+    /// restarting after its last kill), or say clearly that it failed for good.
+    fn final_serve(&mut self) {
+        let deps = self.ctx.deps.clone();
+        let mut kinds: Vec<&'static str> = vec!["bash", "ast_grep", "vibe"];
+        for k in [
+            "lsp_pyright",
+            "lsp_clangd",
+            "eval_python",
+            "eval_javascript",
+            "debug_debugpy",
+        ] {
+            if deps.has(k) {
+                kinds.push(k);
+            }
+        }
+        for kind in kinds {
+            let mut last = String::from("no answer");
+            let mut served = false;
+            for _ in 0..5 {
+                match self.serve_once(kind) {
+                    Ok(()) => {
+                        served = true;
+                        break;
+                    }
+                    Err(e) => last = e,
+                }
+                std::thread::sleep(Duration::from_secs(2));
+            }
+            let verdict = if served {
+                Ok(())
+            } else if last.contains("failed") {
+                // Past its restart intensity, said clearly: allowed.
+                Ok(())
+            } else {
+                self.stats.problems.push(format!(
+                    "NOT SERVING: {kind} did not serve again after the faults stopped: {last}"
+                ));
+                Err(last)
+            };
+            self.stats.serve.insert(kind, verdict);
+        }
+    }
+
+    fn serve_once(&mut self, kind: &'static str) -> Result<(), String> {
+        let args = match kind {
+            "bash" => ("bash", json!({"command": "echo serve"})),
+            "ast_grep" => (
+                "ast_grep",
+                json!({"pattern": "$A.unwrap()", "path": "rs", "language": "rust"}),
+            ),
+            "vibe" => ("vibe_spawn", json!({"brief": "serve", "label": "serve"})),
+            "lsp_pyright" => (
+                "lsp",
+                json!({"op": "definition", "file": "py/app/main.py", "line": 2, "symbol": "make"}),
+            ),
+            "lsp_clangd" => (
+                "lsp",
+                json!({"op": "definition", "file": "c/main.c", "line": 6, "symbol": "twice"}),
+            ),
+            "eval_python" | "eval_javascript" => (
+                "eval",
+                json!({"code": "1 + 1", "description": EVAL_DESCRIPTION,
+                       "language": if kind == "eval_python" { "python" } else { "javascript" }}),
+            ),
+            _ => ("debug", json!({"op": "launch", "program": "dbg/prog.py"})),
+        };
+        let v = match self.call(kind, args.0, args.1) {
+            Some(Ok(v)) => v,
+            Some(Err(e)) => return Err(e.to_string()),
+            None => return Err("no answer".into()),
+        };
+        match kind {
+            "vibe" => {
+                let id = v["worker_id"].as_str().unwrap_or("").to_string();
+                match self.call(
+                    kind,
+                    "vibe_wait",
+                    json!({"worker_id": id, "timeout_seconds": 30}),
+                ) {
+                    Some(Ok(w)) if w["state"] == "done" => Ok(()),
+                    Some(Ok(w)) => Err(format!("worker {id} ended {}", w["state"])),
+                    Some(Err(e)) => Err(e.to_string()),
+                    None => Err("no answer".into()),
+                }
+            }
+            "debug_debugpy" => {
+                self.call(kind, "debug", json!({"op": "terminate"}));
+                Ok(())
+            }
+            "eval_python" | "eval_javascript" if v["status"] != "ok" => {
+                Err(format!("the cell failed: {}", v["text"]))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The two-line file of an `ast_edit` directory, before or after the rewrite.
+fn edit_text(rewritten: bool) -> String {
+    let f = if rewritten { "new_fn" } else { "old_fn" };
+    format!("x = {f}(1)\ny = {f}(2)\n")
 }

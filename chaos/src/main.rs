@@ -1,11 +1,16 @@
 //! `toolvisor-chaos`: a black-box chaos runner. It starts a built `toolvisor` daemon on a
-//! temp socket, drives it with load clients while a chaos thread injects faults, stops it,
-//! checks that no process it ever started survives, prints a figures table and exits
-//! non-zero when an invariant broke (hung, lost data, leaked processes, daemon down).
+//! temp socket with a config that points at the installed servers, generates a small
+//! multi-language project, drives every kind of resource with load clients while a chaos
+//! thread injects faults, SIGKILLs the daemon itself mid-run and restarts it on the same
+//! socket and state dir (checking what must survive), stops it, checks that no process any
+//! incarnation started survives, prints a figures table per kind and exits non-zero when an
+//! invariant broke (hung, untyped, lost data, leaked processes, daemon down).
 
 #![forbid(unsafe_code)]
 
 mod faults;
+mod fixture;
+mod life;
 mod load;
 mod net;
 mod procs;
@@ -24,9 +29,12 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::faults::{FaultCtx, FaultStats};
+use crate::fixture::Deps;
+use crate::life::Life;
 use crate::load::{ClientCtx, LoadStats};
 use crate::procs::Watch;
-use crate::report::Report;
+use crate::report::{Report, Restart};
+use crate::rng::Rng;
 
 /// Drive a built toolvisor daemon under load, inject faults, report what broke.
 #[derive(Parser, Debug)]
@@ -50,6 +58,22 @@ struct Args {
     /// Load only, no faults: a baseline to tell a fault's effect from a bug under load.
     #[arg(long)]
     no_faults: bool,
+    /// The installed test dependencies (`scripts/install-test-deps`; default
+    /// `$TOOLVISOR_TEST_DEPS`). A kind whose server is missing is skipped, and reported so.
+    #[arg(long)]
+    deps: Option<PathBuf>,
+    /// Clients that also run kernels, debug sessions, staged edits and vibe workers.
+    #[arg(long, default_value_t = 4)]
+    heavy_clients: usize,
+    /// Times the runner SIGKILLs the daemon mid-run and restarts it on the same socket and
+    /// state dir (0: never; always 0 with --no-faults).
+    #[arg(long, default_value_t = 1)]
+    daemon_kills: u32,
+    /// Self-test of the survival checks: delete the state dir between the SIGKILL and the
+    /// restart, so staged edits, stored results and the id counters are gone and the run
+    /// must report them lost (`chaos/tests/chaos_smoke.rs`).
+    #[arg(long, hide = true)]
+    wipe_state_at_restart: bool,
 }
 
 /// How long the daemon has to accept connections after its start.
@@ -87,23 +111,19 @@ impl Drop for Daemon {
 }
 
 impl Daemon {
-    fn spawn(bin: &Path, dir: &Path, socket: &Path, log: &Path) -> anyhow::Result<Daemon> {
-        let config = dir.join("config.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "state_dir = {:?}\n[restart]\nbackoff_ms = 20\n",
-                dir.join("state").display().to_string()
-            ),
-        )
-        .context("write the daemon config")?;
-        let log = std::fs::File::create(log).context("create the daemon log")?;
+    /// Start an incarnation; its stderr is appended to `log` (every incarnation's, in order).
+    fn spawn(bin: &Path, config: &Path, socket: &Path, log: &Path) -> anyhow::Result<Daemon> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .context("open the daemon log")?;
         let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--socket")
             .arg(socket)
             .arg("--config")
-            .arg(&config)
+            .arg(config)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -187,6 +207,97 @@ fn log_tail(log: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// How long after a restarted daemon answers the old incarnation's descendants have to be
+/// gone (its spawn ledger swept).
+const SWEEP_GRACE: Duration = Duration::from_secs(10);
+/// How long a zombie below the daemon may stay unreaped before it counts as leaked.
+const ZOMBIE_GRACE: Duration = Duration::from_secs(3);
+
+/// When (seconds into the run) the runner SIGKILLs the daemon: spread over the middle of the
+/// run, with seeded jitter.
+fn kill_times(seed: u64, seconds: u64, kills: u32) -> Vec<Duration> {
+    let mut rng = Rng::new(seed ^ 0x5eed_da3e_0000_0001);
+    let span = seconds as f64 * 1000.0;
+    (0..kills)
+        .map(|i| {
+            let at = span * f64::from(i + 1) / f64::from(kills + 1);
+            let jitter = rng.range(0, (span / f64::from(kills + 1) / 4.0) as u64 + 1) as f64;
+            Duration::from_millis((at + jitter - span / f64::from(kills + 1) / 8.0) as u64)
+        })
+        .collect()
+}
+
+/// SIGKILL the daemon, start the next incarnation on the same socket and state dir, and
+/// check that every descendant of the old one is gone (the ledger swept).
+fn restart(
+    daemon: &mut Daemon,
+    ctx: (&Path, &Path, &Path, &Path, &Path),
+    wipe_state: Option<&Path>,
+    life: &Life,
+    watch: &Watch,
+    problems: &mut Vec<String>,
+) -> anyhow::Result<Restart> {
+    let (bin, config, socket, log, workdir) = ctx;
+    let old = watch.scan();
+    life.going_down();
+    let incarnation = life.epoch();
+    let killed_at = Instant::now();
+    let _ = kill(Pid::from_raw(daemon.pid), Signal::SIGKILL);
+    let _ = daemon.child.wait();
+    eprintln!(
+        "toolvisor-chaos: SIGKILLed the daemon (pid {}, {} descendants); restarting it",
+        daemon.pid,
+        old.len()
+    );
+    if let Some(state) = wipe_state {
+        std::fs::remove_dir_all(state)
+            .with_context(|| format!("wipe {} (self-test)", state.display()))?;
+    }
+    let mut next = Daemon::spawn(bin, config, socket, log)?;
+    next.wait_ready(socket, workdir)
+        .context("the restarted daemon")?;
+    let ready_ms = killed_at.elapsed().as_millis() as u64;
+    watch.set_root(next.pid, incarnation);
+    life.up(next.pid, next.start);
+    *daemon = next;
+    // The old incarnation's descendants: all gone within the grace (the shims' own
+    // teardown, or the new daemon's ledger sweep).
+    let seen_before: Vec<_> = watch
+        .seen()
+        .into_iter()
+        .filter(|s| s.incarnation < incarnation)
+        .collect();
+    // Diagnosis: how many of them were zombies (exited, their parent gone) when the next
+    // incarnation answered, i.e. when its ledger sweep had run.
+    let zombies_at_ready = seen_before
+        .iter()
+        .filter(|s| procs::read_stat(s.pid).is_some_and(|t| t.start == s.start && t.state == 'Z'))
+        .count();
+    let until = Instant::now() + SWEEP_GRACE;
+    let mut left: Vec<_> = seen_before.clone();
+    while Instant::now() < until {
+        left.retain(|s| procs::alive(s.pid, s.start));
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    left.retain(|s| procs::alive(s.pid, s.start));
+    for l in &left {
+        problems.push(format!(
+            "LEAKED ACROSS RESTART: pid {} ({}) of incarnation {} still alive {SWEEP_GRACE:?} after the next daemon answered: {}; SIGKILLed by the runner",
+            l.pid, l.comm, l.incarnation, l.cmdline
+        ));
+        let _ = kill(Pid::from_raw(l.pid), Signal::SIGKILL);
+    }
+    Ok(Restart {
+        old_descendants: old.len(),
+        zombies_at_ready,
+        leaked: left.len(),
+        ready_ms,
+    })
+}
+
 /// One whole run; `Ok(passed)`, or `Err` when the run itself could not happen.
 fn run(args: Args) -> anyhow::Result<bool> {
     let bin = match args.daemon.clone() {
@@ -200,12 +311,18 @@ fn run(args: Args) -> anyhow::Result<bool> {
         );
     }
     let seed = args.seed.unwrap_or_else(clock_seed);
+    let deps = Arc::new(Deps::find(args.deps.clone()));
+    let daemon_kills = if args.no_faults { 0 } else { args.daemon_kills };
     eprintln!(
-        "toolvisor-chaos: seed {seed} (replay with --seed {seed}), {} clients for {} s, daemon {}",
+        "toolvisor-chaos: seed {seed} (replay with --seed {seed}), {} clients ({} heavy) for {} s, {daemon_kills} daemon kill(s), daemon {}",
         args.clients,
+        args.heavy_clients.min(args.clients),
         args.seconds,
         bin.display()
     );
+    for (kind, why) in &deps.skipped {
+        eprintln!("toolvisor-chaos: skipping {kind}: {why}");
+    }
     let dir = tempfile::Builder::new()
         .prefix("toolvisor-chaos-")
         .tempdir()
@@ -214,8 +331,13 @@ fn run(args: Args) -> anyhow::Result<bool> {
     let log = dir.path().join("daemon.log");
     let workdir = dir.path().join("work");
     std::fs::create_dir_all(&workdir).context("create the work dir")?;
+    let workdir = std::fs::canonicalize(&workdir).context("canonicalize the work dir")?;
+    let worker = fixture::generate(dir.path(), &workdir, args.clients)?;
+    let config = dir.path().join("config.toml");
+    let state = dir.path().join("state");
+    std::fs::write(&config, deps.config(&state, &worker)).context("write the daemon config")?;
 
-    let mut daemon = Daemon::spawn(&bin, dir.path(), &socket, &log)?;
+    let mut daemon = Daemon::spawn(&bin, &config, &socket, &log)?;
     if let Err(e) = daemon.wait_ready(&socket, &workdir) {
         let kept = dir.keep();
         bail!(
@@ -225,6 +347,8 @@ fn run(args: Args) -> anyhow::Result<bool> {
         );
     }
     let rss_start_kib = procs::rss_kib(daemon.pid);
+    let fds_start = procs::fd_count(daemon.pid);
+    let life = Arc::new(Life::new(daemon.pid, daemon.start));
 
     // Watch the daemon's descendants for the whole run.
     let watch = Watch::new(daemon.pid);
@@ -244,6 +368,9 @@ fn run(args: Args) -> anyhow::Result<bool> {
                 workdir: workdir.clone(),
                 seed,
                 stop: stop.clone(),
+                life: life.clone(),
+                deps: deps.clone(),
+                heavy: index < args.heavy_clients,
             };
             std::thread::spawn(move || load::run_client(ctx))
         })
@@ -255,8 +382,7 @@ fn run(args: Args) -> anyhow::Result<bool> {
             seed,
             stop: stop.clone(),
             watch: watch.clone(),
-            daemon_pid: daemon.pid,
-            daemon_start: daemon.start,
+            life: life.clone(),
             log: dir.path().join("faults.log"),
         };
         let no_faults = args.no_faults;
@@ -268,8 +394,31 @@ fn run(args: Args) -> anyhow::Result<bool> {
             }
         })
     };
-    let until = Instant::now() + Duration::from_secs(args.seconds);
+    let began = Instant::now();
+    let until = began + Duration::from_secs(args.seconds);
+    let mut kills = kill_times(seed, args.seconds, daemon_kills);
+    let mut restarts = Vec::new();
+    let mut problems = Vec::new();
+    let mut restart_failed = false;
     while Instant::now() < until && daemon.exited().is_none() {
+        if kills.first().is_some_and(|at| began.elapsed() >= *at) {
+            kills.remove(0);
+            match restart(
+                &mut daemon,
+                (&bin, &config, &socket, &log, &workdir),
+                args.wipe_state_at_restart.then_some(state.as_path()),
+                &life,
+                &watch,
+                &mut problems,
+            ) {
+                Ok(r) => restarts.push(r),
+                Err(e) => {
+                    problems.push(format!("DAEMON RESTART FAILED: {e:#}"));
+                    restart_failed = true;
+                    break;
+                }
+            }
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("toolvisor-chaos: stopping the load");
@@ -284,7 +433,7 @@ fn run(args: Args) -> anyhow::Result<bool> {
         match c.join() {
             Ok(s) => load_stats.merge(s),
             Err(_) => {
-                load_stats.broken += 1;
+                load_stats.kind("client").broken += 1;
                 load_stats
                     .problems
                     .push(format!("load client {i} panicked"));
@@ -293,9 +442,10 @@ fn run(args: Args) -> anyhow::Result<bool> {
     }
 
     let rss_end_kib = procs::rss_kib(daemon.pid);
-    let mut problems = Vec::new();
+    let fds_end = procs::fd_count(daemon.pid);
     let daemon_up = match daemon.exited() {
-        None => true,
+        None if !restart_failed => true,
+        None => false,
         Some(status) => {
             problems.push(format!(
                 "DAEMON DIED before it was asked to stop ({status})"
@@ -304,6 +454,21 @@ fn run(args: Args) -> anyhow::Result<bool> {
             false
         }
     };
+    // Zombies: a child that ended must be reaped by its parent soon.
+    let mut zombies: Vec<_> = procs::zombies(daemon.pid);
+    let zombie_until = Instant::now() + ZOMBIE_GRACE;
+    while !zombies.is_empty() && Instant::now() < zombie_until {
+        std::thread::sleep(Duration::from_millis(100));
+        zombies.retain(|z| {
+            procs::read_stat(z.pid).is_some_and(|s| s.start == z.start && s.state == 'Z')
+        });
+    }
+    for z in &zombies {
+        problems.push(format!(
+            "ZOMBIE: pid {} ({}) ppid {} stayed unreaped for {ZOMBIE_GRACE:?}",
+            z.pid, z.comm, z.ppid
+        ));
+    }
     watch.scan();
     watch_stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();
@@ -333,8 +498,8 @@ fn run(args: Args) -> anyhow::Result<bool> {
     for l in &leaked {
         let ppid = procs::read_stat(l.pid).map(|s| s.ppid).unwrap_or(0);
         problems.push(format!(
-            "LEAKED: pid {} ({}) ppid {ppid}: {}; SIGKILLed by the runner",
-            l.pid, l.comm, l.cmdline
+            "LEAKED: pid {} ({}) ppid {ppid} of incarnation {}: {}; SIGKILLed by the runner",
+            l.pid, l.comm, l.incarnation, l.cmdline
         ));
         let _ = kill(Pid::from_raw(l.pid), Signal::SIGKILL);
     }
@@ -343,12 +508,18 @@ fn run(args: Args) -> anyhow::Result<bool> {
         seed,
         seconds: args.seconds,
         clients: args.clients,
+        heavy_clients: args.heavy_clients.min(args.clients),
+        skipped: deps.skipped.clone(),
         load: load_stats,
         faults: fault_stats,
+        restarts,
         descendants_seen: seen.len(),
         leaked,
+        zombies: zombies.len(),
         rss_start_kib,
         rss_end_kib,
+        fds_start,
+        fds_end,
         daemon_up,
         stop: stop_text,
         stop_ok,
@@ -371,4 +542,23 @@ fn run(args: Args) -> anyhow::Result<bool> {
         );
     }
     Ok(passed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_daemon_kills_are_spread_over_the_run_and_replayed_by_the_seed() {
+        let a = kill_times(7, 60, 3);
+        assert_eq!(a, kill_times(7, 60, 3));
+        assert_eq!(a.len(), 3);
+        assert!(a.windows(2).all(|w| w[0] < w[1]), "{a:?}");
+        assert!(
+            a.iter()
+                .all(|t| *t > Duration::from_secs(5) && *t < Duration::from_secs(55)),
+            "{a:?}"
+        );
+        assert!(kill_times(7, 60, 0).is_empty());
+    }
 }

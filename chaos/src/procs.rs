@@ -2,7 +2,7 @@
 //! parent pid), their start times (to tell a leaked process from a reused pid), and RSS.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,6 +45,18 @@ pub fn all_stats() -> Vec<Stat> {
 
 /// Every live (non-zombie) process whose parent chain leads to `root`, `root` excluded.
 pub fn descendants(root: i32) -> Vec<Stat> {
+    tree(root, false)
+}
+
+/// The zombies among `root`'s descendants (ended, not yet reaped by their parent).
+pub fn zombies(root: i32) -> Vec<Stat> {
+    tree(root, true)
+        .into_iter()
+        .filter(|s| s.state == 'Z')
+        .collect()
+}
+
+fn tree(root: i32, with_zombies: bool) -> Vec<Stat> {
     let stats = all_stats();
     let mut children: HashMap<i32, Vec<&Stat>> = HashMap::new();
     for s in &stats {
@@ -57,7 +69,7 @@ pub fn descendants(root: i32) -> Vec<Stat> {
         for child in children.get(&pid).map(Vec::as_slice).unwrap_or_default() {
             if seen.insert(child.pid) {
                 todo.push(child.pid);
-                if child.state != 'Z' {
+                if with_zombies || child.state != 'Z' {
                     out.push((*child).clone());
                 }
             }
@@ -78,6 +90,35 @@ pub fn rss_kib(pid: i32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Open file descriptors of `pid` (entries of /proc/<pid>/fd).
+pub fn fd_count(pid: i32) -> Option<usize> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
+}
+
+/// What kind of resource a daemon descendant belongs to, from its command line: the
+/// report counts faults per kind with it.
+pub fn classify(cmdline: &str, comm: &str) -> &'static str {
+    if cmdline.contains("__shim") {
+        "shim"
+    } else if cmdline.contains("pyright") {
+        "lsp_pyright"
+    } else if cmdline.contains("clangd") {
+        "lsp_clangd"
+    } else if cmdline.contains("debugpy") || cmdline.contains("prog.py") {
+        "debug_debugpy"
+    } else if cmdline.contains("--expose-internals") {
+        "eval_javascript"
+    } else if comm.starts_with("python") && cmdline.contains(" -c ") {
+        "eval_python"
+    } else if cmdline.contains("vibe-worker") || cmdline == "sleep 0.3" {
+        "vibe"
+    } else if cmdline.contains("sleep 30") || cmdline.contains("line$i") {
+        "process"
+    } else {
+        "bash"
+    }
+}
+
 pub fn cmdline(pid: i32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| {
@@ -95,26 +136,38 @@ pub struct Seen {
     pub start: u64,
     pub comm: String,
     pub cmdline: String,
+    /// The daemon incarnation it was first seen below.
+    pub incarnation: u64,
 }
 
 /// Scans the daemon's descendants every few milliseconds and remembers every one it saw.
 #[derive(Clone)]
 pub struct Watch {
-    root: i32,
+    root: Arc<AtomicI32>,
+    incarnation: Arc<AtomicU64>,
     seen: Arc<Mutex<HashMap<(i32, u64), Seen>>>,
 }
 
 impl Watch {
     pub fn new(root: i32) -> Watch {
         Watch {
-            root,
+            root: Arc::new(AtomicI32::new(root)),
+            incarnation: Arc::new(AtomicU64::new(0)),
             seen: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
+    /// Watch the next daemon incarnation from now on (the old one's are remembered).
+    pub fn set_root(&self, root: i32, incarnation: u64) {
+        self.scan();
+        self.root.store(root, Ordering::SeqCst);
+        self.incarnation.store(incarnation, Ordering::SeqCst);
+    }
+
     /// Scan once; returns the current descendants.
     pub fn scan(&self) -> Vec<Stat> {
-        let now = descendants(self.root);
+        let incarnation = self.incarnation.load(Ordering::SeqCst);
+        let now = descendants(self.root.load(Ordering::SeqCst));
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         for s in &now {
             seen.entry((s.pid, s.start)).or_insert_with(|| Seen {
@@ -122,6 +175,7 @@ impl Watch {
                 start: s.start,
                 comm: s.comm.clone(),
                 cmdline: cmdline(s.pid),
+                incarnation,
             });
         }
         now
@@ -144,6 +198,42 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn descendants_are_classified_by_the_resource_they_serve() {
+        let cases = [
+            ("/t/toolvisor __shim bash -c echo hi", "toolvisor", "shim"),
+            (
+                "node /d/node_modules/.bin/pyright-langserver --stdio",
+                "node",
+                "lsp_pyright",
+            ),
+            ("clangd", "clangd", "lsp_clangd"),
+            (
+                "/d/venv/bin/python -m debugpy.adapter",
+                "python",
+                "debug_debugpy",
+            ),
+            (
+                "/d/venv/bin/python /w/dbg/prog.py",
+                "python",
+                "debug_debugpy",
+            ),
+            (
+                "node --expose-internals -e driver",
+                "node",
+                "eval_javascript",
+            ),
+            ("/d/venv/bin/python -u -c driver", "python", "eval_python"),
+            ("/bin/sh /t/vibe-worker.sh tok", "vibe-worker.sh", "vibe"),
+            ("sleep 0.3", "sleep", "vibe"),
+            ("sleep 30", "sleep", "process"),
+            ("bash -c echo tok", "bash", "bash"),
+        ];
+        for (cmdline, comm, kind) in cases {
+            assert_eq!(classify(cmdline, comm), kind, "{cmdline}");
+        }
+    }
 
     #[test]
     fn a_child_of_this_process_is_a_descendant_until_it_ends() {

@@ -23,13 +23,18 @@ fn daemon_bin() -> PathBuf {
     bin
 }
 
-#[test]
-fn a_short_chaos_run_leaves_nothing_hung_lost_or_leaked() {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolvisor-chaos"))
-        .args(["--seconds", "5", "--clients", "4", "--daemon"])
+fn chaos(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_toolvisor-chaos"))
+        .args(args)
+        .arg("--daemon")
         .arg(daemon_bin())
         .output()
-        .expect("run toolvisor-chaos");
+        .expect("run toolvisor-chaos")
+}
+
+#[test]
+fn a_short_chaos_run_leaves_nothing_hung_lost_or_leaked() {
+    let out = chaos(&["--seconds", "5", "--clients", "4"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let context = format!("--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
@@ -48,4 +53,35 @@ fn a_short_chaos_run_leaves_nothing_hung_lost_or_leaked() {
     }
     // Faults were actually injected and calls actually made.
     assert!(!stdout.contains("| calls made | 0 |"), "{context}");
+}
+
+/// The survival checks can fail: a run whose state dir is wiped while the daemon is down
+/// (staged edits, stored results and id counters gone) must fail and say what was lost.
+#[test]
+fn a_restart_that_loses_the_state_dir_fails_the_run_naming_what_was_lost() {
+    let out = chaos(&[
+        "--seconds",
+        "12",
+        "--clients",
+        "4",
+        "--heavy-clients",
+        "4",
+        "--seed",
+        "7",
+        "--wipe-state-at-restart",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let context = format!("--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    assert_eq!(out.status.code(), Some(1), "the run must fail\n{context}");
+    assert!(stdout.contains("| verdict | FAIL |"), "{context}");
+    assert!(
+        stdout.contains("did not survive the daemon restart")
+            || stdout.contains("is not resolvable after the daemon restart"),
+        "a stored result or a staged edit is reported lost\n{context}"
+    );
+    assert!(
+        stdout.contains("REUSED ID"),
+        "a process id handed out again is caught\n{context}"
+    );
 }

@@ -72,28 +72,44 @@ pub enum CodecError {
 }
 
 /// bincode claims the bytes of a string before it reads them and allocates the claimed
-/// length up front; its limit is a compile-time constant. Decoding therefore picks the
-/// smallest of these limits that holds the whole payload, so what a hostile length prefix
-/// can make it allocate is at most four times the payload (at least 64 KiB), and never more
-/// than a frame cap that is itself one of these sizes (the default 16 MiB is).
-const BINCODE_LIMITS: [usize; 9] = [
+/// length up front; its limit is a compile-time constant. It also counts every decoded
+/// integer at its full width against the same limit, whatever its encoded size: a one-byte
+/// varint read as a `u64` counts 8 bytes, a variant index 4. So a legitimate payload claims
+/// up to [`CLAIM_FACTOR`] times its size (a `process list` of 400 processes, 56 KB, claims
+/// more than 256 KiB), and decoding picks the smallest of these limits that holds that:
+/// what a hostile length prefix can make it allocate is at most sixteen times the payload
+/// (at least 64 KiB).
+const BINCODE_LIMITS: [usize; 17] = [
     1 << 16,
+    1 << 17,
     1 << 18,
+    1 << 19,
     1 << 20,
+    1 << 21,
     1 << 22,
+    1 << 23,
     1 << 24,
+    1 << 25,
     1 << 26,
+    1 << 27,
     1 << 28,
+    1 << 29,
     1 << 30,
+    1 << 31,
     1 << 32,
 ];
 
+/// What one encoded byte can count against bincode's limit at most: a one-byte varint
+/// decoded as a 64-bit integer (no type of the protocol is wider).
+pub const CLAIM_FACTOR: usize = 8;
+
 /// The bincode allocation limit used for a payload of `len` bytes (see [`BINCODE_LIMITS`]).
 pub fn bincode_limit(len: usize) -> usize {
+    let claims = len.saturating_mul(CLAIM_FACTOR).max(BINCODE_LIMITS[0]);
     BINCODE_LIMITS
         .iter()
         .copied()
-        .find(|&limit| limit >= len)
+        .find(|&limit| limit >= claims)
         .unwrap_or(usize::MAX)
 }
 
@@ -101,24 +117,23 @@ fn decode_bincode<T: DeserializeOwned>(
     bytes: &[u8],
 ) -> Result<(T, usize), bincode::error::DecodeError> {
     macro_rules! limited {
-        ($limit:expr) => {
+        ($($bits:literal)*) => {{
+            let limit = bincode_limit(bytes.len());
+            $(
+                if limit == 1usize << $bits {
+                    return bincode::serde::decode_from_slice(
+                        bytes,
+                        bincode::config::standard().with_limit::<{ 1usize << $bits }>(),
+                    );
+                }
+            )*
             bincode::serde::decode_from_slice(
                 bytes,
-                bincode::config::standard().with_limit::<{ $limit }>(),
+                bincode::config::standard().with_limit::<{ usize::MAX }>(),
             )
-        };
+        }};
     }
-    match bincode_limit(bytes.len()) {
-        l if l == BINCODE_LIMITS[0] => limited!(1 << 16),
-        l if l == BINCODE_LIMITS[1] => limited!(1 << 18),
-        l if l == BINCODE_LIMITS[2] => limited!(1 << 20),
-        l if l == BINCODE_LIMITS[3] => limited!(1 << 22),
-        l if l == BINCODE_LIMITS[4] => limited!(1 << 24),
-        l if l == BINCODE_LIMITS[5] => limited!(1 << 26),
-        l if l == BINCODE_LIMITS[6] => limited!(1 << 28),
-        l if l == BINCODE_LIMITS[7] => limited!(1 << 30),
-        _ => limited!(1 << 32),
-    }
+    limited!(16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
 }
 
 /// Encode one value with `codec`. The only place a payload is serialized.

@@ -177,8 +177,9 @@ fn a_hostile_string_length_is_refused_before_it_is_allocated() {
     payload.extend_from_slice(b"0123456789abc");
     let message = malformed_message(codec::decode(Codec::Bincode, &payload));
     assert!(message.contains("LimitExceeded"), "{message}");
-    // The bound itself: never more than four times the payload (at least 64 KiB), and the
-    // default frame cap is one of the limits.
+    // The bound itself: room for every claim a legitimate payload makes (integers count at
+    // full width: up to eight times the payload), never more than sixteen times the payload
+    // (at least 64 KiB).
     for len in [
         0usize,
         1,
@@ -190,12 +191,15 @@ fn a_hostile_string_length_is_refused_before_it_is_allocated() {
         16 << 20,
     ] {
         let limit = codec::bincode_limit(len);
-        assert!(limit >= len, "{len}: the limit must hold the whole payload");
-        assert!(limit <= (4 * len).max(1 << 16), "{len}: limit {limit}");
+        assert!(
+            limit >= codec::CLAIM_FACTOR * len,
+            "{len}: the limit must hold every claim of the payload"
+        );
+        assert!(limit <= (16 * len).max(1 << 16), "{len}: limit {limit}");
     }
     assert_eq!(
         codec::bincode_limit(toolvisor_protocol::DEFAULT_MAX_FRAME as usize),
-        toolvisor_protocol::DEFAULT_MAX_FRAME as usize
+        codec::CLAIM_FACTOR * toolvisor_protocol::DEFAULT_MAX_FRAME as usize
     );
     // A payload that uses most of its limit still decodes: 1 MiB of arguments.
     let big = call(json!({"text": "x".repeat(1 << 20)}));
