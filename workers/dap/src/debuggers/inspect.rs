@@ -165,19 +165,31 @@ impl Debuggers {
             if let Some(t) = &stop.text {
                 cut_value(&mut stopped, "exception", t);
             }
-            let top = match stop.thread_id {
-                Some(t) => self.top_frame(session, op, t).await.ok().flatten(),
-                None => None,
+            // Where it stopped; when the adapter cannot say, the answer says why rather than
+            // look like a stop without a place.
+            let (top, unknown) = match stop.thread_id {
+                Some(t) => match self.top_frame(session, op, t).await {
+                    Ok(f) => (f, None),
+                    Err(e) => (None, Some(e.message)),
+                },
+                None => (None, None),
             };
-            let text = match &top {
-                Some(f) => format!(
+            let text = match (&top, &unknown) {
+                (Some(f), _) => format!(
                     "stopped at {}:{} in {} ({})",
                     f["file"].as_str().unwrap_or("<no source>"),
                     f["line"],
                     f["name"].as_str().unwrap_or("?"),
                     stop.reason
                 ),
-                None => format!("stopped ({})", stop.reason),
+                (None, Some(why)) => {
+                    stopped.insert("frame_error".into(), json!(why));
+                    format!(
+                        "stopped ({}); where is not known: the adapter's stack answer failed ({why}); `debug stack` asks again",
+                        stop.reason
+                    )
+                }
+                (None, None) => format!("stopped ({})", stop.reason),
             };
             if let Some(f) = top {
                 stopped.insert("frame".into(), f);
