@@ -462,12 +462,15 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "apply_patch",
-            description: "Apply a unified diff (one or more files; /dev/null creates or deletes). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
+            description: "Apply a unified diff (one or more files; /dev/null creates or deletes) or a `*** Begin Patch` patch (Add/Delete/Update File, Move to, `@@` sections). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
             tier: Write,
             parallel_safe: true,
             approval: Always,
             resource: "files",
-            schema: obj(json!({"patch": s("unified diff")}), &["patch"]),
+            schema: obj(
+                json!({"patch": s("unified diff or `*** Begin Patch` patch")}),
+                &["patch"],
+            ),
             attachment: files.clone(),
         },
         ToolSpec {

@@ -327,8 +327,12 @@ pub async fn run(
                     .files
                     .iter()
                     .map(|f| {
-                        json!({"path": f.changed.display, "status": f.changed.status.as_str(),
-                            "hunks": f.hunks, "added": f.added, "removed": f.removed})
+                        let mut v = json!({"path": f.changed.display, "status": f.changed.status.as_str(),
+                            "hunks": f.hunks, "added": f.added, "removed": f.removed});
+                        if let Some(from) = &f.moved_from {
+                            v["moved_from"] = json!(from);
+                        }
+                        v
                     })
                     .collect();
                 let mut v = json!({"files": list});
