@@ -429,7 +429,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
             approval: Never,
             resource: "files",
             schema: obj(
-                json!({"pattern": s("regex"), "path": s("file or directory (default: the workdir)"), "glob": s("only files matching these globs, comma-separated, ! excludes (e.g. \"*.rs,!*_test.rs\")"), "case": one_of("case sensitivity (default sensitive)", &["sensitive", "insensitive", "smart"]), "context": int("lines of context around each match (default 0)", 0, 100), "max_results": int("most matching lines (default 200)", 1, 100_000), "hidden": boolean("include hidden files"), "ignored": boolean("include files .gitignore and .ignore exclude")}),
+                json!({"pattern": s("regex"), "path": s("file or directory (default: the workdir)"), "glob": s("only files matching these globs, comma-separated, ! excludes (e.g. \"*.rs,!*_test.rs\")"), "case": one_of("case sensitivity (default sensitive)", &["sensitive", "insensitive", "smart"]), "context": int("lines of context around each match (default 0)", 0, 100), "max_results": int("most matching lines (default 200)", 1, 100_000), "hidden": boolean("include hidden files"), "ignored": boolean("include files .gitignore and .ignore exclude"), "multiline": boolean("a match may span lines, as rg -U: \\n in the pattern matches a line break; each line of a match is shown")}),
                 &["pattern"],
             ),
             attachment: files.clone(),

@@ -254,6 +254,7 @@ pub async fn run(
                 hidden: flag(&args, "hidden"),
                 ignored: flag(&args, "ignored"),
             };
+            let multiline = flag(&args, "multiline");
             blocking("grep", move || {
                 let scope = files.scope(&workdir)?;
                 let req = GrepRequest {
@@ -264,6 +265,7 @@ pub async fn run(
                     context,
                     max_results,
                     visibility,
+                    multiline,
                 };
                 let r = toolvisor_files::search::grep(&scope, &req, &files.config.search, cancel)?;
                 let mut v = json!({
