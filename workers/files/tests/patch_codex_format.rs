@@ -286,6 +286,20 @@ fn nested_contexts_and_trailing_blank_lines() {
 }
 
 #[test]
+fn context_lines_that_start_with_stars_are_context() {
+    let md = "# Notes\n\n*** bold intro ***\n- item\n";
+    let (d, s) = setup(&[("notes.md", md)]);
+    apply(
+        &s,
+        "*** Begin Patch\n*** Update File: notes.md\n@@\n *** bold intro ***\n-- item\n+- first item\n*** End Patch\n",
+    );
+    assert_eq!(
+        body(d.path(), "notes.md"),
+        "# Notes\n\n*** bold intro ***\n- first item\n"
+    );
+}
+
+#[test]
 fn refusals_write_nothing_and_say_why() {
     let files = [("a.py", PY), ("b.txt", "b\n")];
     for (patch, kind, says) in [

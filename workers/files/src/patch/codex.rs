@@ -41,22 +41,22 @@ pub(super) fn body(patch: &str) -> Result<Option<Vec<Numbered<'_>>>> {
         .enumerate()
         .map(|(i, l)| (i + 1, l))
         .collect();
-    let mut rest = lines.iter().skip_while(|(_, l)| l.trim().is_empty());
-    let Some(&(_, first)) = rest.next() else {
+    // Indices of the lines that are not blank.
+    let mut solid = (0..lines.len()).filter(|&i| !lines[i].1.trim().is_empty());
+    let Some(first) = solid.next() else {
         return Ok(None);
     };
-    let (begin, delimiter) = if first.trim() == BEGIN {
-        (lines.iter().position(|(_, l)| l.trim() == BEGIN), None)
+    let (begin, delimiter) = if lines[first].1.trim() == BEGIN {
+        (first, None)
     } else {
-        let Some(word) = heredoc_delimiter(first) else {
+        let Some(word) = heredoc_delimiter(lines[first].1) else {
             return Ok(None);
         };
-        match rest.find(|(_, l)| !l.trim().is_empty()) {
-            Some(&(n, l)) if l.trim() == BEGIN => (Some(n - 1), Some(word)),
+        match solid.next() {
+            Some(i) if lines[i].1.trim() == BEGIN => (i, Some(word)),
             _ => return Ok(None),
         }
     };
-    let begin = begin.expect("the begin line was seen");
     let after = &lines[begin + 1..];
     let (inner, tail) = match after.iter().position(|(_, l)| l.trim() == END) {
         Some(end) => (&after[..end], &after[end + 1..]),
@@ -259,7 +259,13 @@ pub(super) fn parse(body: &[Numbered<'_>]) -> Result<Vec<FileOp>> {
                     i += 1;
                     continue;
                 }
-                if t.starts_with("***") {
+                // The next file's marker ends the update; a context line that merely starts
+                // with `***` after its space (Markdown, a comment) does not.
+                if l.starts_with("***")
+                    || [ADD, DELETE, UPDATE, MOVE, END]
+                        .iter()
+                        .any(|m| t.starts_with(m))
+                {
                     break;
                 }
                 if let Some(context) = l.strip_prefix("@@") {
