@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use ast_grep_core::matcher::{Pattern, PatternNode, kind_utils};
+use ast_grep_core::meta_var::MetaVariable;
 use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{Language, Node};
 use ast_grep_language::{LanguageExt, SupportLang};
@@ -220,10 +221,12 @@ pub fn compile(source: &str, lang: SupportLang) -> Result<CompiledPattern> {
     // The pattern on its own: its failure is the clearest error, and its kind tells whether a
     // context changed the reading.
     let strict_top = top_level(&processed, lang, false);
-    // What the pattern means on its own, syntax errors and all: a context tried after the
-    // top level (a fallback, such as a class body) may only read it as that same kind, or
-    // JavaScript's `switch ($X) { … }` would become a method named `switch`.
-    let meant = meant_kind(&processed, lang);
+    // What the pattern means on its own to ast-grep (a run metavariable standing where the
+    // grammar wants items let be): a context tried after the top level (a fallback, such as
+    // a class body) may only read it as that same kind, or JavaScript's `switch ($X) { $$$ }`
+    // would become a method named `switch`.
+    let lenient_top = top_level(&processed, lang, true);
+    let meant = lenient_top.as_ref().ok().map(|(_, kind)| kind.clone());
     let mut first_failure: Option<String> = None;
     // First every context without any syntax error; then again letting a metavariable stand
     // where the grammar wants something else (`impl $T { $$$ }`), as ast-grep does. A parse
@@ -231,7 +234,7 @@ pub fn compile(source: &str, lang: SupportLang) -> Result<CompiledPattern> {
     // otherwise read as a function literal whose name is an error.
     for lenient in [false, true] {
         let top = if lenient {
-            top_level(&processed, lang, true)
+            lenient_top.clone()
         } else {
             strict_top.clone()
         };
@@ -258,7 +261,7 @@ pub fn compile(source: &str, lang: SupportLang) -> Result<CompiledPattern> {
                 && *meant != kind
             {
                 first_failure.get_or_insert(format!(
-                    "it reads as `{meant}`, which does not parse; inside `{}…` it would read as `{kind}`, which is not what it says",
+                    "on its own it reads as `{meant}`; inside `{}…` it would read as `{kind}`, which is not what it says",
                     context
                         .map(|(b, _)| b.replace('\n', " ").trim_end().to_string())
                         .unwrap_or_default()
@@ -308,9 +311,11 @@ pub fn compile(source: &str, lang: SupportLang) -> Result<CompiledPattern> {
 /// The first syntax error of a tree (an `ERROR` node), described with its 1-based line
 /// and column in `src`. Tokens the parser invented (a missing `;` after `$A.unwrap()`) are
 /// not errors: ast-grep leaves them out of the pattern. When `lenient`, nor is an `ERROR`
-/// node that is exactly a metavariable (`$$$` where the grammar wants items, fields, match
-/// arms or cases: `impl $T { $$$ }`, `switch ($X) { $$$ }`): ast-grep turns it into that
-/// metavariable, which matches whatever stands there.
+/// node that is exactly a run metavariable (`$$$` or `$$$NAME` where the grammar wants
+/// items, fields, match arms or cases: `impl $T { $$$ }`, `switch ($X) { $$$ }`): ast-grep
+/// turns it into that metavariable, which matches whatever run stands there. A single `$X`
+/// in the wrong place stays an error: a natural context usually reads it right
+/// (TypeScript's `private $X: $T` is a class field, not a label).
 fn syntax_error(
     root: &SgNode<'_>,
     src: &str,
@@ -318,9 +323,15 @@ fn syntax_error(
     lang: SupportLang,
     lenient: bool,
 ) -> Option<String> {
+    let is_run = |n: &SgNode<'_>| {
+        matches!(
+            lang.extract_meta_var(&n.text()),
+            Some(MetaVariable::Multiple | MetaVariable::MultiCapture(_))
+        )
+    };
     let node = root
         .dfs()
-        .find(|n| n.is_error() && !(lenient && lang.extract_meta_var(&n.text()).is_some()))?;
+        .find(|n| n.is_error() && !(lenient && is_run(n)))?;
     let start = floor_char(
         src,
         node.range().start.saturating_sub(offset).min(src.len()),
@@ -370,22 +381,6 @@ fn top_level(
     let node = descend_single(top[0].clone());
     let kind = node.kind().to_string();
     Ok((Pattern::from(node), kind))
-}
-
-/// The kind of the one node the pattern makes on its own when syntax errors are let be:
-/// `None` when it makes several, none, or only an error.
-fn meant_kind(processed: &str, lang: SupportLang) -> Option<String> {
-    let tree = lang.ast_grep(processed);
-    let root = tree.root();
-    let top: Vec<_> = root
-        .children()
-        .filter(|c| !c.is_missing() && !c.kind().is_empty())
-        .collect();
-    let [one] = top.as_slice() else {
-        return None;
-    };
-    let node = descend_single(one.clone());
-    (!node.is_error()).then(|| node.kind().to_string())
 }
 
 /// The pattern inside `before … after`: the node that spans exactly the pattern (or the

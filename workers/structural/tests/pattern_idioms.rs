@@ -171,3 +171,40 @@ fn inference_ignores_prose_and_data_unless_named() {
         "{msg}"
     );
 }
+
+#[test]
+fn class_member_patterns_keep_their_class_context() {
+    use toolvisor_structural::SupportLang as L;
+    use toolvisor_structural::lang::compile;
+    // Only a run metavariable may stand where the grammar wants something else: a single
+    // `$X` there would make these a label and an assignment at the top level.
+    for (pattern, lang, kind) in [
+        ("private $X: $T", L::TypeScript, "public_field_definition"),
+        ("static $X = $V", L::JavaScript, "field_definition"),
+        (
+            "constructor($$$) { $$$ }",
+            L::JavaScript,
+            "method_definition",
+        ),
+        ("async $M($$$) { $$$ }", L::JavaScript, "method_definition"),
+        (
+            "public $T $N { get; set; }",
+            L::CSharp,
+            "property_declaration",
+        ),
+        // Declarations a run made invalid before now compile where they stand.
+        (
+            "function $F() public { $$$ }",
+            L::Solidity,
+            "function_definition",
+        ),
+        (
+            "override fun $F($$$P) { $$$B }",
+            L::Kotlin,
+            "function_declaration",
+        ),
+    ] {
+        let c = compile(pattern, lang).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+        assert_eq!(c.kind, kind, "{pattern} ({lang:?})");
+    }
+}
