@@ -710,6 +710,9 @@ pub struct GrepArgs {
     pub hidden: Option<bool>,
     /// Include files .gitignore and .ignore exclude.
     pub ignored: Option<bool>,
+    /// A match may span lines, as `rg -U`: `\n` in the pattern matches a line break; each
+    /// line of a match is shown.
+    pub multiline: Option<bool>,
 }
 
 /// `write {path, content}`.
@@ -740,7 +743,7 @@ pub struct EditArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyPatchArgs {
-    /// Unified diff.
+    /// Unified diff or `*** Begin Patch` patch.
     pub patch: String,
 }
 

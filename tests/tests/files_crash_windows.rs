@@ -57,21 +57,42 @@ fn patched(i: usize) -> String {
 
 #[test]
 fn an_apply_patch_cut_by_sigkill_is_rolled_back_at_restart() {
-    let mut d = TestDaemon::start(&format!("[testing]\npause_after_writes = {BEFORE_PAUSE}\n"));
-    let work = d.dir.path().join("work");
-    std::fs::create_dir_all(work.join("src")).unwrap();
     let mut patch = String::new();
     for i in 0..FILES {
-        std::fs::write(work.join(name(i)), original(i)).unwrap();
         patch.push_str(&format!(
             "--- a/{n}\n+++ b/{n}\n@@ -1,3 +1,3 @@\n file {i}\n-old line\n+new line\n end\n",
             n = name(i)
         ));
     }
     // A creation and a deletion ride along: rolled back too.
-    std::fs::write(work.join("doomed.txt"), "bye\n").unwrap();
     patch.push_str("--- a/doomed.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n");
     patch.push_str("--- /dev/null\n+++ b/born.txt\n@@ -0,0 +1 @@\n+hello\n");
+    cut_by_sigkill_and_rolled_back(&patch);
+}
+
+#[test]
+fn a_begin_patch_cut_by_sigkill_is_rolled_back_at_restart() {
+    let mut patch = String::from("*** Begin Patch\n");
+    for i in 0..FILES {
+        patch.push_str(&format!(
+            "*** Update File: {n}\n@@ file {i}\n-old line\n+new line\n end\n",
+            n = name(i)
+        ));
+    }
+    patch.push_str("*** Delete File: doomed.txt\n*** Add File: born.txt\n+hello\n*** End Patch\n");
+    cut_by_sigkill_and_rolled_back(&patch);
+}
+
+/// `patch` updates every `name(i)`, deletes `doomed.txt` and creates `born.txt`; the daemon is
+/// killed between two of its writes, and the next one puts everything back.
+fn cut_by_sigkill_and_rolled_back(patch: &str) {
+    let mut d = TestDaemon::start(&format!("[testing]\npause_after_writes = {BEFORE_PAUSE}\n"));
+    let work = d.dir.path().join("work");
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    for i in 0..FILES {
+        std::fs::write(work.join(name(i)), original(i)).unwrap();
+    }
+    std::fs::write(work.join("doomed.txt"), "bye\n").unwrap();
 
     call_in_background(&d, &work, "apply_patch", json!({"patch": patch}));
     let patched_now = || {

@@ -1,5 +1,6 @@
 //! `find` and `grep` through the real daemon on a real tree: `.gitignore`, hidden files,
 //! a binary file, non-UTF-8 content, switches for hidden and ignored files, globs, context,
+//! matches across lines (`multiline`),
 //! and a 200 MB file searched (and its tail read) without the daemon holding it in memory.
 
 use std::io::Write;
@@ -111,6 +112,33 @@ fn find_is_ignore_aware_with_switches() {
     assert_eq!(e.kind, ErrorKind::InvalidArgs);
     let e = call(&mut c, "find", json!({"pattern": "*", "path": "../.."})).unwrap_err();
     assert_eq!(e.kind, ErrorKind::OutOfScope, "{e}");
+}
+
+#[test]
+fn grep_multiline_matches_across_lines() {
+    let d = TestDaemon::start("");
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(
+        t.path().join("lib.rs"),
+        "fn a() {}\n#[derive(Debug)]\nstruct S {\n    x: u8,\n}\n",
+    )
+    .unwrap();
+    let mut c = client(&d, t.path());
+    let pattern = r"#\[derive\(Debug\)\]\nstruct \w+";
+    let e = call(&mut c, "grep", json!({"pattern": pattern})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgs);
+    assert!(e.message.contains("multiline: true"), "{e}");
+    let v = ok(
+        &mut c,
+        "grep",
+        json!({"pattern": pattern, "multiline": true}),
+    );
+    assert_eq!(
+        v["output"],
+        "lib.rs:2:#[derive(Debug)]\nlib.rs:3:struct S {\n"
+    );
+    assert_eq!(v["matches"], 2);
+    assert_eq!(v["files_with_matches"], 1);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `write`, `edit` and `apply_patch` through the real daemon: atomic writes that keep the
 //! file's mode, edit ambiguity and misses that change nothing, patches that apply whole or
-//! not at all, and paths that escape the workdir (`../../etc/passwd`, a symlink) refused.
+//! not at all (unified diffs and the `*** Begin Patch` format), and paths that escape the
+//! workdir (`../../etc/passwd`, a symlink) refused.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -192,6 +193,65 @@ fn apply_patch_is_all_or_nothing() {
 
     let e = call(&mut c, "apply_patch", json!({"patch": "not a diff"})).unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgs);
+}
+
+#[test]
+fn apply_patch_takes_the_begin_patch_format() {
+    let d = TestDaemon::start("");
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a.py");
+    std::fs::write(&a, "def f():\n    return 1\n\n\ndef g():\n    return 2\n").unwrap();
+    std::fs::write(t.path().join("old.py"), "X = 1\n").unwrap();
+    let mut c = client(&d, t.path());
+
+    // As a model writes it: inside a shell heredoc, sections located by `@@` context.
+    let patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.py\n@@ def f():\n-    return 1\n+    return 10\n@@ def g():\n-    return 2\n+    return 20\n*** Update File: old.py\n*** Move to: pkg/new.py\n@@\n-X = 1\n+X = 2\n*** Add File: notes.txt\n+hello\n*** End Patch\nEOF\n";
+    let v = ok(&mut c, "apply_patch", json!({"patch": patch}));
+    let files: Vec<(String, String, Json)> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().into(),
+                f["status"].as_str().unwrap().into(),
+                f["moved_from"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("a.py".to_string(), "modified".to_string(), Json::Null),
+            ("old.py".into(), "deleted".into(), Json::Null),
+            ("pkg/new.py".into(), "created".into(), json!("old.py")),
+            ("notes.txt".into(), "created".into(), Json::Null),
+        ]
+    );
+    assert!(v["diagnostics"].is_object(), "diagnostics folded in: {v}");
+    assert_eq!(
+        read(&a),
+        "def f():\n    return 10\n\n\ndef g():\n    return 20\n"
+    );
+    assert_eq!(read(&t.path().join("pkg/new.py")), "X = 2\n");
+    assert!(!t.path().join("old.py").exists());
+
+    // A section that does not apply is named with what it expected and what the file holds.
+    let e = call(
+        &mut c,
+        "apply_patch",
+        json!({"patch": "*** Begin Patch\n*** Add File: more.txt\n+x\n*** Update File: a.py\n@@ def g():\n-    return 3\n+    return 30\n*** End Patch"}),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Conflict);
+    assert!(
+        e.message
+            .contains("section 1 of a.py (@@ def g():, patch line 5) does not apply")
+            && e.message.contains("    return 3")
+            && e.message.contains("    return 20"),
+        "{e}"
+    );
+    assert!(!t.path().join("more.txt").exists(), "nothing was written");
 }
 
 #[test]

@@ -242,6 +242,7 @@ pub async fn run(
                 hidden: args.hidden.unwrap_or(false),
                 ignored: args.ignored.unwrap_or(false),
             };
+            let multiline = args.multiline.unwrap_or(false);
             blocking("grep", move || {
                 let scope = files.scope(&workdir)?;
                 let req = GrepRequest {
@@ -252,6 +253,7 @@ pub async fn run(
                     context,
                     max_results,
                     visibility,
+                    multiline,
                 };
                 let r = toolvisor_files::search::grep(&scope, &req, &files.config.search, cancel)?;
                 let mut v = json!({
@@ -317,8 +319,12 @@ pub async fn run(
                     .files
                     .iter()
                     .map(|f| {
-                        json!({"path": f.changed.display, "status": f.changed.status.as_str(),
-                            "hunks": f.hunks, "added": f.added, "removed": f.removed})
+                        let mut v = json!({"path": f.changed.display, "status": f.changed.status.as_str(),
+                            "hunks": f.hunks, "added": f.added, "removed": f.removed});
+                        if let Some(from) = &f.moved_from {
+                            v["moved_from"] = json!(from);
+                        }
+                        v
                     })
                     .collect();
                 let mut v = json!({"files": list});
@@ -536,7 +542,7 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             "apply_patch",
             Tier::Write,
             "files",
-            "Apply a unified diff (one or more files; /dev/null creates or deletes). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
+            "Apply a unified diff (one or more files; /dev/null creates or deletes) or a `*** Begin Patch` patch (Add/Delete/Update File, Move to, `@@` sections). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
         )
         .approval(Approval::Always),
         ToolSpec::new::<ToolResultReadArgs>(

@@ -132,7 +132,7 @@ impl Error {
             Error::PatchSyntax { .. } => ToolError::new(
                 ErrorKind::InvalidArgs,
                 msg,
-                "send a unified diff: `--- a/path`, `+++ b/path`, then `@@ -l,n +l,n @@` hunks whose lines start with ' ', '-' or '+'",
+                "send a unified diff (`--- a/path`, `+++ b/path`, then `@@ -l,n +l,n @@` hunks whose lines start with ' ', '-' or '+') or a `*** Begin Patch` patch (`*** Update File: path`, `@@ context` sections of ' ', '-', '+' lines, `*** End Patch`)",
             ),
             Error::PatchConflict { hint, .. } => {
                 ToolError::new(ErrorKind::Conflict, msg, hint.clone())

@@ -1,10 +1,11 @@
 //! `apply_patch`: a unified diff (one or more files, git-style or plain, creations and
-//! deletions included) applied all or nothing. Every hunk of every file is applied in
-//! memory first; a hunk that does not apply is named with its header and context and
-//! nothing is written. Then each file is written atomically; should a later write fail,
-//! the files already written are put back. With a [`Journal`], every target's original and
-//! new bytes are on disk before the first write, so a daemon killed mid-way has the files
-//! put back at its next start: all or nothing holds across a crash too.
+//! deletions included) or a `*** Begin Patch` patch (`patch/codex.rs`), applied all or
+//! nothing. Every hunk of every file is applied in memory first; a hunk that does not apply
+//! is named with its header and context and nothing is written. Then each file is written
+//! atomically; should a later write fail, the files already written are put back. With a
+//! [`Journal`], every target's original and new bytes are on disk before the first write, so
+//! a daemon killed mid-way has the files put back at its next start: all or nothing holds
+//! across a crash too.
 
 use crate::edit::load;
 use crate::error::{Error, Result};
@@ -12,6 +13,8 @@ use crate::journal::Journal;
 use crate::paths::{Access, Resolved, Scope};
 use crate::write::{Planned, write_all};
 use crate::{ChangeKind, Changed};
+
+mod codex;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Op {
@@ -52,6 +55,8 @@ impl FilePatch {
 #[derive(Clone, Debug)]
 pub struct FileChange {
     pub changed: Changed,
+    /// The file's shown path before a `*** Move to:` moved it here.
+    pub moved_from: Option<String>,
     pub hunks: usize,
     pub added: usize,
     pub removed: usize,
@@ -126,10 +131,10 @@ fn parse(patch: &str) -> Result<Vec<FilePatch>> {
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
-        if line.starts_with("*** Begin Patch") {
+        if line.trim() == "*** Begin Patch" {
             return Err(syntax(
                 i + 1,
-                "this is the `*** Begin Patch` format, not a unified diff",
+                "a `*** Begin Patch` patch must start with that line (only whitespace, or a shell heredoc line such as `apply_patch <<'EOF'`, may come before it)",
             ));
         }
         if line.starts_with("rename from ") || line.starts_with("copy from ") {
@@ -397,11 +402,52 @@ struct Applied {
     hunks: usize,
     added: usize,
     removed: usize,
+    moved_from: Option<String>,
 }
 
 /// Apply `patch` to files in `scope`: all hunks of all files, or nothing; recorded in
 /// `journal` (when given) before the first write, so a crash mid-way is rolled back.
 pub fn apply_patch(scope: &Scope, patch: &str, journal: Option<&Journal>) -> Result<PatchResult> {
+    let (applied, notes) = match codex::body(patch)? {
+        Some(body) => codex::apply(scope, &codex::parse(&body)?)?,
+        None => apply_unified(scope, patch)?,
+    };
+
+    // Every hunk applied in memory: journal, write, and put back what was written if a write
+    // fails.
+    let planned: Vec<Planned<'_>> = applied
+        .iter()
+        .map(|a| Planned {
+            target: &a.target,
+            before: a.before.as_deref(),
+            after: a.after.as_deref(),
+        })
+        .collect();
+    write_all("apply_patch", scope.root(), &planned, journal)?;
+    let files = applied
+        .into_iter()
+        .map(|a| FileChange {
+            changed: Changed {
+                status: match (&a.before, &a.after) {
+                    (None, _) => ChangeKind::Created,
+                    (_, None) => ChangeKind::Deleted,
+                    _ => ChangeKind::Modified,
+                },
+                path: a.target.real,
+                display: a.display,
+            },
+            moved_from: a.moved_from,
+            hunks: a.hunks,
+            added: a.added,
+            removed: a.removed,
+        })
+        .collect();
+    Ok(PatchResult { files, notes })
+}
+
+/// A unified diff's hunks applied in memory: every file's new bytes, or the first hunk that
+/// does not apply.
+fn apply_unified(scope: &Scope, patch: &str) -> Result<(Vec<Applied>, Vec<String>)> {
     let files = parse(patch)?;
     let mut notes = Vec::new();
     let mut applied: Vec<Applied> = Vec::new();
@@ -537,39 +583,12 @@ pub fn apply_patch(scope: &Scope, patch: &str, journal: Option<&Journal>) -> Res
                 hunks: fp.hunks.len(),
                 added,
                 removed,
+                moved_from: None,
             }),
         }
     }
 
-    // Every hunk applied in memory: journal, write, and put back what was written if a write
-    // fails.
-    let planned: Vec<Planned<'_>> = applied
-        .iter()
-        .map(|a| Planned {
-            target: &a.target,
-            before: a.before.as_deref(),
-            after: a.after.as_deref(),
-        })
-        .collect();
-    write_all("apply_patch", scope.root(), &planned, journal)?;
-    let files = applied
-        .into_iter()
-        .map(|a| FileChange {
-            changed: Changed {
-                status: match (&a.before, &a.after) {
-                    (None, _) => ChangeKind::Created,
-                    (_, None) => ChangeKind::Deleted,
-                    _ => ChangeKind::Modified,
-                },
-                path: a.target.real,
-                display: a.display,
-            },
-            hunks: a.hunks,
-            added: a.added,
-            removed: a.removed,
-        })
-        .collect();
-    Ok(PatchResult { files, notes })
+    Ok((applied, notes))
 }
 
 /// Where hunk `h` applies: at its stated line when it matches there, else the nearest
@@ -822,7 +841,7 @@ mod tests {
         let (_d, s) = setup(&[("a.txt", TEN)]);
         for (patch, says) in [
             ("hello", "no file header"),
-            ("*** Begin Patch\n", "Begin Patch"),
+            ("say\n*** Begin Patch\n", "must start with that line"),
             (
                 "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n 1\n",
                 "ends early",

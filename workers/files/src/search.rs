@@ -296,6 +296,9 @@ pub struct GrepRequest<'a> {
     pub context: usize,
     pub max_results: usize,
     pub visibility: Visibility,
+    /// A match may span lines (`rg -U`): `\n` in the pattern matches a line break, and each
+    /// file is searched whole in memory (within the searcher's 64 MiB heap limit).
+    pub multiline: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -329,9 +332,20 @@ pub fn grep(
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(req.case == Case::Insensitive)
         .case_smart(req.case == Case::Smart)
-        .line_terminator(Some(b'\n'))
+        // `^` and `$` match at line boundaries, as in ripgrep; a line-oriented search also
+        // forbids `\n` in a match, which only a multi-line one may have.
+        .multi_line(true)
+        .line_terminator((!req.multiline).then_some(b'\n'))
         .build(req.pattern)
-        .map_err(|e| Error::bad("pattern", format!("not a valid regex: {e}")))?;
+        .map_err(|e| {
+            let e = e.to_string();
+            let more = if !req.multiline && e.contains(r#""\n""#) {
+                " (a match spans lines only with `multiline: true`)"
+            } else {
+                ""
+            };
+            Error::bad("pattern", format!("not a valid regex: {e}{more}"))
+        })?;
     let wb = walker(&resolved.real, req.visibility, limits.threads);
     let base = if meta.is_dir() {
         resolved.real.clone()
@@ -350,6 +364,7 @@ pub fn grep(
         filter,
         matcher,
         context: req.context,
+        multiline: req.multiline,
         max_results: req.max_results,
         max_line_chars: limits.max_line_chars,
         control: &control,
@@ -416,6 +431,7 @@ struct GrepShared<'s> {
     filter: Option<GlobFilter>,
     matcher: RegexMatcher,
     context: usize,
+    multiline: bool,
     max_results: usize,
     max_line_chars: usize,
     control: &'s Control,
@@ -487,6 +503,7 @@ impl<'s> ParallelVisitorBuilder<'s> for GrepBuilder<'s> {
             .line_number(true)
             .before_context(s.context)
             .after_context(s.context)
+            .multi_line(s.multiline)
             .binary_detection(BinaryDetection::quit(0))
             .heap_limit(Some(64 * 1024 * 1024))
             .build();
@@ -597,15 +614,28 @@ impl Sink for FileSink<'_> {
         m: &SinkMatch<'_>,
     ) -> std::result::Result<bool, std::io::Error> {
         let s = self.shared;
-        let before = s.matches.fetch_add(1, Ordering::Relaxed);
-        if before >= s.max_results {
-            s.matches.fetch_sub(1, Ordering::Relaxed);
+        // A match over several lines (multiline) shows each, numbered from its first, and
+        // counts each as a matching line (as `rg -U`).
+        let lines: Vec<&[u8]> = m.lines().collect();
+        let n = lines.len().max(1);
+        let before = s.matches.fetch_add(n, Ordering::Relaxed);
+        let room = s.max_results.saturating_sub(before).min(n);
+        if room < n {
+            s.matches.fetch_sub(n - room, Ordering::Relaxed);
             s.truncated.store(true, Ordering::Relaxed);
             s.control.quit.store(true, Ordering::Relaxed);
+        }
+        if room == 0 {
             return Ok(false);
         }
-        self.matches += 1;
-        self.line(':', m.line_number(), m.bytes());
+        self.matches += room;
+        let first = m.line_number();
+        for (i, line) in lines.into_iter().take(room).enumerate() {
+            self.line(':', first.map(|n| n + i as u64), line);
+        }
+        if room < n {
+            return Ok(false);
+        }
         Ok(!s.control.stop())
     }
 
@@ -718,6 +748,7 @@ mod tests {
             case: Case::Sensitive,
             context: 0,
             max_results: 100,
+            multiline: false,
             visibility: Visibility::default(),
         }
     }
@@ -766,5 +797,50 @@ mod tests {
             ),
             Err(Error::BadArgs { .. })
         ));
+    }
+
+    #[test]
+    fn grep_multiline_matches_across_lines_and_anchors_stay_per_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.rs"),
+            "fn one() {\n    body();\n}\nfn two() {}\nlet x = fn_like;\n",
+        )
+        .unwrap();
+        let s = Scope::new(dir.path(), &[], false).unwrap();
+        let run = |req: &GrepRequest<'_>| {
+            grep(&s, req, &SearchLimits::default(), Cancel::default()).unwrap()
+        };
+        // Without `multiline` a pattern with a line break is refused (as by rg without -U),
+        // saying so; with it, the match is shown line by line from its first line.
+        let mut req = grep_req(r"one\(\) \{\n\s+body");
+        let e = grep(&s, &req, &SearchLimits::default(), Cancel::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("multiline: true"), "{e}");
+        req.multiline = true;
+        let r = run(&req);
+        assert_eq!(r.output, "a.rs:1:fn one() {\na.rs:2:    body();\n");
+        assert_eq!((r.matches, r.files_with_matches), (2, 1));
+        // `max_results` counts lines, and cuts inside a match.
+        req.max_results = 1;
+        let r = run(&req);
+        assert_eq!(
+            (r.output.as_str(), r.matches, r.truncated),
+            ("a.rs:1:fn one() {\n", 1, true)
+        );
+        // `^` and `$` are line anchors in both modes.
+        for multiline in [false, true] {
+            let mut req = grep_req("^fn");
+            req.multiline = multiline;
+            let r = run(&req);
+            assert_eq!(
+                r.output, "a.rs:1:fn one() {\na.rs:4:fn two() {}\n",
+                "multiline {multiline}"
+            );
+            let mut req = grep_req(r"\}$");
+            req.multiline = multiline;
+            assert_eq!(run(&req).matches, 2, "multiline {multiline}");
+        }
     }
 }

@@ -192,6 +192,7 @@ fn a_directory_swapped_for_a_symlink_never_leads_outside() {
                                 context: 0,
                                 max_results: 100,
                                 visibility: Visibility::default(),
+                                multiline: false,
                             };
                             match toolvisor_files::search::grep(
                                 &scope,

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use ast_grep_core::matcher::{Pattern, PatternNode, kind_utils};
+use ast_grep_core::meta_var::MetaVariable;
 use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{Language, Node};
 use ast_grep_language::{LanguageExt, SupportLang};
@@ -72,6 +73,16 @@ pub fn parse_language(given: &str) -> Result<SupportLang> {
             given: given.to_string(),
             supported: supported_ids(),
         })
+}
+
+/// Prose, markup and data formats: nearly any text parses in them (a README makes any
+/// pattern "valid Markdown"), so they are searched only when `language` names them, or
+/// `path` is such a file — never inferred from a directory.
+pub fn is_prose_or_data(lang: SupportLang) -> bool {
+    matches!(
+        lang,
+        SupportLang::Markdown | SupportLang::Json | SupportLang::Yaml | SupportLang::Html
+    )
 }
 
 /// The language of a file, from its extension.
@@ -188,66 +199,108 @@ impl std::fmt::Debug for CompiledPattern {
 /// as one node: on its own, or inside the language's natural context (see [`contexts`]).
 pub fn compile(source: &str, lang: SupportLang) -> Result<CompiledPattern> {
     let text = source.trim();
+    // ast-grep spells `$` as the language's expando character (`µ` in Rust, Go, C, …) before
+    // parsing; messages speak of what the caller wrote.
+    let expando = lang.expando_char();
+    let shown = |reason: String| {
+        if expando != '$' && !text.contains(expando) {
+            reason.replace(expando, "$")
+        } else {
+            reason
+        }
+    };
     let invalid = |reason: String| Error::PatternInvalid {
         pattern: source.to_string(),
         language: id(lang),
-        reason,
+        reason: shown(reason),
     };
     if text.is_empty() {
         return Err(invalid("the pattern is empty".into()));
     }
     let processed = lang.pre_process_pattern(text).into_owned();
-    // The pattern on its own, tried once: its failure is the clearest error, and its kind
-    // tells whether a context changed the reading.
-    let top = top_level(&processed, lang);
+    // The pattern on its own: its failure is the clearest error, and its kind tells whether a
+    // context changed the reading.
+    let strict_top = top_level(&processed, lang, false);
+    // What the pattern means on its own to ast-grep (a run metavariable standing where the
+    // grammar wants items let be): a context tried after the top level (a fallback, such as
+    // a class body) may only read it as that same kind, or JavaScript's `switch ($X) { $$$ }`
+    // would become a method named `switch`.
+    let lenient_top = top_level(&processed, lang, true);
+    let meant = lenient_top.as_ref().ok().map(|(_, kind)| kind.clone());
     let mut first_failure: Option<String> = None;
-    for context in contexts(lang) {
-        let attempt = match context {
-            None => match &top {
-                Ok((pattern, kind)) => Ok((pattern.clone(), kind.clone())),
-                Err(e) => Err(e.clone()),
-            },
-            Some((before, after)) => wrapped(&processed, before, after, lang),
+    // First every context without any syntax error; then again letting a metavariable stand
+    // where the grammar wants something else (`impl $T { $$$ }`), as ast-grep does. A parse
+    // without errors is preferred: Go's `func $F() { $$$ }` inside a function body would
+    // otherwise read as a function literal whose name is an error.
+    for lenient in [false, true] {
+        let top = if lenient {
+            lenient_top.clone()
+        } else {
+            strict_top.clone()
         };
-        let (pattern, kind) = match attempt {
-            Ok(found) => found,
-            Err(reason) => {
-                first_failure.get_or_insert(reason);
+        let mut fallback = false;
+        for context in contexts(lang) {
+            let attempt = match context {
+                None => {
+                    fallback = true;
+                    match &top {
+                        Ok((pattern, kind)) => Ok((pattern.clone(), kind.clone())),
+                        Err(e) => Err(e.clone()),
+                    }
+                }
+                Some((before, after)) => wrapped(&processed, before, after, lang, lenient),
+            };
+            let (pattern, kind) = match attempt {
+                Ok(found) => found,
+                Err(reason) => {
+                    first_failure.get_or_insert(reason);
+                    continue;
+                }
+            };
+            if let (true, Some(_), Some(meant)) = (fallback, context, &meant)
+                && *meant != kind
+            {
+                first_failure.get_or_insert(format!(
+                    "on its own it reads as `{meant}`; inside `{}…` it would read as `{kind}`, which is not what it says",
+                    context
+                        .map(|(b, _)| b.replace('\n', " ").trim_end().to_string())
+                        .unwrap_or_default()
+                ));
                 continue;
             }
-        };
-        let context = context.and_then(|(before, after)| {
-            let alone = match &top {
-                Ok((_, alone)) if *alone == kind => return None,
-                Ok((_, alone)) => format!("on its own it would read as `{alone}`"),
-                Err(e) => format!("on its own it is not valid {}: {e}", id(lang)),
-            };
-            Some(format!(
-                "parsed inside `{}…{}`, where such code lives ({alone}); it matches `{kind}` nodes",
-                before.replace('\n', " ").trim_end(),
-                after.replace('\n', " ").trim_start(),
-            ))
-        });
-        let mut literals = Vec::new();
-        collect_literals(&pattern.node, &mut literals);
-        literals.sort();
-        literals.dedup();
-        let mut vars: Vec<String> = pattern
-            .defined_vars()
-            .into_iter()
-            .map(String::from)
-            .collect();
-        vars.sort();
-        return Ok(CompiledPattern {
-            lang,
-            pattern,
-            literals,
-            context,
-            kind,
-            vars,
-        });
+            let context = context.and_then(|(before, after)| {
+                let alone = match &top {
+                    Ok((_, alone)) if *alone == kind => return None,
+                    Ok((_, alone)) => format!("on its own it would read as `{alone}`"),
+                    Err(e) => format!("on its own it is not valid {}: {e}", id(lang)),
+                };
+                Some(shown(format!(
+                    "parsed inside `{}…{}`, where such code lives ({alone}); it matches `{kind}` nodes",
+                    before.replace('\n', " ").trim_end(),
+                    after.replace('\n', " ").trim_start(),
+                )))
+            });
+            let mut literals = Vec::new();
+            collect_literals(&pattern.node, &mut literals);
+            literals.sort();
+            literals.dedup();
+            let mut vars: Vec<String> = pattern
+                .defined_vars()
+                .into_iter()
+                .map(String::from)
+                .collect();
+            vars.sort();
+            return Ok(CompiledPattern {
+                lang,
+                pattern,
+                literals,
+                context,
+                kind,
+                vars,
+            });
+        }
     }
-    let top_failure = top.err();
+    let top_failure = strict_top.err();
     // The top-level failure says most about the pattern itself.
     let first_failure = top_failure.or(first_failure);
     Err(invalid(
@@ -257,9 +310,28 @@ pub fn compile(source: &str, lang: SupportLang) -> Result<CompiledPattern> {
 
 /// The first syntax error of a tree (an `ERROR` node), described with its 1-based line
 /// and column in `src`. Tokens the parser invented (a missing `;` after `$A.unwrap()`) are
-/// not errors: ast-grep leaves them out of the pattern.
-fn syntax_error(root: &SgNode<'_>, src: &str, offset: usize) -> Option<String> {
-    let node = root.dfs().find(|n| n.is_error())?;
+/// not errors: ast-grep leaves them out of the pattern. When `lenient`, nor is an `ERROR`
+/// node that is exactly a run metavariable (`$$$` or `$$$NAME` where the grammar wants
+/// items, fields, match arms or cases: `impl $T { $$$ }`, `switch ($X) { $$$ }`): ast-grep
+/// turns it into that metavariable, which matches whatever run stands there. A single `$X`
+/// in the wrong place stays an error: a natural context usually reads it right
+/// (TypeScript's `private $X: $T` is a class field, not a label).
+fn syntax_error(
+    root: &SgNode<'_>,
+    src: &str,
+    offset: usize,
+    lang: SupportLang,
+    lenient: bool,
+) -> Option<String> {
+    let is_run = |n: &SgNode<'_>| {
+        matches!(
+            lang.extract_meta_var(&n.text()),
+            Some(MetaVariable::Multiple | MetaVariable::MultiCapture(_))
+        )
+    };
+    let node = root
+        .dfs()
+        .find(|n| n.is_error() && !(lenient && is_run(n)))?;
     let start = floor_char(
         src,
         node.range().start.saturating_sub(offset).min(src.len()),
@@ -279,10 +351,14 @@ fn floor_char(s: &str, mut i: usize) -> usize {
 }
 
 /// The pattern on its own: the root must reduce to one node.
-fn top_level(processed: &str, lang: SupportLang) -> std::result::Result<(Pattern, String), String> {
+fn top_level(
+    processed: &str,
+    lang: SupportLang,
+    lenient: bool,
+) -> std::result::Result<(Pattern, String), String> {
     let tree = lang.ast_grep(processed);
     let root = tree.root();
-    if let Some(err) = syntax_error(&root, processed, 0) {
+    if let Some(err) = syntax_error(&root, processed, 0, lang, lenient) {
         return Err(err);
     }
     let top: Vec<_> = root
@@ -314,11 +390,12 @@ fn wrapped(
     before: &str,
     after: &str,
     lang: SupportLang,
+    lenient: bool,
 ) -> std::result::Result<(Pattern, String), String> {
     let src = format!("{before}{processed}{after}");
     let tree = lang.ast_grep(&src);
     let root = tree.root();
-    if let Some(err) = syntax_error(&root, processed, before.len()) {
+    if let Some(err) = syntax_error(&root, processed, before.len(), lang, lenient) {
         return Err(err);
     }
     let (start, end) = (before.len(), before.len() + processed.len());

@@ -32,13 +32,15 @@ pub enum Error {
     PathNotFound { path: PathBuf },
     #[error("`language` is required: the language of {} cannot be told from its name", path.display())]
     LanguageUnknownForFile { path: PathBuf },
-    #[error("{}", language_required(path, found, accepting))]
+    #[error("{}", language_required(path, found, accepting, prose))]
     LanguageRequired {
         path: PathBuf,
-        /// Languages with files under `path`, with their file counts, most files first.
+        /// Code languages with files under `path`, with their file counts, most files first.
         found: Vec<(&'static str, usize)>,
         /// Those of them in which the pattern parses.
         accepting: Vec<&'static str>,
+        /// Prose and data formats present, never inferred (`lang::is_prose_or_data`).
+        prose: Vec<(&'static str, usize)>,
     },
     #[error("the pattern {pattern:?} does not parse as one {language} node: {reason}")]
     PatternInvalid {
@@ -106,12 +108,22 @@ fn language_required(
     path: &std::path::Path,
     found: &[(&'static str, usize)],
     accepting: &[&'static str],
+    prose: &[(&'static str, usize)],
 ) -> String {
     if found.is_empty() {
-        return format!(
-            "`language` is required: {} has no file of a supported language",
-            path.display()
-        );
+        let listed: Vec<String> = prose.iter().map(|(l, n)| format!("{l} ({n})")).collect();
+        return if prose.is_empty() {
+            format!(
+                "`language` is required: {} has no file of a supported language",
+                path.display()
+            )
+        } else {
+            format!(
+                "`language` is required: {} has no code file, only prose and data files ({}), which are searched only when `language` is named",
+                path.display(),
+                listed.join(", ")
+            )
+        };
     }
     let listed: Vec<String> = found.iter().map(|(l, n)| format!("{l} ({n})")).collect();
     format!(

@@ -138,9 +138,10 @@ pub fn prepare(req: &SearchRequest) -> Result<Target> {
     })
 }
 
-/// For a directory without `language`: the language of its files, when that is
+/// For a directory without `language`: the language of its code files, when that is
 /// unambiguous — one language present, or exactly one of those present in which the
-/// pattern parses.
+/// pattern parses. Prose and data files (Markdown, JSON, YAML, HTML) are counted, not
+/// candidates ([`lang::is_prose_or_data`]).
 fn infer_language(req: &SearchRequest) -> Result<(SupportLang, Option<String>)> {
     let counts: Mutex<BTreeMap<&'static str, (SupportLang, usize)>> = Mutex::default();
     walker(req.path, req.threads).run(|| {
@@ -156,8 +157,11 @@ fn infer_language(req: &SearchRequest) -> Result<(SupportLang, Option<String>)> 
         })
     });
     let counts = counts.into_inner().unwrap_or_else(|p| p.into_inner());
-    let mut found: Vec<(&'static str, SupportLang, usize)> =
-        counts.into_iter().map(|(id, (l, n))| (id, l, n)).collect();
+    let (mut found, mut prose): (Vec<_>, Vec<_>) = counts
+        .into_iter()
+        .map(|(id, (l, n))| (id, l, n))
+        .partition(|(_, l, _)| !lang::is_prose_or_data(*l));
+    prose.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
     found.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
     let listed = |found: &[(&'static str, SupportLang, usize)]| {
         found
@@ -191,6 +195,7 @@ fn infer_language(req: &SearchRequest) -> Result<(SupportLang, Option<String>)> 
         path: req.path.to_path_buf(),
         found: found.iter().map(|(id, _, n)| (*id, *n)).collect(),
         accepting: accepting.iter().map(|(id, _, _)| *id).collect(),
+        prose: prose.iter().map(|(id, _, n)| (*id, *n)).collect(),
     })
 }
 
