@@ -343,6 +343,36 @@ struct Lines {
 }
 
 impl Lines {
+    /// What `ops` make of the lines from `at`: context keeps the file's own bytes, added
+    /// lines take the file's line ending; counts what was added and removed.
+    fn replacement(
+        &self,
+        ops: &[Op],
+        at: usize,
+        added: &mut usize,
+        removed: &mut usize,
+    ) -> Vec<(Vec<u8>, Option<&'static [u8]>)> {
+        let mut replacement = Vec::new();
+        let mut k = at;
+        for op in ops {
+            match op {
+                Op::Context(_) => {
+                    replacement.push(self.lines[k].clone());
+                    k += 1;
+                }
+                Op::Remove(_) => {
+                    *removed += 1;
+                    k += 1;
+                }
+                Op::Add(t) => {
+                    *added += 1;
+                    replacement.push((t.as_bytes().to_vec(), Some(self.eol)));
+                }
+            }
+        }
+        replacement
+    }
+
     fn parse(bytes: &[u8]) -> Lines {
         let mut lines = Vec::new();
         let mut crlf = None;
@@ -524,24 +554,7 @@ fn apply_unified(scope: &Scope, patch: &str) -> Result<(Vec<Applied>, Vec<String
                 }
             }
             // Build the replacement for lines[at .. at + old.len()].
-            let mut replacement: Vec<(Vec<u8>, Option<&'static [u8]>)> = Vec::new();
-            let mut k = at;
-            for op in &h.ops {
-                match op {
-                    Op::Context(_) => {
-                        replacement.push(lines.lines[k].clone());
-                        k += 1;
-                    }
-                    Op::Remove(_) => {
-                        removed += 1;
-                        k += 1;
-                    }
-                    Op::Add(t) => {
-                        added += 1;
-                        replacement.push((t.as_bytes().to_vec(), Some(lines.eol)));
-                    }
-                }
-            }
+            let mut replacement = lines.replacement(&h.ops, at, &mut added, &mut removed);
             let end = at + old.len();
             let touches_end = end == lines.lines.len();
             if touches_end && let Some(last) = replacement.last_mut() {

@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use super::{Applied, Lines};
+use super::{Applied, Lines, Op};
 use crate::edit::load;
 use crate::error::{Error, Result};
 use crate::paths::{Access, Scope};
@@ -110,13 +110,6 @@ pub(super) struct Section {
     ops: Vec<Op>,
     /// `*** End of File`: the old lines are at the end of the file.
     end_of_file: bool,
-}
-
-#[derive(Debug)]
-enum Op {
-    Context(String),
-    Remove(String),
-    Add(String),
 }
 
 impl Section {
@@ -586,25 +579,9 @@ fn apply_sections(
         } else {
             &s.ops[..]
         };
-        let mut replacement: Vec<(Vec<u8>, Option<&'static [u8]>)> = Vec::new();
-        let mut k = at;
-        for op in ops {
-            match op {
-                Op::Context(_) => {
-                    replacement.push(lines.lines[k].clone());
-                    k += 1;
-                }
-                Op::Remove(_) => {
-                    removed += 1;
-                    k += 1;
-                }
-                Op::Add(t) => {
-                    added += 1;
-                    replacement.push((t.as_bytes().to_vec(), Some(lines.eol)));
-                }
-            }
-        }
-        let end = k;
+        let mut replacement = lines.replacement(ops, at, &mut added, &mut removed);
+        // The old lines the section spans: its context and removed lines.
+        let end = at + ops.iter().filter(|o| !matches!(o, Op::Add(_))).count();
         // The file's last line keeps whether it had a line ending.
         if end == lines.lines.len() {
             let final_newline = lines.lines.last().is_none_or(|l| l.1.is_some());
