@@ -40,6 +40,51 @@ const DEATH_DRAIN: Duration = Duration::from_secs(1);
 /// blocking call (while the thread waits for the GIL) waits for that call to return.
 const REINTERRUPT: Duration = Duration::from_millis(500);
 
+/// Folds `event` into `collector` when it is output of `cell` (its streams, displays and
+/// errors, and fd-level stderr) and says what to stream to the caller, if anything; any other
+/// event comes back as `Err`.
+fn fold_output(
+    collector: &mut Collector,
+    cell: u64,
+    event: Event,
+) -> std::result::Result<Option<(Stream, String)>, Event> {
+    match event {
+        Event::Frame(FromKernel::Stream {
+            cell: Some(c),
+            name,
+            text,
+        }) if c == cell => {
+            let stream = if name == "stderr" {
+                Stream::Stderr
+            } else {
+                Stream::Stdout
+            };
+            Ok(collector.stream(&name, &text).map(|t| (stream, t)))
+        }
+        Event::Stderr(text) => Ok(collector
+            .stream("stderr", &text)
+            .map(|t| (Stream::Stderr, t))),
+        Event::Frame(FromKernel::Display {
+            cell: Some(c),
+            data,
+            result,
+        }) if c == cell => {
+            collector.display(data, result);
+            Ok(None)
+        }
+        Event::Frame(FromKernel::Error {
+            cell: Some(c),
+            ename,
+            evalue,
+            traceback,
+        }) if c == cell => {
+            collector.error(ename, evalue, traceback);
+            Ok(None)
+        }
+        other => Err(other),
+    }
+}
+
 /// Limits and choices of the kernels; see `[kernels]` in docs/OPERATIONS.md.
 #[derive(Clone, Debug)]
 pub struct KernelLimits {
@@ -456,21 +501,17 @@ impl Kernels {
                     let Some(event) = event else {
                         return Err((Stop::Died, collector));
                     };
+                    let event = match fold_output(&mut collector, cell, event) {
+                        Ok(fwd) => {
+                            last_activity = Instant::now();
+                            if let Some((stream, text)) = fwd {
+                                forward(Some(text), stream).await;
+                            }
+                            continue;
+                        }
+                        Err(other) => other,
+                    };
                     match event {
-                        Event::Frame(FromKernel::Stream { cell: Some(c), name, text }) if c == cell => {
-                            last_activity = Instant::now();
-                            let stream = if name == "stderr" { Stream::Stderr } else { Stream::Stdout };
-                            let fwd = collector.stream(&name, &text);
-                            forward(fwd, stream).await;
-                        }
-                        Event::Frame(FromKernel::Display { cell: Some(c), data, result }) if c == cell => {
-                            last_activity = Instant::now();
-                            collector.display(data, result);
-                        }
-                        Event::Frame(FromKernel::Error { cell: Some(c), ename, evalue, traceback }) if c == cell => {
-                            last_activity = Instant::now();
-                            collector.error(ename, evalue, traceback);
-                        }
                         Event::Frame(FromKernel::Bridge { cell: c, id, tool, args }) => {
                             last_activity = Instant::now();
                             if c != Some(cell) {
@@ -491,11 +532,6 @@ impl Kernels {
                         }
                         Event::Frame(FromKernel::Done { cell: c, status }) if c == cell => {
                             done = Some((status, Instant::now()));
-                        }
-                        Event::Stderr(text) => {
-                            last_activity = Instant::now();
-                            let fwd = collector.stream("stderr", &text);
-                            forward(fwd, Stream::Stderr).await;
                         }
                         Event::Sync(c) if c == cell => synced = true,
                         Event::Broken(why) => {
@@ -524,18 +560,9 @@ impl Kernels {
                     // grandchild may hold stderr open), so the answer shows it.
                     let until = tokio::time::Instant::now() + DEATH_DRAIN;
                     while let Ok(Some(event)) = tokio::time::timeout_at(until, port.events.recv()).await {
-                        let (name, text) = match event {
-                            Event::Frame(FromKernel::Stream { cell: Some(c), name, text }) if c == cell => (name, text),
-                            Event::Stderr(text) => ("stderr".to_string(), text),
-                            Event::Frame(FromKernel::Error { cell: Some(c), ename, evalue, traceback }) if c == cell => {
-                                collector.error(ename, evalue, traceback);
-                                continue;
-                            }
-                            _ => continue,
-                        };
-                        let stream = if name == "stderr" { Stream::Stderr } else { Stream::Stdout };
-                        let fwd = collector.stream(&name, &text);
-                        forward(fwd, stream).await;
+                        if let Ok(Some((stream, text))) = fold_output(&mut collector, cell, event) {
+                            forward(Some(text), stream).await;
+                        }
                     }
                     return Err((Stop::Died, collector));
                 }

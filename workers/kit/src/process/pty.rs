@@ -74,13 +74,17 @@ fn size_arg(arg: Option<&OsString>, what: &str) -> io::Result<u16> {
         })
 }
 
-fn set_size(master: &OwnedFd, cols: u16, rows: u16) {
-    let size = Winsize {
+fn winsize(cols: u16, rows: u16) -> Winsize {
+    Winsize {
         ws_row: rows,
         ws_col: cols,
         ws_xpixel: 0,
         ws_ypixel: 0,
-    };
+    }
+}
+
+fn set_size(master: &OwnedFd, cols: u16, rows: u16) {
+    let size = winsize(cols, rows);
     // SAFETY: TIOCSWINSZ reads one `winsize` from the pointer, which outlives the call; the
     // fd is the pty master this process owns. The kernel signals SIGWINCH to the terminal's
     // foreground group itself.
@@ -95,13 +99,7 @@ fn relay(args: Vec<OsString>) -> io::Result<i32> {
     let Some(program) = args.get(2) else {
         return Err(io::Error::other("usage: __pty COLS ROWS PROGRAM [ARGS..]"));
     };
-    let size = Winsize {
-        ws_row: rows,
-        ws_col: cols,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    let pty = openpty(Some(&size), None).map_err(io::Error::from)?;
+    let pty = openpty(Some(&winsize(cols, rows)), None).map_err(io::Error::from)?;
     let (master, slave) = (pty.master, pty.slave);
     let mut command = Command::new(program);
     command
