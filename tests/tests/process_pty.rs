@@ -35,7 +35,12 @@ fn a_python_repl_runs_on_a_terminal_that_can_be_resized_and_interrupted() {
     let id = started["id"].as_str().unwrap().to_string();
     screen_with(&d, &id, "the REPL's prompt", |s| s.contains(">>>"));
     keys(&d, &id, "import os, sys; sys.stdin.isatty(), os.getpid()\n");
-    let v = screen_with(&d, &id, "the answer", |s| s.contains("(True, "));
+    // The whole answer, up to its closing parenthesis (it may arrive in pieces).
+    let v = screen_with(&d, &id, "the answer", |s| {
+        s.split("(True, ")
+            .nth(1)
+            .is_some_and(|rest| rest.contains(')'))
+    });
     let screen = v["screen"]["text"].as_str().unwrap();
     let pid: u32 = screen
         .split("(True, ")
@@ -90,9 +95,15 @@ fn bash_on_a_terminal_sees_its_size_and_ends_on_ctrl_d() {
     let id = started["id"].as_str().unwrap().to_string();
     screen_with(&d, &id, "bash's prompt", |s| s.contains("$ "));
     keys(&d, &id, "stty size; tty\n");
-    let v = screen_with(&d, &id, "stty's answer", |s| s.contains("20 90"));
+    // Both answers are waited for: `tty` prints after `stty`, maybe in a later read.
+    let v = screen_with(&d, &id, "stty's and tty's answers", |s| {
+        s.contains("20 90") && s.contains("/dev/pts/")
+    });
     let screen = v["screen"]["text"].as_str().unwrap();
-    assert!(screen.contains("/dev/pts/"), "{screen}");
+    assert!(
+        screen.contains("20 90") && screen.contains("/dev/pts/"),
+        "{screen}"
+    );
     // Full-screen output is rendered, not shown as escape codes.
     keys(&d, &id, "clear; echo fresh\n");
     let v = screen_with(&d, &id, "the cleared screen", |s| {
