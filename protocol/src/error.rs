@@ -52,6 +52,9 @@ pub enum ErrorKind {
     Conflict,
     /// A bug in the daemon. The message says what; please report it.
     Internal,
+    /// The daemon is draining (SIGTERM, `toolvisor drain`): calls in flight finish, new ones
+    /// are refused. Retry against the next daemon.
+    ShuttingDown,
 }
 
 impl ErrorKind {
@@ -81,6 +84,7 @@ impl ErrorKind {
             ErrorKind::Expired => "expired",
             ErrorKind::Conflict => "conflict",
             ErrorKind::Internal => "internal",
+            ErrorKind::ShuttingDown => "shutting_down",
         }
     }
 }

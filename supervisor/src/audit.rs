@@ -26,13 +26,23 @@ impl AuditLog {
     }
 
     /// Append one record. A failure to write is logged, never fatal to the call.
-    pub fn record(&self, event: &str, conversation: &str, session: u64, tool: &str, reason: &str) {
+    /// `call` is the call's id on its session (the `call` field of the daemon's log lines).
+    pub fn record(
+        &self,
+        event: &str,
+        conversation: &str,
+        session: u64,
+        call: u64,
+        tool: &str,
+        reason: &str,
+    ) {
         let line = json!({
             "ts_ms": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
             "event": event,
             "tool": tool,
             "conversation": conversation,
             "session": session,
+            "call": call,
             "reason": reason,
         });
         let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());

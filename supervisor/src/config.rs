@@ -47,10 +47,21 @@ pub struct Config {
     pub kernels: KernelsConfig,
     /// `[debug]`: `debug`'s adapters, session TTL and waits.
     pub debug: toolvisor_dap::DebugConfig,
+    /// `[metrics]`: the opt-in Prometheus endpoint.
+    pub metrics: MetricsConfig,
     pub testing: TestingConfig,
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
     pub source: String,
+}
+
+/// `[metrics]`: a Prometheus text endpoint, off unless `listen` is set: `"127.0.0.1:9464"`
+/// (loopback only) or `"unix:/path/metrics.sock"` (a private directory, like the daemon's
+/// socket). Scrapes answer `GET /metrics`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    pub listen: Option<String>,
 }
 
 /// `[trust]`: workspace trust. A root is trusted when it (or a directory above it) is listed
@@ -100,6 +111,9 @@ pub struct Limits {
     /// Encoded bytes queued for one client that it has not read yet. Past it the daemon
     /// stops reading that client's frames, and its calls wait to queue more, until it reads.
     pub max_queued_output_bytes: usize,
+    /// On SIGTERM or `toolvisor drain`: how long calls in flight may run on before the
+    /// resources are stopped under them.
+    pub drain_timeout_s: u64,
 }
 
 impl Default for Limits {
@@ -117,6 +131,7 @@ impl Default for Limits {
             frame_deadline_s: 30,
             max_calls_in_flight: 16,
             max_queued_output_bytes: 16 * 1024 * 1024,
+            drain_timeout_s: 30,
         }
     }
 }
@@ -598,6 +613,7 @@ impl Default for Config {
             secrets: SecretsConfig::default(),
             kernels: KernelsConfig::default(),
             debug: toolvisor_dap::DebugConfig::default(),
+            metrics: MetricsConfig::default(),
             testing: TestingConfig::default(),
             source: "embedded defaults".into(),
         }
@@ -688,6 +704,12 @@ impl Config {
             path: path.display().to_string(),
             message,
         })?;
+        if let Some(listen) = &config.metrics.listen {
+            crate::metrics::Endpoint::parse(listen).map_err(|message| ConfigError::Parse {
+                path: path.display().to_string(),
+                message,
+            })?;
+        }
         config.source = path.display().to_string();
         Ok(config)
     }

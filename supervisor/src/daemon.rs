@@ -107,6 +107,13 @@ pub struct Daemon {
     next_request: AtomicU64,
     calls_total: AtomicU64,
     calls_failed: AtomicU64,
+    /// Calls admitted and not yet answered, over every session (drain waits for 0).
+    calls_in_flight: AtomicU64,
+    /// Wakes a drain waiting for the calls in flight when one ends.
+    call_ended: tokio::sync::Notify,
+    /// Set once a drain began: new calls are refused with `shutting_down`.
+    draining: std::sync::atomic::AtomicBool,
+    metrics: crate::metrics::Metrics,
 }
 
 /// Bursts of fewer sessions than this leave too little behind to be worth a trim.
@@ -160,6 +167,79 @@ impl Daemon {
     /// A call ended in an error (for `status`).
     pub fn count_failure(&self) {
         self.calls_failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A call was admitted: it counts as in flight until [`Daemon::call_finished`].
+    pub fn call_began(&self) {
+        self.calls_in_flight.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A call's result was queued: count it for the metrics, and wake a drain.
+    pub fn call_finished(&self, tool: &str, outcome: &str, elapsed: Duration) {
+        let tool = if self.registry.get(tool).is_some() {
+            tool
+        } else {
+            "unknown"
+        };
+        self.metrics.call_ended(tool, outcome, elapsed);
+        self.calls_in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.call_ended.notify_waiters();
+    }
+
+    pub fn calls_in_flight(&self) -> u64 {
+        self.calls_in_flight.load(Ordering::SeqCst)
+    }
+
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+
+    /// Wait until every session's queued answers were written (or `deadline` passed).
+    pub async fn outboxes_flushed(&self, deadline: Instant) {
+        let mut changes = self.notifier.subscribe();
+        while Instant::now() < deadline {
+            let queued: usize = self
+                .sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .map(|s| s.queued.queued())
+                .sum();
+            if queued == 0 {
+                return;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(20), changes.changed()).await;
+        }
+    }
+
+    /// Whether a drain began (new calls get `shutting_down`).
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Begin draining: from now on new calls are refused.
+    pub fn begin_drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        self.notifier.bump();
+    }
+
+    /// Wait until no call is in flight, or `deadline` passed; the calls still running then.
+    pub async fn calls_done(&self, deadline: Instant) -> u64 {
+        loop {
+            let ended = self.call_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            let running = self.calls_in_flight();
+            if running == 0 {
+                return 0;
+            }
+            if tokio::time::timeout_at(deadline.into(), ended)
+                .await
+                .is_err()
+            {
+                return self.calls_in_flight();
+            }
+        }
     }
 
     pub fn add_session(&self, info: SessionInfo) -> u64 {
@@ -628,6 +708,10 @@ pub async fn start(
         next_request: AtomicU64::new(0),
         calls_total: AtomicU64::new(0),
         calls_failed: AtomicU64::new(0),
+        calls_in_flight: AtomicU64::new(0),
+        call_ended: tokio::sync::Notify::new(),
+        draining: std::sync::atomic::AtomicBool::new(false),
+        metrics: crate::metrics::Metrics::default(),
         config,
     });
     let trimmer = tokio::spawn(daemon.clone().trim_task());
@@ -637,12 +721,29 @@ pub async fn start(
         trimmer,
     })
 }
+/// The order a shutdown stops resources in: what holds a person's or a program's state
+/// mid-flight first (debug sessions, kernels, workers), then the servers they may have been
+/// using, then the processes.
+pub const STOP_ORDER: &[&str] = &[
+    "debug_adapters",
+    "kernels",
+    "vibe",
+    "language_servers",
+    "processes",
+];
+
+/// How long one kind's resources get to stop before the next kind's turn.
+const STOP_KIND_WAIT: Duration = Duration::from_secs(5);
+
 impl Started {
-    /// Stop every resource: the root stops each kind supervisor's children (their guards
-    /// kill and reap their process trees), then itself.
+    /// Stop every resource, kind by kind in [`STOP_ORDER`] (their guards kill and reap their
+    /// process trees), then the root with anything left.
     pub async fn shutdown(self) {
         self.trimmer.abort();
         tracing::info!("shutting down: stopping every resource");
+        for &kind in STOP_ORDER {
+            self.stop_kind(kind).await;
+        }
         let root = &self.daemon.root;
         root.stop_children_and_wait(
             Some(crate::root::SHUTDOWN_REASON.into()),
@@ -651,6 +752,70 @@ impl Started {
         .await;
         root.stop(Some(crate::root::SHUTDOWN_REASON.into()));
         let _ = tokio::time::timeout(Duration::from_secs(5), self.root_handle).await;
+    }
+
+    /// Stop every live resource of `kind` and wait (up to [`STOP_KIND_WAIT`]) until none is
+    /// left running.
+    async fn stop_kind(&self, kind: &str) {
+        let Ok(sup) = kind_supervisor(&self.daemon.root, kind).await else {
+            return;
+        };
+        let live = |node: &TreeNode| {
+            node.children
+                .iter()
+                .filter(|c| !matches!(c.state, NodeState::Exited | NodeState::Failed))
+                .map(|c| c.id.clone())
+                .collect::<Vec<_>>()
+        };
+        let snapshot = |sup: &ActorRef<SupervisorMsg>| {
+            let sup = sup.clone();
+            async move {
+                match sup
+                    .call(
+                        |reply| SupervisorMsg::Snapshot { reply },
+                        Some(Duration::from_secs(2)),
+                    )
+                    .await
+                {
+                    Ok(ractor::rpc::CallResult::Success(node)) => Some(node),
+                    _ => None,
+                }
+            }
+        };
+        let Some(node) = snapshot(&sup).await else {
+            return;
+        };
+        let ids = live(&node);
+        if ids.is_empty() {
+            return;
+        }
+        tracing::info!(kind, resources = ids.len(), "stopping resources");
+        for id in ids {
+            let _ = sup
+                .call(
+                    |reply| SupervisorMsg::Stop {
+                        id,
+                        reason: crate::root::SHUTDOWN_REASON.into(),
+                        reply,
+                    },
+                    Some(Duration::from_secs(2)),
+                )
+                .await;
+        }
+        let deadline = Instant::now() + STOP_KIND_WAIT;
+        let mut changes = self.daemon.notifier.subscribe();
+        while Instant::now() < deadline {
+            match snapshot(&sup).await {
+                Some(node) if !live(&node).is_empty() => {}
+                _ => return,
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(200), changes.changed()).await;
+        }
+        tracing::warn!(
+            kind,
+            "resources still running after {} s; the root stops them",
+            STOP_KIND_WAIT.as_secs()
+        );
     }
 }
 

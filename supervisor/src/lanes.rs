@@ -40,6 +40,8 @@ pub struct Lanes {
     lanes: Map,
     next_id: AtomicU64,
     idle: Duration,
+    /// Jobs enqueued and not yet started, over every lane (the metrics' queue depth).
+    queued: Arc<AtomicU64>,
 }
 
 impl Default for Lanes {
@@ -55,11 +57,13 @@ impl Lanes {
             lanes: Map::default(),
             next_id: AtomicU64::new(0),
             idle,
+            queued: Arc::default(),
         }
     }
 
     /// Queue `job` behind every earlier job of `conversation`.
     pub fn enqueue(&self, conversation: &str, job: Job) {
+        self.queued.fetch_add(1, Ordering::Relaxed);
         let mut lanes = lock(&self.lanes);
         let job = match lanes.get(conversation) {
             Some(lane) => match lane.tx.send(job) {
@@ -80,6 +84,7 @@ impl Lanes {
             conversation.to_string(),
             id,
             self.idle,
+            self.queued.clone(),
         ));
     }
 
@@ -91,6 +96,11 @@ impl Lanes {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Jobs waiting for their turn, over every lane.
+    pub fn queued(&self) -> u64 {
+        self.queued.load(Ordering::Relaxed)
+    }
 }
 
 async fn run_lane(
@@ -99,10 +109,15 @@ async fn run_lane(
     conversation: String,
     id: u64,
     idle: Duration,
+    queued: Arc<AtomicU64>,
 ) {
+    let started = |job: Job| {
+        queued.fetch_sub(1, Ordering::Relaxed);
+        job
+    };
     loop {
         match tokio::time::timeout(idle, rx.recv()).await {
-            Ok(Some(job)) => job.await,
+            Ok(Some(job)) => started(job).await,
             Ok(None) => return,
             Err(_) => {
                 // Idle. Retire under the map lock, which `enqueue` holds while it sends: a
@@ -111,7 +126,7 @@ async fn run_lane(
                 let mut map = lock(&lanes);
                 if let Ok(job) = rx.try_recv() {
                     drop(map);
-                    job.await;
+                    started(job).await;
                     continue;
                 }
                 if map.get(&conversation).is_some_and(|lane| lane.id == id) {

@@ -11,6 +11,7 @@ pub mod conversations;
 pub mod daemon;
 pub mod lanes;
 pub mod listener;
+pub mod metrics;
 pub mod operator;
 pub mod outbox;
 pub mod questions;

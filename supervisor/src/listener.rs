@@ -1,7 +1,8 @@
 //! The Unix socket: bound under a lock so a second daemon never evicts a live one, stale
 //! sockets of killed daemons recovered (only `ECONNREFUSED` proves a socket stale), mode
 //! 0600 in a private directory (ours, not writable by others: a directory someone else made
-//! is refused), and every peer's uid checked against ours (SO_PEERCRED).
+//! is refused), and every peer's uid checked against ours (SO_PEERCRED). Under socket
+//! activation the service manager's socket is adopted under the same lock and checks.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -13,10 +14,14 @@ use toolvisor_kit::private::{PrivateError, ensure_private_dir, open_private_file
 
 /// A bound socket and the lock that proves we own it.
 pub struct Bound {
-    pub listener: std::os::unix::net::UnixListener,
+    /// Taken by the accept loop ([`Bound::take_listener`]); the lock stays with `Bound`.
+    listener: Option<std::os::unix::net::UnixListener>,
     pub path: PathBuf,
     _lock: Flock<File>,
     lock_path: PathBuf,
+    /// The socket was handed over by the service manager (socket activation): it made the
+    /// file and keeps listening after we exit, so shutdown leaves the file alone.
+    pub inherited: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +31,10 @@ pub enum BindError {
     /// The socket's directory or lock file is not ours alone.
     #[error(transparent)]
     Private(#[from] PrivateError),
+    #[error(
+        "the socket the service manager passed has no path (toolvisor serves a Unix socket file; give the .socket unit a ListenStream= path)"
+    )]
+    Unnamed,
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,
@@ -50,29 +59,7 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 /// following a symbolic link: whoever else could write there could otherwise redirect the
 /// lock, plant ledger records, or stand in for the socket.
 pub fn bind(path: &Path) -> Result<Bound, BindError> {
-    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) => dir,
-        None => Path::new("."),
-    };
-    ensure_private_dir(dir, "the socket directory")?;
-    let lock_path = PathBuf::from(format!("{}.lock", path.display()));
-    let file = open_private_file(&lock_path, "the lock file")?;
-    let mut lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => lock,
-        Err((mut file, _)) => {
-            let mut pid = String::new();
-            let _ = file.read_to_string(&mut pid);
-            let pid = pid.trim();
-            return Err(BindError::AlreadyRunning {
-                socket: path.display().to_string(),
-                pid: if pid.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (pid {pid})")
-                },
-            });
-        }
-    };
+    let (mut lock, lock_path) = lock(path)?;
     if std::fs::symlink_metadata(path).is_ok() {
         match std::os::unix::net::UnixStream::connect(path) {
             Ok(_) => {
@@ -96,22 +83,86 @@ pub fn bind(path: &Path) -> Result<Bound, BindError> {
     listener
         .set_nonblocking(true)
         .map_err(io("cannot make the socket non-blocking", path))?;
+    write_pid(&mut lock);
+    Ok(Bound {
+        listener: Some(listener),
+        path: path.to_path_buf(),
+        _lock: lock,
+        lock_path,
+        inherited: false,
+    })
+}
+
+/// Serve the listening socket the service manager handed over (socket activation). The same
+/// rules as [`bind`] hold: its directory must be private, and the lock next to it proves no
+/// other daemon serves the same path.
+pub fn adopt(listener: std::os::unix::net::UnixListener) -> Result<Bound, BindError> {
+    let path = listener
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(Path::to_path_buf))
+        .ok_or(BindError::Unnamed)?;
+    let (mut lock, lock_path) = lock(&path)?;
+    listener
+        .set_nonblocking(true)
+        .map_err(io("cannot make the socket non-blocking", &path))?;
+    write_pid(&mut lock);
+    Ok(Bound {
+        listener: Some(listener),
+        path,
+        _lock: lock,
+        lock_path,
+        inherited: true,
+    })
+}
+
+/// Check the socket's directory is private and take the lock beside the socket.
+fn lock(path: &Path) -> Result<(Flock<File>, PathBuf), BindError> {
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => dir,
+        None => Path::new("."),
+    };
+    ensure_private_dir(dir, "the socket directory")?;
+    let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+    let file = open_private_file(&lock_path, "the lock file")?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok((lock, lock_path)),
+        Err((mut file, _)) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            let pid = pid.trim();
+            Err(BindError::AlreadyRunning {
+                socket: path.display().to_string(),
+                pid: if pid.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (pid {pid})")
+                },
+            })
+        }
+    }
+}
+
+fn write_pid(lock: &mut Flock<File>) {
     let _ = lock.set_len(0);
     let _ = lock.rewind();
     let _ = write!(lock, "{}", std::process::id());
     let _ = lock.flush();
-    Ok(Bound {
-        listener,
-        path: path.to_path_buf(),
-        _lock: lock,
-        lock_path,
-    })
 }
 
 impl Bound {
-    /// Remove the socket and lock files (on clean shutdown).
+    /// The listening socket, for the accept loop (once). Dropping it stops new connections
+    /// while the lock keeps another daemon off the path.
+    pub fn take_listener(&mut self) -> Option<std::os::unix::net::UnixListener> {
+        self.listener.take()
+    }
+
+    /// Remove the socket and lock files (on clean shutdown); an inherited socket stays, for
+    /// the service manager keeps listening on it.
     pub fn cleanup(&self) {
-        let _ = std::fs::remove_file(&self.path);
+        if !self.inherited {
+            let _ = std::fs::remove_file(&self.path);
+        }
         let _ = std::fs::remove_file(&self.lock_path);
     }
 }

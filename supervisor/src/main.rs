@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -93,6 +94,16 @@ enum Command {
     Status {
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Drain the daemon and wait for it to exit: it stops accepting, lets calls in flight
+    /// finish (up to `limits.drain_timeout_s`), answers new calls `shutting_down`, stops its
+    /// resources in order and exits 0. The same as sending it SIGTERM.
+    Drain {
+        /// Give up waiting for the exit after this many seconds (the daemon goes on draining).
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
         #[command(flatten)]
         conn: Conn,
     },
@@ -317,6 +328,7 @@ fn main() -> ExitCode {
                 Err(e) => lost(e),
             }
         }
+        Command::Drain { timeout, conn } => drain_main(&conn, Duration::from_secs(timeout)),
         Command::Operator { run, conn } => {
             let options = toolvisor::operator::OperatorOptions {
                 socket: conn
@@ -381,6 +393,55 @@ fn unexpected(frame: DaemonFrame) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// `toolvisor drain`: SIGTERM to the daemon behind the socket, then wait until it released
+/// its lock (which a process holds until it has exited, whoever reaps it).
+fn drain_main(conn: &Conn, timeout: Duration) -> ExitCode {
+    let mut client = match connect(conn, Tier::Read, false) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let status = match client.request(&ClientFrame::Status) {
+        Ok(DaemonFrame::Status(s)) => s,
+        Ok(other) => return unexpected(other),
+        Err(e) => return lost(e),
+    };
+    drop(client);
+    let pid = nix::unistd::Pid::from_raw(status.pid as i32);
+    if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM) {
+        out!(
+            "{}",
+            json!({"ok": false, "error": {"kind": "io", "message": format!("cannot signal the daemon (pid {}): {e}", status.pid), "hint": "the daemon may run in another pid namespace: send it SIGTERM there (e.g. `systemctl --user stop toolvisor` or `kill -TERM` inside its container)"}})
+        );
+        return ExitCode::from(1);
+    }
+    let began = std::time::Instant::now();
+    let lock = PathBuf::from(format!("{}.lock", status.socket));
+    loop {
+        let released = match std::fs::File::open(&lock) {
+            Ok(file) => {
+                nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_ok()
+            }
+            // The daemon removes its lock file as the last thing it does.
+            Err(_) => true,
+        };
+        if released {
+            out!(
+                "{}",
+                json!({"ok": true, "result": {"pid": status.pid, "drained_ms": began.elapsed().as_millis() as u64}})
+            );
+            return ExitCode::SUCCESS;
+        }
+        if began.elapsed() >= timeout {
+            out!(
+                "{}",
+                json!({"ok": false, "error": {"kind": "timeout", "message": format!("the daemon (pid {}) was still draining after {} s", status.pid, timeout.as_secs()), "hint": "it goes on draining: calls in flight get up to `limits.drain_timeout_s`; wait longer with --timeout, or SIGKILL it"}})
+            );
+            return ExitCode::from(1);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str) -> ExitCode {
     // Before any thread exists: large buffers get their own mappings and go back at once.
     toolvisor_kit::memory::tune();
@@ -411,8 +472,20 @@ fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str
     if socket.is_some() {
         config.socket = socket;
     }
+    // Socket activation: a listening socket the service manager passed wins over the path.
+    let inherited = match toolvisor_kit::systemd::listen_fds() {
+        Ok(inherited) => inherited,
+        Err(e) => {
+            eprintln!("toolvisor: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let path = config.socket_path();
-    let bound = match listener::bind(&path) {
+    let bound = match inherited {
+        Some(socket) => listener::adopt(socket),
+        None => listener::bind(&path),
+    };
+    let bound = match bound {
         Ok(b) => b,
         Err(e) => {
             eprintln!("toolvisor: {e}");

@@ -1,10 +1,13 @@
 //! The accept loop: `serve` takes a bound listener and a shutdown future (the `serve`
 //! command passes SIGTERM/SIGINT; the end-to-end tests run the real binary on a temp
 //! socket), starts the daemon, admits connections under the session cap and hands each to
-//! its session, and stops every resource at shutdown.
+//! its session, tells a service manager it is ready (`NOTIFY_SOCKET`), serves the opt-in
+//! metrics endpoint, and at shutdown drains: calls in flight finish up to
+//! `limits.drain_timeout_s`, new ones get `shutting_down`, then resources stop in order.
 
 use std::future::Future;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
@@ -25,15 +28,47 @@ mod libc_errno {
 
 /// Run the daemon on `bound` until `shutdown` completes.
 pub async fn serve(
-    bound: Bound,
+    mut bound: Bound,
     config: Config,
     options: ServeOptions,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let started = crate::daemon::start(&bound, config, &options).await?;
     let daemon = started.daemon.clone();
-    let listener = tokio::net::UnixListener::from_std(bound.listener.try_clone()?)?;
-    tracing::info!(socket = %bound.path.display(), pid = std::process::id(), config = daemon.config().source, "toolvisor serving");
+    let listener = tokio::net::UnixListener::from_std(
+        bound
+            .take_listener()
+            .ok_or_else(|| anyhow::anyhow!("the socket's listener was already taken"))?,
+    )?;
+    let metrics = match &daemon.config().metrics.listen {
+        Some(listen) => {
+            let endpoint =
+                crate::metrics::Endpoint::parse(listen).map_err(|e| anyhow::anyhow!(e))?;
+            let metrics = crate::metrics::Listener::bind(&endpoint).await?;
+            tracing::info!(endpoint = listen, "serving metrics at /metrics");
+            Some(tokio::spawn(metrics.serve(daemon.clone())))
+        }
+        None => None,
+    };
+    let manager = Arc::new(toolvisor_kit::systemd::Notifier::from_env());
+    let watchdog = toolvisor_kit::systemd::watchdog_interval()
+        .filter(|_| manager.active())
+        .map(|every| {
+            let manager = manager.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                loop {
+                    tick.tick().await;
+                    manager.notify("WATCHDOG=1");
+                }
+            })
+        });
+    tracing::info!(socket = %bound.path.display(), pid = std::process::id(), config = daemon.config().source, inherited = bound.inherited, "toolvisor serving");
+    manager.notify(&format!(
+        "READY=1\nMAINPID={}\nSTATUS=serving on {}",
+        std::process::id(),
+        bound.path.display()
+    ));
     let my_uid = nix::unistd::geteuid().as_raw();
     let admission = Admission::new(daemon.config().limits.max_sessions);
     let mut reserve = ReserveFd::new();
@@ -112,8 +147,44 @@ pub async fn serve(
             }
         }
     }
+    // Drain: no new connections (a service manager's socket queues them for the next
+    // start), new calls on open ones get `shutting_down`, calls in flight finish up to the
+    // deadline, then the resources stop kind by kind.
+    drop(listener);
+    daemon.begin_drain();
+    let running = daemon.calls_in_flight();
+    let timeout = Duration::from_secs(daemon.config().limits.drain_timeout_s);
+    tracing::info!(
+        calls_in_flight = running,
+        timeout_s = timeout.as_secs(),
+        "draining"
+    );
+    manager.notify(&format!(
+        "STOPPING=1\nSTATUS=draining {running} call(s) in flight"
+    ));
+    let left = daemon.calls_done(Instant::now() + timeout).await;
+    if left > 0 {
+        tracing::warn!(
+            calls = left,
+            timeout_s = timeout.as_secs(),
+            "calls still running at the drain deadline; stopping their resources under them"
+        );
+    }
+    // Answers already queued reach their clients before the connections close.
+    daemon.outboxes_flushed(Instant::now() + OUTBOX_FLUSH).await;
+    manager.notify("STATUS=stopping resources");
+    if let Some(task) = watchdog {
+        task.abort();
+    }
+    if let Some(task) = metrics {
+        task.abort();
+    }
     drop(daemon);
     started.shutdown().await;
     bound.cleanup();
+    tracing::info!("drained and stopped");
     Ok(())
 }
+
+/// How long a drain waits for queued answers to be written to their clients.
+const OUTBOX_FLUSH: Duration = Duration::from_secs(2);

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -757,6 +758,17 @@ async fn start_call(
             .await;
         return None;
     }
+    if daemon.is_draining() {
+        let _ = session
+            .out
+            .send(reject(ToolError::new(
+                ErrorKind::ShuttingDown,
+                format!("call {id} was not started: the daemon is shutting down (draining the calls in flight)"),
+                "retry once the daemon is back (a service manager restarts it; `toolvisor status` tells when it answers)",
+            )))
+            .await;
+        return None;
+    }
     let (cancel_tx, cancel_rx) = oneshot::channel();
     let cap = daemon.config().limits.max_calls_in_flight;
     let (duplicate, full) = {
@@ -798,6 +810,8 @@ async fn start_call(
     daemon.touch_conversation(&call.conversation);
     session.viewer.saw(&call.conversation);
     daemon.count_call();
+    daemon.call_began();
+    let began = std::time::Instant::now();
     // No tree notification per call: a session's busy/ready flips with every call, and
     // watchers pick it up on their once-a-second tick instead of redrawing per call.
     session.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -823,6 +837,17 @@ async fn start_call(
         None
     };
 
+    // Every log line of the call carries its id, conversation, tool and the resource kind
+    // behind it, so logs join with the audit log (`--log-format json` prints the span).
+    let span = tracing::info_span!(
+        "call",
+        call = id,
+        session = session.id,
+        conversation = %call.conversation,
+        tool = %call.tool,
+        resource = daemon.registry().get(&call.tool).map_or("", |t| t.resource),
+        run = %session.hello.run_id,
+    );
     let daemon = daemon.clone();
     let session = session.clone();
     Some(async move {
@@ -854,18 +879,22 @@ async fn start_call(
             result = run => result,
             _ = cancel_rx => Err(ToolError::new(ErrorKind::Cancelled, format!("call {id} was cancelled by the client"), "nothing more will come for this call")),
         };
-        let outcome = match outcome {
-            Ok(value) => Outcome::Ok(Value(value)),
+        let (outcome, label) = match outcome {
+            Ok(value) => (Outcome::Ok(Value(value)), "ok"),
             Err(err) => {
                 daemon.count_failure();
-                Outcome::Err(err)
+                let label = err.kind.as_str();
+                (Outcome::Err(err), label)
             }
         };
+        tracing::debug!(outcome = label, ms = began.elapsed().as_millis() as u64, "call ended");
         let _ = session.out.send(DaemonFrame::Result { id, outcome }).await;
         // Only now may the id be reused.
         lock(&session.calls).remove(&id);
         session.in_flight.fetch_sub(1, Ordering::Relaxed);
-    })
+        daemon.call_finished(&call.tool, label, began.elapsed());
+    }
+    .instrument(span))
 }
 
 fn workdir_of(session: &Session) -> std::path::PathBuf {

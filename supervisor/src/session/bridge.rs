@@ -82,9 +82,14 @@ impl Bridge for CellBridge {
                 // operator's policy and the client's tier still hold here.
                 if daemon.registry().is_denied(&tool) {
                     let why = format!("tool `{tool}` is denied by the operator's policy");
-                    daemon
-                        .audit()
-                        .record("policy_denied", &conversation, session.id, &tool, &why);
+                    daemon.audit().record(
+                        "policy_denied",
+                        &conversation,
+                        session.id,
+                        call_id,
+                        &tool,
+                        &why,
+                    );
                     return Err(ToolError::new(
                         ErrorKind::PolicyDenied,
                         why,

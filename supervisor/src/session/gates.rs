@@ -18,7 +18,7 @@ pub(crate) async fn execute(
     let audit = |event: &str, reason: &str| {
         daemon
             .audit()
-            .record(event, &ctx.conversation, session.id, tool, reason)
+            .record(event, &ctx.conversation, session.id, ctx.id, tool, reason)
     };
     let spec = match daemon.registry().check(tool, &session.hello.surface) {
         Ok(spec) => spec,

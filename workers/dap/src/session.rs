@@ -756,6 +756,7 @@ impl Actor for SessionActor {
                         session.id,
                         session.ttl.as_secs()
                     );
+                    toolvisor_kit::status::count_event("debug_adapters", "ttl_expiry");
                     tracing::info!(
                         session = session.id,
                         ttl_s = session.ttl.as_secs(),

@@ -309,6 +309,11 @@ impl ResultStore {
         &self.secrets
     }
 
+    /// Bytes of stored results on disk now (what `max_total_bytes` caps).
+    pub fn bytes(&self) -> u64 {
+        self.lock().total
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Index> {
         self.index.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -10,4 +10,5 @@ pub mod process;
 pub mod restart;
 pub mod status;
 pub mod supervise;
+pub mod systemd;
 pub mod ttl;

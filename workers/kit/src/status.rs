@@ -187,3 +187,25 @@ impl Drop for InFlight {
 pub fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
+
+/// Lifecycle events of resources (`restart`, `ttl_expiry`), counted per kind for the whole
+/// process since it started: the metrics endpoint's counters. Kinds and events are a small
+/// fixed set, so the map stays small.
+static EVENTS: std::sync::Mutex<std::collections::BTreeMap<(String, &'static str), u64>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Count one `event` of a resource of `kind`.
+pub fn count_event(kind: &str, event: &'static str) {
+    let mut events = EVENTS.lock().unwrap_or_else(|p| p.into_inner());
+    *events.entry((kind.to_string(), event)).or_default() += 1;
+}
+
+/// Every counted event: `(kind, event, count)`.
+pub fn events() -> Vec<(String, &'static str, u64)> {
+    EVENTS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|((kind, event), n)| (kind.clone(), *event, *n))
+        .collect()
+}

@@ -229,6 +229,7 @@ impl KindSupervisor {
         let restarts = child.tracker.total();
         match decision {
             Decision::Restart { after, attempt } => {
+                crate::status::count_event(&kind, "restart");
                 tracing::warn!(
                     kind,
                     id,
@@ -468,6 +469,7 @@ impl Actor for KindSupervisor {
                 let _ = reply.send(lookup);
             }
             SupervisorMsg::Expire { id, reason } => {
+                crate::status::count_event(&state.kind, "ttl_expiry");
                 tracing::info!(
                     kind = state.kind,
                     id,

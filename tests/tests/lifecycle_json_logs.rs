@@ -1,0 +1,96 @@
+//! `serve --log-format json`: every line on stderr is one JSON object, and a call's lines
+//! carry its call id, session, conversation, tool and resource, the keys the audit log uses,
+//! so the two join.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value as Json, json};
+use toolvisor_protocol::client::Client;
+use toolvisor_protocol::codec::Codec;
+use toolvisor_protocol::wire::{Outcome, Tier};
+use toolvisor_tests::{bin, options, wait_for};
+
+#[test]
+fn json_log_lines_carry_the_call_and_join_with_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("toolvisor.sock");
+    let config = dir.path().join("config.toml");
+    let state = dir.path().join("state");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir = {:?}\n[policy]\ndeny = [\"bash\"]\n",
+            state.display().to_string()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("daemon.log");
+    let mut daemon = Command::new(bin())
+        .args(["serve", "--log-format", "json", "--socket"])
+        .arg(&socket)
+        .arg("--config")
+        .arg(&config)
+        .env("TOOLVISOR_LOG", "debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut client = wait_for("the daemon to serve", Duration::from_secs(20), || {
+        Client::connect(&socket, options(Codec::Json, Tier::Exec, true)).ok()
+    });
+    let reply = client
+        .call_with("conv-json", "ls", json!({"path": "."}), |_| true)
+        .unwrap();
+    assert!(matches!(reply.outcome, Outcome::Ok(_)));
+    // A denied call: the audit log records it.
+    let denied = client
+        .call_with("conv-json", "bash", json!({"command": "true"}), |_| true)
+        .unwrap();
+    assert!(matches!(denied.outcome, Outcome::Err(_)));
+    drop(client);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    wait_for("the daemon to exit", Duration::from_secs(20), || {
+        daemon.try_wait().ok().flatten()
+    });
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Json> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(lines.len() > 3, "{text}");
+    let ended = |tool: &str| {
+        lines
+            .iter()
+            .find(|l| l["fields"]["message"] == "call ended" && l["span"]["tool"] == tool)
+            .unwrap_or_else(|| panic!("no `call ended` line of {tool}:\n{text}"))
+            .clone()
+    };
+    let ls = ended("ls");
+    assert_eq!(ls["span"]["conversation"], "conv-json");
+    assert_eq!(ls["span"]["resource"], "files");
+    assert!(
+        ls["span"]["call"].is_u64() && ls["span"]["session"].is_u64(),
+        "{ls}"
+    );
+    assert_eq!(ls["fields"]["outcome"], "ok");
+
+    let bash = ended("bash");
+    assert_eq!(bash["fields"]["outcome"], "policy_denied");
+    let audit = std::fs::read_to_string(state.join("audit.jsonl"))
+        .unwrap_or_else(|e| panic!("no audit log in {}: {e}", state.display()));
+    let record: Json = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Json>(l).ok())
+        .find(|r| r["tool"] == "bash")
+        .unwrap_or_else(|| panic!("no audit record of the denied call:\n{audit}"));
+    for key in ["call", "session", "conversation"] {
+        assert_eq!(record[key], bash["span"][key], "{key}: {record} vs {bash}");
+    }
+}
