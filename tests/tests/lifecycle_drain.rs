@@ -1,7 +1,7 @@
 //! Graceful drain end to end: on SIGTERM (and `toolvisor drain`) the daemon stops accepting,
 //! lets a call in flight finish with its whole answer, answers a new call on an open
 //! connection `shutting_down`, stops its resources (a tracked process dies with it) and exits
-//! 0; a stored result is still there for the next daemon.
+//! 0; a stored result and a staged edit are still there for the next daemon.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -11,6 +11,7 @@ use serde_json::{Value as Json, json};
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::error::ErrorKind;
 use toolvisor_protocol::wire::{ApprovalAnswer, ClientFrame, DaemonFrame, Outcome, Tier};
+use toolvisor_tests::structural::{contents, four_files, original, rewritten};
 use toolvisor_tests::{TestDaemon, alive, bin, wait_for};
 
 fn sigterm(pid: u32) {
@@ -23,7 +24,7 @@ fn sigterm(pid: u32) {
 
 #[test]
 fn sigterm_finishes_the_call_in_flight_refuses_new_ones_stops_resources_and_keeps_results() {
-    let mut d = TestDaemon::start("[limits]\ndrain_timeout_s = 60\n");
+    let mut d = toolvisor_tests::eval::daemon("[limits]\ndrain_timeout_s = 60");
     let work = tempfile::tempdir().unwrap();
     let marker = work.path().join("started");
 
@@ -34,6 +35,15 @@ fn sigterm_finishes_the_call_in_flight_refuses_new_ones_stops_resources_and_keep
         .unwrap_or_else(|| panic!("a stored result: {big:.600}"))
         .to_string();
     let first_page = d.ok("c", "tool_result_read", json!({"ref": stored_ref}));
+    // A staged edit, to be accepted after the restart.
+    let files = four_files(d.dir.path());
+    let proj = files[0].parent().unwrap().to_path_buf();
+    let staged = d.ok(
+        "c",
+        "ast_edit",
+        json!({"pattern": "print($$$A)", "rewrite": "log($$$A)", "path": proj}),
+    );
+    let edit_id = staged["edit_id"].as_str().unwrap().to_string();
     // A live resource the drain must stop.
     let started = d.ok(
         "c",
@@ -44,6 +54,8 @@ fn sigterm_finishes_the_call_in_flight_refuses_new_ones_stops_resources_and_keep
         .as_u64()
         .unwrap_or_else(|| panic!("a pid: {started}")) as u32;
     assert!(alive(process_pid));
+    // A kernel: stopped before the processes.
+    toolvisor_tests::eval::ok(&d, "c", "x = 1");
 
     // A call in flight when the signal arrives.
     let mut a = d.client(Codec::Bincode, Tier::Exec, true);
@@ -140,11 +152,27 @@ fn sigterm_finishes_the_call_in_flight_refuses_new_ones_stops_resources_and_keep
         })
         .collect();
     assert!(order[0] < order[1]);
+    let stopping = |kind: &str| {
+        log.lines()
+            .position(|l| l.contains("stopping resources") && l.contains(&format!("\"{kind}\"")))
+            .unwrap_or_else(|| panic!("no `stopping resources` line for {kind}:\n{log}"))
+    };
+    assert!(
+        stopping("kernels") < stopping("processes"),
+        "kernels stop before processes:\n{log}"
+    );
 
     // What is on disk stays: the next daemon pages the same stored result.
     d.spawn("");
     let again = d.ok("c", "tool_result_read", json!({"ref": stored_ref}));
     assert_eq!(again["text"], first_page["text"]);
+    assert_eq!(contents(&files), (1..=4).map(original).collect::<Vec<_>>());
+    d.ok(
+        "c",
+        "resolve",
+        json!({"edit_id": edit_id, "action": "accept"}),
+    );
+    assert_eq!(contents(&files), (1..=4).map(rewritten).collect::<Vec<_>>());
 }
 
 #[test]
