@@ -49,6 +49,8 @@ pub struct Config {
     pub debug: toolvisor_dap::DebugConfig,
     /// `[metrics]`: the opt-in Prometheus endpoint.
     pub metrics: MetricsConfig,
+    /// `[data]`: the data hub's collections and pins.
+    pub data: toolvisor_data::DataConfig,
     pub testing: TestingConfig,
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
@@ -614,6 +616,7 @@ impl Default for Config {
             kernels: KernelsConfig::default(),
             debug: toolvisor_dap::DebugConfig::default(),
             metrics: MetricsConfig::default(),
+            data: toolvisor_data::DataConfig::default(),
             testing: TestingConfig::default(),
             source: "embedded defaults".into(),
         }
@@ -701,6 +704,10 @@ impl Config {
                 message,
             })?;
         config.debug.check().map_err(|message| ConfigError::Parse {
+            path: path.display().to_string(),
+            message,
+        })?;
+        config.data.check().map_err(|message| ConfigError::Parse {
             path: path.display().to_string(),
             message,
         })?;

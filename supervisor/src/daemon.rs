@@ -592,6 +592,13 @@ pub async fn start(
     for tool in tools.iter_mut().filter(|t| t.resource == "vibe_roster") {
         tool.attachment = vibe_attachment.clone();
     }
+    if !config.data.enabled() {
+        for tool in tools.iter_mut().filter(|t| t.resource == "data_hub") {
+            tool.attachment = crate::registry::Attachment::Detached(
+                "the data hub has no collections: add [data.collections.NAME] path = \"/abs/folder\" to the daemon's config".into(),
+            );
+        }
+    }
     let registry = Registry::new(tools, config.policy.deny.clone());
     let lsp_sup = kind_supervisor(&root, "language_servers").await?;
     let lsp = Arc::new(toolvisor_lsp::LanguageServers::new(
@@ -646,6 +653,24 @@ pub async fn start(
         notifier.clone(),
         ids("debug_sessions")?,
     );
+    let data_sup = kind_supervisor(&root, "data").await?;
+    let data = Arc::new(toolvisor_data::DataHub::new(
+        config.data.clone(),
+        &config
+            .data
+            .dir
+            .clone()
+            .unwrap_or_else(|| state_dir.join("data")),
+        data_sup,
+        notifier.clone(),
+    ));
+    if config.data.enabled()
+        && let Err(e) = data.start().await
+    {
+        // The store stays failed with its error (shown in the tree and `status`); the
+        // data tools answer it; everything else serves.
+        tracing::error!(error = %e, "the data hub did not start");
+    }
     let config = Arc::new(config);
     let services = Services {
         config: config.clone(),
@@ -670,6 +695,7 @@ pub async fn start(
         questions: Default::default(),
         edits,
         launcher,
+        data,
     };
     let daemon = Arc::new(Daemon {
         services,
@@ -729,6 +755,7 @@ pub const STOP_ORDER: &[&str] = &[
     "kernels",
     "vibe",
     "language_servers",
+    "data",
     "processes",
 ];
 

@@ -97,6 +97,16 @@ enum Command {
         #[command(flatten)]
         conn: Conn,
     },
+    /// The data hub's trash, for the operator: `toolvisor data trash` lists it,
+    /// `toolvisor data restore D42` brings a document back. Opens the hub's database directly
+    /// (the daemon may be running; SQLite's locking keeps the two apart).
+    Data {
+        #[command(subcommand)]
+        op: DataOp,
+        /// The daemon's config file (where the state directory and `[data] dir` are).
+        #[arg(long, global = true)]
+        config: Option<PathBuf>,
+    },
     /// Drain the daemon and wait for it to exit: it stops accepting, lets calls in flight
     /// finish (up to `limits.drain_timeout_s`), answers new calls `shutting_down`, stops its
     /// resources in order and exits 0. The same as sending it SIGTERM.
@@ -126,6 +136,75 @@ enum Command {
         #[command(flatten)]
         conn: Conn,
     },
+}
+
+#[derive(Subcommand)]
+enum DataOp {
+    /// List the documents in the trash.
+    Trash,
+    /// Restore a trashed document by handle.
+    Restore { handle: String },
+}
+
+fn data_main(op: DataOp, config: Option<PathBuf>) -> ExitCode {
+    let config = match Config::load(config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("toolvisor: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let dir = config
+        .data
+        .dir
+        .clone()
+        .unwrap_or_else(|| config.state_dir().join("data"));
+    let db = dir.join("hub.sqlite3");
+    if !db.exists() {
+        eprintln!(
+            "toolvisor: no data hub database at {} (the daemon makes it when [data.collections] names one)",
+            db.display()
+        );
+        return ExitCode::from(2);
+    }
+    let mut store = match toolvisor_data::store::Store::open(&db) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("toolvisor: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match op {
+        DataOp::Trash => store.trash_list().map(|items| {
+            if items.is_empty() {
+                out!("the trash is empty");
+            }
+            for t in items {
+                out!(
+                    "{}\t{}\t{}\t{}",
+                    t.handle,
+                    t.collection,
+                    t.title,
+                    t.deleted_ms
+                );
+            }
+        }),
+        DataOp::Restore { handle } => toolvisor_data::store::parse_handle(&handle)
+            .and_then(|id| {
+                store.restore(
+                    id,
+                    &toolvisor_data::store::Who::operator("toolvisor data restore"),
+                )
+            })
+            .map(|()| out!("restored {handle}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("toolvisor: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn connect(conn: &Conn, surface: Tier, approvals: bool) -> Result<Client, ExitCode> {
@@ -321,6 +400,15 @@ fn main() -> ExitCode {
                             s.calls_failed,
                             s.rss_bytes / 1024
                         );
+                        // Resources that cannot serve, with why (a corrupt data hub database,
+                        // a language server past its restart intensity).
+                        if let Ok(DaemonFrame::Tree(tree)) = client.request(&ClientFrame::Tree) {
+                            let mut failed = Vec::new();
+                            collect_failed(&tree.root, &mut failed);
+                            for line in failed {
+                                out!("problem   {line}");
+                            }
+                        }
                     }
                     ExitCode::SUCCESS
                 }
@@ -328,6 +416,7 @@ fn main() -> ExitCode {
                 Err(e) => lost(e),
             }
         }
+        Command::Data { op, config } => data_main(op, config),
         Command::Drain { timeout, conn } => drain_main(&conn, Duration::from_secs(timeout)),
         Command::Operator { run, conn } => {
             let options = toolvisor::operator::OperatorOptions {
@@ -391,6 +480,20 @@ fn lost(e: impl std::fmt::Display) -> ExitCode {
 fn unexpected(frame: DaemonFrame) -> ExitCode {
     eprintln!("toolvisor: unexpected answer from the daemon: {frame:?}");
     ExitCode::from(2)
+}
+
+fn collect_failed(node: &toolvisor_protocol::tree::TreeNode, out: &mut Vec<String>) {
+    if node.state == toolvisor_protocol::tree::NodeState::Failed {
+        out.push(format!(
+            "{} {} failed: {}",
+            node.kind,
+            node.id,
+            node.last_error.as_deref().unwrap_or("no error recorded")
+        ));
+    }
+    for child in &node.children {
+        collect_failed(child, out);
+    }
 }
 
 /// `toolvisor drain`: SIGTERM to the daemon behind the socket, then wait until it released

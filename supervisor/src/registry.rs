@@ -278,6 +278,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         f::human(),
         f::downloads(),
         f::files(),
+        f::data(),
     ]
     .concat();
     if probe_tools {

@@ -4,6 +4,7 @@
 //! services it uses. Nothing here imports `session` or `daemon`: the session reaches the
 //! handlers through [`run`], and handlers reach the client only through [`Caller`].
 
+pub(crate) mod data;
 mod debug;
 pub(crate) mod eval;
 pub(crate) mod files;
@@ -54,6 +55,8 @@ pub struct CallCtx {
     pub workdir: PathBuf,
     /// The run the client named in its Hello (empty when it named none).
     pub run_id: String,
+    /// The highest tier the calling session may use (what the data hub's pins key on).
+    pub surface: toolvisor_protocol::wire::Tier,
     pub caller: Arc<dyn Caller>,
 }
 
@@ -101,6 +104,8 @@ pub struct Services {
     pub kernels: toolvisor_kernel::Kernels,
     /// `debug`'s sessions, one per conversation, and its breakpoints.
     pub debug: toolvisor_dap::Debuggers,
+    /// The data hub of `search_data`, `read_data`, `list_data`, `write_data`, `delete_data`.
+    pub data: Arc<toolvisor_data::DataHub>,
 }
 
 impl Services {
@@ -212,6 +217,7 @@ pub async fn run(
             human::ask_user(&human::AskUser::of(s), ctx, parse(tool, args)?).await
         }
         ("vibe_roster", _) => human::run_vibe(&s.vibes, ctx, tool, args).await,
+        ("data_hub", _) => data::run(&s.data, ctx, tool, args).await,
         _ => Err(no_worker(tool)),
     };
     // Every result leaves through the result store: secrets masked, large ones projected.
@@ -361,6 +367,7 @@ async fn probe(
 
 /// Every family's tool declarations, for `registry::all_tools` to assemble.
 pub(crate) mod families {
+    pub(crate) use super::data::declare as data;
     pub(crate) use super::debug::declare as debug;
     pub(crate) use super::decl::{downloads, jobs, probes};
     pub(crate) use super::eval::declare as eval;

@@ -61,6 +61,11 @@ fn typed_parse(tool: &str, args: &Json) -> Option<Result<(), String>> {
         "edit" => typed::<EditArgs>(args),
         "apply_patch" => typed::<ApplyPatchArgs>(args),
         "tool_result_read" => typed::<ToolResultReadArgs>(args),
+        "search_data" => typed::<SearchDataArgs>(args),
+        "read_data" => typed::<ReadDataArgs>(args),
+        "list_data" => typed::<ListDataArgs>(args),
+        "write_data" => typed::<WriteDataArgs>(args),
+        "delete_data" => typed::<DeleteDataArgs>(args),
         "_probe_serial" | "_probe_parallel" => typed::<ProbeArgs>(args),
         _ => return None,
     })

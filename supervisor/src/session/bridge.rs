@@ -28,6 +28,7 @@ impl SessionCaller {
             conversation,
             workdir,
             run_id: session.hello.run_id.clone(),
+            surface: session.hello.surface.max_tier,
             caller: Arc::new(SessionCaller {
                 daemon: daemon.clone(),
                 session: session.clone(),

@@ -53,6 +53,7 @@ fn call(workdir: &Path, conversation: &str, caller: &Arc<FakeCaller>) -> CallCtx
         conversation: conversation.into(),
         workdir: workdir.to_path_buf(),
         run_id: "run-1".into(),
+        surface: toolvisor_protocol::wire::Tier::Exec,
         caller: caller.clone(),
     }
 }

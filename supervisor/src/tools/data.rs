@@ -1,0 +1,304 @@
+//! The data hub's tools (`search_data`, `read_data`, `list_data`, `write_data`,
+//! `delete_data`): each call's reach is the collections its surface may see
+//! (`DataConfig::reach`), resolved here and enforced by the store in SQL.
+
+use serde_json::{Value as Json, json};
+use toolvisor_data::store::{CardUpdate, DataError, Reach, Who, parse_handle};
+use toolvisor_data::{DataHub, HubError};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::{
+    DataView, DeleteDataArgs, ListDataArgs, ReadDataArgs, SearchDataArgs, WriteDataArgs,
+};
+
+use super::{CallCtx, parse};
+
+fn error(e: HubError) -> ToolError {
+    match e {
+        HubError::NotReady(m) => ToolError::new(
+            ErrorKind::NotReady,
+            m,
+            "retry in a moment: an answer from a half-converted store could miss documents; `toolvisor tree` shows the data store's progress",
+        ),
+        HubError::Failed(m) => ToolError::new(
+            ErrorKind::ResourceFailed,
+            format!("the data hub cannot serve: {m}"),
+            "the operator can see the problem in `toolvisor status`; a corrupt database file can be moved aside (the hub rebuilds it from the originals at the next start)",
+        ),
+        HubError::Data(e) => data_error(e),
+    }
+}
+
+fn data_error(e: DataError) -> ToolError {
+    match e {
+        DataError::NotFound(m) => ToolError::new(
+            ErrorKind::NotFound,
+            m,
+            "list_data shows the documents and collections this run can reach",
+        ),
+        DataError::InvalidArgs { message, hint } | DataError::Refused { message, hint } => {
+            ToolError::new(ErrorKind::InvalidArgs, message, hint)
+        }
+        e @ DataError::Db { .. } => ToolError::new(
+            ErrorKind::ResourceFailed,
+            e.to_string(),
+            "the database is locked by another program or damaged; `toolvisor status` shows the data hub's state",
+        ),
+        e @ DataError::Io { .. } => ToolError::new(
+            ErrorKind::Io,
+            e.to_string(),
+            "check the path's permissions and free space",
+        ),
+    }
+}
+
+fn who(ctx: &CallCtx, tool: &str) -> Who {
+    Who {
+        conversation: ctx.conversation.clone(),
+        tool: tool.to_string(),
+    }
+}
+
+fn brief(card: &toolvisor_data::store::Card) -> Json {
+    json!({
+        "handle": card.handle,
+        "collection": card.collection,
+        "title": card.title,
+        "summary": card.summary,
+        "tags": card.tags,
+    })
+}
+
+/// Run one data-hub tool.
+pub(crate) async fn run(
+    hub: &DataHub,
+    ctx: &CallCtx,
+    tool: &str,
+    args: Json,
+) -> Result<Json, ToolError> {
+    let reach = hub.config().reach(ctx.surface.as_str());
+    match tool {
+        "search_data" => {
+            let a: SearchDataArgs = parse(tool, args)?;
+            let within = reach.narrow(a.collection.as_deref()).map_err(data_error)?;
+            let limit = a.limit.unwrap_or(10) as usize;
+            let query = a.query.clone();
+            let hits = hub
+                .with_store(move |s| s.search(&within, &query, limit))
+                .await
+                .map_err(error)?;
+            Ok(json!({"query": a.query, "hits": hits, "count": hits.len()}))
+        }
+        "read_data" => {
+            let a: ReadDataArgs = parse(tool, args)?;
+            let id = parse_handle(&a.handle).map_err(data_error)?;
+            match a.view.unwrap_or_default() {
+                DataView::Card => {
+                    let card = hub
+                        .with_store(move |s| s.card(&reach, id))
+                        .await
+                        .map_err(error)?;
+                    Ok(json!({"card": card}))
+                }
+                DataView::Body => {
+                    let (card, body) = hub
+                        .with_store(move |s| s.body(&reach, id))
+                        .await
+                        .map_err(error)?;
+                    Ok(json!({"card": card, "body": body}))
+                }
+                DataView::Section => {
+                    let which = a.section.clone().ok_or_else(|| {
+                        ToolError::new(
+                            ErrorKind::InvalidArgs,
+                            "view \"section\" needs `section`: the section's title or index",
+                            "read the card first: its `sections` lists the titles in order",
+                        )
+                    })?;
+                    let (card, section) = hub
+                        .with_store(move |s| s.section(&reach, id, &which))
+                        .await
+                        .map_err(error)?;
+                    Ok(json!({"card": card, "section": section}))
+                }
+            }
+        }
+        "list_data" => {
+            let a: ListDataArgs = parse(tool, args)?;
+            let within = reach.narrow(a.collection.as_deref()).map_err(data_error)?;
+            let (limit, offset) = (
+                a.limit.unwrap_or(50) as usize,
+                a.offset.unwrap_or(0) as usize,
+            );
+            let tag = a.tag.clone();
+            let unfiltered = a.collection.is_none() && a.tag.is_none();
+            let all = reach.clone();
+            let (cards, total, counts) = hub
+                .with_store(move |s| {
+                    let (cards, total) = s.list(&within, tag.as_deref(), limit, offset)?;
+                    let counts = if unfiltered {
+                        Some(s.counts(&all)?)
+                    } else {
+                        None
+                    };
+                    Ok((cards, total, counts))
+                })
+                .await
+                .map_err(error)?;
+            let mut out = json!({
+                "documents": cards.iter().map(brief).collect::<Vec<_>>(),
+                "total": total,
+                "offset": offset,
+            });
+            if let Some(counts) = counts {
+                out["collections"] = counts
+                    .into_iter()
+                    .map(|(name, documents)| json!({"name": name, "documents": documents}))
+                    .collect();
+            }
+            Ok(out)
+        }
+        "write_data" => write(hub, ctx, &reach, parse(tool, args)?).await,
+        "delete_data" => {
+            let a: DeleteDataArgs = parse(tool, args)?;
+            let id = parse_handle(&a.handle).map_err(data_error)?;
+            let who = who(ctx, tool);
+            let card = hub
+                .with_store(move |s| s.trash(&reach, id, &who))
+                .await
+                .map_err(error)?;
+            Ok(json!({
+                "handle": card.handle,
+                "title": card.title,
+                "trashed": true,
+                "restore": format!("the operator can restore it: toolvisor data restore {}", card.handle),
+            }))
+        }
+        _ => Err(super::no_worker(tool)),
+    }
+}
+
+async fn write(
+    hub: &DataHub,
+    ctx: &CallCtx,
+    reach: &Reach,
+    a: WriteDataArgs,
+) -> Result<Json, ToolError> {
+    let who = who(ctx, "write_data");
+    match (a.handle, a.card, a.note) {
+        (Some(handle), card, note) => {
+            let id = parse_handle(&handle).map_err(data_error)?;
+            let body_change = card.as_ref().is_some_and(|c| c.body.is_some()) || note.is_some();
+            if body_change {
+                let r = reach.clone();
+                let (source, is_note) = hub
+                    .with_store(move |s| s.source(&r, id))
+                    .await
+                    .map_err(error)?;
+                let original = if is_note {
+                    "a note the hub keeps".to_string()
+                } else {
+                    format!("its original {source}")
+                };
+                return Err(ToolError::new(
+                    ErrorKind::InvalidArgs,
+                    format!(
+                        "the body of {handle} cannot be changed: a body is always what the pipeline converts from {original}"
+                    ),
+                    format!(
+                        "either edit the original (the hub converts it again within a moment), or put your text in the card's annotation: write_data {{\"handle\": \"{handle}\", \"card\": {{\"annotation\": \"...\"}}}}; a new text can be a new note (write_data with `note` and no handle)"
+                    ),
+                ));
+            }
+            let Some(card) = card else {
+                return Err(ToolError::new(
+                    ErrorKind::InvalidArgs,
+                    format!("write_data with handle {handle} has no `card` to change"),
+                    "give `card` with any of title, summary, tags, annotation",
+                ));
+            };
+            let update = CardUpdate {
+                title: card.title,
+                summary: card.summary,
+                tags: card.tags,
+                annotation: card.annotation,
+            };
+            let r = reach.clone();
+            let card = hub
+                .with_store(move |s| s.update_card(&r, id, &update, &who))
+                .await
+                .map_err(error)?;
+            Ok(json!({"card": card, "created": false}))
+        }
+        (None, None, Some(note)) => {
+            if note.title.trim().is_empty() {
+                return Err(ToolError::new(
+                    ErrorKind::InvalidArgs,
+                    "the note's title is empty",
+                    "give the note a title",
+                ));
+            }
+            let id = hub
+                .create_note(reach, &note.collection, &note.title, &note.text, who)
+                .await
+                .map_err(error)?;
+            let r = reach.clone();
+            let card = hub
+                .with_store(move |s| s.card(&r, id))
+                .await
+                .map_err(error)?;
+            Ok(json!({"card": card, "created": true}))
+        }
+        (None, Some(_), _) => Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            "write_data with `card` needs the `handle` of the document to change",
+            "take a handle from search_data or list_data",
+        )),
+        (None, None, None) => Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            "write_data needs `handle` and `card` (change a card) or `note` (create a note)",
+            "e.g. {\"note\": {\"title\": \"...\", \"text\": \"...\", \"collection\": \"notes\"}}",
+        )),
+    }
+}
+
+/// The data hub's tools, detached until `[data.collections]` names one.
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, ToolSpec};
+
+    vec![
+        ToolSpec::new::<SearchDataArgs>(
+            "search_data",
+            Tier::Read,
+            "data_hub",
+            "Search the user's document collections (full text, ranked by relevance); hits have a handle (D42), title and a snippet with the match between « ».",
+        ),
+        ToolSpec::new::<ReadDataArgs>(
+            "read_data",
+            Tier::Read,
+            "data_hub",
+            "Read a document by handle: its card (default), its whole body, or one section by title or index.",
+        ),
+        ToolSpec::new::<ListDataArgs>(
+            "list_data",
+            Tier::Read,
+            "data_hub",
+            "List documents (newest change first), by collection or tag; without a filter also the reachable collections with their sizes.",
+        ),
+        ToolSpec::new::<WriteDataArgs>(
+            "write_data",
+            Tier::Write,
+            "data_hub",
+            "Change a document's card (title, summary, tags, annotation), or create a note in a collection. A body is never edited: it is converted from its original.",
+        )
+        .approval(Approval::Always),
+        ToolSpec::new::<DeleteDataArgs>(
+            "delete_data",
+            Tier::Write,
+            "data_hub",
+            "Move a document to the trash (the operator can restore it).",
+        )
+        .approval(Approval::Always),
+    ]
+}

@@ -1,0 +1,631 @@
+//! The hub as a resource of the daemon: a store actor under the `data` kind supervisor owns the
+//! database and the watcher of the originals; [`DataHub`] is what tool handlers call. Until the
+//! first conversion of every collection is done, searches answer `not_ready` (a partial index
+//! answering "nothing found" would be a wrong answer); a database that cannot be opened (corrupt,
+//! locked, unwritable) leaves the actor failed with the path, and calls get that error at once.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+use toolvisor_kit::restart::RestartPolicy;
+use toolvisor_kit::status::{NodeStatus, TreeNotifier};
+use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
+use toolvisor_protocol::tree::NodeState;
+
+use crate::store::{DataError, Reach, Store, Who};
+
+/// `[data]`: the collections and who may reach them.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DataConfig {
+    /// `[data.collections.NAME]`: a folder of originals (or none: a collection of notes only).
+    pub collections: BTreeMap<String, CollectionConfig>,
+    /// Per surface tier (`read`, `write`, `exec`): the only collections its runs may reach.
+    /// A pin only narrows; a tier without one reaches every collection that is not sensitive.
+    pub pin: BTreeMap<String, Vec<String>>,
+    /// Originals larger than this are not converted (logged).
+    pub max_file_bytes: u64,
+    /// Where the database and the notes live; default `<state_dir>/data`.
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        DataConfig {
+            collections: BTreeMap::new(),
+            pin: BTreeMap::new(),
+            max_file_bytes: 8 * 1024 * 1024,
+            dir: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CollectionConfig {
+    pub path: Option<PathBuf>,
+    /// Unreachable through every tool, named or not; its name never appears in an answer.
+    pub sensitive: bool,
+}
+
+impl DataConfig {
+    /// Config errors, naming the key.
+    pub fn check(&self) -> Result<(), String> {
+        for (name, c) in &self.collections {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+            {
+                return Err(format!(
+                    "data.collections.{name:?}: a collection name is letters, digits, `_` and `-`"
+                ));
+            }
+            if let Some(p) = &c.path
+                && !p.is_absolute()
+            {
+                return Err(format!(
+                    "data.collections.{name}.path = {:?} is not an absolute path",
+                    p.display().to_string()
+                ));
+            }
+        }
+        for (tier, names) in &self.pin {
+            if !["read", "write", "exec"].contains(&tier.as_str()) {
+                return Err(format!(
+                    "data.pin.{tier}: pins are per surface tier: read, write or exec"
+                ));
+            }
+            if let Some(n) = names.iter().find(|n| !self.collections.contains_key(*n)) {
+                return Err(format!(
+                    "data.pin.{tier} names {n:?}, which is not a collection under [data.collections]"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn enabled(&self) -> bool {
+        !self.collections.is_empty()
+    }
+
+    /// The collections a run on surface `tier` may reach: never a sensitive one; only the
+    /// pinned ones when its tier has a pin.
+    pub fn reach(&self, tier: &str) -> Reach {
+        let pin = self.pin.get(tier);
+        Reach::new(
+            self.collections
+                .iter()
+                .filter(|(_, c)| !c.sensitive)
+                .filter(|(n, _)| pin.is_none_or(|p| p.contains(n)))
+                .map(|(n, _)| n.clone()),
+        )
+    }
+}
+
+/// Facts the tools and the tree share with the store actor.
+struct Shared {
+    store: Mutex<Option<Arc<Mutex<Store>>>>,
+    /// The first conversion of every collection finished.
+    ready: AtomicBool,
+    converted: AtomicU64,
+    status: Arc<NodeStatus>,
+}
+
+/// What tool handlers call.
+pub struct DataHub {
+    config: DataConfig,
+    db_path: PathBuf,
+    notes_dir: PathBuf,
+    supervisor: ActorRef<SupervisorMsg>,
+    shared: Arc<Shared>,
+}
+
+/// The resource's id under the `data` supervisor.
+pub const STORE_ID: &str = "hub";
+
+/// How long changes to originals are gathered before they are converted.
+const DEBOUNCE: Duration = Duration::from_millis(25);
+/// Paths the watcher may queue before it asks for a full rescan instead.
+const WATCH_QUEUE: usize = 4096;
+
+impl DataHub {
+    /// The hub for `config`, its files under `dir` (the database `hub.sqlite3` and `notes/`).
+    pub fn new(
+        config: DataConfig,
+        dir: &Path,
+        supervisor: ActorRef<SupervisorMsg>,
+        notifier: TreeNotifier,
+    ) -> DataHub {
+        let status = NodeStatus::new("data_store", STORE_ID, String::new(), notifier);
+        DataHub {
+            config,
+            db_path: dir.join("hub.sqlite3"),
+            notes_dir: dir.join("notes"),
+            supervisor,
+            shared: Arc::new(Shared {
+                store: Mutex::new(None),
+                ready: AtomicBool::new(false),
+                converted: AtomicU64::new(0),
+                status,
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &DataConfig {
+        &self.config
+    }
+
+    pub fn db_path(&self) -> &Path {
+        &self.db_path
+    }
+
+    /// Start the store actor (once, at daemon start).
+    pub async fn start(&self) -> Result<(), String> {
+        let args = StoreArgs {
+            config: self.config.clone(),
+            db_path: self.db_path.clone(),
+            notes_dir: self.notes_dir.clone(),
+            shared: self.shared.clone(),
+        };
+        let factory: Factory = Arc::new(move |ctx: StartCtx| {
+            let args = args.clone();
+            Box::pin(async move {
+                Actor::spawn_linked(
+                    Some(format!("data/{STORE_ID}#{}", ctx.attempt)),
+                    StoreActor,
+                    args,
+                    ctx.supervisor,
+                )
+                .await
+                .map(|(a, _)| a.get_cell())
+                .map_err(|e| e.to_string())
+            })
+        });
+        let spec = ChildSpec {
+            id: STORE_ID.into(),
+            factory,
+            policy: RestartPolicy::default(),
+            status: self.shared.status.clone(),
+        };
+        match self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Start { spec, reply },
+                Some(Duration::from_secs(30)),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(r)) => r,
+            _ => Err("the data supervisor did not answer within 30 s".into()),
+        }
+    }
+
+    /// Run `f` on the store once it serves: `not_ready` while the first conversion runs,
+    /// the actor's error (naming the database) when it cannot serve.
+    pub async fn with_store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Store) -> Result<T, DataError> + Send + 'static,
+    ) -> Result<T, HubError> {
+        let store = self
+            .shared
+            .store
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let Some(store) = store else {
+            return Err(self.why_not_serving().await);
+        };
+        if !self.shared.ready.load(Ordering::SeqCst) {
+            return Err(HubError::NotReady(format!(
+                "the data hub is still converting its originals ({} documents so far)",
+                self.shared.converted.load(Ordering::Relaxed)
+            )));
+        }
+        tokio::task::spawn_blocking(move || {
+            let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut store)
+        })
+        .await
+        .map_err(|e| HubError::Failed(format!("a data hub task failed: {e}")))?
+        .map_err(HubError::Data)
+    }
+
+    async fn why_not_serving(&self) -> HubError {
+        let lookup = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Lookup {
+                    id: STORE_ID.into(),
+                    reply,
+                },
+                Some(Duration::from_secs(5)),
+            )
+            .await;
+        match lookup {
+            Ok(ractor::rpc::CallResult::Success(
+                Lookup::Failed { last_error }
+                | Lookup::Ended {
+                    last_error: Some(last_error),
+                },
+            )) => HubError::Failed(last_error),
+            Ok(ractor::rpc::CallResult::Success(Lookup::Backoff {
+                last_error,
+                retry_in,
+            })) => HubError::NotReady(format!(
+                "the data hub is restarting in {} ms after: {last_error}",
+                retry_in.as_millis()
+            )),
+            Ok(ractor::rpc::CallResult::Success(Lookup::Starting | Lookup::Running(_))) => {
+                HubError::NotReady("the data hub is starting".into())
+            }
+            _ => HubError::Failed("the data hub is not running".into()),
+        }
+    }
+
+    /// Write a new note's original under the hub's notes directory and convert it.
+    pub async fn create_note(
+        &self,
+        reach: &Reach,
+        collection: &str,
+        title: &str,
+        text: &str,
+        who: Who,
+    ) -> Result<i64, HubError> {
+        reach.narrow(Some(collection)).map_err(HubError::Data)?;
+        let dir = self.notes_dir.join(collection);
+        let slug: String = title
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect::<String>()
+            .split('-')
+            .filter(|s| !s.is_empty())
+            .take(8)
+            .collect::<Vec<_>>()
+            .join("-");
+        let name = format!(
+            "{}-{}.md",
+            if slug.is_empty() { "note" } else { &slug },
+            crate::store::now_ms()
+        );
+        let path = dir.join(name);
+        let content = format!("# {title}\n\n{text}\n");
+        let collection = collection.to_string();
+        let max = self.config.max_file_bytes;
+        self.with_store(move |store| {
+            toolvisor_kit::private::ensure_private_dir(&dir, "the data hub's notes directory")
+                .map_err(|e| DataError::Io {
+                    what: "cannot make",
+                    path: dir.display().to_string(),
+                    source: std::io::Error::other(e.to_string()),
+                })?;
+            toolvisor_kit::private::write_private_file(
+                &path,
+                content.as_bytes(),
+                "a data hub note",
+                toolvisor_kit::private::Durability::Synced,
+            )
+            .map_err(|e| DataError::Io {
+                what: "cannot write the note",
+                path: path.display().to_string(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+            store
+                .ingest(&collection, &path, true, max, &who)?
+                .ok_or_else(|| DataError::InvalidArgs {
+                    message: "the note could not be converted".into(),
+                    hint: format!("its text is over data.max_file_bytes ({max})"),
+                })
+        })
+        .await
+    }
+}
+
+/// Why a hub call did not run.
+#[derive(Debug)]
+pub enum HubError {
+    NotReady(String),
+    Failed(String),
+    Data(DataError),
+}
+
+#[derive(Clone)]
+struct StoreArgs {
+    config: DataConfig,
+    db_path: PathBuf,
+    notes_dir: PathBuf,
+    shared: Arc<Shared>,
+}
+
+struct StoreActor;
+
+struct StoreState {
+    _watcher: Option<notify::RecommendedWatcher>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+/// The collections' originals: (collection, file, is a note).
+fn originals(config: &DataConfig, notes_dir: &Path) -> Vec<(String, PathBuf, bool)> {
+    let mut out = Vec::new();
+    for (name, c) in &config.collections {
+        if let Some(root) = &c.path {
+            walk(root, &mut |p| out.push((name.clone(), p, false)));
+        }
+        walk(&notes_dir.join(name), &mut |p| {
+            out.push((name.clone(), p, true))
+        });
+    }
+    out
+}
+
+/// Every supported file under `dir`, not following symlinks, skipping dot-directories.
+fn walk(dir: &Path, found: &mut dyn FnMut(PathBuf)) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        if kind.is_dir() && !hidden {
+            walk(&path, found);
+        } else if kind.is_file() && !hidden && crate::convert::supported(&path) {
+            found(path);
+        }
+    }
+}
+
+/// Convert every original that changed, and trash documents whose original is gone.
+fn full_scan(store: &Mutex<Store>, config: &DataConfig, notes_dir: &Path, shared: &Shared) {
+    let who = Who {
+        conversation: "data hub".into(),
+        tool: "convert".into(),
+    };
+    let all = originals(config, notes_dir);
+    let mut present: BTreeMap<String, HashSet<String>> = BTreeMap::new();
+    for (collection, path, note) in &all {
+        present
+            .entry(collection.clone())
+            .or_default()
+            .insert(path.display().to_string());
+        let mut s = store.lock().unwrap_or_else(|p| p.into_inner());
+        match s.ingest(collection, path, *note, config.max_file_bytes, &who) {
+            Ok(_) => {
+                shared.converted.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "data hub: cannot convert")
+            }
+        }
+    }
+    let mut s = store.lock().unwrap_or_else(|p| p.into_inner());
+    for name in config.collections.keys() {
+        let empty = HashSet::new();
+        match s.originals_gone(name, present.get(name).unwrap_or(&empty), &who) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                collection = name,
+                documents = n,
+                "data hub: originals removed; moved to the trash"
+            ),
+            Err(e) => {
+                tracing::warn!(collection = name, error = %e, "data hub: cannot check removed originals")
+            }
+        }
+    }
+}
+
+fn show(shared: &Shared, store: &Mutex<Store>) {
+    let n = store.lock().map(|s| s.count().unwrap_or(0)).unwrap_or(0);
+    let ready = shared.ready.load(Ordering::SeqCst);
+    shared.status.update(|i| {
+        i.detail = format!(
+            "{n} documents{}",
+            if ready { "" } else { ", converting originals" }
+        );
+        i.state = if ready {
+            NodeState::Ready
+        } else {
+            NodeState::Starting
+        };
+    });
+}
+
+impl Actor for StoreActor {
+    type Msg = ();
+    type State = StoreState;
+    type Arguments = StoreArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<()>,
+        args: StoreArgs,
+    ) -> Result<StoreState, ActorProcessingErr> {
+        let db_path = args.db_path.clone();
+        let opened = tokio::task::spawn_blocking(move || {
+            if let Some(dir) = db_path.parent() {
+                toolvisor_kit::private::ensure_private_dir(dir, "the data hub's directory")
+                    .map_err(|e| e.to_string())?;
+            }
+            Store::open(&db_path).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| format!("opening the data hub's database: {e}"))??;
+        let store = Arc::new(Mutex::new(opened));
+        let shared = args.shared.clone();
+        shared.ready.store(false, Ordering::SeqCst);
+        shared.converted.store(0, Ordering::Relaxed);
+        *shared.store.lock().unwrap_or_else(|p| p.into_inner()) = Some(store.clone());
+        show(&shared, &store);
+
+        // Changes to originals, bounded: past the queue, one full rescan instead.
+        let (tx, mut rx) = mpsc::channel::<PathBuf>(WATCH_QUEUE);
+        let overflow = Arc::new(AtomicBool::new(false));
+        let watch_overflow = overflow.clone();
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            if let Ok(event) = res {
+                for path in event.paths {
+                    if tx.try_send(path).is_err() {
+                        watch_overflow.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+        })
+        .map_err(|e| format!("cannot watch the data hub's originals: {e}"))?;
+        use notify::Watcher;
+        let mut roots: Vec<(String, PathBuf, bool)> = Vec::new();
+        for (name, c) in &args.config.collections {
+            if let Some(p) = &c.path {
+                roots.push((name.clone(), p.clone(), false));
+            }
+        }
+        for (name, root, _) in &roots {
+            if let Err(e) = watcher.watch(root, notify::RecursiveMode::Recursive) {
+                tracing::warn!(collection = name, path = %root.display(), error = %e, "data hub: cannot watch a collection's folder; changes there are seen at the next start");
+            }
+        }
+
+        let mut tasks = Vec::new();
+        // The first conversion, then the changes as they come.
+        let (s, c, n, sh) = (
+            store.clone(),
+            args.config.clone(),
+            args.notes_dir.clone(),
+            shared.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let began = Instant::now();
+            let (s2, sh2, c0, n0) = (s.clone(), sh.clone(), c.clone(), n.clone());
+            let _ = tokio::task::spawn_blocking(move || full_scan(&s2, &c0, &n0, &sh2)).await;
+            sh.ready.store(true, Ordering::SeqCst);
+            show(&sh, &s);
+            tracing::info!(
+                documents = sh.converted.load(Ordering::Relaxed),
+                ms = began.elapsed().as_millis() as u64,
+                "data hub ready"
+            );
+            let who = Who {
+                conversation: "data hub".into(),
+                tool: "watch".into(),
+            };
+            while let Some(first) = rx.recv().await {
+                let mut batch = vec![first];
+                tokio::time::sleep(DEBOUNCE).await;
+                while let Ok(p) = rx.try_recv() {
+                    batch.push(p);
+                }
+                batch.sort();
+                batch.dedup();
+                let rescan = overflow.swap(false, Ordering::SeqCst);
+                let (s2, c2, roots2, who2) = (s.clone(), c.clone(), roots.clone(), who.clone());
+                let n2 = n.clone();
+                let sh2 = sh.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    if rescan {
+                        full_scan(&s2, &c2, &n2, &sh2);
+                        return;
+                    }
+                    for path in batch {
+                        let Some((name, _, _)) =
+                            roots2.iter().find(|(_, root, _)| path.starts_with(root))
+                        else {
+                            continue;
+                        };
+                        let mut store = s2.lock().unwrap_or_else(|p| p.into_inner());
+                        let result = if path.is_file() {
+                            store
+                                .ingest(name, &path, false, c2.max_file_bytes, &who2)
+                                .map(|_| ())
+                        } else if !path.exists() {
+                            store.original_removed(&path, &who2).map(|_| ())
+                        } else {
+                            Ok(())
+                        };
+                        if let Err(e) = result {
+                            tracing::warn!(path = %path.display(), error = %e, "data hub: cannot convert a changed original");
+                        }
+                    }
+                })
+                .await;
+                show(&sh, &s);
+            }
+        }));
+        Ok(StoreState {
+            _watcher: Some(watcher),
+            tasks,
+            shared,
+        })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<()>,
+        state: &mut StoreState,
+    ) -> Result<(), ActorProcessingErr> {
+        for t in &state.tasks {
+            t.abort();
+        }
+        state.shared.ready.store(false, Ordering::SeqCst);
+        *state.shared.store.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(toml_like: &[(&str, bool)], pin: &[(&str, &[&str])]) -> DataConfig {
+        DataConfig {
+            collections: toml_like
+                .iter()
+                .map(|(n, s)| {
+                    (
+                        n.to_string(),
+                        CollectionConfig {
+                            path: None,
+                            sensitive: *s,
+                        },
+                    )
+                })
+                .collect(),
+            pin: pin
+                .iter()
+                .map(|(t, ns)| (t.to_string(), ns.iter().map(|n| n.to_string()).collect()))
+                .collect(),
+            ..DataConfig::default()
+        }
+    }
+
+    #[test]
+    fn reach_never_includes_a_sensitive_collection_and_a_pin_only_narrows() {
+        let c = config(
+            &[("docs", false), ("hr", true), ("notes", false)],
+            &[("read", &["notes", "hr"])],
+        );
+        assert_eq!(c.reach("write").names(), ["docs", "notes"]);
+        assert_eq!(
+            c.reach("read").names(),
+            ["notes"],
+            "the pin names hr: still unreachable"
+        );
+        assert!(c.check().is_ok());
+        let bad = config(&[("docs", false)], &[("read", &["nope"])]);
+        assert!(bad.check().unwrap_err().contains("data.pin.read"));
+    }
+}

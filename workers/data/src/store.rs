@@ -1,0 +1,1021 @@
+//! The store: one SQLite database (WAL, so a SIGKILL mid-write loses nothing committed) with
+//! the documents, an FTS5 index of their title, body and tags, and every change as a revision.
+//! Every read and write a tool makes names the collections its run may reach ([`Reach`]); the
+//! store filters by them in SQL, so a document outside them is `not_found`, whatever was asked.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::convert::{self, Section};
+
+/// How long a statement waits for another connection's lock (the operator's CLI) before it
+/// fails: never a hang.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The most terms a search query keeps.
+const MAX_TERMS: usize = 32;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{message}")]
+    InvalidArgs { message: String, hint: String },
+    #[error("{message}")]
+    Refused { message: String, hint: String },
+    #[error("the data hub's database {path}: {source}")]
+    Db {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, DataError>;
+
+/// Who made a change: recorded with every revision.
+#[derive(Clone, Debug)]
+pub struct Who {
+    pub conversation: String,
+    pub tool: String,
+}
+
+impl Who {
+    pub fn operator(command: &str) -> Who {
+        Who {
+            conversation: "operator".into(),
+            tool: command.into(),
+        }
+    }
+}
+
+/// The collections one call may reach: resolved by the hub from the configuration (never
+/// sensitive ones) and the run's pin. Empty reaches nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Reach {
+    names: Vec<String>,
+}
+
+impl Reach {
+    pub fn new(names: impl IntoIterator<Item = String>) -> Reach {
+        let mut names: Vec<String> = names.into_iter().collect();
+        names.sort();
+        names.dedup();
+        Reach { names }
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    fn json(&self) -> String {
+        serde_json::to_string(&self.names).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// Narrow to `collection` when one is named; a name outside the reach is answered like a
+    /// name that does not exist, so a sensitive collection's existence never shows.
+    pub fn narrow(&self, collection: Option<&str>) -> Result<Reach> {
+        match collection {
+            None => Ok(self.clone()),
+            Some(c) if self.contains(c) => Ok(Reach::new([c.to_string()])),
+            // The name is not echoed: an unknown and a sensitive collection answer alike.
+            Some(_) => Err(DataError::NotFound(
+                "the collection named in `collection` is not reachable from this run".into(),
+            )),
+        }
+    }
+}
+
+/// A document's card: what the pipeline made, with what tools changed on top.
+#[derive(Clone, Debug, Serialize)]
+pub struct Card {
+    pub handle: String,
+    pub collection: String,
+    pub title: String,
+    pub summary: String,
+    pub tags: Vec<String>,
+    pub annotation: String,
+    /// The original's path (a note's original is kept by the hub).
+    pub source: String,
+    pub note: bool,
+    pub size: u64,
+    pub modified_ms: u64,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+    /// Section titles, in order (read one with `view: "section"`).
+    pub sections: Vec<String>,
+}
+
+/// One search hit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Hit {
+    pub handle: String,
+    pub collection: String,
+    pub title: String,
+    /// The best passage, matches between `«` and `»`.
+    pub snippet: String,
+    pub score: f64,
+}
+
+/// What a tool may change on a card (never the body).
+#[derive(Clone, Debug, Default)]
+pub struct CardUpdate {
+    pub title: Option<String>,
+    pub summary: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub annotation: Option<String>,
+}
+
+/// A trashed document, for the operator.
+#[derive(Clone, Debug, Serialize)]
+pub struct Trashed {
+    pub handle: String,
+    pub collection: String,
+    pub title: String,
+    pub deleted_ms: u64,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `D42` → 42.
+pub fn parse_handle(handle: &str) -> Result<i64> {
+    handle
+        .strip_prefix(['D', 'd'])
+        .and_then(|n| n.parse::<i64>().ok())
+        .filter(|n| *n > 0)
+        .ok_or_else(|| DataError::InvalidArgs {
+            message: format!("{handle:?} is not a document handle"),
+            hint: "handles look like D42: take one from search_data or list_data".into(),
+        })
+}
+
+fn handle(id: i64) -> String {
+    format!("D{id}")
+}
+
+/// The FTS5 query for what a person typed: words (letters and digits) as quoted terms, and
+/// `"quoted phrases"` as phrases, all of them required. FTS5's own operators, column filters,
+/// quotes and parentheses are never passed through, so no query is a syntax error.
+pub fn fts_query(text: &str) -> Option<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for (i, part) in text.split('"').enumerate() {
+        let words: Vec<String> = part
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        if i % 2 == 1 {
+            terms.push(format!("\"{}\"", words.join(" ")));
+        } else {
+            terms.extend(words.into_iter().map(|w| format!("\"{w}\"")));
+        }
+    }
+    terms.truncate(MAX_TERMS);
+    (!terms.is_empty()).then(|| terms.join(" "))
+}
+
+impl Store {
+    /// Open (or create) the database at `path`: WAL, a busy timeout, the schema, and a quick
+    /// integrity check, so a corrupt file is an error naming it at start, not a wrong answer
+    /// later.
+    pub fn open(path: &Path) -> Result<Store> {
+        let db = |source| DataError::Db {
+            path: path.display().to_string(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(db)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(db)?;
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(db)?;
+        if check != "ok" {
+            return Err(db(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                Some(format!("integrity check failed: {check}")),
+            )));
+        }
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS docs (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                collection TEXT NOT NULL,
+                source TEXT NOT NULL UNIQUE,
+                note INTEGER NOT NULL DEFAULT 0,
+                size INTEGER NOT NULL,
+                mtime_ms INTEGER NOT NULL,
+                created_ms INTEGER NOT NULL,
+                updated_ms INTEGER NOT NULL,
+                title TEXT NOT NULL,
+                summary TEXT NOT NULL,
+                tags TEXT NOT NULL,
+                sections TEXT NOT NULL,
+                body TEXT NOT NULL,
+                card TEXT NOT NULL DEFAULT '{}',
+                deleted_ms INTEGER
+             );
+             CREATE INDEX IF NOT EXISTS docs_collection ON docs(collection);
+             CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
+                title, body, tags, collection UNINDEXED,
+                tokenize = 'unicode61 remove_diacritics 2'
+             );
+             CREATE TABLE IF NOT EXISTS revisions (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                doc_id INTEGER NOT NULL,
+                ts_ms INTEGER NOT NULL,
+                conversation TEXT NOT NULL,
+                tool TEXT NOT NULL,
+                change TEXT NOT NULL
+             );
+             CREATE INDEX IF NOT EXISTS revisions_doc ON revisions(doc_id);",
+        )
+        .map_err(db)?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn db(&self) -> impl Fn(rusqlite::Error) -> DataError + '_ {
+        move |source| DataError::Db {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+
+    /// Documents not in the trash.
+    pub fn count(&self) -> Result<u64> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM docs WHERE deleted_ms IS NULL",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as u64)
+            .map_err(self.db())
+    }
+
+    /// Convert `source` (an original of `collection`) if it is new or changed since its last
+    /// conversion; its id stays the same. Returns the document's id, or `None` when nothing
+    /// changed or the file is not a format the pipeline converts.
+    pub fn ingest(
+        &mut self,
+        collection: &str,
+        source: &Path,
+        note: bool,
+        max_bytes: u64,
+        who: &Who,
+    ) -> Result<Option<i64>> {
+        if !convert::supported(source) {
+            return Ok(None);
+        }
+        let io = |what, source_err| DataError::Io {
+            what,
+            path: source.display().to_string(),
+            source: source_err,
+        };
+        let meta = std::fs::metadata(source).map_err(|e| io("cannot read", e))?;
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        let size = meta.len();
+        let mtime_ms = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as u64);
+        let key = source.display().to_string();
+        let known: Option<(i64, i64, i64, String)> = self
+            .conn
+            .query_row(
+                "SELECT id, size, mtime_ms, collection FROM docs WHERE source = ?1",
+                [&key],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()
+            .map_err(self.db())?;
+        if let Some((_, s, m, c)) = &known
+            && *s as u64 == size
+            && *m as u64 == mtime_ms
+            && c == collection
+        {
+            return Ok(None);
+        }
+        if size > max_bytes {
+            tracing::warn!(
+                path = key,
+                size,
+                max_bytes,
+                "data hub: original too large; not converted"
+            );
+            return Ok(None);
+        }
+        let bytes = std::fs::read(source).map_err(|e| io("cannot read", e))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let c = convert::convert(source, &text);
+        let now = now_ms();
+        let sections = serde_json::to_string(&c.sections).unwrap_or_else(|_| "[]".into());
+        let tags = serde_json::to_string(&c.tags).unwrap_or_else(|_| "[]".into());
+        let db = self.db_owned();
+        let tx = self.conn.transaction().map_err(&db)?;
+        let id = match known {
+            Some((id, ..)) => {
+                tx.execute(
+                    "UPDATE docs SET collection=?2, size=?3, mtime_ms=?4, updated_ms=?5, title=?6,
+                     summary=?7, tags=?8, sections=?9, body=?10 WHERE id=?1",
+                    params![
+                        id,
+                        collection,
+                        size as i64,
+                        mtime_ms as i64,
+                        now as i64,
+                        c.title,
+                        c.summary,
+                        tags,
+                        sections,
+                        c.body
+                    ],
+                )
+                .map_err(&db)?;
+                id
+            }
+            None => {
+                tx.execute(
+                    "INSERT INTO docs (collection, source, note, size, mtime_ms, created_ms,
+                     updated_ms, title, summary, tags, sections, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    params![
+                        collection,
+                        key,
+                        note as i64,
+                        size as i64,
+                        mtime_ms as i64,
+                        now as i64,
+                        c.title,
+                        c.summary,
+                        tags,
+                        sections,
+                        c.body
+                    ],
+                )
+                .map_err(&db)?;
+                tx.last_insert_rowid()
+            }
+        };
+        index(&tx, id).map_err(&db)?;
+        revision(
+            &tx,
+            id,
+            who,
+            &json!({"converted": {"size": size, "title": c.title}}),
+        )
+        .map_err(&db)?;
+        tx.commit().map_err(&db)?;
+        Ok(Some(id))
+    }
+
+    fn db_owned(&self) -> impl Fn(rusqlite::Error) -> DataError + use<> {
+        let path = self.path.display().to_string();
+        move |source| DataError::Db {
+            path: path.clone(),
+            source,
+        }
+    }
+
+    /// Originals of `collection` that are gone (not in `present`) move to the trash, with a
+    /// revision saying why; they come back if the original does.
+    pub fn originals_gone(
+        &mut self,
+        collection: &str,
+        present: &HashSet<String>,
+        who: &Who,
+    ) -> Result<usize> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, source FROM docs WHERE collection = ?1 AND deleted_ms IS NULL")
+            .map_err(self.db())?;
+        let rows: Vec<(i64, String)> = stmt
+            .query_map([collection], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.db())?
+            .collect::<std::result::Result<_, _>>()
+            .map_err(self.db())?;
+        drop(stmt);
+        let gone: Vec<i64> = rows
+            .into_iter()
+            .filter(|(_, s)| !present.contains(s))
+            .map(|(id, _)| id)
+            .collect();
+        for &id in &gone {
+            self.set_deleted(id, Some(now_ms()), who, &json!({"original_removed": true}))?;
+        }
+        Ok(gone.len())
+    }
+
+    /// The original at `source` was removed: its document goes to the trash.
+    pub fn original_removed(&mut self, source: &Path, who: &Who) -> Result<bool> {
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM docs WHERE source = ?1 AND deleted_ms IS NULL",
+                [source.display().to_string()],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.db())?;
+        match id {
+            Some(id) => {
+                self.set_deleted(id, Some(now_ms()), who, &json!({"original_removed": true}))?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn set_deleted(
+        &mut self,
+        id: i64,
+        deleted: Option<u64>,
+        who: &Who,
+        change: &serde_json::Value,
+    ) -> Result<()> {
+        let db = self.db_owned();
+        let tx = self.conn.transaction().map_err(&db)?;
+        tx.execute(
+            "UPDATE docs SET deleted_ms = ?2 WHERE id = ?1",
+            params![id, deleted.map(|d| d as i64)],
+        )
+        .map_err(&db)?;
+        if deleted.is_some() {
+            tx.execute("DELETE FROM docs_fts WHERE rowid = ?1", [id])
+                .map_err(&db)?;
+        } else {
+            index(&tx, id).map_err(&db)?;
+        }
+        revision(&tx, id, who, change).map_err(&db)?;
+        tx.commit().map_err(&db)
+    }
+
+    /// Full-text search within `reach`, ranked by BM25 (title weighs most, then tags).
+    pub fn search(&self, reach: &Reach, query: &str, limit: usize) -> Result<Vec<Hit>> {
+        let Some(fts) = fts_query(query) else {
+            return Err(DataError::InvalidArgs {
+                message: format!("the query {query:?} has no words to search for"),
+                hint:
+                    "search for words or a \"quoted phrase\"; operators and punctuation are ignored"
+                        .into(),
+            });
+        };
+        // Ranking runs over the index alone (the collection is an unindexed column of it;
+        // trashed documents are not in it); the snippet and the title are made for the few
+        // rows kept, not for every match.
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT rowid, collection, bm25(docs_fts, 10.0, 1.0, 5.0, 0.0) AS score
+                 FROM docs_fts
+                 WHERE docs_fts MATCH ?1
+                   AND collection IN (SELECT value FROM json_each(?2))
+                 ORDER BY score LIMIT ?3",
+            )
+            .map_err(self.db())?;
+        let ranked: Vec<(i64, String, f64)> = stmt
+            .query_map(params![fts, reach.json(), limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(self.db())?
+            .collect::<std::result::Result<_, _>>()
+            .map_err(self.db())?;
+        drop(stmt);
+        let mut snippet = self
+            .conn
+            .prepare_cached(
+                "SELECT snippet(docs_fts, 1, '«', '»', '…', 16), d.title, d.card
+                 FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid
+                 WHERE docs_fts MATCH ?1 AND docs_fts.rowid = ?2",
+            )
+            .map_err(self.db())?;
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (id, collection, score) in ranked {
+            let (text, title, card): (String, String, String) = snippet
+                .query_row(params![fts, id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .map_err(self.db())?;
+            hits.push(Hit {
+                handle: handle(id),
+                collection,
+                title: overrides(&card)
+                    .get("title")
+                    .and_then(|t| t.as_str())
+                    .map_or(title, str::to_string),
+                snippet: text,
+                score: -score,
+            });
+        }
+        Ok(hits)
+    }
+
+    fn row(&self, reach: &Reach, id: i64) -> Result<Row> {
+        self.conn
+            .query_row(
+                "SELECT id, collection, source, note, size, mtime_ms, created_ms, updated_ms,
+                        title, summary, tags, sections, body, card
+                 FROM docs WHERE id = ?1 AND deleted_ms IS NULL
+                   AND collection IN (SELECT value FROM json_each(?2))",
+                params![id, reach.json()],
+                Row::from,
+            )
+            .optional()
+            .map_err(self.db())?
+            .ok_or_else(|| {
+                DataError::NotFound(format!(
+                    "no document {} is reachable from this run",
+                    handle(id)
+                ))
+            })
+    }
+
+    pub fn card(&self, reach: &Reach, id: i64) -> Result<Card> {
+        Ok(self.row(reach, id)?.card())
+    }
+
+    /// The card and the whole body.
+    pub fn body(&self, reach: &Reach, id: i64) -> Result<(Card, String)> {
+        let row = self.row(reach, id)?;
+        let body = row.body.clone();
+        Ok((row.card(), body))
+    }
+
+    /// One section, by title (case-insensitive; the first match) or by index.
+    pub fn section(&self, reach: &Reach, id: i64, which: &str) -> Result<(Card, Section)> {
+        let row = self.row(reach, id)?;
+        let sections = row.sections();
+        let found = match which.parse::<usize>() {
+            Ok(i) => sections.get(i).cloned(),
+            Err(_) => sections
+                .iter()
+                .find(|s| s.title.eq_ignore_ascii_case(which.trim()))
+                .cloned(),
+        };
+        let titles: Vec<String> = sections.iter().map(|s| s.title.clone()).collect();
+        match found {
+            Some(s) => Ok((row.card(), s)),
+            None => Err(DataError::NotFound(format!(
+                "{} has no section {which:?}; its sections are {titles:?} (name one, or give its index from 0)",
+                handle(id)
+            ))),
+        }
+    }
+
+    /// Cards within `reach` (newest change first), optionally with `tag`; and how many match.
+    pub fn list(
+        &self,
+        reach: &Reach,
+        tag: Option<&str>,
+        limit: usize,
+        offset: usize,
+    ) -> Result<(Vec<Card>, u64)> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, collection, source, note, size, mtime_ms, created_ms, updated_ms,
+                        title, summary, tags, sections, '' AS body, card
+                 FROM docs WHERE deleted_ms IS NULL
+                   AND collection IN (SELECT value FROM json_each(?1))
+                 ORDER BY updated_ms DESC, id DESC",
+            )
+            .map_err(self.db())?;
+        let tag = tag.map(str::to_lowercase);
+        let mut total = 0u64;
+        let mut cards = Vec::new();
+        let rows = stmt
+            .query_map([reach.json()], Row::from)
+            .map_err(self.db())?;
+        for row in rows {
+            let card = row.map_err(self.db())?.card();
+            if tag.as_ref().is_some_and(|t| !card.tags.contains(t)) {
+                continue;
+            }
+            if total as usize >= offset && cards.len() < limit {
+                cards.push(card);
+            }
+            total += 1;
+        }
+        Ok((cards, total))
+    }
+
+    /// Documents per reachable collection.
+    pub fn counts(&self, reach: &Reach) -> Result<Vec<(String, u64)>> {
+        let mut out = Vec::new();
+        for name in reach.names() {
+            let n: i64 = self
+                .conn
+                .query_row(
+                    "SELECT count(*) FROM docs WHERE collection = ?1 AND deleted_ms IS NULL",
+                    [name],
+                    |r| r.get(0),
+                )
+                .map_err(self.db())?;
+            out.push((name.clone(), n as u64));
+        }
+        Ok(out)
+    }
+
+    /// Change a card (never the body), as one revision.
+    pub fn update_card(
+        &mut self,
+        reach: &Reach,
+        id: i64,
+        update: &CardUpdate,
+        who: &Who,
+    ) -> Result<Card> {
+        let row = self.row(reach, id)?;
+        let mut over = overrides(&row.card_json);
+        let mut change = serde_json::Map::new();
+        if let Some(t) = &update.title {
+            over.insert("title".into(), json!(t));
+            change.insert("title".into(), json!(t));
+        }
+        if let Some(s) = &update.summary {
+            over.insert("summary".into(), json!(s));
+            change.insert("summary".into(), json!(s));
+        }
+        if let Some(tags) = &update.tags {
+            let tags = convert::split_tags(&tags.join(","));
+            over.insert("tags".into(), json!(tags));
+            change.insert("tags".into(), json!(tags));
+        }
+        if let Some(a) = &update.annotation {
+            over.insert("annotation".into(), json!(a));
+            change.insert("annotation".into(), json!(a));
+        }
+        if change.is_empty() {
+            return Err(DataError::InvalidArgs {
+                message: "the card update changes nothing".into(),
+                hint: "give at least one of card.title, card.summary, card.tags, card.annotation"
+                    .into(),
+            });
+        }
+        let db = self.db_owned();
+        let tx = self.conn.transaction().map_err(&db)?;
+        tx.execute(
+            "UPDATE docs SET card = ?2, updated_ms = ?3 WHERE id = ?1",
+            params![
+                id,
+                serde_json::Value::Object(over).to_string(),
+                now_ms() as i64
+            ],
+        )
+        .map_err(&db)?;
+        index(&tx, id).map_err(&db)?;
+        revision(&tx, id, who, &json!({"card": change})).map_err(&db)?;
+        tx.commit().map_err(&db)?;
+        self.card(reach, id)
+    }
+
+    /// Move a document to the trash (restorable).
+    pub fn trash(&mut self, reach: &Reach, id: i64, who: &Who) -> Result<Card> {
+        let card = self.card(reach, id)?;
+        self.set_deleted(id, Some(now_ms()), who, &json!({"deleted": true}))?;
+        Ok(card)
+    }
+
+    /// The trash, newest first (for the operator: every collection).
+    pub fn trash_list(&self) -> Result<Vec<Trashed>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, collection, title, card, deleted_ms FROM docs
+                 WHERE deleted_ms IS NOT NULL ORDER BY deleted_ms DESC",
+            )
+            .map_err(self.db())?;
+        let rows = stmt
+            .query_map([], |r| {
+                let title: String = r.get(2)?;
+                let card: String = r.get(3)?;
+                Ok(Trashed {
+                    handle: handle(r.get(0)?),
+                    collection: r.get(1)?,
+                    title: overrides(&card)
+                        .get("title")
+                        .and_then(|t| t.as_str())
+                        .map_or(title, str::to_string),
+                    deleted_ms: r.get::<_, i64>(4)? as u64,
+                })
+            })
+            .map_err(self.db())?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.db())?;
+        Ok(rows)
+    }
+
+    /// Bring a trashed document back (the operator's `toolvisor data restore`).
+    pub fn restore(&mut self, id: i64, who: &Who) -> Result<()> {
+        let trashed: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM docs WHERE id = ?1 AND deleted_ms IS NOT NULL",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.db())?;
+        if trashed.is_none() {
+            return Err(DataError::NotFound(format!(
+                "{} is not in the trash",
+                handle(id)
+            )));
+        }
+        self.set_deleted(id, None, who, &json!({"restored": true}))
+    }
+
+    /// A document's revisions, oldest first: `(ts_ms, conversation, tool, change)`.
+    pub fn revisions(&self, id: i64) -> Result<Vec<(u64, String, String, serde_json::Value)>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT ts_ms, conversation, tool, change FROM revisions WHERE doc_id = ?1 ORDER BY id",
+            )
+            .map_err(self.db())?;
+        let rows = stmt
+            .query_map([id], |r| {
+                let change: String = r.get(3)?;
+                Ok((
+                    r.get::<_, i64>(0)? as u64,
+                    r.get(1)?,
+                    r.get(2)?,
+                    serde_json::from_str(&change).unwrap_or(serde_json::Value::Null),
+                ))
+            })
+            .map_err(self.db())?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.db())?;
+        Ok(rows)
+    }
+
+    /// The source path of a reachable document (to refuse a body change naming it).
+    pub fn source(&self, reach: &Reach, id: i64) -> Result<(String, bool)> {
+        let row = self.row(reach, id)?;
+        Ok((row.source, row.note))
+    }
+}
+
+/// (Re)write document `id`'s index entry from its effective card and body.
+fn index(tx: &rusqlite::Transaction<'_>, id: i64) -> rusqlite::Result<()> {
+    let (title, tags, body, card, collection): (String, String, String, String, String) = tx
+        .query_row(
+            "SELECT title, tags, body, card, collection FROM docs WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )?;
+    let over = overrides(&card);
+    let title = over
+        .get("title")
+        .and_then(|t| t.as_str())
+        .map_or(title, str::to_string);
+    let tags: Vec<String> = over
+        .get("tags")
+        .cloned()
+        .and_then(|t| serde_json::from_value(t).ok())
+        .unwrap_or_else(|| serde_json::from_str(&tags).unwrap_or_default());
+    let annotation = over
+        .get("annotation")
+        .and_then(|a| a.as_str())
+        .unwrap_or("");
+    tx.execute("DELETE FROM docs_fts WHERE rowid = ?1", [id])?;
+    tx.execute(
+        "INSERT INTO docs_fts (rowid, title, body, tags, collection) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            id,
+            title,
+            format!("{body}\n{annotation}"),
+            tags.join(" "),
+            collection
+        ],
+    )?;
+    Ok(())
+}
+
+fn revision(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    who: &Who,
+    change: &serde_json::Value,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO revisions (doc_id, ts_ms, conversation, tool, change) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, now_ms() as i64, who.conversation, who.tool, change.to_string()],
+    )?;
+    Ok(())
+}
+
+fn overrides(card: &str) -> serde_json::Map<String, serde_json::Value> {
+    serde_json::from_str(card).unwrap_or_default()
+}
+
+struct Row {
+    id: i64,
+    collection: String,
+    source: String,
+    note: bool,
+    size: i64,
+    mtime_ms: i64,
+    created_ms: i64,
+    updated_ms: i64,
+    title: String,
+    summary: String,
+    tags: String,
+    sections: String,
+    body: String,
+    card_json: String,
+}
+
+impl Row {
+    fn from(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+        Ok(Row {
+            id: r.get(0)?,
+            collection: r.get(1)?,
+            source: r.get(2)?,
+            note: r.get::<_, i64>(3)? != 0,
+            size: r.get(4)?,
+            mtime_ms: r.get(5)?,
+            created_ms: r.get(6)?,
+            updated_ms: r.get(7)?,
+            title: r.get(8)?,
+            summary: r.get(9)?,
+            tags: r.get(10)?,
+            sections: r.get(11)?,
+            body: r.get(12)?,
+            card_json: r.get(13)?,
+        })
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        serde_json::from_str(&self.sections).unwrap_or_default()
+    }
+
+    fn card(&self) -> Card {
+        let over = overrides(&self.card_json);
+        let text = |k: &str, base: &str| {
+            over.get(k)
+                .and_then(|v| v.as_str())
+                .map_or(base.to_string(), str::to_string)
+        };
+        Card {
+            handle: handle(self.id),
+            collection: self.collection.clone(),
+            title: text("title", &self.title),
+            summary: text("summary", &self.summary),
+            tags: over
+                .get("tags")
+                .cloned()
+                .and_then(|t| serde_json::from_value(t).ok())
+                .unwrap_or_else(|| serde_json::from_str(&self.tags).unwrap_or_default()),
+            annotation: text("annotation", ""),
+            source: self.source.clone(),
+            note: self.note,
+            size: self.size as u64,
+            modified_ms: self.mtime_ms as u64,
+            created_ms: self.created_ms as u64,
+            updated_ms: self.updated_ms as u64,
+            sections: self.sections().into_iter().map(|s| s.title).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn who() -> Who {
+        Who {
+            conversation: "c".into(),
+            tool: "test".into(),
+        }
+    }
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("hub.sqlite3")).unwrap();
+        (dir, s)
+    }
+
+    #[test]
+    fn queries_keep_words_and_phrases_and_drop_every_operator() {
+        assert_eq!(
+            fts_query("alpha beta").as_deref(),
+            Some("\"alpha\" \"beta\"")
+        );
+        assert_eq!(
+            fts_query("\"release notes\" q3").as_deref(),
+            Some("\"release notes\" \"q3\"")
+        );
+        assert_eq!(
+            fts_query("title:x OR (y NEAR z) \"unclosed").as_deref(),
+            Some("\"title\" \"x\" \"OR\" \"y\" \"NEAR\" \"z\" \"unclosed\"")
+        );
+        assert_eq!(fts_query("*** ()) '' \"\""), None);
+        assert_eq!(
+            fts_query("Robert'); DROP TABLE docs;--").as_deref(),
+            Some("\"Robert\" \"DROP\" \"TABLE\" \"docs\"")
+        );
+    }
+
+    #[test]
+    fn ids_stay_put_across_re_conversion_and_search_follows_the_original() {
+        let (dir, mut s) = store();
+        let f = dir.path().join("a.md");
+        std::fs::write(&f, "# Apples\nred fruit").unwrap();
+        let id = s.ingest("c1", &f, false, 1 << 20, &who()).unwrap().unwrap();
+        let reach = Reach::new(["c1".to_string()]);
+        assert_eq!(
+            s.search(&reach, "fruit", 10).unwrap()[0].handle,
+            format!("D{id}")
+        );
+        assert!(
+            s.ingest("c1", &f, false, 1 << 20, &who())
+                .unwrap()
+                .is_none(),
+            "unchanged"
+        );
+        std::fs::write(&f, "# Apples\ngreen vegetable, longer").unwrap();
+        assert_eq!(
+            s.ingest("c1", &f, false, 1 << 20, &who()).unwrap(),
+            Some(id)
+        );
+        assert!(s.search(&reach, "fruit", 10).unwrap().is_empty());
+        assert_eq!(s.search(&reach, "vegetable", 10).unwrap().len(), 1);
+        let hits = s.search(&reach, "green", 10).unwrap();
+        assert!(hits[0].snippet.contains("«green»"), "{:?}", hits[0]);
+        assert!(
+            s.search(&Reach::new(["other".to_string()]), "green", 10)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_trash_hides_a_document_until_it_is_restored_and_every_change_is_a_revision() {
+        let (dir, mut s) = store();
+        let f = dir.path().join("b.txt");
+        std::fs::write(&f, "Budget\nnumbers here").unwrap();
+        let id = s.ingest("c1", &f, false, 1 << 20, &who()).unwrap().unwrap();
+        let reach = Reach::new(["c1".to_string()]);
+        s.update_card(
+            &reach,
+            id,
+            &CardUpdate {
+                annotation: Some("checked by finance".into()),
+                ..Default::default()
+            },
+            &who(),
+        )
+        .unwrap();
+        assert_eq!(
+            s.search(&reach, "finance", 10).unwrap().len(),
+            1,
+            "annotations are searchable"
+        );
+        s.trash(&reach, id, &who()).unwrap();
+        assert!(matches!(s.card(&reach, id), Err(DataError::NotFound(_))));
+        assert!(s.search(&reach, "numbers", 10).unwrap().is_empty());
+        assert_eq!(s.trash_list().unwrap()[0].handle, format!("D{id}"));
+        s.restore(id, &Who::operator("restore")).unwrap();
+        assert_eq!(s.card(&reach, id).unwrap().annotation, "checked by finance");
+        assert_eq!(s.search(&reach, "numbers", 10).unwrap().len(), 1);
+        let revs = s.revisions(id).unwrap();
+        let changes: Vec<String> = revs.iter().map(|r| r.3.to_string()).collect();
+        assert_eq!(revs.len(), 4, "{changes:?}");
+        assert_eq!(revs[3].1, "operator");
+    }
+}
