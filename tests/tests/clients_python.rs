@@ -67,8 +67,5 @@ fn the_python_client_installs_with_pip_and_passes_its_suite() {
             .current_dir(&work)
             .env("PYTHONPATH", &site),
     );
-    assert!(
-        imported.contains(&site.display().to_string()),
-        "{imported}"
-    );
+    assert!(imported.contains(&site.display().to_string()), "{imported}");
 }
