@@ -190,8 +190,8 @@ class AsyncClient:
         streamed event. Cancelling the awaiting task cancels the call on the daemon."""
         handle = await self.start(tool, args, conversation=conversation)
         try:
-            async for event in handle:
-                if on_event is not None:
+            if on_event is not None:
+                async for event in handle:
                     r = on_event(event)
                     if inspect.isawaitable(r):
                         await r
