@@ -66,3 +66,15 @@ pub fn run(what: &str, cmd: &mut Command) -> String {
     );
     text
 }
+
+/// The first fenced block of `lang` in docs/CLIENTS.md: the complete example of that client.
+pub fn doc_example(lang: &str) -> String {
+    let doc = std::fs::read_to_string(repo().join("docs/CLIENTS.md")).expect("docs/CLIENTS.md");
+    let fence = format!("```{lang}\n");
+    let start = doc
+        .find(&fence)
+        .unwrap_or_else(|| panic!("docs/CLIENTS.md has no ```{lang} block"))
+        + fence.len();
+    let end = doc[start..].find("\n```").expect("the block ends") + start;
+    doc[start..=end].to_string()
+}

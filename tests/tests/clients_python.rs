@@ -1,6 +1,7 @@
 //! The Python client package (`clients/python`): `pip install` of the repository's package
 //! works (into a target dir, with the pip of the clients venv that `scripts/install-test-deps`
-//! makes), and its unittest suite passes against a real daemon, imported from that install.
+//! makes), its unittest suite passes against a real daemon, imported from that install, and the
+//! complete example of docs/CLIENTS.md runs as printed.
 
 use std::process::Command;
 
@@ -59,6 +60,28 @@ fn the_python_client_installs_with_pip_and_passes_its_suite() {
     // Skipped tests would pass silently: every test must have run.
     assert!(!out.contains("skipped"), "tests were skipped:\n{out}");
     assert!(out.contains("\nOK"), "{out}");
+    // The complete example of docs/CLIENTS.md runs as printed.
+    let example = tmp.path().join("example.py");
+    std::fs::write(&example, clients::doc_example("python")).unwrap();
+    let out = clients::run(
+        "the Python example of docs/CLIENTS.md",
+        Command::new(&python)
+            .arg("-B")
+            .arg(&example)
+            .current_dir(&work)
+            .env("PYTHONPATH", &site)
+            .env("TOOLVISOR_SOCKET", &d.socket),
+    );
+    for line in [
+        "stream: building\n",
+        "exit code: 0",
+        "approval asked: bash: rm -rf build",
+        "denied: `bash` was not approved: only echo commands are allowed in this demo",
+        "not found: not_found -",
+        "answers ping 7",
+    ] {
+        assert!(out.contains(line), "expected {line:?} in\n{out}");
+    }
     // The suite imported the installed copy, not the sources.
     let imported = clients::run(
         "import toolvisor",
