@@ -4,7 +4,8 @@ of the same payload (docs/BENCHMARKS.md, "Python client").
 
 Starts the daemon (``--bin``, default ``target/release/toolvisor``) on a temp socket, and an
 echo server in another Python process that answers every frame with the bytes the daemon
-sent for the same call. Then, one after the other, n round trips each of:
+sent for the same call. Then n round trips each of these, in turns of ``--block`` round trips
+per variant so that the machine's load drifts over all of them alike:
 
 - ``Client.call("process", {"op": "list"})`` — the package's blocking client;
 - ``AsyncClient.call`` — the asyncio client, awaited one at a time;
@@ -97,33 +98,14 @@ def summary(samples: list[float]) -> tuple[float, float]:
     return statistics.median(s), s[min(len(s) - 1, int(len(s) * 0.99))]
 
 
-def bench_client(path: str, n: int, warm: int) -> list[float]:
-    out = []
-    with Client.connect(path, max_tier="exec", workdir="/") as c:
-        for i in range(warm + n):
-            t = time.perf_counter()
-            c.call("process", CALL_ARGS)
-            if i >= warm:
-                out.append(time.perf_counter() - t)
-    return out
-
-
-def bench_async(path: str, n: int, warm: int) -> list[float]:
-    async def run() -> list[float]:
-        out = []
-        async with await AsyncClient.connect(path, max_tier="exec", workdir="/") as c:
-            for i in range(warm + n):
-                t = time.perf_counter()
-                await c.call("process", CALL_ARGS)
-                if i >= warm:
-                    out.append(time.perf_counter() - t)
-        return out
-
-    return asyncio.run(run())
+def call_frame() -> bytes:
+    payload = json.dumps({"call": {"id": 1, "conversation": "default", "tool": "process", "args": CALL_ARGS}},
+                         separators=(",", ":")).encode()
+    return HEADER.pack(len(payload)) + payload
 
 
 def raw_hello(sock: socket.socket) -> None:
-    hello = {"hello": {"protocol_version": 1, "codec": "json", "client_kind": "ops",
+    hello = {"hello": {"protocol_version": 1, "codec": "json", "client_kind": "harness",
                        "workdir": "/", "surface": {"max_tier": "exec"}}}
     data = json.dumps(hello).encode()
     sock.sendall(HEADER.pack(len(data)) + data)
@@ -131,57 +113,76 @@ def raw_hello(sock: socket.socket) -> None:
     assert "welcome" in welcome, welcome
 
 
-def bench_raw(path: str, n: int, warm: int, hello: bool) -> tuple[list[float], bytes]:
-    """The same call frame each time (the daemon allows an id again once its result came)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(path)
-    if hello:
-        raw_hello(sock)
-    payload = json.dumps({"call": {"id": 1, "conversation": "default", "tool": "process", "args": CALL_ARGS}},
-                         separators=(",", ":")).encode()
-    frame = HEADER.pack(len(payload)) + payload
-    out = []
-    reply = b""
-    for i in range(warm + n):
-        t = time.perf_counter()
-        sock.sendall(frame)
-        reply = recv_frame(sock)
-        answer = json.loads(reply)
-        if i == 0 and "ok" not in answer["result"]["outcome"]:
-            sys.exit(f"the trivial call failed: {answer}")
-        if i >= warm:
-            out.append(time.perf_counter() - t)
-    sock.close()
-    return out, reply
+class Raw:
+    """The same call frame each time (the daemon allows an id again once its result came),
+    written and its reply read and parsed with nothing but socket, struct and json."""
+
+    def __init__(self, path: str, hello: bool) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        if hello:
+            raw_hello(self.sock)
+        self.frame = call_frame()
+        self.reply = b""
+
+    def once(self) -> None:
+        self.sock.sendall(self.frame)
+        self.reply = recv_frame(self.sock)
+        json.loads(self.reply)
 
 
-def bench_raw_async(path: str, n: int, warm: int) -> list[float]:
-    """The echo again, through asyncio streams: the event loop's own floor."""
+class RawAsync:
+    def __init__(self, loop: asyncio.AbstractEventLoop, path: str) -> None:
+        self.loop = loop
+        self.reader, self.writer = loop.run_until_complete(asyncio.open_unix_connection(path))
+        self.frame = call_frame()
 
-    async def run() -> list[float]:
-        reader, writer = await asyncio.open_unix_connection(path)
-        payload = json.dumps({"call": {"id": 1, "conversation": "default", "tool": "process", "args": CALL_ARGS}},
-                             separators=(",", ":")).encode()
-        frame = HEADER.pack(len(payload)) + payload
+    async def _block(self, k: int) -> list[float]:
         out = []
-        for i in range(warm + n):
+        for _ in range(k):
             t = time.perf_counter()
-            writer.write(frame)
-            await writer.drain()
-            (length,) = HEADER.unpack(await reader.readexactly(4))
-            json.loads(await reader.readexactly(length))
-            if i >= warm:
-                out.append(time.perf_counter() - t)
-        writer.close()
+            self.writer.write(self.frame)
+            await self.writer.drain()
+            (length,) = HEADER.unpack(await self.reader.readexactly(4))
+            json.loads(await self.reader.readexactly(length))
+            out.append(time.perf_counter() - t)
         return out
 
-    return asyncio.run(run())
+    def block(self, k: int) -> list[float]:
+        return self.loop.run_until_complete(self._block(k))
+
+
+class Async:
+    def __init__(self, loop: asyncio.AbstractEventLoop, path: str) -> None:
+        self.loop = loop
+        self.client = loop.run_until_complete(AsyncClient.connect(path, max_tier="exec", workdir="/"))
+
+    async def _block(self, k: int) -> list[float]:
+        out = []
+        for _ in range(k):
+            t = time.perf_counter()
+            await self.client.call("process", CALL_ARGS)
+            out.append(time.perf_counter() - t)
+        return out
+
+    def block(self, k: int) -> list[float]:
+        return self.loop.run_until_complete(self._block(k))
+
+
+def timed(k: int, f) -> list[float]:  # type: ignore[no-untyped-def]
+    out = []
+    for _ in range(k):
+        t = time.perf_counter()
+        f()
+        out.append(time.perf_counter() - t)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.environ.get("TOOLVISOR_BIN", "target/release/toolvisor"))
-    ap.add_argument("-n", type=int, default=5000)
+    ap.add_argument("-n", type=int, default=5000, help="round trips per variant")
+    ap.add_argument("--block", type=int, default=250, help="round trips per variant per turn")
     ap.add_argument("--warm", type=int, default=500)
     ap.add_argument("--echo-server", nargs=2, metavar=("PATH", "REPLY_HEX"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -198,37 +199,54 @@ def main() -> None:
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=open(os.path.join(tmp, "daemon.log"), "w"))
     echo = None
+    aclient = None
+    loop = asyncio.new_event_loop()
     try:
         wait_for_socket(sock, "the daemon")
-        raw_daemon, reply = bench_raw(sock, a.n, a.warm, hello=True)
+        raw_daemon = Raw(sock, hello=True)
+        raw_daemon.once()
+        answer = json.loads(raw_daemon.reply)
+        if "ok" not in answer["result"]["outcome"]:
+            sys.exit(f"the trivial call failed: {answer}")
         echo_sock = os.path.join(tmp, "echo.sock")
-        echo = subprocess.Popen([sys.executable, __file__, "--echo-server", echo_sock, reply.hex()])
+        echo = subprocess.Popen([sys.executable, __file__, "--echo-server", echo_sock, raw_daemon.reply.hex()])
         wait_for_socket(echo_sock, "the echo server")
-        raw_echo, _ = bench_raw(echo_sock, a.n, a.warm, hello=False)
-        raw_async_echo = bench_raw_async(echo_sock, a.n, a.warm)
-        client = bench_client(sock, a.n, a.warm)
-        aclient = bench_async(sock, a.n, a.warm)
+        raw_echo = Raw(echo_sock, hello=False)
+        raw_async_echo = RawAsync(loop, echo_sock)
+        client = Client.connect(sock, max_tier="exec", workdir="/")
+        aclient = Async(loop, sock)
+        variants = {
+            "`Client.call` → daemon": lambda k: timed(k, lambda: client.call("process", CALL_ARGS)),
+            "`AsyncClient.call` → daemon": aclient.block,
+            "raw socket → daemon (same frame)": lambda k: timed(k, raw_daemon.once),
+            "raw socket → Python echo (same bytes)": lambda k: timed(k, raw_echo.once),
+            "raw asyncio streams → Python echo (same bytes)": raw_async_echo.block,
+        }
+        for run in variants.values():
+            run(a.warm)
+        # Turns of `block` round trips each, so the machine's load drifts over all alike.
+        samples: dict[str, list[float]] = {name: [] for name in variants}
+        while len(samples["raw socket → Python echo (same bytes)"]) < a.n:
+            for name, run in variants.items():
+                samples[name] += run(a.block)
     finally:
+        if aclient is not None:
+            loop.run_until_complete(aclient.client.close())
         daemon.terminate()
         daemon.wait()
         if echo is not None:
             echo.terminate()
             echo.wait()
 
-    echo_med, echo_p99 = summary(raw_echo)
-    print(f"n={a.n} after {a.warm} warm-up calls; trivial call process {{\"op\":\"list\"}}, "
-          f"reply {len(reply)} bytes; Python {sys.version.split()[0]}; load {os.getloadavg()[0]:.2f}")
+    echo_med, _ = summary(samples["raw socket → Python echo (same bytes)"])
+    print(f"n={a.n} per variant in turns of {a.block}, after {a.warm} warm-up calls each; trivial call "
+          f"process {{\"op\":\"list\"}}, reply {len(raw_daemon.reply)} bytes; Python {sys.version.split()[0]}; "
+          f"load {os.getloadavg()[0]:.2f}")
     print()
     print("| round trip | median | p99 | median vs raw echo |")
     print("|---|---|---|---|")
-    for name, samples in [
-        ("`Client.call` → daemon", client),
-        ("`AsyncClient.call` → daemon", aclient),
-        ("raw socket → daemon (same frame)", raw_daemon),
-        ("raw socket → Python echo (same bytes)", raw_echo),
-        ("raw asyncio streams → Python echo (same bytes)", raw_async_echo),
-    ]:
-        med, p99 = summary(samples)
+    for name, xs in samples.items():
+        med, p99 = summary(xs)
         print(f"| {name} | {med * 1e6:.1f} µs | {p99 * 1e6:.1f} µs | {med / echo_med:.2f}× |")
 
 
