@@ -1,7 +1,8 @@
-"""The asyncio client: one reader task per connection routes every frame (events and results
-to their call, replies to their waiter); approval requests, questions and bridge calls run
-the handlers (plain functions or coroutines) in their own tasks, so a slow handler never
-stalls other calls, and a bridge handler may itself call tools on the same client."""
+"""The asyncio client: an ``asyncio.Protocol`` routes every frame as its bytes arrive (events
+and results to their call, replies to their waiter), with no reader task in between;
+approval requests, questions and bridge calls run the handlers (plain functions or
+coroutines) in their own tasks, so a slow handler never stalls other calls, and a bridge
+handler may itself call tools on the same client."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import asyncio
 import inspect
 import itertools
 import os
-import socket
 from collections import deque
 from typing import Any, AsyncIterator, Callable
 
@@ -18,6 +18,65 @@ from .errors import ConnectionProblem, ToolError
 from .frames import PROTOCOL_VERSION, Event, StatusReport, ToolInfo, TreeSnapshot, Welcome
 
 _END = object()
+
+
+class _Frames(asyncio.Protocol):
+    """Cuts the byte stream into frames and hands each to the client; applies the transport's
+    write flow control."""
+
+    def __init__(self) -> None:
+        self.client: AsyncClient | None = None
+        self.early: list[tuple[str, Any]] = []
+        self.buf = bytearray()
+        self.max_frame = _wire.DEFAULT_MAX_FRAME
+        self.transport: asyncio.Transport | None = None
+        self.writable = asyncio.Event()
+        self.writable.set()
+        self.lost: ConnectionProblem | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf
+        buf += data
+        while len(buf) >= 4:
+            (length,) = _wire.HEADER.unpack_from(buf)
+            if length > self.max_frame:
+                self._lose(ConnectionProblem(
+                    f"the daemon announced a frame of {length} bytes, above the cap of {self.max_frame} bytes"))
+                return
+            if len(buf) < 4 + length:
+                return
+            payload = bytes(buf[4:4 + length])
+            del buf[:4 + length]
+            try:
+                frame = _wire.decode(payload)
+            except ConnectionProblem as e:
+                self._lose(e)
+                return
+            if self.client is None:
+                self.early.append(frame)
+            else:
+                self.client._dispatch(*frame)
+
+    def _lose(self, problem: ConnectionProblem) -> None:
+        self.lost = problem
+        if self.transport is not None:
+            self.transport.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.lost is None:
+            self.lost = ConnectionProblem("the daemon closed the connection" + (f": {exc}" if exc else ""))
+        self.writable.set()
+        if self.client is not None:
+            self.client._fail(self.lost)
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
 
 
 class AsyncCall:
@@ -29,20 +88,31 @@ class AsyncCall:
         self.id = call_id
         self.tool = tool
         self.conversation = conversation
-        self._events: asyncio.Queue[Any] = asyncio.Queue()
+        self._events: deque[Any] = deque()
+        self._wake: asyncio.Future[None] | None = None
         self._outcome: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
     @property
     def done(self) -> bool:
         return self._outcome.done()
 
+    def _push(self, item: Any) -> None:
+        self._events.append(item)
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
     async def events(self) -> AsyncIterator[Event]:
         """Events as they arrive, until the result arrives."""
         while True:
-            item = await self._events.get()
+            if not self._events:
+                self._wake = asyncio.get_running_loop().create_future()
+                await self._wake
+                self._wake = None
+                continue
+            item = self._events[0]
             if item is _END:
-                self._events.put_nowait(_END)  # a second iteration ends at once
-                return
+                return  # left in place: a second iteration ends at once
+            self._events.popleft()
             yield item
 
     def __aiter__(self) -> AsyncIterator[Event]:
@@ -62,8 +132,7 @@ class AsyncClient:
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        frames: _Frames,
         path: str,
         *,
         conversation: str,
@@ -81,16 +150,14 @@ class AsyncClient:
         self.errors: list[ToolError] = []
         self.tree_updates: asyncio.Queue[TreeSnapshot] = asyncio.Queue()
         self.welcome: Welcome = {}  # type: ignore[typeddict-item]
-        self._reader = reader
-        self._writer = writer
-        self._write_lock = asyncio.Lock()
-        self._max_frame = _wire.DEFAULT_MAX_FRAME
+        self._frames = frames
+        self._transport: asyncio.Transport = frames.transport  # type: ignore[assignment]
+        self._welcome: asyncio.Future[tuple[str, Any]] | None = None
         self._ids = itertools.count(1)
         self._calls: dict[int, AsyncCall] = {}
         self._replies: dict[str, deque[asyncio.Future[Any]]] = {"tools": deque(), "status": deque(), "tree": deque()}
         self._pongs: dict[int, asyncio.Future[int]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._reader_task: asyncio.Task[None] | None = None
         self._failure: ConnectionProblem | None = None
 
     @classmethod
@@ -116,22 +183,21 @@ class AsyncClient:
         """As ``Client.connect``; handlers may be coroutine functions. Bound waits with
         ``asyncio.timeout``/``wait_for`` around the awaits."""
         where = os.fspath(path) if path is not None else _wire.default_socket()
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.open_unix_connection(where, limit=2**16)
+            transport, frames = await loop.create_unix_connection(_Frames, where)
         except OSError as e:
             raise ConnectionProblem(
                 f"cannot connect to the toolvisor daemon at {where}: {e.strerror or e} "
                 "(is `toolvisor serve` running on that socket?)"
             ) from None
-        sock: socket.socket = writer.get_extra_info("socket")
         try:
-            _wire.check_server_uid(sock, where)  # before a byte is sent
+            _wire.check_server_uid(transport.get_extra_info("socket"), where)  # before a byte is sent
         except BaseException:
-            writer.close()
+            transport.abort()
             raise
         client = cls(
-            reader,
-            writer,
+            frames,
             where,
             conversation=conversation,
             approval_handler=approval_handler,
@@ -139,6 +205,12 @@ class AsyncClient:
             bridge_handler=bridge_handler,
             on_error=on_error,
         )
+        client._welcome = loop.create_future()
+        frames.client = client
+        for frame in frames.early:
+            client._dispatch(*frame)
+        if frames.lost is not None:
+            client._fail(frames.lost)
         try:
             await client._send(
                 _wire.hello(
@@ -153,13 +225,12 @@ class AsyncClient:
                     protocol_version=protocol_version,
                 )
             )
-            name, body = await client._read_frame()
+            name, body = await client._welcome
             client.welcome = _wire.welcome_or_raise(name, body)
         except BaseException:
-            writer.close()
+            transport.abort()
             raise
-        client._max_frame = int(client.welcome["max_frame"])
-        client._reader_task = asyncio.create_task(client._read_loop())
+        frames.max_frame = int(client.welcome["max_frame"])
         return client
 
     # --- the API ------------------------------------------------------------------------
@@ -230,15 +301,12 @@ class AsyncClient:
         return await fut
 
     async def close(self) -> None:
-        if self._reader_task is not None:
-            self._reader_task.cancel()
+        """Close the connection (calls in flight run to their end on the daemon)."""
         for t in list(self._tasks):
             t.cancel()
-        self._writer.close()
-        try:
-            await self._writer.wait_closed()
-        except OSError:
-            pass
+        if not self._transport.is_closing():
+            self._transport.close()
+        self._fail(ConnectionProblem("this client is closed"))
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -260,43 +328,27 @@ class AsyncClient:
         return await fut
 
     async def _send(self, frame: Any) -> None:
-        async with self._write_lock:
-            try:
-                self._writer.write(_wire.encode(frame))
-                await self._writer.drain()
-            except OSError as e:
-                raise ConnectionProblem(f"cannot write to the daemon at {self.path}: {e}") from None
-
-    async def _read_frame(self) -> tuple[str, Any]:
-        try:
-            header = await self._reader.readexactly(4)
-            (length,) = _wire.HEADER.unpack(header)
-            _wire.check_length(length, self._max_frame)
-            payload = await self._reader.readexactly(length)
-        except asyncio.IncompleteReadError:
-            raise ConnectionProblem(f"the daemon at {self.path} closed the connection") from None
-        except OSError as e:
-            raise ConnectionProblem(f"cannot read from the daemon at {self.path}: {e}") from None
-        return _wire.decode(payload)
-
-    async def _read_loop(self) -> None:
-        try:
-            while True:
-                name, body = await self._read_frame()
-                self._dispatch(name, body)
-        except ConnectionProblem as e:
-            self._fail(e)
-        except asyncio.CancelledError:
-            self._fail(ConnectionProblem("this client is closed"))
-            raise
+        if self._transport.is_closing():
+            raise self._failure or ConnectionProblem(f"the connection to {self.path} is closed")
+        # One write per frame keeps frames whole and in order; wait only when the transport
+        # asks for it (its buffer is full).
+        self._transport.write(_wire.encode(frame))
+        if not self._frames.writable.is_set():
+            await self._frames.writable.wait()
+            if self._frames.lost is not None:
+                raise self._frames.lost
 
     def _fail(self, problem: ConnectionProblem) -> None:
         """The connection is gone: every waiter learns it."""
+        if self._failure is not None:
+            return
         self._failure = problem
+        if self._welcome is not None and not self._welcome.done():
+            self._welcome.set_exception(problem)
         for handle in self._calls.values():
             if not handle._outcome.done():
                 handle._outcome.set_exception(problem)
-            handle._events.put_nowait(_END)
+            handle._push(_END)
         self._calls.clear()
         for queue in self._replies.values():
             for fut in queue:
@@ -311,18 +363,29 @@ class AsyncClient:
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        # An answer that could not be sent because the connection is gone is not an error of
+        # its own: every waiter already got the connection's failure.
+        if not task.cancelled() and not isinstance(task.exception(), (ConnectionProblem, type(None))):
+            err = task.exception()
+            self.errors.append(ToolError("internal", f"a handler task failed: {type(err).__name__}: {err}", ""))
 
     def _dispatch(self, name: str, body: Any) -> None:
+        if self._welcome is not None and not self._welcome.done():
+            self._welcome.set_result((name, body))
+            return
         if name == "event":
             handle = self._calls.get(body["id"])
             if handle is not None:
-                handle._events.put_nowait(body["event"])
+                handle._push(body["event"])
         elif name == "result":
             handle = self._calls.pop(body["id"], None)
             if handle is not None:
                 handle._outcome.set_result(body["outcome"])
-                handle._events.put_nowait(_END)
+                handle._push(_END)
         elif name == "approval_request":
             self._spawn(self._answer_approval(body))
         elif name == "question":
