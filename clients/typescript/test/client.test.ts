@@ -5,6 +5,8 @@
 
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
@@ -12,6 +14,7 @@ import {
   ApprovalDeniedError,
   CallCancelledError,
   Client,
+  ConnectionProblem,
   type ConnectOptions,
   type Json,
   NotFoundError,
@@ -216,5 +219,31 @@ test("status, tree and ping", LIMIT, async () => {
     assert.ok(tree.root.children.some((n) => n.kind === "sessions"));
   } finally {
     await c.close();
+  }
+});
+
+test("a socket in a directory others can write to is refused before connecting", LIMIT, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tv-client-"));
+  fs.chmodSync(dir, 0o777); // anyone could have put (or swap) a socket here
+  const sock = path.join(dir, "toolvisor.sock");
+  let connections = 0;
+  const server = net.createServer((s) => {
+    connections++;
+    s.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(sock, resolve));
+  try {
+    await assert.rejects(Client.connect({ socket: sock }), (e: unknown) => {
+      assert.ok(e instanceof ConnectionProblem, String(e));
+      assert.match(e.message, /lets another user replace the socket; nothing was sent/);
+      return true;
+    });
+    // A sticky directory (like /tmp) protects the file: the same check passes.
+    fs.chmodSync(dir, 0o1777);
+    await assert.rejects(Client.connect({ socket: sock }), ConnectionProblem); // not a daemon
+    assert.equal(connections, 1, "only the sticky directory's socket was connected to");
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
