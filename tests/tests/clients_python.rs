@@ -1,7 +1,7 @@
 //! The Python client package (`clients/python`): `pip install` of the repository's package
 //! works (into a target dir, with the pip of the clients venv that `scripts/install-test-deps`
 //! makes), its unittest suite passes against a real daemon, imported from that install, and the
-//! complete example of docs/CLIENTS.md runs as printed.
+//! complete example of docs/CLIENTS.md runs as printed; pyright finds no type error in any of it.
 
 use std::process::Command;
 
@@ -82,6 +82,24 @@ fn the_python_client_installs_with_pip_and_passes_its_suite() {
     ] {
         assert!(out.contains(line), "expected {line:?} in\n{out}");
     }
+    // The package's types hold up: pyright (a test dependency already, for the lsp tests)
+    // checks the sources, the tests, the bench and the example against the installed copy.
+    let pyright = clients::test_deps().join("node_modules/.bin/pyright");
+    assert!(
+        pyright.is_file(),
+        "{} is missing: run scripts/install-test-deps",
+        pyright.display()
+    );
+    std::fs::write(
+        tmp.path().join("pyrightconfig.json"),
+        r#"{"include": ["example.py", "pkg/src", "pkg/tests", "pkg/bench"], "extraPaths": ["site"], "pythonVersion": "3.10"}"#,
+    )
+    .unwrap();
+    let out = clients::run(
+        "pyright over the Python client",
+        Command::new(&pyright).current_dir(tmp.path()),
+    );
+    assert!(out.contains("0 errors"), "{out}");
     // The suite imported the installed copy, not the sources.
     let imported = clients::run(
         "import toolvisor",

@@ -53,7 +53,8 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
 
             async def drain() -> None:
                 async for ev in call:
-                    texts.append(ev["output"]["text"])
+                    if "output" in ev:
+                        texts.append(ev["output"]["text"])
 
             await within("the events of the bash call", drain())
             value = await within("the bash result", call.result())
@@ -105,7 +106,7 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
 
             async def until_started() -> None:
                 async for ev in call:
-                    if "started" in ev.get("output", {}).get("text", ""):
+                    if "output" in ev and "started" in ev["output"]["text"]:
                         await call.cancel()
 
             await within("the cancelled call to end", until_started())

@@ -65,13 +65,13 @@ class SyncClientTest(unittest.TestCase):
             value = c.call(
                 "bash",
                 {"command": "echo one; sleep 0.3; echo two"},
-                on_event=lambda ev: seen.append(ev["output"]["text"]),
+                on_event=lambda ev: seen.append(ev["output"]["text"] if "output" in ev else ""),
             )
             self.assertEqual(value["stdout"], "one\ntwo\n")
             self.assertEqual("".join(seen), "one\ntwo\n")
             # The iterator form yields the same events.
             handle = c.start("bash", {"command": "echo three"})
-            texts = [ev["output"]["text"] for ev in handle if "output" in ev]
+            texts = [ev["output"]["text"] for ev in handle.events() if "output" in ev]
             self.assertEqual("".join(texts), "three\n")
             self.assertEqual(handle.result()["exit_code"], 0)
 
@@ -156,7 +156,7 @@ class SyncClientTest(unittest.TestCase):
         with connect(max_tier="exec", approval_handler=lambda req: True) as c:
             handle = c.start("bash", {"command": "echo started; sleep 60; echo never"})
             for ev in handle:
-                if "started" in ev.get("output", {}).get("text", ""):
+                if "output" in ev and "started" in ev["output"]["text"]:
                     handle.cancel()
             with self.assertRaises(CallCancelledError) as cm:
                 handle.result()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from .errors import ConnectionProblem, ToolError
-from .frames import PROTOCOL_VERSION, ApprovalRequest, BridgeCall, Hello, Question
+from .frames import PROTOCOL_VERSION, ApprovalRequest, BridgeCall, ClientKind, Hello, Question, Tier
 
 HEADER = struct.Struct(">I")
 # Until the Welcome tells the real cap, accept what the daemon's default cap allows.
@@ -77,13 +77,13 @@ def check_length(length: int, max_frame: int) -> None:
 
 def hello(
     *,
-    max_tier: str,
+    max_tier: Tier,
     approvals: bool,
     questions: bool,
     bridge_tools: list[str],
     run_id: str,
     workdir: str,
-    client_kind: str,
+    client_kind: ClientKind,
     run_token: str | None,
     protocol_version: int = PROTOCOL_VERSION,
 ) -> dict[str, Hello]:
@@ -91,11 +91,11 @@ def hello(
         "hello": {
             "protocol_version": protocol_version,
             "codec": "json",
-            "client_kind": client_kind,  # type: ignore[typeddict-item]
+            "client_kind": client_kind,
             "run_id": run_id,
             "workdir": workdir,
             "surface": {
-                "max_tier": max_tier,  # type: ignore[typeddict-item]
+                "max_tier": max_tier,
                 "approvals": approvals,
                 "questions": questions,
                 "bridge_tools": list(bridge_tools),

@@ -15,7 +15,7 @@ from typing import Any, AsyncIterator, Callable
 
 from . import _wire
 from .errors import ConnectionProblem, ToolError
-from .frames import PROTOCOL_VERSION, Event, StatusReport, ToolInfo, TreeSnapshot, Welcome
+from .frames import PROTOCOL_VERSION, ClientKind, Event, Tier, StatusReport, ToolInfo, TreeSnapshot, Welcome
 
 _END = object()
 
@@ -165,7 +165,7 @@ class AsyncClient:
         cls,
         path: str | os.PathLike[str] | None = None,
         *,
-        max_tier: str = "read",
+        max_tier: Tier = "read",
         approval_handler: Callable[..., Any] | None = None,
         question_handler: Callable[..., Any] | None = None,
         bridge_tools: list[str] | tuple[str, ...] = (),
@@ -175,7 +175,7 @@ class AsyncClient:
         run_id: str = "",
         workdir: str | None = None,
         conversation: str = "default",
-        client_kind: str = "harness",
+        client_kind: ClientKind = "harness",
         run_token: str | None = None,
         on_error: Callable[[ToolError], Any] | None = None,
         protocol_version: int = PROTOCOL_VERSION,

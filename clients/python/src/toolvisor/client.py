@@ -17,6 +17,8 @@ from . import _wire
 from .errors import ConnectionProblem, ToolError
 from .frames import (
     PROTOCOL_VERSION,
+    ClientKind,
+    Tier,
     Event,
     StatusReport,
     ToolInfo,
@@ -104,7 +106,7 @@ class Client:
         cls,
         path: str | os.PathLike[str] | None = None,
         *,
-        max_tier: str = "read",
+        max_tier: Tier = "read",
         approval_handler: _wire.ApprovalHandler | None = None,
         question_handler: _wire.QuestionHandler | None = None,
         bridge_tools: list[str] | tuple[str, ...] = (),
@@ -114,7 +116,7 @@ class Client:
         run_id: str = "",
         workdir: str | None = None,
         conversation: str = "default",
-        client_kind: str = "harness",
+        client_kind: ClientKind = "harness",
         run_token: str | None = None,
         on_error: Callable[[ToolError], None] | None = None,
         timeout: float | None = None,

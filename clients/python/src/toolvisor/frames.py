@@ -71,8 +71,17 @@ class ProgressEvent(TypedDict):
     fraction: float | None
 
 
-# An event is {"output": OutputEvent} or {"progress": ProgressEvent}.
-Event = dict[str, Union[OutputEvent, ProgressEvent]]
+class Output(TypedDict):
+    output: OutputEvent
+
+
+class Progress(TypedDict):
+    progress: ProgressEvent
+
+
+# An event is {"output": OutputEvent} or {"progress": ProgressEvent}: narrow it with
+# `if "output" in event`.
+Event = Union[Output, Progress]
 # An outcome is {"ok": value} or {"err": ToolErrorData}.
 Outcome = dict[str, Any]
 
