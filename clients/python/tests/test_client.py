@@ -152,6 +152,22 @@ class SyncClientTest(unittest.TestCase):
             self.assertEqual(value["text"], "('ticket 7', ('not_found', 'no such ticket'))\n")
             self.assertEqual([x["tool"] for x in calls], ["lookup_ticket", "lookup_ticket"])
 
+    def test_failing_or_missing_handlers_answer_for_the_client(self) -> None:
+        def boom(req: object) -> bool:
+            raise RuntimeError("boom")
+
+        # A handler that raises denies, saying why; a declared bridge tool without a handler
+        # answers the cell with not_available instead of leaving it waiting.
+        with connect(max_tier="exec", approval_handler=boom, bridge_tools=["orphan"]) as c:
+            with self.assertRaises(ApprovalDeniedError) as cm:
+                c.call("bash", {"command": "echo never"})
+            self.assertIn("the approval handler raised RuntimeError: boom", cm.exception.message)
+        with connect(max_tier="exec", approval_handler=lambda req: True, bridge_tools=["orphan"]) as c:
+            code = "try:\n    tool('orphan', {})\nexcept ToolError as e:\n    r = (e.kind, e.message)\nr"
+            value = c.call("eval", {"code": code, "description": EVAL_DESCRIPTION})
+            self.assertIn("not_available", value["text"])
+            self.assertIn("has no bridge handler", value["text"])
+
     def test_cancel_ends_a_running_call(self) -> None:
         with connect(max_tier="exec", approval_handler=lambda req: True) as c:
             handle = c.start("bash", {"command": "echo started; sleep 60; echo never"})
