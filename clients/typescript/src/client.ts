@@ -344,7 +344,7 @@ export class Client {
 
   /** Round trip; resolves to the nonce the daemon echoed. Frames are handled in order, so a
    * ping after an answer resolves once that answer was processed. */
-  ping(nonce?: number): Promise<number> {
+  async ping(nonce?: number): Promise<number> {
     this.checkOpen();
     const n = nonce ?? this.nextId++;
     const p = new Promise<number>((resolve, reject) => this.pongs.set(n, { resolve, reject }));

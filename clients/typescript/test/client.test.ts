@@ -112,6 +112,22 @@ test("approvals answered yes and no", LIMIT, async () => {
   } finally {
     await c.close();
   }
+  // A handler that throws denies, saying why.
+  const t = await connect({
+    maxTier: "exec",
+    approvalHandler: () => {
+      throw new Error("boom");
+    },
+  });
+  try {
+    await assert.rejects(t.call("bash", { command: "echo never" }), (e: unknown) => {
+      assert.ok(e instanceof ApprovalDeniedError, String(e));
+      assert.match(e.message, /the approval handler threw: boom/);
+      return true;
+    });
+  } finally {
+    await t.close();
+  }
 });
 
 test("a question is answered by the handler of the run's question port", LIMIT, async () => {
