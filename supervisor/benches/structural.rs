@@ -1,6 +1,8 @@
-//! Structural search figures: `ast_grep` through a warm toolvisor daemon against the
-//! `ast-grep` CLI on the same large tree in the same run, for `println!($$$A)` and
-//! `$A.unwrap()`: median wall time, the ratio, and both match counts (which must be equal).
+//! Structural search figures: `ast_grep` through a warm toolvisor daemon (a repeated search,
+//! answered from its memory of unchanged files) and through a daemon without that memory (a
+//! first search) against the `ast-grep` CLI on the same large tree in the same run, for
+//! `println!($$$A)`, `$A.unwrap()` and the literal-free `$X == $X`: median wall times, the
+//! ratios, and the match counts (which must be equal).
 //! Each run also searches with the library in-process and the literal prefilter off, to show
 //! what the prefilter buys, that parsing itself costs what the CLI's does, and that the
 //! prefilter changes no count.
@@ -25,7 +27,7 @@ use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
 use toolvisor_structural::search::{SearchRequest, search};
 
-const PATTERNS: [&str; 2] = ["println!($$$A)", "$A.unwrap()"];
+const PATTERNS: [&str; 3] = ["println!($$$A)", "$A.unwrap()", "$X == $X"];
 
 fn corpus() -> PathBuf {
     if let Some(p) = std::env::var_os("TOOLVISOR_BENCH_CORPUS") {
@@ -65,6 +67,15 @@ fn secs(d: Duration) -> String {
     format!("{:.2} s", d.as_secs_f64())
 }
 
+thread_local! {
+    static LAST_CACHED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// `files_cached` of the last `ast_grep` call.
+fn last_cached() -> u64 {
+    LAST_CACHED.with(|c| c.get())
+}
+
 /// One `ast_grep` call; (wall time, total, files searched, files parsed).
 fn daemon_search(c: &mut Client, root: &Path, pattern: &str) -> (Duration, u64, u64, u64) {
     let started = Instant::now();
@@ -82,6 +93,7 @@ fn daemon_search(c: &mut Client, root: &Path, pattern: &str) -> (Duration, u64, 
         Outcome::Err(e) => panic!("ast_grep failed: {e}"),
     };
     let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    LAST_CACHED.with(|c| c.set(n("files_cached")));
     (elapsed, n("total"), n("files_searched"), n("files_parsed"))
 }
 
@@ -141,6 +153,14 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let socket = dir.path().join("toolvisor.sock");
     let _daemon = common::start_daemon(dir.path(), &socket, "");
+    // The same daemon without its search memory: what a first search of a pattern costs.
+    let cold_dir = tempfile::tempdir().expect("temp dir");
+    let cold_socket = cold_dir.path().join("toolvisor.sock");
+    let _cold = common::start_daemon(
+        cold_dir.path(),
+        &cold_socket,
+        "[structural]\ncache_bytes = 0\n",
+    );
     let options = ClientOptions {
         codec: Codec::Bincode,
         client_kind: ClientKind::Harness,
@@ -169,21 +189,38 @@ fn main() {
         sg.display()
     );
     println!();
+    let mut cold = loop {
+        match Client::connect(&cold_socket, options.clone()) {
+            Ok(c) => break c,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("the daemon did not come up: {e}"),
+        }
+    };
     println!(
-        "| pattern | files (rust) | parsed by toolvisor | toolvisor `ast_grep` (warm daemon) | `ast-grep` CLI | ratio | toolvisor without prefilter (in-process) | ratio | matches: toolvisor / CLI / no prefilter |"
+        "| pattern | files (rust) | parsed by toolvisor | toolvisor `ast_grep`, repeated (files from memory) | toolvisor, first search (no memory) | `ast-grep` CLI | ratio repeated | ratio first | toolvisor without prefilter (in-process) | ratio | matches: toolvisor / CLI / no prefilter |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_equal = true;
     for pattern in PATTERNS {
         // Warm: the daemon, both processes' page cache.
         let _ = daemon_search(&mut client, &root, pattern);
+        let _ = daemon_search(&mut cold, &root, pattern);
         let _ = cli_search(&sg, &root, pattern);
         let (mut ours, mut theirs, mut unfiltered) = (Vec::new(), Vec::new(), Vec::new());
+        let mut first = Vec::new();
         let mut counts = (0, 0, 0, 0, 0);
-        // Interleaved, so load from other work on the machine falls on all three alike.
+        let mut cached = 0;
+        // Interleaved, so load from other work on the machine falls on all alike.
         for _ in 0..runs {
             let (t, total, files, parsed) = daemon_search(&mut client, &root, pattern);
             ours.push(t);
+            cached = last_cached();
+            let (t_first, first_total, _, _) = daemon_search(&mut cold, &root, pattern);
+            assert_eq!(
+                first_total, total,
+                "{pattern}: with and without memory differ"
+            );
+            first.push(t_first);
             let (t_cli, cli_total) = cli_search(&sg, &root, pattern);
             theirs.push(t_cli);
             let (t_raw, raw_total) = library_without_prefilter(&root, pattern);
@@ -191,15 +228,18 @@ fn main() {
             counts = (total, cli_total, raw_total, files, parsed);
         }
         let (ours, theirs, unfiltered) = (median(ours), median(theirs), median(unfiltered));
+        let first = median(first);
         let equal = counts.0 == counts.1 && counts.1 == counts.2;
         all_equal &= equal;
         println!(
-            "| `{pattern}` | {} | {} | {} | {} | {:.2}× | {} | {:.2}× | {} / {} / {}{} |",
+            "| `{pattern}` | {} | {} | {} ({cached}) | {} | {} | {:.2}× | {:.2}× | {} | {:.2}× | {} / {} / {}{} |",
             counts.3,
             counts.4,
             secs(ours),
+            secs(first),
             secs(theirs),
             ours.as_secs_f64() / theirs.as_secs_f64(),
+            first.as_secs_f64() / theirs.as_secs_f64(),
             secs(unfiltered),
             unfiltered.as_secs_f64() / theirs.as_secs_f64(),
             counts.0,

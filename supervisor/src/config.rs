@@ -49,12 +49,30 @@ pub struct Config {
     pub debug: toolvisor_dap::DebugConfig,
     /// `[metrics]`: the opt-in Prometheus endpoint.
     pub metrics: MetricsConfig,
+    /// `[structural]`: what `ast_grep` remembers between searches.
+    pub structural: StructuralConfig,
     /// `[data]`: the data hub's collections and pins.
     pub data: toolvisor_data::DataConfig,
     pub testing: TestingConfig,
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
     pub source: String,
+}
+
+/// `[structural]`: `ast_grep`'s memory of per-file outcomes (a file lacking the pattern's
+/// literal, or its matches), keyed by pattern and file version; 0 turns it off.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StructuralConfig {
+    pub cache_bytes: usize,
+}
+
+impl Default for StructuralConfig {
+    fn default() -> Self {
+        StructuralConfig {
+            cache_bytes: 32 * 1024 * 1024,
+        }
+    }
 }
 
 /// `[metrics]`: a Prometheus text endpoint, off unless `listen` is set: `"127.0.0.1:9464"`
@@ -617,6 +635,7 @@ impl Default for Config {
             debug: toolvisor_dap::DebugConfig::default(),
             metrics: MetricsConfig::default(),
             data: toolvisor_data::DataConfig::default(),
+            structural: StructuralConfig::default(),
             testing: TestingConfig::default(),
             source: "embedded defaults".into(),
         }

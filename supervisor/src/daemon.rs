@@ -696,6 +696,9 @@ pub async fn start(
         edits,
         launcher,
         data,
+        search_cache: Arc::new(toolvisor_structural::cache::SearchCache::new(
+            config.structural.cache_bytes,
+        )),
     };
     let daemon = Arc::new(Daemon {
         services,

@@ -104,6 +104,8 @@ pub struct Services {
     pub kernels: toolvisor_kernel::Kernels,
     /// `debug`'s sessions, one per conversation, and its breakpoints.
     pub debug: toolvisor_dap::Debuggers,
+    /// `ast_grep`'s per-file outcomes between searches (`[structural] cache_bytes`).
+    pub search_cache: Arc<toolvisor_structural::cache::SearchCache>,
     /// The data hub of `search_data`, `read_data`, `list_data`, `write_data`, `delete_data`.
     pub data: Arc<toolvisor_data::DataHub>,
 }

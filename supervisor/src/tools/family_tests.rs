@@ -188,6 +188,7 @@ async fn structural_tools_stage_and_accept_with_files_and_the_edit_store_only() 
         .expect("open the edit store"),
     );
     let cx = super::structural::StructuralTools {
+        cache: None,
         files: &files,
         edits: &edits,
         diagnostics: None,

@@ -39,6 +39,8 @@ pub(crate) struct StructuralTools<'a> {
     pub files: &'a Arc<Files>,
     pub edits: &'a Arc<EditStore>,
     pub diagnostics: Option<&'a LanguageServers>,
+    /// What `ast_grep` remembers between searches.
+    pub cache: Option<&'a Arc<toolvisor_structural::cache::SearchCache>>,
 }
 
 impl<'a> StructuralTools<'a> {
@@ -47,6 +49,7 @@ impl<'a> StructuralTools<'a> {
             files: &services.files,
             edits: &services.edits,
             diagnostics: Some(&services.lsp),
+            cache: Some(&services.search_cache),
         }
     }
 }
@@ -243,6 +246,7 @@ async fn ast_grep(
     let given = ctx.workdir.clone();
     let files = cx.files.clone();
     let max = max_results(args.max_results);
+    let cache = cx.cache.cloned();
     let (workdir, result) = blocking("ast_grep", move |cancel| {
         // Reads may reach the read roots; the walk never follows a symbolic link, so it
         // stays under the resolved root.
@@ -254,16 +258,19 @@ async fn ast_grep(
             Access::Read,
         )?;
         let workdir = scope.root().to_path_buf();
-        let result = search::search(&SearchRequest {
-            pattern: &args.pattern,
-            language: args.language.as_deref(),
-            path: &root,
-            scope: &scope,
-            max_results: max,
-            prefilter: true,
-            threads: threads(),
-            cancel: Some(cancel),
-        })
+        let result = search::search_cached(
+            &SearchRequest {
+                pattern: &args.pattern,
+                language: args.language.as_deref(),
+                path: &root,
+                scope: &scope,
+                max_results: max,
+                prefilter: true,
+                threads: threads(),
+                cancel: Some(cancel),
+            },
+            cache.as_deref(),
+        )
         .map_err(|e| tool_error("ast_grep", &workdir, e))?;
         Ok((workdir, result))
     })
@@ -317,6 +324,7 @@ async fn ast_grep(
         "truncated": result.truncated,
         "files_searched": result.files_searched,
         "files_parsed": result.files_parsed,
+        "files_cached": result.files_cached,
         "files_matched": result.files_matched,
         "skipped": skipped_json(&result.skipped, &workdir),
         "skipped_total": result.skipped_total,

@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cache;
 pub mod lang;
 pub mod rewrite;
 pub mod search;

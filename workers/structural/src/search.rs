@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use toolvisor_files::Scope;
 
+use crate::cache::{Outcome, SearchCache};
 use crate::lang::{self, CompiledPattern};
 use crate::{Error, Result, bounded};
 
@@ -106,6 +107,9 @@ pub struct SearchResult {
     pub files_searched: usize,
     /// Of those, the files that had to be parsed (the others lack the pattern's literal text).
     pub files_parsed: usize,
+    /// Of those, the files answered from what an earlier search of the same pattern found in
+    /// the same version of the file (not read again).
+    pub files_cached: usize,
     pub files_matched: usize,
     pub skipped: Vec<Skipped>,
     pub skipped_total: usize,
@@ -247,34 +251,49 @@ pub(crate) enum Read {
 }
 
 pub(crate) fn read_file(scope: &Scope, path: &Path, prefilter: Option<&Prefilter>) -> Read {
+    match open_file(scope, path) {
+        Ok((file, _)) => read_opened(file, prefilter),
+        Err(why) => Read::Skipped(why),
+    }
+}
+
+/// Open a found file beneath the scope and check its size: the file and its metadata, or why
+/// it is skipped.
+pub(crate) fn open_file(
+    scope: &Scope,
+    path: &Path,
+) -> std::result::Result<(std::fs::File, std::fs::Metadata), String> {
     // Opened beneath the scope's root with no symbolic link followed (`openat2`
     // `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`): the walk lists by path, and a file or a
     // directory on its path swapped for a link between the listing and the read is not
     // followed (the daemon checked the root against the file scope, not every file below it).
-    let mut file = match scope.open_found(path) {
+    let file = match scope.open_found(path) {
         Ok(file) => file,
         Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
-            return Read::Skipped("a symbolic link (not followed)".into());
+            return Err("a symbolic link (not followed)".into());
         }
         Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EXDEV as i32) => {
-            return Read::Skipped(
+            return Err(
                 "outside the file scope (a directory on its path is a symbolic link now; not followed)"
                     .into(),
             );
         }
-        Err(e) => return Read::Skipped(format!("unreadable: {e}")),
+        Err(e) => return Err(format!("unreadable: {e}")),
     };
     match file.metadata() {
-        Ok(meta) if meta.len() > MAX_FILE_BYTES => {
-            return Read::Skipped(format!(
-                "larger than {} MiB ({} bytes)",
-                MAX_FILE_BYTES >> 20,
-                meta.len()
-            ));
-        }
-        Ok(_) => {}
-        Err(e) => return Read::Skipped(format!("unreadable: {e}")),
+        Ok(meta) if meta.len() > MAX_FILE_BYTES => Err(format!(
+            "larger than {} MiB ({} bytes)",
+            MAX_FILE_BYTES >> 20,
+            meta.len()
+        )),
+        Ok(meta) => Ok((file, meta)),
+        Err(e) => Err(format!("unreadable: {e}")),
     }
+}
+
+/// Read an opened file: its text, or that it lacks the pattern's literals, or why it is
+/// skipped.
+pub(crate) fn read_opened(mut file: std::fs::File, prefilter: Option<&Prefilter>) -> Read {
     let mut bytes = Vec::new();
     if let Err(e) = file.read_to_end(&mut bytes) {
         return Read::Skipped(format!("unreadable: {e}"));
@@ -351,6 +370,22 @@ where
             Read::Skipped(why) => stats.skip(path, why),
         }
     };
+    walk_files(target, threads, cancel, stats, one)
+}
+
+/// Run `one` on every file of the target's language under its root (in parallel); walk
+/// errors are counted in `stats`. An explicitly named file is visited whatever the ignore
+/// rules say.
+pub(crate) fn walk_files<F>(
+    target: &Target,
+    threads: usize,
+    cancel: Option<&AtomicBool>,
+    stats: &Stats,
+    one: F,
+) -> Result<()>
+where
+    F: Fn(&Path) + Sync,
+{
     if target.is_file {
         one(&target.root);
     } else {
@@ -452,64 +487,153 @@ impl Ord for Ranked {
 /// Search. Every match is counted; the first `max_results` (by path, then position) are
 /// returned. Nested matches (a match inside another) are matches too.
 pub fn search(req: &SearchRequest) -> Result<SearchResult> {
+    search_cached(req, None)
+}
+
+/// Search, answering each file whose version the cache knows from the cache (see
+/// [`crate::cache`]); every other file is read, parsed and remembered.
+pub fn search_cached(req: &SearchRequest, cache: Option<&SearchCache>) -> Result<SearchResult> {
     let target = prepare(req)?;
-    search_target(req, &target)
+    search_target_cached(req, &target, cache)
 }
 
 /// Search a prepared target.
 pub fn search_target(req: &SearchRequest, target: &Target) -> Result<SearchResult> {
+    search_target_cached(req, target, None)
+}
+
+/// The matches of one file's text, sorted, the first `keep` kept; and how many there were.
+fn matches_in(
+    path: &Path,
+    text: &str,
+    compiled: &CompiledPattern,
+    keep: usize,
+) -> (usize, Vec<Match>) {
+    let tree = lang::parse(text, compiled.lang);
+    let root = tree.root();
+    let mut found = 0usize;
+    let mut mine: Vec<Match> = Vec::new();
+    for m in root.find_all(&compiled.pattern) {
+        found += 1;
+        let range = m.range();
+        let (line, column) = line_col(text, range.start);
+        let (end_line, end_column) = line_col(text, range.end);
+        mine.push(Match {
+            path: path.to_path_buf(),
+            line,
+            column,
+            end_line,
+            end_column,
+            text: bounded(&m.text(), MATCH_TEXT_CHARS),
+            captures: captures(&m, &compiled.vars, text),
+            byte: range.start,
+        });
+    }
+    // A nested match can start where its outer one does: order exactly, then keep only what
+    // can make the global first `keep`.
+    let mut ranked: Vec<Ranked> = mine.into_iter().map(Ranked).collect();
+    ranked.sort();
+    ranked.truncate(keep);
+    (found, ranked.into_iter().map(|r| r.0).collect())
+}
+
+/// Search a prepared target, with a cache of per-file outcomes when given.
+pub fn search_target_cached(
+    req: &SearchRequest,
+    target: &Target,
+    cache: Option<&SearchCache>,
+) -> Result<SearchResult> {
     let stats = Stats::default();
     let total = AtomicUsize::new(0);
     let keep = req.max_results;
     let best: Mutex<BinaryHeap<Ranked>> = Mutex::new(BinaryHeap::new());
     let compiled = &target.compiled;
-    for_each_file(
-        target,
-        req.scope,
-        req.prefilter,
-        req.threads,
-        req.cancel,
-        &stats,
-        |path, text| {
-            let tree = lang::parse(&text, compiled.lang);
-            let root = tree.root();
-            let mut found = 0usize;
-            let mut mine: Vec<Match> = Vec::new();
-            for m in root.find_all(&compiled.pattern) {
-                found += 1;
-                let range = m.range();
-                let src = text.as_str();
-                let (line, column) = line_col(src, range.start);
-                let (end_line, end_column) = line_col(src, range.end);
-                mine.push(Match {
-                    path: path.to_path_buf(),
-                    line,
-                    column,
-                    end_line,
-                    end_column,
-                    text: bounded(&m.text(), MATCH_TEXT_CHARS),
-                    captures: captures(&m, &compiled.vars, src),
-                    byte: range.start,
-                });
-            }
-            if found > 0 {
-                total.fetch_add(found, Ordering::Relaxed);
-                stats.matched.fetch_add(1, Ordering::Relaxed);
-                // A nested match can start where its outer one does: order exactly, then keep
-                // only what can make the global first `keep`.
-                let mut mine: Vec<Ranked> = mine.into_iter().map(Ranked).collect();
-                mine.sort();
-                mine.truncate(keep);
-                let mut heap = best.lock().unwrap_or_else(|p| p.into_inner());
-                for Ranked(m) in mine {
-                    heap.push(Ranked(m));
-                    if heap.len() > keep {
-                        heap.pop();
-                    }
+    let cached = AtomicUsize::new(0);
+    let merge = |found: usize, mine: Vec<Match>| {
+        if found > 0 {
+            total.fetch_add(found, Ordering::Relaxed);
+            stats.matched.fetch_add(1, Ordering::Relaxed);
+            let mut heap = best.lock().unwrap_or_else(|p| p.into_inner());
+            for m in mine {
+                heap.push(Ranked(m));
+                if heap.len() > keep {
+                    heap.pop();
                 }
             }
-        },
-    )?;
+        }
+    };
+    if let Some(cache) = cache {
+        let key = crate::cache::pattern_key(
+            lang::id(compiled.lang),
+            req.pattern,
+            compiled.context.as_deref(),
+            req.prefilter,
+        );
+        // Remember at least this many matches per file, so a later call asking for more
+        // (up to the tool's cap) is still answered from the cache.
+        let remember = keep.max(crate::cache::REMEMBER_MATCHES);
+        let filter = if req.prefilter {
+            Prefilter::new(&compiled.literals)
+        } else {
+            None
+        };
+        walk_files(target, req.threads, req.cancel, &stats, |path| {
+            stats.files.fetch_add(1, Ordering::Relaxed);
+            let (file, meta) = match open_file(req.scope, path) {
+                Ok(opened) => opened,
+                Err(why) => return stats.skip(path, why),
+            };
+            let version = crate::cache::Version::of(&meta);
+            let hit = cache.get(key, path, &version, keep);
+            if hit.is_some() {
+                cached.fetch_add(1, Ordering::Relaxed);
+            }
+            match hit {
+                Some(Outcome::Filtered) => {}
+                Some(Outcome::Parsed { total, mut matches }) => {
+                    stats.parsed.fetch_add(1, Ordering::Relaxed);
+                    matches.truncate(keep);
+                    merge(total, matches);
+                }
+                None => match read_opened(file, filter.as_ref()) {
+                    Read::Text(text) => {
+                        stats.parsed.fetch_add(1, Ordering::Relaxed);
+                        let (found, mine) = matches_in(path, &text, compiled, remember);
+                        cache.put(
+                            key,
+                            path,
+                            version,
+                            Outcome::Parsed {
+                                total: found,
+                                matches: mine.clone(),
+                            },
+                        );
+                        let mut mine = mine;
+                        mine.truncate(keep);
+                        merge(found, mine);
+                    }
+                    Read::Filtered => cache.put(key, path, version, Outcome::Filtered),
+                    Read::Skipped(why) => stats.skip(path, why),
+                },
+            }
+        })?;
+    } else {
+        for_each_file(
+            target,
+            req.scope,
+            req.prefilter,
+            req.threads,
+            req.cancel,
+            &stats,
+            |path, text| {
+                let (found, mine) = matches_in(path, &text, compiled, keep);
+                merge(found, mine);
+            },
+        )?;
+    }
+    if cache.is_some() && req.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+        return Err(Error::Cancelled);
+    }
     let mut matches: Vec<Match> = best
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())
@@ -529,6 +653,7 @@ pub fn search_target(req: &SearchRequest, target: &Target) -> Result<SearchResul
         total,
         files_searched: stats.files.load(Ordering::Relaxed),
         files_parsed: stats.parsed.load(Ordering::Relaxed),
+        files_cached: cached.load(Ordering::Relaxed),
         files_matched: stats.matched.load(Ordering::Relaxed),
         skipped,
         skipped_total,
