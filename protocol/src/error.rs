@@ -50,6 +50,8 @@ pub enum ErrorKind {
     Expired,
     /// The world changed under a staged change (files edited since staging).
     Conflict,
+    /// A network endpoint the tool needs (the model hub) cannot be reached.
+    NetworkUnavailable,
     /// A bug in the daemon. The message says what; please report it.
     Internal,
 }
@@ -80,6 +82,7 @@ impl ErrorKind {
             ErrorKind::KernelDied => "kernel_died",
             ErrorKind::Expired => "expired",
             ErrorKind::Conflict => "conflict",
+            ErrorKind::NetworkUnavailable => "network_unavailable",
             ErrorKind::Internal => "internal",
         }
     }
