@@ -19,6 +19,7 @@ pub const KINDS: &[&str] = &[
     "language_servers",
     "kernels",
     "debug_adapters",
+    "downloads",
 ];
 
 /// The reason given to every actor stopped by a clean daemon shutdown.

@@ -5,6 +5,7 @@
 //! handlers through [`run`], and handlers reach the client only through [`Caller`].
 
 mod debug;
+pub(crate) mod downloads;
 pub(crate) mod eval;
 pub(crate) mod files;
 pub(crate) mod human;
@@ -101,6 +102,9 @@ pub struct Services {
     pub kernels: toolvisor_kernel::Kernels,
     /// `debug`'s sessions, one per conversation, and its breakpoints.
     pub debug: toolvisor_dap::Debuggers,
+    /// Download jobs and the model store; `None` when the store could not be opened (the
+    /// model tools are then detached with the reason).
+    pub downloads: Option<Arc<toolvisor_downloads::Downloads>>,
 }
 
 impl Services {
@@ -212,6 +216,10 @@ pub async fn run(
             human::ask_user(&human::AskUser::of(s), ctx, parse(tool, args)?).await
         }
         ("vibe_roster", _) => human::run_vibe(&s.vibes, ctx, tool, args).await,
+        ("downloads", _) => match &s.downloads {
+            Some(d) => downloads::run(d, ctx, tool, args).await,
+            None => Err(no_worker(tool)),
+        },
         _ => Err(no_worker(tool)),
     };
     // Every result leaves through the result store: secrets masked, large ones projected.
@@ -362,7 +370,8 @@ async fn probe(
 /// Every family's tool declarations, for `registry::all_tools` to assemble.
 pub(crate) mod families {
     pub(crate) use super::debug::declare as debug;
-    pub(crate) use super::decl::{downloads, jobs, probes};
+    pub(crate) use super::decl::{jobs, probes};
+    pub(crate) use super::downloads::declare as downloads;
     pub(crate) use super::eval::declare as eval;
     pub(crate) use super::files::declare as files;
     pub(crate) use super::human::declare as human;
@@ -370,15 +379,12 @@ pub(crate) mod families {
     pub(crate) use super::structural::declare as structural;
 }
 
-/// The tools whose handlers are in this file (`bash`, `process`, the lane probes), and the
-/// registered tools without a worker (`download_model`, `list_downloads`).
+/// The tools whose handlers are in this file (`bash`, `process`, the lane probes).
 mod decl {
-    use toolvisor_protocol::tools::{
-        BashArgs, DownloadModelArgs, ListDownloadsArgs, ProbeArgs, ProcessArgs, ProcessOp,
-    };
+    use toolvisor_protocol::tools::{BashArgs, ProbeArgs, ProcessArgs, ProcessOp};
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, Attachment, ToolSpec};
+    use crate::registry::{Approval, ToolSpec};
 
     pub(crate) fn jobs() -> Vec<ToolSpec> {
         vec![
@@ -401,27 +407,6 @@ mod decl {
                 ProcessOp::Kill,
                 ProcessOp::Resize,
             ])),
-        ]
-    }
-
-    pub(crate) fn downloads() -> Vec<ToolSpec> {
-        let downloads = Attachment::NotBuilt("download jobs are not built yet");
-        vec![
-            ToolSpec::new::<DownloadModelArgs>(
-                "download_model",
-                Tier::Write,
-                "downloads",
-                "Start downloading a model's whole file set in the background; poll with list_downloads.",
-            )
-            .approval(Approval::Always)
-            .attachment(downloads.clone()),
-            ToolSpec::new::<ListDownloadsArgs>(
-                "list_downloads",
-                Tier::Read,
-                "downloads",
-                "Per-model and per-file progress of downloads.",
-            )
-            .attachment(downloads),
         ]
     }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 pub mod debug;
 pub mod eval;
+pub mod hf;
 pub mod lsp;
 pub mod structural;
 
