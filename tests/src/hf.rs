@@ -177,6 +177,21 @@ impl HfServer {
         names
     }
 
+    /// A GGUF model split in `parts` shards of `shard` bytes (`big-Q4_K_M-0000k-of-0000n.gguf`),
+    /// for benchmarks; returns the shard names.
+    pub fn add_gguf_split(&self, repo: &str, shard: usize, parts: usize) -> Vec<String> {
+        let names: Vec<String> = (1..=parts)
+            .map(|k| format!("big-Q4_K_M-{k:05}-of-{parts:05}.gguf"))
+            .collect();
+        let files = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), pseudo_random(i as u64 + 100, shard), true))
+            .collect();
+        self.add_repo(repo, files, false);
+        names
+    }
+
     /// A safetensors model with config and tokenizer files.
     pub fn add_safetensors(&self, repo: &str) {
         self.add_repo(

@@ -246,7 +246,7 @@ impl Job {
     fn detail(&self) -> String {
         let rec = lock(&self.record);
         let (done, total) = self.totals();
-        let pct = if total == 0 { 100 } else { done * 100 / total };
+        let pct = (done * 100).checked_div(total).unwrap_or(100);
         let mut s = format!(
             "{}@{} [{}] {} {pct}% of {}",
             rec.repo,
