@@ -507,3 +507,56 @@ fn fit_labels_come_from_the_machines_memory_in_search_and_list_models() {
     assert_eq!(models["models"][0]["fit"], "fits");
     assert_eq!(models["memory"]["total_bytes"], 12_000 * 1024);
 }
+
+#[test]
+fn jobs_wait_for_a_transfer_slot_as_queued_and_ended_jobs_are_forgotten_after_keep_finished() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    hub.add_safetensors("tester/tiny-st");
+    hub.stall_at(REPO, &shards[0], 1_000_000);
+    let d = start(&hub, "parallel_transfers = 1\nkeep_finished_s = 0\n");
+    let first = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for("the first shard stalled", Duration::from_secs(60), || {
+        hub.stalled().then_some(())
+    });
+    let second = d.ok("c", "download_model", json!({"repo": "tester/tiny-st"}))["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // One slot, held by the first job: the second waits, and says so.
+    let waiting = job(&d, &second);
+    assert_eq!(waiting["state"], "queued", "{waiting}");
+    assert!(
+        waiting["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["state"] == "queued")
+    );
+    assert_eq!(job(&d, &first)["state"], "downloading");
+    hub.release();
+    wait_state(&d, &first, "done");
+    wait_state(&d, &second, "done");
+    // keep_finished_s = 0: ended jobs leave the list (and their records) a second later.
+    wait_for("ended jobs forgotten", Duration::from_secs(30), || {
+        let jobs = d.ok("c", "list_downloads", json!({}))["jobs"].clone();
+        jobs.as_array().unwrap().is_empty().then_some(())
+    });
+    let records = d.state_dir().join("downloads").join("jobs");
+    assert_eq!(std::fs::read_dir(records).unwrap().count(), 0);
+    // The models stay in the store.
+    assert_eq!(
+        d.ok("c", "list_models", json!({}))["models"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}

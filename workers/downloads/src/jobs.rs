@@ -191,8 +191,26 @@ impl Job {
         lock(&self.record).state
     }
 
+    /// The state to show: a running job whose unfinished files all wait for a transfer slot
+    /// is `queued`; one whose files are all being verified (or done) is `verifying`.
+    fn shown_state(&self, recorded: JobState) -> JobState {
+        if recorded != JobState::Downloading {
+            return recorded;
+        }
+        let states: Vec<FileState> = self.files.iter().map(|f| *lock(&f.state)).collect();
+        let open: Vec<&FileState> = states.iter().filter(|s| **s != FileState::Done).collect();
+        if !open.is_empty() && open.iter().all(|s| **s == FileState::Queued) {
+            JobState::Queued
+        } else if !open.is_empty() && open.iter().all(|s| **s == FileState::Verifying) {
+            JobState::Verifying
+        } else {
+            recorded
+        }
+    }
+
     fn view(&self) -> Json {
-        let rec = lock(&self.record).clone();
+        let mut rec = lock(&self.record).clone();
+        rec.state = self.shown_state(rec.state);
         let (done, total) = self.totals();
         let (rate, eta) = if rec.state.unfinished() {
             self.rate_eta()
@@ -677,8 +695,27 @@ impl Downloads {
         }
     }
 
+    /// Forget jobs that ended more than `keep_finished` ago (their records too), so a
+    /// long-lived daemon's job list stays bounded.
+    fn prune(&self) {
+        let keep = self.config.keep_finished.as_secs();
+        let now = now_s();
+        lock(&self.jobs).retain(|id, job| {
+            let rec = lock(&job.record);
+            let old = !rec.state.unfinished()
+                && rec
+                    .finished_unix_s
+                    .is_some_and(|t| now.saturating_sub(t) > keep);
+            if old {
+                let _ = std::fs::remove_file(self.jobs_dir.join(format!("{id}.json")));
+            }
+            !old
+        });
+    }
+
     /// `list_downloads`: every job in flight or recent, or one.
     pub fn list(&self, job_id: Option<&str>) -> Result<Json, DownloadError> {
+        self.prune();
         let jobs = lock(&self.jobs);
         match job_id {
             Some(id) => {
