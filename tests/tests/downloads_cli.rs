@@ -11,7 +11,7 @@ use toolvisor_tests::{TestDaemon, bin, wait_for};
 #[test]
 fn downloads_lists_jobs_and_watch_follows_one_to_its_end() {
     let hub = HfServer::start(None);
-    let shards = hub.add_gguf_3shard("tester/tiny-gguf", 400_000);
+    let shards = hub.add_gguf_3shard("tester/tiny-gguf", 800_000);
     // Slow enough that the watch starts before the job ends.
     hub.set_rate(400_000);
     let d = TestDaemon::start(&format!("[models]\nendpoint = {:?}\n", hub.url()));
