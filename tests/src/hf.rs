@@ -39,6 +39,9 @@ struct Faults {
     cut_at: Option<u64>,
     /// Stop once at this file offset until [`HfServer::release`].
     stall_at: Option<u64>,
+    /// Answer the next range request with the file's first bytes (as many as the range
+    /// asked for) and a `Content-Range` that says so: a broken server or proxy.
+    misrange: bool,
     /// Answer the next request with this status.
     status: Option<u16>,
 }
@@ -257,6 +260,10 @@ impl HfServer {
         self.fault(repo, file, |f| f.stall_at = Some(offset));
     }
 
+    pub fn misrange_next(&self, repo: &str, file: &str) {
+        self.fault(repo, file, |f| f.misrange = true);
+    }
+
     pub fn status_next(&self, repo: &str, file: &str, status: u16) {
         self.fault(repo, file, |f| f.status = Some(status));
     }
@@ -449,7 +456,7 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         .entry(k.clone())
         .or_default()
         .push(range_start);
-    let (corrupt, cut_at, stall_at) = {
+    let (corrupt, cut_at, stall_at, misrange) = {
         let mut faults = st.faults.lock().unwrap();
         let f = faults.entry(k.clone()).or_default();
         if let Some(s) = f.status.take() {
@@ -460,7 +467,11 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         if corrupt {
             f.corrupt -= 1;
         }
-        (corrupt, f.cut_at, f.stall_at)
+        let misrange = f.misrange && range_start > 0;
+        if misrange {
+            f.misrange = false;
+        }
+        (corrupt, f.cut_at, f.stall_at, misrange)
     };
     let len = file.bytes.len() as u64;
     if range_start > len {
@@ -469,6 +480,17 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
             "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{len}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         )?;
         return Ok(());
+    }
+    if misrange {
+        let n = len - range_start;
+        write!(
+            conn,
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-{}/{len}\r\nContent-Length: {n}\r\nConnection: close\r\n\r\n",
+            n - 1
+        )?;
+        conn.write_all(&file.bytes[..n as usize])?;
+        *st.served.lock().unwrap().entry(k.clone()).or_default() += n;
+        return conn.flush();
     }
     if range_start > 0 {
         write!(

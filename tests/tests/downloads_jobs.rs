@@ -542,21 +542,52 @@ fn jobs_wait_for_a_transfer_slot_as_queued_and_ended_jobs_are_forgotten_after_ke
     );
     assert_eq!(job(&d, &first)["state"], "downloading");
     hub.release();
-    wait_state(&d, &first, "done");
-    wait_state(&d, &second, "done");
-    // keep_finished_s = 0: ended jobs leave the list (and their records) a second later.
+    // keep_finished_s = 0: an ended job may leave the list within a second, so its end is
+    // read from the store (both models complete), then the list must empty.
+    wait_for(
+        "both models complete in the store",
+        Duration::from_secs(90),
+        || {
+            let models = d.ok("c", "list_models", json!({}))["models"].clone();
+            let models = models.as_array().unwrap();
+            (models.len() == 2 && models.iter().all(|m| m["complete"] == true)).then_some(())
+        },
+    );
     wait_for("ended jobs forgotten", Duration::from_secs(30), || {
         let jobs = d.ok("c", "list_downloads", json!({}))["jobs"].clone();
         jobs.as_array().unwrap().is_empty().then_some(())
     });
     let records = d.state_dir().join("downloads").join("jobs");
     assert_eq!(std::fs::read_dir(records).unwrap().count(), 0);
-    // The models stay in the store.
-    assert_eq!(
-        d.ok("c", "list_models", json!({}))["models"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
+    for id in [&first, &second] {
+        let e = err(&d, "list_downloads", json!({"job_id": id}));
+        assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
+    }
+}
+
+#[test]
+fn a_range_answered_from_the_wrong_offset_is_refused_even_without_a_hash() {
+    let hub = HfServer::start(None);
+    let bytes = toolvisor_tests::hf::pseudo_random(77, 2_000_000);
+    // Listed without a hash: only the size would be checked.
+    hub.add_repo(
+        "tester/nohash",
+        vec![("plain-Q4_0.gguf", bytes.clone(), false)],
+        false,
     );
+    hub.cut_at("tester/nohash", "plain-Q4_0.gguf", 1_000_000);
+    hub.misrange_next("tester/nohash", "plain-Q4_0.gguf");
+    let d = start(&hub, "");
+    let id = d.ok("c", "download_model", json!({"repo": "tester/nohash"}))["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &id, "done");
+    // Cut at 1 MB, resumed from there, answered from byte 0: refused, fetched again whole.
+    assert_eq!(
+        hub.starts("tester/nohash", "plain-Q4_0.gguf"),
+        [0, 1_000_000, 0]
+    );
+    let got = std::fs::read(model_dir(&d, "tester/nohash").join("plain-Q4_0.gguf")).unwrap();
+    assert!(got == bytes, "the file in place is the served file");
 }

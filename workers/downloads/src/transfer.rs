@@ -77,7 +77,31 @@ pub(crate) async fn attempt(
         progress.set_state(FileState::Downloading);
         let mut resp = hub.file(repo, revision, &file.name, have).await?;
         match resp.status().as_u16() {
-            206 => {}
+            206 => {
+                // The part must start where ours ends, or the bytes would land in the wrong
+                // place (a file listed without a hash would not notice).
+                let start = resp
+                    .headers()
+                    .get(reqwest::header::CONTENT_RANGE)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("bytes "))
+                    .and_then(|v| v.split('-').next())
+                    .and_then(|v| v.trim().parse::<u64>().ok());
+                if start != Some(have) {
+                    out.set_len(0)
+                        .await
+                        .map_err(|e| DownloadError::io("cannot truncate", &part, e))?;
+                    progress.done.store(0, Ordering::Relaxed);
+                    return Err(DownloadError::Http {
+                        what: file.name.clone(),
+                        cause: format!(
+                            "the endpoint answered the range from byte {have} with {:?}; fetching it again from the start",
+                            resp.headers().get(reqwest::header::CONTENT_RANGE)
+                        ),
+                        transient: true,
+                    });
+                }
+            }
             416 => {
                 // The endpoint does not take our offset: start the file again.
                 out.set_len(0)
