@@ -55,6 +55,8 @@ pub enum ErrorKind {
     /// The daemon is draining (SIGTERM, `toolvisor drain`): calls in flight finish, new ones
     /// are refused. Retry against the next daemon.
     ShuttingDown,
+    /// A network endpoint the tool needs (the model hub) cannot be reached.
+    NetworkUnavailable,
 }
 
 impl ErrorKind {
@@ -83,6 +85,7 @@ impl ErrorKind {
             ErrorKind::KernelDied => "kernel_died",
             ErrorKind::Expired => "expired",
             ErrorKind::Conflict => "conflict",
+            ErrorKind::NetworkUnavailable => "network_unavailable",
             ErrorKind::Internal => "internal",
             ErrorKind::ShuttingDown => "shutting_down",
         }

@@ -762,22 +762,50 @@ pub struct ToolResultReadArgs {
     pub limit: Option<u64>,
 }
 
-/// `download_model {model, variant?, revision?}` (registered; no worker in this build).
+/// `download_model {repo, revision?, variant?}`: one job for the variant's whole file set.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DownloadModelArgs {
-    /// Repository id.
-    pub model: String,
-    /// File variant.
-    pub variant: Option<String>,
-    /// Revision.
+    /// Repository id on the model hub, `owner/name`.
+    pub repo: String,
+    /// Branch, tag or commit (default `main`).
     pub revision: Option<String>,
+    /// Which files: a quantisation (`Q4_K_M`), `safetensors`, or one file's name (a shard
+    /// selects all its shards). Needed when the repo offers several.
+    pub variant: Option<String>,
 }
 
-/// `list_downloads {}` (registered; no worker in this build).
+/// `list_downloads {job_id?}`: jobs in flight and recent, or one.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListDownloadsArgs {}
+pub struct ListDownloadsArgs {
+    /// Only this job (`dl3`).
+    pub job_id: Option<String>,
+}
+
+/// `cancel_download {job_id}`: stop a job, keeping its partial files for a resume.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelDownloadArgs {
+    /// The job (`dl3`), as download_model or list_downloads gave it.
+    pub job_id: String,
+}
+
+/// `list_models {}`: the models in the local store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListModelsArgs {}
+
+/// `search_huggingface_models {query, limit?}`: downloadable candidates with fit labels.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchModelsArgs {
+    /// Words to search repo ids for.
+    pub query: String,
+    /// Most candidates (default 10).
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<u64>,
+}
 
 /// `_probe_serial` / `_probe_parallel {tag, sleep_ms?}`: the test suite's lane probes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -252,6 +252,7 @@ fn every_error_kind_round_trips() {
         KernelDied,
         Expired,
         Conflict,
+        NetworkUnavailable,
         Internal,
     ] {
         both(&ToolError::new(kind, "m", "h"));

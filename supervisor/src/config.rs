@@ -53,6 +53,8 @@ pub struct Config {
     pub structural: StructuralConfig,
     /// `[data]`: the data hub's collections and pins.
     pub data: toolvisor_data::DataConfig,
+    /// `[models]`: the model hub endpoint, its token and the model store (download jobs).
+    pub models: ModelsConfig,
     pub testing: TestingConfig,
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
@@ -610,6 +612,103 @@ pub struct TestingConfig {
     pub lane_idle_ms: Option<u64>,
     /// How long an idle conversation stays in the `status` roster (default 1 h).
     pub conversation_idle_ms: Option<u64>,
+    /// Read the fit label's memory facts from this file instead of `/proc/meminfo`.
+    pub meminfo: Option<PathBuf>,
+}
+
+/// The default model hub.
+pub const DEFAULT_MODELS_ENDPOINT: &str = "https://huggingface.co";
+
+/// `[models]`: download jobs and the model store. See docs/OPERATIONS.md.
+#[derive(Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelsConfig {
+    /// Base URL of a Hugging Face-compatible endpoint; default `$HF_ENDPOINT`, else
+    /// `https://huggingface.co`.
+    pub endpoint: Option<String>,
+    /// Bearer token for gated and private repos; default `$HF_TOKEN`. A secret: masked in
+    /// every result and never logged.
+    pub token: Option<String>,
+    /// The model store; default `<state_dir>/models`.
+    pub store: Option<PathBuf>,
+    /// File transfers at once, over all jobs.
+    pub parallel_transfers: usize,
+    /// How long connecting to the endpoint may take before `network_unavailable`.
+    pub connect_timeout_s: u64,
+    /// Tries per file after the first on transient errors (5xx, cut connections, bad hash).
+    pub retries: u32,
+    /// Finished, failed and cancelled jobs stay listed this long.
+    pub keep_finished_s: u64,
+}
+
+impl std::fmt::Debug for ModelsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelsConfig")
+            .field("endpoint", &self.endpoint)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("store", &self.store)
+            .field("parallel_transfers", &self.parallel_transfers)
+            .field("connect_timeout_s", &self.connect_timeout_s)
+            .field("retries", &self.retries)
+            .field("keep_finished_s", &self.keep_finished_s)
+            .finish()
+    }
+}
+
+impl Default for ModelsConfig {
+    fn default() -> Self {
+        ModelsConfig {
+            endpoint: None,
+            token: None,
+            store: None,
+            parallel_transfers: 4,
+            connect_timeout_s: 10,
+            retries: 5,
+            keep_finished_s: 24 * 3600,
+        }
+    }
+}
+
+impl ModelsConfig {
+    /// The endpoint: the config's, else `$HF_ENDPOINT`, else the public hub.
+    pub fn endpoint(&self) -> String {
+        self.endpoint
+            .clone()
+            .filter(|e| !e.is_empty())
+            .or_else(|| std::env::var("HF_ENDPOINT").ok().filter(|e| !e.is_empty()))
+            .unwrap_or_else(|| DEFAULT_MODELS_ENDPOINT.to_string())
+    }
+
+    /// The token: the config's, else `$HF_TOKEN`.
+    pub fn token(&self) -> Option<String> {
+        self.token
+            .clone()
+            .filter(|t| !t.is_empty())
+            .or_else(|| std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty()))
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.parallel_transfers == 0 || self.parallel_transfers > 64 {
+            return Err(format!(
+                "models.parallel_transfers = {}: it must be 1..=64",
+                self.parallel_transfers
+            ));
+        }
+        if self.connect_timeout_s == 0 {
+            return Err("models.connect_timeout_s = 0: it must be a positive integer".into());
+        }
+        if self.retries > 100 {
+            return Err(format!("models.retries = {}: at most 100", self.retries));
+        }
+        if let Some(e) = &self.endpoint
+            && !(e.starts_with("http://") || e.starts_with("https://"))
+        {
+            return Err(format!(
+                "models.endpoint = {e:?}: give an http:// or https:// URL"
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for Config {
@@ -636,6 +735,7 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             data: toolvisor_data::DataConfig::default(),
             structural: StructuralConfig::default(),
+            models: ModelsConfig::default(),
             testing: TestingConfig::default(),
             source: "embedded defaults".into(),
         }
@@ -736,6 +836,13 @@ impl Config {
                 message,
             })?;
         }
+        config
+            .models
+            .check()
+            .map_err(|message| ConfigError::Parse {
+                path: path.display().to_string(),
+                message,
+            })?;
         config.source = path.display().to_string();
         Ok(config)
     }
@@ -775,6 +882,23 @@ pub fn default_socket_path() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn models_token_never_shows_in_debug_and_bad_keys_are_named() {
+        let c = load("[models]\nendpoint = \"http://127.0.0.1:9\"\ntoken = \"hf_abcdefgh12345\"\n")
+            .unwrap();
+        assert_eq!(c.models.endpoint(), "http://127.0.0.1:9");
+        assert_eq!(c.models.token().as_deref(), Some("hf_abcdefgh12345"));
+        assert!(!format!("{c:?}").contains("abcdefgh12345"));
+        let err = load("[models]\nparallel_transfers = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("models.parallel_transfers"), "{err}");
+        let err = load("[models]\nendpoint = \"ftp://x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("models.endpoint"), "{err}");
+    }
 
     fn load(text: &str) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();

@@ -517,6 +517,43 @@ async fn kind_supervisor(
     }
 }
 
+/// The download manager over the model store, `[models]` as configured; its unfinished
+/// jobs resume here.
+async fn open_downloads(
+    config: &Config,
+    state_dir: &std::path::Path,
+    supervisor: ractor::ActorRef<toolvisor_kit::supervise::SupervisorMsg>,
+    notifier: &TreeNotifier,
+) -> anyhow::Result<Arc<toolvisor_downloads::Downloads>> {
+    let m = &config.models;
+    let ids_path = state_dir.join("ids").join("downloads");
+    let ids = IdCounter::open(&ids_path)
+        .map_err(|e| anyhow::anyhow!("cannot open the id counter {}: {e}", ids_path.display()))?;
+    let store = m.store.clone().unwrap_or_else(|| state_dir.join("models"));
+    let cfg = toolvisor_downloads::DownloadsConfig {
+        endpoint: m.endpoint(),
+        token: m.token(),
+        store: store.clone(),
+        parallel_transfers: m.parallel_transfers,
+        connect_timeout: Duration::from_secs(m.connect_timeout_s),
+        retries: m.retries,
+        meminfo: config
+            .testing
+            .meminfo
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/proc/meminfo")),
+        keep_finished: Duration::from_secs(m.keep_finished_s),
+    };
+    toolvisor_downloads::Downloads::open(cfg, state_dir, supervisor, notifier.clone(), ids)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "the model store {} cannot be used: {e}; set `[models] store` to a private directory of this user",
+                store.display()
+            )
+        })
+}
+
 /// A started daemon: its state, and what [`Started::shutdown`] stops.
 pub struct Started {
     pub daemon: Arc<Daemon>,
@@ -599,6 +636,17 @@ pub async fn start(
             );
         }
     }
+    let downloads_sup = kind_supervisor(&root, "downloads").await?;
+    let downloads = match open_downloads(&config, &state_dir, downloads_sup, &notifier).await {
+        Ok(d) => Some(d),
+        Err(e) => {
+            tracing::error!(error = %e, "the model tools are detached");
+            for tool in tools.iter_mut().filter(|t| t.resource == "downloads") {
+                tool.attachment = crate::registry::Attachment::Detached(e.to_string());
+            }
+            None
+        }
+    };
     let registry = Registry::new(tools, config.policy.deny.clone());
     let lsp_sup = kind_supervisor(&root, "language_servers").await?;
     let lsp = Arc::new(toolvisor_lsp::LanguageServers::new(
@@ -699,6 +747,7 @@ pub async fn start(
         search_cache: Arc::new(toolvisor_structural::cache::SearchCache::new(
             config.structural.cache_bytes,
         )),
+        downloads,
     };
     let daemon = Arc::new(Daemon {
         services,

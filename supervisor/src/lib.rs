@@ -9,6 +9,7 @@ pub mod audit;
 pub mod config;
 pub mod conversations;
 pub mod daemon;
+pub mod downloadview;
 pub mod lanes;
 pub mod listener;
 pub mod metrics;

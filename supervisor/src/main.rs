@@ -1,5 +1,5 @@
-//! The `toolvisor` binary: `serve` runs the daemon; `call`, `tools`, `status` and `tree` talk
-//! to a running one; `operator` answers questions at a terminal; `__shim` is the hidden
+//! The `toolvisor` binary: `serve` runs the daemon; `call`, `tools`, `status`, `tree` and
+//! `downloads` talk to a running one; `operator` answers questions at a terminal; `__shim` is the hidden
 //! process-group leader every child runs under.
 
 #![forbid(unsafe_code)]
@@ -133,6 +133,16 @@ enum Command {
         /// Redraw on every change.
         #[arg(long)]
         watch: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Model download jobs: each job and its files with progress.
+    Downloads {
+        /// Progress bars, redrawn until every job has ended.
+        #[arg(long)]
+        watch: bool,
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         conn: Conn,
     },
@@ -436,6 +446,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Downloads { watch, json, conn } => downloads_main(watch, json, &conn),
         Command::Tree { json, watch, conn } => {
             let mut client = match connect(&conn, Tier::Read, false) {
                 Ok(c) => c,
@@ -465,6 +476,39 @@ fn main() -> ExitCode {
                 Ok(other) => unexpected(other),
                 Err(e) => lost(e),
             }
+        }
+    }
+}
+
+fn downloads_main(watch: bool, json: bool, conn: &Conn) -> ExitCode {
+    let mut client = match connect(conn, Tier::Read, false) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if watch {
+        return match toolvisor::downloadview::watch(client) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("toolvisor downloads: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    match toolvisor::downloadview::fetch(&mut client) {
+        Ok(jobs) if json => {
+            out!(
+                "{}",
+                serde_json::to_string_pretty(&jobs).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(jobs) => {
+            print!("{}", toolvisor::downloadview::render_text(&jobs));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("toolvisor downloads: {e}");
+            ExitCode::from(2)
         }
     }
 }

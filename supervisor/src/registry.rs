@@ -595,6 +595,9 @@ mod tests {
             ("tool_result_read", Tier::Read),
             ("download_model", Tier::Write),
             ("list_downloads", Tier::Read),
+            ("cancel_download", Tier::Write),
+            ("list_models", Tier::Read),
+            ("search_huggingface_models", Tier::Read),
         ];
         for (name, tier) in expect {
             let spec = reg
@@ -627,16 +630,21 @@ mod tests {
                 "ast_edit",
                 "ast_grep",
                 "bash",
+                "cancel_download",
                 "debug",
+                "download_model",
                 "edit",
                 "eval",
                 "find",
                 "grep",
+                "list_downloads",
+                "list_models",
                 "ls",
                 "lsp",
                 "lsp_rename",
                 "read",
                 "resolve",
+                "search_huggingface_models",
                 "synced_write",
                 "tool_result_read",
                 "write"
@@ -649,9 +657,12 @@ mod tests {
                 "ast_grep",
                 "find",
                 "grep",
+                "list_downloads",
+                "list_models",
                 "ls",
                 "lsp",
                 "read",
+                "search_huggingface_models",
                 "synced_write",
                 "tool_result_read"
             ]
@@ -665,7 +676,7 @@ mod tests {
             ErrorKind::SurfaceDenied
         );
         assert_eq!(
-            reg.check("download_model", &surface(Tier::Exec))
+            reg.check("vibe_spawn", &surface(Tier::Exec))
                 .unwrap_err()
                 .kind,
             ErrorKind::NotAvailable

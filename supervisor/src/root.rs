@@ -20,6 +20,7 @@ pub const KINDS: &[&str] = &[
     "kernels",
     "debug_adapters",
     "data",
+    "downloads",
 ];
 
 /// The reason given to every actor stopped by a clean daemon shutdown.

@@ -6,6 +6,7 @@
 
 pub(crate) mod data;
 mod debug;
+pub(crate) mod downloads;
 pub(crate) mod eval;
 pub(crate) mod files;
 pub(crate) mod human;
@@ -108,6 +109,9 @@ pub struct Services {
     pub search_cache: Arc<toolvisor_structural::cache::SearchCache>,
     /// The data hub of `search_data`, `read_data`, `list_data`, `write_data`, `delete_data`.
     pub data: Arc<toolvisor_data::DataHub>,
+    /// Download jobs and the model store; `None` when the store could not be opened (the
+    /// model tools are then detached with the reason).
+    pub downloads: Option<Arc<toolvisor_downloads::Downloads>>,
 }
 
 impl Services {
@@ -220,6 +224,10 @@ pub async fn run(
         }
         ("vibe_roster", _) => human::run_vibe(&s.vibes, ctx, tool, args).await,
         ("data_hub", _) => data::run(&s.data, ctx, tool, args).await,
+        ("downloads", _) => match &s.downloads {
+            Some(d) => downloads::run(d, ctx, tool, args).await,
+            None => Err(no_worker(tool)),
+        },
         _ => Err(no_worker(tool)),
     };
     // Every result leaves through the result store: secrets masked, large ones projected.
@@ -371,7 +379,8 @@ async fn probe(
 pub(crate) mod families {
     pub(crate) use super::data::declare as data;
     pub(crate) use super::debug::declare as debug;
-    pub(crate) use super::decl::{downloads, jobs, probes};
+    pub(crate) use super::decl::{jobs, probes};
+    pub(crate) use super::downloads::declare as downloads;
     pub(crate) use super::eval::declare as eval;
     pub(crate) use super::files::declare as files;
     pub(crate) use super::human::declare as human;
@@ -379,15 +388,12 @@ pub(crate) mod families {
     pub(crate) use super::structural::declare as structural;
 }
 
-/// The tools whose handlers are in this file (`bash`, `process`, the lane probes), and the
-/// registered tools without a worker (`download_model`, `list_downloads`).
+/// The tools whose handlers are in this file (`bash`, `process`, the lane probes).
 mod decl {
-    use toolvisor_protocol::tools::{
-        BashArgs, DownloadModelArgs, ListDownloadsArgs, ProbeArgs, ProcessArgs, ProcessOp,
-    };
+    use toolvisor_protocol::tools::{BashArgs, ProbeArgs, ProcessArgs, ProcessOp};
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, Attachment, ToolSpec};
+    use crate::registry::{Approval, ToolSpec};
 
     pub(crate) fn jobs() -> Vec<ToolSpec> {
         vec![
@@ -410,27 +416,6 @@ mod decl {
                 ProcessOp::Kill,
                 ProcessOp::Resize,
             ])),
-        ]
-    }
-
-    pub(crate) fn downloads() -> Vec<ToolSpec> {
-        let downloads = Attachment::NotBuilt("download jobs are not built yet");
-        vec![
-            ToolSpec::new::<DownloadModelArgs>(
-                "download_model",
-                Tier::Write,
-                "downloads",
-                "Start downloading a model's whole file set in the background; poll with list_downloads.",
-            )
-            .approval(Approval::Always)
-            .attachment(downloads.clone()),
-            ToolSpec::new::<ListDownloadsArgs>(
-                "list_downloads",
-                Tier::Read,
-                "downloads",
-                "Per-model and per-file progress of downloads.",
-            )
-            .attachment(downloads),
         ]
     }
 

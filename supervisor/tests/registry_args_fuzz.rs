@@ -31,8 +31,7 @@ fn typed<T: DeserializeOwned>(args: &Json) -> Result<(), String> {
 
 /// The typed parse each handler does right after validation (`parse::<T>` in
 /// `supervisor/src/tools*.rs`), written out here independently of the registry's
-/// declarations (`every_registered_tool_is_classified` checks the two name the same type);
-/// for `download_model` and `list_downloads`, which have no worker, the declared type.
+/// declarations (`every_registered_tool_is_classified` checks the two name the same type).
 fn typed_parse(tool: &str, args: &Json) -> Option<Result<(), String>> {
     Some(match tool {
         "bash" => typed::<BashArgs>(args),
@@ -53,6 +52,9 @@ fn typed_parse(tool: &str, args: &Json) -> Option<Result<(), String>> {
         "vibe_list" => typed::<VibeListArgs>(args),
         "download_model" => typed::<DownloadModelArgs>(args),
         "list_downloads" => typed::<ListDownloadsArgs>(args),
+        "cancel_download" => typed::<CancelDownloadArgs>(args),
+        "list_models" => typed::<ListModelsArgs>(args),
+        "search_huggingface_models" => typed::<SearchModelsArgs>(args),
         "read" => typed::<ReadArgs>(args),
         "ls" => typed::<LsArgs>(args),
         "find" => typed::<FindArgs>(args),

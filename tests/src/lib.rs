@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 pub mod clients;
 pub mod debug;
 pub mod eval;
+pub mod hf;
 pub mod lsp;
 pub mod structural;
 

@@ -120,9 +120,18 @@ fn unknown_tools_and_wrong_argument_types_are_clear_errors() {
     let r = c.call("c", "bash", json!("not an object")).unwrap();
     assert_eq!(err_of(&r).kind, ErrorKind::InvalidArgs);
 
-    let r = c.call("c", "list_downloads", json!({})).unwrap();
+    let r = c.call("c", "list_downloads", json!({"job_id": 5})).unwrap();
+    assert_eq!(err_of(&r).kind, ErrorKind::InvalidArgs);
+    assert!(err_of(&r).message.contains("job_id"), "{}", err_of(&r));
+
+    // A registered tool whose resource is not attached (vibe mode is off) names why.
+    let r = c.call("c", "vibe_list", json!({})).unwrap();
     assert_eq!(err_of(&r).kind, ErrorKind::NotAvailable);
-    assert!(err_of(&r).message.contains("not built"), "{}", err_of(&r));
+    assert!(
+        err_of(&r).message.contains("vibe mode is off"),
+        "{}",
+        err_of(&r)
+    );
 }
 
 #[test]

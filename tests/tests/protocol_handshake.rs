@@ -38,17 +38,22 @@ fn both_codecs_handshake_list_tools_and_call() {
         assert_eq!(ok_of(&reply)["stdout"], "héllo 42");
         match c.request(&ClientFrame::ListTools { all: true }).unwrap() {
             DaemonFrame::Tools { tools } => {
-                let lsp = tools
+                let vibe = tools
+                    .iter()
+                    .find(|t| t.name == "vibe_spawn")
+                    .expect("vibe_spawn registered");
+                assert!(!vibe.available);
+                assert!(
+                    vibe.unavailable_reason
+                        .as_deref()
+                        .unwrap()
+                        .contains("vibe mode is off")
+                );
+                let downloads = tools
                     .iter()
                     .find(|t| t.name == "list_downloads")
                     .expect("list_downloads registered");
-                assert!(!lsp.available);
-                assert!(
-                    lsp.unavailable_reason
-                        .as_deref()
-                        .unwrap()
-                        .contains("not built")
-                );
+                assert!(downloads.available);
             }
             other => panic!("expected Tools, got {other:?}"),
         }

@@ -56,8 +56,19 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
     store.max_bytes_per_conversation = st.max_bytes_per_conversation;
     store.max_total_bytes = st.max_total_bytes;
     store.keep = Duration::from_secs(st.keep_s);
-    let secrets = Secrets::from_env(
-        &config.secrets.env,
+    // The model hub's token is a secret wherever it comes from: `[models] token` (not an
+    // environment variable, so it is added by name) or `$HF_TOKEN` (named too, in case the
+    // patterns were narrowed).
+    let mut names = config.secrets.env.clone();
+    names.extend(["HF_TOKEN".to_string(), "models.token".to_string()]);
+    let config_token = config
+        .models
+        .token
+        .clone()
+        .map(|t| ("models.token".to_string(), t));
+    let secrets = Secrets::from_vars(
+        std::env::vars().chain(config_token),
+        &names,
         &config.secrets.patterns,
         config.secrets.min_length,
     )?;

@@ -1,0 +1,593 @@
+//! Download jobs against a Hugging Face-compatible server on loopback (`tests/src/hf.rs`):
+//! one job per whole file set, verification, resume after a cut connection, a cancel and a
+//! daemon SIGKILL, the errors (404, gated, endpoint down, disk full), policy denial and the
+//! fit labels.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value as Json, json};
+use toolvisor_protocol::codec::Codec;
+use toolvisor_protocol::error::ErrorKind;
+use toolvisor_protocol::wire::{Outcome, Tier};
+use toolvisor_tests::hf::{HfServer, sha256_hex};
+use toolvisor_tests::{TestDaemon, wait_for};
+
+const SHARD: usize = 3_000_000;
+const REPO: &str = "tester/tiny-gguf";
+
+/// 12 000 kB total, 4 000 kB available: a 9 MB model is `tight`, 1.5 MB `fits`.
+const MEMINFO: &str =
+    "MemTotal:       12000 kB\nMemFree:         1000 kB\nMemAvailable:    4000 kB\n";
+
+fn config(hub: &HfServer, dir: &std::path::Path, extra: &str) -> String {
+    let meminfo = dir.join("meminfo");
+    std::fs::write(&meminfo, MEMINFO).unwrap();
+    format!(
+        "[models]\nendpoint = {:?}\nconnect_timeout_s = 5\nretries = 3\n{extra}\n[testing]\nmeminfo = {:?}\n",
+        hub.url(),
+        meminfo.display().to_string()
+    )
+}
+
+fn start(hub: &HfServer, extra: &str) -> TestDaemon {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(hub, dir.path(), extra);
+    TestDaemon::start_in(dir, &cfg)
+}
+
+fn err(d: &TestDaemon, tool: &str, args: Json) -> toolvisor_protocol::ToolError {
+    match d.call("c", tool, args.clone()) {
+        Outcome::Err(e) => e,
+        Outcome::Ok(v) => panic!("{tool} {args} should fail, got {}", v.0),
+    }
+}
+
+fn job(d: &TestDaemon, id: &str) -> Json {
+    d.ok("c", "list_downloads", json!({"job_id": id}))["jobs"][0].clone()
+}
+
+fn wait_state(d: &TestDaemon, id: &str, state: &str) -> Json {
+    wait_for(
+        &format!("download job {id} to be {state}"),
+        Duration::from_secs(90),
+        || {
+            let j = job(d, id);
+            if j["state"] == "failed" && state != "failed" {
+                panic!("job {id} failed: {j}\n{}", d.log_text());
+            }
+            (j["state"] == state).then_some(j)
+        },
+    )
+}
+
+fn model_dir(d: &TestDaemon, repo: &str) -> PathBuf {
+    d.state_dir()
+        .join("models")
+        .join(repo.replace('/', "--"))
+        .join("main")
+}
+
+#[test]
+fn naming_one_shard_downloads_all_three_as_one_job() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    let d = start(&hub, "");
+    let started = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": shards[1]}),
+    );
+    // One job, the whole set, listed in the answer before any byte arrived.
+    let names: Vec<&str> = started["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, shards.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(started["bytes_total"], 3 * SHARD as u64);
+    assert_eq!(started["variant"], "Q4_K_M");
+    let id = started["job_id"].as_str().unwrap().to_string();
+    let done = wait_state(&d, &id, "done");
+    assert_eq!(done["bytes_done"], 3 * SHARD as u64);
+    let dir = model_dir(&d, REPO);
+    for (i, name) in shards.iter().enumerate() {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        assert_eq!(bytes.len(), SHARD);
+        assert_eq!(done["files"][i]["state"], "done");
+        assert_eq!(
+            done["files"][i]["sha256"].as_str().unwrap(),
+            sha256_hex(&bytes)
+        );
+        assert!(!dir.join(format!("{name}.part")).exists());
+    }
+    // The other quantisation was not fetched.
+    assert_eq!(hub.served(REPO, "tiny-Q8_0.gguf"), 0);
+    // Complete in the store: answered at once, nothing fetched again.
+    let again = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    );
+    assert_eq!(again["already_complete"], true, "{again}");
+    for name in &shards {
+        assert_eq!(hub.served(REPO, name), SHARD as u64);
+    }
+    let models = d.ok("c", "list_models", json!({}));
+    let m = &models["models"][0];
+    assert_eq!(
+        (m["repo"].as_str(), m["complete"].as_bool()),
+        (Some(REPO), Some(true))
+    );
+    assert_eq!(m["size_bytes"], 3 * SHARD as u64);
+    assert_eq!(m["fit"], "tight", "{models}");
+    // The job is a node under the downloads supervisor.
+    let out = std::process::Command::new(toolvisor_tests::bin())
+        .args([
+            "tree",
+            "--json",
+            "--socket",
+            &d.socket.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let tree: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let sup = tree["root"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "downloads")
+        .expect("a downloads supervisor")
+        .clone();
+    let node = sup["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("job {id} in the tree: {sup}"));
+    assert!(node["detail"].as_str().unwrap().contains(REPO), "{node}");
+}
+
+#[test]
+fn a_safetensors_model_comes_with_config_and_tokenizer() {
+    let hub = HfServer::start(None);
+    hub.add_safetensors("tester/tiny-st");
+    let d = start(&hub, "");
+    let started = d.ok("c", "download_model", json!({"repo": "tester/tiny-st"}));
+    let mut names: Vec<&str> = started["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "config.json",
+            "model.safetensors",
+            "tokenizer.json",
+            "tokenizer_config.json"
+        ]
+    );
+    let id = started["job_id"].as_str().unwrap();
+    wait_state(&d, id, "done");
+    let dir = model_dir(&d, "tester/tiny-st");
+    assert_eq!(
+        std::fs::read(dir.join("config.json")).unwrap(),
+        br#"{"model_type":"tiny"}"#
+    );
+    assert_eq!(hub.served("tester/tiny-st", "pytorch_model.bin"), 0);
+}
+
+#[test]
+fn a_corrupted_file_fails_verification_and_is_fetched_again() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    hub.corrupt_next(REPO, &shards[0], 1);
+    let d = start(&hub, "");
+    let id = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &id, "done");
+    // Fetched twice from the start: the first copy failed its sha256.
+    assert_eq!(hub.starts(REPO, &shards[0]), [0, 0]);
+    assert_eq!(hub.served(REPO, &shards[0]), 2 * SHARD as u64);
+    let bytes = std::fs::read(model_dir(&d, REPO).join(&shards[0])).unwrap();
+    assert_eq!(
+        sha256_hex(&bytes),
+        job(&d, &id)["files"][0]["sha256"].as_str().unwrap()
+    );
+    assert!(d.log_text().contains("does not match the listed"));
+}
+
+#[test]
+fn a_connection_dropped_mid_file_resumes_from_where_it_stopped() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    hub.cut_at(REPO, &shards[1], 1_000_000);
+    let d = start(&hub, "");
+    let id = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &id, "done");
+    assert_eq!(hub.starts(REPO, &shards[1]), [0, 1_000_000]);
+    // Not one byte twice.
+    assert_eq!(hub.served(REPO, &shards[1]), SHARD as u64);
+}
+
+#[test]
+fn a_daemon_killed_mid_download_resumes_after_restart_fetching_only_unfinished_bytes() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    let stall = 2_500_000u64;
+    hub.stall_at(REPO, &shards[2], stall);
+    let mut d = start(&hub, "");
+    let id = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for(
+        "shards 1 and 2 verified and shard 3 stalled",
+        Duration::from_secs(60),
+        || {
+            let j = job(&d, &id);
+            (hub.stalled() && j["files"][0]["state"] == "done" && j["files"][1]["state"] == "done")
+                .then_some(())
+        },
+    );
+    d.kill_hard();
+    let part = model_dir(&d, REPO).join(format!("{}.part", shards[2]));
+    let on_disk = std::fs::metadata(&part).unwrap().len();
+    assert!(on_disk <= stall, "{on_disk}");
+    // Restart: the job resumes by itself, under the same id.
+    let cfg = std::fs::read_to_string(d.config_path()).unwrap();
+    let cfg = cfg.split_once('\n').unwrap().1.to_string();
+    d.spawn(&cfg);
+    let done = wait_state(&d, &id, "done");
+    assert_eq!(done["bytes_done"], 3 * SHARD as u64);
+    // Verified shards were not fetched again; shard 3 only from what was on disk.
+    assert_eq!(hub.served(REPO, &shards[0]), SHARD as u64);
+    assert_eq!(hub.served(REPO, &shards[1]), SHARD as u64);
+    assert_eq!(hub.starts(REPO, &shards[2]), [0, on_disk]);
+    assert_eq!(
+        hub.served(REPO, &shards[2]),
+        stall + (SHARD as u64 - on_disk)
+    );
+    let bytes = std::fs::read(model_dir(&d, REPO).join(&shards[2])).unwrap();
+    assert_eq!(
+        sha256_hex(&bytes),
+        done["files"][2]["sha256"].as_str().unwrap()
+    );
+    assert!(
+        d.log_text()
+            .contains("resuming a download job after a restart")
+    );
+}
+
+#[test]
+fn a_cancelled_job_keeps_its_partial_files_and_a_new_call_resumes_them() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    hub.stall_at(REPO, &shards[0], 2_000_000);
+    let d = start(&hub, "");
+    let id = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for("shard 1 stalled", Duration::from_secs(60), || {
+        hub.stalled().then_some(())
+    });
+    let cancelled = d.ok("c", "cancel_download", json!({"job_id": id}));
+    assert_eq!(cancelled["state"], "cancelled");
+    assert_eq!(job(&d, &id)["state"], "cancelled");
+    let part = model_dir(&d, REPO).join(format!("{}.part", shards[0]));
+    let kept = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        kept > 0,
+        "the bytes before the stall are kept in {}",
+        part.display()
+    );
+    // The same set again: a new job that starts shard 1 from the kept bytes.
+    let again = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    );
+    let id2 = again["job_id"].as_str().unwrap().to_string();
+    assert_ne!(id2, id);
+    wait_state(&d, &id2, "done");
+    assert_eq!(hub.starts(REPO, &shards[0]), [0, kept]);
+    assert_eq!(job(&d, &id)["state"], "cancelled");
+    hub.release();
+}
+
+#[test]
+fn errors_name_the_repo_the_revision_the_token_and_the_bytes() {
+    let hub = HfServer::start(Some("hf_righttoken123"));
+    hub.add_gguf_3shard(REPO, 1000);
+    hub.add_repo(
+        "tester/gated",
+        vec![("g-Q4_0.gguf", vec![7u8; 100], true)],
+        true,
+    );
+    let d = start(&hub, "");
+    let e = err(&d, "download_model", json!({"repo": "tester/nope"}));
+    assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
+    assert!(e.message.contains("tester/nope"), "{e}");
+    let e = err(
+        &d,
+        "download_model",
+        json!({"repo": REPO, "revision": "v9"}),
+    );
+    assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
+    assert!(e.message.contains("revision v9"), "{e}");
+    let e = err(&d, "download_model", json!({"repo": "tester/gated"}));
+    assert_eq!(e.kind, ErrorKind::PolicyDenied, "{e}");
+    assert!(
+        e.message.contains("HTTP 401") && e.message.contains("no token is configured"),
+        "{e}"
+    );
+    assert!(e.hint.contains("HF_TOKEN"), "{e}");
+    let e = err(&d, "download_model", json!({"repo": "../etc"}));
+    assert_eq!(e.kind, ErrorKind::InvalidArgs, "{e}");
+    let e = err(&d, "download_model", json!({"repo": REPO}));
+    assert_eq!(e.kind, ErrorKind::InvalidArgs, "{e}");
+    assert!(
+        e.message.contains("Q4_K_M") && e.message.contains("Q8_0"),
+        "{e}"
+    );
+    // Disk full is found before anything starts, naming the store and the bytes.
+    hub.list_size(REPO, "tiny-Q8_0.gguf", 1 << 60);
+    let e = err(
+        &d,
+        "download_model",
+        json!({"repo": REPO, "variant": "Q8_0"}),
+    );
+    assert_eq!(e.kind, ErrorKind::Io, "{e}");
+    assert!(
+        e.message
+            .contains(&format!("{} bytes still to fetch", 1u64 << 60)),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains(&d.state_dir().join("models").display().to_string()),
+        "{e}"
+    );
+    assert_eq!(hub.served(REPO, "tiny-Q8_0.gguf"), 0);
+    drop(d);
+
+    // A wrong token from the environment: 403, naming the configured token; masked.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&hub, dir.path(), "");
+    let d = TestDaemon::start_with_env(dir, &cfg, &[("HF_TOKEN", "hf_wrongtoken999")]);
+    let e = err(&d, "download_model", json!({"repo": "tester/gated"}));
+    assert!(
+        e.message.contains("HTTP 403") && e.message.contains("configured token"),
+        "{e}"
+    );
+    drop(d);
+
+    // The right token in `[models]`: the gated model downloads, and the token never shows.
+    let d = start(&hub, "token = \"hf_righttoken123\"\n");
+    let id = d.ok("c", "download_model", json!({"repo": "tester/gated"}))["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &id, "done");
+    let echoed = d.ok("c", "bash", json!({"command": "echo hf_righttoken123"}));
+    assert!(!echoed.to_string().contains("hf_righttoken123"), "{echoed}");
+    assert!(!d.log_text().contains("hf_righttoken123"));
+}
+
+#[test]
+fn an_unreachable_endpoint_is_network_unavailable_and_local_tools_keep_working() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let d = TestDaemon::start(&format!(
+        "[models]\nendpoint = \"http://127.0.0.1:{port}\"\nconnect_timeout_s = 600\n"
+    ));
+    for (tool, args) in [
+        ("download_model", json!({"repo": REPO, "variant": "Q4_K_M"})),
+        ("search_huggingface_models", json!({"query": "tiny"})),
+    ] {
+        let e = err(&d, tool, args);
+        assert_eq!(e.kind, ErrorKind::NetworkUnavailable, "{tool}: {e}");
+        assert!(e.message.contains(&format!("127.0.0.1:{port}")), "{e}");
+        assert!(e.hint.contains("list_models"), "{e}");
+    }
+    assert_eq!(d.ok("c", "list_models", json!({}))["models"], json!([]));
+    assert_eq!(d.ok("c", "list_downloads", json!({}))["jobs"], json!([]));
+}
+
+#[test]
+fn policy_can_deny_the_network_tools_one_by_one_and_hides_them() {
+    let hub = HfServer::start(None);
+    hub.add_safetensors("tester/tiny-st");
+    let d = start(
+        &hub,
+        "[policy]\ndeny = [\"download_model\", \"search_huggingface_models\"]\n",
+    );
+    let c = d.client(Codec::Json, Tier::Exec, true);
+    let names: Vec<&str> = c.welcome().tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(!names.contains(&"download_model") && !names.contains(&"search_huggingface_models"));
+    for t in ["list_models", "list_downloads", "cancel_download"] {
+        assert!(names.contains(&t), "{t} in {names:?}");
+    }
+    let e = err(&d, "download_model", json!({"repo": "tester/tiny-st"}));
+    assert_eq!(e.kind, ErrorKind::PolicyDenied);
+    assert_eq!(d.ok("c", "list_models", json!({}))["models"], json!([]));
+    assert_eq!(hub.served("tester/tiny-st", "model.safetensors"), 0);
+    drop(d);
+    // Denying one leaves the other.
+    let d = start(&hub, "[policy]\ndeny = [\"download_model\"]\n");
+    let found = d.ok("c", "search_huggingface_models", json!({"query": "tiny"}));
+    assert_eq!(found["models"][0]["repo"], "tester/tiny-st");
+}
+
+#[test]
+fn fit_labels_come_from_the_machines_memory_in_search_and_list_models() {
+    let hub = HfServer::start(None);
+    hub.add_gguf_3shard(REPO, SHARD);
+    hub.add_safetensors("tester/tiny-st");
+    hub.add_repo(
+        "tester/huge-gguf",
+        vec![("huge-Q4_0.gguf", vec![1u8; 10], true)],
+        false,
+    );
+    hub.list_size("tester/huge-gguf", "huge-Q4_0.gguf", 20_000_000);
+    let d = start(&hub, "");
+    let found = d.ok(
+        "c",
+        "search_huggingface_models",
+        json!({"query": "tester/", "limit": 10}),
+    );
+    let by_repo = |repo: &str| {
+        found["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["repo"] == repo)
+            .unwrap_or_else(|| panic!("{repo} in {found}"))
+            .clone()
+    };
+    let gguf = by_repo(REPO);
+    let variant = |v: &str| {
+        gguf["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["variant"] == v)
+            .unwrap()
+            .clone()
+    };
+    // 9 MB of Q4_K_M needs 10.8 MB: only in total memory. 1.5 MB of Q8_0 fits what is free.
+    assert_eq!(variant("Q4_K_M")["fit"], "tight");
+    assert_eq!(variant("Q4_K_M")["bytes"], 3 * SHARD as u64);
+    assert_eq!(variant("Q8_0")["fit"], "fits");
+    assert_eq!(gguf["fit"], "fits");
+    assert_eq!(by_repo("tester/huge-gguf")["fit"], "too_large");
+    assert_eq!(by_repo("tester/tiny-st")["fit"], "fits");
+    let limited = d.ok(
+        "c",
+        "search_huggingface_models",
+        json!({"query": "tester/", "limit": 1}),
+    );
+    assert_eq!(limited["models"].as_array().unwrap().len(), 1);
+    let id = d.ok("c", "download_model", json!({"repo": "tester/tiny-st"}))["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &id, "done");
+    let models = d.ok("c", "list_models", json!({}));
+    assert_eq!(models["models"][0]["fit"], "fits");
+    assert_eq!(models["memory"]["total_bytes"], 12_000 * 1024);
+}
+
+#[test]
+fn jobs_wait_for_a_transfer_slot_as_queued_and_ended_jobs_are_forgotten_after_keep_finished() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    hub.add_safetensors("tester/tiny-st");
+    hub.stall_at(REPO, &shards[0], 1_000_000);
+    let d = start(&hub, "parallel_transfers = 1\nkeep_finished_s = 0\n");
+    let first = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for("the first shard stalled", Duration::from_secs(60), || {
+        hub.stalled().then_some(())
+    });
+    let second = d.ok("c", "download_model", json!({"repo": "tester/tiny-st"}))["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // One slot, held by the first job: the second waits, and says so.
+    let waiting = job(&d, &second);
+    assert_eq!(waiting["state"], "queued", "{waiting}");
+    assert!(
+        waiting["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["state"] == "queued")
+    );
+    assert_eq!(job(&d, &first)["state"], "downloading");
+    hub.release();
+    // keep_finished_s = 0: an ended job may leave the list within a second, so its end is
+    // read from the store (both models complete), then the list must empty.
+    wait_for(
+        "both models complete in the store",
+        Duration::from_secs(90),
+        || {
+            let models = d.ok("c", "list_models", json!({}))["models"].clone();
+            let models = models.as_array().unwrap();
+            (models.len() == 2 && models.iter().all(|m| m["complete"] == true)).then_some(())
+        },
+    );
+    wait_for("ended jobs forgotten", Duration::from_secs(30), || {
+        let jobs = d.ok("c", "list_downloads", json!({}))["jobs"].clone();
+        jobs.as_array().unwrap().is_empty().then_some(())
+    });
+    let records = d.state_dir().join("downloads").join("jobs");
+    assert_eq!(std::fs::read_dir(records).unwrap().count(), 0);
+    for id in [&first, &second] {
+        let e = err(&d, "list_downloads", json!({"job_id": id}));
+        assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
+    }
+}
+
+#[test]
+fn a_range_answered_from_the_wrong_offset_is_refused_even_without_a_hash() {
+    let hub = HfServer::start(None);
+    let bytes = toolvisor_tests::hf::pseudo_random(77, 2_000_000);
+    // Listed without a hash: only the size would be checked.
+    hub.add_repo(
+        "tester/nohash",
+        vec![("plain-Q4_0.gguf", bytes.clone(), false)],
+        false,
+    );
+    hub.cut_at("tester/nohash", "plain-Q4_0.gguf", 1_000_000);
+    hub.misrange_next("tester/nohash", "plain-Q4_0.gguf");
+    let d = start(&hub, "");
+    let id = d.ok("c", "download_model", json!({"repo": "tester/nohash"}))["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &id, "done");
+    // Cut at 1 MB, resumed from there, answered from byte 0: refused, fetched again whole.
+    assert_eq!(
+        hub.starts("tester/nohash", "plain-Q4_0.gguf"),
+        [0, 1_000_000, 0]
+    );
+    let got = std::fs::read(model_dir(&d, "tester/nohash").join("plain-Q4_0.gguf")).unwrap();
+    assert!(got == bytes, "the file in place is the served file");
+}

@@ -1,0 +1,422 @@
+//! Which files a download takes: the variant's whole file set, never a part of it. Naming one
+//! shard of a split model selects all its shards; a safetensors model comes with its config
+//! and tokenizer files; a GGUF repo gives the one quantisation asked for. Also the checks of
+//! the names a caller or the endpoint gives (nothing may leave the repo's store directory).
+
+use std::collections::BTreeMap;
+
+use crate::error::DownloadError;
+use crate::hub::Sibling;
+
+/// A file chosen for download. Its size is known (a listing without one is refused).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Chosen {
+    pub name: String,
+    pub size: u64,
+    pub sha256: Option<String>,
+}
+
+/// The chosen file set and the name of the variant it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSet {
+    pub variant: String,
+    pub files: Vec<Chosen>,
+}
+
+impl FileSet {
+    pub fn total(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// `owner/name` with plain characters, as the hub spells repo ids.
+pub fn check_repo(repo: &str) -> Result<(), DownloadError> {
+    let parts: Vec<&str> = repo.split('/').collect();
+    let ok = parts.len() == 2 && repo.len() <= 200 && parts.iter().all(|p| plain(p));
+    if ok {
+        Ok(())
+    } else {
+        Err(DownloadError::Invalid(format!(
+            "repo {repo:?} is not a repo id of the form `owner/name` (letters, digits, `-`, `_`, `.`)"
+        )))
+    }
+}
+
+/// A branch, tag or commit: plain characters (a `/` inside a branch name is refused too).
+pub fn check_revision(revision: &str) -> Result<(), DownloadError> {
+    if plain(revision) && revision.len() <= 200 {
+        Ok(())
+    } else {
+        Err(DownloadError::Invalid(format!(
+            "revision {revision:?} is not a plain branch, tag or commit name"
+        )))
+    }
+}
+
+fn plain(s: &str) -> bool {
+    !s.is_empty()
+        && s != "."
+        && s != ".."
+        && !s.starts_with('.')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// A file name from the listing that stays inside its directory: relative, no `..`, no
+/// hidden or empty component, no control characters, not our `.part` suffix.
+pub fn safe_file_name(name: &str) -> bool {
+    name.len() <= 512
+        && !name.ends_with(".part")
+        && name.split('/').all(|c| {
+            !c.is_empty()
+                && !c.starts_with('.')
+                && !c.chars().any(|ch| ch.is_control() || ch == '\\')
+        })
+}
+
+/// `stem-00001-of-00003.ext` → (`stem`, 1, 3, `ext`).
+fn shard(name: &str) -> Option<(&str, u32, u32, &str)> {
+    let (base, ext) = name.rsplit_once('.')?;
+    let (rest, total) = base.rsplit_once("-of-")?;
+    let (stem, index) = rest.rsplit_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(index) || !digits(total) {
+        return None;
+    }
+    Some((stem, index.parse().ok()?, total.parse().ok()?, ext))
+}
+
+/// The group a file belongs to: every shard of a split file shares one key.
+fn group_key(name: &str) -> String {
+    match shard(name) {
+        Some((stem, _, total, ext)) => format!("{stem}-*-of-{total}.{ext}"),
+        None => name.to_string(),
+    }
+}
+
+/// What a GGUF file's variant is called: its quantisation-ish last token, else its name.
+fn gguf_label(name: &str) -> String {
+    let file = name.rsplit('/').next().unwrap_or(name);
+    let base = match shard(file) {
+        Some((stem, ..)) => stem.to_string(),
+        None => file.trim_end_matches(".gguf").to_string(),
+    };
+    let token = base.rsplit(['-', '.']).next().unwrap_or(&base);
+    let quantish = token.len() >= 2
+        && token
+            .chars()
+            .next()
+            .is_some_and(|c| matches!(c.to_ascii_uppercase(), 'Q' | 'F' | 'I' | 'B'))
+        && token.chars().any(|c| c.is_ascii_digit());
+    if quantish { token.to_string() } else { base }
+}
+
+fn is_companion(name: &str) -> bool {
+    let file = name.rsplit('/').next().unwrap_or(name);
+    file.ends_with(".json")
+        || matches!(
+            file,
+            "tokenizer.model" | "vocab.txt" | "merges.txt" | "vocab.json" | "spiece.model"
+        )
+        || file.ends_with(".tiktoken")
+}
+
+/// The variants a listing offers (GGUF quantisations, `safetensors`), for error messages and
+/// search answers, each with its file set.
+pub fn variants(siblings: &[Sibling]) -> Vec<FileSet> {
+    let mut out = Vec::new();
+    let mut groups: BTreeMap<String, Vec<&Sibling>> = BTreeMap::new();
+    for s in siblings.iter().filter(|s| s.name.ends_with(".gguf")) {
+        groups.entry(gguf_label(&s.name)).or_default().push(s);
+    }
+    for (label, files) in groups {
+        out.push(FileSet {
+            variant: label,
+            files: files.into_iter().map(chosen_lossy).collect(),
+        });
+    }
+    let st: Vec<&Sibling> = siblings
+        .iter()
+        .filter(|s| s.name.ends_with(".safetensors") || is_companion(&s.name))
+        .collect();
+    if st.iter().any(|s| s.name.ends_with(".safetensors")) {
+        out.push(FileSet {
+            variant: "safetensors".into(),
+            files: st.into_iter().map(chosen_lossy).collect(),
+        });
+    }
+    out
+}
+
+fn chosen_lossy(s: &Sibling) -> Chosen {
+    Chosen {
+        name: s.name.clone(),
+        size: s.size.unwrap_or(0),
+        sha256: s.sha256.clone(),
+    }
+}
+
+fn chosen(s: &Sibling) -> Result<Chosen, DownloadError> {
+    if !safe_file_name(&s.name) {
+        return Err(DownloadError::Malformed {
+            what: "the file listing".into(),
+            cause: format!("file name {:?} would leave the model's directory", s.name),
+        });
+    }
+    let size = s.size.ok_or_else(|| DownloadError::Malformed {
+        what: "the file listing".into(),
+        cause: format!("{} has no size", s.name),
+    })?;
+    Ok(Chosen {
+        name: s.name.clone(),
+        size,
+        sha256: s.sha256.clone(),
+    })
+}
+
+/// Every shard group among `files` must be whole: `-0000k-of-0000n` for every k in 1..=n.
+fn check_whole(files: &[&Sibling]) -> Result<(), DownloadError> {
+    let mut groups: BTreeMap<String, (u32, Vec<u32>)> = BTreeMap::new();
+    for f in files {
+        if let Some((_, index, total, _)) = shard(&f.name) {
+            let g = groups
+                .entry(group_key(&f.name))
+                .or_insert((total, Vec::new()));
+            g.1.push(index);
+        }
+    }
+    for (key, (total, mut have)) in groups {
+        have.sort_unstable();
+        have.dedup();
+        if have != (1..=total).collect::<Vec<_>>() {
+            return Err(DownloadError::Choice(format!(
+                "the listing has shards {have:?} of {total} of {key}: a split model is downloaded whole or not at all"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The whole file set of `variant` (or of the repo's only variant when none is named).
+pub fn choose(siblings: &[Sibling], variant: Option<&str>) -> Result<FileSet, DownloadError> {
+    let offered = variants(siblings);
+    let names = || {
+        offered
+            .iter()
+            .map(|v| v.variant.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let pick: Vec<&Sibling> = match variant {
+        None => match offered.len() {
+            0 => {
+                return Err(DownloadError::Choice(
+                    "the repo has no GGUF or safetensors weights to download".into(),
+                ));
+            }
+            1 => pick_set(siblings, &offered[0]),
+            _ => {
+                return Err(DownloadError::Choice(format!(
+                    "the repo offers several variants ({}); name one with `variant`",
+                    names()
+                )));
+            }
+        },
+        Some(v) => {
+            // A file name (a shard, a single GGUF): its whole group, plus companions for
+            // safetensors.
+            if let Some(file) = siblings.iter().find(|s| s.name == v) {
+                let key = group_key(&file.name);
+                if file.name.ends_with(".safetensors") {
+                    let set = offered.iter().find(|o| o.variant == "safetensors");
+                    set.map(|s| pick_set(siblings, s)).unwrap_or_default()
+                } else {
+                    siblings
+                        .iter()
+                        .filter(|s| group_key(&s.name) == key)
+                        .collect()
+                }
+            } else if let Some(set) = offered.iter().find(|o| o.variant.eq_ignore_ascii_case(v)) {
+                pick_set(siblings, set)
+            } else {
+                return Err(DownloadError::Choice(format!(
+                    "variant {v:?} is not in the repo; it offers: {}",
+                    if offered.is_empty() {
+                        "nothing downloadable".to_string()
+                    } else {
+                        names()
+                    }
+                )));
+            }
+        }
+    };
+    check_whole(&pick)?;
+    let files = pick
+        .into_iter()
+        .map(chosen)
+        .collect::<Result<Vec<_>, _>>()?;
+    let variant = match variant {
+        Some(v) if !offered.iter().any(|o| o.variant.eq_ignore_ascii_case(v)) => offered
+            .iter()
+            .find(|o| o.files.iter().any(|f| f.name == v))
+            .map(|o| o.variant.clone())
+            .unwrap_or_else(|| v.to_string()),
+        Some(v) => offered
+            .iter()
+            .find(|o| o.variant.eq_ignore_ascii_case(v))
+            .map(|o| o.variant.clone())
+            .unwrap_or_else(|| v.to_string()),
+        None => offered[0].variant.clone(),
+    };
+    Ok(FileSet { variant, files })
+}
+
+fn pick_set<'a>(siblings: &'a [Sibling], set: &FileSet) -> Vec<&'a Sibling> {
+    siblings
+        .iter()
+        .filter(|s| set.files.iter().any(|f| f.name == s.name))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(name: &str, size: u64) -> Sibling {
+        Sibling {
+            name: name.into(),
+            size: Some(size),
+            sha256: None,
+        }
+    }
+
+    fn names(set: &FileSet) -> Vec<&str> {
+        set.files.iter().map(|f| f.name.as_str()).collect()
+    }
+
+    fn gguf_repo() -> Vec<Sibling> {
+        vec![
+            s("README.md", 1),
+            s(".gitattributes", 1),
+            s("tiny-Q4_K_M-00001-of-00003.gguf", 10),
+            s("tiny-Q4_K_M-00002-of-00003.gguf", 10),
+            s("tiny-Q4_K_M-00003-of-00003.gguf", 5),
+            s("tiny-Q8_0.gguf", 40),
+        ]
+    }
+
+    #[test]
+    fn naming_one_shard_selects_every_shard() {
+        let set = choose(&gguf_repo(), Some("tiny-Q4_K_M-00002-of-00003.gguf")).unwrap();
+        assert_eq!(
+            names(&set),
+            [
+                "tiny-Q4_K_M-00001-of-00003.gguf",
+                "tiny-Q4_K_M-00002-of-00003.gguf",
+                "tiny-Q4_K_M-00003-of-00003.gguf"
+            ]
+        );
+        assert_eq!(set.variant, "Q4_K_M");
+        assert_eq!(set.total(), 25);
+    }
+
+    #[test]
+    fn a_quantisation_label_selects_its_files_case_insensitively() {
+        let set = choose(&gguf_repo(), Some("q8_0")).unwrap();
+        assert_eq!(names(&set), ["tiny-Q8_0.gguf"]);
+        assert_eq!(set.variant, "Q8_0");
+        assert_eq!(choose(&gguf_repo(), Some("Q4_K_M")).unwrap().files.len(), 3);
+    }
+
+    #[test]
+    fn several_variants_and_none_named_is_refused_listing_them() {
+        let e = choose(&gguf_repo(), None).unwrap_err().to_string();
+        assert!(e.contains("Q4_K_M") && e.contains("Q8_0"), "{e}");
+        let e = choose(&gguf_repo(), Some("Q2_K")).unwrap_err().to_string();
+        assert!(e.contains("Q2_K") && e.contains("Q4_K_M"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_shard_refuses_the_whole_set() {
+        let mut repo = gguf_repo();
+        repo.retain(|f| !f.name.contains("00003-of"));
+        let e = choose(&repo, Some("Q4_K_M")).unwrap_err().to_string();
+        assert!(e.contains("[1, 2] of 3"), "{e}");
+    }
+
+    #[test]
+    fn safetensors_come_with_config_and_tokenizer() {
+        let repo = vec![
+            s("README.md", 1),
+            s("config.json", 1),
+            s("generation_config.json", 1),
+            s("tokenizer.json", 1),
+            s("tokenizer_config.json", 1),
+            s("tokenizer.model", 1),
+            s("model-00001-of-00002.safetensors", 10),
+            s("model-00002-of-00002.safetensors", 10),
+            s("model.safetensors.index.json", 1),
+            s("pytorch_model.bin", 20),
+        ];
+        let set = choose(&repo, None).unwrap();
+        let mut got = names(&set);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "config.json",
+                "generation_config.json",
+                "model-00001-of-00002.safetensors",
+                "model-00002-of-00002.safetensors",
+                "model.safetensors.index.json",
+                "tokenizer.json",
+                "tokenizer.model",
+                "tokenizer_config.json"
+            ]
+        );
+        // Naming one weights shard gives the same whole set.
+        let by_shard = choose(&repo, Some("model-00002-of-00002.safetensors")).unwrap();
+        assert_eq!(by_shard.files.len(), set.files.len());
+        assert_eq!(by_shard.variant, "safetensors");
+    }
+
+    #[test]
+    fn names_that_leave_the_directory_are_refused() {
+        for bad in [
+            "../x.gguf",
+            "a/../../x.gguf",
+            "/abs.gguf",
+            ".hidden.gguf",
+            "a//b.gguf",
+            "x.gguf.part",
+            "a\\b.gguf",
+        ] {
+            assert!(!safe_file_name(bad), "{bad}");
+        }
+        assert!(safe_file_name("sub/dir/x-Q4_0.gguf"));
+        let repo = vec![s("../evil-Q4_0.gguf", 1)];
+        assert!(choose(&repo, None).is_err());
+        for bad in ["a", "a/b/c", "../b", "a/..", "a/.b", "a b/c", ""] {
+            assert!(check_repo(bad).is_err(), "{bad}");
+        }
+        check_repo("TheOrg/tiny-model.v2_x").unwrap();
+        for bad in ["", "..", "a/b", "x y"] {
+            assert!(check_revision(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_file_without_a_size_is_refused() {
+        let repo = vec![Sibling {
+            name: "m-Q4_0.gguf".into(),
+            size: None,
+            sha256: None,
+        }];
+        assert!(
+            choose(&repo, None)
+                .unwrap_err()
+                .to_string()
+                .contains("no size")
+        );
+    }
+}

@@ -1,0 +1,933 @@
+//! Download jobs: `Downloads` (the manager behind the tools: start, list, cancel, the store's
+//! models, search) and `JobActor` (one per job, under the `downloads` kind supervisor; it owns
+//! the task that moves the job's files and aborts it when it goes). A job's record is on disk
+//! under `<state_dir>/downloads/jobs/` from the moment it is registered, so a daemon killed
+//! mid-download resumes every unfinished job at its next start; verified files are never
+//! fetched again and `.part` files resume where they stopped.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as Json, json};
+use tokio::sync::Semaphore;
+use toolvisor_kit::ids::IdCounter;
+use toolvisor_kit::private::{Durability, write_private_file};
+use toolvisor_kit::restart::{Restart, RestartPolicy};
+use toolvisor_kit::status::{NodeStatus, TreeNotifier};
+use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_protocol::tree::NodeState;
+
+use crate::choose::{self, Chosen};
+use crate::error::DownloadError;
+use crate::fit;
+use crate::hub::Hub;
+use crate::store::{Manifest, Store};
+
+/// What the manager is configured with (`[models]`).
+#[derive(Clone, Debug)]
+pub struct DownloadsConfig {
+    /// Base URL of the Hugging Face-compatible endpoint.
+    pub endpoint: String,
+    /// Bearer token (a secret: masked, never logged).
+    pub token: Option<String>,
+    /// The model store's root.
+    pub store: PathBuf,
+    /// File transfers at once, daemon-wide.
+    pub parallel_transfers: usize,
+    /// How long connecting to the endpoint may take before `network_unavailable`.
+    pub connect_timeout: Duration,
+    /// Tries per file after the first, with backoff, on transient errors.
+    pub retries: u32,
+    /// Where the memory facts for the fit label come from.
+    pub meminfo: PathBuf,
+    /// Finished jobs stay listed this long.
+    pub keep_finished: Duration,
+}
+
+/// A job's state, as `list_downloads` says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Downloading,
+    Verifying,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl JobState {
+    fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Downloading => "downloading",
+            JobState::Verifying => "verifying",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    fn unfinished(self) -> bool {
+        matches!(
+            self,
+            JobState::Queued | JobState::Downloading | JobState::Verifying
+        )
+    }
+}
+
+/// One file's state inside a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileState {
+    Queued,
+    Downloading,
+    Verifying,
+    Done,
+    Failed,
+}
+
+impl FileState {
+    fn as_str(self) -> &'static str {
+        match self {
+            FileState::Queued => "queued",
+            FileState::Downloading => "downloading",
+            FileState::Verifying => "verifying",
+            FileState::Done => "done",
+            FileState::Failed => "failed",
+        }
+    }
+}
+
+/// The persisted record of a job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct JobRecord {
+    id: String,
+    repo: String,
+    revision: String,
+    variant: String,
+    files: Vec<Chosen>,
+    state: JobState,
+    error: Option<String>,
+    created_unix_s: u64,
+    finished_unix_s: Option<u64>,
+}
+
+/// Live progress of one file.
+pub struct FileProgress {
+    pub(crate) file: Chosen,
+    pub(crate) done: AtomicU64,
+    state: Mutex<FileState>,
+    error: Mutex<Option<String>>,
+    /// Bytes fetched over the network in this run (the job's rate counts these).
+    fetched: Arc<AtomicU64>,
+}
+
+impl FileProgress {
+    pub(crate) fn set_state(&self, s: FileState) {
+        *lock(&self.state) = s;
+    }
+
+    pub(crate) fn add(&self, n: u64) {
+        self.done.fetch_add(n, Ordering::Relaxed);
+        self.fetched.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// One job: its record and its live progress.
+struct Job {
+    record: Mutex<JobRecord>,
+    files: Vec<Arc<FileProgress>>,
+    fetched: Arc<AtomicU64>,
+    /// When this run of the job started moving bytes.
+    run_start: Mutex<Option<Instant>>,
+    dir: PathBuf,
+    status: Arc<NodeStatus>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl Job {
+    fn totals(&self) -> (u64, u64) {
+        let total = self.files.iter().map(|f| f.file.size).sum();
+        let done = self
+            .files
+            .iter()
+            .map(|f| f.done.load(Ordering::Relaxed))
+            .sum();
+        (done, total)
+    }
+
+    /// Bytes per second over this run, and the seconds left at that rate.
+    fn rate_eta(&self) -> (Option<u64>, Option<u64>) {
+        let (done, total) = self.totals();
+        let Some(start) = *lock(&self.run_start) else {
+            return (None, None);
+        };
+        let secs = start.elapsed().as_secs_f64();
+        let fetched = self.fetched.load(Ordering::Relaxed);
+        if secs < 0.2 || fetched == 0 {
+            return (None, None);
+        }
+        let rate = fetched as f64 / secs;
+        let eta = ((total - done.min(total)) as f64 / rate).ceil() as u64;
+        (Some(rate as u64), Some(eta))
+    }
+
+    fn state(&self) -> JobState {
+        lock(&self.record).state
+    }
+
+    /// The state to show: a running job whose unfinished files all wait for a transfer slot
+    /// is `queued`; one whose files are all being verified (or done) is `verifying`.
+    fn shown_state(&self, recorded: JobState) -> JobState {
+        if recorded != JobState::Downloading {
+            return recorded;
+        }
+        let states: Vec<FileState> = self.files.iter().map(|f| *lock(&f.state)).collect();
+        let open: Vec<&FileState> = states.iter().filter(|s| **s != FileState::Done).collect();
+        if !open.is_empty() && open.iter().all(|s| **s == FileState::Queued) {
+            JobState::Queued
+        } else if !open.is_empty() && open.iter().all(|s| **s == FileState::Verifying) {
+            JobState::Verifying
+        } else {
+            recorded
+        }
+    }
+
+    fn view(&self) -> Json {
+        let mut rec = lock(&self.record).clone();
+        rec.state = self.shown_state(rec.state);
+        let (done, total) = self.totals();
+        let (rate, eta) = if rec.state.unfinished() {
+            self.rate_eta()
+        } else {
+            (None, None)
+        };
+        let files: Vec<Json> = self
+            .files
+            .iter()
+            .map(|f| {
+                let state = match rec.state {
+                    JobState::Cancelled | JobState::Failed
+                        if *lock(&f.state) != FileState::Done =>
+                    {
+                        if lock(&f.error).is_some() {
+                            "failed"
+                        } else {
+                            rec.state.as_str()
+                        }
+                    }
+                    _ => lock(&f.state).as_str(),
+                };
+                json!({
+                    "name": f.file.name,
+                    "size": f.file.size,
+                    "bytes_done": f.done.load(Ordering::Relaxed),
+                    "sha256": f.file.sha256,
+                    "state": state,
+                    "error": *lock(&f.error),
+                })
+            })
+            .collect();
+        json!({
+            "job_id": rec.id,
+            "repo": rec.repo,
+            "revision": rec.revision,
+            "variant": rec.variant,
+            "state": rec.state.as_str(),
+            "error": rec.error,
+            "bytes_done": done,
+            "bytes_total": total,
+            "percent": if total == 0 { 100.0 } else { (done as f64 * 1000.0 / total as f64).floor() / 10.0 },
+            "rate_bytes_per_s": rate,
+            "eta_s": eta,
+            "path": self.dir.display().to_string(),
+            "files": files,
+        })
+    }
+
+    /// The tree node's one-line detail.
+    fn detail(&self) -> String {
+        let rec = lock(&self.record);
+        let (done, total) = self.totals();
+        let pct = (done * 100).checked_div(total).unwrap_or(100);
+        let mut s = format!(
+            "{}@{} [{}] {} {pct}% of {}",
+            rec.repo,
+            rec.revision,
+            rec.variant,
+            rec.state.as_str(),
+            human(total)
+        );
+        drop(rec);
+        if let (Some(rate), Some(eta)) = self.rate_eta() {
+            s.push_str(&format!(", {}/s, {eta} s left", human(rate)));
+        }
+        s
+    }
+}
+
+/// `1.5 GiB`.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// The manager behind the download tools.
+pub struct Downloads {
+    hub: Hub,
+    store: Store,
+    config: DownloadsConfig,
+    supervisor: ActorRef<SupervisorMsg>,
+    notifier: TreeNotifier,
+    ids: IdCounter,
+    jobs_dir: PathBuf,
+    jobs: Mutex<BTreeMap<String, Arc<Job>>>,
+    permits: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Downloads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Downloads")
+            .field("hub", &self.hub)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Downloads {
+    /// Open the store and the job records under `state_dir`, and resume every unfinished job.
+    pub async fn open(
+        config: DownloadsConfig,
+        state_dir: &Path,
+        supervisor: ActorRef<SupervisorMsg>,
+        notifier: TreeNotifier,
+        ids: IdCounter,
+    ) -> Result<Arc<Downloads>, DownloadError> {
+        let hub = Hub::new(
+            &config.endpoint,
+            config.token.clone(),
+            config.connect_timeout,
+        )?;
+        let store = Store::open(&config.store)?;
+        let jobs_dir = state_dir.join("downloads").join("jobs");
+        toolvisor_kit::private::ensure_private_dir(&jobs_dir, "the download jobs directory")
+            .map_err(|e| DownloadError::io("cannot use", &jobs_dir, e))?;
+        toolvisor_kit::private::remove_stale_temps(&jobs_dir);
+        let me = Arc::new(Downloads {
+            hub,
+            store,
+            permits: Arc::new(Semaphore::new(config.parallel_transfers.max(1))),
+            config,
+            supervisor,
+            notifier,
+            ids,
+            jobs_dir,
+            jobs: Mutex::new(BTreeMap::new()),
+        });
+        let mut resume = Vec::new();
+        let mut records: Vec<JobRecord> = std::fs::read_dir(&me.jobs_dir)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .filter_map(|e| std::fs::read(e.path()).ok())
+                    .filter_map(|b| serde_json::from_slice::<JobRecord>(&b).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        records.sort_by_key(|r| r.created_unix_s);
+        for rec in records {
+            // Records from outside are checked like arguments: nothing may leave the store.
+            if choose::check_repo(&rec.repo).is_err()
+                || choose::check_revision(&rec.revision).is_err()
+                || rec.files.iter().any(|f| !choose::safe_file_name(&f.name))
+            {
+                tracing::warn!(job = rec.id, "ignoring a malformed download job record");
+                continue;
+            }
+            if !rec.state.unfinished()
+                && rec
+                    .finished_unix_s
+                    .is_some_and(|t| now_s().saturating_sub(t) > me.config.keep_finished.as_secs())
+            {
+                let _ = std::fs::remove_file(me.jobs_dir.join(format!("{}.json", rec.id)));
+                continue;
+            }
+            let unfinished = rec.state.unfinished();
+            let job = me.make_job(rec);
+            if unfinished {
+                resume.push(job);
+            }
+        }
+        for job in resume {
+            let id = lock(&job.record).id.clone();
+            tracing::info!(job = id, "resuming a download job after a restart");
+            me.spawn(job).await;
+        }
+        Ok(me)
+    }
+
+    fn make_job(&self, rec: JobRecord) -> Arc<Job> {
+        let dir = self.store.model_dir(&rec.repo, &rec.revision);
+        let fetched = Arc::new(AtomicU64::new(0));
+        let files = rec
+            .files
+            .iter()
+            .map(|f| {
+                let (have, complete) = self.store.present(&dir, f);
+                Arc::new(FileProgress {
+                    file: f.clone(),
+                    done: AtomicU64::new(have),
+                    state: Mutex::new(if complete {
+                        FileState::Done
+                    } else {
+                        FileState::Queued
+                    }),
+                    error: Mutex::new(None),
+                    fetched: fetched.clone(),
+                })
+            })
+            .collect();
+        let status = NodeStatus::new("download", &rec.id, String::new(), self.notifier.clone());
+        let id = rec.id.clone();
+        let job = Arc::new(Job {
+            record: Mutex::new(rec),
+            files,
+            fetched,
+            run_start: Mutex::new(None),
+            dir,
+            status,
+        });
+        job.status.update(|i| i.detail = job.detail());
+        lock(&self.jobs).insert(id, job.clone());
+        job
+    }
+
+    fn persist(&self, job: &Job) {
+        let rec = lock(&job.record).clone();
+        let path = self.jobs_dir.join(format!("{}.json", rec.id));
+        let bytes = serde_json::to_vec_pretty(&rec).unwrap_or_default();
+        if let Err(e) =
+            write_private_file(&path, &bytes, "a download job record", Durability::Synced)
+        {
+            tracing::error!(job = rec.id, error = %e, "cannot persist a download job: a restart will not resume it");
+        }
+    }
+
+    fn set_state(&self, job: &Job, state: JobState, error: Option<String>) {
+        {
+            let mut rec = lock(&job.record);
+            // A cancel is final for this job: a late end of its task does not undo it.
+            if rec.state == JobState::Cancelled && state != JobState::Cancelled {
+                return;
+            }
+            rec.state = state;
+            rec.error = error;
+            if !state.unfinished() {
+                rec.finished_unix_s = Some(now_s());
+            }
+        }
+        self.persist(job);
+        job.status.update(|i| i.detail = job.detail());
+    }
+
+    /// `download_model`: validate, read the listing, choose the whole file set, register one
+    /// job and answer at once.
+    pub async fn start(
+        self: &Arc<Self>,
+        repo: &str,
+        revision: Option<&str>,
+        variant: Option<&str>,
+    ) -> Result<Json, DownloadError> {
+        let revision = revision.unwrap_or("main");
+        choose::check_repo(repo)?;
+        choose::check_revision(revision)?;
+        let info = self.hub.repo_info(repo, revision).await?;
+        let set = choose::choose(&info.siblings, variant)?;
+        let dir = self.store.model_dir(repo, revision);
+        let files_json: Vec<Json> = set
+            .files
+            .iter()
+            .map(|f| json!({"name": f.name, "size": f.size, "sha256": f.sha256}))
+            .collect();
+        // Already complete in the store: nothing to start.
+        let present: Vec<(u64, bool)> = set
+            .files
+            .iter()
+            .map(|f| self.store.present(&dir, f))
+            .collect();
+        if present.iter().all(|(_, complete)| *complete) {
+            self.store.write_manifest(&Manifest {
+                repo: repo.into(),
+                revision: revision.into(),
+                variant: set.variant.clone(),
+                files: set.files.clone(),
+                complete: true,
+            })?;
+            return Ok(json!({
+                "state": "done",
+                "already_complete": true,
+                "repo": repo,
+                "revision": revision,
+                "variant": set.variant,
+                "path": dir.display().to_string(),
+                "bytes_total": set.total(),
+                "files": files_json,
+            }));
+        }
+        // The same file set already in flight: that job is the answer.
+        let running = lock(&self.jobs)
+            .values()
+            .find(|j| {
+                let r = lock(&j.record);
+                r.state.unfinished()
+                    && r.repo == repo
+                    && r.revision == revision
+                    && r.variant == set.variant
+            })
+            .cloned();
+        if let Some(job) = running {
+            let mut v = job.view();
+            v["already_running"] = json!(true);
+            return Ok(v);
+        }
+        let needed: u64 = set
+            .files
+            .iter()
+            .zip(&present)
+            .map(|(f, (have, _))| f.size - have)
+            .sum();
+        let available = self.store.available()?;
+        if needed > available {
+            return Err(DownloadError::DiskFull {
+                path: self.store.root().display().to_string(),
+                needed,
+                available,
+            });
+        }
+        self.store.prepare(repo, revision, &set.files)?;
+        self.store.write_manifest(&Manifest {
+            repo: repo.into(),
+            revision: revision.into(),
+            variant: set.variant.clone(),
+            files: set.files.clone(),
+            complete: false,
+        })?;
+        let n = self
+            .ids
+            .next()
+            .map_err(|e| DownloadError::io("cannot take a job id from", &self.jobs_dir, e))?;
+        let rec = JobRecord {
+            id: format!("dl{n}"),
+            repo: repo.into(),
+            revision: revision.into(),
+            variant: set.variant.clone(),
+            files: set.files.clone(),
+            state: JobState::Queued,
+            error: None,
+            created_unix_s: now_s(),
+            finished_unix_s: None,
+        };
+        let job = self.make_job(rec);
+        // On disk before the answer: a restart from here on resumes it.
+        self.persist(&job);
+        self.spawn(job.clone()).await;
+        let mut v = job.view();
+        v["hint"] = json!(format!(
+            "started in the background; poll list_downloads {{\"job_id\": \"{}\"}}",
+            lock(&job.record).id
+        ));
+        Ok(v)
+    }
+
+    /// Start a job's actor under the `downloads` supervisor.
+    async fn spawn(self: &Arc<Self>, job: Arc<Job>) {
+        let id = lock(&job.record).id.clone();
+        let me = self.clone();
+        let job_for_factory = job.clone();
+        let factory: Factory = Arc::new(move |ctx: StartCtx| {
+            let args = JobStart {
+                job: job_for_factory.clone(),
+                downloads: me.clone(),
+            };
+            let name = format!("download/{}", ctx.status.id());
+            Box::pin(async move {
+                Actor::spawn_linked(Some(name), JobActor, args, ctx.supervisor)
+                    .await
+                    .map(|(a, _)| a.get_cell())
+                    .map_err(|e| e.to_string())
+            })
+        });
+        let spec = ChildSpec {
+            id: id.clone(),
+            factory,
+            policy: RestartPolicy::default().with_restart(Restart::Temporary),
+            status: job.status.clone(),
+        };
+        let started = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Start { spec, reply },
+                Some(Duration::from_secs(30)),
+            )
+            .await;
+        if !matches!(started, Ok(ractor::rpc::CallResult::Success(Ok(())))) {
+            let why = match started {
+                Ok(ractor::rpc::CallResult::Success(Err(e))) => e,
+                _ => "the downloads supervisor did not answer within 30 s".into(),
+            };
+            self.set_state(
+                &job,
+                JobState::Failed,
+                Some(format!("could not start: {why}")),
+            );
+        }
+    }
+
+    /// Move every file of `job`; its end state is persisted here.
+    async fn run(self: Arc<Self>, job: Arc<Job>) -> Result<(), String> {
+        *lock(&job.run_start) = Some(Instant::now());
+        self.set_state(&job, JobState::Downloading, None);
+        let (repo, revision) = {
+            let r = lock(&job.record);
+            (r.repo.clone(), r.revision.clone())
+        };
+        let ticker = {
+            let job = job.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    job.status.update(|i| i.detail = job.detail());
+                }
+            })
+        };
+        let mut set = tokio::task::JoinSet::new();
+        for f in job
+            .files
+            .iter()
+            .filter(|f| *lock(&f.state) != FileState::Done)
+        {
+            let (me, f, job, repo, revision) = (
+                self.clone(),
+                f.clone(),
+                job.clone(),
+                repo.clone(),
+                revision.clone(),
+            );
+            set.spawn(async move {
+                let Ok(_permit) = me.permits.clone().acquire_owned().await else {
+                    return Err("the transfer slots are closed".to_string());
+                };
+                let mut attempt = 0u32;
+                loop {
+                    match crate::transfer::attempt(&me.hub, &repo, &revision, &job.dir, &f).await {
+                        Ok(()) => {
+                            *lock(&f.error) = None;
+                            break Ok(());
+                        }
+                        Err(e) if e.transient() && attempt < me.config.retries => {
+                            attempt += 1;
+                            let wait = Duration::from_millis(200u64 << attempt.min(5)).min(Duration::from_secs(5));
+                            tracing::warn!(job = %lock(&job.record).id, file = f.file.name, attempt, error = %e, "download attempt failed; retrying");
+                            *lock(&f.error) = Some(e.to_string());
+                            tokio::time::sleep(wait).await;
+                        }
+                        Err(e) => {
+                            f.set_state(FileState::Failed);
+                            *lock(&f.error) = Some(e.to_string());
+                            break Err(e.to_string());
+                        }
+                    }
+                }
+            });
+        }
+        let mut first_error = None;
+        while let Some(r) = set.join_next().await {
+            if let Err(e) = r.unwrap_or_else(|e| Err(format!("a transfer task panicked: {e}"))) {
+                first_error.get_or_insert(e);
+            }
+        }
+        ticker.abort();
+        match first_error {
+            Some(e) => {
+                self.set_state(&job, JobState::Failed, Some(e.clone()));
+                Err(e)
+            }
+            None => {
+                let rec = lock(&job.record).clone();
+                let manifest = Manifest {
+                    repo: rec.repo,
+                    revision: rec.revision,
+                    variant: rec.variant,
+                    files: rec.files,
+                    complete: true,
+                };
+                if let Err(e) = self.store.write_manifest(&manifest) {
+                    self.set_state(&job, JobState::Failed, Some(e.to_string()));
+                    return Err(e.to_string());
+                }
+                self.set_state(&job, JobState::Done, None);
+                Ok(())
+            }
+        }
+    }
+
+    /// Forget jobs that ended more than `keep_finished` ago (their records too), so a
+    /// long-lived daemon's job list stays bounded.
+    fn prune(&self) {
+        let keep = self.config.keep_finished.as_secs();
+        let now = now_s();
+        lock(&self.jobs).retain(|id, job| {
+            let rec = lock(&job.record);
+            let old = !rec.state.unfinished()
+                && rec
+                    .finished_unix_s
+                    .is_some_and(|t| now.saturating_sub(t) > keep);
+            if old {
+                let _ = std::fs::remove_file(self.jobs_dir.join(format!("{id}.json")));
+            }
+            !old
+        });
+    }
+
+    /// `list_downloads`: every job in flight or recent, or one.
+    pub fn list(&self, job_id: Option<&str>) -> Result<Json, DownloadError> {
+        self.prune();
+        let jobs = lock(&self.jobs);
+        match job_id {
+            Some(id) => {
+                let job = jobs
+                    .get(id)
+                    .ok_or_else(|| DownloadError::NoJob(id.into()))?;
+                Ok(json!({"jobs": [job.view()]}))
+            }
+            None => Ok(json!({"jobs": jobs.values().map(|j| j.view()).collect::<Vec<_>>()})),
+        }
+    }
+
+    /// `cancel_download`: stop the job; its `.part` files stay for a later resume.
+    pub async fn cancel(&self, job_id: &str) -> Result<Json, DownloadError> {
+        let job = lock(&self.jobs)
+            .get(job_id)
+            .cloned()
+            .ok_or_else(|| DownloadError::NoJob(job_id.into()))?;
+        let before = job.state();
+        if !before.unfinished() {
+            return Ok(
+                json!({"job_id": job_id, "state": before.as_str(), "cancelled": false,
+                "message": format!("the job had already ended ({})", before.as_str())}),
+            );
+        }
+        self.set_state(&job, JobState::Cancelled, None);
+        let _ = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Stop {
+                    id: job_id.into(),
+                    reason: "cancelled by cancel_download".into(),
+                    reply,
+                },
+                Some(Duration::from_secs(10)),
+            )
+            .await;
+        let (done, total) = job.totals();
+        Ok(json!({
+            "job_id": job_id,
+            "state": "cancelled",
+            "cancelled": true,
+            "bytes_done": done,
+            "bytes_total": total,
+            "hint": "partial files are kept; download_model with the same repo, revision and variant resumes them",
+        }))
+    }
+
+    fn memory(&self) -> Option<fit::Memory> {
+        fit::read_memory(&self.config.meminfo)
+    }
+
+    /// `list_models`: the store's models with size, files, completeness and fit label.
+    pub fn models(&self) -> Json {
+        let memory = self.memory();
+        let models: Vec<Json> = self
+            .store
+            .manifests()
+            .into_iter()
+            .map(|(dir, m)| {
+                let files: Vec<Json> = m
+                    .files
+                    .iter()
+                    .map(|f| {
+                        let (have, complete) = self.store.present(&dir, f);
+                        json!({"name": f.name, "size": f.size, "bytes_present": have, "complete": complete})
+                    })
+                    .collect();
+                let size: u64 = m.files.iter().map(|f| f.size).sum();
+                let complete = m.files.iter().all(|f| self.store.present(&dir, f).1);
+                json!({
+                    "repo": m.repo,
+                    "revision": m.revision,
+                    "variant": m.variant,
+                    "path": dir.display().to_string(),
+                    "size_bytes": size,
+                    "complete": complete,
+                    "fit": fit::label(size, memory),
+                    "load_state": "not_loaded",
+                    "files": files,
+                })
+            })
+            .collect();
+        json!({
+            "store": self.store.root().display().to_string(),
+            "memory": memory.map(|m| json!({"total_bytes": m.total, "available_bytes": m.available})),
+            "models": models,
+        })
+    }
+
+    /// `search_huggingface_models`: candidates with each variant's size and fit label.
+    pub async fn search(&self, query: &str, limit: usize) -> Result<Json, DownloadError> {
+        let hits = self.hub.search(query, limit).await?;
+        let memory = self.memory();
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, hit) in hits.into_iter().take(limit).enumerate() {
+            let hub = self.hub.clone();
+            tasks.spawn(async move {
+                let sized =
+                    !hit.siblings.is_empty() && hit.siblings.iter().all(|s| s.size.is_some());
+                let siblings = if sized {
+                    hit.siblings.clone()
+                } else {
+                    match hub.repo_info(&hit.id, "main").await {
+                        Ok(info) => info.siblings,
+                        Err(_) => hit.siblings.clone(),
+                    }
+                };
+                (i, hit, siblings)
+            });
+        }
+        let mut rows = Vec::new();
+        while let Some(Ok(row)) = tasks.join_next().await {
+            rows.push(row);
+        }
+        rows.sort_by_key(|r| r.0);
+        let downloaded: Vec<(String, String)> = self
+            .store
+            .manifests()
+            .into_iter()
+            .filter(|(_, m)| m.complete)
+            .map(|(_, m)| (m.repo, m.variant))
+            .collect();
+        let order = |l: &str| match l {
+            "fits" => 0,
+            "tight" => 1,
+            "too_large" => 2,
+            _ => 3,
+        };
+        let models: Vec<Json> = rows
+            .into_iter()
+            .map(|(_, hit, siblings)| {
+                let variants: Vec<Json> = choose::variants(&siblings)
+                    .into_iter()
+                    .map(|v| {
+                        let bytes = v.total();
+                        json!({
+                            "variant": v.variant,
+                            "bytes": bytes,
+                            "fit": fit::label(bytes, memory),
+                            "downloaded": downloaded.iter().any(|(r, var)| r == &hit.id && var == &v.variant),
+                        })
+                    })
+                    .collect();
+                let fit = variants
+                    .iter()
+                    .filter_map(|v| v["fit"].as_str())
+                    .min_by_key(|l| order(l))
+                    .unwrap_or("unknown")
+                    .to_string();
+                json!({"repo": hit.id, "downloads": hit.downloads, "fit": fit, "variants": variants})
+            })
+            .collect();
+        Ok(json!({"query": query, "models": models}))
+    }
+}
+
+/// What a job actor is started with.
+pub struct JobStart {
+    job: Arc<Job>,
+    downloads: Arc<Downloads>,
+}
+
+/// One download job as an actor: it owns the task moving the job's files.
+pub struct JobActor;
+
+pub enum JobMsg {
+    /// The job's task ended.
+    Finished(Result<(), String>),
+}
+
+/// Aborts the job's task when the actor goes, however it goes (stop, kill, panic).
+pub struct JobActorState {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for JobActorState {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Actor for JobActor {
+    type Msg = JobMsg;
+    type State = JobActorState;
+    type Arguments = JobStart;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<JobMsg>,
+        args: JobStart,
+    ) -> Result<JobActorState, ActorProcessingErr> {
+        args.job.status.set_state(NodeState::Busy);
+        let task = tokio::spawn(async move {
+            let r = args.downloads.clone().run(args.job.clone()).await;
+            let _ = myself.cast(JobMsg::Finished(r));
+        });
+        Ok(JobActorState { task })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<JobMsg>,
+        msg: JobMsg,
+        _state: &mut JobActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            JobMsg::Finished(Ok(())) => {
+                myself.stop(Some("done".into()));
+                Ok(())
+            }
+            JobMsg::Finished(Err(e)) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Model download jobs: the store, the file set of a variant, resumable verified transfers.
+#![forbid(unsafe_code)]
+
+pub mod choose;
+pub mod error;
+pub mod fit;
+pub mod hub;
+mod jobs;
+pub mod store;
+mod transfer;
+
+pub use error::DownloadError;
+pub use jobs::{Downloads, DownloadsConfig, JobActor, human};

@@ -1,0 +1,219 @@
+//! The model store on disk: one directory per repo and revision
+//! (`<store>/<owner>--<name>/<revision>/`), the repo's files under it as the repo names them,
+//! a `.part` file beside each file still arriving, and one manifest per downloaded variant
+//! (`.toolvisor-model-<variant>.json`: its files, sizes, hashes, whether it is complete).
+//! Job records live apart, under the daemon's state directory (`jobs.rs`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toolvisor_kit::private::{Durability, write_private_file};
+
+use crate::choose::Chosen;
+use crate::error::DownloadError;
+
+/// What a variant's manifest says.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Manifest {
+    pub repo: String,
+    pub revision: String,
+    pub variant: String,
+    pub files: Vec<Chosen>,
+    /// Every file verified and in place.
+    pub complete: bool,
+}
+
+/// The store's root directory.
+#[derive(Clone, Debug)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// A variant label as a file-name part: plain characters only.
+fn label_part(variant: &str) -> String {
+    variant
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+impl Store {
+    /// The store at `root`, created private (0700) if missing; refused if someone else could
+    /// change it.
+    pub fn open(root: &Path) -> Result<Store, DownloadError> {
+        toolvisor_kit::private::ensure_private_dir(root, "the model store")
+            .map_err(|e| DownloadError::io("cannot use the model store", root, e))?;
+        toolvisor_kit::private::remove_stale_temps(root);
+        Ok(Store {
+            root: root.to_path_buf(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<store>/<owner>--<name>/<revision>` (both already checked by `choose`).
+    pub fn model_dir(&self, repo: &str, revision: &str) -> PathBuf {
+        self.root.join(repo.replace('/', "--")).join(revision)
+    }
+
+    fn manifest_path(&self, repo: &str, revision: &str, variant: &str) -> PathBuf {
+        self.model_dir(repo, revision)
+            .join(format!(".toolvisor-model-{}.json", label_part(variant)))
+    }
+
+    /// Create the model's directory and the directories its files need (0700).
+    pub fn prepare(
+        &self,
+        repo: &str,
+        revision: &str,
+        files: &[Chosen],
+    ) -> Result<PathBuf, DownloadError> {
+        let dir = self.model_dir(repo, revision);
+        for f in files {
+            let parent = dir.join(&f.name);
+            let parent = parent.parent().unwrap_or(&dir);
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode_private()
+                .create(parent)
+                .map_err(|e| DownloadError::io("cannot create", parent, e))?;
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode_private()
+            .create(&dir)
+            .map_err(|e| DownloadError::io("cannot create", &dir, e))?;
+        Ok(dir)
+    }
+
+    pub fn write_manifest(&self, m: &Manifest) -> Result<(), DownloadError> {
+        let path = self.manifest_path(&m.repo, &m.revision, &m.variant);
+        let bytes = serde_json::to_vec_pretty(m)
+            .map_err(|e| DownloadError::io("cannot encode", &path, e))?;
+        write_private_file(&path, &bytes, "a model manifest", Durability::Synced)
+            .map_err(|e| DownloadError::io("cannot write", &path, e))
+    }
+
+    /// Bytes of `file` already here: the whole file when it is in place with its listed
+    /// size (it was verified before its rename), else what its `.part` holds.
+    pub fn present(&self, dir: &Path, file: &Chosen) -> (u64, bool) {
+        let final_path = dir.join(&file.name);
+        if let Ok(m) = std::fs::symlink_metadata(&final_path)
+            && m.is_file()
+            && m.len() == file.size
+        {
+            return (file.size, true);
+        }
+        let part = part_path(dir, &file.name);
+        match std::fs::symlink_metadata(&part) {
+            Ok(m) if m.is_file() => (m.len().min(file.size), false),
+            _ => (0, false),
+        }
+    }
+
+    /// Every manifest in the store.
+    pub fn manifests(&self) -> Vec<(PathBuf, Manifest)> {
+        let mut out = Vec::new();
+        let Ok(repos) = std::fs::read_dir(&self.root) else {
+            return out;
+        };
+        for repo in repos.flatten() {
+            let Ok(revs) = std::fs::read_dir(repo.path()) else {
+                continue;
+            };
+            for rev in revs.flatten() {
+                let dir = rev.path();
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                for e in entries.flatten() {
+                    let name = e.file_name().to_string_lossy().to_string();
+                    if !(name.starts_with(".toolvisor-model-") && name.ends_with(".json")) {
+                        continue;
+                    }
+                    let parsed = std::fs::read(e.path())
+                        .ok()
+                        .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok());
+                    if let Some(m) = parsed {
+                        out.push((dir.clone(), m));
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| {
+            (&a.1.repo, &a.1.revision, &a.1.variant).cmp(&(&b.1.repo, &b.1.revision, &b.1.variant))
+        });
+        out
+    }
+
+    /// Bytes the file system under the store still has for us.
+    pub fn available(&self) -> Result<u64, DownloadError> {
+        let st = nix::sys::statvfs::statvfs(&self.root)
+            .map_err(|e| DownloadError::io("cannot statvfs", &self.root, e))?;
+        Ok((st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64))
+    }
+}
+
+/// `<dir>/<name>.part`.
+pub fn part_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.part"))
+}
+
+trait PrivateMode {
+    fn mode_private(&mut self) -> &mut Self;
+}
+
+impl PrivateMode for std::fs::DirBuilder {
+    fn mode_private(&mut self) -> &mut Self {
+        use std::os::unix::fs::DirBuilderExt;
+        self.mode(0o700)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_manifests_and_presence() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("models")).unwrap();
+        let files = vec![
+            Chosen {
+                name: "sub/a.gguf".into(),
+                size: 4,
+                sha256: None,
+            },
+            Chosen {
+                name: "b.gguf".into(),
+                size: 3,
+                sha256: None,
+            },
+        ];
+        let dir = store.prepare("o/m", "main", &files).unwrap();
+        assert_eq!(dir, tmp.path().join("models/o--m/main"));
+        std::fs::write(dir.join("sub/a.gguf"), b"abcd").unwrap();
+        std::fs::write(part_path(&dir, "b.gguf"), b"x").unwrap();
+        assert_eq!(store.present(&dir, &files[0]), (4, true));
+        assert_eq!(store.present(&dir, &files[1]), (1, false));
+        let m = Manifest {
+            repo: "o/m".into(),
+            revision: "main".into(),
+            variant: "Q4 K/M".into(),
+            files,
+            complete: false,
+        };
+        store.write_manifest(&m).unwrap();
+        assert!(dir.join(".toolvisor-model-Q4_K_M.json").exists());
+        assert_eq!(store.manifests(), vec![(dir, m)]);
+        assert!(store.available().unwrap() > 0);
+    }
+}
