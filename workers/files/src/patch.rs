@@ -435,6 +435,29 @@ struct Applied {
     moved_from: Option<String>,
 }
 
+/// The paths of the files `patch` would change (as the patch names them: resolve them in the
+/// scope), without reading or writing anything; empty when the patch does not parse. The
+/// write tools take the diagnostics these files have before the patch is applied.
+pub fn targets(patch: &str) -> Vec<String> {
+    match codex::body(patch) {
+        Ok(Some(body)) => codex::parse(&body)
+            .map(|ops| {
+                ops.into_iter()
+                    .map(|op| match op {
+                        codex::FileOp::Add { path, .. }
+                        | codex::FileOp::Delete { path }
+                        | codex::FileOp::Update { path, .. } => path,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Ok(None) => parse(patch)
+            .map(|files| files.iter().map(|f| f.target().to_string()).collect())
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Apply `patch` to files in `scope`: all hunks of all files, or nothing; recorded in
 /// `journal` (when given) before the first write, so a crash mid-way is rolled back.
 pub fn apply_patch(scope: &Scope, patch: &str, journal: Option<&Journal>) -> Result<PatchResult> {

@@ -398,6 +398,11 @@ impl LanguageServers {
                 "point at the symbol's name",
             ));
         }
+        // The diagnostics the touched files have now are the run's baseline where it has
+        // none, so the rename reports only errors it introduced.
+        if let Ok(touched) = touched_files(&edit) {
+            self.before_write(&ctx.run, &touched).await;
+        }
         // The server's root may be above the workdir: its edit can reach files the caller
         // may not write. All of them are checked before anything is read or written.
         let _sync = opened.shared.sync_lock.lock().await;

@@ -793,6 +793,42 @@ impl LanguageServers {
         ))
     }
 
+    /// Before a write: the diagnostics each of `paths` has now (its text before the write)
+    /// become `run`'s baseline for it, where the run holds none yet, so a first write reports
+    /// only what it introduced, not what was already there. A file that does not exist yet,
+    /// that no server covers or whose server gives no diagnostics within
+    /// `diagnostics_wait_s` gets no baseline (the write then reports all its diagnostics).
+    /// Never fails: the write goes ahead whatever happens here.
+    pub async fn before_write(&self, run: &str, paths: &[PathBuf]) {
+        let wait = Duration::from_secs(self.config.diagnostics_wait_s);
+        for path in paths {
+            if self.ledger.knows(run, path) || !path.is_file() || self.plan(path, run).is_err() {
+                continue;
+            }
+            let taken = tokio::time::timeout(wait, async {
+                let mut opened = self.open(path, run).await?;
+                self.file_diagnostics(&mut opened).await
+            })
+            .await;
+            match taken {
+                Ok(Ok(diags)) => {
+                    let keys: Vec<_> = diags
+                        .iter()
+                        .filter(|d| d.severity != 4)
+                        .map(Diag::key)
+                        .collect();
+                    self.ledger.fold(run, path, &keys);
+                }
+                Ok(Err(e)) => {
+                    tracing::info!(path = %path.display(), error = %e.message, "no diagnostics baseline before the write");
+                }
+                Err(_) => {
+                    tracing::info!(path = %path.display(), "no diagnostics baseline before the write: timed out");
+                }
+            }
+        }
+    }
+
     /// Sync `paths` (just written) and return the diagnostics new for `run`; where no server
     /// covers a file, say why. Never fails the write: problems become notes.
     pub async fn after_write(&self, run: &str, workdir: &Path, paths: &[PathBuf]) -> Value {
