@@ -416,7 +416,7 @@ impl LanguageServers {
     /// The raw LSP diagnostics of the current version of an opened file.
     pub async fn diagnostic_items(&self, opened: &mut Opened) -> Result<Vec<Value>, ToolError> {
         self.ready(&opened.shared).await?;
-        if opened.conn.supports("diagnosticProvider") {
+        if opened.shared.pulls(&opened.conn) {
             let params = json!({"textDocument": {"uri": opened.uri}});
             let r = self
                 .request(opened, "textDocument/diagnostic", params)
@@ -441,6 +441,12 @@ impl LanguageServers {
             if let Some(p) = shared.diagnostics(&opened.uri) {
                 let fresh = if opened.changed {
                     p.seq > opened.seq_before && p.version >= opened.version
+                } else if p.seq <= shared.changed_seq() && now < shared.quiet_at() {
+                    // The document is as the server last saw it, but another one changed
+                    // after this list was published: its imports may have. Current once
+                    // the server publishes it again, or has been quiet for `settle` (it
+                    // found nothing to publish for it).
+                    false
                 } else {
                     p.version >= opened.version
                 };
@@ -467,7 +473,10 @@ impl LanguageServers {
                     shared.waits.diagnostics.as_secs()
                 )));
             }
-            let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+            // Woken by a publish or other activity, or when the server has been quiet long
+            // enough for an unchanged document's list to count as current.
+            let until = deadline.min(shared.quiet_at().max(now + Duration::from_millis(10)));
+            let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
         }
     }
 

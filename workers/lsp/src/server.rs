@@ -179,6 +179,13 @@ pub struct ServerShared {
     pub start_lock: tokio::sync::Mutex<()>,
     diags: Mutex<HashMap<String, Published>>,
     diag_seq: AtomicU64,
+    /// `diag_seq` when a change to any document was last sent: a publish for a document
+    /// that did not change is current only if it came after that (its imports may have).
+    changed_seq: AtomicU64,
+    /// Methods the current incarnation registered dynamically (`client/registerCapability`),
+    /// e.g. pyright's `textDocument/diagnostic` (pull diagnostics).
+    /// Registration id → method (a server may register anew and then drop the old id).
+    registered: Mutex<HashMap<String, String>>,
     progress: Mutex<BTreeMap<String, String>>,
     /// rust-analyzer's `experimental/serverStatus`: `Some(true)` once quiescent.
     quiescent: Mutex<Option<bool>>,
@@ -245,6 +252,8 @@ impl ServerShared {
             start_lock: tokio::sync::Mutex::new(()),
             diags: Mutex::new(HashMap::new()),
             diag_seq: AtomicU64::new(0),
+            changed_seq: AtomicU64::new(0),
+            registered: Mutex::new(HashMap::new()),
             progress: Mutex::new(BTreeMap::new()),
             quiescent: Mutex::new(None),
             expects_status,
@@ -296,6 +305,7 @@ impl ServerShared {
 
     fn progress_clear(&self) {
         lock(&self.progress).clear();
+        lock(&self.registered).clear();
         *lock(&self.quiescent) = None;
         *lock(&self.seen_ready_log) = false;
     }
@@ -408,6 +418,50 @@ impl ServerShared {
         self.diag_seq.load(Ordering::SeqCst)
     }
 
+    /// `diag_seq` when a change to any document was last sent to the server.
+    pub fn changed_seq(&self) -> u64 {
+        self.changed_seq.load(Ordering::SeqCst)
+    }
+
+    /// When the server has been quiet for `settle` (no progress, log, change or publish).
+    pub fn quiet_at(&self) -> Instant {
+        *lock(&self.last_activity) + self.waits.settle
+    }
+
+    /// A change to some document was sent: publishes before it may be out of date for every
+    /// document, not only the changed one.
+    fn note_change(&self) {
+        self.changed_seq.store(self.diag_seq(), Ordering::SeqCst);
+        self.activity();
+    }
+
+    /// Whether the server answers `textDocument/diagnostic` (pull diagnostics): advertised
+    /// in `initialize`, or registered since (pyright registers it when the client allows it).
+    pub fn pulls(&self, conn: &Conn) -> bool {
+        conn.supports("diagnosticProvider")
+            || lock(&self.registered)
+                .values()
+                .any(|m| m == "textDocument/diagnostic")
+    }
+
+    /// Record a `client/registerCapability` or `client/unregisterCapability`.
+    fn register(&self, params: &Value, add: bool) {
+        let list = params
+            .get("registrations")
+            .or_else(|| params.get("unregisterations"))
+            .and_then(Value::as_array);
+        let mut registered = lock(&self.registered);
+        for r in list.into_iter().flatten() {
+            let id = r.get("id").and_then(Value::as_str).unwrap_or("");
+            let method = r.get("method").and_then(Value::as_str).unwrap_or("");
+            if add {
+                registered.insert(id.to_string(), method.to_string());
+            } else {
+                registered.remove(id);
+            }
+        }
+    }
+
     /// Reads `path`, brings the other open documents in line with the disk
     /// ([`ServerShared::refresh_open`]) and syncs `path`'s text ([`ServerShared::sync_text`]),
     /// all on the blocking pool: the reads and stats never hold an async worker thread (a
@@ -477,6 +531,8 @@ impl ServerShared {
                 doc.version = version;
                 doc.text = text.to_string();
                 doc.disk = stamp;
+                drop(docs);
+                self.note_change();
                 Ok((version, true))
             }
             // Already re-opened by a newer incarnation: this connection is stale.
@@ -501,7 +557,7 @@ impl ServerShared {
                     },
                 );
                 drop(docs);
-                self.activity();
+                self.note_change();
                 Ok((version, true))
             }
         }
@@ -518,6 +574,7 @@ impl ServerShared {
     fn refresh_open(&self, scope: &toolvisor_files::Scope, conn: &Conn, except: &str) {
         let mut docs = lock(&self.docs);
         let mut closed = Vec::new();
+        let mut sent = false;
         for (u, doc) in docs.iter_mut() {
             if u == except || doc.generation != conn.generation {
                 continue;
@@ -546,6 +603,7 @@ impl ServerShared {
                         "textDocument/didSave",
                         json!({"textDocument": {"uri": u}, "text": doc.text}),
                     );
+                    sent = true;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let _ = conn
@@ -556,8 +614,13 @@ impl ServerShared {
                 Err(_) => {}
             }
         }
+        sent |= !closed.is_empty();
         for u in closed {
             docs.remove(&u);
+        }
+        drop(docs);
+        if sent {
+            self.note_change();
         }
     }
 
@@ -607,7 +670,8 @@ impl ServerShared {
                 at: Instant::now(),
             },
         );
-        self.bump();
+        // A server publishing is busy: waits for quiet wait this out too.
+        self.activity();
     }
 
     fn progress(&self, params: &Value) {
@@ -714,7 +778,10 @@ fn client_capabilities() -> Value {
         "textDocument": {
             "synchronization": {"didSave": true, "dynamicRegistration": false},
             "publishDiagnostics": {"versionSupport": true, "relatedInformation": false},
-            "diagnostic": {"dynamicRegistration": false, "relatedDocumentSupport": false},
+            // Dynamic registration lets pyright answer pull diagnostics (it registers
+            // `textDocument/diagnostic` only then): a pulled list is computed for the text
+            // and imports as they are when asked, never one published earlier.
+            "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": false},
             "definition": {"linkSupport": true},
             "typeDefinition": {"linkSupport": true},
             "implementation": {"linkSupport": true},
@@ -970,6 +1037,10 @@ fn answer_request(
     params: &Value,
 ) -> Result<Value, ResponseError> {
     match method {
+        "client/registerCapability" | "client/unregisterCapability" => {
+            shared.register(params, method == "client/registerCapability");
+            Ok(Value::Null)
+        }
         "workspace/configuration" => {
             let n = params
                 .get("items")
@@ -987,8 +1058,6 @@ fn answer_request(
             )
         }
         "window/workDoneProgress/create"
-        | "client/registerCapability"
-        | "client/unregisterCapability"
         | "window/showMessageRequest"
         | "window/showDocument"
         | "workspace/semanticTokens/refresh"
@@ -1105,6 +1174,28 @@ pub(crate) mod tests {
         assert!(matches!(s.readiness(), Readiness::Indexing(_)));
         s.server_status(&json!({"health": "ok", "quiescent": true}));
         assert_eq!(s.readiness(), Readiness::Ready);
+    }
+
+    #[tokio::test]
+    async fn pull_diagnostics_follow_dynamic_registrations_by_id() {
+        let s = shared("pyright-langserver");
+        let _peer = connect(&s);
+        let conn = s.conn().unwrap();
+        assert!(!s.pulls(&conn));
+        let reg =
+            |id: &str| json!({"registrations": [{"id": id, "method": "textDocument/diagnostic"}]});
+        answer_request(&s, "client/registerCapability", &reg("a")).unwrap();
+        assert!(s.pulls(&conn));
+        // pyright registers anew, then drops the old registration by its id.
+        answer_request(&s, "client/registerCapability", &reg("b")).unwrap();
+        let drop_a =
+            json!({"unregisterations": [{"id": "a", "method": "textDocument/diagnostic"}]});
+        answer_request(&s, "client/unregisterCapability", &drop_a).unwrap();
+        assert!(s.pulls(&conn), "the newer registration still stands");
+        let drop_b =
+            json!({"unregisterations": [{"id": "b", "method": "textDocument/diagnostic"}]});
+        answer_request(&s, "client/unregisterCapability", &drop_b).unwrap();
+        assert!(!s.pulls(&conn));
     }
 
     #[tokio::test]
