@@ -538,7 +538,7 @@ impl LanguageServers {
         // asks again below.
         let index_wide = matches!(op, "references" | "implementation");
         if index_wide {
-            self.ready(&opened.shared).await?;
+            self.ready_for(&opened.shared, &opened.uri).await?;
         }
         let mut params = json!({"textDocument": {"uri": opened.uri}, "position": pos});
         if op == "references" {
@@ -710,7 +710,7 @@ impl LanguageServers {
             }
             None => self.open_any(ctx).await?,
         };
-        self.ready(&opened.shared).await?;
+        self.ready_for(&opened.shared, &opened.uri).await?;
         let result = self
             .request(&mut opened, "workspace/symbol", json!({"query": query}))
             .await?;

@@ -85,6 +85,9 @@ pub struct Doc {
     pub generation: u64,
     /// The file's (mtime, length) when `text` was read from it.
     pub disk: Option<(std::time::SystemTime, u64)>,
+    /// `diag_seq` when it was opened in its incarnation: a publish after it shows the server
+    /// has loaded the document's project (see [`ServerShared::project_loaded`]).
+    pub opened_seq: u64,
 }
 
 /// The server root's file scope: every document of a server lies under its root (the root
@@ -190,6 +193,11 @@ pub struct ServerShared {
     /// rust-analyzer's `experimental/serverStatus`: `Some(true)` once quiescent.
     quiescent: Mutex<Option<bool>>,
     expects_status: bool,
+    /// typescript-language-server loads a document's project lazily, after it is opened, and
+    /// answers index-wide requests from the files loaded so far until then: a document's
+    /// project counts as loaded once the server published diagnostics for it (it does so
+    /// only after loading the project, an empty list included).
+    loads_projects_lazily: bool,
     /// A log line some servers write when their workspace scan is done (pyright: "Found N
     /// source files"); until it comes, the server counts as indexing.
     ready_log: Option<&'static str>,
@@ -229,6 +237,7 @@ impl ServerShared {
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
         let expects_status = program_name.contains("rust-analyzer");
+        let loads_projects_lazily = program_name.contains("typescript-language-server");
         // pyright answers "cannot rename" or "no definition" for files its workspace scan has
         // not found yet, and reports the scan only in a log line.
         let ready_log = program_name
@@ -257,6 +266,7 @@ impl ServerShared {
             progress: Mutex::new(BTreeMap::new()),
             quiescent: Mutex::new(None),
             expects_status,
+            loads_projects_lazily,
             ready_log,
             seen_ready_log: Mutex::new(false),
             last_activity: Mutex::new(Instant::now()),
@@ -351,6 +361,45 @@ impl ServerShared {
             return Readiness::Indexing("loading the workspace (not quiescent yet)".into());
         }
         Readiness::Ready
+    }
+
+    /// Whether the server has loaded the project of document `uri`, for servers that load
+    /// projects lazily (typescript-language-server): it published diagnostics for the
+    /// document since it was opened in this incarnation. Always true for other servers.
+    pub fn project_loaded(&self, uri: &str) -> bool {
+        if !self.loads_projects_lazily {
+            return true;
+        }
+        let Some(opened_seq) = self.doc(uri).map(|d| d.opened_seq) else {
+            return false;
+        };
+        self.diagnostics(uri).is_some_and(|p| p.seq > opened_seq)
+    }
+
+    /// [`ServerShared::wait_ready`], and then until the project of document `uri` is loaded
+    /// ([`ServerShared::project_loaded`]) or `deadline`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads state and waits on a watch channel.
+    pub async fn wait_ready_for(&self, uri: &str, deadline: Instant) -> Result<(), Readiness> {
+        let mut events = self.subscribe();
+        loop {
+            self.wait_ready(deadline).await?;
+            events.borrow_and_update();
+            if self.project_loaded(uri) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Readiness::Indexing(format!(
+                    "loading the project of {} (no diagnostics published for it since it was opened)",
+                    uri::to_path(uri)
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| uri.to_string())
+                )));
+            }
+            let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+        }
     }
 
     /// Ready, and quiet for `settle` since the last activity.
@@ -554,6 +603,7 @@ impl ServerShared {
                         language_id: language_id.to_string(),
                         generation: conn.generation,
                         disk: stamp,
+                        opened_seq: self.diag_seq(),
                     },
                 );
                 drop(docs);
@@ -627,9 +677,11 @@ impl ServerShared {
     /// Re-open every document known to this server in a new incarnation.
     fn reopen_all(&self, conn: &Conn) {
         let mut docs = lock(&self.docs);
+        let seq = self.diag_seq();
         for (uri, doc) in docs.iter_mut() {
             doc.version += 1;
             doc.generation = conn.generation;
+            doc.opened_seq = seq;
             let _ = conn.client.notify(
                 "textDocument/didOpen",
                 json!({"textDocument": {"uri": uri, "languageId": doc.language_id,
@@ -1174,6 +1226,31 @@ pub(crate) mod tests {
         assert!(matches!(s.readiness(), Readiness::Indexing(_)));
         s.server_status(&json!({"health": "ok", "quiescent": true}));
         assert_eq!(s.readiness(), Readiness::Ready);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn typescript_projects_count_as_loaded_once_the_document_has_diagnostics() {
+        let s = shared("typescript-language-server");
+        let _peer = connect(&s);
+        let conn = s.conn().unwrap();
+        let path = Path::new("/tmp/a.ts");
+        let uri = uri::from_path(path);
+        assert!(!s.project_loaded(&uri), "not even open");
+        s.sync_text(&conn, path, "export const a = 1;", "typescript")
+            .unwrap();
+        assert!(!s.project_loaded(&uri), "open, project not loaded yet");
+        // Settled, but the project is not loaded: still indexing at the deadline.
+        let short = Instant::now() + Duration::from_secs(1);
+        let r = s.wait_ready_for(&uri, short).await;
+        assert!(
+            matches!(&r, Err(Readiness::Indexing(w)) if w.contains("loading the project")),
+            "{r:?}"
+        );
+        s.publish(&json!({"uri": uri, "diagnostics": []}));
+        assert!(s.project_loaded(&uri), "an empty list counts");
+        // Other servers never wait for it.
+        let p = shared("pylsp");
+        assert!(p.project_loaded("file:///tmp/never-opened.py"));
     }
 
     #[tokio::test]

@@ -590,6 +590,25 @@ impl LanguageServers {
         }
     }
 
+    /// [`LanguageServers::ready`] for an index-wide answer about document `uri`: also waits
+    /// until a server that loads projects lazily has loaded the document's project
+    /// (`ServerShared::wait_ready_for`).
+    pub async fn ready_for(&self, shared: &Arc<ServerShared>, uri: &str) -> Result<(), ToolError> {
+        let deadline = Instant::now() + shared.waits.ready;
+        match shared.wait_ready_for(uri, deadline).await {
+            Ok(()) | Err(Readiness::Ready) => Ok(()),
+            Err(Readiness::Starting) => Err(not_ready(format!(
+                "language server {} lost its connection and is restarting",
+                shared.id
+            ))),
+            Err(Readiness::Indexing(what)) => Err(not_ready(format!(
+                "language server {} is still indexing after {} s ({what}); an index-wide answer now would be partial",
+                shared.id,
+                shared.waits.ready.as_secs()
+            ))),
+        }
+    }
+
     /// Stop a server for good (its record stays until collected); the next use starts it again.
     pub async fn stop(&self, shared: &Arc<ServerShared>, reason: &str) {
         let _ = self
