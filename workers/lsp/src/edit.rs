@@ -429,7 +429,14 @@ impl LanguageServers {
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
         text.push_str(diags["text"].as_str().unwrap_or(""));
-        Ok(json!({"text": text, "files": files, "edits": total, "diagnostics": diags}))
+        let mut answer =
+            json!({"text": text, "files": files, "edits": total, "diagnostics": diags});
+        // A server whose index misses files renames only where it looked: say so.
+        crate::ops::mark_coverage(
+            &mut answer,
+            crate::ops::index_gap(&opened.shared, &opened.path).await,
+        );
+        Ok(answer)
     }
 }
 

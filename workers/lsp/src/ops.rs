@@ -575,6 +575,10 @@ impl LanguageServers {
         server["request_ms"] = json!(asked.elapsed().as_secs_f64() * 1000.0);
         let base = &ctx.workdir;
         let here = format!("`{symbol}` at {shown}:{line}");
+        let gap = match index_wide {
+            true => index_gap(&opened.shared, &opened.path).await,
+            false => None,
+        };
         match op {
             "hover" => {
                 let md = if result.is_null() {
@@ -647,9 +651,11 @@ impl LanguageServers {
                         "(showing {REFERENCES_MAX} of {total} references; the list was cut)\n"
                     ));
                 }
-                Ok(
-                    json!({"text": text, "locations": items, "total": total, "truncated": cut, "server": server}),
-                )
+                let mut answer = json!({"text": text, "locations": items, "total": total, "truncated": cut, "server": server});
+                if index_wide {
+                    mark_coverage(&mut answer, gap);
+                }
+                Ok(answer)
             }
         }
     }
@@ -714,6 +720,7 @@ impl LanguageServers {
         let result = self
             .request(&mut opened, "workspace/symbol", json!({"query": query}))
             .await?;
+        let gap = index_gap(&opened.shared, &opened.path).await;
         let syms = render::workspace_symbols(&result);
         let total = syms.len();
         let cut = total > WORKSPACE_SYMBOLS_MAX;
@@ -761,10 +768,10 @@ impl LanguageServers {
                 "(showing {WORKSPACE_SYMBOLS_MAX} of {total} symbols; refine the query)\n"
             ));
         }
-        Ok(
-            json!({"text": text, "symbols": items, "total": total, "truncated": cut,
-            "server": self.server_info(&opened)}),
-        )
+        let mut answer = json!({"text": text, "symbols": items, "total": total, "truncated": cut,
+            "server": self.server_info(&opened)});
+        mark_coverage(&mut answer, gap);
+        Ok(answer)
     }
 
     /// A server for the workdir when no file is named: one already running for it, else the
@@ -921,6 +928,51 @@ impl LanguageServers {
             json!({"path": render::show_path(&p, &ctx.workdir), "text": diags["text"],
             "diagnostics": diags}),
         )
+    }
+}
+
+/// Why an index-wide answer about `path` from `shared` may cover less than the project, and
+/// what fixes it; `None` when the server's index covers the project as far as toolvisor can
+/// tell.
+///
+/// clangd indexes in the background only the files its compilation database lists
+/// (`compile_commands.json`, looked up in the file's directory, its parents up to the root and
+/// their `build/` directories, as clangd does); with `compile_flags.txt` alone or no database
+/// it knows only the files open in it and what they include, so `references` misses every
+/// other file.
+pub(crate) async fn index_gap(shared: &ServerShared, path: &Path) -> Option<String> {
+    let program = shared
+        .program
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if !program.starts_with("clangd") {
+        return None;
+    }
+    let (root, path) = (shared.root.clone(), path.to_path_buf());
+    let has_database = tokio::task::spawn_blocking(move || {
+        path.ancestors()
+            .skip(1)
+            .take_while(|d| d.starts_with(&root))
+            .any(|d| {
+                d.join("compile_commands.json").is_file()
+                    || d.join("build/compile_commands.json").is_file()
+            })
+    })
+    .await
+    .unwrap_or(false);
+    (!has_database).then(|| {
+        "clangd indexes only the files listed in a compile_commands.json and this project has none (compile_flags.txt alone is not a list of files): the answer covers only the files open in the server and what they include; create compile_commands.json in the root or build/ (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; make: `bear -- make`), then `lsp reload`".to_string()
+    })
+}
+
+/// Adds `complete` (and `partial_reason`) to an index-wide answer, and says so in its text.
+pub(crate) fn mark_coverage(answer: &mut Value, gap: Option<String>) {
+    answer["complete"] = json!(gap.is_none());
+    if let Some(reason) = gap {
+        let text = answer["text"].as_str().unwrap_or("").to_string();
+        answer["text"] = json!(format!("{text}(partial: {reason})\n"));
+        answer["partial_reason"] = json!(reason);
     }
 }
 
