@@ -80,4 +80,14 @@ fn clangd_with_a_compilation_database_answers_in_full() {
     for want in ["util.h:1:", "util.c:3:", "a.c:3:", "b.c:3:", "main.c:4:"] {
         assert!(text.contains(want), "missing {want} in {text}");
     }
+    // Item 7: what clangd writes into the root (its background index) is said in `lsp status`.
+    let v = ok_in(&d, &dir, "lsp", json!({"op": "status"}));
+    assert_eq!(v["servers"][0]["writes"], json!([".cache/clangd/"]), "{v}");
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("writes into its root: .cache/clangd/"),
+        "{v}"
+    );
 }

@@ -220,6 +220,23 @@ pub fn not_ready(what: String) -> ToolError {
     )
 }
 
+/// What a server writes into its project root that toolvisor cannot keep out of it. clangd
+/// keeps its background index in `.cache/clangd/` next to the `compile_commands.json`; no
+/// flag or config moves that project index (only turning the background index off, which
+/// would make every answer partial). Python's bytecode is kept out by `[env] set`
+/// (`PYTHONDONTWRITEBYTECODE`).
+pub fn writes_into_root(program: &Path) -> Vec<&'static str> {
+    let name = program
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if name.starts_with("clangd") {
+        vec![".cache/clangd/"]
+    } else {
+        Vec::new()
+    }
+}
+
 pub fn failed(id: &str, error: &str) -> ToolError {
     ToolError::new(
         ErrorKind::ResourceFailed,
@@ -688,7 +705,15 @@ impl LanguageServers {
                     .unwrap_or_default(),
                 why.as_ref().map(|w| format!(" — {w}")).unwrap_or_default()
             ));
+            let writes = writes_into_root(&s.program);
+            if !writes.is_empty() {
+                lines.push(format!(
+                    "  writes into its root: {} (it cannot be told to keep it elsewhere)",
+                    writes.join(", ")
+                ));
+            }
             servers.push(json!({
+                "writes": writes,
                 "language": s.language,
                 "root": s.root.display().to_string(),
                 "command": s.command,
