@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{lsp_config, ok_in, project, require, write};
+use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
 
 const MODELS: &str = "class Widget:\n    def __init__(self, size: int) -> None:\n        self.size = size\n\n    def area(self) -> int:\n        return self.size * self.size\n";
 const SERVICE: &str = "from pkg.models import Widget\n\n\ndef total(ws: list[Widget]) -> int:\n    return sum(w.area() for w in ws)\n";

@@ -759,6 +759,16 @@ fn mismatch(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn targets_names_the_files_of_either_format_without_touching_them() {
+        let unified = "--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\n-a\n+b\n";
+        assert_eq!(targets(unified), vec!["src/x.py".to_string()]);
+        let codex = "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** Add File: b.py\n+z\n*** End Patch\n";
+        assert_eq!(targets(codex), vec!["a.py".to_string(), "b.py".to_string()]);
+        assert!(targets("not a patch").is_empty());
+    }
+
     use super::*;
 
     fn setup(files: &[(&str, &str)]) -> (tempfile::TempDir, Scope) {
