@@ -434,7 +434,7 @@ impl LanguageServers {
         // A server whose index misses files renames only where it looked: say so.
         crate::ops::mark_coverage(
             &mut answer,
-            crate::ops::index_gap(&opened.shared, &opened.path).await,
+            crate::ops::index_gap(&opened.shared, &opened.path, Some(&args.symbol)).await,
         );
         Ok(answer)
     }
