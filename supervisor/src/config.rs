@@ -219,6 +219,11 @@ impl RestartConfig {
 pub struct EnvConfig {
     /// Variables children inherit from the daemon's environment.
     pub allow: Vec<String>,
+    /// Variables set on every child the daemon starts (servers, checkers, kernels, debug
+    /// adapters and their debuggees, commands, processes), over the inherited ones. The
+    /// default keeps Python from writing `__pycache__/` into the user's tree; `set = {}`
+    /// turns that off.
+    pub set: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for EnvConfig {
@@ -227,6 +232,10 @@ impl Default for EnvConfig {
             allow: DEFAULT_ENV_ALLOWLIST
                 .iter()
                 .map(|s| s.to_string())
+                .collect(),
+            set: toolvisor_kit::launch::DEFAULT_ENV_SET
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         }
     }

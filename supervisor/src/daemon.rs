@@ -599,8 +599,11 @@ pub async fn start(
         );
     }
     let notifier = TreeNotifier::default();
-    let launcher =
+    let mut launcher =
         Launcher::from_current_env(options.shim.clone(), &config.env.allow, Some(ledger));
+    for (key, value) in &config.env.set {
+        launcher.set_var(key, value);
+    }
     let keep_ended = Duration::from_secs(config.limits.process_keep_s);
     let (root, root_handle) = Actor::spawn(
         Some("root".into()),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value as Json, json};
 use toolvisor_files::image::ImageLimits;
+use toolvisor_files::paths::Access;
 use toolvisor_files::read::{ReadLimits, ReadOutput};
 use toolvisor_files::search::{Case, FindRequest, GrepRequest, SearchLimits, Visibility};
 use toolvisor_files::secrets::Secrets;
@@ -284,6 +285,7 @@ pub async fn run(
         }
         "write" => {
             let WriteArgs { path, content } = super::parse("write", args)?;
+            before_write(cx, ctx, vec![path.clone()]).await;
             let (value, changed) = blocking("write", move || {
                 let scope = files.scope(&workdir)?;
                 let w = toolvisor_files::write::write(&scope, &path, &content)?;
@@ -304,6 +306,7 @@ pub async fn run(
                 replace_all,
             } = super::parse("edit", args)?;
             let replace_all = replace_all.unwrap_or(false);
+            before_write(cx, ctx, vec![path.clone()]).await;
             let (value, changed) = blocking("edit", move || {
                 let scope = files.scope(&workdir)?;
                 let e =
@@ -322,6 +325,7 @@ pub async fn run(
         }
         "apply_patch" => {
             let ApplyPatchArgs { patch } = super::parse("apply_patch", args)?;
+            before_write(cx, ctx, toolvisor_files::patch::targets(&patch)).await;
             let (value, changed) = blocking("apply_patch", move || {
                 let scope = files.scope(&workdir)?;
                 let r =
@@ -371,6 +375,34 @@ pub async fn run(
             .await
         }
         other => Err(super::no_worker(other)),
+    }
+}
+
+/// Where every write-tier file tool starts, with the paths it is about to write (as the
+/// caller named them): the diagnostics those files have now become the run's baseline where
+/// it has none (`LanguageServers::before_write`), so the first write of a file reports only
+/// what it introduced. A path out of scope or not there yet is skipped (the write itself
+/// answers for it); never fails.
+async fn before_write(cx: &FileTools<'_>, ctx: &CallCtx, paths: Vec<String>) {
+    let Some(lsp) = cx.diagnostics else {
+        return;
+    };
+    let files = cx.files.clone();
+    let workdir = ctx.workdir.clone();
+    let reals = tokio::task::spawn_blocking(move || {
+        let Ok(scope) = files.scope(&workdir) else {
+            return Vec::new();
+        };
+        paths
+            .iter()
+            .filter_map(|p| scope.resolve(p, Access::Write).ok())
+            .map(|r| r.real)
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    if !reals.is_empty() {
+        lsp.before_write(&ctx.run(), &reals).await;
     }
 }
 

@@ -483,6 +483,19 @@ async fn resolve(
             }))
         }
         ResolveAction::Accept => {
+            // The diagnostics the staged files have now are the run's baseline where it has
+            // none, so the accept reports only what the edit introduced.
+            if let Some(lsp) = cx.diagnostics {
+                let (store, conversation, id) = (store.clone(), conversation.clone(), id.clone());
+                let staged = tokio::task::spawn_blocking(move || store.get(&conversation, &id))
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                if let Some(info) = staged {
+                    let paths: Vec<_> = info.files.into_iter().map(|(p, _)| p).collect();
+                    lsp.before_write(&ctx.run(), &paths).await;
+                }
+            }
             // The blocking task runs to its end even if this call is cancelled, so an accept
             // is never cut between two writes.
             let (workdir, accepted) = blocking("resolve", move |_| {

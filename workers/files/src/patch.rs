@@ -435,6 +435,29 @@ struct Applied {
     moved_from: Option<String>,
 }
 
+/// The paths of the files `patch` would change (as the patch names them: resolve them in the
+/// scope), without reading or writing anything; empty when the patch does not parse. The
+/// write tools take the diagnostics these files have before the patch is applied.
+pub fn targets(patch: &str) -> Vec<String> {
+    match codex::body(patch) {
+        Ok(Some(body)) => codex::parse(&body)
+            .map(|ops| {
+                ops.into_iter()
+                    .map(|op| match op {
+                        codex::FileOp::Add { path, .. }
+                        | codex::FileOp::Delete { path }
+                        | codex::FileOp::Update { path, .. } => path,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Ok(None) => parse(patch)
+            .map(|files| files.iter().map(|f| f.target().to_string()).collect())
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Apply `patch` to files in `scope`: all hunks of all files, or nothing; recorded in
 /// `journal` (when given) before the first write, so a crash mid-way is rolled back.
 pub fn apply_patch(scope: &Scope, patch: &str, journal: Option<&Journal>) -> Result<PatchResult> {
@@ -736,6 +759,16 @@ fn mismatch(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn targets_names_the_files_of_either_format_without_touching_them() {
+        let unified = "--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\n-a\n+b\n";
+        assert_eq!(targets(unified), vec!["src/x.py".to_string()]);
+        let codex = "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** Add File: b.py\n+z\n*** End Patch\n";
+        assert_eq!(targets(codex), vec!["a.py".to_string(), "b.py".to_string()]);
+        assert!(targets("not a patch").is_empty());
+    }
+
     use super::*;
 
     fn setup(files: &[(&str, &str)]) -> (tempfile::TempDir, Scope) {

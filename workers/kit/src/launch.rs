@@ -13,6 +13,10 @@ pub const DEFAULT_ENV_ALLOWLIST: &[&str] = &[
     "TMPDIR",
 ];
 
+/// Variables set on every child by default (`[env] set`): Python writes no `__pycache__/`
+/// into the user's tree (servers, kernels, debuggees and commands run in it).
+pub const DEFAULT_ENV_SET: &[(&str, &str)] = &[("PYTHONDONTWRITEBYTECODE", "1")];
+
 /// The `PATH` a child with environment `env` searches (like its own `execvp`, the last
 /// `PATH` entry wins); `None` when it has none.
 pub fn env_path(env: &[(String, String)]) -> Option<&str> {
@@ -43,6 +47,12 @@ impl Launcher {
             .filter(|(k, _)| allow.iter().any(|a| a == k))
             .collect();
         Launcher { shim, env, ledger }
+    }
+
+    /// Set `key` to `value` in every child's environment, replacing an inherited value.
+    pub fn set_var(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_string(), value.to_string()));
     }
 
     /// The `PATH` every child gets ("" when none).

@@ -358,7 +358,7 @@ impl LanguageServers {
                 "use ast_edit, or edit by hand",
             ));
         }
-        self.ready(&opened.shared).await?;
+        self.ready_for(&opened.shared, &opened.uri).await?;
         let enc = opened.conn.encoding;
         let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
         let doc = json!({"uri": opened.uri});
@@ -398,6 +398,11 @@ impl LanguageServers {
                 "point at the symbol's name",
             ));
         }
+        // The diagnostics the touched files have now are the run's baseline where it has
+        // none, so the rename reports only errors it introduced.
+        if let Ok(touched) = touched_files(&edit) {
+            self.before_write(&ctx.run, &touched).await;
+        }
         // The server's root may be above the workdir: its edit can reach files the caller
         // may not write. All of them are checked before anything is read or written.
         let _sync = opened.shared.sync_lock.lock().await;
@@ -424,7 +429,14 @@ impl LanguageServers {
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
         text.push_str(diags["text"].as_str().unwrap_or(""));
-        Ok(json!({"text": text, "files": files, "edits": total, "diagnostics": diags}))
+        let mut answer =
+            json!({"text": text, "files": files, "edits": total, "diagnostics": diags});
+        // A server whose index misses files renames only where it looked: say so.
+        crate::ops::mark_coverage(
+            &mut answer,
+            crate::ops::index_gap(&opened.shared, &opened.path, Some(&args.symbol)).await,
+        );
+        Ok(answer)
     }
 }
 

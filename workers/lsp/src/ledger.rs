@@ -76,6 +76,15 @@ impl Ledger {
         fresh
     }
 
+    /// Whether `run` holds a diagnostics list for `path` (it was told about the file, or took
+    /// the file's diagnostics before a write as its baseline).
+    pub fn knows(&self, run: &str, path: &Path) -> bool {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.get(run).is_some_and(|r| {
+            Instant::now().duration_since(r.last) < self.idle && r.files.contains_key(path)
+        })
+    }
+
     /// Runs held now, after dropping the idle ones.
     pub fn runs(&self) -> usize {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
@@ -121,7 +130,9 @@ mod tests {
             vec![0]
         );
         // Fixed, then back.
+        assert!(l.knows("r", p) && !l.knows("r3", p));
         assert_eq!(l.fold("r", p, &[]), Vec::<usize>::new());
+        assert!(l.knows("r", p), "an empty list is known too");
         assert_eq!(
             l.fold("r", p, &[k("undefined x"), k("undefined y")]),
             vec![0, 1]

@@ -416,7 +416,7 @@ impl LanguageServers {
     /// The raw LSP diagnostics of the current version of an opened file.
     pub async fn diagnostic_items(&self, opened: &mut Opened) -> Result<Vec<Value>, ToolError> {
         self.ready(&opened.shared).await?;
-        if opened.conn.supports("diagnosticProvider") {
+        if opened.shared.pulls(&opened.conn) {
             let params = json!({"textDocument": {"uri": opened.uri}});
             let r = self
                 .request(opened, "textDocument/diagnostic", params)
@@ -441,6 +441,12 @@ impl LanguageServers {
             if let Some(p) = shared.diagnostics(&opened.uri) {
                 let fresh = if opened.changed {
                     p.seq > opened.seq_before && p.version >= opened.version
+                } else if p.seq <= shared.changed_seq() && now < shared.quiet_at() {
+                    // The document is as the server last saw it, but another one changed
+                    // after this list was published: its imports may have. Current once
+                    // the server publishes it again, or has been quiet for `settle` (it
+                    // found nothing to publish for it).
+                    false
                 } else {
                     p.version >= opened.version
                 };
@@ -467,7 +473,10 @@ impl LanguageServers {
                     shared.waits.diagnostics.as_secs()
                 )));
             }
-            let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+            // Woken by a publish or other activity, or when the server has been quiet long
+            // enough for an unchanged document's list to count as current.
+            let until = deadline.min(shared.quiet_at().max(now + Duration::from_millis(10)));
+            let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
         }
     }
 
@@ -529,7 +538,7 @@ impl LanguageServers {
         // asks again below.
         let index_wide = matches!(op, "references" | "implementation");
         if index_wide {
-            self.ready(&opened.shared).await?;
+            self.ready_for(&opened.shared, &opened.uri).await?;
         }
         let mut params = json!({"textDocument": {"uri": opened.uri}, "position": pos});
         if op == "references" {
@@ -566,6 +575,10 @@ impl LanguageServers {
         server["request_ms"] = json!(asked.elapsed().as_secs_f64() * 1000.0);
         let base = &ctx.workdir;
         let here = format!("`{symbol}` at {shown}:{line}");
+        let gap = match index_wide {
+            true => index_gap(&opened.shared, &opened.path, Some(symbol)).await,
+            false => None,
+        };
         match op {
             "hover" => {
                 let md = if result.is_null() {
@@ -638,9 +651,11 @@ impl LanguageServers {
                         "(showing {REFERENCES_MAX} of {total} references; the list was cut)\n"
                     ));
                 }
-                Ok(
-                    json!({"text": text, "locations": items, "total": total, "truncated": cut, "server": server}),
-                )
+                let mut answer = json!({"text": text, "locations": items, "total": total, "truncated": cut, "server": server});
+                if index_wide {
+                    mark_coverage(&mut answer, gap);
+                }
+                Ok(answer)
             }
         }
     }
@@ -701,10 +716,11 @@ impl LanguageServers {
             }
             None => self.open_any(ctx).await?,
         };
-        self.ready(&opened.shared).await?;
+        self.ready_for(&opened.shared, &opened.uri).await?;
         let result = self
             .request(&mut opened, "workspace/symbol", json!({"query": query}))
             .await?;
+        let gap = index_gap(&opened.shared, &opened.path, None).await;
         let syms = render::workspace_symbols(&result);
         let total = syms.len();
         let cut = total > WORKSPACE_SYMBOLS_MAX;
@@ -752,10 +768,10 @@ impl LanguageServers {
                 "(showing {WORKSPACE_SYMBOLS_MAX} of {total} symbols; refine the query)\n"
             ));
         }
-        Ok(
-            json!({"text": text, "symbols": items, "total": total, "truncated": cut,
-            "server": self.server_info(&opened)}),
-        )
+        let mut answer = json!({"text": text, "symbols": items, "total": total, "truncated": cut,
+            "server": self.server_info(&opened)});
+        mark_coverage(&mut answer, gap);
+        Ok(answer)
     }
 
     /// A server for the workdir when no file is named: one already running for it, else the
@@ -791,6 +807,42 @@ impl LanguageServers {
             ),
             "pass `file` to pick the server; `lsp status` says why servers do not start",
         ))
+    }
+
+    /// Before a write: the diagnostics each of `paths` has now (its text before the write)
+    /// become `run`'s baseline for it, where the run holds none yet, so a first write reports
+    /// only what it introduced, not what was already there. A file that does not exist yet,
+    /// that no server covers or whose server gives no diagnostics within
+    /// `diagnostics_wait_s` gets no baseline (the write then reports all its diagnostics).
+    /// Never fails: the write goes ahead whatever happens here.
+    pub async fn before_write(&self, run: &str, paths: &[PathBuf]) {
+        let wait = Duration::from_secs(self.config.diagnostics_wait_s);
+        for path in paths {
+            if self.ledger.knows(run, path) || !path.is_file() || self.plan(path, run).is_err() {
+                continue;
+            }
+            let taken = tokio::time::timeout(wait, async {
+                let mut opened = self.open(path, run).await?;
+                self.file_diagnostics(&mut opened).await
+            })
+            .await;
+            match taken {
+                Ok(Ok(diags)) => {
+                    let keys: Vec<_> = diags
+                        .iter()
+                        .filter(|d| d.severity != 4)
+                        .map(Diag::key)
+                        .collect();
+                    self.ledger.fold(run, path, &keys);
+                }
+                Ok(Err(e)) => {
+                    tracing::info!(path = %path.display(), error = %e.message, "no diagnostics baseline before the write");
+                }
+                Err(_) => {
+                    tracing::info!(path = %path.display(), "no diagnostics baseline before the write: timed out");
+                }
+            }
+        }
     }
 
     /// Sync `paths` (just written) and return the diagnostics new for `run`; where no server
@@ -876,6 +928,120 @@ impl LanguageServers {
             json!({"path": render::show_path(&p, &ctx.workdir), "text": diags["text"],
             "diagnostics": diags}),
         )
+    }
+}
+
+/// Why an index-wide answer about `path` from `shared` may cover less than the project, and
+/// what fixes it; `None` when the server's index covers the project as far as toolvisor can
+/// tell.
+///
+/// clangd indexes in the background only the files its compilation database lists
+/// (`compile_commands.json`, looked up in the file's directory, its parents up to the root and
+/// their `build/` directories, as clangd does); with `compile_flags.txt` alone or no database
+/// it knows only the files open in it and what they include, so `references` misses every
+/// other file.
+///
+/// pylsp's references come from jedi, which has no index: it greps the project for the name
+/// and stops after 30 files that mention it or 2,000 files opened, and does not look in other
+/// files at all for names of 2 characters or fewer; the same count is made here (`symbol`:
+/// the name asked about) to tell when that cut applies.
+pub(crate) async fn index_gap(
+    shared: &ServerShared,
+    path: &Path,
+    symbol: Option<&str>,
+) -> Option<String> {
+    let program = shared
+        .program
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if program.starts_with("pylsp") {
+        let symbol = symbol?.to_string();
+        let root = shared.root.clone();
+        return tokio::task::spawn_blocking(move || jedi_gap(&root, &symbol))
+            .await
+            .ok()
+            .flatten();
+    }
+    if !program.starts_with("clangd") {
+        return None;
+    }
+    let (root, path) = (shared.root.clone(), path.to_path_buf());
+    let has_database = tokio::task::spawn_blocking(move || {
+        path.ancestors()
+            .skip(1)
+            .take_while(|d| d.starts_with(&root))
+            .any(|d| {
+                d.join("compile_commands.json").is_file()
+                    || d.join("build/compile_commands.json").is_file()
+            })
+    })
+    .await
+    .unwrap_or(false);
+    (!has_database).then(|| {
+        "clangd indexes only the files listed in a compile_commands.json and this project has none (compile_flags.txt alone is not a list of files): the answer covers only the files open in the server and what they include; create compile_commands.json in the root or build/ (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; make: `bear -- make`), then `lsp reload`".to_string()
+    })
+}
+
+/// jedi's search limits (`jedi/inference/references.py`): files that mention the name it
+/// parses, files it opens.
+const JEDI_PARSED_FILES: usize = 30;
+const JEDI_OPENED_FILES: usize = 2000;
+
+/// Whether jedi's search for `symbol` under `root` is cut short (see [`index_gap`]): counts the
+/// Python files and those mentioning `symbol` as a word, as jedi walks them (hidden
+/// directories and jedi's ignored folders skipped), up to its limits.
+fn jedi_gap(root: &Path, symbol: &str) -> Option<String> {
+    if symbol.chars().count() <= 2 {
+        return Some(format!(
+            "pylsp (jedi) does not search other files for names of 2 characters or fewer, so `{symbol}` was looked up in this file only; use grep for the rest"
+        ));
+    }
+    let word = |text: &str| {
+        text.match_indices(symbol).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + symbol.len()..].chars().next();
+            let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !is_word(before) && !is_word(after)
+        })
+    };
+    let (mut opened, mut mentioning) = (0usize, 0usize);
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let Ok(kind) = e.file_type() else { continue };
+            if kind.is_dir() {
+                let ignored = [".tox", ".venv", ".mypy_cache", "venv", "__pycache__"];
+                if !name.starts_with('.') && !ignored.contains(&name.as_str()) {
+                    dirs.push(e.path());
+                }
+            } else if kind.is_file() && name.ends_with(".py") {
+                opened += 1;
+                if std::fs::read_to_string(e.path()).is_ok_and(|t| word(&t)) {
+                    mentioning += 1;
+                }
+                if mentioning > JEDI_PARSED_FILES || opened > JEDI_OPENED_FILES {
+                    return Some(format!(
+                        "pylsp (jedi) has no index: it searches at most {JEDI_PARSED_FILES} files that mention `{symbol}` and opens at most {JEDI_OPENED_FILES} Python files, and this project has more, so some files were not searched; use pyright (the default Python server) for complete references, or grep"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Adds `complete` (and `partial_reason`) to an index-wide answer, and says so in its text.
+pub(crate) fn mark_coverage(answer: &mut Value, gap: Option<String>) {
+    answer["complete"] = json!(gap.is_none());
+    if let Some(reason) = gap {
+        let text = answer["text"].as_str().unwrap_or("").to_string();
+        answer["text"] = json!(format!("{text}(partial: {reason})\n"));
+        answer["partial_reason"] = json!(reason);
     }
 }
 

@@ -85,6 +85,9 @@ pub struct Doc {
     pub generation: u64,
     /// The file's (mtime, length) when `text` was read from it.
     pub disk: Option<(std::time::SystemTime, u64)>,
+    /// `diag_seq` when it was opened in its incarnation: a publish after it shows the server
+    /// has loaded the document's project (see [`ServerShared::project_loaded`]).
+    pub opened_seq: u64,
 }
 
 /// The server root's file scope: every document of a server lies under its root (the root
@@ -179,10 +182,22 @@ pub struct ServerShared {
     pub start_lock: tokio::sync::Mutex<()>,
     diags: Mutex<HashMap<String, Published>>,
     diag_seq: AtomicU64,
+    /// `diag_seq` when a change to any document was last sent: a publish for a document
+    /// that did not change is current only if it came after that (its imports may have).
+    changed_seq: AtomicU64,
+    /// Methods the current incarnation registered dynamically (`client/registerCapability`),
+    /// e.g. pyright's `textDocument/diagnostic` (pull diagnostics).
+    /// Registration id → method (a server may register anew and then drop the old id).
+    registered: Mutex<HashMap<String, String>>,
     progress: Mutex<BTreeMap<String, String>>,
     /// rust-analyzer's `experimental/serverStatus`: `Some(true)` once quiescent.
     quiescent: Mutex<Option<bool>>,
     expects_status: bool,
+    /// typescript-language-server loads a document's project lazily, after it is opened, and
+    /// answers index-wide requests from the files loaded so far until then: a document's
+    /// project counts as loaded once the server published diagnostics for it (it does so
+    /// only after loading the project, an empty list included).
+    loads_projects_lazily: bool,
     /// A log line some servers write when their workspace scan is done (pyright: "Found N
     /// source files"); until it comes, the server counts as indexing.
     ready_log: Option<&'static str>,
@@ -222,6 +237,7 @@ impl ServerShared {
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
         let expects_status = program_name.contains("rust-analyzer");
+        let loads_projects_lazily = program_name.contains("typescript-language-server");
         // pyright answers "cannot rename" or "no definition" for files its workspace scan has
         // not found yet, and reports the scan only in a log line.
         let ready_log = program_name
@@ -245,9 +261,12 @@ impl ServerShared {
             start_lock: tokio::sync::Mutex::new(()),
             diags: Mutex::new(HashMap::new()),
             diag_seq: AtomicU64::new(0),
+            changed_seq: AtomicU64::new(0),
+            registered: Mutex::new(HashMap::new()),
             progress: Mutex::new(BTreeMap::new()),
             quiescent: Mutex::new(None),
             expects_status,
+            loads_projects_lazily,
             ready_log,
             seen_ready_log: Mutex::new(false),
             last_activity: Mutex::new(Instant::now()),
@@ -296,6 +315,7 @@ impl ServerShared {
 
     fn progress_clear(&self) {
         lock(&self.progress).clear();
+        lock(&self.registered).clear();
         *lock(&self.quiescent) = None;
         *lock(&self.seen_ready_log) = false;
     }
@@ -341,6 +361,45 @@ impl ServerShared {
             return Readiness::Indexing("loading the workspace (not quiescent yet)".into());
         }
         Readiness::Ready
+    }
+
+    /// Whether the server has loaded the project of document `uri`, for servers that load
+    /// projects lazily (typescript-language-server): it published diagnostics for the
+    /// document since it was opened in this incarnation. Always true for other servers.
+    pub fn project_loaded(&self, uri: &str) -> bool {
+        if !self.loads_projects_lazily {
+            return true;
+        }
+        let Some(opened_seq) = self.doc(uri).map(|d| d.opened_seq) else {
+            return false;
+        };
+        self.diagnostics(uri).is_some_and(|p| p.seq > opened_seq)
+    }
+
+    /// [`ServerShared::wait_ready`], and then until the project of document `uri` is loaded
+    /// ([`ServerShared::project_loaded`]) or `deadline`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads state and waits on a watch channel.
+    pub async fn wait_ready_for(&self, uri: &str, deadline: Instant) -> Result<(), Readiness> {
+        let mut events = self.subscribe();
+        loop {
+            self.wait_ready(deadline).await?;
+            events.borrow_and_update();
+            if self.project_loaded(uri) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Readiness::Indexing(format!(
+                    "loading the project of {} (no diagnostics published for it since it was opened)",
+                    uri::to_path(uri)
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| uri.to_string())
+                )));
+            }
+            let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+        }
     }
 
     /// Ready, and quiet for `settle` since the last activity.
@@ -406,6 +465,50 @@ impl ServerShared {
 
     pub fn diag_seq(&self) -> u64 {
         self.diag_seq.load(Ordering::SeqCst)
+    }
+
+    /// `diag_seq` when a change to any document was last sent to the server.
+    pub fn changed_seq(&self) -> u64 {
+        self.changed_seq.load(Ordering::SeqCst)
+    }
+
+    /// When the server has been quiet for `settle` (no progress, log, change or publish).
+    pub fn quiet_at(&self) -> Instant {
+        *lock(&self.last_activity) + self.waits.settle
+    }
+
+    /// A change to some document was sent: publishes before it may be out of date for every
+    /// document, not only the changed one.
+    fn note_change(&self) {
+        self.changed_seq.store(self.diag_seq(), Ordering::SeqCst);
+        self.activity();
+    }
+
+    /// Whether the server answers `textDocument/diagnostic` (pull diagnostics): advertised
+    /// in `initialize`, or registered since (pyright registers it when the client allows it).
+    pub fn pulls(&self, conn: &Conn) -> bool {
+        conn.supports("diagnosticProvider")
+            || lock(&self.registered)
+                .values()
+                .any(|m| m == "textDocument/diagnostic")
+    }
+
+    /// Record a `client/registerCapability` or `client/unregisterCapability`.
+    fn register(&self, params: &Value, add: bool) {
+        let list = params
+            .get("registrations")
+            .or_else(|| params.get("unregisterations"))
+            .and_then(Value::as_array);
+        let mut registered = lock(&self.registered);
+        for r in list.into_iter().flatten() {
+            let id = r.get("id").and_then(Value::as_str).unwrap_or("");
+            let method = r.get("method").and_then(Value::as_str).unwrap_or("");
+            if add {
+                registered.insert(id.to_string(), method.to_string());
+            } else {
+                registered.remove(id);
+            }
+        }
     }
 
     /// Reads `path`, brings the other open documents in line with the disk
@@ -477,6 +580,8 @@ impl ServerShared {
                 doc.version = version;
                 doc.text = text.to_string();
                 doc.disk = stamp;
+                drop(docs);
+                self.note_change();
                 Ok((version, true))
             }
             // Already re-opened by a newer incarnation: this connection is stale.
@@ -498,10 +603,11 @@ impl ServerShared {
                         language_id: language_id.to_string(),
                         generation: conn.generation,
                         disk: stamp,
+                        opened_seq: self.diag_seq(),
                     },
                 );
                 drop(docs);
-                self.activity();
+                self.note_change();
                 Ok((version, true))
             }
         }
@@ -518,6 +624,7 @@ impl ServerShared {
     fn refresh_open(&self, scope: &toolvisor_files::Scope, conn: &Conn, except: &str) {
         let mut docs = lock(&self.docs);
         let mut closed = Vec::new();
+        let mut sent = false;
         for (u, doc) in docs.iter_mut() {
             if u == except || doc.generation != conn.generation {
                 continue;
@@ -546,6 +653,7 @@ impl ServerShared {
                         "textDocument/didSave",
                         json!({"textDocument": {"uri": u}, "text": doc.text}),
                     );
+                    sent = true;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let _ = conn
@@ -556,17 +664,24 @@ impl ServerShared {
                 Err(_) => {}
             }
         }
+        sent |= !closed.is_empty();
         for u in closed {
             docs.remove(&u);
+        }
+        drop(docs);
+        if sent {
+            self.note_change();
         }
     }
 
     /// Re-open every document known to this server in a new incarnation.
     fn reopen_all(&self, conn: &Conn) {
         let mut docs = lock(&self.docs);
+        let seq = self.diag_seq();
         for (uri, doc) in docs.iter_mut() {
             doc.version += 1;
             doc.generation = conn.generation;
+            doc.opened_seq = seq;
             let _ = conn.client.notify(
                 "textDocument/didOpen",
                 json!({"textDocument": {"uri": uri, "languageId": doc.language_id,
@@ -607,7 +722,8 @@ impl ServerShared {
                 at: Instant::now(),
             },
         );
-        self.bump();
+        // A server publishing is busy: waits for quiet wait this out too.
+        self.activity();
     }
 
     fn progress(&self, params: &Value) {
@@ -714,7 +830,10 @@ fn client_capabilities() -> Value {
         "textDocument": {
             "synchronization": {"didSave": true, "dynamicRegistration": false},
             "publishDiagnostics": {"versionSupport": true, "relatedInformation": false},
-            "diagnostic": {"dynamicRegistration": false, "relatedDocumentSupport": false},
+            // Dynamic registration lets pyright answer pull diagnostics (it registers
+            // `textDocument/diagnostic` only then): a pulled list is computed for the text
+            // and imports as they are when asked, never one published earlier.
+            "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": false},
             "definition": {"linkSupport": true},
             "typeDefinition": {"linkSupport": true},
             "implementation": {"linkSupport": true},
@@ -970,6 +1089,10 @@ fn answer_request(
     params: &Value,
 ) -> Result<Value, ResponseError> {
     match method {
+        "client/registerCapability" | "client/unregisterCapability" => {
+            shared.register(params, method == "client/registerCapability");
+            Ok(Value::Null)
+        }
         "workspace/configuration" => {
             let n = params
                 .get("items")
@@ -987,8 +1110,6 @@ fn answer_request(
             )
         }
         "window/workDoneProgress/create"
-        | "client/registerCapability"
-        | "client/unregisterCapability"
         | "window/showMessageRequest"
         | "window/showDocument"
         | "workspace/semanticTokens/refresh"
@@ -1105,6 +1226,53 @@ pub(crate) mod tests {
         assert!(matches!(s.readiness(), Readiness::Indexing(_)));
         s.server_status(&json!({"health": "ok", "quiescent": true}));
         assert_eq!(s.readiness(), Readiness::Ready);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn typescript_projects_count_as_loaded_once_the_document_has_diagnostics() {
+        let s = shared("typescript-language-server");
+        let _peer = connect(&s);
+        let conn = s.conn().unwrap();
+        let path = Path::new("/tmp/a.ts");
+        let uri = uri::from_path(path);
+        assert!(!s.project_loaded(&uri), "not even open");
+        s.sync_text(&conn, path, "export const a = 1;", "typescript")
+            .unwrap();
+        assert!(!s.project_loaded(&uri), "open, project not loaded yet");
+        // Settled, but the project is not loaded: still indexing at the deadline.
+        let short = Instant::now() + Duration::from_secs(1);
+        let r = s.wait_ready_for(&uri, short).await;
+        assert!(
+            matches!(&r, Err(Readiness::Indexing(w)) if w.contains("loading the project")),
+            "{r:?}"
+        );
+        s.publish(&json!({"uri": uri, "diagnostics": []}));
+        assert!(s.project_loaded(&uri), "an empty list counts");
+        // Other servers never wait for it.
+        let p = shared("pylsp");
+        assert!(p.project_loaded("file:///tmp/never-opened.py"));
+    }
+
+    #[tokio::test]
+    async fn pull_diagnostics_follow_dynamic_registrations_by_id() {
+        let s = shared("pyright-langserver");
+        let _peer = connect(&s);
+        let conn = s.conn().unwrap();
+        assert!(!s.pulls(&conn));
+        let reg =
+            |id: &str| json!({"registrations": [{"id": id, "method": "textDocument/diagnostic"}]});
+        answer_request(&s, "client/registerCapability", &reg("a")).unwrap();
+        assert!(s.pulls(&conn));
+        // pyright registers anew, then drops the old registration by its id.
+        answer_request(&s, "client/registerCapability", &reg("b")).unwrap();
+        let drop_a =
+            json!({"unregisterations": [{"id": "a", "method": "textDocument/diagnostic"}]});
+        answer_request(&s, "client/unregisterCapability", &drop_a).unwrap();
+        assert!(s.pulls(&conn), "the newer registration still stands");
+        let drop_b =
+            json!({"unregisterations": [{"id": "b", "method": "textDocument/diagnostic"}]});
+        answer_request(&s, "client/unregisterCapability", &drop_b).unwrap();
+        assert!(!s.pulls(&conn));
     }
 
     #[tokio::test]

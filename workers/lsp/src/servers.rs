@@ -220,6 +220,23 @@ pub fn not_ready(what: String) -> ToolError {
     )
 }
 
+/// What a server writes into its project root that toolvisor cannot keep out of it. clangd
+/// keeps its background index in `.cache/clangd/` next to the `compile_commands.json`; no
+/// flag or config moves that project index (only turning the background index off, which
+/// would make every answer partial). Python's bytecode is kept out by `[env] set`
+/// (`PYTHONDONTWRITEBYTECODE`).
+pub fn writes_into_root(program: &Path) -> Vec<&'static str> {
+    let name = program
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if name.starts_with("clangd") {
+        vec![".cache/clangd/"]
+    } else {
+        Vec::new()
+    }
+}
+
 pub fn failed(id: &str, error: &str) -> ToolError {
     ToolError::new(
         ErrorKind::ResourceFailed,
@@ -590,6 +607,25 @@ impl LanguageServers {
         }
     }
 
+    /// [`LanguageServers::ready`] for an index-wide answer about document `uri`: also waits
+    /// until a server that loads projects lazily has loaded the document's project
+    /// (`ServerShared::wait_ready_for`).
+    pub async fn ready_for(&self, shared: &Arc<ServerShared>, uri: &str) -> Result<(), ToolError> {
+        let deadline = Instant::now() + shared.waits.ready;
+        match shared.wait_ready_for(uri, deadline).await {
+            Ok(()) | Err(Readiness::Ready) => Ok(()),
+            Err(Readiness::Starting) => Err(not_ready(format!(
+                "language server {} lost its connection and is restarting",
+                shared.id
+            ))),
+            Err(Readiness::Indexing(what)) => Err(not_ready(format!(
+                "language server {} is still indexing after {} s ({what}); an index-wide answer now would be partial",
+                shared.id,
+                shared.waits.ready.as_secs()
+            ))),
+        }
+    }
+
     /// Stop a server for good (its record stays until collected); the next use starts it again.
     pub async fn stop(&self, shared: &Arc<ServerShared>, reason: &str) {
         let _ = self
@@ -669,7 +705,15 @@ impl LanguageServers {
                     .unwrap_or_default(),
                 why.as_ref().map(|w| format!(" — {w}")).unwrap_or_default()
             ));
+            let writes = writes_into_root(&s.program);
+            if !writes.is_empty() {
+                lines.push(format!(
+                    "  writes into its root: {} (it cannot be told to keep it elsewhere)",
+                    writes.join(", ")
+                ));
+            }
             servers.push(json!({
+                "writes": writes,
                 "language": s.language,
                 "root": s.root.display().to_string(),
                 "command": s.command,

@@ -1,0 +1,70 @@
+//! Issue 14, item 4 (the same rule for other servers): pylsp's references come from jedi,
+//! which has no index and stops after 30 files that mention the name. On a package where 40
+//! modules call a function, `references` finds at most 30 of them: the answer must say it is
+//! partial (`complete: false`, `partial_reason`, a `(partial: …)` line). On a small package
+//! the same question is complete.
+
+use serde_json::{Value, json};
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
+
+const PYLSP: &str = "[lsp.languages.python]\nextensions = [\"py\"]\nmarkers = [\"pyproject.toml\"]\nservers = [[\"pylsp\"]]\n";
+
+fn package(users: usize) -> tempfile::TempDir {
+    let mut files = vec![
+        ("pyproject.toml".to_string(), String::new()),
+        ("pkg/__init__.py".to_string(), String::new()),
+        (
+            "pkg/core.py".to_string(),
+            "def compute_total(x: int) -> int:\n    return x * 2\n".to_string(),
+        ),
+    ];
+    for i in 0..users {
+        files.push((
+            format!("pkg/user{i:02}.py"),
+            format!("from pkg.core import compute_total\n\nVALUE = compute_total({i})\n"),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    project(&refs)
+}
+
+fn references(d: &TestDaemon, w: &std::path::Path) -> Value {
+    ok_in(
+        d,
+        w,
+        "lsp",
+        json!({"op": "references", "file": "pkg/core.py", "line": 1, "symbol": "compute_total"}),
+    )
+}
+
+#[test]
+fn pylsp_references_past_jedis_search_limit_are_marked_partial() {
+    require("pylsp");
+    let d = TestDaemon::start(&lsp_config(PYLSP));
+    let big = package(40);
+    let v = references(&d, big.path());
+    // The declaration and 40 * 2 uses exist; jedi's cut search finds fewer.
+    assert!(v["total"].as_u64().unwrap() < 81, "{v}");
+    assert_eq!(
+        v["complete"], false,
+        "a cut search answered as complete: {v}"
+    );
+    assert!(
+        v["partial_reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("at most 30 files"),
+        "{v}"
+    );
+    assert!(v["text"].as_str().unwrap().contains("(partial: "), "{v}");
+
+    let small = package(3);
+    let v = references(&d, small.path());
+    assert_eq!(v["complete"], true, "{v}");
+    // The declaration, and per user the import and the call.
+    assert_eq!(v["total"], 7, "{v}");
+}
