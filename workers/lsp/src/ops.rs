@@ -112,6 +112,20 @@ fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
             format!("language server {} crashed while answering", shared.id),
             "it is being restarted; retry the call",
         ),
+        // Method Not Found: the server does not implement the request at all (pylsp has no
+        // `workspace/symbol`); nothing about the caller's position or file is wrong.
+        RpcError::Server {
+            method,
+            code: -32601,
+            message,
+        } => ToolError::new(
+            ErrorKind::NotAvailable,
+            format!(
+                "language server {} does not implement `{method}`: {message} (code -32601)",
+                shared.id
+            ),
+            "this server cannot answer that op; use another op or another server (`[lsp]` servers), or grep",
+        ),
         RpcError::Server {
             method,
             code,
@@ -701,6 +715,11 @@ impl LanguageServers {
             }
             None => self.open_any(ctx).await?,
         };
+        require(
+            &opened,
+            "workspaceSymbolProvider",
+            "workspace symbols (`symbols` with `query`)",
+        )?;
         self.ready(&opened.shared).await?;
         let result = self
             .request(&mut opened, "workspace/symbol", json!({"query": query}))
@@ -889,6 +908,22 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
+/// `not_available` unless the server of `opened` advertises `cap`: names the server (its
+/// program and id) and the capability it lacks, so the caller knows which op to use instead.
+pub fn require(opened: &Opened, cap: &str, what: &str) -> Result<(), ToolError> {
+    if opened.conn.supports(cap) {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorKind::NotAvailable,
+        format!(
+            "{} ({}) does not offer {what}: it does not advertise `{cap}`",
+            opened.conn.name, opened.shared.id
+        ),
+        "use another op or grep; a project can configure another server for the language (`[lsp]`)",
+    ))
+}
+
 fn need<'a>(v: &'a Option<String>, op: &str, field: &str) -> Result<&'a str, ToolError> {
     v.as_deref().ok_or_else(|| {
         invalid(
@@ -944,4 +979,36 @@ fn find_source(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_method_the_server_lacks_is_not_available_naming_server_and_method() {
+        let shared = crate::server::tests::shared("pylsp");
+        let e = rpc_error(
+            &shared,
+            RpcError::Server {
+                method: "workspace/symbol".into(),
+                code: -32601,
+                message: "Method Not Found: workspace/symbol".into(),
+            },
+        );
+        assert_eq!(e.kind, ErrorKind::NotAvailable, "{e}");
+        assert!(e.message.contains(&shared.id), "{e}");
+        assert!(e.message.contains("`workspace/symbol`"), "{e}");
+        assert!(!e.hint.contains("position"), "{e}");
+        // Other server errors keep their kinds.
+        let e = rpc_error(
+            &shared,
+            RpcError::Server {
+                method: "textDocument/hover".into(),
+                code: -32603,
+                message: "boom".into(),
+            },
+        );
+        assert_eq!(e.kind, ErrorKind::ResourceFailed, "{e}");
+    }
 }
