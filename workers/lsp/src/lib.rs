@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+mod actions;
 mod checker;
 mod config;
 mod edit;

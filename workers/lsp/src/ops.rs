@@ -595,39 +595,19 @@ impl LanguageServers {
                 Ok(json!({"text": text, "markdown": md, "server": server}))
             }
             "code_actions" => {
-                let actions: Vec<Value> = result
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .take(CODE_ACTIONS_MAX)
-                    .map(|a| {
-                        json!({"title": a.get("title").and_then(Value::as_str).unwrap_or(""),
-                            "kind": a.get("kind").and_then(Value::as_str),
-                            "preferred": a.get("isPreferred").and_then(Value::as_bool).unwrap_or(false)})
-                    })
-                    .collect();
-                let mut text: String = actions
-                    .iter()
-                    .map(|a| {
-                        format!(
-                            "- {}{}{}\n",
-                            a["title"].as_str().unwrap_or(""),
-                            a["kind"]
-                                .as_str()
-                                .map(|k| format!(" ({k})"))
-                                .unwrap_or_default(),
-                            if a["preferred"] == true {
-                                " [preferred]"
-                            } else {
-                                ""
-                            }
-                        )
-                    })
-                    .collect();
-                if actions.is_empty() {
-                    text = format!("no code actions offered for {here}\n");
-                }
+                let raw = result.as_array().cloned().unwrap_or_default();
+                let (ordered, text, actions) =
+                    crate::actions::render(raw, &opened.uri, line as u64, CODE_ACTIONS_MAX, &here);
+                self.actions.remember(
+                    &ctx.run,
+                    crate::actions::Listed {
+                        server: opened.shared.id.clone(),
+                        path: opened.path.clone(),
+                        uri: opened.uri.clone(),
+                        version: opened.version,
+                        actions: ordered,
+                    },
+                );
                 Ok(json!({"text": text, "actions": actions, "server": server}))
             }
             _ => {
