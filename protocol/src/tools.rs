@@ -374,6 +374,8 @@ pub enum LspOp {
     Hover,
     Symbols,
     CodeActions,
+    /// Incoming and outgoing calls of the function at line + symbol.
+    CallHierarchy,
     Status,
     Reload,
     /// Let servers and checkers run this project's code for the run (asks the user).
@@ -392,6 +394,7 @@ impl LspOp {
             LspOp::Hover => "hover",
             LspOp::Symbols => "symbols",
             LspOp::CodeActions => "code_actions",
+            LspOp::CallHierarchy => "call_hierarchy",
             LspOp::Status => "status",
             LspOp::Reload => "reload",
             LspOp::Trust => "trust",

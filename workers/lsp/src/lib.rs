@@ -13,6 +13,7 @@ mod actions;
 mod checker;
 mod config;
 mod edit;
+mod hierarchy;
 mod ledger;
 mod locate;
 mod ops;

@@ -266,6 +266,11 @@ impl LanguageServers {
         }
     }
 
+    /// The `server` object of an answer (for the ops in other modules).
+    pub(crate) fn server_info_of(&self, opened: &Opened) -> Value {
+        self.server_info(opened)
+    }
+
     fn server_info(&self, opened: &Opened) -> Value {
         json!({
             "id": opened.shared.id,
@@ -319,6 +324,7 @@ impl LanguageServers {
             },
             "definition" | "type_definition" | "implementation" | "references" | "hover"
             | "code_actions" => self.navigate(ctx, &args).await,
+            "call_hierarchy" => self.call_hierarchy(ctx, &args).await,
             other => Err(invalid(
                 format!("lsp: unknown op {other:?}"),
                 "see the tool's schema",

@@ -726,6 +726,10 @@ fn client_capabilities() -> Value {
                 "refactor.rewrite", "source", "source.organizeImports"]}},
                 "isPreferredSupport": true},
             "rename": {"prepareSupport": true},
+            // typescript-language-server offers call hierarchy only to a client that says it
+            // takes it.
+            "callHierarchy": {"dynamicRegistration": false},
+            "formatting": {"dynamicRegistration": false},
         },
         "workspace": {
             "symbol": {},
