@@ -447,6 +447,62 @@ pub struct LspRenameArgs {
     pub occurrence: Option<u64>,
 }
 
+/// Operations of the `lsp_edit` tool (write tier): edits computed by the language server or
+/// addressed by its document symbols, written all or nothing like `lsp_rename`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspEditOp {
+    /// Apply the action `index` of this run's last `lsp code_actions` answer.
+    ApplyCodeAction,
+    /// Replace the whole definition at `symbol_path` (signature and body) with `text`.
+    ReplaceSymbolBody,
+    /// Insert `text` as whole lines before the definition at `symbol_path`.
+    InsertBeforeSymbol,
+    /// Insert `text` as whole lines after the definition at `symbol_path`.
+    InsertAfterSymbol,
+    /// Format `file` with the server's formatter.
+    Format,
+}
+
+impl LspEditOp {
+    /// The op's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LspEditOp::ApplyCodeAction => "apply_code_action",
+            LspEditOp::ReplaceSymbolBody => "replace_symbol_body",
+            LspEditOp::InsertBeforeSymbol => "insert_before_symbol",
+            LspEditOp::InsertAfterSymbol => "insert_after_symbol",
+            LspEditOp::Format => "format",
+        }
+    }
+}
+
+impl std::fmt::Display for LspEditOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `lsp_edit {op, file?, symbol_path?, text?, index?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LspEditArgs {
+    /// Operation.
+    pub op: LspEditOp,
+    /// File (symbol edits and format).
+    pub file: Option<String>,
+    /// Symbol edits: the symbol's path in the file's outline (`lsp symbols`), names joined by
+    /// `/`, e.g. `Greeter/greet`; a top-level symbol is its name alone.
+    pub symbol_path: Option<String>,
+    /// Symbol edits: the new text. replace_symbol_body: the whole new definition, its first
+    /// line starting where the old one's name line starts (indent the following lines
+    /// yourself); insert_*: whole lines, indented as they should stand.
+    pub text: Option<String>,
+    /// apply_code_action: the action's index in this run's last `lsp code_actions` answer.
+    #[schemars(range(min = 0, max = 1000))]
+    pub index: Option<u64>,
+}
+
 /// `synced_write {path}`: the harness wrote `path` itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

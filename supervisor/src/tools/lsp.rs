@@ -1,4 +1,4 @@
-//! Handlers of the language-server tools: `lsp`, `lsp_rename`, `synced_write`. The work is in
+//! Handlers of the language-server tools: `lsp`, `lsp_rename`, `lsp_edit`, `synced_write`. The work is in
 //! `toolvisor-lsp`; this module parses arguments and names the caller (workdir, run, and the
 //! file tools' scope every path of these tools goes through).
 
@@ -7,7 +7,7 @@ use toolvisor_files::Files;
 use toolvisor_lsp::CallCtx as LspCtx;
 use toolvisor_lsp::LanguageServers;
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::tools::{LspArgs, LspRenameArgs, SyncedWriteArgs};
+use toolvisor_protocol::tools::{LspArgs, LspEditArgs, LspRenameArgs, SyncedWriteArgs};
 
 use super::{CallCtx, Services};
 
@@ -94,6 +94,10 @@ pub async fn run(
             let args: LspRenameArgs = super::parse("lsp_rename", args)?;
             cx.lsp.rename(&lsp_ctx, args).await
         }
+        "lsp_edit" => {
+            let args: LspEditArgs = super::parse("lsp_edit", args)?;
+            cx.lsp.lsp_edit(&lsp_ctx, args).await
+        }
         "synced_write" => {
             let args: SyncedWriteArgs = super::parse("synced_write", args)?;
             cx.lsp.synced_write(&lsp_ctx, &args.path).await
@@ -104,7 +108,7 @@ pub async fn run(
 
 /// The language-server tools' declarations.
 pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
-    use toolvisor_protocol::tools::{LspArgs, LspOp, LspRenameArgs, SyncedWriteArgs};
+    use toolvisor_protocol::tools::{LspArgs, LspEditArgs, LspOp, LspRenameArgs, SyncedWriteArgs};
     use toolvisor_protocol::wire::Tier;
 
     use crate::registry::{Approval, ToolSpec};
@@ -125,6 +129,15 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Write,
             "language_servers",
             "Rename a symbol project-wide through the language server; all files or none.",
+        )
+        .approval(Approval::Always),
+        // Its own write-tier tool, not write ops of `lsp`: a read-tier surface is then not
+        // even shown a tool that writes, and every op of it asks for approval.
+        ToolSpec::new::<LspEditArgs>(
+            "lsp_edit",
+            Tier::Write,
+            "language_servers",
+            "Edit through the language server, all files or none: apply_code_action (by index from this run's last lsp code_actions), replace_symbol_body / insert_before_symbol / insert_after_symbol (addressed by a symbol path from the outline, e.g. Class/method), format.",
         )
         .approval(Approval::Always),
         ToolSpec::new::<SyncedWriteArgs>(

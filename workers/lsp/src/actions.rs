@@ -11,6 +11,13 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
+use toolvisor_files::paths::Access;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::LspEditArgs;
+
+use crate::ops::CallCtx;
+use crate::render::show_path;
+use crate::servers::LanguageServers;
 
 /// Runs whose last `code_actions` answer is remembered; the oldest is forgotten first.
 pub const REMEMBERED_RUNS: usize = 256;
@@ -151,6 +158,119 @@ pub fn render(
         text = format!("no code actions offered for {here}\n");
     }
     (ordered.into_iter().map(|(a, _)| a).collect(), text, items)
+}
+
+fn stale(what: String) -> ToolError {
+    ToolError::new(
+        ErrorKind::Conflict,
+        what,
+        "nothing was written; call `lsp code_actions` again and apply an index from that answer",
+    )
+}
+
+impl LanguageServers {
+    /// `lsp_edit apply_code_action {index}`: the action `index` of the run's last
+    /// `code_actions` answer, resolved (`codeAction/resolve`) when it came without its edit
+    /// and the server resolves actions, then written all or nothing like `lsp_rename`.
+    /// An action that is only a command is `not_available`: its edits would come back as a
+    /// `workspace/applyEdit` request, outside the all-or-nothing write.
+    pub(crate) async fn apply_code_action(
+        &self,
+        ctx: &CallCtx,
+        args: &LspEditArgs,
+    ) -> Result<Value, ToolError> {
+        let index = args.index.ok_or_else(|| {
+            ToolError::new(
+                ErrorKind::InvalidArgs,
+                "lsp_edit apply_code_action: missing required argument `index`",
+                "give the `[index]` of an action from this run's last `lsp code_actions` answer",
+            )
+        })? as usize;
+        let listed = self.actions.get(&ctx.run).ok_or_else(|| {
+            ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "run {} has no `lsp code_actions` answer to apply from",
+                    ctx.run
+                ),
+                "call `lsp code_actions` first (file, line, symbol), then apply one of its indexes",
+            )
+        })?;
+        let shown = show_path(&listed.path, &ctx.workdir);
+        let Some(action) = listed.actions.get(index).cloned() else {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "this run's last code_actions answer ({shown}) listed {} actions; there is no index {index}",
+                    listed.actions.len()
+                ),
+                "give an index that answer listed, or call `lsp code_actions` again",
+            ));
+        };
+        let title = action
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let file = listed.path.to_str().unwrap_or_default().to_string();
+        let path = ctx.resolve("lsp_edit", &file, Access::Write)?;
+        let mut opened = self.open(&path, &ctx.run).await?;
+        if opened.shared.id != listed.server || opened.version != listed.version {
+            return Err(stale(format!(
+                "{shown} changed since `code_actions` listed [{index}] \"{title}\" (version {} then, {} now)",
+                listed.version, opened.version
+            )));
+        }
+        let mut action = action;
+        let resolves = opened
+            .conn
+            .caps
+            .pointer("/codeActionProvider/resolveProvider")
+            == Some(&Value::Bool(true));
+        if !is_bare_command(&action) && action.get("edit").is_none() && resolves {
+            action = self
+                .request(&mut opened, "codeAction/resolve", action)
+                .await?;
+        }
+        let command = if is_bare_command(&action) {
+            action.get("command").and_then(Value::as_str)
+        } else {
+            action.pointer("/command/command").and_then(Value::as_str)
+        }
+        .map(str::to_string);
+        let Some(edit) = action.get("edit").filter(|e| !e.is_null()).cloned() else {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                match &command {
+                    Some(c) => format!(
+                        "[{index}] \"{title}\" from {} is a command only (`{c}`), with no edit to write: toolvisor does not run server commands (their edits would come back outside the all-or-nothing write)",
+                        opened.conn.name
+                    ),
+                    None => format!(
+                        "{} gave no edit for [{index}] \"{title}\"{}",
+                        opened.conn.name,
+                        if resolves {
+                            " even when resolved"
+                        } else {
+                            " (and does not resolve actions)"
+                        }
+                    ),
+                },
+                "apply the change by hand (edit, or lsp_edit's symbol edits)",
+            ));
+        };
+        let mut out = self
+            .write_edit(ctx, &opened, edit, format!("applied [{index}] \"{title}\""))
+            .await?;
+        if let Some(c) = command {
+            let note = format!(
+                "the action's command `{c}` was not run (toolvisor runs no server commands)\n"
+            );
+            out["text"] = json!(format!("{}{note}", out["text"].as_str().unwrap_or("")));
+            out["command_not_run"] = json!(c);
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

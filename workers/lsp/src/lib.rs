@@ -16,11 +16,13 @@ mod edit;
 mod hierarchy;
 mod ledger;
 mod locate;
+mod lsp_edit;
 mod ops;
 mod position;
 mod render;
 mod server;
 mod servers;
+mod symbol_edit;
 mod trust;
 mod uri;
 
