@@ -376,6 +376,8 @@ pub enum LspOp {
     CodeActions,
     /// Incoming and outgoing calls of the function at line + symbol.
     CallHierarchy,
+    /// The diagnostics a proposed edit would produce; nothing is written.
+    CheckEdit,
     Status,
     Reload,
     /// Let servers and checkers run this project's code for the run (asks the user).
@@ -395,6 +397,7 @@ impl LspOp {
             LspOp::Symbols => "symbols",
             LspOp::CodeActions => "code_actions",
             LspOp::CallHierarchy => "call_hierarchy",
+            LspOp::CheckEdit => "check_edit",
             LspOp::Status => "status",
             LspOp::Reload => "reload",
             LspOp::Trust => "trust",
@@ -408,7 +411,7 @@ impl std::fmt::Display for LspOp {
     }
 }
 
-/// `lsp {op, file?, line?, symbol?, query?, occurrence?}`.
+/// `lsp {op, file?, line?, symbol?, query?, occurrence?, old_text?, new_text?}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspArgs {
@@ -427,6 +430,11 @@ pub struct LspArgs {
     /// Which occurrence of symbol on the line (1-based).
     #[schemars(range(min = 1, max = 1000))]
     pub occurrence: Option<u64>,
+    /// check_edit: text of the file to replace (must occur exactly once); without it
+    /// `new_text` is the whole proposed file.
+    pub old_text: Option<String>,
+    /// check_edit: the replacement for `old_text`, or the whole proposed file.
+    pub new_text: Option<String>,
 }
 
 /// `lsp_rename {file, line, symbol, new_name, occurrence?}`.

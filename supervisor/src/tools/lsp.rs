@@ -120,7 +120,7 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             "lsp",
             Tier::Read,
             "language_servers",
-            "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, call_hierarchy, status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
+            "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, call_hierarchy, check_edit (the diagnostics a proposed edit would bring; nothing written), status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
         )
         .approval(Approval::Ops(&[LspOp::Trust]))
         .op_tier(&[LspOp::Trust], Tier::Write),

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod actions;
+mod check;
 mod checker;
 mod config;
 mod edit;

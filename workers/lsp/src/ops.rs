@@ -96,7 +96,7 @@ fn invalid(msg: String, hint: &str) -> ToolError {
     ToolError::new(ErrorKind::InvalidArgs, msg, hint)
 }
 
-fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
+pub(crate) fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
     match e {
         RpcError::Timeout { method, after_ms } => ToolError::new(
             ErrorKind::Timeout,
@@ -325,6 +325,7 @@ impl LanguageServers {
             "definition" | "type_definition" | "implementation" | "references" | "hover"
             | "code_actions" => self.navigate(ctx, &args).await,
             "call_hierarchy" => self.call_hierarchy(ctx, &args).await,
+            "check_edit" => self.check_edit(ctx, &args).await,
             other => Err(invalid(
                 format!("lsp: unknown op {other:?}"),
                 "see the tool's schema",
@@ -450,7 +451,7 @@ impl LanguageServers {
         }
     }
 
-    async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {
+    pub(crate) async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {
         let shared = &opened.shared;
         let deadline = Instant::now() + shared.waits.diagnostics;
         let settle = shared.waits.settle;

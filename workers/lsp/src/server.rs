@@ -172,12 +172,12 @@ pub struct ServerShared {
     conn: watch::Sender<Option<Arc<Conn>>>,
     /// Bumped on every progress, status, diagnostics or connection change.
     events: watch::Sender<u64>,
-    docs: Mutex<HashMap<String, Doc>>,
+    pub(crate) docs: Mutex<HashMap<String, Doc>>,
     /// Serializes document syncs so versions reach the server in order.
     pub sync_lock: tokio::sync::Mutex<()>,
     /// Serializes starts of this server.
     pub start_lock: tokio::sync::Mutex<()>,
-    diags: Mutex<HashMap<String, Published>>,
+    pub(crate) diags: Mutex<HashMap<String, Published>>,
     diag_seq: AtomicU64,
     progress: Mutex<BTreeMap<String, String>>,
     /// rust-analyzer's `experimental/serverStatus`: `Some(true)` once quiescent.
