@@ -183,13 +183,11 @@ impl LanguageServers {
         let text = proposed(&opened.text, &shown, args)?;
         // The disk text's diagnostics first: what the edit adds is what is not among them.
         let before = self.file_diagnostics(&mut opened).await?;
-        let asked = std::time::Instant::now();
-        let after = if text == opened.text {
-            before.clone()
+        let (after, request_ms) = if text == opened.text {
+            (before.clone(), 0.0)
         } else {
             self.diagnostics_of(&opened, &text).await?
         };
-        let request_ms = asked.elapsed().as_secs_f64() * 1000.0;
         let mut known: Vec<_> = before.iter().map(Diag::key).collect();
         let base = &ctx.workdir;
         let (mut new_text, mut items) = (String::new(), Vec::new());
@@ -231,8 +229,13 @@ impl LanguageServers {
     }
 
     /// The diagnostics of `text` shown to the server as an unsaved version of `opened`'s
-    /// document, the disk text restored afterwards (see [`Restore`]).
-    async fn diagnostics_of(&self, opened: &Opened, text: &str) -> Result<Vec<Diag>, ToolError> {
+    /// document, the disk text restored afterwards (see [`Restore`]), and the server's own
+    /// share in ms (proposal sent → its diagnostics in hand).
+    async fn diagnostics_of(
+        &self,
+        opened: &Opened,
+        text: &str,
+    ) -> Result<(Vec<Diag>, f64), ToolError> {
         let shared = &opened.shared;
         let ext = opened
             .path
@@ -250,6 +253,7 @@ impl LanguageServers {
             lang,
         );
         let seq_before = shared.diag_seq();
+        let asked = std::time::Instant::now();
         let version = guard.show(text).map_err(|e| {
             ToolError::new(
                 ErrorKind::NotReady,
@@ -287,9 +291,14 @@ impl LanguageServers {
         } else {
             self.pushed(&proposed).await?
         };
-        // Let the server finish publishing what the proposal did to other documents before
-        // the disk text goes back, so the guard can put their disk-time diagnostics back.
-        quiet(shared).await;
+        let server_ms = asked.elapsed().as_secs_f64() * 1000.0;
+        // Let the server finish publishing what the proposal did to other open documents
+        // before the disk text goes back, so the guard can put their disk-time diagnostics
+        // back (with no other document open there is nothing to wait for).
+        let others_open = lock(&shared.docs).len() > 1;
+        if others_open {
+            quiet(shared).await;
+        }
         drop(guard);
         let enc = proposed.conn.encoding;
         let mut diags: Vec<Diag> = items
@@ -297,7 +306,7 @@ impl LanguageServers {
             .map(|v| Diag::from_lsp(&proposed.path, v, text, enc))
             .collect();
         diags.sort_by_key(|d| (d.line, d.column));
-        Ok(diags)
+        Ok((diags, server_ms))
     }
 }
 
