@@ -5,8 +5,9 @@
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::ErrorKind;
+use toolvisor_protocol::wire::Outcome;
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{err_in, lsp_config, ok_in, project, require, write};
+use toolvisor_tests::lsp::{client_in, err_in, lsp_config, ok_in, project, require, write};
 
 const MAIN: &str =
     "#include \"util.h\"\n\nint main(void) {\n    int a = add(1, 2)\n    return a;\n}\n";
@@ -61,12 +62,30 @@ fn clangd_applies_a_listed_fix_by_index() {
         json!({"op": "apply_code_action", "index": 40}),
     );
     assert_eq!(e.kind, ErrorKind::InvalidArgs, "{e}");
-    let v = ok_in(
-        &d,
-        w,
-        "lsp_edit",
-        json!({"op": "apply_code_action", "index": i}),
+    // The approval names the action the index stands for, not just the index.
+    let mut c = client_in(&d, w, "test-run");
+    let mut summary = String::new();
+    let reply = c
+        .call_with(
+            "c",
+            "lsp_edit",
+            json!({"op": "apply_code_action", "index": i}),
+            |r| {
+                summary = r.summary.clone();
+                true
+            },
+        )
+        .unwrap();
+    assert!(
+        summary.starts_with(&format!(
+            "lsp_edit: apply code action [{i}] \"insert ';'\" to "
+        )) && summary.ends_with("main.c"),
+        "{summary}"
     );
+    let Outcome::Ok(v) = reply.outcome else {
+        panic!("{:?}", reply.outcome)
+    };
+    let v = v.0;
     assert_eq!(v["files"], json!([{"path": "main.c", "edits": 1}]), "{v}");
     assert_eq!(
         std::fs::read_to_string(w.join("main.c")).unwrap(),

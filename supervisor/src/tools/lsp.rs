@@ -78,6 +78,42 @@ pub(crate) fn trust_summary(cx: &LspTools<'_>, ctx: &CallCtx, args: &Json) -> St
     )
 }
 
+/// The approval line of `lsp_edit`: for `apply_code_action` the action the index stands for
+/// in this run's last `code_actions` answer (title and file), else the op, file, symbol path
+/// and the first line of the new text.
+pub(crate) fn edit_summary(cx: &LspTools<'_>, ctx: &CallCtx, args: &Json) -> String {
+    let field = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or("");
+    let op = field("op");
+    let line: String = if op == "apply_code_action" {
+        let index = args.get("index").and_then(Json::as_u64);
+        match (index, cx.lsp.actions_of(&ctx.run())) {
+            (Some(i), Some((file, titles))) => match titles.get(i as usize) {
+                Some(title) => format!("lsp_edit: apply code action [{i}] \"{title}\" to {file}"),
+                None => format!(
+                    "lsp_edit: apply code action [{i}] (not in this run's last code_actions answer)"
+                ),
+            },
+            _ => format!("lsp_edit: apply code action {args}"),
+        }
+    } else {
+        let first = field("text").lines().next().unwrap_or("");
+        format!(
+            "lsp_edit {op} {}{}{}",
+            field("file"),
+            match field("symbol_path") {
+                "" => String::new(),
+                p => format!(" `{p}`"),
+            },
+            if first.is_empty() {
+                String::new()
+            } else {
+                format!(": {first}")
+            }
+        )
+    };
+    line.chars().take(300).collect()
+}
+
 pub async fn run(
     cx: &LspTools<'_>,
     ctx: &CallCtx,

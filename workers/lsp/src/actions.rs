@@ -160,6 +160,25 @@ pub fn render(
     (ordered.into_iter().map(|(a, _)| a).collect(), text, items)
 }
 
+impl LanguageServers {
+    /// The file and the action titles of `run`'s last `code_actions` answer, in index order
+    /// (for the approval line of `lsp_edit apply_code_action`).
+    pub fn actions_of(&self, run: &str) -> Option<(String, Vec<String>)> {
+        let listed = self.actions.get(run)?;
+        let titles = listed
+            .actions
+            .iter()
+            .map(|a| {
+                a.get("title")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect();
+        Some((listed.path.display().to_string(), titles))
+    }
+}
+
 fn stale(what: String) -> ToolError {
     ToolError::new(
         ErrorKind::Conflict,
