@@ -125,3 +125,89 @@ fn clangd_check_edit_reports_a_missing_declaration_and_restores() {
     );
     assert!(v["text"].as_str().unwrap().contains("util"), "{v}");
 }
+
+#[test]
+fn typescript_check_edit_reports_and_restores() {
+    require("typescript-language-server");
+    let main = "import { helper } from \"./util\";\n\nexport const y: number = helper(1);\n";
+    let p = project(&[
+        (
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true}}\n",
+        ),
+        (
+            "src/util.ts",
+            "export function helper(x: number): number {\n    return x * 2;\n}\n",
+        ),
+        ("src/main.ts", main),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "check_edit", "file": "src/main.ts",
+               "old_text": "helper(1)", "new_text": "helper(\"one\")"}),
+    );
+    assert_eq!(v["new"], 1, "{v}");
+    assert!(
+        v["text"].as_str().unwrap().contains("src/main.ts:3:"),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("src/main.ts")).unwrap(),
+        main
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "diagnostics", "file": "src/main.ts"}),
+    );
+    assert_eq!(
+        v["diagnostics"],
+        json!([]),
+        "the server is back on the disk text: {v}"
+    );
+}
+
+#[test]
+fn rust_analyzer_check_edit_reports_and_restores() {
+    require("rust-analyzer");
+    let lib = "pub mod util;\n\npub fn run() -> i32 {\n    util::helper(1)\n}\n";
+    let p = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"chk\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+        ),
+        ("src/lib.rs", lib),
+        (
+            "src/util.rs",
+            "pub fn helper(x: i32) -> i32 {\n    x * 2\n}\n",
+        ),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "check_edit", "file": "src/lib.rs",
+               "old_text": "util::helper(1)", "new_text": "util::helper(1, 2)"}),
+    );
+    assert!(v["new"].as_u64().unwrap() >= 1, "{v}");
+    assert!(v["text"].as_str().unwrap().contains("src/lib.rs:4:"), "{v}");
+    assert_eq!(std::fs::read_to_string(w.join("src/lib.rs")).unwrap(), lib);
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "diagnostics", "file": "src/lib.rs"}),
+    );
+    assert_eq!(
+        v["diagnostics"],
+        json!([]),
+        "the server is back on the disk text: {v}"
+    );
+}

@@ -158,3 +158,76 @@ fn typescript_replaces_a_method_by_symbol_path() {
     let src = std::fs::read_to_string(w.join("src/greeter.ts")).unwrap();
     assert!(src.ends_with("}\n\nexport const unit = make();\n"), "{src}");
 }
+
+#[test]
+fn clangd_replaces_a_function_and_inserts_after_it() {
+    require("clangd");
+    let util = "#include \"util.h\"\n\nint add(int a, int b) {\n    return a + b;\n}\n";
+    let p = project(&[
+        ("compile_commands.json", "[]"),
+        ("util.h", "int add(int a, int b);\nint twice(int a);\n"),
+        ("util.c", util),
+        (
+            "main.c",
+            "#include \"util.h\"\n\nint main(void) {\n    return add(1, 2) + twice(3);\n}\n",
+        ),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    ok_in(
+        &d,
+        w,
+        "lsp_edit",
+        json!({"op": "replace_symbol_body", "file": "util.c", "symbol_path": "add",
+               "text": "int add(int a, int b) {\n    return b + a;\n}\n"}),
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "lsp_edit",
+        json!({"op": "insert_after_symbol", "file": "util.c", "symbol_path": "add",
+               "text": "\nint twice(int a) {\n    return add(a, a);\n}\n"}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("util.c")).unwrap(),
+        "#include \"util.h\"\n\nint add(int a, int b) {\n    return b + a;\n}\n\nint twice(int a) {\n    return add(a, a);\n}\n",
+        "{v}"
+    );
+}
+
+#[test]
+fn rust_analyzer_replaces_a_method_inside_an_impl() {
+    require("rust-analyzer");
+    let lib = "pub struct Square {\n    pub side: f64,\n}\n\nimpl Square {\n    pub fn area(&self) -> f64 {\n        self.side * self.side\n    }\n}\n";
+    let p = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"sym\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+        ),
+        ("src/lib.rs", lib),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(&d, w, "lsp", json!({"op": "symbols", "file": "src/lib.rs"}));
+    let impl_name = v["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str().unwrap().starts_with("impl"))
+        .unwrap_or_else(|| panic!("no impl in the outline: {v}"))["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok_in(
+        &d,
+        w,
+        "lsp_edit",
+        json!({"op": "replace_symbol_body", "file": "src/lib.rs",
+               "symbol_path": format!("{impl_name}/area"),
+               "text": "pub fn area(&self) -> f64 {\n    self.side.powi(2)\n}\n"}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("src/lib.rs")).unwrap(),
+        lib.replace("self.side * self.side", "self.side.powi(2)")
+    );
+}
