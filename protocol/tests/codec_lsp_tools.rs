@@ -1,10 +1,12 @@
-//! The typed arguments of `lsp`, `lsp_rename` and `synced_write` survive both codecs, and a
+//! The typed arguments of `lsp`, `lsp_rename`, `lsp_edit` and `synced_write` survive both codecs, and a
 //! harness's plain JSON (optional fields left out) parses into them.
 
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::json;
 use toolvisor_protocol::codec::{self, Codec};
-use toolvisor_protocol::tools::{LspArgs, LspOp, LspRenameArgs, SyncedWriteArgs};
+use toolvisor_protocol::tools::{
+    LspArgs, LspEditArgs, LspEditOp, LspOp, LspRenameArgs, SyncedWriteArgs,
+};
 
 fn both<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(v: &T) {
     for c in [Codec::Bincode, Codec::Json] {
@@ -23,7 +25,34 @@ fn lsp_tool_types_round_trip() {
         symbol: Some("make".into()),
         query: None,
         occurrence: Some(1),
+        old_text: None,
+        new_text: None,
     });
+    both(&LspArgs {
+        op: LspOp::CheckEdit,
+        file: Some("a.py".into()),
+        line: None,
+        symbol: None,
+        query: None,
+        occurrence: None,
+        old_text: Some("x = 1\n".into()),
+        new_text: Some("x = '한글'\n".into()),
+    });
+    for op in [
+        LspEditOp::ApplyCodeAction,
+        LspEditOp::ReplaceSymbolBody,
+        LspEditOp::InsertBeforeSymbol,
+        LspEditOp::InsertAfterSymbol,
+        LspEditOp::Format,
+    ] {
+        both(&LspEditArgs {
+            op,
+            file: Some("a.py".into()),
+            symbol_path: Some("Greeter/greet".into()),
+            text: Some("def greet(self):\n    pass\n".into()),
+            index: Some(3),
+        });
+    }
     both(&LspRenameArgs {
         file: "main.c".into(),
         line: 4,

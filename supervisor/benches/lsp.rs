@@ -4,6 +4,8 @@
 //!   calls (request sent → answer parsed inside the daemon: the added latency is the rest), and
 //!   next to the same hover sent directly to a second warm pyright over the same transport
 //!   code with no daemon in between;
+//! - the same for `lsp call_hierarchy` (its three requests) and `lsp check_edit` (proposal
+//!   shown → its diagnostics), as a ratio of the two;
 //! - time from SIGKILL of a warm pyright to the next successful answer (restart, re-open,
 //!   re-analysis included);
 //! - ten conversations on one root → how many server processes, and their RSS.
@@ -24,6 +26,8 @@ use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
 
 const N: usize = 200;
+/// Calls of each added op (`call_hierarchy`, `check_edit`).
+const N_NEW: usize = 50;
 const SRC: &str = "def greet(name: str) -> str:\n    \"\"\"Say hello.\"\"\"\n    return 'hi ' + name\n\n\nmessage = greet('you')\n";
 
 fn deps() -> PathBuf {
@@ -53,18 +57,44 @@ fn client(sock: &Path, workdir: &Path, run: &str) -> Client {
 }
 
 fn hover(c: &mut Client, conv: &str) -> Value {
-    match c
-        .call(
-            conv,
-            "lsp",
-            json!({"op": "hover", "file": "m.py", "line": 6, "symbol": "greet"}),
-        )
-        .expect("call")
-        .outcome
-    {
+    lsp(
+        c,
+        conv,
+        json!({"op": "hover", "file": "m.py", "line": 6, "symbol": "greet"}),
+    )
+}
+
+fn lsp(c: &mut Client, conv: &str, args: Value) -> Value {
+    match c.call(conv, "lsp", args.clone()).expect("call").outcome {
         Outcome::Ok(v) => v.0,
-        Outcome::Err(e) => panic!("hover failed: {e}"),
+        Outcome::Err(e) => panic!("lsp {args} failed: {e}"),
     }
+}
+
+/// Medians of `n` calls of `args` after 5 warm-ups: (through toolvisor, the server's share
+/// as the answer's `server.request_ms` says, per-call difference).
+/// `pause` before each measured call lets the server go quiet first (an agent's calls are
+/// seconds apart; back to back, each call also waits out the re-analysis the last one caused).
+fn measure(
+    c: &mut Client,
+    n: usize,
+    pause: Duration,
+    args: Value,
+    check: impl Fn(&Value),
+) -> (f64, f64, f64) {
+    for _ in 0..5 {
+        check(&lsp(c, "c0", args.clone()));
+    }
+    let (mut total, mut server) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        std::thread::sleep(pause);
+        let s = Instant::now();
+        let v = lsp(c, "c0", args.clone());
+        total.push(s.elapsed().as_secs_f64() * 1000.0);
+        server.push(v["server"]["request_ms"].as_f64().unwrap());
+    }
+    let added: Vec<f64> = total.iter().zip(&server).map(|(t, s)| t - s).collect();
+    (median(total), median(server), median(added))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -174,6 +204,29 @@ fn main() {
     let (through, own, added) = (median(total), median(server), median(added));
     let straight = direct(&project, &pyright);
 
+    // 1b. The read ops added by issue 14, each against the server's own share of it.
+    let hierarchy = measure(
+        &mut c,
+        N_NEW,
+        Duration::ZERO,
+        json!({"op": "call_hierarchy", "file": "m.py", "line": 1, "symbol": "greet"}),
+        |v| assert_eq!(v["incoming_total"], 1, "{v}"),
+    );
+    let check_args = json!({"op": "check_edit", "file": "m.py", "old_text": "greet('you')", "new_text": "greet(42)"});
+    let check = measure(&mut c, N_NEW, Duration::ZERO, check_args.clone(), |v| {
+        assert_eq!(v["new"], 1, "{v}")
+    });
+    let check_spaced = measure(&mut c, 20, Duration::from_secs(1), check_args, |v| {
+        assert_eq!(v["new"], 1, "{v}")
+    });
+    // The server is back on the disk text: the hover still answers for it.
+    assert!(
+        hover(&mut c, "c0")["markdown"]
+            .as_str()
+            .unwrap()
+            .contains("greet")
+    );
+
     // 2. SIGKILL of the warm server → next successful answer.
     let mut recover = Vec::new();
     for _ in 0..5 {
@@ -215,6 +268,25 @@ fn main() {
     println!(
         "| the same hover sent directly to a second warm pyright (median of {N}) | {straight:.2} ms |"
     );
+    for (name, (through, own, added)) in [
+        (
+            format!("`lsp call_hierarchy` (medians of {N_NEW})"),
+            hierarchy,
+        ),
+        (
+            format!("`lsp check_edit`, back to back (medians of {N_NEW})"),
+            check,
+        ),
+        (
+            "`lsp check_edit`, 1 s apart (medians of 20)".to_string(),
+            check_spaced,
+        ),
+    ] {
+        println!(
+            "| {name}: through toolvisor / server's share / added | {through:.2} ms / {own:.2} ms / {added:.2} ms ({:.2}×) |",
+            through / own
+        );
+    }
     println!(
         "| SIGKILL of warm pyright → next successful hover (median of 5; min {:.0}, max {:.0}) | {:.0} ms |",
         recover.iter().cloned().fold(f64::MAX, f64::min),

@@ -579,6 +579,7 @@ mod tests {
             ("vibe_kill", Tier::Read),
             ("vibe_list", Tier::Read),
             ("lsp_rename", Tier::Write),
+            ("lsp_edit", Tier::Write),
             ("ast_edit", Tier::Write),
             ("resolve", Tier::Write),
             ("write", Tier::Write),
@@ -641,6 +642,7 @@ mod tests {
                 "list_models",
                 "ls",
                 "lsp",
+                "lsp_edit",
                 "lsp_rename",
                 "read",
                 "resolve",
@@ -770,7 +772,14 @@ mod tests {
         assert!(process["properties"]["offset"].get("format").is_none());
         // A variant with docs does not split an enum (`lsp`'s `trust`).
         let op = &reg.get("lsp").unwrap().schema["properties"]["op"];
-        assert_eq!(op["enum"].as_array().unwrap().len(), 11);
+        assert_eq!(op["enum"].as_array().unwrap().len(), 13);
+        assert!(
+            op.get("oneOf").is_none() && op.get("anyOf").is_none(),
+            "{op}"
+        );
+        // Every variant documented: still one enum (`lsp_edit`'s ops).
+        let op = &reg.get("lsp_edit").unwrap().schema["properties"]["op"];
+        assert_eq!(op["enum"].as_array().unwrap().len(), 5);
         assert!(
             op.get("oneOf").is_none() && op.get("anyOf").is_none(),
             "{op}"

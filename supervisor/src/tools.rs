@@ -178,13 +178,17 @@ pub fn summary(tool: &str, args: &Json) -> String {
 }
 
 /// The line an approval request shows: [`summary`], except where the daemon knows more than
-/// the arguments say (`lsp trust` names the roots it would trust and what that allows).
+/// the arguments say (`lsp trust` names the roots it would trust and what that allows;
+/// `lsp_edit apply_code_action` names the action its index stands for).
 pub fn approval_summary(services: &Services, ctx: &CallCtx, tool: &str, args: &Json) -> String {
     use serde::Deserialize;
     use toolvisor_protocol::tools::LspOp;
     let op = args.get("op").and_then(|op| LspOp::deserialize(op).ok());
     if tool == "lsp" && op == Some(LspOp::Trust) {
         return lsp::trust_summary(&lsp::LspTools::of(services), ctx, args);
+    }
+    if tool == "lsp_edit" {
+        return lsp::edit_summary(&lsp::LspTools::of(services), ctx, args);
     }
     summary(tool, args)
 }

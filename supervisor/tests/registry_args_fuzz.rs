@@ -38,6 +38,7 @@ fn typed_parse(tool: &str, args: &Json) -> Option<Result<(), String>> {
         "process" => typed::<ProcessArgs>(args),
         "lsp" => typed::<LspArgs>(args),
         "lsp_rename" => typed::<LspRenameArgs>(args),
+        "lsp_edit" => typed::<LspEditArgs>(args),
         "synced_write" => typed::<SyncedWriteArgs>(args),
         "ast_grep" => typed::<AstGrepArgs>(args),
         "ast_edit" => typed::<AstEditArgs>(args),

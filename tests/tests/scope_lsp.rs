@@ -1,5 +1,5 @@
 //! Issue 11 §3, language-server tools, with a real pyright whose root (`pyproject.toml`) is the
-//! parent of the workdir: `lsp` ops, `synced_write` and `lsp_rename` on a file outside the
+//! parent of the workdir: `lsp` ops, `synced_write`, `lsp_rename` and `lsp_edit` on a file outside the
 //! workdir (or through a link out of it) are `out_of_scope`; a definition outside is named but
 //! its text is not read; a rename whose edit touches a file outside is refused whole, nothing
 //! written anywhere; `[files] allow_outside_workdir` lifts all of it, `read_roots` only reads.
@@ -83,6 +83,8 @@ fn pyright_tools_stay_inside_the_workdir() {
             json!({"op": "diagnostics", "file": file}),
             json!({"op": "symbols", "file": file}),
             json!({"op": "status", "file": file}),
+            json!({"op": "call_hierarchy", "file": file, "line": 1, "symbol": "helper"}),
+            json!({"op": "check_edit", "file": file, "new_text": "x = 1\n"}),
         ] {
             let e = err_in(&d, &l.work, "lsp", args);
             assert_out_of_scope(&e, "lsp", &l.shared, &l.work);
@@ -96,6 +98,15 @@ fn pyright_tools_stay_inside_the_workdir() {
             json!({"file": file, "line": 1, "symbol": "helper", "new_name": "aid"}),
         );
         assert_out_of_scope(&e, "lsp_rename", &l.shared, &l.work);
+        for args in [
+            json!({"op": "replace_symbol_body", "file": file, "symbol_path": "helper", "text": "def helper(x):\n    return 0\n"}),
+            json!({"op": "insert_after_symbol", "file": file, "symbol_path": "helper", "text": "y = 1\n"}),
+            json!({"op": "format", "file": file}),
+        ] {
+            let e = err_in(&d, &l.work, "lsp_edit", args);
+            assert_out_of_scope(&e, "lsp_edit", &l.shared, &l.work);
+        }
+        assert_eq!(std::fs::read_to_string(&l.shared).unwrap(), SHARED);
     }
 
     // A definition outside is named (path:line), its text is not read.

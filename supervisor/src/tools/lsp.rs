@@ -1,4 +1,4 @@
-//! Handlers of the language-server tools: `lsp`, `lsp_rename`, `synced_write`. The work is in
+//! Handlers of the language-server tools: `lsp`, `lsp_rename`, `lsp_edit`, `synced_write`. The work is in
 //! `toolvisor-lsp`; this module parses arguments and names the caller (workdir, run, and the
 //! file tools' scope every path of these tools goes through).
 
@@ -7,7 +7,7 @@ use toolvisor_files::Files;
 use toolvisor_lsp::CallCtx as LspCtx;
 use toolvisor_lsp::LanguageServers;
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::tools::{LspArgs, LspRenameArgs, SyncedWriteArgs};
+use toolvisor_protocol::tools::{LspArgs, LspEditArgs, LspRenameArgs, SyncedWriteArgs};
 
 use super::{CallCtx, Services};
 
@@ -78,6 +78,42 @@ pub(crate) fn trust_summary(cx: &LspTools<'_>, ctx: &CallCtx, args: &Json) -> St
     )
 }
 
+/// The approval line of `lsp_edit`: for `apply_code_action` the action the index stands for
+/// in this run's last `code_actions` answer (title and file), else the op, file, symbol path
+/// and the first line of the new text.
+pub(crate) fn edit_summary(cx: &LspTools<'_>, ctx: &CallCtx, args: &Json) -> String {
+    let field = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or("");
+    let op = field("op");
+    let line: String = if op == "apply_code_action" {
+        let index = args.get("index").and_then(Json::as_u64);
+        match (index, cx.lsp.actions_of(&ctx.run())) {
+            (Some(i), Some((file, titles))) => match titles.get(i as usize) {
+                Some(title) => format!("lsp_edit: apply code action [{i}] \"{title}\" to {file}"),
+                None => format!(
+                    "lsp_edit: apply code action [{i}] (not in this run's last code_actions answer)"
+                ),
+            },
+            _ => format!("lsp_edit: apply code action {args}"),
+        }
+    } else {
+        let first = field("text").lines().next().unwrap_or("");
+        format!(
+            "lsp_edit {op} {}{}{}",
+            field("file"),
+            match field("symbol_path") {
+                "" => String::new(),
+                p => format!(" `{p}`"),
+            },
+            if first.is_empty() {
+                String::new()
+            } else {
+                format!(": {first}")
+            }
+        )
+    };
+    line.chars().take(300).collect()
+}
+
 pub async fn run(
     cx: &LspTools<'_>,
     ctx: &CallCtx,
@@ -94,6 +130,10 @@ pub async fn run(
             let args: LspRenameArgs = super::parse("lsp_rename", args)?;
             cx.lsp.rename(&lsp_ctx, args).await
         }
+        "lsp_edit" => {
+            let args: LspEditArgs = super::parse("lsp_edit", args)?;
+            cx.lsp.lsp_edit(&lsp_ctx, args).await
+        }
         "synced_write" => {
             let args: SyncedWriteArgs = super::parse("synced_write", args)?;
             cx.lsp.synced_write(&lsp_ctx, &args.path).await
@@ -104,7 +144,7 @@ pub async fn run(
 
 /// The language-server tools' declarations.
 pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
-    use toolvisor_protocol::tools::{LspArgs, LspOp, LspRenameArgs, SyncedWriteArgs};
+    use toolvisor_protocol::tools::{LspArgs, LspEditArgs, LspOp, LspRenameArgs, SyncedWriteArgs};
     use toolvisor_protocol::wire::Tier;
 
     use crate::registry::{Approval, ToolSpec};
@@ -116,7 +156,7 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             "lsp",
             Tier::Read,
             "language_servers",
-            "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
+            "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, call_hierarchy, check_edit (the diagnostics a proposed edit would bring; nothing written), status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
         )
         .approval(Approval::Ops(&[LspOp::Trust]))
         .op_tier(&[LspOp::Trust], Tier::Write),
@@ -125,6 +165,15 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Write,
             "language_servers",
             "Rename a symbol project-wide through the language server; all files or none.",
+        )
+        .approval(Approval::Always),
+        // Its own write-tier tool, not write ops of `lsp`: a read-tier surface is then not
+        // even shown a tool that writes, and every op of it asks for approval.
+        ToolSpec::new::<LspEditArgs>(
+            "lsp_edit",
+            Tier::Write,
+            "language_servers",
+            "Edit through the language server, all files or none: apply_code_action (by index from this run's last lsp code_actions), replace_symbol_body / insert_before_symbol / insert_after_symbol (addressed by a symbol path from the outline, e.g. Class/method), format.",
         )
         .approval(Approval::Always),
         ToolSpec::new::<SyncedWriteArgs>(

@@ -33,7 +33,7 @@ fn conflict(msg: String) -> ToolError {
     ToolError::new(
         ErrorKind::Conflict,
         msg,
-        "nothing was written; re-run the rename (the server now sees the current files)",
+        "nothing was written; re-run the call (the server now sees the current files)",
     )
 }
 
@@ -85,7 +85,7 @@ pub fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String,
 
 /// Every file a `WorkspaceEdit` touches: text edits' documents and the resource operations'
 /// files (create, both ends of a rename, delete), in order of appearance.
-fn touched_files(edit: &Value) -> Result<Vec<PathBuf>, ToolError> {
+pub(crate) fn touched_files(edit: &Value) -> Result<Vec<PathBuf>, ToolError> {
     let to_path = |u: &str| {
         uri::to_path(u).ok_or_else(|| conflict(format!("the edit names a non-file URI {u:?}")))
     };
@@ -109,7 +109,11 @@ fn touched_files(edit: &Value) -> Result<Vec<PathBuf>, ToolError> {
 /// Refuse the whole edit when any file it touches may not be written in the caller's file
 /// scope: the file tools' `out_of_scope` answer for the first such file, naming the others.
 /// Returns each touched file's real path (what is read and written).
-pub fn check_scope(ctx: &CallCtx, edit: &Value) -> Result<BTreeMap<PathBuf, PathBuf>, ToolError> {
+pub fn check_scope(
+    ctx: &CallCtx,
+    edit: &Value,
+    tool: &str,
+) -> Result<BTreeMap<PathBuf, PathBuf>, ToolError> {
     let mut refused: Vec<(PathBuf, toolvisor_files::Error)> = Vec::new();
     let mut reals = BTreeMap::new();
     for path in touched_files(edit)? {
@@ -126,7 +130,7 @@ pub fn check_scope(ctx: &CallCtx, edit: &Value) -> Result<BTreeMap<PathBuf, Path
     let Some((_, first)) = refused.first() else {
         return Ok(reals);
     };
-    let mut err = first.to_tool_error("lsp_rename");
+    let mut err = first.to_tool_error(tool);
     if matches!(first, toolvisor_files::Error::Outside { .. }) {
         // The path came from the server, not the caller: say what can be done instead.
         err.hint = "the server's root reaches beyond the workdir: rename from a workdir that holds every file using the symbol, or edit by hand; the operator can lift this with `[files] allow_outside_workdir`".into();
@@ -168,7 +172,7 @@ pub fn plan_edit(
                 return Err(ToolError::new(
                     ErrorKind::NotAvailable,
                     format!(
-                        "the rename needs a file operation ({kind}), which lsp_rename does not apply"
+                        "the edit needs a file operation ({kind}), which lsp_rename and lsp_edit do not apply"
                     ),
                     "nothing was written; rename the file by hand, then the symbol",
                 ));
@@ -265,7 +269,7 @@ pub fn plan_edit(
 /// beneath the call's scope by its real path (a path that leads elsewhere now is refused),
 /// journaled first so a crash mid-way is rolled back at the next start, and the files already
 /// written put back if a later write fails.
-pub fn write_all(ctx: &CallCtx, changes: &[FileChange]) -> Result<(), ToolError> {
+pub fn write_all(ctx: &CallCtx, changes: &[FileChange], tool: &str) -> Result<(), ToolError> {
     let mut targets = Vec::with_capacity(changes.len());
     for c in changes {
         let text = c.path.to_str().ok_or_else(|| {
@@ -278,16 +282,16 @@ pub fn write_all(ctx: &CallCtx, changes: &[FileChange]) -> Result<(), ToolError>
         let target = ctx
             .scope
             .resolve(text, Access::Write)
-            .map_err(|e| e.to_tool_error("lsp_rename"))?;
+            .map_err(|e| e.to_tool_error(tool))?;
         if target.real != c.path {
             return Err(ToolError::new(
                 ErrorKind::Conflict,
                 format!(
-                    "{} now leads to {}: it changed while the rename was prepared; nothing was written",
+                    "{} now leads to {}: it changed while the edit was prepared; nothing was written",
                     c.path.display(),
                     target.real.display()
                 ),
-                "run lsp_rename again",
+                format!("run {tool} again"),
             ));
         }
         targets.push(target);
@@ -301,13 +305,8 @@ pub fn write_all(ctx: &CallCtx, changes: &[FileChange]) -> Result<(), ToolError>
             after: Some(c.new.as_bytes()),
         })
         .collect();
-    toolvisor_files::write::write_all(
-        "lsp_rename",
-        ctx.scope.root(),
-        &planned,
-        ctx.journal.as_deref(),
-    )
-    .map_err(|e| e.to_tool_error("lsp_rename"))
+    toolvisor_files::write::write_all(tool, ctx.scope.root(), &planned, ctx.journal.as_deref())
+        .map_err(|e| e.to_tool_error(tool))
 }
 
 /// [`check_scope`], [`plan_edit`] and [`write_all`] of a server's `WorkspaceEdit`, on the
@@ -318,19 +317,20 @@ pub async fn apply_off_thread(
     shared: &Arc<ServerShared>,
     edit: Value,
     enc: Encoding,
+    tool: &'static str,
 ) -> Result<Vec<FileChange>, ToolError> {
     let (ctx, shared) = (ctx.clone(), shared.clone());
     tokio::task::spawn_blocking(move || {
-        let reals = check_scope(&ctx, &edit)?;
+        let reals = check_scope(&ctx, &edit, tool)?;
         let changes = plan_edit(&ctx, &shared, &edit, enc, &reals)?;
-        write_all(&ctx, &changes)?;
+        write_all(&ctx, &changes, tool)?;
         Ok(changes)
     })
     .await
     .unwrap_or_else(|e| {
         Err(ToolError::new(
             ErrorKind::Internal,
-            format!("the rename's file work failed: {e}"),
+            format!("the {tool} file work failed: {e}"),
             "report this as a bug; check the files the rename names",
         ))
     })
@@ -406,7 +406,7 @@ impl LanguageServers {
         // The server's root may be above the workdir: its edit can reach files the caller
         // may not write. All of them are checked before anything is read or written.
         let _sync = opened.shared.sync_lock.lock().await;
-        let changes = apply_off_thread(ctx, &opened.shared, edit, enc).await?;
+        let changes = apply_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;
         drop(_sync);
         let total: usize = changes.iter().map(|c| c.edits).sum();
         let files: Vec<Value> = changes
@@ -487,7 +487,7 @@ mod tests {
                 uris.iter().map(|u| (u.to_string(), json!([]))).collect();
             json!({ "changes": map })
         };
-        let reals = check_scope(&ctx, &changes(&[&inside])).unwrap();
+        let reals = check_scope(&ctx, &changes(&[&inside]), "lsp_rename").unwrap();
         assert_eq!(reals.values().collect::<Vec<_>>(), [&work.join("a.py")]);
         // A text edit, a created file, either end of a renamed file, a deleted file: each
         // outside refuses the whole edit, naming it.
@@ -499,7 +499,7 @@ mod tests {
             json!({"kind": "delete", "uri": outside}),
         ] {
             let edit = json!({"documentChanges": [text_edit(&inside), outside_part]});
-            let e = check_scope(&ctx, &edit).unwrap_err();
+            let e = check_scope(&ctx, &edit, "lsp_rename").unwrap_err();
             assert_eq!(e.kind, ErrorKind::OutOfScope, "{e}");
             assert!(e.message.starts_with("lsp_rename: "), "{e}");
             assert!(
@@ -510,7 +510,8 @@ mod tests {
             assert!(e.hint.contains("allow_outside_workdir"), "{e}");
         }
         let third = uri::from_path(&base.join("c.py"));
-        let e = check_scope(&ctx, &changes(&[&inside, &outside, &third])).unwrap_err();
+        let e =
+            check_scope(&ctx, &changes(&[&inside, &outside, &third]), "lsp_rename").unwrap_err();
         assert!(e.message.contains("and 1 more"), "{e}");
     }
 
@@ -534,14 +535,19 @@ mod tests {
             new: new.into(),
             edits: 1,
         };
-        write_all(&ctx, &[change(&a, "1", "one"), change(&b, "2", "two")]).unwrap();
+        write_all(
+            &ctx,
+            &[change(&a, "1", "one"), change(&b, "2", "two")],
+            "lsp_rename",
+        )
+        .unwrap();
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "one");
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "two");
         // A later file that cannot be written (a directory) puts back the earlier ones.
         let dir = base.join("d");
         std::fs::create_dir(&dir).unwrap();
         let bad = [change(&a, "one", "uno"), change(&dir, "", "x")];
-        assert!(write_all(&ctx, &bad).is_err());
+        assert!(write_all(&ctx, &bad, "lsp_rename").is_err());
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "one");
         let left: Vec<_> = std::fs::read_dir(&base)
             .unwrap()
@@ -569,10 +575,9 @@ mod tests {
             {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
              "newText": "y"}
         ]}});
-        let apply =
-            tokio::spawn(
-                async move { apply_off_thread(&ctx, &shared, edit, Encoding::Utf16).await },
-            );
+        let apply = tokio::spawn(async move {
+            apply_off_thread(&ctx, &shared, edit, Encoding::Utf16, "lsp_rename").await
+        });
         // Let the edit start and block reading the FIFO, then feed it from this runtime.
         tokio::task::yield_now().await;
         fifo.feed("x = 1\n").await;

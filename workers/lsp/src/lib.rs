@@ -1,24 +1,30 @@
-//! Language servers for the `lsp`, `lsp_rename` and `synced_write` tools, and the
+//! Language servers for the `lsp`, `lsp_rename`, `lsp_edit` and `synced_write` tools, and the
 //! diagnostics folded into file writes.
 //!
 //! One server per (language, root, mode), shared by every conversation on that root whose run
 //! has the same trust in it ([`trust`]: an untrusted root gets the restricted mode), each an
 //! actor ([`server::ServerActor`]) under the daemon's `language_servers` kind supervisor; the
 //! [`servers::LanguageServers`] manager applies the start rule (root marker AND binary),
-//! starts servers, waits for readiness, and answers the ops ([`ops`], [`edit`], [`checker`]).
+//! starts servers, waits for readiness, and answers the ops ([`ops`], [`edit`], [`checker`],
+//! [`hierarchy`], [`check`], [`lsp_edit`], [`symbol_edit`], [`actions`]).
 
 #![forbid(unsafe_code)]
 
+mod actions;
+mod check;
 mod checker;
 mod config;
 mod edit;
+mod hierarchy;
 mod ledger;
 mod locate;
+mod lsp_edit;
 mod ops;
 mod position;
 mod render;
 mod server;
 mod servers;
+mod symbol_edit;
 mod trust;
 mod uri;
 

@@ -96,7 +96,7 @@ fn invalid(msg: String, hint: &str) -> ToolError {
     ToolError::new(ErrorKind::InvalidArgs, msg, hint)
 }
 
-fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
+pub(crate) fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
     match e {
         RpcError::Timeout { method, after_ms } => ToolError::new(
             ErrorKind::Timeout,
@@ -111,6 +111,20 @@ fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
             ErrorKind::ResourceFailed,
             format!("language server {} crashed while answering", shared.id),
             "it is being restarted; retry the call",
+        ),
+        // Method Not Found: the server does not implement the request at all (pylsp has no
+        // `workspace/symbol`); nothing about the caller's position or file is wrong.
+        RpcError::Server {
+            method,
+            code: -32601,
+            message,
+        } => ToolError::new(
+            ErrorKind::NotAvailable,
+            format!(
+                "language server {} does not implement `{method}`: {message} (code -32601)",
+                shared.id
+            ),
+            "this server cannot answer that op; use another op or another server (`[lsp]` servers), or grep",
         ),
         RpcError::Server {
             method,
@@ -252,6 +266,11 @@ impl LanguageServers {
         }
     }
 
+    /// The `server` object of an answer (for the ops in other modules).
+    pub(crate) fn server_info_of(&self, opened: &Opened) -> Value {
+        self.server_info(opened)
+    }
+
     fn server_info(&self, opened: &Opened) -> Value {
         json!({
             "id": opened.shared.id,
@@ -305,6 +324,8 @@ impl LanguageServers {
             },
             "definition" | "type_definition" | "implementation" | "references" | "hover"
             | "code_actions" => self.navigate(ctx, &args).await,
+            "call_hierarchy" => self.call_hierarchy(ctx, &args).await,
+            "check_edit" => self.check_edit(ctx, &args).await,
             other => Err(invalid(
                 format!("lsp: unknown op {other:?}"),
                 "see the tool's schema",
@@ -430,7 +451,7 @@ impl LanguageServers {
         }
     }
 
-    async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {
+    pub(crate) async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {
         let shared = &opened.shared;
         let deadline = Instant::now() + shared.waits.diagnostics;
         let settle = shared.waits.settle;
@@ -594,39 +615,19 @@ impl LanguageServers {
                 Ok(json!({"text": text, "markdown": md, "server": server}))
             }
             "code_actions" => {
-                let actions: Vec<Value> = result
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .take(CODE_ACTIONS_MAX)
-                    .map(|a| {
-                        json!({"title": a.get("title").and_then(Value::as_str).unwrap_or(""),
-                            "kind": a.get("kind").and_then(Value::as_str),
-                            "preferred": a.get("isPreferred").and_then(Value::as_bool).unwrap_or(false)})
-                    })
-                    .collect();
-                let mut text: String = actions
-                    .iter()
-                    .map(|a| {
-                        format!(
-                            "- {}{}{}\n",
-                            a["title"].as_str().unwrap_or(""),
-                            a["kind"]
-                                .as_str()
-                                .map(|k| format!(" ({k})"))
-                                .unwrap_or_default(),
-                            if a["preferred"] == true {
-                                " [preferred]"
-                            } else {
-                                ""
-                            }
-                        )
-                    })
-                    .collect();
-                if actions.is_empty() {
-                    text = format!("no code actions offered for {here}\n");
-                }
+                let raw = result.as_array().cloned().unwrap_or_default();
+                let (ordered, text, actions) =
+                    crate::actions::render(raw, &opened.uri, line as u64, CODE_ACTIONS_MAX, &here);
+                self.actions.remember(
+                    &ctx.run,
+                    crate::actions::Listed {
+                        server: opened.shared.id.clone(),
+                        path: opened.path.clone(),
+                        uri: opened.uri.clone(),
+                        version: opened.version,
+                        actions: ordered,
+                    },
+                );
                 Ok(json!({"text": text, "actions": actions, "server": server}))
             }
             _ => {
@@ -716,6 +717,11 @@ impl LanguageServers {
             }
             None => self.open_any(ctx).await?,
         };
+        require(
+            &opened,
+            "workspaceSymbolProvider",
+            "workspace symbols (`symbols` with `query`)",
+        )?;
         self.ready_for(&opened.shared, &opened.uri).await?;
         let result = self
             .request(&mut opened, "workspace/symbol", json!({"query": query}))
@@ -1055,6 +1061,22 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
+/// `not_available` unless the server of `opened` advertises `cap`: names the server (its
+/// program and id) and the capability it lacks, so the caller knows which op to use instead.
+pub fn require(opened: &Opened, cap: &str, what: &str) -> Result<(), ToolError> {
+    if opened.conn.supports(cap) {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorKind::NotAvailable,
+        format!(
+            "{} ({}) does not offer {what}: it does not advertise `{cap}`",
+            opened.conn.name, opened.shared.id
+        ),
+        "use another op or grep; a project can configure another server for the language (`[lsp]`)",
+    ))
+}
+
 fn need<'a>(v: &'a Option<String>, op: &str, field: &str) -> Result<&'a str, ToolError> {
     v.as_deref().ok_or_else(|| {
         invalid(
@@ -1110,4 +1132,36 @@ fn find_source(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_method_the_server_lacks_is_not_available_naming_server_and_method() {
+        let shared = crate::server::tests::shared("pylsp");
+        let e = rpc_error(
+            &shared,
+            RpcError::Server {
+                method: "workspace/symbol".into(),
+                code: -32601,
+                message: "Method Not Found: workspace/symbol".into(),
+            },
+        );
+        assert_eq!(e.kind, ErrorKind::NotAvailable, "{e}");
+        assert!(e.message.contains(&shared.id), "{e}");
+        assert!(e.message.contains("`workspace/symbol`"), "{e}");
+        assert!(!e.hint.contains("position"), "{e}");
+        // Other server errors keep their kinds.
+        let e = rpc_error(
+            &shared,
+            RpcError::Server {
+                method: "textDocument/hover".into(),
+                code: -32603,
+                message: "boom".into(),
+            },
+        );
+        assert_eq!(e.kind, ErrorKind::ResourceFailed, "{e}");
+    }
 }

@@ -175,12 +175,12 @@ pub struct ServerShared {
     conn: watch::Sender<Option<Arc<Conn>>>,
     /// Bumped on every progress, status, diagnostics or connection change.
     events: watch::Sender<u64>,
-    docs: Mutex<HashMap<String, Doc>>,
+    pub(crate) docs: Mutex<HashMap<String, Doc>>,
     /// Serializes document syncs so versions reach the server in order.
     pub sync_lock: tokio::sync::Mutex<()>,
     /// Serializes starts of this server.
     pub start_lock: tokio::sync::Mutex<()>,
-    diags: Mutex<HashMap<String, Published>>,
+    pub(crate) diags: Mutex<HashMap<String, Published>>,
     diag_seq: AtomicU64,
     /// `diag_seq` when a change to any document was last sent: a publish for a document
     /// that did not change is current only if it came after that (its imports may have).
@@ -845,6 +845,10 @@ fn client_capabilities() -> Value {
                 "refactor.rewrite", "source", "source.organizeImports"]}},
                 "isPreferredSupport": true},
             "rename": {"prepareSupport": true},
+            // typescript-language-server offers call hierarchy only to a client that says it
+            // takes it.
+            "callHierarchy": {"dynamicRegistration": false},
+            "formatting": {"dynamicRegistration": false},
         },
         "workspace": {
             "symbol": {},

@@ -206,6 +206,8 @@ pub struct LanguageServers {
     policy: RestartPolicy,
     table: Mutex<HashMap<String, Arc<ServerShared>>>,
     pub ledger: Ledger,
+    /// The last `code_actions` answer of each run, for `lsp_edit apply_code_action`.
+    pub actions: crate::actions::Memory,
     /// Which roots each run may let servers and checkers execute code of.
     pub trust: Trust,
     /// rustup's default toolchain, for `{rustup_default_toolchain}` in `untrusted_env`.
@@ -269,6 +271,7 @@ impl LanguageServers {
             policy: policy.with_restart(Restart::Transient),
             table: Mutex::new(HashMap::new()),
             ledger,
+            actions: crate::actions::Memory::default(),
             trust: Trust::new(trusted_roots),
             rustup_default,
         }

@@ -1,0 +1,234 @@
+//! `lsp call_hierarchy` against real servers on multi-file projects: who calls a function
+//! (each call site, across files) and what it calls; a server without the capability is
+//! `not_available` naming it and `callHierarchyProvider`.
+
+use serde_json::{Value, json};
+use toolvisor_protocol::error::ErrorKind;
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::lsp::{err_in, lsp_config, ok_in, project, require};
+
+fn callers(v: &Value) -> Vec<String> {
+    v["incoming"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}:{}:{}",
+                c["path"].as_str().unwrap(),
+                c["line"],
+                c["caller"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+fn callees(v: &Value) -> Vec<String> {
+    v["outgoing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["callee"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const PY_UTIL: &str = "def helper(x: int) -> int:\n    return x * 2\n\n\ndef scale(x: int) -> int:\n    return helper(x) + helper(1)\n";
+const PY_MAIN: &str =
+    "from app.util import helper, scale\n\n\ndef run() -> int:\n    return helper(3) + scale(4)\n";
+
+#[test]
+fn pyright_incoming_and_outgoing_calls_across_files() {
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", "[project]\nname = \"demo\"\n"),
+        ("app/__init__.py", ""),
+        ("app/util.py", PY_UTIL),
+        ("app/main.py", PY_MAIN),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "app/util.py", "line": 1, "symbol": "helper"}),
+    );
+    let got = callers(&v);
+    for want in ["app/main.py:5:run", "app/util.py:6:scale"] {
+        assert!(got.contains(&want.to_string()), "missing {want}: {v}");
+    }
+    assert_eq!(
+        v["incoming_total"], 3,
+        "two calls in scale, one in run: {v}"
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("app/main.py:5: in function run — return helper(3) + scale(4)"),
+        "{text}"
+    );
+    // Outgoing from scale: helper, called twice.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "app/util.py", "line": 5, "symbol": "scale"}),
+    );
+    assert_eq!(callees(&v), ["helper"], "{v}");
+    assert_eq!(v["outgoing"][0]["calls"], 2, "{v}");
+    assert_eq!(v["outgoing"][0]["line"], 1, "{v}");
+    // Not a function: said so, not an empty list.
+    let e = err_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "app/main.py", "line": 1, "symbol": "from"}),
+    );
+    assert_eq!(e.kind, ErrorKind::InvalidArgs, "{e}");
+}
+
+#[test]
+fn clangd_incoming_calls_across_files() {
+    require("clangd");
+    let p = project(&[
+        ("compile_commands.json", "[]"),
+        ("util.h", "int add(int a, int b);\nint twice(int a);\n"),
+        (
+            "util.c",
+            "#include \"util.h\"\n\nint add(int a, int b) {\n    return a + b;\n}\n\nint twice(int a) {\n    return add(a, a);\n}\n",
+        ),
+        (
+            "main.c",
+            "#include \"util.h\"\n\nint main(void) {\n    return add(1, 2) + twice(3);\n}\n",
+        ),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    // clangd indexes the other files in the background; open them so they are known.
+    ok_in(&d, w, "lsp", json!({"op": "symbols", "file": "main.c"}));
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "util.c", "line": 3, "symbol": "add"}),
+    );
+    let got = callers(&v);
+    for want in ["main.c:4:main", "util.c:8:twice"] {
+        assert!(got.contains(&want.to_string()), "missing {want}: {v}");
+    }
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "util.c", "line": 7, "symbol": "twice"}),
+    );
+    // Outgoing calls: clangd answers them, or the answer says it does not.
+    if v["outgoing_note"].is_null() {
+        assert_eq!(callees(&v), ["add"], "{v}");
+    } else {
+        assert!(
+            v["text"]
+                .as_str()
+                .unwrap()
+                .contains("outgoing calls: not offered"),
+            "{v}"
+        );
+    }
+}
+
+#[test]
+fn typescript_incoming_and_outgoing_calls() {
+    require("typescript-language-server");
+    let p = project(&[
+        (
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true}}\n",
+        ),
+        (
+            "src/util.ts",
+            "export function helper(x: number): number {\n    return x * 2;\n}\n",
+        ),
+        (
+            "src/main.ts",
+            "import { helper } from \"./util\";\n\nexport function run(): number {\n    return helper(1) + helper(2);\n}\n",
+        ),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "symbols", "file": "src/main.ts"}),
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "src/util.ts", "line": 1, "symbol": "helper"}),
+    );
+    assert!(
+        callers(&v).contains(&"src/main.ts:4:run".to_string()),
+        "{v}"
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "src/main.ts", "line": 3, "symbol": "run"}),
+    );
+    assert_eq!(callees(&v), ["helper"], "{v}");
+}
+
+#[test]
+fn pylsp_has_no_call_hierarchy_and_says_so() {
+    require("pylsp");
+    let p = project(&[("pyproject.toml", ""), ("app/util.py", PY_UTIL)]);
+    let d = TestDaemon::start(&lsp_config(
+        "[lsp.languages.python]\nextensions = [\"py\"]\nmarkers = [\"pyproject.toml\"]\nservers = [[\"pylsp\"]]\n",
+    ));
+    let e = err_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "app/util.py", "line": 1, "symbol": "helper"}),
+    );
+    assert_eq!(e.kind, ErrorKind::NotAvailable, "{e}");
+    assert!(e.message.contains("pylsp"), "{e}");
+    assert!(e.message.contains("callHierarchyProvider"), "{e}");
+}
+
+#[test]
+fn rust_analyzer_incoming_and_outgoing_calls_across_modules() {
+    require("rust-analyzer");
+    let p = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"calls\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub mod util;\n\npub fn run() -> i32 {\n    util::helper(1) + util::helper(2)\n}\n",
+        ),
+        (
+            "src/util.rs",
+            "pub fn helper(x: i32) -> i32 {\n    x * 2\n}\n",
+        ),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "src/util.rs", "line": 1, "symbol": "helper"}),
+    );
+    assert_eq!(callers(&v), ["src/lib.rs:4:run", "src/lib.rs:4:run"], "{v}");
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "src/lib.rs", "line": 3, "symbol": "run"}),
+    );
+    assert_eq!(callees(&v), ["helper"], "{v}");
+    assert_eq!(v["outgoing"][0]["path"], "src/util.rs", "{v}");
+}

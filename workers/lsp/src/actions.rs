@@ -1,0 +1,356 @@
+//! `code_actions` answers that say which line each action is for, and the memory of the last
+//! answer per run that `lsp_edit apply_code_action` applies an action of by its index.
+//!
+//! The request carries the diagnostics of the asked line and its neighbours (a parser reports
+//! a missing token on the next line), so a server answers with fixes for those neighbours too;
+//! each action names its range, and one for another line is listed after the asked line's,
+//! labelled with its line.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use toolvisor_files::paths::Access;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::LspEditArgs;
+
+use crate::ops::CallCtx;
+use crate::render::show_path;
+use crate::servers::LanguageServers;
+
+/// Runs whose last `code_actions` answer is remembered; the oldest is forgotten first.
+pub const REMEMBERED_RUNS: usize = 256;
+
+/// One `code_actions` answer as listed: the actions in the order of their indexes.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    /// The server that offered them (`ServerShared::id`).
+    pub server: String,
+    pub path: PathBuf,
+    pub uri: String,
+    /// The document version the actions were computed for.
+    pub version: i32,
+    /// The server's actions (`CodeAction` or `Command`), raw, in index order.
+    pub actions: Vec<Value>,
+}
+
+/// The last `code_actions` answer of each run (bounded by [`REMEMBERED_RUNS`]).
+#[derive(Debug, Default)]
+pub struct Memory {
+    runs: Mutex<VecDeque<(String, Listed)>>,
+}
+
+impl Memory {
+    pub fn remember(&self, run: &str, listed: Listed) {
+        let mut runs = crate::server::lock(&self.runs);
+        runs.retain(|(r, _)| r != run);
+        runs.push_back((run.to_string(), listed));
+        while runs.len() > REMEMBERED_RUNS {
+            runs.pop_front();
+        }
+    }
+
+    pub fn get(&self, run: &str) -> Option<Listed> {
+        crate::server::lock(&self.runs)
+            .iter()
+            .find(|(r, _)| r == run)
+            .map(|(_, l)| l.clone())
+    }
+}
+
+/// A bare `Command` (its `command` is the command's name) rather than a `CodeAction`.
+pub fn is_bare_command(a: &Value) -> bool {
+    a.get("command").is_some_and(Value::is_string)
+}
+
+/// The 0-based (start, end) lines an action is for in the document `uri`: its first
+/// diagnostic's range, else its first edit's in that document; `None` when it names neither
+/// (a refactoring offered at the asked position, or one to be resolved).
+pub fn action_lines(a: &Value, uri: &str) -> Option<(u64, u64)> {
+    let lines = |r: &Value| {
+        Some((
+            r.pointer("/start/line")?.as_u64()?,
+            r.pointer("/end/line")?.as_u64()?,
+        ))
+    };
+    if let Some(r) = a.pointer("/diagnostics/0/range").and_then(lines) {
+        return Some(r);
+    }
+    let edit = a.get("edit")?;
+    if let Some(r) = edit
+        .get("changes")
+        .and_then(|c| c.get(uri))
+        .and_then(|e| e.pointer("/0/range"))
+        .and_then(lines)
+    {
+        return Some(r);
+    }
+    edit.get("documentChanges")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter(|c| c.pointer("/textDocument/uri").and_then(Value::as_str) == Some(uri))
+        .find_map(|c| c.pointer("/edits/0/range").and_then(lines))
+}
+
+/// Orders `actions` (the asked line's first, then the neighbours', each group in the server's
+/// order), cut at `max`, and renders them: `(ordered raw actions, text, items)`. `line` is the
+/// asked 1-based line; `here` names it for the empty answer.
+pub fn render(
+    actions: Vec<Value>,
+    uri: &str,
+    line: u64,
+    max: usize,
+    here: &str,
+) -> (Vec<Value>, String, Vec<Value>) {
+    let asked = line - 1;
+    let (mut on, mut off): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
+    for a in actions {
+        let lines = action_lines(&a, uri);
+        match lines {
+            Some((s, e)) if !(s <= asked && asked <= e) => off.push((a, lines)),
+            _ => on.push((a, lines)),
+        }
+    }
+    let total_on = on.len();
+    let ordered: Vec<(Value, Option<(u64, u64)>)> = on.into_iter().chain(off).take(max).collect();
+    let mut text = String::new();
+    let mut items = Vec::new();
+    for (i, (a, lines)) in ordered.iter().enumerate() {
+        let title = a.get("title").and_then(Value::as_str).unwrap_or("");
+        let kind = a.get("kind").and_then(Value::as_str);
+        let preferred = a
+            .get("isPreferred")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let (start, end) = lines.map_or((line, line), |(s, e)| (s + 1, e + 1));
+        let on_line = i < total_on;
+        let applies = if is_bare_command(a) {
+            "command"
+        } else if a.get("edit").is_some() {
+            "edit"
+        } else if a.get("command").is_some() {
+            "command"
+        } else {
+            "resolve"
+        };
+        let span = if end > start {
+            format!("lines {start}-{end}")
+        } else {
+            format!("line {start}")
+        };
+        text.push_str(&format!(
+            "[{i}] {span}{}: {title}{}{}\n",
+            if on_line {
+                String::new()
+            } else {
+                format!(" (not line {line}: a fix for a neighbouring line's diagnostic)")
+            },
+            kind.map(|k| format!(" ({k})")).unwrap_or_default(),
+            if preferred { " [preferred]" } else { "" }
+        ));
+        items.push(
+            json!({"index": i, "title": title, "kind": kind, "preferred": preferred,
+            "line": start, "end_line": end, "on_line": on_line, "applies": applies}),
+        );
+    }
+    if ordered.is_empty() {
+        text = format!("no code actions offered for {here}\n");
+    }
+    (ordered.into_iter().map(|(a, _)| a).collect(), text, items)
+}
+
+impl LanguageServers {
+    /// The file and the action titles of `run`'s last `code_actions` answer, in index order
+    /// (for the approval line of `lsp_edit apply_code_action`).
+    pub fn actions_of(&self, run: &str) -> Option<(String, Vec<String>)> {
+        let listed = self.actions.get(run)?;
+        let titles = listed
+            .actions
+            .iter()
+            .map(|a| {
+                a.get("title")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect();
+        Some((listed.path.display().to_string(), titles))
+    }
+}
+
+fn stale(what: String) -> ToolError {
+    ToolError::new(
+        ErrorKind::Conflict,
+        what,
+        "nothing was written; call `lsp code_actions` again and apply an index from that answer",
+    )
+}
+
+impl LanguageServers {
+    /// `lsp_edit apply_code_action {index}`: the action `index` of the run's last
+    /// `code_actions` answer, resolved (`codeAction/resolve`) when it came without its edit
+    /// and the server resolves actions, then written all or nothing like `lsp_rename`.
+    /// An action that is only a command is `not_available`: its edits would come back as a
+    /// `workspace/applyEdit` request, outside the all-or-nothing write.
+    pub(crate) async fn apply_code_action(
+        &self,
+        ctx: &CallCtx,
+        args: &LspEditArgs,
+    ) -> Result<Value, ToolError> {
+        let index = args.index.ok_or_else(|| {
+            ToolError::new(
+                ErrorKind::InvalidArgs,
+                "lsp_edit apply_code_action: missing required argument `index`",
+                "give the `[index]` of an action from this run's last `lsp code_actions` answer",
+            )
+        })? as usize;
+        let listed = self.actions.get(&ctx.run).ok_or_else(|| {
+            ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "run {} has no `lsp code_actions` answer to apply from",
+                    ctx.run
+                ),
+                "call `lsp code_actions` first (file, line, symbol), then apply one of its indexes",
+            )
+        })?;
+        let shown = show_path(&listed.path, &ctx.workdir);
+        let Some(action) = listed.actions.get(index).cloned() else {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "this run's last code_actions answer ({shown}) listed {} actions; there is no index {index}",
+                    listed.actions.len()
+                ),
+                "give an index that answer listed, or call `lsp code_actions` again",
+            ));
+        };
+        let title = action
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let file = listed.path.to_str().unwrap_or_default().to_string();
+        let path = ctx.resolve("lsp_edit", &file, Access::Write)?;
+        let mut opened = self.open(&path, &ctx.run).await?;
+        if opened.shared.id != listed.server || opened.version != listed.version {
+            return Err(stale(format!(
+                "{shown} changed since `code_actions` listed [{index}] \"{title}\" (version {} then, {} now)",
+                listed.version, opened.version
+            )));
+        }
+        let mut action = action;
+        let resolves = opened
+            .conn
+            .caps
+            .pointer("/codeActionProvider/resolveProvider")
+            == Some(&Value::Bool(true));
+        if !is_bare_command(&action) && action.get("edit").is_none() && resolves {
+            action = self
+                .request(&mut opened, "codeAction/resolve", action)
+                .await?;
+        }
+        let command = if is_bare_command(&action) {
+            action.get("command").and_then(Value::as_str)
+        } else {
+            action.pointer("/command/command").and_then(Value::as_str)
+        }
+        .map(str::to_string);
+        let Some(edit) = action.get("edit").filter(|e| !e.is_null()).cloned() else {
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                match &command {
+                    Some(c) => format!(
+                        "[{index}] \"{title}\" from {} is a command only (`{c}`), with no edit to write: toolvisor does not run server commands (their edits would come back outside the all-or-nothing write)",
+                        opened.conn.name
+                    ),
+                    None => format!(
+                        "{} gave no edit for [{index}] \"{title}\"{}",
+                        opened.conn.name,
+                        if resolves {
+                            " even when resolved"
+                        } else {
+                            " (and does not resolve actions)"
+                        }
+                    ),
+                },
+                "apply the change by hand (edit, or lsp_edit's symbol edits)",
+            ));
+        };
+        let mut out = self
+            .write_edit(ctx, &opened, edit, format!("applied [{index}] \"{title}\""))
+            .await?;
+        if let Some(c) = command {
+            let note = format!(
+                "the action's command `{c}` was not run (toolvisor runs no server commands)\n"
+            );
+            out["text"] = json!(format!("{}{note}", out["text"].as_str().unwrap_or("")));
+            out["command_not_run"] = json!(c);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(l: u64) -> Value {
+        json!({"start": {"line": l, "character": 0}, "end": {"line": l, "character": 1}})
+    }
+
+    #[test]
+    fn actions_name_their_lines_and_neighbours_come_last_labelled() {
+        let uri = "file:///w/a.c";
+        let actions = vec![
+            json!({"title": "fix next", "diagnostics": [{"range": range(2)}]}),
+            json!({"title": "fix here", "diagnostics": [{"range": range(1)}], "isPreferred": true}),
+            json!({"title": "by edit", "edit": {"changes": {uri: [{"range": range(3), "newText": ""}]}}}),
+            json!({"title": "refactor", "kind": "refactor"}),
+            json!({"title": "cmd", "command": "do.it"}),
+        ];
+        let (ordered, text, items) = render(actions, uri, 2, 50, "x");
+        let titles: Vec<_> = ordered
+            .iter()
+            .map(|a| a["title"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            titles,
+            ["fix here", "refactor", "cmd", "fix next", "by edit"]
+        );
+        assert_eq!(items[0]["line"], 2);
+        assert_eq!(items[0]["on_line"], true);
+        assert_eq!(items[3]["line"], 3);
+        assert_eq!(items[3]["on_line"], false);
+        assert_eq!(items[4]["line"], 4);
+        assert_eq!(items[2]["applies"], "command");
+        assert_eq!(items[1]["applies"], "resolve");
+        assert!(text.contains("[0] line 2: fix here [preferred]"), "{text}");
+        assert!(text.contains("[3] line 3 (not line 2"), "{text}");
+        // Cut at max, indexes stay the listing's.
+        let (ordered, _, items) = render(vec![json!({"title": "a"}); 5], uri, 1, 3, "x");
+        assert_eq!(ordered.len(), 3);
+        assert_eq!(items[2]["index"], 2);
+    }
+
+    #[test]
+    fn memory_keeps_the_last_answer_per_run_and_is_bounded() {
+        let m = Memory::default();
+        let listed = |n: usize| Listed {
+            server: "s".into(),
+            path: PathBuf::from("/a"),
+            uri: "file:///a".into(),
+            version: n as i32,
+            actions: vec![],
+        };
+        m.remember("r", listed(1));
+        m.remember("r", listed(2));
+        assert_eq!(m.get("r").unwrap().version, 2);
+        for i in 0..REMEMBERED_RUNS {
+            m.remember(&format!("other{i}"), listed(0));
+        }
+        assert!(m.get("r").is_none(), "the oldest run is forgotten");
+        assert!(m.get("other1").is_some());
+    }
+}

@@ -1,0 +1,242 @@
+//! `lsp call_hierarchy`: who calls a symbol and what it calls, addressed by line + symbol
+//! like the other position ops (`textDocument/prepareCallHierarchy`, then
+//! `callHierarchy/incomingCalls` and `callHierarchy/outgoingCalls`), each list bounded.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use toolvisor_files::paths::Access;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::LspArgs;
+
+use crate::ops::{CallCtx, Opened, require};
+use crate::position;
+use crate::render::{self, Sources};
+use crate::servers::LanguageServers;
+use crate::uri;
+
+/// Calls listed per direction; the total is always counted.
+pub const CALLS_MAX: usize = 50;
+
+fn missing(field: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::InvalidArgs,
+        format!("lsp call_hierarchy: missing required argument `{field}`"),
+        "call_hierarchy needs `file`, `line` (1-based) and `symbol` (a substring on that line naming the function)",
+    )
+}
+
+/// One end of a call as shown: where it is and the line there.
+struct Site {
+    path: String,
+    line: u64,
+    name: String,
+    kind: &'static str,
+    text: String,
+    outside: bool,
+}
+
+fn site(
+    item: &Value,
+    range: &Value,
+    ctx: &CallCtx,
+    sources: &mut Sources<'_>,
+) -> Option<(Site, std::path::PathBuf)> {
+    let u = item.get("uri").and_then(Value::as_str)?;
+    let p = uri::to_path(u)?;
+    let line0 = range.pointer("/start/line").and_then(Value::as_u64)?;
+    let outside = !sources.readable(&p);
+    let text = if outside {
+        render::OUTSIDE_NOTE.to_string()
+    } else {
+        sources.line(&p, line0 as usize).unwrap_or_default()
+    };
+    Some((
+        Site {
+            path: render::show_path(&p, &ctx.workdir),
+            line: line0 + 1,
+            name: item
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            kind: render::symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)),
+            text: text.trim().to_string(),
+            outside,
+        },
+        p,
+    ))
+}
+
+impl LanguageServers {
+    /// `lsp call_hierarchy {file, line, symbol, occurrence?}`.
+    pub async fn call_hierarchy(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
+        let file = args.file.as_deref().ok_or_else(|| missing("file"))?;
+        let line = args.line.ok_or_else(|| missing("line"))? as usize;
+        let symbol = args
+            .symbol
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| missing("symbol"))?;
+        let path = ctx.resolve("lsp", file, Access::Read)?;
+        let mut opened = self.open(&path, &ctx.run).await?;
+        let shown = render::show_path(&path, &ctx.workdir);
+        let (src, byte) = position::locate(
+            &opened.text,
+            &shown,
+            line,
+            symbol,
+            args.occurrence.map(|o| o as usize),
+        )?;
+        require(&opened, "callHierarchyProvider", "call hierarchy")?;
+        // Callers are index-wide: a list from a server still indexing looks complete.
+        self.ready(&opened.shared).await?;
+        let enc = opened.conn.encoding;
+        let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
+        let here = format!("`{symbol}` at {shown}:{line}");
+        let params = json!({"textDocument": {"uri": opened.uri}, "position": pos});
+        let asked = Instant::now();
+        let items = self
+            .request(&mut opened, "textDocument/prepareCallHierarchy", params)
+            .await?;
+        let Some(item) = items.as_array().and_then(|a| a.first()).cloned() else {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!("{here} is not a function or method the server can show calls of"),
+                "point at the name of a function, method or constructor (its definition or a call)",
+            ));
+        };
+        let incoming = self
+            .request(
+                &mut opened,
+                "callHierarchy/incomingCalls",
+                json!({"item": item}),
+            )
+            .await?;
+        // A server may implement only one direction: the other is a note, not a failure.
+        let outgoing = match self
+            .request(
+                &mut opened,
+                "callHierarchy/outgoingCalls",
+                json!({"item": item}),
+            )
+            .await
+        {
+            Ok(v) => Ok(v),
+            Err(e) if e.kind == ErrorKind::NotAvailable => Err(e.message),
+            Err(e) => return Err(e),
+        };
+        let request_ms = asked.elapsed().as_secs_f64() * 1000.0;
+        Ok(self.render_calls(ctx, &opened, &item, &incoming, outgoing, request_ms))
+    }
+
+    fn render_calls(
+        &self,
+        ctx: &CallCtx,
+        opened: &Opened,
+        item: &Value,
+        incoming: &Value,
+        outgoing: Result<Value, String>,
+        request_ms: f64,
+    ) -> Value {
+        let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
+        let readable = |p: &Path| ctx.may_read(p);
+        let read = |p: &Path| ctx.read_text(p).ok();
+        let mut sources = Sources::new(&open_text, &readable, &read);
+        let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+        let mut text = String::new();
+        // Incoming: each caller, at each of its call sites (its `fromRanges`).
+        let mut callers = Vec::new();
+        for call in incoming.as_array().into_iter().flatten() {
+            let Some(from) = call.get("from") else {
+                continue;
+            };
+            let ranges: Vec<Value> = match call.get("fromRanges").and_then(Value::as_array) {
+                Some(r) if !r.is_empty() => r.clone(),
+                _ => vec![from.get("selectionRange").cloned().unwrap_or(Value::Null)],
+            };
+            for r in ranges {
+                if let Some((s, _)) = site(from, &r, ctx, &mut sources) {
+                    callers.push(s);
+                }
+            }
+        }
+        callers.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+        let (in_total, in_cut) = (callers.len(), callers.len() > CALLS_MAX);
+        text.push_str(&format!("incoming calls of {name} ({in_total}):\n"));
+        if callers.is_empty() {
+            text.push_str("  none found\n");
+        }
+        let mut in_items = Vec::new();
+        for s in callers.iter().take(CALLS_MAX) {
+            text.push_str(&format!(
+                "  {}:{}: in {} {} — {}\n",
+                s.path, s.line, s.kind, s.name, s.text
+            ));
+            in_items.push(json!({"path": s.path, "line": s.line, "caller": s.name,
+                "kind": s.kind, "text": if s.outside { "" } else { &s.text }, "outside": s.outside}));
+        }
+        if in_cut {
+            text.push_str(&format!(
+                "  (showing {CALLS_MAX} of {in_total} call sites; the list was cut)\n"
+            ));
+        }
+        // Outgoing: each callee, where it is defined, and how often this symbol calls it.
+        let mut out_items = Vec::new();
+        let (mut out_total, mut out_cut, mut out_note) = (0, false, None);
+        match outgoing {
+            Err(why) => {
+                text.push_str(&format!("outgoing calls: not offered ({why})\n"));
+                out_note = Some(why);
+            }
+            Ok(outgoing) => {
+                let mut callees = Vec::new();
+                for call in outgoing.as_array().into_iter().flatten() {
+                    let Some(to) = call.get("to") else {
+                        continue;
+                    };
+                    let r = to
+                        .get("selectionRange")
+                        .or_else(|| to.get("range"))
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                    let calls = call
+                        .get("fromRanges")
+                        .and_then(Value::as_array)
+                        .map_or(1, Vec::len);
+                    if let Some((s, _)) = site(to, &r, ctx, &mut sources) {
+                        callees.push((s, calls));
+                    }
+                }
+                callees.sort_by(|(a, _), (b, _)| (&a.path, a.line).cmp(&(&b.path, b.line)));
+                out_total = callees.len();
+                out_cut = out_total > CALLS_MAX;
+                text.push_str(&format!("outgoing calls of {name} ({out_total}):\n"));
+                if callees.is_empty() {
+                    text.push_str("  none found\n");
+                }
+                for (s, calls) in callees.iter().take(CALLS_MAX) {
+                    text.push_str(&format!(
+                        "  {} {} ({}:{}, called {calls}×) — {}\n",
+                        s.kind, s.name, s.path, s.line, s.text
+                    ));
+                    out_items.push(json!({"callee": s.name, "kind": s.kind, "path": s.path,
+                        "line": s.line, "calls": calls, "text": if s.outside { "" } else { &s.text },
+                        "outside": s.outside}));
+                }
+                if out_cut {
+                    text.push_str(&format!(
+                        "  (showing {CALLS_MAX} of {out_total} callees; the list was cut)\n"
+                    ));
+                }
+            }
+        }
+        let mut server = self.server_info_of(opened);
+        server["request_ms"] = json!(request_ms);
+        json!({"text": text, "symbol": name,
+            "incoming": in_items, "incoming_total": in_total, "incoming_truncated": in_cut,
+            "outgoing": out_items, "outgoing_total": out_total, "outgoing_truncated": out_cut,
+            "outgoing_note": out_note, "server": server})
+    }
+}

@@ -1,0 +1,113 @@
+//! `lsp_edit`, the write-tier tool of edits a language server computes or addresses: the op
+//! dispatch, `format`, and the one path every op's edit takes — the all-or-nothing workspace
+//! edit of `lsp_rename` ([`crate::edit::apply_off_thread`]: scope checked for every file,
+//! versions and disk text checked, journaled writes) with the diagnostics new for the run
+//! folded in.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use toolvisor_files::paths::Access;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
+
+use crate::edit::apply_off_thread;
+use crate::ops::{CallCtx, Opened, require};
+use crate::render::show_path;
+use crate::servers::LanguageServers;
+
+pub(crate) fn need<'a>(
+    v: &'a Option<String>,
+    op: LspEditOp,
+    field: &str,
+) -> Result<&'a str, ToolError> {
+    v.as_deref().ok_or_else(|| {
+        ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!("lsp_edit {op}: missing required argument `{field}`"),
+            match op {
+                LspEditOp::ApplyCodeAction => "apply_code_action needs `index` (from `lsp code_actions`)",
+                LspEditOp::Format => "format needs `file`",
+                _ => "symbol edits need `file`, `symbol_path` (e.g. \"Greeter/greet\", from `lsp symbols`) and `text`",
+            },
+        )
+    })
+}
+
+impl LanguageServers {
+    /// `lsp_edit {op, ...}`.
+    pub async fn lsp_edit(&self, ctx: &CallCtx, args: LspEditArgs) -> Result<Value, ToolError> {
+        match args.op {
+            LspEditOp::ApplyCodeAction => self.apply_code_action(ctx, &args).await,
+            LspEditOp::ReplaceSymbolBody
+            | LspEditOp::InsertBeforeSymbol
+            | LspEditOp::InsertAfterSymbol => self.symbol_edit(ctx, &args).await,
+            LspEditOp::Format => self.format(ctx, &args).await,
+        }
+    }
+
+    /// Write a server's `WorkspaceEdit` all or nothing (as `lsp_rename` does) and answer with
+    /// the files, the edit count and the diagnostics new for the run. `what` leads the text.
+    pub(crate) async fn write_edit(
+        &self,
+        ctx: &CallCtx,
+        opened: &Opened,
+        edit: Value,
+        what: String,
+    ) -> Result<Value, ToolError> {
+        let enc = opened.conn.encoding;
+        // The diagnostics the touched files have now are the run's baseline where it has
+        // none, so the edit reports only errors it introduced (as `lsp_rename` does).
+        if let Ok(touched) = crate::edit::touched_files(&edit) {
+            self.before_write(&ctx.run, &touched).await;
+        }
+        let sync = opened.shared.sync_lock.lock().await;
+        let changes = apply_off_thread(ctx, &opened.shared, edit, enc, "lsp_edit").await?;
+        drop(sync);
+        let total: usize = changes.iter().map(|c| c.edits).sum();
+        let files: Vec<Value> = changes
+            .iter()
+            .map(|c| json!({"path": show_path(&c.path, &ctx.workdir), "edits": c.edits}))
+            .collect();
+        let mut text = format!("{what}: {total} edits in {} files\n", changes.len());
+        for c in &changes {
+            text.push_str(&format!(
+                "  {}: {} edits\n",
+                show_path(&c.path, &ctx.workdir),
+                c.edits
+            ));
+        }
+        let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
+        let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
+        text.push_str(diags["text"].as_str().unwrap_or(""));
+        Ok(
+            json!({"text": text, "files": files, "edits": total, "diagnostics": diags,
+            "server": self.server_info_of(opened)}),
+        )
+    }
+
+    /// `lsp_edit format {file}`: `textDocument/formatting`, written like any edit.
+    async fn format(&self, ctx: &CallCtx, args: &LspEditArgs) -> Result<Value, ToolError> {
+        let file = need(&args.file, args.op, "file")?;
+        let path = ctx.resolve("lsp_edit", file, Access::Write)?;
+        let mut opened = self.open(&path, &ctx.run).await?;
+        require(&opened, "documentFormattingProvider", "formatting")?;
+        let params = json!({"textDocument": {"uri": opened.uri},
+            "options": {"tabSize": 4, "insertSpaces": true, "trimTrailingWhitespace": true,
+                        "insertFinalNewline": true, "trimFinalNewlines": true}});
+        let edits = self
+            .request(&mut opened, "textDocument/formatting", params)
+            .await?;
+        let shown = show_path(&path, &ctx.workdir);
+        let edits = edits.as_array().cloned().unwrap_or_default();
+        if edits.is_empty() {
+            return Ok(
+                json!({"text": format!("{shown} is already formatted: nothing written\n"),
+                "files": [], "edits": 0, "server": self.server_info_of(&opened)}),
+            );
+        }
+        let edit = json!({"changes": {opened.uri.clone(): edits}});
+        self.write_edit(ctx, &opened, edit, format!("formatted {shown}"))
+            .await
+    }
+}
