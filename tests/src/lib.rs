@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 pub mod debug;
 pub mod eval;
 pub mod lsp;
+pub mod mcp;
 pub mod structural;
 
 use serde_json::Value as Json;
