@@ -1,7 +1,7 @@
 //! MCP Inspector's CLI (`@modelcontextprotocol/inspector --cli`) against `toolvisor mcp` over
 //! stdio: tools/list (schemas portable by its `--strict` check), and tools/call of `read`,
 //! `ast_grep`, `lsp status` and `eval`. The CLI declares no elicitation capability, so
-//! `eval`'s approval is denied, and the denial says why.
+//! `eval`'s approval is denied, and the denial says why; `ask_user` answers `no_human`.
 
 use std::path::Path;
 use std::process::Command;
@@ -115,4 +115,9 @@ fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
     assert_eq!(e["kind"], "approval_denied", "{r}");
     assert!(e["message"].as_str().unwrap().contains("elicitation"), "{r}");
     assert!(!marker.exists(), "a denied eval must not run");
+
+    // ask_user without elicitation: no person can be reached through this client.
+    let (_, r) = call(&d, &work, "ask_user", &["question=Which port should the server use?"]);
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["error"]["kind"], "no_human", "{r}");
 }
