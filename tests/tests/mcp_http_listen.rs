@@ -1,6 +1,7 @@
 //! `toolvisor mcp --listen`: loopback or a private Unix socket only. A Unix socket is made
 //! 0600 and answers MCP's Streamable HTTP (an `initialize` POST); a non-loopback address is
-//! refused before anything listens, saying what to use instead.
+//! refused before anything listens, saying what to use instead; a foreign `Host` (DNS
+//! rebinding) is refused.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -48,4 +49,35 @@ fn a_non_loopback_listen_address_is_refused() {
         err.contains("loopback only") && err.contains("127.0.0.1"),
         "{err}"
     );
+}
+
+#[test]
+fn a_loopback_listener_refuses_a_foreign_host_header() {
+    let d = TestDaemon::start("");
+    let work = workdir(&d);
+    let server = McpHttp::start(&d.socket, &work, "127.0.0.1:0");
+    let addr = server
+        .url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .expect("http://ADDR/mcp");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let post = |host: &str| {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    // A page on another site that resolves its name to 127.0.0.1 (DNS rebinding) sends its
+    // own name as Host.
+    let rebound = post("attacker.example");
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+    let local = post(addr);
+    assert!(local.starts_with("HTTP/1.1 200"), "{local}");
 }
