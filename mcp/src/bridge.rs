@@ -3,8 +3,8 @@
 //! whose approval requests and `ask_user` questions become elicitations, whose output events
 //! become progress notifications and whose cancellation is the daemon's `Cancel`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -64,10 +64,7 @@ impl Bridge {
             .map(|d| d.as_nanos())
             .unwrap_or_default();
         let session = format!("mcp-{}-{nanos:x}-{n}", std::process::id());
-        let conversation = opts
-            .conversation
-            .clone()
-            .unwrap_or_else(|| session.clone());
+        let conversation = opts.conversation.clone().unwrap_or_else(|| session.clone());
         let run_id = opts.run_id.clone().unwrap_or(session);
         Bridge {
             shared: Arc::new(Shared {
@@ -267,10 +264,7 @@ async fn ask(peer: &Peer<RoleServer>, q: &Question) -> QuestionAnswer {
         }
     }
     if q.allow_free_text || labels.is_empty() {
-        properties.insert(
-            "text".into(),
-            json!({"type": "string", "title": "Answer"}),
-        );
+        properties.insert("text".into(), json!({"type": "string", "title": "Answer"}));
     }
     let message = match &q.context {
         Some(c) if !c.is_empty() => format!("{}\n\n{c}", q.question),
@@ -339,7 +333,11 @@ async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Json) -> Optio
 }
 
 /// Answer one approval request: through elicitation when the client has it, else denied.
-async fn approve(conn: &DaemonConn, peer: &Peer<RoleServer>, req: toolvisor_protocol::wire::ApprovalRequest) {
+async fn approve(
+    conn: &DaemonConn,
+    peer: &Peer<RoleServer>,
+    req: toolvisor_protocol::wire::ApprovalRequest,
+) {
     let (approved, reason) = if elicits(peer) {
         let message = format!(
             "toolvisor asks to approve a {} call: {}",
@@ -353,7 +351,10 @@ async fn approve(conn: &DaemonConn, peer: &Peer<RoleServer>, req: toolvisor_prot
         });
         match elicit(peer, message, schema).await {
             Some(c) if c.get("approve").and_then(Json::as_bool) == Some(true) => (true, None),
-            Some(_) => (false, Some("the person answered no in the MCP client".to_string())),
+            Some(_) => (
+                false,
+                Some("the person answered no in the MCP client".to_string()),
+            ),
             None => (
                 false,
                 Some("the MCP client declined or cancelled the approval request".to_string()),
@@ -371,7 +372,10 @@ async fn approve(conn: &DaemonConn, peer: &Peer<RoleServer>, req: toolvisor_prot
     let _ = conn.answer_approval(req.request_id, approved, reason);
 }
 
-fn progress_token(req: &CallToolRequestParams, ctx: &RequestContext<RoleServer>) -> Option<ProgressToken> {
+fn progress_token(
+    req: &CallToolRequestParams,
+    ctx: &RequestContext<RoleServer>,
+) -> Option<ProgressToken> {
     req.meta
         .as_ref()
         .and_then(|m| m.get_progress_token())

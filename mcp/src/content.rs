@@ -110,8 +110,7 @@ fn collect_refs(value: &Json, tool: &str, out: &mut Vec<Json>) {
 fn valid_ref(r: &str) -> bool {
     !r.is_empty()
         && r.len() <= 64
-        && r
-            .chars()
+        && r.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
@@ -153,7 +152,10 @@ pub fn parse_result_uri(uri: &str) -> Result<Page, ToolError> {
         None => (rest, None),
     };
     if !valid_ref(reference) {
-        return Err(bad_uri(uri, "the ref is empty or has characters a ref never has"));
+        return Err(bad_uri(
+            uri,
+            "the ref is empty or has characters a ref never has",
+        ));
     }
     let mut page = Page {
         reference: reference.to_string(),

@@ -94,7 +94,9 @@ impl DaemonConn {
         let payload = read_frame(&mut rd, DEFAULT_MAX_FRAME).await?;
         let welcome = match codec::decode::<DaemonFrame>(CODEC, &payload)? {
             DaemonFrame::Welcome(w) => w,
-            DaemonFrame::Refused(err) => return Err(BridgeError::Daemon(ClientError::Refused(err))),
+            DaemonFrame::Refused(err) => {
+                return Err(BridgeError::Daemon(ClientError::Refused(err)));
+            }
             other => {
                 return Err(BridgeError::Daemon(ClientError::Unexpected(format!(
                     "{other:?}"
@@ -118,7 +120,9 @@ impl DaemonConn {
             let why = loop {
                 let payload = match read_frame(&mut rd, max_frame).await {
                     Ok(p) => p,
-                    Err(CodecError::Closed) => break "the daemon closed the connection".to_string(),
+                    Err(CodecError::Closed) => {
+                        break "the daemon closed the connection".to_string();
+                    }
                     Err(e) => break e.to_string(),
                 };
                 let frame = match codec::decode::<DaemonFrame>(CODEC, &payload) {

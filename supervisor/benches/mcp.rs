@@ -51,7 +51,10 @@ fn main() {
         stdin.flush().unwrap();
         loop {
             let mut answer = String::new();
-            assert!(stdout.read_line(&mut answer).unwrap() > 0, "toolvisor mcp closed");
+            assert!(
+                stdout.read_line(&mut answer).unwrap() > 0,
+                "toolvisor mcp closed"
+            );
             let answer: Json = serde_json::from_str(&answer).unwrap();
             if answer["id"] == next_id {
                 return answer;
@@ -65,7 +68,10 @@ fn main() {
         json!({"protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "bench", "version": "0"}}),
     );
-    assert!(init["result"]["serverInfo"]["name"] == "toolvisor", "{init}");
+    assert!(
+        init["result"]["serverInfo"]["name"] == "toolvisor",
+        "{init}"
+    );
     writeln!(
         stdin,
         "{}",

@@ -42,7 +42,10 @@ pub fn sdk_python() -> PathBuf {
 /// `.test-deps/node_modules`, which must hold `@modelcontextprotocol/sdk` and `inspector`.
 pub fn node_modules() -> PathBuf {
     let dir = deps().join("node_modules");
-    for pkg in ["@modelcontextprotocol/sdk", "@modelcontextprotocol/inspector"] {
+    for pkg in [
+        "@modelcontextprotocol/sdk",
+        "@modelcontextprotocol/inspector",
+    ] {
         assert!(
             dir.join(pkg).join("package.json").is_file(),
             "{} is missing {pkg}: run scripts/install-test-deps",

@@ -17,7 +17,11 @@ fn a_unix_socket_listener_is_private_and_speaks_streamable_http() {
     let work = workdir(&d);
     let path = d.dir.path().join("mcp.sock");
     let server = McpHttp::start(&d.socket, &work, path.to_str().unwrap());
-    assert!(server.url.contains(path.to_str().unwrap()), "{}", server.url);
+    assert!(
+        server.url.contains(path.to_str().unwrap()),
+        "{}",
+        server.url
+    );
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the MCP socket must be private");
 

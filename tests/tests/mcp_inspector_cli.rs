@@ -32,9 +32,11 @@ fn inspector(d: &TestDaemon, work: &Path, args: &[&str]) -> (i32, String, String
     let err = child.stderr.take().unwrap();
     let out = std::thread::spawn(move || std::io::read_to_string(out).unwrap_or_default());
     let err = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
-    let status = wait_for("the Inspector CLI to finish", Duration::from_secs(120), || {
-        child.try_wait().ok().flatten()
-    });
+    let status = wait_for(
+        "the Inspector CLI to finish",
+        Duration::from_secs(120),
+        || child.try_wait().ok().flatten(),
+    );
     (
         status.code().unwrap_or(-1),
         out.join().unwrap(),
@@ -89,7 +91,12 @@ fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
     assert_eq!(code, 0, "{r}");
     assert!(text(&r).contains("hello from a file"), "{r}");
 
-    let (code, r) = call(&d, &work, "ast_grep", &["pattern=def $F($$$): $$$", "path=lib.py"]);
+    let (code, r) = call(
+        &d,
+        &work,
+        "ast_grep",
+        &["pattern=def $F($$$): $$$", "path=lib.py"],
+    );
     assert_eq!(code, 0, "{r}");
     let found: Json = serde_json::from_str(&text(&r)).unwrap();
     assert_eq!(found["total"], 2, "{found}");
@@ -97,12 +104,20 @@ fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
     let (code, r) = call(&d, &work, "lsp", &["op=status"]);
     assert_eq!(code, 0, "{r}");
     let status: Json = serde_json::from_str(&text(&r)).unwrap();
-    assert!(status["languages"].as_array().is_some_and(|l| !l.is_empty()), "{status}");
+    assert!(
+        status["languages"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty()),
+        "{status}"
+    );
 
     // eval needs approval; the CLI cannot be asked (no elicitation), so it is denied and the
     // cell never runs.
     let marker = work.join("eval-ran");
-    let code_arg = format!("code=open({:?}, 'w').write('x')", marker.display().to_string());
+    let code_arg = format!(
+        "code=open({:?}, 'w').write('x')",
+        marker.display().to_string()
+    );
     let (code, r) = call(
         &d,
         &work,
@@ -113,11 +128,19 @@ fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
     assert_eq!(r["isError"], true, "{r}");
     let e = &r["structuredContent"]["error"];
     assert_eq!(e["kind"], "approval_denied", "{r}");
-    assert!(e["message"].as_str().unwrap().contains("elicitation"), "{r}");
+    assert!(
+        e["message"].as_str().unwrap().contains("elicitation"),
+        "{r}"
+    );
     assert!(!marker.exists(), "a denied eval must not run");
 
     // ask_user without elicitation: no person can be reached through this client.
-    let (_, r) = call(&d, &work, "ask_user", &["question=Which port should the server use?"]);
+    let (_, r) = call(
+        &d,
+        &work,
+        "ask_user",
+        &["question=Which port should the server use?"],
+    );
     assert_eq!(r["isError"], true, "{r}");
     assert_eq!(r["structuredContent"]["error"]["kind"], "no_human", "{r}");
 }

@@ -17,51 +17,115 @@ fn check_session(facts: &Json) {
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
-    for t in ["read", "ast_grep", "bash", "eval", "lsp", "tool_result_read"] {
+    for t in [
+        "read",
+        "ast_grep",
+        "bash",
+        "eval",
+        "lsp",
+        "tool_result_read",
+    ] {
         assert!(tools.contains(&t), "{t} missing from tools/list: {tools:?}");
     }
-    assert_eq!(facts["read_schema_properties"], serde_json::json!(["limit", "offset", "path"]));
-    assert!(facts["read_description"].as_str().unwrap().contains("line range"));
+    assert_eq!(
+        facts["read_schema_properties"],
+        serde_json::json!(["limit", "offset", "path"])
+    );
+    assert!(
+        facts["read_description"]
+            .as_str()
+            .unwrap()
+            .contains("line range")
+    );
 
     assert_eq!(facts["read_is_error"], false, "{facts}");
-    assert!(facts["read_text"].as_str().unwrap().contains("hello from a file"), "{facts}");
+    assert!(
+        facts["read_text"]
+            .as_str()
+            .unwrap()
+            .contains("hello from a file"),
+        "{facts}"
+    );
     assert_eq!(facts["ast_grep_is_error"], false, "{facts}");
     let ast = facts["ast_grep_text"].as_str().unwrap();
-    assert!(ast.contains("\"F\":\"f\"") && ast.contains("\"F\":\"g\""), "{ast}");
+    assert!(
+        ast.contains("\"F\":\"f\"") && ast.contains("\"F\":\"g\""),
+        "{ast}"
+    );
 
     // Errors: isError with the structured {kind, message, hint}.
     assert_eq!(facts["missing_is_error"], true, "{facts}");
     assert_eq!(facts["missing_error"]["kind"], "not_found", "{facts}");
-    assert!(facts["missing_error"]["message"].as_str().unwrap().contains("no/such/file.txt"));
+    assert!(
+        facts["missing_error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no/such/file.txt")
+    );
     assert!(!facts["missing_error"]["hint"].as_str().unwrap().is_empty());
 
     // Images: MCP image content.
-    assert_eq!(facts["image_types"], serde_json::json!(["text", "image"]), "{facts}");
-    assert_eq!(facts["image_mime"], serde_json::json!(["image/png"]), "{facts}");
+    assert_eq!(
+        facts["image_types"],
+        serde_json::json!(["text", "image"]),
+        "{facts}"
+    );
+    assert_eq!(
+        facts["image_mime"],
+        serde_json::json!(["image/png"]),
+        "{facts}"
+    );
 
     // Approvals through elicitation: yes runs, no is approval_denied and does not run.
     assert_eq!(facts["approved_is_error"], false, "{facts}");
     assert_eq!(facts["approved_ran"], true, "{facts}");
-    assert_eq!(facts["declined_error"]["kind"], "approval_denied", "{facts}");
+    assert_eq!(
+        facts["declined_error"]["kind"], "approval_denied",
+        "{facts}"
+    );
     assert_eq!(facts["declined_ran"], false, "{facts}");
 
     // Streamed output as progress notifications, in order.
     let progress = facts["progress"].as_array().unwrap();
-    let text: String = progress.iter().map(|p| p["message"].as_str().unwrap()).collect();
+    let text: String = progress
+        .iter()
+        .map(|p| p["message"].as_str().unwrap())
+        .collect();
     assert_eq!(text, "line-1\nline-2\nline-3\n", "{facts}");
-    let steps: Vec<f64> = progress.iter().map(|p| p["progress"].as_f64().unwrap()).collect();
-    assert!(steps.windows(2).all(|w| w[0] < w[1]), "progress must increase: {steps:?}");
+    let steps: Vec<f64> = progress
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert!(
+        steps.windows(2).all(|w| w[0] < w[1]),
+        "progress must increase: {steps:?}"
+    );
 
     // A large result: a resource link, paged through resources/read to the exact text.
     let links = facts["large_links"].as_array().unwrap();
     assert_eq!(links.len(), 1, "{facts}");
-    assert!(links[0].as_str().unwrap().starts_with("toolvisor://result/tr_"));
+    assert!(
+        links[0]
+            .as_str()
+            .unwrap()
+            .starts_with("toolvisor://result/tr_")
+    );
     assert!(facts["large_pages"].as_u64().unwrap() > 1, "{facts}");
     assert_eq!(facts["large_text_ok"], true, "{facts}");
-    assert!(facts["bad_ref_error"].as_str().unwrap().contains("invalid_ref"), "{facts}");
+    assert!(
+        facts["bad_ref_error"]
+            .as_str()
+            .unwrap()
+            .contains("invalid_ref"),
+        "{facts}"
+    );
 
     // ask_user through elicitation.
-    assert_eq!(facts["ask_user"]["selected"], serde_json::json!(["sqlite"]), "{facts}");
+    assert_eq!(
+        facts["ask_user"]["selected"],
+        serde_json::json!(["sqlite"]),
+        "{facts}"
+    );
     assert_eq!(facts["ask_user"]["skipped"], false, "{facts}");
 
     // Cancellation reaches the daemon and kills what the call started.
@@ -70,7 +134,14 @@ fn check_session(facts: &Json) {
     // eval's matplotlib figure comes back as MCP image content.
     assert_eq!(facts["eval_is_error"], false, "{facts}");
     assert_eq!(facts["eval_text_has_plotted"], true, "{facts}");
-    assert!(facts["eval_types"].as_array().unwrap().iter().any(|t| t == "image"), "{facts}");
+    assert!(
+        facts["eval_types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "image"),
+        "{facts}"
+    );
     assert!(facts["elicitations"].as_u64().unwrap() >= 6, "{facts}");
 }
 

@@ -45,7 +45,10 @@ fn the_typescript_sdk_runs_a_session_over_stdio_and_hears_the_tool_list_change()
         line
     };
     let first = next_line("restart-now");
-    assert_eq!(first, "restart-now", "the session before the restart failed");
+    assert_eq!(
+        first, "restart-now",
+        "the session before the restart failed"
+    );
 
     // The daemon restarts with bash denied by policy: the list the session may see changes.
     d.stop();
