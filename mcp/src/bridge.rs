@@ -51,6 +51,22 @@ struct Shared {
 impl Drop for Bridge {
     fn drop(&mut self) {
         self.stop.cancel();
+        // An HTTP session that ended (DELETE, idle expiry): its calls in flight are cancelled.
+        // (stdio awaits `SessionEnd::close` itself before the runtime stops.)
+        let shared = self.shared.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move { shared.close().await });
+        }
+    }
+}
+
+/// Closes a session's daemon connection after its MCP transport ended.
+pub struct SessionEnd(Arc<Shared>);
+
+impl SessionEnd {
+    /// Cancel the calls still in flight and close the connection.
+    pub async fn close(self) {
+        self.0.close().await;
     }
 }
 
@@ -78,6 +94,11 @@ impl Bridge {
         }
     }
 
+    /// What closes this session's daemon connection once its transport has ended.
+    pub fn session_end(&self) -> SessionEnd {
+        SessionEnd(self.shared.clone())
+    }
+
     /// The daemon connection, made on first use (after `initialize`, so the Hello can say
     /// whether this client answers questions) and again after the daemon went away. The
     /// first use also starts the tool-list watcher.
@@ -100,6 +121,13 @@ impl Bridge {
 }
 
 impl Shared {
+    async fn close(&self) {
+        let conn = self.conn.lock().await.take();
+        if let Some(conn) = conn {
+            conn.close().await;
+        }
+    }
+
     async fn connect(&self, peer: &Peer<RoleServer>) -> Result<Arc<DaemonConn>, BridgeError> {
         let mut slot = self.conn.lock().await;
         if let Some(conn) = slot.as_ref()
@@ -402,6 +430,14 @@ impl Bridge {
             Ok(x) => x,
             Err(e) => return to_result(content::error_result(&lost(&e))),
         };
+        // If this future is dropped before the outcome (the transport went away, the
+        // session ended), the daemon still hears `cancel`, so nothing the call started
+        // outlives it.
+        let mut guard = CancelOnDrop {
+            conn: &conn,
+            id,
+            armed: true,
+        };
         let mut steps = 0u64;
         let mut cancelled = false;
         let outcome = loop {
@@ -416,13 +452,17 @@ impl Bridge {
             };
             match msg {
                 None => {
+                    guard.armed = false;
                     break Outcome::Err(ToolError::new(
                         ErrorKind::Cancelled,
                         format!("{tool}: the call was cancelled by the MCP client"),
                         "call again if you still need it",
                     ));
                 }
-                Some(CallMsg::Done(outcome)) => break outcome,
+                Some(CallMsg::Done(outcome)) => {
+                    guard.armed = false;
+                    break outcome;
+                }
                 Some(CallMsg::Approval(areq)) => {
                     let conn = conn.clone();
                     let peer = ctx.peer.clone();
@@ -450,6 +490,21 @@ impl Bridge {
             }
         };
         to_result(content::outcome_result(&tool, outcome))
+    }
+}
+
+/// Sends the daemon `cancel` for a call whose outcome never arrived here.
+struct CancelOnDrop<'a> {
+    conn: &'a DaemonConn,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.conn.send(&ClientFrame::Cancel { id: self.id });
+        }
     }
 }
 

@@ -42,6 +42,8 @@ pub struct DaemonConn {
     welcome: Welcome,
     /// Notified after every supervisor tree change (the `Tree` topic).
     pub tree_changed: Arc<Notify>,
+    /// Notified when the writer has stopped (after `close`).
+    flushed: Arc<Notify>,
 }
 
 /// Who we say we are to the daemon.
@@ -107,12 +109,20 @@ impl DaemonConn {
         let (tx, mut out) = mpsc::unbounded_channel::<Vec<u8>>();
         let routes = Arc::new(Mutex::new(Routes::default()));
         let tree_changed = Arc::new(Notify::new());
+        let flushed = Arc::new(Notify::new());
+        let writer_flushed = flushed.clone();
         tokio::spawn(async move {
             while let Some(bytes) = out.recv().await {
+                // An empty message is `close`: everything queued before it is written.
+                if bytes.is_empty() {
+                    let _ = wr.shutdown().await;
+                    break;
+                }
                 if wr.write_all(&bytes).await.is_err() {
                     break;
                 }
             }
+            writer_flushed.notify_one();
         });
         let reader_routes = routes.clone();
         let reader_tree = tree_changed.clone();
@@ -145,9 +155,32 @@ impl DaemonConn {
             next_id: AtomicU64::new(1),
             welcome,
             tree_changed,
+            flushed,
         };
         conn.send(&ClientFrame::Subscribe { topic: Topic::Tree })?;
         Ok(conn)
+    }
+
+    /// The MCP session ended: cancel every call still in flight (so nothing a call started
+    /// outlives the session; the daemon would otherwise let them finish after our
+    /// half-close), then close our side once those frames are written.
+    pub async fn close(&self) {
+        let ids: Vec<u64> = self
+            .routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .calls
+            .keys()
+            .copied()
+            .collect();
+        for id in ids {
+            let _ = self.send(&ClientFrame::Cancel { id });
+        }
+        if self.tx.send(Vec::new()).is_ok() {
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_secs(2), self.flushed.notified())
+                    .await;
+        }
     }
 
     pub fn welcome(&self) -> &Welcome {

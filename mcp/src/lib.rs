@@ -86,13 +86,21 @@ pub enum BridgeError {
 pub async fn serve_stdio(opts: Options) -> Result<(), BridgeError> {
     use rmcp::ServiceExt;
     let bridge = Bridge::new(Arc::new(opts));
+    let end = bridge.session_end();
     let service = bridge
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| BridgeError::Transport(e.to_string()))?;
-    service
-        .waiting()
-        .await
-        .map_err(|e| BridgeError::Transport(e.to_string()))?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    // Harnesses close stdin and then, soon after, send SIGTERM: either way what the session's
+    // calls started is cancelled before we exit (rmcp lets handlers drain for a while after
+    // end of input; the signal does not wait for that).
+    let quit = tokio::select! {
+        quit = service.waiting() => quit.map(|_| ()),
+        _ = term.recv() => Ok(()),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    };
+    end.close().await;
+    quit.map_err(|e| BridgeError::Transport(e.to_string()))?;
     Ok(())
 }

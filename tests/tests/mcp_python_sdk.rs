@@ -1,14 +1,15 @@
 //! The official Python MCP SDK (`mcp` on PyPI) as a client of `toolvisor mcp`, over stdio and
 //! over Streamable HTTP: a whole session (tests/mcp/python_session.py) — list, calls, an error,
 //! an image, approvals through elicitation, progress, a large result paged through its
-//! resource, `ask_user` through elicitation, cancellation, and an eval figure.
+//! resource, `ask_user` through elicitation, cancellation, and an eval figure; and a harness
+//! that quits in the middle of a call leaves nothing that call started running.
 
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value as Json;
 use toolvisor_tests::mcp::{McpHttp, run_client, script, sdk_python, workdir};
-use toolvisor_tests::{bin, eval};
+use toolvisor_tests::{TestDaemon, bin, eval};
 
 fn check_session(facts: &Json) {
     let tools: Vec<&str> = facts["tools"]
@@ -173,4 +174,21 @@ fn the_python_sdk_runs_a_whole_session_over_streamable_http() {
     let out = run_client(cmd, Duration::from_secs(180));
     let facts: Json = serde_json::from_str(out.trim()).expect("the script prints JSON facts");
     check_session(&facts);
+}
+
+#[test]
+fn a_harness_that_quits_mid_call_leaves_nothing_running() {
+    let d = TestDaemon::start("");
+    let work = workdir(&d);
+    let mut cmd = Command::new(sdk_python());
+    cmd.arg(script("python_quit.py"))
+        .arg(bin())
+        .arg(&d.socket)
+        .arg(&work);
+    let out = run_client(cmd, Duration::from_secs(60));
+    assert_eq!(
+        out.trim(),
+        "dead",
+        "the command of a call in flight outlived the MCP session"
+    );
 }
