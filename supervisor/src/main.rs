@@ -117,6 +117,34 @@ enum Command {
         #[command(flatten)]
         conn: Conn,
     },
+    /// A Model Context Protocol server for harnesses that speak MCP: stdio by default (the
+    /// harness starts it), Streamable HTTP with --listen. Each MCP session is one run on the
+    /// daemon; approvals and questions go through MCP elicitation (denied / no_human without it).
+    Mcp {
+        /// Daemon socket (default: $XDG_RUNTIME_DIR/toolvisor.sock or /tmp/toolvisor-$UID/toolvisor.sock).
+        #[arg(long, env = "TOOLVISOR_SOCKET")]
+        socket: Option<PathBuf>,
+        /// The highest tier the MCP client sees and calls: read, write or exec.
+        #[arg(long, default_value = "exec")]
+        surface: Tier,
+        /// The conversation all calls go to (default: a new one per MCP session).
+        #[arg(long)]
+        conversation: Option<String>,
+        /// The run's id (default: a new one per MCP session).
+        #[arg(long, env = "TOOLVISOR_RUN")]
+        run: Option<String>,
+        /// The run's working directory (default: the current directory).
+        #[arg(long)]
+        workdir: Option<PathBuf>,
+        /// Serve Streamable HTTP instead of stdio, on a loopback address (127.0.0.1:8765;
+        /// port 0 picks one) or a Unix socket path. The URL is printed on stdout.
+        #[arg(long)]
+        listen: Option<toolvisor_mcp::Listen>,
+        /// Seconds between looks at the tool list while a session is open (tree changes
+        /// trigger a look too); a change is sent as notifications/tools/list_changed.
+        #[arg(long, default_value_t = 3.0)]
+        poll: f64,
+    },
     /// The live supervisor tree.
     /// Answer the agent's `ask_user` questions at this terminal: each shows as a numbered
     /// card; answer with option number(s), free text, or `s` to skip.
@@ -427,6 +455,28 @@ fn main() -> ExitCode {
             }
         }
         Command::Data { op, config } => data_main(op, config),
+        Command::Mcp {
+            socket,
+            surface,
+            conversation,
+            run,
+            workdir,
+            listen,
+            poll,
+        } => mcp_main(
+            toolvisor_mcp::Options {
+                socket: socket.unwrap_or_else(toolvisor::config::default_socket_path),
+                surface,
+                conversation,
+                run_id: run,
+                workdir: workdir
+                    .or_else(|| std::env::current_dir().ok())
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
+            },
+            listen,
+        ),
         Command::Drain { timeout, conn } => drain_main(&conn, Duration::from_secs(timeout)),
         Command::Operator { run, conn } => {
             let options = toolvisor::operator::OperatorOptions {
@@ -587,6 +637,67 @@ fn drain_main(conn: &Conn, timeout: Duration) -> ExitCode {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// `toolvisor mcp`: stdout carries MCP (stdio) or the URL (HTTP); logs go to stderr.
+fn mcp_main(options: toolvisor_mcp::Options, listen: Option<toolvisor_mcp::Listen>) -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLVISOR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolvisor mcp: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match listen {
+            None => toolvisor_mcp::serve_stdio(options).await,
+            Some(listen) => {
+                let stop = tokio_util_stop();
+                toolvisor_mcp::http::serve_http(options, listen, stop, |url| {
+                    println!("{url}");
+                    let _ = std::io::Write::flush(&mut std::io::stdout());
+                })
+                .await
+            }
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("toolvisor mcp: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A token cancelled by SIGINT or SIGTERM.
+fn tokio_util_stop() -> toolvisor_mcp::StopToken {
+    let stop = toolvisor_mcp::StopToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        on_signal.cancel();
+    });
+    stop
 }
 
 fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str) -> ExitCode {

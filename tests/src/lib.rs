@@ -12,6 +12,7 @@ pub mod debug;
 pub mod eval;
 pub mod hf;
 pub mod lsp;
+pub mod mcp;
 pub mod structural;
 
 use serde_json::Value as Json;

@@ -1,0 +1,339 @@
+//! One connection to the daemon on tokio: the protocol crate's frames and codec, a writer task,
+//! a reader task that routes each frame to the call, list request or handler waiting for it.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{Notify, mpsc, oneshot};
+use toolvisor_protocol::client::{ClientError, check_server_uid};
+use toolvisor_protocol::codec::{self, Codec, CodecError};
+use toolvisor_protocol::wire::{
+    ApprovalRequest, Call, ClientFrame, ClientKind, DaemonFrame, Event, Hello, Outcome, Question,
+    Surface, ToolInfo, Topic, Welcome,
+};
+use toolvisor_protocol::{DEFAULT_MAX_FRAME, ErrorKind, PROTOCOL_VERSION, ToolError, Value};
+
+use crate::BridgeError;
+
+/// What reaches a call while it runs.
+#[derive(Debug)]
+pub enum CallMsg {
+    Event(Event),
+    Approval(ApprovalRequest),
+    Done(Outcome),
+}
+
+#[derive(Default)]
+struct Routes {
+    calls: HashMap<u64, mpsc::UnboundedSender<CallMsg>>,
+    lists: VecDeque<oneshot::Sender<Vec<ToolInfo>>>,
+    /// Why the connection ended, once it has.
+    closed: Option<String>,
+}
+
+/// A handshaken connection; cheap to share behind an `Arc`.
+pub struct DaemonConn {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    routes: Arc<Mutex<Routes>>,
+    next_id: AtomicU64,
+    welcome: Welcome,
+    /// Notified after every supervisor tree change (the `Tree` topic).
+    pub tree_changed: Arc<Notify>,
+    /// Notified when the writer has stopped (after `close`).
+    flushed: Arc<Notify>,
+}
+
+/// Who we say we are to the daemon.
+pub struct HelloParts<'a> {
+    pub run_id: String,
+    pub workdir: String,
+    pub surface: Surface,
+    pub socket: &'a Path,
+}
+
+const CODEC: Codec = Codec::Bincode;
+
+fn lost(why: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::ResourceFailed,
+        format!("the connection to the toolvisor daemon ended: {why}"),
+        "check that the daemon is running (`toolvisor status`), then restart the MCP server",
+    )
+}
+
+impl DaemonConn {
+    /// Connect (checking the server's uid before a byte is sent), say `Hello`, read the
+    /// `Welcome`, and start the reader and writer tasks. Questions go to `questions`.
+    pub async fn connect(
+        hello: HelloParts<'_>,
+        questions: mpsc::UnboundedSender<Question>,
+    ) -> Result<DaemonConn, BridgeError> {
+        let path = hello.socket;
+        let std_stream = std::os::unix::net::UnixStream::connect(path).map_err(|source| {
+            BridgeError::Daemon(ClientError::Connect {
+                path: path.display().to_string(),
+                source,
+            })
+        })?;
+        check_server_uid(&std_stream, path).map_err(BridgeError::Daemon)?;
+        std_stream.set_nonblocking(true)?;
+        let stream = tokio::net::UnixStream::from_std(std_stream)?;
+        let (mut rd, mut wr) = stream.into_split();
+        let frame = ClientFrame::Hello(Hello {
+            protocol_version: PROTOCOL_VERSION,
+            codec: CODEC,
+            client_kind: ClientKind::Harness,
+            run_id: hello.run_id,
+            workdir: hello.workdir,
+            surface: hello.surface,
+            run_token: None,
+        });
+        wr.write_all(&codec::encode_frame(CODEC, &frame, DEFAULT_MAX_FRAME)?)
+            .await?;
+        let payload = read_frame(&mut rd, DEFAULT_MAX_FRAME).await?;
+        let welcome = match codec::decode::<DaemonFrame>(CODEC, &payload)? {
+            DaemonFrame::Welcome(w) => w,
+            DaemonFrame::Refused(err) => {
+                return Err(BridgeError::Daemon(ClientError::Refused(err)));
+            }
+            other => {
+                return Err(BridgeError::Daemon(ClientError::Unexpected(format!(
+                    "{other:?}"
+                ))));
+            }
+        };
+        let max_frame = welcome.max_frame.min(DEFAULT_MAX_FRAME);
+        let (tx, mut out) = mpsc::unbounded_channel::<Vec<u8>>();
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        let tree_changed = Arc::new(Notify::new());
+        let flushed = Arc::new(Notify::new());
+        let writer_flushed = flushed.clone();
+        tokio::spawn(async move {
+            while let Some(bytes) = out.recv().await {
+                // An empty message is `close`: everything queued before it is written.
+                if bytes.is_empty() {
+                    let _ = wr.shutdown().await;
+                    break;
+                }
+                if wr.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            writer_flushed.notify_one();
+        });
+        let reader_routes = routes.clone();
+        let reader_tree = tree_changed.clone();
+        tokio::spawn(async move {
+            let why = loop {
+                let payload = match read_frame(&mut rd, max_frame).await {
+                    Ok(p) => p,
+                    Err(CodecError::Closed) => {
+                        break "the daemon closed the connection".to_string();
+                    }
+                    Err(e) => break e.to_string(),
+                };
+                let frame = match codec::decode::<DaemonFrame>(CODEC, &payload) {
+                    Ok(f) => f,
+                    Err(e) => break e.to_string(),
+                };
+                route(&reader_routes, &reader_tree, &questions, frame);
+            };
+            let mut r = reader_routes.lock().unwrap_or_else(|e| e.into_inner());
+            for (_, call) in r.calls.drain() {
+                let _ = call.send(CallMsg::Done(Outcome::Err(lost(&why))));
+            }
+            r.lists.clear();
+            r.closed = Some(why);
+            reader_tree.notify_waiters();
+        });
+        let conn = DaemonConn {
+            tx,
+            routes,
+            next_id: AtomicU64::new(1),
+            welcome,
+            tree_changed,
+            flushed,
+        };
+        conn.send(&ClientFrame::Subscribe { topic: Topic::Tree })?;
+        Ok(conn)
+    }
+
+    /// The MCP session ended: cancel every call still in flight (so nothing a call started
+    /// outlives the session; the daemon would otherwise let them finish after our
+    /// half-close), then close our side once those frames are written.
+    pub async fn close(&self) {
+        let ids: Vec<u64> = self
+            .routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .calls
+            .keys()
+            .copied()
+            .collect();
+        for id in ids {
+            let _ = self.send(&ClientFrame::Cancel { id });
+        }
+        if self.tx.send(Vec::new()).is_ok() {
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_secs(2), self.flushed.notified())
+                    .await;
+        }
+    }
+
+    pub fn welcome(&self) -> &Welcome {
+        &self.welcome
+    }
+
+    /// Why the connection ended, if it has.
+    pub fn closed(&self) -> Option<String> {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed
+            .clone()
+    }
+
+    pub fn send(&self, frame: &ClientFrame) -> Result<(), BridgeError> {
+        let bytes = codec::encode_frame(CODEC, frame, self.welcome.max_frame)?;
+        self.tx
+            .send(bytes)
+            .map_err(|_| BridgeError::Closed(self.closed().unwrap_or_default()))
+    }
+
+    /// Start a call; its events, approval requests and outcome arrive on the receiver.
+    pub fn start_call(
+        &self,
+        conversation: &str,
+        tool: &str,
+        args: serde_json::Value,
+    ) -> Result<(u64, mpsc::UnboundedReceiver<CallMsg>), BridgeError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::unbounded_channel();
+        {
+            let mut r = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(why) = &r.closed {
+                return Err(BridgeError::Closed(why.clone()));
+            }
+            r.calls.insert(id, tx);
+        }
+        self.send(&ClientFrame::Call(Call {
+            id,
+            conversation: conversation.to_string(),
+            tool: tool.to_string(),
+            args: Value(args),
+        }))?;
+        Ok((id, rx))
+    }
+
+    /// Call and wait for the outcome, denying any approval request (used for reads).
+    pub async fn call(
+        &self,
+        conversation: &str,
+        tool: &str,
+        args: serde_json::Value,
+    ) -> Result<Outcome, BridgeError> {
+        let (_, mut rx) = self.start_call(conversation, tool, args)?;
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                CallMsg::Done(outcome) => return Ok(outcome),
+                CallMsg::Approval(req) => self.answer_approval(req.request_id, false, None)?,
+                CallMsg::Event(_) => {}
+            }
+        }
+        Ok(Outcome::Err(lost("no outcome arrived")))
+    }
+
+    pub fn answer_approval(
+        &self,
+        request_id: u64,
+        approved: bool,
+        reason: Option<String>,
+    ) -> Result<(), BridgeError> {
+        self.send(&ClientFrame::ApprovalAnswer(
+            toolvisor_protocol::wire::ApprovalAnswer {
+                request_id,
+                approved,
+                reason,
+            },
+        ))
+    }
+
+    /// The tools this run may see right now (the daemon's `list_tools`).
+    pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, BridgeError> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut r = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(why) = &r.closed {
+                return Err(BridgeError::Closed(why.clone()));
+            }
+            r.lists.push_back(tx);
+        }
+        self.send(&ClientFrame::ListTools { all: false })?;
+        rx.await
+            .map_err(|_| BridgeError::Closed(self.closed().unwrap_or_default()))
+    }
+}
+
+fn route(
+    routes: &Mutex<Routes>,
+    tree: &Notify,
+    questions: &mpsc::UnboundedSender<Question>,
+    frame: DaemonFrame,
+) {
+    let mut r = routes.lock().unwrap_or_else(|e| e.into_inner());
+    match frame {
+        DaemonFrame::Result { id, outcome } => {
+            if let Some(call) = r.calls.remove(&id) {
+                let _ = call.send(CallMsg::Done(outcome));
+            }
+        }
+        DaemonFrame::Event { id, event } => {
+            if let Some(call) = r.calls.get(&id) {
+                let _ = call.send(CallMsg::Event(event));
+            }
+        }
+        DaemonFrame::ApprovalRequest(req) => {
+            if let Some(call) = r.calls.get(&req.call_id) {
+                let _ = call.send(CallMsg::Approval(req));
+            }
+        }
+        DaemonFrame::Question(q) => {
+            let _ = questions.send(q);
+        }
+        DaemonFrame::Tools { tools } => {
+            if let Some(waiter) = r.lists.pop_front() {
+                let _ = waiter.send(tools);
+            }
+        }
+        DaemonFrame::TreeUpdate(_) => tree.notify_waiters(),
+        DaemonFrame::Error(err) => {
+            tracing::warn!(error = %err, "the daemon reported a frame error");
+        }
+        other => tracing::debug!(frame = ?other, "ignored daemon frame"),
+    }
+}
+
+async fn read_frame<R: AsyncReadExt + Unpin>(rd: &mut R, max: u32) -> Result<Vec<u8>, CodecError> {
+    let mut header = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        let n = rd.read(&mut header[got..]).await?;
+        if n == 0 {
+            return Err(if got == 0 {
+                CodecError::Closed
+            } else {
+                CodecError::Truncated { got, want: 4 }
+            });
+        }
+        got += n;
+    }
+    let len = codec::frame_len(header, max)?;
+    let mut payload = vec![0u8; len];
+    rd.read_exact(&mut payload)
+        .await
+        .map_err(|_| CodecError::Truncated { got: 0, want: len })?;
+    Ok(payload)
+}

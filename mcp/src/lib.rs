@@ -1,0 +1,106 @@
+//! `toolvisor mcp`: a Model Context Protocol server, over stdio or Streamable HTTP, that is a
+//! client of the daemon (one MCP session = one daemon connection = one run); it hosts nothing.
+
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolvisor_protocol::client::ClientError;
+use toolvisor_protocol::codec::CodecError;
+use toolvisor_protocol::wire::Tier;
+
+pub mod bridge;
+pub mod content;
+pub mod daemon;
+pub mod http;
+
+pub use bridge::Bridge;
+/// Cancels `http::serve_http`.
+pub use tokio_util::sync::CancellationToken as StopToken;
+
+/// What `toolvisor mcp` was told.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The daemon's socket.
+    pub socket: PathBuf,
+    /// The highest tier the MCP client may see and call.
+    pub surface: Tier,
+    /// The conversation every call goes to; `None`: one per MCP session.
+    pub conversation: Option<String>,
+    /// The run id; `None`: one per MCP session.
+    pub run_id: Option<String>,
+    /// The run's working directory.
+    pub workdir: String,
+    /// How often an open session looks at its tool list (besides after tree changes).
+    pub poll: Duration,
+}
+
+/// Where the Streamable HTTP transport listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listen {
+    /// A Unix socket (made 0600; peers of another uid are refused).
+    Unix(PathBuf),
+    /// A loopback TCP address (port 0 picks one).
+    Tcp(SocketAddr),
+}
+
+impl std::str::FromStr for Listen {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.starts_with('/') || s.starts_with("./") || s.starts_with("unix:") {
+            return Ok(Listen::Unix(PathBuf::from(
+                s.strip_prefix("unix:").unwrap_or(s),
+            )));
+        }
+        let addr: SocketAddr = s.parse().map_err(|_| {
+            format!("--listen {s:?}: expected a loopback address with a port (127.0.0.1:8765, [::1]:0) or a Unix socket path (/run/user/1000/toolvisor-mcp.sock)")
+        })?;
+        if !addr.ip().is_loopback() {
+            return Err(format!(
+                "--listen {s:?}: toolvisor mcp listens on loopback only ({} is not); use 127.0.0.1 or ::1, or a Unix socket path, and put a proxy with authentication in front for anything else",
+                addr.ip()
+            ));
+        }
+        Ok(Listen::Tcp(addr))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error(transparent)]
+    Daemon(ClientError),
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("the daemon connection is closed: {0}")]
+    Closed(String),
+    #[error("the MCP transport failed: {0}")]
+    Transport(String),
+}
+
+/// Serve one MCP session on stdin/stdout until the client closes it.
+pub async fn serve_stdio(opts: Options) -> Result<(), BridgeError> {
+    use rmcp::ServiceExt;
+    let bridge = Bridge::new(Arc::new(opts));
+    let end = bridge.session_end();
+    let service = bridge
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| BridgeError::Transport(e.to_string()))?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    // Harnesses close stdin and then, soon after, send SIGTERM: either way what the session's
+    // calls started is cancelled before we exit (rmcp lets handlers drain for a while after
+    // end of input; the signal does not wait for that).
+    let quit = tokio::select! {
+        quit = service.waiting() => quit.map(|_| ()),
+        _ = term.recv() => Ok(()),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    };
+    end.close().await;
+    quit.map_err(|e| BridgeError::Transport(e.to_string()))?;
+    Ok(())
+}
