@@ -159,6 +159,11 @@ export class ShuttingDownError extends ToolError {
   override name = "ShuttingDownError";
 }
 
+/** A network endpoint the tool needs (the model hub) cannot be reached. */
+export class NetworkUnavailableError extends ToolError {
+  override name = "NetworkUnavailableError";
+}
+
 /** The class thrown for each kind (the compiler checks every kind has one). */
 export const ERRORS_BY_KIND: Record<ErrorKind, new (kind: string, message: string, hint?: string) => ToolError> = {
   invalid_args: InvalidArgsError,
@@ -185,4 +190,5 @@ export const ERRORS_BY_KIND: Record<ErrorKind, new (kind: string, message: strin
   conflict: ConflictError,
   internal: InternalError,
   shutting_down: ShuttingDownError,
+  network_unavailable: NetworkUnavailableError,
 };

@@ -18,7 +18,8 @@ export type ErrorKind =
   | "invalid_args" | "unknown_tool" | "not_available" | "policy_denied" | "approval_denied"
   | "surface_denied" | "timeout" | "cancelled" | "resource_failed" | "not_ready" | "busy"
   | "not_found" | "out_of_scope" | "invalid_ref" | "protocol" | "version_mismatch" | "refused"
-  | "io" | "no_human" | "kernel_died" | "expired" | "conflict" | "internal" | "shutting_down";
+  | "io" | "no_human" | "kernel_died" | "expired" | "conflict" | "internal" | "shutting_down"
+  | "network_unavailable";
 
 /** Any JSON value (a tool's arguments, a result's value, a schema). */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -318,7 +319,7 @@ export const MANIFEST = {
   "error_kinds": {
     "approval_denied": null, "busy": null, "cancelled": null, "conflict": null, "expired": null,
     "internal": null, "invalid_args": null, "invalid_ref": null, "io": null, "kernel_died": null,
-    "no_human": null, "not_available": null, "not_found": null, "not_ready": null,
+    "network_unavailable": null, "no_human": null, "not_available": null, "not_found": null, "not_ready": null,
     "out_of_scope": null, "policy_denied": null, "protocol": null, "refused": null,
     "resource_failed": null, "shutting_down": null, "surface_denied": null, "timeout": null,
     "unknown_tool": null, "version_mismatch": null

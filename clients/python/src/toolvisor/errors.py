@@ -185,6 +185,12 @@ class ShuttingDownError(ToolError):
 
     kind = "shutting_down"
 
+
+class NetworkUnavailableError(ToolError):
+    """A network endpoint the tool needs (the model hub) cannot be reached."""
+
+    kind = "network_unavailable"
+
 ERRORS_BY_KIND: dict[str, type[ToolError]] = {
     cls.kind: cls
     for cls in (
@@ -193,6 +199,6 @@ ERRORS_BY_KIND: dict[str, type[ToolError]] = {
         ResourceFailedError, NotReadyError, BusyError, NotFoundError, OutOfScopeError,
         InvalidRefError, ProtocolError, VersionMismatchError, RefusedError, IoError,
         NoHumanError, KernelDiedError, ExpiredError, ConflictError, InternalError,
-        ShuttingDownError,
+        ShuttingDownError, NetworkUnavailableError,
     )
 }

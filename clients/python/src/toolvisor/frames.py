@@ -26,6 +26,7 @@ ErrorKindName = Literal[
     "surface_denied", "timeout", "cancelled", "resource_failed", "not_ready", "busy",
     "not_found", "out_of_scope", "invalid_ref", "protocol", "version_mismatch", "refused",
     "io", "no_human", "kernel_died", "expired", "conflict", "internal", "shutting_down",
+    "network_unavailable",
 ]
 
 # --- shared structures ---------------------------------------------------------------------
