@@ -632,11 +632,9 @@ pub async fn start(
     for tool in tools.iter_mut().filter(|t| t.resource == "vibe_roster") {
         tool.attachment = vibe_attachment.clone();
     }
-    if !config.data.enabled() {
+    if config.data.enabled() {
         for tool in tools.iter_mut().filter(|t| t.resource == "data_hub") {
-            tool.attachment = crate::registry::Attachment::Detached(
-                "the data hub has no collections: add [data.collections.NAME] path = \"/abs/folder\" to the daemon's config".into(),
-            );
+            tool.attachment = crate::registry::Attachment::Attached;
         }
     }
     let downloads_sup = kind_supervisor(&root, "downloads").await?;

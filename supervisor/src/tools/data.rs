@@ -265,9 +265,13 @@ async fn write(
 pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, ToolSpec};
+    use crate::registry::{Approval, Attachment, ToolSpec};
 
-    vec![
+    // Attached by the daemon when `[data.collections]` names one.
+    let detached = Attachment::Detached(
+        "the data hub has no collections: add [data.collections.NAME] path = \"/abs/folder\" to the daemon's config".into(),
+    );
+    let tools = vec![
         ToolSpec::new::<SearchDataArgs>(
             "search_data",
             Tier::Read,
@@ -300,5 +304,9 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             "Move a document to the trash (the operator can restore it).",
         )
         .approval(Approval::Always),
-    ]
+    ];
+    tools
+        .into_iter()
+        .map(|t| t.attachment(detached.clone()))
+        .collect()
 }

@@ -276,7 +276,9 @@ impl LanguageServers {
             run: opened.run.clone(),
         };
         // Asked on this connection only (no re-open on a crash: the sync lock is held).
-        let items = if proposed.conn.supports("diagnosticProvider") {
+        // Pulled where the server takes pulls, statically or by dynamic registration (as
+        // `diagnostic_items` decides): pyright publishes no pushes once it registered pulls.
+        let items = if shared.pulls(&proposed.conn) {
             let params = json!({"textDocument": {"uri": proposed.uri}});
             let r = proposed
                 .conn
