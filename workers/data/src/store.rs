@@ -244,9 +244,10 @@ impl Store {
              );
              CREATE INDEX IF NOT EXISTS docs_collection ON docs(collection);
              CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
-                title, body, tags, collection UNINDEXED,
+                title, body, tags, collection,
                 tokenize = 'unicode61 remove_diacritics 2'
              );
+             INSERT INTO docs_fts (docs_fts, rank) VALUES ('rank', 'bm25(10.0, 1.0, 5.0, 0.0)');
              CREATE TABLE IF NOT EXISTS revisions (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,
                 doc_id INTEGER NOT NULL,
@@ -497,21 +498,48 @@ impl Store {
                         .into(),
             });
         };
-        // Ranking runs over the index alone (the collection is an unindexed column of it;
-        // trashed documents are not in it); the snippet and the title are made for the few
-        // rows kept, not for every match.
+        if reach.names().is_empty() {
+            return Ok(Vec::new());
+        }
+        // Ranking runs in the index alone: the reach is a column filter on the collection's
+        // token (`collection : (…)`), trashed documents are not in the index, and FTS5 ranks
+        // by its configured `rank` (BM25: title weighs most, then tags). The snippet and the
+        // title are made for the few rows kept, not for every match.
+        let within = reach
+            .names()
+            .iter()
+            .map(|n| collection_token(n))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        // Where the reach covers every collection the index holds, the filter can only cost.
+        let mut present = self
+            .conn
+            .prepare_cached("SELECT DISTINCT collection FROM docs")
+            .map_err(self.db())?;
+        let all_reachable = present
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(self.db())?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.db())?
+            .iter()
+            .all(|c| reach.contains(c));
+        drop(present);
+        let matching = if all_reachable {
+            fts.clone()
+        } else {
+            format!("({fts}) AND collection : ({within})")
+        };
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT rowid, collection, bm25(docs_fts, 10.0, 1.0, 5.0, 0.0) AS score
-                 FROM docs_fts
+                "SELECT docs_fts.rowid, d.collection, rank
+                 FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid
                  WHERE docs_fts MATCH ?1
-                   AND collection IN (SELECT value FROM json_each(?2))
-                 ORDER BY score LIMIT ?3",
+                 ORDER BY rank LIMIT ?2",
             )
             .map_err(self.db())?;
         let ranked: Vec<(i64, String, f64)> = stmt
-            .query_map(params![fts, reach.json(), limit as i64], |r| {
+            .query_map(params![matching, limit as i64], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
             .map_err(self.db())?
@@ -529,7 +557,9 @@ impl Store {
         let mut hits = Vec::with_capacity(ranked.len());
         for (id, collection, score) in ranked {
             let (text, title, card): (String, String, String) = snippet
-                .query_row(params![fts, id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_row(params![matching, id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
                 .map_err(self.db())?;
             hits.push(Hit {
                 handle: handle(id),
@@ -820,10 +850,17 @@ fn index(tx: &rusqlite::Transaction<'_>, id: i64) -> rusqlite::Result<()> {
             title,
             format!("{body}\n{annotation}"),
             tags.join(" "),
-            collection
+            collection_token(&collection)
         ],
     )?;
     Ok(())
+}
+
+/// A collection's name as one index token of its own (letters and digits only), so a column
+/// filter on it matches that collection exactly: `docs` never matches `my-docs`.
+fn collection_token(name: &str) -> String {
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("c{hex}")
 }
 
 fn revision(
