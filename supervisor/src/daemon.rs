@@ -802,13 +802,15 @@ pub async fn start(
 }
 /// The order a shutdown stops resources in: what holds a person's or a program's state
 /// mid-flight first (debug sessions, kernels, workers), then the servers they may have been
-/// using, then the processes.
+/// using, the data hub's store, download jobs (their records resume at the next start), then
+/// the processes.
 pub const STOP_ORDER: &[&str] = &[
     "debug_adapters",
     "kernels",
     "vibe",
     "language_servers",
     "data",
+    "downloads",
     "processes",
 ];
 
