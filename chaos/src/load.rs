@@ -974,14 +974,14 @@ impl Load {
             (
                 "python",
                 format!(
-                    "r = tool(\"bash\", {{\"command\": \"echo {token}\"}})\nprint(\"got\", r[\"stdout\"].strip())\n"
+                    "r = tool(\"bash\", {{\"command\": \"echo {token}\"}})\nprint(\"got\", r[\"stdout\"].strip())\nprint(\"bash ended\", r[\"exit_code\"], r[\"signal\"])\n"
                 ),
             )
         } else {
             (
                 "javascript",
                 format!(
-                    "const r = await tool(\"bash\", {{command: \"echo {token}\"}});\nconsole.log(\"got\", r.stdout.trim());\n"
+                    "const r = await tool(\"bash\", {{command: \"echo {token}\"}});\nconsole.log(\"got\", r.stdout.trim());\nconsole.log(\"bash ended\", r.exit_code, r.signal);\n"
                 ),
             )
         };
@@ -999,11 +999,14 @@ impl Load {
             return;
         }
         let text = v["text"].as_str().unwrap_or("");
-        if !text.contains(&format!("got {token}")) {
-            self.lost(
+        match bridged_echo(text, &token) {
+            Bridged::Echoed => {}
+            // The runner's own fault killed the bridged bash: its answer says so.
+            Bridged::Faulted => self.hit(kind),
+            Bridged::Lost => self.lost(
                 kind,
                 format!("the cell ended ok but did not print `got {token}`: {text:?}"),
-            );
+            ),
         }
     }
 
@@ -1289,4 +1292,57 @@ impl Load {
 fn edit_text(rewritten: bool) -> String {
     let f = if rewritten { "new_fn" } else { "old_fn" };
     format!("x = {f}(1)\ny = {f}(2)\n")
+}
+
+/// What an eval cell's bridged `echo` came to.
+#[derive(Debug, PartialEq, Eq)]
+enum Bridged {
+    Echoed,
+    /// The bash ended by a signal or a non-zero exit (a fault this runner injected).
+    Faulted,
+    Lost,
+}
+
+/// Judge a cell's text: `got TOKEN` then `bash ended EXIT SIGNAL` (Python prints `0 None`,
+/// JavaScript `0 null` for a clean end).
+fn bridged_echo(text: &str, token: &str) -> Bridged {
+    if text.contains(&format!("got {token}")) {
+        return Bridged::Echoed;
+    }
+    let ended = text
+        .lines()
+        .find_map(|l| l.strip_prefix("bash ended "))
+        .map(str::trim);
+    match ended {
+        Some("0 None" | "0 null") | None => Bridged::Lost,
+        Some(_) => Bridged::Faulted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bridged bash the runner's own SIGKILL ended printed nothing: that is a fault it
+    /// caused, not lost output (a 75 s run once failed on exactly this).
+    #[test]
+    fn a_bridged_echo_killed_by_a_fault_is_a_fault_and_a_clean_empty_one_is_lost() {
+        assert_eq!(
+            bridged_echo("got tok-1\nbash ended 0 None\n", "tok-1"),
+            Bridged::Echoed
+        );
+        assert_eq!(
+            bridged_echo("got \nbash ended None 9\n", "tok-1"),
+            Bridged::Faulted
+        );
+        assert_eq!(
+            bridged_echo("got \nbash ended null 9\n", "tok-1"),
+            Bridged::Faulted
+        );
+        assert_eq!(
+            bridged_echo("got \nbash ended 0 None\n", "tok-1"),
+            Bridged::Lost
+        );
+        assert_eq!(bridged_echo("got \n", "tok-1"), Bridged::Lost);
+    }
 }
