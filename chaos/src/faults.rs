@@ -107,7 +107,7 @@ pub fn run_chaos(ctx: FaultCtx) -> FaultStats {
         if ctx.stop.load(Ordering::Relaxed) {
             break;
         }
-        if ctx.life.down() {
+        if ctx.life.down() || ctx.life.faults_held() {
             continue;
         }
         let epoch = ctx.life.epoch();

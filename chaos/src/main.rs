@@ -401,6 +401,12 @@ fn run(args: Args) -> anyhow::Result<bool> {
     let mut problems = Vec::new();
     let mut restart_failed = false;
     while Instant::now() < until && daemon.exited().is_none() {
+        if kills
+            .first()
+            .is_some_and(|at| began.elapsed() + Duration::from_secs(1) >= *at)
+        {
+            life.hold_faults(true);
+        }
         if kills.first().is_some_and(|at| began.elapsed() >= *at) {
             kills.remove(0);
             match restart(
@@ -411,7 +417,10 @@ fn run(args: Args) -> anyhow::Result<bool> {
                 &watch,
                 &mut problems,
             ) {
-                Ok(r) => restarts.push(r),
+                Ok(r) => {
+                    restarts.push(r);
+                    life.hold_faults(false);
+                }
                 Err(e) => {
                     problems.push(format!("DAEMON RESTART FAILED: {e:#}"));
                     restart_failed = true;
