@@ -856,6 +856,14 @@ impl Config {
         Ok(config)
     }
 
+    /// The data hub's directory (database and notes) for the state directory `state_dir`.
+    pub fn data_dir(&self, state_dir: &Path) -> PathBuf {
+        self.data
+            .dir
+            .clone()
+            .unwrap_or_else(|| state_dir.join("data"))
+    }
+
     pub fn socket_path(&self) -> PathBuf {
         self.socket.clone().unwrap_or_else(default_socket_path)
     }

@@ -705,11 +705,7 @@ pub async fn start(
     let data_sup = kind_supervisor(&root, "data").await?;
     let data = Arc::new(toolvisor_data::DataHub::new(
         config.data.clone(),
-        &config
-            .data
-            .dir
-            .clone()
-            .unwrap_or_else(|| state_dir.join("data")),
+        &config.data_dir(&state_dir),
         data_sup,
         notifier.clone(),
     ));

@@ -192,11 +192,7 @@ fn data_main(op: DataOp, config: Option<PathBuf>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let dir = config
-        .data
-        .dir
-        .clone()
-        .unwrap_or_else(|| config.state_dir().join("data"));
+    let dir = config.data_dir(&config.state_dir());
     let db = dir.join("hub.sqlite3");
     if !db.exists() {
         eprintln!(

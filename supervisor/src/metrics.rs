@@ -153,7 +153,14 @@ pub async fn render(daemon: &Daemon) -> String {
         expiries,
     );
 
-    let status = daemon.status().await;
+    // The one snapshot serves the session count too (`status` would take a second one).
+    let sessions = snapshot
+        .root
+        .children
+        .iter()
+        .filter(|n| n.kind == "sessions")
+        .map(|n| n.children.len() as u64)
+        .sum::<u64>();
     let plain = |registry: &mut Registry, name: &str, help: &str, unit: Option<Unit>, v: u64| {
         let gauge: Gauge = Gauge::default();
         gauge.set(i64::try_from(v).unwrap_or(i64::MAX));
@@ -167,7 +174,7 @@ pub async fn render(daemon: &Daemon) -> String {
         "sessions",
         "Connected clients",
         None,
-        u64::from(status.sessions),
+        sessions,
     );
     plain(
         &mut registry,
@@ -195,7 +202,7 @@ pub async fn render(daemon: &Daemon) -> String {
         "daemon_rss",
         "Resident memory of the daemon itself",
         Some(Unit::Bytes),
-        status.rss_bytes,
+        toolvisor_kit::process::rss_bytes(std::process::id()).unwrap_or(0),
     );
     plain(
         &mut registry,

@@ -194,10 +194,7 @@ impl TestDaemon {
     /// SIGTERM and wait for a clean exit.
     pub fn stop(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("daemon running");
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
+        let _ = sigterm(child.id());
         wait_for(
             "the daemon to exit after SIGTERM",
             Duration::from_secs(20),
@@ -210,6 +207,14 @@ impl Drop for TestDaemon {
     fn drop(&mut self) {
         self.kill_hard();
     }
+}
+
+/// Send SIGTERM to `pid` (a daemon to drain, or a service manager standing in for one).
+pub fn sigterm(pid: u32) -> nix::Result<()> {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
 }
 
 pub fn options(codec: Codec, tier: Tier, approvals: bool) -> ClientOptions {

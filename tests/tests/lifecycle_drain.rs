@@ -14,14 +14,6 @@ use toolvisor_protocol::wire::{ApprovalAnswer, ClientFrame, DaemonFrame, Outcome
 use toolvisor_tests::structural::{contents, four_files, original, rewritten};
 use toolvisor_tests::{TestDaemon, alive, bin, wait_for};
 
-fn sigterm(pid: u32) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("SIGTERM the daemon");
-}
-
 #[test]
 fn sigterm_finishes_the_call_in_flight_refuses_new_ones_stops_resources_and_keeps_results() {
     let mut d = toolvisor_tests::eval::daemon("[limits]\ndrain_timeout_s = 60");
@@ -82,7 +74,7 @@ fn sigterm_finishes_the_call_in_flight_refuses_new_ones_stops_resources_and_keep
         || marker.exists().then_some(()),
     );
     let pid = d.pid();
-    sigterm(pid);
+    toolvisor_tests::sigterm(pid).expect("SIGTERM");
 
     // New calls on the open connection are refused once the drain began; the slow call's
     // answer arrives whole, on the same connection.

@@ -50,11 +50,7 @@ fn json_log_lines_carry_the_call_and_join_with_the_audit_log() {
         .unwrap();
     assert!(matches!(denied.outcome, Outcome::Err(_)));
     drop(client);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    toolvisor_tests::sigterm(daemon.id()).expect("SIGTERM");
     wait_for("the daemon to exit", Duration::from_secs(20), || {
         daemon.try_wait().ok().flatten()
     });

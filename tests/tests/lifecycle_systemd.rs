@@ -13,14 +13,6 @@ use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::wire::{ClientFrame, DaemonFrame, Outcome, Tier};
 use toolvisor_tests::{bin, options, wait_for};
 
-fn sigterm(pid: u32) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("SIGTERM");
-}
-
 fn write_config(dir: &std::path::Path) -> std::path::PathBuf {
     let config = dir.join("config.toml");
     std::fs::write(
@@ -82,7 +74,7 @@ fn socket_activation_starts_the_daemon_on_the_first_connect_and_answers_that_cli
     assert_eq!(status.socket, socket.display().to_string());
     drop(client);
 
-    sigterm(manager.id());
+    toolvisor_tests::sigterm(manager.id()).expect("SIGTERM");
     let exit = wait_for("the daemon to exit", Duration::from_secs(20), || {
         manager.try_wait().ok().flatten()
     });
@@ -145,7 +137,7 @@ fn readiness_watchdog_and_stopping_are_notified_to_the_notify_socket() {
     Client::connect(&socket, options(Codec::Json, Tier::Read, false))
         .expect("served once READY=1 was sent");
     next("WATCHDOG=1");
-    sigterm(daemon.id());
+    toolvisor_tests::sigterm(daemon.id()).expect("SIGTERM");
     let stopping = next("STOPPING=1");
     assert!(stopping.contains("STATUS=draining"), "{stopping}");
     let exit = wait_for("the daemon to exit", Duration::from_secs(20), || {
