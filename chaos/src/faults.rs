@@ -107,7 +107,7 @@ pub fn run_chaos(ctx: FaultCtx) -> FaultStats {
         if ctx.stop.load(Ordering::Relaxed) {
             break;
         }
-        if ctx.life.down() || ctx.life.faults_held() {
+        if ctx.life.down() {
             continue;
         }
         let epoch = ctx.life.epoch();

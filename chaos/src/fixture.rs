@@ -11,7 +11,7 @@ use std::process::Command;
 use anyhow::Context;
 
 /// The kinds of resource the load reaches, as named in the report.
-pub const KINDS: [&str; 12] = [
+pub const KINDS: [&str; 14] = [
     "bash",
     "process",
     "result_read",
@@ -24,6 +24,8 @@ pub const KINDS: [&str; 12] = [
     "eval_javascript",
     "debug_debugpy",
     "vibe",
+    "downloads",
+    "data",
 ];
 
 /// What is installed; a kind whose server is missing is skipped (and reported as skipped).
@@ -108,9 +110,17 @@ impl Deps {
     }
 
     /// The daemon config: state dir, fast restarts, and every installed server.
-    pub fn config(&self, state_dir: &Path, vibe_worker: &Path) -> String {
+    pub fn config(&self, state_dir: &Path, vibe_worker: &Path, hub: &str, docs: &Path) -> String {
         let q = |p: &Path| format!("{:?}", p.display().to_string());
         let mut c = format!("state_dir = {}\n[restart]\nbackoff_ms = 20\n", q(state_dir));
+        // The loopback model hub, and the data hub's two collections (a folder of originals,
+        // and the notes the load writes).
+        let _ = writeln!(c, "[models]\nendpoint = {hub:?}\nconnect_timeout_s = 5");
+        let _ = writeln!(
+            c,
+            "[data.collections.docs]\npath = {}\n[data.collections.notes]",
+            q(docs)
+        );
         if !self.lsp_search_path.is_empty() {
             let dirs: Vec<String> = self.lsp_search_path.iter().map(|p| q(p)).collect();
             let _ = writeln!(c, "[lsp]\nsearch_path = [{}]", dirs.join(", "));
@@ -246,6 +256,20 @@ pub fn generate(dir: &Path, work: &Path, clients: usize) -> anyhow::Result<PathB
             write(work, &format!("patch/c{c}/f{f}.txt"), &patch_text(f, 0))?;
         }
     }
+    write(
+        &dir.join("docs"),
+        "runbook.md",
+        &format!(
+            "# {}\n\nThe {} steps for a bad night.\n\n## Rollback\n\nUndo the last release.\n",
+            crate::load::DOC_TITLE,
+            crate::load::DOC_WORDS
+        ),
+    )?;
+    write(
+        &dir.join("docs"),
+        "other.md",
+        "# Other\n\nNothing to see here.\n",
+    )?;
     let worker = dir.join("vibe-worker.sh");
     std::fs::write(&worker, VIBE_WORKER).context("write the vibe worker")?;
     std::fs::set_permissions(&worker, std::fs::Permissions::from_mode(0o755))

@@ -13,8 +13,6 @@ pub struct Life {
     epoch: AtomicU64,
     /// True from just before the runner's SIGKILL until the next incarnation answers.
     down: AtomicBool,
-    /// No descendant faults now: the runner is about to kill the daemon (see `hold_faults`).
-    held: AtomicBool,
     /// The running incarnation: (pid, start time in clock ticks).
     current: Mutex<(i32, u64)>,
     /// Every process id a `process start` answered, with the epoch that gave it.
@@ -30,17 +28,6 @@ impl Life {
 
     pub fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::SeqCst)
-    }
-
-    /// Hold descendant faults for the second before a daemon kill: a descendant signalled
-    /// within the orphan thread's 250 ms window before the daemon dies is the documented
-    /// ledger-sweep gap (SECURITY.md), which this gate does not probe.
-    pub fn hold_faults(&self, held: bool) {
-        self.held.store(held, Ordering::SeqCst);
-    }
-
-    pub fn faults_held(&self) -> bool {
-        self.held.load(Ordering::SeqCst)
     }
 
     pub fn down(&self) -> bool {

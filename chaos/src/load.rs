@@ -23,6 +23,10 @@ use crate::life::Life;
 use crate::net::{self, Miss};
 use crate::rng::Rng;
 
+mod hubs;
+
+pub use hubs::{DOC_TITLE, DOC_WORDS, HUB_RATE};
+
 /// How long a connect + handshake may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Tracked `sleep` processes a client keeps at most (the daemon caps running processes per
@@ -102,6 +106,8 @@ pub struct LoadStats {
     pub survived: BTreeMap<&'static str, (u64, u64)>,
     /// Ids handed out twice (across incarnations or not).
     pub reused_ids: u64,
+    /// Faults the model hub was told to inject: (connection cut mid-file, corrupted transfer).
+    pub hub_faults: (u64, u64),
     /// The final serve check per kind: `Ok(())` served, or why not.
     pub serve: BTreeMap<&'static str, Result<(), String>>,
     pub problems: Vec<String>,
@@ -124,6 +130,8 @@ impl LoadStats {
             e.1 += b;
         }
         self.reused_ids += other.reused_ids;
+        self.hub_faults.0 += other.hub_faults.0;
+        self.hub_faults.1 += other.hub_faults.1;
         self.serve.extend(other.serve);
         self.latencies_us.extend(other.latencies_us);
         self.problems.extend(other.problems);
@@ -150,6 +158,8 @@ pub struct ClientCtx {
     /// A heavy client also runs kernels, debug sessions and staged edits (one each per
     /// conversation: a machine with 2 cores cannot run sixteen of each).
     pub heavy: bool,
+    /// The loopback model hub the download jobs fetch from.
+    pub hub: Arc<toolvisor_testhub::HfServer>,
 }
 
 /// Expected output of the `seq` process.
@@ -195,6 +205,11 @@ struct Load {
     workers: Vec<(String, String)>,
     /// Last pid seen per kind (to count restarts of the resource).
     pids: BTreeMap<&'static str, u64>,
+    /// The download job in flight, and how many models this client has asked for.
+    job: Option<hubs::Job>,
+    models: u64,
+    /// Notes written to the data hub, newest last.
+    notes: Vec<hubs::Note>,
 }
 
 /// Run one load client until `stop`, then settle what it started and (client 0) check that
@@ -222,6 +237,9 @@ pub fn run_client(ctx: ClientCtx) -> LoadStats {
         debug_live: false,
         workers: Vec::new(),
         pids: BTreeMap::new(),
+        job: None,
+        models: 0,
+        notes: Vec::new(),
     };
     while !load.ctx.stop.load(Ordering::Relaxed) {
         load.step();
@@ -247,7 +265,9 @@ impl Load {
         self.count += 1;
         let heavy = self.ctx.heavy;
         let deps = self.ctx.deps.clone();
-        match self.rng.below(100) {
+        match self.rng.below(110) {
+            100..105 => self.downloads(),
+            105..110 => self.data(),
             0..16 => self.bash_echo(),
             16..20 => {
                 self.call("bash", "bash", json!({"command": "sleep 0.05"}));
@@ -281,6 +301,8 @@ impl Load {
         self.debug_live = false;
         self.workers.clear();
         self.pids.clear();
+        self.job_crossed_restart();
+        self.notes_after_restart();
         self.check_patch_dir("after the daemon restart", true);
         for (r, expected) in std::mem::take(&mut self.kept_refs) {
             match self.read_stored(&r) {
@@ -1194,7 +1216,7 @@ impl Load {
     /// restarting after its last kill), or say clearly that it failed for good.
     fn final_serve(&mut self) {
         let deps = self.ctx.deps.clone();
-        let mut kinds: Vec<&'static str> = vec!["bash", "ast_grep", "vibe"];
+        let mut kinds: Vec<&'static str> = vec!["bash", "ast_grep", "vibe", "downloads", "data"];
         for k in [
             "lsp_pyright",
             "lsp_clangd",
@@ -1242,6 +1264,8 @@ impl Load {
                 json!({"pattern": "$A.unwrap()", "path": "rs", "language": "rust"}),
             ),
             "vibe" => ("vibe_spawn", json!({"brief": "serve", "label": "serve"})),
+            "downloads" => ("list_models", json!({})),
+            "data" => ("search_data", json!({"query": DOC_WORDS})),
             "lsp_pyright" => (
                 "lsp",
                 json!({"op": "definition", "file": "py/app/main.py", "line": 2, "symbol": "make"}),

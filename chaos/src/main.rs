@@ -210,6 +210,8 @@ fn log_tail(log: &Path, lines: usize) -> String {
 /// How long after a restarted daemon answers the old incarnation's descendants have to be
 /// gone (its spawn ledger swept).
 const SWEEP_GRACE: Duration = Duration::from_secs(10);
+/// Shims SIGKILLed with the daemon stopped, just before each daemon kill.
+const WINDOW_SHIMS: usize = 3;
 /// How long a zombie below the daemon may stay unreaped before it counts as leaked.
 const ZOMBIE_GRACE: Duration = Duration::from_secs(3);
 
@@ -231,6 +233,7 @@ fn kill_times(seed: u64, seconds: u64, kills: u32) -> Vec<Duration> {
 /// check that every descendant of the old one is gone (the ledger swept).
 fn restart(
     daemon: &mut Daemon,
+    seed: u64,
     ctx: (&Path, &Path, &Path, &Path, &Path),
     wipe_state: Option<&Path>,
     life: &Life,
@@ -241,11 +244,30 @@ fn restart(
     let old = watch.scan();
     life.going_down();
     let incarnation = life.epoch();
+    // Aimed at the ledger-sweep window: the daemon stopped (its waiter threads and orphan
+    // reaper run nothing), then some of its shims SIGKILLed, then the daemon. What those shims
+    // leave alive has left every tree and group the next daemon could find it by; only the
+    // mark of the incarnation that started it (`kit::process::ledger`) leads the sweep to it.
+    let _ = kill(Pid::from_raw(daemon.pid), Signal::SIGSTOP);
+    let shims: Vec<&procs::Stat> = old
+        .iter()
+        .filter(|s| s.ppid == daemon.pid && s.state != 'Z')
+        .collect();
+    let mut rng = Rng::new(seed ^ 0x5eed_da3e_0000_0002 ^ incarnation);
+    let mut shot = Vec::new();
+    for _ in 0..WINDOW_SHIMS {
+        if let Some(s) = rng.pick(&shims)
+            && !shot.contains(&s.pid)
+        {
+            let _ = kill(Pid::from_raw(s.pid), Signal::SIGKILL);
+            shot.push(s.pid);
+        }
+    }
     let killed_at = Instant::now();
     let _ = kill(Pid::from_raw(daemon.pid), Signal::SIGKILL);
     let _ = daemon.child.wait();
     eprintln!(
-        "toolvisor-chaos: SIGKILLed the daemon (pid {}, {} descendants); restarting it",
+        "toolvisor-chaos: SIGKILLed the daemon (pid {}, {} descendants) after stopping it and SIGKILLing shims {shot:?}; restarting it",
         daemon.pid,
         old.len()
     );
@@ -292,6 +314,7 @@ fn restart(
     }
     Ok(Restart {
         old_descendants: old.len(),
+        shims_shot: shot.len(),
         zombies_at_ready,
         leaked: left.len(),
         ready_ms,
@@ -335,7 +358,13 @@ fn run(args: Args) -> anyhow::Result<bool> {
     let worker = fixture::generate(dir.path(), &workdir, args.clients)?;
     let config = dir.path().join("config.toml");
     let state = dir.path().join("state");
-    std::fs::write(&config, deps.config(&state, &worker)).context("write the daemon config")?;
+    let hub = Arc::new(toolvisor_testhub::HfServer::start(None));
+    hub.set_rate(load::HUB_RATE);
+    std::fs::write(
+        &config,
+        deps.config(&state, &worker, &hub.url(), &dir.path().join("docs")),
+    )
+    .context("write the daemon config")?;
 
     let mut daemon = Daemon::spawn(&bin, &config, &socket, &log)?;
     if let Err(e) = daemon.wait_ready(&socket, &workdir) {
@@ -371,6 +400,7 @@ fn run(args: Args) -> anyhow::Result<bool> {
                 life: life.clone(),
                 deps: deps.clone(),
                 heavy: index < args.heavy_clients,
+                hub: hub.clone(),
             };
             std::thread::spawn(move || load::run_client(ctx))
         })
@@ -401,26 +431,18 @@ fn run(args: Args) -> anyhow::Result<bool> {
     let mut problems = Vec::new();
     let mut restart_failed = false;
     while Instant::now() < until && daemon.exited().is_none() {
-        if kills
-            .first()
-            .is_some_and(|at| began.elapsed() + Duration::from_secs(1) >= *at)
-        {
-            life.hold_faults(true);
-        }
         if kills.first().is_some_and(|at| began.elapsed() >= *at) {
             kills.remove(0);
             match restart(
                 &mut daemon,
+                seed,
                 (&bin, &config, &socket, &log, &workdir),
                 args.wipe_state_at_restart.then_some(state.as_path()),
                 &life,
                 &watch,
                 &mut problems,
             ) {
-                Ok(r) => {
-                    restarts.push(r);
-                    life.hold_faults(false);
-                }
+                Ok(r) => restarts.push(r),
                 Err(e) => {
                     problems.push(format!("DAEMON RESTART FAILED: {e:#}"));
                     restart_failed = true;

@@ -11,6 +11,8 @@ use crate::procs::Seen;
 pub struct Restart {
     /// Descendants the old incarnation had when it was killed.
     pub old_descendants: usize,
+    /// Shims SIGKILLed while the daemon was stopped, just before its SIGKILL.
+    pub shims_shot: usize,
     /// Of those, zombies when the next incarnation answered (exited, not yet reaped).
     pub zombies_at_ready: usize,
     /// Of those, still alive after the grace (also in the problems).
@@ -188,6 +190,10 @@ impl Report {
         );
         row("ids reused", load.reused_ids.to_string());
         row("fault checks failed", self.faults.failed_checks.to_string());
+        row(
+            "faults: model hub (connection cut mid-file / corrupted transfer)",
+            format!("{} / {}", load.hub_faults.0, load.hub_faults.1),
+        );
         for kind in KINDS {
             let n = self.faults.injected.get(kind).copied().unwrap_or(0);
             let victims: Vec<String> = self
@@ -209,8 +215,8 @@ impl Report {
             .iter()
             .map(|r| {
                 format!(
-                    "{} descendants, serving again after {} ms ({} of them zombies then), {} left alive",
-                    r.old_descendants, r.ready_ms, r.zombies_at_ready, r.leaked
+                    "{} descendants, {} shims SIGKILLed with the daemon stopped, serving again after {} ms ({} of them zombies then), {} left alive",
+                    r.old_descendants, r.shims_shot, r.ready_ms, r.zombies_at_ready, r.leaked
                 )
             })
             .collect();

@@ -147,6 +147,12 @@ impl HfServer {
             .insert(repo.to_string(), Repo { files, gated });
     }
 
+    /// Forget a repo (its files' bytes with it): the chaos runner's hub would otherwise hold
+    /// every model it ever served.
+    pub fn remove_repo(&self, repo: &str) {
+        self.state.repos.lock().unwrap().remove(repo);
+    }
+
     /// Claim `size` for `file` in the listing (the bytes served stay the same).
     pub fn list_size(&self, repo: &str, file: &str, size: u64) {
         let mut repos = self.state.repos.lock().unwrap();

@@ -32,6 +32,17 @@ fn record_fields(ledger: &Ledger, pgid: u32) -> (Vec<u64>, String) {
     (numbers, words[4].to_owned())
 }
 
+/// The group records in the ledger directory (not the incarnation record every ledger
+/// writes at open).
+fn group_records(ledger: &Ledger) -> Vec<String> {
+    std::fs::read_dir(ledger.dir())
+        .expect("ledger dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("incarnation-"))
+        .collect()
+}
+
 /// A `sleep 300` started outside any ledger, as an unrelated process of the same user.
 struct Unrelated(std::process::Child);
 
@@ -89,11 +100,9 @@ async fn record_lives_exactly_as_long_as_the_group() {
         assert_eq!(fields[1], Seen::now(guard.pid()).start_time);
         drop(guard);
         wait_exit(&mut exit, "recorded sleep").await;
-        assert!(
-            std::fs::read_dir(ledger.dir())
-                .expect("ledger dir")
-                .next()
-                .is_none(),
+        assert_eq!(
+            group_records(&ledger),
+            Vec::<String>::new(),
             "record removed after reaping (shimmed: {shimmed})"
         );
     }
@@ -187,12 +196,7 @@ async fn sweep_removes_records_of_dead_groups() {
     std::fs::write(ledger.record_path(pid), format!("{pid} 1")).expect("write record");
     std::fs::write(ledger.dir().join("12345"), "garbage").expect("write garbage record");
     assert_eq!(ledger.sweep(), 0);
-    assert!(
-        std::fs::read_dir(ledger.dir())
-            .expect("dir")
-            .next()
-            .is_none()
-    );
+    assert_eq!(group_records(&ledger), Vec::<String>::new());
 }
 
 /// A forged record naming an unrelated live process with its true start time is not honoured,
@@ -247,7 +251,8 @@ async fn sweep_does_not_follow_a_symlinked_record() {
     wait_exit(&mut exit, "sleep").await;
 }
 
-/// The token reaches the shim, which proves the group is ours, but not the program.
+/// The token reaches the shim, which proves the group is ours, but not the program; the
+/// incarnation's mark reaches the program too.
 #[tokio::test]
 async fn the_token_stops_at_the_shim() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -265,6 +270,15 @@ async fn the_token_stops_at_the_shim() {
     assert!(
         !env.contains(toolvisor_kit::process::LEDGER_TOKEN_ENV),
         "the program saw the ledger token: {env}"
+    );
+    let mark = format!(
+        "{}={}",
+        toolvisor_kit::process::LEDGER_MARK_ENV,
+        ledger.mark()
+    );
+    assert!(
+        env.lines().any(|line| line == mark),
+        "the program lacks the incarnation's mark {mark}: {env}"
     );
     drop(guard);
     wait_exit(&mut exit, "env").await;
@@ -294,4 +308,79 @@ async fn sweep_ignores_a_record_owned_by_another_user() {
     );
     drop(guard);
     wait_exit(&mut exit, "sleep").await;
+}
+
+/// A process that left its group and its tree (a `setsid` child whose group record is gone, as
+/// after the waiter reaped a shim killed from outside just before its daemon died) carries the
+/// incarnation's mark, and the next daemon's sweep finds it by that alone; an unrelated process
+/// of ours is left alone.
+#[tokio::test]
+async fn sweep_kills_what_carries_a_dead_incarnations_mark() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let old = Ledger::open(dir.path()).expect("open the old incarnation's ledger");
+    let incarnation = dir.path().join(format!("incarnation-{}", old.mark()));
+    assert!(incarnation.exists(), "the incarnation is recorded at open");
+    let Spawned {
+        guard,
+        stdout,
+        mut exit,
+        ..
+    } = spawn(recorded(
+        spec(
+            "sh",
+            &["-c", "setsid sleep 300 & echo $!; exec sleep 301"],
+            true,
+        ),
+        &old,
+    ))
+    .await
+    .expect("spawn sh");
+    let mut lines = tokio::io::BufReader::new(stdout);
+    let escapee: u32 = kit::read_line(&mut lines, "the escapee's pid")
+        .await
+        .trim()
+        .parse()
+        .expect("a pid");
+    let escapee = Seen::now(escapee);
+    wait_until_async("setsid to take the escapee out of the group", || {
+        kit::pgrp(escapee.pid).is_some_and(|g| g != guard.pgid())
+    })
+    .await;
+    let program = Seen::now(guard.main_pid());
+    std::fs::remove_file(old.record_path(guard.pgid())).expect("forget the group's record");
+    let bystander = Unrelated::start();
+
+    let new = Ledger::open(dir.path()).expect("open the next incarnation's ledger");
+    assert!(new.sweep() >= 2, "the escapee and the program were killed");
+    wait_until_async("the marked escapee to die", || escapee.is_dead()).await;
+    wait_until_async("the marked program to die", || program.is_dead()).await;
+    assert!(
+        Seen::now(bystander.pid()).is_running(),
+        "an unmarked process is left alone"
+    );
+    assert!(
+        !incarnation.exists(),
+        "the dead incarnation's record is removed"
+    );
+    assert!(
+        dir.path()
+            .join(format!("incarnation-{}", new.mark()))
+            .exists(),
+        "the sweeping incarnation keeps its own"
+    );
+    wait_exit(&mut exit, "the shim").await;
+    drop(guard);
+}
+
+/// An incarnation record that is not what its name says is removed and kills nothing.
+#[tokio::test]
+async fn a_malformed_incarnation_record_kills_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ledger = Ledger::open(dir.path()).expect("open ledger");
+    let bystander = Unrelated::start();
+    let forged = dir.path().join("incarnation-0123");
+    std::fs::write(&forged, "1 1 0123\n").expect("write forged record");
+    assert_eq!(ledger.sweep(), 0);
+    assert!(Seen::now(bystander.pid()).is_running());
+    assert!(!forged.exists(), "the malformed record is removed");
 }

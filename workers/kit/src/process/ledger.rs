@@ -12,7 +12,8 @@ use nix::unistd::geteuid;
 
 use super::kill::{signal_group, signal_pid};
 use super::procfs::{
-    all_stats, descendants_in, environ_has, group_members_in, read_stat, start_time, uids,
+    all_stats, descendants_in, environ_has, environ_holds, group_members_in, read_stat, start_time,
+    uids,
 };
 use crate::private::{PrivateError, ensure_private_dir};
 
@@ -20,6 +21,19 @@ use crate::private::{PrivateError, ensure_private_dir};
 /// strips it before it runs the program). The sweep honours a record only if the process it
 /// names carries the record's token in `/proc/<pid>/environ`.
 pub const LEDGER_TOKEN_ENV: &str = "TOOLVISOR_LEDGER_TOKEN";
+
+/// Environment variable carrying the daemon incarnation's *mark* to every process it starts,
+/// program included (the shim keeps it), and so to their descendants unless one clears its
+/// environment. A later sweep kills every live process of ours that carries the mark of a
+/// dead incarnation: the one proof that survives a process leaving its group and its tree
+/// (reparented to pid 1 when its shim and then the daemon died before the daemon's orphan
+/// reaper saw it). It grants nothing but that: a process carrying it can only make itself a
+/// target of the next sweep.
+pub const LEDGER_MARK_ENV: &str = "TOOLVISOR_LEDGER_MARK";
+
+/// Prefix of the file naming one daemon incarnation and its mark:
+/// `<dir>/incarnation-<mark>` holds `<pid> <start time> <mark>`.
+const INCARNATION_PREFIX: &str = "incarnation-";
 
 /// A directory holding one record file per live spawned process group.
 ///
@@ -35,6 +49,7 @@ pub const LEDGER_TOKEN_ENV: &str = "TOOLVISOR_LEDGER_TOKEN";
 pub struct Ledger {
     dir: PathBuf,
     token: Arc<str>,
+    mark: Arc<str>,
 }
 
 /// A parsed record file.
@@ -82,18 +97,33 @@ fn new_token() -> io::Result<String> {
 impl Ledger {
     /// Opens the ledger directory `dir`, creating it with mode 0700 if needed; an existing
     /// one must be private (ours, a real directory, not writable by others). Makes this
-    /// ledger's random token.
+    /// ledger's random token and mark, and records the mark (`incarnation-<mark>`) before any
+    /// process can carry it.
     pub fn open(dir: &Path) -> Result<Ledger, PrivateError> {
         ensure_private_dir(dir, "the spawn ledger")?;
-        let token = new_token().map_err(|source| PrivateError::Io {
-            action: "read",
-            what: "the random source for the ledger token",
-            path: PathBuf::from("/dev/urandom"),
-            source,
-        })?;
+        let random = |what: &'static str| {
+            new_token().map_err(|source| PrivateError::Io {
+                action: "read",
+                what,
+                path: PathBuf::from("/dev/urandom"),
+                source,
+            })
+        };
+        let token = random("the random source for the ledger token")?;
+        let mark = random("the random source for the ledger mark")?;
+        let (pid, start) = this_process();
+        let path = dir.join(format!("{INCARNATION_PREFIX}{mark}"));
+        // Not fsynced, like the records: it only has to outlive this daemon.
+        crate::private::write_private_file(
+            &path,
+            format!("{pid} {start} {mark}\n").as_bytes(),
+            "the spawn ledger's incarnation record",
+            crate::private::Durability::Unsynced,
+        )?;
         Ok(Ledger {
             dir: dir.to_path_buf(),
             token: token.into(),
+            mark: mark.into(),
         })
     }
 
@@ -105,6 +135,12 @@ impl Ledger {
     /// This ledger's token, which every recorded child carries in [`LEDGER_TOKEN_ENV`].
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// This daemon incarnation's mark, which every process it starts carries in
+    /// [`LEDGER_MARK_ENV`] (see there).
+    pub fn mark(&self) -> &str {
+        &self.mark
     }
 
     /// The record file for process group `pgid`.
@@ -136,8 +172,10 @@ impl Ledger {
     }
 
     /// Kills (SIGCONT, then SIGKILL) every recorded group whose leader provably is the process
-    /// a daemon of ours started, plus the leader's descendants that left the group; removes
-    /// every record; returns how many groups were killed.
+    /// a daemon of ours started, plus the leader's descendants that left the group, then every
+    /// other live process of ours carrying the mark of a dead incarnation (and its
+    /// descendants); removes every record; returns how many groups and marked processes
+    /// were killed.
     ///
     /// A record is honoured only if its file is a regular file owned by us (not a symlink), it
     /// names its group's leader, and that leader still has the recorded start time, runs as
@@ -160,7 +198,9 @@ impl Ledger {
                 continue;
             };
             let path = entry.path();
-            match read_record(&path) {
+            match read_record(&path)
+                .and_then(|text| Record::parse(&text).ok_or_else(|| "it is not a record".into()))
+            {
                 Ok(record) => {
                     if let Some((owner, owner_start)) = record.owner
                         && owner != me
@@ -197,12 +237,110 @@ impl Ledger {
                 tracing::warn!(record = %path.display(), %error, "cannot remove spawn ledger record");
             }
         }
+        killed + self.sweep_marked()
+    }
+
+    /// The second half of [`Ledger::sweep`]: reads the incarnation records of dead daemons
+    /// (removing them), then kills every live process of our uid whose environment carries
+    /// one of their marks, with its descendants. Returns how many marked processes it killed.
+    fn sweep_marked(&self) -> usize {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let (me, _) = this_process();
+        let mut marks = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(mark) = name
+                .to_str()
+                .and_then(|name| name.strip_prefix(INCARNATION_PREFIX))
+            else {
+                continue;
+            };
+            if mark == &*self.mark {
+                continue;
+            }
+            let path = entry.path();
+            match read_record(&path).and_then(|text| Incarnation::parse(&text, mark)) {
+                Ok(incarnation) => {
+                    if incarnation.pid != me
+                        && start_time(incarnation.pid) == Some(incarnation.start_time)
+                    {
+                        // A daemon of ours that is still running keeps its mark.
+                        continue;
+                    }
+                    marks.push(format!("{LEDGER_MARK_ENV}={mark}"));
+                }
+                Err(why) => tracing::warn!(
+                    record = %path.display(), why,
+                    "spawn ledger incarnation record not honoured"
+                ),
+            }
+            if let Err(error) = fs::remove_file(&path)
+                && error.kind() != io::ErrorKind::NotFound
+            {
+                tracing::warn!(record = %path.display(), %error, "cannot remove spawn ledger incarnation record");
+            }
+        }
+        if marks.is_empty() {
+            return 0;
+        }
+        let uid = geteuid().as_raw();
+        let stats = all_stats();
+        let mut killed = 0;
+        for stat in &stats {
+            if stat.is_dead() || stat.pid == me {
+                continue;
+            }
+            if uids(stat.pid) != Some((uid, uid)) {
+                continue;
+            }
+            let Some(entry) = marks.iter().find(|entry| environ_holds(stat.pid, entry)) else {
+                continue;
+            };
+            for pid in descendants_in(&stats, stat.pid) {
+                let _ = signal_pid(pid, Signal::SIGCONT);
+                let _ = signal_pid(pid, Signal::SIGKILL);
+            }
+            let _ = signal_pid(stat.pid, Signal::SIGCONT);
+            let _ = signal_pid(stat.pid, Signal::SIGKILL);
+            killed += 1;
+            tracing::info!(
+                pid = stat.pid,
+                mark = entry.rsplit('=').next().unwrap_or_default(),
+                "killed a process left by a previous daemon (it carries that daemon's mark and outlived its tree)"
+            );
+        }
         killed
     }
 }
 
+/// A parsed incarnation record.
+struct Incarnation {
+    pid: u32,
+    start_time: u64,
+}
+
+impl Incarnation {
+    /// Parses `<pid> <start time> <mark>`, whose mark must be the one its file is named by.
+    fn parse(text: &str, mark: &str) -> Result<Incarnation, String> {
+        let mut words = text.split_ascii_whitespace();
+        let (Some(pid), Some(start), Some(named)) = (words.next(), words.next(), words.next())
+        else {
+            return Err("it is not an incarnation record".into());
+        };
+        if named != mark || mark.len() != 32 || !mark.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("its mark is not the 128-bit one its name gives".into());
+        }
+        match (pid.parse(), start.parse()) {
+            (Ok(pid), Ok(start_time)) => Ok(Incarnation { pid, start_time }),
+            _ => Err("it is not an incarnation record".into()),
+        }
+    }
+}
+
 /// Reads a record file that must be a regular file owned by us, without following a symlink.
-fn read_record(path: &Path) -> Result<Record, String> {
+fn read_record(path: &Path) -> Result<String, String> {
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
@@ -221,7 +359,7 @@ fn read_record(path: &Path) -> Result<Record, String> {
     file.take(4096)
         .read_to_string(&mut text)
         .map_err(|error| format!("cannot read it: {error}"))?;
-    Record::parse(&text).ok_or_else(|| "it is not a record".into())
+    Ok(text)
 }
 
 /// Whether `record` names a live leader of group `pgid` that one of our daemons started:
@@ -240,7 +378,9 @@ fn verify(pgid: u32, record: &Record) -> Result<bool, String> {
     let Some(stat) = read_stat(record.pid) else {
         return Ok(false);
     };
-    if stat.start_time != record.start_time {
+    if stat.start_time != record.start_time || stat.is_dead() {
+        // Gone, or a zombie waiting for pid 1 (its environment reads empty): what it left
+        // alive carries its incarnation's mark and is found by that.
         return Ok(false);
     }
     if stat.pgrp != record.pid {

@@ -79,13 +79,18 @@ pub(crate) fn uids(pid: u32) -> Option<(u32, u32)> {
 /// `key=value`. Reading it needs the rights to ptrace `pid`, so for a process of another
 /// user (or a non-dumpable one) it is `false` unless we are root.
 pub(crate) fn environ_has(pid: u32, key: &str, value: &str) -> bool {
+    environ_holds(pid, &format!("{key}={value}"))
+}
+
+/// Whether the environment `pid` was started with holds exactly the entry `key_value`
+/// (`KEY=value`); the same rights as [`environ_has`].
+pub(crate) fn environ_holds(pid: u32, key_value: &str) -> bool {
     let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
         return false;
     };
-    let wanted = format!("{key}={value}");
     environ
         .split(|&byte| byte == 0)
-        .any(|entry| entry == wanted.as_bytes())
+        .any(|entry| entry == key_value.as_bytes())
 }
 
 /// One snapshot of every process visible in `/proc`.

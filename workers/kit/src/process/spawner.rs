@@ -19,7 +19,7 @@ use super::child_setup::{
     REPORT_FD, install_report_fd, mark_cloexec_from, reset_signals, set_death_signal,
 };
 use super::guard::ProcessGuard;
-use super::ledger::LEDGER_TOKEN_ENV;
+use super::ledger::{LEDGER_MARK_ENV, LEDGER_TOKEN_ENV};
 use super::shim::{SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, describe_exec_error};
 use super::{ExitStatus, SpawnError, SpawnSpec};
 
@@ -127,8 +127,11 @@ pub(crate) fn fork_child(spec: &SpawnSpec, program: &Path) -> Result<Forked, Spa
         .stderr(Stdio::piped())
         .process_group(0);
     if let Some(ledger) = &spec.ledger {
-        // Proof for a later sweep that this process is ours (the shim strips it again).
-        command.env(LEDGER_TOKEN_ENV, ledger.token());
+        // Proof for a later sweep that this process is ours (the shim strips it again), and
+        // the incarnation's mark, which the program and its descendants keep.
+        command
+            .env(LEDGER_TOKEN_ENV, ledger.token())
+            .env(LEDGER_MARK_ENV, ledger.mark());
     }
     if spec.shim.is_some() {
         command
