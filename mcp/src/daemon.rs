@@ -26,9 +26,45 @@ pub enum CallMsg {
     Done(Outcome),
 }
 
+/// Output and progress events a call's queue holds before further ones are dropped (they
+/// become MCP progress notifications, a preview: the whole output is in the result).
+const EVENT_QUEUE: usize = 256;
+/// Room always kept in a call's queue for what must arrive: one approval request (a call
+/// waits for its answer before it can ask again) and the outcome.
+const RESERVED: usize = 2;
+
+/// One call's queue, bounded: a harness that reads its progress notifications slower than the
+/// daemon streams output costs dropped notifications, never unbounded memory.
+struct CallRoute {
+    tx: mpsc::Sender<CallMsg>,
+    /// Events dropped because the queue was full.
+    dropped: u64,
+}
+
+impl CallRoute {
+    fn event(&mut self, event: Event) {
+        if self.tx.capacity() > RESERVED {
+            let _ = self.tx.try_send(CallMsg::Event(event));
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// An approval request or the outcome: always has room (see [`RESERVED`]).
+    fn must(&self, id: u64, msg: CallMsg) {
+        if let Err(mpsc::error::TrySendError::Full(msg)) = self.tx.try_send(msg) {
+            tracing::error!(
+                call = id,
+                ?msg,
+                "a call's queue had no room for a message it must get"
+            );
+        }
+    }
+}
+
 #[derive(Default)]
 struct Routes {
-    calls: HashMap<u64, mpsc::UnboundedSender<CallMsg>>,
+    calls: HashMap<u64, CallRoute>,
     lists: VecDeque<oneshot::Sender<Vec<ToolInfo>>>,
     /// Why the connection ended, once it has.
     closed: Option<String>,
@@ -142,8 +178,8 @@ impl DaemonConn {
                 route(&reader_routes, &reader_tree, &questions, frame);
             };
             let mut r = reader_routes.lock().unwrap_or_else(|e| e.into_inner());
-            for (_, call) in r.calls.drain() {
-                let _ = call.send(CallMsg::Done(Outcome::Err(lost(&why))));
+            for (id, call) in r.calls.drain() {
+                call.must(id, CallMsg::Done(Outcome::Err(lost(&why))));
             }
             r.lists.clear();
             r.closed = Some(why);
@@ -209,15 +245,15 @@ impl DaemonConn {
         conversation: &str,
         tool: &str,
         args: serde_json::Value,
-    ) -> Result<(u64, mpsc::UnboundedReceiver<CallMsg>), BridgeError> {
+    ) -> Result<(u64, mpsc::Receiver<CallMsg>), BridgeError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(EVENT_QUEUE + RESERVED);
         {
             let mut r = self.routes.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(why) = &r.closed {
                 return Err(BridgeError::Closed(why.clone()));
             }
-            r.calls.insert(id, tx);
+            r.calls.insert(id, CallRoute { tx, dropped: 0 });
         }
         self.send(&ClientFrame::Call(Call {
             id,
@@ -287,17 +323,25 @@ fn route(
     match frame {
         DaemonFrame::Result { id, outcome } => {
             if let Some(call) = r.calls.remove(&id) {
-                let _ = call.send(CallMsg::Done(outcome));
+                if call.dropped > 0 {
+                    tracing::info!(
+                        call = id,
+                        dropped = call.dropped,
+                        "progress notifications dropped: the MCP client read them slower than the call streamed output (the result holds all of it)"
+                    );
+                }
+                call.must(id, CallMsg::Done(outcome));
             }
         }
         DaemonFrame::Event { id, event } => {
-            if let Some(call) = r.calls.get(&id) {
-                let _ = call.send(CallMsg::Event(event));
+            if let Some(call) = r.calls.get_mut(&id) {
+                call.event(event);
             }
         }
         DaemonFrame::ApprovalRequest(req) => {
-            if let Some(call) = r.calls.get(&req.call_id) {
-                let _ = call.send(CallMsg::Approval(req));
+            let id = req.call_id;
+            if let Some(call) = r.calls.get(&id) {
+                call.must(id, CallMsg::Approval(req));
             }
         }
         DaemonFrame::Question(q) => {
@@ -336,4 +380,60 @@ async fn read_frame<R: AsyncReadExt + Unpin>(rd: &mut R, max: u32) -> Result<Vec
         .await
         .map_err(|_| CodecError::Truncated { got: 0, want: len })?;
     Ok(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A harness that never reads a call's progress: the daemon's output events are dropped
+    /// past the queue's bound, and the outcome still arrives (the queue was unbounded before).
+    #[test]
+    fn a_call_whose_events_are_not_read_holds_a_bounded_queue_and_still_gets_its_outcome() {
+        let routes = Mutex::new(Routes::default());
+        let (tx, mut rx) = mpsc::channel(EVENT_QUEUE + RESERVED);
+        routes
+            .lock()
+            .unwrap()
+            .calls
+            .insert(7, CallRoute { tx, dropped: 0 });
+        let (questions, _q) = mpsc::unbounded_channel();
+        let tree = Notify::new();
+        for n in 0..10_000 {
+            let event = Event::Output {
+                stream: toolvisor_protocol::wire::Stream::Stdout,
+                text: format!("line {n}\n"),
+            };
+            route(
+                &routes,
+                &tree,
+                &questions,
+                DaemonFrame::Event { id: 7, event },
+            );
+        }
+        assert_eq!(
+            routes.lock().unwrap().calls[&7].dropped,
+            10_000 - EVENT_QUEUE as u64
+        );
+        route(
+            &routes,
+            &tree,
+            &questions,
+            DaemonFrame::Result {
+                id: 7,
+                outcome: Outcome::Ok(Value(serde_json::json!({"done": true}))),
+            },
+        );
+        let mut events = 0;
+        let mut done = false;
+        while let Ok(msg) = rx.try_recv() {
+            match msg {
+                CallMsg::Event(_) => events += 1,
+                CallMsg::Done(Outcome::Ok(_)) => done = true,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(events, EVENT_QUEUE, "the queue held its bound");
+        assert!(done, "the outcome arrived after the dropped events");
+    }
 }
