@@ -112,7 +112,12 @@ impl Deps {
     /// The daemon config: state dir, fast restarts, and every installed server.
     pub fn config(&self, state_dir: &Path, vibe_worker: &Path, hub: &str, docs: &Path) -> String {
         let q = |p: &Path| format!("{:?}", p.display().to_string());
-        let mut c = format!("state_dir = {}\n[restart]\nbackoff_ms = 20\n", q(state_dir));
+        // A SIGTERM drains calls in flight for at most 5 s: the runner allows 10 s for the
+        // exit.
+        let mut c = format!(
+            "state_dir = {}\n[restart]\nbackoff_ms = 20\n[limits]\ndrain_timeout_s = 5\n",
+            q(state_dir)
+        );
         // The loopback model hub, and the data hub's two collections (a folder of originals,
         // and the notes the load writes).
         let _ = writeln!(c, "[models]\nendpoint = {hub:?}\nconnect_timeout_s = 5");

@@ -39,7 +39,10 @@ const KEPT_REFS: usize = 2;
 /// Lines of the large `bash` output (about 169,000 characters: stored and projected).
 const BIG_LINES: u32 = 30000;
 
-const SEQ_COMMAND: &str = "for i in $(seq 1 50); do echo line$i; done";
+/// Shell builtins only: a `$(seq …)` whose `seq` the fault thread SIGKILLed would expand to
+/// nothing and the loop would exit 0 having printed nothing (a 30-minute run counted that as
+/// lost output).
+const SEQ_COMMAND: &str = "i=1; while [ $i -le 50 ]; do echo line$i; i=$((i+1)); done";
 /// A description that passes eval's 5-10 words rule.
 const EVAL_DESCRIPTION: &str = "echo a token through the tool bridge";
 
@@ -480,7 +483,7 @@ impl Load {
                     *self.stats.clear_errors.entry(k.clone()).or_default() += 1;
                     self.stats
                         .error_samples
-                        .entry(k)
+                        .entry(format!("{kind} {k}"))
                         .or_insert_with(|| format!("{what}: {e}"));
                 }
                 Some(Err(e))

@@ -642,6 +642,9 @@ fn mcp_main(options: toolvisor_mcp::Options, listen: Option<toolvisor_mcp::Liste
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A log that cannot be written (a full disk) loses lines; its error report would be
+        // an `eprintln!`, which panics on the same full stderr.
+        .log_internal_errors(false)
         .try_init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -710,7 +713,11 @@ fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // A log on a full disk loses lines and nothing else: tracing's report of a failed
+        // write is an `eprintln!`, which panics on that same stderr — inside whatever actor
+        // logged (a chaos run on a full disk lost its kernels and vibe kind supervisors so).
+        .log_internal_errors(false);
     if log_format == "json" {
         builder.json().init();
     } else {

@@ -100,7 +100,7 @@ impl Load {
                     *e.or_default() += 1;
                     self.stats
                         .error_samples
-                        .entry("job_failed".into())
+                        .entry("downloads job_failed".into())
                         .or_insert_with(|| format!("download job {}: {error}", job.id));
                 }
                 if job.crossed_restart {
@@ -228,6 +228,8 @@ impl Load {
     fn resume_job(&mut self, mut job: Job) {
         const K: &str = "downloads";
         match self.call(K, "download_model", json!({"repo": job.repo})) {
+            // The files were all in before the cancel took: the set is complete as it is.
+            Some(Ok(v)) if v["already_complete"] == true => self.job_done(job, &v),
             Some(Ok(v)) => match v["job_id"].as_str() {
                 Some(id) => {
                     if v["already_complete"] != true {
@@ -257,7 +259,9 @@ impl Load {
         }
     }
 
-    /// A job that says `done` must have every file in place, byte for byte the hub's.
+    /// A job that says `done` (or a set `download_model` says is already complete) must have
+    /// every file in place, byte for byte the hub's. The files are removed once checked: a
+    /// long run would otherwise fill the disk with them.
     fn job_done(&mut self, job: Job, j: &Json) {
         const K: &str = "downloads";
         let dir = std::path::PathBuf::from(j["path"].as_str().unwrap_or(""));
@@ -294,6 +298,9 @@ impl Load {
             );
         }
         self.ctx.hub.remove_repo(&job.repo);
+        for (name, _) in &job.files {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
     }
 
     /// After a daemon restart: the job in flight must resume under its id by itself.

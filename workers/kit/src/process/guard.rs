@@ -246,8 +246,10 @@ fn wait_for_exit(
     {
         tracing::warn!(label = %shared.label, record = %record.display(), %error, "cannot remove spawn ledger record");
     }
-    tracing::debug!(label = %shared.label, pid = shared.pid, %status, "child reaped");
+    // Published before the log line: nothing that can fail stands between a reaped child and
+    // the callers waiting for its exit.
     exit_tx.send_replace(Some(status));
+    tracing::debug!(label = %shared.label, pid = shared.pid, %status, "child reaped");
 }
 
 /// Blocking `waitpid` on exactly `pid`, retried on EINTR.
