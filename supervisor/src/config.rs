@@ -55,6 +55,9 @@ pub struct Config {
     pub data: toolvisor_data::DataConfig,
     /// `[models]`: the model hub endpoint, its token and the model store (download jobs).
     pub models: ModelsConfig,
+    /// `[inference]`: the local inference pool (server command per format, idle TTL) and its
+    /// OpenAI-compatible endpoint.
+    pub inference: toolvisor_inference::InferenceConfig,
     pub testing: TestingConfig,
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
@@ -745,6 +748,7 @@ impl Default for Config {
             data: toolvisor_data::DataConfig::default(),
             structural: StructuralConfig::default(),
             models: ModelsConfig::default(),
+            inference: Default::default(),
             testing: TestingConfig::default(),
             source: "embedded defaults".into(),
         }
@@ -847,6 +851,13 @@ impl Config {
         }
         config
             .models
+            .check()
+            .map_err(|message| ConfigError::Parse {
+                path: path.display().to_string(),
+                message,
+            })?;
+        config
+            .inference
             .check()
             .map_err(|message| ConfigError::Parse {
                 path: path.display().to_string(),

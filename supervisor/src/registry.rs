@@ -277,6 +277,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         f::eval(),
         f::human(),
         f::downloads(),
+        f::inference(),
         f::files(),
         f::data(),
     ]
