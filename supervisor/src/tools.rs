@@ -7,10 +7,10 @@
 pub(crate) mod data;
 mod debug;
 pub(crate) mod downloads;
-pub(crate) mod inference;
 pub(crate) mod eval;
 pub(crate) mod files;
 pub(crate) mod human;
+pub(crate) mod inference;
 pub(crate) mod lsp;
 pub(crate) mod structural;
 
@@ -398,10 +398,10 @@ pub(crate) mod families {
     pub(crate) use super::debug::declare as debug;
     pub(crate) use super::decl::{jobs, probes};
     pub(crate) use super::downloads::declare as downloads;
-    pub(crate) use super::inference::declare as inference;
     pub(crate) use super::eval::declare as eval;
     pub(crate) use super::files::declare as files;
     pub(crate) use super::human::declare as human;
+    pub(crate) use super::inference::declare as inference;
     pub(crate) use super::lsp::declare as lsp;
     pub(crate) use super::structural::declare as structural;
 }

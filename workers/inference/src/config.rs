@@ -116,7 +116,9 @@ impl InferenceConfig {
         }
         if let Some(listen) = &self.listen {
             let addr: std::net::SocketAddr = listen.parse().map_err(|_| {
-                format!("inference.listen = {listen:?}: give a loopback address such as 127.0.0.1:8080")
+                format!(
+                    "inference.listen = {listen:?}: give a loopback address such as 127.0.0.1:8080"
+                )
             })?;
             if !addr.ip().is_loopback() {
                 return Err(format!(

@@ -224,8 +224,15 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
         for (name, value) in &parts.headers {
             if matches!(
                 name.as_str(),
-                "host" | "connection" | "keep-alive" | "transfer-encoding" | "content-length"
-                    | "upgrade" | "te" | "trailer" | "proxy-connection"
+                "host"
+                    | "connection"
+                    | "keep-alive"
+                    | "transfer-encoding"
+                    | "content-length"
+                    | "upgrade"
+                    | "te"
+                    | "trailer"
+                    | "proxy-connection"
             ) {
                 continue;
             }

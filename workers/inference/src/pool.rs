@@ -92,7 +92,11 @@ impl Served {
     fn tail_text(&self, lines: usize) -> String {
         let tail = lock(&self.tail);
         let skip = tail.len().saturating_sub(lines);
-        tail.iter().skip(skip).cloned().collect::<Vec<_>>().join("\n")
+        tail.iter()
+            .skip(skip)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     fn push_line(&self, line: &str) {
@@ -401,9 +405,8 @@ impl Inference {
         }
         let names: Vec<String> = manifest.files.iter().map(|f| f.name.clone()).collect();
         let (path, format) = model_file(&dir, &names);
-        let path_has = |p: &str| {
-            std::env::split_paths(self.launcher.path()).any(|d| d.join(p).is_file())
-        };
+        let path_has =
+            |p: &str| std::env::split_paths(self.launcher.path()).any(|d| d.join(p).is_file());
         let template =
             self.config
                 .command(&format, path_has)
@@ -911,7 +914,12 @@ impl Actor for ServerActor {
                 s.status.update(|i| {
                     i.detail = format!("{} ready on 127.0.0.1:{port}", s.repo);
                 });
-                tracing::info!(alias = s.alias, port, ms = took.as_millis() as u64, "model server ready");
+                tracing::info!(
+                    alias = s.alias,
+                    port,
+                    ms = took.as_millis() as u64,
+                    "model server ready"
+                );
                 Ok(())
             }
             ServerMsg::NotReady => {
@@ -960,8 +968,8 @@ impl Actor for ServerActor {
         if let Some(guard) = state.guard.take() {
             // Graceful first: the server's own SIGTERM handling, then the guard's kill.
             if guard.signal_main(Signal::SIGTERM).is_ok() {
-                let _ = tokio::time::timeout(state.grace, state.exit.wait_for(Option::is_some))
-                    .await;
+                let _ =
+                    tokio::time::timeout(state.grace, state.exit.wait_for(Option::is_some)).await;
             }
             drop(guard);
             let _ =

@@ -234,7 +234,8 @@ impl UsageBook {
             Ok(b) => b,
             Err(_) => return,
         };
-        if let Err(e) = write_private_file(&self.path, &bytes, "token usage", Durability::Unsynced) {
+        if let Err(e) = write_private_file(&self.path, &bytes, "token usage", Durability::Unsynced)
+        {
             tracing::warn!(path = %self.path.display(), error = %e, "cannot persist token usage");
         }
     }
@@ -308,7 +309,8 @@ mod tests {
 
     #[test]
     fn a_json_body_and_a_stream_split_anywhere_give_their_usage() {
-        let body = br#"{"id":"x","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#;
+        let body =
+            br#"{"id":"x","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#;
         for cut in 0..body.len() {
             let mut s = Scanner::new(false);
             s.feed(&body[..cut]);
