@@ -306,7 +306,6 @@ fn streaming_passes_through_before_the_server_has_finished() {
         "max_tokens": 1500,
         "temperature": 0,
         "stream": true,
-        "stream_options": {"include_usage": true},
         // Never the end-of-sequence token: the stream runs its whole length.
         "logit_bias": {"2": -100},
     })
@@ -362,12 +361,8 @@ fn streaming_passes_through_before_the_server_has_finished() {
         let s = d.ok("c", "get_token_usage_stats", json!({}));
         (s["totals"]["requests"] == 1).then_some(s)
     });
-    assert_eq!(
-        stats["totals"]["requests_without_usage"], 0,
-        "the stream's usage chunk should be counted: {stats}"
-    );
-    assert!(
-        stats["totals"]["completion_tokens"].as_u64().unwrap() > 100,
-        "{stats}"
-    );
+    // llama-cpp-python (0.3) sends no `usage` in a stream, `stream_options` or not (llama.cpp's
+    // own llama-server does, in its last chunk, and the scanner reads it there: usage.rs's
+    // tests): the request is counted as one without usage, never as zero tokens used.
+    assert_eq!(stats["totals"]["requests_without_usage"], 1, "{stats}");
 }

@@ -176,8 +176,10 @@ mod tests {
 
     #[test]
     fn bad_settings_are_named() {
-        let mut c = InferenceConfig::default();
-        c.listen = Some("0.0.0.0:8080".into());
+        let mut c = InferenceConfig {
+            listen: Some("0.0.0.0:8080".into()),
+            ..Default::default()
+        };
         assert!(c.check().unwrap_err().contains("loopback"));
         c.listen = None;
         c.commands

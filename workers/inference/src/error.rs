@@ -80,7 +80,7 @@ impl From<InferenceError> for ToolError {
             ),
             InferenceError::BadAlias { .. } => (
                 ErrorKind::InvalidArgs,
-                "use 1-64 letters, digits and - _ . :".to_string(),
+                "use 1-64 letters, digits and - _ . : /".to_string(),
             ),
             InferenceError::TooMany { .. } => (
                 ErrorKind::Busy,

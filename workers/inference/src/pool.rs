@@ -72,6 +72,8 @@ pub struct Served {
     tail: Mutex<VecDeque<String>>,
     last_used: Mutex<Instant>,
     in_flight: AtomicUsize,
+    /// Why the pool itself ended it (the idle TTL), for the status.
+    ended_by: Mutex<Option<String>>,
 }
 
 impl Served {
@@ -198,9 +200,9 @@ fn check_alias(alias: &str) -> Result<(), InferenceError> {
     }
     if !alias
         .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
     {
-        return bad("only letters, digits and - _ . : are allowed");
+        return bad("only letters, digits and - _ . : / are allowed");
     }
     Ok(())
 }
@@ -298,7 +300,9 @@ impl Inference {
             Lookup::Starting => State::Loading,
             Lookup::Backoff { last_error, .. } => State::Restarting { last_error },
             Lookup::Failed { last_error } => State::Failed { last_error },
-            Lookup::Ended { last_error } => State::Unloaded { reason: last_error },
+            Lookup::Ended { last_error } => State::Unloaded {
+                reason: last_error.or_else(|| lock(&served.ended_by).clone()),
+            },
             Lookup::Missing => State::Unloaded { reason: None },
         }
     }
@@ -448,6 +452,7 @@ impl Inference {
             tail: Mutex::new(VecDeque::new()),
             last_used: Mutex::new(Instant::now()),
             in_flight: AtomicUsize::new(0),
+            ended_by: Mutex::new(None),
         });
         lock(&self.models).insert(alias.clone(), served.clone());
         let factory = self.factory(served.clone());
@@ -950,6 +955,7 @@ impl Actor for ServerActor {
                     state.expiring = true;
                     let why = format!("unloaded after {} s without a request", ttl.as_secs());
                     tracing::info!(alias = s.alias, "{why}");
+                    *lock(&s.ended_by) = Some(why.clone());
                     let _ = state.supervisor.send_message(SupervisorMsg::Expire {
                         id: s.alias.clone(),
                         reason: why,
