@@ -237,6 +237,20 @@ fn a_daemon_sigkill_leaves_no_server_running() {
 }
 
 #[test]
+fn a_drain_stops_the_servers() {
+    let mut d = start(&["tester/tiny"], "", "");
+    d.ok("c", "load_model", json!({"model": "tester/tiny"}));
+    let pid = wait_state(&d, "tiny", "ready", READY)["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    assert!(d.stop().success());
+    assert!(
+        !alive(pid),
+        "the model server {pid} outlived the daemon's drain"
+    );
+}
+
+#[test]
 fn a_too_large_model_is_refused_with_the_numbers() {
     let dir_meminfo = tempfile::tempdir().unwrap();
     let meminfo = dir_meminfo.path().join("meminfo");
@@ -263,7 +277,11 @@ fn a_too_large_model_is_refused_with_the_numbers() {
 
 #[test]
 fn two_models_at_once_on_distinct_ports_each_answering_its_own_requests() {
-    let d = start(&["tester/one", "tester/two"], "", "");
+    let d = start(
+        &["tester/one", "tester/two"],
+        "listen = \"127.0.0.1:0\"",
+        "",
+    );
     d.ok("c", "load_model", json!({"model": "tester/one"}));
     d.ok(
         "c",
@@ -288,6 +306,23 @@ fn two_models_at_once_on_distinct_ports_each_answering_its_own_requests() {
     assert_eq!(e.kind, ErrorKind::Conflict, "{e}");
     let stats = d.ok("c", "get_token_usage_stats", json!({}));
     assert_eq!(stats["per_model"].as_array().unwrap().len(), 2, "{stats}");
+    // The optional loopback listener serves the same endpoint.
+    let status = d.ok("c", "get_inference_status", json!({}));
+    let url = status["endpoint"]["listen"].as_str().unwrap();
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/v1"))
+        .unwrap();
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(
+        &mut tcp,
+        b"GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut tcp, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"second\""), "{answer}");
 }
 
 /// A stream comes through as the server writes it: after the first content chunk the server
