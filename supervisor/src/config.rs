@@ -912,6 +912,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn inference_settings_load_and_bad_ones_are_named() {
+        let c = load("[inference]\nidle_ttl_s = 60\non_demand = true\ncommands.gguf = [\"srv\", \"--port\", \"{port}\"]\nlisten = \"127.0.0.1:8080\"\n").unwrap();
+        assert_eq!(c.inference.idle_ttl_s, 60);
+        assert!(c.inference.on_demand);
+        assert_eq!(c.inference.commands["gguf"][0], "srv");
+        for (text, key) in [
+            (
+                "[inference]\nlisten = \"0.0.0.0:8080\"\n",
+                "inference.listen",
+            ),
+            (
+                "[inference]\ncommands.gguf = [\"srv\"]\n",
+                "inference.commands.gguf",
+            ),
+            ("[inference]\nmax_loaded = 0\n", "inference.max_loaded"),
+            ("[inference]\nttl = 3\n", "ttl"),
+        ] {
+            let err = load(text).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn models_token_never_shows_in_debug_and_bad_keys_are_named() {
         let c = load("[models]\nendpoint = \"http://127.0.0.1:9\"\ntoken = \"hf_abcdefgh12345\"\n")
             .unwrap();
