@@ -874,6 +874,45 @@ pub struct SearchModelsArgs {
     pub limit: Option<u64>,
 }
 
+/// `load_model {model, alias?, context?}`: start a model's inference server; answers at once
+/// with state `loading`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadModelArgs {
+    /// A complete model of the local store, as list_models shows it: its repo
+    /// (`owner/name`), or `owner/name:VARIANT` when the store has several variants.
+    pub model: String,
+    /// The name requests use in their `"model"` field (default: the repo's name part).
+    pub alias: Option<String>,
+    /// Context length in tokens (default `[inference] context`, 2048).
+    #[schemars(range(min = 1, max = 1_048_576))]
+    pub context: Option<u32>,
+}
+
+/// `unload_model {alias}`: stop a model's server and free its port.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnloadModelArgs {
+    /// The alias load_model answered (get_inference_status lists them).
+    pub alias: String,
+}
+
+/// `get_inference_status {}`: the loaded models and the endpoint.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InferenceStatusArgs {}
+
+/// `get_token_usage_stats {model?, days?}`: requests and tokens counted by the endpoint.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenUsageArgs {
+    /// Only this model (as load_model named it).
+    pub model: Option<String>,
+    /// Only the last N days (UTC), today included.
+    #[schemars(range(min = 1, max = 3660))]
+    pub days: Option<u32>,
+}
+
 /// `_probe_serial` / `_probe_parallel {tag, sleep_ms?}`: the test suite's lane probes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

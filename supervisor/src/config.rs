@@ -55,6 +55,9 @@ pub struct Config {
     pub data: toolvisor_data::DataConfig,
     /// `[models]`: the model hub endpoint, its token and the model store (download jobs).
     pub models: ModelsConfig,
+    /// `[inference]`: the local inference pool (server command per format, idle TTL) and its
+    /// OpenAI-compatible endpoint.
+    pub inference: toolvisor_inference::InferenceConfig,
     pub testing: TestingConfig,
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
@@ -745,6 +748,7 @@ impl Default for Config {
             data: toolvisor_data::DataConfig::default(),
             structural: StructuralConfig::default(),
             models: ModelsConfig::default(),
+            inference: Default::default(),
             testing: TestingConfig::default(),
             source: "embedded defaults".into(),
         }
@@ -852,6 +856,13 @@ impl Config {
                 path: path.display().to_string(),
                 message,
             })?;
+        config
+            .inference
+            .check()
+            .map_err(|message| ConfigError::Parse {
+                path: path.display().to_string(),
+                message,
+            })?;
         config.source = path.display().to_string();
         Ok(config)
     }
@@ -899,6 +910,29 @@ pub fn default_socket_path() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inference_settings_load_and_bad_ones_are_named() {
+        let c = load("[inference]\nidle_ttl_s = 60\non_demand = true\ncommands.gguf = [\"srv\", \"--port\", \"{port}\"]\nlisten = \"127.0.0.1:8080\"\n").unwrap();
+        assert_eq!(c.inference.idle_ttl_s, 60);
+        assert!(c.inference.on_demand);
+        assert_eq!(c.inference.commands["gguf"][0], "srv");
+        for (text, key) in [
+            (
+                "[inference]\nlisten = \"0.0.0.0:8080\"\n",
+                "inference.listen",
+            ),
+            (
+                "[inference]\ncommands.gguf = [\"srv\"]\n",
+                "inference.commands.gguf",
+            ),
+            ("[inference]\nmax_loaded = 0\n", "inference.max_loaded"),
+            ("[inference]\nttl = 3\n", "ttl"),
+        ] {
+            let err = load(text).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+        }
+    }
 
     #[test]
     fn models_token_never_shows_in_debug_and_bad_keys_are_named() {

@@ -554,6 +554,50 @@ async fn open_downloads(
         })
 }
 
+/// The inference pool over the model store, `[inference]` as configured, and its endpoint
+/// (`<socket>.inference`, or `[inference] socket`; a loopback port if `listen` is set).
+fn open_inference(
+    config: &Config,
+    state_dir: &std::path::Path,
+    socket: &std::path::Path,
+    supervisor: ractor::ActorRef<toolvisor_kit::supervise::SupervisorMsg>,
+    launcher: &Launcher,
+    notifier: &TreeNotifier,
+) -> anyhow::Result<Arc<toolvisor_inference::Inference>> {
+    let pool = toolvisor_inference::Inference::new(toolvisor_inference::InferenceArgs {
+        config: config.inference.clone(),
+        store: config
+            .models
+            .store
+            .clone()
+            .unwrap_or_else(|| state_dir.join("models")),
+        meminfo: config
+            .testing
+            .meminfo
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/proc/meminfo")),
+        supervisor,
+        launcher: launcher.clone(),
+        notifier: notifier.clone(),
+        policy: config.restart.policy(),
+        state_dir: state_dir.join("inference"),
+    })
+    .map_err(|e| anyhow::anyhow!("the inference pool cannot start: {e}"))?;
+    let pool = Arc::new(pool);
+    let endpoint = config
+        .inference
+        .socket
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.inference", socket.display())));
+    toolvisor_inference::endpoint::serve(
+        pool.clone(),
+        &endpoint,
+        config.inference.listen.as_deref(),
+    )
+    .map_err(|e| anyhow::anyhow!("the inference endpoint cannot listen: {e}"))?;
+    Ok(pool)
+}
+
 /// A started daemon: its state, and what [`Started::shutdown`] stops.
 pub struct Started {
     pub daemon: Arc<Daemon>,
@@ -643,6 +687,24 @@ pub async fn start(
         Err(e) => {
             tracing::error!(error = %e, "the model tools are detached");
             for tool in tools.iter_mut().filter(|t| t.resource == "downloads") {
+                tool.attachment = crate::registry::Attachment::Detached(e.to_string());
+            }
+            None
+        }
+    };
+    let inference_sup = kind_supervisor(&root, "inference").await?;
+    let inference = match open_inference(
+        &config,
+        &state_dir,
+        &bound.path,
+        inference_sup,
+        &launcher,
+        &notifier,
+    ) {
+        Ok(pool) => Some(pool),
+        Err(e) => {
+            tracing::error!(error = %e, "the inference tools are detached");
+            for tool in tools.iter_mut().filter(|t| t.resource == "inference") {
                 tool.attachment = crate::registry::Attachment::Detached(e.to_string());
             }
             None
@@ -745,6 +807,7 @@ pub async fn start(
             config.structural.cache_bytes,
         )),
         downloads,
+        inference,
     };
     let daemon = Arc::new(Daemon {
         services,
@@ -798,7 +861,7 @@ pub async fn start(
 }
 /// The order a shutdown stops resources in: what holds a person's or a program's state
 /// mid-flight first (debug sessions, kernels, workers), then the servers they may have been
-/// using, the data hub's store, download jobs (their records resume at the next start), then
+/// using, the data hub's store, the inference servers, download jobs (their records resume at the next start), then
 /// the processes.
 pub const STOP_ORDER: &[&str] = &[
     "debug_adapters",
@@ -806,6 +869,7 @@ pub const STOP_ORDER: &[&str] = &[
     "vibe",
     "language_servers",
     "data",
+    "inference",
     "downloads",
     "processes",
 ];

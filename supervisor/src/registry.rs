@@ -277,6 +277,7 @@ pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
         f::eval(),
         f::human(),
         f::downloads(),
+        f::inference(),
         f::files(),
         f::data(),
     ]
@@ -599,6 +600,10 @@ mod tests {
             ("cancel_download", Tier::Write),
             ("list_models", Tier::Read),
             ("search_huggingface_models", Tier::Read),
+            ("load_model", Tier::Write),
+            ("unload_model", Tier::Write),
+            ("get_inference_status", Tier::Read),
+            ("get_token_usage_stats", Tier::Read),
         ];
         for (name, tier) in expect {
             let spec = reg
@@ -637,9 +642,12 @@ mod tests {
                 "edit",
                 "eval",
                 "find",
+                "get_inference_status",
+                "get_token_usage_stats",
                 "grep",
                 "list_downloads",
                 "list_models",
+                "load_model",
                 "ls",
                 "lsp",
                 "lsp_edit",
@@ -649,6 +657,7 @@ mod tests {
                 "search_huggingface_models",
                 "synced_write",
                 "tool_result_read",
+                "unload_model",
                 "write"
             ]
         );
@@ -658,6 +667,8 @@ mod tests {
                 "ask_user",
                 "ast_grep",
                 "find",
+                "get_inference_status",
+                "get_token_usage_stats",
                 "grep",
                 "list_downloads",
                 "list_models",

@@ -21,6 +21,7 @@ pub const KINDS: &[&str] = &[
     "debug_adapters",
     "data",
     "downloads",
+    "inference",
 ];
 
 /// The reason given to every actor stopped by a clean daemon shutdown.

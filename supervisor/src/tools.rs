@@ -10,6 +10,7 @@ pub(crate) mod downloads;
 pub(crate) mod eval;
 pub(crate) mod files;
 pub(crate) mod human;
+pub(crate) mod inference;
 pub(crate) mod lsp;
 pub(crate) mod structural;
 
@@ -112,6 +113,9 @@ pub struct Services {
     /// Download jobs and the model store; `None` when the store could not be opened (the
     /// model tools are then detached with the reason).
     pub downloads: Option<Arc<toolvisor_downloads::Downloads>>,
+    /// The inference pool and its token usage; `None` when it could not be opened (its tools
+    /// are then detached with the reason).
+    pub inference: Option<Arc<toolvisor_inference::Inference>>,
 }
 
 impl Services {
@@ -229,7 +233,16 @@ pub async fn run(
         ("vibe_roster", _) => human::run_vibe(&s.vibes, ctx, tool, args).await,
         ("data_hub", _) => data::run(&s.data, ctx, tool, args).await,
         ("downloads", _) => match &s.downloads {
-            Some(d) => downloads::run(d, ctx, tool, args).await,
+            Some(d) => match (downloads::run(d, ctx, tool, args).await, &s.inference) {
+                (Ok(models), Some(pool)) if tool == "list_models" => {
+                    Ok(inference::annotate_models(pool, models).await)
+                }
+                (result, _) => result,
+            },
+            None => Err(no_worker(tool)),
+        },
+        ("inference", _) => match &s.inference {
+            Some(pool) => inference::run(pool, ctx, tool, args).await,
             None => Err(no_worker(tool)),
         },
         _ => Err(no_worker(tool)),
@@ -388,6 +401,7 @@ pub(crate) mod families {
     pub(crate) use super::eval::declare as eval;
     pub(crate) use super::files::declare as files;
     pub(crate) use super::human::declare as human;
+    pub(crate) use super::inference::declare as inference;
     pub(crate) use super::lsp::declare as lsp;
     pub(crate) use super::structural::declare as structural;
 }

@@ -11,6 +11,7 @@ pub mod clients;
 pub mod debug;
 pub mod eval;
 pub mod hf;
+pub mod inference;
 pub mod lsp;
 pub mod mcp;
 pub mod structural;

@@ -1,0 +1,100 @@
+//! The inference pool's tools (`load_model`, `unload_model`, `get_inference_status`,
+//! `get_token_usage_stats`) and their declaration; the pool, its servers and the routing
+//! endpoint are in `toolvisor-inference`. `load_model` answers once the server is spawned,
+//! with state `loading` (start, then poll `get_inference_status`).
+
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+use toolvisor_inference::Inference;
+use toolvisor_protocol::error::ToolError;
+use toolvisor_protocol::tools::{
+    InferenceStatusArgs, LoadModelArgs, TokenUsageArgs, UnloadModelArgs,
+};
+
+use super::{CallCtx, parse};
+
+pub async fn run(
+    pool: &Arc<Inference>,
+    ctx: &CallCtx,
+    tool: &str,
+    args: Json,
+) -> Result<Json, ToolError> {
+    match tool {
+        "load_model" => {
+            let a: LoadModelArgs = parse(tool, args)?;
+            tracing::info!(conversation = ctx.conversation, call = ctx.id, model = a.model, alias = ?a.alias, context = ?a.context, "load_model");
+            Ok(pool.load(&a.model, a.alias.as_deref(), a.context).await?)
+        }
+        "unload_model" => {
+            let a: UnloadModelArgs = parse(tool, args)?;
+            tracing::info!(
+                conversation = ctx.conversation,
+                call = ctx.id,
+                alias = a.alias,
+                "unload_model"
+            );
+            Ok(pool.unload(&a.alias).await?)
+        }
+        "get_inference_status" => {
+            let _: InferenceStatusArgs = parse(tool, args)?;
+            Ok(pool.status().await)
+        }
+        "get_token_usage_stats" => {
+            let a: TokenUsageArgs = parse(tool, args)?;
+            Ok(pool.usage.stats(a.model.as_deref(), a.days))
+        }
+        _ => Err(super::no_worker(tool)),
+    }
+}
+
+/// Fill `list_models`' `load_state` (and `alias`) from the pool.
+pub async fn annotate_models(pool: &Inference, mut models: Json) -> Json {
+    if let Some(list) = models.get_mut("models").and_then(Json::as_array_mut) {
+        for m in list {
+            let repo = m["repo"].as_str().unwrap_or_default().to_string();
+            let variant = m["variant"].as_str().unwrap_or_default().to_string();
+            if let Some((alias, state)) = pool.load_state(&repo, &variant).await {
+                m["load_state"] = state.into();
+                m["alias"] = alias.into();
+            }
+        }
+    }
+    models
+}
+
+/// The inference tools' declarations. Attached when the daemon opened the pool.
+pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+    use toolvisor_protocol::wire::Tier;
+
+    use crate::registry::{Approval, ToolSpec};
+
+    vec![
+        ToolSpec::new::<LoadModelArgs>(
+            "load_model",
+            Tier::Write,
+            "inference",
+            "Load a model of the local store into an OpenAI-compatible inference server (llama.cpp by default) on a loopback port the daemon chooses; answers at once with its alias and state `loading` — poll get_inference_status until `ready` (or `failed` with the server's last output). Refused when the model is too_large for this machine's memory. Requests then go to the daemon's inference endpoint with \"model\": the alias.",
+        )
+        .approval(Approval::Always),
+        ToolSpec::new::<UnloadModelArgs>(
+            "unload_model",
+            Tier::Write,
+            "inference",
+            "Stop a loaded model's server (SIGTERM, then a kill after the grace) and free its port and memory.",
+        )
+        .approval(Approval::Always),
+        ToolSpec::new::<InferenceStatusArgs>(
+            "get_inference_status",
+            Tier::Read,
+            "inference",
+            "The loaded models: alias, model, state (loading|ready|restarting|failed|unloaded), port, pid, memory, restarts, load time, idle time, the last error with the server's last output when failed; and where the inference endpoint listens.",
+        ),
+        ToolSpec::new::<TokenUsageArgs>(
+            "get_token_usage_stats",
+            Tier::Read,
+            "inference",
+            "Requests and tokens (prompt, completion, total) that went through the daemon's inference endpoint: totals, per UTC day, per model, and per day and model; persisted across restarts.",
+        ),
+    ]
+}

@@ -1,0 +1,189 @@
+//! `[inference]`: the server command per model format (data, with placeholders), the idle TTL,
+//! readiness and on-demand loading, and where the routing endpoint listens.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// `[inference]`. See docs/OPERATIONS.md.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InferenceConfig {
+    /// The server command per model format (`gguf`): program and arguments, with `{path}`
+    /// (the model file), `{port}` (a loopback port the daemon chose), `{context}`, `{alias}`
+    /// and `{dir}` (the model's directory) replaced. Default for `gguf`: `llama-server` when it
+    /// is on the children's `PATH`, else `python3 -m llama_cpp.server` (llama-cpp-python).
+    pub commands: BTreeMap<String, Vec<String>>,
+    /// Unload a model after this many seconds without a request (0: never).
+    pub idle_ttl_s: u64,
+    /// How long a server may take to answer its model list before its start counts as failed.
+    pub ready_timeout_s: u64,
+    /// Context length when `load_model` names none.
+    pub context: u32,
+    /// A request naming a model that is not loaded starts it (a model of the store named by
+    /// its repo, or an alias that was unloaded).
+    pub on_demand: bool,
+    /// Models loaded at once, at most.
+    pub max_loaded: usize,
+    /// The endpoint's Unix socket; default `<daemon socket>.inference`.
+    pub socket: Option<PathBuf>,
+    /// Also listen on this loopback address (`127.0.0.1:8080`); off by default.
+    pub listen: Option<String>,
+    /// How long an unloaded server gets after SIGTERM before the guard's kill.
+    pub stop_grace_s: u64,
+}
+
+impl Default for InferenceConfig {
+    fn default() -> Self {
+        InferenceConfig {
+            commands: BTreeMap::new(),
+            idle_ttl_s: 900,
+            ready_timeout_s: 120,
+            context: 2048,
+            on_demand: false,
+            max_loaded: 4,
+            socket: None,
+            listen: None,
+            stop_grace_s: 5,
+        }
+    }
+}
+
+/// llama-cpp-python's OpenAI-compatible server.
+pub fn llama_cpp_python() -> Vec<String> {
+    [
+        "python3",
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        "{path}",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "{port}",
+        "--n_ctx",
+        "{context}",
+        "--model_alias",
+        "{alias}",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// llama.cpp's own server.
+pub fn llama_server() -> Vec<String> {
+    [
+        "llama-server",
+        "--model",
+        "{path}",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "{port}",
+        "--ctx-size",
+        "{context}",
+        "--alias",
+        "{alias}",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+impl InferenceConfig {
+    /// Refuse settings that cannot work, naming the key.
+    pub fn check(&self) -> Result<(), String> {
+        for (format, cmd) in &self.commands {
+            if cmd.is_empty() || cmd[0].is_empty() {
+                return Err(format!(
+                    "inference.commands.{format} is empty: give the program and its arguments"
+                ));
+            }
+            if !cmd.iter().any(|a| a.contains("{port}")) {
+                return Err(format!(
+                    "inference.commands.{format} has no {{port}}: the server must listen on the loopback port the daemon chooses"
+                ));
+            }
+        }
+        if self.ready_timeout_s == 0 {
+            return Err("inference.ready_timeout_s = 0: it must be a positive integer".into());
+        }
+        if self.context == 0 {
+            return Err("inference.context = 0: it must be a positive integer".into());
+        }
+        if self.max_loaded == 0 {
+            return Err("inference.max_loaded = 0: it must be at least 1".into());
+        }
+        if let Some(listen) = &self.listen {
+            let addr: std::net::SocketAddr = listen.parse().map_err(|_| {
+                format!(
+                    "inference.listen = {listen:?}: give a loopback address such as 127.0.0.1:8080"
+                )
+            })?;
+            if !addr.ip().is_loopback() {
+                return Err(format!(
+                    "inference.listen = {listen:?}: only loopback addresses are allowed"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The command for `format`: configured, else the default (llama-server when `path_has`
+    /// finds it, else llama-cpp-python); `None` for a format without one.
+    pub fn command(&self, format: &str, path_has: impl Fn(&str) -> bool) -> Option<Vec<String>> {
+        if let Some(c) = self.commands.get(format) {
+            return Some(c.clone());
+        }
+        (format == "gguf").then(|| {
+            if path_has("llama-server") {
+                llama_server()
+            } else {
+                llama_cpp_python()
+            }
+        })
+    }
+}
+
+/// `template` with its placeholders replaced.
+pub fn render(template: &[String], vars: &[(&str, String)]) -> Vec<String> {
+    template
+        .iter()
+        .map(|a| {
+            let mut a = a.clone();
+            for (k, v) in vars {
+                a = a.replace(&format!("{{{k}}}"), v);
+            }
+            a
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_command_prefers_llama_server_and_placeholders_render() {
+        let c = InferenceConfig::default();
+        assert_eq!(c.command("gguf", |_| true).unwrap()[0], "llama-server");
+        let py = c.command("gguf", |_| false).unwrap();
+        assert_eq!(&py[..3], ["python3", "-m", "llama_cpp.server"]);
+        assert!(c.command("safetensors", |_| true).is_none());
+        let r = render(&py, &[("path", "/m.gguf".into()), ("port", "4000".into())]);
+        assert!(r.contains(&"/m.gguf".to_string()) && r.contains(&"4000".to_string()));
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let mut c = InferenceConfig {
+            listen: Some("0.0.0.0:8080".into()),
+            ..Default::default()
+        };
+        assert!(c.check().unwrap_err().contains("loopback"));
+        c.listen = None;
+        c.commands
+            .insert("gguf".into(), vec!["server".into(), "--model".into()]);
+        assert!(c.check().unwrap_err().contains("{port}"));
+    }
+}

@@ -1,0 +1,112 @@
+//! What the pool refuses or fails with, and its `ToolError` form (kind, message, hint).
+
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum InferenceError {
+    #[error("no complete model {model:?} in the model store{}", list(have))]
+    NotInStore { model: String, have: Vec<String> },
+    #[error("{model:?} has several variants in the store: {}", variants.join(", "))]
+    Ambiguous {
+        model: String,
+        variants: Vec<String>,
+    },
+    #[error("no server command for {format} models (model {model:?})")]
+    NoCommand { model: String, format: String },
+    #[error(
+        "{model} is too_large for this machine: it needs about {need} bytes (its {weights} bytes of weights plus a fifth for context and runtime), the machine has {total} bytes in all and {available} available"
+    )]
+    TooLarge {
+        model: String,
+        weights: u64,
+        need: u64,
+        total: u64,
+        available: u64,
+    },
+    #[error("alias {alias:?} already serves {model}")]
+    AliasTaken { alias: String, model: String },
+    #[error("alias {alias:?} is not usable: {why}")]
+    BadAlias { alias: String, why: &'static str },
+    #[error("{max} models are loaded already (inference.max_loaded)")]
+    TooMany { max: usize },
+    #[error("no model is loaded as {alias:?}")]
+    NotLoaded { alias: String },
+    #[error("the server of {alias:?} failed: {error}")]
+    Failed { alias: String, error: String },
+    #[error("the server of {alias:?} could not start: {error}")]
+    Start { alias: String, error: String },
+    #[error("the server of {alias:?} was not ready within {secs} s")]
+    Timeout { alias: String, secs: u64 },
+    #[error("the inference supervisor did not answer: {0}")]
+    Supervisor(String),
+}
+
+fn list(have: &[String]) -> String {
+    if have.is_empty() {
+        " (the store has none)".into()
+    } else {
+        format!(" (the store has: {})", have.join(", "))
+    }
+}
+
+impl From<InferenceError> for ToolError {
+    fn from(e: InferenceError) -> ToolError {
+        let message = e.to_string();
+        let (kind, hint) = match &e {
+            InferenceError::NotInStore { .. } => (
+                ErrorKind::NotFound,
+                "list_models shows the store; download_model fetches a model".to_string(),
+            ),
+            InferenceError::Ambiguous { model, variants } => (
+                ErrorKind::InvalidArgs,
+                format!(
+                    "name one as `{model}:{}`",
+                    variants.first().map_or("VARIANT", String::as_str)
+                ),
+            ),
+            InferenceError::NoCommand { format, .. } => (
+                ErrorKind::NotAvailable,
+                format!(
+                    "set `[inference.commands] {format} = [\"program\", \"--port\", \"{{port}}\", ...]` in the daemon's config"
+                ),
+            ),
+            InferenceError::TooLarge { .. } => (
+                ErrorKind::NotAvailable,
+                "choose a smaller quantisation (search_huggingface_models shows the fit label of each), or free memory".to_string(),
+            ),
+            InferenceError::AliasTaken { .. } => (
+                ErrorKind::Conflict,
+                "give another alias, or unload_model the one in use first".to_string(),
+            ),
+            InferenceError::BadAlias { .. } => (
+                ErrorKind::InvalidArgs,
+                "use 1-64 letters, digits and - _ . : /".to_string(),
+            ),
+            InferenceError::TooMany { .. } => (
+                ErrorKind::Busy,
+                "unload_model one (get_inference_status lists them)".to_string(),
+            ),
+            InferenceError::NotLoaded { .. } => (
+                ErrorKind::NotFound,
+                "get_inference_status lists the loaded models; load_model loads one".to_string(),
+            ),
+            InferenceError::Failed { .. } => (
+                ErrorKind::ResourceFailed,
+                "the error holds the server's last stderr lines; unload_model it, fix the cause, and load_model again".to_string(),
+            ),
+            InferenceError::Start { .. } => (
+                ErrorKind::ResourceFailed,
+                "check `[inference.commands]` and that the server program is installed".to_string(),
+            ),
+            InferenceError::Timeout { .. } => (
+                ErrorKind::Timeout,
+                "get_inference_status shows whether it is still loading; raise inference.ready_timeout_s for large models".to_string(),
+            ),
+            InferenceError::Supervisor(_) => (
+                ErrorKind::ResourceFailed,
+                "the daemon's inference supervisor is gone; restart the daemon".to_string(),
+            ),
+        };
+        ToolError::new(kind, message, hint)
+    }
+}

@@ -1,0 +1,992 @@
+//! The pool: one [`ServerActor`] per loaded model under the `inference` kind supervisor,
+//! owning its server process through a process guard. An incarnation gets a fresh loopback
+//! port, is `loading` until the server answers `GET /v1/models`, then `ready`; the server's
+//! end is the incarnation's failure (restarted within the policy, `failed` with its last stderr
+//! lines past it); an idle TTL unloads it. What outlives incarnations is the [`Served`].
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde_json::{Value as Json, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+use toolvisor_downloads::fit;
+use toolvisor_downloads::store::Store;
+use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::process::{self, ExitStatus, ProcessGuard, Spawned};
+use toolvisor_kit::restart::{Restart, RestartPolicy};
+use toolvisor_kit::status::{NodeStatus, TreeNotifier};
+use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
+
+use crate::config::{InferenceConfig, render};
+use crate::error::InferenceError;
+use crate::usage::UsageBook;
+
+/// Lines of a server's output kept for its `failed` error and the status.
+const TAIL_LINES: usize = 40;
+/// Characters kept of one output line.
+const LINE_MAX: usize = 400;
+/// How often a loading server's model list is asked for.
+const READY_POLL: Duration = Duration::from_millis(50);
+const TICK: Duration = Duration::from_secs(1);
+const SUPERVISOR_WAIT: Duration = Duration::from_secs(10);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The facts of the current incarnation.
+#[derive(Clone, Debug, Default)]
+pub struct Live {
+    /// 0 while no server runs.
+    pub port: u16,
+    pub pid: Option<u32>,
+    pub ready: bool,
+    pub incarnation: u32,
+    /// Spawn to ready, of the latest incarnation that became ready.
+    pub load_ms: Option<u64>,
+}
+
+/// One loaded model: what outlives its server's incarnations.
+pub struct Served {
+    pub alias: String,
+    /// The store's repo, with `:variant` when the store has several.
+    pub model: String,
+    pub repo: String,
+    pub variant: String,
+    pub path: PathBuf,
+    pub dir: PathBuf,
+    pub context: u32,
+    pub size: u64,
+    pub format: String,
+    /// The command with every placeholder but `{port}` filled.
+    command: Vec<String>,
+    pub status: Arc<NodeStatus>,
+    live: Mutex<Live>,
+    changed: watch::Sender<u64>,
+    tail: Mutex<VecDeque<String>>,
+    last_used: Mutex<Instant>,
+    in_flight: AtomicUsize,
+    /// Why the pool itself ended it (the idle TTL), for the status.
+    ended_by: Mutex<Option<String>>,
+}
+
+impl Served {
+    pub fn live(&self) -> Live {
+        lock(&self.live).clone()
+    }
+
+    fn set_live(&self, f: impl FnOnce(&mut Live)) {
+        f(&mut lock(&self.live));
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The server's last output lines.
+    pub fn tail(&self) -> Vec<String> {
+        lock(&self.tail).iter().cloned().collect()
+    }
+
+    fn tail_text(&self, lines: usize) -> String {
+        let tail = lock(&self.tail);
+        let skip = tail.len().saturating_sub(lines);
+        tail.iter()
+            .skip(skip)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn push_line(&self, line: &str) {
+        let line: String = line.chars().take(LINE_MAX).collect();
+        let mut tail = lock(&self.tail);
+        if tail.len() == TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+
+    pub fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+
+    pub fn idle_for(&self) -> Duration {
+        lock(&self.last_used).elapsed()
+    }
+
+    /// Counts a request in flight until the returned guard drops (the idle TTL waits for it).
+    pub fn begin(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.touch();
+        InFlight(self.clone())
+    }
+}
+
+/// A request in flight on a model.
+pub struct InFlight(Arc<Served>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Where a model stands, for status and routing.
+#[derive(Clone, Debug)]
+pub enum State {
+    Loading,
+    Ready(u16),
+    Restarting { last_error: String },
+    Failed { last_error: String },
+    Unloaded { reason: Option<String> },
+}
+
+impl State {
+    pub fn word(&self) -> &'static str {
+        match self {
+            State::Loading => "loading",
+            State::Ready(_) => "ready",
+            State::Restarting { .. } => "restarting",
+            State::Failed { .. } => "failed",
+            State::Unloaded { .. } => "unloaded",
+        }
+    }
+}
+
+/// The pool of model servers.
+pub struct Inference {
+    config: InferenceConfig,
+    store: Store,
+    meminfo: PathBuf,
+    supervisor: ActorRef<SupervisorMsg>,
+    launcher: Launcher,
+    notifier: TreeNotifier,
+    policy: RestartPolicy,
+    models: Mutex<BTreeMap<String, Arc<Served>>>,
+    /// Serializes loads, so two loads of one alias or past `max_loaded` cannot race.
+    loading: tokio::sync::Mutex<()>,
+    pub usage: Arc<UsageBook>,
+    /// Where the routing endpoint listens, for the status.
+    pub endpoint: Mutex<Json>,
+}
+
+/// What the pool needs from the daemon.
+pub struct InferenceArgs {
+    pub config: InferenceConfig,
+    pub store: PathBuf,
+    pub meminfo: PathBuf,
+    pub supervisor: ActorRef<SupervisorMsg>,
+    pub launcher: Launcher,
+    pub notifier: TreeNotifier,
+    pub policy: RestartPolicy,
+    /// `<state_dir>/inference`: the usage book.
+    pub state_dir: PathBuf,
+}
+
+fn check_alias(alias: &str) -> Result<(), InferenceError> {
+    let bad = |why| {
+        Err(InferenceError::BadAlias {
+            alias: alias.to_string(),
+            why,
+        })
+    };
+    if alias.is_empty() || alias.len() > 64 {
+        return bad("it must be 1-64 characters");
+    }
+    if !alias
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
+    {
+        return bad("only letters, digits and - _ . : / are allowed");
+    }
+    Ok(())
+}
+
+/// A loopback port nothing listens on now.
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
+        .local_addr()?
+        .port())
+}
+
+/// The model file a server loads: the first GGUF (the first shard of a split model), else
+/// the directory itself; and its format.
+fn model_file(dir: &Path, files: &[String]) -> (PathBuf, String) {
+    let mut ggufs: Vec<&String> = files
+        .iter()
+        .filter(|f| f.to_ascii_lowercase().ends_with(".gguf"))
+        .collect();
+    ggufs.sort();
+    match ggufs.first() {
+        Some(f) => (dir.join(f), "gguf".into()),
+        None if files.iter().any(|f| f.ends_with(".safetensors")) => {
+            (dir.to_path_buf(), "safetensors".into())
+        }
+        None => (dir.to_path_buf(), "unknown".into()),
+    }
+}
+
+impl Inference {
+    pub fn new(args: InferenceArgs) -> Result<Inference, String> {
+        let store = Store::open(&args.store).map_err(|e| e.to_string())?;
+        toolvisor_kit::private::ensure_private_dir(&args.state_dir, "the inference state")
+            .map_err(|e| e.to_string())?;
+        let mut policy = args.policy;
+        // A server that exits cleanly on its own did not do what it is for either.
+        policy.restart = Restart::Permanent;
+        Ok(Inference {
+            usage: Arc::new(UsageBook::open(&args.state_dir.join("usage.json"))),
+            config: args.config,
+            store,
+            meminfo: args.meminfo,
+            supervisor: args.supervisor,
+            launcher: args.launcher,
+            notifier: args.notifier,
+            policy,
+            models: Mutex::new(BTreeMap::new()),
+            loading: tokio::sync::Mutex::new(()),
+            endpoint: Mutex::new(Json::Null),
+        })
+    }
+
+    pub fn config(&self) -> &InferenceConfig {
+        &self.config
+    }
+
+    pub fn get(&self, alias: &str) -> Option<Arc<Served>> {
+        lock(&self.models).get(alias).cloned()
+    }
+
+    async fn lookup(&self, alias: &str) -> Result<Lookup, InferenceError> {
+        let id = alias.to_string();
+        match self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Lookup { id, reply },
+                Some(SUPERVISOR_WAIT),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(l)) => Ok(l),
+            Ok(_) => Err(InferenceError::Supervisor("lookup timed out".into())),
+            Err(e) => Err(InferenceError::Supervisor(e.to_string())),
+        }
+    }
+
+    /// Where `served` stands now.
+    pub async fn state(&self, served: &Served) -> State {
+        let lookup = match self.lookup(&served.alias).await {
+            Ok(l) => l,
+            Err(e) => {
+                return State::Failed {
+                    last_error: e.to_string(),
+                };
+            }
+        };
+        match lookup {
+            Lookup::Running(_) => {
+                let live = served.live();
+                if live.ready && live.port != 0 {
+                    State::Ready(live.port)
+                } else {
+                    State::Loading
+                }
+            }
+            Lookup::Starting => State::Loading,
+            Lookup::Backoff { last_error, .. } => State::Restarting { last_error },
+            Lookup::Failed { last_error } => State::Failed { last_error },
+            Lookup::Ended { last_error } => State::Unloaded {
+                reason: last_error.or_else(|| lock(&served.ended_by).clone()),
+            },
+            Lookup::Missing => State::Unloaded { reason: None },
+        }
+    }
+
+    /// Resolve `model` (`repo` or `repo:variant`) to a complete store entry.
+    fn resolve(
+        &self,
+        model: &str,
+    ) -> Result<(toolvisor_downloads::store::Manifest, PathBuf), InferenceError> {
+        let (repo, variant) = match model.rsplit_once(':') {
+            Some((r, v)) if r.contains('/') => (r, Some(v)),
+            _ => (model, None),
+        };
+        let all = self.store.manifests();
+        let complete: Vec<_> = all
+            .iter()
+            .filter(|(dir, m)| m.files.iter().all(|f| self.store.present(dir, f).1))
+            .collect();
+        let found: Vec<_> = complete
+            .iter()
+            .filter(|(_, m)| m.repo == repo && variant.is_none_or(|v| v == m.variant))
+            .collect();
+        match found.as_slice() {
+            [] => Err(InferenceError::NotInStore {
+                model: model.to_string(),
+                have: complete
+                    .iter()
+                    .map(|(_, m)| format!("{}:{}", m.repo, m.variant))
+                    .collect(),
+            }),
+            [(dir, m)] => Ok((m.clone(), dir.clone())),
+            many => Err(InferenceError::Ambiguous {
+                model: model.to_string(),
+                variants: many.iter().map(|(_, m)| m.variant.clone()).collect(),
+            }),
+        }
+    }
+
+    /// `load_model`: check, then start the server and answer at once with `loading`.
+    pub async fn load(
+        &self,
+        model: &str,
+        alias: Option<&str>,
+        context: Option<u32>,
+    ) -> Result<Json, InferenceError> {
+        let (manifest, dir) = self.resolve(model)?;
+        let alias = match alias {
+            Some(a) => a.to_string(),
+            None => manifest
+                .repo
+                .rsplit('/')
+                .next()
+                .unwrap_or(&manifest.repo)
+                .to_string(),
+        };
+        check_alias(&alias)?;
+        let _serial = self.loading.lock().await;
+        if let Some(existing) = self.get(&alias) {
+            let state = self.state(&existing).await;
+            let same = existing.repo == manifest.repo && existing.variant == manifest.variant;
+            match state {
+                State::Unloaded { .. } => {}
+                _ if same => {
+                    let mut answer = self.describe(&existing, &state);
+                    answer["note"] = json!("already loaded; nothing started");
+                    return Ok(answer);
+                }
+                _ => {
+                    return Err(InferenceError::AliasTaken {
+                        alias,
+                        model: existing.model.clone(),
+                    });
+                }
+            }
+        }
+        let live = {
+            let models: Vec<_> = lock(&self.models).values().cloned().collect();
+            let mut n = 0;
+            for m in models {
+                if m.alias != alias && !matches!(self.state(&m).await, State::Unloaded { .. }) {
+                    n += 1;
+                }
+            }
+            n
+        };
+        if live >= self.config.max_loaded {
+            return Err(InferenceError::TooMany {
+                max: self.config.max_loaded,
+            });
+        }
+        let weights: u64 = manifest.files.iter().map(|f| f.size).sum();
+        let memory = fit::read_memory(&self.meminfo);
+        let label = fit::label(weights, memory);
+        if label == "too_large"
+            && let Some(m) = memory
+        {
+            return Err(InferenceError::TooLarge {
+                model: format!("{}:{}", manifest.repo, manifest.variant),
+                weights,
+                need: fit::needed(weights),
+                total: m.total,
+                available: m.available,
+            });
+        }
+        let names: Vec<String> = manifest.files.iter().map(|f| f.name.clone()).collect();
+        let (path, format) = model_file(&dir, &names);
+        let path_has =
+            |p: &str| std::env::split_paths(self.launcher.path()).any(|d| d.join(p).is_file());
+        let template =
+            self.config
+                .command(&format, path_has)
+                .ok_or_else(|| InferenceError::NoCommand {
+                    model: model.to_string(),
+                    format: format.clone(),
+                })?;
+        let context = context.unwrap_or(self.config.context);
+        let command = render(
+            &template,
+            &[
+                ("path", path.display().to_string()),
+                ("dir", dir.display().to_string()),
+                ("context", context.to_string()),
+                ("alias", alias.clone()),
+            ],
+        );
+        let status = NodeStatus::new(
+            "model",
+            &alias,
+            format!("{} ({label})", manifest.repo),
+            self.notifier.clone(),
+        );
+        let (changed, _) = watch::channel(0);
+        let served = Arc::new(Served {
+            alias: alias.clone(),
+            model: model.to_string(),
+            repo: manifest.repo.clone(),
+            variant: manifest.variant.clone(),
+            path,
+            dir,
+            context,
+            size: weights,
+            format,
+            command,
+            status: status.clone(),
+            live: Mutex::new(Live::default()),
+            changed,
+            tail: Mutex::new(VecDeque::new()),
+            last_used: Mutex::new(Instant::now()),
+            in_flight: AtomicUsize::new(0),
+            ended_by: Mutex::new(None),
+        });
+        lock(&self.models).insert(alias.clone(), served.clone());
+        let factory = self.factory(served.clone());
+        let spec = ChildSpec {
+            id: alias.clone(),
+            factory,
+            policy: self.policy,
+            status,
+        };
+        let started = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Start { spec, reply },
+                Some(Duration::from_secs(60)),
+            )
+            .await;
+        match started {
+            Ok(ractor::rpc::CallResult::Success(Ok(()))) => {}
+            Ok(ractor::rpc::CallResult::Success(Err(error))) => {
+                return Err(InferenceError::Start { alias, error });
+            }
+            Ok(_) => return Err(InferenceError::Supervisor("start timed out".into())),
+            Err(e) => return Err(InferenceError::Supervisor(e.to_string())),
+        }
+        tracing::info!(alias, model, context, "model server started; loading");
+        let state = self.state(&served).await;
+        let mut answer = self.describe(&served, &state);
+        answer["fit"] = json!(label);
+        answer["hint"] = json!(
+            "get_inference_status shows when it is ready; requests go to the endpoint with \"model\": the alias"
+        );
+        Ok(answer)
+    }
+
+    fn factory(&self, served: Arc<Served>) -> Factory {
+        let launcher = self.launcher.clone();
+        let supervisor = self.supervisor.clone();
+        let ready_timeout = Duration::from_secs(self.config.ready_timeout_s);
+        let idle_ttl =
+            (self.config.idle_ttl_s > 0).then(|| Duration::from_secs(self.config.idle_ttl_s));
+        let grace = Duration::from_secs(self.config.stop_grace_s);
+        Arc::new(move |ctx: StartCtx| {
+            let served = served.clone();
+            let launcher = launcher.clone();
+            let supervisor = supervisor.clone();
+            Box::pin(async move {
+                let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
+                let argv = render(&served.command, &[("port", port.to_string())]);
+                let spec = launcher.spec(
+                    &argv[0],
+                    &argv[1..],
+                    &served.dir,
+                    false,
+                    &format!("inference/{}", served.alias),
+                );
+                let spawned = process::spawn(spec)
+                    .await
+                    .map_err(|e| format!("cannot start {:?}: {e}", argv[0]))?;
+                let (actor, _) = Actor::spawn_linked(
+                    None,
+                    ServerActor,
+                    ServerArgs {
+                        served,
+                        spawned,
+                        port,
+                        supervisor,
+                        ready_timeout,
+                        idle_ttl,
+                        grace,
+                        attempt: ctx.attempt,
+                    },
+                    ctx.supervisor,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+                Ok(actor.get_cell())
+            })
+        })
+    }
+
+    /// One model's status entry.
+    pub fn describe(&self, s: &Served, state: &State) -> Json {
+        let live = s.live();
+        let info = s.status.get();
+        let mut out = json!({
+            "alias": s.alias,
+            "model": s.model,
+            "repo": s.repo,
+            "variant": s.variant,
+            "path": s.path.display().to_string(),
+            "format": s.format,
+            "context": s.context,
+            "size_bytes": s.size,
+            "state": state.word(),
+            "restarts": info.restarts,
+            "idle_s": s.idle_for().as_secs(),
+            "requests_in_flight": s.in_flight.load(Ordering::SeqCst),
+        });
+        if live.port != 0 {
+            out["port"] = json!(live.port);
+            out["url"] = json!(format!("http://127.0.0.1:{}/v1", live.port));
+        }
+        if let Some(pid) = live.pid {
+            out["pid"] = json!(pid);
+            if let Some(rss) = process::rss_bytes(pid) {
+                out["rss_bytes"] = json!(rss);
+            }
+        }
+        if let Some(ms) = live.load_ms {
+            out["load_ms"] = json!(ms);
+        }
+        match state {
+            State::Failed { last_error } | State::Restarting { last_error } => {
+                out["last_error"] = json!(last_error);
+            }
+            State::Unloaded {
+                reason: Some(reason),
+            } => out["reason"] = json!(reason),
+            _ => {}
+        }
+        if matches!(state, State::Failed { .. } | State::Restarting { .. }) {
+            out["stderr_tail"] = json!(s.tail());
+        }
+        out
+    }
+
+    /// `get_inference_status`: every model the pool knows, the endpoint.
+    pub async fn status(&self) -> Json {
+        let models: Vec<_> = lock(&self.models).values().cloned().collect();
+        let mut out = Vec::new();
+        for s in models {
+            let state = self.state(&s).await;
+            out.push(self.describe(&s, &state));
+        }
+        json!({
+            "models": out,
+            "endpoint": lock(&self.endpoint).clone(),
+            "idle_ttl_s": self.config.idle_ttl_s,
+            "on_demand": self.config.on_demand,
+            "max_loaded": self.config.max_loaded,
+        })
+    }
+
+    /// The alias and state of the model `repo`/`variant` if the pool serves it.
+    pub async fn load_state(&self, repo: &str, variant: &str) -> Option<(String, &'static str)> {
+        let models: Vec<_> = lock(&self.models).values().cloned().collect();
+        let mut found = None;
+        for s in models {
+            if s.repo == repo && s.variant == variant {
+                let word = self.state(&s).await.word();
+                if word != "unloaded" || found.is_none() {
+                    found = Some((s.alias.clone(), word));
+                }
+            }
+        }
+        found
+    }
+
+    /// `unload_model`: stop the server (SIGTERM, then the guard's kill after the grace) and
+    /// wait until its port is free.
+    pub async fn unload(&self, alias: &str) -> Result<Json, InferenceError> {
+        let served = self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
+            alias: alias.to_string(),
+        })?;
+        let before = self.state(&served).await;
+        let port = served.live().port;
+        let id = alias.to_string();
+        let _ = self
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Stop {
+                    id,
+                    reason: "unloaded by unload_model".into(),
+                    reply,
+                },
+                Some(SUPERVISOR_WAIT),
+            )
+            .await
+            .map_err(|e| InferenceError::Supervisor(e.to_string()))?;
+        let mut changes = served.changed.subscribe();
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_secs(self.config.stop_grace_s + 5);
+        loop {
+            let live = served.live();
+            if live.pid.is_none() && live.port == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        lock(&self.models).remove(alias);
+        tracing::info!(alias, "model unloaded");
+        Ok(json!({
+            "alias": alias,
+            "model": served.model,
+            "unloaded": true,
+            "was": before.word(),
+            "port_freed": (port != 0).then_some(port),
+        }))
+    }
+
+    /// The port of `alias` once ready, loading it first where `[inference] on_demand` allows:
+    /// an unloaded alias is started again, an unknown name that is a model of the store is
+    /// loaded under that name.
+    pub async fn route(&self, alias: &str) -> Result<(Arc<Served>, u16), InferenceError> {
+        let served = match self.get(alias) {
+            Some(s) => {
+                if let State::Unloaded { .. } = self.state(&s).await {
+                    if !self.config.on_demand {
+                        return Err(InferenceError::NotLoaded {
+                            alias: alias.to_string(),
+                        });
+                    }
+                    self.load(&s.model, Some(alias), Some(s.context)).await?;
+                }
+                self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
+                    alias: alias.to_string(),
+                })?
+            }
+            None if self.config.on_demand => {
+                check_alias(alias)?;
+                self.load(alias, Some(alias), None).await?;
+                self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
+                    alias: alias.to_string(),
+                })?
+            }
+            None => {
+                return Err(InferenceError::NotLoaded {
+                    alias: alias.to_string(),
+                });
+            }
+        };
+        let port = self.wait_ready(&served).await?;
+        Ok((served, port))
+    }
+
+    async fn wait_ready(&self, served: &Served) -> Result<u16, InferenceError> {
+        let secs = self.config.ready_timeout_s;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        let mut changes = served.changed.subscribe();
+        loop {
+            match self.state(served).await {
+                State::Ready(port) => return Ok(port),
+                State::Failed { last_error } => {
+                    return Err(InferenceError::Failed {
+                        alias: served.alias.clone(),
+                        error: last_error,
+                    });
+                }
+                State::Unloaded { .. } => {
+                    return Err(InferenceError::NotLoaded {
+                        alias: served.alias.clone(),
+                    });
+                }
+                State::Loading | State::Restarting { .. } => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(InferenceError::Timeout {
+                    alias: served.alias.clone(),
+                    secs,
+                });
+            }
+            // A restart's backoff ends without a change of ours: look again now and then.
+            let _ = tokio::time::timeout(Duration::from_millis(200), changes.changed()).await;
+        }
+    }
+
+    /// Every alias and its state, for the endpoint's `GET /v1/models`.
+    pub async fn listing(&self) -> Vec<(String, String, &'static str)> {
+        let models: Vec<_> = lock(&self.models).values().cloned().collect();
+        let mut out = Vec::new();
+        for s in models {
+            out.push((
+                s.alias.clone(),
+                s.model.clone(),
+                self.state(&s).await.word(),
+            ));
+        }
+        out
+    }
+}
+
+/// One incarnation of a model's server.
+pub struct ServerActor;
+
+pub struct ServerArgs {
+    served: Arc<Served>,
+    spawned: Spawned,
+    port: u16,
+    supervisor: ActorRef<SupervisorMsg>,
+    ready_timeout: Duration,
+    idle_ttl: Option<Duration>,
+    grace: Duration,
+    attempt: u32,
+}
+
+pub enum ServerMsg {
+    Ready(Duration),
+    NotReady,
+    Exited(ExitStatus),
+    Tick,
+}
+
+pub struct ServerState {
+    served: Arc<Served>,
+    guard: Option<ProcessGuard>,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    supervisor: ActorRef<SupervisorMsg>,
+    ready_timeout: Duration,
+    idle_ttl: Option<Duration>,
+    grace: Duration,
+    expiring: bool,
+}
+
+impl ServerState {
+    /// This incarnation ends in error: `post_stop` does not run then, so the live facts are
+    /// cleared here (the guard, dropped with the state, kills what is left).
+    fn fail(&mut self, why: String) -> ActorProcessingErr {
+        if let Some(guard) = self.guard.take() {
+            drop(guard);
+        }
+        self.served.set_live(|l| {
+            l.ready = false;
+            l.port = 0;
+            l.pid = None;
+        });
+        why.into()
+    }
+}
+
+async fn pump(pipe: tokio::net::unix::pipe::Receiver, served: Arc<Served>) {
+    let mut lines = BufReader::new(pipe).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        served.push_line(&line);
+    }
+}
+
+/// Whether the server at `port` answers `GET /v1/models` with a success.
+async fn answers_models(port: u16) -> bool {
+    use http_body_util::{BodyExt, Empty};
+    let Ok(stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let Ok((mut send, conn)) = hyper::client::conn::http1::handshake(io).await else {
+        return false;
+    };
+    let conn = tokio::spawn(conn);
+    let req = hyper::Request::get("/v1/models")
+        .header("host", format!("127.0.0.1:{port}"))
+        .body(Empty::<bytes::Bytes>::new());
+    let ok = match req {
+        Ok(req) => match send.send_request(req).await {
+            Ok(resp) => {
+                let ok = resp.status().is_success();
+                let _ = resp.into_body().collect().await;
+                ok
+            }
+            Err(_) => false,
+        },
+        Err(_) => false,
+    };
+    conn.abort();
+    ok
+}
+
+impl Actor for ServerActor {
+    type Msg = ServerMsg;
+    type State = ServerState;
+    type Arguments = ServerArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        args: ServerArgs,
+    ) -> Result<ServerState, ActorProcessingErr> {
+        let Spawned {
+            guard,
+            stdin: _,
+            stdout,
+            stderr,
+            exit,
+        } = args.spawned;
+        let served = args.served;
+        let pid = guard.main_pid();
+        let port = args.port;
+        served.set_live(|l| {
+            l.port = port;
+            l.pid = Some(pid);
+            l.ready = false;
+            l.incarnation = args.attempt + 1;
+        });
+        served.status.update(|i| {
+            i.pid = Some(pid);
+            i.detail = format!(
+                "{} loading on 127.0.0.1:{port} (waiting for GET /v1/models)",
+                served.repo
+            );
+        });
+        tokio::spawn(pump(stdout, served.clone()));
+        tokio::spawn(pump(stderr, served.clone()));
+        {
+            let me = myself.clone();
+            let exit = exit.clone();
+            let timeout = args.ready_timeout;
+            tokio::spawn(async move {
+                let began = Instant::now();
+                while began.elapsed() < timeout {
+                    if exit.borrow().is_some() {
+                        return;
+                    }
+                    if answers_models(port).await {
+                        let _ = me.cast(ServerMsg::Ready(began.elapsed()));
+                        return;
+                    }
+                    tokio::time::sleep(READY_POLL).await;
+                }
+                let _ = me.cast(ServerMsg::NotReady);
+            });
+        }
+        {
+            let me = myself.clone();
+            let mut exit = exit.clone();
+            tokio::spawn(async move {
+                if let Ok(status) = exit.wait_for(Option::is_some).await
+                    && let Some(status) = *status
+                {
+                    let _ = me.cast(ServerMsg::Exited(status));
+                }
+            });
+        }
+        myself.send_interval(TICK, || ServerMsg::Tick);
+        Ok(ServerState {
+            served,
+            guard: Some(guard),
+            exit,
+            supervisor: args.supervisor,
+            ready_timeout: args.ready_timeout,
+            idle_ttl: args.idle_ttl,
+            grace: args.grace,
+            expiring: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<ServerMsg>,
+        msg: ServerMsg,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        let s = &state.served;
+        match msg {
+            ServerMsg::Ready(took) => {
+                let port = s.live().port;
+                s.set_live(|l| {
+                    l.ready = true;
+                    l.load_ms = Some(took.as_millis() as u64);
+                });
+                s.touch();
+                s.status.update(|i| {
+                    i.detail = format!("{} ready on 127.0.0.1:{port}", s.repo);
+                });
+                tracing::info!(
+                    alias = s.alias,
+                    port,
+                    ms = took.as_millis() as u64,
+                    "model server ready"
+                );
+                Ok(())
+            }
+            ServerMsg::NotReady => {
+                let why = format!(
+                    "the server did not answer GET /v1/models within {} s; its last output:\n{}",
+                    state.ready_timeout.as_secs(),
+                    s.tail_text(15)
+                );
+                Err(state.fail(why))
+            }
+            ServerMsg::Exited(status) => {
+                // Let the output readers catch the last lines.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                tracing::warn!(alias = s.alias, %status, "model server exited");
+                let why = format!(
+                    "the server exited ({status}); its last output:\n{}",
+                    s.tail_text(15)
+                );
+                Err(state.fail(why))
+            }
+            ServerMsg::Tick => {
+                if let Some(ttl) = state.idle_ttl
+                    && !state.expiring
+                    && s.live().ready
+                    && s.in_flight.load(Ordering::SeqCst) == 0
+                    && s.idle_for() >= ttl
+                {
+                    state.expiring = true;
+                    let why = format!("unloaded after {} s without a request", ttl.as_secs());
+                    tracing::info!(alias = s.alias, "{why}");
+                    *lock(&s.ended_by) = Some(why.clone());
+                    let _ = state.supervisor.send_message(SupervisorMsg::Expire {
+                        id: s.alias.clone(),
+                        reason: why,
+                    });
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<ServerMsg>,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(guard) = state.guard.take() {
+            // Graceful first: the server's own SIGTERM handling, then the guard's kill.
+            if guard.signal_main(Signal::SIGTERM).is_ok() {
+                let _ =
+                    tokio::time::timeout(state.grace, state.exit.wait_for(Option::is_some)).await;
+            }
+            drop(guard);
+            let _ =
+                tokio::time::timeout(Duration::from_secs(3), state.exit.wait_for(Option::is_some))
+                    .await;
+        }
+        state.served.set_live(|l| {
+            l.ready = false;
+            l.port = 0;
+            l.pid = None;
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,366 @@
+//! Token usage: the scanner that finds `usage` in a response as it passes (a JSON body, or
+//! the `data:` lines of a server-sent event stream), and the book of requests and tokens per
+//! model per UTC day, persisted under the state directory.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as Json, json};
+use toolvisor_kit::private::{Durability, write_private_file};
+
+/// Tokens one response reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+fn usage_of(v: &Json) -> Option<Usage> {
+    let u = v.get("usage")?;
+    if !u.is_object() {
+        return None;
+    }
+    Some(Usage {
+        prompt_tokens: u.get("prompt_tokens").and_then(Json::as_u64).unwrap_or(0),
+        completion_tokens: u
+            .get("completion_tokens")
+            .and_then(Json::as_u64)
+            .unwrap_or(0),
+    })
+}
+
+/// A JSON body is kept up to this size to read its `usage`; an SSE line up to this length.
+const KEEP_MAX: usize = 8 << 20;
+
+/// Reads `usage` from the bytes of a response as they pass, keeping at most [`KEEP_MAX`].
+#[derive(Debug)]
+pub struct Scanner {
+    sse: bool,
+    buf: Vec<u8>,
+    overflow: bool,
+    found: Option<Usage>,
+}
+
+impl Scanner {
+    /// `sse`: the response is `text/event-stream`.
+    pub fn new(sse: bool) -> Scanner {
+        Scanner {
+            sse,
+            buf: Vec::new(),
+            overflow: false,
+            found: None,
+        }
+    }
+
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if !self.sse {
+            if self.buf.len() + bytes.len() > KEEP_MAX {
+                self.overflow = true;
+                self.buf.clear();
+            } else if !self.overflow {
+                self.buf.extend_from_slice(bytes);
+            }
+            return;
+        }
+        let mut rest = bytes;
+        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+            if !self.overflow {
+                self.buf.extend_from_slice(&rest[..nl]);
+                let line = std::mem::take(&mut self.buf);
+                self.line(&line);
+            }
+            self.buf.clear();
+            self.overflow = false;
+            rest = &rest[nl + 1..];
+        }
+        if self.buf.len() + rest.len() > KEEP_MAX {
+            self.overflow = true;
+            self.buf.clear();
+        } else if !self.overflow {
+            self.buf.extend_from_slice(rest);
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(data) = line.strip_prefix(b"data:") else {
+            return;
+        };
+        let data = data.trim_ascii();
+        if data.is_empty() || data == b"[DONE]" {
+            return;
+        }
+        if let Ok(v) = serde_json::from_slice::<Json>(data)
+            && let Some(u) = usage_of(&v)
+        {
+            self.found = Some(u);
+        }
+    }
+
+    /// The usage the response reported (for a stream, its last chunk that carried one).
+    pub fn finish(mut self) -> Option<Usage> {
+        if self.sse {
+            if !self.overflow && !self.buf.is_empty() {
+                let line = std::mem::take(&mut self.buf);
+                self.line(&line);
+            }
+            return self.found;
+        }
+        if self.overflow {
+            return None;
+        }
+        serde_json::from_slice::<Json>(&self.buf)
+            .ok()
+            .and_then(|v| usage_of(&v))
+    }
+}
+
+/// Counts of one model on one day.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub requests: u64,
+    /// Requests whose response carried no `usage` (cut short, or a server that does not say).
+    pub requests_without_usage: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.requests += o.requests;
+        self.requests_without_usage += o.requests_without_usage;
+        self.prompt_tokens += o.prompt_tokens;
+        self.completion_tokens += o.completion_tokens;
+    }
+
+    fn to_json(self) -> Json {
+        json!({
+            "requests": self.requests,
+            "requests_without_usage": self.requests_without_usage,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        })
+    }
+}
+
+/// Day (`YYYY-MM-DD`, UTC) → model → counts.
+type Days = BTreeMap<String, BTreeMap<String, Counts>>;
+
+#[derive(Default, Serialize, Deserialize)]
+struct Book {
+    days: Days,
+}
+
+/// The usage book, persisted to one private JSON file after every change.
+pub struct UsageBook {
+    path: PathBuf,
+    book: Mutex<Book>,
+    /// Held while writing, so an older state never overwrites a newer one.
+    write: Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The UTC calendar date of a Unix time in seconds.
+pub fn utc_date(secs: u64) -> String {
+    // Howard Hinnant's days-to-civil.
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn today() -> String {
+    utc_date(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    )
+}
+
+impl UsageBook {
+    /// The book at `path` (missing: empty; unreadable: empty, with a warning).
+    pub fn open(path: &Path) -> UsageBook {
+        let book = match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                tracing::warn!(path = %path.display(), error = %e, "the token usage file is not readable; starting a new one");
+                Book::default()
+            }),
+            Err(_) => Book::default(),
+        };
+        UsageBook {
+            path: path.to_path_buf(),
+            book: Mutex::new(book),
+            write: Mutex::new(()),
+        }
+    }
+
+    /// Count one request of `model` today (in memory; [`UsageBook::save`] persists).
+    pub fn record(&self, model: &str, usage: Option<Usage>) {
+        let mut book = lock(&self.book);
+        let c = book
+            .days
+            .entry(today())
+            .or_default()
+            .entry(model.to_string())
+            .or_default();
+        c.requests += 1;
+        match usage {
+            Some(u) => {
+                c.prompt_tokens += u.prompt_tokens;
+                c.completion_tokens += u.completion_tokens;
+            }
+            None => c.requests_without_usage += 1,
+        }
+    }
+
+    /// Write the book (blocking I/O: call from the blocking pool).
+    pub fn save(&self) {
+        let _w = lock(&self.write);
+        let bytes = match serde_json::to_vec(&*lock(&self.book)) {
+            Ok(b) => b,
+            Err(_) => return,
+        };
+        if let Err(e) = write_private_file(&self.path, &bytes, "token usage", Durability::Unsynced)
+        {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot persist token usage");
+        }
+    }
+
+    /// `get_token_usage_stats`: totals, per day, per model and per day and model, optionally
+    /// for one model and the last `days` days.
+    pub fn stats(&self, model: Option<&str>, days: Option<u32>) -> Json {
+        let book = lock(&self.book);
+        let first = days.map(|n| {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            utc_date(now.saturating_sub(u64::from(n.saturating_sub(1)) * 86_400))
+        });
+        let mut total = Counts::default();
+        let mut per_model: BTreeMap<&str, Counts> = BTreeMap::new();
+        let mut per_day = Vec::new();
+        let mut per_day_model = Vec::new();
+        for (day, models) in &book.days {
+            if first.as_ref().is_some_and(|f| day < f) {
+                continue;
+            }
+            let mut day_total = Counts::default();
+            for (m, c) in models {
+                if model.is_some_and(|want| want != m) {
+                    continue;
+                }
+                day_total.add(c);
+                per_model.entry(m).or_default().add(c);
+                let mut row = c.to_json();
+                row["date"] = json!(day);
+                row["model"] = json!(m);
+                per_day_model.push(row);
+            }
+            if day_total.requests > 0 {
+                total.add(&day_total);
+                let mut row = day_total.to_json();
+                row["date"] = json!(day);
+                per_day.push(row);
+            }
+        }
+        let per_model: Vec<Json> = per_model
+            .into_iter()
+            .map(|(m, c)| {
+                let mut row = c.to_json();
+                row["model"] = json!(m);
+                row
+            })
+            .collect();
+        json!({
+            "totals": total.to_json(),
+            "per_day": per_day,
+            "per_model": per_model,
+            "per_day_model": per_day_model,
+            "file": self.path.display().to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_utc_calendar_days() {
+        assert_eq!(utc_date(0), "1970-01-01");
+        assert_eq!(utc_date(951_782_400), "2000-02-29");
+        assert_eq!(utc_date(1_796_083_200), "2026-12-01");
+    }
+
+    #[test]
+    fn a_json_body_and_a_stream_split_anywhere_give_their_usage() {
+        let body =
+            br#"{"id":"x","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#;
+        for cut in 0..body.len() {
+            let mut s = Scanner::new(false);
+            s.feed(&body[..cut]);
+            s.feed(&body[cut..]);
+            assert_eq!(
+                s.finish(),
+                Some(Usage {
+                    prompt_tokens: 7,
+                    completion_tokens: 3
+                })
+            );
+        }
+        let stream = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
+        for cut in 0..stream.len() {
+            let mut s = Scanner::new(true);
+            s.feed(&stream[..cut]);
+            s.feed(&stream[cut..]);
+            assert_eq!(
+                s.finish(),
+                Some(Usage {
+                    prompt_tokens: 5,
+                    completion_tokens: 2
+                })
+            );
+        }
+        let mut s = Scanner::new(true);
+        s.feed(b"data: {\"usage\":null}\n\n");
+        assert_eq!(s.finish(), None);
+    }
+
+    #[test]
+    fn the_book_counts_per_model_and_day_and_survives_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("usage.json");
+        let book = UsageBook::open(&path);
+        book.record(
+            "a",
+            Some(Usage {
+                prompt_tokens: 4,
+                completion_tokens: 6,
+            }),
+        );
+        book.record("b", None);
+        book.save();
+        let again = UsageBook::open(&path);
+        let s = again.stats(None, None);
+        assert_eq!(s["totals"]["requests"], 2);
+        assert_eq!(s["totals"]["total_tokens"], 10);
+        assert_eq!(s["per_model"][1]["requests_without_usage"], 1);
+        assert_eq!(s["per_day"][0]["date"], today());
+        assert_eq!(again.stats(Some("a"), Some(1))["totals"]["requests"], 1);
+    }
+}
