@@ -22,7 +22,7 @@ use common::{loadavg, rss_kib, summary, wait_socket};
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -310,7 +310,7 @@ fn percentile(samples: &[f64], p: usize) -> f64 {
 
 /// Calls per second of [`CLIENTS`] threads, each with its own connection, [`PER_CLIENT`] calls
 /// each, started together.
-fn throughput(side: Side, daemon: &PathBuf, echo: &PathBuf) -> f64 {
+fn throughput(side: Side, daemon: &Path, echo: &Path) -> f64 {
     let clients: Vec<Framed> = (0..CLIENTS).map(|_| side.connect(daemon, echo)).collect();
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(CLIENTS + 1));
     let handles: Vec<_> = clients
