@@ -282,6 +282,9 @@ impl Daemon {
     /// only after a burst ended or the last call in flight ended, and coalesces what follows.
     async fn trim_task(self: Arc<Self>) {
         let idle_after = Duration::from_secs(self.config.limits.trim_after_idle_s);
+        // Calls started when memory was last given back: an idle spell with none since (a
+        // wake-up left over from calls the last spell already covered) needs no trim.
+        let mut trimmed_at = None;
         loop {
             let why = tokio::select! {
                 _ = self.trim_wanted.notified() => {
@@ -289,12 +292,15 @@ impl Daemon {
                     "a burst of sessions"
                 }
                 _ = self.went_idle.notified(), if !idle_after.is_zero() => {
-                    if !self.stayed_idle(idle_after).await {
+                    if !self.stayed_idle(idle_after).await
+                        || trimmed_at == Some(self.calls_total.load(Ordering::Relaxed))
+                    {
                         continue;
                     }
                     "an idle spell"
                 }
             };
+            trimmed_at = Some(self.calls_total.load(Ordering::Relaxed));
             let now = self
                 .sessions
                 .lock()
