@@ -2,6 +2,12 @@
 //! interpreter: the round trip of `1+1` on a warm kernel, and a cold start to the first
 //! result. `cargo bench -p toolvisor --bench eval` (release build).
 //!
+//! The two sides alternate round by round (toolvisor then ipykernel, then the other way
+//! round), `TOOLVISOR_BENCH_ROUNDS` rounds (default 3, at least 3), each round
+//! [`WARM`] warm round trips and [`COLD`] cold starts per side; every round prints its ratios
+//! and the load average, and the figures are the medians over all rounds' samples next to the
+//! median of the per-round ratios with their spread.
+//!
 //! Uses the test venv (`scripts/install-test-deps`); installs ipykernel and jupyter_client
 //! into it for this benchmark only. Prints a Markdown table for docs/BENCHMARKS.md.
 
@@ -18,8 +24,10 @@ use toolvisor_protocol::client::{Client, ClientOptions};
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
 
-const WARM: usize = 300;
-const COLD: usize = 8;
+/// Warm round trips per side per round.
+const WARM: usize = 100;
+/// Cold starts per side per round.
+const COLD: usize = 3;
 
 /// The jupyter_client side: prints one JSON object with both figures, in microseconds.
 const IPYKERNEL_BENCH: &str = r#"
@@ -157,30 +165,137 @@ fn main() {
     };
     let mut c = Client::connect(&sock, options).expect("connect");
 
-    // Cold: a new conversation is a new kernel.
-    let mut tv_cold = Vec::new();
-    for i in 0..COLD {
-        let t0 = Instant::now();
-        let v = eval(&mut c, &format!("cold-{i}"), "1+1");
-        tv_cold.push(t0.elapsed().as_secs_f64() * 1e6);
-        assert_eq!(v["text"], "2\n");
-        assert_eq!(v["kernel"]["fresh"], true);
-    }
-    // Warm.
+    let rounds: usize = std::env::var("TOOLVISOR_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3)
+        .max(3);
+    // Warm toolvisor's kernel once (ipykernel's is warmed in each round's script).
     for _ in 0..30 {
         eval(&mut c, "warm", "1+1");
     }
-    let mut tv_rt = Vec::new();
+    let (mut tv_rt, mut tv_cold, mut ip_rt, mut ip_cold) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut rt_ratios, mut cold_ratios) = (Vec::new(), Vec::new());
+    let mut per_round = Vec::new();
+    for round in 0..rounds {
+        let load = common::loadavg();
+        let toolvisor_first = round % 2 == 0;
+        let mut tv = (Vec::new(), Vec::new());
+        let mut ip = (Vec::new(), Vec::new());
+        for side in [toolvisor_first, !toolvisor_first] {
+            if side {
+                tv = toolvisor_round(&mut c, round);
+            } else {
+                ip = ipykernel_round(&python, dir.path());
+            }
+        }
+        let (tv_rt_r, tv_cold_r) = (sorted(tv.0), sorted(tv.1));
+        let (ip_rt_r, ip_cold_r) = (sorted(ip.0), sorted(ip.1));
+        let rt = percentile(&tv_rt_r, 50) / percentile(&ip_rt_r, 50);
+        let cold = percentile(&tv_cold_r, 50) / percentile(&ip_cold_r, 50);
+        per_round.push(format!(
+            "| {} | {} | {} / {} | {rt:.2}× | {} / {} | {cold:.2}× | {load} |",
+            round + 1,
+            if toolvisor_first {
+                "toolvisor first"
+            } else {
+                "ipykernel first"
+            },
+            fmt_us(percentile(&tv_rt_r, 50)),
+            fmt_us(percentile(&ip_rt_r, 50)),
+            fmt_us(percentile(&tv_cold_r, 50)),
+            fmt_us(percentile(&ip_cold_r, 50)),
+        ));
+        rt_ratios.push(rt);
+        cold_ratios.push(cold);
+        tv_rt.extend(tv_rt_r);
+        tv_cold.extend(tv_cold_r);
+        ip_rt.extend(ip_rt_r);
+        ip_cold.extend(ip_cold_r);
+    }
+    let (tv_rt, tv_cold) = (sorted(tv_rt), sorted(tv_cold));
+    let (ip_rt, ip_cold) = (sorted(ip_rt), sorted(ip_cold));
+    let version = Command::new(&python)
+        .args(["-c", "import sys, ipykernel, jupyter_client; print(sys.version.split()[0], ipykernel.__version__, jupyter_client.__version__)"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    println!("python, ipykernel, jupyter_client: {version}; rounds: {rounds}\n");
+    println!(
+        "| round | order | `1+1` median, toolvisor / ipykernel | ratio | cold start median, toolvisor / ipykernel | ratio | load average |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for line in &per_round {
+        println!("{line}");
+    }
+    println!();
+    let load = common::loadavg();
+    println!(
+        "| figure | toolvisor | ipykernel + jupyter_client | ratio | median of round ratios (spread) | target | load average |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let row = |name: &str, a: f64, b: f64, target: &str| {
+        let rounds = if name.contains("cold") {
+            common::summary(&cold_ratios)
+        } else if name.contains("median") {
+            common::summary(&rt_ratios)
+        } else {
+            "—".to_string()
+        };
+        println!(
+            "| {name} | {} | {} | {:.2}× | {rounds} | {target} | {load} |",
+            fmt_us(a),
+            fmt_us(b),
+            a / b
+        );
+    };
+    row(
+        &format!("`1+1` round trip, median (n={})", tv_rt.len()),
+        percentile(&tv_rt, 50),
+        percentile(&ip_rt, 50),
+        "≤ 1.0×",
+    );
+    row(
+        "`1+1` round trip, p99",
+        percentile(&tv_rt, 99),
+        percentile(&ip_rt, 99),
+        "—",
+    );
+    row(
+        &format!("cold start to first result, median (n={})", tv_cold.len()),
+        percentile(&tv_cold, 50),
+        percentile(&ip_cold, 50),
+        "≤ 1.0×",
+    );
+}
+
+/// One round of toolvisor's side: [`COLD`] cold starts (a new conversation is a new kernel),
+/// then [`WARM`] round trips on the warm kernel; (warm µs, cold µs).
+fn toolvisor_round(c: &mut Client, round: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut cold = Vec::new();
+    for i in 0..COLD {
+        let t0 = Instant::now();
+        let v = eval(c, &format!("cold-{round}-{i}"), "1+1");
+        cold.push(t0.elapsed().as_secs_f64() * 1e6);
+        assert_eq!(v["text"], "2\n");
+        assert_eq!(v["kernel"]["fresh"], true);
+    }
+    let mut warm = Vec::new();
     for _ in 0..WARM {
         let t0 = Instant::now();
-        let v = eval(&mut c, "warm", "1+1");
-        tv_rt.push(t0.elapsed().as_secs_f64() * 1e6);
+        let v = eval(c, "warm", "1+1");
+        warm.push(t0.elapsed().as_secs_f64() * 1e6);
         assert_eq!(v["text"], "2\n");
     }
+    (warm, cold)
+}
 
-    let out = Command::new(&python)
+/// One round of ipykernel's side, in a fresh Python process; (warm µs, cold µs).
+fn ipykernel_round(python: &Path, dir: &Path) -> (Vec<f64>, Vec<f64>) {
+    let out = Command::new(python)
         .args(["-c", IPYKERNEL_BENCH, &WARM.to_string(), &COLD.to_string()])
-        .current_dir(dir.path())
+        .current_dir(dir)
         .output()
         .expect("run the jupyter_client benchmark");
     assert!(
@@ -197,40 +312,5 @@ fn main() {
             .map(|v| v.as_f64().unwrap())
             .collect()
     };
-    let (tv_rt, tv_cold) = (sorted(tv_rt), sorted(tv_cold));
-    let (ip_rt, ip_cold) = (sorted(nums("rt_us")), sorted(nums("cold_us")));
-    let version = Command::new(&python)
-        .args(["-c", "import sys, ipykernel, jupyter_client; print(sys.version.split()[0], ipykernel.__version__, jupyter_client.__version__)"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    println!("python, ipykernel, jupyter_client: {version}\n");
-    println!("| figure | toolvisor | ipykernel + jupyter_client | ratio | target |");
-    println!("|---|---|---|---|---|");
-    let row = |name: &str, a: f64, b: f64, target: &str| {
-        println!(
-            "| {name} | {} | {} | {:.2}× | {target} |",
-            fmt_us(a),
-            fmt_us(b),
-            a / b
-        );
-    };
-    row(
-        &format!("`1+1` round trip, median (n={WARM})"),
-        percentile(&tv_rt, 50),
-        percentile(&ip_rt, 50),
-        "≤ 1.0×",
-    );
-    row(
-        "`1+1` round trip, p99",
-        percentile(&tv_rt, 99),
-        percentile(&ip_rt, 99),
-        "—",
-    );
-    row(
-        &format!("cold start to first result, median (n={COLD})"),
-        percentile(&tv_cold, 50),
-        percentile(&ip_cold, 50),
-        "≤ 1.0×",
-    );
+    (nums("rt_us"), nums("cold_us"))
 }

@@ -102,63 +102,89 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The same hover, sent straight to a pyright this process starts (no daemon in between).
-fn direct(project: &Path, pyright: &Path) -> f64 {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let launcher = Launcher::from_current_env(None, &["PATH".into(), "HOME".into()], None);
-        let spec = launcher.spec(&pyright.display().to_string(), &["--stdio".into()], project, true, "bench/pyright");
-        let spawned = toolvisor_kit::process::spawn(spec).await.expect("spawn pyright");
-        let _guard = spawned.guard;
-        let (rpc, mut incoming) = Transport::start(
-            spawned.stdout,
-            spawned.stdin.unwrap(),
-            spawned.stderr,
-            TransportOptions::default(),
-        );
-        let answer = rpc.clone();
-        tokio::spawn(async move {
-            while let Some(m) = incoming.recv().await {
-                if let Incoming::Request { id, method, params } = m {
-                    let r = if method == "workspace/configuration" {
-                        json!(vec![Value::Null; params["items"].as_array().map_or(0, Vec::len)])
-                    } else {
-                        Value::Null
-                    };
-                    let _ = answer.respond(id, Ok(r));
+/// A second warm pyright this process started and talks to directly (no daemon in between),
+/// over the same transport code; kept across rounds.
+struct Direct {
+    rt: tokio::runtime::Runtime,
+    rpc: toolvisor_jsonrpc::RpcClient,
+    params: Value,
+    _guard: toolvisor_kit::process::ProcessGuard,
+}
+
+impl Direct {
+    fn start(project: &Path, pyright: &Path) -> Direct {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (rpc, params, guard) = rt.block_on(async {
+            let launcher = Launcher::from_current_env(None, &["PATH".into(), "HOME".into()], None);
+            let spec = launcher.spec(&pyright.display().to_string(), &["--stdio".into()], project, true, "bench/pyright");
+            let spawned = toolvisor_kit::process::spawn(spec).await.expect("spawn pyright");
+            let (rpc, mut incoming) = Transport::start(
+                spawned.stdout,
+                spawned.stdin.unwrap(),
+                spawned.stderr,
+                TransportOptions::default(),
+            );
+            let answer = rpc.clone();
+            tokio::spawn(async move {
+                while let Some(m) = incoming.recv().await {
+                    if let Incoming::Request { id, method, params } = m {
+                        let r = if method == "workspace/configuration" {
+                            json!(vec![Value::Null; params["items"].as_array().map_or(0, Vec::len)])
+                        } else {
+                            Value::Null
+                        };
+                        let _ = answer.respond(id, Ok(r));
+                    }
                 }
+            });
+            let root = format!("file://{}", project.display());
+            let t = Duration::from_secs(60);
+            rpc.request("initialize", json!({"processId": null, "rootUri": root, "capabilities": {},
+                "workspaceFolders": [{"uri": root, "name": "bench"}]}), t).await.unwrap();
+            rpc.notify("initialized", json!({})).unwrap();
+            let uri = format!("{root}/m.py");
+            rpc.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": SRC}})).unwrap();
+            let params = json!({"textDocument": {"uri": uri}, "position": {"line": 5, "character": 10}});
+            loop {
+                let r = rpc.request("textDocument/hover", params.clone(), t).await.unwrap();
+                if !r.is_null() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
+            for _ in 0..20 {
+                rpc.request("textDocument/hover", params.clone(), t).await.unwrap();
+            }
+            (rpc, params, spawned.guard)
         });
-        let root = format!("file://{}", project.display());
-        let t = Duration::from_secs(60);
-        rpc.request("initialize", json!({"processId": null, "rootUri": root, "capabilities": {},
-            "workspaceFolders": [{"uri": root, "name": "bench"}]}), t).await.unwrap();
-        rpc.notify("initialized", json!({})).unwrap();
-        let uri = format!("{root}/m.py");
-        rpc.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": SRC}})).unwrap();
-        let params = json!({"textDocument": {"uri": uri}, "position": {"line": 5, "character": 10}});
-        loop {
-            let r = rpc.request("textDocument/hover", params.clone(), t).await.unwrap();
-            if !r.is_null() {
-                break;
+        Direct {
+            rt,
+            rpc,
+            params,
+            _guard: guard,
+        }
+    }
+
+    /// `n` hovers; their times in ms.
+    fn hovers(&self, n: usize) -> Vec<f64> {
+        self.rt.block_on(async {
+            let t = Duration::from_secs(60);
+            let mut times = Vec::new();
+            for _ in 0..n {
+                let s = Instant::now();
+                self.rpc
+                    .request("textDocument/hover", self.params.clone(), t)
+                    .await
+                    .unwrap();
+                times.push(s.elapsed().as_secs_f64() * 1000.0);
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        for _ in 0..20 {
-            rpc.request("textDocument/hover", params.clone(), t).await.unwrap();
-        }
-        let mut times = Vec::new();
-        for _ in 0..N {
-            let s = Instant::now();
-            rpc.request("textDocument/hover", params.clone(), t).await.unwrap();
-            times.push(s.elapsed().as_secs_f64() * 1000.0);
-        }
-        median(times)
-    })
+            times
+        })
+    }
 }
 
 fn main() {
@@ -188,21 +214,59 @@ fn main() {
         std::thread::sleep(Duration::from_millis(20));
     }
 
-    // 1. Hover latency through toolvisor, and the server's share of it.
+    // 1. Hover latency through toolvisor, and the server's share of it, alternating round by
+    //    round with the same hover sent straight to a second warm pyright.
     let mut c = client(&sock, &project, "bench");
     for _ in 0..20 {
         hover(&mut c, "c0");
     }
-    let (mut total, mut server) = (Vec::new(), Vec::new());
-    for _ in 0..N {
-        let s = Instant::now();
-        let v = hover(&mut c, "c0");
-        total.push(s.elapsed().as_secs_f64() * 1000.0);
-        server.push(v["server"]["request_ms"].as_f64().unwrap());
+    let direct = Direct::start(&project, &pyright);
+    let rounds: usize = std::env::var("TOOLVISOR_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3)
+        .max(3);
+    let per_round = N / rounds;
+    let (mut total, mut server, mut straight) = (Vec::new(), Vec::new(), Vec::new());
+    let mut round_lines = Vec::new();
+    let mut round_ratios = Vec::new();
+    for round in 0..rounds {
+        let load = common::loadavg();
+        let daemon_first = round % 2 == 0;
+        let (mut t_r, mut s_r) = (Vec::new(), Vec::new());
+        for daemon_side in [daemon_first, !daemon_first] {
+            if daemon_side {
+                for _ in 0..per_round {
+                    let s = Instant::now();
+                    let v = hover(&mut c, "c0");
+                    t_r.push(s.elapsed().as_secs_f64() * 1000.0);
+                    s_r.push(v["server"]["request_ms"].as_f64().unwrap());
+                }
+            } else {
+                straight.extend(direct.hovers(per_round));
+            }
+        }
+        let d_r = straight[straight.len() - per_round..].to_vec();
+        let ratio = median(t_r.clone()) / median(d_r.clone());
+        round_ratios.push(ratio);
+        round_lines.push(format!(
+            "| {} | {} | {:.2} ms | {:.2} ms | {ratio:.2}× | {load} |",
+            round + 1,
+            if daemon_first {
+                "toolvisor first"
+            } else {
+                "direct first"
+            },
+            median(t_r.clone()),
+            median(d_r),
+        ));
+        total.extend(t_r);
+        server.extend(s_r);
     }
+    let n_hover = total.len();
     let added: Vec<f64> = total.iter().zip(&server).map(|(t, s)| t - s).collect();
     let (through, own, added) = (median(total), median(server), median(added));
-    let straight = direct(&project, &pyright);
+    let straight = median(straight);
 
     // 1b. The read ops added by issue 14, each against the server's own share of it.
     let hierarchy = measure(
@@ -258,15 +322,28 @@ fn main() {
     pids.dedup();
     let rss: u64 = pids.iter().map(|p| rss_kib(*p)).sum();
 
-    println!("| figure | value |");
-    println!("|---|---|");
-    println!("| `lsp hover` through toolvisor (median of {N}) | {through:.2} ms |");
     println!(
-        "| server's share of those calls (request sent → answer parsed, median) | {own:.2} ms |"
+        "| round | order | `lsp hover` through toolvisor, median | direct to pyright, median | ratio | load average |"
     );
-    println!("| added by toolvisor (per-call difference, median) | {added:.2} ms |");
+    println!("|---|---|---|---|---|---|");
+    for line in &round_lines {
+        println!("{line}");
+    }
+    println!();
+    let load = common::loadavg();
+    println!("| figure | value | load average |");
+    println!("|---|---|---|");
+    println!("| `lsp hover` through toolvisor (median of {n_hover}) | {through:.2} ms | {load} |");
     println!(
-        "| the same hover sent directly to a second warm pyright (median of {N}) | {straight:.2} ms |"
+        "| server's share of those calls (request sent → answer parsed, median) | {own:.2} ms | {load} |"
+    );
+    println!("| added by toolvisor (per-call difference, median) | {added:.2} ms | {load} |");
+    println!(
+        "| the same hover sent directly to a second warm pyright (median of {n_hover}, alternating round by round with the above) | {straight:.2} ms | {load} |"
+    );
+    println!(
+        "| through toolvisor / direct: median of the {rounds} rounds' ratios (spread) | {} | {load} |",
+        common::summary(&round_ratios)
     );
     for (name, (through, own, added)) in [
         (
@@ -283,18 +360,18 @@ fn main() {
         ),
     ] {
         println!(
-            "| {name}: through toolvisor / server's share / added | {through:.2} ms / {own:.2} ms / {added:.2} ms ({:.2}×) |",
+            "| {name}: through toolvisor / server's share / added | {through:.2} ms / {own:.2} ms / {added:.2} ms ({:.2}×) | {load} |",
             through / own
         );
     }
     println!(
-        "| SIGKILL of warm pyright → next successful hover (median of 5; min {:.0}, max {:.0}) | {:.0} ms |",
+        "| SIGKILL of warm pyright → next successful hover (median of 5; min {:.0}, max {:.0}) | {:.0} ms | {load} |",
         recover.iter().cloned().fold(f64::MAX, f64::min),
         recover.iter().cloned().fold(0.0, f64::max),
         median(recover.clone())
     );
     println!(
-        "| ten conversations on one root → server processes | {} (RSS {} MiB) |",
+        "| ten conversations on one root → server processes | {} (RSS {} MiB) | {load} |",
         pids.len(),
         rss / 1024
     );

@@ -2,27 +2,41 @@
 //! round-trip latency of a trivial call, throughput with 16 concurrent clients, idle RSS, and
 //! 64 clients × 1000 calls with no error. `cargo bench -p toolvisor --bench roundtrip`.
 //!
-//! The echo peer is this binary re-executed in echo mode (a tokio server in its own process,
-//! like the daemon), and both are driven by the same blocking length-prefixed client code.
+//! The echo peer (B) is this binary re-executed in echo mode (a tokio server in its own
+//! process, like the daemon, A). Both sides are driven by the same client code: a blocking
+//! loop that encodes a `Call` frame with a fresh id, writes it, reads one length-prefixed
+//! frame and decodes it (the daemon's `Result`, or the echo's copy of the call). The daemon's
+//! connections say Hello first through `protocol::client` and are then driven raw.
+//!
+//! The machine is shared, so the sides alternate round by round (A then B, then B then A),
+//! `TOOLVISOR_BENCH_ROUNDS` rounds (default 5, at least 3); each figure is the median of the
+//! per-round ratios with their spread (min–max), and every round prints the load average.
+//! The latency rounds pin the client thread, the daemon and the echo to one CPU (`taskset`),
+//! so a round trip is the same context switches on both sides; throughput runs unpinned.
 
 #[allow(dead_code)]
 #[path = "support/common.rs"]
 mod common;
 use common::Guard;
-use common::{rss_kib, wait_socket};
+use common::{loadavg, rss_kib, summary, wait_socket};
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolvisor_protocol::client::{Client, ClientOptions};
 use toolvisor_protocol::codec::Codec;
-use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
+use toolvisor_protocol::wire::{
+    Call, ClientFrame, ClientKind, DaemonFrame, Outcome, Surface, Tier,
+};
 
 const ECHO_ENV: &str = "TOOLVISOR_BENCH_ECHO";
+const LATENCY_CALLS: usize = 5_000;
+const CLIENTS: usize = 16;
+const PER_CLIENT: usize = 2_000;
 
 fn main() {
     if let Ok(path) = std::env::var(ECHO_ENV) {
@@ -30,11 +44,16 @@ fn main() {
         return;
     }
     // `cargo bench` passes `--bench`; ignore arguments.
+    let rounds: usize = std::env::var("TOOLVISOR_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5)
+        .max(3);
     let dir = tempfile::tempdir().expect("temp dir");
     let daemon_sock = dir.path().join("toolvisor.sock");
     let echo_sock = dir.path().join("echo.sock");
     let mut daemon = common::start_daemon(dir.path(), &daemon_sock, "");
-    let _echo = Guard(
+    let echo = Guard(
         Command::new(std::env::current_exe().unwrap())
             .env(ECHO_ENV, &echo_sock)
             .spawn()
@@ -44,27 +63,61 @@ fn main() {
     wait_socket(&echo_sock);
     std::thread::sleep(Duration::from_millis(500));
     let idle_rss = rss_kib(daemon.0.id());
+    let (daemon_pid, echo_pid) = (daemon.0.id(), echo.0.id());
+    let cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
 
-    let payload = trivial_call_frame();
-    let n = 20_000;
     // Warm both.
-    latency_echo(&echo_sock, &payload, 2_000);
-    latency_daemon(&daemon_sock, 2_000);
-    let echo_lat = latency_echo(&echo_sock, &payload, n);
-    let daemon_lat = latency_daemon(&daemon_sock, n);
-    let (echo_p50, daemon_p50) = (percentile(&echo_lat, 50), percentile(&daemon_lat, 50));
+    latency(&mut Side::Daemon.connect(&daemon_sock, &echo_sock), 2_000);
+    latency(&mut Side::Echo.connect(&daemon_sock, &echo_sock), 2_000);
 
-    let clients = 16;
-    let per_client = 5_000;
-    let echo_tput = throughput(clients, per_client, |_| {
-        let mut s = UnixStream::connect(&echo_sock).unwrap();
-        let payload = payload.clone();
-        move || echo_once(&mut s, &payload)
-    });
-    let daemon_tput = throughput(clients, per_client, |_| {
-        let mut c = connect(&daemon_sock, Codec::Bincode);
-        move || call_list(&mut c)
-    });
+    println!(
+        "rounds: {rounds}; latency: {LATENCY_CALLS} calls per side per round, pinned to CPU {cpu}; throughput: {CLIENTS} clients × {PER_CLIENT} calls per side per round, unpinned"
+    );
+    println!();
+    println!(
+        "| round | order | p50 daemon / echo | ratio | p99 ratio | throughput daemon / echo | ratio | load average |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let (mut p50s, mut p99s, mut tputs) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            [Side::Daemon, Side::Echo]
+        } else {
+            [Side::Echo, Side::Daemon]
+        };
+        let load = loadavg();
+        // Latency: every party on one CPU.
+        pin(daemon_pid, echo_pid, Some(cpu));
+        let mut lat = [Vec::new(), Vec::new()];
+        for side in order {
+            let mut c = side.connect(&daemon_sock, &echo_sock);
+            lat[side as usize] = latency(&mut c, LATENCY_CALLS);
+        }
+        pin(daemon_pid, echo_pid, None);
+        let mut tput = [0.0; 2];
+        for side in order {
+            tput[side as usize] = throughput(side, &daemon_sock, &echo_sock);
+        }
+        let (d50, e50) = (percentile(&lat[0], 50), percentile(&lat[1], 50));
+        let (d99, e99) = (percentile(&lat[0], 99), percentile(&lat[1], 99));
+        p50s.push(d50 / e50);
+        p99s.push(d99 / e99);
+        tputs.push(tput[0] / tput[1]);
+        println!(
+            "| {} | {} | {d50:.1} / {e50:.1} µs | {:.2}× | {:.2}× | {:.0} / {:.0} /s | {:.2}× | {load} |",
+            round + 1,
+            if order[0] == Side::Daemon {
+                "daemon first"
+            } else {
+                "echo first"
+            },
+            d50 / e50,
+            d99 / e99,
+            tput[0],
+            tput[1],
+            tput[0] / tput[1],
+        );
+    }
 
     // 64 concurrent clients × 1000 calls each, every one must succeed.
     let errors = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -101,41 +154,123 @@ fn main() {
     let errors = errors.load(std::sync::atomic::Ordering::Relaxed);
     daemon.stop();
 
-    println!("| figure | toolvisor | raw UDS echo | ratio | target |");
-    println!("|---|---|---|---|---|");
+    println!();
+    println!("| figure | median ratio (spread over {rounds} rounds) | target | load average |");
+    println!("|---|---|---|---|");
+    let load = loadavg();
     println!(
-        "| round trip, median (n={n}) | {:.1} µs | {:.1} µs | {:.2}× | ≤ 2.0× |",
-        daemon_p50,
-        echo_p50,
-        daemon_p50 / echo_p50
+        "| round trip, median | {} | ≤ 2.0× | {load} |",
+        summary(&p50s)
     );
+    println!("| round trip, p99 | {} | — | {load} |", summary(&p99s));
     println!(
-        "| round trip, p99 | {:.1} µs | {:.1} µs | {:.2}× | — |",
-        percentile(&daemon_lat, 99),
-        percentile(&echo_lat, 99),
-        percentile(&daemon_lat, 99) / percentile(&echo_lat, 99)
+        "| throughput, {CLIENTS} clients | {} | ≥ 0.7× | {load} |",
+        summary(&tputs)
     );
+    println!("| idle RSS | {idle_rss} KiB | ≤ 15 MiB | {load} |");
     println!(
-        "| throughput, {clients} clients × {per_client} | {:.0} /s | {:.0} /s | {:.2}× | ≥ 0.5× |",
-        daemon_tput,
-        echo_tput,
-        daemon_tput / echo_tput
-    );
-    println!("| idle RSS | {idle_rss} KiB | — | — | ≤ 15 MiB |");
-    println!(
-        "| 64 clients × 1000 calls | {errors} errors in {many_secs:.1} s, RSS after {loaded_rss} KiB | — | — | 0 errors |"
+        "| 64 clients × 1000 calls | {errors} errors in {many_secs:.1} s, RSS after {loaded_rss} KiB | 0 errors | {load} |"
     );
 }
 
-/// The bytes of the trivial call as the daemon receives it (same size for the echo).
-fn trivial_call_frame() -> Vec<u8> {
-    let call = toolvisor_protocol::wire::ClientFrame::Call(toolvisor_protocol::wire::Call {
-        id: 1,
-        conversation: "bench".into(),
-        tool: "process".into(),
-        args: toolvisor_protocol::Value(json!({"op": "list"})),
-    });
-    toolvisor_protocol::codec::encode_frame(Codec::Bincode, &call, 1 << 20).unwrap()
+/// Pin the daemon's and the echo's threads and this thread to `cpu`, or to every CPU.
+fn pin(daemon: u32, echo: u32, cpu: Option<usize>) {
+    let all = format!(
+        "0-{}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
+    );
+    let list = cpu.map_or(all, |c| c.to_string());
+    let me = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse::<u32>().ok())
+        .expect("this thread's id");
+    for (all_threads, pid) in [(true, daemon), (true, echo), (false, me)] {
+        let mut cmd = Command::new("taskset");
+        if all_threads {
+            cmd.arg("-a");
+        }
+        let ok = cmd
+            .args(["-p", "-c", &list])
+            .arg(pid.to_string())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "taskset -p -c {list} {pid} failed (is util-linux installed?)"
+        );
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Daemon = 0,
+    Echo = 1,
+}
+
+impl Side {
+    fn connect(self, daemon: &Path, echo: &Path) -> Framed {
+        match self {
+            Side::Daemon => {
+                let client = connect(daemon, Codec::Bincode);
+                Framed {
+                    stream: client.raw().expect("the daemon connection's socket"),
+                    _client: Some(client),
+                    side: self,
+                    next_id: 1_000_000,
+                }
+            }
+            Side::Echo => Framed {
+                stream: UnixStream::connect(echo).expect("connect to the echo"),
+                _client: None,
+                side: self,
+                next_id: 1_000_000,
+            },
+        }
+    }
+}
+
+/// The one client both sides are driven by: a `Call` frame with a fresh id out, one frame in,
+/// decoded and checked.
+struct Framed {
+    stream: UnixStream,
+    /// The daemon connection's Hello was said through it; kept so the socket stays open.
+    _client: Option<Client>,
+    side: Side,
+    next_id: u64,
+}
+
+impl Framed {
+    fn round_trip(&mut self) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let call = ClientFrame::Call(Call {
+            id,
+            conversation: "bench".into(),
+            tool: "process".into(),
+            args: toolvisor_protocol::Value(json!({"op": "list"})),
+        });
+        let frame = toolvisor_protocol::codec::encode_frame(Codec::Bincode, &call, 1 << 20)
+            .expect("encode");
+        self.stream.write_all(&frame).expect("write a call");
+        let mut header = [0u8; 4];
+        self.stream.read_exact(&mut header).expect("read a header");
+        let mut body = vec![0u8; u32::from_be_bytes(header) as usize];
+        self.stream.read_exact(&mut body).expect("read a frame");
+        match self.side {
+            Side::Daemon => match toolvisor_protocol::codec::decode(Codec::Bincode, &body) {
+                Ok(DaemonFrame::Result {
+                    id: got,
+                    outcome: Outcome::Ok(_),
+                }) if got == id => {}
+                other => panic!("trivial call failed: {other:?}"),
+            },
+            Side::Echo => match toolvisor_protocol::codec::decode(Codec::Bincode, &body) {
+                Ok(ClientFrame::Call(c)) if c.id == id => {}
+                other => panic!("the echo answered {other:?}"),
+            },
+        }
+    }
 }
 
 fn connect(path: &Path, codec: Codec) -> Client {
@@ -156,41 +291,12 @@ fn connect(path: &Path, codec: Codec) -> Client {
     .expect("connect to the daemon")
 }
 
-fn call_list(c: &mut Client) {
-    match c
-        .call("bench", "process", json!({"op": "list"}))
-        .map(|r| r.outcome)
-    {
-        Ok(Outcome::Ok(_)) => {}
-        other => panic!("trivial call failed: {other:?}"),
-    }
-}
-
-fn echo_once(s: &mut UnixStream, frame: &[u8]) {
-    s.write_all(frame).unwrap();
-    let mut header = [0u8; 4];
-    s.read_exact(&mut header).unwrap();
-    let mut buf = vec![0u8; u32::from_be_bytes(header) as usize];
-    s.read_exact(&mut buf).unwrap();
-}
-
-fn latency_echo(path: &PathBuf, frame: &[u8], n: usize) -> Vec<f64> {
-    let mut s = UnixStream::connect(path).unwrap();
+/// Round-trip times in µs of `n` sequential calls on one connection.
+fn latency(c: &mut Framed, n: usize) -> Vec<f64> {
     (0..n)
         .map(|_| {
             let t = Instant::now();
-            echo_once(&mut s, frame);
-            t.elapsed().as_secs_f64() * 1e6
-        })
-        .collect()
-}
-
-fn latency_daemon(path: &Path, n: usize) -> Vec<f64> {
-    let mut c = connect(path, Codec::Bincode);
-    (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            call_list(&mut c);
+            c.round_trip();
             t.elapsed().as_secs_f64() * 1e6
         })
         .collect()
@@ -202,21 +308,19 @@ fn percentile(samples: &[f64], p: usize) -> f64 {
     v[(v.len() * p / 100).min(v.len() - 1)]
 }
 
-fn throughput<F, G>(clients: usize, per_client: usize, make: F) -> f64
-where
-    F: Fn(usize) -> G,
-    G: FnMut() + Send + 'static,
-{
-    let workers: Vec<G> = (0..clients).map(&make).collect();
-    let barrier = std::sync::Arc::new(std::sync::Barrier::new(clients + 1));
-    let handles: Vec<_> = workers
+/// Calls per second of [`CLIENTS`] threads, each with its own connection, [`PER_CLIENT`] calls
+/// each, started together.
+fn throughput(side: Side, daemon: &Path, echo: &Path) -> f64 {
+    let clients: Vec<Framed> = (0..CLIENTS).map(|_| side.connect(daemon, echo)).collect();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(CLIENTS + 1));
+    let handles: Vec<_> = clients
         .into_iter()
-        .map(|mut f| {
+        .map(|mut c| {
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 barrier.wait();
-                for _ in 0..per_client {
-                    f();
+                for _ in 0..PER_CLIENT {
+                    c.round_trip();
                 }
             })
         })
@@ -226,7 +330,7 @@ where
     for h in handles {
         h.join().unwrap();
     }
-    (clients * per_client) as f64 / start.elapsed().as_secs_f64()
+    (CLIENTS * PER_CLIENT) as f64 / start.elapsed().as_secs_f64()
 }
 
 /// A tokio Unix-socket echo of length-prefixed frames: the floor any daemon round trip sits on.

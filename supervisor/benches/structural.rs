@@ -10,7 +10,9 @@
 //! `AST_GREP_BIN=/path/to/ast-grep cargo bench -p toolvisor --bench structural`
 //! (`npm i @ast-grep/cli` in a scratch directory puts it at `node_modules/.bin/ast-grep`).
 //! The tree is `TOOLVISOR_BENCH_CORPUS`, default `$CARGO_HOME/registry/src`; runs per figure
-//! `TOOLVISOR_BENCH_RUNS` (default 3).
+//! `TOOLVISOR_BENCH_RUNS` (default 3). `TOOLVISOR_BENCH_FILES=N` searches a deterministic
+//! subset of about N of the tree's Rust files instead (every k-th in path order, copied with
+//! their relative paths into a temp dir), e.g. 1000 for the small tree.
 
 #[allow(dead_code)]
 #[path = "support/common.rs"]
@@ -56,6 +58,41 @@ fn cli() -> PathBuf {
         "the ast-grep CLI is needed as the peer: `npm i @ast-grep/cli` in a scratch directory, then set AST_GREP_BIN=<dir>/node_modules/.bin/ast-grep"
     );
     std::process::exit(2);
+}
+
+/// Every `.rs` file under `dir` (hidden entries skipped, like both searchers' walks), sorted.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let Ok(kind) = e.file_type() else { continue };
+        let path = e.path();
+        if kind.is_dir() {
+            rust_files(&path, out);
+        } else if kind.is_file() && path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A copy of about `n` of `root`'s Rust files (every k-th in path order) under `into`.
+fn subset(root: &Path, n: usize, into: &Path) -> usize {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    files.sort();
+    let step = (files.len() / n.max(1)).max(1);
+    let mut copied = 0;
+    for f in files.iter().step_by(step).take(n) {
+        let to = into.join(f.strip_prefix(root).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).expect("make the subset's directories");
+        std::fs::copy(f, &to).expect("copy a file into the subset");
+        copied += 1;
+    }
+    copied
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -138,7 +175,19 @@ fn library_without_prefilter(root: &Path, pattern: &str) -> (Duration, u64) {
 }
 
 fn main() {
-    let root = corpus();
+    let full = corpus();
+    let subset_dir = tempfile::tempdir().expect("temp dir");
+    let root = match std::env::var("TOOLVISOR_BENCH_FILES")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        Some(n) => {
+            let copied = subset(&full, n, subset_dir.path());
+            println!("subset: {copied} Rust files of {}", full.display());
+            subset_dir.path().to_path_buf()
+        }
+        None => full,
+    };
     let sg = cli();
     let runs: usize = std::env::var("TOOLVISOR_BENCH_RUNS")
         .ok()
@@ -184,9 +233,10 @@ fn main() {
     };
 
     println!(
-        "corpus: {} ; peer: {version} ({}) ; runs per figure: {runs}",
+        "corpus: {} ; peer: {version} ({}) ; runs per figure: {runs} ; load average: {}",
         root.display(),
-        sg.display()
+        sg.display(),
+        common::loadavg()
     );
     println!();
     let mut cold = loop {
@@ -197,9 +247,9 @@ fn main() {
         }
     };
     println!(
-        "| pattern | files (rust) | parsed by toolvisor | toolvisor `ast_grep`, repeated (files from memory) | toolvisor, first search (no memory) | `ast-grep` CLI | ratio repeated | ratio first | toolvisor without prefilter (in-process) | ratio | matches: toolvisor / CLI / no prefilter |"
+        "| pattern | files (rust) | parsed by toolvisor | toolvisor `ast_grep`, repeated (files from memory) | toolvisor, first search (no memory) | `ast-grep` CLI | ratio repeated | ratio first | toolvisor without prefilter (in-process) | ratio | matches: toolvisor / CLI / no prefilter | load average |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_equal = true;
     for pattern in PATTERNS {
         // Warm: the daemon, both processes' page cache.
@@ -232,7 +282,7 @@ fn main() {
         let equal = counts.0 == counts.1 && counts.1 == counts.2;
         all_equal &= equal;
         println!(
-            "| `{pattern}` | {} | {} | {} ({cached}) | {} | {} | {:.2}× | {:.2}× | {} | {:.2}× | {} / {} / {}{} |",
+            "| `{pattern}` | {} | {} | {} ({cached}) | {} | {} | {:.2}× | {:.2}× | {} | {:.2}× | {} / {} / {}{} | {} |",
             counts.3,
             counts.4,
             secs(ours),
@@ -245,7 +295,8 @@ fn main() {
             counts.0,
             counts.1,
             counts.2,
-            if equal { "" } else { " (DIFFER)" }
+            if equal { "" } else { " (DIFFER)" },
+            common::loadavg()
         );
     }
     if !all_equal {

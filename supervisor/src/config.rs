@@ -139,6 +139,10 @@ pub struct Limits {
     /// On SIGTERM or `toolvisor drain`: how long calls in flight may run on before the
     /// resources are stopped under them.
     pub drain_timeout_s: u64,
+    /// Once no call has run for this many seconds after some did, the daemon gives the memory
+    /// its calls freed back to the system (`malloc_trim`): a big search's buffers otherwise
+    /// stay resident in glibc's per-thread arenas. 0 disables.
+    pub trim_after_idle_s: u64,
 }
 
 impl Default for Limits {
@@ -157,6 +161,7 @@ impl Default for Limits {
             max_calls_in_flight: 16,
             max_queued_output_bytes: 16 * 1024 * 1024,
             drain_timeout_s: 30,
+            trim_after_idle_s: 10,
         }
     }
 }

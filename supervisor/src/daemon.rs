@@ -101,6 +101,8 @@ pub struct Daemon {
     peak_sessions: AtomicUsize,
     /// Wakes the trim task after a burst of sessions ended.
     trim_wanted: tokio::sync::Notify,
+    /// Wakes the trim task when the last call in flight ended (see [`Daemon::trim_task`]).
+    went_idle: tokio::sync::Notify,
     /// Conversations that made a call recently (pruned: see `conversations.rs`).
     conversations: crate::conversations::Conversations,
     next_session: AtomicU64,
@@ -182,7 +184,9 @@ impl Daemon {
             "unknown"
         };
         self.metrics.call_ended(tool, outcome, elapsed);
-        self.calls_in_flight.fetch_sub(1, Ordering::SeqCst);
+        if self.calls_in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.went_idle.notify_one();
+        }
         self.call_ended.notify_waiters();
     }
 
@@ -270,13 +274,33 @@ impl Daemon {
         self.notifier.bump();
     }
 
-    /// Give memory freed by a burst of sessions back to the system (glibc keeps it in its
-    /// arenas otherwise: 10,000 sessions opened and closed left ~50 MB resident). Runs
-    /// for the daemon's life; wakes only after a burst ended, and coalesces what follows.
+    /// Give freed memory back to the system, which glibc otherwise keeps in its arenas: after
+    /// a burst of sessions (10,000 sessions opened and closed left ~50 MB resident), and once
+    /// the daemon has run no call for `[limits] trim_after_idle_s` after some did (one
+    /// `ast_grep` over 13,000 files left ~200 MiB resident: the parse trees and buffers of
+    /// its walker threads, freed but kept in their arenas). Runs for the daemon's life; wakes
+    /// only after a burst ended or the last call in flight ended, and coalesces what follows.
     async fn trim_task(self: Arc<Self>) {
+        let idle_after = Duration::from_secs(self.config.limits.trim_after_idle_s);
+        // Calls started when memory was last given back: an idle spell with none since (a
+        // wake-up left over from calls the last spell already covered) needs no trim.
+        let mut trimmed_at = None;
         loop {
-            self.trim_wanted.notified().await;
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            let why = tokio::select! {
+                _ = self.trim_wanted.notified() => {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    "a burst of sessions"
+                }
+                _ = self.went_idle.notified(), if !idle_after.is_zero() => {
+                    if !self.stayed_idle(idle_after).await
+                        || trimmed_at == Some(self.calls_total.load(Ordering::Relaxed))
+                    {
+                        continue;
+                    }
+                    "an idle spell"
+                }
+            };
+            trimmed_at = Some(self.calls_total.load(Ordering::Relaxed));
             let now = self
                 .sessions
                 .lock()
@@ -290,8 +314,24 @@ impl Daemon {
                 sessions = now,
                 ?before,
                 ?after,
-                "gave freed memory back after a burst of sessions"
+                "gave freed memory back after {why}"
             );
+        }
+    }
+
+    /// True when no call ran for `idle_after` from now; false as soon as a call is in flight
+    /// at the end of a spell (its end wakes the trim task again).
+    async fn stayed_idle(&self, idle_after: Duration) -> bool {
+        loop {
+            let started = self.calls_total.load(Ordering::Relaxed);
+            tokio::time::sleep(idle_after).await;
+            if self.calls_in_flight() > 0 {
+                return false;
+            }
+            if self.calls_total.load(Ordering::Relaxed) == started {
+                return true;
+            }
+            // Calls came and went during the spell: wait a whole spell after them.
         }
     }
 
@@ -835,6 +875,7 @@ pub async fn start(
         sessions: Mutex::new(BTreeMap::new()),
         peak_sessions: AtomicUsize::new(0),
         trim_wanted: tokio::sync::Notify::new(),
+        went_idle: tokio::sync::Notify::new(),
         conversations: crate::conversations::Conversations::new(
             config
                 .testing

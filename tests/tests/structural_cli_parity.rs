@@ -260,6 +260,9 @@ const CASES: &[Case] = &[
     case("rust", "rust", "if let Some($X) = $Y { $$$ }"),
     case("rust", "rust", "fn $F($$$P) -> $R { $$$B }"),
     case("rust", "rust", "$A.map_err($$$B)"),
+    // Patterns whose multi-character operators are prefilter literals (`::`, `!=`, `==`).
+    case("rust", "rust", "$A::new()"),
+    case("rust", "rust", "$A != $B"),
     // Python: site-packages of the test venv.
     case("python", "python", "def $F($$$P): $$$B"),
     case("python", "python", "isinstance($A, $B)"),
@@ -269,6 +272,8 @@ const CASES: &[Case] = &[
     case("python", "python", "self.$A = $B"),
     case("python", "python", "lambda $$$A: $B"),
     case("python", "python", "return $X"),
+    case("python", "python", "$A == None"),
+    case("python", "python", "$A ** $B"),
     // JavaScript: the test node_modules.
     case("javascript", "javascript", "switch ($X) { $$$ }"),
     case("javascript", "javascript", "$A.push($$$B)"),
@@ -277,6 +282,8 @@ const CASES: &[Case] = &[
     case("javascript", "javascript", "$A === undefined"),
     case("javascript", "javascript", "new Promise($$$A)"),
     case("javascript", "javascript", "await $X"),
+    case("javascript", "javascript", "$A !== $B"),
+    case("javascript", "javascript", "$A && $B"),
     // TypeScript: typescript's own declaration files.
     case("typescript", "typescript", "interface $I { $$$ }"),
     case("typescript", "typescript", "type $T = $V"),
@@ -291,6 +298,7 @@ const CASES: &[Case] = &[
     case("c", "c", "sizeof($T)"),
     case("c", "c", "switch ($X) { $$$ }"),
     case("c", "c", "while ($C) { $$$ }"),
+    case("c", "c", "$A->$B"),
     // Go.
     case("go", "go", "switch $X { $$$ }"),
     case("go", "go", "func ($R $T) $F($$$P) error { $$$B }"),

@@ -101,4 +101,35 @@ fn repeated_searches_are_answered_from_memory_and_follow_every_edit() {
     assert_eq!(paths.iter().filter(|p| p.ends_with("new.py")).count(), 2);
     assert_eq!(after["files_searched"], 40, "one file gone, one new");
     assert!(after["files_cached"].as_u64().unwrap() <= 38, "{after}");
+
+    // `$X == $X` is filtered by its operator (`==`): a file that gains it, one that loses
+    // it (both to the same size), one created with it and one deleted are all followed.
+    assert_eq!(same("$X == $X")["total"], 13, "m06.py is gone");
+    let gains = work.path().join("m04.py");
+    let text = std::fs::read_to_string(&gains).unwrap();
+    let changed = text.replace("y + 4", "y ==y");
+    assert_eq!(changed.len(), text.len());
+    std::fs::write(&gains, changed).unwrap();
+    let loses = work.path().join("m09.py");
+    let text = std::fs::read_to_string(&loses).unwrap();
+    let changed = text.replace("x == x", "x != x");
+    assert_eq!(changed.len(), text.len());
+    std::fs::write(&loses, changed).unwrap();
+    std::fs::write(work.path().join("new2.py"), "a = 1\na == a\n").unwrap();
+    std::fs::remove_file(work.path().join("m12.py")).unwrap();
+    let ops = same("$X == $X");
+    assert_eq!(ops["total"], 13 + 1 - 1 + 1 - 1, "{ops}");
+    let paths: Vec<String> = found(&ops).0.into_iter().map(|m| m.0).collect();
+    assert!(paths.iter().any(|p| p.ends_with("m04.py")), "{paths:?}");
+    assert!(paths.iter().any(|p| p.ends_with("new2.py")), "{paths:?}");
+    assert!(
+        !paths
+            .iter()
+            .any(|p| p.ends_with("m09.py") || p.ends_with("m12.py")),
+        "{paths:?}"
+    );
+    assert!(
+        ops["files_parsed"].as_u64().unwrap() < ops["files_searched"].as_u64().unwrap(),
+        "files without `==` are not parsed: {ops}"
+    );
 }

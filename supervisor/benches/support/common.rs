@@ -71,3 +71,23 @@ pub fn rss_kib(pid: u32) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them ("?" when unknown):
+/// printed beside every figure, since the machine is shared.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// "0.81× (0.74–0.86×)": the median of per-round ratios and their range.
+pub fn summary(ratios: &[f64]) -> String {
+    let mut v = ratios.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    format!(
+        "{:.2}× ({:.2}–{:.2}×)",
+        v[v.len() / 2],
+        v[0],
+        v[v.len() - 1]
+    )
+}

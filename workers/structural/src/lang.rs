@@ -172,8 +172,9 @@ fn contexts(lang: SupportLang) -> &'static [Option<(&'static str, &'static str)>
 pub struct CompiledPattern {
     pub lang: SupportLang,
     pub pattern: Pattern,
-    /// Texts every match must contain verbatim (the pattern's named leaf tokens): a file
-    /// lacking any of them cannot match, so it need not be parsed.
+    /// Texts every match must contain verbatim (the pattern's named leaf tokens and its
+    /// multi-character operators, see `collect_literals`): a file lacking any of them cannot
+    /// match, so it need not be parsed.
     pub literals: Vec<String>,
     /// How the pattern was wrapped to parse, when it was (shown to the caller).
     pub context: Option<String>,
@@ -281,7 +282,7 @@ pub fn compile(source: &str, lang: SupportLang) -> Result<CompiledPattern> {
                 )))
             });
             let mut literals = Vec::new();
-            collect_literals(&pattern.node, &mut literals);
+            collect_literals(&pattern.node, lang, &mut literals);
             literals.sort();
             literals.dedup();
             let mut vars: Vec<String> = pattern
@@ -439,23 +440,46 @@ fn descend_single(mut node: SgNode<'_>) -> SgNode<'_> {
     }
 }
 
-/// Texts of the pattern's named leaves. ast-grep matches a named leaf only against a node
-/// with the same text (anonymous tokens are compared by kind, and some are zero-width or
-/// inserted, so they are not used), so every match contains each of these verbatim.
-fn collect_literals(node: &PatternNode, out: &mut Vec<String>) {
+/// Texts every match contains verbatim: the pattern's named leaves, and its multi-character
+/// operator tokens.
+///
+/// ast-grep matches a named leaf only against a node with the same text. Anonymous tokens are
+/// compared by kind only (its default, "smart" strictness never skips one of the pattern's),
+/// and some kinds have nodes whose text is not the kind's: zero-width tokens a scanner
+/// inserts (JavaScript's automatic `;`), keywords of case-insensitive grammars (PHP's `IF`),
+/// spans tree-sitter-typescript gets wrong. So only an anonymous token whose text is its kind's
+/// name and is two or more ASCII punctuation characters (`==`, `!=`, `=>`, `::`, `&&`) is used:
+/// a lexer consumes those characters to make the token, and no grammar inserts one. This
+/// gives `$X == $X` a prefilter, where the named leaves give none.
+fn collect_literals(node: &PatternNode, lang: SupportLang, out: &mut Vec<String>) {
     match node {
         PatternNode::Terminal {
             text,
             is_named: true,
             kind_id,
         } if !text.is_empty() && !kind_utils::is_error_kind(*kind_id) => out.push(text.clone()),
+        PatternNode::Terminal {
+            text,
+            is_named: false,
+            kind_id,
+        } if is_operator_token(text)
+            && !kind_utils::is_error_kind(*kind_id)
+            && lang.get_ts_language().node_kind_for_id(*kind_id) == Some(text.as_str()) =>
+        {
+            out.push(text.clone())
+        }
         PatternNode::Internal { children, .. } => {
             for child in children {
-                collect_literals(child, out);
+                collect_literals(child, lang, out);
             }
         }
         _ => {}
     }
+}
+
+/// Two or more ASCII punctuation characters, nothing else.
+fn is_operator_token(text: &str) -> bool {
+    text.len() >= 2 && text.bytes().all(|b| b.is_ascii_punctuation())
 }
 
 /// Parse `src` as `lang`.
@@ -550,6 +574,38 @@ mod tests {
         let p = compile("println!($$$A)", SupportLang::Rust).unwrap();
         assert_eq!(p.literals, vec!["println"]);
         assert_eq!(p.vars, vec!["A"]);
+    }
+
+    #[test]
+    fn multi_character_operators_are_literals_single_characters_and_keywords_not() {
+        let p = compile("$X == $X", SupportLang::Rust).unwrap();
+        assert_eq!(p.literals, vec!["=="]);
+        let p = compile("$A::new()", SupportLang::Rust).unwrap();
+        assert_eq!(p.literals, vec!["::", "new"]);
+        // `+`, `?` and `;` are one character: none (a scanner may insert a `;`).
+        assert!(
+            compile("$A + $B", SupportLang::Rust)
+                .unwrap()
+                .literals
+                .is_empty()
+        );
+        assert!(
+            compile("$A?", SupportLang::Rust)
+                .unwrap()
+                .literals
+                .is_empty()
+        );
+        assert_eq!(
+            compile("foo($A);", SupportLang::JavaScript)
+                .unwrap()
+                .literals,
+            vec!["foo"]
+        );
+        // Keywords are anonymous tokens too, compared by kind: `if` is no literal.
+        let p = compile("if ($A) { $$$B }", SupportLang::Php).unwrap();
+        assert!(!p.literals.iter().any(|l| l == "if"), "{:?}", p.literals);
+        let p = compile("$A === $B", SupportLang::JavaScript).unwrap();
+        assert_eq!(p.literals, vec!["==="]);
     }
 
     #[test]

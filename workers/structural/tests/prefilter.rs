@@ -90,6 +90,11 @@ fn identical_matches_on_this_workspace() {
         "format!($$$)",
         "Some($_)",
         "$A.lock()",
+        "$X == $X",
+        "$A != $B",
+        "$A::$B($$$C)",
+        "$A += $B",
+        "$A && $B",
     ] {
         let (with, without) = same_with_and_without(&root, pattern, "rust");
         assert!(without.files_searched > 20, "the workspace has Rust files");
@@ -99,7 +104,7 @@ fn identical_matches_on_this_workspace() {
     }
     // Patterns with a literal parse fewer files; `$A?` has none and parses all.
     assert!(
-        parsed_less >= 6,
+        parsed_less >= 11,
         "the prefilter skipped files for {parsed_less} patterns"
     );
 }
@@ -146,4 +151,35 @@ fn identical_matches_on_files_built_to_fool_a_text_filter() {
     let (with, _) = same_with_and_without(dir.path(), "print($A)", "python");
     assert_eq!(with.total, 2);
     assert_eq!(with.files_parsed, 1);
+}
+
+#[test]
+fn operator_tokens_filter_without_changing_a_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        // The operator split from its operands by comments and line breaks: a match.
+        ("split.rs", "fn a() { x /* c */ ==\n  x; b == c; }\n"),
+        // `==` only in a string and a comment: parsed, no match.
+        ("strings.rs", "fn b() { let s = \"a == a\"; // z == z\n}\n"),
+        // No `==` at all (`=` and `!=` are other tokens): skipped unparsed.
+        ("none.rs", "fn c() { let v = 1; let w = v != v; }\n"),
+        // `===` is not a Rust token, but it contains `==`: parsed, whatever it reads as.
+        ("triple.rs", "fn d() { if y == y { } }\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let (with, without) = same_with_and_without(dir.path(), "$X == $X", "rust");
+    assert_eq!(with.total, 2, "{:#?}", with.matches);
+    assert_eq!(without.files_parsed, 4);
+    assert_eq!(with.files_parsed, 3, "none.rs needs no parse");
+
+    // JavaScript: automatic semicolons and `===` / `==` are told apart by kind.
+    std::fs::write(dir.path().join("a.js"), "if (a === a) f(1)\nf(2)\nx == x\n").unwrap();
+    std::fs::write(dir.path().join("b.js"), "g(3)\n").unwrap();
+    let (with, _) = same_with_and_without(dir.path(), "$A === $A", "javascript");
+    assert_eq!(with.total, 1, "{:#?}", with.matches);
+    assert_eq!(with.files_parsed, 1);
+    let (with, _) = same_with_and_without(dir.path(), "f($A)", "javascript");
+    assert_eq!(with.total, 2, "{:#?}", with.matches);
 }
