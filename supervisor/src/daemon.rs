@@ -935,6 +935,19 @@ impl Started {
         .await;
         root.stop(Some(crate::root::SHUTDOWN_REASON.into()));
         let _ = tokio::time::timeout(Duration::from_secs(5), self.root_handle).await;
+        // The actors are gone; the trees their guards tore down may still be dying (a shim
+        // kills its program, reaps it, then exits). Exit only once they are reaped.
+        let left = tokio::task::spawn_blocking(|| {
+            toolvisor_kit::process::wait_owned_reaped(Duration::from_secs(5))
+        })
+        .await
+        .unwrap_or(0);
+        if left > 0 {
+            tracing::warn!(
+                children = left,
+                "children still not reaped 5 s after their resources stopped; exiting anyway (they die with the daemon: their death signal)"
+            );
+        }
     }
 
     /// Stop every live resource of `kind` and wait (up to [`STOP_KIND_WAIT`]) until none is

@@ -37,7 +37,7 @@ use tokio::sync::watch;
 
 pub use guard::ProcessGuard;
 pub use ledger::{LEDGER_MARK_ENV, LEDGER_TOKEN_ENV, Ledger};
-pub use orphans::{adopt_orphans, reap_orphans};
+pub use orphans::{adopt_orphans, reap_orphans, wait_owned_reaped};
 pub use procfs::{alive, descendants, rss_bytes};
 pub use shim::{SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, shim_main};
 

@@ -46,6 +46,20 @@ pub(crate) fn register(pid: u32) {
     owned().get_or_insert_with(HashSet::new).insert(pid);
 }
 
+/// Waits (polling, up to `timeout`) until every child a guard owns has been reaped; returns
+/// how many are left. A daemon that stops calls it last, so it exits only after the process
+/// trees it tore down are gone (a shim's teardown outlives the actor that dropped its guard).
+pub fn wait_owned_reaped(timeout: std::time::Duration) -> usize {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = owned().as_ref().map_or(0, HashSet::len);
+        if left == 0 || std::time::Instant::now() >= deadline {
+            return left;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// `pid` has been reaped by its guard.
 pub(crate) fn unregister(pid: u32) {
     if let Some(set) = owned().as_mut() {
