@@ -179,6 +179,13 @@ impl Outbox {
     /// Queue `frame`, waiting while the client's unread output is at the budget. A frame
     /// that cannot be encoded is replaced by an error saying so (never dropped silently).
     pub async fn send(&self, frame: DaemonFrame) -> Result<(), Closed> {
+        self.send_then(frame, || {}).await
+    }
+
+    /// Like [`Outbox::send`], running `before` once the frame has its room and just before
+    /// the writer can see it: a call's result frees its in-flight slot there, so a client that
+    /// has read the result never finds the slot still taken (it once did, under load).
+    pub async fn send_then(&self, frame: DaemonFrame, before: impl FnOnce()) -> Result<(), Closed> {
         let mut bytes = Vec::new();
         encode_into(&mut bytes, self.codec, &frame, self.max_frame);
         drop(frame);
@@ -202,6 +209,7 @@ impl Outbox {
                             Closed
                         })?;
                         permit.forget();
+                        before();
                         return self.push(bytes, held);
                     }
                     None => self.budget.acquire_many(held).await.map_err(|_| Closed)?,
@@ -209,6 +217,7 @@ impl Outbox {
             }
         };
         permit.forget();
+        before();
         self.push(bytes, held)
     }
 

@@ -888,8 +888,14 @@ async fn start_call(
             }
         };
         tracing::debug!(outcome = label, ms = began.elapsed().as_millis() as u64, "call ended");
-        let _ = session.out.send(DaemonFrame::Result { id, outcome }).await;
-        // Only now may the id be reused.
+        // The id (and its in-flight slot) is freed once the result has its room in the queue
+        // and before the client can read it; again after, should the connection be closed.
+        let _ = session
+            .out
+            .send_then(DaemonFrame::Result { id, outcome }, || {
+                lock(&session.calls).remove(&id);
+            })
+            .await;
         lock(&session.calls).remove(&id);
         session.in_flight.fetch_sub(1, Ordering::Relaxed);
         daemon.call_finished(&call.tool, label, began.elapsed());
