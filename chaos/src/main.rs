@@ -249,6 +249,11 @@ fn restart(
     // leave alive has left every tree and group the next daemon could find it by; only the
     // mark of the incarnation that started it (`kit::process::ledger`) leads the sweep to it.
     let _ = kill(Pid::from_raw(daemon.pid), Signal::SIGSTOP);
+    // SIGSTOP is asynchronous: wait (up to a second) until every thread of it has stopped.
+    let stopping = Instant::now();
+    while !procs::all_threads_stopped(daemon.pid) && stopping.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
     let shims: Vec<&procs::Stat> = old
         .iter()
         .filter(|s| s.ppid == daemon.pid && s.state != 'Z')

@@ -17,6 +17,18 @@ pub struct Stat {
     pub start: u64,
 }
 
+/// Every thread of `pid` is stopped (`T`): a SIGSTOP has taken effect, not merely been sent.
+pub fn all_threads_stopped(pid: i32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+        tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+            })
+        })
+    })
+}
+
 pub fn read_stat(pid: i32) -> Option<Stat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let open = text.find('(')?;

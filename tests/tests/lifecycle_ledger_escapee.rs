@@ -23,6 +23,33 @@ fn ppid(pid: u32) -> u32 {
         .expect("numeric ppid")
 }
 
+/// The state letter and the process group (fields 3 and 5 of `/proc/<pid>/stat`).
+fn state_and_group(pid: u32) -> Option<(char, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest: Vec<&str> = text.rsplit_once(')')?.1.split_ascii_whitespace().collect();
+    Some((rest[0].chars().next()?, rest[2].parse().ok()?))
+}
+
+/// Every thread of `pid` is stopped (`T`): SIGSTOP has taken effect, not merely been sent.
+fn all_threads_stopped(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+        tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+            })
+        })
+    })
+}
+
+/// The executable name (`/proc/<pid>/comm`).
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
 #[test]
 fn an_escapee_of_a_shim_killed_just_before_the_daemon_dies_with_the_next_sweep() {
     // The escapees come to this test instead of pid 1, so it can tell them from strangers.
@@ -50,10 +77,26 @@ fn an_escapee_of_a_shim_killed_just_before_the_daemon_dies_with_the_next_sweep()
         "the escapee is the shim's (subreaped) child"
     );
     let daemon = d.pid();
+    // The escapee has left the shim's group (setsid ran) and runs `sleep` (exec done), and the
+    // program has exec'd too: a loaded machine can be slower than the output.
+    wait_for(
+        "setsid and both execs to be done",
+        Duration::from_secs(10),
+        || {
+            let left = state_and_group(escapee).is_some_and(|(_, g)| g != shim);
+            (left && comm(escapee) == "sleep" && comm(program) == "sleep").then_some(())
+        },
+    );
 
     // Stopped, the daemon runs none of its code: neither the waiter that kills the shim's
-    // group nor the orphan reaper sees the shim die before the daemon does.
+    // group nor the orphan reaper sees the shim die before the daemon does. (SIGSTOP is
+    // asynchronous: wait until every thread of it is stopped.)
     kill(Pid::from_raw(daemon as i32), Signal::SIGSTOP).unwrap();
+    wait_for(
+        "every thread of the daemon to stop",
+        Duration::from_secs(10),
+        || all_threads_stopped(daemon).then_some(()),
+    );
     kill(Pid::from_raw(shim as i32), Signal::SIGKILL).unwrap();
     wait_for(
         "the shim's children to go to the daemon",

@@ -342,8 +342,12 @@ async fn sweep_kills_what_carries_a_dead_incarnations_mark() {
         .parse()
         .expect("a pid");
     let escapee = Seen::now(escapee);
-    wait_until_async("setsid to take the escapee out of the group", || {
+    // setsid ran and both execs are done (a sweep reading a process mid-exec may find its
+    // environment empty; a loaded machine is slower than the output).
+    wait_until_async("setsid and both execs to be done", || {
         kit::pgrp(escapee.pid).is_some_and(|g| g != guard.pgid())
+            && kit::comm(escapee.pid).as_deref() == Some("sleep")
+            && kit::comm(guard.main_pid()).as_deref() == Some("sleep")
     })
     .await;
     let program = Seen::now(guard.main_pid());
@@ -351,7 +355,10 @@ async fn sweep_kills_what_carries_a_dead_incarnations_mark() {
     let bystander = Unrelated::start();
 
     let new = Ledger::open(dir.path()).expect("open the next incarnation's ledger");
-    assert!(new.sweep() >= 2, "the escapee and the program were killed");
+    assert!(
+        new.sweep() >= 3,
+        "the shim, the program and the escapee were killed"
+    );
     wait_until_async("the marked escapee to die", || escapee.is_dead()).await;
     wait_until_async("the marked program to die", || program.is_dead()).await;
     assert!(

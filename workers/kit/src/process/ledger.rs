@@ -174,8 +174,8 @@ impl Ledger {
     /// Kills (SIGCONT, then SIGKILL) every recorded group whose leader provably is the process
     /// a daemon of ours started, plus the leader's descendants that left the group, then every
     /// other live process of ours carrying the mark of a dead incarnation (and its
-    /// descendants); removes every record; returns how many groups and marked processes
-    /// were killed.
+    /// descendants); removes every record; returns how many groups, plus how many processes
+    /// the mark led to (each counted once, its descendants included), were killed.
     ///
     /// A record is honoured only if its file is a regular file owned by us (not a symlink), it
     /// names its group's leader, and that leader still has the recorded start time, runs as
@@ -286,32 +286,41 @@ impl Ledger {
             return 0;
         }
         let uid = geteuid().as_raw();
-        let stats = all_stats();
-        let mut killed = 0;
-        for stat in &stats {
-            if stat.is_dead() || stat.pid == me {
-                continue;
+        // Every process signalled, descendants included, counted once.
+        let mut killed = std::collections::HashSet::new();
+        // Twice: a process caught mid-`execve` shows an empty environment for a moment, and
+        // one a marked process forked during the first pass is found by the second.
+        for pass in 0..2 {
+            if pass > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            if uids(stat.pid) != Some((uid, uid)) {
-                continue;
+            let stats = all_stats();
+            for stat in &stats {
+                if stat.is_dead() || stat.pid == me || killed.contains(&stat.pid) {
+                    continue;
+                }
+                if uids(stat.pid) != Some((uid, uid)) {
+                    continue;
+                }
+                let Some(entry) = marks.iter().find(|entry| environ_holds(stat.pid, entry)) else {
+                    continue;
+                };
+                for pid in descendants_in(&stats, stat.pid) {
+                    let _ = signal_pid(pid, Signal::SIGCONT);
+                    let _ = signal_pid(pid, Signal::SIGKILL);
+                    killed.insert(pid);
+                }
+                let _ = signal_pid(stat.pid, Signal::SIGCONT);
+                let _ = signal_pid(stat.pid, Signal::SIGKILL);
+                killed.insert(stat.pid);
+                tracing::info!(
+                    pid = stat.pid,
+                    mark = entry.rsplit('=').next().unwrap_or_default(),
+                    "killed a process left by a previous daemon (it carries that daemon's mark and outlived its tree)"
+                );
             }
-            let Some(entry) = marks.iter().find(|entry| environ_holds(stat.pid, entry)) else {
-                continue;
-            };
-            for pid in descendants_in(&stats, stat.pid) {
-                let _ = signal_pid(pid, Signal::SIGCONT);
-                let _ = signal_pid(pid, Signal::SIGKILL);
-            }
-            let _ = signal_pid(stat.pid, Signal::SIGCONT);
-            let _ = signal_pid(stat.pid, Signal::SIGKILL);
-            killed += 1;
-            tracing::info!(
-                pid = stat.pid,
-                mark = entry.rsplit('=').next().unwrap_or_default(),
-                "killed a process left by a previous daemon (it carries that daemon's mark and outlived its tree)"
-            );
         }
-        killed
+        killed.len()
     }
 }
 
