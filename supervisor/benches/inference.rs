@@ -11,43 +11,14 @@
 #[allow(dead_code)]
 #[path = "support/common.rs"]
 mod common;
-use common::{Guard, start_daemon, wait_socket};
+use common::{Guard, call, client, start_daemon, wait_socket};
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
-use toolvisor_protocol::client::{Client, ClientOptions};
-use toolvisor_protocol::codec::Codec;
-use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
 use toolvisor_tests::inference::{config, make_gguf, put_in_store, python};
-
-fn client(socket: &Path) -> Client {
-    Client::connect(
-        socket,
-        ClientOptions {
-            codec: Codec::Bincode,
-            client_kind: ClientKind::Harness,
-            surface: Surface {
-                max_tier: Tier::Exec,
-                approvals: true,
-                questions: false,
-                bridge_tools: vec![],
-            },
-            ..ClientOptions::default()
-        },
-    )
-    .unwrap()
-}
-
-fn call(c: &mut Client, tool: &str, args: Json) -> Json {
-    match c.call_with("bench", tool, args, |_| true).unwrap().outcome {
-        Outcome::Ok(v) => v.0,
-        Outcome::Err(e) => panic!("{tool}: {e}"),
-    }
-}
 
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")

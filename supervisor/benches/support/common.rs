@@ -91,3 +91,35 @@ pub fn summary(ratios: &[f64]) -> String {
         v[v.len() - 1]
     )
 }
+
+/// A harness client of the bench daemon: bincode, exec surface, approving.
+pub fn client(socket: &Path) -> toolvisor_protocol::client::Client {
+    use toolvisor_protocol::wire::{ClientKind, Surface, Tier};
+    toolvisor_protocol::client::Client::connect(
+        socket,
+        toolvisor_protocol::client::ClientOptions {
+            codec: toolvisor_protocol::codec::Codec::Bincode,
+            client_kind: ClientKind::Harness,
+            surface: Surface {
+                max_tier: Tier::Exec,
+                approvals: true,
+                questions: false,
+                bridge_tools: vec![],
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// One call that must succeed (approving whatever it asks); its value.
+pub fn call(
+    c: &mut toolvisor_protocol::client::Client,
+    tool: &str,
+    args: serde_json::Value,
+) -> serde_json::Value {
+    match c.call_with("bench", tool, args, |_| true).unwrap().outcome {
+        toolvisor_protocol::wire::Outcome::Ok(v) => v.0,
+        toolvisor_protocol::wire::Outcome::Err(e) => panic!("{tool}: {e}"),
+    }
+}
