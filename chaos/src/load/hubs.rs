@@ -142,26 +142,19 @@ impl Load {
             .map(|k| format!("chaos-Q4_K_M-{k:05}-of-{SHARDS:05}.gguf"))
             .collect();
         let seed = (self.ctx.index as u64) << 32 | self.models;
-        let files: Vec<(String, Vec<u8>, bool)> = names
+        let files: Vec<(&str, Vec<u8>, bool)> = names
             .iter()
             .enumerate()
             .map(|(i, n)| {
                 let bytes = toolvisor_testhub::pseudo_random(seed * 8 + i as u64, SHARD_BYTES);
-                (n.clone(), bytes, true)
+                (n.as_str(), bytes, true)
             })
             .collect();
         let hashes: Vec<(String, String)> = files
             .iter()
-            .map(|(n, b, _)| (n.clone(), toolvisor_testhub::sha256_hex(b)))
+            .map(|(n, b, _)| (n.to_string(), toolvisor_testhub::sha256_hex(b)))
             .collect();
-        self.ctx.hub.add_repo(
-            &repo,
-            files
-                .iter()
-                .map(|(n, b, l)| (n.as_str(), b.clone(), *l))
-                .collect(),
-            false,
-        );
+        self.ctx.hub.add_repo(&repo, files, false);
         let shard = &names[self.rng.below(SHARDS as u64) as usize];
         let faulted = match self.rng.below(10) {
             0 | 1 => {
