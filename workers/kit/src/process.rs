@@ -21,6 +21,7 @@ mod orphans;
 mod procfs;
 pub mod pty;
 mod shim;
+mod sockdiag;
 mod spawner;
 
 use std::fmt;
@@ -38,7 +39,7 @@ use tokio::sync::watch;
 pub use guard::ProcessGuard;
 pub use ledger::{LEDGER_MARK_ENV, LEDGER_TOKEN_ENV, Ledger};
 pub use orphans::{adopt_orphans, reap_orphans, wait_owned_reaped};
-pub use procfs::{alive, descendants, rss_bytes};
+pub use procfs::{alive, descendants, rss_bytes, tree_listens_on};
 pub use shim::{SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, shim_main};
 
 /// How long [`spawn`] waits for the shim to report the program's pid.

@@ -157,6 +157,52 @@ pub fn rss_bytes(pid: u32) -> Option<u64> {
     value.checked_mul(unit)
 }
 
+/// Inodes of the TCP sockets in LISTEN state on local `port` (any address, IPv4 and IPv6),
+/// parsed from one `/proc/net/tcp`-format table.
+pub(crate) fn listen_inodes_in(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            let local = fields.get(1)?;
+            let (_, hex_port) = local.rsplit_once(':')?;
+            let listening = *fields.get(3)? == "0A";
+            (listening && u16::from_str_radix(hex_port, 16).ok()? == port)
+                .then(|| fields.get(9)?.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// Whether `root` or one of its live descendants holds the socket listening on TCP `port`
+/// (the listeners asked of the kernel's sock_diag, else read from `/proc/net/tcp{,6}`, against
+/// the processes' `/proc/<pid>/fd`). `false` when nothing listens there, or only a process
+/// outside that tree does: a server's port that another process took before it could bind.
+pub fn tree_listens_on(root: u32, port: u16) -> bool {
+    let inodes: Vec<u64> = super::sockdiag::listen_inodes(port).unwrap_or_else(|_| {
+        ["/proc/net/tcp", "/proc/net/tcp6"]
+            .iter()
+            .filter_map(|t| fs::read_to_string(t).ok())
+            .flat_map(|t| listen_inodes_in(&t, port))
+            .collect()
+    });
+    if inodes.is_empty() {
+        return false;
+    }
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    std::iter::once(root).chain(descendants(root)).any(|pid| {
+        let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        fds.flatten().any(|fd| {
+            fs::read_link(fd.path())
+                .is_ok_and(|l| wanted.iter().any(|w| l.as_os_str() == w.as_str()))
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +233,40 @@ mod tests {
         let stat = parse_stat(&line(9, "a) b (c) Z 1 1", 3, 4, 99)).expect("parsed");
         assert_eq!((stat.ppid, stat.pgrp, stat.start_time), (3, 4, 99));
         assert_eq!(stat.state, 'S');
+    }
+
+    #[test]
+    fn finds_the_listening_socket_of_a_port() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0000000000000000 100 0 0 10 0
+";
+        assert_eq!(listen_inodes_in(table, 8080), vec![4242]);
+        assert_eq!(listen_inodes_in(table, 8081), vec![4444]);
+        assert!(listen_inodes_in(table, 9000).is_empty());
+    }
+
+    #[test]
+    fn this_process_holds_the_port_it_listens_on_and_not_another() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let me = std::process::id();
+        assert!(tree_listens_on(me, port));
+        // A connected (not listening) socket is not a listener.
+        let _conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        drop(listener);
+        assert!(!tree_listens_on(me, port));
+        // Another process (a child that does not hold the socket) does not listen on it.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let held = tree_listens_on(other.id(), listener.local_addr().unwrap().port());
+        let _ = other.kill();
+        let _ = other.wait();
+        assert!(!held);
     }
 
     #[test]
