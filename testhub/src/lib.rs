@@ -5,6 +5,8 @@
 //! bytes, a connection cut mid-file, a stall the test releases, an error status). It counts
 //! the body bytes it serves per file, so a test can say exactly what was fetched again.
 
+pub mod http;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

@@ -1,10 +1,8 @@
 //! Helpers of the inference pool's tests: the venv with llama-cpp-python and gguf that
 //! `scripts/install-test-deps` makes (panics, never skips, when it is missing), the tiny
 //! llama GGUF that `tests/inference/make_tiny_gguf.py` writes, a model store entry for it,
-//! and a small HTTP/1.1 client for the daemon's inference endpoint on its Unix socket.
+//! and requests to the daemon's inference endpoint (toolvisor_testhub::http).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -29,6 +27,22 @@ pub fn python() -> PathBuf {
         python.display()
     );
     python
+}
+
+/// The directory holding llama.cpp's own `llama-server`, which `scripts/install-test-deps`
+/// builds (scripts/build-llama-server) into `.test-deps/llama-server/bin`.
+pub fn llama_server_dir() -> PathBuf {
+    let dir = test_deps().join("llama-server/bin");
+    let ok = Command::new(dir.join("llama-server"))
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "{} does not run: run scripts/install-test-deps (it builds llama-server with scripts/build-llama-server)",
+        dir.join("llama-server").display()
+    );
+    dir
 }
 
 /// Write the tiny model to `out` (a different `seed` gives different weights); its size.
@@ -106,110 +120,40 @@ impl Reply {
     }
 }
 
-fn write_request(s: &mut UnixStream, method: &str, path: &str, body: Option<&Json>) {
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).unwrap();
-}
-
-fn read_head(r: &mut impl BufRead) -> (u16, Vec<(String, String)>) {
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {line:?}"));
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        r.read_line(&mut line).unwrap();
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-        }
-    }
-    (status, headers)
-}
-
-/// Read a chunked body chunk by chunk, calling `each` with every chunk as it arrives.
-fn read_chunked(r: &mut impl BufRead, mut each: impl FnMut(&[u8])) {
-    loop {
-        let mut size = String::new();
-        r.read_line(&mut size).unwrap();
-        let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
-            .unwrap_or_else(|_| panic!("bad chunk size {size:?}"));
-        if n == 0 {
-            let mut end = String::new();
-            let _ = r.read_line(&mut end);
-            return;
-        }
-        let mut chunk = vec![0; n];
-        r.read_exact(&mut chunk).unwrap();
-        let mut crlf = [0; 2];
-        r.read_exact(&mut crlf).unwrap();
-        each(&chunk);
-    }
-}
-
-/// One request to the endpoint at `socket`.
+/// One request to the endpoint at `socket` (toolvisor_testhub's client; panics on a body
+/// cut short).
 pub fn request(socket: &Path, method: &str, path: &str, body: Option<&Json>) -> Reply {
-    let mut s =
-        UnixStream::connect(socket).unwrap_or_else(|e| panic!("connect {}: {e}", socket.display()));
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    write_request(&mut s, method, path, body);
-    let mut r = BufReader::new(s);
-    let (status, headers) = read_head(&mut r);
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
-    let mut body = Vec::new();
-    if chunked {
-        read_chunked(&mut r, |c| body.extend_from_slice(c));
-    } else if let Some(n) = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-    {
-        body.resize(n, 0);
-        r.read_exact(&mut body).unwrap();
-    } else {
-        r.read_to_end(&mut body).unwrap();
-    }
+    let bytes = body.map(|b| b.to_string().into_bytes());
+    let mut out = Vec::new();
+    let head = toolvisor_testhub::http::send(
+        socket,
+        method,
+        path,
+        bytes.as_deref(),
+        Duration::from_secs(120),
+        |c| out.extend_from_slice(c),
+    )
+    .unwrap_or_else(|e| panic!("{method} {path} on {}: {e}", socket.display()));
     Reply {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
+        status: head.status,
+        headers: head.headers,
+        body: String::from_utf8_lossy(&out).into_owned(),
     }
 }
 
 /// A streamed request: the chunks with the instant each arrived.
 pub fn stream(socket: &Path, path: &str, body: &Json) -> (u16, Vec<(Instant, String)>) {
-    let mut s = UnixStream::connect(socket).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    write_request(&mut s, "POST", path, Some(body));
-    let mut r = BufReader::new(s);
-    let (status, headers) = read_head(&mut r);
     let mut chunks = Vec::new();
-    if headers
-        .iter()
-        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"))
-    {
-        read_chunked(&mut r, |c| {
-            chunks.push((Instant::now(), String::from_utf8_lossy(c).into_owned()))
-        });
-    } else {
-        let mut rest = String::new();
-        r.read_to_string(&mut rest).unwrap();
-        chunks.push((Instant::now(), rest));
-    }
-    (status, chunks)
+    let head = toolvisor_testhub::http::send(
+        socket,
+        "POST",
+        path,
+        Some(body.to_string().as_bytes()),
+        Duration::from_secs(120),
+        |c| chunks.push((Instant::now(), String::from_utf8_lossy(c).into_owned())),
+    )
+    .unwrap_or_else(|e| panic!("POST {path} on {}: {e}", socket.display()));
+    (head.status, chunks)
 }
 
 /// A chat completion of `alias` through the endpoint.

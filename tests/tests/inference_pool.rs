@@ -330,40 +330,10 @@ fn two_models_at_once_on_distinct_ports_each_answering_its_own_requests() {
 /// stream's usage do.
 #[test]
 fn streaming_passes_through_before_the_server_has_finished() {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::BufRead;
     let d = start(&["tester/tiny"], "", "");
-    d.ok("c", "load_model", json!({"model": "tester/tiny"}));
-    let ready = wait_state(&d, "tiny", "ready", READY);
-    let pid = nix::unistd::Pid::from_raw(ready["pid"].as_u64().unwrap() as i32);
-    let body = json!({
-        "model": "tiny",
-        "messages": [{"role": "user", "content": "say hello"}],
-        "max_tokens": 400,
-        "temperature": 0,
-        "stream": true,
-        // Never the end-of-sequence token: the stream runs its whole length.
-        "logit_bias": {"2": -100},
-    })
-    .to_string();
-    let mut s = std::os::unix::net::UnixStream::connect(endpoint(&d)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut seen = String::new();
+    let (pid, s, mut r, mut seen) = stream_until_content(&d, 400);
     let mut line = String::new();
-    while !seen.contains("\"content\"") {
-        line.clear();
-        assert!(
-            r.read_line(&mut line).unwrap() > 0,
-            "stream ended early: {seen}"
-        );
-        seen.push_str(&line);
-    }
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
     // Whatever was already on its way may still arrive; the end cannot.
     s.set_read_timeout(Some(Duration::from_millis(500)))
@@ -396,8 +366,93 @@ fn streaming_passes_through_before_the_server_has_finished() {
         let s = d.ok("c", "get_token_usage_stats", json!({}));
         (s["totals"]["requests"] == 1).then_some(s)
     });
-    // llama-cpp-python (0.3) sends no `usage` in a stream, `stream_options` or not (llama.cpp's
-    // own llama-server does, in its last chunk, and the scanner reads it there: usage.rs's
-    // tests): the request is counted as one without usage, never as zero tokens used.
+    // llama-cpp-python (0.3) sends no `usage` in a stream, `stream_options` or not, and no
+    // timings: the request is counted as one without usage, never as zero tokens used.
+    // (llama.cpp's own llama-server says, and its streams are counted exactly:
+    // inference_llama_server.rs.)
     assert_eq!(stats["totals"]["requests_without_usage"], 1, "{stats}");
+}
+
+/// A server killed in the middle of a stream: the client's stream ends with an OpenAI-style
+/// error event naming what happened (not a connection cut short, not a `[DONE]` that would
+/// pass an incomplete answer off as whole), and the request counts as one without usage.
+#[test]
+fn a_server_killed_mid_stream_ends_it_with_an_error_event() {
+    use std::io::Read;
+    let d = start(&["tester/tiny"], "", "");
+    let (pid, _s, mut r, mut seen) = stream_until_content(&d, 1500);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    // The rest, to the end of the response (the endpoint closes it: `connection: close`).
+    r.read_to_string(&mut seen)
+        .expect("the stream ends, cleanly, after the error event");
+    assert!(
+        !seen.contains("[DONE]"),
+        "an interrupted stream must not end as if whole: {seen}"
+    );
+    let event = seen
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Json>(d).ok())
+        .find(|e| e.get("error").is_some())
+        .unwrap_or_else(|| panic!("no error event at the end of the stream: {seen}"));
+    assert_eq!(event["error"]["type"], "model_failed", "{event}");
+    let message = event["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("broke off the stream") && message.contains("retry"),
+        "{event}"
+    );
+    // The chunked body was terminated properly (its last chunk, size 0).
+    assert!(seen.trim_end().ends_with('0'), "{seen:?}");
+    let stats = wait_for("the stream to be counted", Duration::from_secs(10), || {
+        let s = d.ok("c", "get_token_usage_stats", json!({}));
+        (s["totals"]["requests"] == 1).then_some(s)
+    });
+    assert_eq!(stats["totals"]["requests_without_usage"], 1, "{stats}");
+}
+
+/// Load the tiny model, send a stream of `max_tokens` tokens (never the end-of-sequence token:
+/// it runs its whole length) and read it up to its first content: the server's pid, the
+/// connection, its reader, and what was read so far.
+fn stream_until_content(
+    d: &TestDaemon,
+    max_tokens: u32,
+) -> (
+    nix::unistd::Pid,
+    std::os::unix::net::UnixStream,
+    std::io::BufReader<std::os::unix::net::UnixStream>,
+    String,
+) {
+    use std::io::{BufRead, BufReader, Write};
+    d.ok("c", "load_model", json!({"model": "tester/tiny"}));
+    let ready = wait_state(d, "tiny", "ready", READY);
+    let pid = nix::unistd::Pid::from_raw(ready["pid"].as_u64().unwrap() as i32);
+    let body = json!({
+        "model": "tiny",
+        "messages": [{"role": "user", "content": "say hello"}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "stream": true,
+        "logit_bias": {"2": -100},
+    })
+    .to_string();
+    let mut s = std::os::unix::net::UnixStream::connect(endpoint(d)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while !seen.contains("\"content\"") {
+        line.clear();
+        assert!(
+            r.read_line(&mut line).unwrap() > 0,
+            "stream ended early: {seen}"
+        );
+        seen.push_str(&line);
+    }
+    (pid, s, r, seen)
 }

@@ -65,7 +65,12 @@ fn the_typescript_sdk_runs_a_session_over_stdio_and_hears_the_tool_list_change()
     assert_eq!(facts["error_kind"], "not_found", "{facts}");
     assert_eq!(facts["image"], serde_json::json!(["image/png"]), "{facts}");
     assert_eq!(facts["bash_ok"], true, "{facts}");
-    assert_eq!(facts["progress"], "one\ntwo\n", "{facts}");
+    // "two" is written right before the result, and the TypeScript SDK may drop it: it
+    // retires a request's progress handler as the response arrives but dispatches
+    // notifications a microtask later (typescript-sdk#2580, a race a server cannot avoid).
+    // "one" came 0.2 s earlier and must have arrived.
+    let progress = facts["progress"].as_str().unwrap_or_default();
+    assert!(progress == "one\n" || progress == "one\ntwo\n", "{facts}");
     assert_eq!(facts["large_ok"], true, "{facts}");
     assert!(facts["large_pages"].as_u64().unwrap() > 1, "{facts}");
     assert_eq!(facts["cancel_killed"], true, "{facts}");

@@ -60,15 +60,26 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
     // The model hub's token is a secret wherever it comes from: `[models] token` (not an
     // environment variable, so it is added by name) or `$HF_TOKEN` (named too, in case the
     // patterns were narrowed).
+    // So is the inference endpoint's key (`[inference] api_key` or its variable).
     let mut names = config.secrets.env.clone();
-    names.extend(["HF_TOKEN".to_string(), "models.token".to_string()]);
+    names.extend([
+        "HF_TOKEN".to_string(),
+        "models.token".to_string(),
+        toolvisor_inference::config::API_KEY_VAR.to_string(),
+        "inference.api_key".to_string(),
+    ]);
     let config_token = config
         .models
         .token
         .clone()
         .map(|t| ("models.token".to_string(), t));
+    let config_key = config
+        .inference
+        .api_key
+        .clone()
+        .map(|k| ("inference.api_key".to_string(), k));
     let secrets = Secrets::from_vars(
-        std::env::vars().chain(config_token),
+        std::env::vars().chain(config_token).chain(config_key),
         &names,
         &config.secrets.patterns,
         config.secrets.min_length,

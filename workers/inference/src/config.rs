@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 /// `[inference]`. See docs/OPERATIONS.md.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct InferenceConfig {
     /// The server command per model format (`gguf`): program and arguments, with `{path}`
@@ -32,6 +32,41 @@ pub struct InferenceConfig {
     pub listen: Option<String>,
     /// How long an unloaded server gets after SIGTERM before the guard's kill.
     pub stop_grace_s: u64,
+    /// Connections the endpoint serves at once (both listeners); one more is answered 503
+    /// `too_many_connections` and closed.
+    pub max_connections: usize,
+    /// A client has this long to send a request's head, and again its body.
+    pub request_read_timeout_s: u64,
+    /// The key a request on the loopback port must carry (`Authorization: Bearer <key>` or
+    /// `x-api-key: <key>`); default `$TOOLVISOR_INFERENCE_API_KEY`. A secret: masked in tool
+    /// results, hidden in `Debug`, never logged, never passed on to a model server. The Unix
+    /// socket checks its peers' uid instead and needs no key.
+    pub api_key: Option<String>,
+    /// A server is ready only once the socket listening on its port belongs to its own
+    /// process tree (another local process could take the port between the daemon's pick and
+    /// the server's bind). Off only for servers whose port another process holds by design
+    /// (a container runtime's port proxy).
+    pub check_port_owner: bool,
+}
+
+impl std::fmt::Debug for InferenceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InferenceConfig")
+            .field("commands", &self.commands)
+            .field("idle_ttl_s", &self.idle_ttl_s)
+            .field("ready_timeout_s", &self.ready_timeout_s)
+            .field("context", &self.context)
+            .field("on_demand", &self.on_demand)
+            .field("max_loaded", &self.max_loaded)
+            .field("socket", &self.socket)
+            .field("listen", &self.listen)
+            .field("stop_grace_s", &self.stop_grace_s)
+            .field("max_connections", &self.max_connections)
+            .field("request_read_timeout_s", &self.request_read_timeout_s)
+            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("check_port_owner", &self.check_port_owner)
+            .finish()
+    }
 }
 
 impl Default for InferenceConfig {
@@ -46,6 +81,10 @@ impl Default for InferenceConfig {
             socket: None,
             listen: None,
             stop_grace_s: 5,
+            max_connections: 64,
+            request_read_timeout_s: 30,
+            api_key: None,
+            check_port_owner: true,
         }
     }
 }
@@ -90,7 +129,21 @@ pub fn llama_server() -> Vec<String> {
     .to_vec()
 }
 
+/// The environment variable `[inference] api_key` defaults to.
+pub const API_KEY_VAR: &str = "TOOLVISOR_INFERENCE_API_KEY";
+
+/// Shortest key accepted: anything shorter is guessable.
+const API_KEY_MIN: usize = 16;
+
 impl InferenceConfig {
+    /// The loopback port's key: the config's, else `$TOOLVISOR_INFERENCE_API_KEY`.
+    pub fn api_key(&self) -> Option<String> {
+        self.api_key
+            .clone()
+            .filter(|k| !k.is_empty())
+            .or_else(|| std::env::var(API_KEY_VAR).ok().filter(|k| !k.is_empty()))
+    }
+
     /// Refuse settings that cannot work, naming the key.
     pub fn check(&self) -> Result<(), String> {
         for (format, cmd) in &self.commands {
@@ -110,6 +163,21 @@ impl InferenceConfig {
         }
         if self.context == 0 {
             return Err("inference.context = 0: it must be a positive integer".into());
+        }
+        if let Some(key) = self.api_key()
+            && (key.chars().count() < API_KEY_MIN || key.chars().any(|c| c.is_whitespace()))
+        {
+            return Err(format!(
+                "inference.api_key (or ${API_KEY_VAR}) must be at least {API_KEY_MIN} characters without spaces (try `openssl rand -hex 24`)"
+            ));
+        }
+        if self.max_connections == 0 {
+            return Err("inference.max_connections = 0: it must be at least 1".into());
+        }
+        if self.request_read_timeout_s == 0 {
+            return Err(
+                "inference.request_read_timeout_s = 0: it must be a positive integer".into(),
+            );
         }
         if self.max_loaded == 0 {
             return Err("inference.max_loaded = 0: it must be at least 1".into());
@@ -185,5 +253,23 @@ mod tests {
         c.commands
             .insert("gguf".into(), vec!["server".into(), "--model".into()]);
         assert!(c.check().unwrap_err().contains("{port}"));
+        c.commands.clear();
+        c.api_key = Some("short".into());
+        let e = c.check().unwrap_err();
+        assert!(e.contains("api_key") && !e.contains("short"), "{e}");
+    }
+
+    #[test]
+    fn the_api_key_never_shows_in_debug() {
+        let c = InferenceConfig {
+            api_key: Some("sk-0123456789abcdef-secret".into()),
+            ..Default::default()
+        };
+        assert!(c.check().is_ok());
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("secret") && shown.contains("***"),
+            "{shown}"
+        );
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
@@ -16,8 +17,10 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value as Json, json};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::InferenceError;
 use crate::pool::{InFlight, Inference};
@@ -69,11 +72,28 @@ pub struct UsageBody {
     inner: Incoming,
     scanner: Option<Scanner>,
     done: Option<Done>,
+    /// The response is a server-sent event stream: a break-off ends it with an error event.
+    sse: bool,
+    /// The error event was sent: the body has ended.
+    ended: bool,
+}
+
+/// The last event of a stream the model server broke off (it exited, was killed, or cut the
+/// connection): an OpenAI-style error event, so a client sees why its stream ended early
+/// instead of a connection cut short.
+fn broken_stream_event(alias: &str, e: &hyper::Error) -> Bytes {
+    let event = json!({"error": {
+        "message": format!("the server of {alias:?} broke off the stream before its end ({e}); the answer is incomplete: retry the request (get_inference_status shows the server's state)"),
+        "type": "model_failed",
+        "code": "model_failed",
+    }});
+    Bytes::from(format!("data: {event}\n\n"))
 }
 
 struct Done {
     book: Arc<UsageBook>,
     model: String,
+    alias: String,
     _flight: InFlight,
 }
 
@@ -100,6 +120,9 @@ impl Body for UsageBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let this = &mut *self;
+        if this.ended {
+            return Poll::Ready(None);
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let (Some(data), Some(scanner)) = (frame.data_ref(), this.scanner.as_mut()) {
@@ -112,15 +135,23 @@ impl Body for UsageBody {
                 Poll::Ready(None)
             }
             Poll::Ready(Some(Err(e))) => {
+                let alias = this.done.as_ref().map(|d| d.alias.clone());
                 this.finish();
-                Poll::Ready(Some(Err(e)))
+                match alias {
+                    Some(alias) if this.sse => {
+                        tracing::warn!(alias, error = %e, "a model server broke off a stream");
+                        this.ended = true;
+                        Poll::Ready(Some(Ok(Frame::data(broken_stream_event(&alias, &e)))))
+                    }
+                    _ => Poll::Ready(Some(Err(e))),
+                }
             }
             Poll::Pending => Poll::Pending,
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.ended || self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -146,8 +177,47 @@ async fn models(pool: &Inference) -> Out {
     full(StatusCode::OK, json!({"object": "list", "data": data}))
 }
 
-async fn handle(pool: Arc<Inference>, req: Request<Incoming>) -> Result<Out, Infallible> {
+/// Whether `given` is `key`, in time that does not depend on where they differ.
+fn same_key(given: &[u8], key: &[u8]) -> bool {
+    given.len() == key.len() && given.iter().zip(key).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+}
+
+/// The key a request carries: `Authorization: Bearer <key>` (OpenAI's clients) or
+/// `x-api-key: <key>` (Anthropic's).
+fn key_of(req: &Request<Incoming>) -> Option<&[u8]> {
+    let h = req.headers();
+    if let Some(v) = h.get(hyper::header::AUTHORIZATION) {
+        let v = v.as_bytes();
+        return v
+            .get(..7)
+            .filter(|p| p.eq_ignore_ascii_case(b"bearer "))
+            .map(|_| v[7..].trim_ascii());
+    }
+    h.get("x-api-key").map(|v| v.as_bytes().trim_ascii())
+}
+
+async fn handle(
+    pool: Arc<Inference>,
+    key: Option<Arc<str>>,
+    req: Request<Incoming>,
+) -> Result<Out, Infallible> {
     let path = req.uri().path().to_string();
+    let given = key_of(&req);
+    if let Some(key) = key
+        && path != "/health"
+        && !given.is_some_and(|given| same_key(given, key.as_bytes()))
+    {
+        let missing = given.is_none();
+        return Ok(error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_api_key",
+            if missing {
+                "this port needs the endpoint's key: send `Authorization: Bearer <key>` ([inference] api_key or $TOOLVISOR_INFERENCE_API_KEY), or use the Unix socket".into()
+            } else {
+                "the key sent is not the endpoint's ([inference] api_key or $TOOLVISOR_INFERENCE_API_KEY)".into()
+            },
+        ));
+    }
     let out = match (req.method().as_str(), path.as_str()) {
         ("GET", "/v1/models" | "/models") => models(&pool).await,
         ("GET", "/health") => full(StatusCode::OK, json!({"status": "ok"})),
@@ -164,11 +234,80 @@ async fn handle(pool: Arc<Inference>, req: Request<Incoming>) -> Result<Out, Inf
     Ok(out)
 }
 
+/// Send the request (`parts` and its `bytes`) on `stream` to the server on `port`: its
+/// response once its head has arrived. Hop-by-hop headers and the endpoint's own key are not
+/// passed on.
+async fn forward(
+    parts: &hyper::http::request::Parts,
+    bytes: Bytes,
+    stream: tokio::net::TcpStream,
+    port: u16,
+) -> std::io::Result<Response<Incoming>> {
+    let _ = stream.set_nodelay(true);
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(std::io::Error::other)?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "model server connection ended");
+        }
+    });
+    let mut builder = Request::builder()
+        .method(parts.method.clone())
+        .uri(
+            parts
+                .uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_string(),
+        )
+        .header(hyper::header::HOST, format!("127.0.0.1:{port}"));
+    for (name, value) in &parts.headers {
+        if matches!(
+            name.as_str(),
+            // The endpoint's key is the endpoint's: never passed on to a model server.
+            "host"
+                | "authorization"
+                | "x-api-key"
+                | "connection"
+                | "keep-alive"
+                | "transfer-encoding"
+                | "content-length"
+                | "upgrade"
+                | "te"
+                | "trailer"
+                | "proxy-connection"
+        ) {
+            continue;
+        }
+        builder = builder.header(name, value);
+    }
+    let request = builder
+        .body(Full::new(bytes))
+        .map_err(std::io::Error::other)?;
+    send.send_request(request)
+        .await
+        .map_err(std::io::Error::other)
+}
+
 async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
     let (parts, body) = req.into_parts();
-    let bytes = match Limited::new(body, MAX_REQUEST).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
+    let deadline = Duration::from_secs(pool.config().request_read_timeout_s);
+    let bytes = match tokio::time::timeout(deadline, Limited::new(body, MAX_REQUEST).collect())
+        .await
+    {
+        Err(_) => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                format!(
+                    "the request body did not arrive within {} s (inference.request_read_timeout_s): send it whole, at once",
+                    deadline.as_secs()
+                ),
+            );
+        }
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(e)) => {
             return error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "invalid_request",
@@ -195,64 +334,56 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
             );
         }
     };
-    let (served, port) = match pool.route(&alias).await {
-        Ok(r) => r,
-        Err(e) => return route_error(e),
-    };
-    let flight = served.begin();
-    let upstream = async {
-        let stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-        let _ = stream.set_nodelay(true);
-        let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(std::io::Error::other)?;
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "model server connection ended");
-            }
-        });
-        let mut builder = Request::builder()
-            .method(parts.method.clone())
-            .uri(
-                parts
-                    .uri
-                    .path_and_query()
-                    .map_or("/", |p| p.as_str())
-                    .to_string(),
-            )
-            .header(hyper::header::HOST, format!("127.0.0.1:{port}"));
-        for (name, value) in &parts.headers {
-            if matches!(
-                name.as_str(),
-                "host"
-                    | "connection"
-                    | "keep-alive"
-                    | "transfer-encoding"
-                    | "content-length"
-                    | "upgrade"
-                    | "te"
-                    | "trailer"
-                    | "proxy-connection"
-            ) {
+    // A server that is not there (killed, crashed, restarting) has not seen the request: wait
+    // for it to be ready again and send it then, within the readiness timeout. A server that
+    // took the connection but died before any answer (the kill had not landed yet) may have
+    // seen it: the request is sent once more, to its restart — the inference endpoints have
+    // no side effects, so at worst a completion is computed twice. Past that, the error.
+    let patience = Duration::from_secs(pool.config().ready_timeout_s);
+    let began = tokio::time::Instant::now();
+    let mut resent = false;
+    let (served, flight, resp) = loop {
+        let (served, port) = match pool.route(&alias).await {
+            Ok(r) => r,
+            Err(e) => return route_error(e),
+        };
+        let stream = match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            Ok(stream) => stream,
+            Err(e) if began.elapsed() < patience => {
+                tracing::debug!(alias, port, error = %e, "model server not there; waiting for it to be ready again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
-            builder = builder.header(name, value);
-        }
-        let request = builder
-            .body(Full::new(bytes.clone()))
-            .map_err(std::io::Error::other)?;
-        send.send_request(request)
-            .await
-            .map_err(std::io::Error::other)
-    };
-    let resp = match upstream.await {
-        Ok(r) => r,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_GATEWAY,
-                "model_unreachable",
-                format!("the server of {alias:?} on 127.0.0.1:{port} did not answer: {e}"),
-            );
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_GATEWAY,
+                    "model_unreachable",
+                    format!(
+                        "the server of {alias:?} on 127.0.0.1:{port} did not answer for {} s (inference.ready_timeout_s): {e}; get_inference_status shows its state",
+                        patience.as_secs()
+                    ),
+                );
+            }
+        };
+        let flight = served.begin();
+        match forward(&parts, bytes.clone(), stream, port).await {
+            Ok(resp) => break (served, flight, resp),
+            Err(e) if !resent && began.elapsed() < patience => {
+                tracing::info!(alias, port, error = %e, "the model server dropped a request without answering; sending it again once");
+                resent = true;
+                drop(flight);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_GATEWAY,
+                    "model_unreachable",
+                    format!(
+                        "the server of {alias:?} on 127.0.0.1:{port} did not answer{}: {e}; get_inference_status shows its state",
+                        if resent { " (twice)" } else { "" }
+                    ),
+                );
+            }
         }
     };
     let sse = resp
@@ -270,8 +401,11 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
         done: Some(Done {
             book: pool.usage.clone(),
             model: served.model.clone(),
+            alias: alias.clone(),
             _flight: flight,
         }),
+        sse,
+        ended: false,
     };
     Response::from_parts(head, body.boxed())
 }
@@ -282,19 +416,68 @@ pub struct Endpoint {
     pub listen: Option<std::net::SocketAddr>,
 }
 
-fn serve_conn<S>(pool: Arc<Inference>, stream: S)
-where
+/// Serve one connection; `key`: the key its requests must carry (the loopback port's).
+fn serve_conn<S>(
+    pool: Arc<Inference>,
+    key: Option<Arc<str>>,
+    stream: S,
+    permit: OwnedSemaphorePermit,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let head_deadline = Duration::from_secs(pool.config().request_read_timeout_s);
     tokio::spawn(async move {
-        let service = hyper::service::service_fn(move |req| handle(pool.clone(), req));
+        let _permit = permit;
+        let service = hyper::service::service_fn(move |req| handle(pool.clone(), key.clone(), req));
         if let Err(e) = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(head_deadline)
             .serve_connection(TokioIo::new(stream), service)
             .await
         {
             tracing::debug!(error = %e, "inference endpoint connection ended");
         }
     });
+}
+
+/// The answer to a connection past `max_connections`: a 503 written within a second, then
+/// the connection closed (never a connection that waits unserved).
+fn refuse<S>(mut stream: S, max: usize)
+where
+    S: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tracing::warn!(
+        max,
+        "inference endpoint: refused a connection past inference.max_connections"
+    );
+    let body = json!({"error": {
+        "message": format!("the inference endpoint is serving its maximum of {max} connections (inference.max_connections): close idle connections and retry, or raise it"),
+        "type": "too_many_connections",
+        "code": "too_many_connections",
+    }})
+    .to_string();
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            stream.write_all(reply.as_bytes()).await?;
+            stream.shutdown().await
+        })
+        .await;
+    });
+}
+
+/// Serve `stream` if a connection slot is free, else [`refuse`] it.
+fn admit<S>(pool: &Arc<Inference>, key: Option<Arc<str>>, permits: &Arc<Semaphore>, stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    match permits.clone().try_acquire_owned() {
+        Ok(permit) => serve_conn(pool.clone(), key, stream, permit),
+        Err(_) => refuse(stream, pool.config().max_connections),
+    }
 }
 
 /// Bind the endpoint (the Unix socket, 0600, whose stale file is replaced; the loopback port
@@ -319,8 +502,10 @@ pub fn serve(
     let unix = tokio::net::UnixListener::from_std(unix)
         .map_err(|e| format!("cannot use {}: {e}", socket.display()))?;
     let uid = nix::unistd::getuid().as_raw();
+    let permits = Arc::new(Semaphore::new(pool.config().max_connections));
     {
         let pool = pool.clone();
+        let permits = permits.clone();
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = unix.accept().await else {
@@ -329,7 +514,7 @@ pub fn serve(
                 };
                 // Same rule as the daemon's socket: only this user's processes.
                 match stream.peer_cred() {
-                    Ok(c) if c.uid() == uid => serve_conn(pool.clone(), stream),
+                    Ok(c) if c.uid() == uid => admit(&pool, None, &permits, stream),
                     _ => tracing::warn!("inference endpoint: refused a connection of another user"),
                 }
             }
@@ -345,6 +530,13 @@ pub fn serve(
         let tcp = tokio::net::TcpListener::from_std(tcp)
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let pool = pool.clone();
+        let key: Option<Arc<str>> = pool.config().api_key().map(Arc::from);
+        if key.is_none() {
+            tracing::warn!(
+                listen,
+                "the inference endpoint's loopback port has no key: any local process can use the models (set [inference] api_key)"
+            );
+        }
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = tcp.accept().await else {
@@ -352,13 +544,14 @@ pub fn serve(
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                serve_conn(pool.clone(), stream);
+                admit(&pool, key.clone(), &permits, stream);
             }
         });
     }
     *pool.endpoint.lock().unwrap_or_else(|p| p.into_inner()) = json!({
         "socket": socket.display().to_string(),
         "listen": bound.map(|a| format!("http://{a}/v1")),
+        "listen_needs_key": bound.is_some() && pool.config().api_key().is_some(),
     });
     Ok(Endpoint {
         socket: socket.to_path_buf(),

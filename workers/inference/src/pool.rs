@@ -31,8 +31,12 @@ use crate::usage::UsageBook;
 const TAIL_LINES: usize = 40;
 /// Characters kept of one output line.
 const LINE_MAX: usize = 400;
-/// How often a loading server's model list is asked for.
+/// How often a loading server's model list is asked for: every [`READY_POLL_FAST`] in its
+/// first [`READY_FAST_FOR`] (llama-server is ready in about 20 ms: a 50 ms step would more
+/// than double its load time), then every [`READY_POLL`]. A refused connect costs microseconds.
 const READY_POLL: Duration = Duration::from_millis(50);
+const READY_POLL_FAST: Duration = Duration::from_millis(2);
+const READY_FAST_FOR: Duration = Duration::from_millis(500);
 const TICK: Duration = Duration::from_secs(1);
 const SUPERVISOR_WAIT: Duration = Duration::from_secs(10);
 
@@ -491,6 +495,7 @@ impl Inference {
         let launcher = self.launcher.clone();
         let supervisor = self.supervisor.clone();
         let ready_timeout = Duration::from_secs(self.config.ready_timeout_s);
+        let check_owner = self.config.check_port_owner;
         let idle_ttl =
             (self.config.idle_ttl_s > 0).then(|| Duration::from_secs(self.config.idle_ttl_s));
         let grace = Duration::from_secs(self.config.stop_grace_s);
@@ -520,6 +525,7 @@ impl Inference {
                         port,
                         supervisor,
                         ready_timeout,
+                        check_owner,
                         idle_ttl,
                         grace,
                         attempt: ctx.attempt,
@@ -748,6 +754,8 @@ pub struct ServerArgs {
     port: u16,
     supervisor: ActorRef<SupervisorMsg>,
     ready_timeout: Duration,
+    /// Ready only once the port's listening socket is the server's own.
+    check_owner: bool,
     idle_ttl: Option<Duration>,
     grace: Duration,
     attempt: u32,
@@ -755,7 +763,10 @@ pub struct ServerArgs {
 
 pub enum ServerMsg {
     Ready(Duration),
-    NotReady,
+    /// No answer in time; `impostor`: something answered, but not from the server's socket.
+    NotReady {
+        impostor: bool,
+    },
     Exited(ExitStatus),
     Tick,
 }
@@ -796,10 +807,11 @@ async fn pump(pipe: tokio::net::unix::pipe::Receiver, served: Arc<Served>) {
 
 /// Whether the server at `port` answers `GET /v1/models` with a success.
 async fn answers_models(port: u16) -> bool {
-    use http_body_util::{BodyExt, Empty};
+    use http_body_util::Empty;
     let Ok(stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
         return false;
     };
+    let _ = stream.set_nodelay(true);
     let io = hyper_util::rt::TokioIo::new(stream);
     let Ok((mut send, conn)) = hyper::client::conn::http1::handshake(io).await else {
         return false;
@@ -810,11 +822,8 @@ async fn answers_models(port: u16) -> bool {
         .body(Empty::<bytes::Bytes>::new());
     let ok = match req {
         Ok(req) => match send.send_request(req).await {
-            Ok(resp) => {
-                let ok = resp.status().is_success();
-                let _ = resp.into_body().collect().await;
-                ok
-            }
+            // The status says it; the body (the model list) is not waited for.
+            Ok(resp) => resp.status().is_success(),
             Err(_) => false,
         },
         Err(_) => false,
@@ -862,19 +871,45 @@ impl Actor for ServerActor {
             let me = myself.clone();
             let exit = exit.clone();
             let timeout = args.ready_timeout;
+            let check_owner = args.check_owner;
             tokio::spawn(async move {
                 let began = Instant::now();
+                let mut impostor = false;
                 while began.elapsed() < timeout {
                     if exit.borrow().is_some() {
                         return;
                     }
                     if answers_models(port).await {
-                        let _ = me.cast(ServerMsg::Ready(began.elapsed()));
-                        return;
+                        // What answered must be our server: the daemon picked the port by
+                        // binding it and letting go, so another local process could have
+                        // taken it in between — and would then be proxied to as this model.
+                        let ours = !check_owner
+                            || tokio::task::spawn_blocking(move || {
+                                toolvisor_kit::process::tree_listens_on(pid, port)
+                            })
+                            .await
+                            .unwrap_or(false);
+                        if ours {
+                            let _ = me.cast(ServerMsg::Ready(began.elapsed()));
+                            return;
+                        }
+                        if !impostor {
+                            impostor = true;
+                            tracing::warn!(
+                                port,
+                                pid,
+                                "something answers on the model server's port, but the socket is not the server's"
+                            );
+                        }
                     }
-                    tokio::time::sleep(READY_POLL).await;
+                    tokio::time::sleep(if began.elapsed() < READY_FAST_FOR {
+                        READY_POLL_FAST
+                    } else {
+                        READY_POLL
+                    })
+                    .await;
                 }
-                let _ = me.cast(ServerMsg::NotReady);
+                let _ = me.cast(ServerMsg::NotReady { impostor });
             });
         }
         {
@@ -927,12 +962,21 @@ impl Actor for ServerActor {
                 );
                 Ok(())
             }
-            ServerMsg::NotReady => {
-                let why = format!(
-                    "the server did not answer GET /v1/models within {} s; its last output:\n{}",
-                    state.ready_timeout.as_secs(),
-                    s.tail_text(15)
-                );
+            ServerMsg::NotReady { impostor } => {
+                let port = s.live().port;
+                let why = if impostor {
+                    format!(
+                        "another process holds 127.0.0.1:{port}, the port picked for this server, and answers on it (the server's own socket never listened there within {} s); the next start picks a new port (a server whose port a container runtime's proxy holds needs [inference] check_port_owner = false); the server's last output:\n{}",
+                        state.ready_timeout.as_secs(),
+                        s.tail_text(15)
+                    )
+                } else {
+                    format!(
+                        "the server did not answer GET /v1/models within {} s; its last output:\n{}",
+                        state.ready_timeout.as_secs(),
+                        s.tail_text(15)
+                    )
+                };
                 Err(state.fail(why))
             }
             ServerMsg::Exited(status) => {

@@ -18,17 +18,72 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
-fn usage_of(v: &Json) -> Option<Usage> {
-    let u = v.get("usage")?;
-    if !u.is_object() {
-        return None;
+/// What one JSON document (a response body, or one event of a stream) says about tokens:
+/// the prompt and completion counts it names, each where it names one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Said {
+    prompt: Option<u64>,
+    completion: Option<u64>,
+}
+
+impl Said {
+    fn any(self) -> bool {
+        self.prompt.is_some() || self.completion.is_some()
     }
+
+    /// `later` where it names a count, else what was said before (Anthropic's stream names the
+    /// prompt in its first event and the completion in a later one; OpenAI's names both last).
+    fn then(self, later: Said) -> Said {
+        Said {
+            prompt: later.prompt.or(self.prompt),
+            completion: later.completion.or(self.completion),
+        }
+    }
+
+    fn usage(self) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt.unwrap_or(0),
+            completion_tokens: self.completion.unwrap_or(0),
+        }
+    }
+}
+
+/// A `usage` object: OpenAI's `prompt_tokens`/`completion_tokens` (chat, completions,
+/// embeddings) or `input_tokens`/`output_tokens` (Responses and Anthropic Messages).
+fn said_by_usage(u: &Json) -> Said {
+    let n = |a: &str, b: &str| u.get(a).or_else(|| u.get(b)).and_then(Json::as_u64);
+    Said {
+        prompt: n("prompt_tokens", "input_tokens"),
+        completion: n("completion_tokens", "output_tokens"),
+    }
+}
+
+/// The `usage` of a document: at its top (OpenAI, Anthropic's `message_delta`), in its
+/// `response` (Responses' `response.completed`) or its `message` (Anthropic's
+/// `message_start`).
+fn usage_of(v: &Json) -> Said {
+    [
+        v.get("usage"),
+        v.pointer("/response/usage"),
+        v.pointer("/message/usage"),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|u| u.is_object())
+    .fold(Said::default(), |acc, u| acc.then(said_by_usage(u)))
+}
+
+/// llama.cpp's `llama-server` puts `timings` in a stream's last event whether or not the
+/// client asked for `usage`: the prompt is the tokens it took from its cache (`cache_n`) and
+/// the ones it processed (`prompt_n`), the completion the ones it generated (`predicted_n`).
+fn timings_of(v: &Json) -> Option<Usage> {
+    let t = v.get("timings")?;
+    let n = |k: &str| t.get(k).and_then(Json::as_u64);
+    let predicted = n("predicted_n")?;
+    let prompt = n("prompt_n")?;
     Some(Usage {
-        prompt_tokens: u.get("prompt_tokens").and_then(Json::as_u64).unwrap_or(0),
-        completion_tokens: u
-            .get("completion_tokens")
-            .and_then(Json::as_u64)
-            .unwrap_or(0),
+        prompt_tokens: prompt + n("cache_n").unwrap_or(0),
+        completion_tokens: predicted,
     })
 }
 
@@ -41,7 +96,8 @@ pub struct Scanner {
     sse: bool,
     buf: Vec<u8>,
     overflow: bool,
-    found: Option<Usage>,
+    said: Said,
+    timings: Option<Usage>,
 }
 
 impl Scanner {
@@ -51,7 +107,8 @@ impl Scanner {
             sse,
             buf: Vec::new(),
             overflow: false,
-            found: None,
+            said: Said::default(),
+            timings: None,
         }
     }
 
@@ -93,28 +150,33 @@ impl Scanner {
         if data.is_empty() || data == b"[DONE]" {
             return;
         }
-        if let Ok(v) = serde_json::from_slice::<Json>(data)
-            && let Some(u) = usage_of(&v)
-        {
-            self.found = Some(u);
+        if let Ok(v) = serde_json::from_slice::<Json>(data) {
+            self.said = self.said.then(usage_of(&v));
+            if let Some(t) = timings_of(&v) {
+                self.timings = Some(t);
+            }
         }
     }
 
-    /// The usage the response reported (for a stream, its last chunk that carried one).
+    /// The tokens the response reported: its `usage` (for a stream, each count as its last
+    /// event that named it), else llama-server's `timings`; `None` when it said neither.
     pub fn finish(mut self) -> Option<Usage> {
         if self.sse {
             if !self.overflow && !self.buf.is_empty() {
                 let line = std::mem::take(&mut self.buf);
                 self.line(&line);
             }
-            return self.found;
+        } else if !self.overflow
+            && let Ok(v) = serde_json::from_slice::<Json>(&self.buf)
+        {
+            self.said = usage_of(&v);
+            self.timings = timings_of(&v);
         }
-        if self.overflow {
-            return None;
+        if self.said.any() {
+            Some(self.said.usage())
+        } else {
+            self.timings
         }
-        serde_json::from_slice::<Json>(&self.buf)
-            .ok()
-            .and_then(|v| usage_of(&v))
     }
 }
 
@@ -339,6 +401,64 @@ mod tests {
         let mut s = Scanner::new(true);
         s.feed(b"data: {\"usage\":null}\n\n");
         assert_eq!(s.finish(), None);
+    }
+
+    fn scan(sse: bool, bytes: &[u8]) -> Option<Usage> {
+        let mut s = Scanner::new(sse);
+        s.feed(bytes);
+        s.finish()
+    }
+
+    fn usage(prompt_tokens: u64, completion_tokens: u64) -> Option<Usage> {
+        Some(Usage {
+            prompt_tokens,
+            completion_tokens,
+        })
+    }
+
+    #[test]
+    fn llama_servers_timings_count_a_stream_that_carried_no_usage() {
+        let last = b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}],\"timings\":{\"cache_n\":3,\"prompt_n\":9,\"prompt_ms\":1.5,\"predicted_n\":16,\"predicted_ms\":20.0}}\n\ndata: [DONE]\n\n";
+        assert_eq!(scan(true, last), usage(12, 16));
+        // A client that asked for usage gets both in the last event: usage is what counts.
+        let both = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":16},\"timings\":{\"cache_n\":0,\"prompt_n\":1,\"predicted_n\":1}}\n\n";
+        assert_eq!(scan(true, both), usage(12, 16));
+        // Timings without the counts are not a count.
+        assert_eq!(
+            scan(true, b"data: {\"timings\":{\"prompt_ms\":1.0}}\n\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn responses_and_anthropic_messages_name_input_and_output_tokens() {
+        let responses = b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":8,\"output_tokens\":5,\"total_tokens\":13}}}\n\n";
+        assert_eq!(scan(true, responses), usage(8, 5));
+        let anthropic = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":21,\"output_tokens\":1}}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"hi\"}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":7}}\n\n";
+        assert_eq!(scan(true, anthropic), usage(21, 7));
+        assert_eq!(
+            scan(
+                false,
+                br#"{"type":"message","usage":{"input_tokens":4,"output_tokens":2}}"#
+            ),
+            usage(4, 2)
+        );
+        // An embeddings answer names only its prompt.
+        assert_eq!(
+            scan(
+                false,
+                br#"{"data":[],"usage":{"prompt_tokens":6,"total_tokens":6}}"#
+            ),
+            usage(6, 0)
+        );
+    }
+
+    #[test]
+    fn a_usage_that_names_no_count_is_no_usage() {
+        assert_eq!(scan(false, br#"{"usage":{"cost":1}}"#), None);
+        assert_eq!(scan(false, br#"{"usage":{}}"#), None);
+        assert_eq!(scan(false, b"not json"), None);
+        assert_eq!(scan(true, b"data: {\"choices\":[]}\n\n"), None);
     }
 
     #[test]

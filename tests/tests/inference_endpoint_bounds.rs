@@ -1,0 +1,98 @@
+//! The inference endpoint is bounded against its clients (no model needed): past
+//! `[inference] max_connections` a connection is answered 503 `too_many_connections` and
+//! closed, and served again once a slot is free; a client that never finishes its request
+//! head is cut off, one that never finishes its body gets 408 — none of them holds a slot for
+//! ever.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use toolvisor_tests::inference::{endpoint, request};
+use toolvisor_tests::{TestDaemon, wait_for};
+
+fn start() -> TestDaemon {
+    TestDaemon::start("[inference]\nmax_connections = 2\nrequest_read_timeout_s = 2\n")
+}
+
+/// Everything the endpoint writes on `s` until it closes it (bounded wait; a reset after a
+/// refusal that did not read the request ends it too).
+fn read_until_closed(s: &mut UnixStream) -> String {
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("the endpoint did not close the connection: {e}"),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn a_connection_past_the_cap_is_refused_and_served_once_a_slot_is_free() {
+    let d = start();
+    let sock = endpoint(&d);
+    assert_eq!(request(&sock, "GET", "/v1/models", None).status, 200);
+    // Two clients hold both slots (a request head begun, never finished).
+    let mut held: Vec<UnixStream> = (0..2)
+        .map(|_| {
+            let mut s = UnixStream::connect(&sock).unwrap();
+            s.write_all(b"GET /v1/models HTTP/1.1\r\n").unwrap();
+            s
+        })
+        .collect();
+    // Accepting is asynchronous: wait until the third is the one refused.
+    let refused = wait_for("a connection past the cap", Duration::from_secs(10), || {
+        let mut s = UnixStream::connect(&sock).unwrap();
+        s.write_all(b"GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .unwrap();
+        let answer = read_until_closed(&mut s);
+        answer.starts_with("HTTP/1.1 503").then_some(answer)
+    });
+    assert!(
+        refused.contains("too_many_connections") && refused.contains("inference.max_connections"),
+        "{refused}"
+    );
+    // A slot freed: served again.
+    held.pop();
+    wait_for("a free slot to serve", Duration::from_secs(10), || {
+        let mut s = UnixStream::connect(&sock).unwrap();
+        s.write_all(b"GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .unwrap();
+        read_until_closed(&mut s)
+            .starts_with("HTTP/1.1 200")
+            .then_some(())
+    });
+    drop(held);
+}
+
+#[test]
+fn a_request_that_never_finishes_is_cut_off_and_frees_its_slot() {
+    let d = start();
+    let sock = endpoint(&d);
+    // A head never finished: the connection is closed (hyper's header read timeout).
+    let mut head = UnixStream::connect(&sock).unwrap();
+    head.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n")
+        .unwrap();
+    // A body never finished: 408, naming the setting.
+    let mut body = UnixStream::connect(&sock).unwrap();
+    body.write_all(
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\nconnection: close\r\n\r\n{\"model\":",
+    )
+    .unwrap();
+    let answer = read_until_closed(&mut body);
+    assert!(
+        answer.starts_with("HTTP/1.1 408") && answer.contains("inference.request_read_timeout_s"),
+        "{answer}"
+    );
+    let cut = read_until_closed(&mut head);
+    assert!(!cut.starts_with("HTTP/1.1 2"), "{cut}");
+    // Both slots are free again: two clients at once are served.
+    let a = UnixStream::connect(&sock).unwrap();
+    assert_eq!(request(&sock, "GET", "/v1/models", None).status, 200);
+    drop(a);
+}
