@@ -11,7 +11,7 @@ use std::process::Command;
 use anyhow::Context;
 
 /// The kinds of resource the load reaches, as named in the report.
-pub const KINDS: [&str; 14] = [
+pub const KINDS: [&str; 15] = [
     "bash",
     "process",
     "result_read",
@@ -26,6 +26,7 @@ pub const KINDS: [&str; 14] = [
     "vibe",
     "downloads",
     "data",
+    "inference",
 ];
 
 /// What is installed; a kind whose server is missing is skipped (and reported as skipped).
@@ -39,6 +40,10 @@ pub struct Deps {
     pub python: Option<PathBuf>,
     pub node: Option<PathBuf>,
     pub debugpy: bool,
+    /// llama.cpp's `llama-server` (the inference kind's model server) and the Python that
+    /// writes the tiny GGUF it serves (`inference-venv`, with `gguf`).
+    pub llama_server: Option<PathBuf>,
+    pub gguf_python: Option<PathBuf>,
     /// Why each missing kind is skipped.
     pub skipped: Vec<(&'static str, String)>,
 }
@@ -73,6 +78,14 @@ impl Deps {
                 d.debugpy = runs(&python, &["-c", "import debugpy"]);
                 d.python = Some(python);
             }
+            let server = dir.join("llama-server/bin/llama-server");
+            if runs(&server, &["--version"]) {
+                d.llama_server = Some(server);
+            }
+            let python = dir.join("inference-venv/bin/python");
+            if runs(&python, &["-c", "import gguf"]) {
+                d.gguf_python = Some(python);
+            }
         }
         d.clangd = on_path("clangd").is_some();
         d.node = on_path("node");
@@ -95,6 +108,14 @@ impl Deps {
         if d.node.is_none() {
             d.skipped
                 .push(("eval_javascript", "node is not on the PATH".into()));
+        }
+        if d.llama_server.is_none() || d.gguf_python.is_none() {
+            d.skipped.push((
+                "inference",
+                format!(
+                    "no runnable {where_}/llama-server/bin/llama-server, or no {where_}/inference-venv/bin/python with gguf"
+                ),
+            ));
         }
         if !d.debugpy {
             d.skipped.push((
@@ -148,7 +169,38 @@ impl Deps {
             "[vibe.tiers.fast]\ncommand = [{}, \"{{brief}}\"]",
             q(vibe_worker)
         );
+        // A request naming the store's model loads it; a killed server restarts.
+        if let Some(server) = &self.llama_server {
+            let _ = writeln!(
+                c,
+                "[inference]\non_demand = true\nready_timeout_s = 60\ncommands.gguf = [{}, \"--model\", \"{{path}}\", \"--host\", \"127.0.0.1\", \"--port\", \"{{port}}\", \"--ctx-size\", \"{{context}}\", \"--alias\", \"{{alias}}\", \"--threads\", \"1\"]",
+                q(server)
+            );
+        }
         c
+    }
+
+    /// The tiny llama GGUF the inference kind serves (tests/inference/make_tiny_gguf.py run
+    /// by the inference venv's Python), as bytes.
+    pub fn tiny_gguf(&self, dir: &Path) -> anyhow::Result<Vec<u8>> {
+        let python = self
+            .gguf_python
+            .as_ref()
+            .context("no Python with gguf to write the tiny model")?;
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/inference/make_tiny_gguf.py");
+        let out = dir.join("tiny.gguf");
+        let o = Command::new(python)
+            .arg(&script)
+            .arg(&out)
+            .output()
+            .with_context(|| format!("run {}", script.display()))?;
+        anyhow::ensure!(
+            o.status.success(),
+            "make_tiny_gguf.py failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::fs::read(&out).context("read the tiny model")
     }
 }
 

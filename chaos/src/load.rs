@@ -24,6 +24,7 @@ use crate::net::{self, Miss};
 use crate::rng::Rng;
 
 mod hubs;
+pub mod inference;
 
 pub use hubs::{DOC_TITLE, DOC_WORDS, HUB_RATE};
 
@@ -52,7 +53,7 @@ pub fn deadline(kind: &str) -> Duration {
     Duration::from_secs(match kind {
         "lsp_pyright" | "lsp_clangd" => 180,
         "eval_python" | "eval_javascript" | "debug_debugpy" => 120,
-        "vibe" | "ast_grep" | "ast_edit" => 60,
+        "vibe" | "ast_grep" | "ast_edit" | "inference" => 60,
         _ => 45,
     })
 }
@@ -268,9 +269,10 @@ impl Load {
         self.count += 1;
         let heavy = self.ctx.heavy;
         let deps = self.ctx.deps.clone();
-        match self.rng.below(110) {
+        match self.rng.below(116) {
             100..105 => self.downloads(),
             105..110 => self.data(),
+            110..116 if deps.has("inference") => self.inference(),
             0..16 => self.bash_echo(),
             16..20 => {
                 self.call("bash", "bash", json!({"command": "sleep 0.05"}));
@@ -427,6 +429,15 @@ impl Load {
         }
     }
 
+    /// Count one call of `kind` that took `elapsed` (answered or not).
+    fn count_call(&mut self, kind: &'static str, elapsed: Duration) {
+        let us = elapsed.as_micros() as u64;
+        self.stats.latencies_us.push(us);
+        let ks = self.stats.kind(kind);
+        ks.calls += 1;
+        ks.max_latency_us = ks.max_latency_us.max(us);
+    }
+
     /// Make one call of `kind`; the answer, or `None` when none came (counted).
     fn call(&mut self, kind: &'static str, tool: &str, args: Json) -> Answer {
         let conversation = self.conversation.clone();
@@ -442,11 +453,7 @@ impl Load {
         let started = Instant::now();
         let reply = client.call_with(&conversation, tool, args, |_| true);
         let elapsed = started.elapsed();
-        let us = elapsed.as_micros() as u64;
-        self.stats.latencies_us.push(us);
-        let ks = self.stats.kind(kind);
-        ks.calls += 1;
-        ks.max_latency_us = ks.max_latency_us.max(us);
+        self.count_call(kind, elapsed);
         let reply = match reply {
             Ok(reply) => reply,
             Err(e) => {
@@ -1226,6 +1233,7 @@ impl Load {
             "eval_python",
             "eval_javascript",
             "debug_debugpy",
+            "inference",
         ] {
             if deps.has(k) {
                 kinds.push(k);
@@ -1260,6 +1268,9 @@ impl Load {
     }
 
     fn serve_once(&mut self, kind: &'static str) -> Result<(), String> {
+        if kind == "inference" {
+            return self.inference_serves();
+        }
         let args = match kind {
             "bash" => ("bash", json!({"command": "echo serve"})),
             "ast_grep" => (

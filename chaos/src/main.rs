@@ -380,6 +380,19 @@ fn run(args: Args) -> anyhow::Result<bool> {
             log_tail(&log, 40)
         );
     }
+    if deps.has("inference") {
+        let staged = deps
+            .tiny_gguf(dir.path())
+            .and_then(|gguf| load::inference::stage(&hub, &socket, &workdir, gguf));
+        if let Err(e) = staged {
+            let kept = dir.keep();
+            bail!(
+                "staging the inference kind's model: {e:#}; temp dir kept at {}; daemon log tail:\n{}",
+                kept.display(),
+                log_tail(&log, 40)
+            );
+        }
+    }
     let rss_start_kib = procs::rss_kib(daemon.pid);
     let fds_start = procs::fd_count(daemon.pid);
     let life = Arc::new(Life::new(daemon.pid, daemon.start));

@@ -112,6 +112,8 @@ pub fn fd_count(pid: i32) -> Option<usize> {
 pub fn classify(cmdline: &str, comm: &str) -> &'static str {
     if cmdline.contains("__shim") {
         "shim"
+    } else if cmdline.contains("llama-server") {
+        "inference"
     } else if cmdline.contains("pyright") {
         "lsp_pyright"
     } else if cmdline.contains("clangd") {
