@@ -20,9 +20,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::{Value as Json, json};
-use toolvisor_protocol::client::{Client, ClientOptions};
-use toolvisor_protocol::codec::Codec;
-use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
+use toolvisor_protocol::client::Client;
+use toolvisor_protocol::wire::Outcome;
 
 const RUNS: usize = 11;
 
@@ -299,22 +298,7 @@ fn du_bytes(dir: &Path) -> u64 {
 }
 
 fn connect(sock: &Path, workdir: &Path) -> Client {
-    Client::connect(
-        sock,
-        ClientOptions {
-            codec: Codec::Bincode,
-            client_kind: ClientKind::Harness,
-            workdir: workdir.display().to_string(),
-            surface: Surface {
-                max_tier: Tier::Read,
-                approvals: false,
-                questions: false,
-                bridge_tools: vec![],
-            },
-            ..ClientOptions::default()
-        },
-    )
-    .expect("connect to the daemon")
+    Client::connect(sock, common::read_options(workdir, "")).expect("connect to the daemon")
 }
 
 fn call(c: &mut Client, tool: &str, args: Json) -> Json {

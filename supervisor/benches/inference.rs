@@ -4,6 +4,8 @@
 //! a completion gains through the routing endpoint against calling the server directly,
 //! alternating request by request; and, for a long stream, when the first and last chunks
 //! arrive through the endpoint and directly (no buffering of the whole response).
+//! Each figure for both servers: llama-cpp-python's and llama.cpp's own `llama-server` (when
+//! built into `.test-deps/llama-server`; `TOOLVISOR_BENCH_SERVER=llama-server` picks one).
 //! `cargo bench -p toolvisor --bench inference` (needs `.test-deps/inference-venv`, made by
 //! scripts/install-test-deps; `TOOLVISOR_BENCH_LOADS` and `TOOLVISOR_BENCH_REQUESTS` set the
 //! rounds, default 5 and 60).
@@ -11,23 +13,19 @@
 #[allow(dead_code)]
 #[path = "support/common.rs"]
 mod common;
-use common::{Guard, call, client, start_daemon, wait_socket};
+use common::{Guard, call, client, loadavg, start_daemon, wait_socket};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
+use toolvisor_inference::config::{llama_cpp_python, llama_server, render};
 use toolvisor_tests::inference::{config, make_gguf, put_in_store, python};
 
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+/// How often both sides of the load figure look for readiness (the daemon's own first polls
+/// are 2 ms apart too).
+const POLL_MS: u64 = 2;
 
 fn env_n(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -122,7 +120,72 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The model server a run measures: its `[inference]` table for the daemon, and the same
+/// server's command line by hand (the daemon's default for it, with `{path}` and `{port}` left
+/// to fill in).
+struct Server {
+    name: &'static str,
+    config: String,
+    by_hand: Vec<String>,
+}
+
+impl Server {
+    fn command(&self, model: &std::path::Path, port: u16) -> Command {
+        let args = render(
+            &self.by_hand,
+            &[
+                ("path", model.display().to_string()),
+                ("port", port.to_string()),
+            ],
+        );
+        let mut c = Command::new(&args[0]);
+        c.args(&args[1..]);
+        c
+    }
+}
+
+/// A default server command with the bench's context and alias filled in.
+fn by_hand(template: &[String]) -> Vec<String> {
+    render(
+        template,
+        &[("context", "512".into()), ("alias", "hand".into())],
+    )
+}
+
+fn servers() -> Vec<Server> {
+    // `python3 -m llama_cpp.server …`, by the venv's python.
+    let mut py = llama_cpp_python();
+    py[0] = python().display().to_string();
+    let mut out = vec![Server {
+        name: "llama-cpp-python 0.3 (python -m llama_cpp.server)",
+        config: config("idle_ttl_s = 0", ""),
+        by_hand: by_hand(&py),
+    }];
+    let bin = toolvisor_tests::lsp::test_deps().join("llama-server/bin/llama-server");
+    if bin.is_file() {
+        let mut command = llama_server();
+        command[0] = bin.display().to_string();
+        out.push(Server {
+            name: "llama.cpp's llama-server",
+            config: format!("[inference]\nidle_ttl_s = 0\ncommands.gguf = {command:?}\n"),
+            by_hand: by_hand(&command),
+        });
+    } else {
+        println!("{bin:?} not built (scripts/install-test-deps): measuring llama-cpp-python only");
+    }
+    out
+}
+
 fn main() {
+    // `TOOLVISOR_BENCH_SERVER=llama-server` (a part of the name) measures only that one.
+    let only = std::env::var("TOOLVISOR_BENCH_SERVER").unwrap_or_default();
+    for server in servers().into_iter().filter(|s| s.name.contains(&only)) {
+        println!("== {}", server.name);
+        run(&server);
+    }
+}
+
+fn run(server: &Server) {
     let loads = env_n("TOOLVISOR_BENCH_LOADS", 5);
     let requests = env_n("TOOLVISOR_BENCH_REQUESTS", 60);
     println!("load average at start: {}", loadavg());
@@ -141,7 +204,7 @@ fn main() {
     let cfg = format!(
         "[models]\nstore = {:?}\n{}",
         store.display().to_string(),
-        config("idle_ttl_s = 0", "")
+        server.config
     );
     let mut daemon = start_daemon(dir.path(), &socket, &cfg);
     wait_socket(&socket);
@@ -150,6 +213,7 @@ fn main() {
 
     // Load to ready, alternating toolvisor and by hand.
     let (mut tv, mut hand) = (Vec::new(), Vec::new());
+    let mut parts = Vec::new();
     for round in 0..loads {
         let alias = format!("b{round}");
         let t0 = Instant::now();
@@ -158,7 +222,9 @@ fn main() {
             "load_model",
             json!({"model": "bench/tiny", "alias": alias, "context": 512}),
         );
-        loop {
+        let answered = t0.elapsed();
+        let mut direct = None;
+        let spawn_to_ready = loop {
             let s = call(&mut c, "get_inference_status", json!({}));
             let m = s["models"]
                 .as_array()
@@ -168,28 +234,36 @@ fn main() {
                 .cloned()
                 .unwrap();
             if m["state"] == "ready" {
-                break;
+                break m["load_ms"].as_u64().unwrap_or(0);
+            }
+            if direct.is_none()
+                && let Some(port) = m["port"].as_u64()
+                && answers_models(port as u16)
+            {
+                direct = Some(t0.elapsed());
             }
             assert_ne!(m["state"], "failed", "{m}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+            std::thread::sleep(Duration::from_millis(POLL_MS));
+        };
         tv.push(t0.elapsed().as_secs_f64() * 1000.0);
+        parts.push(format!(
+            "load_model answered {:.0} ms, the server answered the bench at {:.0?} ms, the daemon saw it ready {spawn_to_ready} ms after its spawn",
+            answered.as_secs_f64() * 1000.0,
+            direct.map(|d| d.as_secs_f64() * 1000.0)
+        ));
         call(&mut c, "unload_model", json!({"alias": alias}));
 
         let port = free_port();
         let t0 = Instant::now();
-        let child = Command::new(python())
-            .args(["-m", "llama_cpp.server", "--model"])
-            .arg(&model)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--n_ctx", "512", "--model_alias", "hand"])
+        let child = server
+            .command(&model, port)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let mut child = Guard(child);
         while !answers_models(port) {
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(POLL_MS));
         }
         hand.push(t0.elapsed().as_secs_f64() * 1000.0);
         child.stop();
@@ -200,6 +274,7 @@ fn main() {
         tv_med / hand_med
     );
     println!("  toolvisor {tv:.0?}\n  by hand   {hand:.0?}");
+    println!("  toolvisor, in order: {}", parts.join("; "));
 
     // Added latency of a short completion, alternating endpoint and direct.
     call(

@@ -21,9 +21,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolvisor_jsonrpc::{Incoming, Transport, TransportOptions};
 use toolvisor_kit::launch::Launcher;
-use toolvisor_protocol::client::{Client, ClientOptions};
-use toolvisor_protocol::codec::Codec;
-use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
+use toolvisor_protocol::client::Client;
+use toolvisor_protocol::wire::Outcome;
 
 const N: usize = 200;
 /// Calls of each added op (`call_hierarchy`, `check_edit`).
@@ -37,23 +36,7 @@ fn deps() -> PathBuf {
 }
 
 fn client(sock: &Path, workdir: &Path, run: &str) -> Client {
-    Client::connect(
-        sock,
-        ClientOptions {
-            codec: Codec::Bincode,
-            client_kind: ClientKind::Harness,
-            run_id: run.into(),
-            workdir: workdir.display().to_string(),
-            surface: Surface {
-                max_tier: Tier::Read,
-                approvals: false,
-                questions: false,
-                bridge_tools: vec![],
-            },
-            ..ClientOptions::default()
-        },
-    )
-    .expect("connect")
+    Client::connect(sock, common::read_options(workdir, run)).expect("connect")
 }
 
 fn hover(c: &mut Client, conv: &str) -> Value {

@@ -15,9 +15,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
-use toolvisor_protocol::client::{Client, ClientOptions};
-use toolvisor_protocol::codec::Codec;
-use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
+use toolvisor_protocol::client::Client;
+use toolvisor_protocol::wire::Outcome;
 
 fn corpus() -> PathBuf {
     if let Some(p) = std::env::var_os("TOOLVISOR_BENCH_CORPUS") {
@@ -57,19 +56,7 @@ fn main() {
     let socket = dir.path().join("toolvisor.sock");
     let mut daemon = common::start_daemon(dir.path(), &socket, &extra);
     common::wait_socket(&socket);
-    let options = ClientOptions {
-        codec: Codec::Bincode,
-        client_kind: ClientKind::Harness,
-        run_id: "bench".into(),
-        workdir: root.display().to_string(),
-        surface: Surface {
-            max_tier: Tier::Read,
-            approvals: false,
-            questions: false,
-            bridge_tools: vec![],
-        },
-        ..ClientOptions::default()
-    };
+    let options = common::read_options(&root, "bench");
     let mut client = Client::connect(&socket, options).expect("connect");
     std::thread::sleep(Duration::from_secs(2));
     let pid = daemon.0.id();

@@ -24,9 +24,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
-use toolvisor_protocol::client::{Client, ClientOptions};
-use toolvisor_protocol::codec::Codec;
-use toolvisor_protocol::wire::{ClientKind, Outcome, Surface, Tier};
+use toolvisor_protocol::client::Client;
+use toolvisor_protocol::wire::Outcome;
 use toolvisor_structural::search::{SearchRequest, search};
 
 const PATTERNS: [&str; 3] = ["println!($$$A)", "$A.unwrap()", "$X == $X"];
@@ -210,19 +209,7 @@ fn main() {
         &cold_socket,
         "[structural]\ncache_bytes = 0\n",
     );
-    let options = ClientOptions {
-        codec: Codec::Bincode,
-        client_kind: ClientKind::Harness,
-        run_id: "bench".into(),
-        workdir: root.display().to_string(),
-        surface: Surface {
-            max_tier: Tier::Read,
-            approvals: false,
-            questions: false,
-            bridge_tools: vec![],
-        },
-        ..ClientOptions::default()
-    };
+    let options = common::read_options(&root, "bench");
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut client = loop {
         match Client::connect(&socket, options.clone()) {

@@ -11,12 +11,22 @@ use std::time::{Duration, Instant};
 pub struct Guard(pub Child);
 
 impl Guard {
-    /// SIGTERM (a clean stop) and wait for the exit.
+    /// SIGTERM (a clean stop) and wait for the exit; SIGKILL after 5 s (llama-server has
+    /// been seen to hang in its own shutdown when the signal lands right after its load).
     pub fn stop(&mut self) {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.0.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
         );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        eprintln!("pid {} ignored SIGTERM for 5 s: SIGKILL", self.0.id());
+        let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
@@ -90,6 +100,25 @@ pub fn summary(ratios: &[f64]) -> String {
         v[0],
         v[v.len() - 1]
     )
+}
+
+/// The `Hello` of a read-surface harness in `workdir` (bincode, no approvals), naming `run_id`
+/// ("" for none): what the search, file, language-server and memory benches connect with.
+pub fn read_options(workdir: &Path, run_id: &str) -> toolvisor_protocol::client::ClientOptions {
+    use toolvisor_protocol::wire::{ClientKind, Surface, Tier};
+    toolvisor_protocol::client::ClientOptions {
+        codec: toolvisor_protocol::codec::Codec::Bincode,
+        client_kind: ClientKind::Harness,
+        run_id: run_id.into(),
+        workdir: workdir.display().to_string(),
+        surface: Surface {
+            max_tier: Tier::Read,
+            approvals: false,
+            questions: false,
+            bridge_tools: vec![],
+        },
+        ..Default::default()
+    }
 }
 
 /// A harness client of the bench daemon: bincode, exec surface, approving.
