@@ -44,14 +44,28 @@ pub fn start_daemon(dir: &Path, socket: &Path, extra_config: &str) -> Guard {
     let config = dir.join("config.toml");
     let state = dir.join("state").display().to_string();
     std::fs::write(&config, format!("state_dir = {state:?}\n{extra_config}")).unwrap();
+    // `TOOLVISOR_BENCH_LOG=<filter>` keeps the daemon's log (at that filter) in the temporary
+    // directory, and says where.
+    let (filter, stderr) = match std::env::var("TOOLVISOR_BENCH_LOG") {
+        Ok(filter) => {
+            let log = std::env::temp_dir().join(format!(
+                "toolvisor-bench-{}-{}.log",
+                std::process::id(),
+                dir.file_name().unwrap_or_default().to_string_lossy()
+            ));
+            println!("daemon log: {}", log.display());
+            (filter, Stdio::from(std::fs::File::create(log).unwrap()))
+        }
+        Err(_) => ("warn".to_owned(), Stdio::null()),
+    };
     Guard(
         Command::new(env!("CARGO_BIN_EXE_toolvisor"))
             .args(["serve", "--socket"])
             .arg(socket)
             .arg("--config")
             .arg(&config)
-            .env("TOOLVISOR_LOG", "warn")
-            .stderr(Stdio::null())
+            .env("TOOLVISOR_LOG", filter)
+            .stderr(stderr)
             .spawn()
             .expect("start toolvisor"),
     )
