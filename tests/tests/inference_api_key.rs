@@ -123,3 +123,70 @@ fn a_short_key_is_refused_at_start_naming_the_setting() {
         "the refusal shows the key: {text}"
     );
 }
+
+/// The port of the endpoint's loopback listener, from `get_inference_status`.
+fn listen_port(d: &TestDaemon) -> u16 {
+    let status = d.ok("c", "get_inference_status", json!({}));
+    status["endpoint"]["listen"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/v1")
+        .parse()
+        .unwrap()
+}
+
+/// Clients on the port without the key cannot take the endpoint from anyone: a 401 closes its
+/// connection (no keep-alive to hold a slot with), and the port's connections count against a
+/// limit of their own, so the Unix socket is served while the port is full. A path with a dot
+/// segment is not routed to a model server (it could name a route outside `/v1/` there).
+#[test]
+fn clients_on_the_port_cannot_take_the_sockets_connections() {
+    let d = TestDaemon::start(&format!(
+        "[inference]\nlisten = \"127.0.0.1:0\"\napi_key = {KEY:?}\nmax_connections = 2\nrequest_read_timeout_s = 60\n"
+    ));
+    let port = listen_port(&d);
+
+    // No `connection: close` asked: the 401 closes the connection all the same.
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(b"GET /v1/models HTTP/1.1\r\nhost: x\r\n\r\n")
+        .unwrap();
+    let mut refused = String::new();
+    s.read_to_string(&mut refused)
+        .expect("a 401 must close its connection, not keep it alive");
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains("connection: close"),
+        "{refused}"
+    );
+
+    // Two connections on the port hold both of its slots (heads begun, never finished) ...
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(b"GET /health HTTP/1.1\r\n").unwrap();
+            s
+        })
+        .collect();
+    toolvisor_tests::wait_for("the port to be full", Duration::from_secs(10), || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        // A refusal may close before it reads the request (then a reset ends the read).
+        let _ = write!(
+            s,
+            "GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer {KEY}\r\n\r\n"
+        );
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        out.starts_with(b"HTTP/1.1 503").then_some(())
+    });
+    // ... and the Unix socket is served all the same.
+    let sock = endpoint(&d);
+    assert_eq!(request(&sock, "GET", "/v1/models", None).status, 200);
+    // (No body: the 404 is answered without reading one.)
+    let dotted = request(&sock, "POST", "/v1/../slots", None);
+    assert_eq!(dotted.status, 404, "{}", dotted.body);
+    assert!(dotted.body.contains("not_found"), "{}", dotted.body);
+    drop(held);
+}

@@ -76,18 +76,32 @@ pub struct UsageBody {
     sse: bool,
     /// The error event was sent: the body has ended.
     ended: bool,
+    /// What was passed on so far ends inside an event (a frame may end anywhere).
+    mid_event: bool,
+}
+
+/// Whether a stream that has passed on `data` last (after `mid_event` before it) stands
+/// inside an event: anything but a blank line at its end leaves the event open.
+fn still_mid_event(mid_event: bool, data: &[u8]) -> bool {
+    if data.is_empty() {
+        return mid_event;
+    }
+    !(data.ends_with(b"\n\n") || data.ends_with(b"\r\n\r\n") || data.ends_with(b"\r\r"))
 }
 
 /// The last event of a stream the model server broke off (it exited, was killed, or cut the
 /// connection): an OpenAI-style error event, so a client sees why its stream ended early
 /// instead of a connection cut short.
-fn broken_stream_event(alias: &str, e: &hyper::Error) -> Bytes {
+/// `mid_event`: the stream broke inside an event, which a blank line ends first, so the error
+/// is an event of its own and not glued onto a half-sent one.
+fn broken_stream_event(alias: &str, cause: &str, mid_event: bool) -> Bytes {
     let event = json!({"error": {
-        "message": format!("the server of {alias:?} broke off the stream before its end ({e}); the answer is incomplete: retry the request (get_inference_status shows the server's state)"),
+        "message": format!("the server of {alias:?} broke off the stream before its end ({cause}); the answer is incomplete: retry the request (get_inference_status shows the server's state)"),
         "type": "model_failed",
         "code": "model_failed",
     }});
-    Bytes::from(format!("data: {event}\n\n"))
+    let close = if mid_event { "\n\n" } else { "" };
+    Bytes::from(format!("{close}data: {event}\n\n"))
 }
 
 struct Done {
@@ -125,8 +139,11 @@ impl Body for UsageBody {
         }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
-                if let (Some(data), Some(scanner)) = (frame.data_ref(), this.scanner.as_mut()) {
-                    scanner.feed(data);
+                if let Some(data) = frame.data_ref() {
+                    this.mid_event = still_mid_event(this.mid_event, data);
+                    if let Some(scanner) = this.scanner.as_mut() {
+                        scanner.feed(data);
+                    }
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
@@ -141,7 +158,11 @@ impl Body for UsageBody {
                     Some(alias) if this.sse => {
                         tracing::warn!(alias, error = %e, "a model server broke off a stream");
                         this.ended = true;
-                        Poll::Ready(Some(Ok(Frame::data(broken_stream_event(&alias, &e)))))
+                        Poll::Ready(Some(Ok(Frame::data(broken_stream_event(
+                            &alias,
+                            &e.to_string(),
+                            this.mid_event,
+                        )))))
                     }
                     _ => Poll::Ready(Some(Err(e))),
                 }
@@ -208,7 +229,8 @@ async fn handle(
         && !given.is_some_and(|given| same_key(given, key.as_bytes()))
     {
         let missing = given.is_none();
-        return Ok(error(
+        // A client without the key gets no keep-alive: it holds no connection slot.
+        return Ok(closing(error(
             StatusCode::UNAUTHORIZED,
             "invalid_api_key",
             if missing {
@@ -216,12 +238,12 @@ async fn handle(
             } else {
                 "the key sent is not the endpoint's ([inference] api_key or $TOOLVISOR_INFERENCE_API_KEY)".into()
             },
-        ));
+        )));
     }
     let out = match (req.method().as_str(), path.as_str()) {
         ("GET", "/v1/models" | "/models") => models(&pool).await,
         ("GET", "/health") => full(StatusCode::OK, json!({"status": "ok"})),
-        ("POST", p) if p.starts_with("/v1/") => proxy(&pool, req).await,
+        ("POST", p) if p.starts_with("/v1/") && !has_dot_segment(p) => proxy(&pool, req).await,
         _ => error(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -232,6 +254,15 @@ async fn handle(
         ),
     };
     Ok(out)
+}
+
+/// `response` with `connection: close`: the connection ends once it is written.
+fn closing(mut response: Out) -> Out {
+    response.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 /// Send the request (`parts` and its `bytes`) on `stream` to the server on `port`: its
@@ -290,6 +321,28 @@ async fn forward(
         .map_err(std::io::Error::other)
 }
 
+/// The request's `"model"` when it is a string. Only that field is built: every other value of
+/// the body is checked and skipped, so a large body costs its bytes, not a JSON tree many
+/// times their size.
+fn model_of(body: &[u8]) -> Result<Option<String>, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct Routed {
+        model: Option<Json>,
+    }
+    let routed: Routed = serde_json::from_slice(body)?;
+    Ok(routed.model.and_then(|m| m.as_str().map(str::to_owned)))
+}
+
+/// Whether `path` has a `.` or `..` segment, spelled out or percent-encoded: the endpoint routes
+/// on the path as sent, so one the server would normalise (`/v1/../slots`) could reach a route
+/// outside `/v1/`.
+fn has_dot_segment(path: &str) -> bool {
+    path.split('/').any(|segment| {
+        let decoded = segment.to_ascii_lowercase().replace("%2e", ".");
+        decoded == "." || decoded == ".."
+    })
+}
+
 async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
     let (parts, body) = req.into_parts();
     let deadline = Duration::from_secs(pool.config().request_read_timeout_s);
@@ -315,9 +368,9 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
             );
         }
     };
-    let alias = match serde_json::from_slice::<Json>(&bytes) {
-        Ok(v) => match v.get("model").and_then(Json::as_str) {
-            Some(m) => m.to_string(),
+    let alias = match model_of(&bytes) {
+        Ok(v) => match v {
+            Some(m) => m,
             None => {
                 return error(
                     StatusCode::BAD_REQUEST,
@@ -330,7 +383,7 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
             return error(
                 StatusCode::BAD_REQUEST,
                 "invalid_request",
-                format!("the request body is not JSON: {e}"),
+                format!("the request body is not a JSON object: {e}"),
             );
         }
     };
@@ -406,6 +459,7 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
         }),
         sse,
         ended: false,
+        mid_event: false,
     };
     Response::from_parts(head, body.boxed())
 }
@@ -502,10 +556,9 @@ pub fn serve(
     let unix = tokio::net::UnixListener::from_std(unix)
         .map_err(|e| format!("cannot use {}: {e}", socket.display()))?;
     let uid = nix::unistd::getuid().as_raw();
-    let permits = Arc::new(Semaphore::new(pool.config().max_connections));
     {
         let pool = pool.clone();
-        let permits = permits.clone();
+        let permits = Arc::new(Semaphore::new(pool.config().max_connections));
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = unix.accept().await else {
@@ -530,6 +583,9 @@ pub fn serve(
         let tcp = tokio::net::TcpListener::from_std(tcp)
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let pool = pool.clone();
+        // The port's connections count against a limit of their own: whatever a process on
+        // the port does, the Unix socket keeps its slots.
+        let permits = Arc::new(Semaphore::new(pool.config().max_connections));
         let key: Option<Arc<str>> = pool.config().api_key().map(Arc::from);
         if key.is_none() {
             tracing::warn!(
@@ -557,4 +613,54 @@ pub fn serve(
         socket: socket.to_path_buf(),
         listen: bound,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_model_field_is_read_and_a_non_object_is_refused() {
+        let body =
+            br#"{"messages":[{"role":"user","content":"hi"}],"model":"tiny","n":[1,2,{"x":null}]}"#;
+        assert_eq!(model_of(body).unwrap().as_deref(), Some("tiny"));
+        assert_eq!(model_of(br#"{"model":7}"#).unwrap(), None);
+        assert_eq!(model_of(br#"{"messages":[]}"#).unwrap(), None);
+        assert!(model_of(br#"["model","tiny"]"#).is_err());
+        assert!(model_of(br#"{"model":"tiny""#).is_err());
+    }
+
+    #[test]
+    fn dot_segments_are_found_spelled_out_or_encoded() {
+        for path in [
+            "/v1/../slots",
+            "/v1/./chat/completions",
+            "/v1/%2e%2e/props",
+            "/v1/%2E./props",
+            "/v1/chat/..",
+        ] {
+            assert!(has_dot_segment(path), "{path}");
+        }
+        for path in ["/v1/chat/completions", "/v1/models/a..b", "/v1/x.y"] {
+            assert!(!has_dot_segment(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn an_error_event_after_a_half_sent_event_closes_that_one_first() {
+        let mut mid = false;
+        mid = still_mid_event(
+            mid,
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+        );
+        assert!(!mid);
+        mid = still_mid_event(mid, b"data: {\"choices\":[{\"delta\"");
+        assert!(mid);
+        assert!(still_mid_event(mid, b""), "an empty frame changes nothing");
+        let event = broken_stream_event("tiny", "connection reset", mid);
+        assert!(event.starts_with(b"\n\ndata: {\"error\""), "{event:?}");
+        let clean = broken_stream_event("tiny", "connection reset", false);
+        assert!(clean.starts_with(b"data: {\"error\""), "{clean:?}");
+        assert!(!still_mid_event(true, b"x\r\n\r\n"));
+    }
 }

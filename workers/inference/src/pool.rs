@@ -37,6 +37,10 @@ const LINE_MAX: usize = 400;
 const READY_POLL: Duration = Duration::from_millis(50);
 const READY_POLL_FAST: Duration = Duration::from_millis(2);
 const READY_FAST_FOR: Duration = Duration::from_millis(500);
+/// How long one readiness probe may take: a server that has bound its port but never answers
+/// (the kernel accepts into the backlog for it) must not hold the probe, and the model in
+/// `loading`, past `ready_timeout_s`.
+const PROBE_LIMIT: Duration = Duration::from_secs(2);
 const TICK: Duration = Duration::from_secs(1);
 const SUPERVISOR_WAIT: Duration = Duration::from_secs(10);
 
@@ -879,7 +883,11 @@ impl Actor for ServerActor {
                     if exit.borrow().is_some() {
                         return;
                     }
-                    if answers_models(port).await {
+                    let probe = timeout.saturating_sub(began.elapsed()).min(PROBE_LIMIT);
+                    if tokio::time::timeout(probe, answers_models(port))
+                        .await
+                        .unwrap_or(false)
+                    {
                         // What answered must be our server: the daemon picked the port by
                         // binding it and letting go, so another local process could have
                         // taken it in between — and would then be proxied to as this model.
