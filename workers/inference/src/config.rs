@@ -32,11 +32,15 @@ pub struct InferenceConfig {
     pub listen: Option<String>,
     /// How long an unloaded server gets after SIGTERM before the guard's kill.
     pub stop_grace_s: u64,
-    /// Connections the endpoint serves at once (both listeners); one more is answered 503
-    /// `too_many_connections` and closed.
+    /// Connections the endpoint serves at once on each listener (the socket, the port); one
+    /// more is answered 503 `too_many_connections` and closed.
     pub max_connections: usize,
     /// A client has this long to send a request's head, and again its body.
     pub request_read_timeout_s: u64,
+    /// A client that takes nothing of a response for this long (its socket buffers full) is
+    /// cut off: a reader that stalls cannot hold its connection, and its model's in-flight
+    /// count, for ever.
+    pub response_write_timeout_s: u64,
     /// The key a request on the loopback port must carry (`Authorization: Bearer <key>` or
     /// `x-api-key: <key>`); default `$TOOLVISOR_INFERENCE_API_KEY`. A secret: masked in tool
     /// results, hidden in `Debug`, never logged, never passed on to a model server. The Unix
@@ -63,6 +67,7 @@ impl std::fmt::Debug for InferenceConfig {
             .field("stop_grace_s", &self.stop_grace_s)
             .field("max_connections", &self.max_connections)
             .field("request_read_timeout_s", &self.request_read_timeout_s)
+            .field("response_write_timeout_s", &self.response_write_timeout_s)
             .field("api_key", &self.api_key.as_ref().map(|_| "***"))
             .field("check_port_owner", &self.check_port_owner)
             .finish()
@@ -83,6 +88,7 @@ impl Default for InferenceConfig {
             stop_grace_s: 5,
             max_connections: 64,
             request_read_timeout_s: 30,
+            response_write_timeout_s: 60,
             api_key: None,
             check_port_owner: true,
         }
@@ -177,6 +183,11 @@ impl InferenceConfig {
         if self.request_read_timeout_s == 0 {
             return Err(
                 "inference.request_read_timeout_s = 0: it must be a positive integer".into(),
+            );
+        }
+        if self.response_write_timeout_s == 0 {
+            return Err(
+                "inference.response_write_timeout_s = 0: it must be a positive integer".into(),
             );
         }
         if self.max_loaded == 0 {

@@ -28,6 +28,10 @@ use crate::usage::{Scanner, UsageBook};
 
 /// Largest request body accepted (a long chat with its history fits many times over).
 const MAX_REQUEST: usize = 32 << 20;
+/// The request bodies the endpoint reads and holds at once, over all connections: a body
+/// claims its `content-length` (a chunked one, [`MAX_REQUEST`]) before it is read, and a
+/// request past the budget is answered 503 at once instead of adding to the daemon's memory.
+pub(crate) const BODY_BUDGET: usize = 256 << 20;
 
 type Out = Response<BoxBody<Bytes, hyper::Error>>;
 
@@ -346,6 +350,25 @@ fn has_dot_segment(path: &str) -> bool {
 async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
     let (parts, body) = req.into_parts();
     let deadline = Duration::from_secs(pool.config().request_read_timeout_s);
+    let claim = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .map_or(MAX_REQUEST, |n| n.min(MAX_REQUEST));
+    let Ok(_budget) = pool
+        .bodies
+        .clone()
+        .try_acquire_many_owned((claim >> 10) as u32 + 1)
+    else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            format!(
+                "the endpoint is reading {} MiB of request bodies at once, its most: retry in a moment",
+                BODY_BUDGET >> 20
+            ),
+        );
+    };
     let bytes = match tokio::time::timeout(deadline, Limited::new(body, MAX_REQUEST).collect())
         .await
     {
@@ -480,18 +503,118 @@ fn serve_conn<S>(
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let head_deadline = Duration::from_secs(pool.config().request_read_timeout_s);
+    let stall = Duration::from_secs(pool.config().response_write_timeout_s);
     tokio::spawn(async move {
         let _permit = permit;
         let service = hyper::service::service_fn(move |req| handle(pool.clone(), key.clone(), req));
         if let Err(e) = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(head_deadline)
-            .serve_connection(TokioIo::new(stream), service)
+            .serve_connection(TokioIo::new(WriteStall::new(stream, stall)), service)
             .await
         {
             tracing::debug!(error = %e, "inference endpoint connection ended");
         }
     });
+}
+
+/// A client connection whose writes fail once the client has taken nothing for `limit`
+/// (`[inference] response_write_timeout_s`): the connection then ends, and with it the
+/// response body, its model's in-flight count and the connection's slot. Only a write that
+/// cannot proceed starts the clock; any progress stops it.
+struct WriteStall<S> {
+    inner: S,
+    limit: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> WriteStall<S> {
+    fn new(inner: S, limit: Duration) -> Self {
+        WriteStall {
+            inner,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// After the inner write came back `Pending`: still waiting, or the stall's error.
+    fn pending<T>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<T>> {
+        let limit = self.limit;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the client took nothing of its response for {} s (inference.response_write_timeout_s)",
+                    limit.as_secs()
+                ),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progressed<T>(&mut self, result: std::io::Result<T>) -> Poll<std::io::Result<T>> {
+        self.stalled = None;
+        Poll::Ready(result)
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteStall<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteStall<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_write(cx, buf) {
+            Poll::Ready(r) => this.progressed(r),
+            Poll::Pending => this.pending(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_write_vectored(cx, bufs) {
+            Poll::Ready(r) => this.progressed(r),
+            Poll::Pending => this.pending(cx),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_flush(cx) {
+            Poll::Ready(r) => this.progressed(r),
+            Poll::Pending => this.pending(cx),
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_shutdown(cx) {
+            Poll::Ready(r) => this.progressed(r),
+            Poll::Pending => this.pending(cx),
+        }
+    }
 }
 
 /// The answer to a connection past `max_connections`: a 503 written within a second, then
@@ -644,6 +767,35 @@ mod tests {
         for path in ["/v1/chat/completions", "/v1/models/a..b", "/v1/x.y"] {
             assert!(!has_dot_segment(path), "{path}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_stalled_reader_fails_the_write_and_a_slow_one_does_not() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let limit = Duration::from_millis(300);
+        // Nobody reads: the write fails once the 64-byte pipe is full and the limit passed.
+        let (ours, _theirs) = tokio::io::duplex(64);
+        let mut stalled = WriteStall::new(ours, limit);
+        let err = stalled.write_all(&[b'x'; 4096]).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        assert!(
+            err.to_string()
+                .contains("inference.response_write_timeout_s")
+        );
+        // A reader that takes a little every 20 ms keeps it going: only a stall counts.
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let reader = tokio::spawn(async move {
+            let mut got = 0;
+            let mut buf = [0; 64];
+            while got < 1024 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                got += theirs.read(&mut buf).await.unwrap();
+            }
+            got
+        });
+        let mut slow = WriteStall::new(ours, limit);
+        slow.write_all(&[b'x'; 1024]).await.unwrap();
+        assert_eq!(reader.await.unwrap(), 1024);
     }
 
     #[test]

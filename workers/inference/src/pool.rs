@@ -181,6 +181,9 @@ pub struct Inference {
     pub usage: Arc<UsageBook>,
     /// Where the routing endpoint listens, for the status.
     pub endpoint: Mutex<Json>,
+    /// The endpoint's budget for request bodies being read at once, in KiB
+    /// ([`crate::endpoint::BODY_BUDGET`]).
+    pub(crate) bodies: Arc<tokio::sync::Semaphore>,
 }
 
 /// What the pool needs from the daemon.
@@ -259,6 +262,9 @@ impl Inference {
             models: Mutex::new(BTreeMap::new()),
             loading: tokio::sync::Mutex::new(()),
             endpoint: Mutex::new(Json::Null),
+            bodies: Arc::new(tokio::sync::Semaphore::new(
+                crate::endpoint::BODY_BUDGET >> 10,
+            )),
         })
     }
 

@@ -1,0 +1,92 @@
+//! A client that asks for a stream and then reads nothing: once its socket buffers are full
+//! the endpoint can send nothing more, and after `[inference] response_write_timeout_s` it
+//! cuts the connection — the request leaves its model's in-flight count (which would otherwise
+//! keep the model from its idle TTL for ever) and frees its connection slot. The model server
+//! is a fake child that streams without end (a real one stops at its token limit, long before
+//! the buffers fill).
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use serde_json::json;
+use toolvisor_tests::inference::{endpoint, put_in_store, status_of, wait_state};
+use toolvisor_tests::{TestDaemon, wait_for};
+
+/// An OpenAI-shaped server on {port}: a model list, and a chat stream that never ends.
+const ENDLESS_SERVER: &str = r#"import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        body = b'{"object":"list","data":[{"id":"endless","object":"model"}]}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        event = json.dumps({"choices": [{"delta": {"content": "x" * 1000}}]})
+        chunk = ("data: " + event + "\n\n").encode()
+        try:
+            while True:
+                self.wfile.write(chunk)
+        except Exception:
+            pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+
+fn in_flight(d: &TestDaemon) -> u64 {
+    status_of(d, "endless").expect("the model is listed")["requests_in_flight"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn a_client_that_stops_reading_is_cut_off_and_leaves_the_in_flight_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("models");
+    put_in_store(
+        &store,
+        "tester/endless",
+        "F32",
+        "endless.gguf",
+        b"GGUF not read",
+    );
+    let cfg = format!(
+        "[models]\nstore = {store:?}\n[inference]\ncommands.gguf = [\"python3\", \"-c\", {ENDLESS_SERVER:?}, \"{{port}}\"]\nresponse_write_timeout_s = 2\n",
+        store = store.display().to_string(),
+    );
+    let d = TestDaemon::start_in(dir, &cfg);
+    d.ok("c", "load_model", json!({"model": "tester/endless"}));
+    wait_state(&d, "endless", "ready", Duration::from_secs(60));
+
+    let body = json!({"model": "endless", "stream": true, "messages": [{"role": "user", "content": "go"}]})
+        .to_string();
+    let mut client = UnixStream::connect(endpoint(&d)).unwrap();
+    write!(
+        client,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    // The stream is in flight, and this client reads none of it ...
+    wait_for(
+        "the stream to be in flight",
+        Duration::from_secs(30),
+        || (in_flight(&d) == 1).then_some(()),
+    );
+    // ... so the endpoint cuts it off, and the request leaves the count.
+    wait_for(
+        "the stalled request to leave the in-flight count",
+        Duration::from_secs(60),
+        || (in_flight(&d) == 0).then_some(()),
+    );
+    drop(client);
+}
