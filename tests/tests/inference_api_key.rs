@@ -162,17 +162,31 @@ fn clients_on_the_port_cannot_take_the_sockets_connections() {
     );
 
     // Two connections on the port hold both of its slots (heads begun, never finished) ...
-    let held: Vec<TcpStream> = (0..2)
-        .map(|_| {
-            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-            s.write_all(b"GET /health HTTP/1.1\r\n").unwrap();
-            s
-        })
-        .collect();
-    toolvisor_tests::wait_for("the port to be full", Duration::from_secs(10), || {
+    // (The 401's connection may not have given its slot back yet: a held one refused for
+    // that is replaced.)
+    let hold = || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"GET /health HTTP/1.1\r\n").unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        s
+    };
+    let mut held: Vec<TcpStream> = Vec::new();
+    toolvisor_tests::wait_for("the port to be full", Duration::from_secs(30), || {
+        held.retain_mut(|s| {
+            let mut buf = [0; 512];
+            // Nothing to read yet: still held. A refusal, or a close: gone.
+            s.read(&mut buf).is_err_and(|e| {
+                matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )
+            })
+        });
+        while held.len() < 2 {
+            held.push(hold());
+        }
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        // A refusal may close before it reads the request (then a reset ends the read).
         let _ = write!(
             s,
             "GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer {KEY}\r\n\r\n"

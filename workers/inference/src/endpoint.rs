@@ -19,7 +19,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value as Json, json};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::InferenceError;
@@ -618,10 +618,13 @@ impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteStall<S> {
 }
 
 /// The answer to a connection past `max_connections`: a 503 written within a second, then
-/// the connection closed (never a connection that waits unserved).
+/// the connection closed (never a connection that waits unserved). Closed lingering: what the
+/// client sent is read and dropped until it closes too (within the same second), because a
+/// TCP socket closed with its peer's request unread is reset, and a reset can discard the
+/// refusal before the client has read it.
 fn refuse<S>(mut stream: S, max: usize)
 where
-    S: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     tracing::warn!(
         max,
@@ -640,7 +643,10 @@ where
     tokio::spawn(async move {
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
             stream.write_all(reply.as_bytes()).await?;
-            stream.shutdown().await
+            stream.shutdown().await?;
+            let mut sink = [0u8; 4096];
+            while stream.read(&mut sink).await? > 0 {}
+            Ok::<(), std::io::Error>(())
         })
         .await;
     });
