@@ -122,10 +122,7 @@ impl UsageBody {
         };
         let usage = self.scanner.take().and_then(Scanner::finish);
         done.book.record(&done.model, usage);
-        let book = done.book.clone();
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn_blocking(move || book.save());
-        }
+        done.book.save_soon();
     }
 }
 

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -223,6 +224,10 @@ pub struct UsageBook {
     book: Mutex<Book>,
     /// Held while writing, so an older state never overwrites a newer one.
     write: Mutex<()>,
+    /// A record since the last save began.
+    dirty: AtomicBool,
+    /// A saver is on the blocking pool ([`UsageBook::save_soon`]).
+    saving: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -267,6 +272,8 @@ impl UsageBook {
             path: path.to_path_buf(),
             book: Mutex::new(book),
             write: Mutex::new(()),
+            dirty: AtomicBool::new(false),
+            saving: AtomicBool::new(false),
         }
     }
 
@@ -287,6 +294,34 @@ impl UsageBook {
             }
             None => c.requests_without_usage += 1,
         }
+    }
+
+    /// Persist the book from the blocking pool, coalesced: at most one saver is queued or
+    /// running at a time, however many requests end at once, and it saves again while records
+    /// arrive during its write, so the last record always reaches the file.
+    pub fn save_soon(self: &Arc<Self>) {
+        self.dirty.store(true, Ordering::SeqCst);
+        if self.saving.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.saving.store(false, Ordering::SeqCst);
+            self.save();
+            return;
+        };
+        let book = self.clone();
+        rt.spawn_blocking(move || {
+            loop {
+                book.dirty.store(false, Ordering::SeqCst);
+                book.save();
+                book.saving.store(false, Ordering::SeqCst);
+                // A record during the write set `dirty`: save once more, unless its recorder
+                // already started a saver of its own.
+                if !book.dirty.load(Ordering::SeqCst) || book.saving.swap(true, Ordering::SeqCst) {
+                    break;
+                }
+            }
+        });
     }
 
     /// Write the book (blocking I/O: call from the blocking pool).
@@ -361,6 +396,39 @@ impl UsageBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn saves_are_coalesced_and_the_last_record_reaches_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("usage.json");
+        let book = Arc::new(UsageBook::open(&path));
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let book = book.clone();
+                tokio::spawn(async move {
+                    for _ in 0..250 {
+                        book.record("m", None);
+                        book.save_soon();
+                        // At most the one saver: never a queue of them.
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while book.saving.load(Ordering::SeqCst) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the saver never ended"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let reread = UsageBook::open(&path);
+        assert_eq!(reread.stats(Some("m"), None)["totals"]["requests"], 2000);
+    }
 
     #[test]
     fn dates_are_utc_calendar_days() {
