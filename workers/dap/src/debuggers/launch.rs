@@ -348,12 +348,6 @@ impl Debuggers {
         match started {
             Ok(CallResult::Success(Ok(()))) => {}
             Ok(CallResult::Success(Err(message))) => {
-                // ractor wraps a failed start as "Actor panicked during startup '...'".
-                let message = message
-                    .strip_prefix("Actor panicked during startup '")
-                    .and_then(|m| m.strip_suffix('\''))
-                    .unwrap_or(&message)
-                    .to_string();
                 let hint = match &session.target {
                     Target::Attach { port } => format!(
                         "start the program as `python -m debugpy --listen 127.0.0.1:{port} --wait-for-client prog.py` first (the server takes one client)"
