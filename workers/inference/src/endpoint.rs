@@ -389,16 +389,14 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
         }
     };
     let alias = match model_of(&bytes) {
-        Ok(v) => match v {
-            Some(m) => m,
-            None => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request",
-                    "the request has no \"model\": name a loaded model's alias (GET /v1/models lists them)".into(),
-                );
-            }
-        },
+        Ok(Some(m)) => m,
+        Ok(None) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "the request has no \"model\": name a loaded model's alias (GET /v1/models lists them)".into(),
+            );
+        }
         Err(e) => {
             return error(
                 StatusCode::BAD_REQUEST,

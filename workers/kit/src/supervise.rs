@@ -151,10 +151,13 @@ impl SupervisorState {
 /// returned an error as "Actor panicked during startup '<error>'" (nothing panicked), which
 /// becomes the error itself.
 fn startup_message(message: String) -> String {
-    message
+    match message
         .strip_prefix("Actor panicked during startup '")
         .and_then(|m| m.strip_suffix('\''))
-        .map_or(message.clone(), str::to_owned)
+    {
+        Some(error) => error.to_owned(),
+        None => message,
+    }
 }
 
 impl KindSupervisor {
@@ -575,6 +578,45 @@ mod tests {
         }
     }
 
+    /// A kind supervisor of the test's own.
+    async fn test_supervisor(notifier: &TreeNotifier) -> ActorRef<SupervisorMsg> {
+        let status = NodeStatus::new("supervisor", "test", String::new(), notifier.clone());
+        let (sup, _) = Actor::spawn(
+            None,
+            KindSupervisor,
+            SupervisorArgs {
+                kind: "test".into(),
+                notifier: notifier.clone(),
+                keep_ended: Duration::from_secs(60),
+                status,
+            },
+        )
+        .await
+        .unwrap();
+        sup
+    }
+
+    /// Start a temporary (never restarted) child `id` made by `factory`: the start's answer.
+    async fn start_temporary(
+        sup: &ActorRef<SupervisorMsg>,
+        id: &str,
+        factory: Factory,
+        status: Arc<NodeStatus>,
+    ) -> ractor::rpc::CallResult<Result<(), String>> {
+        let spec = ChildSpec {
+            id: id.into(),
+            factory,
+            policy: RestartPolicy::default().with_restart(Restart::Temporary),
+            status,
+        };
+        sup.call(
+            |reply| SupervisorMsg::Start { spec, reply },
+            Some(Duration::from_secs(10)),
+        )
+        .await
+        .unwrap()
+    }
+
     /// An actor whose start fails.
     struct Refuses;
 
@@ -593,19 +635,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_start_is_reported_as_its_own_error() {
         let notifier = TreeNotifier::default();
-        let status = NodeStatus::new("supervisor", "test", String::new(), notifier.clone());
-        let (sup, _) = Actor::spawn(
-            None,
-            KindSupervisor,
-            SupervisorArgs {
-                kind: "test".into(),
-                notifier: notifier.clone(),
-                keep_ended: Duration::from_secs(60),
-                status,
-            },
-        )
-        .await
-        .unwrap();
+        let sup = test_supervisor(&notifier).await;
         let factory: Factory = Arc::new(|ctx: StartCtx| {
             Box::pin(async move {
                 let (actor, _) = Actor::spawn_linked(None, Refuses, (), ctx.supervisor)
@@ -614,19 +644,8 @@ mod tests {
                 Ok(actor.get_cell())
             })
         });
-        let spec = ChildSpec {
-            id: "r1".into(),
-            factory,
-            policy: RestartPolicy::default().with_restart(Restart::Temporary),
-            status: NodeStatus::new("refuses", "r1", String::new(), notifier),
-        };
-        let started = sup
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(Duration::from_secs(10)),
-            )
-            .await
-            .unwrap();
+        let status = NodeStatus::new("refuses", "r1", String::new(), notifier);
+        let started = start_temporary(&sup, "r1", factory, status).await;
         match started {
             ractor::rpc::CallResult::Success(Err(message)) => {
                 assert_eq!(message, "the port is taken by another process");
@@ -640,19 +659,7 @@ mod tests {
     #[tokio::test]
     async fn a_child_that_ends_before_its_start_is_registered_is_seen_ending() {
         let notifier = TreeNotifier::default();
-        let status = NodeStatus::new("supervisor", "test", String::new(), notifier.clone());
-        let (sup, _) = Actor::spawn(
-            None,
-            KindSupervisor,
-            SupervisorArgs {
-                kind: "test".into(),
-                notifier: notifier.clone(),
-                keep_ended: Duration::from_secs(60),
-                status,
-            },
-        )
-        .await
-        .unwrap();
+        let sup = test_supervisor(&notifier).await;
         let factory: Factory = Arc::new(|ctx: StartCtx| {
             Box::pin(async move {
                 let (actor, _) = Actor::spawn_linked(None, Brief, (), ctx.supervisor)
@@ -667,19 +674,7 @@ mod tests {
             })
         });
         let child_status = NodeStatus::new("brief", "b1", String::new(), notifier);
-        let spec = ChildSpec {
-            id: "b1".into(),
-            factory,
-            policy: RestartPolicy::default().with_restart(Restart::Temporary),
-            status: child_status.clone(),
-        };
-        let started = sup
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(Duration::from_secs(10)),
-            )
-            .await
-            .unwrap();
+        let started = start_temporary(&sup, "b1", factory, child_status.clone()).await;
         assert!(
             matches!(started, ractor::rpc::CallResult::Success(Ok(()))),
             "{started:?}"
