@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod downloadview;
 pub mod lanes;
 pub mod listener;
+pub mod logjson;
 pub mod metrics;
 pub mod operator;
 pub mod outbox;

@@ -719,7 +719,10 @@ fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str
         // logged (a chaos run on a full disk lost its kernels and vibe kind supervisors so).
         .log_internal_errors(false);
     if log_format == "json" {
-        builder.json().init();
+        builder
+            .json()
+            .fmt_fields(toolvisor::logjson::SpanFields)
+            .init();
     } else {
         builder.init();
     }

@@ -61,6 +61,19 @@ fn json_log_lines_carry_the_call_and_join_with_the_audit_log() {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect();
     assert!(lines.len() > 3, "{text}");
+    // One key once per object: ractor's actor span has a `name` field beside the span's own
+    // name, and `jq` keeps only the last of two (issue 34).
+    for l in text.lines() {
+        if let Err(e) = serde_json::from_str::<NoDuplicateKeys>(l) {
+            panic!("{e}: {l}");
+        }
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["span"]["actor"] == "root" && l["span"]["name"] == "Actor"),
+        "no line names its actor under span.actor:\n{text}"
+    );
     let ended = |tool: &str| {
         lines
             .iter()
@@ -88,5 +101,62 @@ fn json_log_lines_carry_the_call_and_join_with_the_audit_log() {
         .unwrap_or_else(|| panic!("no audit record of the denied call:\n{audit}"));
     for key in ["call", "session", "conversation"] {
         assert_eq!(record[key], bash["span"][key], "{key}: {record} vs {bash}");
+    }
+}
+
+/// Any JSON value, refused when an object repeats a key.
+struct NoDuplicateKeys;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = NoDuplicateKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    if !seen.insert(k.clone()) {
+                        return Err(serde::de::Error::custom(format!("duplicate key {k:?}")));
+                    }
+                    m.next_value::<NoDuplicateKeys>()?;
+                }
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Self::Value, A::Error> {
+                while s.next_element::<NoDuplicateKeys>()?.is_some() {}
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_string<E>(self, _: String) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+        }
+        d.deserialize_any(V)
     }
 }
