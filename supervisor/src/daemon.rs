@@ -935,6 +935,9 @@ impl Started {
         .await;
         root.stop(Some(crate::root::SHUTDOWN_REASON.into()));
         let _ = tokio::time::timeout(Duration::from_secs(5), self.root_handle).await;
+        if let Some(inference) = &self.daemon.services().inference {
+            inference.close_endpoint();
+        }
         // The actors are gone; the trees their guards tore down may still be dying (a shim
         // kills its program, reaps it, then exits). Exit only once they are reaped.
         let left = tokio::task::spawn_blocking(|| {

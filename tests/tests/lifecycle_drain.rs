@@ -171,6 +171,11 @@ fn sigterm_finishes_the_call_in_flight_refuses_new_ones_stops_resources_and_keep
 fn toolvisor_drain_stops_the_daemon_and_reports_it() {
     let mut d = TestDaemon::start("");
     d.ok("c", "ls", json!({"path": "."}));
+    let inference = std::path::PathBuf::from(format!("{}.inference", d.socket.display()));
+    assert!(
+        inference.exists(),
+        "the inference endpoint listens beside the socket"
+    );
     let out = Command::new(bin())
         .args(["drain", "--socket"])
         .arg(&d.socket)
@@ -189,5 +194,9 @@ fn toolvisor_drain_stops_the_daemon_and_reports_it() {
     assert!(
         !d.socket.exists(),
         "a drained daemon removes the socket it made"
+    );
+    assert!(
+        !inference.exists(),
+        "a drained daemon removes its inference endpoint's socket too (issue 34)"
     );
 }

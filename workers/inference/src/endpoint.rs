@@ -739,6 +739,26 @@ pub fn serve(
     })
 }
 
+impl Inference {
+    /// Remove the endpoint's Unix socket file (the daemon is stopping): a drained daemon
+    /// leaves no `<socket>.inference` behind for a client to find refused.
+    pub fn close_endpoint(&self) {
+        use std::os::unix::fs::FileTypeExt;
+        let socket = self
+            .endpoint
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get("socket")
+            .and_then(Json::as_str)
+            .map(PathBuf::from);
+        if let Some(socket) = socket
+            && std::fs::symlink_metadata(&socket).is_ok_and(|m| m.file_type().is_socket())
+        {
+            let _ = std::fs::remove_file(&socket);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
