@@ -18,6 +18,7 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Value as Json, json};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
+use toolvisor_protocol::answer::{MAX_REFUSED_ANSWERS, check_answer};
 use toolvisor_protocol::wire::{
     ClientFrame, Event, Outcome, Question, QuestionAnswer, Surface, ToolInfo,
 };
@@ -240,7 +241,11 @@ async fn watch_tools(
 }
 
 /// `ask_user` questions routed to this run: asked through elicitation; a declined or
-/// cancelled elicitation skips the question.
+/// cancelled elicitation skips the question. An answer the question does not accept (a
+/// choice outside its options, typed into a client that does not enforce the form's enum)
+/// is sent on, so the daemon counts it, and the person is asked again saying what was
+/// wrong; the daemon ends the question after `MAX_REFUSED_ANSWERS` of them, and the asking
+/// call gets an error naming the last, instead of waiting for its timeout.
 async fn answer_questions(
     conn: Arc<DaemonConn>,
     peer: Peer<RoleServer>,
@@ -250,13 +255,23 @@ async fn answer_questions(
         let conn = conn.clone();
         let peer = peer.clone();
         tokio::spawn(async move {
-            let answer = ask(&peer, &q).await;
-            let _ = conn.send(&ClientFrame::QuestionAnswer(answer));
+            let mut refused: Option<String> = None;
+            for _ in 0..MAX_REFUSED_ANSWERS {
+                let answer = ask(&peer, &q, refused.as_deref()).await;
+                let verdict = check_answer(&q, answer.clone());
+                if conn.send(&ClientFrame::QuestionAnswer(answer)).is_err() {
+                    return;
+                }
+                match verdict {
+                    Ok(_) => return,
+                    Err(why) => refused = Some(why),
+                }
+            }
         });
     }
 }
 
-async fn ask(peer: &Peer<RoleServer>, q: &Question) -> QuestionAnswer {
+async fn ask(peer: &Peer<RoleServer>, q: &Question, refused: Option<&str>) -> QuestionAnswer {
     let skipped = QuestionAnswer {
         question_id: q.question_id,
         selected: Vec::new(),
@@ -294,10 +309,14 @@ async fn ask(peer: &Peer<RoleServer>, q: &Question) -> QuestionAnswer {
     if q.allow_free_text || labels.is_empty() {
         properties.insert("text".into(), json!({"type": "string", "title": "Answer"}));
     }
-    let message = match &q.context {
+    let mut message = match &q.context {
         Some(c) if !c.is_empty() => format!("{}\n\n{c}", q.question),
         _ => q.question.clone(),
     };
+    if let Some(why) = refused {
+        message =
+            format!("Your last answer could not be used: {why}. Please answer again.\n\n{message}");
+    }
     let Some(result) = elicit(
         peer,
         message,

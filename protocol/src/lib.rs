@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod answer;
 pub mod client;
 pub mod codec;
 pub mod error;

@@ -6,7 +6,10 @@
 //! most recently connected *operator* (client kind `operator`) that gave no run id, which
 //! answers every run. The asking call's run is the `run_id` of the asking client's `Hello`.
 //! Only the port a question was sent to may answer it; an invalid answer is refused back to
-//! that port with an `error` frame and the question stays pending. When a port disconnects,
+//! that port with an `error` frame and the question stays pending, up to
+//! [`MAX_REFUSED_ANSWERS`]: then the question ends and the asking call fails with
+//! `invalid_args` naming the last refusal (a client that cannot produce a valid answer must
+//! not leave the model waiting for the timeout). When a port disconnects,
 //! every question pending on it fails at once.
 
 use std::collections::{BTreeMap, HashMap};
@@ -14,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
+pub use toolvisor_protocol::answer::{MAX_REFUSED_ANSWERS, check_answer};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::wire::{ClientKind, DaemonFrame, Question, QuestionAnswer};
 
@@ -24,6 +28,9 @@ pub enum Resolution {
     Answered(QuestionAnswer),
     /// The port it was sent to disconnected.
     PortGone,
+    /// The port sent [`MAX_REFUSED_ANSWERS`] answers that break the question's rules; the
+    /// last one's refusal.
+    Refused(String),
 }
 
 struct Port {
@@ -37,6 +44,8 @@ struct Pending {
     port: u64,
     question: Question,
     tx: oneshot::Sender<Resolution>,
+    /// Answers refused so far.
+    refused: u32,
 }
 
 #[derive(Default)]
@@ -172,6 +181,7 @@ impl QuestionPorts {
                     port,
                     question: question.clone(),
                     tx,
+                    refused: 0,
                 },
             );
             (port, out)
@@ -215,16 +225,35 @@ impl QuestionPorts {
                 "answer only questions this connection received",
             ));
         }
-        let normalized = check_answer(&pending.question, answer).map_err(|why| {
-            ToolError::new(
-                ErrorKind::InvalidArgs,
-                format!(
-                    "answer to question {} refused: {why}",
-                    pending.question.question_id
-                ),
-                "send a corrected question_answer; the question is still pending",
-            )
-        })?;
+        let question_id = answer.question_id;
+        let normalized = match check_answer(&pending.question, answer) {
+            Ok(a) => a,
+            Err(why) => {
+                let pending = board.pending.get_mut(&question_id).expect("checked above");
+                pending.refused += 1;
+                if pending.refused < MAX_REFUSED_ANSWERS {
+                    return Err(ToolError::new(
+                        ErrorKind::InvalidArgs,
+                        format!("answer to question {question_id} refused: {why}"),
+                        format!(
+                            "send a corrected question_answer; the question is still pending ({} more refused answers end it)",
+                            MAX_REFUSED_ANSWERS - pending.refused
+                        ),
+                    ));
+                }
+                let pending = board.pending.remove(&question_id).expect("checked above");
+                drop(board);
+                tracing::info!(question = question_id, session, %why, "question ended: too many refused answers");
+                let _ = pending.tx.send(Resolution::Refused(why.clone()));
+                return Err(ToolError::new(
+                    ErrorKind::InvalidArgs,
+                    format!(
+                        "answer to question {question_id} refused: {why}; that was the {MAX_REFUSED_ANSWERS}th refused answer, so the question has ended and the asking call was told"
+                    ),
+                    "nothing more to send for this question",
+                ));
+            }
+        };
         let pending = board
             .pending
             .remove(&normalized.question_id)
@@ -260,65 +289,6 @@ pub fn no_human(run_id: &str) -> ToolError {
             }
         ),
     )
-}
-
-/// Check an answer against its question; return it normalised (selected labels in option
-/// order, blank text dropped) or say what is wrong.
-pub fn check_answer(q: &Question, mut a: QuestionAnswer) -> Result<QuestionAnswer, String> {
-    if a.text.as_deref().is_some_and(|t| t.trim().is_empty()) {
-        a.text = None;
-    }
-    if a.skipped {
-        if !a.selected.is_empty() || a.text.is_some() {
-            return Err("a skip carries no selection and no text".into());
-        }
-        return Ok(a);
-    }
-    for label in &a.selected {
-        if !q.options.iter().any(|o| &o.label == label) {
-            let labels: Vec<_> = q.options.iter().map(|o| format!("{:?}", o.label)).collect();
-            return Err(if labels.is_empty() {
-                format!("{label:?} is not an option: this question has no options")
-            } else {
-                format!(
-                    "{label:?} is not an option (options: {})",
-                    labels.join(", ")
-                )
-            });
-        }
-    }
-    let mut selected = Vec::new();
-    for o in &q.options {
-        let n = a.selected.iter().filter(|l| **l == o.label).count();
-        if n > 1 {
-            return Err(format!("{:?} is selected {n} times", o.label));
-        }
-        if n == 1 {
-            selected.push(o.label.clone());
-        }
-    }
-    if selected.len() > 1 && !q.multi_select {
-        return Err(format!(
-            "{} options selected, but this question takes one",
-            selected.len()
-        ));
-    }
-    if a.text.is_some() && !q.allow_free_text {
-        return Err(
-            "free text is not accepted for this question: choose among the options, or skip".into(),
-        );
-    }
-    if selected.is_empty() && a.text.is_none() {
-        return Err(if q.allow_free_text && q.options.is_empty() {
-            "the answer is empty: type an answer, or skip".into()
-        } else if q.allow_free_text {
-            "the answer is empty: choose an option, type an answer, or skip".into()
-        } else {
-            "the answer is empty: choose an option, or skip".into()
-        });
-    }
-    a.selected = selected;
-    Ok(a)
 }
 
 #[cfg(test)]

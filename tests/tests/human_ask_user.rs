@@ -139,6 +139,36 @@ fn an_operator_answers_and_invalid_answers_are_refused_back_to_it() {
 }
 
 #[test]
+fn the_third_refused_answer_ends_the_question_with_a_clear_error() {
+    let d = TestDaemon::start("");
+    let mut op = operator(&d, "test-run");
+    let call = ask(&d, db_question(false, None));
+    let q = next_question(&mut op);
+    for n in 1..=3 {
+        answer(&mut op, &q, &["oracle"], None, false);
+        let e = refusal(&mut op);
+        assert_eq!(e.kind, ErrorKind::InvalidArgs);
+        if n < 3 {
+            assert!(e.hint.contains("still pending"), "{}", e.hint);
+        } else {
+            assert!(e.message.contains("has ended"), "{}", e.message);
+        }
+    }
+    // The asking call gets its answer now, not at its timeout.
+    let reply = call.join().unwrap();
+    let e = err_of(&reply);
+    assert_eq!(e.kind, ErrorKind::InvalidArgs);
+    assert!(
+        e.message.contains("3 answers") && e.message.contains("\"oracle\" is not an option"),
+        "{}",
+        e.message
+    );
+    assert!(e.hint.contains("allow_free_text"), "{}", e.hint);
+    answer(&mut op, &q, &["sqlite"], None, false);
+    assert_eq!(refusal(&mut op).kind, ErrorKind::NotFound);
+}
+
+#[test]
 fn multi_select_returns_every_chosen_label_in_option_order() {
     let d = TestDaemon::start("");
     let mut op = operator(&d, "test-run");

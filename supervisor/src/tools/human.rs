@@ -16,7 +16,7 @@ use toolvisor_protocol::wire::Question;
 
 use super::{CallCtx, Services, parse, to_json};
 use crate::config::{Config, VibeConfig};
-use crate::questions::{QuestionPorts, Resolution, no_human};
+use crate::questions::{MAX_REFUSED_ANSWERS, QuestionPorts, Resolution, no_human};
 use crate::registry::Attachment;
 
 /// What a skipped or timed-out question tells the model to do.
@@ -163,6 +163,13 @@ pub async fn ask_user(
             skipped: false,
             guidance: None,
         }),
+        Ok(Ok(Resolution::Refused(why))) => Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!(
+                "the person's client sent {MAX_REFUSED_ANSWERS} answers to question {question_id} that this question does not accept (the last: {why})"
+            ),
+            "ask again with options that cover what the person wants to say, or with allow_free_text: true",
+        )),
         Ok(Ok(Resolution::PortGone)) | Ok(Err(_)) => {
             tracing::info!(
                 question = question_id,
