@@ -1,66 +1,177 @@
 //! The Streamable HTTP transport: rmcp's tower service (one `Bridge`, so one daemon
-//! connection, per MCP session) served by hyper on a private Unix socket or a loopback port.
+//! connection, per MCP session) served by hyper on a private Unix socket or a loopback port,
+//! behind the [`Gate`]: a loopback port needs the listener's bearer token on every request,
+//! a Unix socket serves our own uid only, a browser `Origin` is refused unless allowed, and
+//! sessions are capped per client and in all.
 
+use std::convert::Infallible;
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::gate::{Body, Gate, SessionCaps, TokenSource, resolve_token};
+use crate::peer::{Peer, tcp_peer, unix_peer};
 use crate::{Bridge, BridgeError, Listen, Options};
 
 /// The path MCP clients post to.
 pub const PATH: &str = "/mcp";
 
-/// Serve until `stop` is cancelled. `ready` gets the URL clients connect to (for a Unix
-/// socket, `http://localhost/mcp` and the socket path) once the socket listens.
+/// HTTP connections served at once; past it a new connection is closed at once (each holds a
+/// task and a socket, authenticated or not).
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// How long a connection may take to send a request's headers (a client that trickles them
+/// would otherwise hold its connection for ever).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How `toolvisor mcp --listen` serves.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    pub listen: Listen,
+    /// The bearer token; `None`: a generated one on a loopback port, none on a Unix socket.
+    pub token: Option<TokenSource>,
+    /// Browser origins allowed to call (`http://localhost:3000`); any other `Origin` is refused.
+    pub allowed_origins: Vec<String>,
+    pub caps: SessionCaps,
+}
+
+impl HttpOptions {
+    pub fn new(listen: Listen) -> HttpOptions {
+        HttpOptions {
+            listen,
+            token: None,
+            allowed_origins: Vec::new(),
+            caps: SessionCaps::default(),
+        }
+    }
+}
+
+/// What a started listener tells its starter.
+#[derive(Clone, Debug)]
+pub struct Ready {
+    /// The URL clients connect to (for a Unix socket, `http://localhost/mcp on PATH`).
+    pub url: String,
+    /// The file holding the bearer token, when there is one.
+    pub token_file: Option<PathBuf>,
+}
+
+/// Serve until `stop` is cancelled; `ready` is told once the socket listens.
 pub async fn serve_http(
     opts: Options,
-    listen: Listen,
+    http: HttpOptions,
     stop: CancellationToken,
-    ready: impl FnOnce(String),
+    ready: impl FnOnce(&Ready),
 ) -> Result<(), BridgeError> {
     let opts = Arc::new(opts);
     let factory_opts = opts.clone();
-    let config = StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(stop.child_token())
+        .with_allowed_origins(http.allowed_origins.clone());
+    if http.allowed_origins.is_empty() {
+        config = config.enforce_origin_validation();
+    }
+    let manager = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(Bridge::new(factory_opts.clone())),
-        Arc::new(LocalSessionManager::default()),
+        manager.clone(),
         config,
     );
-    match listen {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let refuse = |e: String| BridgeError::Io(std::io::Error::other(e));
+    match http.listen {
         Listen::Tcp(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
-            ready(format!("http://{}{PATH}", listener.local_addr()?));
+            let local = listener.local_addr()?;
+            let socket_dir = opts
+                .socket
+                .parent()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."));
+            let source = http.token.clone().unwrap_or(TokenSource::Generate);
+            let resolved = resolve_token(&source, &socket_dir, local.port()).map_err(refuse)?;
+            let token_at = match &resolved.file {
+                Some(f) => format!("in {}", f.display()),
+                None => "in TOOLVISOR_MCP_TOKEN where toolvisor mcp was started".to_string(),
+            };
+            let _remove = RemoveOnDrop(
+                resolved
+                    .remove_at_exit
+                    .then(|| resolved.file.clone())
+                    .flatten(),
+            );
+            let gate = Arc::new(Gate::new(
+                Some(resolved.token),
+                token_at,
+                http.caps,
+                manager,
+            ));
+            ready(&Ready {
+                url: format!("http://{local}{PATH}"),
+                token_file: resolved.file.clone(),
+            });
             loop {
-                let stream = tokio::select! {
+                let (stream, remote) = tokio::select! {
                     _ = stop.cancelled() => return Ok(()),
                     accepted = listener.accept() => match accepted {
-                        Ok((stream, _)) => stream,
+                        Ok(x) => x,
                         Err(e) => { tracing::warn!(error = %e, "accept failed"); continue; }
                     },
                 };
-                spawn_conn(stream, service.clone());
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    tracing::warn!(%remote, "refused a connection past {MAX_CONNECTIONS} open");
+                    continue;
+                };
+                // Small JSON-RPC answers must not wait for the client's delayed ACK (Nagle's
+                // algorithm: about 40 ms per call).
+                let _ = stream.set_nodelay(true);
+                // Who the client is is looked up only when it opens a session (it reads /proc).
+                let peer = ConnPeer::Tcp { local, remote };
+                spawn_conn(stream, peer, service.clone(), gate.clone(), slot);
             }
         }
         Listen::Unix(path) => {
             if let Ok(meta) = std::fs::symlink_metadata(&path) {
                 use std::os::unix::fs::FileTypeExt;
                 if !meta.file_type().is_socket() {
-                    return Err(BridgeError::Io(std::io::Error::other(format!(
+                    return Err(refuse(format!(
                         "{} exists and is not a socket; refusing to replace it",
                         path.display()
-                    ))));
+                    )));
                 }
                 std::fs::remove_file(&path)?;
             }
+            // A token on a Unix socket only when the operator asked for one.
+            let resolved = match &http.token {
+                Some(TokenSource::Generate) | None => None,
+                Some(source) => Some(resolve_token(source, &path, 0).map_err(refuse)?),
+            };
+            let token_file = resolved.as_ref().and_then(|r| r.file.clone());
+            let token_at = match &token_file {
+                Some(f) => format!("in {}", f.display()),
+                None => "in TOOLVISOR_MCP_TOKEN where toolvisor mcp was started".to_string(),
+            };
+            let gate = Arc::new(Gate::new(
+                resolved.map(|r| r.token),
+                token_at,
+                http.caps,
+                manager,
+            ));
             let listener = tokio::net::UnixListener::bind(&path)?;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-            ready(format!("http://localhost{PATH} on {}", path.display()));
+            ready(&Ready {
+                url: format!("http://localhost{PATH} on {}", path.display()),
+                token_file,
+            });
             let our_uid = nix::unistd::geteuid().as_raw();
             loop {
                 let stream = tokio::select! {
@@ -70,31 +181,124 @@ pub async fn serve_http(
                         Err(e) => { tracing::warn!(error = %e, "accept failed"); continue; }
                     },
                 };
-                match stream.peer_cred() {
-                    Ok(cred) if cred.uid() == our_uid || cred.uid() == 0 => {}
-                    Ok(cred) => {
-                        tracing::warn!(uid = cred.uid(), "refused a peer of another uid");
+                let peer = unix_peer(&stream);
+                match peer.uid() {
+                    Some(uid) if uid == our_uid || uid == 0 => {}
+                    Some(uid) => {
+                        tracing::warn!(uid, "refused a peer of another uid");
                         continue;
                     }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot read the peer's credentials");
+                    None => {
+                        tracing::warn!("cannot read the peer's credentials; refused");
                         continue;
                     }
                 }
-                spawn_conn(stream, service.clone());
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    tracing::warn!("refused a connection past {MAX_CONNECTIONS} open");
+                    continue;
+                };
+                spawn_conn(
+                    stream,
+                    ConnPeer::Known(peer),
+                    service.clone(),
+                    gate.clone(),
+                    slot,
+                );
             }
+        }
+    }
+}
+
+/// The client of one connection: known at accept (a Unix socket's credentials) or found on
+/// first need (loopback TCP).
+#[derive(Clone, Copy)]
+enum ConnPeer {
+    Known(Peer),
+    Tcp {
+        local: std::net::SocketAddr,
+        remote: std::net::SocketAddr,
+    },
+}
+
+impl ConnPeer {
+    async fn resolve(self) -> Peer {
+        match self {
+            ConnPeer::Known(p) => p,
+            ConnPeer::Tcp { local, remote } => {
+                tokio::task::spawn_blocking(move || tcp_peer(local, remote))
+                    .await
+                    .unwrap_or(Peer::Unknown)
+            }
+        }
+    }
+}
+
+/// Removes a generated token file when the listener stops.
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
         }
     }
 }
 
 type Svc = StreamableHttpService<Bridge, LocalSessionManager>;
 
-fn spawn_conn<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(stream: S, service: Svc) {
+/// One request: the token, then (for a request that may open a session) the caps, then rmcp.
+async fn handle(
+    svc: &Svc,
+    gate: &Gate,
+    peer: &tokio::sync::OnceCell<Peer>,
+    conn: ConnPeer,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    if let Err(refused) = gate.authenticate(&req) {
+        tracing::info!("refused a request without the listener's token");
+        return *refused;
+    }
+    let opens = req.method() == Method::POST && !req.headers().contains_key("mcp-session-id");
+    if !opens {
+        return svc.handle(req).await;
+    }
+    let peer = *peer.get_or_init(|| conn.resolve()).await;
+    let ticket = match gate.admit(peer).await {
+        Ok(t) => t,
+        Err(refused) => return *refused,
+    };
+    let resp = svc.handle(req).await;
+    if let Some(id) = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+    {
+        ticket.opened(id);
+    }
+    resp
+}
+
+fn spawn_conn<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
+    conn: ConnPeer,
+    svc: Svc,
+    gate: Arc<Gate>,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) {
     tokio::spawn(async move {
+        let _slot = slot;
         let io = TokioIo::new(stream);
-        let svc = TowerToHyperService::new(service);
+        let peer = Arc::new(tokio::sync::OnceCell::new());
+        let service = hyper::service::service_fn(move |req| {
+            let svc = svc.clone();
+            let gate = gate.clone();
+            let peer = peer.clone();
+            async move { Ok::<_, Infallible>(handle(&svc, &gate, &peer, conn, req).await) }
+        });
         if let Err(e) = hyper::server::conn::http1::Builder::new()
-            .serve_connection(io, svc)
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(io, service)
             .await
         {
             tracing::debug!(error = %e, "an HTTP connection ended with an error");

@@ -15,7 +15,9 @@ use toolvisor_protocol::wire::Tier;
 pub mod bridge;
 pub mod content;
 pub mod daemon;
+pub mod gate;
 pub mod http;
+pub mod peer;
 
 pub use bridge::Bridge;
 /// Cancels `http::serve_http`.

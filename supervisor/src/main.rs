@@ -140,6 +140,30 @@ enum Command {
         /// port 0 picks one) or a Unix socket path. The URL is printed on stdout.
         #[arg(long)]
         listen: Option<toolvisor_mcp::Listen>,
+        /// With --listen: the file holding the bearer token every request must carry
+        /// (`Authorization: Bearer <token>`); made 0600 with a fresh token if it does not exist.
+        /// Default on a loopback port: a fresh token in `toolvisor-mcp-PORT.token` beside the
+        /// daemon's socket, removed at exit. A Unix socket needs none (it serves our uid only).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// With --listen: the bearer token itself (at least 32 characters; --token-file wins).
+        #[arg(
+            long = "token-from-env",
+            env = "TOOLVISOR_MCP_TOKEN",
+            hide_env_values = true,
+            hide = true
+        )]
+        token_env: Option<String>,
+        /// With --listen: a browser origin allowed to call (`http://localhost:6274`); repeat
+        /// for more. Any other `Origin` header is refused (DNS rebinding); harnesses send none.
+        #[arg(long = "allow-origin")]
+        allow_origin: Vec<String>,
+        /// With --listen: MCP sessions open at once, all clients together.
+        #[arg(long, default_value_t = 64)]
+        max_sessions: usize,
+        /// With --listen: MCP sessions open at once from one client process.
+        #[arg(long, default_value_t = 16)]
+        max_sessions_per_client: usize,
         /// Seconds between looks at the tool list while a session is open (tree changes
         /// trigger a look too); a change is sent as notifications/tools/list_changed.
         #[arg(long, default_value_t = 3.0)]
@@ -458,6 +482,11 @@ fn main() -> ExitCode {
             run,
             workdir,
             listen,
+            token_file,
+            token_env,
+            allow_origin,
+            max_sessions,
+            max_sessions_per_client,
             poll,
         } => mcp_main(
             toolvisor_mcp::Options {
@@ -471,7 +500,17 @@ fn main() -> ExitCode {
                     .unwrap_or_default(),
                 poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
             },
-            listen,
+            listen.map(|listen| toolvisor_mcp::http::HttpOptions {
+                listen,
+                token: token_file
+                    .map(toolvisor_mcp::gate::TokenSource::File)
+                    .or(token_env.map(toolvisor_mcp::gate::TokenSource::Value)),
+                allowed_origins: allow_origin,
+                caps: toolvisor_mcp::gate::SessionCaps {
+                    total: max_sessions.max(1),
+                    per_client: max_sessions_per_client.max(1),
+                },
+            }),
         ),
         Command::Drain { timeout, conn } => drain_main(&conn, Duration::from_secs(timeout)),
         Command::Operator { run, conn } => {
@@ -636,7 +675,10 @@ fn drain_main(conn: &Conn, timeout: Duration) -> ExitCode {
 }
 
 /// `toolvisor mcp`: stdout carries MCP (stdio) or the URL (HTTP); logs go to stderr.
-fn mcp_main(options: toolvisor_mcp::Options, listen: Option<toolvisor_mcp::Listen>) -> ExitCode {
+fn mcp_main(
+    options: toolvisor_mcp::Options,
+    listen: Option<toolvisor_mcp::http::HttpOptions>,
+) -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLVISOR_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
@@ -662,8 +704,12 @@ fn mcp_main(options: toolvisor_mcp::Options, listen: Option<toolvisor_mcp::Liste
             None => toolvisor_mcp::serve_stdio(options).await,
             Some(listen) => {
                 let stop = tokio_util_stop();
-                toolvisor_mcp::http::serve_http(options, listen, stop, |url| {
-                    println!("{url}");
+                toolvisor_mcp::http::serve_http(options, listen, stop, |ready| {
+                    // The URL first (what scripts read), then where the token is.
+                    println!("{}", ready.url);
+                    if let Some(file) = &ready.token_file {
+                        println!("token file: {}", file.display());
+                    }
                     let _ = std::io::Write::flush(&mut std::io::stdout());
                 })
                 .await

@@ -128,6 +128,28 @@ async def session(s: ClientSession, workdir: str):
     )
     facts["ask_user"] = json_of(r) if not r.isError else {"error": text_of(r)}
 
+    # An answer outside the options (a client that does not enforce the form's enum): the
+    # person is asked again saying why, and after the third the call ends with an error.
+    before = len(elicitations)
+    for _ in range(3):
+        answers.append(("accept", {"choice": "oracle"}))
+    r = await asyncio.wait_for(
+        s.call_tool(
+            "ask_user",
+            {
+                "question": "Which database, again?",
+                "options": [{"label": "sqlite"}, {"label": "postgres"}],
+            },
+        ),
+        60,
+    )
+    facts["ask_user_outside"] = {
+        "is_error": r.isError,
+        "text": text_of(r),
+        "asked": len(elicitations) - before,
+        "second_message": elicitations[before + 1]["message"] if len(elicitations) > before + 1 else "",
+    }
+
     # Cancellation: notifications/cancelled reaches the daemon's cancel, which kills the
     # command. The SDK (1.x) has no cancel call; we send the notification it defines.
     pidfile = os.path.join(workdir, "sleeper.pid")
@@ -194,7 +216,9 @@ async def main():
                 await session(s, workdir)
     else:
         url, workdir = sys.argv[2], sys.argv[3]
-        async with streamablehttp_client(url) as (rd, wr, _):
+        # The listener's bearer token (toolvisor mcp wrote it to a 0600 file).
+        headers = {"Authorization": "Bearer " + os.environ["TOOLVISOR_MCP_TOKEN"]}
+        async with streamablehttp_client(url, headers=headers) as (rd, wr, _):
             async with ClientSession(rd, wr, elicitation_callback=on_elicit) as s:
                 await session(s, workdir)
     print(json.dumps(facts))

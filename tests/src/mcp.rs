@@ -84,31 +84,78 @@ pub struct McpHttp {
     pub child: Child,
     /// What it printed: the URL (and for a Unix socket, the socket's path).
     pub url: String,
+    /// The file holding the bearer token (a loopback port always has one).
+    pub token_file: Option<PathBuf>,
+    /// The token itself, read from that file.
+    pub token: Option<String>,
 }
 
 impl McpHttp {
     pub fn start(socket: &Path, workdir: &Path, listen: &str) -> McpHttp {
+        Self::start_with(socket, workdir, listen, &[])
+    }
+
+    /// With more arguments for `toolvisor mcp`.
+    pub fn start_with(socket: &Path, workdir: &Path, listen: &str, more: &[&str]) -> McpHttp {
         let mut child = Command::new(bin())
             .args(["mcp", "--listen", listen, "--socket"])
             .arg(socket)
             .arg("--workdir")
             .arg(workdir)
+            .args(more)
+            .env_remove("TOOLVISOR_MCP_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn toolvisor mcp --listen");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
+        out.read_line(&mut line)
             .expect("read the URL toolvisor mcp prints");
         assert!(
             line.starts_with("http://"),
             "toolvisor mcp --listen printed {line:?}, not its URL"
         );
+        let url = line.trim().to_string();
+        let mut token_file = None;
+        if !url.contains(" on /") {
+            let mut second = String::new();
+            out.read_line(&mut second)
+                .expect("read the token file's line toolvisor mcp prints");
+            let path = second
+                .trim()
+                .strip_prefix("token file: ")
+                .unwrap_or_else(|| panic!("toolvisor mcp printed {second:?}, not its token file"));
+            token_file = Some(PathBuf::from(path));
+        }
+        let token = token_file.as_ref().map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_else(|e| panic!("read {}: {e}", f.display()))
+                .trim()
+                .to_string()
+        });
         McpHttp {
             child,
-            url: line.trim().to_string(),
+            url,
+            token_file,
+            token,
+        }
+    }
+
+    /// `host:port` of a loopback listener.
+    pub fn addr(&self) -> &str {
+        self.url
+            .strip_prefix("http://")
+            .and_then(|u| u.strip_suffix("/mcp"))
+            .expect("http://ADDR/mcp")
+    }
+
+    /// `Authorization: Bearer <token>\r\n`, or nothing without a token.
+    pub fn auth_header(&self) -> String {
+        match &self.token {
+            Some(t) => format!("Authorization: Bearer {t}\r\n"),
+            None => String::new(),
         }
     }
 }

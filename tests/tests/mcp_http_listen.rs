@@ -60,17 +60,14 @@ fn a_loopback_listener_refuses_a_foreign_host_header() {
     let d = TestDaemon::start("");
     let work = workdir(&d);
     let server = McpHttp::start(&d.socket, &work, "127.0.0.1:0");
-    let addr = server
-        .url
-        .strip_prefix("http://")
-        .and_then(|u| u.strip_suffix("/mcp"))
-        .expect("http://ADDR/mcp");
+    let addr = server.addr();
+    let auth = server.auth_header();
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
     let post = |host: &str| {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         write!(
             s,
-            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         )
         .unwrap();

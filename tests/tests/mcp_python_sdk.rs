@@ -128,6 +128,24 @@ fn check_session(facts: &Json) {
         "{facts}"
     );
     assert_eq!(facts["ask_user"]["skipped"], false, "{facts}");
+    // Outside the options three times: a clear error at once, not the 600 s timeout.
+    let outside = &facts["ask_user_outside"];
+    assert_eq!(outside["is_error"], true, "{facts}");
+    assert_eq!(outside["asked"], 3, "{facts}");
+    let text = outside["text"].as_str().unwrap();
+    assert!(
+        text.contains("invalid_args")
+            && text.contains("oracle")
+            && text.contains("is not an option"),
+        "{text}"
+    );
+    assert!(
+        outside["second_message"]
+            .as_str()
+            .unwrap()
+            .contains("could not be used: \"oracle\" is not an option"),
+        "{facts}"
+    );
 
     // Cancellation reaches the daemon and kills what the call started.
     assert_eq!(facts["cancel_killed"], true, "{facts}");
@@ -170,7 +188,8 @@ fn the_python_sdk_runs_a_whole_session_over_streamable_http() {
     cmd.arg(script("python_session.py"))
         .arg("http")
         .arg(&server.url)
-        .arg(&work);
+        .arg(&work)
+        .env("TOOLVISOR_MCP_TOKEN", server.token.as_deref().unwrap());
     let out = run_client(cmd, Duration::from_secs(180));
     let facts: Json = serde_json::from_str(out.trim()).expect("the script prints JSON facts");
     check_session(&facts);

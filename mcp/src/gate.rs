@@ -1,0 +1,408 @@
+//! Who may use the Streamable HTTP listener, checked before rmcp sees a request: a bearer
+//! token on every request to a loopback port (any local user can connect to one), and MCP
+//! sessions capped per client process and in all (each session holds a daemon connection,
+//! so a flood of them would leave the daemon answering `busy` to everyone else).
+
+use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::{Request, Response, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::json;
+
+use crate::peer::Peer;
+
+/// A response body, rmcp's type.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// The shortest token accepted from an operator (a generated one is 64 hex digits).
+pub const MIN_TOKEN_LEN: usize = 32;
+
+/// Where the listener's token comes from (a loopback port always has one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TokenSource {
+    /// A fresh random token, written 0600 beside the daemon's socket and removed at exit.
+    Generate,
+    /// This file's contents (made 0600 with a fresh token when it does not exist yet; kept).
+    File(PathBuf),
+    /// This value (from `TOOLVISOR_MCP_TOKEN`).
+    Value(String),
+}
+
+/// A bearer token, compared in constant time; never printed.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(***)")
+    }
+}
+
+impl Token {
+    /// 32 random bytes from the kernel, as 64 hex digits.
+    pub fn generate() -> std::io::Result<Token> {
+        let mut bytes = [0u8; 32];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+        Ok(Token(bytes.iter().map(|b| format!("{b:02x}")).collect()))
+    }
+
+    /// An operator's token: at least [`MIN_TOKEN_LEN`] visible ASCII characters.
+    pub fn new(value: &str, from: &str) -> Result<Token, String> {
+        let value = value.trim();
+        if value.len() < MIN_TOKEN_LEN || !value.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(format!(
+                "the MCP listener's token from {from} must be at least {MIN_TOKEN_LEN} visible ASCII characters (it has {}); generate one with `head -c 32 /dev/urandom | xxd -p -c 64`, or give no token and let toolvisor mcp make one",
+                value.chars().count()
+            ));
+        }
+        Ok(Token(value.to_string()))
+    }
+
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether an `Authorization` header value carries this token.
+    fn admits(&self, header: &str) -> bool {
+        let Some((scheme, given)) = header.trim().split_once(' ') else {
+            return false;
+        };
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return false;
+        }
+        let (a, b) = (given.trim().as_bytes(), self.0.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
+
+/// The token of a listener and where it is kept.
+pub struct Resolved {
+    pub token: Token,
+    /// The file holding it, when there is one.
+    pub file: Option<PathBuf>,
+    /// Remove `file` when the listener stops (we made it).
+    pub remove_at_exit: bool,
+}
+
+/// Resolve `source` for a loopback listener on `port`; `socket_dir` is the daemon socket's
+/// directory (private by the daemon's own rule), where a generated token goes.
+pub fn resolve_token(
+    source: &TokenSource,
+    socket_dir: &Path,
+    port: u16,
+) -> Result<Resolved, String> {
+    match source {
+        TokenSource::Value(v) => Ok(Resolved {
+            token: Token::new(v, "TOOLVISOR_MCP_TOKEN")?,
+            file: None,
+            remove_at_exit: false,
+        }),
+        TokenSource::File(path) if path.exists() => {
+            let meta = std::fs::metadata(path)
+                .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+            if meta.uid() != nix::unistd::geteuid().as_raw() {
+                return Err(format!(
+                    "the token file {} belongs to uid {}, not to us: use a file of your own",
+                    path.display(),
+                    meta.uid()
+                ));
+            }
+            if meta.mode() & 0o077 != 0 {
+                return Err(format!(
+                    "the token file {} is readable by others (mode {:04o}): `chmod 600 {}`",
+                    path.display(),
+                    meta.mode() & 0o7777,
+                    path.display()
+                ));
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+            Ok(Resolved {
+                token: Token::new(&text, &path.display().to_string())?,
+                file: Some(path.clone()),
+                remove_at_exit: false,
+            })
+        }
+        TokenSource::File(path) => {
+            let token = write_new(path)?;
+            Ok(Resolved {
+                token,
+                file: Some(path.clone()),
+                remove_at_exit: false,
+            })
+        }
+        TokenSource::Generate => {
+            toolvisor_kit::private::ensure_private_dir(socket_dir, "the MCP token's directory")
+                .map_err(|e| format!("{e}; or pass --token-file PATH"))?;
+            let path = socket_dir.join(format!("toolvisor-mcp-{port}.token"));
+            let token = write_new(&path)?;
+            Ok(Resolved {
+                token,
+                file: Some(path),
+                remove_at_exit: true,
+            })
+        }
+    }
+}
+
+fn write_new(path: &Path) -> Result<Token, String> {
+    let token = Token::generate().map_err(|e| format!("cannot make a token: {e}"))?;
+    toolvisor_kit::private::write_private_file(
+        path,
+        format!("{}\n", token.secret()).as_bytes(),
+        "the MCP token file",
+        toolvisor_kit::private::Durability::Unsynced,
+    )
+    .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))?;
+    // `write_private_file` makes 0600; say so explicitly in case it ever changes.
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    Ok(token)
+}
+
+/// The listener's caps on MCP sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionCaps {
+    /// Sessions open at once, all clients together.
+    pub total: usize,
+    /// Sessions open at once from one client process.
+    pub per_client: usize,
+}
+
+impl Default for SessionCaps {
+    fn default() -> Self {
+        SessionCaps {
+            total: 64,
+            per_client: 16,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Holdings {
+    /// Session ids this client opened (pruned against the live sessions before counting).
+    ids: Vec<String>,
+    /// Requests that may be opening a session now.
+    pending: usize,
+}
+
+/// What every request of a listener goes through.
+pub struct Gate {
+    token: Option<Token>,
+    /// Where the token is, for the 401's text.
+    token_at: String,
+    caps: SessionCaps,
+    manager: Arc<LocalSessionManager>,
+    book: Mutex<HashMap<Peer, Holdings>>,
+}
+
+/// A request that may open a session, counted until it has its answer.
+pub struct Ticket<'a> {
+    gate: &'a Gate,
+    peer: Peer,
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        let mut book = self.gate.book.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = book.get_mut(&self.peer) {
+            h.pending = h.pending.saturating_sub(1);
+        }
+    }
+}
+
+impl Ticket<'_> {
+    /// The request opened session `id`.
+    pub fn opened(&self, id: &str) {
+        let mut book = self.gate.book.lock().unwrap_or_else(|e| e.into_inner());
+        book.entry(self.peer).or_default().ids.push(id.to_string());
+    }
+}
+
+impl Gate {
+    pub fn new(
+        token: Option<Token>,
+        token_at: String,
+        caps: SessionCaps,
+        manager: Arc<LocalSessionManager>,
+    ) -> Gate {
+        Gate {
+            token,
+            token_at,
+            caps,
+            manager,
+            book: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `Err(401)` unless the request carries the token (when there is one).
+    pub fn authenticate<B>(&self, req: &Request<B>) -> Result<(), Box<Response<Body>>> {
+        let Some(token) = &self.token else {
+            return Ok(());
+        };
+        let ok = req
+            .headers()
+            .get_all(header::AUTHORIZATION)
+            .iter()
+            .any(|v| v.to_str().is_ok_and(|v| token.admits(v)));
+        if ok {
+            return Ok(());
+        }
+        let given = req.headers().contains_key(header::AUTHORIZATION);
+        Err(Box::new(refusal(
+            StatusCode::UNAUTHORIZED,
+            -32001,
+            &format!(
+                "toolvisor mcp: {} (this listener serves only clients holding its token)",
+                if given {
+                    "the Authorization header does not carry this listener's token"
+                } else {
+                    "no `Authorization: Bearer <token>` header"
+                }
+            ),
+            &format!(
+                "send `Authorization: Bearer <token>` on every request; the token is {} (readable by its owner only). Claude Code: `headers` in .mcp.json; Codex: `bearer_token_env_var` (docs/SECURITY.md)",
+                self.token_at
+            ),
+            &[(header::WWW_AUTHENTICATE, "Bearer realm=\"toolvisor mcp\"")],
+        )))
+    }
+
+    /// Room for one more session for `peer`, or the 503 that says whose cap is reached.
+    pub async fn admit(&self, peer: Peer) -> Result<Ticket<'_>, Box<Response<Body>>> {
+        let live: HashSet<String> = self
+            .manager
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|k| k.to_string())
+            .collect();
+        let mut book = self.book.lock().unwrap_or_else(|e| e.into_inner());
+        book.retain(|_, h| {
+            h.ids.retain(|id| live.contains(id));
+            !h.ids.is_empty() || h.pending > 0
+        });
+        let held = |h: &Holdings| h.ids.len() + h.pending;
+        let total: usize = book.values().map(held).sum();
+        let mine = book.get(&peer).map(held).unwrap_or(0);
+        let (message, hint) = if mine >= self.caps.per_client {
+            (
+                format!(
+                    "toolvisor mcp: {peer} already has {mine} MCP sessions open, the most one client may hold (--max-sessions-per-client {})",
+                    self.caps.per_client
+                ),
+                "close sessions you no longer use (HTTP DELETE with their Mcp-Session-Id; idle ones close after 5 minutes), or raise --max-sessions-per-client",
+            )
+        } else if total >= self.caps.total {
+            (
+                format!(
+                    "toolvisor mcp: {total} MCP sessions are open, the most this listener holds (--max-sessions {})",
+                    self.caps.total
+                ),
+                "retry later (idle sessions close after 5 minutes), or raise --max-sessions",
+            )
+        } else {
+            book.entry(peer).or_default().pending += 1;
+            return Ok(Ticket { gate: self, peer });
+        };
+        tracing::warn!(%peer, mine, total, "refused a new MCP session past the cap");
+        Err(Box::new(refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            &message,
+            hint,
+            &[(header::RETRY_AFTER, "10")],
+        )))
+    }
+}
+
+/// A JSON-RPC error answer with an HTTP status (no request id: the request was not read).
+fn refusal(
+    status: StatusCode,
+    code: i64,
+    message: &str,
+    hint: &str,
+    headers: &[(header::HeaderName, &str)],
+) -> Response<Body> {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message, "data": {"hint": hint}},
+    });
+    let mut resp = Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json");
+    for (name, value) in headers {
+        resp = resp.header(name, *value);
+    }
+    resp.body(Full::new(Bytes::from(body.to_string())).boxed())
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_is_checked_whole_and_by_scheme() {
+        let t = Token::new(&"a".repeat(40), "test").unwrap();
+        let a40 = "a".repeat(40);
+        assert!(t.admits(&format!("Bearer {a40}")));
+        assert!(t.admits(&format!("bearer  {a40} ")));
+        assert!(!t.admits(&format!("Basic {a40}")));
+        assert!(!t.admits(&format!("Bearer {}", "a".repeat(39))));
+        assert!(!t.admits(&format!("Bearer {a40}a")));
+        assert!(!t.admits("Bearer"));
+        assert!(!format!("{t:?}").contains("aaaa"));
+    }
+
+    #[test]
+    fn a_short_operator_token_is_refused_saying_how_to_make_one() {
+        let err = Token::new("hunter2", "TOOLVISOR_MCP_TOKEN").unwrap_err();
+        assert!(
+            err.contains("at least 32") && err.contains("/dev/urandom"),
+            "{err}"
+        );
+        assert_eq!(Token::generate().unwrap().secret().len(), 64);
+    }
+
+    #[test]
+    fn a_token_file_others_can_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        std::fs::write(&path, "b".repeat(40)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = resolve_token(&TokenSource::File(path.clone()), dir.path(), 1)
+            .err()
+            .unwrap();
+        assert!(err.contains("chmod 600"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let ok = resolve_token(&TokenSource::File(path), dir.path(), 1).unwrap();
+        assert_eq!(ok.token.secret(), "b".repeat(40));
+    }
+
+    #[test]
+    fn a_generated_token_file_is_private() {
+        let dir = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .unwrap();
+        let r = resolve_token(&TokenSource::Generate, dir.path(), 4242).unwrap();
+        let file = r.file.unwrap();
+        assert_eq!(file, dir.path().join("toolvisor-mcp-4242.token"));
+        let meta = std::fs::metadata(&file).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap().trim(),
+            r.token.secret()
+        );
+        assert!(r.remove_at_exit);
+    }
+}
