@@ -538,16 +538,78 @@ def _boot():
             import shlex
 
             args = self._expand(args)
-            argv = [sys.executable, "-m", "pip"] + shlex.split(args)
+            words = shlex.split(args)
+            changes = words and words[0] in ("install", "uninstall")
+            before = self._installed() if changes else {}
+            argv = [sys.executable, "-m", "pip"] + words
             _, code = self._run(argv, False)
             import importlib
 
             importlib.invalidate_caches()
-            words = shlex.split(args)
-            if words and words[0] in ("install", "uninstall"):
+            if changes:
                 self._forget(words[1:])
+                self._forget_changed(before)
             if code != 0:
                 print("pip exited with code %d" % code, file=sys.stderr)
+
+        @staticmethod
+        def _installed():
+            """Each installed distribution's (version, dist-info mtime), by its normalised
+            name: what pip changed is what differs afterwards, whatever the arguments named
+            (a path, a wheel file, -r requirements.txt, -e .)."""
+            out = {}
+            try:
+                from importlib import metadata
+
+                for d in metadata.distributions():
+                    name = (d.metadata.get("Name") or "").lower().replace("-", "_")
+                    try:
+                        stamp = os.stat(d._path).st_mtime_ns
+                    except Exception:
+                        stamp = None
+                    out[name] = (d.version, stamp, getattr(d, "_path", None))
+            except Exception:
+                pass
+            return out
+
+        @classmethod
+        def _forget_changed(cls, before):
+            """Drop from sys.modules the modules of every distribution pip installed, changed
+            or removed, and every installed module whose file is gone from disk."""
+            after = cls._installed()
+            changed = {n for n in set(before) | set(after) if before.get(n) != after.get(n)}
+            tops = set()
+            try:
+                from importlib import metadata
+
+                for name in changed:
+                    if name not in after:
+                        continue
+                    try:
+                        d = metadata.distribution(name)
+                    except Exception:
+                        continue
+                    text = d.read_text("top_level.txt")
+                    if text:
+                        tops.update(t.strip() for t in text.split() if t.strip())
+                    for f in d.files or []:
+                        head = f.parts[0] if f.parts else ""
+                        if not head or head == ".." or head.endswith((".dist-info", ".egg-info", ".data")):
+                            continue
+                        tops.add(head[:-3] if head.endswith(".py") else head)
+                    tops.add(name)
+            except Exception:
+                pass
+            for mod in list(sys.modules):
+                m = sys.modules.get(mod)
+                path = getattr(m, "__file__", None)
+                gone = (
+                    isinstance(path, str)
+                    and ("site-packages" in path or "dist-packages" in path)
+                    and not os.path.exists(path)
+                )
+                if mod != "__main__" and (mod.split(".")[0] in tops or gone):
+                    del sys.modules[mod]
 
         @staticmethod
         def _forget(words):
