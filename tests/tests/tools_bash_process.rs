@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value as Json, json};
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::error::ErrorKind;
 use toolvisor_protocol::wire::{Event, Outcome, Stream, Tier};
@@ -47,6 +47,9 @@ fn bash_timeout_kills_the_whole_tree_and_marks_truncation() {
     let v = d.ok("c", "bash", json!({"command": format!("sleep 300 & echo $! > {}; wait", marker.display()), "timeout_s": 1}));
     assert_eq!(v["timed_out"], true);
     assert!(v["note"].as_str().unwrap().contains("timeout"));
+    // Killed, not exited: no exit code 143 that reads as the command's own (issue 35).
+    assert_eq!(v["exit_code"], Json::Null, "{v}");
+    assert_eq!(v["signal"], 9, "{v}");
     let bg: u32 = std::fs::read_to_string(&marker)
         .unwrap()
         .trim()

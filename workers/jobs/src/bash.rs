@@ -78,7 +78,15 @@ pub async fn run(
         })
         .await;
     }
-    let status = *exit.borrow();
+    let mut status = *exit.borrow();
+    // The shim answers our SIGTERM by SIGKILLing the command's whole tree and exiting 143;
+    // a timed-out command did not exit 143 by itself: it was killed (signal 9), say so.
+    if timed_out && status.is_some_and(|s| s.code == Some(process::SHIM_TERMINATED)) {
+        status = Some(process::ExitStatus {
+            code: None,
+            signal: Some(9), // SIGKILL
+        });
+    }
     // The pipes close once the whole tree is gone; bound the wait in case something that
     // escaped still holds them.
     let collect = |task: tokio::task::JoinHandle<HeadTail>| async move {

@@ -40,7 +40,9 @@ pub use guard::ProcessGuard;
 pub use ledger::{LEDGER_MARK_ENV, LEDGER_TOKEN_ENV, Ledger};
 pub use orphans::{adopt_orphans, reap_orphans, wait_owned_reaped};
 pub use procfs::{alive, descendants, rss_bytes, tree_listens_on};
-pub use shim::{SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, shim_main};
+pub use shim::{
+    EXIT_TERMINATED as SHIM_TERMINATED, SHIM_ARG, SHIM_PARENT_ENV, SHIM_REPORT_ENV, shim_main,
+};
 
 /// How long [`spawn`] waits for the shim to report the program's pid.
 const REPORT_TIMEOUT: Duration = Duration::from_secs(10);

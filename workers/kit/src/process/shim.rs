@@ -41,7 +41,7 @@ pub const SHIM_REPORT_ENV: &str = "TOOLVISOR_SHIM_REPORT_FD";
 const TEARDOWN_LIMIT: Duration = Duration::from_secs(2);
 
 /// Exit code after SIGTERM/SIGHUP (128 + SIGTERM), as a shell would report it.
-const EXIT_TERMINATED: i32 = 143;
+pub const EXIT_TERMINATED: i32 = 143;
 
 /// Signals the shim handles through its signalfd (blocked for normal delivery).
 const HANDLED: [Signal; 5] = [
