@@ -140,7 +140,7 @@ fn instructions(q: &Question) -> String {
     ways.join(" · ")
 }
 
-/// The card of question number `number` (as numbered on this screen).
+/// The card of question number `number` (the daemon's question id).
 pub fn render_card(q: &Question, number: u64) -> String {
     let mut s = String::new();
     let conv = if q.conversation.is_empty() {
@@ -263,7 +263,6 @@ pub fn run(
         codec::write_frame(&mut writer, options.codec, frame, max_frame)
             .map_err(|e| OperatorError::Lost(e.to_string()))
     };
-    let mut numbered = 0u64;
     let mut waiting: VecDeque<Card> = VecDeque::new();
     let mut current: Option<Card> = None;
     let mut stash: VecDeque<Input> = VecDeque::new();
@@ -287,9 +286,10 @@ pub fn run(
         };
         match next {
             Input::Frame(DaemonFrame::Question(q)) => {
-                numbered += 1;
+                // Numbered by the daemon's id, which its `withdrawn` errors, the logs and the
+                // asking call's result name too.
                 let card = Card {
-                    number: numbered,
+                    number: q.question_id,
                     question: q,
                 };
                 if current.is_some() {

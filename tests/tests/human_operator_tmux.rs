@@ -86,6 +86,21 @@ fn a_person_answers_by_number_by_text_and_skips_in_a_tmux_pane() {
     let tmux = Tmux {
         name: format!("tv-operator-{}", std::process::id()),
     };
+    // A question asked before any operator was there (`no_human`) takes id 1: cards are
+    // numbered by the daemon's question id (what `withdrawn` and the logs name), not by this
+    // screen's own count (issue 35).
+    let mut early = d.client(Codec::Bincode, Tier::Read, false);
+    let reply = early
+        .call(
+            "conv-early",
+            "ask_user",
+            json!({"question": "anyone there?"}),
+        )
+        .expect("ask_user call");
+    assert!(matches!(
+        reply.outcome,
+        toolvisor_protocol::wire::Outcome::Err(_)
+    ));
     let command = format!(
         "{} operator --run test-run --socket {}",
         bin().display(),
@@ -116,7 +131,7 @@ fn a_person_answers_by_number_by_text_and_skips_in_a_tmux_pane() {
     );
     let screen = tmux.wait_screen("2) sqlite");
     assert!(
-        screen.contains("Question #1 · run test-run · conversation conv-7"),
+        screen.contains("Question #2 · run test-run · conversation conv-7"),
         "{screen}"
     );
     assert!(
@@ -130,7 +145,7 @@ fn a_person_answers_by_number_by_text_and_skips_in_a_tmux_pane() {
     tmux.type_line("duckdb please");
     tmux.wait_screen("free text is not accepted for this question");
     tmux.type_line("2");
-    tmux.wait_screen("question #1 answered sqlite");
+    tmux.wait_screen("question #2 answered sqlite");
     let v = call.join().unwrap();
     assert_eq!(v["selected"], json!(["sqlite"]));
 
@@ -143,9 +158,9 @@ fn a_person_answers_by_number_by_text_and_skips_in_a_tmux_pane() {
             "multi_select": true,
         }),
     );
-    tmux.wait_screen("Question #2");
+    tmux.wait_screen("Question #3");
     tmux.type_line("3, 1");
-    tmux.wait_screen("question #2 answered fmt, tests");
+    tmux.wait_screen("question #3 answered fmt, tests");
     assert_eq!(call.join().unwrap()["selected"], json!(["fmt", "tests"]));
 
     // Free text where it is allowed.
@@ -153,9 +168,9 @@ fn a_person_answers_by_number_by_text_and_skips_in_a_tmux_pane() {
         &d,
         json!({"question": "What should the release be called?"}),
     );
-    tmux.wait_screen("Question #3");
+    tmux.wait_screen("Question #4");
     tmux.type_line("Aurora borealis");
-    tmux.wait_screen("question #3 answered \"Aurora borealis\"");
+    tmux.wait_screen("question #4 answered \"Aurora borealis\"");
     assert_eq!(call.join().unwrap()["text"], "Aurora borealis");
 
     // `s` skips.
@@ -163,9 +178,9 @@ fn a_person_answers_by_number_by_text_and_skips_in_a_tmux_pane() {
         &d,
         json!({"question": "Delete the old fixtures?", "options": [{"label": "yes"}, {"label": "no"}]}),
     );
-    tmux.wait_screen("Question #4");
+    tmux.wait_screen("Question #5");
     tmux.type_line("s");
-    tmux.wait_screen("question #4 skipped");
+    tmux.wait_screen("question #5 skipped");
     let v = call.join().unwrap();
     assert_eq!(v["skipped"], true);
     assert!(
