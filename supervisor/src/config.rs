@@ -428,6 +428,9 @@ pub struct SecretsConfig {
     pub patterns: Vec<String>,
     /// Values shorter than this are not masked (they would mask ordinary words).
     pub min_length: usize,
+    /// Mask tokens of the well-known formats (`ghp_…`, `AKIA…`, private key blocks, …)
+    /// wherever they appear, not only values of the daemon's environment.
+    pub formats: bool,
 }
 
 impl Default for SecretsConfig {
@@ -439,6 +442,7 @@ impl Default for SecretsConfig {
                 .map(|p| p.to_string())
                 .collect(),
             min_length: 8,
+            formats: true,
         }
     }
 }

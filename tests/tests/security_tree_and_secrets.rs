@@ -134,3 +134,43 @@ fn url_credentials_in_the_environment_are_masked_in_results() {
         "{text}"
     );
 }
+
+#[test]
+fn tokens_of_well_known_formats_are_masked_wherever_they_come_from() {
+    // Not in the daemon's environment: found by their form (issue 35). Built at run time so
+    // the source holds no token-shaped string.
+    let gh = format!("gh{}_{}", "p", "Zq8".repeat(12));
+    let aws_secret = format!("wJalrXUtnFEMI/K7MDENG/{}", "bPxRfiCY".repeat(3))[..40].to_string();
+    let aws_id = format!("AKIA{}", "IOSFODNN7EXAMPLE");
+    let d = daemon();
+    let work = d.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let file = work.join("deploy.env");
+    std::fs::write(
+        &file,
+        format!("GH={gh}\naws_access_key_id = {aws_id}\naws_secret_access_key = {aws_secret}\n"),
+    )
+    .unwrap();
+    let path = file.display().to_string();
+    let results = [
+        d.ok("c", "read", json!({"path": path})),
+        d.ok(
+            "c",
+            "grep",
+            json!({"pattern": "=", "path": work.display().to_string()}),
+        ),
+        d.ok("c", "bash", json!({"command": format!("cat {path}")})),
+    ];
+    for v in results {
+        let text = v.to_string();
+        for secret in [&gh, &aws_secret, &aws_id] {
+            assert!(!text.contains(secret.as_str()), "leaked {secret}: {text}");
+        }
+        assert!(text.contains("[masked:github token]"), "{text}");
+        assert!(
+            text.contains("aws_secret_access_key = [masked:aws secret access key]"),
+            "{text}"
+        );
+        assert!(text.contains("[masked:aws access key id]"), "{text}");
+    }
+}

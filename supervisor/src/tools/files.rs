@@ -83,7 +83,8 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
         &names,
         &config.secrets.patterns,
         config.secrets.min_length,
-    )?;
+    )?
+    .with_formats(config.secrets.formats);
     if !secrets.is_empty() {
         tracing::info!(names = ?secrets.names(), "secret values are masked in tool results");
     }

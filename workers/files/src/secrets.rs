@@ -1,6 +1,9 @@
 //! Secret masking: values of the daemon's environment variables whose names the operator
 //! lists (`[secrets] env`) or that match a name pattern (`*_TOKEN`, `*_KEY`, ...) are
-//! replaced by `[masked:NAME]` in everything a tool returns to the model.
+//! replaced by `[masked:NAME]` in everything a tool returns to the model, and tokens of the
+//! well-known formats ([`formats`]) by `[masked:<format>]` wherever they come from.
+
+pub mod formats;
 
 use std::collections::BTreeMap;
 
@@ -11,6 +14,8 @@ use serde_json::Value as Json;
 #[derive(Clone, Debug, Default)]
 pub struct Secrets {
     known: Vec<(String, String)>,
+    /// Mask tokens of the well-known formats too (`[secrets] formats`).
+    formats: bool,
 }
 
 /// Name patterns masked by default.
@@ -54,7 +59,16 @@ impl Secrets {
         known.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
         let mut seen = std::collections::HashSet::new();
         known.retain(|(_, value)| seen.insert(value.clone()));
-        Ok(Secrets { known })
+        Ok(Secrets {
+            known,
+            formats: true,
+        })
+    }
+
+    /// Whether tokens of the well-known formats are masked too (on unless turned off).
+    pub fn with_formats(mut self, on: bool) -> Secrets {
+        self.formats = on;
+        self
     }
 
     /// Secrets from the daemon's own environment.
@@ -66,8 +80,9 @@ impl Secrets {
         Self::from_vars(std::env::vars(), names, patterns, min_len)
     }
 
+    /// Nothing to mask: no known values and no formats.
     pub fn is_empty(&self) -> bool {
-        self.known.is_empty()
+        self.known.is_empty() && !self.formats
     }
 
     /// Names of the known secrets (never their values).
@@ -99,13 +114,18 @@ impl Secrets {
             *masked.entry(name.clone()).or_default() += count;
             out = Some(next);
         }
+        if self.formats
+            && let Some(masked_formats) = formats::mask(out.as_deref().unwrap_or(text), masked)
+        {
+            out = Some(masked_formats);
+        }
         out
     }
 
     /// Mask every string in `value` (keys too); returns counts per secret name.
     pub fn mask_json(&self, value: &mut Json) -> BTreeMap<String, u64> {
         let mut masked = BTreeMap::new();
-        if !self.known.is_empty() {
+        if !self.is_empty() {
             self.walk(value, &mut masked);
         }
         masked
