@@ -1,4 +1,5 @@
-//! The audit log: one JSON line per denied call (policy, surface, approval), appended and
+//! The audit log: one JSON line per denied call (policy, surface, approval) and per approved
+//! one (with who approved it: the answer's reason), appended and
 //! flushed before the caller hears the answer. Private: created 0600 (its directory 0700).
 
 use std::io::Write;

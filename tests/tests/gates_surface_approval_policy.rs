@@ -82,6 +82,21 @@ fn approval_is_denied_without_a_handler_and_asked_per_call_with_one() {
         2,
         "{audit}"
     );
+    // The granted call is on record too, with who granted it.
+    let approved: Vec<serde_json::Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["event"] == "approved")
+        .collect();
+    assert_eq!(approved.len(), 1, "{audit}");
+    assert_eq!(approved[0]["tool"], "bash");
+    assert!(
+        approved[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("approved by the client (session "),
+        "{audit}"
+    );
 }
 
 #[test]

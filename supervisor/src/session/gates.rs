@@ -66,7 +66,7 @@ pub(crate) async fn execute(
         return Err(err);
     }
     if spec.needs_approval(&args) {
-        approve(daemon, session, ctx, tier, tool, &args)
+        let by = approve(daemon, session, ctx, tier, tool, &args)
             .await
             .inspect_err(|err| {
                 tracing::info!(
@@ -78,6 +78,9 @@ pub(crate) async fn execute(
                 );
                 audit("approval_denied", &err.message);
             })?;
+        // Who approved is on record too: a person, or (toolvisor mcp --approvals harness) the
+        // MCP client the operator delegated approval to.
+        audit("approved", &by);
     }
     crate::tools::run(daemon.services(), ctx, spec, args).await
 }
@@ -89,7 +92,7 @@ async fn approve(
     tier: toolvisor_protocol::wire::Tier,
     tool: &str,
     args: &serde_json::Value,
-) -> Result<(), ToolError> {
+) -> Result<String, ToolError> {
     if !session.hello.surface.approvals {
         return Err(ToolError::new(
             ErrorKind::ApprovalDenied,
@@ -137,7 +140,10 @@ async fn approve(
     let answer = tokio::time::timeout(timeout, rx).await;
     lock(&session.approvals).remove(&request_id);
     match answer {
-        Ok(Ok(a)) if a.approved => Ok(()),
+        Ok(Ok(a)) if a.approved => Ok(a
+            .reason
+            .filter(|r| !r.trim().is_empty())
+            .unwrap_or_else(|| format!("approved by the client (session {})", session.id))),
         Ok(Ok(a)) => Err(ToolError::new(
             ErrorKind::ApprovalDenied,
             format!(
