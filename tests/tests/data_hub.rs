@@ -2,7 +2,7 @@
 //! and sections read, notes written, card changes and the trash, changes to originals followed,
 //! handles stable across restarts; and its scope: a sensitive collection unreachable however it
 //! is named, a pinned surface narrowed, FTS syntax and SQL in queries harmless; a corrupt
-//! database reported, and a SIGKILL mid-write losing nothing.
+//! database reported, a SIGKILL mid-write losing nothing, and the database's files 0600.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -487,4 +487,38 @@ fn a_sigkill_while_notes_are_written_loses_no_committed_note() {
     assert!(listed["total"].as_u64().unwrap() >= committed.len() as u64);
     let first = ok(&h.d, "search_data", json!({"query": "kiwi0"}));
     assert_eq!(handles(&first), [committed[0].clone()]);
+}
+
+/// Issue 34 §8: the database and its WAL files are 0600 (the daemon's umask would leave a
+/// file SQLite creates 0644), and a 0644 one an older version left is narrowed at start.
+#[test]
+fn the_database_files_are_0600_and_an_open_one_is_narrowed_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut h = hub("");
+    let db = h.d.state_dir().join("data/hub.sqlite3");
+    let side = |suffix: &str| PathBuf::from(format!("{}{suffix}", db.display()));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    ok(
+        &h.d,
+        "write_data",
+        json!({"note": {"title": "Mode", "text": "a committed note", "collection": "notes"}}),
+    );
+    let files = [db.clone(), side("-wal"), side("-shm")];
+    for p in &files {
+        assert_eq!(mode(p), 0o600, "{} as the daemon made it", p.display());
+    }
+    h.d.stop();
+    for p in files.iter().filter(|p| p.exists()) {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let cfg = std::fs::read_to_string(h.d.config_path()).unwrap();
+    h.d.spawn(cfg.split_once('\n').unwrap().1);
+    wait_ready(&h.d);
+    for p in &files {
+        assert_eq!(mode(p), 0o600, "{} after a restart", p.display());
+    }
+    assert_eq!(
+        handles(&ok(&h.d, "search_data", json!({"query": "committed"}))).len(),
+        1
+    );
 }

@@ -201,14 +201,15 @@ pub fn fts_query(text: &str) -> Option<String> {
 }
 
 impl Store {
-    /// Open (or create) the database at `path`: WAL, a busy timeout, the schema, and a quick
-    /// integrity check, so a corrupt file is an error naming it at start, not a wrong answer
-    /// later.
+    /// Open (or create) the database at `path`: its files 0600 (`dbfile`), WAL, a busy
+    /// timeout, the schema, and a quick integrity check, so a corrupt file is an error naming
+    /// it at start, not a wrong answer later.
     pub fn open(path: &Path) -> Result<Store> {
         let db = |source| DataError::Db {
             path: path.display().to_string(),
             source,
         };
+        crate::dbfile::make_private(path)?;
         let conn = Connection::open(path).map_err(db)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -951,108 +952,4 @@ impl Row {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn who() -> Who {
-        Who {
-            conversation: "c".into(),
-            tool: "test".into(),
-        }
-    }
-
-    fn store() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("hub.sqlite3")).unwrap();
-        (dir, s)
-    }
-
-    #[test]
-    fn queries_keep_words_and_phrases_and_drop_every_operator() {
-        assert_eq!(
-            fts_query("alpha beta").as_deref(),
-            Some("\"alpha\" \"beta\"")
-        );
-        assert_eq!(
-            fts_query("\"release notes\" q3").as_deref(),
-            Some("\"release notes\" \"q3\"")
-        );
-        assert_eq!(
-            fts_query("title:x OR (y NEAR z) \"unclosed").as_deref(),
-            Some("\"title\" \"x\" \"OR\" \"y\" \"NEAR\" \"z\" \"unclosed\"")
-        );
-        assert_eq!(fts_query("*** ()) '' \"\""), None);
-        assert_eq!(
-            fts_query("Robert'); DROP TABLE docs;--").as_deref(),
-            Some("\"Robert\" \"DROP\" \"TABLE\" \"docs\"")
-        );
-    }
-
-    #[test]
-    fn ids_stay_put_across_re_conversion_and_search_follows_the_original() {
-        let (dir, mut s) = store();
-        let f = dir.path().join("a.md");
-        std::fs::write(&f, "# Apples\nred fruit").unwrap();
-        let id = s.ingest("c1", &f, false, 1 << 20, &who()).unwrap().unwrap();
-        let reach = Reach::new(["c1".to_string()]);
-        assert_eq!(
-            s.search(&reach, "fruit", 10).unwrap()[0].handle,
-            format!("D{id}")
-        );
-        assert!(
-            s.ingest("c1", &f, false, 1 << 20, &who())
-                .unwrap()
-                .is_none(),
-            "unchanged"
-        );
-        std::fs::write(&f, "# Apples\ngreen vegetable, longer").unwrap();
-        assert_eq!(
-            s.ingest("c1", &f, false, 1 << 20, &who()).unwrap(),
-            Some(id)
-        );
-        assert!(s.search(&reach, "fruit", 10).unwrap().is_empty());
-        assert_eq!(s.search(&reach, "vegetable", 10).unwrap().len(), 1);
-        let hits = s.search(&reach, "green", 10).unwrap();
-        assert!(hits[0].snippet.contains("«green»"), "{:?}", hits[0]);
-        assert!(
-            s.search(&Reach::new(["other".to_string()]), "green", 10)
-                .unwrap()
-                .is_empty()
-        );
-    }
-
-    #[test]
-    fn the_trash_hides_a_document_until_it_is_restored_and_every_change_is_a_revision() {
-        let (dir, mut s) = store();
-        let f = dir.path().join("b.txt");
-        std::fs::write(&f, "Budget\nnumbers here").unwrap();
-        let id = s.ingest("c1", &f, false, 1 << 20, &who()).unwrap().unwrap();
-        let reach = Reach::new(["c1".to_string()]);
-        s.update_card(
-            &reach,
-            id,
-            &CardUpdate {
-                annotation: Some("checked by finance".into()),
-                ..Default::default()
-            },
-            &who(),
-        )
-        .unwrap();
-        assert_eq!(
-            s.search(&reach, "finance", 10).unwrap().len(),
-            1,
-            "annotations are searchable"
-        );
-        s.trash(&reach, id, &who()).unwrap();
-        assert!(matches!(s.card(&reach, id), Err(DataError::NotFound(_))));
-        assert!(s.search(&reach, "numbers", 10).unwrap().is_empty());
-        assert_eq!(s.trash_list().unwrap()[0].handle, format!("D{id}"));
-        s.restore(id, &Who::operator("restore")).unwrap();
-        assert_eq!(s.card(&reach, id).unwrap().annotation, "checked by finance");
-        assert_eq!(s.search(&reach, "numbers", 10).unwrap().len(), 1);
-        let revs = s.revisions(id).unwrap();
-        let changes: Vec<String> = revs.iter().map(|r| r.3.to_string()).collect();
-        assert_eq!(revs.len(), 4, "{changes:?}");
-        assert_eq!(revs[3].1, "operator");
-    }
-}
+mod tests;
