@@ -522,3 +522,69 @@ fn the_database_files_are_0600_and_an_open_one_is_narrowed_at_start() {
         1
     );
 }
+
+/// Issue 34 §8: an HTML page's code block keeps its indentation and a Markdown file's
+/// setext headings are sections, as converted when the files appear and again when one
+/// changes (the hub converts bodies from the originals; a body is never edited).
+#[test]
+fn html_code_keeps_its_indentation_and_setext_headings_are_sections_across_re_conversion() {
+    let h = hub("");
+    let d = &h.d;
+    let page = |step: &str| {
+        format!(
+            "<html><head><title>Release runbook</title></head><body>\n<h1>Release runbook</h1>\n<p>Tag, then   build.</p>\n<h2>Script</h2>\n<pre><code class=\"language-sh\">for host in $(cat hosts); do\n    ssh \"$host\" &lt;&lt;'EOF'\n        systemctl restart app\nEOF\ndone\n</code></pre>\n<p>{step}</p>\n</body></html>"
+        )
+    };
+    write(
+        &h.docs.join("runbook.html"),
+        &page("Watch the capybara dashboard."),
+    );
+    write(
+        &h.docs.join("handbook.md"),
+        "Team Handbook\n=============\n\nHow we work.\n\nOn call\n-------\n\nThe pager rotates weekly.\n\nEscalation\n----------\n\nCall the lead.\n",
+    );
+    let find = |word: &str| {
+        wait_for(
+            &format!("a document with {word:?} to be searchable"),
+            Duration::from_secs(10),
+            || handles(&ok(d, "search_data", json!({"query": word}))).pop(),
+        )
+    };
+    let runbook = find("capybara");
+    let script = || {
+        ok(
+            d,
+            "read_data",
+            json!({"handle": runbook, "view": "section", "section": "Script"}),
+        )["section"]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let code = "for host in $(cat hosts); do\n    ssh \"$host\" <<'EOF'\n        systemctl restart app\nEOF\ndone";
+    assert_eq!(script(), format!("{code}\nWatch the capybara dashboard."));
+    let handbook = find("pager");
+    let card = ok(d, "read_data", json!({"handle": handbook}));
+    assert_eq!(card["card"]["title"], "Team Handbook");
+    assert_eq!(
+        card["card"]["sections"],
+        json!(["Team Handbook", "On call", "Escalation"]),
+        "{card}"
+    );
+    assert_eq!(
+        ok(
+            d,
+            "read_data",
+            json!({"handle": handbook, "view": "section", "section": "on call"})
+        )["section"]["text"],
+        "The pager rotates weekly."
+    );
+
+    // The original changes: converted again, same handle, still indented.
+    write(
+        &h.docs.join("runbook.html"),
+        &page("Watch the okapi dashboard."),
+    );
+    assert_eq!(find("okapi"), runbook);
+    assert_eq!(script(), format!("{code}\nWatch the okapi dashboard."));
+}

@@ -260,6 +260,20 @@ impl Store {
              CREATE INDEX IF NOT EXISTS revisions_doc ON revisions(doc_id);",
         )
         .map_err(db)?;
+        // Which pipeline version made each body (`convert::VERSION`); a database from before
+        // the column has 0 everywhere, so every document is converted again at the next scan.
+        let versioned: bool = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('docs') WHERE name = 'converter'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(db)?;
+        if !versioned {
+            conn.execute_batch("ALTER TABLE docs ADD COLUMN converter INTEGER NOT NULL DEFAULT 0")
+                .map_err(db)?;
+        }
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -289,8 +303,8 @@ impl Store {
             .map_err(self.db())
     }
 
-    /// Convert `source` (an original of `collection`) if it is new or changed since its last
-    /// conversion; its id stays the same. Returns the document's id, or `None` when nothing
+    /// Convert `source` (an original of `collection`) if it is new, changed since its last
+    /// conversion, or was converted by another pipeline version; its id stays the same. Returns the document's id, or `None` when nothing
     /// changed or the file is not a format the pipeline converts.
     pub fn ingest(
         &mut self,
@@ -319,19 +333,20 @@ impl Store {
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as u64);
         let key = source.display().to_string();
-        let known: Option<(i64, i64, i64, String)> = self
+        let known: Option<(i64, i64, i64, String, i64)> = self
             .conn
             .query_row(
-                "SELECT id, size, mtime_ms, collection FROM docs WHERE source = ?1",
+                "SELECT id, size, mtime_ms, collection, converter FROM docs WHERE source = ?1",
                 [&key],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .optional()
             .map_err(self.db())?;
-        if let Some((_, s, m, c)) = &known
+        if let Some((_, s, m, c, v)) = &known
             && *s as u64 == size
             && *m as u64 == mtime_ms
             && c == collection
+            && *v == convert::VERSION
         {
             return Ok(None);
         }
@@ -356,7 +371,7 @@ impl Store {
             Some((id, ..)) => {
                 tx.execute(
                     "UPDATE docs SET collection=?2, size=?3, mtime_ms=?4, updated_ms=?5, title=?6,
-                     summary=?7, tags=?8, sections=?9, body=?10 WHERE id=?1",
+                     summary=?7, tags=?8, sections=?9, body=?10, converter=?11 WHERE id=?1",
                     params![
                         id,
                         collection,
@@ -367,7 +382,8 @@ impl Store {
                         c.summary,
                         tags,
                         sections,
-                        c.body
+                        c.body,
+                        convert::VERSION
                     ],
                 )
                 .map_err(&db)?;
@@ -376,8 +392,8 @@ impl Store {
             None => {
                 tx.execute(
                     "INSERT INTO docs (collection, source, note, size, mtime_ms, created_ms,
-                     updated_ms, title, summary, tags, sections, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     updated_ms, title, summary, tags, sections, body, converter)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                     params![
                         collection,
                         key,
@@ -389,7 +405,8 @@ impl Store {
                         c.summary,
                         tags,
                         sections,
-                        c.body
+                        c.body,
+                        convert::VERSION
                     ],
                 )
                 .map_err(&db)?;

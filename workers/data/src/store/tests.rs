@@ -144,3 +144,77 @@ fn the_database_and_its_wal_files_are_0600_made_so_and_narrowed_at_open() {
     let e = Store::open(&link).err().expect("a link is refused");
     assert!(e.to_string().contains("symbolic link"), "{e}");
 }
+
+/// Issue 34 §8: bodies an older pipeline made (code indentation collapsed, setext headings
+/// not seen) are converted again from their unchanged originals when the database is opened
+/// by this version, keeping the handle and the card's edits; then not again.
+#[test]
+fn documents_an_older_pipeline_converted_are_converted_again_keeping_id_and_card() {
+    let (dir, mut s) = store();
+    let db = dir.path().join("hub.sqlite3");
+    let html = dir.path().join("guide.html");
+    std::fs::write(
+        &html,
+        "<h1>Guide</h1><pre><code>fn main() {\n    run();\n}</code></pre>",
+    )
+    .unwrap();
+    let md = dir.path().join("readme.md");
+    std::fs::write(&md, "Readme\n======\n\nIntro.\n\nUsage\n-----\n\nRun it.\n").unwrap();
+    let reach = Reach::new(["c1".to_string()]);
+    let h = s
+        .ingest("c1", &html, false, 1 << 20, &who())
+        .unwrap()
+        .unwrap();
+    let m = s
+        .ingest("c1", &md, false, 1 << 20, &who())
+        .unwrap()
+        .unwrap();
+    let update = CardUpdate {
+        annotation: Some("reviewed".into()),
+        ..CardUpdate::default()
+    };
+    s.update_card(&reach, h, &update, &who()).unwrap();
+    // What the version before the `converter` column stored: no column, the old bodies.
+    let versioned: i64 = s
+        .conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('docs') WHERE name = 'converter'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    if versioned > 0 {
+        s.conn
+            .execute_batch("ALTER TABLE docs DROP COLUMN converter")
+            .unwrap();
+    }
+    s.conn
+        .execute_batch(
+            "UPDATE docs SET body = 'Guide\n\nfn main() {\nrun();\n}',
+                 sections = '[{\"title\":\"Guide\",\"level\":1,\"text\":\"fn main() {\\nrun();\\n}\"}]'
+                 WHERE source LIKE '%guide.html';
+             UPDATE docs SET sections = '[{\"title\":\"\",\"level\":0,\"text\":\"Readme\\n======\"}]'
+                 WHERE source LIKE '%readme.md';",
+        )
+        .unwrap();
+    drop(s);
+
+    let mut s = Store::open(&db).unwrap();
+    assert_eq!(
+        s.ingest("c1", &html, false, 1 << 20, &who()).unwrap(),
+        Some(h)
+    );
+    assert_eq!(
+        s.ingest("c1", &md, false, 1 << 20, &who()).unwrap(),
+        Some(m)
+    );
+    let (card, body) = s.body(&reach, h).unwrap();
+    assert_eq!(body, "Guide\n\nfn main() {\n    run();\n}");
+    assert_eq!(card.annotation, "reviewed", "the card's edits are kept");
+    assert_eq!(s.card(&reach, m).unwrap().sections, ["Readme", "Usage"]);
+    assert_eq!(
+        s.ingest("c1", &html, false, 1 << 20, &who()).unwrap(),
+        None,
+        "converted once, not at every scan"
+    );
+}
