@@ -2,7 +2,7 @@
 //! and sections read, notes written, card changes and the trash, changes to originals followed,
 //! handles stable across restarts; and its scope: a sensitive collection unreachable however it
 //! is named, a pinned surface narrowed, FTS syntax and SQL in queries harmless; a corrupt
-//! database reported, and a SIGKILL mid-write losing nothing.
+//! database reported, a SIGKILL mid-write losing nothing, and the database's files 0600.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -487,4 +487,104 @@ fn a_sigkill_while_notes_are_written_loses_no_committed_note() {
     assert!(listed["total"].as_u64().unwrap() >= committed.len() as u64);
     let first = ok(&h.d, "search_data", json!({"query": "kiwi0"}));
     assert_eq!(handles(&first), [committed[0].clone()]);
+}
+
+/// Issue 34 §8: the database and its WAL files are 0600 (the daemon's umask would leave a
+/// file SQLite creates 0644), and a 0644 one an older version left is narrowed at start.
+#[test]
+fn the_database_files_are_0600_and_an_open_one_is_narrowed_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut h = hub("");
+    let db = h.d.state_dir().join("data/hub.sqlite3");
+    let side = |suffix: &str| PathBuf::from(format!("{}{suffix}", db.display()));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    ok(
+        &h.d,
+        "write_data",
+        json!({"note": {"title": "Mode", "text": "a committed note", "collection": "notes"}}),
+    );
+    let files = [db.clone(), side("-wal"), side("-shm")];
+    for p in &files {
+        assert_eq!(mode(p), 0o600, "{} as the daemon made it", p.display());
+    }
+    h.d.stop();
+    for p in files.iter().filter(|p| p.exists()) {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let cfg = std::fs::read_to_string(h.d.config_path()).unwrap();
+    h.d.spawn(cfg.split_once('\n').unwrap().1);
+    wait_ready(&h.d);
+    for p in &files {
+        assert_eq!(mode(p), 0o600, "{} after a restart", p.display());
+    }
+    assert_eq!(
+        handles(&ok(&h.d, "search_data", json!({"query": "committed"}))).len(),
+        1
+    );
+}
+
+/// Issue 34 §8: an HTML page's code block keeps its indentation and a Markdown file's
+/// setext headings are sections, as converted when the files appear and again when one
+/// changes (the hub converts bodies from the originals; a body is never edited).
+#[test]
+fn html_code_keeps_its_indentation_and_setext_headings_are_sections_across_re_conversion() {
+    let h = hub("");
+    let d = &h.d;
+    let page = |step: &str| {
+        format!(
+            "<html><head><title>Release runbook</title></head><body>\n<h1>Release runbook</h1>\n<p>Tag, then   build.</p>\n<h2>Script</h2>\n<pre><code class=\"language-sh\">for host in $(cat hosts); do\n    ssh \"$host\" &lt;&lt;'EOF'\n        systemctl restart app\nEOF\ndone\n</code></pre>\n<p>{step}</p>\n</body></html>"
+        )
+    };
+    write(
+        &h.docs.join("runbook.html"),
+        &page("Watch the capybara dashboard."),
+    );
+    write(
+        &h.docs.join("handbook.md"),
+        "Team Handbook\n=============\n\nHow we work.\n\nOn call\n-------\n\nThe pager rotates weekly.\n\nEscalation\n----------\n\nCall the lead.\n",
+    );
+    let find = |word: &str| {
+        wait_for(
+            &format!("a document with {word:?} to be searchable"),
+            Duration::from_secs(10),
+            || handles(&ok(d, "search_data", json!({"query": word}))).pop(),
+        )
+    };
+    let runbook = find("capybara");
+    let script = || {
+        ok(
+            d,
+            "read_data",
+            json!({"handle": runbook, "view": "section", "section": "Script"}),
+        )["section"]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let code = "for host in $(cat hosts); do\n    ssh \"$host\" <<'EOF'\n        systemctl restart app\nEOF\ndone";
+    assert_eq!(script(), format!("{code}\nWatch the capybara dashboard."));
+    let handbook = find("pager");
+    let card = ok(d, "read_data", json!({"handle": handbook}));
+    assert_eq!(card["card"]["title"], "Team Handbook");
+    assert_eq!(
+        card["card"]["sections"],
+        json!(["Team Handbook", "On call", "Escalation"]),
+        "{card}"
+    );
+    assert_eq!(
+        ok(
+            d,
+            "read_data",
+            json!({"handle": handbook, "view": "section", "section": "on call"})
+        )["section"]["text"],
+        "The pager rotates weekly."
+    );
+
+    // The original changes: converted again, same handle, still indented.
+    write(
+        &h.docs.join("runbook.html"),
+        &page("Watch the okapi dashboard."),
+    );
+    assert_eq!(find("okapi"), runbook);
+    assert_eq!(script(), format!("{code}\nWatch the okapi dashboard."));
 }

@@ -48,7 +48,15 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
             threads: 0,
         },
         ls_max_entries: f.ls_max_entries,
+        protected: protected_locations(config, state_dir),
     };
+    if !files.protected.is_empty() {
+        // Counted, not listed: the paths would name the sensitive collections' folders.
+        tracing::info!(
+            locations = files.protected.len(),
+            "the file tools keep sensitive data-hub collections out of reach"
+        );
+    }
     let st = &config.result_store;
     let mut store = StoreConfig::new(state_dir.join("results"));
     store.inline_chars = st.inline_chars;
@@ -106,6 +114,24 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
         store,
         journal: Some(Arc::new(journal)),
     })
+}
+
+/// Where no file tool may reach: every sensitive collection's folder of originals and, when
+/// there is one, the data hub's own directory (its database and notes hold what was made
+/// from them). Wherever they lie; the scope refuses them, and walks leave them out.
+fn protected_locations(config: &Config, state_dir: &std::path::Path) -> Vec<PathBuf> {
+    let sensitive: Vec<&toolvisor_data::hub::CollectionConfig> = config
+        .data
+        .collections
+        .values()
+        .filter(|c| c.sensitive)
+        .collect();
+    if sensitive.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<PathBuf> = sensitive.iter().filter_map(|c| c.path.clone()).collect();
+    out.push(config.data_dir(state_dir));
+    out
 }
 
 /// A count argument as the walkers take it (the schema bounds it well below `usize::MAX`).
@@ -212,9 +238,9 @@ pub async fn run(
                         v
                     })
                     .collect();
-                Ok(
-                    json!({"path": l.path, "entries": entries, "total": l.total, "truncated": l.truncated}),
-                )
+                let mut v = json!({"path": l.path, "entries": entries, "total": l.total, "truncated": l.truncated});
+                protected_note(&mut v, l.skipped_protected);
+                Ok(v)
             })
             .await
         }
@@ -242,6 +268,7 @@ pub async fn run(
                 if !r.errors.is_empty() {
                     v["errors"] = json!(r.errors);
                 }
+                protected_note(&mut v, r.skipped_protected);
                 if r.truncated {
                     v["note"] = json!(format!(
                         "{} paths matched; the first {max_results} in path order are listed (raise max_results or narrow the pattern)",
@@ -290,6 +317,9 @@ pub async fn run(
                 }
                 if !r.notes.is_empty() {
                     v["notes"] = json!(r.notes);
+                }
+                if r.skipped_protected > 0 {
+                    v["skipped_protected"] = json!(r.skipped_protected);
                 }
                 Ok(v)
             })
@@ -448,6 +478,15 @@ async fn after_write(
         }
     }
     Ok(value)
+}
+
+/// `ls` and `find` left protected paths out: how many (`skipped_protected`) and why, in
+/// `notes` (`grep` says it in its own notes).
+fn protected_note(v: &mut Json, skipped: usize) {
+    if skipped > 0 {
+        v["skipped_protected"] = json!(skipped);
+        v["notes"] = json!([toolvisor_files::protect::skipped_note(skipped)]);
+    }
 }
 
 fn read_json(out: ReadOutput) -> Json {

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod convert;
+mod dbfile;
 pub mod hub;
 pub mod store;
 

@@ -201,14 +201,15 @@ pub fn fts_query(text: &str) -> Option<String> {
 }
 
 impl Store {
-    /// Open (or create) the database at `path`: WAL, a busy timeout, the schema, and a quick
-    /// integrity check, so a corrupt file is an error naming it at start, not a wrong answer
-    /// later.
+    /// Open (or create) the database at `path`: its files 0600 (`dbfile`), WAL, a busy
+    /// timeout, the schema, and a quick integrity check, so a corrupt file is an error naming
+    /// it at start, not a wrong answer later.
     pub fn open(path: &Path) -> Result<Store> {
         let db = |source| DataError::Db {
             path: path.display().to_string(),
             source,
         };
+        crate::dbfile::make_private(path)?;
         let conn = Connection::open(path).map_err(db)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -259,6 +260,20 @@ impl Store {
              CREATE INDEX IF NOT EXISTS revisions_doc ON revisions(doc_id);",
         )
         .map_err(db)?;
+        // Which pipeline version made each body (`convert::VERSION`); a database from before
+        // the column has 0 everywhere, so every document is converted again at the next scan.
+        let versioned: bool = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('docs') WHERE name = 'converter'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(db)?;
+        if !versioned {
+            conn.execute_batch("ALTER TABLE docs ADD COLUMN converter INTEGER NOT NULL DEFAULT 0")
+                .map_err(db)?;
+        }
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -288,8 +303,8 @@ impl Store {
             .map_err(self.db())
     }
 
-    /// Convert `source` (an original of `collection`) if it is new or changed since its last
-    /// conversion; its id stays the same. Returns the document's id, or `None` when nothing
+    /// Convert `source` (an original of `collection`) if it is new, changed since its last
+    /// conversion, or was converted by another pipeline version; its id stays the same. Returns the document's id, or `None` when nothing
     /// changed or the file is not a format the pipeline converts.
     pub fn ingest(
         &mut self,
@@ -318,19 +333,20 @@ impl Store {
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as u64);
         let key = source.display().to_string();
-        let known: Option<(i64, i64, i64, String)> = self
+        let known: Option<(i64, i64, i64, String, i64)> = self
             .conn
             .query_row(
-                "SELECT id, size, mtime_ms, collection FROM docs WHERE source = ?1",
+                "SELECT id, size, mtime_ms, collection, converter FROM docs WHERE source = ?1",
                 [&key],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .optional()
             .map_err(self.db())?;
-        if let Some((_, s, m, c)) = &known
+        if let Some((_, s, m, c, v)) = &known
             && *s as u64 == size
             && *m as u64 == mtime_ms
             && c == collection
+            && *v == convert::VERSION
         {
             return Ok(None);
         }
@@ -355,7 +371,7 @@ impl Store {
             Some((id, ..)) => {
                 tx.execute(
                     "UPDATE docs SET collection=?2, size=?3, mtime_ms=?4, updated_ms=?5, title=?6,
-                     summary=?7, tags=?8, sections=?9, body=?10 WHERE id=?1",
+                     summary=?7, tags=?8, sections=?9, body=?10, converter=?11 WHERE id=?1",
                     params![
                         id,
                         collection,
@@ -366,7 +382,8 @@ impl Store {
                         c.summary,
                         tags,
                         sections,
-                        c.body
+                        c.body,
+                        convert::VERSION
                     ],
                 )
                 .map_err(&db)?;
@@ -375,8 +392,8 @@ impl Store {
             None => {
                 tx.execute(
                     "INSERT INTO docs (collection, source, note, size, mtime_ms, created_ms,
-                     updated_ms, title, summary, tags, sections, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     updated_ms, title, summary, tags, sections, body, converter)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                     params![
                         collection,
                         key,
@@ -388,7 +405,8 @@ impl Store {
                         c.summary,
                         tags,
                         sections,
-                        c.body
+                        c.body,
+                        convert::VERSION
                     ],
                 )
                 .map_err(&db)?;
@@ -951,108 +969,4 @@ impl Row {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn who() -> Who {
-        Who {
-            conversation: "c".into(),
-            tool: "test".into(),
-        }
-    }
-
-    fn store() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("hub.sqlite3")).unwrap();
-        (dir, s)
-    }
-
-    #[test]
-    fn queries_keep_words_and_phrases_and_drop_every_operator() {
-        assert_eq!(
-            fts_query("alpha beta").as_deref(),
-            Some("\"alpha\" \"beta\"")
-        );
-        assert_eq!(
-            fts_query("\"release notes\" q3").as_deref(),
-            Some("\"release notes\" \"q3\"")
-        );
-        assert_eq!(
-            fts_query("title:x OR (y NEAR z) \"unclosed").as_deref(),
-            Some("\"title\" \"x\" \"OR\" \"y\" \"NEAR\" \"z\" \"unclosed\"")
-        );
-        assert_eq!(fts_query("*** ()) '' \"\""), None);
-        assert_eq!(
-            fts_query("Robert'); DROP TABLE docs;--").as_deref(),
-            Some("\"Robert\" \"DROP\" \"TABLE\" \"docs\"")
-        );
-    }
-
-    #[test]
-    fn ids_stay_put_across_re_conversion_and_search_follows_the_original() {
-        let (dir, mut s) = store();
-        let f = dir.path().join("a.md");
-        std::fs::write(&f, "# Apples\nred fruit").unwrap();
-        let id = s.ingest("c1", &f, false, 1 << 20, &who()).unwrap().unwrap();
-        let reach = Reach::new(["c1".to_string()]);
-        assert_eq!(
-            s.search(&reach, "fruit", 10).unwrap()[0].handle,
-            format!("D{id}")
-        );
-        assert!(
-            s.ingest("c1", &f, false, 1 << 20, &who())
-                .unwrap()
-                .is_none(),
-            "unchanged"
-        );
-        std::fs::write(&f, "# Apples\ngreen vegetable, longer").unwrap();
-        assert_eq!(
-            s.ingest("c1", &f, false, 1 << 20, &who()).unwrap(),
-            Some(id)
-        );
-        assert!(s.search(&reach, "fruit", 10).unwrap().is_empty());
-        assert_eq!(s.search(&reach, "vegetable", 10).unwrap().len(), 1);
-        let hits = s.search(&reach, "green", 10).unwrap();
-        assert!(hits[0].snippet.contains("«green»"), "{:?}", hits[0]);
-        assert!(
-            s.search(&Reach::new(["other".to_string()]), "green", 10)
-                .unwrap()
-                .is_empty()
-        );
-    }
-
-    #[test]
-    fn the_trash_hides_a_document_until_it_is_restored_and_every_change_is_a_revision() {
-        let (dir, mut s) = store();
-        let f = dir.path().join("b.txt");
-        std::fs::write(&f, "Budget\nnumbers here").unwrap();
-        let id = s.ingest("c1", &f, false, 1 << 20, &who()).unwrap().unwrap();
-        let reach = Reach::new(["c1".to_string()]);
-        s.update_card(
-            &reach,
-            id,
-            &CardUpdate {
-                annotation: Some("checked by finance".into()),
-                ..Default::default()
-            },
-            &who(),
-        )
-        .unwrap();
-        assert_eq!(
-            s.search(&reach, "finance", 10).unwrap().len(),
-            1,
-            "annotations are searchable"
-        );
-        s.trash(&reach, id, &who()).unwrap();
-        assert!(matches!(s.card(&reach, id), Err(DataError::NotFound(_))));
-        assert!(s.search(&reach, "numbers", 10).unwrap().is_empty());
-        assert_eq!(s.trash_list().unwrap()[0].handle, format!("D{id}"));
-        s.restore(id, &Who::operator("restore")).unwrap();
-        assert_eq!(s.card(&reach, id).unwrap().annotation, "checked by finance");
-        assert_eq!(s.search(&reach, "numbers", 10).unwrap().len(), 1);
-        let revs = s.revisions(id).unwrap();
-        let changes: Vec<String> = revs.iter().map(|r| r.3.to_string()).collect();
-        assert_eq!(revs.len(), 4, "{changes:?}");
-        assert_eq!(revs[3].1, "operator");
-    }
-}
+mod tests;

@@ -16,6 +16,10 @@ pub enum Error {
         allowed: String,
     },
     #[error(
+        "{path} lies in a location kept private (a sensitive data-hub collection's originals or the hub's own files); no tool reaches it"
+    )]
+    Protected { path: String },
+    #[error(
         "{path} changed while the call ran: a directory on its way became a symlink, which was not followed"
     )]
     Moved { path: String },
@@ -87,6 +91,11 @@ impl Error {
                 ErrorKind::OutOfScope,
                 msg,
                 "use a path inside the run's workdir; the operator can allow more with `[files] read_roots` or `allow_outside_workdir`",
+            ),
+            Error::Protected { .. } => ToolError::new(
+                ErrorKind::OutOfScope,
+                msg,
+                "leave these files alone: the operator marked them `sensitive` in `[data.collections]`, which keeps them from every tool, named or not",
             ),
             Error::Moved { .. } => ToolError::new(
                 ErrorKind::OutOfScope,

@@ -15,6 +15,7 @@ pub mod journal;
 pub mod list;
 pub mod patch;
 pub mod paths;
+pub mod protect;
 pub mod read;
 pub mod search;
 pub mod secrets;
@@ -78,6 +79,9 @@ pub struct FilesConfig {
     pub images: image::ImageLimits,
     pub search: search::SearchLimits,
     pub ls_max_entries: usize,
+    /// Locations no file tool reaches, wherever they lie (`protect`): a sensitive data-hub
+    /// collection's originals, and the hub's directory when it holds any.
+    pub protected: Vec<std::path::PathBuf>,
 }
 
 impl Default for FilesConfig {
@@ -89,6 +93,7 @@ impl Default for FilesConfig {
             images: image::ImageLimits::default(),
             search: search::SearchLimits::default(),
             ls_max_entries: 2000,
+            protected: Vec::new(),
         }
     }
 }
@@ -109,6 +114,7 @@ impl Files {
             &self.config.read_roots,
             self.config.allow_outside_workdir,
         )
+        .map(|s| s.protecting(&self.config.protected))
     }
 
     /// Roll back the writes a killed daemon left half done (see [`journal`]).

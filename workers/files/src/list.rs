@@ -28,11 +28,14 @@ pub struct Listing {
     /// Entries in the directory (`entries` may hold fewer).
     pub total: usize,
     pub truncated: bool,
+    /// Entries left out because they are protected (see `protect`); never named, and not
+    /// in `total`.
+    pub skipped_protected: usize,
 }
 
 /// List `path` (default: the workdir), at most `max_entries` entries. The directory is
 /// opened beneath the root it lies in, and its entries are looked at relative to that
-/// handle.
+/// handle. Protected entries (a sensitive collection's folder) are left out, counted.
 pub fn ls(scope: &Scope, path: Option<&str>, max_entries: usize) -> Result<Listing> {
     let resolved = scope.resolve(path.unwrap_or("."), Access::Read)?;
     let meta = resolved.metadata()?;
@@ -48,11 +51,13 @@ pub fn ls(scope: &Scope, path: Option<&str>, max_entries: usize) -> Result<Listi
             entries: vec![entry],
             total: 1,
             truncated: false,
+            skipped_protected: 0,
         });
     }
     let dir = resolved.open()?;
     let list = |e: rustix::io::Errno| resolved.error("list", e.into());
     let mut entries = Vec::new();
+    let mut skipped_protected = 0;
     for item in rustix::fs::Dir::read_from(&dir).map_err(list)? {
         let item = item.map_err(list)?;
         let name = item.file_name().to_bytes();
@@ -60,6 +65,10 @@ pub fn ls(scope: &Scope, path: Option<&str>, max_entries: usize) -> Result<Listi
             continue;
         }
         let name = std::ffi::OsStr::from_bytes(name);
+        if scope.protected().covers(&resolved.real.join(name)) {
+            skipped_protected += 1;
+            continue;
+        }
         let entry = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => {
                 let target = (FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
@@ -92,6 +101,7 @@ pub fn ls(scope: &Scope, path: Option<&str>, max_entries: usize) -> Result<Listi
         entries,
         total,
         truncated,
+        skipped_protected,
     })
 }
 

@@ -12,6 +12,7 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::beneath;
 use crate::error::{Error, Result};
+use crate::protect::Protected;
 
 /// What a tool does with a path: reads may reach the extra read roots, writes may not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +33,8 @@ pub struct Scope {
     /// Real paths of extra roots readable (and searchable) but never written, with handles.
     read_roots: Vec<(PathBuf, Arc<OwnedFd>)>,
     allow_outside: bool,
+    /// Locations refused and left out of walks wherever they lie, `allow_outside` or not.
+    protected: Protected,
 }
 
 /// A path after resolution: the real path (for checks and display) and where its I/O goes.
@@ -74,11 +77,23 @@ impl Scope {
             root_fd: Arc::new(root_fd),
             read_roots,
             allow_outside,
+            protected: Protected::default(),
         })
+    }
+
+    /// The same scope, with `paths` (absolute) and everything beneath them unreachable.
+    pub fn protecting(mut self, paths: &[PathBuf]) -> Scope {
+        self.protected = Protected::new(paths);
+        self
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The locations this scope refuses and leaves out of walks.
+    pub fn protected(&self) -> &Protected {
+        &self.protected
     }
 
     /// Resolve `path` (relative to the workdir, `~/` to the daemon's home) for `access`.
@@ -118,6 +133,12 @@ impl Scope {
                 allowed,
             });
         }
+        // Named as given, never by its real path: that would show where the location is.
+        if self.protected.covers(&real) {
+            return Err(Error::Protected {
+                path: path.to_string(),
+            });
+        }
         let display = self.display(&real);
         let at = self.anchor(&real, access).unwrap_or(At::Path);
         Ok(Resolved { real, display, at })
@@ -150,6 +171,9 @@ impl Scope {
     /// when looked up beneath its root: false when a directory swapped for a symlink led
     /// the walk outside.
     pub fn found_beneath(&self, path: &Path, ino: Option<u64>) -> bool {
+        if self.protected.covers(path) {
+            return false;
+        }
         match self.anchor(path, Access::Read) {
             Some(At::Beneath { root, rel }) => {
                 beneath::open(root.as_fd(), &rel, OFlags::PATH, Mode::empty())
@@ -164,6 +188,9 @@ impl Scope {
     /// root it lies in, like every other open, so a directory swapped for a symlink while
     /// the walk ran is not followed out.
     pub fn open_found(&self, path: &Path) -> std::io::Result<File> {
+        if self.protected.covers(path) {
+            return Err(rustix::io::Errno::ACCESS.into());
+        }
         match self.anchor(path, Access::Read) {
             Some(At::Beneath { root, rel }) => {
                 let fd = beneath::open(root.as_fd(), &rel, OFlags::RDONLY, Mode::empty())?;
@@ -292,7 +319,7 @@ fn expand_home(path: &Path) -> PathBuf {
 
 /// The real path of `path`: symlinks of the existing part resolved by the kernel, the part
 /// that does not exist yet appended (`..` in it applied lexically: it cannot be a symlink).
-fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn real_path(path: &Path) -> std::io::Result<PathBuf> {
     match path.canonicalize() {
         Ok(real) => return Ok(real),
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),

@@ -11,8 +11,8 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -22,6 +22,7 @@ use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, Wal
 use crate::Cancel;
 use crate::error::{Error, Result};
 use crate::paths::{Access, Scope};
+use crate::protect::skipped_note;
 use crate::text;
 
 /// Bounds shared by `find` and `grep`.
@@ -105,7 +106,15 @@ impl Control {
     }
 }
 
-fn walker(root: &Path, vis: Visibility, threads: usize) -> WalkBuilder {
+/// The walk of `root`: protected locations (see `protect`) are neither yielded nor
+/// descended into, and counted in `skipped`.
+fn walker(
+    root: &Path,
+    vis: Visibility,
+    threads: usize,
+    scope: &Scope,
+    skipped: &Arc<AtomicUsize>,
+) -> WalkBuilder {
     let mut wb = WalkBuilder::new(root);
     wb.hidden(!vis.hidden)
         .ignore(!vis.ignored)
@@ -117,10 +126,10 @@ fn walker(root: &Path, vis: Visibility, threads: usize) -> WalkBuilder {
         .require_git(false)
         .follow_links(false)
         .threads(threads);
-    if !(vis.hidden && vis.ignored) {
-        // git's own store is never source, even when hidden files are asked for.
-        wb.filter_entry(|e| !(e.depth() > 0 && e.file_name() == ".git"));
-    }
+    // git's own store is never source, unless hidden and ignored files are both asked for.
+    let skip_git = !(vis.hidden && vis.ignored);
+    let admits = scope.protected().walk_filter(skipped.clone());
+    wb.filter_entry(move |e| !(skip_git && e.depth() > 0 && e.file_name() == ".git") && admits(e));
     wb
 }
 
@@ -153,6 +162,8 @@ pub struct FindResult {
     pub truncated: bool,
     pub timed_out: bool,
     pub errors: Vec<String>,
+    /// Protected paths left out (see `protect`); never named.
+    pub skipped_protected: usize,
 }
 
 pub fn find(
@@ -186,9 +197,16 @@ pub fn find(
         control: &control,
         found: Mutex::new(Vec::new()),
     };
-    walker(&resolved.real, req.visibility, limits.threads)
-        .build_parallel()
-        .visit(&mut FindBuilder(&shared));
+    let protected = Arc::new(AtomicUsize::new(0));
+    walker(
+        &resolved.real,
+        req.visibility,
+        limits.threads,
+        scope,
+        &protected,
+    )
+    .build_parallel()
+    .visit(&mut FindBuilder(&shared));
     let mut paths = shared.found.into_inner().unwrap_or_else(|p| p.into_inner());
     let (timed_out, errors) = control.finish()?;
     paths.sort_unstable();
@@ -202,6 +220,7 @@ pub fn find(
         truncated,
         timed_out,
         errors,
+        skipped_protected: protected.load(Ordering::Relaxed),
     })
 }
 
@@ -316,6 +335,8 @@ pub struct GrepResult {
     pub timed_out: bool,
     pub errors: Vec<String>,
     pub notes: Vec<String>,
+    /// Protected paths left out (see `protect`); never named.
+    pub skipped_protected: usize,
 }
 
 pub fn grep(
@@ -346,7 +367,14 @@ pub fn grep(
             };
             Error::bad("pattern", format!("not a valid regex: {e}{more}"))
         })?;
-    let wb = walker(&resolved.real, req.visibility, limits.threads);
+    let protected = Arc::new(AtomicUsize::new(0));
+    let wb = walker(
+        &resolved.real,
+        req.visibility,
+        limits.threads,
+        scope,
+        &protected,
+    );
     let base = if meta.is_dir() {
         resolved.real.clone()
     } else {
@@ -399,6 +427,7 @@ pub fn grep(
         timed_out,
         errors,
         notes: Vec::new(),
+        skipped_protected: protected.load(Ordering::Relaxed),
     };
     if result.truncated {
         result.notes.push(format!(
@@ -421,6 +450,9 @@ pub fn grep(
         result
             .notes
             .push(format!("{} binary file(s) skipped", result.skipped_binary));
+    }
+    if result.skipped_protected > 0 {
+        result.notes.push(skipped_note(result.skipped_protected));
     }
     Ok(result)
 }

@@ -148,7 +148,7 @@ pub fn prepare(req: &SearchRequest) -> Result<Target> {
 /// candidates ([`lang::is_prose_or_data`]).
 fn infer_language(req: &SearchRequest) -> Result<(SupportLang, Option<String>)> {
     let counts: Mutex<BTreeMap<&'static str, (SupportLang, usize)>> = Mutex::default();
-    walker(req.path, req.threads).run(|| {
+    walker(req.path, req.threads, req.scope).run(|| {
         Box::new(|entry| {
             if let Ok(entry) = entry
                 && entry.file_type().is_some_and(|t| t.is_file())
@@ -209,10 +209,15 @@ fn infer_language(req: &SearchRequest) -> Result<(SupportLang, Option<String>)> 
 /// the daemon's file scope checks the root, and nothing below it can point elsewhere).
 /// Files are picked by extension in the visitor, not with the walker's file types: a type
 /// match would whitelist hidden files.
-fn walker(root: &Path, threads: usize) -> ignore::WalkParallel {
+///
+/// The scope's protected locations (a sensitive data-hub collection's folder) are neither
+/// descended into nor yielded: left out silently, never listed as skipped.
+fn walker(root: &Path, threads: usize, scope: &Scope) -> ignore::WalkParallel {
+    let left_out = std::sync::Arc::new(AtomicUsize::new(0));
     WalkBuilder::new(root)
         .follow_links(false)
         .threads(threads.max(1))
+        .filter_entry(scope.protected().walk_filter(left_out))
         .build_parallel()
 }
 
@@ -370,7 +375,7 @@ where
             Read::Skipped(why) => stats.skip(path, why),
         }
     };
-    walk_files(target, threads, cancel, stats, one)
+    walk_files(target, scope, threads, cancel, stats, one)
 }
 
 /// Run `one` on every file of the target's language under its root (in parallel); walk
@@ -378,6 +383,7 @@ where
 /// rules say.
 pub(crate) fn walk_files<F>(
     target: &Target,
+    scope: &Scope,
     threads: usize,
     cancel: Option<&AtomicBool>,
     stats: &Stats,
@@ -390,7 +396,7 @@ where
         one(&target.root);
     } else {
         let lang = target.lang();
-        walker(&target.root, threads).run(|| {
+        walker(&target.root, threads, scope).run(|| {
             Box::new(|entry| {
                 if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                     return WalkState::Quit;
@@ -577,7 +583,7 @@ pub fn search_target_cached(
         } else {
             None
         };
-        walk_files(target, req.threads, req.cancel, &stats, |path| {
+        walk_files(target, req.scope, req.threads, req.cancel, &stats, |path| {
             stats.files.fetch_add(1, Ordering::Relaxed);
             let (file, meta) = match open_file(req.scope, path) {
                 Ok(opened) => opened,
