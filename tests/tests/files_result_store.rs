@@ -305,3 +305,55 @@ fn walk(dir: &Path) -> String {
     }
     out
 }
+
+#[test]
+fn a_state_dir_under_the_workdir_is_out_of_every_file_tools_reach() {
+    // The state dir is d.dir/state; this client works in d.dir, so it lies inside the
+    // workdir: another conversation's stored results must stay its own (issue 34 review).
+    let d = TestDaemon::start("[result_store]\ninline_chars = 8000\nprojection_chars = 2000\n");
+    let mut c = client(&d, d.dir.path());
+    let marker = "only-conversation-a-may-see-this";
+    let v = ok(
+        &mut c,
+        "a",
+        "bash",
+        json!({"command": format!("for i in $(seq 2000); do echo {marker} $i; done")}),
+    );
+    assert!(v.to_string().contains("tool_result_read"), "stored: {v}");
+    let stored: Vec<_> = files_under(&d.state_dir().join("results"));
+    assert!(!stored.is_empty(), "a stored result under the state dir");
+    for file in &stored {
+        let e = call(
+            &mut c,
+            "b",
+            "read",
+            json!({"path": file.display().to_string()}),
+        )
+        .expect_err("read of another conversation's stored result");
+        assert_eq!(e.kind, ErrorKind::OutOfScope, "{e}");
+    }
+    let g = ok(
+        &mut c,
+        "b",
+        "grep",
+        json!({"pattern": marker, "path": d.dir.path().display().to_string()}),
+    );
+    assert!(!g.to_string().contains(&format!("{marker} 1")), "{g}");
+    assert!(g["skipped_protected"].as_u64().unwrap_or(0) >= 1, "{g}");
+}
+
+/// Every file under `dir`.
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(files_under(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -116,10 +116,13 @@ pub fn open(config: &Config, state_dir: &std::path::Path) -> Result<Files, Strin
     })
 }
 
-/// Where no file tool may reach: every sensitive collection's folder of originals and, when
-/// there is one, the data hub's own directory (its database and notes hold what was made
-/// from them). Wherever they lie; the scope refuses them, and walks leave them out.
+/// Where no file tool may reach: the daemon's own state directory (other conversations'
+/// stored results and staged edits, the audit log, the journal: a state dir under the
+/// workdir must not make them readable), every sensitive collection's folder of originals
+/// and, when there is one, the data hub's own directory (its database and notes hold what was
+/// made from them). Wherever they lie; the scope refuses them, and walks leave them out.
 fn protected_locations(config: &Config, state_dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = vec![state_dir.to_path_buf()];
     let sensitive: Vec<&toolvisor_data::hub::CollectionConfig> = config
         .data
         .collections
@@ -127,9 +130,9 @@ fn protected_locations(config: &Config, state_dir: &std::path::Path) -> Vec<Path
         .filter(|c| c.sensitive)
         .collect();
     if sensitive.is_empty() {
-        return Vec::new();
+        return out;
     }
-    let mut out: Vec<PathBuf> = sensitive.iter().filter_map(|c| c.path.clone()).collect();
+    out.extend(sensitive.iter().filter_map(|c| c.path.clone()));
     out.push(config.data_dir(state_dir));
     out
 }

@@ -16,7 +16,7 @@ pub enum Error {
         allowed: String,
     },
     #[error(
-        "{path} lies in a location kept private (a sensitive data-hub collection's originals or the hub's own files); no tool reaches it"
+        "{path} lies in a location kept private (the daemon's state, a sensitive data-hub collection's originals or the hub's own files); no tool reaches it"
     )]
     Protected { path: String },
     #[error(

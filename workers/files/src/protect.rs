@@ -57,7 +57,7 @@ impl Protected {
 pub fn skipped_note(n: usize) -> String {
     let what = if n == 1 { "path was" } else { "paths were" };
     format!(
-        "{n} {what} left out: they lie in a location kept private (a sensitive data-hub collection's originals or the hub's own files), which no tool reaches"
+        "{n} {what} left out: they lie in a location kept private (the daemon's state, a sensitive data-hub collection's originals or the hub's own files), which no tool reaches"
     )
 }
 
