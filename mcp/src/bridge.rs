@@ -26,7 +26,7 @@ use toolvisor_protocol::{ErrorKind, ToolError};
 
 use crate::content;
 use crate::daemon::{CallMsg, DaemonConn, HelloParts};
-use crate::{BridgeError, Options};
+use crate::{Approvals, BridgeError, Options};
 
 /// How long a cancelled call may take to answer `cancelled` before we stop waiting.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
@@ -138,12 +138,17 @@ impl Shared {
         }
         let elicits = elicits(peer);
         let (qtx, qrx) = mpsc::unbounded_channel();
+        // `deny`: nothing above the read tier is offered or callable.
+        let max_tier = match self.opts.approvals {
+            Approvals::Deny => self.opts.surface.min(toolvisor_protocol::wire::Tier::Read),
+            _ => self.opts.surface,
+        };
         let conn = DaemonConn::connect(
             HelloParts {
                 run_id: self.run_id.clone(),
                 workdir: self.opts.workdir.clone(),
                 surface: Surface {
-                    max_tier: self.opts.surface,
+                    max_tier,
                     // Approval requests always reach us: we ask through elicitation or
                     // deny, saying why.
                     approvals: true,
@@ -175,7 +180,9 @@ fn elicits(peer: &Peer<RoleServer>) -> bool {
         .contains(&ElicitationMode::Form)
 }
 
-/// The MCP tool entry of a daemon tool: its name, description and schema as declared.
+/// The MCP tool entry of a daemon tool: its name, description and schema as declared, and
+/// the annotations harnesses classify tools by (Codex runs only `readOnlyHint` tools under
+/// `approval_policy = "never"`; Claude Code shows them in its permission prompt).
 pub fn mcp_tool(t: &ToolInfo) -> Json {
     let read_only = t.tier == toolvisor_protocol::wire::Tier::Read;
     json!({
@@ -184,8 +191,9 @@ pub fn mcp_tool(t: &ToolInfo) -> Json {
         "inputSchema": t.schema.0,
         "annotations": {
             "readOnlyHint": read_only,
-            "destructiveHint": !read_only,
-            "openWorldHint": false,
+            "destructiveHint": !read_only && t.destructive,
+            "idempotentHint": t.idempotent,
+            "openWorldHint": t.open_world,
         },
         "_meta": {
             "toolvisor/tier": t.tier.as_str(),
@@ -379,13 +387,36 @@ async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Json) -> Optio
     Some(result.get("content").cloned().unwrap_or(json!({})))
 }
 
-/// Answer one approval request: through elicitation when the client has it, else denied.
+/// The MCP client as its `initialize` named it: `claude-code 2.1.3`.
+fn client_name(peer: &Peer<RoleServer>) -> String {
+    match peer.peer_info() {
+        Some(info) => format!("{} {}", info.client_info.name, info.client_info.version),
+        None => "(a client that sent no initialize)".to_string(),
+    }
+}
+
+/// Answer one approval request as the operator chose (`--approvals`): through elicitation
+/// when the client has it (else denied), by the MCP client's own call (`harness`), or never.
 async fn approve(
     conn: &DaemonConn,
     peer: &Peer<RoleServer>,
+    mode: Approvals,
     req: toolvisor_protocol::wire::ApprovalRequest,
 ) {
-    let (approved, reason) = if elicits(peer) {
+    let (approved, reason) = if mode == Approvals::Harness {
+        (
+            true,
+            Some(format!(
+                "approved by the MCP client {}, to which the operator delegated approval (toolvisor mcp --approvals harness)",
+                client_name(peer)
+            )),
+        )
+    } else if mode == Approvals::Deny {
+        (
+            false,
+            Some("the operator runs toolvisor mcp with --approvals deny: nothing that needs approval runs here".to_string()),
+        )
+    } else if elicits(peer) {
         let message = format!(
             "toolvisor asks to approve a {} call: {}",
             req.tier, req.summary
@@ -397,7 +428,13 @@ async fn approve(
             "required": ["approve"],
         });
         match elicit(peer, message, schema).await {
-            Some(c) if c.get("approve").and_then(Json::as_bool) == Some(true) => (true, None),
+            Some(c) if c.get("approve").and_then(Json::as_bool) == Some(true) => (
+                true,
+                Some(format!(
+                    "a person approved in the MCP client {}'s elicitation form",
+                    client_name(peer)
+                )),
+            ),
             Some(_) => (
                 false,
                 Some("the person answered no in the MCP client".to_string()),
@@ -411,7 +448,7 @@ async fn approve(
         (
             false,
             Some(
-                "the MCP client declared no elicitation capability, so toolvisor mcp cannot ask a person; approvals are denied, never granted by default (use a client with elicitation, or allow the tool by policy)"
+                "the MCP client declared no elicitation capability, so toolvisor mcp cannot ask a person; approvals are denied, never granted by default (use a client with elicitation, or let the harness's own permission system approve: toolvisor mcp --approvals harness)"
                     .to_string(),
             ),
         )
@@ -485,7 +522,8 @@ impl Bridge {
                 Some(CallMsg::Approval(areq)) => {
                     let conn = conn.clone();
                     let peer = ctx.peer.clone();
-                    tokio::spawn(async move { approve(&conn, &peer, areq).await });
+                    let mode = self.shared.opts.approvals;
+                    tokio::spawn(async move { approve(&conn, &peer, mode, areq).await });
                 }
                 Some(CallMsg::Event(event)) => {
                     let Some(token) = &token else { continue };

@@ -38,6 +38,47 @@ pub struct Options {
     pub workdir: String,
     /// How often an open session looks at its tool list (besides after tree changes).
     pub poll: Duration,
+    /// Who answers approval requests: chosen by the operator, never by the model.
+    pub approvals: Approvals,
+}
+
+/// Who approves the calls that need approval (`toolvisor mcp --approvals`, `[mcp] approvals`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approvals {
+    /// A person, through an MCP elicitation per call; denied without elicitation.
+    #[default]
+    Elicit,
+    /// The MCP client: its `tools/call` is the approval, because the harness's own permission
+    /// system already asked the person, or was told by them (`--allowedTools`, a sandbox
+    /// policy). Audited as approved by that client, by name and version.
+    Harness,
+    /// Nobody: no call that needs approval runs, and nothing above the read tier is offered.
+    Deny,
+}
+
+impl Approvals {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approvals::Elicit => "elicit",
+            Approvals::Harness => "harness",
+            Approvals::Deny => "deny",
+        }
+    }
+}
+
+impl std::str::FromStr for Approvals {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "elicit" => Ok(Approvals::Elicit),
+            "harness" => Ok(Approvals::Harness),
+            "deny" => Ok(Approvals::Deny),
+            other => Err(format!(
+                "unknown approvals mode {other:?}: use elicit (a person answers each approval through MCP elicitation; the default), harness (the MCP client's tools/call is the approval: its own permission prompt or allow-list asked the person) or deny (nothing that needs approval runs)"
+            )),
+        }
+    }
 }
 
 /// Where the Streamable HTTP transport listens.

@@ -28,6 +28,7 @@ fn accepted_tcp_connections_have_nodelay() {
         run_id: None,
         workdir: dir.path().display().to_string(),
         poll: Duration::from_secs(60),
+        approvals: toolvisor_mcp::Approvals::Elicit,
     };
     let http = HttpOptions::new(Listen::Tcp("127.0.0.1:0".parse().unwrap()));
     let server_stop = stop.clone();

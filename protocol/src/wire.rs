@@ -177,6 +177,12 @@ pub struct ToolInfo {
     /// False when the tool is registered but cannot run here; `unavailable_reason` says why.
     pub available: bool,
     pub unavailable_reason: Option<String>,
+    /// May change or remove what exists (false: only adds). MCP's `destructiveHint`.
+    pub destructive: bool,
+    /// The same call again changes nothing more. MCP's `idempotentHint`.
+    pub idempotent: bool,
+    /// Reaches the network, or runs code that can. MCP's `openWorldHint`.
+    pub open_world: bool,
 }
 
 /// The daemon's answer to a valid `Hello`.

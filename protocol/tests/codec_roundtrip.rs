@@ -56,6 +56,9 @@ fn tool_info() -> ToolInfo {
         schema: sample_value(),
         available: false,
         unavailable_reason: Some("not built".into()),
+        destructive: true,
+        idempotent: false,
+        open_world: true,
     }
 }
 

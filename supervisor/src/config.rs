@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod mcp;
+
 use serde::Deserialize;
 use toolvisor_kit::launch::DEFAULT_ENV_ALLOWLIST;
 use toolvisor_kit::restart::{Restart, RestartPolicy};
@@ -58,6 +60,8 @@ pub struct Config {
     /// `[inference]`: the local inference pool (server command per format, idle TTL) and its
     /// OpenAI-compatible endpoint.
     pub inference: toolvisor_inference::InferenceConfig,
+    /// `[mcp]`: what `toolvisor mcp --config` takes from this file (approvals).
+    pub mcp: mcp::McpConfig,
     pub testing: TestingConfig,
     /// Where this configuration came from, for `status`.
     #[serde(skip)]
@@ -758,6 +762,7 @@ impl Default for Config {
             structural: StructuralConfig::default(),
             models: ModelsConfig::default(),
             inference: Default::default(),
+            mcp: mcp::McpConfig::default(),
             testing: TestingConfig::default(),
             source: "embedded defaults".into(),
         }

@@ -168,6 +168,16 @@ enum Command {
         /// trigger a look too); a change is sent as notifications/tools/list_changed.
         #[arg(long, default_value_t = 3.0)]
         poll: f64,
+        /// Who approves calls that need approval: elicit (a person answers each through MCP
+        /// elicitation; the default), harness (the MCP client's tools/call is the approval:
+        /// its own permission prompt or allow-list asked the person), deny (nothing that
+        /// needs approval runs; only read tools are offered). Default: `[mcp] approvals` of
+        /// --config, else elicit.
+        #[arg(long)]
+        approvals: Option<toolvisor_mcp::Approvals>,
+        /// The daemon's config file, for its `[mcp]` section.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// The live supervisor tree.
     /// Answer the agent's `ask_user` questions at this terminal: each shows as a numbered
@@ -488,30 +498,45 @@ fn main() -> ExitCode {
             max_sessions,
             max_sessions_per_client,
             poll,
-        } => mcp_main(
-            toolvisor_mcp::Options {
-                socket: socket.unwrap_or_else(toolvisor::config::default_socket_path),
-                surface,
-                conversation,
-                run_id: run,
-                workdir: workdir
-                    .or_else(|| std::env::current_dir().ok())
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default(),
-                poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
-            },
-            listen.map(|listen| toolvisor_mcp::http::HttpOptions {
-                listen,
-                token: token_file
-                    .map(toolvisor_mcp::gate::TokenSource::File)
-                    .or(token_env.map(toolvisor_mcp::gate::TokenSource::Value)),
-                allowed_origins: allow_origin,
-                caps: toolvisor_mcp::gate::SessionCaps {
-                    total: max_sessions.max(1),
-                    per_client: max_sessions_per_client.max(1),
+            approvals,
+            config,
+        } => {
+            let approvals = match approvals {
+                Some(a) => a,
+                None => match mcp_config_approvals(config.as_deref()) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        eprintln!("toolvisor mcp: {e}");
+                        return ExitCode::from(2);
+                    }
                 },
-            }),
-        ),
+            };
+            mcp_main(
+                toolvisor_mcp::Options {
+                    socket: socket.unwrap_or_else(toolvisor::config::default_socket_path),
+                    surface,
+                    conversation,
+                    run_id: run,
+                    workdir: workdir
+                        .or_else(|| std::env::current_dir().ok())
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default(),
+                    poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
+                    approvals,
+                },
+                listen.map(|listen| toolvisor_mcp::http::HttpOptions {
+                    listen,
+                    token: token_file
+                        .map(toolvisor_mcp::gate::TokenSource::File)
+                        .or(token_env.map(toolvisor_mcp::gate::TokenSource::Value)),
+                    allowed_origins: allow_origin,
+                    caps: toolvisor_mcp::gate::SessionCaps {
+                        total: max_sessions.max(1),
+                        per_client: max_sessions_per_client.max(1),
+                    },
+                }),
+            )
+        }
         Command::Drain { timeout, conn } => drain_main(&conn, Duration::from_secs(timeout)),
         Command::Operator { run, conn } => {
             let options = toolvisor::operator::OperatorOptions {
@@ -674,6 +699,22 @@ fn drain_main(conn: &Conn, timeout: Duration) -> ExitCode {
     }
 }
 
+/// `[mcp] approvals` of the config file at `path` (elicit without one).
+fn mcp_config_approvals(
+    path: Option<&std::path::Path>,
+) -> Result<toolvisor_mcp::Approvals, String> {
+    let config = Config::load(path).map_err(|e| e.to_string())?;
+    match config.mcp.approvals.as_deref() {
+        None => Ok(toolvisor_mcp::Approvals::default()),
+        Some(mode) => mode.parse().map_err(|e: String| {
+            format!(
+                "[mcp] approvals in {}: {e}",
+                path.map(|p| p.display().to_string()).unwrap_or_default()
+            )
+        }),
+    }
+}
+
 /// `toolvisor mcp`: stdout carries MCP (stdio) or the URL (HTTP); logs go to stderr.
 fn mcp_main(
     options: toolvisor_mcp::Options,
@@ -779,6 +820,16 @@ fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str
             return ExitCode::from(2);
         }
     };
+    // `[mcp]` is toolvisor mcp's; a typo in it is found here, at the daemon's start, too.
+    if let Some(mode) = config.mcp.approvals.as_deref()
+        && let Err(e) = mode.parse::<toolvisor_mcp::Approvals>()
+    {
+        eprintln!(
+            "toolvisor: invalid config file {}: [mcp] approvals: {e}",
+            config.source
+        );
+        return ExitCode::from(2);
+    }
     if socket.is_some() {
         config.socket = socket;
     }

@@ -77,6 +77,13 @@ pub struct ToolSpec {
     /// That parse, for tests and the fuzz: what the validator accepts must pass it.
     parse: fn(&Json) -> Result<(), String>,
     pub attachment: Attachment,
+    /// May change or remove what exists (a file's content, a process, a document); false:
+    /// only adds (a staged edit, a new download). Meaningful above the read tier.
+    pub destructive: bool,
+    /// Calling it again with the same arguments changes nothing more.
+    pub idempotent: bool,
+    /// Reaches outside the machine's known state: the network, or code that can do anything.
+    pub open_world: bool,
 }
 
 impl ToolSpec {
@@ -100,7 +107,30 @@ impl ToolSpec {
             args_type: std::any::type_name::<A>(),
             parse: |args| A::deserialize(args).map(drop).map_err(|e| e.to_string()),
             attachment: Attachment::Attached,
+            // Until the builder says otherwise: a read changes nothing (so again is the same);
+            // a write or exec may change or remove, and again may do more.
+            destructive: tier != Tier::Read,
+            idempotent: tier == Tier::Read,
+            open_world: false,
         }
+    }
+
+    /// Only adds: a staged edit, a new file, a revision (MCP `destructiveHint: false`).
+    pub fn additive(mut self) -> Self {
+        self.destructive = false;
+        self
+    }
+
+    /// The same call again changes nothing more (MCP `idempotentHint`).
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// Reaches the network, or runs code that can (MCP `openWorldHint`).
+    pub fn open_world(mut self) -> Self {
+        self.open_world = true;
+        self
     }
 
     pub fn approval(mut self, approval: Approval) -> Self {
@@ -158,6 +188,9 @@ impl ToolSpec {
             schema: Value(self.schema.clone()),
             available,
             unavailable_reason: reason,
+            destructive: self.destructive,
+            idempotent: self.idempotent,
+            open_world: self.open_world,
         }
     }
 }

@@ -420,14 +420,14 @@ mod decl {
                 Tier::Exec,
                 "processes",
                 "Run a shell command line in the run's workdir; returns stdout, stderr, exit code and wall time.",
-            )
+            ).open_world()
             .approval(Approval::Always),
             ToolSpec::new::<ProcessArgs>(
                 "process",
                 Tier::Exec,
                 "processes",
                 "Tracked background processes of this conversation: start, list, read output by offset, write stdin, kill.",
-            )
+            ).open_world()
             .approval(Approval::Ops(&[
                 ProcessOp::Start,
                 ProcessOp::Write,

@@ -76,6 +76,9 @@ fn tool_info() -> ToolInfo {
         schema: value(json!({})),
         available: true,
         unavailable_reason: None,
+        destructive: true,
+        idempotent: false,
+        open_world: true,
     }
 }
 

@@ -49,6 +49,9 @@ export interface ToolInfo {
   schema: Json;
   available: boolean;
   unavailable_reason: string | null;
+  destructive: boolean;
+  idempotent: boolean;
+  open_world: boolean;
 }
 
 export interface QuestionOption {
@@ -309,7 +312,7 @@ export const MANIFEST = {
   },
   "nested": {
     "Surface": ["approvals", "bridge_tools", "max_tier", "questions"],
-    "ToolInfo": ["available", "description", "name", "parallel_safe", "requires_approval", "resource", "schema", "tier", "unavailable_reason"],
+    "ToolInfo": ["available", "description", "destructive", "idempotent", "name", "open_world", "parallel_safe", "requires_approval", "resource", "schema", "tier", "unavailable_reason"],
     "ToolError": ["hint", "kind", "message"],
     "QuestionOption": ["description", "label"],
     "TreeNode": ["children", "conversation", "detail", "id", "kind", "last_error", "mailbox", "pid", "restarts", "rss_bytes", "state", "ttl_left_ms", "uptime_ms"],

@@ -295,14 +295,14 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Write,
             "data_hub",
             "Change a document's card (title, summary, tags, annotation), or create a note in a collection. A body is never edited: it is converted from its original.",
-        )
+        ).additive()
         .approval(Approval::Always),
         ToolSpec::new::<DeleteDataArgs>(
             "delete_data",
             Tier::Write,
             "data_hub",
             "Move a document to the trash (the operator can restore it).",
-        )
+        ).idempotent(true)
         .approval(Approval::Always),
     ];
     tools

@@ -35,7 +35,7 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Exec,
             "debug_adapters",
             "Debug a program through a real debug adapter (DAP: debugpy for .py, lldb-dap for native executables), one session per conversation: set breakpoints (lines with condition/hit_condition/log_message, functions, exception filters; also before launch; no file lists them with the adapter's verdicts), launch (cwd, env, args; debugpy: module, just_my_code; returns once stopped at a breakpoint or the entry, with where) or attach to a debugpy server port, restart, continue/pause/step, threads, stack (<=30 frames), scopes, variables (<=50 children, values cut at 400 chars), set_variable, evaluate, output (the program's stdout/stderr by offset), terminate. `adapters` says which adapters work here and why not.",
-        )
+        ).open_world()
         .serial()
         .approval(Approval::Ops(&[
             DebugOp::Launch,

@@ -70,7 +70,7 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Write,
             "downloads",
             "Download a model from the Hugging Face-compatible hub into the local model store: one call registers the chosen variant's whole file set (every shard of a split model; config and tokenizer with safetensors; one GGUF quantisation) as one background job and returns at once with the job id and the files; poll list_downloads. Resumes partial files; verifies sha256. Needs the network.",
-        )
+        ).additive().idempotent(true).open_world()
         .approval(Approval::Always),
         ToolSpec::new::<ListDownloadsArgs>(
             "list_downloads",
@@ -83,7 +83,7 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Write,
             "downloads",
             "Stop a download job; its partial files are kept, and download_model with the same repo and variant resumes them.",
-        )
+        ).idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new::<ListModelsArgs>(
             "list_models",
@@ -96,6 +96,6 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Read,
             "downloads",
             "Search the Hugging Face-compatible hub for downloadable models; each candidate's variants come with their size and this machine's fit label (fits|tight|too_large). Needs the network.",
-        ),
+        ).open_world(),
     ]
 }

@@ -112,7 +112,7 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Exec,
             "kernels",
             "Run a cell in a persistent Python or JavaScript (or TypeScript, types stripped) kernel of this conversation: variables, imports and loaded data persist between calls; the last expression is echoed; display(), pandas tables and matplotlib figures come back as outputs; %pip, %cd, !cmd, %%bash and %%timeit work; tool(name, args) calls this registry from the cell.",
-        )
+        ).open_world()
         .serial()
         .approval(Approval::Always),
     ]

@@ -626,7 +626,7 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Write,
             "files",
             "Create or replace a file with `content`, atomically (temp file + rename), keeping its mode; parent directories are created. Paths outside the workdir are refused.",
-        )
+        ).idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new::<EditArgs>(
             "edit",

@@ -278,31 +278,43 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Read,
             "question_port",
             "Ask the operator a question and wait for the answer, a skip, or a timeout.",
+        )
+        .idempotent(false),
+        roster(
+            ToolSpec::new::<VibeSpawnArgs>(
+                "vibe_spawn",
+                Tier::Read,
+                "vibe_roster",
+                "Start a background worker on a brief; returns a worker id at once.",
+            )
+            .idempotent(false)
+            .open_world(),
         ),
-        roster(ToolSpec::new::<VibeSpawnArgs>(
-            "vibe_spawn",
-            Tier::Read,
-            "vibe_roster",
-            "Start a background worker on a brief; returns a worker id at once.",
-        )),
-        roster(ToolSpec::new::<VibeSendArgs>(
-            "vibe_send",
-            Tier::Read,
-            "vibe_roster",
-            "Append a message to a worker's brief and rerun it.",
-        )),
+        roster(
+            ToolSpec::new::<VibeSendArgs>(
+                "vibe_send",
+                Tier::Read,
+                "vibe_roster",
+                "Append a message to a worker's brief and rerun it.",
+            )
+            .idempotent(false)
+            .open_world(),
+        ),
         roster(ToolSpec::new::<VibeWaitArgs>(
             "vibe_wait",
             Tier::Read,
             "vibe_roster",
             "Wait for a worker to finish (or the timeout) and return its state and last result.",
         )),
-        roster(ToolSpec::new::<VibeKillArgs>(
-            "vibe_kill",
-            Tier::Read,
-            "vibe_roster",
-            "Stop a worker and its whole process group.",
-        )),
+        roster(
+            ToolSpec::new::<VibeKillArgs>(
+                "vibe_kill",
+                Tier::Read,
+                "vibe_roster",
+                "Stop a worker and its whole process group.",
+            )
+            .idempotent(false),
+        ),
         roster(ToolSpec::new::<VibeListArgs>(
             "vibe_list",
             Tier::Read,

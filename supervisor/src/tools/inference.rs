@@ -75,14 +75,14 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Write,
             "inference",
             "Load a model of the local store into an OpenAI-compatible inference server (llama.cpp by default) on a loopback port the daemon chooses; answers at once with its alias and state `loading` — poll get_inference_status until `ready` (or `failed` with the server's last output). Refused when the model is too_large for this machine's memory. Requests then go to the daemon's inference endpoint with \"model\": the alias.",
-        )
+        ).additive().idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new::<UnloadModelArgs>(
             "unload_model",
             Tier::Write,
             "inference",
             "Stop a loaded model's server (SIGTERM, then a kill after the grace) and free its port and memory.",
-        )
+        ).idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new::<InferenceStatusArgs>(
             "get_inference_status",

@@ -552,7 +552,7 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
             Tier::Write,
             "structural",
             "Stage a structural rewrite: every match of `pattern` replaced by `rewrite` with its metavariables substituted. Nothing is written: returns an edit_id and a diff preview; call resolve to accept (all files or none) or discard.",
-        )
+        ).additive()
         .approval(Approval::Always),
         ToolSpec::new::<ResolveArgs>(
             "resolve",

@@ -55,6 +55,9 @@ class ToolInfo(TypedDict):
     schema: Any
     available: bool
     unavailable_reason: str | None
+    destructive: bool
+    idempotent: bool
+    open_world: bool
 
 
 class QuestionOption(TypedDict):
