@@ -16,8 +16,12 @@ pub fn error_json(e: &ToolError) -> Json {
 /// same object as structured content.
 pub fn error_result(e: &ToolError) -> Json {
     let err = json!({ "error": error_json(e) });
+    let mut text = format!("error {}: {}", e.kind.as_str(), e.message);
+    if !e.hint.is_empty() {
+        text.push_str(&format!("\nhint: {}", e.hint));
+    }
     json!({
-        "content": [{"type": "text", "text": err.to_string()}],
+        "content": [{"type": "text", "text": text}],
         "structuredContent": err,
         "isError": true,
     })
@@ -50,10 +54,15 @@ pub fn outcome_result(tool: &str, outcome: Outcome) -> Json {
     }
     let mut links = Vec::new();
     collect_refs(&value, tool, &mut links);
-    content.push(json!({"type": "text", "text": value.to_string()}));
+    // The model reads the rendering; programs read the whole JSON as structured content.
+    content.push(json!({"type": "text", "text": crate::render::render(tool, &value)}));
     content.extend(images);
     content.extend(links);
-    json!({ "content": content, "isError": false })
+    let mut result = json!({ "content": content, "isError": false });
+    if value.is_object() {
+        result["structuredContent"] = value;
+    }
+    result
 }
 
 /// Move an image's base64 `data` out of `map` into MCP image content; the map keeps a

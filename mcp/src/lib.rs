@@ -18,6 +18,7 @@ pub mod daemon;
 pub mod gate;
 pub mod http;
 pub mod peer;
+pub mod render;
 
 pub use bridge::Bridge;
 /// Cancels `http::serve_http`.

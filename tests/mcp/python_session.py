@@ -37,7 +37,8 @@ def text_of(result):
 
 
 def json_of(result):
-    return json.loads(text_of(result))
+    """The whole result, as programs read it (the text is the model's rendering)."""
+    return result.structuredContent
 
 
 async def session(s: ClientSession, workdir: str):
@@ -56,6 +57,7 @@ async def session(s: ClientSession, workdir: str):
     r = await s.call_tool("ast_grep", {"pattern": "def $F($$$): $$$", "path": "lib.py"})
     facts["ast_grep_is_error"] = r.isError
     facts["ast_grep_text"] = text_of(r)
+    facts["ast_grep_structured"] = r.structuredContent
 
     r = await s.call_tool("read", {"path": "no/such/file.txt"})
     facts["missing_is_error"] = r.isError

@@ -52,7 +52,7 @@ let r = await client.callTool({ name: "read", arguments: { path: "hello.txt" } }
 facts.read = text(r).includes("hello from a file");
 
 r = await client.callTool({ name: "read", arguments: { path: "nope.txt" } });
-facts.error_kind = r.isError ? JSON.parse(text(r)).error.kind : null;
+facts.error_kind = r.isError ? r.structuredContent.error.kind : null;
 
 r = await client.callTool({ name: "read", arguments: { path: "dot.png" } });
 facts.image = r.content.filter((c) => c.type === "image").map((c) => c.mimeType);

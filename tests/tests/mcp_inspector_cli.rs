@@ -98,12 +98,14 @@ fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
         &["pattern=def $F($$$): $$$", "path=lib.py"],
     );
     assert_eq!(code, 0, "{r}");
-    let found: Json = serde_json::from_str(&text(&r)).unwrap();
+    // The model reads a rendering; programs the whole result as structured content.
+    assert!(text(&r).contains("total: 2"), "{r}");
+    let found = &r["structuredContent"];
     assert_eq!(found["total"], 2, "{found}");
 
     let (code, r) = call(&d, &work, "lsp", &["op=status"]);
     assert_eq!(code, 0, "{r}");
-    let status: Json = serde_json::from_str(&text(&r)).unwrap();
+    let status = r["structuredContent"].clone();
     assert!(
         status["languages"]
             .as_array()

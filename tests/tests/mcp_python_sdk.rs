@@ -49,9 +49,17 @@ fn check_session(facts: &Json) {
     );
     assert_eq!(facts["ast_grep_is_error"], false, "{facts}");
     let ast = facts["ast_grep_text"].as_str().unwrap();
+    // The model's rendering: one `path:line: text` per match with its captures; programs get
+    // the whole result as structured content.
     assert!(
-        ast.contains("\"F\":\"f\"") && ast.contains("\"F\":\"g\""),
+        ast.contains("lib.py:1: def f(a):")
+            && ast.contains("captures={F=f}")
+            && ast.contains("captures={F=g}"),
         "{ast}"
+    );
+    assert_eq!(
+        facts["ast_grep_structured"]["matches"][0]["captures"]["F"], "f",
+        "{facts}"
     );
 
     // Errors: isError with the structured {kind, message, hint}.

@@ -1,0 +1,283 @@
+//! The text a model reads of a tool's result: the same facts as the result's JSON (which goes
+//! whole to programs as `structuredContent`), written the way a person would read them.
+//!
+//! Rules, one renderer for every tool:
+//! - A header line of the result's scalar facts (`total: 12 · complete: true`), nulls left
+//!   out, and `false` left out for the flags whose absence says it (`truncated`, `timed_out`,
+//!   `outside`, `eof` is kept); the language server block shrinks to `server: NAME STATE ROOT`.
+//! - The result's own rendering when it has one (`text`: lsp's `path:line: text` lines, a
+//!   write's diagnostics), else its main body (`content` of `read`, `output` of `grep`,
+//!   `stdout` of `bash`) verbatim, no JSON escaping; the lists that `text` already renders
+//!   (locations, diagnostics, symbols…) and a hover's `markdown` (the same as its `text`) are
+//!   not repeated.
+//! - Other multi-line strings as blocks under their key; lists of plain values one per line
+//!   (or on one line when short); a list of objects one object per line: a location
+//!   (`path` + `line` + `text`) as `path:line: text`, anything else as `key=value` pairs;
+//!   nested objects indented.
+//!
+//! Nothing is dropped but duplicates and nulls: completeness, truncation, refs and next
+//! offsets (the next step) all stay in the header.
+
+use serde_json::{Map, Value as Json};
+
+/// Keys whose `false` says nothing (absent means false).
+const QUIET_FALSE: &[&str] = &["truncated", "timed_out", "outside", "projected", "cached"];
+
+/// Keys of a result's main body, in order of preference, when it has no `text`.
+const BODY: &[&str] = &["content", "output", "stdout"];
+
+/// The model's text of `tool`'s result `value`.
+pub fn render(tool: &str, value: &Json) -> String {
+    let Json::Object(map) = value else {
+        return scalar(value);
+    };
+    let mut out = String::new();
+    let has_text = map.get("text").is_some_and(Json::is_string);
+    let body_key = if has_text {
+        Some("text")
+    } else {
+        BODY.iter()
+            .copied()
+            .find(|k| map.get(*k).is_some_and(Json::is_string))
+    };
+    // The header: every scalar fact.
+    let mut header = Vec::new();
+    for (k, v) in map {
+        if Some(k.as_str()) == body_key {
+            continue;
+        }
+        match v {
+            Json::Null => {}
+            Json::Bool(false) if QUIET_FALSE.contains(&k.as_str()) => {}
+            Json::String(s) if s.contains('\n') || s.chars().count() > 160 => {}
+            Json::String(s) if s.is_empty() => {}
+            Json::String(_) | Json::Bool(_) | Json::Number(_) => {
+                header.push(format!("{k}: {}", scalar(v)));
+            }
+            Json::Object(o) if k == "server" => header.push(server(o)),
+            _ => {}
+        }
+    }
+    if !header.is_empty() {
+        out.push_str(&format!("{tool}: {}\n", header.join(" · ")));
+    }
+    if let Some(k) = body_key
+        && let Some(Json::String(body)) = map.get(k)
+    {
+        push_block(&mut out, body);
+    }
+    // What is left: long strings, lists and objects.
+    for (k, v) in map {
+        if Some(k.as_str()) == body_key || k == "server" {
+            continue;
+        }
+        if has_text && (k == "markdown" || v.is_array()) {
+            continue;
+        }
+        match v {
+            Json::String(s) if s.contains('\n') || s.chars().count() > 160 => {
+                out.push_str(&format!("{k}:\n"));
+                push_block(&mut out, s);
+            }
+            Json::Array(items) if !items.is_empty() => list(&mut out, k, items, ""),
+            Json::Object(o) if !o.is_empty() => {
+                out.push_str(&format!("{k}:\n"));
+                object(&mut out, o, "  ");
+            }
+            _ => {}
+        }
+    }
+    if out.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
+fn push_block(out: &mut String, text: &str) {
+    out.push_str(text);
+    if !text.ends_with('\n') {
+        out.push('\n');
+    }
+}
+
+fn scalar(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        Json::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+/// `server: pyright-langserver ready /root` from a language server's block.
+fn server(o: &Map<String, Json>) -> String {
+    let parts: Vec<String> = ["name", "state", "root"]
+        .iter()
+        .filter_map(|k| o.get(*k).and_then(Json::as_str).map(str::to_string))
+        .collect();
+    format!("server: {}", parts.join(" "))
+}
+
+fn list(out: &mut String, key: &str, items: &[Json], indent: &str) {
+    let plain = items
+        .iter()
+        .all(|i| matches!(i, Json::String(_) | Json::Number(_) | Json::Bool(_)));
+    if plain {
+        let texts: Vec<String> = items.iter().map(scalar).collect();
+        let one_line = texts.iter().map(|t| t.len() + 2).sum::<usize>() <= 100
+            && texts.iter().all(|t| !t.contains('\n'));
+        if one_line {
+            out.push_str(&format!("{indent}{key}: {}\n", texts.join(", ")));
+        } else {
+            out.push_str(&format!("{indent}{key} ({}):\n", items.len()));
+            for t in texts {
+                out.push_str(&format!("{indent}  {t}\n"));
+            }
+        }
+        return;
+    }
+    out.push_str(&format!("{indent}{key} ({}):\n", items.len()));
+    for item in items {
+        match item {
+            Json::Object(o) => out.push_str(&format!("{indent}  {}\n", line(o))),
+            other => out.push_str(&format!("{indent}  {}\n", scalar(other))),
+        }
+    }
+}
+
+/// One object on one line: a location as `path:line: text`, else `k=v` pairs (the name first).
+fn line(o: &Map<String, Json>) -> String {
+    let s = |k: &str| o.get(k).and_then(Json::as_str);
+    if let (Some(path), Some(line), Some(text)) = (s("path"), o.get("line"), s("text")) {
+        let mut rest: Vec<String> = Vec::new();
+        for (k, v) in o {
+            if matches!(
+                k.as_str(),
+                "path"
+                    | "line"
+                    | "text"
+                    | "column"
+                    | "end_line"
+                    | "end_column"
+                    | "abs_path"
+                    | "location"
+            ) {
+                continue;
+            }
+            if let Some(p) = pair(k, v) {
+                rest.push(p);
+            }
+        }
+        let text = text.replace('\n', "⏎");
+        let tail = if rest.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", rest.join(" "))
+        };
+        return format!("{path}:{}: {text}{tail}", scalar(line));
+    }
+    let mut parts = Vec::new();
+    if let Some(name) = s("name") {
+        parts.push(name.to_string());
+    }
+    for (k, v) in o {
+        if k == "name" && v.is_string() {
+            continue;
+        }
+        if let Some(p) = pair(k, v) {
+            parts.push(p);
+        }
+    }
+    parts.join(" ")
+}
+
+fn pair(k: &str, v: &Json) -> Option<String> {
+    match v {
+        Json::Null => None,
+        Json::Bool(false) if QUIET_FALSE.contains(&k) => None,
+        Json::String(s) if s.is_empty() => None,
+        Json::String(s) => Some(format!("{k}={}", s.replace('\n', "⏎"))),
+        Json::Array(a) if a.is_empty() => None,
+        Json::Object(o) if o.is_empty() => None,
+        Json::Array(a) if a.iter().all(|i| !i.is_object() && !i.is_array()) => Some(format!(
+            "{k}=[{}]",
+            a.iter().map(scalar).collect::<Vec<_>>().join(", ")
+        )),
+        Json::Object(o) if o.values().all(|i| !i.is_object() && !i.is_array()) => Some(format!(
+            "{k}={{{}}}",
+            o.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(a, b)| format!("{a}={}", scalar(b).replace('\n', "⏎")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )),
+        Json::Array(_) | Json::Object(_) => Some(format!("{k}={v}")),
+        other => Some(format!("{k}={other}")),
+    }
+}
+
+fn object(out: &mut String, o: &Map<String, Json>, indent: &str) {
+    // As at the top: an object with its own `text` rendering is not repeated by its lists.
+    let has_text = o.get("text").is_some_and(Json::is_string);
+    for (k, v) in o {
+        if has_text && v.is_array() {
+            continue;
+        }
+        match v {
+            Json::Null => {}
+            Json::Bool(false) if QUIET_FALSE.contains(&k.as_str()) => {}
+            Json::String(s) if s.contains('\n') => {
+                out.push_str(&format!("{indent}{k}:\n"));
+                for l in s.lines() {
+                    out.push_str(&format!("{indent}  {l}\n"));
+                }
+            }
+            Json::Array(items) if items.is_empty() => {}
+            Json::Array(items) => list(out, k, items, indent),
+            Json::Object(inner) if inner.is_empty() => {}
+            Json::Object(inner) => {
+                out.push_str(&format!("{indent}{k}:\n"));
+                object(out, inner, &format!("{indent}  "));
+            }
+            other => out.push_str(&format!("{indent}{k}: {}\n", scalar(other))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_location_list_with_its_own_text_is_not_repeated() {
+        let v = json!({"complete": true, "total": 2, "truncated": false,
+            "locations": [{"abs_path": "/r/a.py", "path": "a.py", "line": 3, "column": 5, "outside": false, "text": "x = f()"}],
+            "server": {"name": "pyright-langserver", "state": "ready", "root": "/r", "pid": 7},
+            "text": "a.py:3: x = f()\nb.py:9: f()\n"});
+        assert_eq!(
+            render("lsp", &v),
+            "lsp: complete: true · server: pyright-langserver ready /r · total: 2\na.py:3: x = f()\nb.py:9: f()"
+        );
+    }
+
+    #[test]
+    fn bash_shows_its_streams_and_the_facts_that_matter() {
+        let v = json!({"exit_code": null, "signal": 9, "stderr": "boom\n", "stderr_bytes": 5,
+            "stdout": "out\n", "stdout_bytes": 4, "timed_out": true, "truncated": false, "wall_ms": 1000});
+        assert_eq!(
+            render("bash", &v),
+            "bash: signal: 9 · stderr_bytes: 5 · stdout_bytes: 4 · timed_out: true · wall_ms: 1000\nout\nstderr:\nboom"
+        );
+    }
+
+    #[test]
+    fn objects_in_lists_are_one_line_each_and_nested_ones_indented() {
+        let v = json!({"entries": [{"name": "a.py", "size": 3, "type": "file"}, {"name": "d/", "type": "dir"}],
+            "path": ".", "total": 2, "truncated": true,
+            "diagnostics": {"new": [], "notes": ["checked 1 file"]}});
+        assert_eq!(
+            render("ls", &v),
+            "ls: path: . · total: 2 · truncated: true\ndiagnostics:\n  notes: checked 1 file\nentries (2):\n  a.py size=3 type=file\n  d/ type=dir"
+        );
+    }
+}
