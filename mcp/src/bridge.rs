@@ -8,42 +8,48 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ElicitRequestParams, GetTaskParams,
+    GetTaskResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerConfig, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Value as Json, json};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
+use toolvisor_protocol::ErrorKind;
 use toolvisor_protocol::answer::{MAX_REFUSED_ANSWERS, check_answer};
-use toolvisor_protocol::wire::{
-    ClientFrame, Event, Outcome, Question, QuestionAnswer, Surface, ToolInfo,
-};
-use toolvisor_protocol::{ErrorKind, ToolError};
+use toolvisor_protocol::wire::{ClientFrame, Outcome, Question, QuestionAnswer, Surface, ToolInfo};
 
 use crate::content;
-use crate::daemon::{CallMsg, DaemonConn, HelloParts};
+use crate::daemon::{DaemonConn, HelloParts};
+use crate::runs::{HANDLE_KEY, Runs, valid_handle};
 use crate::{Approvals, BridgeError, Options};
 
-/// How long a cancelled call may take to answer `cancelled` before we stop waiting.
-const CANCEL_GRACE: Duration = Duration::from_secs(10);
-
-/// One MCP session's handler. Dropping it (the session ended) stops its tool-list watcher
-/// and closes its daemon connection.
+/// One MCP session's handler (for a 2026-07-28 client over HTTP, one request's). Dropping it
+/// (the session ended) stops its tool-list watcher and closes its daemon connection; the
+/// runs of 2026 clients live in [`Runs`] instead and outlive it.
 pub struct Bridge {
     shared: Arc<Shared>,
-    conversation: String,
+    pub(crate) runs: Arc<Runs>,
+    /// This session's own name: a 2026 request over stdio that names no handle belongs to
+    /// it (one client for the process's life); over HTTP such a request gets a fresh one.
+    session: String,
+    single: bool,
     stop: CancellationToken,
     watching: std::sync::Once,
 }
 
-/// What the handler and its tool-list watcher share.
-struct Shared {
+/// One run's daemon connection and names, shared by the handler, its tool-list watcher and
+/// (for 2026 clients) every request naming the run's handle.
+pub(crate) struct Shared {
     opts: Arc<Options>,
     run_id: String,
+    pub(crate) conversation: String,
+    /// A 2026-07-28 run: no session, so no server-to-client requests (elicitation, list
+    /// changes) and no question port.
+    stateless: bool,
     /// The live connection; replaced when the daemon went away (a restart, a new policy)
     /// and a later request or the watcher connects again.
     conn: Mutex<Option<Arc<DaemonConn>>>,
@@ -73,8 +79,14 @@ impl SessionEnd {
 
 static SESSIONS: AtomicU64 = AtomicU64::new(0);
 
+/// Whether this request speaks 2026-07-28 or later (no session).
+pub(crate) fn stateless(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
 impl Bridge {
-    pub fn new(opts: Arc<Options>) -> Bridge {
+    pub fn new(opts: Arc<Options>, runs: Arc<Runs>) -> Bridge {
         let n = SESSIONS.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -82,17 +94,28 @@ impl Bridge {
             .unwrap_or_default();
         let session = format!("mcp-{}-{nanos:x}-{n}", std::process::id());
         let conversation = opts.conversation.clone().unwrap_or_else(|| session.clone());
-        let run_id = opts.run_id.clone().unwrap_or(session);
+        let run_id = opts.run_id.clone().unwrap_or_else(|| session.clone());
         Bridge {
+            session,
+            single: false,
             shared: Arc::new(Shared {
                 opts,
                 run_id,
+                conversation,
+                stateless: false,
                 conn: Mutex::new(None),
             }),
-            conversation,
+            runs,
             stop: CancellationToken::new(),
             watching: std::sync::Once::new(),
         }
+    }
+
+    /// This handler serves one client for its whole life (stdio): a 2026 request that names
+    /// no conversation handle belongs to the session's own.
+    pub fn single_client(mut self) -> Bridge {
+        self.single = true;
+        self
     }
 
     /// What closes this session's daemon connection once its transport has ended.
@@ -100,29 +123,80 @@ impl Bridge {
         SessionEnd(self.shared.clone())
     }
 
-    /// The daemon connection, made on first use (after `initialize`, so the Hello can say
-    /// whether this client answers questions) and again after the daemon went away. The
-    /// first use also starts the tool-list watcher.
-    async fn conn(&self, peer: &Peer<RoleServer>) -> Result<Arc<DaemonConn>, ErrorData> {
-        let conn = self
-            .shared
+    /// The run a request belongs to, and for a 2026 request the handle to give back: the
+    /// one its `_meta` names (`toolvisor/conversation`), else a fresh one.
+    pub(crate) async fn scope(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        params_meta: Option<&rmcp::model::RequestMetaObject>,
+    ) -> Result<(Arc<Shared>, Option<String>), ErrorData> {
+        if !stateless(ctx) {
+            return Ok((self.shared.clone(), None));
+        }
+        let named = params_meta
+            .and_then(|m| m.get(HANDLE_KEY))
+            .or_else(|| ctx.meta.get(HANDLE_KEY));
+        let handle = match named {
+            None if self.single => self.session.clone(),
+            None => Runs::mint(),
+            Some(Json::String(h)) if valid_handle(h) => h.clone(),
+            Some(other) => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "_meta[\"{HANDLE_KEY}\"] must be the handle toolvisor mcp gave back (1 to 64 of A-Z a-z 0-9 _ . -), not {other}"
+                    ),
+                    Some(
+                        json!({"kind": "invalid_args", "hint": format!("send the `{HANDLE_KEY}` value of an earlier result's _meta, or none to start a new conversation")}),
+                    ),
+                ));
+            }
+        };
+        Ok((self.runs.run(&handle).await, Some(handle)))
+    }
+
+    /// The daemon connection of `shared`, made on first use (after `initialize`, so the
+    /// Hello can say whether this client answers questions) and again after the daemon went
+    /// away. The first use of a session's also starts the tool-list watcher.
+    pub(crate) async fn conn_of(
+        &self,
+        shared: &Arc<Shared>,
+        peer: &Peer<RoleServer>,
+    ) -> Result<Arc<DaemonConn>, ErrorData> {
+        let conn = shared
             .connect(peer)
             .await
             .map_err(|e| daemon_unreachable(&e))?;
-        self.watching.call_once(|| {
-            tokio::spawn(watch_tools(
-                self.shared.clone(),
-                conn.welcome().tools.clone(),
-                peer.clone(),
-                self.stop.clone(),
-            ));
-        });
+        if !shared.stateless {
+            self.watching.call_once(|| {
+                tokio::spawn(watch_tools(
+                    shared.clone(),
+                    conn.welcome().tools.clone(),
+                    peer.clone(),
+                    self.stop.clone(),
+                ));
+            });
+        }
         Ok(conn)
     }
 }
 
 impl Shared {
-    async fn close(&self) {
+    /// The run of a 2026 client's handle: the handle names both run and conversation unless
+    /// `--run` / `--conversation` fixed them.
+    pub(crate) fn for_handle(opts: Arc<Options>, handle: &str) -> Shared {
+        Shared {
+            run_id: opts.run_id.clone().unwrap_or_else(|| handle.to_string()),
+            conversation: opts
+                .conversation
+                .clone()
+                .unwrap_or_else(|| handle.to_string()),
+            opts,
+            stateless: true,
+            conn: Mutex::new(None),
+        }
+    }
+
+    pub(crate) async fn close(&self) {
         let conn = self.conn.lock().await.take();
         if let Some(conn) = conn {
             conn.close().await;
@@ -136,7 +210,8 @@ impl Shared {
         {
             return Ok(conn.clone());
         }
-        let elicits = elicits(peer);
+        // A 2026 client cannot be asked a question from outside a request: no question port.
+        let elicits = self.opts.questions && !self.stateless && elicits(peer);
         let (qtx, qrx) = mpsc::unbounded_channel();
         // `deny`: nothing above the read tier is offered or callable.
         let max_tier = match self.opts.approvals {
@@ -161,13 +236,15 @@ impl Shared {
         )
         .await?;
         let conn = Arc::new(conn);
-        tokio::spawn(answer_questions(conn.clone(), peer.clone(), qrx));
+        if elicits {
+            tokio::spawn(answer_questions(conn.clone(), peer.clone(), qrx));
+        }
         *slot = Some(conn.clone());
         Ok(conn)
     }
 }
 
-fn daemon_unreachable(e: &BridgeError) -> ErrorData {
+pub(crate) fn daemon_unreachable(e: &BridgeError) -> ErrorData {
     ErrorData::internal_error(
         format!("toolvisor mcp cannot reach the daemon: {e}"),
         Some(json!({"kind": "resource_failed", "message": e.to_string(),
@@ -175,7 +252,7 @@ fn daemon_unreachable(e: &BridgeError) -> ErrorData {
     )
 }
 
-fn elicits(peer: &Peer<RoleServer>) -> bool {
+pub(crate) fn elicits(peer: &Peer<RoleServer>) -> bool {
     peer.supported_elicitation_modes()
         .contains(&ElicitationMode::Form)
 }
@@ -361,7 +438,7 @@ async fn ask(peer: &Peer<RoleServer>, q: &Question, refused: Option<&str>) -> Qu
 }
 
 /// Ask the client through a form elicitation; `Some(content)` when the person accepted.
-async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Json) -> Option<Json> {
+pub(crate) async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Json) -> Option<Json> {
     let params: ElicitRequestParams = match serde_json::from_value(json!({
         "mode": "form",
         "message": message,
@@ -387,224 +464,46 @@ async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Json) -> Optio
     Some(result.get("content").cloned().unwrap_or(json!({})))
 }
 
-/// The MCP client as its `initialize` named it: `claude-code 2.1.3`.
-fn client_name(peer: &Peer<RoleServer>) -> String {
-    match peer.peer_info() {
-        Some(info) => format!("{} {}", info.client_info.name, info.client_info.version),
-        None => "(a client that sent no initialize)".to_string(),
-    }
-}
-
-/// Answer one approval request as the operator chose (`--approvals`): through elicitation
-/// when the client has it (else denied), by the MCP client's own call (`harness`), or never.
-async fn approve(
-    conn: &DaemonConn,
-    peer: &Peer<RoleServer>,
-    mode: Approvals,
-    req: toolvisor_protocol::wire::ApprovalRequest,
-) {
-    let (approved, reason) = if mode == Approvals::Harness {
-        (
-            true,
-            Some(format!(
-                "approved by the MCP client {}, to which the operator delegated approval (toolvisor mcp --approvals harness)",
-                client_name(peer)
-            )),
-        )
-    } else if mode == Approvals::Deny {
-        (
-            false,
-            Some("the operator runs toolvisor mcp with --approvals deny: nothing that needs approval runs here".to_string()),
-        )
-    } else if elicits(peer) {
-        let message = format!(
-            "toolvisor asks to approve a {} call: {}",
-            req.tier, req.summary
-        );
-        let schema = json!({
-            "type": "object",
-            "properties": {"approve": {"type": "boolean", "title": "Approve",
-                "description": format!("run {}", req.summary)}},
-            "required": ["approve"],
-        });
-        match elicit(peer, message, schema).await {
-            Some(c) if c.get("approve").and_then(Json::as_bool) == Some(true) => (
-                true,
-                Some(format!(
-                    "a person approved in the MCP client {}'s elicitation form",
-                    client_name(peer)
-                )),
-            ),
-            Some(_) => (
-                false,
-                Some("the person answered no in the MCP client".to_string()),
-            ),
-            None => (
-                false,
-                Some("the MCP client declined or cancelled the approval request".to_string()),
-            ),
-        }
-    } else {
-        (
-            false,
-            Some(
-                "the MCP client declared no elicitation capability, so toolvisor mcp cannot ask a person; approvals are denied, never granted by default (use a client with elicitation, or let the harness's own permission system approve: toolvisor mcp --approvals harness)"
-                    .to_string(),
-            ),
-        )
-    };
-    let _ = conn.answer_approval(req.request_id, approved, reason);
-}
-
-fn progress_token(
-    req: &CallToolRequestParams,
-    ctx: &RequestContext<RoleServer>,
-) -> Option<ProgressToken> {
-    req.meta
-        .as_ref()
-        .and_then(|m| m.get_progress_token())
-        .or_else(|| ctx.meta.get_progress_token())
-}
-
-fn to_result(value: Json) -> Result<CallToolResult, ErrorData> {
-    serde_json::from_value(value).map_err(|e| {
-        ErrorData::internal_error(format!("toolvisor mcp built a bad tool result: {e}"), None)
-    })
-}
-
-impl Bridge {
-    async fn run_call(
-        &self,
-        req: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let conn = self.conn(&ctx.peer).await?;
-        let token = progress_token(&req, &ctx);
-        let args = Json::Object(req.arguments.clone().unwrap_or_default());
-        let tool = req.name.to_string();
-        let (id, mut rx) = match conn.start_call(&self.conversation, &tool, args) {
-            Ok(x) => x,
-            Err(e) => return to_result(content::error_result(&lost(&e))),
-        };
-        // If this future is dropped before the outcome (the transport went away, the
-        // session ended), the daemon still hears `cancel`, so nothing the call started
-        // outlives it.
-        let mut guard = CancelOnDrop {
-            conn: &conn,
-            id,
-            armed: true,
-        };
-        let mut steps = 0u64;
-        let mut cancelled = false;
-        let outcome = loop {
-            let msg = tokio::select! {
-                msg = rx.recv() => msg,
-                _ = ctx.ct.cancelled(), if !cancelled => {
-                    cancelled = true;
-                    let _ = conn.send(&ClientFrame::Cancel { id });
-                    continue;
-                }
-                _ = tokio::time::sleep(CANCEL_GRACE), if cancelled => None,
-            };
-            match msg {
-                None => {
-                    guard.armed = false;
-                    break Outcome::Err(ToolError::new(
-                        ErrorKind::Cancelled,
-                        format!("{tool}: the call was cancelled by the MCP client"),
-                        "call again if you still need it",
-                    ));
-                }
-                Some(CallMsg::Done(outcome)) => {
-                    guard.armed = false;
-                    break outcome;
-                }
-                Some(CallMsg::Approval(areq)) => {
-                    let conn = conn.clone();
-                    let peer = ctx.peer.clone();
-                    let mode = self.shared.opts.approvals;
-                    tokio::spawn(async move { approve(&conn, &peer, mode, areq).await });
-                }
-                Some(CallMsg::Event(event)) => {
-                    let Some(token) = &token else { continue };
-                    steps += 1;
-                    let message = match event {
-                        Event::Output { text, .. } => text,
-                        Event::Progress { message, .. } => message,
-                    };
-                    // The step count always increases, as MCP asks; the daemon's fraction
-                    // (when it has one) is in the message's place only as text.
-                    let param: Result<ProgressNotificationParam, _> =
-                        serde_json::from_value(json!({
-                            "progressToken": token,
-                            "progress": steps,
-                            "message": message,
-                        }));
-                    if let Ok(p) = param {
-                        let _ = ctx.peer.notify_progress(p).await;
-                    }
-                }
-            }
-        };
-        to_result(content::outcome_result(&tool, outcome))
-    }
-}
-
-/// Sends the daemon `cancel` for a call whose outcome never arrived here.
-struct CancelOnDrop<'a> {
-    conn: &'a DaemonConn,
-    id: u64,
-    armed: bool,
-}
-
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = self.conn.send(&ClientFrame::Cancel { id: self.id });
-        }
-    }
-}
-
-fn lost(e: &BridgeError) -> ToolError {
-    ToolError::new(
-        ErrorKind::ResourceFailed,
-        format!("toolvisor mcp lost the daemon: {e}"),
-        "check the daemon (`toolvisor status`) and restart the MCP server",
-    )
-}
-
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
         serde_json::from_value(json!({
-            "protocolVersion": ProtocolVersion::V_2025_11_25,
+            "protocolVersion": ProtocolVersion::V_2026_07_28,
             "capabilities": {
                 "tools": {"listChanged": true},
                 "resources": {},
+                "extensions": {TASKS_EXTENSION_ID: {}},
             },
             "serverInfo": {"name": "toolvisor", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": "toolvisor hosts live coding tools (files, search, language servers, debuggers, kernels, processes). Large results come back projected with a toolvisor://result/<ref> resource link: read it with resources/read (add ?offset=N to page) or the tool_result_read tool.",
+            "instructions": format!("toolvisor hosts live coding tools (files, search, language servers, debuggers, kernels, processes). Large results come back projected with a toolvisor://result/<ref> resource link: read it with resources/read (add ?offset=N to page) or the tool_result_read tool. On 2026-07-28 (no session) a result's _meta[\"{HANDLE_KEY}\"] names the conversation (its kernels, processes, staged edits): send it back in each request's _meta to stay in it."),
         }))
         .unwrap_or_default()
     }
 
-    /// Server-to-client requests (elicitation) are gone from 2026-07-28 on; we negotiate
-    /// the revisions that still have them.
+    /// 2026-07-28 (stateless: no initialize, per-request `_meta`, `server/discover`, MRTR,
+    /// the Tasks extension) and every revision before it, negotiated per request.
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let conn = self.conn(&ctx.peer).await?;
+        let (shared, handle) = self
+            .scope(&ctx, request.as_ref().and_then(|r| r.meta.as_ref()))
+            .await?;
+        let conn = self.conn_of(&shared, &ctx.peer).await?;
         let tools = conn
             .list_tools()
             .await
             .map_err(|e| daemon_unreachable(&e))?;
         let list: Vec<Json> = visible(&tools).into_iter().map(mcp_tool).collect();
-        serde_json::from_value(json!({ "tools": list })).map_err(|e| {
+        let mut result = json!({ "tools": list, "resultType": "complete" });
+        if let Some(h) = handle {
+            result["_meta"] = json!({ HANDLE_KEY: h });
+        }
+        serde_json::from_value(result).map_err(|e| {
             ErrorData::internal_error(format!("a daemon tool did not fit MCP's Tool: {e}"), None)
         })
     }
@@ -614,7 +513,23 @@ impl ServerHandler for Bridge {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.run_call(request, ctx).await.map(Into::into)
+        crate::calls::call_tool(self, request, ctx).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.runs.tasks.get(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.runs.tasks.cancel(&request.task_id)
     }
 
     async fn list_resources(
@@ -623,7 +538,8 @@ impl ServerHandler for Bridge {
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         // Stored results are reached by the links in call results, not enumerated.
-        Ok(ListResourcesResult::default())
+        serde_json::from_value(json!({"resources": [], "resultType": "complete"}))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
     async fn list_resource_templates(
@@ -636,7 +552,7 @@ impl ServerHandler for Bridge {
             "name": "stored result",
             "description": "A large tool result stored by the daemon, read by pages of characters (tool_result_read).",
             "mimeType": "text/plain",
-        }]}))
+        }], "resultType": "complete"}))
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
@@ -648,9 +564,10 @@ impl ServerHandler for Bridge {
         let page = content::parse_result_uri(&request.uri).map_err(|e| {
             ErrorData::invalid_params(e.message.clone(), Some(content::error_json(&e)))
         })?;
-        let conn = self.conn(&ctx.peer).await?;
+        let (shared, _) = self.scope(&ctx, request.meta.as_ref()).await?;
+        let conn = self.conn_of(&shared, &ctx.peer).await?;
         let outcome = conn
-            .call(&self.conversation, "tool_result_read", page.args())
+            .call(&shared.conversation, "tool_result_read", page.args())
             .await
             .map_err(|e| daemon_unreachable(&e))?;
         match outcome {

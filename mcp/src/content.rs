@@ -24,6 +24,8 @@ pub fn error_result(e: &ToolError) -> Json {
         "content": [{"type": "text", "text": text}],
         "structuredContent": err,
         "isError": true,
+        // rmcp drops it for peers before 2026-07-28, which require it.
+        "resultType": "complete",
     })
 }
 
@@ -58,7 +60,7 @@ pub fn outcome_result(tool: &str, outcome: Outcome) -> Json {
     content.push(json!({"type": "text", "text": crate::render::render(tool, &value)}));
     content.extend(images);
     content.extend(links);
-    let mut result = json!({ "content": content, "isError": false });
+    let mut result = json!({ "content": content, "isError": false, "resultType": "complete" });
     if value.is_object() {
         result["structuredContent"] = value;
     }
@@ -209,7 +211,7 @@ pub fn resource_page(uri: &str, page: &Page, read: &Json) -> Json {
         }
         meta["toolvisor/next"] = uri.into();
     }
-    json!({"contents": [{"uri": uri, "mimeType": mime, "text": text, "_meta": meta}]})
+    json!({"contents": [{"uri": uri, "mimeType": mime, "text": text, "_meta": meta}], "resultType": "complete"})
 }
 
 #[cfg(test)]

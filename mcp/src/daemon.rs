@@ -282,6 +282,29 @@ impl DaemonConn {
         Ok(Outcome::Err(lost("no outcome arrived")))
     }
 
+    /// Call and wait for the outcome, answering its approval requests with `approved` and
+    /// `reason` (a task's own cancellation, which the MCP client asked for).
+    pub async fn call_answering(
+        &self,
+        conversation: &str,
+        tool: &str,
+        args: serde_json::Value,
+        approved: bool,
+        reason: &str,
+    ) -> Result<Outcome, BridgeError> {
+        let (_, mut rx) = self.start_call(conversation, tool, args)?;
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                CallMsg::Done(outcome) => return Ok(outcome),
+                CallMsg::Approval(req) => {
+                    self.answer_approval(req.request_id, approved, Some(reason.to_string()))?
+                }
+                CallMsg::Event(_) => {}
+            }
+        }
+        Ok(Outcome::Err(lost("no outcome arrived")))
+    }
+
     pub fn answer_approval(
         &self,
         request_id: u64,

@@ -74,6 +74,8 @@ pub async fn serve_http(
 ) -> Result<(), BridgeError> {
     let opts = Arc::new(opts);
     let factory_opts = opts.clone();
+    // What outlives one request (2026 clients' runs, calls waiting for an answer, tasks).
+    let runs = crate::runs::Runs::new(opts.clone());
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(stop.child_token())
         .with_allowed_origins(http.allowed_origins.clone());
@@ -82,7 +84,7 @@ pub async fn serve_http(
     }
     let manager = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
-        move || Ok(Bridge::new(factory_opts.clone())),
+        move || Ok(Bridge::new(factory_opts.clone(), runs.clone())),
         manager.clone(),
         config,
     );

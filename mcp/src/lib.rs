@@ -13,12 +13,15 @@ use toolvisor_protocol::codec::CodecError;
 use toolvisor_protocol::wire::Tier;
 
 pub mod bridge;
+mod calls;
 pub mod content;
 pub mod daemon;
 pub mod gate;
 pub mod http;
 pub mod peer;
 pub mod render;
+pub mod runs;
+pub mod tasks;
 
 pub use bridge::Bridge;
 /// Cancels `http::serve_http`.
@@ -41,6 +44,11 @@ pub struct Options {
     pub poll: Duration,
     /// Who answers approval requests: chosen by the operator, never by the model.
     pub approvals: Approvals,
+    /// Route `ask_user` questions to the MCP client's elicitation (`--questions elicit`, the
+    /// default); `false` (`--questions none`): this run has no question port, so `ask_user`
+    /// answers `no_human` at once — for headless harnesses, which declare elicitation and
+    /// refuse every request (a refusal would read as the person skipping the question).
+    pub questions: bool,
 }
 
 /// Who approves the calls that need approval (`toolvisor mcp --approvals`, `[mcp] approvals`).
@@ -129,7 +137,8 @@ pub enum BridgeError {
 /// Serve one MCP session on stdin/stdout until the client closes it.
 pub async fn serve_stdio(opts: Options) -> Result<(), BridgeError> {
     use rmcp::ServiceExt;
-    let bridge = Bridge::new(Arc::new(opts));
+    let opts = Arc::new(opts);
+    let bridge = Bridge::new(opts.clone(), runs::Runs::new(opts)).single_client();
     let end = bridge.session_end();
     let service = bridge
         .serve(rmcp::transport::stdio())

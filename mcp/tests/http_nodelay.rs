@@ -29,6 +29,7 @@ fn accepted_tcp_connections_have_nodelay() {
         workdir: dir.path().display().to_string(),
         poll: Duration::from_secs(60),
         approvals: toolvisor_mcp::Approvals::Elicit,
+        questions: true,
     };
     let http = HttpOptions::new(Listen::Tcp("127.0.0.1:0".parse().unwrap()));
     let server_stop = stop.clone();

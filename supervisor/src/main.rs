@@ -178,6 +178,11 @@ enum Command {
         /// The daemon's config file, for its `[mcp]` section.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Where `ask_user` questions go: elicit (the MCP client's elicitation form; the
+        /// default) or none (no question port: `ask_user` answers no_human at once; for
+        /// headless runs, whose harnesses refuse every elicitation).
+        #[arg(long, default_value = "elicit", value_parser = ["elicit", "none"])]
+        questions: String,
     },
     /// The live supervisor tree.
     /// Answer the agent's `ask_user` questions at this terminal: each shows as a numbered
@@ -500,6 +505,7 @@ fn main() -> ExitCode {
             poll,
             approvals,
             config,
+            questions,
         } => {
             let approvals = match approvals {
                 Some(a) => a,
@@ -517,12 +523,16 @@ fn main() -> ExitCode {
                     surface,
                     conversation,
                     run_id: run,
-                    workdir: workdir
-                        .or_else(|| std::env::current_dir().ok())
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default(),
+                    workdir: match mcp_workdir(workdir) {
+                        Ok(w) => w,
+                        Err(e) => {
+                            eprintln!("toolvisor mcp: {e}");
+                            return ExitCode::from(2);
+                        }
+                    },
                     poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
                     approvals,
+                    questions: questions == "elicit",
                 },
                 listen.map(|listen| toolvisor_mcp::http::HttpOptions {
                     listen,
@@ -696,6 +706,28 @@ fn drain_main(conn: &Conn, timeout: Duration) -> ExitCode {
             return ExitCode::from(1);
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The run's workdir, absolute (the daemon resolves a relative one against its own cwd, not
+/// ours): `--workdir` or the current directory, which must be a directory.
+fn mcp_workdir(workdir: Option<PathBuf>) -> Result<String, String> {
+    let given = match workdir {
+        Some(w) => w,
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    match std::fs::canonicalize(&given) {
+        Ok(p) if p.is_dir() => Ok(p.display().to_string()),
+        Ok(p) => Err(format!(
+            "--workdir {}: {} is not a directory",
+            given.display(),
+            p.display()
+        )),
+        Err(e) => Err(format!(
+            "--workdir {}: {e}; give a directory that exists",
+            given.display()
+        )),
     }
 }
 

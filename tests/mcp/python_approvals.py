@@ -32,7 +32,7 @@ async def main():
                 t.name: t.annotations.model_dump(exclude_none=True) if t.annotations else {}
                 for t in tools
             }
-            marker = os.path.join(workdir, "harness-marker-" + mode)
+            marker = os.path.join(os.path.abspath(workdir), "harness-marker-" + mode)
             if "bash" in facts["tools"]:
                 r = await s.call_tool("bash", {"command": f"touch {marker}"})
                 text = "".join(c.text for c in r.content if c.type == "text")

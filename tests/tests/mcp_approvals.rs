@@ -157,3 +157,30 @@ fn an_unknown_mode_is_refused_naming_the_modes() {
         "{err}"
     );
 }
+
+#[test]
+fn a_relative_workdir_is_made_absolute_and_a_missing_one_is_refused() {
+    let d = TestDaemon::start("");
+    workdir(&d);
+    // Relative to where toolvisor mcp starts, not to the daemon's cwd (issue 29, found by
+    // driving the real harnesses).
+    let mut cmd = Command::new(sdk_python());
+    cmd.arg(script("python_approvals.py"))
+        .arg(bin())
+        .arg(&d.socket)
+        .arg("work")
+        .arg("harness")
+        .current_dir(d.dir.path());
+    let out = run_client(cmd, Duration::from_secs(120));
+    let facts: Json = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(facts["ran"], true, "{facts}");
+    assert!(d.dir.path().join("work/harness-marker-harness").exists());
+
+    let out = Command::new(bin())
+        .args(["mcp", "--workdir", "/no/such/dir"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--workdir /no/such/dir") && err.contains("exists"), "{err}");
+}

@@ -1,0 +1,693 @@
+//! `tools/call`: a daemon call whose approval requests are answered as the operator chose
+//! (`--approvals`), whose output events become progress notifications and whose MCP
+//! cancellation is the daemon's `Cancel`.
+//!
+//! On 2026-07-28 there are no server-to-client requests: an approval that needs a person is
+//! asked back as a multi round-trip request (`inputRequests` with one form elicitation, and
+//! a `requestState` under which the call waits in [`Runs`]); the client's retry carries the
+//! answer and the call goes on. A client with the Tasks extension gets a task for the
+//! start-then-poll tools and for an `eval` or `bash` still running after `INLINE_WAIT`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CreateTaskResult, InputRequests,
+    InputRequiredResult, ProgressNotificationParam, ProgressToken, RequestMetaObject,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Peer, RoleServer};
+use serde_json::{Value as Json, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame, Event, Outcome};
+use toolvisor_protocol::{ErrorKind, ToolError};
+
+use crate::bridge::{Bridge, elicit, elicits, stateless};
+use crate::daemon::{CallMsg, DaemonConn};
+use crate::runs::{HANDLE_KEY, Pending, Runs};
+use crate::tasks::{INLINE_WAIT, POLL, follows_a_job, may_run_long};
+use crate::{Approvals, BridgeError, content};
+
+/// How long a cancelled call may take to answer `cancelled` before we stop waiting.
+const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// The key of the approval form in an MRTR `inputRequests`.
+const APPROVE_INPUT: &str = "toolvisor_approval";
+
+/// The MCP client, as it named itself (`initialize`, or a 2026 request's `_meta`).
+pub(crate) fn client_of(peer: &Peer<RoleServer>, meta: Option<&RequestMetaObject>) -> String {
+    if let Some(info) = meta.and_then(|m| m.client_info()) {
+        return format!("{} {}", info.name, info.version);
+    }
+    match peer.peer_info() {
+        Some(info) => format!("{} {}", info.client_info.name, info.client_info.version),
+        None => "(a client that named itself nowhere)".to_string(),
+    }
+}
+
+/// What happened to a call driven for a while.
+enum Step {
+    Done(Outcome),
+    /// An approval a person must answer, and the client can only be asked by MRTR.
+    Ask(ApprovalRequest, mpsc::Receiver<CallMsg>),
+    /// Still running at the deadline (it becomes a task).
+    Running(mpsc::Receiver<CallMsg>),
+}
+
+/// What a driven call may do besides waiting.
+struct Drive<'a> {
+    conn: &'a Arc<DaemonConn>,
+    id: u64,
+    tool: &'a str,
+    mode: Approvals,
+    client: String,
+    /// Progress notifications and elicitation go to this peer, when there is one.
+    peer: Option<&'a Peer<RoleServer>>,
+    token: Option<ProgressToken>,
+    /// Ask approvals back as MRTR (a 2026 client that can show a form).
+    mrtr: bool,
+    /// Fired when the caller cancels (MCP cancellation, `tasks/cancel`).
+    cancel: CancellationToken,
+    /// Answer [`Step::Running`] after this long.
+    deadline: Option<Duration>,
+}
+
+impl Drive<'_> {
+    async fn run(&self, mut rx: mpsc::Receiver<CallMsg>) -> Step {
+        // If this future is dropped before the outcome (the transport went away, the
+        // session ended), the daemon still hears `cancel`, so nothing the call started
+        // outlives it.
+        let mut guard = CancelOnDrop {
+            conn: self.conn,
+            id: self.id,
+            armed: true,
+        };
+        let mut steps = 0u64;
+        let mut cancelled = false;
+        let deadline = async {
+            match self.deadline {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::pin!(deadline);
+        loop {
+            let msg = tokio::select! {
+                msg = rx.recv() => msg,
+                _ = self.cancel.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    let _ = self.conn.send(&ClientFrame::Cancel { id: self.id });
+                    continue;
+                }
+                _ = tokio::time::sleep(CANCEL_GRACE), if cancelled => None,
+                _ = &mut deadline, if !cancelled => {
+                    guard.armed = false;
+                    return Step::Running(rx);
+                }
+            };
+            match msg {
+                None => {
+                    guard.armed = false;
+                    return Step::Done(Outcome::Err(ToolError::new(
+                        ErrorKind::Cancelled,
+                        format!("{}: the call was cancelled by the MCP client", self.tool),
+                        "call again if you still need it",
+                    )));
+                }
+                Some(CallMsg::Done(outcome)) => {
+                    guard.armed = false;
+                    return Step::Done(outcome);
+                }
+                Some(CallMsg::Approval(areq)) => {
+                    if self.mrtr && self.mode == Approvals::Elicit {
+                        guard.armed = false;
+                        return Step::Ask(areq, rx);
+                    }
+                    let conn = self.conn.clone();
+                    let peer = self.peer.cloned();
+                    let (mode, client) = (self.mode, self.client.clone());
+                    tokio::spawn(async move {
+                        approve(&conn, peer.as_ref(), mode, &client, areq).await
+                    });
+                }
+                Some(CallMsg::Event(event)) => {
+                    let (Some(token), Some(peer)) = (&self.token, self.peer) else {
+                        continue;
+                    };
+                    steps += 1;
+                    let message = match event {
+                        Event::Output { text, .. } => text,
+                        Event::Progress { message, .. } => message,
+                    };
+                    // The step count always increases, as MCP asks; the daemon's fraction
+                    // (when it has one) is in the message's place only as text.
+                    let param: Result<ProgressNotificationParam, _> =
+                        serde_json::from_value(json!({
+                            "progressToken": token,
+                            "progress": steps,
+                            "message": message,
+                        }));
+                    if let Ok(p) = param {
+                        let _ = peer.notify_progress(p).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Answer one approval request as the operator chose (`--approvals`): through elicitation
+/// when the client has it (else denied), by the MCP client's own call (`harness`), or never.
+pub(crate) async fn approve(
+    conn: &DaemonConn,
+    peer: Option<&Peer<RoleServer>>,
+    mode: Approvals,
+    client: &str,
+    req: ApprovalRequest,
+) {
+    let (approved, reason) = if mode == Approvals::Harness {
+        (
+            true,
+            format!(
+                "approved by the MCP client {client}, to which the operator delegated approval (toolvisor mcp --approvals harness)"
+            ),
+        )
+    } else if mode == Approvals::Deny {
+        (
+            false,
+            "the operator runs toolvisor mcp with --approvals deny: nothing that needs approval runs here".to_string(),
+        )
+    } else if let Some(peer) = peer.filter(|p| elicits(p)) {
+        let message = format!(
+            "toolvisor asks to approve a {} call: {}",
+            req.tier, req.summary
+        );
+        match elicit(peer, message, approval_form(&req)).await {
+            Some(c) if c.get("approve").and_then(Json::as_bool) == Some(true) => (
+                true,
+                format!("a person approved in the MCP client {client}'s elicitation form"),
+            ),
+            Some(_) => (
+                false,
+                "the person answered no in the MCP client".to_string(),
+            ),
+            None => (
+                false,
+                "the MCP client declined or cancelled the approval request".to_string(),
+            ),
+        }
+    } else {
+        (
+            false,
+            "the MCP client declared no elicitation capability (or the call runs as a task, which cannot ask), so toolvisor mcp cannot ask a person; approvals are denied, never granted by default (use a client with elicitation, or let the harness's own permission system approve: toolvisor mcp --approvals harness)".to_string(),
+        )
+    };
+    let _ = conn.answer_approval(req.request_id, approved, Some(reason));
+}
+
+fn approval_form(req: &ApprovalRequest) -> Json {
+    json!({
+        "type": "object",
+        "properties": {"approve": {"type": "boolean", "title": "Approve",
+            "description": format!("run {}", req.summary)}},
+        "required": ["approve"],
+    })
+}
+
+/// Whether a 2026 client can show a form (its `_meta` declares elicitation).
+fn can_show_forms(meta: Option<&RequestMetaObject>) -> bool {
+    meta.and_then(|m| m.client_capabilities())
+        .is_some_and(|c| c.elicitation.is_some())
+}
+
+fn supports_tasks(meta: Option<&RequestMetaObject>) -> bool {
+    meta.and_then(|m| m.client_capabilities())
+        .is_some_and(|c| c.supports_tasks())
+}
+
+fn lost(e: &BridgeError) -> ToolError {
+    ToolError::new(
+        ErrorKind::ResourceFailed,
+        format!("toolvisor mcp lost the daemon: {e}"),
+        "check the daemon (`toolvisor status`) and restart the MCP server",
+    )
+}
+
+fn to_result(value: Json) -> Result<CallToolResult, ErrorData> {
+    serde_json::from_value(value).map_err(|e| {
+        ErrorData::internal_error(format!("toolvisor mcp built a bad tool result: {e}"), None)
+    })
+}
+
+/// A finished call's result, with the run's handle in `_meta` for a 2026 client.
+fn finish(
+    tool: &str,
+    outcome: Outcome,
+    handle: &Option<String>,
+) -> Result<CallToolResponse, ErrorData> {
+    let mut value = content::outcome_result(tool, outcome);
+    if let Some(h) = handle {
+        value["_meta"] = json!({ HANDLE_KEY: h });
+    }
+    to_result(value).map(Into::into)
+}
+
+/// `tools/call`.
+pub(crate) async fn call_tool(
+    bridge: &Bridge,
+    req: CallToolRequestParams,
+    ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    // A 2026 request carries its context in `_meta` (the request's, else the params').
+    let meta = req.meta.clone().or_else(|| Some(ctx.meta.clone()));
+    let meta = meta.as_ref();
+    let tool = req.name.to_string();
+    // An MRTR retry belongs to the run of the call it answers (a retry need not name it).
+    let parked = match &req.request_state {
+        Some(state) => Some(bridge.runs.unpark(state).ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("requestState {state:?} names no call waiting for an answer (it was answered already, it waited over 10 minutes, or toolvisor mcp restarted)"),
+                Some(json!({"kind": "not_found", "hint": "call the tool again"})),
+            )
+        })?),
+        None => None,
+    };
+    let named = req.meta.as_ref().and_then(|m| m.get(HANDLE_KEY)).is_some()
+        || ctx.meta.get(HANDLE_KEY).is_some();
+    let (shared, handle) = match &parked {
+        Some(p) if !named && p.handle.is_some() => {
+            let h = p.handle.clone().unwrap_or_default();
+            (bridge.runs.run(&h).await, Some(h))
+        }
+        _ => bridge.scope(&ctx, req.meta.as_ref()).await?,
+    };
+    let conn = bridge.conn_of(&shared, &ctx.peer).await?;
+    let v2026 = stateless(&ctx);
+    let token = req
+        .meta
+        .as_ref()
+        .and_then(|m| m.get_progress_token())
+        .or_else(|| ctx.meta.get_progress_token());
+    let mode = shared_mode(bridge);
+    let client = client_of(&ctx.peer, meta);
+    // An MRTR retry: the call is already running; it gets the answer and goes on.
+    let (conn, id, rx) = match parked {
+        Some(p) => {
+            let state = req.request_state.clone().unwrap_or_default();
+            if p.tool != tool || p.conversation != shared.conversation {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "requestState {state:?} belongs to a {} call of another conversation or tool",
+                        p.tool
+                    ),
+                    Some(
+                        json!({"kind": "invalid_args", "hint": "retry the same call with the same arguments and _meta"}),
+                    ),
+                ));
+            }
+            let answer = req
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(APPROVE_INPUT))
+                .cloned();
+            let approved = answer.as_ref().is_some_and(|a| {
+                a.get("action").and_then(Json::as_str) == Some("accept")
+                    && a.pointer("/content/approve").and_then(Json::as_bool) == Some(true)
+            });
+            let reason = if approved {
+                format!(
+                    "a person approved in the MCP client {client}'s elicitation form (input request)"
+                )
+            } else if answer.is_none() {
+                "the MCP client's retry carried no answer to the approval form".to_string()
+            } else {
+                "the person answered no, declined or cancelled in the MCP client".to_string()
+            };
+            let _ = p
+                .conn
+                .answer_approval(p.approval.request_id, approved, Some(reason));
+            (p.conn, p.id, p.rx)
+        }
+        None => {
+            let args = Json::Object(req.arguments.clone().unwrap_or_default());
+            match conn.start_call(&shared.conversation, &tool, args) {
+                Ok((id, rx)) => (conn, id, rx),
+                Err(e) => return finish(&tool, Outcome::Err(lost(&e)), &handle),
+            }
+        }
+    };
+    let tasks_ok = v2026 && supports_tasks(meta);
+    let drive = Drive {
+        conn: &conn,
+        id,
+        tool: &tool,
+        mode,
+        client: client.clone(),
+        peer: Some(&ctx.peer),
+        token,
+        mrtr: v2026 && can_show_forms(meta),
+        cancel: ctx.ct.clone(),
+        deadline: (tasks_ok && may_run_long(&tool)).then_some(INLINE_WAIT),
+    };
+    match drive.run(rx).await {
+        Step::Done(outcome) => {
+            if tasks_ok
+                && follows_a_job(&tool)
+                && let Outcome::Ok(v) = &outcome
+                && let Some(job) = Job::of(&tool, &v.0)
+                && let Some(task) = follow(&bridge.runs, &conn, &shared.conversation, job, &client)
+            {
+                return Ok(task_response(task, &handle));
+            }
+            finish(&tool, outcome, &handle)
+        }
+        Step::Ask(areq, rx) => {
+            let message = format!(
+                "toolvisor asks to approve a {} call: {}",
+                areq.tier, areq.summary
+            );
+            let form = approval_form(&areq);
+            let pending = Pending::new(
+                conn.clone(),
+                id,
+                rx,
+                areq.clone(),
+                tool.clone(),
+                shared.conversation.clone(),
+                handle.clone(),
+            );
+            let state = match bridge.runs.park(pending) {
+                Ok(state) => state,
+                Err(p) => {
+                    let _ = p.conn.answer_approval(
+                        areq.request_id,
+                        false,
+                        Some("too many calls wait for an approval answer in this toolvisor mcp (256); answer those first".into()),
+                    );
+                    let step = Drive {
+                        deadline: None,
+                        mrtr: false,
+                        ..drive
+                    }
+                    .run(p.rx)
+                    .await;
+                    let Step::Done(outcome) = step else {
+                        return Err(ErrorData::internal_error(
+                            "the call neither ended nor waited",
+                            None,
+                        ));
+                    };
+                    return finish(&tool, outcome, &handle);
+                }
+            };
+            let mut requests = InputRequests::new();
+            let elicitation = serde_json::from_value(json!({
+                "method": "elicitation/create",
+                "params": {"mode": "form", "message": message, "requestedSchema": form},
+            }))
+            .map_err(|e| {
+                ErrorData::internal_error(
+                    format!("toolvisor mcp built a bad input request: {e}"),
+                    None,
+                )
+            })?;
+            requests.insert(APPROVE_INPUT.to_string(), elicitation);
+            let mut input = InputRequiredResult::new(Some(requests), Some(state));
+            if let Some(h) = &handle {
+                input.meta = serde_json::from_value(json!({ HANDLE_KEY: h })).ok();
+            }
+            Ok(CallToolResponse::InputRequired(input))
+        }
+        Step::Running(rx) => {
+            let Some((task_id, cancel)) = bridge.runs.tasks.create(&format!("{tool} is running"))
+            else {
+                // No room for a task: wait for it here, as for a client without tasks.
+                let step = Drive {
+                    deadline: None,
+                    ..drive
+                }
+                .run(rx)
+                .await;
+                let Step::Done(outcome) = step else {
+                    return Err(ErrorData::internal_error(
+                        "the call neither ended nor waited",
+                        None,
+                    ));
+                };
+                return finish(&tool, outcome, &handle);
+            };
+            let runs = bridge.runs.clone();
+            let conn = conn.clone();
+            let (tool2, id2, task2) = (tool.clone(), id, task_id.clone());
+            tokio::spawn(async move {
+                let drive = Drive {
+                    conn: &conn,
+                    id: id2,
+                    tool: &tool2,
+                    mode,
+                    client,
+                    peer: None,
+                    token: None,
+                    mrtr: false,
+                    cancel,
+                    deadline: None,
+                };
+                if let Step::Done(outcome) = drive.run(rx).await {
+                    let cancelled =
+                        matches!(&outcome, Outcome::Err(e) if e.kind == ErrorKind::Cancelled);
+                    if cancelled {
+                        runs.tasks
+                            .cancelled(&task2, &format!("{tool2} was cancelled"));
+                    } else {
+                        runs.tasks.complete(
+                            &task2,
+                            content::outcome_result(&tool2, outcome),
+                            &format!("{tool2} ended"),
+                        );
+                    }
+                }
+            });
+            Ok(task_response(task_id, &handle))
+        }
+    }
+}
+
+fn shared_mode(bridge: &Bridge) -> Approvals {
+    bridge.runs.opts().approvals
+}
+
+fn task_response(task_id: String, handle: &Option<String>) -> CallToolResponse {
+    // The entry exists: it was made just now.
+    let seed = rmcp::model::Task::new(
+        task_id,
+        rmcp::model::TaskStatus::Working,
+        crate::tasks::iso8601(std::time::SystemTime::now()),
+        crate::tasks::iso8601(std::time::SystemTime::now()),
+    )
+    .with_poll_interval_ms(POLL.as_millis() as u64);
+    let mut created = CreateTaskResult::new(seed);
+    if let Some(h) = handle {
+        created =
+            created.with_meta(serde_json::from_value(json!({ HANDLE_KEY: h })).unwrap_or_default());
+    }
+    CallToolResponse::Task(created)
+}
+
+/// The job a start-then-poll call started, and how to follow and stop it.
+struct Job {
+    tool: &'static str,
+    /// What `tool` polls with.
+    poll: (&'static str, Json),
+    /// What stops it.
+    stop: (&'static str, Json),
+    name: String,
+}
+
+impl Job {
+    fn of(tool: &str, result: &Json) -> Option<Job> {
+        let s = |k: &str| result.get(k).and_then(Json::as_str).map(str::to_string);
+        match tool {
+            "download_model" => {
+                let job = s("job_id")?;
+                // Already in the store: nothing to follow.
+                if s("state").as_deref() == Some("done") {
+                    return None;
+                }
+                Some(Job {
+                    tool: "download_model",
+                    poll: ("list_downloads", json!({"job_id": job})),
+                    stop: ("cancel_download", json!({"job_id": job})),
+                    name: job,
+                })
+            }
+            "load_model" => {
+                let alias = s("alias")?;
+                if s("state").as_deref() == Some("ready") {
+                    return None;
+                }
+                Some(Job {
+                    tool: "load_model",
+                    poll: ("get_inference_status", json!({})),
+                    stop: ("unload_model", json!({"alias": alias})),
+                    name: alias,
+                })
+            }
+            "vibe_spawn" => {
+                let worker = s("worker_id")?;
+                Some(Job {
+                    tool: "vibe_spawn",
+                    poll: (
+                        "vibe_wait",
+                        json!({"worker_id": worker, "timeout_seconds": 0}),
+                    ),
+                    stop: ("vibe_kill", json!({"worker_id": worker})),
+                    name: worker,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The job's entry in a poll's answer, and whether it has ended (and failed).
+    fn look(&self, answer: &Json) -> Option<(Json, bool, bool)> {
+        let entry = match self.tool {
+            "download_model" => answer["jobs"]
+                .as_array()?
+                .iter()
+                .find(|j| j["job_id"] == self.name.as_str())?
+                .clone(),
+            "load_model" => answer["models"]
+                .as_array()?
+                .iter()
+                .find(|m| m["alias"] == self.name.as_str())?
+                .clone(),
+            _ => answer.clone(),
+        };
+        let state = entry["state"].as_str().unwrap_or("");
+        let (ended, failed) = match self.tool {
+            "download_model" => (
+                matches!(state, "done" | "failed" | "cancelled"),
+                state != "done",
+            ),
+            "load_model" => (matches!(state, "ready" | "failed"), state == "failed"),
+            _ => (
+                matches!(state, "done" | "failed" | "killed"),
+                state != "done",
+            ),
+        };
+        Some((entry, ended, failed))
+    }
+}
+
+/// A task following `job` until it ends (or `tasks/cancel` stops it); `None` when no room.
+fn follow(
+    runs: &Arc<Runs>,
+    conn: &Arc<DaemonConn>,
+    conversation: &str,
+    job: Job,
+    client: &str,
+) -> Option<String> {
+    let (task_id, cancel) = runs
+        .tasks
+        .create(&format!("{} {} started", job.tool, job.name))?;
+    let conn = conn.clone();
+    let conversation = conversation.to_string();
+    let client = client.to_string();
+    let task = task_id.clone();
+    // The task table outlives this request; the poller holds what it needs.
+    let runs = runs.clone();
+    tokio::spawn(async move {
+        let tasks = &runs.tasks;
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => {
+                    let reason = format!("the MCP client {client} cancelled the task it started (tasks/cancel); toolvisor mcp approves stopping it");
+                    let (tool, args) = &job.stop;
+                    let outcome = conn.call_answering(&conversation, tool, args.clone(), true, &reason).await;
+                    let said = match outcome {
+                        Ok(Outcome::Ok(_)) => format!("{} {} stopped ({tool})", job.tool, job.name),
+                        Ok(Outcome::Err(e)) => format!("{} {}: {tool} failed: {e}", job.tool, job.name),
+                        Err(e) => format!("{} {}: {tool} failed: {e}", job.tool, job.name),
+                    };
+                    tasks.cancelled(&task, &said);
+                    return;
+                }
+                _ = tokio::time::sleep(POLL) => {}
+            }
+            let (tool, args) = &job.poll;
+            let answer = match conn.call(&conversation, tool, args.clone()).await {
+                Ok(Outcome::Ok(v)) => v.0,
+                Ok(Outcome::Err(e)) => {
+                    tasks.complete(
+                        &task,
+                        content::outcome_result(job.tool, Outcome::Err(e)),
+                        "following the job failed",
+                    );
+                    return;
+                }
+                Err(e) => {
+                    tasks.complete(
+                        &task,
+                        content::outcome_result(job.tool, Outcome::Err(lost(&e))),
+                        "toolvisor mcp lost the daemon",
+                    );
+                    return;
+                }
+            };
+            let Some((entry, ended, failed)) = job.look(&answer) else {
+                let gone = ToolError::new(
+                    ErrorKind::NotFound,
+                    format!("{} {} is gone from {tool}", job.tool, job.name),
+                    "it ended and was collected, or the daemon restarted; list it again",
+                );
+                tasks.complete(
+                    &task,
+                    content::outcome_result(job.tool, Outcome::Err(gone)),
+                    "the job is gone",
+                );
+                return;
+            };
+            let state = entry["state"].as_str().unwrap_or("?").to_string();
+            if ended {
+                let mut result = content::outcome_result(
+                    job.tool,
+                    Outcome::Ok(toolvisor_protocol::Value(entry)),
+                );
+                if failed {
+                    result["isError"] = json!(true);
+                }
+                tasks.complete(
+                    &task,
+                    result,
+                    &format!("{} {}: {state}", job.tool, job.name),
+                );
+                return;
+            }
+            let percent = entry["percent"]
+                .as_f64()
+                .map(|p| format!(" {p:.1} %"))
+                .unwrap_or_default();
+            tasks.progress(
+                &task,
+                format!("{} {}: {state}{percent}", job.tool, job.name),
+            );
+        }
+    });
+    Some(task_id)
+}
+
+/// Sends the daemon `cancel` for a call whose outcome never arrived here.
+struct CancelOnDrop<'a> {
+    conn: &'a DaemonConn,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.conn.send(&ClientFrame::Cancel { id: self.id });
+        }
+    }
+}
