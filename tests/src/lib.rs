@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 pub mod clients;
 pub mod debug;
 pub mod eval;
+pub mod harness;
 pub mod hf;
 pub mod inference;
 pub mod lsp;

@@ -182,5 +182,8 @@ fn a_relative_workdir_is_made_absolute_and_a_missing_one_is_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--workdir /no/such/dir") && err.contains("exists"), "{err}");
+    assert!(
+        err.contains("--workdir /no/such/dir") && err.contains("exists"),
+        "{err}"
+    );
 }

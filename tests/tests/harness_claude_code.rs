@@ -1,0 +1,124 @@
+//! Claude Code (npm @anthropic-ai/claude-code, `claude -p`) headless against a scripted model endpoint and `toolvisor mcp` (issue 29): reads
+//! answer; a write lands when the operator delegated approval to the harness
+//! (`--approvals harness`, the tool on the harness's own allow-list) and is audited as approved
+//! by that client; the default (`elicit`, which a headless harness cannot answer) denies it;
+//! `ask_user` with `--questions none` answers `no_human` instead of a skip nobody made.
+
+use serde_json::json;
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::harness::{Endpoint, Run, audit, claude, project};
+
+fn ok(run: &Run, ep: &Endpoint) {
+    assert!(
+        run.status.success(),
+        "claude failed ({}):\nstdout: {}\nstderr: {}",
+        run.status,
+        run.stdout,
+        run.stderr
+    );
+    let summary = ep.summary();
+    assert!(
+        summary["problems"].as_array().is_some_and(|p| p.is_empty()),
+        "the harness did not play the whole script: {summary}\nstdout: {}\nstderr: {}",
+        run.stdout,
+        run.stderr
+    );
+}
+
+#[test]
+fn reads_answer_with_what_the_files_hold() {
+    let d = TestDaemon::start("");
+    let work = project(&d);
+    let ep = Endpoint::start(
+        &d.dir.path().join("ep"),
+        json!([
+            {"tool": "read", "args": {"path": "pkg/greet.py"}},
+            {"tool": "grep", "args": {"pattern": "def greet", "path": "pkg"}},
+            {"final": "read done"}
+        ]),
+    );
+    let run = claude(&d, &ep, &work, &[], &["read", "grep"]);
+    ok(&run, &ep);
+    let text = ep.results_text();
+    assert!(text.contains("toolvisor-harness-7731"), "{text}");
+    assert!(text.contains("greet.py:6:def greet"), "{text}");
+}
+
+#[test]
+fn a_write_runs_when_the_operator_delegated_approval_and_is_audited() {
+    let d = TestDaemon::start("");
+    let work = project(&d);
+    let ep = Endpoint::start(
+        &d.dir.path().join("ep"),
+        json!([
+            {"tool": "write", "args": {"path": "pkg/written.py", "content": "WRITTEN_BY_HARNESS = True\n"}},
+            {"final": "write done"}
+        ]),
+    );
+    let run = claude(&d, &ep, &work, &["--approvals", "harness"], &["write"]);
+    ok(&run, &ep);
+    assert_eq!(
+        std::fs::read_to_string(work.join("pkg/written.py")).unwrap(),
+        "WRITTEN_BY_HARNESS = True\n"
+    );
+    let approved: Vec<_> = audit(&d)
+        .into_iter()
+        .filter(|r| r["event"] == "approved" && r["tool"] == "write")
+        .collect();
+    assert_eq!(approved.len(), 1, "{approved:?}");
+    let reason = approved[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("approved by the MCP client claude-code 2.1.332")
+            && reason.contains("--approvals harness"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn without_delegation_a_headless_write_is_denied() {
+    let d = TestDaemon::start("");
+    let work = project(&d);
+    let ep = Endpoint::start(
+        &d.dir.path().join("ep"),
+        json!([
+            {"tool": "write", "args": {"path": "pkg/denied.py", "content": "NOPE = 1\n"}},
+            {"final": "write refused"}
+        ]),
+    );
+    let run = claude(&d, &ep, &work, &[], &["write"]);
+    ok(&run, &ep);
+    assert!(
+        !work.join("pkg/denied.py").exists(),
+        "a write ran without approval"
+    );
+    let text = ep.results_text();
+    assert!(text.contains("approval_denied"), "{text}");
+    assert!(
+        audit(&d)
+            .iter()
+            .any(|r| r["event"] == "approval_denied" && r["tool"] == "write"),
+        "the denial is audited"
+    );
+}
+
+#[test]
+fn ask_user_answers_no_human_when_no_person_is_attached() {
+    let d = TestDaemon::start("");
+    let work = project(&d);
+    let ep = Endpoint::start(
+        &d.dir.path().join("ep"),
+        json!([
+            {"tool": "ask_user", "args": {"question": "Which greeting should greet() use?",
+                "options": [{"label": "hello"}, {"label": "hi"}]}},
+            {"final": "asked"}
+        ]),
+    );
+    let run = claude(&d, &ep, &work, &["--questions", "none"], &["ask_user"]);
+    ok(&run, &ep);
+    let text = ep.results_text();
+    assert!(text.contains("no_human"), "{text}");
+    assert!(
+        !text.contains("skipped: true"),
+        "a skip nobody made: {text}"
+    );
+}
