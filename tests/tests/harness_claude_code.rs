@@ -122,3 +122,20 @@ fn ask_user_answers_no_human_when_no_person_is_attached() {
         "a skip nobody made: {text}"
     );
 }
+
+#[test]
+fn code_runs_when_the_operator_delegated_approval() {
+    let d = TestDaemon::start("");
+    let work = project(&d);
+    let ep = Endpoint::start(
+        &d.dir.path().join("ep"),
+        json!([
+            {"tool": "bash", "args": {"command": "python3 -c 'import pkg.greet as g; print(g.greet(\"ci\"), 6 * 7)'"}},
+            {"final": "ran"}
+        ]),
+    );
+    let run = claude(&d, &ep, &work, &["--approvals", "harness"], &["bash"]);
+    ok(&run, &ep);
+    let text = ep.results_text();
+    assert!(text.contains("hello, ci 42"), "{text}");
+}
