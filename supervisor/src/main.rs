@@ -85,6 +85,7 @@ enum Command {
         /// Also list tools this surface cannot call, with the reason.
         #[arg(long)]
         all: bool,
+        /// Print the tools as JSON (with their schemas) instead of a table.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -92,6 +93,7 @@ enum Command {
     },
     /// Daemon facts: pid, uptime, socket, sessions, calls.
     Status {
+        /// Print the facts as JSON.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -118,8 +120,9 @@ enum Command {
         conn: Conn,
     },
     /// A Model Context Protocol server for harnesses that speak MCP: stdio by default (the
-    /// harness starts it), Streamable HTTP with --listen. Each MCP session is one run on the
-    /// daemon; approvals and questions go through MCP elicitation (denied / no_human without it).
+    /// harness starts it), Streamable HTTP with --listen (a loopback port needs its bearer
+    /// token). Each MCP session is one run on the daemon (on 2026-07-28, a conversation handle
+    /// in _meta); approvals as --approvals says, questions through MCP elicitation.
     Mcp {
         /// Daemon socket (default: $XDG_RUNTIME_DIR/toolvisor.sock or /tmp/toolvisor-$UID/toolvisor.sock).
         #[arg(long, env = "TOOLVISOR_SOCKET")]
@@ -184,7 +187,6 @@ enum Command {
         #[arg(long, default_value = "elicit", value_parser = ["elicit", "none"])]
         questions: String,
     },
-    /// The live supervisor tree.
     /// Answer the agent's `ask_user` questions at this terminal: each shows as a numbered
     /// card; answer with option number(s), free text, or `s` to skip.
     Operator {
@@ -194,7 +196,10 @@ enum Command {
         #[command(flatten)]
         conn: Conn,
     },
+    /// The live supervisor tree: kind, id, pid, state, uptime, TTL left, restarts, mailbox
+    /// depth and RSS of every resource; --watch redraws on every change.
     Tree {
+        /// Print the tree as JSON instead of a table.
         #[arg(long)]
         json: bool,
         /// Redraw on every change.
@@ -208,6 +213,7 @@ enum Command {
         /// Progress bars, redrawn until every job has ended.
         #[arg(long)]
         watch: bool,
+        /// Print the jobs as JSON.
         #[arg(long)]
         json: bool,
         #[command(flatten)]

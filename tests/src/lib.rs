@@ -54,6 +54,16 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<
 }
 
 /// True while `pid` exists and is not a zombie.
+/// Tests that play another user (uid 65534) or give files away need root: the suite runs as
+/// root (`scripts/test` refuses to start otherwise). Such a test fails here, saying so,
+/// rather than passing without having checked anything.
+pub fn require_root(what: &str) {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "{what} needs root; the suite runs as root (scripts/test refuses to start otherwise)"
+    );
+}
+
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat

@@ -139,10 +139,7 @@ fn mapped(s: &str, c: &Container, volumes: &BTreeMap<String, PathBuf>) -> String
 
 #[test]
 fn the_sidecar_recipe_starts_the_daemon_from_empty_dirs() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test plays the kubelet and the pod's uid: it needs root (scripts/test runs as root)"
-    );
+    toolvisor_tests::require_root("playing the kubelet and the pod's uid");
     let manifest =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../contrib/k8s/toolvisor-sidecar.yaml");
     let pod = parse(&std::fs::read_to_string(&manifest).unwrap());

@@ -32,10 +32,7 @@ fn read_environ_as_nobody(pid: u32) -> Output {
 
 #[test]
 fn a_same_uid_process_cannot_read_the_daemons_environment() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to run the daemon and the reader as nobody");
-        return;
-    }
+    toolvisor_tests::require_root("running the daemon and the reader as nobody");
     let base = tempfile::tempdir().unwrap();
     std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let run = base.path().join("run");

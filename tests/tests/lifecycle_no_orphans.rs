@@ -104,10 +104,7 @@ fn a_stale_socket_is_recovered_and_a_live_one_is_not_taken() {
 
 #[test]
 fn a_peer_of_another_uid_is_refused_and_logged() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to run the daemon as another user");
-        return;
-    }
+    toolvisor_tests::require_root("running the daemon as another user");
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     // The socket's directory must be the daemon's own (nobody's), mode 0700.

@@ -73,10 +73,7 @@ fn a_socket_directory_writable_by_others_is_refused() {
 
 #[test]
 fn a_socket_directory_of_another_user_is_refused() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to give a directory to another user");
-        return;
-    }
+    toolvisor_tests::require_root("giving a directory to another user");
     let base = tempfile::tempdir().unwrap();
     let dir = base.path().join("theirs");
     std::fs::create_dir(&dir).unwrap();

@@ -55,8 +55,16 @@ fn refused_busy(result: Result<Client, ClientError>) -> toolvisor_protocol::Tool
 #[test]
 fn a_connection_past_max_sessions_is_refused_busy_naming_the_cap() {
     let d = TestDaemon::start("[limits]\nmax_sessions = 3\n");
+    // The place of the start-up probe's connection (TestDaemon::start waits by connecting) is
+    // given back a moment after it closed: a held client refused `busy` meanwhile tries again,
+    // so the three places are surely ours before the cap is tested (a fresh clone under load
+    // failed here).
     let held: Vec<Client> = (0..3)
-        .map(|_| d.client(Codec::Bincode, Tier::Exec, true))
+        .map(|_| {
+            wait_for("a place for a held client", Duration::from_secs(30), || {
+                Client::connect(&d.socket, options(Codec::Bincode, Tier::Exec, true)).ok()
+            })
+        })
         .collect();
     for codec in [Codec::Json, Codec::Bincode] {
         // The refusal is in the codec of the client's Hello, so either client reads it.

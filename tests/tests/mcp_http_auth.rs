@@ -85,13 +85,6 @@ fn open_session(addr: &str, auth: &str) -> Result<String, Answer> {
     Ok(id)
 }
 
-fn assert_root(what: &str) {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "{what} needs root (it runs a client as uid 65534); scripts/test runs as root"
-    );
-}
-
 #[test]
 fn every_request_to_a_loopback_listener_needs_its_token() {
     let d = TestDaemon::start("");
@@ -160,7 +153,7 @@ fn every_request_to_a_loopback_listener_needs_its_token() {
 
 #[test]
 fn another_local_user_can_neither_read_the_token_nor_drive_the_listener() {
-    assert_root("this test");
+    toolvisor_tests::require_root("running a client as uid 65534");
     let d = TestDaemon::start("");
     let work = workdir(&d);
     // The attack reaches the daemon only through the listener: the socket's directory is the

@@ -80,19 +80,9 @@ fn shared_dir() -> tempfile::TempDir {
     dir
 }
 
-fn skip_unless_root() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return false;
-    }
-    eprintln!("skipped: needs root to run a server as another user");
-    true
-}
-
 #[test]
 fn the_rust_client_refuses_a_server_of_another_uid_without_sending_anything() {
-    if skip_unless_root() {
-        return;
-    }
+    toolvisor_tests::require_root("running a server as another user");
     let dir = shared_dir();
     let socket = dir.path().join("foreign.sock");
     let mut server = FakeServer::start(&socket);
@@ -117,9 +107,7 @@ fn the_rust_client_refuses_a_server_of_another_uid_without_sending_anything() {
 
 #[test]
 fn the_python_example_refuses_a_server_of_another_uid_without_sending_anything() {
-    if skip_unless_root() {
-        return;
-    }
+    toolvisor_tests::require_root("running a server as another user");
     let dir = shared_dir();
     let socket = dir.path().join("foreign.sock");
     let mut server = FakeServer::start(&socket);
