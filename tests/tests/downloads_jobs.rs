@@ -377,15 +377,20 @@ fn errors_name_the_repo_the_revision_the_token_and_the_bytes() {
     assert_eq!(hub.served(REPO, "tiny-Q8_0.gguf"), 0);
     drop(d);
 
-    // A wrong token from the environment: 403, naming the configured token; masked.
+    // A token the hub does not know, from the environment: refused as invalid credentials
+    // (HTTP 401, as the Hub answers), naming the configured token; masked.
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&hub, dir.path(), "");
     let d = TestDaemon::start_with_env(dir, &cfg, &[("HF_TOKEN", "hf_wrongtoken999")]);
     let e = err(&d, "download_model", json!({"repo": "tester/gated"}));
+    assert_eq!(e.kind, ErrorKind::PolicyDenied, "{e}");
     assert!(
-        e.message.contains("HTTP 403") && e.message.contains("configured token"),
+        e.message.contains("HTTP 401")
+            && e.message.contains("invalid credentials")
+            && e.message.contains("configured token"),
         "{e}"
     );
+    assert!(!e.to_string().contains("hf_wrongtoken999"), "{e}");
     drop(d);
 
     // The right token in `[models]`: the gated model downloads, and the token never shows.

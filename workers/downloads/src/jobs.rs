@@ -467,6 +467,10 @@ impl Downloads {
         choose::check_revision(revision)?;
         let info = self.hub.repo_info(repo, revision).await?;
         let set = choose::choose(&info.siblings, variant)?;
+        // A gated repo's listing is public, its files are not: find out now, not in the job.
+        if info.gated.is_gated() {
+            self.hub.auth_check(repo).await?;
+        }
         let dir = self.store.model_dir(repo, revision);
         let files_json: Vec<Json> = set
             .files
@@ -851,11 +855,17 @@ impl Downloads {
                 let variants: Vec<Json> = choose::variants(&siblings)
                     .into_iter()
                     .map(|v| {
-                        let bytes = v.total();
+                        // Unknown when the endpoint listed a file without its size: no
+                        // made-up 0 bytes that "fits".
+                        let bytes: Option<u64> = v
+                            .files
+                            .iter()
+                            .map(|f| siblings.iter().find(|s| s.name == f.name).and_then(|s| s.size))
+                            .sum();
                         json!({
                             "variant": v.variant,
                             "bytes": bytes,
-                            "fit": fit::label(bytes, memory),
+                            "fit": bytes.map_or("unknown", |b| fit::label(b, memory)),
                             "downloaded": downloaded.iter().any(|(r, var)| r == &hit.id && var == &v.variant),
                         })
                     })
@@ -866,7 +876,7 @@ impl Downloads {
                     .min_by_key(|l| order(l))
                     .unwrap_or("unknown")
                     .to_string();
-                json!({"repo": hit.id, "downloads": hit.downloads, "fit": fit, "variants": variants})
+                json!({"repo": hit.id, "downloads": hit.downloads, "gated": hit.gated.to_json(), "fit": fit, "variants": variants})
             })
             .collect();
         Ok(json!({"query": query, "models": models}))

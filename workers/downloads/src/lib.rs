@@ -6,6 +6,7 @@ pub mod error;
 pub mod fit;
 pub mod hub;
 mod jobs;
+pub mod listing;
 pub mod store;
 mod transfer;
 
