@@ -775,22 +775,23 @@ impl Downloads {
     /// `list_models`: the store's models with size, files, completeness and fit label.
     pub fn models(&self) -> Json {
         let memory = self.memory();
-        let models: Vec<Json> = self
-            .store
-            .manifests()
-            .into_iter()
+        let manifests = self.store.manifests();
+        let all: Vec<&Manifest> = manifests.iter().map(|(_, m)| m).collect();
+        let models: Vec<Json> = manifests
+            .iter()
             .map(|(dir, m)| {
                 let files: Vec<Json> = m
                     .files
                     .iter()
                     .map(|f| {
-                        let (have, complete) = self.store.present(&dir, f);
+                        let (have, complete) = self.store.present(dir, f);
                         json!({"name": f.name, "size": f.size, "bytes_present": have, "complete": complete})
                     })
                     .collect();
                 let size: u64 = m.files.iter().map(|f| f.size).sum();
-                let complete = m.files.iter().all(|f| self.store.present(&dir, f).1);
+                let complete = m.files.iter().all(|f| self.store.present(dir, f).1);
                 json!({
+                    "name": crate::store::short_name(m, &all),
                     "repo": m.repo,
                     "revision": m.revision,
                     "variant": m.variant,
@@ -862,9 +863,14 @@ impl Downloads {
                             .iter()
                             .map(|f| siblings.iter().find(|s| s.name == f.name).and_then(|s| s.size))
                             .sum();
+                        let projector = v.files.iter().find(|f| {
+                            crate::gguf::is_gguf(&f.name)
+                                && crate::gguf::role(&f.name) == crate::gguf::Role::Projector
+                        });
                         json!({
                             "variant": v.variant,
                             "bytes": bytes,
+                            "projector": projector.map(|f| &f.name),
                             "fit": bytes.map_or("unknown", |b| fit::label(b, memory)),
                             "downloaded": downloaded.iter().any(|(r, var)| r == &hit.id && var == &v.variant),
                         })

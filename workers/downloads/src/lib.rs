@@ -4,6 +4,7 @@
 pub mod choose;
 pub mod error;
 pub mod fit;
+pub mod gguf;
 pub mod hub;
 mod jobs;
 pub mod listing;
