@@ -596,3 +596,51 @@ fn a_range_answered_from_the_wrong_offset_is_refused_even_without_a_hash() {
     let got = std::fs::read(model_dir(&d, "tester/nohash").join("plain-Q4_0.gguf")).unwrap();
     assert!(got == bytes, "the file in place is the served file");
 }
+
+#[test]
+fn a_finished_job_shows_done_after_a_restart_whatever_the_store_holds_since() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    let mut d = start(&hub, "");
+    let args = json!({"repo": REPO, "variant": "Q4_K_M"});
+    let first = d.ok("c", "download_model", args.clone())["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &first, "done");
+    // The operator deletes the model (docs/OPERATIONS.md), then a new download of it is
+    // cancelled at a third of its first shard: its `.part` files stay.
+    std::fs::remove_dir_all(model_dir(&d, REPO)).unwrap();
+    hub.stall_at(REPO, &shards[0], 1_000_000);
+    let second = d.ok("c", "download_model", args)["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for("the new download stalled", Duration::from_secs(60), || {
+        hub.stalled().then_some(())
+    });
+    d.ok("c", "cancel_download", json!({"job_id": second}));
+    hub.release();
+    d.stop();
+    let cfg = std::fs::read_to_string(d.config_path()).unwrap();
+    d.spawn(cfg.split_once('\n').unwrap().1);
+    // The first job verified every file: it says so, not what the store holds now.
+    let j = job(&d, &first);
+    assert_eq!(
+        (j["state"].as_str(), j["percent"].as_f64()),
+        (Some("done"), Some(100.0)),
+        "{j}"
+    );
+    assert_eq!(j["bytes_done"], 3 * SHARD as u64, "{j}");
+    for f in j["files"].as_array().unwrap() {
+        assert_eq!(f["state"], "done", "{j}");
+        assert_eq!(f["bytes_done"], SHARD as u64, "{j}");
+    }
+    // The cancelled one keeps what it had.
+    let j = job(&d, &second);
+    assert_eq!(j["state"], "cancelled", "{j}");
+    assert!(j["bytes_done"].as_u64().unwrap() < 3 * SHARD as u64, "{j}");
+    // What the store holds is list_models' to say: the model is not complete.
+    let models = d.ok("c", "list_models", json!({}));
+    assert_eq!(models["models"][0]["complete"], false, "{models}");
+}
