@@ -294,16 +294,20 @@ fn a_cancelled_job_keeps_its_partial_files_and_a_new_call_resumes_them() {
         .as_str()
         .unwrap()
         .to_string();
-    wait_for("shard 1 stalled", Duration::from_secs(60), || {
-        hub.stalled().then_some(())
-    });
+    // Every byte before the stall on disk (a file's bytes_done counts written bytes).
+    wait_for(
+        "shard 1 stalled with its first 2 MB written",
+        Duration::from_secs(60),
+        || (hub.stalled() && job(&d, &id)["files"][0]["bytes_done"] == 2_000_000).then_some(()),
+    );
     let cancelled = d.ok("c", "cancel_download", json!({"job_id": id}));
     assert_eq!(cancelled["state"], "cancelled");
     assert_eq!(job(&d, &id)["state"], "cancelled");
     let part = model_dir(&d, REPO).join(format!("{}.part", shards[0]));
     let kept = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
-    assert!(
-        kept > 0,
+    assert_eq!(
+        kept,
+        2_000_000,
         "the bytes before the stall are kept in {}",
         part.display()
     );
