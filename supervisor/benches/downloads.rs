@@ -1,14 +1,18 @@
 //! Model download figures (issue 17): throughput of a 1 GiB, 4-shard model from a loopback
 //! Hugging Face-compatible server through toolvisor against `curl` fetching the same files
 //! (4 in parallel, like `parallel_transfers = 4`) in the same run; bytes fetched again after
-//! a daemon SIGKILL at 50%; daemon RSS during downloads of 256 MiB and 1 GiB.
-//! `cargo bench -p toolvisor --bench downloads` (needs `curl`; `TOOLVISOR_BENCH_GIB` sets the
-//! big model's size in GiB, default 1).
+//! a daemon SIGKILL at 50%; daemon RSS during downloads of 256 MiB and 1 GiB. Then (issue 34)
+//! one large file on one connection, toolvisor and `curl -o` alternating round by round on
+//! the same file of the same server: the median of the per-round time ratios and their range.
+//! `cargo bench -p toolvisor --bench downloads` (needs `curl` and `openssl`; `TOOLVISOR_BENCH_GIB` sets the
+//! big model's size in GiB, default 1; `TOOLVISOR_BENCH_ONE_MIB` the single file's size in
+//! MiB, default 512; `TOOLVISOR_BENCH_ROUNDS` the rounds, default 7, at least 3;
+//! `TOOLVISOR_BENCH_DOWNLOADS=one` runs only the single-file part).
 
 #[allow(dead_code)]
 #[path = "support/common.rs"]
 mod common;
-use common::{Guard, call, client, rss_kib, start_daemon, wait_socket};
+use common::{Guard, call, client, loadavg, rss_kib, start_daemon, summary, wait_socket};
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -60,7 +64,113 @@ fn daemon(hub: &HfServer) -> Run {
     }
 }
 
+/// One file on one connection, toolvisor and `curl -o` alternating round by round (each
+/// round's order flipped), the same file from the same server: the ratio of their times.
+fn one_connection(hub: &HfServer) {
+    let mib: usize = std::env::var("TOOLVISOR_BENCH_ONE_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512);
+    let rounds: usize = std::env::var("TOOLVISOR_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7)
+        .max(3);
+    let name = "one-F16.gguf";
+    eprintln!("generating the single file ({mib} MiB)...");
+    hub.add_repo(
+        "bench/one",
+        vec![(name, toolvisor_tests::hf::pseudo_random(7, mib << 20), true)],
+        false,
+    );
+    let run = daemon(hub);
+    let mut c = client(&run.socket);
+    let model = run._dir.path().join("state/models/bench--one/main");
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("{}/bench/one/resolve/main/{name}", hub.url());
+    let toolvisor = |c: &mut Client| {
+        let _ = std::fs::remove_dir_all(&model);
+        let t = Instant::now();
+        let id = call(c, "download_model", json!({"repo": "bench/one"}))["job_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        loop {
+            let job = call(c, "list_downloads", json!({"job_id": id}))["jobs"][0].clone();
+            match job["state"].as_str() {
+                Some("done") => break,
+                Some("failed" | "cancelled") => panic!("job {id}: {job}"),
+                _ => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        t.elapsed().as_secs_f64()
+    };
+    let curl = || {
+        let file = out.path().join(name);
+        let _ = std::fs::remove_file(&file);
+        let t = Instant::now();
+        let status = Command::new("curl")
+            .args(["-s", "-f", "-o"])
+            .arg(&file)
+            .arg(&url)
+            .status()
+            .expect("run curl");
+        let s = t.elapsed().as_secs_f64();
+        assert!(status.success(), "curl failed");
+        s
+    };
+    // curl does not check what it fetched; toolvisor hashes every byte. The same check after
+    // curl, for a second comparison: `curl -o`, then `openssl dgst -sha256` of the file (SHA-NI
+    // like toolvisor's hash; coreutils' sha256sum is three times slower here).
+    let curl_sha = || {
+        let t = Instant::now();
+        curl();
+        let out = Command::new("openssl")
+            .args(["dgst", "-sha256"])
+            .arg(out.path().join(name))
+            .output()
+            .expect("run openssl");
+        assert!(out.status.success(), "openssl dgst failed");
+        t.elapsed().as_secs_f64()
+    };
+    // One of each first, not counted: the page cache and the allocator settle.
+    toolvisor(&mut c);
+    curl();
+    let (mut ratios, mut checked) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (tv, cu) = if round % 2 == 0 {
+            let tv = toolvisor(&mut c);
+            (tv, curl())
+        } else {
+            let cu = curl();
+            (toolvisor(&mut c), cu)
+        };
+        let cs = curl_sha();
+        ratios.push(tv / cu);
+        checked.push(tv / cs);
+        println!(
+            "round {round}: toolvisor {tv:.3} s ({:.0} MiB/s), curl -o {cu:.3} s ({:.0} MiB/s), ratio {:.2}x; curl -o + openssl dgst {cs:.3} s, ratio {:.2}x; load {}",
+            mib as f64 / tv,
+            mib as f64 / cu,
+            tv / cu,
+            tv / cs,
+            loadavg()
+        );
+    }
+    println!(
+        "one connection, {mib} MiB, {rounds} alternating rounds: toolvisor/curl time {}; toolvisor/(curl + openssl dgst) {}",
+        summary(&ratios),
+        summary(&checked)
+    );
+}
+
 fn main() {
+    let hub_one = HfServer::start(None);
+    one_connection(&hub_one);
+    drop(hub_one);
+    if std::env::var("TOOLVISOR_BENCH_DOWNLOADS").is_ok_and(|v| v == "one") {
+        return;
+    }
     let gib: u64 = std::env::var("TOOLVISOR_BENCH_GIB")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -190,7 +300,7 @@ fn main() {
         after as i64 - (total - on_disk) as i64
     );
     println!(
-        "  bytes served twice: {:.2} MiB ({:.2} MiB per file): sent before the kill but not on disk (socket buffers, the 1 MiB write buffer)",
+        "  bytes served twice: {:.2} MiB ({:.2} MiB per file): sent before the kill but not on disk (socket buffers, the blocks in flight: at most 8 MiB per file)",
         mib(refetched),
         mib(refetched) / kill_names.len() as f64
     );

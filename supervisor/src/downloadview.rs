@@ -1,6 +1,10 @@
 //! `toolvisor downloads [--watch]`: the download jobs for an operator — a text table of each
 //! job and its files, or, with `--watch` on a terminal, indicatif progress bars redrawn until
-//! every job has ended (plain tables on change when stdout is not a terminal).
+//! every job has ended (plain tables on change when stdout is not a terminal). Jobs come in
+//! id order (`dl2` before `dl10`). The rate and time left shown are the daemon's (over the
+//! last seconds of the run, none until that means something), never indicatif's own estimate:
+//! a resumed job's bar jumps to the bytes already on disk at once, which indicatif would show
+//! as terabytes per second.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -11,15 +15,39 @@ use serde_json::{Value as Json, json};
 use toolvisor_protocol::client::Client;
 use toolvisor_protocol::wire::Outcome;
 
-/// The jobs `list_downloads` answers, or its error as text.
+/// The jobs `list_downloads` answers, in id order, or its error as text.
 pub fn fetch(client: &mut Client) -> Result<Vec<Json>, String> {
     let reply = client
         .call("operator", "list_downloads", json!({}))
         .map_err(|e| format!("lost the daemon: {e}"))?;
     match reply.outcome {
-        Outcome::Ok(v) => Ok(v.0["jobs"].as_array().cloned().unwrap_or_default()),
+        Outcome::Ok(v) => Ok(in_order(
+            v.0["jobs"].as_array().cloned().unwrap_or_default(),
+        )),
         Outcome::Err(e) => Err(e.to_string()),
     }
+}
+
+/// `jobs` by id, numbers compared as numbers (`dl2` before `dl10`).
+fn in_order(mut jobs: Vec<Json>) -> Vec<Json> {
+    jobs.sort_by(|a, b| {
+        let id = |j: &Json| j["job_id"].as_str().unwrap_or_default().to_string();
+        let (a, b) = (id(a), id(b));
+        toolvisor_downloads::id_order(&a).cmp(&toolvisor_downloads::id_order(&b))
+    });
+    jobs
+}
+
+/// The daemon's rate and time left of a running job (`, 1.2 MiB/s, 8 s left`), or nothing.
+fn rate_text(job: &Json) -> String {
+    let mut s = String::new();
+    if let Some(rate) = job["rate_bytes_per_s"].as_u64() {
+        s.push_str(&format!(", {}/s", human(rate)));
+    }
+    if let Some(eta) = job["eta_s"].as_u64() {
+        s.push_str(&format!(", {eta} s left"));
+    }
+    s
 }
 
 fn human(bytes: u64) -> String {
@@ -58,25 +86,20 @@ fn headline(job: &Json) -> String {
         human(done),
         human(total)
     );
-    if let Some(rate) = job["rate_bytes_per_s"].as_u64() {
-        s.push_str(&format!(", {}/s", human(rate)));
-    }
-    if let Some(eta) = job["eta_s"].as_u64() {
-        s.push_str(&format!(", {eta} s left"));
-    }
+    s.push_str(&rate_text(job));
     if let Some(e) = job["error"].as_str() {
         s.push_str(&format!(" — {e}"));
     }
     s
 }
 
-/// The jobs as text: a line per job, a bar per file under it.
+/// The jobs as text, in id order: a line per job, a bar per file under it.
 pub fn render_text(jobs: &[Json]) -> String {
     if jobs.is_empty() {
         return "no download jobs\n".into();
     }
     let mut out = String::new();
-    for job in jobs {
+    for job in &in_order(jobs.to_vec()) {
         out.push_str(&headline(job));
         out.push('\n');
         for f in job["files"].as_array().into_iter().flatten() {
@@ -103,10 +126,9 @@ pub fn watch(mut client: Client) -> Result<(), String> {
     } else {
         ProgressDrawTarget::hidden()
     });
-    let style = ProgressStyle::with_template(
-        "{prefix:<14} {bar:30} {bytes:>10}/{total_bytes:<10} {binary_bytes_per_sec:>12} {eta:>4} {msg}",
-    )
-    .map_err(|e| e.to_string())?;
+    let style =
+        ProgressStyle::with_template("{prefix:<14} {bar:30} {bytes:>10}/{total_bytes:<10} {msg}")
+            .map_err(|e| e.to_string())?;
     let mut bars: BTreeMap<String, ProgressBar> = BTreeMap::new();
     let mut last_text = String::new();
     loop {
@@ -139,10 +161,11 @@ pub fn watch(mut client: Client) -> Result<(), String> {
                     if is_job {
                         pb.set_prefix(id.clone());
                         pb.set_message(format!(
-                            "{} [{}] {}{}",
+                            "{} [{}] {}{}{}",
                             row["repo"].as_str().unwrap_or("?"),
                             row["variant"].as_str().unwrap_or("?"),
                             row["state"].as_str().unwrap_or("?"),
+                            rate_text(&row),
                             row["error"]
                                 .as_str()
                                 .map(|e| format!(" — {e}"))
@@ -175,5 +198,36 @@ pub fn watch(mut client: Client) -> Result<(), String> {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str, rate: Option<u64>) -> Json {
+        json!({"job_id": id, "repo": "o/m", "revision": "main", "variant": "Q4_0",
+            "state": "downloading", "percent": 50.0, "bytes_done": 5, "bytes_total": 10,
+            "rate_bytes_per_s": rate, "eta_s": rate.map(|_| 3), "files": []})
+    }
+
+    #[test]
+    fn jobs_are_listed_by_their_number_with_the_daemons_rate() {
+        let jobs: Vec<Json> = ["dl1", "dl10", "dl129", "dl13", "dl2"]
+            .into_iter()
+            .map(|id| job(id, None))
+            .collect();
+        let text = render_text(&jobs);
+        let order: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(order, ["dl1", "dl2", "dl10", "dl13", "dl129"], "{text}");
+        assert!(
+            !text.contains("/s"),
+            "no rate before the daemon has one: {text}"
+        );
+        let one = render_text(&[job("dl3", Some(3 << 20))]);
+        assert!(one.contains(", 3.0 MiB/s, 3 s left"), "{one}");
     }
 }

@@ -1,11 +1,20 @@
-//! A Hugging Face-compatible HTTP/1.1 server on loopback for the download tests: repo
-//! listings with sizes and LFS sha256 (`/api/models/{repo}/revision/{rev}`), search
-//! (`/api/models?search=`), files with `Range` (`/{repo}/resolve/{rev}/{file}`), gated repos
-//! (401 without a token, 403 with a wrong one), throttling, and injected faults (corrupted
-//! bytes, a connection cut mid-file, a stall the test releases, an error status). It counts
-//! the body bytes it serves per file, so a test can say exactly what was fetched again.
+//! A Hugging Face-compatible HTTP/1.1 server on loopback for the download tests, answering
+//! the way the real Hub does: repo listings in the Hub's own field set (`answers.rs`, built on
+//! the recorded shapes in `testhub/fixtures/`) at `/api/models/{repo}` and
+//! `/api/models/{repo}/revision/{rev}` (sizes and LFS sha256 with `?blobs=true`), search
+//! (`/api/models?search=`), `auth-check`, files with `Range` (`/{repo}/resolve/{rev}/{file}`),
+//! several revisions per repo, gated repos, and the Hub's error statuses with `X-Error-Code`:
+//! a missing repo is 401 `RepoNotFound` without a token and 404 with one, a gated repo's files
+//! 401 `GatedRepo` without a token and 403 with a token that has no access, a missing revision
+//! 404 `RevisionNotFound`, a missing file 404 `EntryNotFound`, an unknown token 401 "Invalid
+//! credentials". Also throttling, and injected faults (corrupted bytes, a connection cut
+//! mid-file, a stall the test releases, an error status). It counts the body bytes it serves
+//! per file, so a test can say exactly what was fetched again.
 
+mod answers;
 pub mod http;
+
+pub use answers::{GATED_REPO, GGUF_REPO, SAFETENSORS_REPO, SEARCH_FULL};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -15,6 +24,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+
+use answers::{INVALID_CREDENTIALS, Listed, Shape, respond, respond_error};
 
 /// One file the hub serves.
 #[derive(Clone)]
@@ -27,9 +38,36 @@ struct HubFile {
     listed_size: Option<u64>,
 }
 
-struct Repo {
+/// A repo at one revision (a branch or tag name; its commit `sha` names it too).
+struct Revision {
+    sha: String,
     files: BTreeMap<String, HubFile>,
+}
+
+struct Repo {
+    revisions: BTreeMap<String, Revision>,
     gated: bool,
+}
+
+impl Repo {
+    /// The revision named `rev`: a branch or tag name, or its commit.
+    fn revision(&self, rev: &str) -> Option<(&str, &Revision)> {
+        self.revisions
+            .iter()
+            .find(|(name, r)| name.as_str() == rev || r.sha == rev)
+            .map(|(name, r)| (name.as_str(), r))
+    }
+
+    fn shape(&self) -> Shape {
+        let main = self.revisions.values().next();
+        if self.gated {
+            Shape::Gated
+        } else if main.is_some_and(|r| r.files.keys().any(|n| n.ends_with(".gguf"))) {
+            Shape::Gguf
+        } else {
+            Shape::Safetensors
+        }
+    }
 }
 
 /// Faults injected into one file's next transfers.
@@ -46,12 +84,18 @@ struct Faults {
     misrange: bool,
     /// Answer the next request with this status.
     status: Option<u16>,
+    /// Answer every request with 404 `EntryNotFound` (the file left the repo after its
+    /// listing was read).
+    gone: bool,
 }
 
 #[derive(Default)]
 struct State {
     repos: Mutex<BTreeMap<String, Repo>>,
-    token: Option<String>,
+    /// The tokens the hub knows, each with whether its account may read gated repos.
+    tokens: Mutex<BTreeMap<String, bool>>,
+    /// Answer every search with this body instead of the hub's own repos.
+    search_answer: Mutex<Option<String>>,
     served: Mutex<BTreeMap<String, u64>>,
     /// Range start of every file request.
     starts: Mutex<BTreeMap<String, Vec<u64>>>,
@@ -91,19 +135,48 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-fn key(repo: &str, file: &str) -> String {
-    format!("{repo}/{file}")
+/// The counters' key of a file: `repo/file` at `main`, `repo@rev/file` at another revision.
+fn key(repo: &str, rev: &str, file: &str) -> String {
+    if rev == "main" {
+        format!("{repo}/{file}")
+    } else {
+        format!("{repo}@{rev}/{file}")
+    }
+}
+
+/// A stand-in commit id (40 hex digits) for a revision of a repo.
+fn commit(repo: &str, rev: &str) -> String {
+    sha256_hex(format!("{repo}@{rev}").as_bytes())[..40].to_string()
+}
+
+fn hub_files(files: Vec<(&str, Vec<u8>, bool)>) -> BTreeMap<String, HubFile> {
+    files
+        .into_iter()
+        .map(|(name, bytes, lfs)| {
+            let sha256 = sha256_hex(&bytes);
+            (
+                name.to_string(),
+                HubFile {
+                    bytes: Arc::new(bytes),
+                    sha256,
+                    lfs,
+                    listed_size: None,
+                },
+            )
+        })
+        .collect()
 }
 
 impl HfServer {
-    /// Start on 127.0.0.1 on a free port; `token` is what gated repos require.
+    /// Start on 127.0.0.1 on a free port; `token`, when given, is a token the hub knows whose
+    /// account may read the gated repos.
     pub fn start(token: Option<&str>) -> HfServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test hub");
         let addr = listener.local_addr().unwrap();
-        let state = Arc::new(State {
-            token: token.map(str::to_string),
-            ..State::default()
-        });
+        let state = Arc::new(State::default());
+        if let Some(t) = token {
+            state.tokens.lock().unwrap().insert(t.to_string(), true);
+        }
         let st = state.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming() {
@@ -120,33 +193,60 @@ impl HfServer {
         HfServer { addr, state }
     }
 
+    /// Know `token` too; `gated_access` says whether its account may read gated repos (a
+    /// token without it gets 403 `GatedRepo` for their files). Tokens the hub does not know
+    /// get 401 "Invalid credentials in Authorization header" everywhere.
+    pub fn add_token(&self, token: &str, gated_access: bool) {
+        self.state
+            .tokens
+            .lock()
+            .unwrap()
+            .insert(token.to_string(), gated_access);
+    }
+
+    /// Answer every search with `body` (a recorded search list) instead of the hub's repos;
+    /// `None` goes back to searching them.
+    pub fn set_search_answer(&self, body: Option<&str>) {
+        *self.state.search_answer.lock().unwrap() = body.map(str::to_string);
+    }
+
     /// The base URL (`http://127.0.0.1:PORT`).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
-    /// Add (or replace) a repo: each file with its bytes; `lfs` files list their sha256.
+    /// Add (or replace) a repo with its `main` revision: each file with its bytes; `lfs`
+    /// files list their sha256.
     pub fn add_repo(&self, repo: &str, files: Vec<(&str, Vec<u8>, bool)>, gated: bool) {
-        let files = files
-            .into_iter()
-            .map(|(name, bytes, lfs)| {
-                let sha256 = sha256_hex(&bytes);
-                (
-                    name.to_string(),
-                    HubFile {
-                        bytes: Arc::new(bytes),
-                        sha256,
-                        lfs,
-                        listed_size: None,
-                    },
-                )
-            })
-            .collect();
-        self.state
-            .repos
-            .lock()
-            .unwrap()
-            .insert(repo.to_string(), Repo { files, gated });
+        let main = Revision {
+            sha: commit(repo, "main"),
+            files: hub_files(files),
+        };
+        self.state.repos.lock().unwrap().insert(
+            repo.to_string(),
+            Repo {
+                revisions: BTreeMap::from([("main".to_string(), main)]),
+                gated,
+            },
+        );
+    }
+
+    /// Add (or replace) revision `rev` (a branch or tag) of a repo added before; returns its
+    /// commit id, which names the revision too.
+    pub fn add_revision(&self, repo: &str, rev: &str, files: Vec<(&str, Vec<u8>, bool)>) -> String {
+        let sha = commit(repo, rev);
+        let mut repos = self.state.repos.lock().unwrap();
+        let r = repos
+            .get_mut(repo)
+            .expect("add_revision of a repo the hub has");
+        r.revisions.insert(
+            rev.to_string(),
+            Revision {
+                sha: sha.clone(),
+                files: hub_files(files),
+            },
+        );
+        sha
     }
 
     /// Forget a repo (its files' bytes with it): the chaos runner's hub would otherwise hold
@@ -160,6 +260,9 @@ impl HfServer {
         let mut repos = self.state.repos.lock().unwrap();
         repos
             .get_mut(repo)
+            .unwrap()
+            .revisions
+            .get_mut("main")
             .unwrap()
             .files
             .get_mut(file)
@@ -230,7 +333,7 @@ impl HfServer {
             .served
             .lock()
             .unwrap()
-            .get(&key(repo, file))
+            .get(&key(repo, "main", file))
             .unwrap_or(&0)
     }
 
@@ -240,7 +343,7 @@ impl HfServer {
             .starts
             .lock()
             .unwrap()
-            .get(&key(repo, file))
+            .get(&key(repo, "main", file))
             .cloned()
             .unwrap_or_default()
     }
@@ -251,7 +354,7 @@ impl HfServer {
             .faults
             .lock()
             .unwrap()
-            .entry(key(repo, file))
+            .entry(key(repo, "main", file))
             .or_default());
     }
 
@@ -274,6 +377,11 @@ impl HfServer {
 
     pub fn status_next(&self, repo: &str, file: &str, status: u16) {
         self.fault(repo, file, |f| f.status = Some(status));
+    }
+
+    /// Keep listing `file` at `main` but answer its downloads 404 `EntryNotFound`.
+    pub fn entry_gone(&self, repo: &str, file: &str) {
+        self.fault(repo, file, |f| f.gone = true);
     }
 
     /// Whether a transfer is waiting at its stall point now.
@@ -320,22 +428,6 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn respond(conn: &mut TcpStream, status: u16, body: &[u8], ctype: &str) -> std::io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        _ => "Error",
-    };
-    write!(
-        conn,
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    conn.write_all(body)
-}
-
 fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
     let mut reader = BufReader::new(conn.try_clone()?);
     let mut line = String::new();
@@ -363,79 +455,19 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         }
     }
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-    let authorized = |repo: &Repo| -> Result<(), u16> {
-        if !repo.gated {
-            return Ok(());
-        }
-        match (&auth, &st.token) {
-            (None, _) => Err(401),
-            (Some(a), Some(t)) if a == t => Ok(()),
-            _ => Err(403),
-        }
+    // A token the hub does not know is refused everywhere, like the Hub does.
+    let access = match &auth {
+        None => Access::Anonymous,
+        Some(t) => match st.tokens.lock().unwrap().get(t) {
+            Some(gated) => Access::Token { gated: *gated },
+            None => return respond_error(&mut conn, 401, None, INVALID_CREDENTIALS),
+        },
     };
     if path == "/api/models" {
-        let mut search = String::new();
-        let mut limit = usize::MAX;
-        for kv in query.split('&') {
-            match kv.split_once('=') {
-                Some(("search", v)) => search = decode(v),
-                Some(("limit", v)) => limit = v.parse().unwrap_or(usize::MAX),
-                _ => {}
-            }
-        }
-        let repos = st.repos.lock().unwrap();
-        // Like the real hub, search lists file names only; sizes come from the repo listing.
-        let hits: Vec<serde_json::Value> = repos
-            .iter()
-            .filter(|(id, _)| id.to_lowercase().contains(&search.to_lowercase()))
-            .take(limit)
-            .map(|(id, r)| {
-                serde_json::json!({"id": id, "downloads": 7,
-                    "siblings": r.files.keys().map(|n| serde_json::json!({"rfilename": n})).collect::<Vec<_>>()})
-            })
-            .collect();
-        return respond(
-            &mut conn,
-            200,
-            serde_json::to_string(&hits).unwrap().as_bytes(),
-            "application/json",
-        );
+        return search(st, &mut conn, query);
     }
     if let Some(rest) = path.strip_prefix("/api/models/") {
-        let Some((repo, rev)) = rest.split_once("/revision/") else {
-            return respond(&mut conn, 404, b"{}", "application/json");
-        };
-        let repos = st.repos.lock().unwrap();
-        let Some(r) = repos.get(repo).filter(|_| rev == "main") else {
-            return respond(
-                &mut conn,
-                404,
-                br#"{"error":"Repository not found"}"#,
-                "application/json",
-            );
-        };
-        if let Err(s) = authorized(r) {
-            return respond(&mut conn, s, br#"{"error":"gated"}"#, "application/json");
-        }
-        let siblings: Vec<serde_json::Value> = r
-            .files
-            .iter()
-            .map(|(n, f)| {
-                let size = f.listed_size.unwrap_or(f.bytes.len() as u64);
-                if f.lfs {
-                    serde_json::json!({"rfilename": n, "size": size, "lfs": {"sha256": f.sha256, "size": size}})
-                } else {
-                    serde_json::json!({"rfilename": n, "size": size})
-                }
-            })
-            .collect();
-        let body = serde_json::json!({"id": repo, "sha": "0123456789abcdef0123456789abcdef01234567", "siblings": siblings});
-        return respond(
-            &mut conn,
-            200,
-            body.to_string().as_bytes(),
-            "application/json",
-        );
+        return api(st, &mut conn, rest, query, access);
     }
     // /{owner}/{name}/resolve/{rev}/{file...}
     let parts: Vec<&str> = path.trim_start_matches('/').splitn(5, '/').collect();
@@ -443,21 +475,31 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         return respond(&mut conn, 404, b"not found", "text/plain");
     }
     let repo = format!("{}/{}", parts[0], parts[1]);
+    let asked_rev = decode(parts[3]);
     let file_name = decode(parts[4]);
-    let file = {
+    let (rev, file) = {
         let repos = st.repos.lock().unwrap();
-        let Some(r) = repos.get(&repo).filter(|_| parts[3] == "main") else {
-            return respond(&mut conn, 404, b"not found", "text/plain");
+        let r = match find(&repos, &repo, &asked_rev, access) {
+            Ok(found) => found,
+            Err(e) => {
+                drop(repos);
+                return e.send(&mut conn);
+            }
         };
-        if let Err(s) = authorized(r) {
-            return respond(&mut conn, s, b"gated", "text/plain");
+        let (rev_name, revision) = r.revision(&asked_rev).expect("checked by find");
+        if let Err(e) = gate(r, &repo, access) {
+            drop(repos);
+            return e.send(&mut conn);
         }
-        match r.files.get(&file_name) {
-            Some(f) => f.clone(),
-            None => return respond(&mut conn, 404, b"no such file", "text/plain"),
+        match revision.files.get(&file_name) {
+            Some(f) => (rev_name.to_string(), f.clone()),
+            None => {
+                drop(repos);
+                return respond_error(&mut conn, 404, Some("EntryNotFound"), "Entry not found");
+            }
         }
     };
-    let k = key(&repo, &file_name);
+    let k = key(&repo, &rev, &file_name);
     st.starts
         .lock()
         .unwrap()
@@ -470,6 +512,10 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         if let Some(s) = f.status.take() {
             drop(faults);
             return respond(&mut conn, s, b"injected", "text/plain");
+        }
+        if f.gone {
+            drop(faults);
+            return respond_error(&mut conn, 404, Some("EntryNotFound"), "Entry not found");
         }
         let corrupt = f.corrupt > 0;
         if corrupt {
@@ -566,4 +612,181 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         }
     }
     conn.flush()
+}
+
+/// Who a request is from.
+#[derive(Clone, Copy)]
+enum Access {
+    Anonymous,
+    /// A token the hub knows; `gated`: its account may read gated repos.
+    Token {
+        gated: bool,
+    },
+}
+
+/// An error answer, sent once the repos' lock is released.
+struct HubError {
+    status: u16,
+    code: &'static str,
+    message: String,
+}
+
+impl HubError {
+    fn send(self, conn: &mut TcpStream) -> std::io::Result<()> {
+        respond_error(conn, self.status, Some(self.code), &self.message)
+    }
+}
+
+/// The repo and revision asked for, or the Hub's answer when either is missing: a missing
+/// repo is 401 without a token (the Hub does not say whether a private repo exists) and 404
+/// with one.
+fn find<'a>(
+    repos: &'a BTreeMap<String, Repo>,
+    repo: &str,
+    rev: &str,
+    access: Access,
+) -> Result<&'a Repo, HubError> {
+    let Some(r) = repos.get(repo) else {
+        return Err(HubError {
+            status: if matches!(access, Access::Anonymous) {
+                401
+            } else {
+                404
+            },
+            code: "RepoNotFound",
+            message: "Repository not found".into(),
+        });
+    };
+    if r.revision(rev).is_none() {
+        return Err(HubError {
+            status: 404,
+            code: "RevisionNotFound",
+            message: format!("Invalid rev id: {rev}"),
+        });
+    }
+    Ok(r)
+}
+
+/// A gated repo's content: 401 without a token, 403 for a token whose account has no access.
+fn gate(r: &Repo, repo: &str, access: Access) -> Result<(), HubError> {
+    if !r.gated {
+        return Ok(());
+    }
+    match access {
+        Access::Token { gated: true } => Ok(()),
+        Access::Token { gated: false } => Err(HubError {
+            status: 403,
+            code: "GatedRepo",
+            message: answers::gated_message(repo, true),
+        }),
+        Access::Anonymous => Err(HubError {
+            status: 401,
+            code: "GatedRepo",
+            message: answers::gated_message(repo, false),
+        }),
+    }
+}
+
+/// `GET /api/models?search=&limit=&full=true`: the hub's repos whose id contains the query,
+/// as the Hub lists them (file names only; sizes come from each repo's own listing).
+fn search(st: &State, conn: &mut TcpStream, query: &str) -> std::io::Result<()> {
+    if let Some(body) = st.search_answer.lock().unwrap().clone() {
+        return respond(
+            conn,
+            200,
+            body.as_bytes(),
+            "application/json; charset=utf-8",
+        );
+    }
+    let mut search = String::new();
+    let mut limit = usize::MAX;
+    for kv in query.split('&') {
+        match kv.split_once('=') {
+            Some(("search", v)) => search = decode(v),
+            Some(("limit", v)) => limit = v.parse().unwrap_or(usize::MAX),
+            _ => {}
+        }
+    }
+    let hits: Vec<serde_json::Value> = {
+        let repos = st.repos.lock().unwrap();
+        repos
+            .iter()
+            .filter(|(id, _)| id.to_lowercase().contains(&search.to_lowercase()))
+            .take(limit)
+            .filter_map(|(id, r)| {
+                let main = r.revisions.get("main")?;
+                let names: Vec<&str> = main.files.keys().map(String::as_str).collect();
+                Some(answers::search_hit(id, &main.sha, r.gated, &names))
+            })
+            .collect()
+    };
+    respond(
+        conn,
+        200,
+        serde_json::to_string(&hits).unwrap().as_bytes(),
+        "application/json; charset=utf-8",
+    )
+}
+
+/// `/api/models/{owner}/{name}[/revision/{rev}]` (the listing) and
+/// `/api/models/{owner}/{name}/auth-check`.
+fn api(
+    st: &State,
+    conn: &mut TcpStream,
+    rest: &str,
+    query: &str,
+    access: Access,
+) -> std::io::Result<()> {
+    let parts: Vec<&str> = rest.splitn(4, '/').collect();
+    if parts.len() < 2 {
+        return respond(conn, 404, b"{}", "application/json");
+    }
+    let repo = format!("{}/{}", parts[0], parts[1]);
+    let (rev, auth_check) = match &parts[2..] {
+        [] => ("main".to_string(), false),
+        ["auth-check"] => ("main".to_string(), true),
+        ["revision", rev] => (decode(rev), false),
+        _ => return respond(conn, 404, b"{}", "application/json"),
+    };
+    let blobs = query
+        .split('&')
+        .any(|kv| kv == "blobs=true" || kv == "blobs=1");
+    let body = {
+        let repos = st.repos.lock().unwrap();
+        let found = find(&repos, &repo, &rev, access).and_then(|r| {
+            if auth_check {
+                gate(r, &repo, access)?;
+            }
+            Ok(r)
+        });
+        let r = match found {
+            Ok(r) => r,
+            Err(e) => {
+                drop(repos);
+                return e.send(conn);
+            }
+        };
+        if auth_check {
+            serde_json::json!({}).to_string()
+        } else {
+            let (_, revision) = r.revision(&rev).expect("checked by find");
+            let listed: Vec<Listed> = revision
+                .files
+                .iter()
+                .map(|(n, f)| Listed {
+                    name: n,
+                    size: f.listed_size.unwrap_or(f.bytes.len() as u64),
+                    sha256: &f.sha256,
+                    lfs: f.lfs,
+                })
+                .collect();
+            answers::repo_info(r.shape(), &repo, &revision.sha, r.gated, &listed, blobs).to_string()
+        }
+    };
+    respond(
+        conn,
+        200,
+        body.as_bytes(),
+        "application/json; charset=utf-8",
+    )
 }

@@ -294,16 +294,20 @@ fn a_cancelled_job_keeps_its_partial_files_and_a_new_call_resumes_them() {
         .as_str()
         .unwrap()
         .to_string();
-    wait_for("shard 1 stalled", Duration::from_secs(60), || {
-        hub.stalled().then_some(())
-    });
+    // Every byte before the stall on disk (a file's bytes_done counts written bytes).
+    wait_for(
+        "shard 1 stalled with its first 2 MB written",
+        Duration::from_secs(60),
+        || (hub.stalled() && job(&d, &id)["files"][0]["bytes_done"] == 2_000_000).then_some(()),
+    );
     let cancelled = d.ok("c", "cancel_download", json!({"job_id": id}));
     assert_eq!(cancelled["state"], "cancelled");
     assert_eq!(job(&d, &id)["state"], "cancelled");
     let part = model_dir(&d, REPO).join(format!("{}.part", shards[0]));
     let kept = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
-    assert!(
-        kept > 0,
+    assert_eq!(
+        kept,
+        2_000_000,
         "the bytes before the stall are kept in {}",
         part.display()
     );
@@ -377,15 +381,20 @@ fn errors_name_the_repo_the_revision_the_token_and_the_bytes() {
     assert_eq!(hub.served(REPO, "tiny-Q8_0.gguf"), 0);
     drop(d);
 
-    // A wrong token from the environment: 403, naming the configured token; masked.
+    // A token the hub does not know, from the environment: refused as invalid credentials
+    // (HTTP 401, as the Hub answers), naming the configured token; masked.
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&hub, dir.path(), "");
     let d = TestDaemon::start_with_env(dir, &cfg, &[("HF_TOKEN", "hf_wrongtoken999")]);
     let e = err(&d, "download_model", json!({"repo": "tester/gated"}));
+    assert_eq!(e.kind, ErrorKind::PolicyDenied, "{e}");
     assert!(
-        e.message.contains("HTTP 403") && e.message.contains("configured token"),
+        e.message.contains("HTTP 401")
+            && e.message.contains("invalid credentials")
+            && e.message.contains("configured token"),
         "{e}"
     );
+    assert!(!e.to_string().contains("hf_wrongtoken999"), "{e}");
     drop(d);
 
     // The right token in `[models]`: the gated model downloads, and the token never shows.
@@ -590,4 +599,52 @@ fn a_range_answered_from_the_wrong_offset_is_refused_even_without_a_hash() {
     );
     let got = std::fs::read(model_dir(&d, "tester/nohash").join("plain-Q4_0.gguf")).unwrap();
     assert!(got == bytes, "the file in place is the served file");
+}
+
+#[test]
+fn a_finished_job_shows_done_after_a_restart_whatever_the_store_holds_since() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    let mut d = start(&hub, "");
+    let args = json!({"repo": REPO, "variant": "Q4_K_M"});
+    let first = d.ok("c", "download_model", args.clone())["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &first, "done");
+    // The operator deletes the model (docs/OPERATIONS.md), then a new download of it is
+    // cancelled at a third of its first shard: its `.part` files stay.
+    std::fs::remove_dir_all(model_dir(&d, REPO)).unwrap();
+    hub.stall_at(REPO, &shards[0], 1_000_000);
+    let second = d.ok("c", "download_model", args)["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for("the new download stalled", Duration::from_secs(60), || {
+        hub.stalled().then_some(())
+    });
+    d.ok("c", "cancel_download", json!({"job_id": second}));
+    hub.release();
+    d.stop();
+    let cfg = std::fs::read_to_string(d.config_path()).unwrap();
+    d.spawn(cfg.split_once('\n').unwrap().1);
+    // The first job verified every file: it says so, not what the store holds now.
+    let j = job(&d, &first);
+    assert_eq!(
+        (j["state"].as_str(), j["percent"].as_f64()),
+        (Some("done"), Some(100.0)),
+        "{j}"
+    );
+    assert_eq!(j["bytes_done"], 3 * SHARD as u64, "{j}");
+    for f in j["files"].as_array().unwrap() {
+        assert_eq!(f["state"], "done", "{j}");
+        assert_eq!(f["bytes_done"], SHARD as u64, "{j}");
+    }
+    // The cancelled one keeps what it had.
+    let j = job(&d, &second);
+    assert_eq!(j["state"], "cancelled", "{j}");
+    assert!(j["bytes_done"].as_u64().unwrap() < 3 * SHARD as u64, "{j}");
+    // What the store holds is list_models' to say: the model is not complete.
+    let models = d.ok("c", "list_models", json!({}));
+    assert_eq!(models["models"][0]["complete"], false, "{models}");
 }

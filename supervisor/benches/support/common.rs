@@ -38,7 +38,7 @@ impl Drop for Guard {
     }
 }
 
-/// Start the daemon built with this bench on `socket`, its config and state under `dir`, with
+/// Start the daemon built with this bench (or `$TOOLVISOR_BENCH_DAEMON`) on `socket`, its config and state under `dir`, with
 /// `extra_config` (TOML) after the `state_dir` line. Logs at `warn`, to nowhere.
 pub fn start_daemon(dir: &Path, socket: &Path, extra_config: &str) -> Guard {
     let config = dir.join("config.toml");
@@ -58,8 +58,12 @@ pub fn start_daemon(dir: &Path, socket: &Path, extra_config: &str) -> Guard {
         }
         Err(_) => ("warn".to_owned(), Stdio::null()),
     };
+    // `TOOLVISOR_BENCH_DAEMON=<path>` runs another build of the daemon (a before/after
+    // comparison on the same machine at the same time).
+    let program = std::env::var_os("TOOLVISOR_BENCH_DAEMON")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_toolvisor").into());
     Guard(
-        Command::new(env!("CARGO_BIN_EXE_toolvisor"))
+        Command::new(program)
             .args(["serve", "--socket"])
             .arg(socket)
             .arg("--config")

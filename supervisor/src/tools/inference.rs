@@ -53,8 +53,9 @@ pub async fn annotate_models(pool: &Inference, mut models: Json) -> Json {
     if let Some(list) = models.get_mut("models").and_then(Json::as_array_mut) {
         for m in list {
             let repo = m["repo"].as_str().unwrap_or_default().to_string();
+            let revision = m["revision"].as_str().unwrap_or_default().to_string();
             let variant = m["variant"].as_str().unwrap_or_default().to_string();
-            if let Some((alias, state)) = pool.load_state(&repo, &variant).await {
+            if let Some((alias, state)) = pool.load_state(&repo, &revision, &variant).await {
                 m["load_state"] = state.into();
                 m["alias"] = alias.into();
             }

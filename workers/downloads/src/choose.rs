@@ -1,11 +1,14 @@
 //! Which files a download takes: the variant's whole file set, never a part of it. Naming one
 //! shard of a split model selects all its shards; a safetensors model comes with its config
-//! and tokenizer files; a GGUF repo gives the one quantisation asked for. Also the checks of
-//! the names a caller or the endpoint gives (nothing may leave the repo's store directory).
+//! and tokenizer files; a GGUF repo gives the one quantisation asked for, with the repo's
+//! multimodal projector when it has one (`gguf.rs`: a projector or another non-model GGUF is
+//! never a variant of its own). Also the checks of the names a caller or the endpoint gives
+//! (nothing may leave the repo's store directory).
 
 use std::collections::BTreeMap;
 
 use crate::error::DownloadError;
+use crate::gguf::{self, Role};
 use crate::hub::Sibling;
 
 /// A file chosen for download. Its size is known (a listing without one is refused).
@@ -122,14 +125,28 @@ fn is_companion(name: &str) -> bool {
 }
 
 /// The variants a listing offers (GGUF quantisations, `safetensors`), for error messages and
-/// search answers, each with its file set.
+/// search answers, each with its file set. A GGUF variant's set is its model files plus the
+/// repo's projector for it (`gguf::pick_projector`), if the repo has projectors.
 pub fn variants(siblings: &[Sibling]) -> Vec<FileSet> {
     let mut out = Vec::new();
     let mut groups: BTreeMap<String, Vec<&Sibling>> = BTreeMap::new();
-    for s in siblings.iter().filter(|s| s.name.ends_with(".gguf")) {
+    let projectors: Vec<&str> = siblings
+        .iter()
+        .filter(|s| gguf::is_gguf(&s.name) && gguf::role(&s.name) == Role::Projector)
+        .map(|s| s.name.as_str())
+        .collect();
+    for s in siblings
+        .iter()
+        .filter(|s| gguf::is_gguf(&s.name) && gguf::role(&s.name) == Role::Model)
+    {
         groups.entry(gguf_label(&s.name)).or_default().push(s);
     }
-    for (label, files) in groups {
+    for (label, mut files) in groups {
+        if let Some(p) = gguf::pick_projector(&label, &projectors, gguf_label)
+            && let Some(s) = siblings.iter().find(|s| s.name == p)
+        {
+            files.push(s);
+        }
         out.push(FileSet {
             variant: label,
             files: files.into_iter().map(chosen_lossy).collect(),
@@ -227,14 +244,39 @@ pub fn choose(siblings: &[Sibling], variant: Option<&str>) -> Result<FileSet, Do
             // safetensors.
             if let Some(file) = siblings.iter().find(|s| s.name == v) {
                 let key = group_key(&file.name);
+                if gguf::is_gguf(&file.name) {
+                    match gguf::role(&file.name) {
+                        Role::Model => {}
+                        Role::Projector => {
+                            return Err(DownloadError::Choice(format!(
+                                "{v} is a multimodal projector, not a model: name the model's variant ({}); its projector comes with it",
+                                names()
+                            )));
+                        }
+                        Role::Other(what) => {
+                            return Err(DownloadError::Choice(format!(
+                                "{v} is {what}, not a model: name a variant ({})",
+                                names()
+                            )));
+                        }
+                    }
+                }
                 if file.name.ends_with(".safetensors") {
                     let set = offered.iter().find(|o| o.variant == "safetensors");
                     set.map(|s| pick_set(siblings, s)).unwrap_or_default()
                 } else {
-                    siblings
+                    let mut set: Vec<&Sibling> = siblings
                         .iter()
                         .filter(|s| group_key(&s.name) == key)
-                        .collect()
+                        .collect();
+                    // The projector that comes with the variant this file is of.
+                    if let Some(o) = offered.iter().find(|o| o.files.iter().any(|f| f.name == v)) {
+                        set.extend(siblings.iter().filter(|s| {
+                            gguf::role(&s.name) == Role::Projector
+                                && o.files.iter().any(|f| f.name == s.name)
+                        }));
+                    }
+                    set
                 }
             } else if let Some(set) = offered.iter().find(|o| o.variant.eq_ignore_ascii_case(v)) {
                 pick_set(siblings, set)
@@ -418,5 +460,51 @@ mod tests {
                 .to_string()
                 .contains("no size")
         );
+    }
+
+    #[test]
+    fn a_projector_comes_with_each_gguf_variant_and_is_never_one() {
+        let repo = vec![
+            s("README.md", 1),
+            s("model-F16.gguf", 30),
+            s("model-Q4_K_M.gguf", 10),
+            s("mmproj-F16.gguf", 5),
+            s("mmproj-F32.gguf", 9),
+            s("ggml-vocab-llama.gguf", 2),
+        ];
+        let offered: Vec<String> = variants(&repo)
+            .into_iter()
+            .map(|v| {
+                let files: Vec<String> = v.files.into_iter().map(|f| f.name).collect();
+                format!("{}: {}", v.variant, files.join(" "))
+            })
+            .collect();
+        assert_eq!(
+            offered,
+            [
+                "F16: model-F16.gguf mmproj-F16.gguf",
+                "Q4_K_M: model-Q4_K_M.gguf mmproj-F16.gguf"
+            ]
+        );
+        let set = choose(&repo, Some("q4_k_m")).unwrap();
+        assert_eq!(names(&set), ["model-Q4_K_M.gguf", "mmproj-F16.gguf"]);
+        let set = choose(&repo, Some("model-F16.gguf")).unwrap();
+        assert_eq!(
+            (set.variant.as_str(), names(&set)),
+            ("F16", vec!["model-F16.gguf", "mmproj-F16.gguf"])
+        );
+        let e = choose(&repo, Some("mmproj-F32.gguf"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is a multimodal projector, not a model") && e.contains("Q4_K_M"),
+            "{e}"
+        );
+        let e = choose(&repo, Some("ggml-vocab-llama.gguf"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("vocabulary-only"), "{e}");
+        // A projector alone is not a variant: before, "F32" was one, made of the projector.
+        assert!(choose(&repo, Some("F32")).is_err());
     }
 }

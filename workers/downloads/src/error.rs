@@ -11,14 +11,65 @@ pub enum DownloadError {
     /// The endpoint could not be reached at all (refused, DNS, timeout, TLS).
     #[error("the model endpoint {endpoint} is unreachable: {cause}")]
     Unreachable { endpoint: String, cause: String },
-    /// 401 or 403: the repo is gated or private, or the token is wrong.
-    #[error("the endpoint refused {what} (HTTP {status}): the repo is gated or private, {token}")]
-    Unauthorized {
-        what: String,
+    /// The repo does not exist: the Hub's `RepoNotFound` (404, or 401 to a request without a
+    /// token, which is also what a private repo answers to one).
+    #[error("repo {repo} was not found at the endpoint (HTTP {status}{code})")]
+    RepoNotFound {
+        repo: String,
         status: u16,
+        /// `, RepoNotFound` when the endpoint said so.
+        code: &'static str,
+        token: bool,
+    },
+    /// The repo exists, the revision does not (`RevisionNotFound`).
+    #[error(
+        "revision {revision} of repo {repo} was not found at the endpoint (HTTP {status}, RevisionNotFound)"
+    )]
+    RevisionNotFound {
+        repo: String,
+        revision: String,
+        status: u16,
+    },
+    /// The repo and revision exist, the file does not (`EntryNotFound`).
+    #[error(
+        "file {file} of repo {repo} at revision {revision} was not found at the endpoint (HTTP {status}, EntryNotFound)"
+    )]
+    EntryNotFound {
+        repo: String,
+        revision: String,
+        file: String,
+        status: u16,
+    },
+    /// The repo is gated and this request may not read it (`GatedRepo`).
+    #[error("repo {repo} is gated (HTTP {status}, GatedRepo): {why}{server}")]
+    Gated {
+        repo: String,
+        status: u16,
+        why: &'static str,
+        /// The endpoint's own words (`X-Error-Message`), quoted, or empty.
+        server: String,
+        token: bool,
+    },
+    /// The endpoint does not know the configured token at all.
+    #[error(
+        "the endpoint refused the configured token (`[models] token` / HF_TOKEN) as invalid credentials (HTTP {status}) when asked for {what}"
+    )]
+    BadToken { what: String, status: u16 },
+    /// 403 for another reason: the token may not do this.
+    #[error("the endpoint refused {what} (HTTP 403{server}): {token}")]
+    Forbidden {
+        what: String,
+        server: String,
         token: &'static str,
     },
-    /// 404: no such repo, revision or file.
+    /// The repo exists but the hub has disabled it.
+    #[error("repo {repo} is disabled at the endpoint (HTTP {status}{server})")]
+    Disabled {
+        repo: String,
+        status: u16,
+        server: String,
+    },
+    /// 404 from an endpoint that does not say what is missing.
     #[error("{what} was not found at the endpoint (HTTP 404)")]
     NotFound { what: String },
     /// Any other HTTP answer or a broken transfer; `transient` ones are retried.
@@ -89,9 +140,41 @@ impl From<DownloadError> for ToolError {
                 ErrorKind::NetworkUnavailable,
                 "check the network or `[models] endpoint` / HF_ENDPOINT; models already in the store (list_models) still work".to_string(),
             ),
-            DownloadError::Unauthorized { .. } => (
+            DownloadError::RepoNotFound { token: false, .. } => (
+                ErrorKind::NotFound,
+                "check the repo id (search_huggingface_models finds repos); the hub answers a request without a token the same way for a private repo, so if it is one you can read, set `[models] token` or HF_TOKEN".to_string(),
+            ),
+            DownloadError::RepoNotFound { token: true, .. } => (
+                ErrorKind::NotFound,
+                "check the repo id (search_huggingface_models finds repos); a private repo the configured token cannot read gets the same answer".to_string(),
+            ),
+            DownloadError::RevisionNotFound { .. } => (
+                ErrorKind::NotFound,
+                "name a branch, tag or commit the repo has (the default is main)".to_string(),
+            ),
+            DownloadError::EntryNotFound { .. } => (
+                ErrorKind::NotFound,
+                "the repo no longer has that file at that revision; call download_model again to read its files afresh".to_string(),
+            ),
+            DownloadError::Gated { token: false, .. } => (
                 ErrorKind::PolicyDenied,
-                "accept the model's terms on the hub and set `[models] token` or HF_TOKEN to a token with access, then retry".to_string(),
+                "accept the model's terms on its hub page, then set `[models] token` or HF_TOKEN to a token of that account and retry".to_string(),
+            ),
+            DownloadError::Gated { token: true, .. } => (
+                ErrorKind::PolicyDenied,
+                "the configured token's account has no access yet: accept the terms on the model's hub page (a manual gate also waits for the owners' approval), then retry".to_string(),
+            ),
+            DownloadError::BadToken { .. } => (
+                ErrorKind::PolicyDenied,
+                "set `[models] token` or HF_TOKEN to a valid token (or remove it: public repos need none)".to_string(),
+            ),
+            DownloadError::Forbidden { .. } => (
+                ErrorKind::PolicyDenied,
+                "give `[models] token` (or HF_TOKEN) read access to the repo's content (a fine-grained token needs it per repo)".to_string(),
+            ),
+            DownloadError::Disabled { .. } => (
+                ErrorKind::NotAvailable,
+                "the hub has disabled that repo; choose another (search_huggingface_models)".to_string(),
             ),
             DownloadError::NotFound { .. } => (
                 ErrorKind::NotFound,

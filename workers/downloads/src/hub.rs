@@ -4,75 +4,10 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde_json::Value as Json;
 
 use crate::error::DownloadError;
-
-/// One file of a repo, as the listing gives it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sibling {
-    pub name: String,
-    pub size: Option<u64>,
-    /// Lower-case hex sha256 of an LFS file.
-    pub sha256: Option<String>,
-}
-
-/// A repo at a revision.
-#[derive(Clone, Debug)]
-pub struct RepoInfo {
-    pub id: String,
-    pub siblings: Vec<Sibling>,
-}
-
-/// One search hit.
-#[derive(Clone, Debug)]
-pub struct Hit {
-    pub id: String,
-    pub downloads: Option<u64>,
-    pub siblings: Vec<Sibling>,
-}
-
-#[derive(Deserialize)]
-struct RawLfs {
-    size: Option<u64>,
-    #[serde(alias = "oid")]
-    sha256: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct RawSibling {
-    rfilename: String,
-    size: Option<u64>,
-    lfs: Option<RawLfs>,
-}
-
-#[derive(Deserialize)]
-struct RawRepo {
-    #[serde(alias = "modelId")]
-    id: Option<String>,
-    #[serde(default)]
-    siblings: Vec<RawSibling>,
-    downloads: Option<u64>,
-}
-
-fn siblings(raw: Vec<RawSibling>) -> Vec<Sibling> {
-    raw.into_iter()
-        .map(|s| {
-            let (lfs_size, sha) = match s.lfs {
-                Some(l) => (l.size, l.sha256),
-                None => (None, None),
-            };
-            let sha256 = sha
-                .map(|h| h.trim_start_matches("sha256:").to_ascii_lowercase())
-                .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
-            Sibling {
-                name: s.rfilename,
-                size: lfs_size.or(s.size),
-                sha256,
-            }
-        })
-        .collect()
-}
+pub use crate::listing::{Gated, Hit, RepoInfo, Sibling};
 
 /// The endpoint client: base URL, optional token (sent as a bearer token, never logged).
 #[derive(Clone)]
@@ -91,24 +26,169 @@ impl std::fmt::Debug for Hub {
     }
 }
 
-/// What `what` is when a status comes back.
-fn status_error(status: reqwest::StatusCode, what: &str, has_token: bool) -> DownloadError {
-    match status.as_u16() {
-        401 | 403 => DownloadError::Unauthorized {
-            what: what.to_string(),
-            status: status.as_u16(),
+/// What a request asked for: what an error status is about.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Asked<'a> {
+    Repo {
+        repo: &'a str,
+        revision: &'a str,
+    },
+    AuthCheck {
+        repo: &'a str,
+    },
+    Search {
+        query: &'a str,
+    },
+    File {
+        repo: &'a str,
+        revision: &'a str,
+        file: &'a str,
+    },
+}
+
+impl Asked<'_> {
+    fn what(&self) -> String {
+        match self {
+            Asked::Repo { repo, revision } => format!("repo {repo} at revision {revision}"),
+            Asked::AuthCheck { repo } => format!("access to repo {repo}"),
+            Asked::Search { query } => format!("the search for {query:?}"),
+            Asked::File { repo, file, .. } => format!("{file} of {repo}"),
+        }
+    }
+
+    fn repo(&self) -> Option<&str> {
+        match self {
+            Asked::Repo { repo, .. } | Asked::AuthCheck { repo } | Asked::File { repo, .. } => {
+                Some(repo)
+            }
+            Asked::Search { .. } => None,
+        }
+    }
+}
+
+/// The hub's own words about an error (`X-Error-Message`), as `, "…"`: control characters
+/// dropped, at most 200 characters (it is the endpoint's text, passed on quoted).
+fn server_words(headers: &reqwest::header::HeaderMap) -> String {
+    headers
+        .get("x-error-message")
+        .and_then(|v| v.to_str().ok())
+        .map(|m| {
+            m.chars()
+                .filter(|c| !c.is_control())
+                .take(200)
+                .collect::<String>()
+        })
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| format!(": {m:?}"))
+        .unwrap_or_default()
+}
+
+/// The Hub's message for a token it does not know.
+const INVALID_CREDENTIALS: &str = "Invalid credentials in Authorization header";
+
+/// What an error status means, by the rules `huggingface_hub` applies to the Hub's answers
+/// (`hf_raise_for_status`): its `X-Error-Code` first (`RevisionNotFound`, `EntryNotFound`,
+/// `GatedRepo`, `RepoNotFound`), then a disabled repo, then the status (a 401 about a repo
+/// is a repo not found unless it says the credentials are invalid; 403 is a token without
+/// the right; 429 and 5xx are worth another try).
+pub(crate) fn status_error(
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
+    asked: Asked,
+    has_token: bool,
+) -> DownloadError {
+    let code = headers
+        .get("x-error-code")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let message = headers
+        .get("x-error-message")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let server = server_words(headers);
+    let what = asked.what();
+    match (code, asked) {
+        (
+            "RevisionNotFound",
+            Asked::Repo { repo, revision } | Asked::File { repo, revision, .. },
+        ) => {
+            return DownloadError::RevisionNotFound {
+                repo: repo.into(),
+                revision: revision.into(),
+                status,
+            };
+        }
+        (
+            "EntryNotFound",
+            Asked::File {
+                repo,
+                revision,
+                file,
+            },
+        ) => {
+            return DownloadError::EntryNotFound {
+                repo: repo.into(),
+                revision: revision.into(),
+                file: file.into(),
+                status,
+            };
+        }
+        _ => {}
+    }
+    if let Some(repo) = asked.repo() {
+        if code == "GatedRepo" {
+            return DownloadError::Gated {
+                repo: repo.into(),
+                status,
+                why: if has_token {
+                    "the configured token's account is not on its authorized list"
+                } else {
+                    "no token is configured (`[models] token` / HF_TOKEN), and it needs one of an account granted access"
+                },
+                server,
+                token: has_token,
+            };
+        }
+        if message == "Access to this resource is disabled." {
+            return DownloadError::Disabled {
+                repo: repo.into(),
+                status,
+                server,
+            };
+        }
+        if code == "RepoNotFound" || (status == 401 && message != INVALID_CREDENTIALS) {
+            return DownloadError::RepoNotFound {
+                repo: repo.into(),
+                status,
+                code: if code == "RepoNotFound" {
+                    ", RepoNotFound"
+                } else {
+                    ""
+                },
+                token: has_token,
+            };
+        }
+    }
+    match status {
+        401 if has_token => DownloadError::BadToken { what, status },
+        401 => DownloadError::Http {
+            what,
+            cause: format!("HTTP 401{server}"),
+            transient: false,
+        },
+        403 => DownloadError::Forbidden {
+            what,
+            server,
             token: if has_token {
-                "or the configured token (`[models] token` / HF_TOKEN) has no access to it"
+                "the configured token (`[models] token` / HF_TOKEN) lacks the permission"
             } else {
-                "and no token is configured (`[models] token` / HF_TOKEN)"
+                "no token is configured (`[models] token` / HF_TOKEN)"
             },
         },
-        404 => DownloadError::NotFound {
-            what: what.to_string(),
-        },
+        404 => DownloadError::NotFound { what },
         s => DownloadError::Http {
-            what: what.to_string(),
-            cause: format!("HTTP {s}"),
+            what,
+            cause: format!("HTTP {s}{server}"),
             transient: s == 429 || s == 408 || (500..600).contains(&s),
         },
     }
@@ -166,14 +246,11 @@ impl Hub {
         }
     }
 
-    async fn json<T: for<'de> Deserialize<'de>>(
-        &self,
-        url: &str,
-        what: &str,
-    ) -> Result<T, DownloadError> {
+    async fn json(&self, url: &str, asked: Asked<'_>) -> Result<Json, DownloadError> {
+        let what = &asked.what();
         let resp = self.send(self.get(url), what).await?;
         if !resp.status().is_success() {
-            return Err(status_error(resp.status(), what, self.token.is_some()));
+            return Err(self.refused(&resp, asked));
         }
         // Listings are small; a huge one is refused rather than buffered.
         const MAX_LISTING: u64 = 32 * 1024 * 1024;
@@ -204,41 +281,58 @@ impl Hub {
         })
     }
 
-    /// `GET /api/models/{repo}/revision/{rev}`: the repo's files with sizes and LFS hashes.
+    fn refused(&self, resp: &reqwest::Response, asked: Asked<'_>) -> DownloadError {
+        status_error(
+            resp.status().as_u16(),
+            resp.headers(),
+            asked,
+            self.token.is_some(),
+        )
+    }
+
+    /// `GET /api/models/{repo}/revision/{rev}?blobs=true`: the repo's files with sizes and
+    /// LFS hashes, and whether it is gated.
     pub async fn repo_info(&self, repo: &str, revision: &str) -> Result<RepoInfo, DownloadError> {
         let url = format!(
             "{}/api/models/{repo}/revision/{}?blobs=true",
             self.endpoint,
             encode(revision)
         );
-        let what = format!("repo {repo} at revision {revision}");
-        let raw: RawRepo = self.json(&url, &what).await?;
-        Ok(RepoInfo {
-            id: raw.id.unwrap_or_else(|| repo.to_string()),
-            siblings: siblings(raw.siblings),
+        let asked = Asked::Repo { repo, revision };
+        let v = self.json(&url, asked).await?;
+        crate::listing::repo_info(&v, repo).map_err(|cause| DownloadError::Malformed {
+            what: asked.what(),
+            cause,
         })
     }
 
-    /// `GET /api/models?search=`: candidate repos (siblings when the endpoint lists them).
+    /// `GET /api/models/{repo}/auth-check`: whether this request (its token, or none) may
+    /// read the repo's files; a gated repo's listing is public, its files are not.
+    pub async fn auth_check(&self, repo: &str) -> Result<(), DownloadError> {
+        let url = format!("{}/api/models/{repo}/auth-check", self.endpoint);
+        let asked = Asked::AuthCheck { repo };
+        let resp = self.send(self.get(&url), &asked.what()).await?;
+        if resp.status().is_success() {
+            Ok(())
+        } else {
+            Err(self.refused(&resp, asked))
+        }
+    }
+
+    /// `GET /api/models?search=&full=true`: candidate repos (siblings when the endpoint lists
+    /// them; the Hub lists names without sizes).
     pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, DownloadError> {
         let url = format!(
             "{}/api/models?search={}&limit={limit}&full=true",
             self.endpoint,
             encode(query)
         );
-        let raw: Vec<RawRepo> = self
-            .json(&url, &format!("the search for {query:?}"))
-            .await?;
-        Ok(raw
-            .into_iter()
-            .filter_map(|r| {
-                Some(Hit {
-                    id: r.id?,
-                    downloads: r.downloads,
-                    siblings: siblings(r.siblings),
-                })
-            })
-            .collect())
+        let asked = Asked::Search { query };
+        let v = self.json(&url, asked).await?;
+        crate::listing::search_hits(&v).map_err(|cause| DownloadError::Malformed {
+            what: asked.what(),
+            cause,
+        })
     }
 
     /// `GET /{repo}/resolve/{rev}/{file}` from byte `from` on. The answer's status says
@@ -260,13 +354,17 @@ impl Hub {
         if from > 0 {
             req = req.header(reqwest::header::RANGE, format!("bytes={from}-"));
         }
-        let what = format!("{file} of {repo}");
-        let resp = self.send(req, &what).await?;
+        let asked = Asked::File {
+            repo,
+            revision,
+            file,
+        };
+        let resp = self.send(req, &asked.what()).await?;
         let status = resp.status();
         if status.is_success() || status.as_u16() == 416 {
             Ok(resp)
         } else {
-            Err(status_error(status, &what, self.token.is_some()))
+            Err(self.refused(&resp, asked))
         }
     }
 }
@@ -317,25 +415,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn listing_takes_lfs_size_and_hash_and_drops_malformed_hashes() {
-        let raw: RawRepo = serde_json::from_str(
-            r#"{"id":"o/m","siblings":[
-                {"rfilename":"a.gguf","size":10,"lfs":{"size":10,"sha256":"AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12"}},
-                {"rfilename":"config.json","size":5},
-                {"rfilename":"b.gguf","lfs":{"size":7,"sha256":"not-a-hash"}}]}"#,
-        )
-        .unwrap();
-        let s = siblings(raw.siblings);
-        assert_eq!(s[0].size, Some(10));
-        assert_eq!(
-            s[0].sha256.as_deref(),
-            Some("ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12")
-        );
-        assert_eq!((s[1].size, s[1].sha256.is_none()), (Some(5), true));
-        assert_eq!((s[2].size, s[2].sha256.is_none()), (Some(7), true));
-    }
-
-    #[test]
     fn encoding_keeps_unreserved_and_escapes_the_rest() {
         assert_eq!(encode("main"), "main");
         assert_eq!(encode("a b/c?d"), "a%20b%2Fc%3Fd");
@@ -350,5 +429,120 @@ mod tests {
         )
         .unwrap();
         assert!(!format!("{hub:?}").contains("secretsecret"));
+    }
+
+    fn headers(code: Option<&str>, message: Option<&str>) -> reqwest::header::HeaderMap {
+        let mut h = reqwest::header::HeaderMap::new();
+        if let Some(c) = code {
+            h.insert("x-error-code", c.parse().unwrap());
+        }
+        if let Some(m) = message {
+            h.insert("x-error-message", m.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn error_statuses_are_read_the_way_huggingface_hub_reads_them() {
+        let repo = Asked::Repo {
+            repo: "o/m",
+            revision: "main",
+        };
+        let file = Asked::File {
+            repo: "o/m",
+            revision: "v2",
+            file: "a.gguf",
+        };
+        let e = |status, code, msg, asked, token| {
+            status_error(status, &headers(code, msg), asked, token)
+        };
+        // A repo that does not exist: 401 without a token, 404 with one; never "gated".
+        for (status, token) in [(401, false), (404, true)] {
+            let got = e(
+                status,
+                Some("RepoNotFound"),
+                Some("Repository not found"),
+                repo,
+                token,
+            );
+            assert!(matches!(got, DownloadError::RepoNotFound { .. }), "{got:?}");
+            let text = got.to_string();
+            assert!(
+                text.contains("repo o/m was not found") && !text.contains("gated"),
+                "{text}"
+            );
+        }
+        // A bare 401 about a repo is a repo not found too, unless the credentials are invalid.
+        assert!(matches!(
+            e(401, None, None, repo, false),
+            DownloadError::RepoNotFound { .. }
+        ));
+        let bad = e(401, None, Some(INVALID_CREDENTIALS), repo, true);
+        assert!(matches!(bad, DownloadError::BadToken { .. }), "{bad:?}");
+        let got = e(
+            404,
+            Some("RevisionNotFound"),
+            Some("Invalid rev id: v9"),
+            repo,
+            false,
+        );
+        assert!(
+            got.to_string().contains("revision main of repo o/m"),
+            "{got}"
+        );
+        let got = e(
+            404,
+            Some("EntryNotFound"),
+            Some("Entry not found"),
+            file,
+            false,
+        );
+        assert!(
+            got.to_string()
+                .contains("file a.gguf of repo o/m at revision v2"),
+            "{got}"
+        );
+        for (status, token, says) in [
+            (401, false, "no token is configured"),
+            (403, true, "not on its authorized list"),
+        ] {
+            let got = e(
+                status,
+                Some("GatedRepo"),
+                Some("Access to model o/m is restricted."),
+                file,
+                token,
+            );
+            let text = got.to_string();
+            assert!(
+                text.contains("is gated") && text.contains(says) && text.contains("restricted"),
+                "{text}"
+            );
+        }
+        let got = e(
+            403,
+            None,
+            Some("Access to this resource is disabled."),
+            repo,
+            false,
+        );
+        assert!(matches!(got, DownloadError::Disabled { .. }), "{got:?}");
+        let got = e(403, None, None, repo, true);
+        assert!(got.to_string().contains("lacks the permission"), "{got}");
+        let search = Asked::Search { query: "tiny" };
+        assert!(matches!(
+            e(401, None, Some(INVALID_CREDENTIALS), search, true),
+            DownloadError::BadToken { .. }
+        ));
+        assert!(e(429, None, None, search, false).transient());
+        assert!(e(503, None, None, file, false).transient());
+        assert!(!e(404, Some("EntryNotFound"), None, file, false).transient());
+        // The endpoint's words are passed on without control characters, and bounded.
+        let long = format!("a\tb{}", "x".repeat(500));
+        let got = e(403, None, Some(&long), repo, true).to_string();
+        assert!(
+            got.contains("\"ab") && !got.contains('\t') && got.len() < 400,
+            "{got}"
+        );
     }
 }

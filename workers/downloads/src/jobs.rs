@@ -26,6 +26,7 @@ use crate::choose::{self, Chosen};
 use crate::error::DownloadError;
 use crate::fit;
 use crate::hub::Hub;
+use crate::rate::{RateWindow, human, id_order};
 use crate::store::{Manifest, Store};
 
 /// What the manager is configured with (`[models]`).
@@ -143,8 +144,8 @@ struct Job {
     record: Mutex<JobRecord>,
     files: Vec<Arc<FileProgress>>,
     fetched: Arc<AtomicU64>,
-    /// When this run of the job started moving bytes.
-    run_start: Mutex<Option<Instant>>,
+    /// Samples of `fetched` for the rate over the last seconds of this run.
+    rate: Mutex<RateWindow>,
     dir: PathBuf,
     status: Arc<NodeStatus>,
 }
@@ -171,20 +172,16 @@ impl Job {
         (done, total)
     }
 
-    /// Bytes per second over this run, and the seconds left at that rate.
+    /// Bytes per second over the last seconds of this run (none until that means something),
+    /// and the seconds left at that rate.
     fn rate_eta(&self) -> (Option<u64>, Option<u64>) {
         let (done, total) = self.totals();
-        let Some(start) = *lock(&self.run_start) else {
+        let fetched = self.fetched.load(Ordering::Relaxed);
+        let Some(rate) = lock(&self.rate).rate(Instant::now(), fetched) else {
             return (None, None);
         };
-        let secs = start.elapsed().as_secs_f64();
-        let fetched = self.fetched.load(Ordering::Relaxed);
-        if secs < 0.2 || fetched == 0 {
-            return (None, None);
-        }
-        let rate = fetched as f64 / secs;
-        let eta = ((total - done.min(total)) as f64 / rate).ceil() as u64;
-        (Some(rate as u64), Some(eta))
+        let eta = (rate >= 1.0).then(|| ((total - done.min(total)) as f64 / rate).ceil() as u64);
+        (Some(rate as u64), eta)
     }
 
     fn state(&self) -> JobState {
@@ -278,22 +275,6 @@ impl Job {
             s.push_str(&format!(", {}/s, {eta} s left", human(rate)));
         }
         s
-    }
-}
-
-/// `1.5 GiB`.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
     }
 }
 
@@ -393,11 +374,19 @@ impl Downloads {
     fn make_job(&self, rec: JobRecord) -> Arc<Job> {
         let dir = self.store.model_dir(&rec.repo, &rec.revision);
         let fetched = Arc::new(AtomicU64::new(0));
+        // A job that ended done verified every file: that is what it shows, whatever the
+        // store holds now (a file deleted since, or a later job's `.part` of the same name,
+        // made a restarted daemon show a finished job at 30 % with its files queued).
+        let finished = rec.state == JobState::Done;
         let files = rec
             .files
             .iter()
             .map(|f| {
-                let (have, complete) = self.store.present(&dir, f);
+                let (have, complete) = if finished {
+                    (f.size, true)
+                } else {
+                    self.store.present(&dir, f)
+                };
                 Arc::new(FileProgress {
                     file: f.clone(),
                     done: AtomicU64::new(have),
@@ -417,7 +406,7 @@ impl Downloads {
             record: Mutex::new(rec),
             files,
             fetched,
-            run_start: Mutex::new(None),
+            rate: Mutex::new(RateWindow::default()),
             dir,
             status,
         });
@@ -467,6 +456,10 @@ impl Downloads {
         choose::check_revision(revision)?;
         let info = self.hub.repo_info(repo, revision).await?;
         let set = choose::choose(&info.siblings, variant)?;
+        // A gated repo's listing is public, its files are not: find out now, not in the job.
+        if info.gated.is_gated() {
+            self.hub.auth_check(repo).await?;
+        }
         let dir = self.store.model_dir(repo, revision);
         let files_json: Vec<Json> = set
             .files
@@ -609,7 +602,7 @@ impl Downloads {
 
     /// Move every file of `job`; its end state is persisted here.
     async fn run(self: Arc<Self>, job: Arc<Job>) -> Result<(), String> {
-        *lock(&job.run_start) = Some(Instant::now());
+        lock(&job.rate).restart(Instant::now());
         self.set_state(&job, JobState::Downloading, None);
         let (repo, revision) = {
             let r = lock(&job.record);
@@ -724,7 +717,12 @@ impl Downloads {
                     .ok_or_else(|| DownloadError::NoJob(id.into()))?;
                 Ok(json!({"jobs": [job.view()]}))
             }
-            None => Ok(json!({"jobs": jobs.values().map(|j| j.view()).collect::<Vec<_>>()})),
+            None => {
+                let mut ids: Vec<&String> = jobs.keys().collect();
+                ids.sort_by_key(|id| id_order(id));
+                let views: Vec<Json> = ids.into_iter().map(|id| jobs[id].view()).collect();
+                Ok(json!({ "jobs": views }))
+            }
         }
     }
 
@@ -771,22 +769,23 @@ impl Downloads {
     /// `list_models`: the store's models with size, files, completeness and fit label.
     pub fn models(&self) -> Json {
         let memory = self.memory();
-        let models: Vec<Json> = self
-            .store
-            .manifests()
-            .into_iter()
+        let manifests = self.store.manifests();
+        let all: Vec<&Manifest> = manifests.iter().map(|(_, m)| m).collect();
+        let models: Vec<Json> = manifests
+            .iter()
             .map(|(dir, m)| {
                 let files: Vec<Json> = m
                     .files
                     .iter()
                     .map(|f| {
-                        let (have, complete) = self.store.present(&dir, f);
+                        let (have, complete) = self.store.present(dir, f);
                         json!({"name": f.name, "size": f.size, "bytes_present": have, "complete": complete})
                     })
                     .collect();
                 let size: u64 = m.files.iter().map(|f| f.size).sum();
-                let complete = m.files.iter().all(|f| self.store.present(&dir, f).1);
+                let complete = m.files.iter().all(|f| self.store.present(dir, f).1);
                 json!({
+                    "name": crate::store::short_name(m, &all),
                     "repo": m.repo,
                     "revision": m.revision,
                     "variant": m.variant,
@@ -851,11 +850,22 @@ impl Downloads {
                 let variants: Vec<Json> = choose::variants(&siblings)
                     .into_iter()
                     .map(|v| {
-                        let bytes = v.total();
+                        // Unknown when the endpoint listed a file without its size: no
+                        // made-up 0 bytes that "fits".
+                        let bytes: Option<u64> = v
+                            .files
+                            .iter()
+                            .map(|f| siblings.iter().find(|s| s.name == f.name).and_then(|s| s.size))
+                            .sum();
+                        let projector = v.files.iter().find(|f| {
+                            crate::gguf::is_gguf(&f.name)
+                                && crate::gguf::role(&f.name) == crate::gguf::Role::Projector
+                        });
                         json!({
                             "variant": v.variant,
                             "bytes": bytes,
-                            "fit": fit::label(bytes, memory),
+                            "projector": projector.map(|f| &f.name),
+                            "fit": bytes.map_or("unknown", |b| fit::label(b, memory)),
                             "downloaded": downloaded.iter().any(|(r, var)| r == &hit.id && var == &v.variant),
                         })
                     })
@@ -866,7 +876,7 @@ impl Downloads {
                     .min_by_key(|l| order(l))
                     .unwrap_or("unknown")
                     .to_string();
-                json!({"repo": hit.id, "downloads": hit.downloads, "fit": fit, "variants": variants})
+                json!({"repo": hit.id, "downloads": hit.downloads, "gated": hit.gated.to_json(), "fit": fit, "variants": variants})
             })
             .collect();
         Ok(json!({"query": query, "models": models}))

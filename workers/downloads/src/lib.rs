@@ -4,10 +4,14 @@
 pub mod choose;
 pub mod error;
 pub mod fit;
+pub mod gguf;
 pub mod hub;
 mod jobs;
+pub mod listing;
+pub mod rate;
 pub mod store;
 mod transfer;
 
 pub use error::DownloadError;
-pub use jobs::{Downloads, DownloadsConfig, JobActor, human};
+pub use jobs::{Downloads, DownloadsConfig, JobActor};
+pub use rate::{human, id_order};

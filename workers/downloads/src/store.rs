@@ -162,6 +162,44 @@ impl Store {
     }
 }
 
+/// A model's name as `load_model` takes it, `owner/name[@revision][:variant]`, split into
+/// the repo, the revision and the variant named.
+pub fn parse_name(name: &str) -> (&str, Option<&str>, Option<&str>) {
+    let (rest, variant) = match name.rsplit_once(':') {
+        Some((r, v)) if r.contains('/') && !v.is_empty() => (r, Some(v)),
+        _ => (name, None),
+    };
+    match rest.split_once('@') {
+        Some((repo, rev)) if !rev.is_empty() => (repo, Some(rev), variant),
+        _ => (rest, None, variant),
+    }
+}
+
+/// Whether `m` is what `name` names (the variant case-insensitively, as `download_model`
+/// takes it).
+pub fn names(m: &Manifest, name: &str) -> bool {
+    let (repo, revision, variant) = parse_name(name);
+    m.repo == repo
+        && revision.is_none_or(|r| r == m.revision)
+        && variant.is_none_or(|v| v.eq_ignore_ascii_case(&m.variant))
+}
+
+/// The shortest name that picks `m` alone among `all`: `repo`, `repo:variant`,
+/// `repo@revision`, else `repo@revision:variant`.
+pub fn short_name(m: &Manifest, all: &[&Manifest]) -> String {
+    let candidates = [
+        m.repo.clone(),
+        format!("{}:{}", m.repo, m.variant),
+        format!("{}@{}", m.repo, m.revision),
+        format!("{}@{}:{}", m.repo, m.revision, m.variant),
+    ];
+    let last = candidates[3].clone();
+    candidates
+        .into_iter()
+        .find(|n| all.iter().filter(|o| names(o, n)).count() == 1)
+        .unwrap_or(last)
+}
+
 /// `<dir>/<name>.part`.
 pub fn part_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.part"))
@@ -215,5 +253,39 @@ mod tests {
         assert!(dir.join(".toolvisor-model-Q4_K_M.json").exists());
         assert_eq!(store.manifests(), vec![(dir, m)]);
         assert!(store.available().unwrap() > 0);
+    }
+
+    fn manifest(repo: &str, revision: &str, variant: &str) -> Manifest {
+        Manifest {
+            repo: repo.into(),
+            revision: revision.into(),
+            variant: variant.into(),
+            files: Vec::new(),
+            complete: true,
+        }
+    }
+
+    #[test]
+    fn names_pick_one_model_and_the_shortest_is_suggested() {
+        assert_eq!(parse_name("o/m"), ("o/m", None, None));
+        assert_eq!(parse_name("o/m:F32"), ("o/m", None, Some("F32")));
+        assert_eq!(parse_name("o/m@v2"), ("o/m", Some("v2"), None));
+        assert_eq!(parse_name("o/m@v2:F32"), ("o/m", Some("v2"), Some("F32")));
+        let a = manifest("o/m", "main", "F32");
+        let b = manifest("o/m", "v2", "F32");
+        let c = manifest("o/m", "v2", "Q8_0");
+        let d = manifest("x/y", "main", "F16");
+        let all = [&a, &b, &c, &d];
+        assert_eq!(short_name(&a, &all), "o/m@main");
+        assert_eq!(short_name(&b, &all), "o/m@v2:F32");
+        assert_eq!(short_name(&c, &all), "o/m:Q8_0");
+        assert_eq!(short_name(&d, &all), "x/y");
+        for m in all {
+            let n = short_name(m, &all);
+            assert_eq!(all.iter().filter(|o| names(o, &n)).count(), 1, "{n}");
+        }
+        // "o/m:F32:F32", what the old hint suggested for two revisions, names nothing.
+        assert!(!all.iter().any(|o| names(o, "o/m:F32:F32")));
+        assert!(names(&c, "o/m@v2:q8_0"));
     }
 }

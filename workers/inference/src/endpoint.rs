@@ -63,6 +63,7 @@ fn route_error(e: InferenceError) -> Out {
         InferenceError::TooLarge { .. }
         | InferenceError::BadAlias { .. }
         | InferenceError::Ambiguous { .. }
+        | InferenceError::NoModelFile { .. }
         | InferenceError::NoCommand { .. } => (StatusCode::BAD_REQUEST, "invalid_model"),
         InferenceError::TooMany { .. } => (StatusCode::TOO_MANY_REQUESTS, "too_many_models"),
         _ => (StatusCode::SERVICE_UNAVAILABLE, "model_failed"),

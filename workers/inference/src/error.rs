@@ -6,11 +6,14 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 pub enum InferenceError {
     #[error("no complete model {model:?} in the model store{}", list(have))]
     NotInStore { model: String, have: Vec<String> },
-    #[error("{model:?} has several variants in the store: {}", variants.join(", "))]
+    #[error("{model:?} names several models of the store: {}", names.join(", "))]
     Ambiguous {
         model: String,
-        variants: Vec<String>,
+        /// The name that picks each one alone.
+        names: Vec<String>,
     },
+    #[error("{model:?} has no model file in the store, only {}", files.join(", "))]
+    NoModelFile { model: String, files: Vec<String> },
     #[error("no server command for {format} models (model {model:?})")]
     NoCommand { model: String, format: String },
     #[error(
@@ -57,12 +60,16 @@ impl From<InferenceError> for ToolError {
                 ErrorKind::NotFound,
                 "list_models shows the store; download_model fetches a model".to_string(),
             ),
-            InferenceError::Ambiguous { model, variants } => (
+            InferenceError::Ambiguous { names, .. } => (
                 ErrorKind::InvalidArgs,
                 format!(
-                    "name one as `{model}:{}`",
-                    variants.first().map_or("VARIANT", String::as_str)
+                    "name one of them as listed, e.g. `{}` (`owner/name[@revision][:variant]`; list_models gives each model's `name`)",
+                    names.first().map_or("owner/name@revision:variant", String::as_str)
                 ),
+            ),
+            InferenceError::NoModelFile { .. } => (
+                ErrorKind::NotAvailable,
+                "a projector or another non-model GGUF is never loaded as the model: download_model the model's variant".to_string(),
             ),
             InferenceError::NoCommand { format, .. } => (
                 ErrorKind::NotAvailable,
@@ -80,7 +87,7 @@ impl From<InferenceError> for ToolError {
             ),
             InferenceError::BadAlias { .. } => (
                 ErrorKind::InvalidArgs,
-                "use 1-64 letters, digits and - _ . : /".to_string(),
+                "use 1-64 letters, digits and - _ . : / @".to_string(),
             ),
             InferenceError::TooMany { .. } => (
                 ErrorKind::Busy,

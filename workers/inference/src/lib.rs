@@ -6,6 +6,7 @@ pub mod config;
 pub mod endpoint;
 pub mod error;
 pub mod pool;
+pub mod resolve;
 pub mod usage;
 
 pub use config::InferenceConfig;

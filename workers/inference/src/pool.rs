@@ -5,7 +5,7 @@
 //! lines past it); an idle TTL unloads it. What outlives incarnations is the [`Served`].
 
 use std::collections::{BTreeMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -63,11 +63,14 @@ pub struct Live {
 /// One loaded model: what outlives its server's incarnations.
 pub struct Served {
     pub alias: String,
-    /// The store's repo, with `:variant` when the store has several.
+    /// The model as `load_model` named it (`owner/name[@revision][:variant]`).
     pub model: String,
     pub repo: String,
+    pub revision: String,
     pub variant: String,
     pub path: PathBuf,
+    /// The variant's multimodal projector, and whether the server command was given it.
+    pub projector: Option<(PathBuf, bool)>,
     pub dir: PathBuf,
     pub context: u32,
     pub size: u64,
@@ -199,47 +202,11 @@ pub struct InferenceArgs {
     pub state_dir: PathBuf,
 }
 
-fn check_alias(alias: &str) -> Result<(), InferenceError> {
-    let bad = |why| {
-        Err(InferenceError::BadAlias {
-            alias: alias.to_string(),
-            why,
-        })
-    };
-    if alias.is_empty() || alias.len() > 64 {
-        return bad("it must be 1-64 characters");
-    }
-    if !alias
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
-    {
-        return bad("only letters, digits and - _ . : / are allowed");
-    }
-    Ok(())
-}
-
 /// A loopback port nothing listens on now.
 fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
         .local_addr()?
         .port())
-}
-
-/// The model file a server loads: the first GGUF (the first shard of a split model), else
-/// the directory itself; and its format.
-fn model_file(dir: &Path, files: &[String]) -> (PathBuf, String) {
-    let mut ggufs: Vec<&String> = files
-        .iter()
-        .filter(|f| f.to_ascii_lowercase().ends_with(".gguf"))
-        .collect();
-    ggufs.sort();
-    match ggufs.first() {
-        Some(f) => (dir.join(f), "gguf".into()),
-        None if files.iter().any(|f| f.ends_with(".safetensors")) => {
-            (dir.to_path_buf(), "safetensors".into())
-        }
-        None => (dir.to_path_buf(), "unknown".into()),
-    }
 }
 
 impl Inference {
@@ -321,40 +288,6 @@ impl Inference {
         }
     }
 
-    /// Resolve `model` (`repo` or `repo:variant`) to a complete store entry.
-    fn resolve(
-        &self,
-        model: &str,
-    ) -> Result<(toolvisor_downloads::store::Manifest, PathBuf), InferenceError> {
-        let (repo, variant) = match model.rsplit_once(':') {
-            Some((r, v)) if r.contains('/') => (r, Some(v)),
-            _ => (model, None),
-        };
-        let all = self.store.manifests();
-        let complete: Vec<_> = all
-            .iter()
-            .filter(|(dir, m)| m.files.iter().all(|f| self.store.present(dir, f).1))
-            .collect();
-        let found: Vec<_> = complete
-            .iter()
-            .filter(|(_, m)| m.repo == repo && variant.is_none_or(|v| v == m.variant))
-            .collect();
-        match found.as_slice() {
-            [] => Err(InferenceError::NotInStore {
-                model: model.to_string(),
-                have: complete
-                    .iter()
-                    .map(|(_, m)| format!("{}:{}", m.repo, m.variant))
-                    .collect(),
-            }),
-            [(dir, m)] => Ok((m.clone(), dir.clone())),
-            many => Err(InferenceError::Ambiguous {
-                model: model.to_string(),
-                variants: many.iter().map(|(_, m)| m.variant.clone()).collect(),
-            }),
-        }
-    }
-
     /// `load_model`: check, then start the server and answer at once with `loading`.
     pub async fn load(
         &self,
@@ -362,7 +295,7 @@ impl Inference {
         alias: Option<&str>,
         context: Option<u32>,
     ) -> Result<Json, InferenceError> {
-        let (manifest, dir) = self.resolve(model)?;
+        let (manifest, dir) = crate::resolve::resolve(&self.store, model)?;
         let alias = match alias {
             Some(a) => a.to_string(),
             None => manifest
@@ -372,11 +305,13 @@ impl Inference {
                 .unwrap_or(&manifest.repo)
                 .to_string(),
         };
-        check_alias(&alias)?;
+        crate::resolve::check_alias(&alias)?;
         let _serial = self.loading.lock().await;
         if let Some(existing) = self.get(&alias) {
             let state = self.state(&existing).await;
-            let same = existing.repo == manifest.repo && existing.variant == manifest.variant;
+            let same = existing.repo == manifest.repo
+                && existing.revision == manifest.revision
+                && existing.variant == manifest.variant;
             match state {
                 State::Unloaded { .. } => {}
                 _ if same => {
@@ -421,17 +356,18 @@ impl Inference {
                 available: m.available,
             });
         }
-        let names: Vec<String> = manifest.files.iter().map(|f| f.name.clone()).collect();
-        let (path, format) = model_file(&dir, &names);
+        let files = crate::resolve::model_files(&dir, &manifest, model)?;
+        let (path, format) = (files.path, files.format);
         let path_has =
             |p: &str| std::env::split_paths(self.launcher.path()).any(|d| d.join(p).is_file());
-        let template =
+        let mut template =
             self.config
                 .command(&format, path_has)
                 .ok_or_else(|| InferenceError::NoCommand {
                     model: model.to_string(),
                     format: format.clone(),
                 })?;
+        let projector_passed = crate::resolve::give_projector(&mut template, &files.projector);
         let context = context.unwrap_or(self.config.context);
         let command = render(
             &template,
@@ -453,8 +389,10 @@ impl Inference {
             alias: alias.clone(),
             model: model.to_string(),
             repo: manifest.repo.clone(),
+            revision: manifest.revision.clone(),
             variant: manifest.variant.clone(),
             path,
+            projector: files.projector.map(|p| (p, projector_passed)),
             dir,
             context,
             size: weights,
@@ -557,6 +495,7 @@ impl Inference {
             "alias": s.alias,
             "model": s.model,
             "repo": s.repo,
+            "revision": s.revision,
             "variant": s.variant,
             "path": s.path.display().to_string(),
             "format": s.format,
@@ -567,6 +506,10 @@ impl Inference {
             "idle_s": s.idle_for().as_secs(),
             "requests_in_flight": s.in_flight.load(Ordering::SeqCst),
         });
+        if let Some((p, passed)) = &s.projector {
+            out["projector"] = json!(p.display().to_string());
+            out["projector_passed"] = json!(passed);
+        }
         if live.port != 0 {
             out["port"] = json!(live.port);
             out["url"] = json!(format!("http://127.0.0.1:{}/v1", live.port));
@@ -612,12 +555,17 @@ impl Inference {
         })
     }
 
-    /// The alias and state of the model `repo`/`variant` if the pool serves it.
-    pub async fn load_state(&self, repo: &str, variant: &str) -> Option<(String, &'static str)> {
+    /// The alias and state of the model `repo`@`revision`:`variant` if the pool serves it.
+    pub async fn load_state(
+        &self,
+        repo: &str,
+        revision: &str,
+        variant: &str,
+    ) -> Option<(String, &'static str)> {
         let models: Vec<_> = lock(&self.models).values().cloned().collect();
         let mut found = None;
         for s in models {
-            if s.repo == repo && s.variant == variant {
+            if s.repo == repo && s.revision == revision && s.variant == variant {
                 let word = self.state(&s).await.word();
                 if word != "unloaded" || found.is_none() {
                     found = Some((s.alias.clone(), word));
@@ -693,7 +641,7 @@ impl Inference {
                 })?
             }
             None if self.config.on_demand => {
-                check_alias(alias)?;
+                crate::resolve::check_alias(alias)?;
                 self.load(alias, Some(alias), None).await?;
                 self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
                     alias: alias.to_string(),
