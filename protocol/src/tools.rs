@@ -879,8 +879,9 @@ pub struct SearchModelsArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadModelArgs {
-    /// A complete model of the local store, as list_models shows it: its repo
-    /// (`owner/name`), or `owner/name:VARIANT` when the store has several variants.
+    /// A complete model of the local store, by the `name` list_models gives it: its repo
+    /// (`owner/name`), with `@REVISION` and/or `:VARIANT` when the store holds several
+    /// (`owner/name@v2:Q4_K_M`).
     pub model: String,
     /// The name requests use in their `"model"` field (default: the repo's name part).
     pub alias: Option<String>,
