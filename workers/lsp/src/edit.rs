@@ -432,9 +432,9 @@ impl LanguageServers {
         let mut answer =
             json!({"text": text, "files": files, "edits": total, "diagnostics": diags});
         // A server whose index misses files renames only where it looked: say so.
-        crate::ops::mark_coverage(
+        crate::coverage::mark_coverage(
             &mut answer,
-            crate::ops::index_gap(&opened.shared, &opened.path, Some(&args.symbol)).await,
+            crate::coverage::index_gap(&opened.shared, &opened.path, Some(&args.symbol)).await,
         );
         Ok(answer)
     }

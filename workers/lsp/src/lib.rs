@@ -11,9 +11,12 @@
 #![forbid(unsafe_code)]
 
 mod actions;
+mod actor;
 mod check;
 mod checker;
 mod config;
+mod coverage;
+mod diagnostics;
 mod edit;
 mod hierarchy;
 mod ledger;
@@ -25,8 +28,10 @@ mod render;
 mod server;
 mod servers;
 mod symbol_edit;
+mod symbols;
 mod trust;
 mod uri;
+mod write_diags;
 
 pub use config::LspConfig;
 pub use ops::CallCtx;

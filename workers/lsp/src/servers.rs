@@ -17,10 +17,11 @@ use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
+use crate::actor::{ServerActor, ServerStart};
 use crate::config::{LanguageSpec, LspConfig};
 use crate::ledger::Ledger;
 use crate::locate::{self, NotFound};
-use crate::server::{Conn, Readiness, ServerActor, ServerShared, ServerStart, Waits, lock};
+use crate::server::{Conn, Readiness, ServerShared, Waits, lock};
 use crate::trust::{Trust, TrustedBy};
 
 /// Why no server covers a file.
