@@ -73,6 +73,9 @@ fn client_capabilities() -> Value {
         "workspace": {
             "symbol": {},
             "workspaceFolders": true,
+            // Files changed on disk outside the daemon reach the servers that watch them
+            // through toolvisor's own watcher (watch.rs, outside.rs).
+            "didChangeWatchedFiles": {"dynamicRegistration": true, "relativePatternSupport": true},
             "configuration": true,
             "applyEdit": false,
             "workspaceEdit": {"documentChanges": true},
@@ -94,6 +97,11 @@ impl Actor for ServerActor {
     ) -> Result<ServerState, ActorProcessingErr> {
         let shared = args.shared;
         let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        // The new incarnation reads the disk itself: what changed before it starts is moot.
+        if let Some(watch) = shared.watch.get() {
+            watch.clear();
+        }
+        lock(&shared.unseen).clear();
         let mut spec = args.launcher.spec(
             &shared.program.display().to_string(),
             &shared.command[1..],

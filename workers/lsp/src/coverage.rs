@@ -1,16 +1,75 @@
-//! Whether an index-wide answer covers the project: the gaps toolvisor knows of (clangd
-//! without a compilation database, jedi's cut search), marked `complete: false` with the
-//! reason.
+//! Whether an index-wide answer covers the project: the gaps toolvisor knows of (changes on
+//! disk the server was not told of, a root nested in another, clangd without a compilation
+//! database, jedi's cut search), marked `complete: false` with the reason.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::server::ServerShared;
+use crate::locate;
+use crate::outside::OPENED_PER_QUERY_MAX;
+use crate::render::show_path;
+use crate::server::{ServerShared, lock};
+use crate::servers::LanguageServers;
 
-/// Why an index-wide answer about `path` from `shared` may cover less than the project, and
-/// what fixes it; `None` when the server's index covers the project as far as toolvisor can
-/// tell.
+impl LanguageServers {
+    /// Why an index-wide answer about `path` from `shared`, asked from `workdir`, may cover
+    /// less than the project, and what fixes it; `None` when no gap is known. `symbol` is the
+    /// identifier asked about (the word at the position, never the query's spelling).
+    ///
+    /// Known gaps: the file watcher of the root could not watch it all; files changed on disk
+    /// that the server could not be told of (`ServerShared::unseen`); the server's root is
+    /// nested inside another root of its language within the workdir (a monorepo), whose
+    /// other files the server does not search; and what [`server_gap`] knows of the server.
+    pub(crate) async fn index_gap(
+        &self,
+        workdir: &Path,
+        shared: &ServerShared,
+        path: &Path,
+        symbol: Option<&str>,
+    ) -> Option<String> {
+        let mut gaps = Vec::new();
+        if let Some(problem) = shared.watch.get().and_then(|w| w.problem()) {
+            gaps.push(problem);
+        }
+        let unseen: Vec<String> = lock(&shared.unseen)
+            .iter()
+            .map(|p| show_path(p, workdir))
+            .collect();
+        if !unseen.is_empty() {
+            gaps.push(format!(
+                "{} files changed on disk were not re-read by {} (more than {OPENED_PER_QUERY_MAX} at once): {}{}; `lsp reload` makes it read the disk anew",
+                unseen.len(),
+                shared.id,
+                unseen.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                if unseen.len() > 5 { ", …" } else { "" }
+            ));
+        }
+        if let Some(spec) = self.languages().get(&shared.language)
+            && let Some(outer) = shared
+                .root
+                .parent()
+                .and_then(|up| locate::find_root(up, &spec.markers))
+                .filter(|outer| outer.starts_with(workdir))
+        {
+            gaps.push(format!(
+                "the server's root {} is nested inside another {} root, {}: it searched {} only, not the rest of {}; ask from a file outside {} for that root's answer, or grep",
+                show_path(&shared.root, workdir),
+                shared.language,
+                show_path(&outer, workdir),
+                show_path(&shared.root, workdir),
+                show_path(&outer, workdir),
+                show_path(&shared.root, workdir),
+            ));
+        }
+        if let Some(gap) = server_gap(shared, path, symbol).await {
+            gaps.push(gap);
+        }
+        (!gaps.is_empty()).then(|| gaps.join("; "))
+    }
+}
+
+/// What toolvisor knows the server's index misses, whatever the project's state on disk.
 ///
 /// clangd indexes in the background only the files its compilation database lists
 /// (`compile_commands.json`, looked up in the file's directory, its parents up to the root and
@@ -21,12 +80,8 @@ use crate::server::ServerShared;
 /// pylsp's references come from jedi, which has no index: it greps the project for the name
 /// and stops after 30 files that mention it or 2,000 files opened, and does not look in other
 /// files at all for names of 2 characters or fewer; the same count is made here (`symbol`:
-/// the name asked about) to tell when that cut applies.
-pub(crate) async fn index_gap(
-    shared: &ServerShared,
-    path: &Path,
-    symbol: Option<&str>,
-) -> Option<String> {
+/// the identifier asked about) to tell when that cut applies.
+async fn server_gap(shared: &ServerShared, path: &Path, symbol: Option<&str>) -> Option<String> {
     let program = shared
         .program
         .file_name()
@@ -65,7 +120,7 @@ pub(crate) async fn index_gap(
 const JEDI_PARSED_FILES: usize = 30;
 const JEDI_OPENED_FILES: usize = 2000;
 
-/// Whether jedi's search for `symbol` under `root` is cut short (see [`index_gap`]): counts the
+/// Whether jedi's search for `symbol` under `root` is cut short (see [`server_gap`]): counts the
 /// Python files and those mentioning `symbol` as a word, as jedi walks them (hidden
 /// directories and jedi's ignored folders skipped), up to its limits.
 fn jedi_gap(root: &Path, symbol: &str) -> Option<String> {

@@ -23,6 +23,7 @@ mod ledger;
 mod locate;
 mod lsp_edit;
 mod ops;
+mod outside;
 mod position;
 mod render;
 mod server;
@@ -31,6 +32,8 @@ mod symbol_edit;
 mod symbols;
 mod trust;
 mod uri;
+mod watch;
+mod watched;
 mod write_diags;
 
 pub use config::LspConfig;

@@ -15,7 +15,7 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::config::language_id;
-use crate::coverage::{index_gap, mark_coverage};
+use crate::coverage::mark_coverage;
 use crate::position;
 use crate::render::{self, Sources};
 use crate::server::{Conn, ServerShared};
@@ -172,7 +172,17 @@ impl LanguageServers {
         let lang_id = language_id(&plan.language, ext);
         for attempt in 0..2 {
             let conn = self.ensure(&shared).await?;
-            let _sync = shared.sync_lock.lock().await;
+            let sync = shared.sync_lock.lock().await;
+            if let Err(crate::watch::Lost::Overflow) = self.catch_up(&shared, &conn).await {
+                drop(sync);
+                tracing::warn!(
+                    server = shared.id,
+                    "more files changed on disk at once than the watcher holds; restarting the server so it reads the disk anew"
+                );
+                self.stop(&shared, "restarted: too many files changed on disk at once")
+                    .await;
+                continue;
+            }
             let synced = shared
                 .sync_from_disk(&conn, path, &lang_id)
                 .await
@@ -518,7 +528,13 @@ impl LanguageServers {
         let base = &ctx.workdir;
         let here = format!("`{symbol}` at {shown}:{line}");
         let gap = match index_wide {
-            true => index_gap(&opened.shared, &opened.path, Some(symbol)).await,
+            true => {
+                // The name the server searched: the word at the position, whatever the query
+                // looked like (`"is_list_like ="` and `"is_list_like"` are one question).
+                let word = position::word_at(&src, byte, symbol.len());
+                self.index_gap(&ctx.workdir, &opened.shared, &opened.path, Some(word))
+                    .await
+            }
             false => None,
         };
         match op {

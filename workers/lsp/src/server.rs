@@ -88,14 +88,14 @@ pub struct Doc {
 /// marker was found walking up from it), and its text is read beneath that root's handle
 /// (`Scope::open_found`: `openat2` `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`), never by name,
 /// so a directory swapped for a symbolic link after the caller's scope check is not followed.
-fn root_scope(root: &Path) -> std::io::Result<toolvisor_files::Scope> {
+pub(crate) fn root_scope(root: &Path) -> std::io::Result<toolvisor_files::Scope> {
     toolvisor_files::Scope::new(root, &[], false).map_err(std::io::Error::other)
 }
 
 /// The text of document `path`, opened beneath `scope` (see [`root_scope`]). A path that now
 /// leads through a symbolic link or out of the root is refused (`ELOOP`/`EXDEV`, see
 /// [`is_moved`]).
-fn read_doc(scope: &toolvisor_files::Scope, path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_doc(scope: &toolvisor_files::Scope, path: &Path) -> std::io::Result<String> {
     use std::io::Read as _;
     let mut file = scope.open_found(path)?;
     let mut text = String::new();
@@ -183,6 +183,14 @@ pub struct ServerShared {
     /// e.g. pyright's `textDocument/diagnostic` (pull diagnostics).
     /// Registration id → method (a server may register anew and then drop the old id).
     registered: Mutex<HashMap<String, String>>,
+    /// The files the current incarnation asked to hear of (`workspace/didChangeWatchedFiles`).
+    pub(crate) file_watchers: Mutex<crate::watched::FileWatchers>,
+    /// What changed on disk under the root (started with the server's record; none in unit
+    /// tests).
+    pub(crate) watch: std::sync::OnceLock<Arc<crate::watch::RootWatch>>,
+    /// Files changed on disk that this incarnation could not be told of (a server that
+    /// does not watch files, past the cap of files opened for it): index-wide answers say so.
+    pub(crate) unseen: Mutex<std::collections::BTreeSet<PathBuf>>,
     progress: Mutex<BTreeMap<String, String>>,
     /// rust-analyzer's `experimental/serverStatus`: `Some(true)` once quiescent.
     quiescent: Mutex<Option<bool>>,
@@ -257,6 +265,9 @@ impl ServerShared {
             diag_seq: AtomicU64::new(0),
             changed_seq: AtomicU64::new(0),
             registered: Mutex::new(HashMap::new()),
+            file_watchers: Mutex::new(Default::default()),
+            watch: std::sync::OnceLock::new(),
+            unseen: Mutex::new(Default::default()),
             progress: Mutex::new(BTreeMap::new()),
             quiescent: Mutex::new(None),
             expects_status,
@@ -310,6 +321,7 @@ impl ServerShared {
     pub(crate) fn progress_clear(&self) {
         lock(&self.progress).clear();
         lock(&self.registered).clear();
+        lock(&self.file_watchers).clear();
         *lock(&self.quiescent) = None;
         *lock(&self.seen_ready_log) = false;
     }
@@ -473,9 +485,19 @@ impl ServerShared {
 
     /// A change to some document was sent: publishes before it may be out of date for every
     /// document, not only the changed one.
-    fn note_change(&self) {
+    pub(crate) fn note_change(&self) {
         self.changed_seq.store(self.diag_seq(), Ordering::SeqCst);
         self.activity();
+    }
+
+    /// Whether the server keeps an index of files it is not told about and watches no files
+    /// itself (clangd: its background index is built once; a file changed on disk is seen
+    /// only when it is opened): such files are opened for it (`crate::outside`), a deleted
+    /// one as an empty document, which hides what the index held for it.
+    pub fn opens_unwatched(&self) -> bool {
+        self.program
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("clangd"))
     }
 
     /// Whether the server answers `textDocument/diagnostic` (pull diagnostics): advertised
@@ -501,6 +523,13 @@ impl ServerShared {
                 registered.insert(id.to_string(), method.to_string());
             } else {
                 registered.remove(id);
+            }
+            if method == "workspace/didChangeWatchedFiles" || !add {
+                let mut watchers = lock(&self.file_watchers);
+                match add {
+                    true => watchers.register(id, r.get("registerOptions")),
+                    false => watchers.unregister(id),
+                }
             }
         }
     }
@@ -648,6 +677,21 @@ impl ServerShared {
                         json!({"textDocument": {"uri": u}, "text": doc.text}),
                     );
                     sent = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.opens_unwatched() => {
+                    // Closing it would bring back what the server's index held for the
+                    // file before; an empty open document stands in for the deleted file.
+                    doc.disk = None;
+                    if !doc.text.is_empty() {
+                        doc.version += 1;
+                        doc.text.clear();
+                        let _ = conn.client.notify(
+                            "textDocument/didChange",
+                            json!({"textDocument": {"uri": u, "version": doc.version},
+                                   "contentChanges": [{"text": ""}]}),
+                        );
+                        sent = true;
+                    }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let _ = conn

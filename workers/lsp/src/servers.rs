@@ -156,6 +156,21 @@ fn is_typescript_language_server(program: &Path) -> bool {
     })
 }
 
+/// typescript-language-server's `initializationOptions` with `tsserver.useClientFileWatcher`
+/// on, unless they set it.
+fn client_file_watcher(options: Option<Value>) -> Value {
+    let mut options = options
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    if !options.get("tsserver").is_some_and(Value::is_object) {
+        options["tsserver"] = json!({});
+    }
+    if options["tsserver"].get("useClientFileWatcher").is_none() {
+        options["tsserver"]["useClientFileWatcher"] = json!(true);
+    }
+    options
+}
+
 /// The `tsserver.js` Node would resolve from the server's real location (its own
 /// `node_modules/typescript`, or one in a `node_modules` above it), never one inside `root`.
 pub fn bundled_tsserver(program: &Path, root: &Path) -> Option<PathBuf> {
@@ -426,10 +441,15 @@ impl LanguageServers {
                 parse(&plan.spec.init_options).unwrap_or(Value::Null)
             }
         });
-        let init_options = match &restricted {
+        let mut init_options = match &restricted {
             Some(r) => Some(r.clone()).filter(|r| !r.is_null()),
             None => parse(&plan.spec.init_options),
         };
+        if is_typescript_language_server(&plan.resolved.program) {
+            // tsserver then asks for file watchers (registered with toolvisor, which sees
+            // every change on disk before a query) instead of watching with its own delay.
+            init_options = Some(client_file_watcher(init_options));
+        }
         let env: Vec<(String, String)> = if plan.restricted() {
             plan.spec
                 .untrusted_env
@@ -460,6 +480,9 @@ impl LanguageServers {
             self.waits(),
             self.config.idle_ttl(),
         );
+        let _ = shared
+            .watch
+            .set(Arc::new(crate::watch::RootWatch::start(&plan.root)));
         table.insert(id, shared.clone());
         shared
     }

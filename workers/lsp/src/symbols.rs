@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
-use crate::coverage::{index_gap, mark_coverage};
+use crate::coverage::mark_coverage;
 use crate::ops::{CallCtx, DOCUMENT_SYMBOLS_MAX, Opened, WORKSPACE_SYMBOLS_MAX, is_empty, require};
 use crate::render::{self, Sources};
 use crate::servers::LanguageServers;
@@ -83,7 +83,9 @@ impl LanguageServers {
         let result = self
             .request(&mut opened, "workspace/symbol", json!({"query": query}))
             .await?;
-        let gap = index_gap(&opened.shared, &opened.path, None).await;
+        let gap = self
+            .index_gap(&ctx.workdir, &opened.shared, &opened.path, None)
+            .await;
         let syms = render::workspace_symbols(&result);
         let total = syms.len();
         let cut = total > WORKSPACE_SYMBOLS_MAX;
