@@ -97,11 +97,12 @@ impl Actor for ServerActor {
     ) -> Result<ServerState, ActorProcessingErr> {
         let shared = args.shared;
         let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        // The new incarnation reads the disk itself: what changed before it starts is moot.
-        if let Some(watch) = shared.watch.get() {
-            watch.clear();
-        }
+        // The new incarnation reads the disk itself: what changed before it starts is moot,
+        // what changes from now on is watched.
+        *lock(&shared.watch) = Some(Arc::new(crate::watch::RootWatch::start(&shared.root)));
         lock(&shared.unseen).clear();
+        // An incarnation that never comes up keeps no watch (nor its inotify instance).
+        let mut unwatch = Unwatch(Some(shared.clone()));
         let mut spec = args.launcher.spec(
             &shared.program.display().to_string(),
             &shared.command[1..],
@@ -213,6 +214,7 @@ impl Actor for ServerActor {
             encoding = encoding.name(),
             "language server initialized"
         );
+        unwatch.0 = None;
         myself.send_interval(Duration::from_secs(5), || ServerMsg::CheckTtl);
         Ok(ServerState {
             _guard: guard,
@@ -266,6 +268,17 @@ impl Actor for ServerActor {
         }
         let _ = state.shared.clear_conn(generation);
         Ok(())
+    }
+}
+
+/// Drops the server's file watch unless disarmed (a start that failed).
+struct Unwatch(Option<Arc<ServerShared>>);
+
+impl Drop for Unwatch {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.take() {
+            lock(&shared.watch).take();
+        }
     }
 }
 

@@ -29,7 +29,8 @@ impl LanguageServers {
         symbol: Option<&str>,
     ) -> Option<String> {
         let mut gaps = Vec::new();
-        if let Some(problem) = shared.watch.get().and_then(|w| w.problem()) {
+        let problem = lock(&shared.watch).as_ref().and_then(|w| w.problem());
+        if let Some(problem) = problem {
             gaps.push(problem);
         }
         let unseen: Vec<String> = lock(&shared.unseen)

@@ -35,7 +35,7 @@ impl LanguageServers {
         shared: &Arc<ServerShared>,
         conn: &Arc<Conn>,
     ) -> Result<(), Lost> {
-        let Some(watch) = shared.watch.get().cloned() else {
+        let Some(watch) = lock(&shared.watch).clone() else {
             return Ok(());
         };
         let changes = tokio::task::spawn_blocking(move || watch.sync(BARRIER_WAIT))

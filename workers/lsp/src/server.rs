@@ -185,9 +185,10 @@ pub struct ServerShared {
     registered: Mutex<HashMap<String, String>>,
     /// The files the current incarnation asked to hear of (`workspace/didChangeWatchedFiles`).
     pub(crate) file_watchers: Mutex<crate::watched::FileWatchers>,
-    /// What changed on disk under the root (started with the server's record; none in unit
-    /// tests).
-    pub(crate) watch: std::sync::OnceLock<Arc<crate::watch::RootWatch>>,
+    /// What changed on disk under the root, watched while an incarnation runs (started
+    /// before its process, dropped when it ends: a stopped server holds no inotify instance,
+    /// and a new one reads the disk itself).
+    pub(crate) watch: Mutex<Option<Arc<crate::watch::RootWatch>>>,
     /// Files changed on disk that this incarnation could not be told of (a server that
     /// does not watch files, past the cap of files opened for it): index-wide answers say so.
     pub(crate) unseen: Mutex<std::collections::BTreeSet<PathBuf>>,
@@ -266,7 +267,7 @@ impl ServerShared {
             changed_seq: AtomicU64::new(0),
             registered: Mutex::new(HashMap::new()),
             file_watchers: Mutex::new(Default::default()),
-            watch: std::sync::OnceLock::new(),
+            watch: Mutex::new(None),
             unseen: Mutex::new(Default::default()),
             progress: Mutex::new(BTreeMap::new()),
             quiescent: Mutex::new(None),
@@ -313,6 +314,7 @@ impl ServerShared {
         });
         if cleared {
             self.progress_clear();
+            lock(&self.watch).take();
             self.bump();
         }
         cleared

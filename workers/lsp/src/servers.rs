@@ -480,9 +480,6 @@ impl LanguageServers {
             self.waits(),
             self.config.idle_ttl(),
         );
-        let _ = shared
-            .watch
-            .set(Arc::new(crate::watch::RootWatch::start(&plan.root)));
         table.insert(id, shared.clone());
         shared
     }

@@ -147,8 +147,10 @@ impl RootWatch {
         feed: SyncSender<Msg>,
         rx: Receiver<Msg>,
     ) -> Result<(Arc<State>, tempfile::TempDir), String> {
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| sweep(&std::env::temp_dir()));
         let dir = tempfile::Builder::new()
-            .prefix(".toolvisor-lsp-watch-")
+            .prefix(&format!("{PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(|e| format!("cannot make its private directory ({e})"))?;
         let barrier_file = dir.path().join("barrier");
@@ -205,12 +207,6 @@ impl RootWatch {
         lock(&self.state.problem).clone()
     }
 
-    /// Forget what is pending (a new server incarnation reads the disk itself).
-    pub fn clear(&self) {
-        lock(&self.state.pending).clear();
-        self.state.overflow.store(false, Ordering::SeqCst);
-    }
-
     /// Every change made before this call, once the barrier passed (at most `wait`; a watch
     /// that cannot work returns what it has). Blocking: call it on the blocking pool.
     pub fn sync(&self, wait: Duration) -> Result<Vec<(PathBuf, Change)>, Lost> {
@@ -258,6 +254,50 @@ impl Drop for RootWatch {
     fn drop(&mut self) {
         // A full queue: the thread is busy and will see the sender gone soon enough.
         let _ = self.tx.try_send(Msg::Stop);
+    }
+}
+
+/// The private barrier directories' names: `<PREFIX><pid>-<random>` in the temp directory.
+const PREFIX: &str = ".toolvisor-lsp-watch-";
+
+/// Remove the barrier directories of daemons that are gone (killed before they could):
+/// only ours by name, of a pid no longer alive, holding nothing but the barrier file.
+fn sweep(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(pid) = name
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id()
+            || toolvisor_kit::process::alive(pid)
+            || !e.file_type().is_ok_and(|t| t.is_dir())
+        {
+            continue;
+        }
+        let dir = e.path();
+        let only_barrier = std::fs::read_dir(&dir).is_ok_and(|mut it| {
+            let names: Vec<_> = it
+                .by_ref()
+                .take(2)
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            names.len() <= 1 && names.iter().all(|n| n == "barrier")
+        });
+        if !only_barrier {
+            continue;
+        }
+        let _ = std::fs::remove_file(dir.join("barrier"));
+        if std::fs::remove_dir(&dir).is_ok() {
+            tracing::debug!(dir = %dir.display(), pid, "removed a dead daemon's watch directory");
+        }
     }
 }
 
@@ -405,7 +445,17 @@ impl Walker<'_> {
                 return;
             }
             if let Err(e) = self.watcher.watch(&d, RecursiveMode::NonRecursive) {
-                tracing::debug!(dir = %d.display(), error = %e, "cannot watch a directory");
+                // A directory gone since it was listed is no gap; anything else (inotify's
+                // `max_user_watches` spent) is.
+                if d.is_dir() {
+                    tracing::warn!(dir = %d.display(), error = %e, "cannot watch a directory of a server root");
+                    lock(&self.state.problem).get_or_insert_with(|| {
+                        watch_problem(
+                            &self.state.root,
+                            &format!("cannot watch {} ({e})", d.display()),
+                        )
+                    });
+                }
                 continue;
             }
             self.dirs += 1;
@@ -496,6 +546,29 @@ mod tests {
         assert!(
             got.contains(&(root.join("b.py"), Change::Created)),
             "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_dead_daemons_barrier_directories_are_swept_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A pid that cannot be alive (above pid_max), a live one (ours), and a stranger.
+        let dead = tmp.path().join(format!("{PREFIX}4999999-abc"));
+        let live = tmp
+            .path()
+            .join(format!("{PREFIX}{}-abc", std::process::id()));
+        let other = tmp.path().join(format!("{PREFIX}4999999-xyz"));
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("barrier"), "").unwrap();
+        }
+        std::fs::write(other.join("keep"), "not ours").unwrap();
+        sweep(tmp.path());
+        assert!(!dead.exists());
+        assert!(live.exists(), "a live daemon's");
+        assert!(
+            other.join("keep").exists() && other.join("barrier").exists(),
+            "a directory holding more is left whole"
         );
     }
 
