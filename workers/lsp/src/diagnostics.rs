@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolvisor_protocol::error::ToolError;
 
+use crate::checks::same;
 use crate::ops::Opened;
 use crate::render::Diag;
+use crate::server::lock;
 use crate::servers::{LanguageServers, not_ready};
 
 impl LanguageServers {
@@ -24,21 +26,68 @@ impl LanguageServers {
         Ok(diags)
     }
 
-    /// The raw LSP diagnostics of the current version of an opened file.
+    /// The raw LSP diagnostics of the current version of an opened file. A server that
+    /// checks after a save (rust-analyzer's `cargo check`) is waited for until a check that
+    /// began after the document's last save has ended; a pulled list is merged with what the
+    /// server pushed for the document since its text last changed (the check's errors), the
+    /// same diagnostic once.
     pub async fn diagnostic_items(&self, opened: &mut Opened) -> Result<Vec<Value>, ToolError> {
         self.ready(&opened.shared).await?;
-        if opened.shared.pulls(&opened.conn) {
-            let params = json!({"textDocument": {"uri": opened.uri}});
-            let r = self
-                .request(opened, "textDocument/diagnostic", params)
-                .await?;
-            Ok(r.get("items")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default())
-        } else {
-            self.pushed(opened).await
+        if opened.shared.checks_on_save() {
+            self.wait_check(opened).await?;
         }
+        if !opened.shared.pulls(&opened.conn) {
+            return self.pushed(opened).await;
+        }
+        let params = json!({"textDocument": {"uri": opened.uri}});
+        let r = self
+            .request(opened, "textDocument/diagnostic", params)
+            .await?;
+        let mut items = r
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let shared = &opened.shared;
+        let since = shared.doc(&opened.uri).map(|d| d.changed_seq);
+        if let (Some(since), Some(p)) = (since, shared.diagnostics(&opened.uri))
+            && p.seq > since
+        {
+            for d in p.items {
+                if !items.iter().any(|i| same(i, &d)) {
+                    items.push(d);
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    /// Until the document's last save has been checked (a check that began after it ended,
+    /// then `settle_ms` of quiet for its publishes), at most `diagnostics_wait_s`.
+    async fn wait_check(&self, opened: &Opened) -> Result<(), ToolError> {
+        let shared = &opened.shared;
+        let Some(save) = shared.doc(&opened.uri).map(|d| d.saved) else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + shared.waits.diagnostics;
+        let mut events = shared.subscribe();
+        loop {
+            events.borrow_and_update();
+            if lock(&shared.checks).covered(save) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(not_ready(format!(
+                    "language server {}: the `cargo check` after the last save of {} did not finish within {} s; its errors would be missing",
+                    shared.id,
+                    opened.path.display(),
+                    shared.waits.diagnostics.as_secs()
+                )));
+            }
+            let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+        }
+        // Its publishes come as it ends: wait for quiet.
+        self.ready(shared).await
     }
 
     pub(crate) async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {

@@ -14,6 +14,7 @@ mod actions;
 mod actor;
 mod check;
 mod checker;
+mod checks;
 mod config;
 mod coverage;
 mod diagnostics;

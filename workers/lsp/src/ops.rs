@@ -319,8 +319,13 @@ impl LanguageServers {
                 if diags.is_empty() {
                     text = format!("no diagnostics in {}\n", render::show_path(&path, base));
                 }
+                let off = opened.shared.checking_off();
+                if let Some(off) = &off {
+                    text.push_str(&format!("({off})\n"));
+                }
                 Ok(
                     json!({"text": text, "diagnostics": diags.iter().map(|d| d.to_json(base)).collect::<Vec<_>>(),
+                    "checking": if off.is_some() { "off" } else { "on" }, "checking_off": off,
                     "server": self.server_info(&opened)}),
                 )
             }

@@ -58,15 +58,19 @@ impl LanguageServers {
         let mut to_open = Vec::new();
         {
             let watchers = lock(&shared.file_watchers);
-            for (path, change) in changes {
+            for (path, mut change) in changes {
+                let open = shared.doc(&uri::from_path(&path)).is_some();
+                // A file moved over an open document (an atomic write) replaced a file the
+                // server knew: a change, not a new file (rust-analyzer reloads its workspace
+                // for a new one).
+                if open && change == Change::Created {
+                    change = Change::Changed;
+                }
                 if watchers.matches(&path, change) {
                     events.push(json!({"uri": uri::from_path(&path), "type": change as u8}));
                     continue;
                 }
-                if !shared.opens_unwatched()
-                    || !is_source(&path)
-                    || shared.doc(&uri::from_path(&path)).is_some()
-                {
+                if !shared.opens_unwatched() || !is_source(&path) || open {
                     continue;
                 }
                 to_open.push((path, change));

@@ -82,6 +82,11 @@ pub struct Doc {
     /// `diag_seq` when it was opened in its incarnation: a publish after it shows the server
     /// has loaded the document's project (see [`ServerShared::project_loaded`]).
     pub opened_seq: u64,
+    /// `diag_seq` when its text last changed for the server: a publish after it is for the
+    /// current text.
+    pub changed_seq: u64,
+    /// The number of its last didSave (`Checks::saved`), 0 if none was sent.
+    pub saved: u64,
 }
 
 /// The server root's file scope: every document of a server lies under its root (the root
@@ -192,6 +197,8 @@ pub struct ServerShared {
     /// Files changed on disk that this incarnation could not be told of (a server that
     /// does not watch files, past the cap of files opened for it): index-wide answers say so.
     pub(crate) unseen: Mutex<std::collections::BTreeSet<PathBuf>>,
+    /// Saves sent and the checks they start (rust-analyzer's `cargo check`).
+    pub(crate) checks: Mutex<crate::checks::Checks>,
     progress: Mutex<BTreeMap<String, String>>,
     /// rust-analyzer's `experimental/serverStatus`: `Some(true)` once quiescent.
     quiescent: Mutex<Option<bool>>,
@@ -269,6 +276,7 @@ impl ServerShared {
             file_watchers: Mutex::new(Default::default()),
             watch: Mutex::new(None),
             unseen: Mutex::new(Default::default()),
+            checks: Mutex::new(Default::default()),
             progress: Mutex::new(BTreeMap::new()),
             quiescent: Mutex::new(None),
             expects_status,
@@ -324,6 +332,7 @@ impl ServerShared {
         lock(&self.progress).clear();
         lock(&self.registered).clear();
         lock(&self.file_watchers).clear();
+        lock(&self.checks).restart();
         *lock(&self.quiescent) = None;
         *lock(&self.seen_ready_log) = false;
     }
@@ -502,6 +511,33 @@ impl ServerShared {
             .is_some_and(|n| n.to_string_lossy().starts_with("clangd"))
     }
 
+    /// Whether the server checks the project after every save and pushes what it finds
+    /// (rust-analyzer's `cargo check`, unless its settings turn it off: the restricted mode of
+    /// an untrusted root does).
+    pub fn checks_on_save(&self) -> bool {
+        self.is_rust_analyzer()
+            && crate::checks::check_on_save(self.restricted.as_ref().or(self.init_options.as_ref()))
+    }
+
+    /// Why type checking is off for this server's diagnostics, where it is.
+    pub fn checking_off(&self) -> Option<String> {
+        if !self.is_rust_analyzer() || self.checks_on_save() {
+            return None;
+        }
+        Some(if self.restricted.is_some() {
+            format!(
+                "type checking is off: {} is untrusted, so rust-analyzer runs in its restricted mode, without `cargo check` (which runs build scripts); unresolved names, type and borrow errors are not reported, only rust-analyzer's own diagnostics; trust the root (`lsp {{\"op\":\"trust\"}}`, the user approves) for compile errors",
+                self.root.display()
+            )
+        } else {
+            "type checking is off: rust-analyzer's checkOnSave is off in its settings, so `cargo check` errors are not reported".to_string()
+        })
+    }
+
+    fn is_rust_analyzer(&self) -> bool {
+        self.expects_status
+    }
+
     /// Whether the server answers `textDocument/diagnostic` (pull diagnostics): advertised
     /// in `initialize`, or registered since (pyright registers it when the client allows it).
     pub fn pulls(&self, conn: &Conn) -> bool {
@@ -605,6 +641,8 @@ impl ServerShared {
                 doc.version = version;
                 doc.text = text.to_string();
                 doc.disk = stamp;
+                doc.changed_seq = self.diag_seq();
+                doc.saved = lock(&self.checks).saved();
                 drop(docs);
                 self.note_change();
                 Ok((version, true))
@@ -614,7 +652,8 @@ impl ServerShared {
                 Err(toolvisor_jsonrpc::RpcError::StreamClosed)
             }
             existing => {
-                let version = existing.map(|d| d.version + 1).unwrap_or(1);
+                let version = existing.as_ref().map(|d| d.version + 1).unwrap_or(1);
+                let existing_saved = existing.map_or(0, |d| d.saved);
                 conn.client.notify(
                     "textDocument/didOpen",
                     json!({"textDocument": {"uri": uri, "languageId": language_id,
@@ -629,6 +668,8 @@ impl ServerShared {
                         generation: conn.generation,
                         disk: stamp,
                         opened_seq: self.diag_seq(),
+                        changed_seq: self.diag_seq(),
+                        saved: existing_saved,
                     },
                 );
                 drop(docs);
@@ -678,6 +719,8 @@ impl ServerShared {
                         "textDocument/didSave",
                         json!({"textDocument": {"uri": u}, "text": doc.text}),
                     );
+                    doc.changed_seq = self.diag_seq();
+                    doc.saved = lock(&self.checks).saved();
                     sent = true;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.opens_unwatched() => {
@@ -687,6 +730,7 @@ impl ServerShared {
                     if !doc.text.is_empty() {
                         doc.version += 1;
                         doc.text.clear();
+                        doc.changed_seq = self.diag_seq();
                         let _ = conn.client.notify(
                             "textDocument/didChange",
                             json!({"textDocument": {"uri": u, "version": doc.version},
@@ -722,6 +766,7 @@ impl ServerShared {
             doc.version += 1;
             doc.generation = conn.generation;
             doc.opened_seq = seq;
+            doc.changed_seq = seq;
             let _ = conn.client.notify(
                 "textDocument/didOpen",
                 json!({"textDocument": {"uri": uri, "languageId": doc.language_id,
@@ -781,6 +826,9 @@ impl ServerShared {
                     .unwrap_or("working")
                     .to_string();
                 tracing::debug!(server = self.id, token, title, "server progress begins");
+                if crate::checks::is_check(&token, &title) {
+                    lock(&self.checks).begin(&token);
+                }
                 lock(&self.progress).insert(token, title);
             }
             Some("report") => {
@@ -794,6 +842,7 @@ impl ServerShared {
             }
             Some("end") => {
                 tracing::debug!(server = self.id, token, "server progress ends");
+                lock(&self.checks).end(&token);
                 lock(&self.progress).remove(&token);
             }
             _ => return,

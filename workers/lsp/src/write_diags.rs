@@ -55,6 +55,7 @@ impl LanguageServers {
         let mut text = String::new();
         let mut new_items = Vec::new();
         let mut notes = Vec::new();
+        let mut checking_off: Vec<String> = Vec::new();
         for path in paths {
             let shown = render::show_path(path, workdir);
             match self.plan(path, run) {
@@ -76,6 +77,11 @@ impl LanguageServers {
             let wait = Duration::from_secs(self.config.diagnostics_wait_s);
             let result = tokio::time::timeout(wait, async {
                 let mut opened = self.open(path, run).await?;
+                if let Some(off) = opened.shared.checking_off()
+                    && !checking_off.contains(&off)
+                {
+                    checking_off.push(off);
+                }
                 self.file_diagnostics(&mut opened).await
             })
             .await
@@ -111,7 +117,14 @@ impl LanguageServers {
             text.push_str(n);
             text.push('\n');
         }
-        json!({"text": text, "new": new_items, "notes": notes})
+        for off in &checking_off {
+            text.push_str(&format!("({off})\n"));
+        }
+        let mut answer = json!({"text": text, "new": new_items, "notes": notes});
+        if !checking_off.is_empty() {
+            answer["checking_off"] = json!(checking_off);
+        }
+        answer
     }
 
     /// `synced_write {path}`.
