@@ -366,7 +366,11 @@ impl Diag {
     }
 
     pub fn key(&self) -> crate::ledger::Key {
-        (self.severity, self.code.clone(), self.message.clone())
+        (
+            self.severity,
+            self.code.clone(),
+            crate::ledger::without_positions(&self.message),
+        )
     }
 
     pub fn line_text(&self, base: &Path) -> String {
