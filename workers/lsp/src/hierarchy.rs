@@ -62,7 +62,14 @@ fn site(
                 .unwrap_or("")
                 .to_string(),
             kind: render::symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)),
-            text: text.trim().to_string(),
+            text: {
+                let column = range
+                    .pointer("/start/character")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0) as usize
+                    + 1;
+                render::cut_line(&text, column).0
+            },
             outside,
         },
         p,

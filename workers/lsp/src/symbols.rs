@@ -119,7 +119,7 @@ impl LanguageServers {
                     .as_ref()
                     .map(|c| format!(" (in {c})"))
                     .unwrap_or_default(),
-                src.trim()
+                render::cut_line(&src, 1).0
             ));
             items.push(
                 json!({"name": s.name, "kind": s.kind, "path": shown, "line": s.line,
