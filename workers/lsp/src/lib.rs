@@ -20,6 +20,7 @@ mod coverage;
 mod diagnostics;
 mod edit;
 mod hierarchy;
+mod indent;
 mod ledger;
 mod locate;
 mod lsp_edit;

@@ -797,6 +797,7 @@ impl ServerShared {
             .cloned()
             .unwrap_or_default();
         let seq = self.diag_seq.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::debug!(server = self.id, uri, version = ?named, current, items = items.len(), seq, "diagnostics published");
         lock(&self.diags).insert(
             uri.to_string(),
             Published {
