@@ -17,6 +17,7 @@ mod checker;
 mod checks;
 mod config;
 mod coverage;
+mod dependents;
 mod diagnostics;
 mod edit;
 mod hierarchy;

@@ -25,26 +25,32 @@ impl LanguageServers {
             if self.ledger.knows(run, path) || !path.is_file() || self.plan(path, run).is_err() {
                 continue;
             }
-            let taken = tokio::time::timeout(wait, async {
-                let mut opened = self.open(path, run).await?;
-                self.file_diagnostics(&mut opened).await
-            })
-            .await;
-            match taken {
-                Ok(Ok(diags)) => {
-                    let keys: Vec<_> = diags
-                        .iter()
-                        .filter(|d| d.severity != 4)
-                        .map(Diag::key)
-                        .collect();
-                    self.ledger.fold(run, path, &keys);
-                }
-                Ok(Err(e)) => {
-                    tracing::info!(path = %path.display(), error = %e.message, "no diagnostics baseline before the write");
-                }
-                Err(_) => {
-                    tracing::info!(path = %path.display(), "no diagnostics baseline before the write: timed out");
-                }
+            self.baseline(run, path, wait).await;
+        }
+        self.dependents_before(run, paths, wait).await;
+    }
+
+    /// `path`'s diagnostics now become `run`'s baseline for it (at most `wait`).
+    pub(crate) async fn baseline(&self, run: &str, path: &Path, wait: Duration) {
+        let taken = tokio::time::timeout(wait, async {
+            let mut opened = self.open(path, run).await?;
+            self.file_diagnostics(&mut opened).await
+        })
+        .await;
+        match taken {
+            Ok(Ok(diags)) => {
+                let keys: Vec<_> = diags
+                    .iter()
+                    .filter(|d| d.severity != 4)
+                    .map(Diag::key)
+                    .collect();
+                self.ledger.fold(run, path, &keys);
+            }
+            Ok(Err(e)) => {
+                tracing::info!(path = %path.display(), error = %e.message, "no diagnostics baseline before the write");
+            }
+            Err(_) => {
+                tracing::info!(path = %path.display(), "no diagnostics baseline before the write: timed out");
             }
         }
     }
@@ -56,6 +62,7 @@ impl LanguageServers {
         let mut new_items = Vec::new();
         let mut notes = Vec::new();
         let mut checking_off: Vec<String> = Vec::new();
+        let mut involved: Vec<(std::sync::Arc<crate::server::ServerShared>, u64)> = Vec::new();
         for path in paths {
             let shown = render::show_path(path, workdir);
             match self.plan(path, run) {
@@ -77,6 +84,12 @@ impl LanguageServers {
             let wait = Duration::from_secs(self.config.diagnostics_wait_s);
             let result = tokio::time::timeout(wait, async {
                 let mut opened = self.open(path, run).await?;
+                if !involved
+                    .iter()
+                    .any(|(s, _)| std::sync::Arc::ptr_eq(s, &opened.shared))
+                {
+                    involved.push((opened.shared.clone(), opened.seq_before));
+                }
                 if let Some(off) = opened.shared.checking_off()
                     && !checking_off.contains(&off)
                 {
@@ -110,6 +123,16 @@ impl LanguageServers {
                 )),
             }
         }
+        // The files the write may have broken besides the written ones.
+        let wait = Duration::from_secs(self.config.diagnostics_wait_s);
+        let deps = self
+            .dependents_after(run, workdir, paths, &involved, wait)
+            .await;
+        for d in &deps.new {
+            text.push_str(&d.line_text(workdir));
+            text.push('\n');
+            new_items.push(d.to_json(workdir));
+        }
         if new_items.is_empty() && notes.is_empty() {
             text.push_str("no new diagnostics\n");
         }
@@ -117,10 +140,20 @@ impl LanguageServers {
             text.push_str(n);
             text.push('\n');
         }
+        for line in &deps.lines {
+            text.push_str(line);
+            text.push('\n');
+        }
         for off in &checking_off {
             text.push_str(&format!("({off})\n"));
         }
-        let mut answer = json!({"text": text, "new": new_items, "notes": notes});
+        let checked: Vec<String> = deps
+            .checked
+            .iter()
+            .map(|p| render::show_path(p, workdir))
+            .collect();
+        let mut answer = json!({"text": text, "new": new_items, "notes": notes,
+            "dependents": {"checked": checked, "max": crate::dependents::DEPENDENTS_MAX}});
         if !checking_off.is_empty() {
             answer["checking_off"] = json!(checking_off);
         }
