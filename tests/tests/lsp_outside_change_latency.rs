@@ -31,7 +31,10 @@ fn servers(root: &Path) -> Vec<Server> {
     let mut py = vec![
         ("pyproject.toml".to_string(), String::new()),
         ("pkg/__init__.py".into(), String::new()),
-        ("pkg/core.py".into(), "def enlist(name: str) -> str:\n    return name\n".into()),
+        (
+            "pkg/core.py".into(),
+            "def enlist(name: str) -> str:\n    return name\n".into(),
+        ),
     ];
     let mut ts = vec![
         (
@@ -42,23 +45,41 @@ fn servers(root: &Path) -> Vec<Server> {
     ];
     let mut c = vec![
         ("core.h".to_string(), "int enlist(int x);\n".to_string()),
-        ("core.c".into(), "#include \"core.h\"\n\nint enlist(int x) { return x; }\n".into()),
+        (
+            "core.c".into(),
+            "#include \"core.h\"\n\nint enlist(int x) { return x; }\n".into(),
+        ),
     ];
     let mut rs = vec![
         (
             "Cargo.toml".to_string(),
             "[package]\nname = \"lat\"\nversion = \"0.1.0\"\nedition = \"2021\"\n".to_string(),
         ),
-        ("src/core.rs".into(), "pub fn enlist(x: u32) -> u32 {\n    x\n}\n".into()),
+        (
+            "src/core.rs".into(),
+            "pub fn enlist(x: u32) -> u32 {\n    x\n}\n".into(),
+        ),
     ];
     let mut lib = String::from("pub mod core;\n");
     let mut units = vec!["core.c".to_string()];
     for i in 0..20 {
-        py.push((format!("pkg/mod{i}.py"), format!("from pkg.core import enlist\n\nX = enlist(\"{i}\")\n")));
-        ts.push((format!("src/mod{i}.ts"), format!("import {{ enlist }} from \"./core\";\n\nexport const x = enlist(\"{i}\");\n")));
-        c.push((format!("mod{i}.c"), format!("#include \"core.h\"\n\nint m{i}(void) {{ return enlist({i}); }}\n")));
+        py.push((
+            format!("pkg/mod{i}.py"),
+            format!("from pkg.core import enlist\n\nX = enlist(\"{i}\")\n"),
+        ));
+        ts.push((
+            format!("src/mod{i}.ts"),
+            format!("import {{ enlist }} from \"./core\";\n\nexport const x = enlist(\"{i}\");\n"),
+        ));
+        c.push((
+            format!("mod{i}.c"),
+            format!("#include \"core.h\"\n\nint m{i}(void) {{ return enlist({i}); }}\n"),
+        ));
         units.push(format!("mod{i}.c"));
-        rs.push((format!("src/mod{i}.rs"), format!("pub fn m() -> u32 {{\n    crate::core::enlist({i})\n}}\n")));
+        rs.push((
+            format!("src/mod{i}.rs"),
+            format!("pub fn m() -> u32 {{\n    crate::core::enlist({i})\n}}\n"),
+        ));
         lib.push_str(&format!("pub mod mod{i};\n"));
     }
     rs.push(("src/lib.rs".into(), lib));
@@ -66,7 +87,10 @@ fn servers(root: &Path) -> Vec<Server> {
         .iter()
         .map(|f| json!({"directory": dir, "file": format!("{dir}/{f}"), "arguments": ["cc", "-c", f]}))
         .collect();
-    c.push(("compile_commands.json".into(), serde_json::to_string(&db).unwrap()));
+    c.push((
+        "compile_commands.json".into(),
+        serde_json::to_string(&db).unwrap(),
+    ));
     vec![
         Server {
             name: "pyright",
@@ -130,7 +154,12 @@ fn round(d: &TestDaemon, root: &Path, s: &Server, n: usize, reload: bool) -> f64
     let started = Instant::now();
     std::fs::write(&path, &text).unwrap();
     if reload {
-        ok_in(d, root, "lsp", json!({"op": "reload", "file": s.query["file"]}));
+        ok_in(
+            d,
+            root,
+            "lsp",
+            json!({"op": "reload", "file": s.query["file"]}),
+        );
     }
     let want = word_count(root, "enlist", s.ext) as u64;
     let v = ok_in(d, root, "lsp", s.query.clone());
@@ -160,7 +189,11 @@ fn outside_change_to_a_correct_answer() {
             ok_in(&d, &root, "lsp", s.query.clone());
             unchanged.push(started.elapsed().as_secs_f64() * 1000.0);
             // Alternate which side goes first.
-            let order = if r % 2 == 0 { [false, true] } else { [true, false] };
+            let order = if r % 2 == 0 {
+                [false, true]
+            } else {
+                [true, false]
+            };
             for reload in order {
                 let ms = round(&d, &root, &s, r * 2 + usize::from(reload), reload);
                 if reload {
