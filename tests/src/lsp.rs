@@ -128,3 +128,57 @@ pub fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
+
+/// Runs `git args` in `root` with a fixed identity and no user or system config; panics
+/// when it fails.
+pub fn git(root: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(root)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// How often `word` occurs as a whole word in the files under `root` ending in one of
+/// `extensions` (what `rg -w` counts), hidden directories skipped.
+pub fn word_count(root: &Path, word: &str, extensions: &[&str]) -> usize {
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut n = 0;
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let kind = e.file_type().expect("file type");
+            if kind.is_dir() {
+                if !name.starts_with('.') && name != "node_modules" {
+                    dirs.push(e.path());
+                }
+            } else if extensions.iter().any(|x| name.ends_with(&format!(".{x}"))) {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                n += text
+                    .match_indices(word)
+                    .filter(|(i, _)| {
+                        !is_word(text[..*i].chars().next_back())
+                            && !is_word(text[i + word.len()..].chars().next())
+                    })
+                    .count();
+            }
+        }
+    }
+    n
+}

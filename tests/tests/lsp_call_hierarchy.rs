@@ -222,7 +222,13 @@ fn rust_analyzer_incoming_and_outgoing_calls_across_modules() {
         "lsp",
         json!({"op": "call_hierarchy", "file": "src/util.rs", "line": 1, "symbol": "helper"}),
     );
-    assert_eq!(callers(&v), ["src/lib.rs:4:run", "src/lib.rs:4:run"], "{v}");
+    // Two calls on one line: one line of the answer, two call sites.
+    assert_eq!(callers(&v), ["src/lib.rs:4:run"], "{v}");
+    assert_eq!(
+        (&v["incoming"][0]["calls"], &v["incoming_total"]),
+        (&json!(2), &json!(2)),
+        "{v}"
+    );
     let v = ok_in(
         &d,
         w,
@@ -231,4 +237,43 @@ fn rust_analyzer_incoming_and_outgoing_calls_across_modules() {
     );
     assert_eq!(callees(&v), ["helper"], "{v}");
     assert_eq!(v["outgoing"][0]["path"], "src/util.rs", "{v}");
+}
+
+/// Issue 35, case 7: pyright lists each call of a method twice (it finds the call and the
+/// member access, `REGISTRY.register(...)`), so "register (4)" stood for 2 call sites. Each
+/// site is listed once; two calls on one line are one line that says so.
+#[test]
+fn pyright_method_calls_are_listed_once_each() {
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", "[project]\nname = \"demo\"\n"),
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/registry.py",
+            "class Registry:\n    def __init__(self) -> None:\n        self.seen: list[str] = []\n\n    def register(self, name: str) -> str:\n        self.seen.append(name)\n        return name\n\n\nREGISTRY = Registry()\n",
+        ),
+        (
+            "pkg/a.py",
+            "from pkg.registry import REGISTRY\n\n\ndef one() -> str:\n    return REGISTRY.register(\"one\")\n\n\ndef two() -> str:\n    return REGISTRY.register(\"two\") + REGISTRY.register(\"2\")\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "pkg/registry.py", "line": 5, "symbol": "register"}),
+    );
+    assert_eq!(v["incoming_total"], 3, "three call sites: {v}");
+    assert_eq!(callers(&v), ["pkg/a.py:5:one", "pkg/a.py:9:two"], "{v}");
+    assert_eq!(v["incoming"][1]["calls"], 2, "{v}");
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("incoming calls of register (3):\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pkg/a.py:9: in function two (2 calls) — "),
+        "{text}"
+    );
 }

@@ -33,6 +33,7 @@ fn sigkilled_pyright_is_restarted_and_the_next_call_answers() {
         "{first}"
     );
     let pid = first["server"]["pid"].as_u64().unwrap() as u32;
+    let killed_at = std::time::Instant::now();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGKILL,
@@ -48,6 +49,17 @@ fn sigkilled_pyright_is_restarted_and_the_next_call_answers() {
     let new_pid = second["server"]["pid"].as_u64().unwrap() as u32;
     assert_ne!(new_pid, pid);
     assert!(alive(new_pid));
+    // Issue 35: the restarted server's uptime in the tree is its own incarnation's, begun
+    // after the kill, not the first incarnation's.
+    let since_kill = killed_at.elapsed().as_millis() as u64;
+    let sup = language_servers_in_tree(&d);
+    let node = &sup["children"][0];
+    assert_eq!(node["pid"], new_pid, "{sup}");
+    let uptime = node["uptime_ms"].as_u64().unwrap();
+    assert!(
+        uptime <= since_kill,
+        "uptime {uptime} ms, but the server was killed {since_kill} ms ago: {sup}"
+    );
     let status = ok_in(&d, w, "lsp", json!({"op": "status"}));
     let server = &status["servers"][0];
     assert_eq!(server["restarts"], 1, "{status}");

@@ -133,3 +133,58 @@ fn rust_analyzer_formats_a_file() {
         "{v}"
     );
 }
+
+/// Issue 35 (smaller): `format` asked every server for 4 spaces, so a 2-space TypeScript file
+/// came back re-indented to 4 in every line. The file's own indentation is kept, and an
+/// `.editorconfig` beside it wins (here tabs).
+#[test]
+fn typescript_format_keeps_the_files_indentation_and_honours_editorconfig() {
+    require("typescript-language-server");
+    let two = "export function helper(x: number): number {\n  if (x > 1) {\n    return x*2;\n  }\n  return x;\n}\n";
+    let p = project(&[
+        (
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true}}\n",
+        ),
+        ("src/two.ts", two),
+        (
+            "tabbed/.editorconfig",
+            "[*.ts]\nindent_style = tab\ntab_width = 4\n",
+        ),
+        ("tabbed/t.ts", two),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        w,
+        "lsp_edit",
+        json!({"op": "format", "file": "src/two.ts"}),
+    );
+    let after = std::fs::read_to_string(w.join("src/two.ts")).unwrap();
+    assert!(after.contains("\n    return x * 2;\n"), "{after}\n{v}");
+    assert!(
+        after.contains("\n  if (x > 1) {\n"),
+        "re-indented: {after}\n{v}"
+    );
+    assert_eq!(v["options"]["tabSize"], 2, "{v}");
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("indentation: 2 spaces (from the file's own indentation)"),
+        "{v}"
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "lsp_edit",
+        json!({"op": "format", "file": "tabbed/t.ts"}),
+    );
+    let after = std::fs::read_to_string(w.join("tabbed/t.ts")).unwrap();
+    assert!(
+        after.contains("\n\tif (x > 1) {\n\t\treturn x * 2;\n"),
+        "{after}\n{v}"
+    );
+    assert_eq!(v["options"]["insertSpaces"], false, "{v}");
+}

@@ -1,7 +1,7 @@
 //! `lsp_edit` symbol edits against real servers on multi-file projects: a whole method
 //! replaced by its symbol path (`Greeter/greet`) without quoting its old text, lines inserted
 //! before and after a definition, the diagnostics the edit brings folded in (a caller in
-//! another file), and the errors that name what exists.
+//! another file, as a dependent of the edit), and the errors that name what exists.
 
 use serde_json::json;
 use toolvisor_protocol::error::ErrorKind;
@@ -47,12 +47,17 @@ fn pyright_replaces_and_inserts_by_symbol_path() {
             .starts_with("replaced method `Greeter/greet` (app/models.py:4-5): 1 edits in 1 files"),
         "{v}"
     );
-    // The caller in the other file is not among the written files; its new error shows
-    // when that file is checked (the ledger folds diagnostics per written file).
+    // The caller in the other file imports the edited one: the edit reports its new error
+    // (issue 35: the write's dependents are checked), and the run has been told of it.
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("app/main.py:3:") && text.contains("upper"),
+        "main.py's call of .upper() on an int is reported: {v}"
+    );
     let v2 = ok_in(&d, w, "synced_write", json!({"path": "app/main.py"}));
     assert!(
-        v2["text"].as_str().unwrap().contains("upper"),
-        "main.py's call of .upper() on an int is reported: {v2}"
+        !v2["text"].as_str().unwrap().contains("upper"),
+        "told twice: {v2}"
     );
 
     // Insert after the class's last method and before a top-level function.

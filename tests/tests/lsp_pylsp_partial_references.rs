@@ -68,3 +68,30 @@ fn pylsp_references_past_jedis_search_limit_are_marked_partial() {
     // The declaration, and per user the import and the call.
     assert_eq!(v["total"], 7, "{v}");
 }
+
+/// Issue 35, case 4: `complete` depended on how `symbol` was spelled: the jedi count looked
+/// for the query's text (`"compute_total("`, which no file holds as a whole word), found
+/// nothing past the cut and said `complete: true`. The count is of the identifier at the
+/// position, so every spelling of the same question gets the same answer.
+#[test]
+fn pylsp_coverage_does_not_depend_on_how_the_symbol_is_spelled() {
+    require("pylsp");
+    let d = TestDaemon::start(&lsp_config(PYLSP));
+    let big = package(40);
+    let plain = references(&d, big.path());
+    assert_eq!(plain["complete"], false, "{plain}");
+    for spelled in ["compute_total(", "compute_total(x"] {
+        let v = ok_in(
+            &d,
+            big.path(),
+            "lsp",
+            json!({"op": "references", "file": "pkg/core.py", "line": 1, "symbol": spelled}),
+        );
+        assert_eq!(v["total"], plain["total"], "{spelled:?}: {v}");
+        assert_eq!(
+            v["complete"], false,
+            "`{spelled}` made a cut search look complete: {v}"
+        );
+        assert_eq!(v["partial_reason"], plain["partial_reason"], "{v}");
+    }
+}

@@ -421,9 +421,13 @@ impl Actor for KindSupervisor {
                     Ok(cell) => {
                         state.by_actor.insert(cell.get_id(), id.clone());
                         child.cell = Some(cell);
-                        if child.spec.status.state() == NodeState::Starting {
-                            child.spec.status.set_state(NodeState::Ready);
-                        }
+                        // Uptime counts from this incarnation, not the record's first one.
+                        child.spec.status.update(|i| {
+                            i.started = Instant::now();
+                            if i.state == NodeState::Starting {
+                                i.state = NodeState::Ready;
+                            }
+                        });
                         if let Some(reply) = child.first_reply.take() {
                             let _ = reply.send(Ok(()));
                         }

@@ -90,6 +90,7 @@ impl<'a> Restore<'a> {
         )?;
         doc.version = version;
         doc.text = text.to_string();
+        doc.changed_seq = self.shared.diag_seq();
         Ok(version)
     }
 }

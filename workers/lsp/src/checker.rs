@@ -187,10 +187,27 @@ impl LanguageServers {
                 }
             };
             let format = spec.checker_format.clone().unwrap_or_else(|| "gcc".into());
-            let (out, status, discarded) = self
-                .run_checker(&resolved.program, &cmd[1..], &root)
-                .await?;
+            let mut args = cmd[1..].to_vec();
+            if format == "tsc" {
+                tsc_project(&root, &mut args, &cmd)?;
+            }
+            let run = self.run_checker(&resolved.program, &args, &root).await?;
+            let (out, status, discarded) = (run.out, run.status, run.discarded);
             let mut diags = parse(&format, &out, &root);
+            let shown_cmd = format!("{} {}", cmd[0], args.join(" "));
+            if !run.success && diags.is_empty() && discarded == 0 {
+                // A failing checker that reported nothing did not check (tsc printing its
+                // help, a broken config): never "no diagnostics".
+                return Err(ToolError::new(
+                    ErrorKind::ResourceFailed,
+                    format!(
+                        "`{shown_cmd}` in {} ended with {status} and reported no diagnostics: it did not check the project. Its output: {}",
+                        root.display(),
+                        output_head(&out, &run.err)
+                    ),
+                    "fix what the output names (the checker's config), or check single files with `lsp diagnostics`",
+                ));
+            }
             if discarded > 0 && diags.is_empty() {
                 // Not "no diagnostics": the output that would hold them was not read whole.
                 return Err(ToolError::new(
@@ -211,7 +228,7 @@ impl LanguageServers {
                 .map(|d| d.line_text(&ctx.workdir) + "\n")
                 .collect();
             if total == 0 {
-                text = format!("{}: no diagnostics ({status})\n", cmd.join(" "));
+                text = format!("{shown_cmd}: no diagnostics ({status})\n");
             } else if total > SHOWN_MAX {
                 text.push_str(&format!("(showing {SHOWN_MAX} of {total})\n"));
             }
@@ -221,10 +238,14 @@ impl LanguageServers {
                     OUTPUT_MAX >> 20
                 ));
             }
+            let shown_root = match show_path(&root, &ctx.workdir) {
+                r if r.is_empty() => ".".to_string(),
+                r => r,
+            };
             return Ok(json!({
                 "text": text,
-                "checker": cmd.join(" "),
-                "root": show_path(&root, &ctx.workdir),
+                "checker": shown_cmd,
+                "root": shown_root,
                 "exit": status,
                 "total": total,
                 "output_truncated": discarded > 0,
@@ -253,7 +274,7 @@ impl LanguageServers {
         program: &Path,
         args: &[String],
         root: &Path,
-    ) -> Result<(String, String, u64), ToolError> {
+    ) -> Result<CheckerRun, ToolError> {
         let io = |m: String| ToolError::new(ErrorKind::Io, m, "check the checker command");
         let spec = self.launcher().spec(
             &program.display().to_string(),
@@ -280,16 +301,18 @@ impl LanguageServers {
                 read_capped(&mut stderr, 1 << 20, &mut err)
             );
             let status = exit.wait_for(|s| s.is_some()).await.ok().and_then(|s| *s);
-            (out, status, discarded)
+            (out, err, status, discarded)
         };
         match tokio::time::timeout(timeout, run).await {
-            Ok((out, status, discarded)) => Ok((
-                String::from_utf8_lossy(&out).into_owned(),
-                status
+            Ok((out, err, status, discarded)) => Ok(CheckerRun {
+                out: String::from_utf8_lossy(&out).into_owned(),
+                err: String::from_utf8_lossy(&err).into_owned(),
+                success: status.is_some_and(|s| s.success()),
+                status: status
                     .map(|s| s.to_string())
                     .unwrap_or_else(|| "unknown exit".into()),
                 discarded,
-            )),
+            }),
             Err(_) => Err(ToolError::new(
                 ErrorKind::Timeout,
                 format!(
@@ -300,6 +323,53 @@ impl LanguageServers {
             )),
         }
     }
+}
+
+/// What a checker run gave.
+struct CheckerRun {
+    out: String,
+    err: String,
+    status: String,
+    success: bool,
+    /// Bytes of stdout past the cap, not read.
+    discarded: u64,
+}
+
+/// The first lines of a checker's output (stdout, else stderr), for an error.
+fn output_head(out: &str, err: &str) -> String {
+    let text = if out.trim().is_empty() { err } else { out };
+    let head: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(6)
+        .collect();
+    if head.is_empty() {
+        "(none)".into()
+    } else {
+        head.join(" | ").chars().take(600).collect()
+    }
+}
+
+/// `tsc` checks a project only from a `tsconfig.json` (given none, it prints its help and
+/// exits 1, checking nothing): the root's `jsconfig.json` is passed as the project where
+/// there is no `tsconfig.json`; with neither, the check is refused naming why.
+fn tsc_project(root: &Path, args: &mut Vec<String>, cmd: &[String]) -> Result<(), ToolError> {
+    if root.join("tsconfig.json").is_file() || args.iter().any(|a| a == "-p" || a == "--project") {
+        return Ok(());
+    }
+    if root.join("jsconfig.json").is_file() {
+        args.extend(["-p".to_string(), "jsconfig.json".to_string()]);
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorKind::NotAvailable,
+        format!(
+            "`{}` needs a tsconfig.json or jsconfig.json in {} and there is none (the root was found by its package.json): without one tsc prints its help and checks nothing",
+            cmd.join(" "),
+            root.display()
+        ),
+        "add a tsconfig.json (`tsc --init`) or jsconfig.json to the root, or check single files with `lsp diagnostics`",
+    ))
 }
 
 /// Read `reader` to its end, keeping the first `cap` bytes in `buf` and dropping the rest;

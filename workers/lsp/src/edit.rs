@@ -351,6 +351,7 @@ impl LanguageServers {
             &args.symbol,
             args.occurrence.map(|o| o as usize),
         )?;
+        let word = position::word_at(&src, byte, args.symbol.len()).to_string();
         if !opened.conn.supports("renameProvider") {
             return Err(ToolError::new(
                 ErrorKind::NotAvailable,
@@ -432,10 +433,10 @@ impl LanguageServers {
         let mut answer =
             json!({"text": text, "files": files, "edits": total, "diagnostics": diags});
         // A server whose index misses files renames only where it looked: say so.
-        crate::ops::mark_coverage(
-            &mut answer,
-            crate::ops::index_gap(&opened.shared, &opened.path, Some(&args.symbol)).await,
-        );
+        let gap = self
+            .index_gap(&ctx.workdir, &opened.shared, &opened.path, Some(&word))
+            .await;
+        crate::coverage::mark_coverage(&mut answer, gap);
         Ok(answer)
     }
 }

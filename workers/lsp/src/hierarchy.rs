@@ -62,11 +62,59 @@ fn site(
                 .unwrap_or("")
                 .to_string(),
             kind: render::symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)),
-            text: text.trim().to_string(),
+            text: {
+                let column = range
+                    .pointer("/start/character")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0) as usize
+                    + 1;
+                render::cut_line(&text, column).0
+            },
             outside,
         },
         p,
     ))
+}
+
+/// The incoming call sites of an `incomingCalls` answer, once each (by file and start
+/// position), grouped by (file, line, caller) with the calls on that line; and the number of
+/// distinct call sites.
+fn incoming_sites(
+    incoming: &Value,
+    ctx: &CallCtx,
+    sources: &mut Sources<'_>,
+) -> (Vec<(Site, usize)>, usize) {
+    let mut seen = std::collections::HashSet::new();
+    let mut lines: Vec<(Site, usize)> = Vec::new();
+    for call in incoming.as_array().into_iter().flatten() {
+        let Some(from) = call.get("from") else {
+            continue;
+        };
+        let ranges: Vec<Value> = match call.get("fromRanges").and_then(Value::as_array) {
+            Some(r) if !r.is_empty() => r.clone(),
+            _ => vec![from.get("selectionRange").cloned().unwrap_or(Value::Null)],
+        };
+        let uri = from.get("uri").and_then(Value::as_str).unwrap_or("");
+        for r in ranges {
+            let start = r.get("start").cloned().unwrap_or(Value::Null);
+            if !seen.insert((uri.to_string(), start.to_string())) {
+                continue;
+            }
+            let Some((s, _)) = site(from, &r, ctx, sources) else {
+                continue;
+            };
+            match lines
+                .iter_mut()
+                .find(|(l, _)| l.path == s.path && l.line == s.line && l.name == s.name)
+            {
+                Some((_, n)) => *n += 1,
+                None => lines.push((s, 1)),
+            }
+        }
+    }
+    lines.sort_by(|(a, _), (b, _)| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    let total = lines.iter().map(|(_, n)| n).sum();
+    (lines, total)
 }
 
 impl LanguageServers {
@@ -146,40 +194,33 @@ impl LanguageServers {
         let mut sources = Sources::new(&open_text, &readable, &read);
         let name = item.get("name").and_then(Value::as_str).unwrap_or("");
         let mut text = String::new();
-        // Incoming: each caller, at each of its call sites (its `fromRanges`).
-        let mut callers = Vec::new();
-        for call in incoming.as_array().into_iter().flatten() {
-            let Some(from) = call.get("from") else {
-                continue;
-            };
-            let ranges: Vec<Value> = match call.get("fromRanges").and_then(Value::as_array) {
-                Some(r) if !r.is_empty() => r.clone(),
-                _ => vec![from.get("selectionRange").cloned().unwrap_or(Value::Null)],
-            };
-            for r in ranges {
-                if let Some((s, _)) = site(from, &r, ctx, &mut sources) {
-                    callers.push(s);
-                }
-            }
-        }
-        callers.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
-        let (in_total, in_cut) = (callers.len(), callers.len() > CALLS_MAX);
+        // Incoming: each caller, at each of its call sites (its `fromRanges`), each site once
+        // (pyright lists a method call twice: once for the call, once for the member access),
+        // and one line per caller and source line, with how many calls it holds.
+        let (callers, in_total) = incoming_sites(incoming, ctx, &mut sources);
+        let in_cut = callers.len() > CALLS_MAX;
         text.push_str(&format!("incoming calls of {name} ({in_total}):\n"));
         if callers.is_empty() {
             text.push_str("  none found\n");
         }
         let mut in_items = Vec::new();
-        for s in callers.iter().take(CALLS_MAX) {
+        for (s, calls) in callers.iter().take(CALLS_MAX) {
+            let times = if *calls > 1 {
+                format!(" ({calls} calls)")
+            } else {
+                String::new()
+            };
             text.push_str(&format!(
-                "  {}:{}: in {} {} — {}\n",
+                "  {}:{}: in {} {}{times} — {}\n",
                 s.path, s.line, s.kind, s.name, s.text
             ));
-            in_items.push(json!({"path": s.path, "line": s.line, "caller": s.name,
+            in_items.push(json!({"path": s.path, "line": s.line, "caller": s.name, "calls": calls,
                 "kind": s.kind, "text": if s.outside { "" } else { &s.text }, "outside": s.outside}));
         }
         if in_cut {
             text.push_str(&format!(
-                "  (showing {CALLS_MAX} of {in_total} call sites; the list was cut)\n"
+                "  (showing {CALLS_MAX} of {} lines with calls; the list was cut)\n",
+                callers.len()
             ));
         }
         // Outgoing: each callee, where it is defined, and how often this symbol calls it.

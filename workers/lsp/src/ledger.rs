@@ -1,7 +1,8 @@
 //! The per-run diagnostics ledger: which diagnostics a run has already been told about.
 //!
-//! Keyed by (severity, code, message) — position deliberately excluded, so a diagnostic that
-//! merely moved is not news — and scoped per (run, file): the same message in another file
+//! Keyed by (severity, code, message) — position deliberately excluded, also where a server
+//! writes it into the message text ([`without_positions`]), so a diagnostic that merely moved
+//! is not news — and scoped per (run, file): the same message in another file
 //! is another diagnostic. After every sync the file's entry becomes exactly what the server
 //! reports now, so a diagnostic that was fixed and comes back is new again.
 //!
@@ -16,8 +17,34 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// (severity, code, message).
+/// (severity, code, message with its positions taken out: [`without_positions`]).
 pub type Key = (u8, String, String);
+
+/// `message` without the positions servers write into it, so a diagnostic that moved is the
+/// same diagnostic: every number right after a `:` (`util.c:12:5: note: 'start_byte' declared
+/// here`, as clangd folds a note into its error) and after `line` or `column` (`line 12`,
+/// `lines 3-4`) becomes `#`.
+pub fn without_positions(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(c) = rest.chars().next() {
+        let after_colon = out.ends_with(':');
+        let lower = out.to_ascii_lowercase();
+        let after_word = ["line ", "lines ", "column ", "col ", "line: ", "column: "]
+            .iter()
+            .any(|w| lower.ends_with(w));
+        let after_range = out.ends_with("#-") || out.ends_with("#–");
+        if c.is_ascii_digit() && (after_colon || after_word || after_range) {
+            let digits = rest.len() - rest.trim_start_matches(|d: char| d.is_ascii_digit()).len();
+            out.push('#');
+            rest = &rest[digits..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
 
 /// Default `[lsp] ledger_run_idle_s`: a run without diagnostics for this long is forgotten.
 pub const DEFAULT_RUN_IDLE: Duration = Duration::from_secs(6 * 60 * 60);
@@ -114,6 +141,26 @@ mod tests {
 
     fn k(msg: &str) -> Key {
         (1, "E1".into(), msg.into())
+    }
+
+    #[test]
+    fn positions_in_a_message_are_not_part_of_it() {
+        let at = |l: u32| {
+            format!(
+                "No member named 'start_bytes' in 'struct S'; did you mean 'start_byte'? (fix available)\n\n/src/x.c:{l}:16: note: 'start_byte' declared here"
+            )
+        };
+        assert_eq!(without_positions(&at(3)), without_positions(&at(7)));
+        assert!(without_positions(&at(3)).contains("/src/x.c:#:#: note"));
+        assert_eq!(
+            without_positions("redefinition of `f` (first defined on line 12, lines 3-4)"),
+            "redefinition of `f` (first defined on line #, lines #-#)"
+        );
+        // Other numbers are the message's own.
+        assert_eq!(
+            without_positions("expected 2 arguments, found 3"),
+            "expected 2 arguments, found 3"
+        );
     }
 
     #[test]

@@ -11,22 +11,33 @@
 #![forbid(unsafe_code)]
 
 mod actions;
+mod actor;
 mod check;
 mod checker;
+mod checks;
 mod config;
+mod coverage;
+mod dependents;
+mod diagnostics;
 mod edit;
 mod hierarchy;
+mod indent;
 mod ledger;
 mod locate;
 mod lsp_edit;
 mod ops;
+mod outside;
 mod position;
 mod render;
 mod server;
 mod servers;
 mod symbol_edit;
+mod symbols;
 mod trust;
 mod uri;
+mod watch;
+mod watched;
+mod write_diags;
 
 pub use config::LspConfig;
 pub use ops::CallCtx;

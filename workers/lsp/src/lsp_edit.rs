@@ -92,22 +92,32 @@ impl LanguageServers {
         let path = ctx.resolve("lsp_edit", file, Access::Write)?;
         let mut opened = self.open(&path, &ctx.run).await?;
         require(&opened, "documentFormattingProvider", "formatting")?;
-        let params = json!({"textDocument": {"uri": opened.uri},
-            "options": {"tabSize": 4, "insertSpaces": true, "trimTrailingWhitespace": true,
-                        "insertFinalNewline": true, "trimFinalNewlines": true}});
+        // The file's `.editorconfig`, else its own indentation: a 2-space file stays 2-space.
+        let (options, indent_from) = crate::indent::formatting_options(&path, &opened.text);
+        let params = json!({"textDocument": {"uri": opened.uri}, "options": options});
         let edits = self
             .request(&mut opened, "textDocument/formatting", params)
             .await?;
         let shown = show_path(&path, &ctx.workdir);
         let edits = edits.as_array().cloned().unwrap_or_default();
+        let n = &options["tabSize"];
+        let indent = match options["insertSpaces"] == true {
+            true => format!("indentation: {n} spaces (from {indent_from})"),
+            false => format!("indentation: tabs of width {n} (from {indent_from})"),
+        };
         if edits.is_empty() {
             return Ok(
-                json!({"text": format!("{shown} is already formatted: nothing written\n"),
-                "files": [], "edits": 0, "server": self.server_info_of(&opened)}),
+                json!({"text": format!("{shown} is already formatted: nothing written\n{indent}\n"),
+                "files": [], "edits": 0, "options": options, "server": self.server_info_of(&opened)}),
             );
         }
         let edit = json!({"changes": {opened.uri.clone(): edits}});
-        self.write_edit(ctx, &opened, edit, format!("formatted {shown}"))
-            .await
+        let mut answer = self
+            .write_edit(ctx, &opened, edit, format!("formatted {shown}"))
+            .await?;
+        let text = answer["text"].as_str().unwrap_or("").to_string();
+        answer["text"] = json!(format!("{text}{indent}\n"));
+        answer["options"] = options;
+        Ok(answer)
     }
 }

@@ -1,10 +1,10 @@
-//! The `lsp` operations, `synced_write`, and the diagnostics-on-write fold used by the file
-//! tools. Every answer names the server and its state; an empty answer comes only from a
-//! server that is ready and settled.
+//! The `lsp` op dispatch, document sync before every request, and the position ops
+//! (definition, references, hover, code actions). Every answer names the server and its state;
+//! an empty answer comes only from a server that is ready and settled.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 use toolvisor_files::Error as FilesError;
@@ -15,10 +15,11 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::config::language_id;
+use crate::coverage::mark_coverage;
 use crate::position;
-use crate::render::{self, Diag, Sources};
+use crate::render::{self, Sources};
 use crate::server::{Conn, ServerShared};
-use crate::servers::{LanguageServers, NoServer, not_ready};
+use crate::servers::LanguageServers;
 use crate::uri;
 
 pub const REFERENCES_MAX: usize = 50;
@@ -171,7 +172,17 @@ impl LanguageServers {
         let lang_id = language_id(&plan.language, ext);
         for attempt in 0..2 {
             let conn = self.ensure(&shared).await?;
-            let _sync = shared.sync_lock.lock().await;
+            let sync = shared.sync_lock.lock().await;
+            if let Err(crate::watch::Lost::Overflow) = self.catch_up(&shared, &conn).await {
+                drop(sync);
+                tracing::warn!(
+                    server = shared.id,
+                    "more files changed on disk at once than the watcher holds; restarting the server so it reads the disk anew"
+                );
+                self.stop(&shared, "restarted: too many files changed on disk at once")
+                    .await;
+                continue;
+            }
             let synced = shared
                 .sync_from_disk(&conn, path, &lang_id)
                 .await
@@ -271,7 +282,7 @@ impl LanguageServers {
         self.server_info(opened)
     }
 
-    fn server_info(&self, opened: &Opened) -> Value {
+    pub(crate) fn server_info(&self, opened: &Opened) -> Value {
         json!({
             "id": opened.shared.id,
             "language": opened.shared.language,
@@ -308,8 +319,13 @@ impl LanguageServers {
                 if diags.is_empty() {
                     text = format!("no diagnostics in {}\n", render::show_path(&path, base));
                 }
+                let off = opened.shared.checking_off();
+                if let Some(off) = &off {
+                    text.push_str(&format!("({off})\n"));
+                }
                 Ok(
                     json!({"text": text, "diagnostics": diags.iter().map(|d| d.to_json(base)).collect::<Vec<_>>(),
+                    "checking": if off.is_some() { "off" } else { "on" }, "checking_off": off,
                     "server": self.server_info(&opened)}),
                 )
             }
@@ -421,86 +437,6 @@ impl LanguageServers {
         Ok(json!({"text": format!("restarted: {}\n", done.join(", ")), "reloaded": done}))
     }
 
-    /// The current diagnostics of an opened file: pulled where the server supports it, else
-    /// the push for the current version (waited for, then settled).
-    pub async fn file_diagnostics(&self, opened: &mut Opened) -> Result<Vec<Diag>, ToolError> {
-        let items = self.diagnostic_items(opened).await?;
-        let enc = opened.conn.encoding;
-        let mut diags: Vec<Diag> = items
-            .iter()
-            .map(|v| Diag::from_lsp(&opened.path, v, &opened.text, enc))
-            .collect();
-        diags.sort_by_key(|d| (d.line, d.column));
-        Ok(diags)
-    }
-
-    /// The raw LSP diagnostics of the current version of an opened file.
-    pub async fn diagnostic_items(&self, opened: &mut Opened) -> Result<Vec<Value>, ToolError> {
-        self.ready(&opened.shared).await?;
-        if opened.shared.pulls(&opened.conn) {
-            let params = json!({"textDocument": {"uri": opened.uri}});
-            let r = self
-                .request(opened, "textDocument/diagnostic", params)
-                .await?;
-            Ok(r.get("items")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default())
-        } else {
-            self.pushed(opened).await
-        }
-    }
-
-    pub(crate) async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {
-        let shared = &opened.shared;
-        let deadline = Instant::now() + shared.waits.diagnostics;
-        let settle = shared.waits.settle;
-        let mut events = shared.subscribe();
-        loop {
-            events.borrow_and_update();
-            let now = Instant::now();
-            if let Some(p) = shared.diagnostics(&opened.uri) {
-                let fresh = if opened.changed {
-                    p.seq > opened.seq_before && p.version >= opened.version
-                } else if p.seq <= shared.changed_seq() && now < shared.quiet_at() {
-                    // The document is as the server last saw it, but another one changed
-                    // after this list was published: its imports may have. Current once
-                    // the server publishes it again, or has been quiet for `settle` (it
-                    // found nothing to publish for it).
-                    false
-                } else {
-                    p.version >= opened.version
-                };
-                if fresh {
-                    // A versioned publish is definitive; an unversioned one may be followed
-                    // by another for the same change (lint on change, then on save).
-                    if p.versioned || now >= p.at + settle {
-                        return Ok(p.items);
-                    }
-                    let until = (p.at + settle).min(deadline);
-                    let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
-                    if Instant::now() >= deadline {
-                        return Ok(p.items);
-                    }
-                    continue;
-                }
-            }
-            if now >= deadline {
-                return Err(not_ready(format!(
-                    "language server {} published no diagnostics for version {} of {} within {} s",
-                    shared.id,
-                    opened.version,
-                    opened.path.display(),
-                    shared.waits.diagnostics.as_secs()
-                )));
-            }
-            // Woken by a publish or other activity, or when the server has been quiet long
-            // enough for an unchanged document's list to count as current.
-            let until = deadline.min(shared.quiet_at().max(now + Duration::from_millis(10)));
-            let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
-        }
-    }
-
     async fn navigate(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
         let op = args.op.as_str();
         let file = need(&args.file, op, "file")?;
@@ -597,7 +533,13 @@ impl LanguageServers {
         let base = &ctx.workdir;
         let here = format!("`{symbol}` at {shown}:{line}");
         let gap = match index_wide {
-            true => index_gap(&opened.shared, &opened.path, Some(symbol)).await,
+            true => {
+                // The name the server searched: the word at the position, whatever the query
+                // looked like (`"is_list_like ="` and `"is_list_like"` are one question).
+                let word = position::word_at(&src, byte, symbol.len());
+                self.index_gap(&ctx.workdir, &opened.shared, &opened.path, Some(word))
+                    .await
+            }
             false => None,
         };
         match op {
@@ -660,399 +602,10 @@ impl LanguageServers {
             }
         }
     }
-
-    async fn document_symbols(&self, ctx: &CallCtx, file: &str) -> Result<Value, ToolError> {
-        let path = ctx.resolve("lsp", file, Access::Read)?;
-        let mut opened = self.open(&path, &ctx.run).await?;
-        let params = json!({"textDocument": {"uri": opened.uri}});
-        let mut result = self
-            .request(&mut opened, "textDocument/documentSymbol", params.clone())
-            .await?;
-        if is_empty(&result) && !opened.shared.settled() {
-            self.ready(&opened.shared).await?;
-            result = self
-                .request(&mut opened, "textDocument/documentSymbol", params)
-                .await?;
-        }
-        let syms = render::document_symbols(&result);
-        let total = syms.len();
-        let cut = total > DOCUMENT_SYMBOLS_MAX;
-        let mut text = String::new();
-        let mut items = Vec::new();
-        for s in syms.iter().take(DOCUMENT_SYMBOLS_MAX) {
-            text.push_str(&format!(
-                "{}{}: {} {}\n",
-                "  ".repeat(s.depth),
-                s.line,
-                s.kind,
-                s.name
-            ));
-            items.push(json!({"name": s.name, "kind": s.kind, "line": s.line, "depth": s.depth}));
-        }
-        if total == 0 {
-            text = format!("no symbols in {}\n", render::show_path(&path, &ctx.workdir));
-        } else if cut {
-            text.push_str(&format!(
-                "(showing {DOCUMENT_SYMBOLS_MAX} of {total} symbols)\n"
-            ));
-        }
-        Ok(
-            json!({"text": text, "symbols": items, "total": total, "truncated": cut,
-            "server": self.server_info(&opened)}),
-        )
-    }
-
-    async fn workspace_symbols(
-        &self,
-        ctx: &CallCtx,
-        query: &str,
-        file: Option<&str>,
-    ) -> Result<Value, ToolError> {
-        // The server to ask: the one covering `file`, else the servers running for the workdir,
-        // else the first language whose root and binary are found from the workdir.
-        let mut opened = match file {
-            Some(f) => {
-                self.open(&ctx.resolve("lsp", f, Access::Read)?, &ctx.run)
-                    .await?
-            }
-            None => self.open_any(ctx).await?,
-        };
-        require(
-            &opened,
-            "workspaceSymbolProvider",
-            "workspace symbols (`symbols` with `query`)",
-        )?;
-        self.ready_for(&opened.shared, &opened.uri).await?;
-        let result = self
-            .request(&mut opened, "workspace/symbol", json!({"query": query}))
-            .await?;
-        let gap = index_gap(&opened.shared, &opened.path, None).await;
-        let syms = render::workspace_symbols(&result);
-        let total = syms.len();
-        let cut = total > WORKSPACE_SYMBOLS_MAX;
-        let mut text = String::new();
-        let mut items = Vec::new();
-        let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
-        let readable = |p: &Path| ctx.may_read(p);
-        let read = |p: &Path| ctx.read_text(p).ok();
-        let mut sources = Sources::new(&open_text, &readable, &read);
-        for s in syms.iter().take(WORKSPACE_SYMBOLS_MAX) {
-            let shown = s
-                .path
-                .as_ref()
-                .map(|p| render::show_path(p, &ctx.workdir))
-                .unwrap_or_default();
-            let outside = s.path.as_ref().is_some_and(|p| !sources.readable(p));
-            let src = if outside {
-                render::OUTSIDE_NOTE.to_string()
-            } else {
-                s.path
-                    .as_ref()
-                    .and_then(|p| sources.line(p, s.line.saturating_sub(1)))
-                    .unwrap_or_default()
-            };
-            text.push_str(&format!(
-                "{shown}:{}: {} {}{} — {}\n",
-                s.line,
-                s.kind,
-                s.name,
-                s.container
-                    .as_ref()
-                    .map(|c| format!(" (in {c})"))
-                    .unwrap_or_default(),
-                src.trim()
-            ));
-            items.push(
-                json!({"name": s.name, "kind": s.kind, "path": shown, "line": s.line,
-                "container": s.container, "outside": outside}),
-            );
-        }
-        if total == 0 {
-            text = format!("no workspace symbols match {query:?}\n");
-        } else if cut {
-            text.push_str(&format!(
-                "(showing {WORKSPACE_SYMBOLS_MAX} of {total} symbols; refine the query)\n"
-            ));
-        }
-        let mut answer = json!({"text": text, "symbols": items, "total": total, "truncated": cut,
-            "server": self.server_info(&opened)});
-        mark_coverage(&mut answer, gap);
-        Ok(answer)
-    }
-
-    /// A server for the workdir when no file is named: one already running for it, else the
-    /// first language that would start there (a source file of it is opened).
-    async fn open_any(&self, ctx: &CallCtx) -> Result<Opened, ToolError> {
-        let running = self.all().into_iter().find(|s| {
-            s.conn().is_some()
-                && (ctx.workdir.starts_with(&s.root) || s.root.starts_with(&ctx.workdir))
-        });
-        let mut reasons = Vec::new();
-        let candidates: Vec<String> = match &running {
-            Some(s) => vec![s.language.clone()],
-            None => self.languages().keys().cloned().collect(),
-        };
-        for language in candidates {
-            let spec = &self.languages()[&language];
-            match find_source_off_thread(ctx, &spec.extensions).await {
-                Some(file) => match self.plan(&file, &ctx.run) {
-                    Ok(_) => return self.open(&file, &ctx.run).await,
-                    Err(e) => reasons.push(e.to_string()),
-                },
-                None => reasons.push(format!(
-                    "{language}: no source file under {}",
-                    ctx.workdir.display()
-                )),
-            }
-        }
-        Err(ToolError::new(
-            ErrorKind::NotAvailable,
-            format!(
-                "no language server can search this workspace: {}",
-                reasons.join("; ")
-            ),
-            "pass `file` to pick the server; `lsp status` says why servers do not start",
-        ))
-    }
-
-    /// Before a write: the diagnostics each of `paths` has now (its text before the write)
-    /// become `run`'s baseline for it, where the run holds none yet, so a first write reports
-    /// only what it introduced, not what was already there. A file that does not exist yet,
-    /// that no server covers or whose server gives no diagnostics within
-    /// `diagnostics_wait_s` gets no baseline (the write then reports all its diagnostics).
-    /// Never fails: the write goes ahead whatever happens here.
-    pub async fn before_write(&self, run: &str, paths: &[PathBuf]) {
-        let wait = Duration::from_secs(self.config.diagnostics_wait_s);
-        for path in paths {
-            if self.ledger.knows(run, path) || !path.is_file() || self.plan(path, run).is_err() {
-                continue;
-            }
-            let taken = tokio::time::timeout(wait, async {
-                let mut opened = self.open(path, run).await?;
-                self.file_diagnostics(&mut opened).await
-            })
-            .await;
-            match taken {
-                Ok(Ok(diags)) => {
-                    let keys: Vec<_> = diags
-                        .iter()
-                        .filter(|d| d.severity != 4)
-                        .map(Diag::key)
-                        .collect();
-                    self.ledger.fold(run, path, &keys);
-                }
-                Ok(Err(e)) => {
-                    tracing::info!(path = %path.display(), error = %e.message, "no diagnostics baseline before the write");
-                }
-                Err(_) => {
-                    tracing::info!(path = %path.display(), "no diagnostics baseline before the write: timed out");
-                }
-            }
-        }
-    }
-
-    /// Sync `paths` (just written) and return the diagnostics new for `run`; where no server
-    /// covers a file, say why. Never fails the write: problems become notes.
-    pub async fn after_write(&self, run: &str, workdir: &Path, paths: &[PathBuf]) -> Value {
-        let mut text = String::new();
-        let mut new_items = Vec::new();
-        let mut notes = Vec::new();
-        for path in paths {
-            let shown = render::show_path(path, workdir);
-            match self.plan(path, run) {
-                Err(NoServer::NoLanguage { .. }) => {
-                    notes.push(format!(
-                        "{shown}: no diagnostics: no language server covers this file type"
-                    ));
-                    continue;
-                }
-                Err(e) => {
-                    notes.push(format!("{shown}: no diagnostics: {e}"));
-                    continue;
-                }
-                Ok(_) => {}
-            }
-            // A write waits at most `diagnostics_wait_s` for its diagnostics (a server still
-            // starting or indexing a large project must not hold the write's answer for the
-            // full `ready_wait_s`); past it the write answers with a note.
-            let wait = Duration::from_secs(self.config.diagnostics_wait_s);
-            let result = tokio::time::timeout(wait, async {
-                let mut opened = self.open(path, run).await?;
-                self.file_diagnostics(&mut opened).await
-            })
-            .await
-            .unwrap_or_else(|_| {
-                Err(not_ready(format!(
-                    "the server gave no diagnostics within {} s",
-                    wait.as_secs()
-                )))
-            });
-            match result {
-                Ok(diags) => {
-                    // Hints (unused, deprecated, style) are left to `lsp diagnostics`: a write's
-                    // result carries errors, warnings and information only.
-                    let diags: Vec<Diag> = diags.into_iter().filter(|d| d.severity != 4).collect();
-                    let keys: Vec<_> = diags.iter().map(Diag::key).collect();
-                    let fresh = self.ledger.fold(run, path, &keys);
-                    for i in fresh {
-                        text.push_str(&diags[i].line_text(workdir));
-                        text.push('\n');
-                        new_items.push(diags[i].to_json(workdir));
-                    }
-                }
-                Err(e) => notes.push(format!(
-                    "{shown}: no diagnostics: {} ({})",
-                    e.message, e.kind
-                )),
-            }
-        }
-        if new_items.is_empty() && notes.is_empty() {
-            text.push_str("no new diagnostics\n");
-        }
-        for n in &notes {
-            text.push_str(n);
-            text.push('\n');
-        }
-        json!({"text": text, "new": new_items, "notes": notes})
-    }
-
-    /// `synced_write {path}`.
-    pub async fn synced_write(&self, ctx: &CallCtx, path: &str) -> Result<Value, ToolError> {
-        // It reads the file and shows its diagnostics: a read, confined like `read`.
-        let p = ctx.resolve("synced_write", path, Access::Read)?;
-        if !p.is_file() {
-            return Err(ToolError::new(
-                ErrorKind::NotFound,
-                format!("{} is not a file", p.display()),
-                "call synced_write after writing the file, with its path",
-            ));
-        }
-        let diags = self
-            .after_write(&ctx.run, &ctx.workdir, std::slice::from_ref(&p))
-            .await;
-        Ok(
-            json!({"path": render::show_path(&p, &ctx.workdir), "text": diags["text"],
-            "diagnostics": diags}),
-        )
-    }
-}
-
-/// Why an index-wide answer about `path` from `shared` may cover less than the project, and
-/// what fixes it; `None` when the server's index covers the project as far as toolvisor can
-/// tell.
-///
-/// clangd indexes in the background only the files its compilation database lists
-/// (`compile_commands.json`, looked up in the file's directory, its parents up to the root and
-/// their `build/` directories, as clangd does); with `compile_flags.txt` alone or no database
-/// it knows only the files open in it and what they include, so `references` misses every
-/// other file.
-///
-/// pylsp's references come from jedi, which has no index: it greps the project for the name
-/// and stops after 30 files that mention it or 2,000 files opened, and does not look in other
-/// files at all for names of 2 characters or fewer; the same count is made here (`symbol`:
-/// the name asked about) to tell when that cut applies.
-pub(crate) async fn index_gap(
-    shared: &ServerShared,
-    path: &Path,
-    symbol: Option<&str>,
-) -> Option<String> {
-    let program = shared
-        .program
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    if program.starts_with("pylsp") {
-        let symbol = symbol?.to_string();
-        let root = shared.root.clone();
-        return tokio::task::spawn_blocking(move || jedi_gap(&root, &symbol))
-            .await
-            .ok()
-            .flatten();
-    }
-    if !program.starts_with("clangd") {
-        return None;
-    }
-    let (root, path) = (shared.root.clone(), path.to_path_buf());
-    let has_database = tokio::task::spawn_blocking(move || {
-        path.ancestors()
-            .skip(1)
-            .take_while(|d| d.starts_with(&root))
-            .any(|d| {
-                d.join("compile_commands.json").is_file()
-                    || d.join("build/compile_commands.json").is_file()
-            })
-    })
-    .await
-    .unwrap_or(false);
-    (!has_database).then(|| {
-        "clangd indexes only the files listed in a compile_commands.json and this project has none (compile_flags.txt alone is not a list of files): the answer covers only the files open in the server and what they include; create compile_commands.json in the root or build/ (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; make: `bear -- make`), then `lsp reload`".to_string()
-    })
-}
-
-/// jedi's search limits (`jedi/inference/references.py`): files that mention the name it
-/// parses, files it opens.
-const JEDI_PARSED_FILES: usize = 30;
-const JEDI_OPENED_FILES: usize = 2000;
-
-/// Whether jedi's search for `symbol` under `root` is cut short (see [`index_gap`]): counts the
-/// Python files and those mentioning `symbol` as a word, as jedi walks them (hidden
-/// directories and jedi's ignored folders skipped), up to its limits.
-fn jedi_gap(root: &Path, symbol: &str) -> Option<String> {
-    if symbol.chars().count() <= 2 {
-        return Some(format!(
-            "pylsp (jedi) does not search other files for names of 2 characters or fewer, so `{symbol}` was looked up in this file only; use grep for the rest"
-        ));
-    }
-    let word = |text: &str| {
-        text.match_indices(symbol).any(|(i, _)| {
-            let before = text[..i].chars().next_back();
-            let after = text[i + symbol.len()..].chars().next();
-            let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-            !is_word(before) && !is_word(after)
-        })
-    };
-    let (mut opened, mut mentioning) = (0usize, 0usize);
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            let Ok(kind) = e.file_type() else { continue };
-            if kind.is_dir() {
-                let ignored = [".tox", ".venv", ".mypy_cache", "venv", "__pycache__"];
-                if !name.starts_with('.') && !ignored.contains(&name.as_str()) {
-                    dirs.push(e.path());
-                }
-            } else if kind.is_file() && name.ends_with(".py") {
-                opened += 1;
-                if std::fs::read_to_string(e.path()).is_ok_and(|t| word(&t)) {
-                    mentioning += 1;
-                }
-                if mentioning > JEDI_PARSED_FILES || opened > JEDI_OPENED_FILES {
-                    return Some(format!(
-                        "pylsp (jedi) has no index: it searches at most {JEDI_PARSED_FILES} files that mention `{symbol}` and opens at most {JEDI_OPENED_FILES} Python files, and this project has more, so some files were not searched; use pyright (the default Python server) for complete references, or grep"
-                    ));
-                }
-            }
-        }
-    }
-    None
-}
-
-/// Adds `complete` (and `partial_reason`) to an index-wide answer, and says so in its text.
-pub(crate) fn mark_coverage(answer: &mut Value, gap: Option<String>) {
-    answer["complete"] = json!(gap.is_none());
-    if let Some(reason) = gap {
-        let text = answer["text"].as_str().unwrap_or("").to_string();
-        answer["text"] = json!(format!("{text}(partial: {reason})\n"));
-        answer["partial_reason"] = json!(reason);
-    }
 }
 
 /// An answer that says "nothing": null, an empty list, a hover without contents.
-fn is_empty(v: &Value) -> bool {
+pub(crate) fn is_empty(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Array(a) => a.is_empty(),
@@ -1084,54 +637,6 @@ fn need<'a>(v: &'a Option<String>, op: &str, field: &str) -> Result<&'a str, Too
             &format!("`{op}` needs `{field}`"),
         )
     })
-}
-
-/// [`find_source`] on the blocking pool: its walk reads up to 5,000 directory entries.
-async fn find_source_off_thread(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
-    let (ctx, extensions) = (ctx.clone(), extensions.to_vec());
-    tokio::task::spawn_blocking(move || find_source(&ctx, &extensions))
-        .await
-        .ok()
-        .flatten()
-}
-
-/// A source file with one of `extensions` under the workdir (shallow first, bounded):
-/// regular files only, symbolic links neither followed nor opened, so the file is in scope.
-fn find_source(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
-    let mut queue = std::collections::VecDeque::from([(ctx.workdir.clone(), 0)]);
-    let mut seen = 0;
-    while let Some((d, depth)) = queue.pop_front() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            seen += 1;
-            if seen > 5000 {
-                return None;
-            }
-            let p = e.path();
-            let name = e.file_name().to_string_lossy().to_string();
-            let Ok(kind) = e.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                if depth < 4 && !name.starts_with('.') && name != "node_modules" && name != "target"
-                {
-                    queue.push_back((p, depth + 1));
-                }
-            } else if kind.is_file()
-                && p.extension()
-                    .and_then(|x| x.to_str())
-                    .is_some_and(|x| extensions.iter().any(|e| e == x))
-                && ctx.may_read(&p)
-            {
-                return Some(p);
-            }
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -152,9 +152,56 @@ fn context(line: &str, byte: usize, len: usize) -> String {
     format!("{before}[{}]{after}", &line[byte..byte + len])
 }
 
+/// The identifier a `symbol` found at `byte` of `line` names: the first word character of
+/// the match (`symbol` may carry punctuation, `"is_list_like ="`) and the word around it. This,
+/// not the spelling of the query, is the name a server searches.
+pub fn word_at(line: &str, byte: usize, len: usize) -> &str {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let end = (byte + len).min(line.len());
+    let Some((at, _)) = line[byte..end]
+        .char_indices()
+        .find(|&(_, c)| is_word(c))
+        .map(|(i, c)| (byte + i, c))
+    else {
+        return &line[byte..end];
+    };
+    let start = line[..at]
+        .char_indices()
+        .rev()
+        .take_while(|&(_, c)| is_word(c))
+        .last()
+        .map_or(at, |(i, _)| i);
+    let stop = line[at..]
+        .char_indices()
+        .find(|&(_, c)| !is_word(c))
+        .map_or(line.len(), |(i, _)| at + i);
+    &line[start..stop]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_at_a_match_ignores_how_the_query_was_spelled() {
+        let line = "    def is_list_like(obj) -> bool:";
+        for symbol in [
+            "is_list_like",
+            "is_list_like(",
+            "def is_list_like",
+            "list_like",
+            " is_",
+        ] {
+            let byte = line.find(symbol).unwrap();
+            let want = if symbol == "def is_list_like" {
+                "def"
+            } else {
+                "is_list_like"
+            };
+            assert_eq!(word_at(line, byte, symbol.len()), want, "{symbol:?}");
+        }
+        assert_eq!(word_at("x = (", 4, 1), "(");
+    }
 
     #[test]
     fn columns_follow_the_encoding() {

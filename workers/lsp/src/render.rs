@@ -138,20 +138,65 @@ pub fn show_path(path: &Path, base: &Path) -> String {
 pub const OUTSIDE_NOTE: &str =
     "(outside the workdir: text not read; [files] read_roots or allow_outside_workdir allow it)";
 
+/// Characters of a source line shown at most (a minified bundle's line is megabytes).
+pub const LINE_SHOWN_MAX: usize = 200;
+
+/// `line` trimmed, and cut to [`LINE_SHOWN_MAX`] characters around `column` (1-based,
+/// characters) when longer, `…` marking each cut end; and whether it was cut.
+pub fn cut_line(line: &str, column: usize) -> (String, bool) {
+    let line = line.trim_end();
+    let count = line.chars().count();
+    if count <= LINE_SHOWN_MAX {
+        return (line.trim_start().to_string(), false);
+    }
+    // The match a third of the way in: some context before it, more after.
+    let at = column.saturating_sub(1).min(count);
+    let start = at.saturating_sub(LINE_SHOWN_MAX / 3);
+    let start = start.min(count.saturating_sub(LINE_SHOWN_MAX));
+    let piece: String = line.chars().skip(start).take(LINE_SHOWN_MAX).collect();
+    let before = if start > 0 { "…" } else { "" };
+    let after = if start + LINE_SHOWN_MAX < count {
+        "…"
+    } else {
+        ""
+    };
+    let piece = if start == 0 {
+        piece.trim_start()
+    } else {
+        &piece
+    };
+    (format!("{before}{piece}{after}"), true)
+}
+
+/// The note an answer ends with when it cut a line.
+pub fn cut_note() -> String {
+    format!("(lines longer than {LINE_SHOWN_MAX} characters are cut around the match: …)\n")
+}
+
 pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<Value>) {
     let mut text = String::new();
     let mut items = Vec::new();
+    let mut any_cut = false;
     for l in locs {
         let shown = show_path(&l.path, base);
+        let (line, cut) = cut_line(&l.text, l.column);
+        any_cut |= cut && !l.outside;
         if l.outside {
             text.push_str(&format!("{shown}:{}: {OUTSIDE_NOTE}\n", l.line));
         } else {
-            text.push_str(&format!("{shown}:{}: {}\n", l.line, l.text.trim()));
+            text.push_str(&format!("{shown}:{}: {line}\n", l.line));
         }
-        items.push(
-            json!({"path": shown, "abs_path": l.path.display().to_string(),
-            "line": l.line, "column": l.column, "text": l.text, "outside": l.outside}),
-        );
+        let mut item = json!({"path": shown, "abs_path": l.path.display().to_string(),
+            "line": l.line, "column": l.column, "text": if cut { line } else { l.text.clone() },
+            "outside": l.outside});
+        if cut {
+            item["text_cut"] = json!(true);
+            item["line_chars"] = json!(l.text.chars().count());
+        }
+        items.push(item);
+    }
+    if any_cut {
+        text.push_str(&cut_note());
     }
     (text, items)
 }
@@ -366,7 +411,11 @@ impl Diag {
     }
 
     pub fn key(&self) -> crate::ledger::Key {
-        (self.severity, self.code.clone(), self.message.clone())
+        (
+            self.severity,
+            self.code.clone(),
+            crate::ledger::without_positions(&self.message),
+        )
     }
 
     pub fn line_text(&self, base: &Path) -> String {
@@ -406,6 +455,28 @@ impl Diag {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_lines_are_cut_around_the_match() {
+        assert_eq!(
+            cut_line("    x = f(1)\n", 9),
+            ("x = f(1)".to_string(), false)
+        );
+        let long = format!("{}enlist(7){}", "a".repeat(5000), "b".repeat(5000));
+        let (shown, cut) = cut_line(&long, 5001);
+        assert!(cut);
+        assert!(shown.contains("enlist(7)"), "{shown}");
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        assert_eq!(shown.chars().count(), LINE_SHOWN_MAX + 2);
+        // At the very start or end: one cut end only.
+        let (head, _) = cut_line(&long, 1);
+        assert!(!head.starts_with('…') && head.ends_with('…'));
+        let (tail, _) = cut_line(&long, 10_009);
+        assert!(tail.starts_with('…') && !tail.ends_with('…'), "{tail}");
+        // Multi-byte characters are cut on character boundaries.
+        let (k, _) = cut_line(&"한".repeat(1000), 500);
+        assert_eq!(k.chars().filter(|c| *c == '한').count(), LINE_SHOWN_MAX);
+    }
 
     #[test]
     fn a_location_outside_is_named_but_its_text_is_never_read() {

@@ -12,16 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
-use toolvisor_jsonrpc::{
-    Incoming, ResponseError, RpcClient, StderrTail, Transport, TransportOptions,
-};
-use toolvisor_kit::launch::Launcher;
-use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
+use tokio::sync::watch;
+use toolvisor_jsonrpc::{RpcClient, StderrTail};
 use toolvisor_kit::status::NodeStatus;
-use toolvisor_kit::supervise::SupervisorMsg;
 use toolvisor_kit::ttl::Ttl;
 use toolvisor_protocol::tree::NodeState;
 
@@ -88,20 +82,25 @@ pub struct Doc {
     /// `diag_seq` when it was opened in its incarnation: a publish after it shows the server
     /// has loaded the document's project (see [`ServerShared::project_loaded`]).
     pub opened_seq: u64,
+    /// `diag_seq` when its text last changed for the server: a publish after it is for the
+    /// current text.
+    pub changed_seq: u64,
+    /// The number of its last didSave (`Checks::saved`), 0 if none was sent.
+    pub saved: u64,
 }
 
 /// The server root's file scope: every document of a server lies under its root (the root
 /// marker was found walking up from it), and its text is read beneath that root's handle
 /// (`Scope::open_found`: `openat2` `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`), never by name,
 /// so a directory swapped for a symbolic link after the caller's scope check is not followed.
-fn root_scope(root: &Path) -> std::io::Result<toolvisor_files::Scope> {
+pub(crate) fn root_scope(root: &Path) -> std::io::Result<toolvisor_files::Scope> {
     toolvisor_files::Scope::new(root, &[], false).map_err(std::io::Error::other)
 }
 
 /// The text of document `path`, opened beneath `scope` (see [`root_scope`]). A path that now
 /// leads through a symbolic link or out of the root is refused (`ELOOP`/`EXDEV`, see
 /// [`is_moved`]).
-fn read_doc(scope: &toolvisor_files::Scope, path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_doc(scope: &toolvisor_files::Scope, path: &Path) -> std::io::Result<String> {
     use std::io::Read as _;
     let mut file = scope.open_found(path)?;
     let mut text = String::new();
@@ -189,6 +188,17 @@ pub struct ServerShared {
     /// e.g. pyright's `textDocument/diagnostic` (pull diagnostics).
     /// Registration id → method (a server may register anew and then drop the old id).
     registered: Mutex<HashMap<String, String>>,
+    /// The files the current incarnation asked to hear of (`workspace/didChangeWatchedFiles`).
+    pub(crate) file_watchers: Mutex<crate::watched::FileWatchers>,
+    /// What changed on disk under the root, watched while an incarnation runs (started
+    /// before its process, dropped when it ends: a stopped server holds no inotify instance,
+    /// and a new one reads the disk itself).
+    pub(crate) watch: Mutex<Option<Arc<crate::watch::RootWatch>>>,
+    /// Files changed on disk that this incarnation could not be told of (a server that
+    /// does not watch files, past the cap of files opened for it): index-wide answers say so.
+    pub(crate) unseen: Mutex<std::collections::BTreeSet<PathBuf>>,
+    /// Saves sent and the checks they start (rust-analyzer's `cargo check`).
+    pub(crate) checks: Mutex<crate::checks::Checks>,
     progress: Mutex<BTreeMap<String, String>>,
     /// rust-analyzer's `experimental/serverStatus`: `Some(true)` once quiescent.
     quiescent: Mutex<Option<bool>>,
@@ -203,10 +213,10 @@ pub struct ServerShared {
     ready_log: Option<&'static str>,
     seen_ready_log: Mutex<bool>,
     last_activity: Mutex<Instant>,
-    ttl: Mutex<Ttl>,
-    stderr: Mutex<StderrTail>,
-    generation: AtomicU64,
-    started: Mutex<Option<Instant>>,
+    pub(crate) ttl: Mutex<Ttl>,
+    pub(crate) stderr: Mutex<StderrTail>,
+    pub(crate) generation: AtomicU64,
+    pub(crate) started: Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for ServerShared {
@@ -263,6 +273,10 @@ impl ServerShared {
             diag_seq: AtomicU64::new(0),
             changed_seq: AtomicU64::new(0),
             registered: Mutex::new(HashMap::new()),
+            file_watchers: Mutex::new(Default::default()),
+            watch: Mutex::new(None),
+            unseen: Mutex::new(Default::default()),
+            checks: Mutex::new(Default::default()),
             progress: Mutex::new(BTreeMap::new()),
             quiescent: Mutex::new(None),
             expects_status,
@@ -290,14 +304,14 @@ impl ServerShared {
         self.conn.borrow().clone().filter(|c| !c.client.is_closed())
     }
 
-    fn set_conn(&self, conn: Option<Arc<Conn>>) {
+    pub(crate) fn set_conn(&self, conn: Option<Arc<Conn>>) {
         self.conn.send_replace(conn);
         self.bump();
     }
 
     /// Drop the connection of incarnation `generation` (it closed); false when it was gone
     /// already (a stop cleared it first).
-    fn clear_conn(&self, generation: u64) -> bool {
+    pub(crate) fn clear_conn(&self, generation: u64) -> bool {
         let cleared = self.conn.send_if_modified(|c| {
             if c.as_ref().is_some_and(|c| c.generation == generation) {
                 *c = None;
@@ -308,14 +322,17 @@ impl ServerShared {
         });
         if cleared {
             self.progress_clear();
+            lock(&self.watch).take();
             self.bump();
         }
         cleared
     }
 
-    fn progress_clear(&self) {
+    pub(crate) fn progress_clear(&self) {
         lock(&self.progress).clear();
         lock(&self.registered).clear();
+        lock(&self.file_watchers).clear();
+        lock(&self.checks).restart();
         *lock(&self.quiescent) = None;
         *lock(&self.seen_ready_log) = false;
     }
@@ -479,9 +496,46 @@ impl ServerShared {
 
     /// A change to some document was sent: publishes before it may be out of date for every
     /// document, not only the changed one.
-    fn note_change(&self) {
+    pub(crate) fn note_change(&self) {
         self.changed_seq.store(self.diag_seq(), Ordering::SeqCst);
         self.activity();
+    }
+
+    /// Whether the server keeps an index of files it is not told about and watches no files
+    /// itself (clangd: its background index is built once; a file changed on disk is seen
+    /// only when it is opened): such files are opened for it (`crate::outside`), a deleted
+    /// one as an empty document, which hides what the index held for it.
+    pub fn opens_unwatched(&self) -> bool {
+        self.program
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("clangd"))
+    }
+
+    /// Whether the server checks the project after every save and pushes what it finds
+    /// (rust-analyzer's `cargo check`, unless its settings turn it off: the restricted mode of
+    /// an untrusted root does).
+    pub fn checks_on_save(&self) -> bool {
+        self.is_rust_analyzer()
+            && crate::checks::check_on_save(self.restricted.as_ref().or(self.init_options.as_ref()))
+    }
+
+    /// Why type checking is off for this server's diagnostics, where it is.
+    pub fn checking_off(&self) -> Option<String> {
+        if !self.is_rust_analyzer() || self.checks_on_save() {
+            return None;
+        }
+        Some(if self.restricted.is_some() {
+            format!(
+                "type checking is off: {} is untrusted, so rust-analyzer runs in its restricted mode, without `cargo check` (which runs build scripts); unresolved names, type and borrow errors are not reported, only rust-analyzer's own diagnostics; trust the root (`lsp {{\"op\":\"trust\"}}`, the user approves) for compile errors",
+                self.root.display()
+            )
+        } else {
+            "type checking is off: rust-analyzer's checkOnSave is off in its settings, so `cargo check` errors are not reported".to_string()
+        })
+    }
+
+    fn is_rust_analyzer(&self) -> bool {
+        self.expects_status
     }
 
     /// Whether the server answers `textDocument/diagnostic` (pull diagnostics): advertised
@@ -494,7 +548,7 @@ impl ServerShared {
     }
 
     /// Record a `client/registerCapability` or `client/unregisterCapability`.
-    fn register(&self, params: &Value, add: bool) {
+    pub(crate) fn register(&self, params: &Value, add: bool) {
         let list = params
             .get("registrations")
             .or_else(|| params.get("unregisterations"))
@@ -507,6 +561,13 @@ impl ServerShared {
                 registered.insert(id.to_string(), method.to_string());
             } else {
                 registered.remove(id);
+            }
+            if method == "workspace/didChangeWatchedFiles" || !add {
+                let mut watchers = lock(&self.file_watchers);
+                match add {
+                    true => watchers.register(id, r.get("registerOptions")),
+                    false => watchers.unregister(id),
+                }
             }
         }
     }
@@ -580,6 +641,8 @@ impl ServerShared {
                 doc.version = version;
                 doc.text = text.to_string();
                 doc.disk = stamp;
+                doc.changed_seq = self.diag_seq();
+                doc.saved = lock(&self.checks).saved();
                 drop(docs);
                 self.note_change();
                 Ok((version, true))
@@ -589,7 +652,8 @@ impl ServerShared {
                 Err(toolvisor_jsonrpc::RpcError::StreamClosed)
             }
             existing => {
-                let version = existing.map(|d| d.version + 1).unwrap_or(1);
+                let version = existing.as_ref().map(|d| d.version + 1).unwrap_or(1);
+                let existing_saved = existing.map_or(0, |d| d.saved);
                 conn.client.notify(
                     "textDocument/didOpen",
                     json!({"textDocument": {"uri": uri, "languageId": language_id,
@@ -604,6 +668,8 @@ impl ServerShared {
                         generation: conn.generation,
                         disk: stamp,
                         opened_seq: self.diag_seq(),
+                        changed_seq: self.diag_seq(),
+                        saved: existing_saved,
                     },
                 );
                 drop(docs);
@@ -653,7 +719,25 @@ impl ServerShared {
                         "textDocument/didSave",
                         json!({"textDocument": {"uri": u}, "text": doc.text}),
                     );
+                    doc.changed_seq = self.diag_seq();
+                    doc.saved = lock(&self.checks).saved();
                     sent = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.opens_unwatched() => {
+                    // Closing it would bring back what the server's index held for the
+                    // file before; an empty open document stands in for the deleted file.
+                    doc.disk = None;
+                    if !doc.text.is_empty() {
+                        doc.version += 1;
+                        doc.text.clear();
+                        doc.changed_seq = self.diag_seq();
+                        let _ = conn.client.notify(
+                            "textDocument/didChange",
+                            json!({"textDocument": {"uri": u, "version": doc.version},
+                                   "contentChanges": [{"text": ""}]}),
+                        );
+                        sent = true;
+                    }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let _ = conn
@@ -675,13 +759,14 @@ impl ServerShared {
     }
 
     /// Re-open every document known to this server in a new incarnation.
-    fn reopen_all(&self, conn: &Conn) {
+    pub(crate) fn reopen_all(&self, conn: &Conn) {
         let mut docs = lock(&self.docs);
         let seq = self.diag_seq();
         for (uri, doc) in docs.iter_mut() {
             doc.version += 1;
             doc.generation = conn.generation;
             doc.opened_seq = seq;
+            doc.changed_seq = seq;
             let _ = conn.client.notify(
                 "textDocument/didOpen",
                 json!({"textDocument": {"uri": uri, "languageId": doc.language_id,
@@ -697,7 +782,7 @@ impl ServerShared {
         }
     }
 
-    fn publish(&self, params: &Value) {
+    pub(crate) fn publish(&self, params: &Value) {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return;
         };
@@ -712,6 +797,7 @@ impl ServerShared {
             .cloned()
             .unwrap_or_default();
         let seq = self.diag_seq.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::debug!(server = self.id, uri, version = ?named, current, items = items.len(), seq, "diagnostics published");
         lock(&self.diags).insert(
             uri.to_string(),
             Published {
@@ -726,7 +812,7 @@ impl ServerShared {
         self.activity();
     }
 
-    fn progress(&self, params: &Value) {
+    pub(crate) fn progress(&self, params: &Value) {
         let token = match params.get("token") {
             Some(Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
@@ -741,6 +827,9 @@ impl ServerShared {
                     .unwrap_or("working")
                     .to_string();
                 tracing::debug!(server = self.id, token, title, "server progress begins");
+                if crate::checks::is_check(&token, &title) {
+                    lock(&self.checks).begin(&token);
+                }
                 lock(&self.progress).insert(token, title);
             }
             Some("report") => {
@@ -754,6 +843,7 @@ impl ServerShared {
             }
             Some("end") => {
                 tracing::debug!(server = self.id, token, "server progress ends");
+                lock(&self.checks).end(&token);
                 lock(&self.progress).remove(&token);
             }
             _ => return,
@@ -762,7 +852,7 @@ impl ServerShared {
         self.show_state();
     }
 
-    fn log_message(&self, params: &Value) {
+    pub(crate) fn log_message(&self, params: &Value) {
         let message = params.get("message").and_then(Value::as_str).unwrap_or("");
         tracing::debug!(server = self.id, message, "server message");
         // Servers log while they set up (pyright: "Searching for source files", "Found N
@@ -774,7 +864,7 @@ impl ServerShared {
         self.activity();
     }
 
-    fn server_status(&self, params: &Value) {
+    pub(crate) fn server_status(&self, params: &Value) {
         let quiescent = params.get("quiescent").and_then(Value::as_bool);
         *lock(&self.quiescent) = quiescent;
         self.activity();
@@ -800,623 +890,6 @@ impl ServerShared {
     }
 }
 
-/// The actor of one incarnation of a language server.
-pub struct ServerActor;
-
-pub struct ServerStart {
-    pub shared: Arc<ServerShared>,
-    pub launcher: Launcher,
-    pub attempt: u32,
-}
-
-pub enum ServerMsg {
-    /// The server's stream closed (it exited, crashed, or broke the protocol).
-    Exited(String),
-    CheckTtl,
-}
-
-pub struct ServerState {
-    /// Kills and reaps the server's whole process group when the actor goes, however it goes.
-    _guard: ProcessGuard,
-    shared: Arc<ServerShared>,
-    client: RpcClient,
-    expiring: bool,
-}
-
-fn client_capabilities() -> Value {
-    json!({
-        "general": {"positionEncodings": ["utf-8", "utf-32", "utf-16"]},
-        "offsetEncoding": ["utf-8", "utf-32", "utf-16"],
-        "textDocument": {
-            "synchronization": {"didSave": true, "dynamicRegistration": false},
-            "publishDiagnostics": {"versionSupport": true, "relatedInformation": false},
-            // Dynamic registration lets pyright answer pull diagnostics (it registers
-            // `textDocument/diagnostic` only then): a pulled list is computed for the text
-            // and imports as they are when asked, never one published earlier.
-            "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": false},
-            "definition": {"linkSupport": true},
-            "typeDefinition": {"linkSupport": true},
-            "implementation": {"linkSupport": true},
-            "references": {},
-            "hover": {"contentFormat": ["markdown", "plaintext"]},
-            "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
-            "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": [
-                "", "quickfix", "refactor", "refactor.extract", "refactor.inline",
-                "refactor.rewrite", "source", "source.organizeImports"]}},
-                "isPreferredSupport": true},
-            "rename": {"prepareSupport": true},
-            // typescript-language-server offers call hierarchy only to a client that says it
-            // takes it.
-            "callHierarchy": {"dynamicRegistration": false},
-            "formatting": {"dynamicRegistration": false},
-        },
-        "workspace": {
-            "symbol": {},
-            "workspaceFolders": true,
-            "configuration": true,
-            "applyEdit": false,
-            "workspaceEdit": {"documentChanges": true},
-        },
-        "window": {"workDoneProgress": true},
-        "experimental": {"serverStatusNotification": true},
-    })
-}
-
-impl Actor for ServerActor {
-    type Msg = ServerMsg;
-    type State = ServerState;
-    type Arguments = ServerStart;
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<ServerMsg>,
-        args: ServerStart,
-    ) -> Result<ServerState, ActorProcessingErr> {
-        let shared = args.shared;
-        let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut spec = args.launcher.spec(
-            &shared.program.display().to_string(),
-            &shared.command[1..],
-            &shared.root,
-            true,
-            &format!("lsp/{}", shared.id),
-        );
-        for (k, v) in &shared.env {
-            spec.env.retain(|(n, _)| n != k);
-            spec.env.push((k.clone(), v.clone()));
-        }
-        let spawned = process::spawn(spec)
-            .await
-            .map_err(|e| format!("cannot start {}: {e}", shared.program.display()))?;
-        let guard = spawned.guard;
-        let pid = guard.main_pid();
-        let stdin = spawned.stdin.ok_or("the server has no stdin pipe")?;
-        let (client, incoming) = Transport::start(
-            spawned.stdout,
-            stdin,
-            spawned.stderr,
-            TransportOptions {
-                label: format!("lsp/{}", shared.id),
-                ..TransportOptions::default()
-            },
-        );
-        *lock(&shared.stderr) = client.stderr_tail();
-        shared.progress_clear();
-        tokio::spawn(serve_incoming(
-            incoming,
-            shared.clone(),
-            client.clone(),
-            generation,
-            myself.clone(),
-            spawned.exit,
-        ));
-        let root_uri = uri::from_path(&shared.root);
-        let name = shared
-            .root
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_else(|| "root".into());
-        let mut params = json!({
-            "processId": std::process::id(),
-            "clientInfo": {"name": "toolvisor", "version": env!("CARGO_PKG_VERSION")},
-            "rootUri": root_uri,
-            "rootPath": shared.root.display().to_string(),
-            "workspaceFolders": [{"uri": root_uri, "name": name}],
-            "capabilities": client_capabilities(),
-        });
-        if let Some(opts) = &shared.init_options {
-            params["initializationOptions"] = opts.clone();
-        }
-        let result = match client
-            .request("initialize", params, shared.waits.init)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => {
-                // Give the stderr logger a moment to catch the last lines of a dying server.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let tail = client.stderr_tail().text();
-                return Err(format!(
-                    "initialize failed: {e}{}",
-                    if tail.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; stderr tail:\n{tail}")
-                    }
-                )
-                .into());
-            }
-        };
-        let caps = result.get("capabilities").cloned().unwrap_or(Value::Null);
-        let encoding = caps
-            .get("positionEncoding")
-            .or_else(|| result.get("offsetEncoding"))
-            .and_then(Value::as_str)
-            .and_then(Encoding::from_name)
-            .unwrap_or(Encoding::Utf16);
-        let server_name = result
-            .pointer("/serverInfo/name")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| shared.command[0].clone());
-        client.notify("initialized", json!({}))?;
-        let conn = Arc::new(Conn {
-            client: client.clone(),
-            caps,
-            encoding,
-            pid,
-            generation,
-            name: server_name,
-        });
-        shared.reopen_all(&conn);
-        *lock(&shared.started) = Some(Instant::now());
-        shared.activity();
-        shared.set_conn(Some(conn));
-        shared.status.update(|i| {
-            i.pid = Some(pid);
-            i.state = NodeState::Ready;
-        });
-        shared.touch();
-        shared.show_state();
-        tracing::info!(
-            server = shared.id,
-            pid,
-            attempt = args.attempt,
-            encoding = encoding.name(),
-            "language server initialized"
-        );
-        myself.send_interval(Duration::from_secs(5), || ServerMsg::CheckTtl);
-        Ok(ServerState {
-            _guard: guard,
-            shared,
-            client,
-            expiring: false,
-        })
-    }
-
-    async fn handle(
-        &self,
-        myself: ActorRef<ServerMsg>,
-        msg: ServerMsg,
-        state: &mut ServerState,
-    ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            ServerMsg::Exited(reason) => Err(reason.into()),
-            ServerMsg::CheckTtl => {
-                let expired = lock(&state.shared.ttl).expired(Instant::now());
-                if let (Some(why), false) = (expired, state.expiring) {
-                    state.expiring = true;
-                    tracing::info!(server = state.shared.id, reason = %why, "language server TTL expired");
-                    if let Some(sup) = myself.try_get_supervisor() {
-                        let _ = sup.send_message(SupervisorMsg::Expire {
-                            id: state.shared.id.clone(),
-                            reason: why.to_string(),
-                        });
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<ServerMsg>,
-        state: &mut ServerState,
-    ) -> Result<(), ActorProcessingErr> {
-        // A polite goodbye when stopped (reload, TTL); the guard kills whatever remains.
-        let client = &state.client;
-        let generation = state.shared.conn().map(|c| c.generation).unwrap_or(0);
-        if !client.is_closed() {
-            client.begin_shutdown();
-            let _ = client
-                .request("shutdown", Value::Null, Duration::from_secs(2))
-                .await;
-            // Cleared before `exit`, so the end of its stream reads as the stop it is.
-            let _ = state.shared.clear_conn(generation);
-            let _ = client.notify("exit", Value::Null);
-        }
-        let _ = state.shared.clear_conn(generation);
-        Ok(())
-    }
-}
-
-/// Answers the server's own requests and records its notifications; on end of stream, clears
-/// the connection and tells the actor, with the exit status when the child was reaped.
-async fn serve_incoming(
-    mut incoming: mpsc::Receiver<Incoming>,
-    shared: Arc<ServerShared>,
-    client: RpcClient,
-    generation: u64,
-    actor: ActorRef<ServerMsg>,
-    mut exit: watch::Receiver<Option<ExitStatus>>,
-) {
-    while let Some(msg) = incoming.recv().await {
-        match msg {
-            Incoming::Request { id, method, params } => {
-                let answer = answer_request(&shared, &method, &params);
-                let _ = client.respond(id, answer);
-            }
-            Incoming::Notification { method, params } => match method.as_str() {
-                "textDocument/publishDiagnostics" => shared.publish(&params),
-                "$/progress" => shared.progress(&params),
-                "experimental/serverStatus" => shared.server_status(&params),
-                "window/logMessage" | "window/showMessage" => shared.log_message(&params),
-                _ => {}
-            },
-            Incoming::Closed { reason } => {
-                let unexpected = shared.clear_conn(generation);
-                let status =
-                    tokio::time::timeout(Duration::from_secs(2), exit.wait_for(|s| s.is_some()))
-                        .await
-                        .ok()
-                        .and_then(|r| r.ok().and_then(|s| *s));
-                let why = match status {
-                    Some(s) => format!("the server exited ({s})"),
-                    None => format!("the server's stream closed ({reason})"),
-                };
-                if unexpected {
-                    tracing::warn!(server = shared.id, why, "language server ended");
-                } else {
-                    tracing::info!(server = shared.id, why, "language server stopped");
-                }
-                let _ = actor.cast(ServerMsg::Exited(why));
-                return;
-            }
-        }
-    }
-}
-
-fn answer_request(
-    shared: &ServerShared,
-    method: &str,
-    params: &Value,
-) -> Result<Value, ResponseError> {
-    match method {
-        "client/registerCapability" | "client/unregisterCapability" => {
-            shared.register(params, method == "client/registerCapability");
-            Ok(Value::Null)
-        }
-        "workspace/configuration" => {
-            let n = params
-                .get("items")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            // A restricted server gets its restricted settings wherever it looks, so settings
-            // it reads later cannot turn build scripts or proc macros back on.
-            let item = shared.restricted.clone().unwrap_or(Value::Null);
-            Ok(Value::Array(vec![item; n]))
-        }
-        "workspace/workspaceFolders" => {
-            let uri = uri::from_path(&shared.root);
-            Ok(
-                json!([{"uri": uri, "name": shared.root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()}]),
-            )
-        }
-        "window/workDoneProgress/create"
-        | "window/showMessageRequest"
-        | "window/showDocument"
-        | "workspace/semanticTokens/refresh"
-        | "workspace/codeLens/refresh"
-        | "workspace/inlayHint/refresh"
-        | "workspace/inlineValue/refresh"
-        | "workspace/diagnostic/refresh" => Ok(Value::Null),
-        "workspace/applyEdit" => Ok(json!({
-            "applied": false,
-            "failureReason": "toolvisor applies workspace edits only through lsp_rename"
-        })),
-        _ => Err(ResponseError {
-            code: -32601,
-            message: format!("toolvisor does not handle {method}"),
-        }),
-    }
-}
-
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use toolvisor_kit::status::TreeNotifier;
-
-    pub(crate) fn shared(program: &str) -> Arc<ServerShared> {
-        shared_in(program, Path::new("/tmp"))
-    }
-
-    /// A server of `program` whose root is `root`.
-    pub(crate) fn shared_in(program: &str, root: &Path) -> Arc<ServerShared> {
-        let status = NodeStatus::new(
-            "language_server",
-            "t",
-            String::new(),
-            TreeNotifier::default(),
-        );
-        ServerShared::new(
-            "t".into(),
-            "python".into(),
-            root.to_path_buf(),
-            vec![program.into()],
-            PathBuf::from(format!("/bin/{program}")),
-            None,
-            None,
-            Vec::new(),
-            status,
-            Waits {
-                init: Duration::from_secs(5),
-                request: Duration::from_secs(5),
-                ready: Duration::from_secs(5),
-                settle: Duration::from_millis(300),
-                diagnostics: Duration::from_secs(5),
-            },
-            None,
-        )
-    }
-
-    /// Connects `s` to an in-memory peer; the returned halves keep the streams open.
-    pub(crate) fn connect(s: &ServerShared) -> Vec<tokio::io::DuplexStream> {
-        let (stdin, peer_in) = tokio::io::duplex(1024);
-        let (peer_out, stdout) = tokio::io::duplex(1024);
-        let (peer_err, stderr) = tokio::io::duplex(1024);
-        let (client, _incoming) =
-            Transport::start(stdout, stdin, stderr, TransportOptions::default());
-        s.set_conn(Some(Arc::new(Conn {
-            client,
-            caps: json!({"hoverProvider": true, "renameProvider": false}),
-            encoding: Encoding::Utf16,
-            pid: 2,
-            generation: 1,
-            name: "fake".into(),
-        })));
-        vec![peer_in, peer_out, peer_err]
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn readiness_follows_progress_scan_logs_and_settles() {
-        let s = shared("pyright-langserver");
-        assert_eq!(s.readiness(), Readiness::Starting);
-        let _peer = connect(&s);
-        let conn = s.conn().unwrap();
-        assert!(conn.supports("hoverProvider") && !conn.supports("renameProvider"));
-        // pyright: not ready until its scan is logged.
-        assert!(matches!(s.readiness(), Readiness::Indexing(w) if w.contains("scanning")));
-        s.log_message(&json!({"message": "Found 3 source files"}));
-        assert_eq!(s.readiness(), Readiness::Ready);
-        s.progress(&json!({"token": 7, "value": {"kind": "begin", "title": "Indexing"}}));
-        assert_eq!(s.readiness(), Readiness::Indexing("Indexing".into()));
-        s.progress(&json!({"token": 7, "value": {"kind": "report", "message": "3/10"}}));
-        assert_eq!(s.readiness(), Readiness::Indexing("Indexing — 3/10".into()));
-        // A deadline inside the indexing: not ready, and it says what it was doing.
-        let short = Instant::now() + Duration::from_millis(100);
-        assert_eq!(
-            s.wait_ready(short).await,
-            Err(Readiness::Indexing("Indexing — 3/10".into()))
-        );
-        s.progress(&json!({"token": 7, "value": {"kind": "end"}}));
-        assert_eq!(s.readiness(), Readiness::Ready);
-        // Ready, but not settled until `settle` of quiet has passed.
-        assert!(!s.settled());
-        let started = Instant::now();
-        s.wait_ready(Instant::now() + Duration::from_secs(5))
-            .await
-            .unwrap();
-        assert!(started.elapsed() >= Duration::from_millis(300) - Duration::from_millis(1));
-        assert!(s.settled());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn rust_analyzer_is_ready_only_when_quiescent() {
-        let s = shared("rust-analyzer");
-        let _peer = connect(&s);
-        assert!(matches!(s.readiness(), Readiness::Indexing(_)));
-        s.server_status(&json!({"health": "ok", "quiescent": false}));
-        assert!(matches!(s.readiness(), Readiness::Indexing(_)));
-        s.server_status(&json!({"health": "ok", "quiescent": true}));
-        assert_eq!(s.readiness(), Readiness::Ready);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn typescript_projects_count_as_loaded_once_the_document_has_diagnostics() {
-        let s = shared("typescript-language-server");
-        let _peer = connect(&s);
-        let conn = s.conn().unwrap();
-        let path = Path::new("/tmp/a.ts");
-        let uri = uri::from_path(path);
-        assert!(!s.project_loaded(&uri), "not even open");
-        s.sync_text(&conn, path, "export const a = 1;", "typescript")
-            .unwrap();
-        assert!(!s.project_loaded(&uri), "open, project not loaded yet");
-        // Settled, but the project is not loaded: still indexing at the deadline.
-        let short = Instant::now() + Duration::from_secs(1);
-        let r = s.wait_ready_for(&uri, short).await;
-        assert!(
-            matches!(&r, Err(Readiness::Indexing(w)) if w.contains("loading the project")),
-            "{r:?}"
-        );
-        s.publish(&json!({"uri": uri, "diagnostics": []}));
-        assert!(s.project_loaded(&uri), "an empty list counts");
-        // Other servers never wait for it.
-        let p = shared("pylsp");
-        assert!(p.project_loaded("file:///tmp/never-opened.py"));
-    }
-
-    #[tokio::test]
-    async fn pull_diagnostics_follow_dynamic_registrations_by_id() {
-        let s = shared("pyright-langserver");
-        let _peer = connect(&s);
-        let conn = s.conn().unwrap();
-        assert!(!s.pulls(&conn));
-        let reg =
-            |id: &str| json!({"registrations": [{"id": id, "method": "textDocument/diagnostic"}]});
-        answer_request(&s, "client/registerCapability", &reg("a")).unwrap();
-        assert!(s.pulls(&conn));
-        // pyright registers anew, then drops the old registration by its id.
-        answer_request(&s, "client/registerCapability", &reg("b")).unwrap();
-        let drop_a =
-            json!({"unregisterations": [{"id": "a", "method": "textDocument/diagnostic"}]});
-        answer_request(&s, "client/unregisterCapability", &drop_a).unwrap();
-        assert!(s.pulls(&conn), "the newer registration still stands");
-        let drop_b =
-            json!({"unregisterations": [{"id": "b", "method": "textDocument/diagnostic"}]});
-        answer_request(&s, "client/unregisterCapability", &drop_b).unwrap();
-        assert!(!s.pulls(&conn));
-    }
-
-    #[tokio::test]
-    async fn publishes_record_the_version_they_are_for() {
-        let s = shared("clangd");
-        let _peer = connect(&s);
-        let conn = s.conn().unwrap();
-        let path = Path::new("/tmp/x.c");
-        let (v1, sent) = s.sync_text(&conn, path, "int x;", "c").unwrap();
-        assert_eq!((v1, sent), (1, true));
-        assert_eq!(s.sync_text(&conn, path, "int x;", "c").unwrap(), (1, false));
-        assert_eq!(s.sync_text(&conn, path, "int y;", "c").unwrap(), (2, true));
-        let uri = uri::from_path(path);
-        s.publish(&json!({"uri": uri, "diagnostics": [{"message": "m"}]}));
-        let p = s.diagnostics(&uri).unwrap();
-        assert_eq!((p.version, p.versioned, p.items.len()), (2, false, 1));
-        s.publish(&json!({"uri": uri, "version": 1, "diagnostics": []}));
-        let q = s.diagnostics(&uri).unwrap();
-        assert_eq!((q.version, q.versioned), (1, true));
-        assert!(q.seq > p.seq);
-    }
-
-    /// A FIFO that only a task on the blocking pool can feed, and a watchdog. If whatever
-    /// reads the FIFO holds the test runtime's only thread, nothing on the runtime can feed
-    /// it: after 30 s the watchdog feeds it (and drains the test's own write) so the test
-    /// ends instead of hanging, and [`Fifo::watchdog_fired`] says so.
-    pub(crate) struct Fifo {
-        path: PathBuf,
-        done: std::sync::mpsc::Sender<()>,
-        watchdog: std::thread::JoinHandle<bool>,
-    }
-
-    impl Fifo {
-        pub(crate) fn new(path: &Path) -> Fifo {
-            let made = std::process::Command::new("mkfifo")
-                .arg(path)
-                .status()
-                .expect("mkfifo runs");
-            assert!(made.success(), "mkfifo {}", path.display());
-            let (done, rx) = std::sync::mpsc::channel::<()>();
-            let at = path.to_path_buf();
-            let watchdog = std::thread::spawn(move || {
-                if rx.recv_timeout(Duration::from_secs(30)).is_ok() {
-                    return false;
-                }
-                // Fired: feed whoever opens the FIFO for reading, and drain whoever opens it
-                // for writing, without ever blocking, until the test is done.
-                use std::io::{Read, Write};
-                use std::os::unix::fs::OpenOptionsExt;
-                const O_NONBLOCK: i32 = 0o4000; // Linux
-                while rx.recv_timeout(Duration::from_millis(100)).is_err() {
-                    let open = |write: bool| {
-                        std::fs::OpenOptions::new()
-                            .read(!write)
-                            .write(write)
-                            .custom_flags(O_NONBLOCK)
-                            .open(&at)
-                    };
-                    if let Ok(mut w) = open(true) {
-                        let _ = w.write_all(b"watchdog\n");
-                    }
-                    if let Ok(mut r) = open(false) {
-                        let _ = r.read_to_end(&mut Vec::new());
-                    }
-                }
-                true
-            });
-            Fifo {
-                path: path.to_path_buf(),
-                done,
-                watchdog,
-            }
-        }
-
-        /// Writes `text` into the FIFO from the blocking pool: this runs only while the
-        /// runtime's thread is free to start it.
-        pub(crate) async fn feed(&self, text: &str) {
-            let (path, text) = (self.path.clone(), text.to_string());
-            // A failed write (the watchdog drained the FIFO first) shows as the watchdog firing.
-            let _ = tokio::task::spawn_blocking(move || std::fs::write(path, text)).await;
-        }
-
-        /// Whether the watchdog had to feed the FIFO (the reader blocked the runtime).
-        pub(crate) fn watchdog_fired(self) -> bool {
-            let _ = self.done.send(());
-            drop(self.done);
-            self.watchdog.join().unwrap()
-        }
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn syncing_a_document_reads_the_disk_off_the_async_thread() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("slow.py");
-        let fifo = Fifo::new(&path);
-        let s = shared("pylsp");
-        let _peer = connect(&s);
-        let conn = s.conn().unwrap();
-        let (s2, at) = (s.clone(), path.clone());
-        let sync = tokio::spawn(async move { s2.sync_from_disk(&conn, &at, "python").await });
-        // Let the sync start and block on the FIFO, then feed it from this runtime.
-        tokio::task::yield_now().await;
-        fifo.feed("x = 1\n").await;
-        let synced = sync.await.unwrap().unwrap();
-        assert!(
-            !fifo.watchdog_fired(),
-            "reading the document held the runtime's thread: nothing else could run"
-        );
-        assert_eq!(synced.text, "x = 1\n");
-        assert_eq!(synced.result.unwrap(), (1, true));
-    }
-
-    #[tokio::test]
-    async fn documents_are_read_beneath_the_root_never_through_a_swapped_directory() {
-        let dir = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::create_dir(root.join("pkg")).unwrap();
-        std::fs::write(root.join("pkg/m.py"), "x = 1\n").unwrap();
-        std::fs::write(root.join("n.py"), "y = 1\n").unwrap();
-        std::fs::write(outside.path().join("m.py"), "SECRET = 1\n").unwrap();
-        let s = shared_in("pyright-langserver", &root);
-        let _peer = connect(&s);
-        let conn = s.conn().unwrap();
-        let m = root.join("pkg/m.py");
-        let synced = s.sync_from_disk(&conn, &m, "python").await.unwrap();
-        assert_eq!(synced.text, "x = 1\n");
-        // Checked as `pkg/m.py`, then `pkg` becomes a link to a directory outside the root.
-        std::fs::rename(root.join("pkg"), root.join("pkg.old")).unwrap();
-        std::os::unix::fs::symlink(outside.path(), root.join("pkg")).unwrap();
-        let err = match s.sync_from_disk(&conn, &m, "python").await {
-            Err(e) => e,
-            Ok(synced) => panic!("read through the swapped directory: {:?}", synced.text),
-        };
-        assert!(is_moved(&err), "{err}");
-        // Refreshing the open documents (syncing another file) reads none through it either.
-        s.sync_from_disk(&conn, &root.join("n.py"), "python")
-            .await
-            .unwrap();
-        let doc = s.doc(&uri::from_path(&m)).expect("still open");
-        assert_eq!(doc.text, "x = 1\n", "the server never saw the outside text");
-    }
-}
+#[path = "server_tests.rs"]
+pub(crate) mod tests;

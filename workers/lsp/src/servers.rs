@@ -17,10 +17,11 @@ use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
+use crate::actor::{ServerActor, ServerStart};
 use crate::config::{LanguageSpec, LspConfig};
 use crate::ledger::Ledger;
 use crate::locate::{self, NotFound};
-use crate::server::{Conn, Readiness, ServerActor, ServerShared, ServerStart, Waits, lock};
+use crate::server::{Conn, Readiness, ServerShared, Waits, lock};
 use crate::trust::{Trust, TrustedBy};
 
 /// Why no server covers a file.
@@ -153,6 +154,21 @@ fn is_typescript_language_server(program: &Path) -> bool {
         n.to_string_lossy()
             .starts_with("typescript-language-server")
     })
+}
+
+/// typescript-language-server's `initializationOptions` with `tsserver.useClientFileWatcher`
+/// on, unless they set it.
+fn client_file_watcher(options: Option<Value>) -> Value {
+    let mut options = options
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    if !options.get("tsserver").is_some_and(Value::is_object) {
+        options["tsserver"] = json!({});
+    }
+    if options["tsserver"].get("useClientFileWatcher").is_none() {
+        options["tsserver"]["useClientFileWatcher"] = json!(true);
+    }
+    options
 }
 
 /// The `tsserver.js` Node would resolve from the server's real location (its own
@@ -425,10 +441,15 @@ impl LanguageServers {
                 parse(&plan.spec.init_options).unwrap_or(Value::Null)
             }
         });
-        let init_options = match &restricted {
+        let mut init_options = match &restricted {
             Some(r) => Some(r.clone()).filter(|r| !r.is_null()),
             None => parse(&plan.spec.init_options),
         };
+        if is_typescript_language_server(&plan.resolved.program) {
+            // tsserver then asks for file watchers (registered with toolvisor, which sees
+            // every change on disk before a query) instead of watching with its own delay.
+            init_options = Some(client_file_watcher(init_options));
+        }
         let env: Vec<(String, String)> = if plan.restricted() {
             plan.spec
                 .untrusted_env

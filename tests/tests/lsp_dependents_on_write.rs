@@ -1,0 +1,180 @@
+//! Issue 35, case 6: an edit that broke five importing files reported "no new diagnostics":
+//! only the edited file was looked at. A write now also checks its dependents — the files
+//! that import it (found by their import lines; pyright and clangd check only the files open
+//! in them), or every file the server published for after the write (rust-analyzer's
+//! `cargo check`) — at most 20, saying how many; what a dependent already had before the
+//! write is not news.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
+
+fn new_paths(v: &Value) -> Vec<String> {
+    let mut paths: Vec<String> = v["diagnostics"]["new"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diagnostics in {v}"))
+        .iter()
+        .map(|d| d["path"].as_str().unwrap().to_string())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+fn broken_importers(d: &TestDaemon, w: &Path, edit: Value, want: &[&str]) -> Value {
+    let v = ok_in(d, w, "edit", edit);
+    assert_eq!(
+        new_paths(&v),
+        want,
+        "the write did not report what it broke in its importers: {v}"
+    );
+    let text = v["diagnostics"]["text"].as_str().unwrap();
+    assert!(text.contains("at most 20"), "{v}");
+    v
+}
+
+#[test]
+fn pyright_reports_the_importers_a_signature_change_breaks() {
+    require("pyright-langserver");
+    let mut files = vec![
+        ("pyproject.toml".to_string(), String::new()),
+        ("pkg/__init__.py".to_string(), String::new()),
+        (
+            "pkg/core.py".to_string(),
+            "def enlist(name: str) -> str:\n    return name\n".to_string(),
+        ),
+        // An error that was there before the write: not news.
+        (
+            "pkg/old.py".to_string(),
+            "from pkg.core import enlist\n\nOLD: int = \"text\"\nY = enlist(\"x\")\n".to_string(),
+        ),
+        (
+            "pkg/unrelated.py".to_string(),
+            "import os\n\nX = os.sep\n".to_string(),
+        ),
+    ];
+    for i in 0..5 {
+        files.push((
+            format!("pkg/mod{i}.py"),
+            format!("from pkg.core import enlist\n\nX{i} = enlist(\"m{i}\")\n"),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let p = project(&refs);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = broken_importers(
+        &d,
+        p.path(),
+        json!({"path": "pkg/core.py", "old_text": "def enlist(name: str)", "new_text": "def enlist(name: str, count: int)"}),
+        &[
+            "pkg/mod0.py",
+            "pkg/mod1.py",
+            "pkg/mod2.py",
+            "pkg/mod3.py",
+            "pkg/mod4.py",
+            "pkg/old.py",
+        ],
+    );
+    let messages: Vec<&str> = v["diagnostics"]["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages.iter().all(|m| m.contains("count")),
+        "old.py's earlier error reported as new: {v}"
+    );
+    let checked = v["diagnostics"]["dependents"]["checked"]
+        .as_array()
+        .unwrap();
+    assert_eq!(checked.len(), 6, "{v}");
+    // Fixed: nothing new anywhere.
+    let v = ok_in(
+        &d,
+        p.path(),
+        "edit",
+        json!({"path": "pkg/core.py", "old_text": "def enlist(name: str, count: int)", "new_text": "def enlist(name: str, count: int = 1)"}),
+    );
+    assert!(new_paths(&v).is_empty(), "{v}");
+}
+
+#[test]
+fn clangd_reports_the_files_a_header_change_breaks() {
+    require("clangd");
+    let mut files = vec![
+        ("compile_flags.txt".to_string(), "-std=c11\n".to_string()),
+        ("core.h".to_string(), "int enlist(int x);\n".to_string()),
+    ];
+    for i in 0..5 {
+        files.push((
+            format!("mod{i}.c"),
+            format!("#include \"core.h\"\n\nint m{i}(void) {{ return enlist({i}); }}\n"),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let p = project(&refs);
+    let d = TestDaemon::start(&lsp_config(""));
+    broken_importers(
+        &d,
+        p.path(),
+        json!({"path": "core.h", "old_text": "int enlist(int x);", "new_text": "int enlist(int x, int y);"}),
+        &["mod0.c", "mod1.c", "mod2.c", "mod3.c", "mod4.c"],
+    );
+}
+
+#[test]
+fn rust_analyzer_reports_what_cargo_check_finds_in_other_files() {
+    require("rust-analyzer");
+    let mut files = vec![
+        (
+            "Cargo.toml".to_string(),
+            "[package]\nname = \"deps\"\nversion = \"0.1.0\"\nedition = \"2021\"\n".to_string(),
+        ),
+        (
+            "src/core.rs".to_string(),
+            "pub fn enlist(x: u32) -> u32 {\n    x\n}\n".to_string(),
+        ),
+    ];
+    let mut lib = String::from("pub mod core;\n");
+    for i in 0..5 {
+        lib.push_str(&format!("pub mod mod{i};\n"));
+        files.push((
+            format!("src/mod{i}.rs"),
+            format!("pub fn m{i}() -> u32 {{\n    crate::core::enlist({i})\n}}\n"),
+        ));
+    }
+    files.push(("src/lib.rs".to_string(), lib));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let p = project(&refs);
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&lsp_config(&format!(
+        "\n[trust]\nroots = [{:?}]\n",
+        root.display().to_string()
+    )));
+    broken_importers(
+        &d,
+        &root,
+        json!({"path": "src/core.rs", "old_text": "pub fn enlist(x: u32)", "new_text": "pub fn enlist(x: u32, y: u32)"}),
+        // core.rs itself: `y` is unused now.
+        &[
+            "src/core.rs",
+            "src/mod0.rs",
+            "src/mod1.rs",
+            "src/mod2.rs",
+            "src/mod3.rs",
+            "src/mod4.rs",
+        ],
+    );
+}

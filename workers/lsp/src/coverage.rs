@@ -1,0 +1,179 @@
+//! Whether an index-wide answer covers the project: the gaps toolvisor knows of (changes on
+//! disk the server was not told of, a root nested in another, clangd without a compilation
+//! database, jedi's cut search), marked `complete: false` with the reason.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::locate;
+use crate::outside::OPENED_PER_QUERY_MAX;
+use crate::render::show_path;
+use crate::server::{ServerShared, lock};
+use crate::servers::LanguageServers;
+
+impl LanguageServers {
+    /// Why an index-wide answer about `path` from `shared`, asked from `workdir`, may cover
+    /// less than the project, and what fixes it; `None` when no gap is known. `symbol` is the
+    /// identifier asked about (the word at the position, never the query's spelling).
+    ///
+    /// Known gaps: the file watcher of the root could not watch it all; files changed on disk
+    /// that the server could not be told of (`ServerShared::unseen`); the server's root is
+    /// nested inside another root of its language within the workdir (a monorepo), whose
+    /// other files the server does not search; and what [`server_gap`] knows of the server.
+    pub(crate) async fn index_gap(
+        &self,
+        workdir: &Path,
+        shared: &ServerShared,
+        path: &Path,
+        symbol: Option<&str>,
+    ) -> Option<String> {
+        let mut gaps = Vec::new();
+        let problem = lock(&shared.watch).as_ref().and_then(|w| w.problem());
+        if let Some(problem) = problem {
+            gaps.push(problem);
+        }
+        let unseen: Vec<String> = lock(&shared.unseen)
+            .iter()
+            .map(|p| show_path(p, workdir))
+            .collect();
+        if !unseen.is_empty() {
+            gaps.push(format!(
+                "{} files changed on disk were not re-read by {} (more than {OPENED_PER_QUERY_MAX} at once): {}{}; `lsp reload` makes it read the disk anew",
+                unseen.len(),
+                shared.id,
+                unseen.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                if unseen.len() > 5 { ", …" } else { "" }
+            ));
+        }
+        if let Some(spec) = self.languages().get(&shared.language)
+            && let Some(outer) = shared
+                .root
+                .parent()
+                .and_then(|up| locate::find_root(up, &spec.markers))
+                .filter(|outer| outer.starts_with(workdir))
+        {
+            gaps.push(format!(
+                "the server's root {} is nested inside another {} root, {}: it searched {} only, not the rest of {}; ask from a file outside {} for that root's answer, or grep",
+                show_path(&shared.root, workdir),
+                shared.language,
+                show_path(&outer, workdir),
+                show_path(&shared.root, workdir),
+                show_path(&outer, workdir),
+                show_path(&shared.root, workdir),
+            ));
+        }
+        if let Some(gap) = server_gap(shared, path, symbol).await {
+            gaps.push(gap);
+        }
+        (!gaps.is_empty()).then(|| gaps.join("; "))
+    }
+}
+
+/// What toolvisor knows the server's index misses, whatever the project's state on disk.
+///
+/// clangd indexes in the background only the files its compilation database lists
+/// (`compile_commands.json`, looked up in the file's directory, its parents up to the root and
+/// their `build/` directories, as clangd does); with `compile_flags.txt` alone or no database
+/// it knows only the files open in it and what they include, so `references` misses every
+/// other file.
+///
+/// pylsp's references come from jedi, which has no index: it greps the project for the name
+/// and stops after 30 files that mention it or 2,000 files opened, and does not look in other
+/// files at all for names of 2 characters or fewer; the same count is made here (`symbol`:
+/// the identifier asked about) to tell when that cut applies.
+async fn server_gap(shared: &ServerShared, path: &Path, symbol: Option<&str>) -> Option<String> {
+    let program = shared
+        .program
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if program.starts_with("pylsp") {
+        let symbol = symbol?.to_string();
+        let root = shared.root.clone();
+        return tokio::task::spawn_blocking(move || jedi_gap(&root, &symbol))
+            .await
+            .ok()
+            .flatten();
+    }
+    if !program.starts_with("clangd") {
+        return None;
+    }
+    let (root, path) = (shared.root.clone(), path.to_path_buf());
+    let has_database = tokio::task::spawn_blocking(move || {
+        path.ancestors()
+            .skip(1)
+            .take_while(|d| d.starts_with(&root))
+            .any(|d| {
+                d.join("compile_commands.json").is_file()
+                    || d.join("build/compile_commands.json").is_file()
+            })
+    })
+    .await
+    .unwrap_or(false);
+    (!has_database).then(|| {
+        "clangd indexes only the files listed in a compile_commands.json and this project has none (compile_flags.txt alone is not a list of files): the answer covers only the files open in the server and what they include; create compile_commands.json in the root or build/ (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; make: `bear -- make`), then `lsp reload`".to_string()
+    })
+}
+
+/// jedi's search limits (`jedi/inference/references.py`): files that mention the name it
+/// parses, files it opens.
+const JEDI_PARSED_FILES: usize = 30;
+const JEDI_OPENED_FILES: usize = 2000;
+
+/// Whether jedi's search for `symbol` under `root` is cut short (see [`server_gap`]): counts the
+/// Python files and those mentioning `symbol` as a word, as jedi walks them (hidden
+/// directories and jedi's ignored folders skipped), up to its limits.
+fn jedi_gap(root: &Path, symbol: &str) -> Option<String> {
+    if symbol.chars().count() <= 2 {
+        return Some(format!(
+            "pylsp (jedi) does not search other files for names of 2 characters or fewer, so `{symbol}` was looked up in this file only; use grep for the rest"
+        ));
+    }
+    let word = |text: &str| {
+        text.match_indices(symbol).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + symbol.len()..].chars().next();
+            let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !is_word(before) && !is_word(after)
+        })
+    };
+    let (mut opened, mut mentioning) = (0usize, 0usize);
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let Ok(kind) = e.file_type() else { continue };
+            if kind.is_dir() {
+                let ignored = [".tox", ".venv", ".mypy_cache", "venv", "__pycache__"];
+                if !name.starts_with('.') && !ignored.contains(&name.as_str()) {
+                    dirs.push(e.path());
+                }
+            } else if kind.is_file() && name.ends_with(".py") {
+                opened += 1;
+                if std::fs::read_to_string(e.path()).is_ok_and(|t| word(&t)) {
+                    mentioning += 1;
+                }
+                if mentioning > JEDI_PARSED_FILES || opened > JEDI_OPENED_FILES {
+                    return Some(format!(
+                        "pylsp (jedi) has no index: it searches at most {JEDI_PARSED_FILES} files that mention `{symbol}` and opens at most {JEDI_OPENED_FILES} Python files, and this project has more, so some files were not searched; use pyright (the default Python server) for complete references, or grep"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Adds `complete` (and `partial_reason`) to an index-wide answer, and says so in its text.
+pub(crate) fn mark_coverage(answer: &mut Value, gap: Option<String>) {
+    answer["complete"] = json!(gap.is_none());
+    if let Some(reason) = gap {
+        let text = answer["text"].as_str().unwrap_or("").to_string();
+        answer["text"] = json!(format!("{text}(partial: {reason})\n"));
+        answer["partial_reason"] = json!(reason);
+    }
+}

@@ -1,0 +1,400 @@
+//! The files a write may break besides the written ones: diagnostics of dependents, folded
+//! into a write's result like the written files' own, at most [`DEPENDENTS_MAX`] files.
+//!
+//! Where the server publishes diagnostics for files it was not asked about (rust-analyzer's
+//! `cargo check` covers the whole crate), the dependents are the other files it published
+//! for after the write. The other servers check only the files open in them, so the files
+//! that import a written one are found by their import lines naming it (`from pkg.core
+//! import`, `import … "./core"`, `#include "core.h"`, `use crate::core`; a bounded walk of the
+//! root, at most [`SCAN_FILES_MAX`] files) and asked for their diagnostics. Before the write
+//! their diagnostics become the run's baseline, as the written files' do, so only what the
+//! write introduced is reported.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::position::Encoding;
+use crate::render::{self, Diag};
+use crate::server::{ServerShared, lock, read_doc, root_scope};
+use crate::servers::LanguageServers;
+use crate::uri;
+use crate::watch::skipped;
+
+/// Dependent files checked per write at most.
+pub const DEPENDENTS_MAX: usize = 20;
+/// Files read per search for importers at most.
+pub const SCAN_FILES_MAX: usize = 5_000;
+/// Larger files are not read for imports.
+const FILE_BYTES_MAX: u64 = 1 << 20;
+
+/// The importers found for some written files.
+#[derive(Debug, Default)]
+pub struct Importers {
+    pub files: Vec<PathBuf>,
+    /// The names looked for (`core`, `core.h`).
+    pub names: Vec<String>,
+    /// Whether the search stopped early (the file cap or [`DEPENDENTS_MAX`] importers).
+    pub cut: bool,
+}
+
+/// The name other files use to import `path`: a header by its file name, a package's
+/// `__init__.py`/`index.ts`/`mod.rs` by its directory, any other module by its stem; `None`
+/// for a C/C++ source file (nothing includes it).
+pub fn import_name(path: &Path) -> Option<String> {
+    let ext = path.extension()?.to_str()?;
+    let file = path.file_name()?.to_str()?;
+    if matches!(ext, "h" | "hh" | "hpp" | "hxx") {
+        return Some(file.to_string());
+    }
+    if matches!(ext, "c" | "cc" | "cpp" | "cxx") {
+        return None;
+    }
+    let stem = path.file_stem()?.to_str()?;
+    if matches!(stem, "__init__" | "index" | "mod") {
+        return path.parent()?.file_name()?.to_str().map(str::to_string);
+    }
+    Some(stem.to_string())
+}
+
+/// Whether `line` is an import line naming `name` as a whole word.
+fn imports(line: &str, name: &str) -> bool {
+    let t = line.trim_start();
+    let is_import = t.starts_with("import ")
+        || t.starts_with("from ")
+        || t.starts_with("#include")
+        || t.starts_with("use ")
+        || t.starts_with("pub use ")
+        || t.starts_with("mod ")
+        || t.starts_with("export ")
+        || line.contains("require(")
+        || line.contains("import(");
+    if !is_import {
+        return false;
+    }
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$');
+    line.match_indices(name).any(|(i, _)| {
+        !is_word(line[..i].chars().next_back()) && !is_word(line[i + name.len()..].chars().next())
+    })
+}
+
+/// The files under `root` with one of `extensions` whose import lines name one of
+/// `written` (those excluded), at most [`DEPENDENTS_MAX`], reading at most
+/// [`SCAN_FILES_MAX`] files (hidden directories, `node_modules`, `__pycache__`, `target`
+/// skipped; symbolic links not followed). Blocking.
+pub fn importers(root: &Path, written: &[PathBuf], extensions: &[String]) -> Importers {
+    let mut names: Vec<String> = written.iter().filter_map(|p| import_name(p)).collect();
+    names.sort();
+    names.dedup();
+    let mut found = Importers {
+        names: names.clone(),
+        ..Importers::default()
+    };
+    if names.is_empty() {
+        return found;
+    }
+    let mut read = 0usize;
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let Ok(kind) = e.file_type() else { continue };
+            let name = e.file_name().to_string_lossy().to_string();
+            if kind.is_dir() {
+                if !skipped(&name) {
+                    dirs.push(e.path());
+                }
+                continue;
+            }
+            let path = e.path();
+            let ours = path
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| extensions.iter().any(|e| e == x));
+            if !kind.is_file() || !ours || written.contains(&path) {
+                continue;
+            }
+            if read >= SCAN_FILES_MAX || found.files.len() >= DEPENDENTS_MAX {
+                found.cut = true;
+                return found;
+            }
+            read += 1;
+            if e.metadata().is_ok_and(|m| m.len() > FILE_BYTES_MAX) {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if text.lines().any(|l| names.iter().any(|n| imports(l, n))) {
+                found.files.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// What the dependents of a write showed.
+#[derive(Default)]
+pub struct DependentsReport {
+    /// Files checked (their new diagnostics are folded into the write's).
+    pub checked: Vec<PathBuf>,
+    pub new: Vec<Diag>,
+    /// One line per server saying what was checked and why, with the cap.
+    pub lines: Vec<String>,
+}
+
+impl LanguageServers {
+    /// The files to check besides `paths` for `shared`: where it publishes for files it was
+    /// not asked about, none (they come as publishes); else the importers of `paths`.
+    async fn importers_of(&self, shared: &ServerShared, paths: &[PathBuf]) -> Importers {
+        if shared.checks_on_save() {
+            return Importers::default();
+        }
+        let extensions = self
+            .languages()
+            .get(&shared.language)
+            .map(|s| s.extensions.clone())
+            .unwrap_or_default();
+        let (root, written) = (shared.root.clone(), paths.to_vec());
+        tokio::task::spawn_blocking(move || importers(&root, &written, &extensions))
+            .await
+            .unwrap_or_default()
+    }
+
+    /// The servers of `paths` for `run`, each with the written paths it covers.
+    fn servers_of(&self, run: &str, paths: &[PathBuf]) -> Vec<(Arc<ServerShared>, Vec<PathBuf>)> {
+        let mut out: Vec<(Arc<ServerShared>, Vec<PathBuf>)> = Vec::new();
+        for p in paths {
+            let Ok(plan) = self.plan(p, run) else {
+                continue;
+            };
+            let shared = self.shared(&plan);
+            match out.iter_mut().find(|(s, _)| Arc::ptr_eq(s, &shared)) {
+                Some((_, ps)) => ps.push(p.clone()),
+                None => out.push((shared, vec![p.clone()])),
+            }
+        }
+        out
+    }
+
+    /// Before a write: the diagnostics the dependents of `paths` have now become `run`'s
+    /// baseline where it holds none (as the written files' do), all within `wait`.
+    pub(crate) async fn dependents_before(&self, run: &str, paths: &[PathBuf], wait: Duration) {
+        let work = async {
+            for (shared, written) in self.servers_of(run, paths) {
+                if shared.checks_on_save() {
+                    // What it published so far (its last check) is where the run stands.
+                    let published: Vec<(String, Vec<Value>)> = lock(&shared.diags)
+                        .iter()
+                        .map(|(u, p)| (u.clone(), p.items.clone()))
+                        .collect();
+                    for (u, items) in published {
+                        let Some(path) = uri::to_path(&u) else {
+                            continue;
+                        };
+                        if written.contains(&path) || self.ledger.knows(run, &path) {
+                            continue;
+                        }
+                        let diags = published_diags(&shared, &path, &items);
+                        self.ledger.fold(run, &path, &keys(&diags));
+                    }
+                    continue;
+                }
+                let found = self.importers_of(&shared, &written).await;
+                for dep in found.files {
+                    if !self.ledger.knows(run, &dep) {
+                        self.baseline(run, &dep, wait).await;
+                    }
+                }
+            }
+        };
+        if tokio::time::timeout(wait, work).await.is_err() {
+            tracing::info!("dependents' diagnostics baseline cut short: timed out");
+        }
+    }
+
+    /// After a write: the dependents' diagnostics new for `run` (see the module doc), each
+    /// `(shared, seq)` a server of the write with its diagnostics sequence number before the
+    /// write's sync; at most [`DEPENDENTS_MAX`] files, within `wait`.
+    pub(crate) async fn dependents_after(
+        &self,
+        run: &str,
+        workdir: &Path,
+        paths: &[PathBuf],
+        involved: &[(Arc<ServerShared>, u64)],
+        wait: Duration,
+    ) -> DependentsReport {
+        let mut report = DependentsReport::default();
+        let deadline = tokio::time::Instant::now() + wait;
+        for (shared, seq_before) in involved {
+            let written: Vec<PathBuf> = paths.to_vec();
+            if shared.checks_on_save() {
+                let mut published: Vec<(u64, PathBuf, Vec<Value>)> = lock(&shared.diags)
+                    .iter()
+                    .filter(|(_, p)| p.seq > *seq_before)
+                    .filter_map(|(u, p)| Some((p.seq, uri::to_path(u)?, p.items.clone())))
+                    .filter(|(_, p, _)| !written.contains(p))
+                    .collect();
+                published.sort_by(|a, b| a.1.cmp(&b.1));
+                let total = published.len();
+                for (_, path, items) in published.into_iter().take(DEPENDENTS_MAX) {
+                    let diags = published_diags(shared, &path, &items);
+                    self.fold_dependent(run, &path, diags, &mut report);
+                }
+                if total > 0 {
+                    report.lines.push(format!(
+                        "(also checked {} other files {} published diagnostics for after the write; at most {DEPENDENTS_MAX}{})",
+                        total.min(DEPENDENTS_MAX),
+                        shared.id,
+                        if total > DEPENDENTS_MAX {
+                            format!(", of {total}")
+                        } else {
+                            String::new()
+                        }
+                    ));
+                }
+                continue;
+            }
+            let found = self.importers_of(shared, &written).await;
+            if found.files.is_empty() {
+                continue;
+            }
+            let mut checked = 0;
+            for dep in &found.files {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let got = tokio::time::timeout(left, async {
+                    let mut opened = self.open(dep, run).await?;
+                    self.file_diagnostics(&mut opened).await
+                })
+                .await;
+                match got {
+                    Ok(Ok(diags)) => {
+                        checked += 1;
+                        self.fold_dependent(run, dep, diags, &mut report);
+                    }
+                    Ok(Err(e)) => {
+                        tracing::info!(path = %dep.display(), error = %e.message, "a dependent's diagnostics")
+                    }
+                    Err(_) => break,
+                }
+            }
+            let shown: Vec<String> = found
+                .files
+                .iter()
+                .take(5)
+                .map(|p| render::show_path(p, workdir))
+                .collect();
+            report.lines.push(format!(
+                "(also checked {checked} of {} files that import {} (found by their import lines; at most {DEPENDENTS_MAX}{}): {}{})",
+                found.files.len(),
+                found.names.join(", "),
+                if found.cut { ", more may exist" } else { "" },
+                shown.join(", "),
+                if found.files.len() > 5 { ", …" } else { "" }
+            ));
+        }
+        report
+    }
+
+    fn fold_dependent(
+        &self,
+        run: &str,
+        path: &Path,
+        diags: Vec<Diag>,
+        report: &mut DependentsReport,
+    ) {
+        let diags: Vec<Diag> = diags.into_iter().filter(|d| d.severity != 4).collect();
+        let fresh = self.ledger.fold(run, path, &keys(&diags));
+        report.checked.push(path.to_path_buf());
+        for i in fresh {
+            report.new.push(diags[i].clone());
+        }
+    }
+}
+
+fn keys(diags: &[Diag]) -> Vec<crate::ledger::Key> {
+    diags
+        .iter()
+        .filter(|d| d.severity != 4)
+        .map(Diag::key)
+        .collect()
+}
+
+/// The diagnostics a server published for `path`, their columns converted with the file's
+/// text as the server's root holds it (read beneath the root).
+fn published_diags(shared: &ServerShared, path: &Path, items: &[Value]) -> Vec<Diag> {
+    let text = root_scope(&shared.root)
+        .and_then(|scope| read_doc(&scope, path))
+        .unwrap_or_default();
+    let enc = shared.conn().map_or(Encoding::Utf16, |c| c.encoding);
+    let mut diags: Vec<Diag> = items
+        .iter()
+        .map(|v| Diag::from_lsp(path, v, &text, enc))
+        .collect();
+    diags.sort_by_key(|d| (d.line, d.column));
+    diags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn import_lines_are_found_by_the_written_files_name() {
+        assert_eq!(
+            import_name(Path::new("/r/pkg/core.py")).as_deref(),
+            Some("core")
+        );
+        assert_eq!(
+            import_name(Path::new("/r/pkg/__init__.py")).as_deref(),
+            Some("pkg")
+        );
+        assert_eq!(
+            import_name(Path::new("/r/util.h")).as_deref(),
+            Some("util.h")
+        );
+        assert_eq!(import_name(Path::new("/r/util.c")), None);
+        assert!(imports("from pkg.core import enlist", "core"));
+        assert!(imports("import { enlist } from \"./core\";", "core"));
+        assert!(imports("#include \"core.h\"", "core.h"));
+        assert!(imports("use crate::core::enlist;", "core"));
+        assert!(!imports("from pkg.core_utils import x", "core"));
+        assert!(!imports("x = core(1)", "core"), "not an import line");
+    }
+
+    #[test]
+    fn importers_are_bounded_and_skip_the_written_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        std::fs::create_dir_all(root.join(".venv")).unwrap();
+        std::fs::write(root.join("pkg/core.py"), "def f(): ...\n").unwrap();
+        for i in 0..30 {
+            std::fs::write(
+                root.join(format!("pkg/m{i:02}.py")),
+                "from pkg.core import f\n",
+            )
+            .unwrap();
+        }
+        std::fs::write(root.join("pkg/other.py"), "import os\n").unwrap();
+        std::fs::write(root.join(".venv/x.py"), "from pkg.core import f\n").unwrap();
+        let exts = vec!["py".to_string()];
+        let found = importers(root, &[root.join("pkg/core.py")], &exts);
+        assert_eq!(found.files.len(), DEPENDENTS_MAX);
+        assert!(found.cut);
+        assert!(
+            found
+                .files
+                .iter()
+                .all(|f| f.starts_with(root.join("pkg")) && !f.ends_with("core.py"))
+        );
+        let none = importers(root, &[root.join("pkg/other.py")], &exts);
+        assert!(none.files.is_empty() && !none.cut);
+    }
+}

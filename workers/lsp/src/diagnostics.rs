@@ -1,0 +1,142 @@
+//! The current diagnostics of a synced document: pulled (`textDocument/diagnostic`) where
+//! the server offers it, else the `publishDiagnostics` for the synced version, waited for.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolvisor_protocol::error::ToolError;
+
+use crate::checks::same;
+use crate::ops::Opened;
+use crate::render::Diag;
+use crate::server::lock;
+use crate::servers::{LanguageServers, not_ready};
+
+impl LanguageServers {
+    /// The current diagnostics of an opened file: pulled where the server supports it, else
+    /// the push for the current version (waited for, then settled).
+    pub async fn file_diagnostics(&self, opened: &mut Opened) -> Result<Vec<Diag>, ToolError> {
+        let items = self.diagnostic_items(opened).await?;
+        let enc = opened.conn.encoding;
+        let mut diags: Vec<Diag> = items
+            .iter()
+            .map(|v| Diag::from_lsp(&opened.path, v, &opened.text, enc))
+            .collect();
+        diags.sort_by_key(|d| (d.line, d.column));
+        Ok(diags)
+    }
+
+    /// The raw LSP diagnostics of the current version of an opened file. A server that
+    /// checks after a save (rust-analyzer's `cargo check`) is waited for until a check that
+    /// began after the document's last save has ended; a pulled list is merged with what the
+    /// server pushed for the document since its text last changed (the check's errors), the
+    /// same diagnostic once.
+    pub async fn diagnostic_items(&self, opened: &mut Opened) -> Result<Vec<Value>, ToolError> {
+        self.ready(&opened.shared).await?;
+        if opened.shared.checks_on_save() {
+            self.wait_check(opened).await?;
+        }
+        if !opened.shared.pulls(&opened.conn) {
+            return self.pushed(opened).await;
+        }
+        let params = json!({"textDocument": {"uri": opened.uri}});
+        let r = self
+            .request(opened, "textDocument/diagnostic", params)
+            .await?;
+        let mut items = r
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let shared = &opened.shared;
+        let since = shared.doc(&opened.uri).map(|d| d.changed_seq);
+        if let (Some(since), Some(p)) = (since, shared.diagnostics(&opened.uri))
+            && p.seq > since
+        {
+            for d in p.items {
+                if !items.iter().any(|i| same(i, &d)) {
+                    items.push(d);
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    /// Until the document's last save has been checked (a check that began after it ended,
+    /// then `settle_ms` of quiet for its publishes), at most `diagnostics_wait_s`.
+    async fn wait_check(&self, opened: &Opened) -> Result<(), ToolError> {
+        let shared = &opened.shared;
+        let Some(save) = shared.doc(&opened.uri).map(|d| d.saved) else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + shared.waits.diagnostics;
+        let mut events = shared.subscribe();
+        loop {
+            events.borrow_and_update();
+            if lock(&shared.checks).covered(save) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(not_ready(format!(
+                    "language server {}: the `cargo check` after the last save of {} did not finish within {} s; its errors would be missing",
+                    shared.id,
+                    opened.path.display(),
+                    shared.waits.diagnostics.as_secs()
+                )));
+            }
+            let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+        }
+        // Its publishes come as it ends: wait for quiet.
+        self.ready(shared).await
+    }
+
+    pub(crate) async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {
+        let shared = &opened.shared;
+        let deadline = Instant::now() + shared.waits.diagnostics;
+        let settle = shared.waits.settle;
+        let mut events = shared.subscribe();
+        loop {
+            events.borrow_and_update();
+            let now = Instant::now();
+            if let Some(p) = shared.diagnostics(&opened.uri) {
+                let fresh = if opened.changed {
+                    p.seq > opened.seq_before && p.version >= opened.version
+                } else if p.seq <= shared.changed_seq() && now < shared.quiet_at() {
+                    // The document is as the server last saw it, but another one changed
+                    // after this list was published: its imports may have. Current once
+                    // the server publishes it again, or has been quiet for `settle` (it
+                    // found nothing to publish for it).
+                    false
+                } else {
+                    p.version >= opened.version
+                };
+                if fresh {
+                    // A versioned publish is definitive; an unversioned one may be followed
+                    // by another for the same change (lint on change, then on save).
+                    if p.versioned || now >= p.at + settle {
+                        return Ok(p.items);
+                    }
+                    let until = (p.at + settle).min(deadline);
+                    let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
+                    if Instant::now() >= deadline {
+                        return Ok(p.items);
+                    }
+                    continue;
+                }
+            }
+            if now >= deadline {
+                return Err(not_ready(format!(
+                    "language server {} published no diagnostics for version {} of {} within {} s",
+                    shared.id,
+                    opened.version,
+                    opened.path.display(),
+                    shared.waits.diagnostics.as_secs()
+                )));
+            }
+            // Woken by a publish or other activity, or when the server has been quiet long
+            // enough for an unchanged document's list to count as current.
+            let until = deadline.min(shared.quiet_at().max(now + Duration::from_millis(10)));
+            let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
+        }
+    }
+}

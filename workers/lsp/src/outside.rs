@@ -1,0 +1,157 @@
+//! Changes made on disk outside the daemon, handed to a server before every query, so the
+//! next answer reflects the disk: `workspace/didChangeWatchedFiles` for the files the server
+//! registered watchers for; for a server that watches nothing and keeps an index it does not
+//! refresh (clangd), the changed source files are opened in it (at most
+//! [`OPENED_PER_QUERY_MAX`] per query, their diagnostics waited for, so its index has them; a
+//! deleted one as an empty document, which hides what its index held for the file);
+//! open documents are synced by `ServerShared::refresh_open` as before. What could not be
+//! handed over is kept in `ServerShared::unseen` and makes index-wide answers partial.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::config::language_id;
+use crate::server::{Conn, ServerShared, lock, read_doc, root_scope};
+use crate::servers::LanguageServers;
+use crate::uri;
+use crate::watch::{Change, Lost};
+
+/// Files opened for a server that does not watch files, per query at most.
+pub const OPENED_PER_QUERY_MAX: usize = 64;
+/// The longest wait for the watcher to catch up with the disk before a query.
+pub const BARRIER_WAIT: Duration = Duration::from_secs(2);
+
+impl LanguageServers {
+    /// Hand the server every change made on disk before this call (see the module doc).
+    /// `Err(Lost::Overflow)`: more changed than the watcher holds; the caller restarts the
+    /// server so it reads the disk anew.
+    ///
+    /// Callers hold `shared.sync_lock`.
+    pub(crate) async fn catch_up(
+        &self,
+        shared: &Arc<ServerShared>,
+        conn: &Arc<Conn>,
+    ) -> Result<(), Lost> {
+        let Some(watch) = lock(&shared.watch).clone() else {
+            return Ok(());
+        };
+        let changes = tokio::task::spawn_blocking(move || watch.sync(BARRIER_WAIT))
+            .await
+            .unwrap_or_else(|_| Ok(Vec::new()))?;
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let extensions = self
+            .languages()
+            .get(&shared.language)
+            .map(|s| s.extensions.clone())
+            .unwrap_or_default();
+        let is_source = |p: &std::path::Path| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| extensions.iter().any(|x| x == e))
+        };
+        let mut events = Vec::new();
+        let mut to_open = Vec::new();
+        {
+            let watchers = lock(&shared.file_watchers);
+            for (path, mut change) in changes {
+                let open = shared.doc(&uri::from_path(&path)).is_some();
+                // A file moved over an open document (an atomic write) replaced a file the
+                // server knew: a change, not a new file (rust-analyzer reloads its workspace
+                // for a new one).
+                if open && change == Change::Created {
+                    change = Change::Changed;
+                }
+                if watchers.matches(&path, change) {
+                    events.push(json!({"uri": uri::from_path(&path), "type": change as u8}));
+                    continue;
+                }
+                if !shared.opens_unwatched() || !is_source(&path) || open {
+                    continue;
+                }
+                to_open.push((path, change));
+            }
+        }
+        if !events.is_empty() {
+            tracing::debug!(
+                server = shared.id,
+                files = events.len(),
+                "telling the server of files changed on disk"
+            );
+            let _ = conn.client.notify(
+                "workspace/didChangeWatchedFiles",
+                json!({"changes": events}),
+            );
+            shared.note_change();
+        }
+        if !to_open.is_empty() {
+            self.open_unwatched(shared, conn, to_open).await;
+        }
+        Ok(())
+    }
+
+    /// Open `paths` (changed on disk) in a server that does not watch files, at most
+    /// [`OPENED_PER_QUERY_MAX`] (the rest are `unseen`), and wait (bounded by the
+    /// diagnostics wait) until it has published diagnostics for each: it has parsed and
+    /// indexed them then.
+    async fn open_unwatched(
+        &self,
+        shared: &Arc<ServerShared>,
+        conn: &Arc<Conn>,
+        paths: Vec<(PathBuf, Change)>,
+    ) {
+        let (s, c) = (shared.clone(), conn.clone());
+        let opened = tokio::task::spawn_blocking(move || {
+            let Ok(scope) = root_scope(&s.root) else {
+                return Vec::new();
+            };
+            let mut opened = Vec::new();
+            for (path, change) in paths {
+                if opened.len() >= OPENED_PER_QUERY_MAX {
+                    lock(&s.unseen).insert(path);
+                    continue;
+                }
+                let text = match (change, read_doc(&scope, &path)) {
+                    (_, Ok(text)) => text,
+                    // Deleted: an empty document hides what the index held for it.
+                    (Change::Deleted, Err(_)) => String::new(),
+                    (_, Err(_)) => continue,
+                };
+                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+                let id = language_id(&s.language, ext);
+                if s.sync_text(&c, &path, &text, &id).is_ok() {
+                    lock(&s.unseen).remove(&path);
+                    opened.push(uri::from_path(&path));
+                }
+            }
+            opened
+        })
+        .await
+        .unwrap_or_default();
+        if opened.is_empty() {
+            return;
+        }
+        tracing::debug!(
+            server = shared.id,
+            files = opened.len(),
+            "opened files changed on disk in a server that does not watch files"
+        );
+        let deadline = Instant::now() + shared.waits.diagnostics;
+        let mut events = shared.subscribe();
+        loop {
+            events.borrow_and_update();
+            let waiting = opened.iter().any(|u| {
+                let since = shared.doc(u).map_or(0, |d| d.opened_seq);
+                shared.diagnostics(u).is_none_or(|p| p.seq <= since)
+            });
+            if !waiting || Instant::now() >= deadline {
+                return;
+            }
+            let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! Tests of the server state ([`super::ServerShared`]): readiness, document sync, publishes,
+//! registrations; and the helpers other modules' tests use (`shared`, `connect`, `Fifo`).
+
+use super::*;
+use crate::actor::answer_request;
+use toolvisor_jsonrpc::{Transport, TransportOptions};
+use toolvisor_kit::status::TreeNotifier;
+
+pub(crate) fn shared(program: &str) -> Arc<ServerShared> {
+    shared_in(program, Path::new("/tmp"))
+}
+
+/// A server of `program` whose root is `root`.
+pub(crate) fn shared_in(program: &str, root: &Path) -> Arc<ServerShared> {
+    let status = NodeStatus::new(
+        "language_server",
+        "t",
+        String::new(),
+        TreeNotifier::default(),
+    );
+    ServerShared::new(
+        "t".into(),
+        "python".into(),
+        root.to_path_buf(),
+        vec![program.into()],
+        PathBuf::from(format!("/bin/{program}")),
+        None,
+        None,
+        Vec::new(),
+        status,
+        Waits {
+            init: Duration::from_secs(5),
+            request: Duration::from_secs(5),
+            ready: Duration::from_secs(5),
+            settle: Duration::from_millis(300),
+            diagnostics: Duration::from_secs(5),
+        },
+        None,
+    )
+}
+
+/// Connects `s` to an in-memory peer; the returned halves keep the streams open.
+pub(crate) fn connect(s: &ServerShared) -> Vec<tokio::io::DuplexStream> {
+    let (stdin, peer_in) = tokio::io::duplex(1024);
+    let (peer_out, stdout) = tokio::io::duplex(1024);
+    let (peer_err, stderr) = tokio::io::duplex(1024);
+    let (client, _incoming) = Transport::start(stdout, stdin, stderr, TransportOptions::default());
+    s.set_conn(Some(Arc::new(Conn {
+        client,
+        caps: json!({"hoverProvider": true, "renameProvider": false}),
+        encoding: Encoding::Utf16,
+        pid: 2,
+        generation: 1,
+        name: "fake".into(),
+    })));
+    vec![peer_in, peer_out, peer_err]
+}
+
+#[tokio::test(start_paused = true)]
+async fn readiness_follows_progress_scan_logs_and_settles() {
+    let s = shared("pyright-langserver");
+    assert_eq!(s.readiness(), Readiness::Starting);
+    let _peer = connect(&s);
+    let conn = s.conn().unwrap();
+    assert!(conn.supports("hoverProvider") && !conn.supports("renameProvider"));
+    // pyright: not ready until its scan is logged.
+    assert!(matches!(s.readiness(), Readiness::Indexing(w) if w.contains("scanning")));
+    s.log_message(&json!({"message": "Found 3 source files"}));
+    assert_eq!(s.readiness(), Readiness::Ready);
+    s.progress(&json!({"token": 7, "value": {"kind": "begin", "title": "Indexing"}}));
+    assert_eq!(s.readiness(), Readiness::Indexing("Indexing".into()));
+    s.progress(&json!({"token": 7, "value": {"kind": "report", "message": "3/10"}}));
+    assert_eq!(s.readiness(), Readiness::Indexing("Indexing — 3/10".into()));
+    // A deadline inside the indexing: not ready, and it says what it was doing.
+    let short = Instant::now() + Duration::from_millis(100);
+    assert_eq!(
+        s.wait_ready(short).await,
+        Err(Readiness::Indexing("Indexing — 3/10".into()))
+    );
+    s.progress(&json!({"token": 7, "value": {"kind": "end"}}));
+    assert_eq!(s.readiness(), Readiness::Ready);
+    // Ready, but not settled until `settle` of quiet has passed.
+    assert!(!s.settled());
+    let started = Instant::now();
+    s.wait_ready(Instant::now() + Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300) - Duration::from_millis(1));
+    assert!(s.settled());
+}
+
+#[tokio::test(start_paused = true)]
+async fn rust_analyzer_is_ready_only_when_quiescent() {
+    let s = shared("rust-analyzer");
+    let _peer = connect(&s);
+    assert!(matches!(s.readiness(), Readiness::Indexing(_)));
+    s.server_status(&json!({"health": "ok", "quiescent": false}));
+    assert!(matches!(s.readiness(), Readiness::Indexing(_)));
+    s.server_status(&json!({"health": "ok", "quiescent": true}));
+    assert_eq!(s.readiness(), Readiness::Ready);
+}
+
+#[tokio::test(start_paused = true)]
+async fn typescript_projects_count_as_loaded_once_the_document_has_diagnostics() {
+    let s = shared("typescript-language-server");
+    let _peer = connect(&s);
+    let conn = s.conn().unwrap();
+    let path = Path::new("/tmp/a.ts");
+    let uri = uri::from_path(path);
+    assert!(!s.project_loaded(&uri), "not even open");
+    s.sync_text(&conn, path, "export const a = 1;", "typescript")
+        .unwrap();
+    assert!(!s.project_loaded(&uri), "open, project not loaded yet");
+    // Settled, but the project is not loaded: still indexing at the deadline.
+    let short = Instant::now() + Duration::from_secs(1);
+    let r = s.wait_ready_for(&uri, short).await;
+    assert!(
+        matches!(&r, Err(Readiness::Indexing(w)) if w.contains("loading the project")),
+        "{r:?}"
+    );
+    s.publish(&json!({"uri": uri, "diagnostics": []}));
+    assert!(s.project_loaded(&uri), "an empty list counts");
+    // Other servers never wait for it.
+    let p = shared("pylsp");
+    assert!(p.project_loaded("file:///tmp/never-opened.py"));
+}
+
+#[tokio::test]
+async fn pull_diagnostics_follow_dynamic_registrations_by_id() {
+    let s = shared("pyright-langserver");
+    let _peer = connect(&s);
+    let conn = s.conn().unwrap();
+    assert!(!s.pulls(&conn));
+    let reg =
+        |id: &str| json!({"registrations": [{"id": id, "method": "textDocument/diagnostic"}]});
+    answer_request(&s, "client/registerCapability", &reg("a")).unwrap();
+    assert!(s.pulls(&conn));
+    // pyright registers anew, then drops the old registration by its id.
+    answer_request(&s, "client/registerCapability", &reg("b")).unwrap();
+    let drop_a = json!({"unregisterations": [{"id": "a", "method": "textDocument/diagnostic"}]});
+    answer_request(&s, "client/unregisterCapability", &drop_a).unwrap();
+    assert!(s.pulls(&conn), "the newer registration still stands");
+    let drop_b = json!({"unregisterations": [{"id": "b", "method": "textDocument/diagnostic"}]});
+    answer_request(&s, "client/unregisterCapability", &drop_b).unwrap();
+    assert!(!s.pulls(&conn));
+}
+
+#[tokio::test]
+async fn publishes_record_the_version_they_are_for() {
+    let s = shared("clangd");
+    let _peer = connect(&s);
+    let conn = s.conn().unwrap();
+    let path = Path::new("/tmp/x.c");
+    let (v1, sent) = s.sync_text(&conn, path, "int x;", "c").unwrap();
+    assert_eq!((v1, sent), (1, true));
+    assert_eq!(s.sync_text(&conn, path, "int x;", "c").unwrap(), (1, false));
+    assert_eq!(s.sync_text(&conn, path, "int y;", "c").unwrap(), (2, true));
+    let uri = uri::from_path(path);
+    s.publish(&json!({"uri": uri, "diagnostics": [{"message": "m"}]}));
+    let p = s.diagnostics(&uri).unwrap();
+    assert_eq!((p.version, p.versioned, p.items.len()), (2, false, 1));
+    s.publish(&json!({"uri": uri, "version": 1, "diagnostics": []}));
+    let q = s.diagnostics(&uri).unwrap();
+    assert_eq!((q.version, q.versioned), (1, true));
+    assert!(q.seq > p.seq);
+}
+
+/// A FIFO that only a task on the blocking pool can feed, and a watchdog. If whatever
+/// reads the FIFO holds the test runtime's only thread, nothing on the runtime can feed
+/// it: after 30 s the watchdog feeds it (and drains the test's own write) so the test
+/// ends instead of hanging, and [`Fifo::watchdog_fired`] says so.
+pub(crate) struct Fifo {
+    path: PathBuf,
+    done: std::sync::mpsc::Sender<()>,
+    watchdog: std::thread::JoinHandle<bool>,
+}
+
+impl Fifo {
+    pub(crate) fn new(path: &Path) -> Fifo {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success(), "mkfifo {}", path.display());
+        let (done, rx) = std::sync::mpsc::channel::<()>();
+        let at = path.to_path_buf();
+        let watchdog = std::thread::spawn(move || {
+            if rx.recv_timeout(Duration::from_secs(30)).is_ok() {
+                return false;
+            }
+            // Fired: feed whoever opens the FIFO for reading, and drain whoever opens it
+            // for writing, without ever blocking, until the test is done.
+            use std::io::{Read, Write};
+            use std::os::unix::fs::OpenOptionsExt;
+            const O_NONBLOCK: i32 = 0o4000; // Linux
+            while rx.recv_timeout(Duration::from_millis(100)).is_err() {
+                let open = |write: bool| {
+                    std::fs::OpenOptions::new()
+                        .read(!write)
+                        .write(write)
+                        .custom_flags(O_NONBLOCK)
+                        .open(&at)
+                };
+                if let Ok(mut w) = open(true) {
+                    let _ = w.write_all(b"watchdog\n");
+                }
+                if let Ok(mut r) = open(false) {
+                    let _ = r.read_to_end(&mut Vec::new());
+                }
+            }
+            true
+        });
+        Fifo {
+            path: path.to_path_buf(),
+            done,
+            watchdog,
+        }
+    }
+
+    /// Writes `text` into the FIFO from the blocking pool: this runs only while the
+    /// runtime's thread is free to start it.
+    pub(crate) async fn feed(&self, text: &str) {
+        let (path, text) = (self.path.clone(), text.to_string());
+        // A failed write (the watchdog drained the FIFO first) shows as the watchdog firing.
+        let _ = tokio::task::spawn_blocking(move || std::fs::write(path, text)).await;
+    }
+
+    /// Whether the watchdog had to feed the FIFO (the reader blocked the runtime).
+    pub(crate) fn watchdog_fired(self) -> bool {
+        let _ = self.done.send(());
+        drop(self.done);
+        self.watchdog.join().unwrap()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn syncing_a_document_reads_the_disk_off_the_async_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("slow.py");
+    let fifo = Fifo::new(&path);
+    let s = shared("pylsp");
+    let _peer = connect(&s);
+    let conn = s.conn().unwrap();
+    let (s2, at) = (s.clone(), path.clone());
+    let sync = tokio::spawn(async move { s2.sync_from_disk(&conn, &at, "python").await });
+    // Let the sync start and block on the FIFO, then feed it from this runtime.
+    tokio::task::yield_now().await;
+    fifo.feed("x = 1\n").await;
+    let synced = sync.await.unwrap().unwrap();
+    assert!(
+        !fifo.watchdog_fired(),
+        "reading the document held the runtime's thread: nothing else could run"
+    );
+    assert_eq!(synced.text, "x = 1\n");
+    assert_eq!(synced.result.unwrap(), (1, true));
+}
+
+#[tokio::test]
+async fn documents_are_read_beneath_the_root_never_through_a_swapped_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("pkg")).unwrap();
+    std::fs::write(root.join("pkg/m.py"), "x = 1\n").unwrap();
+    std::fs::write(root.join("n.py"), "y = 1\n").unwrap();
+    std::fs::write(outside.path().join("m.py"), "SECRET = 1\n").unwrap();
+    let s = shared_in("pyright-langserver", &root);
+    let _peer = connect(&s);
+    let conn = s.conn().unwrap();
+    let m = root.join("pkg/m.py");
+    let synced = s.sync_from_disk(&conn, &m, "python").await.unwrap();
+    assert_eq!(synced.text, "x = 1\n");
+    // Checked as `pkg/m.py`, then `pkg` becomes a link to a directory outside the root.
+    std::fs::rename(root.join("pkg"), root.join("pkg.old")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("pkg")).unwrap();
+    let err = match s.sync_from_disk(&conn, &m, "python").await {
+        Err(e) => e,
+        Ok(synced) => panic!("read through the swapped directory: {:?}", synced.text),
+    };
+    assert!(is_moved(&err), "{err}");
+    // Refreshing the open documents (syncing another file) reads none through it either.
+    s.sync_from_disk(&conn, &root.join("n.py"), "python")
+        .await
+        .unwrap();
+    let doc = s.doc(&uri::from_path(&m)).expect("still open");
+    assert_eq!(doc.text, "x = 1\n", "the server never saw the outside text");
+}

@@ -1,0 +1,224 @@
+//! `lsp symbols`: the document outline (`textDocument/documentSymbol`) and workspace symbols
+//! (`workspace/symbol`), and the server picked for the workdir when no file is named.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use toolvisor_files::paths::Access;
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+
+use crate::coverage::mark_coverage;
+use crate::ops::{CallCtx, DOCUMENT_SYMBOLS_MAX, Opened, WORKSPACE_SYMBOLS_MAX, is_empty, require};
+use crate::render::{self, Sources};
+use crate::servers::LanguageServers;
+use crate::uri;
+
+impl LanguageServers {
+    pub(crate) async fn document_symbols(
+        &self,
+        ctx: &CallCtx,
+        file: &str,
+    ) -> Result<Value, ToolError> {
+        let path = ctx.resolve("lsp", file, Access::Read)?;
+        let mut opened = self.open(&path, &ctx.run).await?;
+        let params = json!({"textDocument": {"uri": opened.uri}});
+        let mut result = self
+            .request(&mut opened, "textDocument/documentSymbol", params.clone())
+            .await?;
+        if is_empty(&result) && !opened.shared.settled() {
+            self.ready(&opened.shared).await?;
+            result = self
+                .request(&mut opened, "textDocument/documentSymbol", params)
+                .await?;
+        }
+        let syms = render::document_symbols(&result);
+        let total = syms.len();
+        let cut = total > DOCUMENT_SYMBOLS_MAX;
+        let mut text = String::new();
+        let mut items = Vec::new();
+        for s in syms.iter().take(DOCUMENT_SYMBOLS_MAX) {
+            text.push_str(&format!(
+                "{}{}: {} {}\n",
+                "  ".repeat(s.depth),
+                s.line,
+                s.kind,
+                s.name
+            ));
+            items.push(json!({"name": s.name, "kind": s.kind, "line": s.line, "depth": s.depth}));
+        }
+        if total == 0 {
+            text = format!("no symbols in {}\n", render::show_path(&path, &ctx.workdir));
+        } else if cut {
+            text.push_str(&format!(
+                "(showing {DOCUMENT_SYMBOLS_MAX} of {total} symbols)\n"
+            ));
+        }
+        Ok(
+            json!({"text": text, "symbols": items, "total": total, "truncated": cut,
+            "server": self.server_info(&opened)}),
+        )
+    }
+
+    pub(crate) async fn workspace_symbols(
+        &self,
+        ctx: &CallCtx,
+        query: &str,
+        file: Option<&str>,
+    ) -> Result<Value, ToolError> {
+        // The server to ask: the one covering `file`, else the servers running for the workdir,
+        // else the first language whose root and binary are found from the workdir.
+        let mut opened = match file {
+            Some(f) => {
+                self.open(&ctx.resolve("lsp", f, Access::Read)?, &ctx.run)
+                    .await?
+            }
+            None => self.open_any(ctx).await?,
+        };
+        require(
+            &opened,
+            "workspaceSymbolProvider",
+            "workspace symbols (`symbols` with `query`)",
+        )?;
+        self.ready_for(&opened.shared, &opened.uri).await?;
+        let result = self
+            .request(&mut opened, "workspace/symbol", json!({"query": query}))
+            .await?;
+        let gap = self
+            .index_gap(&ctx.workdir, &opened.shared, &opened.path, None)
+            .await;
+        let syms = render::workspace_symbols(&result);
+        let total = syms.len();
+        let cut = total > WORKSPACE_SYMBOLS_MAX;
+        let mut text = String::new();
+        let mut items = Vec::new();
+        let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
+        let readable = |p: &Path| ctx.may_read(p);
+        let read = |p: &Path| ctx.read_text(p).ok();
+        let mut sources = Sources::new(&open_text, &readable, &read);
+        for s in syms.iter().take(WORKSPACE_SYMBOLS_MAX) {
+            let shown = s
+                .path
+                .as_ref()
+                .map(|p| render::show_path(p, &ctx.workdir))
+                .unwrap_or_default();
+            let outside = s.path.as_ref().is_some_and(|p| !sources.readable(p));
+            let src = if outside {
+                render::OUTSIDE_NOTE.to_string()
+            } else {
+                s.path
+                    .as_ref()
+                    .and_then(|p| sources.line(p, s.line.saturating_sub(1)))
+                    .unwrap_or_default()
+            };
+            text.push_str(&format!(
+                "{shown}:{}: {} {}{} — {}\n",
+                s.line,
+                s.kind,
+                s.name,
+                s.container
+                    .as_ref()
+                    .map(|c| format!(" (in {c})"))
+                    .unwrap_or_default(),
+                render::cut_line(&src, 1).0
+            ));
+            items.push(
+                json!({"name": s.name, "kind": s.kind, "path": shown, "line": s.line,
+                "container": s.container, "outside": outside}),
+            );
+        }
+        if total == 0 {
+            text = format!("no workspace symbols match {query:?}\n");
+        } else if cut {
+            text.push_str(&format!(
+                "(showing {WORKSPACE_SYMBOLS_MAX} of {total} symbols; refine the query)\n"
+            ));
+        }
+        let mut answer = json!({"text": text, "symbols": items, "total": total, "truncated": cut,
+            "server": self.server_info(&opened)});
+        mark_coverage(&mut answer, gap);
+        Ok(answer)
+    }
+
+    /// A server for the workdir when no file is named: one already running for it, else the
+    /// first language that would start there (a source file of it is opened).
+    async fn open_any(&self, ctx: &CallCtx) -> Result<Opened, ToolError> {
+        let running = self.all().into_iter().find(|s| {
+            s.conn().is_some()
+                && (ctx.workdir.starts_with(&s.root) || s.root.starts_with(&ctx.workdir))
+        });
+        let mut reasons = Vec::new();
+        let candidates: Vec<String> = match &running {
+            Some(s) => vec![s.language.clone()],
+            None => self.languages().keys().cloned().collect(),
+        };
+        for language in candidates {
+            let spec = &self.languages()[&language];
+            match find_source_off_thread(ctx, &spec.extensions).await {
+                Some(file) => match self.plan(&file, &ctx.run) {
+                    Ok(_) => return self.open(&file, &ctx.run).await,
+                    Err(e) => reasons.push(e.to_string()),
+                },
+                None => reasons.push(format!(
+                    "{language}: no source file under {}",
+                    ctx.workdir.display()
+                )),
+            }
+        }
+        Err(ToolError::new(
+            ErrorKind::NotAvailable,
+            format!(
+                "no language server can search this workspace: {}",
+                reasons.join("; ")
+            ),
+            "pass `file` to pick the server; `lsp status` says why servers do not start",
+        ))
+    }
+}
+
+/// [`find_source`] on the blocking pool: its walk reads up to 5,000 directory entries.
+async fn find_source_off_thread(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
+    let (ctx, extensions) = (ctx.clone(), extensions.to_vec());
+    tokio::task::spawn_blocking(move || find_source(&ctx, &extensions))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// A source file with one of `extensions` under the workdir (shallow first, bounded):
+/// regular files only, symbolic links neither followed nor opened, so the file is in scope.
+fn find_source(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
+    let mut queue = std::collections::VecDeque::from([(ctx.workdir.clone(), 0)]);
+    let mut seen = 0;
+    while let Some((d, depth)) = queue.pop_front() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            seen += 1;
+            if seen > 5000 {
+                return None;
+            }
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().to_string();
+            let Ok(kind) = e.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                if depth < 4 && !name.starts_with('.') && name != "node_modules" && name != "target"
+                {
+                    queue.push_back((p, depth + 1));
+                }
+            } else if kind.is_file()
+                && p.extension()
+                    .and_then(|x| x.to_str())
+                    .is_some_and(|x| extensions.iter().any(|e| e == x))
+                && ctx.may_read(&p)
+            {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
