@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod mcp;
+pub mod metrics;
 
 use serde::Deserialize;
 use toolvisor_kit::launch::DEFAULT_ENV_ALLOWLIST;
@@ -858,7 +859,7 @@ impl Config {
             message,
         })?;
         if let Some(listen) = &config.metrics.listen {
-            crate::metrics::Endpoint::parse(listen).map_err(|message| ConfigError::Parse {
+            metrics::Endpoint::parse(listen).map_err(|message| ConfigError::Parse {
                 path: path.display().to_string(),
                 message,
             })?;
