@@ -24,7 +24,7 @@ use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::lanes::Lanes;
 use crate::listener::Bound;
-use crate::registry::{Registry, all_tools};
+use crate::registry::Registry;
 use crate::root::{Root, RootArgs, RootMsg};
 use crate::tools::Services;
 
@@ -582,7 +582,7 @@ pub async fn start(
     // Workers get the socket and a credential, so they can call the daemon's tools through
     // the same gates as the model, at the surface their tier's config sets.
     vibe_limits.socket = Some(bound.path.clone());
-    let mut tools = all_tools(config.testing.probe_tools);
+    let mut tools = crate::tools::all(config.testing.probe_tools);
     for tool in tools.iter_mut().filter(|t| t.resource == "vibe_roster") {
         tool.attachment = vibe_attachment.clone();
     }

@@ -1,325 +1,14 @@
-//! The tool registry: assembles every family's tool declarations (`tools::<family>::declare`,
-//! each next to its handlers) and holds the rules that decide what a client may see and call;
-//! plus the argument validator. A tool's schema is derived from the typed argument struct its
-//! handler parses (`schema_of`), so the schema clients see cannot drift from the parse.
+//! The tool registry: the rules that decide what a client may see and call (surface, policy,
+//! attachment), over the tools [`crate::tools::all`] assembles; plus the argument validator
+//! every call passes before its one parse into the handler's type.
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 
-use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::value::Value;
-use toolvisor_protocol::wire::{Surface, Tier, ToolInfo};
+use toolvisor_protocol::wire::{Surface, ToolInfo};
 
-/// Whether the resource behind a tool is attached to this daemon.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Attachment {
-    Attached,
-    /// Registered, but its worker is not part of this build yet.
-    NotBuilt(&'static str),
-    /// Built, but its resource is not attached to this daemon (e.g. vibe mode is off: no
-    /// worker command is configured); the reason says what would attach it.
-    Detached(String),
-}
-
-/// A set of one tool's operations, typed by its arguments' `op` enum: `&[ProcessOp::Start]`.
-pub trait OpSet: Debug + Send + Sync {
-    /// Whether the call's `op` is in the set; `None` when `args` has no `op` of the enum.
-    fn holds(&self, args: &Json) -> Option<bool>;
-}
-
-impl<T, const N: usize> OpSet for [T; N]
-where
-    T: DeserializeOwned + PartialEq + Debug + Send + Sync,
-{
-    fn holds(&self, args: &Json) -> Option<bool> {
-        let op = T::deserialize(args.get("op")?).ok()?;
-        Some(self.contains(&op))
-    }
-}
-
-/// When a call needs the client's approval.
-#[derive(Clone, Copy, Debug)]
-pub enum Approval {
-    Never,
-    Always,
-    /// Only calls whose `op` is one of these (state-changing operations); a call without a
-    /// readable `op` needs approval too (the validator refuses it first anyway).
-    Ops(&'static dyn OpSet),
-}
-
-/// A tier above the tool's for some of its operations.
-#[derive(Clone, Copy, Debug)]
-pub struct OpTier {
-    pub ops: &'static dyn OpSet,
-    pub tier: Tier,
-}
-
-/// One tool as its family declares it. Built with [`ToolSpec::new`], which derives the
-/// schema and the typed parse from the same argument type.
-#[derive(Clone, Debug)]
-pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub tier: Tier,
-    pub parallel_safe: bool,
-    pub approval: Approval,
-    /// Operations that need a higher tier than the tool's (`lsp trust`).
-    pub op_tier: Option<OpTier>,
-    pub resource: &'static str,
-    /// The JSON schema of the arguments, derived from `args_type`.
-    pub schema: Json,
-    /// The Rust type the handler parses the arguments into.
-    pub args_type: &'static str,
-    /// That parse, for tests and the fuzz: what the validator accepts must pass it.
-    parse: fn(&Json) -> Result<(), String>,
-    pub attachment: Attachment,
-    /// May change or remove what exists (a file's content, a process, a document); false:
-    /// only adds (a staged edit, a new download). Meaningful above the read tier.
-    pub destructive: bool,
-    /// Calling it again with the same arguments changes nothing more.
-    pub idempotent: bool,
-    /// Reaches outside the machine's known state: the network, or code that can do anything.
-    pub open_world: bool,
-}
-
-impl ToolSpec {
-    /// A tool whose handler parses its arguments into `A`: the schema is `A`'s. Parallel
-    /// safe, no approval, attached, until the builder methods say otherwise.
-    pub fn new<A: JsonSchema + DeserializeOwned>(
-        name: &'static str,
-        tier: Tier,
-        resource: &'static str,
-        description: &'static str,
-    ) -> Self {
-        ToolSpec {
-            name,
-            description,
-            tier,
-            parallel_safe: true,
-            approval: Approval::Never,
-            op_tier: None,
-            resource,
-            schema: schema_of::<A>(),
-            args_type: std::any::type_name::<A>(),
-            parse: |args| A::deserialize(args).map(drop).map_err(|e| e.to_string()),
-            attachment: Attachment::Attached,
-            // Until the builder says otherwise: a read changes nothing (so again is the same);
-            // a write or exec may change or remove, and again may do more.
-            destructive: tier != Tier::Read,
-            idempotent: tier == Tier::Read,
-            open_world: false,
-        }
-    }
-
-    /// Only adds: a staged edit, a new file, a revision (MCP `destructiveHint: false`).
-    pub fn additive(mut self) -> Self {
-        self.destructive = false;
-        self
-    }
-
-    /// The same call again changes nothing more (MCP `idempotentHint`).
-    pub fn idempotent(mut self, idempotent: bool) -> Self {
-        self.idempotent = idempotent;
-        self
-    }
-
-    /// Reaches the network, or runs code that can (MCP `openWorldHint`).
-    pub fn open_world(mut self) -> Self {
-        self.open_world = true;
-        self
-    }
-
-    pub fn approval(mut self, approval: Approval) -> Self {
-        self.approval = approval;
-        self
-    }
-
-    /// Calls run one at a time per conversation, in order (a lane).
-    pub fn serial(mut self) -> Self {
-        self.parallel_safe = false;
-        self
-    }
-
-    pub fn op_tier(mut self, ops: &'static dyn OpSet, tier: Tier) -> Self {
-        self.op_tier = Some(OpTier { ops, tier });
-        self
-    }
-
-    pub fn attachment(mut self, attachment: Attachment) -> Self {
-        self.attachment = attachment;
-        self
-    }
-
-    /// The typed parse the handler does (after validation), without its result.
-    pub fn parses(&self, args: &Json) -> Result<(), String> {
-        (self.parse)(args)
-    }
-
-    /// The tier of this particular call when it is above the tool's: `lsp trust` lets later
-    /// read calls run project code, so it needs a write-tier surface (and approval).
-    pub fn call_tier(&self, args: &Json) -> Tier {
-        match self.op_tier {
-            Some(raised) if raised.ops.holds(args) == Some(true) => raised.tier,
-            _ => self.tier,
-        }
-    }
-
-    /// Does this particular call need approval?
-    pub fn needs_approval(&self, args: &Json) -> bool {
-        match self.approval {
-            Approval::Never => false,
-            Approval::Always => true,
-            Approval::Ops(ops) => ops.holds(args).unwrap_or(true),
-        }
-    }
-
-    fn info(&self, available: bool, reason: Option<String>) -> ToolInfo {
-        ToolInfo {
-            name: self.name.to_string(),
-            description: self.description.to_string(),
-            tier: self.tier,
-            parallel_safe: self.parallel_safe,
-            requires_approval: !matches!(self.approval, Approval::Never),
-            resource: self.resource.to_string(),
-            schema: Value(self.schema.clone()),
-            available,
-            unavailable_reason: reason,
-            destructive: self.destructive,
-            idempotent: self.idempotent,
-            open_world: self.open_world,
-        }
-    }
-}
-
-/// The JSON schema clients see for arguments of type `A`: derived by schemars (field docs
-/// as descriptions, ranges, enums, `required`, `additionalProperties: false` from
-/// `deny_unknown_fields`), then made small and self-contained for the validator: every
-/// subschema inlined (no `$ref`/`$defs`), an optional field's schema is its value's (`null`
-/// means absent), an enum of unit variants is a plain string `enum`, and no `$schema`,
-/// `title`, `format` or root description.
-pub fn schema_of<A: JsonSchema>() -> Json {
-    let mut settings = SchemaSettings::draft2020_12();
-    settings.inline_subschemas = true;
-    settings.meta_schema = None;
-    let mut schema = settings
-        .into_generator()
-        .into_root_schema_for::<A>()
-        .to_value();
-    tidy(&mut schema);
-    if let Some(root) = schema.as_object_mut() {
-        root.remove("description");
-        // A struct without (required) fields still says so, as clients expect.
-        root.entry("properties")
-            .or_insert_with(|| Json::Object(Map::new()));
-        root.entry("required")
-            .or_insert_with(|| Json::Array(vec![]));
-    }
-    schema
-}
-
-/// The post-processing of [`schema_of`], bottom-up along the subschemas (never into a
-/// `properties` map's keys, which are field names).
-fn tidy(schema: &mut Json) {
-    let Json::Object(map) = schema else {
-        return;
-    };
-    for (key, value) in map.iter_mut() {
-        match (key.as_str(), value) {
-            ("properties" | "$defs", Json::Object(subs)) => subs.values_mut().for_each(tidy),
-            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(subs)) => {
-                subs.iter_mut().for_each(tidy)
-            }
-            ("items" | "additionalProperties", sub) => tidy(sub),
-            _ => {}
-        }
-    }
-    for key in ["$schema", "title", "format"] {
-        map.remove(key);
-    }
-    // A doc comment's line breaks are not the text's: one line per paragraph.
-    if let Some(Json::String(text)) = map.get_mut("description") {
-        *text = text
-            .split("\n\n")
-            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect::<Vec<_>>()
-            .join("\n");
-    }
-    // `["integer", "null"]` → `"integer"`: the validator treats null as absent.
-    if let Some(Json::Array(types)) = map.get("type") {
-        let kept: Vec<Json> = types.iter().filter(|t| *t != "null").cloned().collect();
-        if kept.len() == 1 {
-            map.insert("type".into(), kept[0].clone());
-        }
-    }
-    if let Some(Json::Array(values)) = map.get_mut("enum") {
-        values.retain(|v| !v.is_null());
-    }
-    // `anyOf`/`oneOf` of an inlined schema and `null` (an optional enum), or of
-    // `const`s and `enum`s (an enum some of whose variants have docs): one string
-    // enum.
-    for key in ["anyOf", "oneOf"] {
-        let Some(Json::Array(alternatives)) = map.get(key) else {
-            continue;
-        };
-        let real: Vec<&Json> = alternatives
-            .iter()
-            .filter(|a| a.get("type") != Some(&Json::from("null")))
-            .collect();
-        // Each alternative a `const` or an `enum` (variants with docs and without).
-        let consts: Option<Vec<Json>> = real
-            .iter()
-            .map(|a| match (a.get("const"), a.get("enum")) {
-                (Some(one), _) => Some(vec![one.clone()]),
-                (None, Some(Json::Array(many))) => Some(many.clone()),
-                _ => None,
-            })
-            .collect::<Option<Vec<_>>>()
-            .map(|lists| lists.concat());
-        let merged = match (consts, real.as_slice()) {
-            (Some(values), _) if values.iter().all(Json::is_string) => {
-                let mut m = Map::new();
-                m.insert("type".into(), "string".into());
-                m.insert("enum".into(), Json::Array(values));
-                m
-            }
-            (_, [one]) => one.as_object().cloned().unwrap_or_default(),
-            _ => continue,
-        };
-        map.remove(key);
-        for (k, v) in merged {
-            // The field's own description wins over its type's.
-            map.entry(k).or_insert(v);
-        }
-    }
-}
-
-/// All tools: every family's declarations. `probe_tools` adds the two lane-probing test
-/// tools. To add a tool, declare it in its family's `declare()` (at the end of
-/// `tools/<family>.rs`) with the argument type its handler parses.
-pub fn all_tools(probe_tools: bool) -> Vec<ToolSpec> {
-    use crate::tools::families as f;
-    let mut tools = [
-        f::jobs(),
-        f::lsp(),
-        f::structural(),
-        f::debug(),
-        f::eval(),
-        f::human(),
-        f::downloads(),
-        f::inference(),
-        f::files(),
-        f::data(),
-    ]
-    .concat();
-    if probe_tools {
-        tools.extend(f::probes());
-    }
-    tools
-}
+pub use crate::tools::spec::{Approval, Attachment, OpSet, OpTier, ToolSpec, schema_of};
 
 /// Tools by name, with the rules of visibility.
 pub struct Registry {
@@ -590,6 +279,7 @@ fn article(ty: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use toolvisor_protocol::wire::Tier;
 
     fn surface(tier: Tier) -> Surface {
         Surface {
@@ -602,7 +292,7 @@ mod tests {
 
     #[test]
     fn every_spec_tool_is_registered_with_its_tier() {
-        let reg = Registry::new(all_tools(false), vec![]);
+        let reg = Registry::new(crate::tools::all(false), vec![]);
         let expect = [
             ("lsp", Tier::Read),
             ("ast_grep", Tier::Read),
@@ -654,7 +344,7 @@ mod tests {
 
     #[test]
     fn surfaces_and_policy_filter_the_advertised_set() {
-        let reg = Registry::new(all_tools(false), vec!["process".into()]);
+        let reg = Registry::new(crate::tools::all(false), vec!["process".into()]);
         let names = |t: Tier| {
             reg.advertised(&surface(t))
                 .into_iter()
@@ -745,7 +435,7 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let reg = Registry::new(all_tools(false), vec![]);
+        let reg = Registry::new(crate::tools::all(false), vec![]);
         let schema = &reg.get("bash").unwrap().schema;
         assert!(validate("bash", schema, &json!({"command": "ls", "timeout_s": 5})).is_ok());
         let err = |args: Json| validate("bash", schema, &args).unwrap_err().message;
@@ -767,7 +457,7 @@ mod tests {
     fn integers_past_i64_are_compared_not_clamped() {
         // A u64 past `i64::MAX` used to be read as `i64::MAX`, passed a maximum of
         // `i64::MAX`, and reached a handler that could not hold it.
-        let reg = Registry::new(all_tools(false), vec![]);
+        let reg = Registry::new(crate::tools::all(false), vec![]);
         let big = json!(9_223_372_036_854_775_808u64);
         let err = |tool: &str, args: Json| {
             validate(tool, &reg.get(tool).unwrap().schema, &args)
@@ -791,7 +481,7 @@ mod tests {
 
     #[test]
     fn derived_schemas_are_small_and_say_what_the_typed_args_say() {
-        let reg = Registry::new(all_tools(false), vec![]);
+        let reg = Registry::new(crate::tools::all(false), vec![]);
         let process = &reg.get("process").unwrap().schema;
         assert_eq!(
             process["properties"]["op"],
@@ -840,7 +530,7 @@ mod tests {
 
     #[test]
     fn approval_follows_the_op() {
-        let reg = Registry::new(all_tools(false), vec![]);
+        let reg = Registry::new(crate::tools::all(false), vec![]);
         let p = reg.get("process").unwrap();
         assert!(!p.needs_approval(&json!({"op": "list"})));
         assert!(!p.needs_approval(&json!({"op": "read", "id": "p1"})));
@@ -866,7 +556,7 @@ mod tests {
 
     #[test]
     fn eval_description_must_be_five_to_ten_words() {
-        let reg = Registry::new(all_tools(false), vec![]);
+        let reg = Registry::new(crate::tools::all(false), vec![]);
         let schema = &reg.get("eval").unwrap().schema;
         let check = |d: &str| validate("eval", schema, &json!({"code": "1", "description": d}));
         assert!(check("load the csv and plot totals").is_ok());

@@ -1,8 +1,10 @@
-//! Tool dispatch, the call context and services handlers see, and the handlers of `bash`,
-//! `process` and the lane probes of the test suite. Other tool families live in `tools/*.rs`,
-//! one file per family, routed by resource; each takes a small context that carries only the
-//! services it uses. Nothing here imports `session` or `daemon`: the session reaches the
-//! handlers through [`run`], and handlers reach the client only through [`Caller`].
+//! The tools: every family's declarations assembled ([`all`]), the call context and services
+//! handlers see, [`run`] (a call's handler, then the result store), and the handlers of
+//! `bash`, `process` and the lane probes of the test suite. A tool is one value
+//! ([`spec::ToolSpec`]) declared next to its handler, one file per family (`tools/*.rs`);
+//! each handler takes a small context that carries only the services it uses. Nothing here
+//! imports `session`, `daemon` or `registry`: the session reaches the handlers through
+//! [`run`], and handlers reach the client only through [`Caller`].
 
 pub(crate) mod data;
 mod debug;
@@ -12,6 +14,7 @@ pub(crate) mod files;
 pub(crate) mod human;
 pub(crate) mod inference;
 pub(crate) mod lsp;
+pub mod spec;
 pub(crate) mod structural;
 
 #[cfg(test)]
@@ -32,10 +35,11 @@ use toolvisor_kernel::Bridge;
 use toolvisor_kit::launch::Launcher;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{BashArgs, ProcessArgs, ProcessOp, RestartMode};
-use toolvisor_protocol::wire::Event;
+use toolvisor_protocol::wire::{Event, Tier};
 
 use crate::config::{Config, Limits};
-use crate::registry::ToolSpec;
+use spec::Approval;
+pub use spec::ToolSpec;
 
 /// A boxed future, as trait objects return them.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -125,15 +129,8 @@ impl Services {
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: Json) -> Result<T, ToolError> {
-    serde_json::from_value(args).map_err(|e| {
-        ToolError::new(
-            ErrorKind::InvalidArgs,
-            format!("{tool}: {e}"),
-            format!("`toolvisor tools --json` shows the schema of `{tool}`"),
-        )
-    })
-}
+#[cfg(test)]
+pub(crate) use spec::parse_args as parse;
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<Json, ToolError> {
     serde_json::to_value(value).map_err(|e| {
@@ -160,95 +157,39 @@ fn need<'a>(
     })
 }
 
-/// A one-line summary of a call, for approval prompts.
-pub fn summary(tool: &str, args: &Json) -> String {
-    let field = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or("");
-    let text = match tool {
-        "bash" => format!("bash: {}", field("command")),
-        "eval" => eval::summary(args),
-        "process" => format!(
-            "process {}: {}",
-            field("op"),
-            if field("command").is_empty() {
-                field("id")
-            } else {
-                field("command")
-            }
-        ),
-        "ast_edit" | "resolve" => structural::summary(tool, args),
-        _ => format!("{tool} {args}"),
-    };
-    text.chars().take(300).collect()
-}
-
-/// The line an approval request shows: [`summary`], except where the daemon knows more than
-/// the arguments say (`lsp trust` names the roots it would trust and what that allows;
-/// `lsp_edit apply_code_action` names the action its index stands for).
-pub fn approval_summary(services: &Services, ctx: &CallCtx, tool: &str, args: &Json) -> String {
-    use serde::Deserialize;
-    use toolvisor_protocol::tools::LspOp;
-    let op = args.get("op").and_then(|op| LspOp::deserialize(op).ok());
-    if tool == "lsp" && op == Some(LspOp::Trust) {
-        return lsp::trust_summary(&lsp::LspTools::of(services), ctx, args);
-    }
-    if tool == "lsp_edit" {
-        return lsp::edit_summary(&lsp::LspTools::of(services), ctx, args);
-    }
-    summary(tool, args)
-}
-
-/// Run the handler of `spec` (the call passed its gates), giving its family only the
-/// services it uses; the result leaves through the result store.
+/// Run the handler of `spec` (the call passed its gates); the result leaves through the
+/// result store: secrets masked, large ones projected.
 pub async fn run(
     services: &Services,
     ctx: &CallCtx,
     spec: &ToolSpec,
     args: Json,
 ) -> Result<Json, ToolError> {
-    let s = services;
-    let tool = spec.name;
-    let result = match (spec.resource, tool) {
-        (_, "bash") => {
-            let bash = BashTool {
-                launcher: &s.launcher,
-                limits: &s.config.limits,
-                secrets: s.secrets(),
-            };
-            run_bash(&bash, ctx, parse("bash", args)?).await
-        }
-        (_, "process") => run_process(&s.processes, ctx, parse("process", args)?).await,
-        (_, "_probe_serial" | "_probe_parallel") => probe(ctx, parse(tool, args)?).await,
-        ("files" | "result_store", _) => {
-            files::run(&files::FileTools::of(s), ctx, tool, args).await
-        }
-        ("structural", _) => {
-            structural::run(&structural::StructuralTools::of(s), ctx, tool, args).await
-        }
-        ("language_servers", _) => lsp::run(&lsp::LspTools::of(s), ctx, tool, args).await,
-        ("kernels", _) => eval::run(&eval::EvalTools::of(s, ctx), ctx, args).await,
-        ("debug_adapters", _) => debug::run(&s.debug, ctx, args).await,
-        ("question_port", "ask_user") => {
-            human::ask_user(&human::AskUser::of(s), ctx, parse(tool, args)?).await
-        }
-        ("vibe_roster", _) => human::run_vibe(&s.vibes, ctx, tool, args).await,
-        ("data_hub", _) => data::run(&s.data, ctx, tool, args).await,
-        ("downloads", _) => match &s.downloads {
-            Some(d) => match (downloads::run(d, ctx, tool, args).await, &s.inference) {
-                (Ok(models), Some(pool)) if tool == "list_models" => {
-                    Ok(inference::annotate_models(pool, models).await)
-                }
-                (result, _) => result,
-            },
-            None => Err(no_worker(tool)),
-        },
-        ("inference", _) => match &s.inference {
-            Some(pool) => inference::run(pool, ctx, tool, args).await,
-            None => Err(no_worker(tool)),
-        },
-        _ => Err(no_worker(tool)),
-    };
-    // Every result leaves through the result store: secrets masked, large ones projected.
-    files::finish(&s.files, &ctx.conversation, tool, result?).await
+    let result = spec.run(services, ctx, args).await?;
+    files::finish(&services.files, &ctx.conversation, spec.name, result).await
+}
+
+/// Every tool: each family's declarations. `probe_tools` adds the two lane-probing test
+/// tools. To add a tool: its argument type (protocol), its handler and its declaration in
+/// its family's `declare()` (the end of `tools/<family>.rs`), and its TOOLS.md entry.
+pub fn all(probe_tools: bool) -> Vec<ToolSpec> {
+    let mut tools = [
+        jobs(),
+        lsp::declare(),
+        structural::declare(),
+        debug::declare(),
+        eval::declare(),
+        human::declare(),
+        downloads::declare(),
+        inference::declare(),
+        files::declare(),
+        data::declare(),
+    ]
+    .concat();
+    if probe_tools {
+        tools.extend(probes());
+    }
+    tools
 }
 
 /// The answer of a registered tool whose worker this build lacks.
@@ -392,61 +333,74 @@ async fn probe(
     )
 }
 
-/// Every family's tool declarations, for `registry::all_tools` to assemble.
-pub(crate) mod families {
-    pub(crate) use super::data::declare as data;
-    pub(crate) use super::debug::declare as debug;
-    pub(crate) use super::decl::{jobs, probes};
-    pub(crate) use super::downloads::declare as downloads;
-    pub(crate) use super::eval::declare as eval;
-    pub(crate) use super::files::declare as files;
-    pub(crate) use super::human::declare as human;
-    pub(crate) use super::inference::declare as inference;
-    pub(crate) use super::lsp::declare as lsp;
-    pub(crate) use super::structural::declare as structural;
+/// The approval prompt's line of `bash`.
+fn bash_summary(_: &Services, _: &CallCtx, a: &BashArgs) -> String {
+    format!("bash: {}", a.command)
 }
 
-/// The tools whose handlers are in this file (`bash`, `process`, the lane probes).
-mod decl {
-    use toolvisor_protocol::tools::{BashArgs, ProbeArgs, ProcessArgs, ProcessOp};
-    use toolvisor_protocol::wire::Tier;
+/// The approval prompt's line of `process`: the op and its command or id.
+fn process_summary(_: &Services, _: &CallCtx, a: &ProcessArgs) -> String {
+    let op = serde_json::to_value(a.op)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let what = a.command.as_deref().or(a.id.as_deref()).unwrap_or("");
+    format!("process {op}: {what}")
+}
 
-    use crate::registry::{Approval, ToolSpec};
+/// The tools whose handlers are in this file (`bash`, `process`).
+fn jobs() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec::new(
+            "bash",
+            Tier::Exec,
+            "processes",
+            "Run a shell command line in the run's workdir; returns stdout, stderr, exit code and wall time.",
+            |s, ctx, a| {
+                Box::pin(async move {
+                    let bash = BashTool {
+                        launcher: &s.launcher,
+                        limits: &s.config.limits,
+                        secrets: s.secrets(),
+                    };
+                    run_bash(&bash, ctx, a).await
+                })
+            },
+        )
+        .open_world()
+        .approval(Approval::Always)
+        .summary(bash_summary),
+        ToolSpec::new(
+            "process",
+            Tier::Exec,
+            "processes",
+            "Tracked background processes of this conversation: start, list, read output by offset, write stdin, kill.",
+            |s, ctx, a| Box::pin(run_process(&s.processes, ctx, a)),
+        )
+        .open_world()
+        .approval(Approval::Ops(&[
+            ProcessOp::Start,
+            ProcessOp::Write,
+            ProcessOp::Kill,
+            ProcessOp::Resize,
+        ]))
+        .summary(process_summary),
+    ]
+}
 
-    pub(crate) fn jobs() -> Vec<ToolSpec> {
-        vec![
-            ToolSpec::new::<BashArgs>(
-                "bash",
-                Tier::Exec,
-                "processes",
-                "Run a shell command line in the run's workdir; returns stdout, stderr, exit code and wall time.",
-            ).open_world()
-            .approval(Approval::Always),
-            ToolSpec::new::<ProcessArgs>(
-                "process",
-                Tier::Exec,
-                "processes",
-                "Tracked background processes of this conversation: start, list, read output by offset, write stdin, kill.",
-            ).open_world()
-            .approval(Approval::Ops(&[
-                ProcessOp::Start,
-                ProcessOp::Write,
-                ProcessOp::Kill,
-                ProcessOp::Resize,
-            ])),
-        ]
-    }
-
-    /// The two lane-probing test tools (`[testing] probe_tools`).
-    pub(crate) fn probes() -> Vec<ToolSpec> {
-        let probe = |name| {
-            ToolSpec::new::<ProbeArgs>(
-                name,
-                Tier::Read,
-                "testing",
-                "Test tool: sleeps, then reports when it started and ended.",
-            )
-        };
-        vec![probe("_probe_serial").serial(), probe("_probe_parallel")]
-    }
+/// The two lane-probing test tools (`[testing] probe_tools`).
+fn probes() -> Vec<ToolSpec> {
+    let declare = |name| {
+        ToolSpec::new(
+            name,
+            Tier::Read,
+            "testing",
+            "Test tool: sleeps, then reports when it started and ended.",
+            |_, ctx, a| Box::pin(probe(ctx, a)),
+        )
+    };
+    vec![
+        declare("_probe_serial").serial(),
+        declare("_probe_parallel"),
+    ]
 }

@@ -1,18 +1,17 @@
 //! Every tool's argument handling takes arbitrary JSON, arrived through either codec, without a
-//! panic: the schema validator, the approval rule and summary, and the typed parse its handler
-//! does after validation.
+//! panic: the schema validator, the approval rule, and the one parse into the handler's type
+//! after validation (the type the tool's declaration ties to its handler and its schema).
 //!
 //! The case count is `TOOLVISOR_FUZZ_CASES` per property (a bounded default for CI); run
 //! e.g. `TOOLVISOR_FUZZ_CASES=200000 cargo test -p toolvisor --test registry_args_fuzz`
 //! for a longer search.
 
 use proptest::prelude::*;
-use serde::de::DeserializeOwned;
 use serde_json::{Value as Json, json};
-use toolvisor::registry::{ToolSpec, all_tools, validate};
+use toolvisor::registry::validate;
+use toolvisor::tools::ToolSpec;
 use toolvisor_protocol::codec::{self, Codec};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::tools::*;
 use toolvisor_protocol::value::Value;
 use toolvisor_protocol::wire::{Call, ClientFrame};
 
@@ -23,86 +22,8 @@ fn cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-fn typed<T: DeserializeOwned>(args: &Json) -> Result<(), String> {
-    serde_json::from_value::<T>(args.clone())
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
-/// The typed parse each handler does right after validation (`parse::<T>` in
-/// `supervisor/src/tools*.rs`), written out here independently of the registry's
-/// declarations (`every_registered_tool_is_classified` checks the two name the same type).
-fn typed_parse(tool: &str, args: &Json) -> Option<Result<(), String>> {
-    Some(match tool {
-        "bash" => typed::<BashArgs>(args),
-        "process" => typed::<ProcessArgs>(args),
-        "lsp" => typed::<LspArgs>(args),
-        "lsp_rename" => typed::<LspRenameArgs>(args),
-        "lsp_edit" => typed::<LspEditArgs>(args),
-        "synced_write" => typed::<SyncedWriteArgs>(args),
-        "ast_grep" => typed::<AstGrepArgs>(args),
-        "ast_edit" => typed::<AstEditArgs>(args),
-        "resolve" => typed::<ResolveArgs>(args),
-        "debug" => typed::<DebugArgs>(args),
-        "eval" => typed::<EvalArgs>(args),
-        "ask_user" => typed::<AskUserArgs>(args),
-        "vibe_spawn" => typed::<VibeSpawnArgs>(args),
-        "vibe_send" => typed::<VibeSendArgs>(args),
-        "vibe_wait" => typed::<VibeWaitArgs>(args),
-        "vibe_kill" => typed::<VibeKillArgs>(args),
-        "vibe_list" => typed::<VibeListArgs>(args),
-        "download_model" => typed::<DownloadModelArgs>(args),
-        "list_downloads" => typed::<ListDownloadsArgs>(args),
-        "cancel_download" => typed::<CancelDownloadArgs>(args),
-        "list_models" => typed::<ListModelsArgs>(args),
-        "search_huggingface_models" => typed::<SearchModelsArgs>(args),
-        "load_model" => typed::<LoadModelArgs>(args),
-        "unload_model" => typed::<UnloadModelArgs>(args),
-        "get_inference_status" => typed::<InferenceStatusArgs>(args),
-        "get_token_usage_stats" => typed::<TokenUsageArgs>(args),
-        "read" => typed::<ReadArgs>(args),
-        "ls" => typed::<LsArgs>(args),
-        "find" => typed::<FindArgs>(args),
-        "grep" => typed::<GrepArgs>(args),
-        "write" => typed::<WriteArgs>(args),
-        "edit" => typed::<EditArgs>(args),
-        "apply_patch" => typed::<ApplyPatchArgs>(args),
-        "tool_result_read" => typed::<ToolResultReadArgs>(args),
-        "search_data" => typed::<SearchDataArgs>(args),
-        "read_data" => typed::<ReadDataArgs>(args),
-        "list_data" => typed::<ListDataArgs>(args),
-        "write_data" => typed::<WriteDataArgs>(args),
-        "delete_data" => typed::<DeleteDataArgs>(args),
-        "_probe_serial" | "_probe_parallel" => typed::<ProbeArgs>(args),
-        _ => return None,
-    })
-}
-
 fn tools() -> Vec<ToolSpec> {
-    all_tools(true)
-}
-
-#[test]
-fn every_registered_tool_is_classified() {
-    // A new tool must say here how its handler parses, or the fuzz would skip it silently;
-    // and the registry's declaration names the same type, so the schema is that type's.
-    for spec in tools() {
-        assert!(
-            typed_parse(spec.name, &json!({})).is_some(),
-            "tool `{}` is not in registry_args_fuzz's table",
-            spec.name
-        );
-        let examples = [json!({}), json!({"op": "list"}), json!({"tag": "t"})];
-        for args in examples {
-            assert_eq!(
-                typed_parse(spec.name, &args).unwrap().is_ok(),
-                spec.parses(&args).is_ok(),
-                "{}: the table and the declaration ({}) disagree on {args}",
-                spec.name,
-                spec.args_type
-            );
-        }
-    }
+    toolvisor::tools::all(true)
 }
 
 fn arb_json() -> impl Strategy<Value = Json> {
@@ -225,11 +146,12 @@ fn guided(schema: &Json, rng: &mut Rng, junk: &[Json], right_type: bool) -> Json
 /// each refusal is an `invalid_args` error.
 fn exercise(spec: &ToolSpec, args: &Json) -> Result<bool, ToolError> {
     let _ = spec.needs_approval(args);
-    let _ = toolvisor::tools::summary(spec.name, args);
     validate(spec.name, &spec.schema, args)?;
-    match typed_parse(spec.name, args) {
-        Some(Err(message)) => Err(ToolError::new(ErrorKind::InvalidArgs, message, "")),
-        _ => Ok(true),
+    // The one parse into the handler's type (the same type the schema is derived from; a
+    // summary takes the parsed value, so it sees nothing the parse refused).
+    match spec.parses(args) {
+        Err(message) => Err(ToolError::new(ErrorKind::InvalidArgs, message, "")),
+        Ok(()) => Ok(true),
     }
 }
 
@@ -285,7 +207,7 @@ proptest! {
         let mut rng = Rng(seed);
         let args = guided(&spec.schema, &mut rng, &[Json::Null], true);
         if validate(spec.name, &spec.schema, &args).is_ok()
-            && let Some(Err(message)) = typed_parse(spec.name, &args)
+            && let Err(message) = spec.parses(&args)
         {
             prop_assert!(false, "{}: schema accepts {} but the parse says {}", spec.name, args, message);
         }
@@ -316,7 +238,8 @@ fn what_the_typed_parse_would_refuse_the_validator_refuses_naming_the_field() {
     // And what is right still passes, and parses.
     let args = json!({"question": "which?", "options": [{"label": "a", "description": "b"}]});
     validate("ask_user", schema("ask_user"), &args).unwrap();
-    assert_eq!(typed_parse("ask_user", &args), Some(Ok(())));
+    let ask = all.iter().find(|s| s.name == "ask_user").unwrap();
+    assert_eq!(ask.parses(&args), Ok(()));
 }
 
 /// The deepest values the daemon holds: arguments at the wire's limit, and results parsed

@@ -2,12 +2,11 @@
 //! `launch`, `set_variable` like `evaluate`; inspection ops do not ask.
 
 use serde_json::json;
-use toolvisor::registry::all_tools;
 use toolvisor_protocol::wire::Tier;
 
 #[test]
 fn restart_and_set_variable_are_approved_exec_calls() {
-    let tools = all_tools(false);
+    let tools = toolvisor::tools::all(false);
     let debug = tools
         .iter()
         .find(|t| t.name == "debug")

@@ -8,11 +8,12 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value as Json, json};
-use toolvisor::registry::{ToolSpec, all_tools, validate};
+use toolvisor::registry::validate;
+use toolvisor::tools::ToolSpec;
 use toolvisor_protocol::error::ErrorKind;
 
 fn tools() -> Vec<ToolSpec> {
-    all_tools(true)
+    toolvisor::tools::all(true)
 }
 
 /// One documented call: the tool, its arguments and the line of TOOLS.md it is on.

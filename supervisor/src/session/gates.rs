@@ -66,7 +66,7 @@ pub(crate) async fn execute(
         return Err(err);
     }
     if spec.needs_approval(&args) {
-        let by = approve(daemon, session, ctx, tier, tool, &args)
+        let by = approve(daemon, session, ctx, tier, spec, &args)
             .await
             .inspect_err(|err| {
                 tracing::info!(
@@ -90,9 +90,10 @@ async fn approve(
     session: &Session,
     ctx: &CallCtx,
     tier: toolvisor_protocol::wire::Tier,
-    tool: &str,
+    spec: &crate::tools::ToolSpec,
     args: &serde_json::Value,
 ) -> Result<String, ToolError> {
+    let tool = spec.name;
     if !session.hello.surface.approvals {
         return Err(ToolError::new(
             ErrorKind::ApprovalDenied,
@@ -125,7 +126,7 @@ async fn approve(
         conversation: ctx.conversation.clone(),
         tool: tool.to_string(),
         tier,
-        summary: crate::tools::approval_summary(daemon.services(), ctx, tool, args),
+        summary: spec.approval_summary(daemon.services(), ctx, args),
         args: Value(args.clone()),
     });
     if session.out.send(request).await.is_err() {

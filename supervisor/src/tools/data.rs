@@ -10,7 +10,7 @@ use toolvisor_protocol::tools::{
     DataView, DeleteDataArgs, ListDataArgs, ReadDataArgs, SearchDataArgs, WriteDataArgs,
 };
 
-use super::{CallCtx, parse};
+use super::CallCtx;
 
 fn error(e: HubError) -> ToolError {
     match e {
@@ -68,113 +68,124 @@ fn brief(card: &toolvisor_data::store::Card) -> Json {
     })
 }
 
-/// Run one data-hub tool.
-pub(crate) async fn run(
+/// `search_data`.
+pub(crate) async fn run_search_data(
     hub: &DataHub,
     ctx: &CallCtx,
-    tool: &str,
-    args: Json,
+    a: SearchDataArgs,
 ) -> Result<Json, ToolError> {
     let reach = hub.config().reach(ctx.surface.as_str());
-    match tool {
-        "search_data" => {
-            let a: SearchDataArgs = parse(tool, args)?;
-            let within = reach.narrow(a.collection.as_deref()).map_err(data_error)?;
-            let limit = a.limit.unwrap_or(10) as usize;
-            let query = a.query.clone();
-            let hits = hub
-                .with_store(move |s| s.search(&within, &query, limit))
-                .await
-                .map_err(error)?;
-            Ok(json!({"query": a.query, "hits": hits, "count": hits.len()}))
-        }
-        "read_data" => {
-            let a: ReadDataArgs = parse(tool, args)?;
-            let id = parse_handle(&a.handle).map_err(data_error)?;
-            match a.view.unwrap_or_default() {
-                DataView::Card => {
-                    let card = hub
-                        .with_store(move |s| s.card(&reach, id))
-                        .await
-                        .map_err(error)?;
-                    Ok(json!({"card": card}))
-                }
-                DataView::Body => {
-                    let (card, body) = hub
-                        .with_store(move |s| s.body(&reach, id))
-                        .await
-                        .map_err(error)?;
-                    Ok(json!({"card": card, "body": body}))
-                }
-                DataView::Section => {
-                    let which = a.section.clone().ok_or_else(|| {
-                        ToolError::new(
-                            ErrorKind::InvalidArgs,
-                            "view \"section\" needs `section`: the section's title or index",
-                            "read the card first: its `sections` lists the titles in order",
-                        )
-                    })?;
-                    let (card, section) = hub
-                        .with_store(move |s| s.section(&reach, id, &which))
-                        .await
-                        .map_err(error)?;
-                    Ok(json!({"card": card, "section": section}))
-                }
-            }
-        }
-        "list_data" => {
-            let a: ListDataArgs = parse(tool, args)?;
-            let within = reach.narrow(a.collection.as_deref()).map_err(data_error)?;
-            let (limit, offset) = (
-                a.limit.unwrap_or(50) as usize,
-                a.offset.unwrap_or(0) as usize,
-            );
-            let tag = a.tag.clone();
-            let unfiltered = a.collection.is_none() && a.tag.is_none();
-            let all = reach.clone();
-            let (cards, total, counts) = hub
-                .with_store(move |s| {
-                    let (cards, total) = s.list(&within, tag.as_deref(), limit, offset)?;
-                    let counts = if unfiltered {
-                        Some(s.counts(&all)?)
-                    } else {
-                        None
-                    };
-                    Ok((cards, total, counts))
-                })
-                .await
-                .map_err(error)?;
-            let mut out = json!({
-                "documents": cards.iter().map(brief).collect::<Vec<_>>(),
-                "total": total,
-                "offset": offset,
-            });
-            if let Some(counts) = counts {
-                out["collections"] = counts
-                    .into_iter()
-                    .map(|(name, documents)| json!({"name": name, "documents": documents}))
-                    .collect();
-            }
-            Ok(out)
-        }
-        "write_data" => write(hub, ctx, &reach, parse(tool, args)?).await,
-        "delete_data" => {
-            let a: DeleteDataArgs = parse(tool, args)?;
-            let id = parse_handle(&a.handle).map_err(data_error)?;
-            let who = who(ctx, tool);
+    let within = reach.narrow(a.collection.as_deref()).map_err(data_error)?;
+    let limit = a.limit.unwrap_or(10) as usize;
+    let query = a.query.clone();
+    let hits = hub
+        .with_store(move |s| s.search(&within, &query, limit))
+        .await
+        .map_err(error)?;
+    Ok(json!({"query": a.query, "hits": hits, "count": hits.len()}))
+}
+
+/// `read_data`.
+pub(crate) async fn run_read_data(
+    hub: &DataHub,
+    ctx: &CallCtx,
+    a: ReadDataArgs,
+) -> Result<Json, ToolError> {
+    let reach = hub.config().reach(ctx.surface.as_str());
+    let id = parse_handle(&a.handle).map_err(data_error)?;
+    match a.view.unwrap_or_default() {
+        DataView::Card => {
             let card = hub
-                .with_store(move |s| s.trash(&reach, id, &who))
+                .with_store(move |s| s.card(&reach, id))
                 .await
                 .map_err(error)?;
-            Ok(json!({
-                "handle": card.handle,
-                "title": card.title,
-                "trashed": true,
-                "restore": format!("the operator can restore it: toolvisor data restore {}", card.handle),
-            }))
+            Ok(json!({"card": card}))
         }
-        _ => Err(super::no_worker(tool)),
+        DataView::Body => {
+            let (card, body) = hub
+                .with_store(move |s| s.body(&reach, id))
+                .await
+                .map_err(error)?;
+            Ok(json!({"card": card, "body": body}))
+        }
+        DataView::Section => {
+            let which = a.section.clone().ok_or_else(|| {
+                ToolError::new(
+                    ErrorKind::InvalidArgs,
+                    "view \"section\" needs `section`: the section's title or index",
+                    "read the card first: its `sections` lists the titles in order",
+                )
+            })?;
+            let (card, section) = hub
+                .with_store(move |s| s.section(&reach, id, &which))
+                .await
+                .map_err(error)?;
+            Ok(json!({"card": card, "section": section}))
+        }
     }
+}
+
+/// `list_data`.
+pub(crate) async fn run_list_data(
+    hub: &DataHub,
+    ctx: &CallCtx,
+    a: ListDataArgs,
+) -> Result<Json, ToolError> {
+    let reach = hub.config().reach(ctx.surface.as_str());
+    let within = reach.narrow(a.collection.as_deref()).map_err(data_error)?;
+    let (limit, offset) = (
+        a.limit.unwrap_or(50) as usize,
+        a.offset.unwrap_or(0) as usize,
+    );
+    let tag = a.tag.clone();
+    let unfiltered = a.collection.is_none() && a.tag.is_none();
+    let all = reach.clone();
+    let (cards, total, counts) = hub
+        .with_store(move |s| {
+            let (cards, total) = s.list(&within, tag.as_deref(), limit, offset)?;
+            let counts = if unfiltered {
+                Some(s.counts(&all)?)
+            } else {
+                None
+            };
+            Ok((cards, total, counts))
+        })
+        .await
+        .map_err(error)?;
+    let mut out = json!({
+        "documents": cards.iter().map(brief).collect::<Vec<_>>(),
+        "total": total,
+        "offset": offset,
+    });
+    if let Some(counts) = counts {
+        out["collections"] = counts
+            .into_iter()
+            .map(|(name, documents)| json!({"name": name, "documents": documents}))
+            .collect();
+    }
+    Ok(out)
+}
+
+/// `delete_data`.
+pub(crate) async fn run_delete_data(
+    hub: &DataHub,
+    ctx: &CallCtx,
+    a: DeleteDataArgs,
+) -> Result<Json, ToolError> {
+    let tool = "delete_data";
+    let reach = hub.config().reach(ctx.surface.as_str());
+    let id = parse_handle(&a.handle).map_err(data_error)?;
+    let who = who(ctx, tool);
+    let card = hub
+        .with_store(move |s| s.trash(&reach, id, &who))
+        .await
+        .map_err(error)?;
+    Ok(json!({
+        "handle": card.handle,
+        "title": card.title,
+        "trashed": true,
+        "restore": format!("the operator can restore it: toolvisor data restore {}", card.handle),
+    }))
 }
 
 async fn write(
@@ -262,46 +273,51 @@ async fn write(
 }
 
 /// The data hub's tools, detached until `[data.collections]` names one.
-pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, Attachment, ToolSpec};
+    use super::spec::{Approval, Attachment, ToolSpec};
 
     // Attached by the daemon when `[data.collections]` names one.
     let detached = Attachment::Detached(
         "the data hub has no collections: add [data.collections.NAME] path = \"/abs/folder\" to the daemon's config".into(),
     );
     let tools = vec![
-        ToolSpec::new::<SearchDataArgs>(
+        ToolSpec::new(
             "search_data",
             Tier::Read,
             "data_hub",
             "Search the user's document collections (full text, ranked by relevance); hits have a handle (D42), title and a snippet with the match between « ».",
+            |s, ctx, a| Box::pin(run_search_data(&s.data, ctx, a)),
         ),
-        ToolSpec::new::<ReadDataArgs>(
+        ToolSpec::new(
             "read_data",
             Tier::Read,
             "data_hub",
             "Read a document by handle: its card (default), its whole body, or one section by title or index.",
+            |s, ctx, a| Box::pin(run_read_data(&s.data, ctx, a)),
         ),
-        ToolSpec::new::<ListDataArgs>(
+        ToolSpec::new(
             "list_data",
             Tier::Read,
             "data_hub",
             "List documents (newest change first), by collection or tag; without a filter also the reachable collections with their sizes.",
+            |s, ctx, a| Box::pin(run_list_data(&s.data, ctx, a)),
         ),
-        ToolSpec::new::<WriteDataArgs>(
+        ToolSpec::new(
             "write_data",
             Tier::Write,
             "data_hub",
             "Change a document's card (title, summary, tags, annotation), or create a note in a collection. A body is never edited: it is converted from its original.",
+            |s, ctx, a| Box::pin(async move { let reach = s.data.config().reach(ctx.surface.as_str()); write(&s.data, ctx, &reach, a).await }),
         ).additive()
         .approval(Approval::Always),
-        ToolSpec::new::<DeleteDataArgs>(
+        ToolSpec::new(
             "delete_data",
             Tier::Write,
             "data_hub",
             "Move a document to the trash (the operator can restore it).",
+            |s, ctx, a| Box::pin(run_delete_data(&s.data, ctx, a)),
         ).idempotent(true)
         .approval(Approval::Always),
     ];

@@ -10,8 +10,11 @@ use toolvisor_protocol::tools::DebugArgs;
 use super::CallCtx;
 
 /// `debug` needs only the debuggers.
-pub async fn run(debug: &Debuggers, ctx: &CallCtx, args: Json) -> Result<Json, ToolError> {
-    let args: DebugArgs = super::parse("debug", args)?;
+pub(crate) async fn run(
+    debug: &Debuggers,
+    ctx: &CallCtx,
+    args: DebugArgs,
+) -> Result<Json, ToolError> {
     let call = DebugCall {
         conversation: ctx.conversation.clone(),
         workdir: ctx.workdir.clone(),
@@ -21,20 +24,21 @@ pub async fn run(debug: &Debuggers, ctx: &CallCtx, args: Json) -> Result<Json, T
 }
 
 /// The `debug` tool's declaration.
-pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::tools::{DebugArgs, DebugOp};
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, ToolSpec};
+    use super::spec::{Approval, ToolSpec};
 
     // Attached: the debug_adapters supervisor is part of every daemon; which adapters can
     // run for a checkout is `adapters`' business, not the surface's.
     vec![
-        ToolSpec::new::<DebugArgs>(
+        ToolSpec::new(
             "debug",
             Tier::Exec,
             "debug_adapters",
             "Debug a program through a real debug adapter (DAP: debugpy for .py, lldb-dap for native executables), one session per conversation: set breakpoints (lines with condition/hit_condition/log_message, functions, exception filters; also before launch; no file lists them with the adapter's verdicts), launch (cwd, env, args; debugpy: module, just_my_code; returns once stopped at a breakpoint or the entry, with where) or attach to a debugpy server port, restart, continue/pause/step, threads, stack (<=30 frames), scopes, variables (<=50 children, values cut at 400 chars), set_variable, evaluate, output (the program's stdout/stderr by offset), terminate. `adapters` says which adapters work here and why not.",
+            |s, ctx, a: DebugArgs| Box::pin(run(&s.debug, ctx, a)),
         ).open_world()
         .serial()
         .approval(Approval::Ops(&[

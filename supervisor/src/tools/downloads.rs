@@ -12,90 +12,102 @@ use toolvisor_protocol::tools::{
     CancelDownloadArgs, DownloadModelArgs, ListDownloadsArgs, ListModelsArgs, SearchModelsArgs,
 };
 
-use super::{CallCtx, parse};
+use super::{CallCtx, Services};
 
-/// The model tools need only the download manager.
-pub async fn run(
-    downloads: &Arc<Downloads>,
+/// The download manager, or `not_available` when the model store could not be opened (the
+/// model tools are then detached, so a call reaching here is a race with that).
+fn manager<'a>(s: &'a Services, tool: &str) -> Result<&'a Arc<Downloads>, ToolError> {
+    s.downloads.as_ref().ok_or_else(|| super::no_worker(tool))
+}
+
+async fn download_model(
+    s: &Services,
     ctx: &CallCtx,
-    tool: &str,
-    args: Json,
+    a: DownloadModelArgs,
 ) -> Result<Json, ToolError> {
-    match tool {
-        "download_model" => {
-            let a: DownloadModelArgs = parse(tool, args)?;
-            tracing::info!(conversation = ctx.conversation, call = ctx.id, repo = a.repo, revision = ?a.revision, variant = ?a.variant, "download_model");
-            Ok(downloads
-                .start(&a.repo, a.revision.as_deref(), a.variant.as_deref())
-                .await?)
-        }
-        "list_downloads" => {
-            let a: ListDownloadsArgs = parse(tool, args)?;
-            Ok(downloads.list(a.job_id.as_deref())?)
-        }
-        "cancel_download" => {
-            let a: CancelDownloadArgs = parse(tool, args)?;
-            tracing::info!(
-                conversation = ctx.conversation,
-                call = ctx.id,
-                job = a.job_id,
-                "cancel_download"
-            );
-            Ok(downloads.cancel(&a.job_id).await?)
-        }
-        "list_models" => {
-            let _: ListModelsArgs = parse(tool, args)?;
-            Ok(downloads.models())
-        }
-        "search_huggingface_models" => {
-            let a: SearchModelsArgs = parse(tool, args)?;
-            let limit = a.limit.unwrap_or(10).clamp(1, 50) as usize;
-            Ok(downloads.search(&a.query, limit).await?)
-        }
-        _ => Err(super::no_worker(tool)),
-    }
+    let downloads = manager(s, "download_model")?;
+    tracing::info!(conversation = ctx.conversation, call = ctx.id, repo = a.repo, revision = ?a.revision, variant = ?a.variant, "download_model");
+    Ok(downloads
+        .start(&a.repo, a.revision.as_deref(), a.variant.as_deref())
+        .await?)
+}
+
+async fn cancel_download(
+    s: &Services,
+    ctx: &CallCtx,
+    a: CancelDownloadArgs,
+) -> Result<Json, ToolError> {
+    let downloads = manager(s, "cancel_download")?;
+    tracing::info!(
+        conversation = ctx.conversation,
+        call = ctx.id,
+        job = a.job_id,
+        "cancel_download"
+    );
+    Ok(downloads.cancel(&a.job_id).await?)
+}
+
+/// The store's models, with their load state from the inference pool when it runs.
+async fn list_models(s: &Services) -> Result<Json, ToolError> {
+    let models = manager(s, "list_models")?.models();
+    Ok(match &s.inference {
+        Some(pool) => super::inference::annotate_models(pool, models).await,
+        None => models,
+    })
+}
+
+async fn search(s: &Services, a: SearchModelsArgs) -> Result<Json, ToolError> {
+    let limit = a.limit.unwrap_or(10).clamp(1, 50) as usize;
+    Ok(manager(s, "search_huggingface_models")?
+        .search(&a.query, limit)
+        .await?)
 }
 
 /// The model tools' declarations. Attached when the daemon opened the model store; policy
 /// can deny `download_model` and `search_huggingface_models` one by one (air-gapped
 /// deployments), which hides them and leaves the rest working.
-pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, ToolSpec};
+    use super::spec::{Approval, ToolSpec};
 
     vec![
-        ToolSpec::new::<DownloadModelArgs>(
+        ToolSpec::new(
             "download_model",
             Tier::Write,
             "downloads",
             "Download a model from the Hugging Face-compatible hub into the local model store: one call registers the chosen variant's whole file set (every shard of a split model; config and tokenizer with safetensors; one GGUF quantisation) as one background job and returns at once with the job id and the files; poll list_downloads. Resumes partial files; verifies sha256. Needs the network.",
+            |s, ctx, a| Box::pin(download_model(s, ctx, a)),
         ).additive().idempotent(true).open_world()
         .approval(Approval::Always),
-        ToolSpec::new::<ListDownloadsArgs>(
+        ToolSpec::new(
             "list_downloads",
             Tier::Read,
             "downloads",
             "Download jobs in flight and recent: per job and per file bytes done/total, rate, ETA, state (queued|downloading|verifying|done|failed|cancelled) and error.",
+            |s, _, a: ListDownloadsArgs| Box::pin(async move { Ok(manager(s, "list_downloads")?.list(a.job_id.as_deref())?) }),
         ),
-        ToolSpec::new::<CancelDownloadArgs>(
+        ToolSpec::new(
             "cancel_download",
             Tier::Write,
             "downloads",
             "Stop a download job; its partial files are kept, and download_model with the same repo and variant resumes them.",
+            |s, ctx, a| Box::pin(cancel_download(s, ctx, a)),
         ).idempotent(true)
         .approval(Approval::Always),
-        ToolSpec::new::<ListModelsArgs>(
+        ToolSpec::new(
             "list_models",
             Tier::Read,
             "downloads",
             "Models in the local store: size, files, whether complete, and a fit label for this machine (fits|tight|too_large) from its memory. Check here before searching.",
+            |s, _, _: ListModelsArgs| Box::pin(list_models(s)),
         ),
-        ToolSpec::new::<SearchModelsArgs>(
+        ToolSpec::new(
             "search_huggingface_models",
             Tier::Read,
             "downloads",
             "Search the Hugging Face-compatible hub for downloadable models; each candidate's variants come with their size and this machine's fit label (fits|tight|too_large). Needs the network.",
+            |s, _, a| Box::pin(search(s, a)),
         ).open_world(),
     ]
 }

@@ -14,7 +14,7 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{EvalArgs, EvalLanguage};
 use toolvisor_protocol::wire::Event;
 
-use super::{CallCtx, Services, parse};
+use super::{CallCtx, Services};
 use crate::config::KernelsConfig;
 
 /// `eval`'s context: the kernels, their configuration, the secrets streamed output is
@@ -39,21 +39,20 @@ impl<'a> EvalTools<'a> {
 }
 
 /// The approval prompt's line: language, description, first line of code.
-pub fn summary(args: &Json) -> String {
-    let field = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or("");
-    let language = match field("language") {
-        "" => "python",
-        other => other,
-    };
-    let first = field("code")
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    format!("eval {language}: {} | {first}", field("description"))
+fn summary(_: &Services, _: &CallCtx, a: &EvalArgs) -> String {
+    let language = serde_json::to_value(a.language.unwrap_or_default())
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "python".into());
+    let first = a.code.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    format!("eval {language}: {} | {first}", a.description)
 }
 
-pub async fn run(cx: &EvalTools<'_>, ctx: &CallCtx, args: Json) -> Result<Json, ToolError> {
-    let args: EvalArgs = parse("eval", args)?;
+pub(crate) async fn run(
+    cx: &EvalTools<'_>,
+    ctx: &CallCtx,
+    args: EvalArgs,
+) -> Result<Json, ToolError> {
     let config = cx.config;
     let timeout_s = args.timeout_s.unwrap_or(config.inactivity_s);
     if timeout_s == 0 || timeout_s > config.inactivity_max_s {
@@ -100,20 +99,22 @@ pub async fn run(cx: &EvalTools<'_>, ctx: &CallCtx, args: Json) -> Result<Json, 
     result.map_err(|e| e.to_tool_error())
 }
 /// The `eval` tool's declaration.
-pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
-    use toolvisor_protocol::tools::EvalArgs;
+pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, ToolSpec};
+    use super::spec::{Approval, ToolSpec};
 
     vec![
-        ToolSpec::new::<EvalArgs>(
+        ToolSpec::new(
             "eval",
             Tier::Exec,
             "kernels",
             "Run a cell in a persistent Python or JavaScript (or TypeScript, types stripped) kernel of this conversation: variables, imports and loaded data persist between calls; the last expression is echoed; display(), pandas tables and matplotlib figures come back as outputs; %pip, %cd, !cmd, %%bash and %%timeit work; tool(name, args) calls this registry from the cell.",
-        ).open_world()
+            |s, ctx, a| Box::pin(async move { run(&EvalTools::of(s, ctx), ctx, a).await }),
+        )
+        .open_world()
         .serial()
-        .approval(Approval::Always),
+        .approval(Approval::Always)
+        .summary(summary),
     ]
 }

@@ -98,11 +98,10 @@ async fn file_tools_need_only_the_files_state_and_stay_in_their_scope() {
     };
     let caller = Arc::new(FakeCaller::default());
     let ctx = call(work.path(), "c1", &caller);
-    let wrote = super::files::run(
+    let wrote = super::files::run_write(
         &cx,
         &ctx,
-        "write",
-        json!({"path": "a/b.txt", "content": "one\ntwo\n"}),
+        super::parse("write", json!({"path": "a/b.txt", "content": "one\ntwo\n"})).unwrap(),
     )
     .await
     .expect("write inside the workdir");
@@ -111,18 +110,21 @@ async fn file_tools_need_only_the_files_state_and_stay_in_their_scope() {
         wrote.get("diagnostics").is_none(),
         "no language servers, no diagnostics: {wrote}"
     );
-    let read = super::files::run(&cx, &ctx, "read", json!({"path": "a/b.txt"}))
-        .await
-        .expect("read it back");
+    let read = super::files::run_read(
+        &cx,
+        &ctx,
+        super::parse("read", json!({"path": "a/b.txt"})).unwrap(),
+    )
+    .await
+    .expect("read it back");
     assert_eq!(
         read["content"].as_str().map(|c| c.contains("two")),
         Some(true)
     );
-    let outside = super::files::run(
+    let outside = super::files::run_write(
         &cx,
         &ctx,
-        "write",
-        json!({"path": "../escape.txt", "content": "x"}),
+        super::parse("write", json!({"path": "../escape.txt", "content": "x"})).unwrap(),
     )
     .await
     .expect_err("a path above the workdir is refused");
@@ -150,11 +152,14 @@ async fn tool_result_read_pages_a_stored_result_for_its_own_conversation_only() 
     let mut text = String::new();
     let mut offset = 0;
     loop {
-        let page = super::files::run(
+        let page = super::files::run_tool_result_read(
             &cx,
             &call(work.path(), "mine", &caller),
-            "tool_result_read",
-            json!({"ref": reference, "offset": offset, "limit": 20_000}),
+            super::parse(
+                "tool_result_read",
+                json!({"ref": reference, "offset": offset, "limit": 20_000}),
+            )
+            .unwrap(),
         )
         .await
         .expect("the conversation that made the result reads it");
@@ -165,11 +170,10 @@ async fn tool_result_read_pages_a_stored_result_for_its_own_conversation_only() 
         offset = page["next_offset"].as_u64().unwrap() as usize;
     }
     assert_eq!(text, big, "the pages put together are the stored text");
-    let theirs = super::files::run(
+    let theirs = super::files::run_tool_result_read(
         &cx,
         &call(work.path(), "theirs", &caller),
-        "tool_result_read",
-        json!({"ref": reference}),
+        super::parse("tool_result_read", json!({"ref": reference})).unwrap(),
     )
     .await
     .expect_err("another conversation's ref is refused");
@@ -195,20 +199,22 @@ async fn structural_tools_stage_and_accept_with_files_and_the_edit_store_only() 
     };
     let caller = Arc::new(FakeCaller::default());
     let ctx = call(work.path(), "c1", &caller);
-    let staged = super::structural::run(
+    let staged = super::structural::ast_edit(
         &cx,
         &ctx,
-        "ast_edit",
-        json!({"pattern": "old($A)", "rewrite": "new($A)", "language": "python"}),
+        super::parse(
+            "ast_edit",
+            json!({"pattern": "old($A)", "rewrite": "new($A)", "language": "python"}),
+        )
+        .unwrap(),
     )
     .await
     .expect("stage the edit");
     let id = staged["edit_id"].as_str().expect("an edit id").to_string();
-    let accepted = super::structural::run(
+    let accepted = super::structural::resolve(
         &cx,
         &ctx,
-        "resolve",
-        json!({"edit_id": id, "action": "accept"}),
+        super::parse("resolve", json!({"edit_id": id, "action": "accept"})).unwrap(),
     )
     .await
     .expect("accept the edit");
@@ -239,13 +245,21 @@ async fn lsp_tools_confine_paths_with_the_servers_and_the_files_state_only() {
     };
     let caller = Arc::new(FakeCaller::default());
     let ctx = call(work.path(), "c1", &caller);
-    let outside = super::lsp::run(&cx, &ctx, "synced_write", json!({"path": "/etc/hostname"}))
-        .await
-        .expect_err("a file outside the workdir is refused");
+    let outside = super::lsp::synced_write(
+        &cx,
+        &ctx,
+        super::parse("synced_write", json!({"path": "/etc/hostname"})).unwrap(),
+    )
+    .await
+    .expect_err("a file outside the workdir is refused");
     assert_eq!(outside.kind, ErrorKind::OutOfScope, "{outside:?}");
-    let synced = super::lsp::run(&cx, &ctx, "synced_write", json!({"path": "notes.txt"}))
-        .await
-        .expect("a file no server serves is synced with nothing to report");
+    let synced = super::lsp::synced_write(
+        &cx,
+        &ctx,
+        super::parse("synced_write", json!({"path": "notes.txt"})).unwrap(),
+    )
+    .await
+    .expect("a file no server serves is synced with nothing to report");
     assert_eq!(synced["path"], "notes.txt", "{synced}");
 }
 
@@ -269,11 +283,7 @@ async fn eval_runs_a_cell_whose_tool_calls_reach_the_bridge_its_caller_gave() {
         secrets: files.store.secrets(),
         bridge: ctx.caller.bridge(&ctx),
     };
-    let result = super::eval::run(
-        &cx,
-        &ctx,
-        json!({"code": "r = tool('echo_tool', {'n': 21})\nprint(r['n'] * 2)", "description": "bridge"}),
-    )
+    let result = super::eval::run(&cx, &ctx, super::parse("eval", json!({"code": "r = tool('echo_tool', {'n': 21})\nprint(r['n'] * 2)", "description": "bridge"})).unwrap())
     .await
     .expect("the cell runs");
     assert!(result.to_string().contains("42"), "{result}");
@@ -367,9 +377,13 @@ async fn debug_needs_only_the_debuggers() {
     );
     let caller = Arc::new(FakeCaller::default());
     let ctx = call(work.path(), "c1", &caller);
-    let adapters = super::debug::run(&debug, &ctx, json!({"op": "adapters"}))
-        .await
-        .expect("list the adapters");
+    let adapters = super::debug::run(
+        &debug,
+        &ctx,
+        super::parse("debug", json!({"op": "adapters"})).unwrap(),
+    )
+    .await
+    .expect("list the adapters");
     assert!(adapters.to_string().contains("debugpy"), "{adapters}");
 }
 
@@ -386,9 +400,10 @@ async fn vibe_tools_need_only_the_roster() {
     );
     let caller = Arc::new(FakeCaller::default());
     let ctx = call(work.path(), "c1", &caller);
-    let listed = super::human::run_vibe(&vibes, &ctx, "vibe_list", json!({}))
-        .await
-        .expect("list the workers");
+    let listed =
+        super::human::run_vibe_list(&vibes, &ctx, toolvisor_protocol::tools::VibeListArgs {})
+            .await
+            .expect("list the workers");
     assert_eq!(listed, json!({"workers": []}));
 }
 

@@ -17,6 +17,10 @@ use toolvisor_files::secrets::Secrets;
 use toolvisor_files::store::{ResultStore, StoreConfig};
 use toolvisor_files::{Cancel, Changed, Files, FilesConfig};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::{
+    ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, GrepCase, LsArgs, ReadArgs, ToolResultReadArgs,
+    WriteArgs,
+};
 
 use super::{CallCtx, Services};
 use crate::config::Config;
@@ -185,242 +189,288 @@ impl<'a> FileTools<'a> {
     }
 }
 
-pub async fn run(
+/// `read`.
+pub(crate) async fn run_read(
     cx: &FileTools<'_>,
     ctx: &CallCtx,
-    tool: &str,
-    args: Json,
+    ReadArgs {
+        path,
+        offset,
+        limit,
+    }: ReadArgs,
 ) -> Result<Json, ToolError> {
-    use toolvisor_protocol::tools::{
-        ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, GrepCase, LsArgs, ReadArgs,
-        ToolResultReadArgs, WriteArgs,
-    };
     let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
     let _stop_on_drop = CancelOnDrop(cancel.clone());
-    match tool {
-        "read" => {
-            let ReadArgs {
-                path,
-                offset,
-                limit,
-            } = super::parse("read", args)?;
-            blocking("read", move || {
-                let scope = files.scope(&workdir)?;
-                let c = &files.config;
-                let out =
-                    toolvisor_files::read::read(&scope, &path, offset, limit, &c.read, &c.images)?;
-                Ok(read_json(out))
+    blocking("read", move || {
+        let scope = files.scope(&workdir)?;
+        let c = &files.config;
+        let out = toolvisor_files::read::read(&scope, &path, offset, limit, &c.read, &c.images)?;
+        Ok(read_json(out))
+    })
+    .await
+}
+
+/// `ls`.
+pub(crate) async fn run_ls(
+    cx: &FileTools<'_>,
+    ctx: &CallCtx,
+    LsArgs { path }: LsArgs,
+) -> Result<Json, ToolError> {
+    let files = cx.files.clone();
+    let workdir: PathBuf = ctx.workdir.clone();
+    let cancel = Cancel::default();
+    let _stop_on_drop = CancelOnDrop(cancel.clone());
+    blocking("ls", move || {
+        let scope = files.scope(&workdir)?;
+        let l = toolvisor_files::list::ls(&scope, path.as_deref(), files.config.ls_max_entries)?;
+        let entries: Vec<Json> = l
+            .entries
+            .iter()
+            .map(|e| {
+                let mut v = json!({"name": e.name, "type": e.kind});
+                if let Some(size) = e.size {
+                    v["size"] = json!(size);
+                }
+                if let Some(t) = &e.target {
+                    v["target"] = json!(t);
+                }
+                if e.executable {
+                    v["executable"] = json!(true);
+                }
+                v
             })
-            .await
-        }
-        "ls" => {
-            let LsArgs { path } = super::parse("ls", args)?;
-            blocking("ls", move || {
-                let scope = files.scope(&workdir)?;
-                let l = toolvisor_files::list::ls(
-                    &scope,
-                    path.as_deref(),
-                    files.config.ls_max_entries,
-                )?;
-                let entries: Vec<Json> = l
-                    .entries
-                    .iter()
-                    .map(|e| {
-                        let mut v = json!({"name": e.name, "type": e.kind});
-                        if let Some(size) = e.size {
-                            v["size"] = json!(size);
-                        }
-                        if let Some(t) = &e.target {
-                            v["target"] = json!(t);
-                        }
-                        if e.executable {
-                            v["executable"] = json!(true);
-                        }
-                        v
-                    })
-                    .collect();
-                let mut v = json!({"path": l.path, "entries": entries, "total": l.total, "truncated": l.truncated});
-                protected_note(&mut v, l.skipped_protected);
-                Ok(v)
-            })
-            .await
-        }
-        "find" => {
-            let args: FindArgs = super::parse("find", args)?;
-            let (pattern, path) = (args.pattern, args.path);
-            let visibility = Visibility {
-                hidden: args.hidden.unwrap_or(false),
-                ignored: args.ignored.unwrap_or(false),
+            .collect();
+        let mut v =
+            json!({"path": l.path, "entries": entries, "total": l.total, "truncated": l.truncated});
+        protected_note(&mut v, l.skipped_protected);
+        Ok(v)
+    })
+    .await
+}
+
+/// `find`.
+pub(crate) async fn run_find(
+    cx: &FileTools<'_>,
+    ctx: &CallCtx,
+    args: FindArgs,
+) -> Result<Json, ToolError> {
+    let files = cx.files.clone();
+    let workdir: PathBuf = ctx.workdir.clone();
+    let cancel = Cancel::default();
+    let _stop_on_drop = CancelOnDrop(cancel.clone());
+    let (pattern, path) = (args.pattern, args.path);
+    let visibility = Visibility {
+        hidden: args.hidden.unwrap_or(false),
+        ignored: args.ignored.unwrap_or(false),
+    };
+    let max_results = count(args.max_results.unwrap_or(1000).max(1));
+    blocking("find", move || {
+            let scope = files.scope(&workdir)?;
+            let req = FindRequest {
+                pattern: &pattern,
+                path: path.as_deref(),
+                visibility,
+                max_results,
             };
-            let max_results = count(args.max_results.unwrap_or(1000).max(1));
-            blocking("find", move || {
-                let scope = files.scope(&workdir)?;
-                let req = FindRequest {
-                    pattern: &pattern,
-                    path: path.as_deref(),
-                    visibility,
-                    max_results,
-                };
-                let r = toolvisor_files::search::find(&scope, &req, &files.config.search, cancel)?;
-                let mut v = json!({
-                    "path": r.path, "pattern": pattern, "paths": r.paths, "total": r.total,
-                    "truncated": r.truncated, "timed_out": r.timed_out,
-                });
-                if !r.errors.is_empty() {
-                    v["errors"] = json!(r.errors);
-                }
-                protected_note(&mut v, r.skipped_protected);
-                if r.truncated {
-                    v["note"] = json!(format!(
-                        "{} paths matched; the first {max_results} in path order are listed (raise max_results or narrow the pattern)",
-                        r.total
-                    ));
-                }
-                Ok(v)
-            })
-            .await
+            let r = toolvisor_files::search::find(&scope, &req, &files.config.search, cancel)?;
+            let mut v = json!({
+                "path": r.path, "pattern": pattern, "paths": r.paths, "total": r.total,
+                "truncated": r.truncated, "timed_out": r.timed_out,
+            });
+            if !r.errors.is_empty() {
+                v["errors"] = json!(r.errors);
+            }
+            protected_note(&mut v, r.skipped_protected);
+            if r.truncated {
+                v["note"] = json!(format!(
+                    "{} paths matched; the first {max_results} in path order are listed (raise max_results or narrow the pattern)",
+                    r.total
+                ));
+            }
+            Ok(v)
+        })
+        .await
+}
+
+/// `grep`.
+pub(crate) async fn run_grep(
+    cx: &FileTools<'_>,
+    ctx: &CallCtx,
+    args: GrepArgs,
+) -> Result<Json, ToolError> {
+    let files = cx.files.clone();
+    let workdir: PathBuf = ctx.workdir.clone();
+    let cancel = Cancel::default();
+    let _stop_on_drop = CancelOnDrop(cancel.clone());
+    let (pattern, path, glob) = (args.pattern, args.path, args.glob);
+    let case = match args.case.unwrap_or_default() {
+        GrepCase::Insensitive => Case::Insensitive,
+        GrepCase::Smart => Case::Smart,
+        GrepCase::Sensitive => Case::Sensitive,
+    };
+    let context = count(args.context.unwrap_or(0));
+    let max_results = count(args.max_results.unwrap_or(200).max(1));
+    let visibility = Visibility {
+        hidden: args.hidden.unwrap_or(false),
+        ignored: args.ignored.unwrap_or(false),
+    };
+    let multiline = args.multiline.unwrap_or(false);
+    blocking("grep", move || {
+        let scope = files.scope(&workdir)?;
+        let req = GrepRequest {
+            pattern: &pattern,
+            path: path.as_deref(),
+            glob: glob.as_deref(),
+            case,
+            context,
+            max_results,
+            visibility,
+            multiline,
+        };
+        let r = toolvisor_files::search::grep(&scope, &req, &files.config.search, cancel)?;
+        let mut v = json!({
+            "path": r.path, "pattern": pattern, "output": r.output, "matches": r.matches,
+            "files_with_matches": r.files_with_matches, "files_searched": r.files_searched,
+            "skipped_binary": r.skipped_binary, "truncated": r.truncated, "timed_out": r.timed_out,
+        });
+        if !r.errors.is_empty() {
+            v["errors"] = json!(r.errors);
         }
-        "grep" => {
-            let args: GrepArgs = super::parse("grep", args)?;
-            let (pattern, path, glob) = (args.pattern, args.path, args.glob);
-            let case = match args.case.unwrap_or_default() {
-                GrepCase::Insensitive => Case::Insensitive,
-                GrepCase::Smart => Case::Smart,
-                GrepCase::Sensitive => Case::Sensitive,
-            };
-            let context = count(args.context.unwrap_or(0));
-            let max_results = count(args.max_results.unwrap_or(200).max(1));
-            let visibility = Visibility {
-                hidden: args.hidden.unwrap_or(false),
-                ignored: args.ignored.unwrap_or(false),
-            };
-            let multiline = args.multiline.unwrap_or(false);
-            blocking("grep", move || {
-                let scope = files.scope(&workdir)?;
-                let req = GrepRequest {
-                    pattern: &pattern,
-                    path: path.as_deref(),
-                    glob: glob.as_deref(),
-                    case,
-                    context,
-                    max_results,
-                    visibility,
-                    multiline,
-                };
-                let r = toolvisor_files::search::grep(&scope, &req, &files.config.search, cancel)?;
-                let mut v = json!({
-                    "path": r.path, "pattern": pattern, "output": r.output, "matches": r.matches,
-                    "files_with_matches": r.files_with_matches, "files_searched": r.files_searched,
-                    "skipped_binary": r.skipped_binary, "truncated": r.truncated, "timed_out": r.timed_out,
-                });
-                if !r.errors.is_empty() {
-                    v["errors"] = json!(r.errors);
-                }
-                if !r.notes.is_empty() {
-                    v["notes"] = json!(r.notes);
-                }
-                if r.skipped_protected > 0 {
-                    v["skipped_protected"] = json!(r.skipped_protected);
-                }
-                Ok(v)
-            })
-            .await
+        if !r.notes.is_empty() {
+            v["notes"] = json!(r.notes);
         }
-        "write" => {
-            let WriteArgs { path, content } = super::parse("write", args)?;
-            before_write(cx, ctx, vec![path.clone()]).await;
-            let (value, changed) = blocking("write", move || {
-                let scope = files.scope(&workdir)?;
-                let w = toolvisor_files::write::write(&scope, &path, &content)?;
-                let v = json!({
-                    "path": w.changed.display, "status": w.changed.status.as_str(),
-                    "bytes": w.bytes, "lines": w.lines, "previous_bytes": w.previous_bytes,
-                });
-                Ok((v, vec![w.changed]))
-            })
-            .await?;
-            after_write(cx, ctx, &changed, value).await
+        if r.skipped_protected > 0 {
+            v["skipped_protected"] = json!(r.skipped_protected);
         }
-        "edit" => {
-            let EditArgs {
-                path,
-                old_text,
-                new_text,
-                replace_all,
-            } = super::parse("edit", args)?;
-            let replace_all = replace_all.unwrap_or(false);
-            before_write(cx, ctx, vec![path.clone()]).await;
-            let (value, changed) = blocking("edit", move || {
-                let scope = files.scope(&workdir)?;
-                let e =
-                    toolvisor_files::edit::edit(&scope, &path, &old_text, &new_text, replace_all)?;
-                let mut v = json!({
-                    "path": e.changed.display, "replacements": e.replacements, "lines": e.lines,
-                    "diff": e.diff,
-                });
-                if !e.notes.is_empty() {
-                    v["notes"] = json!(e.notes);
+        Ok(v)
+    })
+    .await
+}
+
+/// `write`.
+pub(crate) async fn run_write(
+    cx: &FileTools<'_>,
+    ctx: &CallCtx,
+    WriteArgs { path, content }: WriteArgs,
+) -> Result<Json, ToolError> {
+    let files = cx.files.clone();
+    let workdir: PathBuf = ctx.workdir.clone();
+    let cancel = Cancel::default();
+    let _stop_on_drop = CancelOnDrop(cancel.clone());
+    before_write(cx, ctx, vec![path.clone()]).await;
+    let (value, changed) = blocking("write", move || {
+        let scope = files.scope(&workdir)?;
+        let w = toolvisor_files::write::write(&scope, &path, &content)?;
+        let v = json!({
+            "path": w.changed.display, "status": w.changed.status.as_str(),
+            "bytes": w.bytes, "lines": w.lines, "previous_bytes": w.previous_bytes,
+        });
+        Ok((v, vec![w.changed]))
+    })
+    .await?;
+    after_write(cx, ctx, &changed, value).await
+}
+
+/// `edit`.
+pub(crate) async fn run_edit(
+    cx: &FileTools<'_>,
+    ctx: &CallCtx,
+    EditArgs {
+        path,
+        old_text,
+        new_text,
+        replace_all,
+    }: EditArgs,
+) -> Result<Json, ToolError> {
+    let files = cx.files.clone();
+    let workdir: PathBuf = ctx.workdir.clone();
+    let cancel = Cancel::default();
+    let _stop_on_drop = CancelOnDrop(cancel.clone());
+    let replace_all = replace_all.unwrap_or(false);
+    before_write(cx, ctx, vec![path.clone()]).await;
+    let (value, changed) = blocking("edit", move || {
+        let scope = files.scope(&workdir)?;
+        let e = toolvisor_files::edit::edit(&scope, &path, &old_text, &new_text, replace_all)?;
+        let mut v = json!({
+            "path": e.changed.display, "replacements": e.replacements, "lines": e.lines,
+            "diff": e.diff,
+        });
+        if !e.notes.is_empty() {
+            v["notes"] = json!(e.notes);
+        }
+        Ok((v, vec![e.changed]))
+    })
+    .await?;
+    after_write(cx, ctx, &changed, value).await
+}
+
+/// `apply_patch`.
+pub(crate) async fn run_apply_patch(
+    cx: &FileTools<'_>,
+    ctx: &CallCtx,
+    ApplyPatchArgs { patch }: ApplyPatchArgs,
+) -> Result<Json, ToolError> {
+    let files = cx.files.clone();
+    let workdir: PathBuf = ctx.workdir.clone();
+    let cancel = Cancel::default();
+    let _stop_on_drop = CancelOnDrop(cancel.clone());
+    before_write(cx, ctx, toolvisor_files::patch::targets(&patch)).await;
+    let (value, changed) = blocking("apply_patch", move || {
+        let scope = files.scope(&workdir)?;
+        let r = toolvisor_files::patch::apply_patch(&scope, &patch, files.journal.as_deref())?;
+        let list: Vec<Json> = r
+            .files
+            .iter()
+            .map(|f| {
+                let mut v = json!({"path": f.changed.display, "status": f.changed.status.as_str(),
+                        "hunks": f.hunks, "added": f.added, "removed": f.removed});
+                if let Some(from) = &f.moved_from {
+                    v["moved_from"] = json!(from);
                 }
-                Ok((v, vec![e.changed]))
+                v
             })
-            .await?;
-            after_write(cx, ctx, &changed, value).await
+            .collect();
+        let mut v = json!({"files": list});
+        if !r.notes.is_empty() {
+            v["notes"] = json!(r.notes);
         }
-        "apply_patch" => {
-            let ApplyPatchArgs { patch } = super::parse("apply_patch", args)?;
-            before_write(cx, ctx, toolvisor_files::patch::targets(&patch)).await;
-            let (value, changed) = blocking("apply_patch", move || {
-                let scope = files.scope(&workdir)?;
-                let r =
-                    toolvisor_files::patch::apply_patch(&scope, &patch, files.journal.as_deref())?;
-                let list: Vec<Json> = r
-                    .files
-                    .iter()
-                    .map(|f| {
-                        let mut v = json!({"path": f.changed.display, "status": f.changed.status.as_str(),
-                            "hunks": f.hunks, "added": f.added, "removed": f.removed});
-                        if let Some(from) = &f.moved_from {
-                            v["moved_from"] = json!(from);
-                        }
-                        v
-                    })
-                    .collect();
-                let mut v = json!({"files": list});
-                if !r.notes.is_empty() {
-                    v["notes"] = json!(r.notes);
-                }
-                Ok((v, r.changed()))
-            })
-            .await?;
-            after_write(cx, ctx, &changed, value).await
-        }
-        "tool_result_read" => {
-            let args: ToolResultReadArgs = super::parse("tool_result_read", args)?;
-            let (reference, offset, limit) = (
-                args.reference,
-                args.offset.map(count),
-                args.limit.map(count),
-            );
-            let conversation = ctx.conversation.clone();
-            let max_frame = cx.max_frame;
-            blocking("tool_result_read", move || {
-                let sl = files
-                    .store
-                    .read(&conversation, &reference, offset, limit, max_frame)?;
-                Ok(json!({
-                    "ref": sl.reference, "text": sl.text, "offset": sl.offset,
-                    "next_offset": sl.next_offset, "total_chars": sl.total_chars, "eof": sl.eof,
-                    "source_tool": sl.source_tool, "content_type": sl.content_type,
-                    "storage_kind": sl.storage_kind, "masked": sl.masked,
-                    "envelope_clamped": sl.envelope_clamped,
-                }))
-            })
-            .await
-        }
-        other => Err(super::no_worker(other)),
-    }
+        Ok((v, r.changed()))
+    })
+    .await?;
+    after_write(cx, ctx, &changed, value).await
+}
+
+/// `tool_result_read`.
+pub(crate) async fn run_tool_result_read(
+    cx: &FileTools<'_>,
+    ctx: &CallCtx,
+    args: ToolResultReadArgs,
+) -> Result<Json, ToolError> {
+    let files = cx.files.clone();
+    let cancel = Cancel::default();
+    let _stop_on_drop = CancelOnDrop(cancel.clone());
+    let (reference, offset, limit) = (
+        args.reference,
+        args.offset.map(count),
+        args.limit.map(count),
+    );
+    let conversation = ctx.conversation.clone();
+    let max_frame = cx.max_frame;
+    blocking("tool_result_read", move || {
+        let sl = files
+            .store
+            .read(&conversation, &reference, offset, limit, max_frame)?;
+        Ok(json!({
+            "ref": sl.reference, "text": sl.text, "offset": sl.offset,
+            "next_offset": sl.next_offset, "total_chars": sl.total_chars, "eof": sl.eof,
+            "source_tool": sl.source_tool, "content_type": sl.content_type,
+            "storage_kind": sl.storage_kind, "masked": sl.masked,
+            "envelope_clamped": sl.envelope_clamped,
+        }))
+    })
+    .await
 }
 
 /// Where every write-tier file tool starts, with the paths it is about to write (as the
@@ -587,66 +637,70 @@ pub async fn finish(
 
 /// The file and search tools' declarations, and `tool_result_read` (all in-process:
 /// attached).
-pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
-    use toolvisor_protocol::tools::{
-        ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, LsArgs, ReadArgs, ToolResultReadArgs,
-        WriteArgs,
-    };
+pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, ToolSpec};
+    use super::spec::{Approval, ToolSpec};
 
     vec![
-        ToolSpec::new::<ReadArgs>(
+        ToolSpec::new(
             "read",
             Tier::Read,
             "files",
             "Read a text file by line range with line numbers (`offset` 1-based, negative counts from the end: -100 = the last 100 lines), or an image (PNG, JPEG, GIF, WebP, BMP) fitted to the model's limits. Binary files are refused.",
+            |s, ctx, a| Box::pin(async move { run_read(&FileTools::of(s), ctx, a).await }),
         ),
-        ToolSpec::new::<LsArgs>(
+        ToolSpec::new(
             "ls",
             Tier::Read,
             "files",
             "List a directory (hidden entries included): name (directories end in /), type, size, symlink target.",
+            |s, ctx, a| Box::pin(async move { run_ls(&FileTools::of(s), ctx, a).await }),
         ),
-        ToolSpec::new::<FindArgs>(
+        ToolSpec::new(
             "find",
             Tier::Read,
             "files",
             "Find files and directories by glob, in parallel, skipping .gitignored and hidden ones unless asked. A glob without / matches names (*.rs), one with / the path under `path` (src/**/*.rs). Sorted paths relative to the workdir.",
+            |s, ctx, a| Box::pin(async move { run_find(&FileTools::of(s), ctx, a).await }),
         ),
-        ToolSpec::new::<GrepArgs>(
+        ToolSpec::new(
             "grep",
             Tier::Read,
             "files",
             "Search file contents by regex (Rust syntax), in parallel, skipping .gitignored, hidden and binary files. Output as ripgrep prints it: path:line:text, path-line-text for context, files in path order.",
+            |s, ctx, a| Box::pin(async move { run_grep(&FileTools::of(s), ctx, a).await }),
         ),
-        ToolSpec::new::<WriteArgs>(
+        ToolSpec::new(
             "write",
             Tier::Write,
             "files",
             "Create or replace a file with `content`, atomically (temp file + rename), keeping its mode; parent directories are created. Paths outside the workdir are refused.",
+            |s, ctx, a| Box::pin(async move { run_write(&FileTools::of(s), ctx, a).await }),
         ).idempotent(true)
         .approval(Approval::Always),
-        ToolSpec::new::<EditArgs>(
+        ToolSpec::new(
             "edit",
             Tier::Write,
             "files",
             "Replace an exact text in a file (atomic write). old_text must match exactly once unless replace_all; zero or several matches is an error saying how many and at which lines. Returns a unified diff.",
+            |s, ctx, a| Box::pin(async move { run_edit(&FileTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always),
-        ToolSpec::new::<ApplyPatchArgs>(
+        ToolSpec::new(
             "apply_patch",
             Tier::Write,
             "files",
             "Apply a unified diff (one or more files; /dev/null creates or deletes) or a `*** Begin Patch` patch (Add/Delete/Update File, Move to, `@@` sections). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
+            |s, ctx, a| Box::pin(async move { run_apply_patch(&FileTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always),
-        ToolSpec::new::<ToolResultReadArgs>(
+        ToolSpec::new(
             "tool_result_read",
             Tier::Read,
             "result_store",
             "Read a stored large result by characters, from the `ref` its projection named: text, next_offset, total_chars, eof, source_tool, content_type, storage_kind.",
+            |s, ctx, a| Box::pin(async move { run_tool_result_read(&FileTools::of(s), ctx, a).await }),
         ),
     ]
 }

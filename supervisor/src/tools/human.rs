@@ -14,10 +14,10 @@ use toolvisor_protocol::tools::{
 };
 use toolvisor_protocol::wire::Question;
 
-use super::{CallCtx, Services, parse, to_json};
+use super::spec::Attachment;
+use super::{CallCtx, Services, to_json};
 use crate::config::{Config, VibeConfig};
 use crate::questions::{MAX_REFUSED_ANSWERS, QuestionPorts, Resolution, no_human};
-use crate::registry::Attachment;
 
 /// What a skipped or timed-out question tells the model to do.
 pub const GUIDANCE: &str = "proceed on the assumptions you stated and do not ask this again";
@@ -25,43 +25,60 @@ pub const GUIDANCE: &str = "proceed on the assumptions you stated and do not ask
 /// How long `vibe_wait` waits when no timeout is given.
 const VIBE_WAIT_DEFAULT_S: u64 = 600;
 
-/// `vibe_*` need only the roster of workers.
-pub async fn run_vibe(
+/// `vibe_spawn`.
+pub(crate) async fn run_vibe_spawn(
     vibes: &Vibes,
     ctx: &CallCtx,
-    tool: &str,
-    args: Json,
+    a: VibeSpawnArgs,
 ) -> Result<Json, ToolError> {
     let conv = ctx.conversation.as_str();
-    match tool {
-        "vibe_spawn" => {
-            let a: VibeSpawnArgs = parse("vibe_spawn", args)?;
-            let tier = a.tier.unwrap_or_default();
-            to_json(
-                &vibes
-                    .spawn(conv, ctx.workdir.clone(), a.brief, a.label, tier)
-                    .await?,
-            )
-        }
-        "vibe_send" => {
-            let a: VibeSendArgs = parse("vibe_send", args)?;
-            to_json(&vibes.send(conv, &a.worker_id, a.message).await?)
-        }
-        "vibe_wait" => {
-            let a: VibeWaitArgs = parse("vibe_wait", args)?;
-            let timeout = Duration::from_secs(a.timeout_seconds.unwrap_or(VIBE_WAIT_DEFAULT_S));
-            to_json(&vibes.wait(conv, &a.worker_id, timeout).await?)
-        }
-        "vibe_kill" => {
-            let a: VibeKillArgs = parse("vibe_kill", args)?;
-            to_json(&vibes.kill(conv, &a.worker_id).await?)
-        }
-        "vibe_list" => {
-            let toolvisor_protocol::tools::VibeListArgs {} = parse("vibe_list", args)?;
-            Ok(json!({ "workers": to_json(&vibes.list(conv))? }))
-        }
-        _ => Err(super::no_worker(tool)),
-    }
+    let tier = a.tier.unwrap_or_default();
+    to_json(
+        &vibes
+            .spawn(conv, ctx.workdir.clone(), a.brief, a.label, tier)
+            .await?,
+    )
+}
+
+/// `vibe_send`.
+pub(crate) async fn run_vibe_send(
+    vibes: &Vibes,
+    ctx: &CallCtx,
+    a: VibeSendArgs,
+) -> Result<Json, ToolError> {
+    let conv = ctx.conversation.as_str();
+    to_json(&vibes.send(conv, &a.worker_id, a.message).await?)
+}
+
+/// `vibe_wait`.
+pub(crate) async fn run_vibe_wait(
+    vibes: &Vibes,
+    ctx: &CallCtx,
+    a: VibeWaitArgs,
+) -> Result<Json, ToolError> {
+    let conv = ctx.conversation.as_str();
+    let timeout = Duration::from_secs(a.timeout_seconds.unwrap_or(VIBE_WAIT_DEFAULT_S));
+    to_json(&vibes.wait(conv, &a.worker_id, timeout).await?)
+}
+
+/// `vibe_kill`.
+pub(crate) async fn run_vibe_kill(
+    vibes: &Vibes,
+    ctx: &CallCtx,
+    a: VibeKillArgs,
+) -> Result<Json, ToolError> {
+    let conv = ctx.conversation.as_str();
+    to_json(&vibes.kill(conv, &a.worker_id).await?)
+}
+
+/// `vibe_list`.
+pub(crate) async fn run_vibe_list(
+    vibes: &Vibes,
+    ctx: &CallCtx,
+    toolvisor_protocol::tools::VibeListArgs {}: toolvisor_protocol::tools::VibeListArgs,
+) -> Result<Json, ToolError> {
+    let conv = ctx.conversation.as_str();
+    Ok(json!({ "workers": to_json(&vibes.list(conv))? }))
 }
 
 fn invalid(message: String, hint: &str) -> ToolError {
@@ -258,13 +275,10 @@ pub fn vibe_mode(config: &Config, launcher: &Launcher) -> (VibeLimits, Attachmen
 
 /// The declarations of `ask_user` and the `vibe_*` tools. The vibe tools start detached;
 /// the daemon replaces that with what its configuration says ([`vibe_mode`]).
-pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
-    use toolvisor_protocol::tools::{
-        AskUserArgs, VibeKillArgs, VibeListArgs, VibeSendArgs, VibeSpawnArgs, VibeWaitArgs,
-    };
+pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Attachment, ToolSpec};
+    use super::spec::{Attachment, ToolSpec};
 
     let vibe = Attachment::Detached(
         "vibe mode is off: no worker command is configured ([vibe.tiers.fast] or [vibe.tiers.good] command = [...])".into(),
@@ -273,53 +287,59 @@ pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
     vec![
         // A question port can attach to any run; whether a person is attached *now* is
         // decided per call (`no_human`).
-        ToolSpec::new::<AskUserArgs>(
+        ToolSpec::new(
             "ask_user",
             Tier::Read,
             "question_port",
             "Ask the operator a question and wait for the answer, a skip, or a timeout.",
+            |s, ctx, a| Box::pin(async move { ask_user(&AskUser::of(s), ctx, a).await }),
         )
         .idempotent(false),
         roster(
-            ToolSpec::new::<VibeSpawnArgs>(
+            ToolSpec::new(
                 "vibe_spawn",
                 Tier::Read,
                 "vibe_roster",
                 "Start a background worker on a brief; returns a worker id at once.",
+                |s, ctx, a| Box::pin(run_vibe_spawn(&s.vibes, ctx, a)),
             )
             .idempotent(false)
             .open_world(),
         ),
         roster(
-            ToolSpec::new::<VibeSendArgs>(
+            ToolSpec::new(
                 "vibe_send",
                 Tier::Read,
                 "vibe_roster",
                 "Append a message to a worker's brief and rerun it.",
+                |s, ctx, a| Box::pin(run_vibe_send(&s.vibes, ctx, a)),
             )
             .idempotent(false)
             .open_world(),
         ),
-        roster(ToolSpec::new::<VibeWaitArgs>(
+        roster(ToolSpec::new(
             "vibe_wait",
             Tier::Read,
             "vibe_roster",
             "Wait for a worker to finish (or the timeout) and return its state and last result.",
+            |s, ctx, a| Box::pin(run_vibe_wait(&s.vibes, ctx, a)),
         )),
         roster(
-            ToolSpec::new::<VibeKillArgs>(
+            ToolSpec::new(
                 "vibe_kill",
                 Tier::Read,
                 "vibe_roster",
                 "Stop a worker and its whole process group.",
+                |s, ctx, a| Box::pin(run_vibe_kill(&s.vibes, ctx, a)),
             )
             .idempotent(false),
         ),
-        roster(ToolSpec::new::<VibeListArgs>(
+        roster(ToolSpec::new(
             "vibe_list",
             Tier::Read,
             "vibe_roster",
             "List workers: tier, state, elapsed, last result.",
+            |s, ctx, a| Box::pin(run_vibe_list(&s.vibes, ctx, a)),
         )),
     ]
 }

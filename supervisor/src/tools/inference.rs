@@ -12,40 +12,29 @@ use toolvisor_protocol::tools::{
     InferenceStatusArgs, LoadModelArgs, TokenUsageArgs, UnloadModelArgs,
 };
 
-use super::{CallCtx, parse};
+use super::{CallCtx, Services};
 
-pub async fn run(
-    pool: &Arc<Inference>,
-    ctx: &CallCtx,
-    tool: &str,
-    args: Json,
-) -> Result<Json, ToolError> {
-    match tool {
-        "load_model" => {
-            let a: LoadModelArgs = parse(tool, args)?;
-            tracing::info!(conversation = ctx.conversation, call = ctx.id, model = a.model, alias = ?a.alias, context = ?a.context, "load_model");
-            Ok(pool.load(&a.model, a.alias.as_deref(), a.context).await?)
-        }
-        "unload_model" => {
-            let a: UnloadModelArgs = parse(tool, args)?;
-            tracing::info!(
-                conversation = ctx.conversation,
-                call = ctx.id,
-                alias = a.alias,
-                "unload_model"
-            );
-            Ok(pool.unload(&a.alias).await?)
-        }
-        "get_inference_status" => {
-            let _: InferenceStatusArgs = parse(tool, args)?;
-            Ok(pool.status().await)
-        }
-        "get_token_usage_stats" => {
-            let a: TokenUsageArgs = parse(tool, args)?;
-            Ok(pool.usage.stats(a.model.as_deref(), a.days))
-        }
-        _ => Err(super::no_worker(tool)),
-    }
+/// The inference pool, or `not_available` when it could not be opened (its tools are then
+/// detached).
+fn pool<'a>(s: &'a Services, tool: &str) -> Result<&'a Arc<Inference>, ToolError> {
+    s.inference.as_ref().ok_or_else(|| super::no_worker(tool))
+}
+
+async fn load_model(s: &Services, ctx: &CallCtx, a: LoadModelArgs) -> Result<Json, ToolError> {
+    let pool = pool(s, "load_model")?;
+    tracing::info!(conversation = ctx.conversation, call = ctx.id, model = a.model, alias = ?a.alias, context = ?a.context, "load_model");
+    Ok(pool.load(&a.model, a.alias.as_deref(), a.context).await?)
+}
+
+async fn unload_model(s: &Services, ctx: &CallCtx, a: UnloadModelArgs) -> Result<Json, ToolError> {
+    let pool = pool(s, "unload_model")?;
+    tracing::info!(
+        conversation = ctx.conversation,
+        call = ctx.id,
+        alias = a.alias,
+        "unload_model"
+    );
+    Ok(pool.unload(&a.alias).await?)
 }
 
 /// Fill `list_models`' `load_state` (and `alias`) from the pool.
@@ -65,37 +54,41 @@ pub async fn annotate_models(pool: &Inference, mut models: Json) -> Json {
 }
 
 /// The inference tools' declarations. Attached when the daemon opened the pool.
-pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
+pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, ToolSpec};
+    use super::spec::{Approval, ToolSpec};
 
     vec![
-        ToolSpec::new::<LoadModelArgs>(
+        ToolSpec::new(
             "load_model",
             Tier::Write,
             "inference",
             "Load a model of the local store into an OpenAI-compatible inference server (llama.cpp by default) on a loopback port the daemon chooses; answers at once with its alias and state `loading` — poll get_inference_status until `ready` (or `failed` with the server's last output). Refused when the model is too_large for this machine's memory. Requests then go to the daemon's inference endpoint with \"model\": the alias.",
+            |s, ctx, a| Box::pin(load_model(s, ctx, a)),
         ).additive().idempotent(true)
         .approval(Approval::Always),
-        ToolSpec::new::<UnloadModelArgs>(
+        ToolSpec::new(
             "unload_model",
             Tier::Write,
             "inference",
             "Stop a loaded model's server (SIGTERM, then a kill after the grace) and free its port and memory.",
+            |s, ctx, a| Box::pin(unload_model(s, ctx, a)),
         ).idempotent(true)
         .approval(Approval::Always),
-        ToolSpec::new::<InferenceStatusArgs>(
+        ToolSpec::new(
             "get_inference_status",
             Tier::Read,
             "inference",
             "The loaded models: alias, model, state (loading|ready|restarting|failed|unloaded), port, pid, memory, restarts, load time, idle time, the last error with the server's last output when failed; and where the inference endpoint listens.",
+            |s, _, _: InferenceStatusArgs| Box::pin(async move { Ok(pool(s, "get_inference_status")?.status().await) }),
         ),
-        ToolSpec::new::<TokenUsageArgs>(
+        ToolSpec::new(
             "get_token_usage_stats",
             Tier::Read,
             "inference",
             "Requests and tokens (prompt, completion, total) that went through the daemon's inference endpoint: totals, per UTC day, per model, and per day and model; persisted across restarts.",
+            |s, _, a: TokenUsageArgs| Box::pin(async move { Ok(pool(s, "get_token_usage_stats")?.usage.stats(a.model.as_deref(), a.days)) }),
         ),
     ]
 }

@@ -7,7 +7,7 @@ use toolvisor_files::Files;
 use toolvisor_lsp::CallCtx as LspCtx;
 use toolvisor_lsp::LanguageServers;
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::tools::{LspArgs, LspEditArgs, LspRenameArgs, SyncedWriteArgs};
+use toolvisor_protocol::tools::{LspArgs, LspEditArgs, LspEditOp, LspRenameArgs, SyncedWriteArgs};
 
 use super::{CallCtx, Services};
 
@@ -41,8 +41,9 @@ fn lsp_ctx(files: &Files, ctx: &CallCtx, tool: &str) -> Result<LspCtx, ToolError
 }
 
 /// The approval line of `lsp trust`: "trust /path? language servers and checkers will run
-/// its build scripts", naming every root it would trust.
-pub(crate) fn trust_summary(cx: &LspTools<'_>, ctx: &CallCtx, args: &Json) -> String {
+/// its build scripts", naming every root it would trust. (Only `trust` asks for approval.)
+fn lsp_summary(s: &Services, ctx: &CallCtx, a: &LspArgs) -> String {
+    let cx = LspTools::of(s);
     let lsp_ctx = match lsp_ctx(cx.files, ctx, "lsp") {
         Ok(c) => c,
         Err(e) => {
@@ -53,8 +54,7 @@ pub(crate) fn trust_summary(cx: &LspTools<'_>, ctx: &CallCtx, args: &Json) -> St
             );
         }
     };
-    let file = args.get("file").and_then(Json::as_str);
-    let roots: Vec<String> = match cx.lsp.trust_targets(&lsp_ctx, file) {
+    let roots: Vec<String> = match cx.lsp.trust_targets(&lsp_ctx, a.file.as_deref()) {
         Ok(targets) => targets
             .into_iter()
             .map(|(root, _)| root.display().to_string())
@@ -81,106 +81,120 @@ pub(crate) fn trust_summary(cx: &LspTools<'_>, ctx: &CallCtx, args: &Json) -> St
 /// The approval line of `lsp_edit`: for `apply_code_action` the action the index stands for
 /// in this run's last `code_actions` answer (title and file), else the op, file, symbol path
 /// and the first line of the new text.
-pub(crate) fn edit_summary(cx: &LspTools<'_>, ctx: &CallCtx, args: &Json) -> String {
-    let field = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or("");
-    let op = field("op");
-    let line: String = if op == "apply_code_action" {
-        let index = args.get("index").and_then(Json::as_u64);
-        match (index, cx.lsp.actions_of(&ctx.run())) {
+fn edit_summary(s: &Services, ctx: &CallCtx, a: &LspEditArgs) -> String {
+    let cx = LspTools::of(s);
+    if a.op == LspEditOp::ApplyCodeAction {
+        return match (a.index, cx.lsp.actions_of(&ctx.run())) {
             (Some(i), Some((file, titles))) => match titles.get(i as usize) {
                 Some(title) => format!("lsp_edit: apply code action [{i}] \"{title}\" to {file}"),
                 None => format!(
                     "lsp_edit: apply code action [{i}] (not in this run's last code_actions answer)"
                 ),
             },
-            _ => format!("lsp_edit: apply code action {args}"),
+            (i, _) => format!("lsp_edit: apply code action {i:?}"),
+        };
+    }
+    let op = serde_json::to_value(a.op)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let first = a
+        .text
+        .as_deref()
+        .and_then(|t| t.lines().next())
+        .unwrap_or("");
+    format!(
+        "lsp_edit {op} {}{}{}",
+        a.file.as_deref().unwrap_or(""),
+        a.symbol_path
+            .as_deref()
+            .map(|p| format!(" `{p}`"))
+            .unwrap_or_default(),
+        if first.is_empty() {
+            String::new()
+        } else {
+            format!(": {first}")
         }
-    } else {
-        let first = field("text").lines().next().unwrap_or("");
-        format!(
-            "lsp_edit {op} {}{}{}",
-            field("file"),
-            match field("symbol_path") {
-                "" => String::new(),
-                p => format!(" `{p}`"),
-            },
-            if first.is_empty() {
-                String::new()
-            } else {
-                format!(": {first}")
-            }
-        )
-    };
-    line.chars().take(300).collect()
+    )
 }
 
-pub async fn run(
+pub(crate) async fn lsp(cx: &LspTools<'_>, ctx: &CallCtx, a: LspArgs) -> Result<Json, ToolError> {
+    let lsp_ctx = lsp_ctx(cx.files, ctx, "lsp")?;
+    cx.lsp.lsp(&lsp_ctx, a).await
+}
+
+pub(crate) async fn rename(
     cx: &LspTools<'_>,
     ctx: &CallCtx,
-    tool: &str,
-    args: Json,
+    a: LspRenameArgs,
 ) -> Result<Json, ToolError> {
-    let lsp_ctx = lsp_ctx(cx.files, ctx, tool)?;
-    match tool {
-        "lsp" => {
-            let args: LspArgs = super::parse("lsp", args)?;
-            cx.lsp.lsp(&lsp_ctx, args).await
-        }
-        "lsp_rename" => {
-            let args: LspRenameArgs = super::parse("lsp_rename", args)?;
-            cx.lsp.rename(&lsp_ctx, args).await
-        }
-        "lsp_edit" => {
-            let args: LspEditArgs = super::parse("lsp_edit", args)?;
-            cx.lsp.lsp_edit(&lsp_ctx, args).await
-        }
-        "synced_write" => {
-            let args: SyncedWriteArgs = super::parse("synced_write", args)?;
-            cx.lsp.synced_write(&lsp_ctx, &args.path).await
-        }
-        other => Err(super::no_worker(other)),
-    }
+    let lsp_ctx = lsp_ctx(cx.files, ctx, "lsp_rename")?;
+    cx.lsp.rename(&lsp_ctx, a).await
+}
+
+pub(crate) async fn edit(
+    cx: &LspTools<'_>,
+    ctx: &CallCtx,
+    a: LspEditArgs,
+) -> Result<Json, ToolError> {
+    let lsp_ctx = lsp_ctx(cx.files, ctx, "lsp_edit")?;
+    cx.lsp.lsp_edit(&lsp_ctx, a).await
+}
+
+pub(crate) async fn synced_write(
+    cx: &LspTools<'_>,
+    ctx: &CallCtx,
+    a: SyncedWriteArgs,
+) -> Result<Json, ToolError> {
+    let lsp_ctx = lsp_ctx(cx.files, ctx, "synced_write")?;
+    cx.lsp.synced_write(&lsp_ctx, &a.path).await
 }
 
 /// The language-server tools' declarations.
-pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
-    use toolvisor_protocol::tools::{LspArgs, LspEditArgs, LspOp, LspRenameArgs, SyncedWriteArgs};
+pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
+    use toolvisor_protocol::tools::LspOp;
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, ToolSpec};
+    use super::spec::{Approval, ToolSpec};
 
     // Attached: the language-server supervisor is part of every daemon; whether a server can
     // run for a given checkout is `lsp status`'s business, not the surface's.
     vec![
-        ToolSpec::new::<LspArgs>(
+        ToolSpec::new(
             "lsp",
             Tier::Read,
             "language_servers",
             "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, call_hierarchy, check_edit (the diagnostics a proposed edit would bring; nothing written), status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
+            |s, ctx, a| Box::pin(async move { lsp(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Ops(&[LspOp::Trust]))
-        .op_tier(&[LspOp::Trust], Tier::Write),
-        ToolSpec::new::<LspRenameArgs>(
+        .op_tier(&[LspOp::Trust], Tier::Write)
+        .summary(lsp_summary),
+        ToolSpec::new(
             "lsp_rename",
             Tier::Write,
             "language_servers",
             "Rename a symbol project-wide through the language server; all files or none.",
+            |s, ctx, a| Box::pin(async move { rename(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always),
         // Its own write-tier tool, not write ops of `lsp`: a read-tier surface is then not
         // even shown a tool that writes, and every op of it asks for approval.
-        ToolSpec::new::<LspEditArgs>(
+        ToolSpec::new(
             "lsp_edit",
             Tier::Write,
             "language_servers",
             "Edit through the language server, all files or none: apply_code_action (by index from this run's last lsp code_actions), replace_symbol_body / insert_before_symbol / insert_after_symbol (addressed by a symbol path from the outline, e.g. Class/method), format.",
+            |s, ctx, a| Box::pin(async move { edit(&LspTools::of(s), ctx, a).await }),
         )
-        .approval(Approval::Always),
-        ToolSpec::new::<SyncedWriteArgs>(
+        .approval(Approval::Always)
+        .summary(edit_summary),
+        ToolSpec::new(
             "synced_write",
             Tier::Read,
             "language_servers",
             "Tell the language servers a file was written by the harness; returns diagnostics new for this run.",
+            |s, ctx, a| Box::pin(async move { synced_write(&LspTools::of(s), ctx, a).await }),
         ),
     ]
 }

@@ -54,39 +54,27 @@ impl<'a> StructuralTools<'a> {
     }
 }
 
-pub async fn run(
-    cx: &StructuralTools<'_>,
-    ctx: &CallCtx,
-    tool: &str,
-    args: Json,
-) -> Result<Json, ToolError> {
-    match tool {
-        "ast_grep" => ast_grep(cx, ctx, super::parse("ast_grep", args)?).await,
-        "ast_edit" => ast_edit(cx, ctx, super::parse("ast_edit", args)?).await,
-        "resolve" => resolve(cx, ctx, super::parse("resolve", args)?).await,
-        other => Err(super::no_worker(other)),
-    }
-}
-
-/// One line for an approval prompt: what will be rewritten where, or which edit is resolved.
-pub(crate) fn summary(tool: &str, args: &Json) -> String {
-    let field = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or("");
-    if tool == "resolve" {
-        return format!("resolve: {} {}", field("action"), field("edit_id"));
-    }
-    let path = match field("path") {
-        "" => "the workdir",
-        p => p,
-    };
-    let language = match field("language") {
-        "" => String::new(),
-        l => format!(" ({l})"),
-    };
+/// `ast_edit`'s approval line: what will be rewritten where.
+fn edit_summary(_: &Services, _: &CallCtx, a: &AstEditArgs) -> String {
+    let path = a.path.as_deref().unwrap_or("the workdir");
+    let language = a
+        .language
+        .as_deref()
+        .map(|l| format!(" ({l})"))
+        .unwrap_or_default();
     format!(
         "ast_edit: stage `{}` → `{}` in {path}{language} (nothing is written until resolve)",
-        field("pattern"),
-        field("rewrite")
+        a.pattern, a.rewrite
     )
+}
+
+/// `resolve`'s approval line: which edit is accepted or discarded.
+fn resolve_summary(_: &Services, _: &CallCtx, a: &ResolveArgs) -> String {
+    let action = serde_json::to_value(a.action)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    format!("resolve: {action} {}", a.edit_id)
 }
 
 /// Sets its flag when dropped: a cancelled call drops its future, and the walk sees the flag.
@@ -238,7 +226,7 @@ fn skipped_json(skipped: &[search::Skipped], workdir: &Path) -> Json {
     )
 }
 
-async fn ast_grep(
+pub(crate) async fn ast_grep(
     cx: &StructuralTools<'_>,
     ctx: &CallCtx,
     args: AstGrepArgs,
@@ -331,7 +319,7 @@ async fn ast_grep(
     }))
 }
 
-async fn ast_edit(
+pub(crate) async fn ast_edit(
     cx: &StructuralTools<'_>,
     ctx: &CallCtx,
     args: AstEditArgs,
@@ -452,7 +440,7 @@ async fn ast_edit(
     }))
 }
 
-async fn resolve(
+pub(crate) async fn resolve(
     cx: &StructuralTools<'_>,
     ctx: &CallCtx,
     args: ResolveArgs,
@@ -534,32 +522,36 @@ async fn resolve(
 }
 
 /// The structural tools' declarations (the tree-sitter grammars are linked in: attached).
-pub(crate) fn declare() -> Vec<crate::registry::ToolSpec> {
-    use toolvisor_protocol::tools::{AstEditArgs, AstGrepArgs, ResolveArgs};
+pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use crate::registry::{Approval, ToolSpec};
+    use super::spec::{Approval, ToolSpec};
 
     vec![
-        ToolSpec::new::<AstGrepArgs>(
+        ToolSpec::new(
             "ast_grep",
             Tier::Read,
             "structural",
             "Structural search by code shape (ast-grep): $NAME matches one node, $$$NAME a run of sibling nodes, $_ any node without binding; a metavariable used twice must match identical code. Returns path:line:col, matched text and captures, the total count and whether the list was cut.",
+            |s, ctx, a| Box::pin(async move { ast_grep(&StructuralTools::of(s), ctx, a).await }),
         ),
-        ToolSpec::new::<AstEditArgs>(
+        ToolSpec::new(
             "ast_edit",
             Tier::Write,
             "structural",
             "Stage a structural rewrite: every match of `pattern` replaced by `rewrite` with its metavariables substituted. Nothing is written: returns an edit_id and a diff preview; call resolve to accept (all files or none) or discard.",
+            |s, ctx, a| Box::pin(async move { ast_edit(&StructuralTools::of(s), ctx, a).await }),
         ).additive()
-        .approval(Approval::Always),
-        ToolSpec::new::<ResolveArgs>(
+        .approval(Approval::Always)
+        .summary(edit_summary),
+        ToolSpec::new(
             "resolve",
             Tier::Write,
             "structural",
             "Accept or discard an edit staged by ast_edit in this conversation. Accept first checks every file still holds what it held at staging (any change rejects the whole edit), then writes all files or none.",
+            |s, ctx, a| Box::pin(async move { resolve(&StructuralTools::of(s), ctx, a).await }),
         )
-        .approval(Approval::Always),
+        .approval(Approval::Always)
+        .summary(resolve_summary),
     ]
 }

@@ -1,0 +1,404 @@
+//! The vocabulary of tools: [`ToolSpec`], one value per tool — name, tier, parallel safety,
+//! approval rule, attachment, hints, the schema derived from the handler's argument type,
+//! and the handler itself behind one parse of the arguments. Each family declares its tools
+//! next to their handlers (`tools/<family>.rs`, `declare()`); [`crate::tools::all`]
+//! assembles them and [`crate::registry`] holds the rules of visibility.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value as Json};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::value::Value;
+use toolvisor_protocol::wire::{Tier, ToolInfo};
+
+use super::{CallCtx, Services};
+
+/// What a handler answers.
+pub type ToolResult = Result<Json, ToolError>;
+/// A handler's future.
+pub type BoxFut<'a> = Pin<Box<dyn Future<Output = ToolResult> + Send + 'a>>;
+/// A handler typed over its arguments: `|s, ctx, a| Box::pin(read(s, ctx, a))`.
+pub type Handler<A> = for<'a> fn(&'a Services, &'a CallCtx, A) -> BoxFut<'a>;
+
+type Erased = Arc<dyn for<'a> Fn(&'a Services, &'a CallCtx, Json) -> BoxFut<'a> + Send + Sync>;
+
+fn erase<F>(f: F) -> Erased
+where
+    F: for<'a> Fn(&'a Services, &'a CallCtx, Json) -> BoxFut<'a> + Send + Sync + 'static,
+{
+    Arc::new(f)
+}
+
+/// The type-erased handler of a [`ToolSpec`].
+#[derive(Clone)]
+struct Run(Erased);
+
+impl Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<handler>")
+    }
+}
+
+type SummarizeFn = dyn Fn(&Services, &CallCtx, &Json) -> Option<String> + Send + Sync;
+
+#[derive(Clone)]
+struct Summarize(Arc<SummarizeFn>);
+
+impl Debug for Summarize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<summary>")
+    }
+}
+
+/// The one parse of a call's arguments into its handler's type (the schema already passed).
+pub fn parse_args<T: DeserializeOwned>(tool: &str, args: Json) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| {
+        ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!("{tool}: {e}"),
+            format!("`toolvisor tools --json` shows the schema of `{tool}`"),
+        )
+    })
+}
+
+/// Whether the resource behind a tool is attached to this daemon.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Attachment {
+    Attached,
+    /// Registered, but its worker is not part of this build yet.
+    NotBuilt(&'static str),
+    /// Built, but its resource is not attached to this daemon (e.g. vibe mode is off: no
+    /// worker command is configured); the reason says what would attach it.
+    Detached(String),
+}
+
+/// A set of one tool's operations, typed by its arguments' `op` enum: `&[ProcessOp::Start]`.
+pub trait OpSet: Debug + Send + Sync {
+    /// Whether the call's `op` is in the set; `None` when `args` has no `op` of the enum.
+    fn holds(&self, args: &Json) -> Option<bool>;
+}
+
+impl<T, const N: usize> OpSet for [T; N]
+where
+    T: DeserializeOwned + PartialEq + Debug + Send + Sync,
+{
+    fn holds(&self, args: &Json) -> Option<bool> {
+        let op = T::deserialize(args.get("op")?).ok()?;
+        Some(self.contains(&op))
+    }
+}
+
+/// When a call needs the client's approval.
+#[derive(Clone, Copy, Debug)]
+pub enum Approval {
+    Never,
+    Always,
+    /// Only calls whose `op` is one of these (state-changing operations); a call without a
+    /// readable `op` needs approval too (the validator refuses it first anyway).
+    Ops(&'static dyn OpSet),
+}
+
+/// A tier above the tool's for some of its operations.
+#[derive(Clone, Copy, Debug)]
+pub struct OpTier {
+    pub ops: &'static dyn OpSet,
+    pub tier: Tier,
+}
+
+/// One tool, as one value: its name, tier, parallel safety, approval rule, attachment, the
+/// schema of its arguments and the handler typed over them. Built with [`ToolSpec::new`],
+/// which derives the schema and the one parse of the arguments from the handler's type.
+#[derive(Clone, Debug)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub tier: Tier,
+    pub parallel_safe: bool,
+    pub approval: Approval,
+    /// Operations that need a higher tier than the tool's (`lsp trust`).
+    pub op_tier: Option<OpTier>,
+    pub resource: &'static str,
+    /// The JSON schema of the arguments, derived from `args_type`.
+    pub schema: Json,
+    /// The Rust type the handler parses the arguments into.
+    pub args_type: &'static str,
+    /// That parse, for tests and the fuzz: what the validator accepts must pass it.
+    parse: fn(&Json) -> Result<(), String>,
+    pub attachment: Attachment,
+    /// May change or remove what exists (a file's content, a process, a document); false:
+    /// only adds (a staged edit, a new download). Meaningful above the read tier.
+    pub destructive: bool,
+    /// Calling it again with the same arguments changes nothing more.
+    pub idempotent: bool,
+    /// Reaches outside the machine's known state: the network, or code that can do anything.
+    pub open_world: bool,
+    /// The handler, behind the one parse of the arguments into its type.
+    handler: Run,
+    /// The line an approval request shows, where the tool says more than its arguments.
+    summary: Option<Summarize>,
+}
+
+impl ToolSpec {
+    /// A tool whose handler takes its arguments as `A`: the schema is `A`'s, and the one
+    /// parse of a call's arguments (after the schema validated them) feeds the handler.
+    /// Parallel safe, no approval, attached, until the builder methods say otherwise.
+    pub fn new<A>(
+        name: &'static str,
+        tier: Tier,
+        resource: &'static str,
+        description: &'static str,
+        handler: Handler<A>,
+    ) -> Self
+    where
+        A: JsonSchema + DeserializeOwned + Send + 'static,
+    {
+        ToolSpec {
+            name,
+            description,
+            tier,
+            parallel_safe: true,
+            approval: Approval::Never,
+            op_tier: None,
+            resource,
+            schema: schema_of::<A>(),
+            args_type: std::any::type_name::<A>(),
+            parse: |args| A::deserialize(args).map(drop).map_err(|e| e.to_string()),
+            attachment: Attachment::Attached,
+            // Until the builder says otherwise: a read changes nothing (so again is the same);
+            // a write or exec may change or remove, and again may do more.
+            destructive: tier != Tier::Read,
+            idempotent: tier == Tier::Read,
+            open_world: false,
+            handler: Run(erase(move |services, ctx, args| {
+                match parse_args::<A>(name, args) {
+                    Ok(a) => handler(services, ctx, a),
+                    Err(e) => Box::pin(std::future::ready(Err(e))),
+                }
+            })),
+            summary: None,
+        }
+    }
+
+    /// The approval prompt's line, from the same argument type the handler takes (checked:
+    /// a summary of another type is a bug the declaration's own test finds at once).
+    pub fn summary<A>(mut self, summarize: fn(&Services, &CallCtx, &A) -> String) -> Self
+    where
+        A: DeserializeOwned + 'static,
+    {
+        assert_eq!(
+            std::any::type_name::<A>(),
+            self.args_type,
+            "the summary of `{}` takes other arguments than its handler",
+            self.name
+        );
+        self.summary = Some(Summarize(Arc::new(move |services, ctx, args| {
+            A::deserialize(args)
+                .ok()
+                .map(|a| summarize(services, ctx, &a))
+        })));
+        self
+    }
+
+    /// Run the call (its arguments passed the gates).
+    pub fn run<'a>(&self, services: &'a Services, ctx: &'a CallCtx, args: Json) -> BoxFut<'a> {
+        (self.handler.0)(services, ctx, args)
+    }
+
+    /// The line an approval request shows: the tool's own summary where it has one, else
+    /// the tool and its arguments; at most 300 characters.
+    pub fn approval_summary(&self, services: &Services, ctx: &CallCtx, args: &Json) -> String {
+        let text = self
+            .summary
+            .as_ref()
+            .and_then(|s| (s.0)(services, ctx, args))
+            .unwrap_or_else(|| format!("{} {args}", self.name));
+        text.chars().take(300).collect()
+    }
+
+    /// Only adds: a staged edit, a new file, a revision (MCP `destructiveHint: false`).
+    pub fn additive(mut self) -> Self {
+        self.destructive = false;
+        self
+    }
+
+    /// The same call again changes nothing more (MCP `idempotentHint`).
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// Reaches the network, or runs code that can (MCP `openWorldHint`).
+    pub fn open_world(mut self) -> Self {
+        self.open_world = true;
+        self
+    }
+
+    pub fn approval(mut self, approval: Approval) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// Calls run one at a time per conversation, in order (a lane).
+    pub fn serial(mut self) -> Self {
+        self.parallel_safe = false;
+        self
+    }
+
+    pub fn op_tier(mut self, ops: &'static dyn OpSet, tier: Tier) -> Self {
+        self.op_tier = Some(OpTier { ops, tier });
+        self
+    }
+
+    pub fn attachment(mut self, attachment: Attachment) -> Self {
+        self.attachment = attachment;
+        self
+    }
+
+    /// The typed parse the handler does (after validation), without its result.
+    pub fn parses(&self, args: &Json) -> Result<(), String> {
+        (self.parse)(args)
+    }
+
+    /// The tier of this particular call when it is above the tool's: `lsp trust` lets later
+    /// read calls run project code, so it needs a write-tier surface (and approval).
+    pub fn call_tier(&self, args: &Json) -> Tier {
+        match self.op_tier {
+            Some(raised) if raised.ops.holds(args) == Some(true) => raised.tier,
+            _ => self.tier,
+        }
+    }
+
+    /// Does this particular call need approval?
+    pub fn needs_approval(&self, args: &Json) -> bool {
+        match self.approval {
+            Approval::Never => false,
+            Approval::Always => true,
+            Approval::Ops(ops) => ops.holds(args).unwrap_or(true),
+        }
+    }
+
+    pub(crate) fn info(&self, available: bool, reason: Option<String>) -> ToolInfo {
+        ToolInfo {
+            name: self.name.to_string(),
+            description: self.description.to_string(),
+            tier: self.tier,
+            parallel_safe: self.parallel_safe,
+            requires_approval: !matches!(self.approval, Approval::Never),
+            resource: self.resource.to_string(),
+            schema: Value(self.schema.clone()),
+            available,
+            unavailable_reason: reason,
+            destructive: self.destructive,
+            idempotent: self.idempotent,
+            open_world: self.open_world,
+        }
+    }
+}
+
+/// The JSON schema clients see for arguments of type `A`: derived by schemars (field docs
+/// as descriptions, ranges, enums, `required`, `additionalProperties: false` from
+/// `deny_unknown_fields`), then made small and self-contained for the validator: every
+/// subschema inlined (no `$ref`/`$defs`), an optional field's schema is its value's (`null`
+/// means absent), an enum of unit variants is a plain string `enum`, and no `$schema`,
+/// `title`, `format` or root description.
+pub fn schema_of<A: JsonSchema>() -> Json {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings.meta_schema = None;
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<A>()
+        .to_value();
+    tidy(&mut schema);
+    if let Some(root) = schema.as_object_mut() {
+        root.remove("description");
+        // A struct without (required) fields still says so, as clients expect.
+        root.entry("properties")
+            .or_insert_with(|| Json::Object(Map::new()));
+        root.entry("required")
+            .or_insert_with(|| Json::Array(vec![]));
+    }
+    schema
+}
+
+/// The post-processing of [`schema_of`], bottom-up along the subschemas (never into a
+/// `properties` map's keys, which are field names).
+fn tidy(schema: &mut Json) {
+    let Json::Object(map) = schema else {
+        return;
+    };
+    for (key, value) in map.iter_mut() {
+        match (key.as_str(), value) {
+            ("properties" | "$defs", Json::Object(subs)) => subs.values_mut().for_each(tidy),
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(subs)) => {
+                subs.iter_mut().for_each(tidy)
+            }
+            ("items" | "additionalProperties", sub) => tidy(sub),
+            _ => {}
+        }
+    }
+    for key in ["$schema", "title", "format"] {
+        map.remove(key);
+    }
+    // A doc comment's line breaks are not the text's: one line per paragraph.
+    if let Some(Json::String(text)) = map.get_mut("description") {
+        *text = text
+            .split("\n\n")
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    // `["integer", "null"]` → `"integer"`: the validator treats null as absent.
+    if let Some(Json::Array(types)) = map.get("type") {
+        let kept: Vec<Json> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if kept.len() == 1 {
+            map.insert("type".into(), kept[0].clone());
+        }
+    }
+    if let Some(Json::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    // `anyOf`/`oneOf` of an inlined schema and `null` (an optional enum), or of
+    // `const`s and `enum`s (an enum some of whose variants have docs): one string
+    // enum.
+    for key in ["anyOf", "oneOf"] {
+        let Some(Json::Array(alternatives)) = map.get(key) else {
+            continue;
+        };
+        let real: Vec<&Json> = alternatives
+            .iter()
+            .filter(|a| a.get("type") != Some(&Json::from("null")))
+            .collect();
+        // Each alternative a `const` or an `enum` (variants with docs and without).
+        let consts: Option<Vec<Json>> = real
+            .iter()
+            .map(|a| match (a.get("const"), a.get("enum")) {
+                (Some(one), _) => Some(vec![one.clone()]),
+                (None, Some(Json::Array(many))) => Some(many.clone()),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(|lists| lists.concat());
+        let merged = match (consts, real.as_slice()) {
+            (Some(values), _) if values.iter().all(Json::is_string) => {
+                let mut m = Map::new();
+                m.insert("type".into(), "string".into());
+                m.insert("enum".into(), Json::Array(values));
+                m
+            }
+            (_, [one]) => one.as_object().cloned().unwrap_or_default(),
+            _ => continue,
+        };
+        map.remove(key);
+        for (k, v) in merged {
+            // The field's own description wins over its type's.
+            map.entry(k).or_insert(v);
+        }
+    }
+}
