@@ -582,23 +582,19 @@ pub async fn start(
     // Workers get the socket and a credential, so they can call the daemon's tools through
     // the same gates as the model, at the surface their tier's config sets.
     vibe_limits.socket = Some(bound.path.clone());
-    let mut tools = crate::tools::all(config.testing.probe_tools);
-    for tool in tools.iter_mut().filter(|t| t.resource == "vibe_roster") {
-        tool.attachment = vibe_attachment.clone();
-    }
+    let mut attached = crate::tools::Attachments {
+        vibe: vibe_attachment,
+        ..Default::default()
+    };
     if config.data.enabled() {
-        for tool in tools.iter_mut().filter(|t| t.resource == "data_hub") {
-            tool.attachment = crate::registry::Attachment::Attached;
-        }
+        attached.data = crate::tools::spec::Attachment::Attached;
     }
     let downloads_sup = kind_supervisor(&root, "downloads").await?;
     let downloads = match open_downloads(&config, &state_dir, downloads_sup, &notifier).await {
         Ok(d) => Some(d),
         Err(e) => {
             tracing::error!(error = %e, "the model tools are detached");
-            for tool in tools.iter_mut().filter(|t| t.resource == "downloads") {
-                tool.attachment = crate::registry::Attachment::Detached(e.to_string());
-            }
+            attached.downloads = crate::tools::spec::Attachment::Detached(e.to_string());
             None
         }
     };
@@ -614,12 +610,11 @@ pub async fn start(
         Ok(pool) => Some(pool),
         Err(e) => {
             tracing::error!(error = %e, "the inference tools are detached");
-            for tool in tools.iter_mut().filter(|t| t.resource == "inference") {
-                tool.attachment = crate::registry::Attachment::Detached(e.to_string());
-            }
+            attached.inference = crate::tools::spec::Attachment::Detached(e.to_string());
             None
         }
     };
+    let tools = crate::tools::all_with(config.testing.probe_tools, &attached);
     let registry = Registry::new(tools, config.policy.deny.clone());
     let lsp_sup = kind_supervisor(&root, "language_servers").await?;
     let lsp = Arc::new(toolvisor_lsp::LanguageServers::new(

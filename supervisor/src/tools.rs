@@ -169,21 +169,52 @@ pub async fn run(
     files::finish(&services.files, &ctx.conversation, spec.name, result).await
 }
 
+/// Whether the resources some families need are attached to this daemon, decided when it
+/// starts and given to those families' declarations (so no tool is patched by its resource
+/// name afterwards). The default is what a daemon with no configuration has.
+#[derive(Clone, Debug)]
+pub struct Attachments {
+    /// The vibe roster (a `[vibe.tiers.*]` command resolves).
+    pub vibe: spec::Attachment,
+    /// The data hub (`[data.collections]` names one).
+    pub data: spec::Attachment,
+    /// The model store and download jobs (opened at start).
+    pub downloads: spec::Attachment,
+    /// The inference pool (opened at start).
+    pub inference: spec::Attachment,
+}
+
+impl Default for Attachments {
+    fn default() -> Self {
+        Attachments {
+            vibe: human::vibe_off(),
+            data: data::no_collections(),
+            downloads: spec::Attachment::Attached,
+            inference: spec::Attachment::Attached,
+        }
+    }
+}
+
+/// Every tool, with a configuration-less daemon's attachments (see [`all_with`]).
+pub fn all(probe_tools: bool) -> Vec<ToolSpec> {
+    all_with(probe_tools, &Attachments::default())
+}
+
 /// Every tool: each family's declarations. `probe_tools` adds the two lane-probing test
 /// tools. To add a tool: its argument type (protocol), its handler and its declaration in
 /// its family's `declare()` (the end of `tools/<family>.rs`), and its TOOLS.md entry.
-pub fn all(probe_tools: bool) -> Vec<ToolSpec> {
+pub fn all_with(probe_tools: bool, attached: &Attachments) -> Vec<ToolSpec> {
     let mut tools = [
         jobs(),
         lsp::declare(),
         structural::declare(),
         debug::declare(),
         eval::declare(),
-        human::declare(),
-        downloads::declare(),
-        inference::declare(),
+        human::declare(&attached.vibe),
+        downloads::declare(&attached.downloads),
+        inference::declare(&attached.inference),
         files::declare(),
-        data::declare(),
+        data::declare(&attached.data),
     ]
     .concat();
     if probe_tools {

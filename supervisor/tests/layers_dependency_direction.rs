@@ -20,7 +20,8 @@ const RULES: &[(&str, &[&str])] = &[
     ),
     ("registry", &["session", "daemon", "server"]),
     ("metrics", &["session", "server"]),
-    ("tools", &["session", "daemon", "server"]),
+    // The tools are one value each (tools/spec.rs) and the registry only rules over them.
+    ("tools", &["session", "daemon", "server", "registry"]),
     ("daemon", &["session", "server"]),
     ("outbox", &["session"]),
     ("session", &["server"]),

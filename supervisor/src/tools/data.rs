@@ -273,15 +273,11 @@ async fn write(
 }
 
 /// The data hub's tools, detached until `[data.collections]` names one.
-pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
+pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use super::spec::{Approval, Attachment, ToolSpec};
+    use super::spec::{Approval, ToolSpec};
 
-    // Attached by the daemon when `[data.collections]` names one.
-    let detached = Attachment::Detached(
-        "the data hub has no collections: add [data.collections.NAME] path = \"/abs/folder\" to the daemon's config".into(),
-    );
     let tools = vec![
         ToolSpec::new(
             "search_data",
@@ -323,6 +319,13 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     ];
     tools
         .into_iter()
-        .map(|t| t.attachment(detached.clone()))
+        .map(|t| t.attachment(attached.clone()))
         .collect()
+}
+
+/// The data tools' attachment when `[data.collections]` names no collection.
+pub(crate) fn no_collections() -> super::spec::Attachment {
+    super::spec::Attachment::Detached(
+        "the data hub has no collections: add [data.collections.NAME] path = \"/abs/folder\" to the daemon's config".into(),
+    )
 }

@@ -66,12 +66,12 @@ async fn search(s: &Services, a: SearchModelsArgs) -> Result<Json, ToolError> {
 /// The model tools' declarations. Attached when the daemon opened the model store; policy
 /// can deny `download_model` and `search_huggingface_models` one by one (air-gapped
 /// deployments), which hides them and leaves the rest working.
-pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
+pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
     use super::spec::{Approval, ToolSpec};
 
-    vec![
+    let tools = vec![
         ToolSpec::new(
             "download_model",
             Tier::Write,
@@ -109,5 +109,9 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Search the Hugging Face-compatible hub for downloadable models; each candidate's variants come with their size and this machine's fit label (fits|tight|too_large). Needs the network.",
             |s, _, a| Box::pin(search(s, a)),
         ).open_world(),
-    ]
+    ];
+    tools
+        .into_iter()
+        .map(|t| t.attachment(attached.clone()))
+        .collect()
 }

@@ -19,6 +19,13 @@ use super::{CallCtx, Services, to_json};
 use crate::config::{Config, VibeConfig};
 use crate::questions::{MAX_REFUSED_ANSWERS, QuestionPorts, Resolution, no_human};
 
+/// The vibe tools' attachment when no worker command is configured.
+pub(crate) fn vibe_off() -> Attachment {
+    Attachment::Detached(
+        "vibe mode is off: no worker command is configured ([vibe.tiers.fast] or [vibe.tiers.good] command = [...] in the daemon's config)".into(),
+    )
+}
+
 /// What a skipped or timed-out question tells the model to do.
 pub const GUIDANCE: &str = "proceed on the assumptions you stated and do not ask this again";
 
@@ -245,12 +252,7 @@ pub fn vibe_limits(config: &VibeConfig) -> VibeLimits {
 pub fn vibe_mode(config: &Config, launcher: &Launcher) -> (VibeLimits, Attachment) {
     let mut limits = vibe_limits(&config.vibe);
     if limits.tiers.is_empty() {
-        return (
-            limits,
-            Attachment::Detached(
-                "vibe mode is off: no worker command is configured ([vibe.tiers.fast] or [vibe.tiers.good] command = [...] in the daemon's config)".into(),
-            ),
-        );
+        return (limits, vibe_off());
     }
     let mut problems = Vec::new();
     limits.tiers.retain(|tier, command| match vibe::check_command(command, &launcher.env) {
@@ -275,14 +277,11 @@ pub fn vibe_mode(config: &Config, launcher: &Launcher) -> (VibeLimits, Attachmen
 
 /// The declarations of `ask_user` and the `vibe_*` tools. The vibe tools start detached;
 /// the daemon replaces that with what its configuration says ([`vibe_mode`]).
-pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
+pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use super::spec::{Attachment, ToolSpec};
+    use super::spec::ToolSpec;
 
-    let vibe = Attachment::Detached(
-        "vibe mode is off: no worker command is configured ([vibe.tiers.fast] or [vibe.tiers.good] command = [...])".into(),
-    );
     let roster = |spec: ToolSpec| spec.attachment(vibe.clone());
     vec![
         // A question port can attach to any run; whether a person is attached *now* is

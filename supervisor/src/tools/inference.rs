@@ -54,12 +54,12 @@ pub async fn annotate_models(pool: &Inference, mut models: Json) -> Json {
 }
 
 /// The inference tools' declarations. Attached when the daemon opened the pool.
-pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
+pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
     use super::spec::{Approval, ToolSpec};
 
-    vec![
+    let tools = vec![
         ToolSpec::new(
             "load_model",
             Tier::Write,
@@ -90,5 +90,9 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Requests and tokens (prompt, completion, total) that went through the daemon's inference endpoint: totals, per UTC day, per model, and per day and model; persisted across restarts.",
             |s, _, a: TokenUsageArgs| Box::pin(async move { Ok(pool(s, "get_token_usage_stats")?.usage.stats(a.model.as_deref(), a.days)) }),
         ),
-    ]
+    ];
+    tools
+        .into_iter()
+        .map(|t| t.attachment(attached.clone()))
+        .collect()
 }
