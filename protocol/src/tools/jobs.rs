@@ -1,0 +1,159 @@
+//! Arguments and results of `bash` and `process` (tracked processes, their terminals), and the lane probes of the test suite.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `bash {command, timeout_s?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashArgs {
+    /// Shell command line.
+    pub command: String,
+    /// Wall-clock limit in seconds (default 120).
+    #[schemars(range(min = 1, max = 3600))]
+    pub timeout_s: Option<u64>,
+}
+
+/// What `bash` returns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BashOutput {
+    pub stdout: String,
+    pub stderr: String,
+    /// `None` when the command was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub wall_ms: u64,
+    pub timed_out: bool,
+    /// True when stdout or stderr was cut; the `*_bytes` fields give the full sizes.
+    pub truncated: bool,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+}
+
+/// Operations of the `process` tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessOp {
+    Start,
+    List,
+    Read,
+    Write,
+    Kill,
+    /// Change the terminal size of a `pty` process.
+    Resize,
+}
+
+/// What to do when a tracked process ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RestartMode {
+    /// Never restart (temporary).
+    #[default]
+    No,
+    /// Restart after a non-zero exit or a signal (transient).
+    OnFailure,
+    /// Restart whenever it ends (permanent).
+    Always,
+}
+
+/// `process {op, ...}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessArgs {
+    /// Operation.
+    pub op: ProcessOp,
+    /// start: the shell command line.
+    pub command: Option<String>,
+    /// start: a short name shown in lists (default: the command).
+    pub label: Option<String>,
+    /// start: restart policy (default `no`).
+    pub restart: Option<RestartMode>,
+    /// start: hard time-to-live in seconds; the process is stopped after it, used or not.
+    #[schemars(range(min = 1, max = 2_592_000))]
+    pub ttl_s: Option<u64>,
+    /// read/write/kill: the process id returned by start.
+    pub id: Option<String>,
+    /// read: first byte offset of the combined output to return (default: where the last
+    /// read of this conversation stopped).
+    #[schemars(range(min = 0, max = i64::MAX))]
+    pub offset: Option<u64>,
+    /// read: at most this many bytes (default 65536).
+    #[schemars(range(min = 1, max = 1_048_576))]
+    pub limit: Option<u64>,
+    /// write: text to send to the process's stdin.
+    pub data: Option<String>,
+    /// write: close stdin after writing (on a `pty` process: send the terminal's end-of-file,
+    /// Ctrl-D).
+    pub eof: Option<bool>,
+    /// start: run the command on a pseudo-terminal (for REPLs and prompts that check
+    /// `isatty`); `read` then also returns the `screen` as a terminal shows it.
+    pub pty: Option<bool>,
+    /// start/resize: terminal width of a `pty` process (default 120).
+    #[schemars(range(min = 10, max = 1000))]
+    pub cols: Option<u16>,
+    /// start/resize: terminal height of a `pty` process (default 40).
+    #[schemars(range(min = 2, max = 1000))]
+    pub rows: Option<u16>,
+}
+
+/// One tracked process as `start`, `list` and `kill` report it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub id: String,
+    pub label: String,
+    pub command: String,
+    /// The program's pid while it runs.
+    pub pid: Option<u32>,
+    /// starting | running | backoff | stopping | exited | killed | expired | failed
+    pub state: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    pub uptime_ms: u64,
+    /// Time left before the idle or hard TTL stops it (while running).
+    pub ttl_left_ms: Option<u64>,
+    /// Bytes of output produced so far (the next read offset at the end).
+    pub output_bytes: u64,
+}
+
+/// What `process read` returns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessOutput {
+    pub id: String,
+    /// Output from `offset` to `next_offset` (stdout and stderr interleaved as they came).
+    pub text: String,
+    pub offset: u64,
+    pub next_offset: u64,
+    /// Bytes before `offset` that were dropped from the buffer and can no longer be read.
+    pub dropped: u64,
+    pub eof: bool,
+    pub state: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// A `pty` process: the terminal's screen as it shows now (rows of text, trailing blanks
+    /// trimmed), whatever `offset` was read.
+    pub screen: Option<TerminalScreen>,
+}
+
+/// The screen of a `pty` process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalScreen {
+    pub cols: u16,
+    pub rows: u16,
+    /// The visible text, one line per row.
+    pub text: String,
+    /// Where the cursor is: `[row, col]`, from 0.
+    pub cursor: [u16; 2],
+}
+
+/// `_probe_serial` / `_probe_parallel {tag, sleep_ms?}`: the test suite's lane probes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeArgs {
+    /// Label.
+    pub tag: String,
+    /// Sleep.
+    #[schemars(range(min = 0, max = 60_000))]
+    pub sleep_ms: Option<u64>,
+}

@@ -1,0 +1,161 @@
+//! Arguments and results of The language-server tools: `lsp`, `lsp_rename`, `lsp_edit`, `synced_write`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Operations of the `lsp` tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspOp {
+    Diagnostics,
+    Definition,
+    TypeDefinition,
+    Implementation,
+    References,
+    Hover,
+    Symbols,
+    CodeActions,
+    /// Incoming and outgoing calls of the function at line + symbol.
+    CallHierarchy,
+    /// The diagnostics a proposed edit would produce; nothing is written.
+    CheckEdit,
+    Status,
+    Reload,
+    /// Let servers and checkers run this project's code for the run (asks the user).
+    Trust,
+}
+
+impl LspOp {
+    /// The op's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LspOp::Diagnostics => "diagnostics",
+            LspOp::Definition => "definition",
+            LspOp::TypeDefinition => "type_definition",
+            LspOp::Implementation => "implementation",
+            LspOp::References => "references",
+            LspOp::Hover => "hover",
+            LspOp::Symbols => "symbols",
+            LspOp::CodeActions => "code_actions",
+            LspOp::CallHierarchy => "call_hierarchy",
+            LspOp::CheckEdit => "check_edit",
+            LspOp::Status => "status",
+            LspOp::Reload => "reload",
+            LspOp::Trust => "trust",
+        }
+    }
+}
+
+impl std::fmt::Display for LspOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `lsp {op, file?, line?, symbol?, query?, occurrence?, old_text?, new_text?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LspArgs {
+    /// Operation.
+    pub op: LspOp,
+    /// File path (relative to the workdir or absolute), or `"*"` for diagnostics of the
+    /// whole project.
+    pub file: Option<String>,
+    /// 1-based line.
+    #[schemars(range(min = 1, max = i64::MAX))]
+    pub line: Option<u64>,
+    /// Substring naming the symbol on that line.
+    pub symbol: Option<String>,
+    /// symbols: workspace query.
+    pub query: Option<String>,
+    /// Which occurrence of symbol on the line (1-based).
+    #[schemars(range(min = 1, max = 1000))]
+    pub occurrence: Option<u64>,
+    /// check_edit: text of the file to replace (must occur exactly once); without it
+    /// `new_text` is the whole proposed file.
+    pub old_text: Option<String>,
+    /// check_edit: the replacement for `old_text`, or the whole proposed file.
+    pub new_text: Option<String>,
+}
+
+/// `lsp_rename {file, line, symbol, new_name, occurrence?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LspRenameArgs {
+    /// File.
+    pub file: String,
+    /// 1-based line.
+    #[schemars(range(min = 1, max = i64::MAX))]
+    pub line: u64,
+    /// Symbol on the line.
+    pub symbol: String,
+    /// New name.
+    pub new_name: String,
+    /// Which occurrence of symbol on the line (1-based).
+    #[schemars(range(min = 1, max = 1000))]
+    pub occurrence: Option<u64>,
+}
+
+/// Operations of the `lsp_edit` tool (write tier): edits computed by the language server or
+/// addressed by its document symbols, written all or nothing like `lsp_rename`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspEditOp {
+    /// Apply the action `index` of this run's last `lsp code_actions` answer.
+    ApplyCodeAction,
+    /// Replace the whole definition at `symbol_path` (signature and body) with `text`.
+    ReplaceSymbolBody,
+    /// Insert `text` as whole lines before the definition at `symbol_path`.
+    InsertBeforeSymbol,
+    /// Insert `text` as whole lines after the definition at `symbol_path`.
+    InsertAfterSymbol,
+    /// Format `file` with the server's formatter.
+    Format,
+}
+
+impl LspEditOp {
+    /// The op's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LspEditOp::ApplyCodeAction => "apply_code_action",
+            LspEditOp::ReplaceSymbolBody => "replace_symbol_body",
+            LspEditOp::InsertBeforeSymbol => "insert_before_symbol",
+            LspEditOp::InsertAfterSymbol => "insert_after_symbol",
+            LspEditOp::Format => "format",
+        }
+    }
+}
+
+impl std::fmt::Display for LspEditOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `lsp_edit {op, file?, symbol_path?, text?, index?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LspEditArgs {
+    /// Operation.
+    pub op: LspEditOp,
+    /// File (symbol edits and format).
+    pub file: Option<String>,
+    /// Symbol edits: the symbol's path in the file's outline (`lsp symbols`), names joined by
+    /// `/`, e.g. `Greeter/greet`; a top-level symbol is its name alone.
+    pub symbol_path: Option<String>,
+    /// Symbol edits: the new text. replace_symbol_body: the whole new definition, its first
+    /// line starting where the old one's name line starts (indent the following lines
+    /// yourself); insert_*: whole lines, indented as they should stand.
+    pub text: Option<String>,
+    /// apply_code_action: the action's index in this run's last `lsp code_actions` answer.
+    #[schemars(range(min = 0, max = 1000))]
+    pub index: Option<u64>,
+}
+
+/// `synced_write {path}`: the harness wrote `path` itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SyncedWriteArgs {
+    /// File that was written.
+    pub path: String,
+}
