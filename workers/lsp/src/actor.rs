@@ -130,7 +130,7 @@ impl Actor for ServerActor {
             },
         );
         *lock(&shared.stderr) = client.stderr_tail();
-        shared.progress_clear();
+        shared.new_incarnation();
         tokio::spawn(serve_incoming(
             incoming,
             shared.clone(),

@@ -79,8 +79,8 @@ impl<'a> Restore<'a> {
             .filter(|d| d.generation == self.conn.generation && d.text == self.disk)
             .ok_or(RpcError::StreamClosed)?;
         let version = doc.version + 1;
-        self.seq_shown = self.shared.diag_seq();
-        self.published = lock(&self.shared.diags).clone();
+        self.seq_shown = self.shared.diags.seq();
+        self.published = lock(&self.shared.diags.published).clone();
         // Marked first: from here on the drop restores, even if the send fails half-way.
         self.shown = true;
         self.conn.client.notify(
@@ -90,7 +90,7 @@ impl<'a> Restore<'a> {
         )?;
         doc.version = version;
         doc.text = text.to_string();
-        doc.changed_seq = self.shared.diag_seq();
+        doc.changed_seq = self.shared.diags.seq();
         Ok(version)
     }
 }
@@ -106,7 +106,7 @@ impl Drop for Restore<'_> {
             .sync_text(&self.conn, &self.path, &self.disk, &self.language_id)
         {
             Ok(_) => {
-                let mut diags = lock(&self.shared.diags);
+                let mut diags = lock(&self.shared.diags.published);
                 let tainted: Vec<String> = diags
                     .iter()
                     .filter(|(u, p)| **u != self.uri && p.seq > self.seq_shown)
@@ -253,7 +253,7 @@ impl LanguageServers {
             opened.text.clone(),
             lang,
         );
-        let seq_before = shared.diag_seq();
+        let seq_before = shared.diags.seq();
         let asked = std::time::Instant::now();
         let version = guard.show(text).map_err(|e| {
             ToolError::new(
@@ -279,7 +279,7 @@ impl LanguageServers {
         // Asked on this connection only (no re-open on a crash: the sync lock is held).
         // Pulled where the server takes pulls, statically or by dynamic registration (as
         // `diagnostic_items` decides): pyright publishes no pushes once it registered pulls.
-        let items = if shared.pulls(&proposed.conn) {
+        let items = if shared.diags.pulls(&proposed.conn) {
             let params = json!({"textDocument": {"uri": proposed.uri}});
             let r = proposed
                 .conn
@@ -318,11 +318,11 @@ async fn quiet(shared: &ServerShared) {
     let deadline = tokio::time::Instant::now() + shared.waits.diagnostics;
     let mut events = shared.subscribe();
     loop {
-        let seq = shared.diag_seq();
+        let seq = shared.diags.seq();
         let until = (tokio::time::Instant::now() + shared.waits.settle).min(deadline);
         loop {
             match tokio::time::timeout_at(until, events.changed()).await {
-                Ok(Ok(())) if shared.diag_seq() == seq => continue,
+                Ok(Ok(())) if shared.diags.seq() == seq => continue,
                 Ok(Ok(())) => break,
                 _ => return,
             }
@@ -401,7 +401,7 @@ mod tests {
             seq,
             at: std::time::Instant::now(),
         };
-        lock(&s.diags).insert(importer.clone(), published(vec![], 0));
+        lock(&s.diags.published).insert(importer.clone(), published(vec![], 0));
         {
             let sync = s.sync_lock.lock().await;
             let mut guard = Restore::new(
@@ -414,8 +414,8 @@ mod tests {
             );
             assert_eq!(guard.show("x = undefined\n").unwrap(), 2);
             assert_eq!(s.doc(&u).unwrap().text, "x = undefined\n");
-            let during = s.diag_seq() + 1;
-            lock(&s.diags).insert(
+            let during = s.diags.seq() + 1;
+            lock(&s.diags.published).insert(
                 importer.clone(),
                 published(vec![json!({"message": "m"})], during),
             );
@@ -424,7 +424,7 @@ mod tests {
         let doc = s.doc(&u).unwrap();
         assert_eq!((doc.version, doc.text.as_str()), (3, "x = 1\n"));
         assert_eq!(
-            s.diagnostics(&importer).unwrap().items,
+            s.diags.get(&importer).unwrap().items,
             Vec::<Value>::new(),
             "the importer's disk-time diagnostics are back"
         );

@@ -190,7 +190,7 @@ impl LanguageServers {
             for (shared, written) in self.servers_of(run, paths) {
                 if shared.checks_on_save() {
                     // What it published so far (its last check) is where the run stands.
-                    let published: Vec<(String, Vec<Value>)> = lock(&shared.diags)
+                    let published: Vec<(String, Vec<Value>)> = lock(&shared.diags.published)
                         .iter()
                         .map(|(u, p)| (u.clone(), p.items.clone()))
                         .collect();
@@ -235,7 +235,7 @@ impl LanguageServers {
         for (shared, seq_before) in involved {
             let written: Vec<PathBuf> = paths.to_vec();
             if shared.checks_on_save() {
-                let mut published: Vec<(u64, PathBuf, Vec<Value>)> = lock(&shared.diags)
+                let mut published: Vec<(u64, PathBuf, Vec<Value>)> = lock(&shared.diags.published)
                     .iter()
                     .filter(|(_, p)| p.seq > *seq_before)
                     .filter_map(|(u, p)| Some((p.seq, uri::to_path(u)?, p.items.clone())))

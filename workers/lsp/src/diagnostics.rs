@@ -36,7 +36,7 @@ impl LanguageServers {
         if opened.shared.checks_on_save() {
             self.wait_check(opened).await?;
         }
-        if !opened.shared.pulls(&opened.conn) {
+        if !opened.shared.diags.pulls(&opened.conn) {
             return self.pushed(opened).await;
         }
         let params = json!({"textDocument": {"uri": opened.uri}});
@@ -50,7 +50,7 @@ impl LanguageServers {
             .unwrap_or_default();
         let shared = &opened.shared;
         let since = shared.doc(&opened.uri).map(|d| d.changed_seq);
-        if let (Some(since), Some(p)) = (since, shared.diagnostics(&opened.uri))
+        if let (Some(since), Some(p)) = (since, shared.diags.get(&opened.uri))
             && p.seq > since
         {
             for d in p.items {
@@ -98,10 +98,10 @@ impl LanguageServers {
         loop {
             events.borrow_and_update();
             let now = Instant::now();
-            if let Some(p) = shared.diagnostics(&opened.uri) {
+            if let Some(p) = shared.diags.get(&opened.uri) {
                 let fresh = if opened.changed {
                     p.seq > opened.seq_before && p.version >= opened.version
-                } else if p.seq <= shared.changed_seq() && now < shared.quiet_at() {
+                } else if p.seq <= shared.diags.changed_seq() && now < shared.quiet_at() {
                     // The document is as the server last saw it, but another one changed
                     // after this list was published: its imports may have. Current once
                     // the server publishes it again, or has been quiet for `settle` (it

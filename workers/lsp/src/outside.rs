@@ -70,7 +70,7 @@ impl LanguageServers {
                     events.push(json!({"uri": uri::from_path(&path), "type": change as u8}));
                     continue;
                 }
-                if !shared.opens_unwatched() || !is_source(&path) || open {
+                if !shared.flavor.opens_unwatched() || !is_source(&path) || open {
                     continue;
                 }
                 to_open.push((path, change));
@@ -146,7 +146,7 @@ impl LanguageServers {
             events.borrow_and_update();
             let waiting = opened.iter().any(|u| {
                 let since = shared.doc(u).map_or(0, |d| d.opened_seq);
-                shared.diagnostics(u).is_none_or(|p| p.seq <= since)
+                shared.diags.get(u).is_none_or(|p| p.seq <= since)
             });
             if !waiting || Instant::now() >= deadline {
                 return;

@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::actor::answer_request;
+use serde_json::json;
+use std::path::Path;
 use toolvisor_jsonrpc::{Transport, TransportOptions};
 use toolvisor_kit::status::TreeNotifier;
 
@@ -130,19 +132,19 @@ async fn pull_diagnostics_follow_dynamic_registrations_by_id() {
     let s = shared("pyright-langserver");
     let _peer = connect(&s);
     let conn = s.conn().unwrap();
-    assert!(!s.pulls(&conn));
+    assert!(!s.diags.pulls(&conn));
     let reg =
         |id: &str| json!({"registrations": [{"id": id, "method": "textDocument/diagnostic"}]});
     answer_request(&s, "client/registerCapability", &reg("a")).unwrap();
-    assert!(s.pulls(&conn));
+    assert!(s.diags.pulls(&conn));
     // pyright registers anew, then drops the old registration by its id.
     answer_request(&s, "client/registerCapability", &reg("b")).unwrap();
     let drop_a = json!({"unregisterations": [{"id": "a", "method": "textDocument/diagnostic"}]});
     answer_request(&s, "client/unregisterCapability", &drop_a).unwrap();
-    assert!(s.pulls(&conn), "the newer registration still stands");
+    assert!(s.diags.pulls(&conn), "the newer registration still stands");
     let drop_b = json!({"unregisterations": [{"id": "b", "method": "textDocument/diagnostic"}]});
     answer_request(&s, "client/unregisterCapability", &drop_b).unwrap();
-    assert!(!s.pulls(&conn));
+    assert!(!s.diags.pulls(&conn));
 }
 
 #[tokio::test]
@@ -157,10 +159,10 @@ async fn publishes_record_the_version_they_are_for() {
     assert_eq!(s.sync_text(&conn, path, "int y;", "c").unwrap(), (2, true));
     let uri = uri::from_path(path);
     s.publish(&json!({"uri": uri, "diagnostics": [{"message": "m"}]}));
-    let p = s.diagnostics(&uri).unwrap();
+    let p = s.diags.get(&uri).unwrap();
     assert_eq!((p.version, p.versioned, p.items.len()), (2, false, 1));
     s.publish(&json!({"uri": uri, "version": 1, "diagnostics": []}));
-    let q = s.diagnostics(&uri).unwrap();
+    let q = s.diags.get(&uri).unwrap();
     assert_eq!((q.version, q.versioned), (1, true));
     assert!(q.seq > p.seq);
 }

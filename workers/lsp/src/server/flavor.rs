@@ -1,0 +1,49 @@
+//! Which server a `ServerShared` runs, where that changes how it is read: rust-analyzer
+//! reports quiescence (`experimental/serverStatus`) and checks on save, typescript-language-
+//! server loads projects lazily, pyright reports its workspace scan only in a log line, and
+//! clangd keeps an index of files it is not told about. Decided once, from the program's name.
+
+use std::path::Path;
+
+/// The server-specific habits toolvisor reads a server's state by.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Flavor {
+    /// rust-analyzer: readiness waits for `quiescent`, and saves start `cargo check`.
+    pub rust_analyzer: bool,
+    /// typescript-language-server loads a document's project lazily, after it is opened, and
+    /// answers index-wide requests from the files loaded so far until then: a document's
+    /// project counts as loaded once the server published diagnostics for it (it does so
+    /// only after loading the project, an empty list included).
+    pub loads_projects_lazily: bool,
+    /// clangd: its background index is built once, and a file changed on disk is seen only
+    /// when it is opened.
+    pub clangd: bool,
+    /// A log line some servers write when their workspace scan is done (pyright: "Found N
+    /// source files"); until it comes, the server counts as indexing.
+    pub ready_log: Option<&'static str>,
+}
+
+impl Flavor {
+    pub fn of(program: &Path) -> Flavor {
+        let name = program
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        Flavor {
+            rust_analyzer: name.contains("rust-analyzer"),
+            loads_projects_lazily: name.contains("typescript-language-server"),
+            clangd: name.starts_with("clangd"),
+            // pyright answers "cannot rename" or "no definition" for files its workspace scan
+            // has not found yet, and reports the scan only in a log line.
+            ready_log: name.starts_with("pyright").then_some(" source file"),
+        }
+    }
+
+    /// Whether the server keeps an index of files it is not told about and watches no files
+    /// itself (clangd: its background index is built once; a file changed on disk is seen
+    /// only when it is opened): such files are opened for it (`crate::outside`), a deleted
+    /// one as an empty document, which hides what the index held for it.
+    pub fn opens_unwatched(&self) -> bool {
+        self.clangd
+    }
+}
