@@ -2,6 +2,11 @@
 //! `tools/list` is the daemon's list for the run's surface; `tools/call` is a daemon call
 //! whose approval requests and `ask_user` questions become elicitations, whose output events
 //! become progress notifications and whose cancellation is the daemon's `Cancel`.
+//!
+//! The daemon connection is made after `initialize` (so the `Hello` can say whether the client
+//! answers questions) and again after the daemon went away. `resources/read` of
+//! `toolvisor://result/<ref>` goes through `tool_result_read`, and a watcher sends
+//! `notifications/tools/list_changed` when the daemon's list changes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,5 +1,9 @@
 //! One connection to the daemon on tokio: the protocol crate's frames and codec, a writer task,
 //! a reader task that routes each frame to the call, list request or handler waiting for it.
+//!
+//! Before a byte is sent, the server's uid is checked (`protocol::client::check_server_uid`).
+//! Results, events and approval requests go to their call, `Tools` answers to list requests,
+//! questions to the session, tree updates to the tool-list watcher.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;

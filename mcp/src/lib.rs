@@ -1,5 +1,22 @@
 //! `toolvisor mcp`: a Model Context Protocol server, over stdio or Streamable HTTP, that is a
 //! client of the daemon (one MCP session = one daemon connection = one run); it hosts nothing.
+//!
+//! It hosts nothing and has no gate of its own: one MCP session is one daemon connection (one run),
+//! and every call goes through the daemon's gates. Approvals are answered as the operator chose
+//! (`--approvals`, `Approvals`), never the model: by a person's answer to an MCP elicitation (the
+//! default; a multi round-trip form on 2026-07-28; a client without the elicitation capability gets
+//! every approval denied), by the MCP client's own call (`harness`), or never (`deny`). Questions
+//! reach a person only through elicitation: a client without it (or `--questions none`) is no
+//! question port, and `ask_user` answers `no_human`. When an MCP session ends its calls in flight
+//! are cancelled (`DaemonConn::close`), since the daemon lets a half-closed connection's calls
+//! finish. The Streamable HTTP transport listens on loopback or a private Unix socket only, and a
+//! loopback port serves only requests carrying its bearer token (`docs/SECURITY.md`): any local
+//! user can reach a port.
+//!
+//! It is its own crate because rmcp, hyper and tokio-util are its dependencies alone: the daemon's
+//! crate stays free of them (its modules never import this one; `main.rs` calls it for the `mcp`
+//! subcommand), and the layering is visible in `Cargo.toml`. It depends on `toolvisor-kit` only for
+//! the private-directory and private-file rules of the token file.
 
 #![forbid(unsafe_code)]
 

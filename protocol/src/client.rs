@@ -1,5 +1,11 @@
 //! A small blocking client over a `std` Unix socket, for the CLI, the tests, the benchmarks
 //! and the chaos runner. A harness in another language writes the same frames by hand.
+//!
+//! Before it sends a byte, the client checks the server's uid (`SO_PEERCRED`) and refuses a server
+//! that is neither its own user's nor root's (`check_server_uid`), so nothing (a Hello, a workdir,
+//! a call) reaches a socket another user put in its way; the daemon checks each peer's uid the same
+//! way from its side. The TypeScript client package cannot read `SO_PEERCRED` from Node: it checks
+//! the socket file's owner and its directory instead (`clients/typescript`).
 
 use std::io::{BufReader, BufWriter};
 use std::os::unix::net::UnixStream;

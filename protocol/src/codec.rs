@@ -4,6 +4,16 @@
 //! bincode 2 (serde, standard config, varint) or JSON, chosen by the client's `Hello`.
 //! The `Hello` itself is recognised by its first byte (`{` means JSON), so a client can
 //! speak either codec from its first byte on.
+//!
+//! Decoding is bounded. A frame's declared length is checked against the connection's cap (16 MiB
+//! by default, `crate::DEFAULT_MAX_FRAME`) before its payload is read (`frame_len`). bincode
+//! allocates a claimed string before reading it, so its allocation limit is picked per payload
+//! (`bincode_limit`): at most sixteen times the payload (at least 64 KiB), and at least
+//! `CLAIM_FACTOR` (eight) times it, because bincode also counts every decoded integer at its full
+//! width and a valid frame of many small numbers must never hit the limit
+//! (`tests/codec_bincode_many_numbers.rs`). `tests/codec_fuzz.rs` fuzzes decoding (arbitrary and
+//! mutated frames, the `Hello`, values around the nesting limit); `TOOLVISOR_FUZZ_CASES` sets the
+//! cases per property.
 
 use std::io::{self, Read, Write};
 

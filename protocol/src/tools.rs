@@ -5,6 +5,10 @@
 //! schema refuses unknown keys).
 //!
 //! One file per family of tools (`tools/<family>.rs`), all re-exported here.
+//!
+//! Bounds are attributes: `#[schemars(range(...))]` for ranges, and the non-standard
+//! `minWords`/`maxWords` by `#[schemars(extend(...))]`; `deny_unknown_fields` gives
+//! `additionalProperties: false`.
 
 mod data;
 mod debug;

@@ -10,6 +10,11 @@
 //! message ([`too_deep`]), before the recursion goes one level further. A derived
 //! deserializer would recurse as deep as the frame says, and 8 KB of bincode nesting 4,000
 //! levels overflowed a tokio worker's stack (issue 11 §1).
+//!
+//! The other recursive wire type, a tree snapshot's `TreeNode`, is decoded under the same limit
+//! (`crate::tree`). Everything else that walks a value (the daemon's validator, masking,
+//! projection, `Debug`) therefore meets at most this depth, or serde_json's own 128 for values
+//! parsed from a child's output.
 
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, SeqAccess, VariantAccess};
 use serde::ser::{SerializeMap, SerializeSeq, SerializeTuple, Serializer};

@@ -4,6 +4,18 @@
 //! Wire types are plain on purpose: no `flatten`, `skip`, `tag` or `untagged`, which bincode
 //! cannot carry. Enums are externally tagged; JSON spells variants in snake_case, so a
 //! JSON client writes `{"call": {"id": 1, ...}}` and reads `{"result": {"id": 1, ...}}`.
+//!
+//! A call's arguments are a JSON-shaped `Value`, not a typed enum per tool: a frame whose arguments
+//! have the wrong types still decodes, and its caller gets an `invalid_args` result naming the
+//! field. The typed argument structs of `crate::tools` are parsed by the daemon after schema
+//! validation. Only these types cross the socket; actor messages never do. Every wire type is
+//! round-trip tested in both codecs (`tests/codec_roundtrip.rs`).
+//!
+//! This file and `docs/PROTOCOL.md` are the one source of the protocol (`tests/protocol_doc.rs`
+//! keeps the document's examples true). The client packages (`clients/python`,
+//! `clients/typescript`) declare every `ClientFrame` and `DaemonFrame` variant with its fields, the
+//! nested structures and every `ErrorKind`; `tests/tests/clients_frames_in_step.rs` fails, naming
+//! it, when a client lacks one.
 
 use serde::{Deserialize, Serialize};
 

@@ -2,6 +2,16 @@
 //! use, the roster of sessions), how it starts (`Daemon::start`) and stops
 //! (`Started::shutdown`). The accept loop that hands connections to sessions is
 //! `server.rs`; this module imports neither `session` nor `server`.
+//!
+//! Clients get the tree only through `Daemon::tree_for(viewer)`: known secrets masked in every
+//! detail and last error, and a conversation's resources (`NodeStatus::owned`) shown whole only to
+//! that conversation's clients and to ops clients. `start` sweeps what a killed daemon left before
+//! anything is accepted: temp files first, then the spawn ledger (the socket lock is held by then;
+//! the daemon then becomes a child subreaper), then the journals of cut multi-file writes and the
+//! structural accepts cut short. `STOP_ORDER` stops what holds a person's or a program's state
+//! mid-flight first (debug sessions, kernels, vibe workers), then language servers, the data hub,
+//! inference servers, download jobs and processes. Memory is given back after a burst of sessions
+//! and after an idle spell (`trim_task`, see `kit::memory`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;

@@ -3,6 +3,14 @@
 //! 0600 in a private directory (ours, not writable by others: a directory someone else made
 //! is refused), and every peer's uid checked against ours (SO_PEERCRED). Under socket
 //! activation the service manager's socket is adopted under the same lock and checks.
+//!
+//! The socket is bound under an exclusive `flock` on `<socket>.lock` (opened `O_NOFOLLOW`), held
+//! for the daemon's life; only `ECONNREFUSED` on a probe proves an existing socket stale. A socket
+//! passed by the service manager (`adopt`) is taken only when `LISTEN_PID` is the daemon's own pid
+//! and it is one listening Unix stream socket (`kit::systemd::listen_fds`), under the same
+//! private-directory check and lock; it is made close-on-exec, so no child can accept on it, and
+//! its file is the manager's, left in place at exit. There is no `interprocess` crate: tokio's
+//! `UnixListener` gives non-blocking accept and `peer_cred()` directly, and std's the bind.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};

@@ -1,6 +1,15 @@
 //! The `toolvisor` binary: `serve` runs the daemon; `call`, `tools`, `status`, `tree` and
 //! `downloads` talk to a running one; `operator` answers questions at a terminal; `__shim` is the hidden
 //! process-group leader every child runs under.
+//!
+//! Also `drain` (drain a running daemon and wait for it to exit), `data trash|restore` (open the
+//! data hub's database directly), `mcp` (into `toolvisor-mcp`) and the hidden `__pty` relay.
+//! `serve` adopts a socket passed by socket activation or binds its own. Before anything else it
+//! fixes glibc's mmap threshold (`kit::memory::tune`, before any thread starts) and makes the
+//! daemon non-dumpable (`PR_SET_DUMPABLE` 0, as ssh-agent): no same-uid non-root process, a child
+//! included, can then read its environment or memory through `/proc` or ptrace. The shim and every
+//! child become dumpable again at `execve`, which the spawn ledger's sweep relies on to read a
+//! shim's environment.
 
 #![forbid(unsafe_code)]
 

@@ -4,6 +4,13 @@
 //! Prometheus scrapes. The endpoint answers `GET /metrics` on a loopback TCP port or a
 //! private Unix socket; its HTTP is the few lines a scrape needs (one request per
 //! connection, bounded header, a deadline), not a web server.
+//!
+//! It never listens beyond the host: a loopback address or a private Unix socket, anything else
+//! refused at start (`crate::config::metrics`). Its labels are bounded: `tool` is a registered
+//! tool's name or `unknown`, kinds and states are fixed sets, resource ids only of live resources.
+//! A scrape reads the facts `status` and the tree give an ops client (counts, states, memory), no
+//! command lines and no conversations; at most four scrapes are answered at once. A server
+//! framework would be the largest dependency of the binary for this.
 
 use std::path::PathBuf;
 use std::sync::Arc;

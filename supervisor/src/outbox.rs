@@ -5,6 +5,19 @@
 //! results stops being read). A large frame that has to wait waits on disk, in an unlinked
 //! file of the spool directory, not in memory: what a client that never reads costs is the
 //! budget, not the budget plus every result still waiting for room.
+//!
+//! Backpressure only ever stalls the client that does not read: the reader waits for room only in
+//! its own connection's queue, and a frame the client must answer (an approval request, a bridge
+//! call) waits in that queue like any other, so its answer is read as soon as the client has read
+//! enough. The writer task writes several queued frames in one write; when it fails the budget
+//! closes, so no sender waits forever. A frame too big to encode is replaced by an error naming it
+//! (`encode_into`), never dropped silently.
+//!
+//! The spool: a frame of 64 KiB or more (`SPILL_MIN`) that has to wait for room waits in an
+//! unlinked file of `<state_dir>/spool` (0700), or in memory when the spool cannot be used
+//! (logged). Frames are masked before they are queued (every result leaves through
+//! `tools::files::finish`), so no secret reaches the spool, and an unlinked file leaves no name
+//! behind a crash. Memory is given back (`kit::memory::trim`) once a frame is spooled.
 
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;

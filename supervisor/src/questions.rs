@@ -11,6 +11,12 @@
 //! `invalid_args` naming the last refusal (a client that cannot produce a valid answer must
 //! not leave the model waiting for the timeout). When a port disconnects,
 //! every question pending on it fails at once.
+//!
+//! A question is pending on exactly one port and always ends: by its answer, a skip, its timeout
+//! (`ask_user`'s handler), its caller's cancellation (dropping `Asked` withdraws it and tells the
+//! port), or at once when its port leaves. A port is attached before its session's `Welcome` is
+//! written (`session/serve.rs`), so a client holding a Welcome never misses a question, and
+//! `ask_user` never waits where no port exists: it answers `no_human`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,13 @@
 //! The tool registry: the rules that decide what a client may see and call (surface, policy,
 //! attachment), over the tools [`crate::tools::all`] assembles; plus the argument validator
 //! every call passes before its one parse into the handler's type.
+//!
+//! The validator checks nested object schemas too; it recurses along the schema, never along the
+//! value, and compares integers exactly (a value past `i64::MAX` is above a maximum of `i64::MAX`).
+//! `tests/registry_args_fuzz.rs` fuzzes every tool's argument handling (validator, approval rule,
+//! the one parse) and checks that what the schema accepts the parse accepts;
+//! `tests/registry_docs_examples.rs` ties every example call of `docs/TOOLS.md` to its tool's
+//! schema and parse.
 
 use std::collections::BTreeMap;
 

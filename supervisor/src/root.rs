@@ -3,6 +3,10 @@
 //! Kind supervisors have no fallible paths of their own; should one die anyway (a bug), the
 //! root logs it, and its node stays in the tree as `failed` with the error, so every tool that
 //! needs that kind answers `resource_failed` instead of hanging.
+//!
+//! The root spawns one `KindSupervisor` per kind (`KINDS`). When the root stops (daemon shutdown,
+//! after `Started::shutdown` stopped each kind in order), ractor stops every descendant actor,
+//! whose guards kill and reap their process trees.
 
 use std::sync::Arc;
 use std::time::Duration;

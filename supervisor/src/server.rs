@@ -4,6 +4,15 @@
 //! its session, tells a service manager it is ready (`NOTIFY_SOCKET`), serves the opt-in
 //! metrics endpoint, and at shutdown drains: calls in flight finish up to
 //! `limits.drain_timeout_s`, new ones get `shutting_down`, then resources stop in order.
+//!
+//! The drain, in order: the listener is dropped (a service manager's socket queues new connections
+//! for the next start), `Daemon::begin_drain` makes every new call answer `shutting_down` (decided
+//! where the session admits a call), the calls in flight run to their end or to
+//! `limits.drain_timeout_s`, the answers already queued are flushed to their clients, and only then
+//! does `Started::shutdown` stop the resources, kind by kind in `daemon::STOP_ORDER`, each kind's
+//! processes killed and reaped by their guards (up to 5 s) before the next kind's turn. The accept
+//! loop checks every peer's uid and keeps a reserve descriptor, so that when descriptors run out
+//! (`EMFILE`) one client still gets in to hear `busy`.
 
 use std::future::Future;
 use std::sync::Arc;

@@ -3,6 +3,31 @@
 //! the one place where wire frames become calls into the daemon and back. The gates a call
 //! passes before its tool runs are in `session/gates.rs`; what a running handler sees of its
 //! session (events, eval's `tool()` bridge) is in `session/bridge.rs`.
+//!
+//! A session is two tasks and a reader loop, not an actor: it owns no child process and no state
+//! that outlives the connection (state is keyed by conversation). Calls run as tasks in a
+//! per-connection `JoinSet`, reaped as they finish. `Cancel {id}` resolves the call's cancel
+//! channel: the call's future is dropped (and any guard it holds with it, killing what it started)
+//! and the caller gets `cancelled`. When the client closes its sending side, the calls in flight
+//! still finish and their results are written (half-close); if a write fails, the remaining calls
+//! are cancelled. Approval requests wait for the client's answer up to `approval_timeout_s`; a
+//! client without an approval handler is denied at once. Once the daemon drains, a new call is
+//! answered `shutting_down` (`start_call`).
+//!
+//! What a client can make a session hold is bounded (`[limits]`), and every limit answers `busy` or
+//! `timeout` naming its key: the Hello within `hello_timeout_s`, a started frame finished within
+//! `frame_deadline_s`, at most `max_calls_in_flight` calls (past it `busy`, never queued: a queued
+//! call would wait on results the client may not be reading), and the outbox's budget of queued
+//! bytes. A declared frame length is never allocated up front: the read buffer (`FrameReader`)
+//! grows as bytes arrive, and an idle connection holds none. A malformed frame is answered with an
+//! `error` frame (or as its call's result, when the id can be read) and the connection stays open;
+//! an oversized length closes only that connection.
+//!
+//! A Hello carrying a vibe worker's credential (`run_token`, the worker's `TOOLVISOR_RUN_TOKEN`) is
+//! pinned by `pin_by_token`: its surface and approvals are at most its tier's
+//! (`[vibe.tiers.<tier>]`; a claim can only lower them), it is no question port, and its run is
+//! `vibe:<id>`, so a worker calling the daemon passes the same gates as the model and inherits no
+//! trust granted to another run.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

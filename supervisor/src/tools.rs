@@ -5,6 +5,16 @@
 //! each handler takes a small context that carries only the services it uses. Nothing here
 //! imports `session`, `daemon` or `registry`: the session reaches the handlers through
 //! [`run`], and handlers reach the client only through [`Caller`].
+//!
+//! `Services` is what the daemon lends handlers (processes, language servers, vibe workers,
+//! question ports, staged edits, the file tools' state and result store, the search cache, kernels,
+//! debuggers, the data hub, download jobs, the inference pool, the launcher, the configuration).
+//! Each family's context is built from it and names only what the family uses (`FileTools`,
+//! `StructuralTools`, `LspTools`, `EvalTools`, `AskUser`; `debug`, `vibe_*` and `process` take
+//! their one service), so a handler sees only what it uses (`tools/family_tests.rs` calls each
+//! family with nothing but its context and a fake `Caller`). The one back-edge, eval's `tool()`
+//! bridge into `session::execute`, sits behind `Caller` and `toolvisor_kernel::Bridge`
+//! (`supervisor/tests/layers_dependency_direction.rs`).
 
 pub(crate) mod data;
 mod debug;

@@ -2,6 +2,12 @@
 //! events go into the connection's outbox, and an eval cell's `tool()` bridge leads back
 //! into the registry through the gates (`execute`), or out to the client for its
 //! `bridge_tools`. This is the one back-edge from the tools into the session, behind traits.
+//!
+//! A cell's `tool()` call of the daemon's own registry runs through `execute`: the same gates as a
+//! model's call, with the cell's session and call id, inline in the cell's lane turn, never queued
+//! on the lane the cell holds (that would wait on the cell itself). A tool among the client's
+//! `bridge_tools` is forwarded to the client, with the operator's policy and the client's tier
+//! still checked here. `tool("eval")` is refused by the kernel (`toolvisor_kernel::Kernels`).
 
 use toolvisor_kernel::{Bridge, BridgeFuture};
 

@@ -3,6 +3,21 @@
 //! and the handler itself behind one parse of the arguments. Each family declares its tools
 //! next to their handlers (`tools/<family>.rs`, `declare()`); [`crate::tools::all`]
 //! assembles them and [`crate::registry`] holds the rules of visibility.
+//!
+//! A tool is declared once, next to its handler, and its schema is never written by hand: the
+//! handler is typed over its arguments
+//! (`ToolSpec::new(name, tier, resource, description, |s, ctx, a| Box::pin(handler(s, ctx, a)))`),
+//! and that argument type `A` is both the type the schema is derived from (`schema_of`) and the
+//! type the one parse of a call's arguments feeds, so the two cannot drift. Approval and per-op
+//! tier rules are typed over the arguments' op enum (`Approval::Ops(&[LspOp::Trust])`), never
+//! strings; `.summary` gives an approval prompt that says more than the arguments.
+//!
+//! To add a tool: its argument struct in `protocol::tools` (derive `JsonSchema`,
+//! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
+//! its handler (`async fn x(cx, ctx, a: XArgs) -> Result<Json, ToolError>`) and its `ToolSpec::new`
+//! in its family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`,
+//! `.summary`, the hints); an example call in `docs/TOOLS.md`. Nothing else routes, parses or lists
+//! it.
 
 use std::fmt::Debug;
 use std::future::Future;

@@ -7,6 +7,12 @@
 //! a TCP connection); requests are sent by the caller's task through [`Session::client`],
 //! and the adapter's events are folded into [`RunState`] by an event task, so the mailbox
 //! never waits behind the adapter.
+//!
+//! The debuggee runs inside the adapter's process tree, never in a terminal of its own: debugpy is
+//! launched with `console: internalConsole`, and reverse requests (`runInTerminal`,
+//! `startDebugging`) are refused, so the actor's one guard kills and reaps both. DAP requests are
+//! sent from the calling task, never awaited inside the actor's `handle`. `RunState` counts stops,
+//! so a stop that overtakes its request's answer is never missed.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;

@@ -1,6 +1,11 @@
 //! The conversion pipeline: an original (Markdown, plain text, HTML) becomes a body split into
 //! sections by its headings, and the converted half of a card (title, summary, tags). A body is
 //! only ever what this makes from its original; tools never edit one.
+//!
+//! Markdown: front matter, ATX and setext headings outside code fences, lists and quotes. HTML:
+//! script and style dropped, `<h1>`–`<h6>` sections, `<title>`, keywords, `<pre>` and multi-line
+//! `<code>` kept verbatim, other text collapsed. Tools change cards (as overrides kept beside the
+//! converted card) and create notes (new originals), never a body.
 
 use std::path::Path;
 

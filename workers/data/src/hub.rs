@@ -3,6 +3,11 @@
 //! first conversion of every collection is done, searches answer `not_ready` (a partial index
 //! answering "nothing found" would be a wrong answer); a database that cannot be opened (corrupt,
 //! locked, unwritable) leaves the actor failed with the path, and calls get that error at once.
+//!
+//! The store actor is the one resource under the `data` kind supervisor: it opens the database,
+//! runs the first conversion and owns the watcher of the originals, whose queue is bounded (an
+//! overflow means one full rescan). `DataConfig` is `[data]`: collections, per-tier pins,
+//! `reach(tier)`. `toolvisor data trash|restore` open the database directly.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

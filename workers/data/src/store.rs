@@ -2,6 +2,17 @@
 //! the documents, an FTS5 index of their title, body and tags, and every change as a revision.
 //! Every read and write a tool makes names the collections its run may reach ([`Reach`]); the
 //! store filters by them in SQL, so a document outside them is `not_found`, whatever was asked.
+//!
+//! The call's `Reach` is computed from the configuration and the session's surface tier, never from
+//! arguments, passed to every query and applied in SQL (`collection IN json_each(?)`); a sensitive
+//! collection is never in a `Reach`, and what is out of reach answers exactly like what does not
+//! exist. Text from a call reaches SQLite only as bound parameters, and a search only as quoted
+//! FTS5 terms and phrases (`fts_query`). Documents are keyed by their original's path, so ids are
+//! stable across re-conversion and restarts; the index covers the effective title, the body with
+//! its annotation, and the tags. SQLite is bundled (FTS5 and JSON built in), opened in WAL mode
+//! with a 2 s busy timeout and a `quick_check`; every body records the converter's
+//! `crate::convert::VERSION`, so a store opened by a pipeline that converts differently converts
+//! every document again.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,20 @@
 //! The Hugging Face-compatible endpoint: a repo's file listing, search, and one file's bytes
 //! from an offset (HTTP `Range`). Everything it answers is untrusted input: names are checked
 //! by `choose`, sizes and hashes by the transfer.
+//!
+//! Error statuses become typed errors by `huggingface_hub`'s rules: `X-Error-Code` first
+//! (`RepoNotFound`, `RevisionNotFound`, `EntryNotFound`, `GatedRepo`), then invalid credentials, a
+//! disabled repo, the status; a failed connect or a connect timeout is `network_unavailable`.
+//!
+//! `reqwest` runs without its default features (`rustls-tls` only): rustls with the `ring` provider
+//! and webpki roots (no OpenSSL, no aws-lc build), HTTP/1.1 only (no `h2`), no system proxy lookup,
+//! no charset or decompression layers. Bodies are read with `Response::chunk`, so no `stream`
+//! feature (and no `futures-util` dependency of ours) is needed.
+//!
+//! The token (`[models] token`, else `$HF_TOKEN`) is a known secret of the result store's masking
+//! (named `models.token` and `HF_TOKEN`, `supervisor/src/tools/files.rs`), never in a `Debug` form
+//! (`Hub` and the daemon's `ModelsConfig` print `***`), a log line or an error message. Only
+//! `download_model` and `search_huggingface_models` reach the endpoint, and policy can deny each.
 
 use std::time::Duration;
 

@@ -4,6 +4,14 @@
 //! under `<state_dir>/downloads/jobs/` from the moment it is registered, so a daemon killed
 //! mid-download resumes every unfinished job at its next start; verified files are never
 //! fetched again and `.part` files resume where they stopped.
+//!
+//! One job per whole file set: `download_model` chooses every file of the variant (all shards,
+//! config and tokenizer files) from the listing (`crate::choose`), registers them as one job,
+//! writes its record (`<state_dir>/downloads/jobs/<id>.json`, synced, through
+//! `kit::private::write_private_file`) and only then answers; no job lists a subset of a split
+//! model. A `JobActor`'s policy is temporary: a failed job is not restarted, retries are per file
+//! inside it. Names from the endpoint are checked (`choose::safe_file_name`) before any path is
+//! made from them, and the store is a private directory of ours.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

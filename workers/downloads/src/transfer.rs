@@ -12,6 +12,12 @@
 //! reach the disk as they come. The `.part` file is locked (`flock`) while a transfer owns it,
 //! so a transfer stopped by a cancel, whose writer is still writing what it had, and the next
 //! transfer of the same file never write it at once.
+//!
+//! A file is renamed to its name only after its sha256 (or its size, where none is listed) matched,
+//! so a file in place is verified and never fetched again; the bytes in flight live in its `.part`
+//! file, and a resumed transfer (a retry, a cancel then a new start, a daemon restart) asks for the
+//! rest by `Range`, hashing the prefix on disk first. Writeback starts early: every 16 MiB written
+//! is handed to the disk (`posix_fadvise` `DONTNEED`), so the sync before the rename is short.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -6,6 +6,12 @@
 //! start was killed between the two and rolls the files back, so all or nothing holds across
 //! a crash. A file that holds neither its original nor the patched bytes was changed by
 //! someone since: it is left alone and logged, never clobbered.
+//!
+//! `lsp_edit` writes through the same journal. The rollback runs in `Daemon::start`, before any
+//! connection is accepted (`roll_back`, each file restored with `write_atomic` beneath a scope of
+//! the journaled write's workdir): a file holding the written bytes gets its original back, one
+//! holding the original is left as it is, and one holding anything else was changed by someone
+//! since and is left alone and logged. One journal format serves every multi-file write.
 
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};

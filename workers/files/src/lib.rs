@@ -4,6 +4,9 @@
 //! Everything here is synchronous and blocking: the daemon calls it from
 //! `tokio::task::spawn_blocking`. Search runs on the ripgrep crates (`ignore`,
 //! `grep-searcher`, `grep-regex`, `globset`) in-process; no external binary is needed.
+//!
+//! No `mmap`: it needs `unsafe`, and a file truncated under it is a SIGBUS. Reads and searches
+//! stream through bounded buffers, within the figures in `docs/BENCHMARKS.md`.
 
 #![forbid(unsafe_code)]
 

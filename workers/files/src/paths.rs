@@ -2,6 +2,24 @@
 //! symlinks included, and refused when its real location is outside the allowed roots; the
 //! I/O is then done beneath an open handle of the root it lies in, so a directory swapped
 //! for a symlink after the check cannot lead the open outside (see `beneath`).
+//!
+//! A path given to a file tool is resolved to its real location (symbolic links followed) and
+//! refused when that lies outside the workdir (and, for reads, the read roots) unless
+//! `[files] allow_outside_workdir`; the real path is then only checked and shown, never opened by
+//! name. Every open, stat, listing, temp file, rename, `mkdir` and delete is done relative to a
+//! directory handle the `Scope` opened once per call on its root (the workdir or a read root), with
+//! the real path's part below that root (`Resolved`, through `beneath::open`). A directory swapped
+//! for a symbolic link after the check is therefore never followed: the call answers `out_of_scope`
+//! (`Error::Moved`). Only `allow_outside_workdir = true` does plain path I/O.
+//!
+//! Every path any tool takes or produces goes through the one `Scope` of its call
+//! (`Files::scope(workdir)`), with the same `out_of_scope` answer and `[files]` switches:
+//! `ast_grep`, `lsp` and `synced_write` resolve their path for reading; `ast_edit`, `lsp_rename`,
+//! `lsp_edit` (every file of a server's workspace edit, create, rename and delete included, before
+//! anything is read or written) and `resolve accept` (every staged file again, at accept time) for
+//! writing. A location outside the scope that a language server names is shown by name only: no
+//! text is read from it. A walk's finds are opened with `open_found` or kept by `found_beneath`,
+//! beneath the root, never by name.
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};

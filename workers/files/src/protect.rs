@@ -2,6 +2,14 @@
 //! collection and the hub's own files (its database and notes hold what was made from them).
 //! `Scope::resolve` refuses a path in one (`Error::Protected`), and every walk (`grep`,
 //! `find`, the structural tools) and listing (`ls`) leaves them out, counting what it left.
+//!
+//! The locations are `FilesConfig::protected`, filled by `supervisor/src/tools/files.rs`: the
+//! daemon's state directory always, and, once a collection is sensitive, every sensitive
+//! collection's folder of originals and the hub's directory. `Scope::resolve` refuses them
+//! (`Error::Protected`, `out_of_scope`) before any I/O, wherever they lie; `Scope::open_found` and
+//! `found_beneath` refuse them; every walker (`find`, `grep`, the structural walk) installs
+//! `walk_filter`, so nothing below one is listed or read; `ls` leaves them out. No refusal or note
+//! names the collection or the real location (`skipped_note`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -8,6 +8,9 @@
 //! lists directories by path: a directory swapped for a symlink mid-walk can make it list
 //! an outside directory, so `find` keeps a match only when the same entry (inode) is found
 //! beneath the root (`Scope::found_beneath`).
+//!
+//! `.gitignore` files met on the way are read by path: they only narrow a walk. A dropped call sets
+//! the walk's cancel flag (`supervisor/src/tools/files.rs`), and every walk has a timeout.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

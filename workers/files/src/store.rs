@@ -4,6 +4,13 @@
 //! masked before anything is returned or stored, and the stored record says what was
 //! masked. A reference is never answered from a preview: what was not stored whole is
 //! `not_available`.
+//!
+//! Every tool result reaches this store through one function, `tools::files::finish` in the daemon
+//! (called at the end of `tools::run`): no tool projects on its own. Results live under
+//! `<state_dir>/results/<conversation>/`, written 0600 by `kit::private::write_private_file`
+//! (unsynced: a lost one answers `not_available`), are keyed by the conversation that made them and
+//! read back only by it, and are evicted oldest first past the per-conversation and total byte
+//! budgets. Secrets are masked before the text is written, so none reaches the disk.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;

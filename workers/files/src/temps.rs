@@ -7,6 +7,12 @@
 //! record of a live process is left alone: a concurrent daemon sharing the state directory)
 //! and removes, in each recorded directory, exactly the regular files of our uid named
 //! `.*.toolvisor-<that pid>-<digits>.tmp`; then the record. Nothing else is ever removed.
+//!
+//! This covers the user's tree, where `write::write_atomic` notes every directory it writes in (so
+//! `write`, `edit`, `apply_patch`, `lsp_rename`, `lsp_edit`, `resolve accept` and the rollbacks at
+//! start are all covered; a noted directory costs one set lookup afterwards). The daemon's private
+//! directories are swept by each store at open (`kit::private::remove_stale_temps`). The sweep
+//! checks each candidate without following a link, and runs before anything writes.
 
 use std::collections::HashSet;
 use std::io::Write as _;

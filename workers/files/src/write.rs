@@ -1,6 +1,20 @@
 //! `write`, and the atomic write every write-tier tool uses: a temp file in the target's
 //! directory, fsynced, given the old file's mode, then renamed over the target; all of it
 //! relative to a handle of that directory opened beneath the workdir.
+//!
+//! The file tools write only through `write_atomic`: missing parents created beneath the root, a
+//! temp file (`O_CREAT | O_EXCL | O_NOFOLLOW`, named by `kit::private::temp_name`) in the target's
+//! directory, fsynced, given the old file's mode, then `renameat` over the target, all relative to
+//! the parent's handle; the directory is not fsynced. A read-only target is refused, as an open for
+//! writing would be. The target's directory is noted in the temp log (`crate::temps`) before the
+//! temp file exists, so every write to the user's tree is covered by the start-up sweep.
+//!
+//! `write_all` is the one multi-file writer (`apply_patch`, `lsp_rename`, `lsp_edit`,
+//! `resolve accept`): with a `Journal`, every target's real path, original bytes (or absence) and
+//! new bytes (or deletion) are on disk before the first write (`crate::journal`), and a write that
+//! fails puts back the files already written. The daemon's own state files are a different
+//! contract, written by `kit::private::write_private_file`; the two share only the temp-file form.
+//! `[testing] pause_after_writes` is the crash tests' hook.
 
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;

@@ -3,6 +3,19 @@
 //! the request goes to that model's server on loopback and the response comes back frame by
 //! frame as the server sends it (never gathered first), its `usage` read on the way
 //! ([`UsageBody`]) and counted per model per day.
+//!
+//! Bounded: `max_connections` permits per listener, taken at accept (a refused connection is
+//! answered 503 and closed lingering, its request read away so no TCP reset discards the answer); a
+//! 256 MiB budget (`BODY_BUDGET`) for the bodies being read, claimed before each is read; only the
+//! body's `model` is parsed; `request_read_timeout_s` for a head (hyper's timer) and for a body;
+//! `response_write_timeout_s` for a client that takes nothing (`WriteStall` around the connection).
+//! The Unix socket is 0600 and refuses peers of another uid; the optional TCP listener is loopback
+//! only (checked at config load, `InferenceConfig::check`). The proxy opens one hyper client
+//! connection per request to the model's loopback port and passes the response back frame by frame
+//! through `UsageBody`, which counts the request when the body ends or is dropped; the usage book
+//! is then saved on the blocking pool (`UsageBook::save_soon`), never on the response's path. hyper
+//! is used directly (it was already linked through `reqwest`): no axum, no router, no hyper-util
+//! client pool.
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};

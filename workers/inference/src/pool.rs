@@ -3,6 +3,19 @@
 //! port, is `loading` until the server answers `GET /v1/models`, then `ready`; the server's
 //! end is the incarnation's failure (restarted within the policy, `failed` with its last stderr
 //! lines past it); an idle TTL unloads it. What outlives incarnations is the [`Served`].
+//!
+//! Every model server is the child of exactly one `ServerActor`, spawned through the launcher
+//! (shim, spawn ledger, allowlisted environment), so it dies with its actor, a drain or the daemon
+//! (SIGKILL included). It listens on a loopback port the daemon chose for that incarnation
+//! (`{port}` is required in every configured command), and clients reach it only through the
+//! endpoint (`crate::endpoint`). It is `ready` only once `GET /v1/models` is answered from a socket
+//! of the server's own process tree (`kit::process::tree_listens_on`: the port's listening sockets
+//! from the kernel's `sock_diag` dump, matched against the tree's descriptors), so an impostor on
+//! the port is never `ready`. A server's end is always its incarnation's failure (restart policy
+//! `Permanent`): it restarts within `[restart]` and stays `failed` past it, with how it ended and
+//! its last 40 lines of output. An unload (SIGTERM, the grace, the guard's kill) and an idle-TTL
+//! expiry are stops, never restarted. `Served` holds the port, pid, readiness, tail, last use and
+//! requests in flight.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;

@@ -2,6 +2,9 @@
 //! supervisor, owning its child through a process guard; its output log and run facts live
 //! in shared state that outlives restarts. A process belongs to the conversation that
 //! started it: no other conversation can see, read, write or kill it.
+//!
+//! A `pty` process runs under the pty relay (`kit::process::pty`), and its screen is a `vt100`
+//! emulator fed with its output; its log is `kit::output::OutputLog`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -5,6 +5,12 @@
 //! `max_running` attempts run at once; later ones wait in a queue. Finished workers stay
 //! readable for an idle TTL, then are collected. A worker belongs to the conversation that
 //! spawned it.
+//!
+//! Each attempt gets the daemon's socket (`TOOLVISOR_SOCKET`) and the worker's random credential
+//! (`TOOLVISOR_RUN_TOKEN`; its `Debug` never shows it): a Hello carrying it is pinned by the daemon
+//! to the tier's surface and to the run `vibe:<id>` (`session::pin_by_token`), so a worker calling
+//! the daemon passes the same gates as the model. A rerun (`vibe_send`) starts a new attempt under
+//! the same id only after the supervisor recorded the old one's end.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};

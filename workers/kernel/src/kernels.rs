@@ -1,5 +1,16 @@
 //! The `eval` tool's state: every conversation's kernels, and running one cell on one of
 //! them with the inactivity budget, the bridge, interrupts, kills and restarts.
+//!
+//! A cell never hangs its caller: silent past its inactivity budget it is interrupted; still
+//! running `interrupt_grace` later, its kernel is killed; a kernel that dies answers `kernel_died`
+//! with the cause at once; a dropped call interrupts its cell (`InterruptOnDrop`). `tool("eval")`
+//! from a cell is refused: the cell already holds the conversation's eval turn. A slot whose kernel
+//! ended, whose record the supervisor collected and that no call holds is pruned whenever a new
+//! slot is made (`prune_slots`), so conversations that come and go leave nothing.
+//!
+//! The tool handler is `supervisor/src/tools/eval.rs`; the `Bridge` a cell's `tool()` calls go
+//! through is its caller's (`tools::Caller::bridge`; for calls from the wire,
+//! `supervisor/src/session/bridge.rs`).
 
 use std::collections::HashMap;
 use std::future::Future;

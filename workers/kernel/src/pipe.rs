@@ -5,6 +5,13 @@
 //! A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. Frames from a
 //! driver are capped ([`MAX_FRAME`]); a longer or undecodable frame means the driver is broken,
 //! and the kernel is ended rather than resynchronised.
+//!
+//! No port and no secret: a kernel speaks only over its own stdin and stdout. The drivers move the
+//! protocol off fds 0 and 1 before any cell runs (private duplicates; fd 0 then reads `/dev/null`
+//! and fd 1 writes to fd 2; the Node driver gets fds 3 and 4 from its `sh` wrapper), so a cell, a
+//! subprocess or native code writing to a file descriptor can never corrupt the pipe: that output
+//! reaches the daemon through stderr. Besides `protocol`'s wire types and the read-only config
+//! file, this pipe is the one serde-encoded channel, private between the daemon and its drivers.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};

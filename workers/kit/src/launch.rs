@@ -1,5 +1,9 @@
 //! How the daemon starts every child: through the shim, with an allowlisted environment,
 //! recorded in the spawn ledger. Workers build a [`SpawnSpec`] from one shared [`Launcher`].
+//!
+//! Children start with an allowlisted environment (`[env] allow`) plus `[env] set` (by default
+//! `PYTHONDONTWRITEBYTECODE=1`, so no child writes `__pycache__/` into the user's tree), never the
+//! daemon's whole environment; `env_path` is the `PATH` a child searches.
 
 use std::path::{Path, PathBuf};
 

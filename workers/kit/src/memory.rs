@@ -3,6 +3,14 @@
 //! it to return every free page. `tune` fixes the threshold above which an allocation gets its
 //! own mapping, so a large buffer (an image, a big result) goes back to the system the moment it
 //! is freed. Safe wrappers over the libc calls, so callers outside this crate need no `unsafe`.
+//!
+//! The daemon calls `trim` once a burst of sessions has ended (half the peak gone, at least 64),
+//! when a client whose output queue filled has gone, after a waiting frame was spooled, and once no
+//! call has run for `[limits] trim_after_idle_s` (10 s) after some did (one trim per idle spell,
+//! never while a call is in flight; logged at debug with the RSS before and after: one `ast_grep`
+//! over 13,000 files otherwise left ~200 MiB resident in its walker threads' arenas). `tune` (256
+//! KiB, unless `GLIBC_TUNABLES` sets a threshold) runs at start-up before any thread. The allocator
+//! stays the system one: these met the goals in `docs/BENCHMARKS.md` without a new dependency.
 
 /// Allocations of at least this many bytes get their own mapping, returned to the system on
 /// free. glibc's default starts at 128 KiB but *rises* to the size of each large block freed

@@ -12,6 +12,16 @@
 //! the user's tree are written by `toolvisor_files::write`, a different contract (beneath the
 //! call's scope, the old mode kept, a read-only file refused). Both name their temp files with
 //! [`temp_name`], the one form the start-up sweeps recognize.
+//!
+//! A directory under the state directory that an older version or a umask left wider than 0700 is
+//! narrowed (`ensure_own_dir`); the state directory itself is resolved first (symbolic links
+//! followed, `supervisor/src/daemon/open.rs`) and then checked. A directory that fails the check
+//! stops the daemon with an error naming the directory, its owner and its mode. Durability:
+//! `Synced` for what a loss would break a promise of (ids, staged edits, journals, download job
+//! records, model manifests), `Unsynced` for what dies with the machine's processes or is detected
+//! when lost (ledger records, stored results); a daemon's crash leaves the old content or the new
+//! either way. Each store removes the temp files of dead processes in its directory when it opens
+//! (`remove_stale_temps`).
 
 use std::fs::{self, File, OpenOptions};
 use std::io;

@@ -12,6 +12,10 @@
 //! exits, when it gets SIGTERM, and when the daemon dies, even by SIGKILL. What even the shim
 //! cannot clean up (e.g. the shim was stopped when the daemon died) is in the [`Ledger`],
 //! which the next daemon sweeps.
+//!
+//! No `tokio::process` and no `kill_on_drop`: they reach only the direct child and race this
+//! reaper. No cgroups either (not available to the project on its machines): the shim and the
+//! ledger cover cleanup.
 
 mod child_setup;
 mod guard;

@@ -1,5 +1,10 @@
 //! Live facts about one tree node, shared between the actor that owns the resource and the
 //! supervisor that reports it, so a snapshot of the tree never waits on a busy mailbox.
+//!
+//! Also the `TreeNotifier` that tells watchers the tree changed, and the per-kind lifecycle
+//! counters (`count_event`: restarts, TTL expiries) the metrics endpoint reads. Live facts are
+//! written by the owning actor and read by the supervisor; a node's `owned` conversation decides
+//! who sees it whole.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -6,6 +6,17 @@
 //! child runs its factory in a task, never inside `handle`, so the mailbox stays live while a
 //! slow child starts. A child that exhausts its restart intensity stays `failed` with its last
 //! error, and [`Lookup`] hands that error to callers at once.
+//!
+//! An incarnation fails when its actor returns an error or panics, or when its start (the factory:
+//! spawning the child) fails; it ends normally when it stops itself or is stopped. On an end the
+//! tracker decides: `Restart { after }` puts the node in `backoff` and schedules the restart;
+//! `GiveUp` leaves it `failed` with its last error and "(gave up after N restarts within P s)";
+//! `Done` leaves it `exited`. A `Stop` (`process kill`, a drain) or a TTL expiry (`Expire`) marks
+//! the child as stopping first, so its end is never restarted. Ended and failed children stay in
+//! the tree, their output readable, for `keep_ended` (`limits.process_keep_s`), then they are
+//! collected. A caller looking a child up gets `Lookup::Running`, `Starting`, `Backoff`, `Failed`,
+//! `Ended` or `Missing` at once, never a hang. A failed start is reported as its own error, without
+//! ractor's "Actor panicked during startup" wrapper.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;

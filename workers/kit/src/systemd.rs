@@ -3,6 +3,12 @@
 //! and state notifications (`READY=1`, `STATUS=…`, `WATCHDOG=1`, `STOPPING=1`) sent as
 //! datagrams to `NOTIFY_SOCKET` (`sd_notify(3)`). Both are no-ops when the variables are
 //! absent, so the same binary runs under systemd, under a test that plays systemd, and by hand.
+//!
+//! `listen_fds` checks that `LISTEN_PID` is ours and that the descriptor is one listening Unix
+//! stream socket, takes descriptor 3 once (`from_raw_fd`) and makes it close-on-exec; its `unsafe`
+//! blocks are the only ones of the kit outside `memory.rs` and `process`. `Notifier` writes to
+//! `NOTIFY_SOCKET`, a path or an abstract socket. No `sd-notify` or `listenfd` crate: these two
+//! small, stable protocols are written against std and `nix`.
 
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::{UnixDatagram, UnixListener};

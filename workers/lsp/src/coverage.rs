@@ -1,6 +1,14 @@
 //! Whether an index-wide answer covers the project: the gaps toolvisor knows of (changes on
 //! disk the server was not told of, a root nested in another, clangd without a compilation
 //! database, jedi's cut search), marked `complete: false` with the reason.
+//!
+//! The answers concerned are references, implementations, workspace symbols and `lsp_rename`; a gap
+//! shows as `complete: false`, `partial_reason` and a `(partial: …)` text line. Known today: clangd
+//! without a `compile_commands.json`; pylsp when jedi's search is cut (names of 2 characters or
+//! fewer, more than 30 files mentioning the name, or 2,000 Python files, counted by the same word
+//! match on the identifier at the position, never the query's spelling); a server root nested
+//! inside another root of its language within the workdir; changes on disk the server could not be
+//! told of; a watcher that could not watch the whole root.
 
 use std::path::Path;
 

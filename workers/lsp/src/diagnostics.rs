@@ -1,5 +1,12 @@
 //! The current diagnostics of a synced document: pulled (`textDocument/diagnostic`) where
 //! the server offers it, else the `publishDiagnostics` for the synced version, waited for.
+//!
+//! Never a list computed for older text: pulled where the server offers `textDocument/diagnostic`
+//! statically or by dynamic registration (pyright registers it: toolvisor offers
+//! `diagnostic.dynamicRegistration` and tracks registrations by id), else a push whose version is
+//! the synced one, published after the sync when the document changed, and, when it did not, after
+//! the last change sent for any document of the server (`changed_seq`) or once the server has been
+//! quiet for `settle` (`pushed`).
 
 use std::time::{Duration, Instant};
 

@@ -2,6 +2,15 @@
 //! first (versions checked against what the server saw and what is on disk), then written
 //! atomically file by file (temp + rename), and on any failure the files already written are
 //! restored — all or nothing.
+//!
+//! `lsp_rename` and every `lsp_edit` op (an applied code action, a symbol edit, a format) go
+//! through the one path `apply_off_thread`, on the blocking pool: `check_scope` (every file the
+//! edit touches, created, renamed and deleted ones included, checked against the caller's scope
+//! before anything is read or written), `plan_edit` (every new text computed and version-checked
+//! first) and `write_all` (`toolvisor_files::write::write_all`, the one multi-file writer
+//! `apply_patch` and `resolve accept` use too: journaled, each file by `write_atomic` beneath the
+//! scope's handle, earlier files put back when a later write fails). `lsp_rename`'s reads go
+//! through the call's `Scope` (`CallCtx::read_text`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -9,6 +9,9 @@
 //! Runs come and go: a run idle longer than `[lsp] ledger_run_idle_s` is forgotten, and at
 //! most `[lsp] ledger_max_runs` runs are kept (the least recently used leaves first). A
 //! forgotten run that comes back is told every current diagnostic again.
+//!
+//! The ledger lives in the manager (`LanguageServers`), not in a server actor, so a server crash
+//! loses none of it.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

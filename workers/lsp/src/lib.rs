@@ -7,6 +7,22 @@
 //! [`servers::LanguageServers`] manager applies the start rule (root marker AND binary),
 //! starts servers, waits for readiness, and answers the ops ([`ops`], [`edit`], [`checker`],
 //! [`hierarchy`], [`check`], [`lsp_edit`], [`symbol_edit`], [`actions`]).
+//!
+//! The modules are private; the crate exports what the daemon uses: `LanguageServers`, `CallCtx`,
+//! `LspConfig`.
+//!
+//! The `lsp-types` crate is not used (it was a dependency with no use, removed with `fluent-uri`,
+//! `serde_repr` and an old `bitflags`). What toolvisor sends is a dozen small shapes (`initialize`
+//! with its capabilities, the `didOpen`/`didChange`/`didSave`/`didClose` notifications, position,
+//! rename and diagnostic requests), each one `json!` line in `actor.rs`, `server.rs` or `ops.rs`;
+//! in `lsp-types` each is a nested struct with `..Default::default()` and its own fallible `Uri`
+//! type, and the non-standard fields servers need (clangd's `offsetEncoding`, rust-analyzer's
+//! `serverStatusNotification`, pyright's scan log) are not in it. What toolvisor parses it parses
+//! leniently, item by item (`render.rs`: a location without a range still shows its file, a
+//! malformed symbol is skipped, hover contents of any of the three shapes): `lsp-types`' untagged
+//! enums (`GotoDefinitionResponse`, `DocumentSymbolResponse`, `HoverContents`) reject a whole
+//! answer for one bad item, so typed parsing would need a fallback per shape to keep today's
+//! answers to the fake servers' garbage: more code, not less.
 
 #![forbid(unsafe_code)]
 

@@ -2,6 +2,9 @@
 //! the file) AND its binary resolves (project-local `node_modules/.bin`, `.venv/bin`,
 //! `venv/bin` first, then the configured search path, then `$PATH`). Each half says exactly
 //! what it looked for and where when it fails.
+//!
+//! Project-local binaries are searched in a trusted root only: in an untrusted root a binary inside
+//! the project is project code and never runs (`crate::trust`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,15 @@
 //! The `lsp` op dispatch, document sync before every request, and the position ops
 //! (definition, references, hover, code actions). Every answer names the server and its state;
 //! an empty answer comes only from a server that is ready and settled.
+//!
+//! Before every query, every change made on disk under the server's root, by anyone, is handed to
+//! the server first (`LanguageServers::catch_up` in `outside.rs`: the root's `RootWatch` barrier,
+//! then `workspace/didChangeWatchedFiles` for what the server watches, or the file opened in a
+//! server that watches nothing, clangd), or the answer says it could not be (`complete: false`). No
+//! read-tier op writes a file: the language-server edits are the write-tier tools `lsp_rename` and
+//! `lsp_edit` (approval always), and `check_edit` writes nothing (`check.rs`). `CallCtx` is the
+//! caller's workdir, run and file `Scope`: every file argument resolves through it, and every
+//! location's text is read beneath the scope's root (`CallCtx::read_text`), or not at all.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

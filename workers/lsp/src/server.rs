@@ -10,6 +10,27 @@
 //!
 //! Calls never go through the actor's mailbox: they use the current connection directly,
 //! concurrently, and the actor's mailbox only carries lifecycle messages (exit, TTL).
+//!
+//! Readiness (`readiness`, `settled`): an empty answer, and any index-wide answer (references,
+//! implementations, workspace symbols), comes only from a server that is ready and settled, else
+//! the caller gets `not_ready`, `timeout` or `resource_failed`. Ready means connected, no
+//! `$/progress` open, the configured ready log line seen when there is one (pyright's "Found N
+//! source files"), and quiescent when the server reports status (rust-analyzer's
+//! `experimental/serverStatus`); settled adds `settle_ms` of quiet. A server that loads projects
+//! lazily (typescript-language-server) must also have published diagnostics for the document since
+//! it was opened in this incarnation before an index-wide answer about it (`project_loaded`):
+//! measured, tsserver loads a project only after the first `didOpen`, its "Initializing JS/TS
+//! language features" progress begins ~1.3 s after `initialize` (after a `settle_ms` of quiet), and
+//! `references` before its end answers from the opened file only; the first diagnostics for the
+//! file come after the load.
+//!
+//! The disk is the truth for documents: before every query the queried file and every other open
+//! document whose file changed are synced (`sync_from_disk`: the read, `refresh_open`'s stats and
+//! reads, `sync_text`, all on the blocking pool), so no answer comes from text the server saw
+//! before a write. Every document's text is read beneath the server root's handle (`root_scope`,
+//! `read_doc`), never by name: a document lies under its root by the start rule, and a directory on
+//! its path swapped for a symbolic link after the caller's scope check is refused (`out_of_scope`)
+//! or, for another open document, left as the server last saw it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

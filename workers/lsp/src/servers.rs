@@ -3,6 +3,14 @@
 //! an actor under the `language_servers` supervisor.
 //! Decides whether a server may start (the start rule), starts it through the supervisor,
 //! waits for it (bounded), and reports why a server does not run.
+//!
+//! A call's plan says which server answers it: the language and root by the start rule, the mode by
+//! the run's trust in the root (`crate::trust`: restricted options and environment for an untrusted
+//! root; a full-mode server is never shared with an untrusted run), and, for
+//! typescript-language-server, its bundled tsserver and client-side file watching. The lsp worker's
+//! file work never runs on an async worker thread: document sync, watcher barriers, the workspace
+//! edits and the bounded walks (`open_any`'s 5,000 entries, the importers of `dependents.rs`,
+//! jedi's count in `coverage.rs`) run on the blocking pool.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -2,6 +2,15 @@
 //! project code (build scripts, proc macros, plugins, project-local binaries). A root is
 //! trusted when the operator's config lists it (or a directory above it), or when an approval
 //! granted it to one run; everything else is untrusted and gets the restricted modes.
+//!
+//! A read call never runs the project code of a root its run does not trust: a server that executes
+//! project code runs in its language's restricted mode there (the restricted settings are the
+//! `initializationOptions` and the answer to every `workspace/configuration`, with the restricted
+//! environment) or, without one, does not start (`policy_denied`); a checker that executes project
+//! code is refused with `policy_denied` (`checker.rs`); and no binary is taken from inside the
+//! project (`locate.rs`). Trust comes from `[trust] roots` or from an approved `lsp trust` for one
+//! run. Servers are keyed by mode, so a full-mode server is never shared with an untrusted run
+//! (`servers.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,5 +1,12 @@
 //! Diagnostics folded into file writes: the baseline taken before a write (`before_write`),
 //! the diagnostics new for the run after it (`after_write`), and `synced_write`.
+//!
+//! Every write tool calls `before_write` with the files it is about to write, before it writes
+//! them: `write`, `edit` and `apply_patch` (`supervisor/src/tools/files.rs`), `lsp_rename`
+//! (`edit.rs`), `lsp_edit` (`lsp_edit.rs`) and `resolve accept`
+//! (`supervisor/src/tools/structural.rs`). Where the run's ledger holds nothing for a file, the
+//! diagnostics the file has then become the run's baseline, so a first write reports only what it
+//! introduced. A new write tool that folds in diagnostics (`after_write`) must call it too.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,6 +1,13 @@
 //! Languages and patterns: grammar ids, inference from paths, and compiling a pattern into an
 //! ast-grep matcher — wrapped in a natural context where the language has no top-level
 //! expressions — plus the literal texts the prefilter looks for.
+//!
+//! Prose, markup and data formats are searched only when named, never inferred from a directory. A
+//! pattern is compiled on its own first; a context tried after the top level (a fallback, such as a
+//! class body) may only read it as the node kind it makes on its own, and a run metavariable
+//! (`$$$`) that is a syntax error is let stand only when no parse is error-free. The prefilter's
+//! literals are the pattern's named leaves and its anonymous tokens of two or more ASCII
+//! punctuation characters whose text is their kind's name (`==`, `::`).
 
 use std::path::Path;
 

@@ -1,6 +1,14 @@
 //! Structural search: pick the language, walk the tree ignore-aware and in parallel, skip
 //! files that lack the pattern's literal text before parsing them, match, and keep the first
 //! `max_results` matches in path order together with the exact total.
+//!
+//! Every file the walk reads is opened beneath the root through the call's `Scope`
+//! (`Scope::open_found`), never by name: the walk follows no symbolic link, leaves protected
+//! locations out (`Protected::walk_filter`), and lists by path, so a directory swapped for a
+//! symbolic link after the listing is skipped ("outside the file scope … not followed"), never
+//! followed out. `search_cached` answers unchanged files from `crate::cache`. The prefilter skips a
+//! file only when it lacks the text of a named token of the pattern, which ast-grep compares
+//! verbatim: it changes which files are parsed, never the matches (`tests/prefilter.rs`).
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BTreeMap, BinaryHeap};

@@ -9,6 +9,16 @@
 //! On disk (`dir`): `next_id` (the next edit number, so ids stay unique across restarts) and
 //! one `edit_<n>.json` per edit; resolved edits keep a small tombstone (no contents) so a
 //! second resolve gets "already accepted", not "unknown".
+//!
+//! A staged edit is on disk (`<state_dir>/structural/edits/`, through
+//! `kit::private::write_private_file`, synced; `next_id` persisted before an id is used) before
+//! `ast_edit` answers, so a daemon restart loses none and ids never repeat. At accept, every file
+//! must resolve in the accepting call's scope (else `out_of_scope`) to its staged real path (a
+//! symbolic link put in its place is a `conflict`: a staged file is replaced, never written through
+//! a link). The edit is marked accepting on disk before the first write; a store that finds such a
+//! mark when it opens (after the journal's rollback, `Daemon::start`) stages the edit again,
+//! putting back through the file scope any file still holding the new content (the journal has
+//! normally done so already; a record of an older version had no journal).
 
 use std::collections::BTreeMap;
 use std::fs;

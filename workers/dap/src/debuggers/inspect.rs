@@ -1,6 +1,8 @@
 //! The ops on a live debug session: running and stopping (`continue`, the steps, `pause`,
 //! and how a stop is awaited and described) and inspection (`threads`, `stack`, `scopes`,
 //! `variables`, `evaluate`).
+//!
+//! Also `set_variable`, checked against the adapter's capabilities first like every option.
 
 use super::*;
 

@@ -1,6 +1,12 @@
 //! `debug launch` and `attach`: refusing a second session, starting the adapter under the
 //! `debug_adapters` supervisor, and the DAP handshake (initialize, launch or attach,
 //! breakpoints, configurationDone) up to the first stop.
+//!
+//! No option is dropped silently: debugpy-only options (`module`, `just_my_code`) given for another
+//! adapter are `not_available` naming the adapter and the option, as breakpoint options the adapter
+//! did not advertise are (`breakpoints.rs`). A launch's `env` is added on top of the allowlisted
+//! environment the adapter already runs with (lldb-dap takes `KEY=VALUE` strings, the others an
+//! object merged onto theirs), never instead of it.
 
 use super::*;
 

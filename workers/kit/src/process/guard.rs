@@ -1,4 +1,14 @@
 //! `ProcessGuard`: owns one spawned child, reaps it on its own waiter thread and tears its whole tree down on drop.
+//!
+//! The guard lives in its owner's state: a resource actor's state (one child OS process per actor),
+//! or the calling task for a short-lived child. ractor skips `post_stop` when an actor is killed or
+//! panics but drops its state either way, so the tree dies with the actor however it ends. The
+//! spawner registers each child as owned under the spawn lock before the lock is released, and the
+//! waiter reaps and unregisters it under the same lock, so the orphan reaper never takes a child
+//! being spawned for an orphan and a reused pid is never confused with an old one. The ledger
+//! record is removed only after the child is reaped and, when it died by a signal (a shim that
+//! exits tears its own tree down), after the orphans it left are killed and reaped. No signal ever
+//! goes to pid 0, 1 or a negative pid (`kill.rs`).
 
 use std::fmt;
 use std::io;

@@ -1,4 +1,24 @@
 //! On-disk ledger of spawned process groups, so the next daemon can kill what one killed too hard to clean up left behind.
+//!
+//! The ledger is `<socket>.ledger/`: one 0600 record per live process group (its leader's start
+//! time, the owning daemon and its random token) and one `incarnation-<mark>` record per daemon.
+//! The next daemon on the same socket sweeps it once it holds the socket lock; the records of
+//! another daemon that still runs are left alone. A record is honoured only if its file is a
+//! regular file of ours (opened `O_NOFOLLOW`) and the process it names leads its group, has the
+//! recorded start time, runs as our uid and carries the record's token (`TOOLVISOR_LEDGER_TOKEN`,
+//! put in every recorded child's environment by the spawner, stripped by the shim before the
+//! program runs) in `/proc/<pid>/environ`; never on a pid and a start time alone. Only that group
+//! and its descendants are killed.
+//!
+//! What left its group and its tree before the daemon died (reparented to pid 1 when its shim was
+//! SIGKILLed in the instant before the daemon, before the orphan reaper saw it) is found by the
+//! mark of the incarnation that started it: every daemon writes `incarnation-<mark>` (pid, start
+//! time, a random 128-bit mark) at open, every process it starts carries `TOOLVISOR_LEDGER_MARK`
+//! (kept by the shim, so descendants inherit it), and the sweep kills every live process of our uid
+//! whose environment holds a dead incarnation's mark, with its descendants, then removes that
+//! record. A mark proves only "started below that daemon"; the token stays the proof that a
+//! record's leader is ours. Reading a shim's environment works because the daemon is non-dumpable
+//! but its children are not (`supervisor/src/main.rs`).
 
 use std::fs::{self, File};
 use std::io::{self, Read};

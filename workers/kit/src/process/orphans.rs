@@ -8,6 +8,9 @@
 //! holds the same lock, so a child being spawned is never mistaken for an orphan. Children of
 //! `std::process::Command` outside the spawner (short probes) stay in the daemon's group and are
 //! left to the code that waits for them.
+//!
+//! The orphan thread looks every 250 ms (`PERIOD`); it kills an orphan and its tree, then reaps
+//! exactly its pid.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};

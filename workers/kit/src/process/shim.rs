@@ -2,6 +2,17 @@
 //!
 //! Single-threaded, synchronous code: PR_SET_PDEATHSIG and the program's own death signal
 //! are tied to the *thread* that forked, and a lone thread never exits early.
+//!
+//! In order: it sets PDEATHSIG (SIGTERM) on itself, exits at once if its parent is no longer the
+//! daemon (`TOOLVISOR_SHIM_PARENT`), becomes a child subreaper, starts the program in its group
+//! (the ledger token stripped from its environment, the incarnation mark kept), and reports
+//! `OK <pid>` or `ERR <message>` on fd 3 when `TOOLVISOR_SHIM_REPORT_FD=3`. It forwards SIGINT and
+//! SIGQUIT to the program. On the program's exit, on SIGTERM or SIGHUP, or at its parent's death it
+//! kills every descendant it finds by `/proc` parentage and every other member of its group
+//! (SIGCONT, then SIGKILL), then exits like the program (143 after SIGTERM or SIGHUP). A SIGKILLed
+//! daemon therefore leaves no child: PDEATHSIG reaches the shim, and the shim reaches the rest. A
+//! `pty` process's program leads its own session (its terminal's) but is still a descendant of the
+//! shim, through the relay, so the same teardown reaches it.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
