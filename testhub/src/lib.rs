@@ -11,6 +11,8 @@
 //! mid-file, a stall the test releases, an error status). It counts the body bytes it serves
 //! per file, so a test can say exactly what was fetched again.
 
+#![forbid(unsafe_code)]
+
 mod answers;
 pub mod http;
 

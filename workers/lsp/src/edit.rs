@@ -1,7 +1,6 @@
 //! `lsp_rename` and workspace-edit application: every file of the edit is computed in memory
-//! first (versions checked against what the server saw and what is on disk), then written
-//! atomically file by file (temp + rename), and on any failure the files already written are
-//! restored — all or nothing.
+//! first (versions checked against what the server saw and what is on disk), then written all
+//! or nothing through the journaled multi-file writer (below).
 //!
 //! `lsp_rename` and every `lsp_edit` op (an applied code action, a symbol edit, a format) go
 //! through the one path `apply_off_thread`, on the blocking pool: `check_scope` (every file the
