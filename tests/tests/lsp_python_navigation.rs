@@ -91,6 +91,12 @@ fn pyright_definition_hover_references_symbols() {
         md.contains("greet(self, name: str) -> str") || md.contains("greet(name: str) -> str"),
         "{md}"
     );
+    // Every answer says what it rests on.
+    assert_eq!(
+        (&v["readiness"], &v["complete"]),
+        (&json!("ready"), &json!(true)),
+        "{v}"
+    );
 
     // References: 61 uses of VALUE plus its definition and the import; cut at 50.
     let v = ok_in(
@@ -102,6 +108,12 @@ fn pyright_definition_hover_references_symbols() {
     let total = v["total"].as_u64().unwrap();
     assert!(total >= 62, "total {total}: {v}");
     assert_eq!(v["truncated"], true);
+    // A list cut at the bound is not the server's whole answer.
+    assert_eq!(
+        (&v["readiness"], &v["complete"]),
+        (&json!("ready"), &json!(false)),
+        "{v}"
+    );
     assert_eq!(v["locations"].as_array().unwrap().len(), 50);
     assert!(
         v["text"].as_str().unwrap().contains(&format!(
@@ -123,6 +135,11 @@ fn pyright_definition_hover_references_symbols() {
         "{text}"
     );
     assert_eq!(v["truncated"], false);
+    assert_eq!(
+        (&v["readiness"], &v["complete"]),
+        (&json!("ready"), &json!(true)),
+        "{v}"
+    );
 
     // Document symbols: an outline with the method nested in the class.
     let v = ok_in(

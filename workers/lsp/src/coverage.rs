@@ -177,11 +177,97 @@ fn jedi_gap(root: &Path, symbol: &str) -> Option<String> {
 }
 
 /// Adds `complete` (and `partial_reason`) to an index-wide answer, and says so in its text.
+/// An empty partial answer is never worded as "none": it says the list may miss some.
 pub(crate) fn mark_coverage(answer: &mut Value, gap: Option<String>) {
     answer["complete"] = json!(gap.is_none());
     if let Some(reason) = gap {
-        let text = answer["text"].as_str().unwrap_or("").to_string();
+        let mut text = answer["text"].as_str().unwrap_or("").to_string();
+        if answer["total"].as_u64() == Some(0) {
+            text = format!(
+                "{}: the server found none, but its answer is partial, so there may be some\n",
+                text.trim_end()
+            );
+        }
         answer["text"] = json!(format!("{text}(partial: {reason})\n"));
         answer["partial_reason"] = json!(reason);
+    }
+}
+
+/// Stamps an answer that came from a server with what it rests on, so a caller can tell
+/// "none" from "none yet": `readiness` is `partial` when the answer is known to cover less
+/// than the project (`partial_reason` says why), else the server's state when it answered
+/// (`ready`, or `indexing` with what it was doing in `server.indexing`); `complete` is true
+/// only for the server's whole answer from a ready server, with nothing cut by toolvisor's
+/// bounds (`truncated`). Answers with no server (`status`, `reload`, `trust`, a checker's
+/// run) are left as they are.
+pub(crate) fn stamp_readiness(answer: &mut Value) {
+    let Some(state) = answer.pointer("/server/state").and_then(Value::as_str) else {
+        return;
+    };
+    let state = state.to_string();
+    let partial = answer.get("complete").and_then(Value::as_bool) == Some(false);
+    let truncated = answer.get("truncated").and_then(Value::as_bool) == Some(true);
+    let readiness = if partial { "partial" } else { state.as_str() };
+    answer["readiness"] = json!(readiness);
+    answer["complete"] = json!(!partial && !truncated && state == "ready");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_says_what_it_rests_on() {
+        let ready = json!({"state": "ready"});
+        let mut whole = json!({"text": "a\n", "total": 1, "truncated": false, "server": ready});
+        stamp_readiness(&mut whole);
+        assert_eq!(
+            (whole["readiness"].clone(), whole["complete"].clone()),
+            (json!("ready"), json!(true))
+        );
+
+        let mut cut = json!({"text": "a\n", "total": 60, "truncated": true, "server": ready});
+        stamp_readiness(&mut cut);
+        assert_eq!(
+            (cut["readiness"].clone(), cut["complete"].clone()),
+            (json!("ready"), json!(false))
+        );
+
+        let mut busy =
+            json!({"text": "x\n", "server": {"state": "indexing", "indexing": "Indexing 3/10"}});
+        stamp_readiness(&mut busy);
+        assert_eq!(
+            (busy["readiness"].clone(), busy["complete"].clone()),
+            (json!("indexing"), json!(false))
+        );
+
+        let mut status = json!({"text": "servers\n"});
+        stamp_readiness(&mut status);
+        assert!(status.get("readiness").is_none() && status.get("complete").is_none());
+    }
+
+    #[test]
+    fn an_empty_partial_answer_is_never_worded_as_none() {
+        let mut answer = json!({"text": "no references found for `f` at a.c:3\n", "total": 0,
+            "truncated": false, "server": {"state": "ready"}});
+        mark_coverage(
+            &mut answer,
+            Some("clangd has no compilation database".into()),
+        );
+        stamp_readiness(&mut answer);
+        let text = answer["text"].as_str().unwrap();
+        assert!(text.contains("there may be some"), "{text}");
+        assert!(
+            text.contains("(partial: clangd has no compilation database)"),
+            "{text}"
+        );
+        assert_eq!(
+            (answer["readiness"].clone(), answer["complete"].clone()),
+            (json!("partial"), json!(false))
+        );
+        assert_eq!(
+            answer["partial_reason"],
+            json!("clangd has no compilation database")
+        );
     }
 }

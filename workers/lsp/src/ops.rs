@@ -292,19 +292,31 @@ impl LanguageServers {
     }
 
     pub(crate) fn server_info(&self, opened: &Opened) -> Value {
-        json!({
+        let readiness = opened.shared.readiness();
+        let mut info = json!({
             "id": opened.shared.id,
             "language": opened.shared.language,
             "root": opened.shared.root.display().to_string(),
             "name": opened.conn.name,
             "pid": opened.conn.pid,
-            "state": opened.shared.readiness().word(),
+            "state": readiness.word(),
             "position_encoding": opened.conn.encoding.name(),
-        })
+        });
+        if let crate::server::Readiness::Indexing(what) = readiness {
+            info["indexing"] = json!(what);
+        }
+        info
     }
 
-    /// `lsp {op, ...}`.
+    /// `lsp {op, ...}`: every answer from a server says what it rests on (`readiness`,
+    /// `complete`: [`crate::coverage::stamp_readiness`]).
     pub async fn lsp(&self, ctx: &CallCtx, args: LspArgs) -> Result<Value, ToolError> {
+        let mut answer = self.lsp_op(ctx, args).await?;
+        crate::coverage::stamp_readiness(&mut answer);
+        Ok(answer)
+    }
+
+    async fn lsp_op(&self, ctx: &CallCtx, args: LspArgs) -> Result<Value, ToolError> {
         match args.op.as_str() {
             "status" => {
                 let from = match args.file.as_deref() {
