@@ -59,6 +59,7 @@ fn lsp_tool_types_round_trip() {
         symbol: "add".into(),
         new_name: "sum 🦀".into(),
         occurrence: None,
+        dry_run: Some(true),
     });
     both(&SyncedWriteArgs {
         path: "m.py".into(),

@@ -1,10 +1,121 @@
 //! `lsp_rename` with real servers: pyright and clangd rename a symbol across files, every file
 //! written, edit counts reported; clangd also answers definition and references across files
-//! and offers a code action for a missing semicolon.
+//! and offers a code action for a missing semicolon. A preview (`dry_run`) writes nothing and
+//! asks no approval, and the real rename afterwards writes exactly the preview or is refused.
 
 use serde_json::json;
+use toolvisor_protocol::ErrorKind;
+use toolvisor_protocol::wire::Outcome;
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
+use toolvisor_tests::lsp::{client_in, lsp_config, ok_in, project, require};
+
+/// Call `tool` in the run `test-run`, answering approvals with `approve`; the outcome and the
+/// summaries the user was asked to approve.
+fn call_counting(
+    d: &TestDaemon,
+    w: &std::path::Path,
+    tool: &str,
+    args: serde_json::Value,
+    approve: bool,
+) -> (Outcome, Vec<String>) {
+    let mut asked = Vec::new();
+    let mut c = client_in(d, w, "test-run");
+    let reply = c
+        .call_with("c", tool, args, |req| {
+            asked.push(req.summary.clone());
+            approve
+        })
+        .expect("call");
+    (reply.outcome, asked)
+}
+
+#[test]
+fn pyright_previews_a_rename_and_the_rename_writes_exactly_the_preview() {
+    require("pyright-langserver");
+    let shapes = "class Box:\n    pass\n\n\ndef make() -> Box:\n    return Box()\n";
+    let uses = "from shapes import Box\n\nb: Box = Box()\n";
+    let p = project(&[
+        ("pyproject.toml", ""),
+        ("shapes.py", shapes),
+        ("use.py", uses),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let rename = json!({"file": "use.py", "line": 3, "symbol": "Box", "occurrence": 1,
+        "new_name": "Crate"});
+    let mut preview = rename.clone();
+    preview["dry_run"] = json!(true);
+
+    // The preview: no approval asked, the whole edit listed, nothing written.
+    let (out, asked) = call_counting(&d, w, "lsp_rename", preview.clone(), false);
+    let Outcome::Ok(v) = out else {
+        panic!("preview failed: {out:?}")
+    };
+    let v = v.0;
+    assert!(asked.is_empty(), "a preview asked for approval: {asked:?}");
+    assert_eq!(
+        (&v["dry_run"], &v["written"], &v["edits"]),
+        (&json!(true), &json!(false), &json!(6)),
+        "{v}"
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("shapes.py:1: class Box:\nshapes.py:1: → class Crate:\n"),
+        "{text}"
+    );
+    assert!(text.contains("use.py:3: → b: Crate = Crate()"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(w.join("shapes.py")).unwrap(),
+        shapes
+    );
+    assert_eq!(std::fs::read_to_string(w.join("use.py")).unwrap(), uses);
+
+    // A name that cannot be renamed is refused by prepareRename, naming why.
+    let (out, _) = call_counting(
+        &d,
+        w,
+        "lsp_rename",
+        json!({"file": "shapes.py", "line": 2, "symbol": "pass", "new_name": "x", "dry_run": true}),
+        false,
+    );
+    let Outcome::Err(e) = out else {
+        panic!("renaming a keyword was previewed: {out:?}")
+    };
+    assert_eq!(e.kind, ErrorKind::InvalidArgs, "{e}");
+    assert!(e.message.contains("cannot be renamed"), "{e}");
+
+    // A file changed since the preview: the rename would differ from it, so it is refused
+    // and nothing is written.
+    let changed = format!("{uses}c = Box()\n");
+    std::fs::write(w.join("use.py"), &changed).unwrap();
+    let (out, asked) = call_counting(&d, w, "lsp_rename", rename.clone(), true);
+    let Outcome::Err(e) = out else {
+        panic!("a rename that differs from its preview was written: {out:?}")
+    };
+    assert_eq!(e.kind, ErrorKind::Conflict, "{e}");
+    assert!(e.message.contains("differs from its preview"), "{e}");
+    assert!(asked[0].contains("as previewed"), "{asked:?}");
+    assert_eq!(std::fs::read_to_string(w.join("use.py")).unwrap(), changed);
+    assert_eq!(
+        std::fs::read_to_string(w.join("shapes.py")).unwrap(),
+        shapes
+    );
+
+    // Previewed again, the rename writes exactly that; the approval says what it will do.
+    let v = ok_in(&d, w, "lsp_rename", preview);
+    assert_eq!(v["edits"], 7, "{v}");
+    let (out, asked) = call_counting(&d, w, "lsp_rename", rename, true);
+    assert!(matches!(out, Outcome::Ok(_)), "{out:?}");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].contains("7 edits in 2 files, as previewed"),
+        "{asked:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("use.py")).unwrap(),
+        "from shapes import Crate\n\nb: Crate = Crate()\nc = Crate()\n"
+    );
+}
 
 #[test]
 fn pyright_renames_a_class_in_every_file() {

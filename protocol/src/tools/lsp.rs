@@ -94,6 +94,10 @@ pub struct LspRenameArgs {
     /// Which occurrence of symbol on the line (1-based).
     #[schemars(range(min = 1, max = 1000))]
     pub occurrence: Option<u64>,
+    /// Preview: check the name can be renamed (`prepareRename`), list the whole edit per file
+    /// with line previews, and write nothing (no approval asked). A real rename of the same
+    /// symbol afterwards writes exactly the previewed edit, or is refused.
+    pub dry_run: Option<bool>,
 }
 
 /// Operations of the `lsp_edit` tool (write tier): edits computed by the language server or

@@ -150,6 +150,23 @@ pub(crate) async fn synced_write(
     cx.lsp.synced_write(&lsp_ctx, &a.path).await
 }
 
+/// A rename's preview writes nothing: it needs no approval.
+static PREVIEW: super::spec::Exempt<LspRenameArgs> =
+    super::spec::Exempt(|a: &LspRenameArgs| a.dry_run == Some(true));
+
+/// What the user is asked to approve for a rename: the symbol, the new name, and the
+/// previewed edit's size when this run previewed it.
+fn rename_summary(s: &Services, ctx: &CallCtx, a: &LspRenameArgs) -> String {
+    let mut text = format!(
+        "rename `{}` ({}:{}) to `{}`",
+        a.symbol, a.file, a.line, a.new_name
+    );
+    if let Some((edits, files)) = s.lsp.previewed(&ctx.run(), a) {
+        text.push_str(&format!(": {edits} edits in {files} files, as previewed"));
+    }
+    text
+}
+
 /// The language-server tools' declarations.
 pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::tools::LspOp;
@@ -174,10 +191,11 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "lsp_rename",
             Tier::Write,
             "language_servers",
-            "Rename a symbol project-wide through the language server; all files or none.",
+            "Rename a symbol project-wide through the language server; all files or none. dry_run: true previews the whole edit per file and writes nothing (no approval); the real rename then writes exactly the preview or is refused.",
             |s, ctx, a| Box::pin(async move { rename(&LspTools::of(s), ctx, a).await }),
         )
-        .approval(Approval::Always),
+        .approval(Approval::Unless(&PREVIEW))
+        .summary(rename_summary),
         // Its own write-tier tool, not write ops of `lsp`: a read-tier surface is then not
         // even shown a tool that writes, and every op of it asks for approval.
         ToolSpec::new(

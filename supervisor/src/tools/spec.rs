@@ -117,6 +117,31 @@ pub enum Approval {
     /// Only calls whose `op` is one of these (state-changing operations); a call without a
     /// readable `op` needs approval too (the validator refuses it first anyway).
     Ops(&'static dyn OpSet),
+    /// Every call but those the rule exempts on their typed arguments (a preview that writes
+    /// nothing: `lsp_rename {dry_run: true}`); a call whose arguments do not parse needs
+    /// approval.
+    Unless(&'static dyn Exemption),
+}
+
+/// Calls of one tool that need no approval, decided on its typed arguments.
+pub trait Exemption: Debug + Send + Sync {
+    /// Whether the call is exempt; false when `args` do not parse.
+    fn exempts(&self, args: &Json) -> bool;
+}
+
+/// An [`Exemption`] as a predicate over the tool's argument type `A`.
+pub struct Exempt<A>(pub fn(&A) -> bool);
+
+impl<A> Debug for Exempt<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Exempt<{}>", std::any::type_name::<A>())
+    }
+}
+
+impl<A: DeserializeOwned> Exemption for Exempt<A> {
+    fn exempts(&self, args: &Json) -> bool {
+        A::deserialize(args).is_ok_and(|a| (self.0)(&a))
+    }
 }
 
 /// A tier above the tool's for some of its operations.
@@ -295,6 +320,7 @@ impl ToolSpec {
             Approval::Never => false,
             Approval::Always => true,
             Approval::Ops(ops) => ops.holds(args).unwrap_or(true),
+            Approval::Unless(rule) => !rule.exempts(args),
         }
     }
 

@@ -327,15 +327,63 @@ pub async fn apply_off_thread(
     enc: Encoding,
     tool: &'static str,
 ) -> Result<Vec<FileChange>, ToolError> {
-    let (ctx, shared) = (ctx.clone(), shared.clone());
-    tokio::task::spawn_blocking(move || {
-        let reals = check_scope(&ctx, &edit, tool)?;
-        let changes = plan_edit(&ctx, &shared, &edit, enc, &reals)?;
-        write_all(&ctx, &changes, tool)?;
+    apply_checked(ctx, shared, edit, enc, tool, None).await
+}
+
+/// The preview a rename must equal (see `rename_preview`).
+struct Preview<'a> {
+    previews: &'a crate::rename_preview::Previews,
+    args: &'a LspRenameArgs,
+}
+
+/// [`apply_off_thread`], and before anything is written the planned edit is checked
+/// against the run's preview of it, when there is one.
+async fn apply_checked(
+    ctx: &CallCtx,
+    shared: &Arc<ServerShared>,
+    edit: Value,
+    enc: Encoding,
+    tool: &'static str,
+    expect: Option<Preview<'_>>,
+) -> Result<Vec<FileChange>, ToolError> {
+    let (ctx2, shared) = (ctx.clone(), shared.clone());
+    let changes = off_thread(tool, move || {
+        let reals = check_scope(&ctx2, &edit, tool)?;
+        plan_edit(&ctx2, &shared, &edit, enc, &reals)
+    })
+    .await?;
+    if let Some(p) = expect {
+        p.previews.check(&ctx.run, p.args, &changes, &ctx.workdir)?;
+    }
+    let ctx2 = ctx.clone();
+    off_thread(tool, move || {
+        write_all(&ctx2, &changes, tool)?;
         Ok(changes)
     })
     .await
-    .unwrap_or_else(|e| {
+}
+
+/// [`check_scope`] and [`plan_edit`] only, on the blocking pool: what the edit would write.
+async fn plan_off_thread(
+    ctx: &CallCtx,
+    shared: &Arc<ServerShared>,
+    edit: Value,
+    enc: Encoding,
+) -> Result<Vec<FileChange>, ToolError> {
+    let (ctx, shared) = (ctx.clone(), shared.clone());
+    off_thread("lsp_rename", move || {
+        let reals = check_scope(&ctx, &edit, "lsp_rename")?;
+        plan_edit(&ctx, &shared, &edit, enc, &reals)
+    })
+    .await
+}
+
+/// File work on the blocking pool, never on an async worker thread.
+async fn off_thread<T: Send + 'static>(
+    tool: &'static str,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
         Err(ToolError::new(
             ErrorKind::Internal,
             format!("the {tool} file work failed: {e}"),
@@ -346,6 +394,12 @@ pub async fn apply_off_thread(
 
 impl LanguageServers {
     /// `lsp_rename {file, line, symbol, new_name}`.
+    /// The (edits, files) of `run`'s preview of this rename, if it previewed it (for the
+    /// approval's summary).
+    pub fn previewed(&self, run: &str, args: &LspRenameArgs) -> Option<(usize, usize)> {
+        self.previews.previewed(run, args)
+    }
+
     pub async fn rename(&self, ctx: &CallCtx, args: LspRenameArgs) -> Result<Value, ToolError> {
         // The named file is written too (it holds the symbol).
         let path = ctx.resolve("lsp_rename", &args.file, Access::Write)?;
@@ -371,6 +425,7 @@ impl LanguageServers {
         let enc = opened.conn.encoding;
         let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
         let doc = json!({"uri": opened.uri});
+        let dry_run = args.dry_run == Some(true);
         if opened.conn.caps.pointer("/renameProvider/prepareProvider") == Some(&Value::Bool(true)) {
             let prep = self
                 .request(
@@ -407,16 +462,47 @@ impl LanguageServers {
                 "point at the symbol's name",
             ));
         }
+        // A server whose index misses files renames only where it looked: say so.
+        let gap = self
+            .index_gap(&ctx.workdir, &opened.shared, &opened.path, Some(&word))
+            .await;
+        if dry_run {
+            let _sync = opened.shared.sync_lock.lock().await;
+            let changes = plan_off_thread(ctx, &opened.shared, edit, enc).await?;
+            drop(_sync);
+            self.previews.remember(&ctx.run, &args, &changes);
+            let total: usize = changes.iter().map(|c| c.edits).sum();
+            let (lines, files, left_out) = crate::rename_preview::render(&changes, &ctx.workdir);
+            let text = format!(
+                "preview: renaming `{}` to `{}` would make {total} edits in {} files; nothing was written\n{lines}",
+                args.symbol,
+                args.new_name,
+                changes.len()
+            );
+            let mut answer = json!({"text": text, "dry_run": true, "written": false,
+                "files": files, "edits": total, "lines_not_shown": left_out});
+            crate::coverage::mark_coverage(&mut answer, gap);
+            return Ok(answer);
+        }
         // The diagnostics the touched files have now are the run's baseline where it has
         // none, so the rename reports only errors it introduced.
         if let Ok(touched) = touched_files(&edit) {
             self.before_write(&ctx.run, &touched).await;
         }
         // The server's root may be above the workdir: its edit can reach files the caller
-        // may not write. All of them are checked before anything is read or written.
+        // may not write. All of them are checked before anything is read or written; a
+        // rename this run previewed must be the edit it was shown.
         let _sync = opened.shared.sync_lock.lock().await;
-        let changes = apply_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;
+        let expect = Preview {
+            previews: &self.previews,
+            args: &args,
+        };
+        let changes =
+            apply_checked(ctx, &opened.shared, edit, enc, "lsp_rename", Some(expect)).await;
         drop(_sync);
+        // A rename refused for differing from its preview stays refused until previewed again.
+        let changes = changes?;
+        self.previews.forget(&ctx.run);
         let total: usize = changes.iter().map(|c| c.edits).sum();
         let files: Vec<Value> = changes
             .iter()
@@ -440,10 +526,6 @@ impl LanguageServers {
         text.push_str(diags["text"].as_str().unwrap_or(""));
         let mut answer =
             json!({"text": text, "files": files, "edits": total, "diagnostics": diags});
-        // A server whose index misses files renames only where it looked: say so.
-        let gap = self
-            .index_gap(&ctx.workdir, &opened.shared, &opened.path, Some(&word))
-            .await;
         crate::coverage::mark_coverage(&mut answer, gap);
         Ok(answer)
     }

@@ -44,6 +44,7 @@ mod lsp_edit;
 mod ops;
 mod outside;
 mod position;
+mod rename_preview;
 mod render;
 mod server;
 mod servers;

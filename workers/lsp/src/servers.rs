@@ -232,6 +232,8 @@ pub struct LanguageServers {
     pub ledger: Ledger,
     /// The last `code_actions` answer of each run, for `lsp_edit apply_code_action`.
     pub actions: crate::actions::Memory,
+    /// Each run's last `lsp_rename` preview, which its real rename must equal.
+    pub(crate) previews: crate::rename_preview::Previews,
     /// Which roots each run may let servers and checkers execute code of.
     pub trust: Trust,
     /// rustup's default toolchain, for `{rustup_default_toolchain}` in `untrusted_env`.
@@ -296,6 +298,7 @@ impl LanguageServers {
             table: Mutex::new(HashMap::new()),
             ledger,
             actions: crate::actions::Memory::default(),
+            previews: Default::default(),
             trust: Trust::new(trusted_roots),
             rustup_default,
         }
