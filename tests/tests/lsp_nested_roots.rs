@@ -1,15 +1,16 @@
-//! Issue 35, case 8: in a monorepo with nested roots (a `pyproject.toml` at the top and
-//! another in `lib/`), a file in `lib/` gets the inner root's server, which searches `lib/`
-//! only: `references` missed the top level's uses and said `complete: true`. It must say
-//! that it covers the inner root only (`complete: false`, the reason naming both roots); a
-//! question asked from the top root's own files is complete.
+//! Issue 35, case 8, and issue 31, item 4: in a monorepo with nested roots (a
+//! `pyproject.toml` at the top and another in `lib/`), a file in `lib/` gets the inner root's
+//! server, which searches `lib/` only: `references` missed the top level's uses and said
+//! `complete: true`. Now the enclosing root's server is asked too and the answers merged:
+//! the inner server finds `lib/use.py`'s use (the outer one cannot resolve its `from core
+//! import`), the outer finds `app.py`'s, and the answer names both roots.
 
 use serde_json::json;
 use toolvisor_tests::TestDaemon;
 use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
 
 #[test]
-fn references_from_a_nested_root_say_they_cover_that_root_only() {
+fn references_from_a_nested_root_merge_the_enclosing_roots_answers() {
     require("pyright-langserver");
     let p = project(&[
         ("pyproject.toml", ""),
@@ -40,17 +41,28 @@ fn references_from_a_nested_root_say_they_cover_that_root_only() {
         .iter()
         .filter_map(|l| l["path"].as_str())
         .collect();
-    assert!(
-        !paths.contains(&"app.py"),
-        "the inner root's server searched outside it: {v}"
-    );
-    assert_eq!(v["complete"], false, "one root's answer said complete: {v}");
-    let reason = v["partial_reason"].as_str().unwrap_or_default();
-    assert!(
-        reason.contains("nested inside another python root") && reason.contains("lib"),
+    for file in ["lib/core.py", "lib/use.py", "app.py"] {
+        assert!(
+            paths.contains(&file),
+            "{file} missing from the merged answer: {v}"
+        );
+    }
+    // Each location once, though both servers found the definition.
+    let mut unique = v["locations"].as_array().unwrap().clone();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        v["locations"].as_array().unwrap().len(),
         "{v}"
     );
-    assert!(v["text"].as_str().unwrap().contains("(partial: "), "{v}");
+    assert_eq!(v["merged"], true, "{v}");
+    assert_eq!(v["roots"], json!(["lib", "."]), "{v}");
+    assert_eq!(
+        (&v["complete"], &v["readiness"]),
+        (&json!(true), &json!("ready")),
+        "{v}"
+    );
+    assert!(v["text"].as_str().unwrap().contains("(merged: "), "{v}");
     // The top root's server, asked from its own file, covers the whole tree.
     let v = ok_in(
         &d,

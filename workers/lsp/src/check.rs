@@ -275,6 +275,7 @@ impl LanguageServers {
             changed: true,
             seq_before,
             run: opened.run.clone(),
+            asked: None,
         };
         // Asked on this connection only (no re-open on a crash: the sync lock is held).
         // Pulled where the server takes pulls, statically or by dynamic registration (as

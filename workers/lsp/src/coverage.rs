@@ -23,7 +23,9 @@ use crate::servers::LanguageServers;
 impl LanguageServers {
     /// Why an index-wide answer about `path` from `shared`, asked from `workdir`, may cover
     /// less than the project, and what fixes it; `None` when no gap is known. `symbol` is the
-    /// identifier asked about (the word at the position, never the query's spelling).
+    /// identifier asked about (the word at the position, never the query's spelling);
+    /// `enclosing_searched` when the servers of the roots enclosing `shared`'s were asked
+    /// too and their answers merged (`crate::roots`), so nesting is no gap.
     ///
     /// Known gaps: the file watcher of the root could not watch it all; files changed on disk
     /// that the server could not be told of (`ServerShared::unseen`); the server's root is
@@ -35,6 +37,7 @@ impl LanguageServers {
         shared: &ServerShared,
         path: &Path,
         symbol: Option<&str>,
+        enclosing_searched: bool,
     ) -> Option<String> {
         let mut gaps = Vec::new();
         let problem = lock(&shared.watch).as_ref().and_then(|w| w.problem());
@@ -54,7 +57,8 @@ impl LanguageServers {
                 if unseen.len() > 5 { ", …" } else { "" }
             ));
         }
-        if let Some(spec) = self.languages().get(&shared.language)
+        if !enclosing_searched
+            && let Some(spec) = self.languages().get(&shared.language)
             && let Some(outer) = shared
                 .root
                 .parent()

@@ -464,7 +464,13 @@ impl LanguageServers {
         }
         // A server whose index misses files renames only where it looked: say so.
         let gap = self
-            .index_gap(&ctx.workdir, &opened.shared, &opened.path, Some(&word))
+            .index_gap(
+                &ctx.workdir,
+                &opened.shared,
+                &opened.path,
+                Some(&word),
+                false,
+            )
             .await;
         if dry_run {
             let _sync = opened.shared.sync_lock.lock().await;

@@ -46,6 +46,7 @@ mod outside;
 mod position;
 mod rename_preview;
 mod render;
+mod roots;
 mod server;
 mod servers;
 mod symbol_edit;

@@ -100,6 +100,10 @@ pub struct Opened {
     pub seq_before: u64,
     /// The run it was opened for (its trust picks the server's mode).
     pub run: String,
+    /// The server's readiness when the last request was sent: what its answer rests on (a
+    /// server reports progress of the request itself, e.g. pyright's "Finding references",
+    /// which is no indexing of the answer's).
+    pub asked: Option<crate::server::Readiness>,
 }
 
 fn invalid(msg: String, hint: &str) -> ToolError {
@@ -176,7 +180,18 @@ impl LanguageServers {
     /// run's trust in the root) equal it.
     pub async fn open(&self, path: &Path, run: &str) -> Result<Opened, ToolError> {
         let plan = self.plan(path, run).map_err(|e| e.to_error())?;
-        let shared = self.shared(&plan);
+        self.open_planned(&plan, path, run).await
+    }
+
+    /// [`LanguageServers::open`] in the server of `plan` (another root's than the innermost
+    /// one, for a merged answer).
+    pub(crate) async fn open_planned(
+        &self,
+        plan: &crate::servers::Plan,
+        path: &Path,
+        run: &str,
+    ) -> Result<Opened, ToolError> {
+        let shared = self.shared(plan);
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let lang_id = language_id(&plan.language, ext);
         for attempt in 0..2 {
@@ -230,6 +245,7 @@ impl LanguageServers {
                         changed,
                         seq_before,
                         run: run.to_string(),
+                        asked: None,
                     });
                 }
                 Err(e) if attempt == 0 => {
@@ -255,6 +271,7 @@ impl LanguageServers {
         let _call = shared.status.enqueue();
         let mut retried = false;
         loop {
+            opened.asked = Some(opened.shared.readiness());
             let result = opened
                 .conn
                 .client
@@ -292,7 +309,10 @@ impl LanguageServers {
     }
 
     pub(crate) fn server_info(&self, opened: &Opened) -> Value {
-        let readiness = opened.shared.readiness();
+        let readiness = opened
+            .asked
+            .clone()
+            .unwrap_or_else(|| opened.shared.readiness());
         let mut info = json!({
             "id": opened.shared.id,
             "language": opened.shared.language,
@@ -545,7 +565,7 @@ impl LanguageServers {
         if !index_wide && is_empty(&result) && !opened.shared.settled() {
             self.ready(&opened.shared).await?;
             asked = Instant::now();
-            result = self.request(&mut opened, method, params).await?;
+            result = self.request(&mut opened, method, params.clone()).await?;
         }
         let mut server = self.server_info(&opened);
         // The server's own share of the call (request sent → answer parsed), for the
@@ -553,13 +573,42 @@ impl LanguageServers {
         server["request_ms"] = json!(asked.elapsed().as_secs_f64() * 1000.0);
         let base = &ctx.workdir;
         let here = format!("`{symbol}` at {shown}:{line}");
+        // An index-wide question from a root nested in others of its language is asked of
+        // the enclosing roots' servers too, and their answers merged.
+        let merged = match index_wide {
+            true => {
+                let at = crate::roots::At {
+                    line: line - 1,
+                    src: &src,
+                    byte,
+                };
+                Some(self.ask_enclosing(ctx, &opened, method, &params, at).await)
+            }
+            false => None,
+        };
+        if let Some(m) = &merged {
+            crate::roots::merge_into(&mut result, &m.answers);
+        }
         let gap = match index_wide {
             true => {
                 // The name the server searched: the word at the position, whatever the query
                 // looked like (`"is_list_like ="` and `"is_list_like"` are one question).
                 let word = position::word_at(&src, byte, symbol.len());
-                self.index_gap(&ctx.workdir, &opened.shared, &opened.path, Some(word))
-                    .await
+                let covered = merged.as_ref().is_some_and(|m| m.covered);
+                let mut gap = self
+                    .index_gap(
+                        &ctx.workdir,
+                        &opened.shared,
+                        &opened.path,
+                        Some(word),
+                        covered,
+                    )
+                    .await;
+                for failed in merged.iter().flat_map(|m| &m.failed) {
+                    let note = failed.clone();
+                    gap = Some(gap.map_or(note.clone(), |g| format!("{g}; {note}")));
+                }
+                gap
             }
             false => None,
         };
@@ -616,6 +665,9 @@ impl LanguageServers {
                     ));
                 }
                 let mut answer = json!({"text": text, "locations": items, "total": total, "truncated": cut, "server": server});
+                if let Some(m) = merged.filter(|m| !m.roots.is_empty()) {
+                    crate::roots::say_merged(&mut answer, &opened.shared.root, &m, base);
+                }
                 if index_wide {
                     mark_coverage(&mut answer, gap);
                 }
