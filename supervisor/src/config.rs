@@ -640,6 +640,9 @@ pub struct TestingConfig {
     pub conversation_idle_ms: Option<u64>,
     /// Read the fit label's memory facts from this file instead of `/proc/meminfo`.
     pub meminfo: Option<PathBuf>,
+    /// Look for accelerators in `<dir>/drm` and `<dir>/nvidia` instead of `/sys/class/drm`
+    /// and `/proc/driver/nvidia/gpus` (`nvidia-smi` is still looked up on the `PATH`).
+    pub accelerator_roots: Option<PathBuf>,
 }
 
 /// The default model hub.

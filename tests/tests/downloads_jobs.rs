@@ -648,3 +648,128 @@ fn a_finished_job_shows_done_after_a_restart_whatever_the_store_holds_since() {
     let models = d.ok("c", "list_models", json!({}));
     assert_eq!(models["models"][0]["complete"], false, "{models}");
 }
+
+/// A fake `nvidia-smi` printing `csv` (its `--query-gpu ... --format=csv,noheader,nounits`
+/// answer), in `<dir>/bin`; the `PATH` that finds it first.
+pub fn fake_nvidia_smi(dir: &std::path::Path, csv: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(&smi, format!("#!/bin/sh\nprintf '%s\\n' '{csv}'\n")).unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn an_accelerator_with_room_is_where_a_model_fits() {
+    let hub = HfServer::start(None);
+    hub.add_gguf_3shard(REPO, SHARD);
+    let dir = tempfile::tempdir().unwrap();
+    // 24 MiB of GPU memory, 20 free: the 9 MB Q4_K_M (10.8 MB needed), `tight` in system
+    // memory, fits the GPU. An AMD card with 8 MB, 1 MB of it used, reported by sysfs.
+    let path = fake_nvidia_smi(dir.path(), "NVIDIA Fake L4, 24, 20");
+    let card = dir.path().join("accel/drm/card0/device");
+    std::fs::create_dir_all(&card).unwrap();
+    std::fs::write(card.join("mem_info_vram_total"), "8000000\n").unwrap();
+    std::fs::write(card.join("mem_info_vram_used"), "1000000\n").unwrap();
+    let meminfo = dir.path().join("meminfo");
+    std::fs::write(&meminfo, MEMINFO).unwrap();
+    let cfg = format!(
+        "[models]\nendpoint = {:?}\nconnect_timeout_s = 5\n[testing]\nmeminfo = {:?}\naccelerator_roots = {:?}\n",
+        hub.url(),
+        meminfo.display().to_string(),
+        dir.path().join("accel").display().to_string()
+    );
+    let d = TestDaemon::start_with_env(dir, &cfg, &[("PATH", &path)]);
+    let found = d.ok(
+        "c",
+        "search_huggingface_models",
+        json!({"query": "tester/"}),
+    );
+    assert_eq!(
+        found["accelerators"],
+        json!([
+            {"kind": "nvidia", "name": "NVIDIA Fake L4", "memory_total_bytes": 24 << 20, "memory_free_bytes": 20 << 20},
+            {"kind": "amd", "name": "AMD GPU (card0)", "memory_total_bytes": 8_000_000, "memory_free_bytes": 7_000_000}
+        ]),
+        "{found}"
+    );
+    let gguf = &found["models"][0];
+    let variant = |v: &str| {
+        gguf["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["variant"] == v)
+            .unwrap()
+            .clone()
+    };
+    let q4 = variant("Q4_K_M");
+    assert_eq!(q4["placement"]["label"], "fits_gpu", "{q4}");
+    assert_eq!(q4["placement"]["accelerator"], "NVIDIA Fake L4", "{q4}");
+    assert_eq!(q4["fit"], "fits", "the seed's label: {q4}");
+    assert_eq!(gguf["placement"], "fits_gpu", "{gguf}");
+    // The same model, no accelerator: tight, as the CPU-only test says.
+    let id = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &id, "done");
+    let models = d.ok("c", "list_models", json!({}));
+    assert_eq!(
+        models["models"][0]["placement"]["label"], "fits_gpu",
+        "{models}"
+    );
+    assert_eq!(
+        models["accelerators"].as_array().unwrap().len(),
+        2,
+        "{models}"
+    );
+}
+
+#[test]
+fn a_broken_nvidia_smi_leaves_the_cpu_label() {
+    let hub = HfServer::start(None);
+    hub.add_gguf_3shard(REPO, SHARD);
+    let dir = tempfile::tempdir().unwrap();
+    let path = fake_nvidia_smi(
+        dir.path(),
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+    );
+    let cfg = config(&hub, dir.path(), "");
+    let cfg = cfg.replace(
+        "[testing]\n",
+        &format!(
+            "[testing]\naccelerator_roots = {:?}\n",
+            dir.path().join("none").display().to_string()
+        ),
+    );
+    let d = TestDaemon::start_with_env(dir, &cfg, &[("PATH", &path)]);
+    let found = d.ok(
+        "c",
+        "search_huggingface_models",
+        json!({"query": "tester/"}),
+    );
+    assert_eq!(found["accelerators"], json!([]), "{found}");
+    let q4 = found["models"][0]["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["variant"] == "Q4_K_M")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&q4["fit"], &q4["placement"]["label"]),
+        (&json!("tight"), &json!("tight")),
+        "{q4}"
+    );
+}

@@ -457,3 +457,61 @@ fn stream_until_content(
     }
     (pid, s, r, seen)
 }
+
+#[test]
+fn a_model_that_fits_an_accelerator_is_loaded_with_every_layer_offloaded() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("models");
+    let gguf = dir.path().join("tiny.gguf");
+    make_gguf(&gguf, 1);
+    put_in_store(
+        &store,
+        "tester/tiny",
+        "F32",
+        "tiny-f32.gguf",
+        &std::fs::read(&gguf).unwrap(),
+    );
+    // A fake nvidia-smi: one GPU with 8 GiB free. llama-cpp-python's CPU build takes the
+    // offload flag and runs on the CPU: the flag is what is checked.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(&smi, "#!/bin/sh\necho 'NVIDIA Fake L4, 8192, 8000'\n").unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let py = toolvisor_tests::inference::python().display().to_string();
+    let cfg = format!(
+        "[models]\nstore = {:?}\n[inference]\ncommands.gguf = [{py:?}, \"-m\", \"llama_cpp.server\", \"--model\", \"{{path}}\", \"--host\", \"127.0.0.1\", \"--port\", \"{{port}}\", \"--n_ctx\", \"{{context}}\", \"--model_alias\", \"{{alias}}\", \"--n_gpu_layers\", \"{{gpu_layers}}\"]\n[testing]\naccelerator_roots = {:?}\n",
+        store.display().to_string(),
+        dir.path().join("none").display().to_string()
+    );
+    let d = TestDaemon::start_with_env(dir, &cfg, &[("PATH", &path)]);
+    let loaded = d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/tiny", "context": 512}),
+    );
+    assert_eq!(loaded["placement"]["label"], "fits_gpu", "{loaded}");
+    assert_eq!(
+        loaded["placement"]["accelerator"], "NVIDIA Fake L4",
+        "{loaded}"
+    );
+    assert_eq!(loaded["fit"], "fits", "{loaded}");
+    let ready = wait_state(&d, "tiny", "ready", READY);
+    let pid = ready["pid"].as_u64().unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let at = args
+        .iter()
+        .position(|a| a == "--n_gpu_layers")
+        .unwrap_or_else(|| panic!("{args:?}"));
+    assert_eq!(args[at + 1], "999", "{args:?}");
+}

@@ -63,6 +63,7 @@ pub(super) async fn open_downloads(
     state_dir: &std::path::Path,
     supervisor: ractor::ActorRef<toolvisor_kit::supervise::SupervisorMsg>,
     notifier: &TreeNotifier,
+    accelerators: Arc<toolvisor_downloads::accel::Probe>,
 ) -> anyhow::Result<Arc<toolvisor_downloads::Downloads>> {
     let m = &config.models;
     let ids_path = state_dir.join("ids").join("downloads");
@@ -81,6 +82,7 @@ pub(super) async fn open_downloads(
             .meminfo
             .clone()
             .unwrap_or_else(|| PathBuf::from("/proc/meminfo")),
+        accelerators,
         keep_finished: Duration::from_secs(m.keep_finished_s),
     };
     toolvisor_downloads::Downloads::open(cfg, state_dir, supervisor, notifier.clone(), ids)
@@ -102,6 +104,7 @@ pub(super) fn open_inference(
     supervisor: ractor::ActorRef<toolvisor_kit::supervise::SupervisorMsg>,
     launcher: &Launcher,
     notifier: &TreeNotifier,
+    accelerators: Arc<toolvisor_downloads::accel::Probe>,
 ) -> anyhow::Result<Arc<toolvisor_inference::Inference>> {
     let pool = toolvisor_inference::Inference::new(toolvisor_inference::InferenceArgs {
         config: config.inference.clone(),
@@ -115,6 +118,7 @@ pub(super) fn open_inference(
             .meminfo
             .clone()
             .unwrap_or_else(|| PathBuf::from("/proc/meminfo")),
+        accelerators,
         supervisor,
         launcher: launcher.clone(),
         notifier: notifier.clone(),

@@ -211,16 +211,27 @@ impl Opening<'_> {
         attached: &mut Attachments,
     ) -> anyhow::Result<ModelTools> {
         let config = self.config;
+        // One probe for both: what `list_models` says fits is what `load_model` offloads.
+        let accelerators = Arc::new(toolvisor_downloads::accel::Probe::new(
+            Some(launcher.clone()),
+            config.testing.accelerator_roots.as_deref(),
+        ));
         let downloads_sup = kind_supervisor(self.root, "downloads").await?;
-        let downloads =
-            match open_downloads(config, self.state_dir, downloads_sup, self.notifier).await {
-                Ok(d) => Some(d),
-                Err(e) => {
-                    tracing::error!(error = %e, "the model tools are detached");
-                    attached.downloads = Attachment::Detached(e.to_string());
-                    None
-                }
-            };
+        let opened = open_downloads(
+            config,
+            self.state_dir,
+            downloads_sup,
+            self.notifier,
+            accelerators.clone(),
+        );
+        let downloads = match opened.await {
+            Ok(d) => Some(d),
+            Err(e) => {
+                tracing::error!(error = %e, "the model tools are detached");
+                attached.downloads = Attachment::Detached(e.to_string());
+                None
+            }
+        };
         let inference_sup = kind_supervisor(self.root, "inference").await?;
         let inference = match open_inference(
             config,
@@ -229,6 +240,7 @@ impl Opening<'_> {
             inference_sup,
             launcher,
             self.notifier,
+            accelerators,
         ) {
             Ok(pool) => Some(pool),
             Err(e) => {

@@ -49,7 +49,7 @@ async fn cancel_download(
 
 /// The store's models, with their load state from the inference pool when it runs.
 async fn list_models(s: &Services) -> Result<Json, ToolError> {
-    let models = manager(s, "list_models")?.models();
+    let models = manager(s, "list_models")?.models().await;
     Ok(match &s.inference {
         Some(pool) => super::inference::annotate_models(pool, models).await,
         None => models,

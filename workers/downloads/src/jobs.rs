@@ -54,6 +54,8 @@ pub struct DownloadsConfig {
     pub retries: u32,
     /// Where the memory facts for the fit label come from.
     pub meminfo: PathBuf,
+    /// The accelerators for the fit label.
+    pub accelerators: Arc<crate::accel::Probe>,
     /// Finished jobs stay listed this long.
     pub keep_finished: Duration,
 }
@@ -775,8 +777,9 @@ impl Downloads {
     }
 
     /// `list_models`: the store's models with size, files, completeness and fit label.
-    pub fn models(&self) -> Json {
+    pub async fn models(&self) -> Json {
         let memory = self.memory();
+        let accelerators = self.config.accelerators.detect().await;
         let manifests = self.store.manifests();
         let all: Vec<&Manifest> = manifests.iter().map(|(_, m)| m).collect();
         let models: Vec<Json> = manifests
@@ -800,7 +803,8 @@ impl Downloads {
                     "path": dir.display().to_string(),
                     "size_bytes": size,
                     "complete": complete,
-                    "fit": fit::label(size, memory),
+                    "fit": fit::placement(size, memory, &accelerators).fit(),
+                    "placement": fit::placement(size, memory, &accelerators).to_json(&accelerators),
                     "load_state": "not_loaded",
                     "files": files,
                 })
@@ -809,6 +813,7 @@ impl Downloads {
         json!({
             "store": self.store.root().display().to_string(),
             "memory": memory.map(|m| json!({"total_bytes": m.total, "available_bytes": m.available})),
+            "accelerators": accelerators.iter().map(|a| a.to_json()).collect::<Vec<_>>(),
             "models": models,
         })
     }
@@ -817,6 +822,7 @@ impl Downloads {
     pub async fn search(&self, query: &str, limit: usize) -> Result<Json, DownloadError> {
         let hits = self.hub.search(query, limit).await?;
         let memory = self.memory();
+        let accelerators = self.config.accelerators.detect().await;
         let mut tasks = tokio::task::JoinSet::new();
         for (i, hit) in hits.into_iter().take(limit).enumerate() {
             let hub = self.hub.clone();
@@ -847,10 +853,11 @@ impl Downloads {
             .map(|(_, m)| (m.repo, m.variant))
             .collect();
         let order = |l: &str| match l {
-            "fits" => 0,
-            "tight" => 1,
-            "too_large" => 2,
-            _ => 3,
+            "fits_gpu" => 0,
+            "fits_cpu" => 1,
+            "tight" => 2,
+            "too_large" => 3,
+            _ => 4,
         };
         let models: Vec<Json> = rows
             .into_iter()
@@ -869,25 +876,33 @@ impl Downloads {
                             crate::gguf::is_gguf(&f.name)
                                 && crate::gguf::role(&f.name) == crate::gguf::Role::Projector
                         });
+                        let placement = bytes.map(|b| fit::placement(b, memory, &accelerators));
                         json!({
                             "variant": v.variant,
                             "bytes": bytes,
                             "projector": projector.map(|f| &f.name),
-                            "fit": bytes.map_or("unknown", |b| fit::label(b, memory)),
+                            "fit": placement.as_ref().map_or("unknown", |p| p.fit()),
+                            "placement": placement.map(|p| p.to_json(&accelerators)),
                             "downloaded": downloaded.iter().any(|(r, var)| r == &hit.id && var == &v.variant),
                         })
                     })
                     .collect();
-                let fit = variants
+                let best = variants
                     .iter()
-                    .filter_map(|v| v["fit"].as_str())
+                    .filter_map(|v| v.pointer("/placement/label").and_then(Json::as_str))
                     .min_by_key(|l| order(l))
                     .unwrap_or("unknown")
                     .to_string();
-                json!({"repo": hit.id, "downloads": hit.downloads, "gated": hit.gated.to_json(), "fit": fit, "variants": variants})
+                let fit = match best.as_str() {
+                    "fits_gpu" | "fits_cpu" => "fits",
+                    other => other,
+                };
+                json!({"repo": hit.id, "downloads": hit.downloads, "gated": hit.gated.to_json(), "fit": fit, "placement": best, "variants": variants})
             })
             .collect();
-        Ok(json!({"query": query, "models": models}))
+        Ok(
+            json!({"query": query, "accelerators": accelerators.iter().map(|a| a.to_json()).collect::<Vec<_>>(), "models": models}),
+        )
     }
 }
 

@@ -1,6 +1,7 @@
 //! Model download jobs: the store, the file set of a variant, resumable verified transfers.
 #![forbid(unsafe_code)]
 
+pub mod accel;
 pub mod choose;
 pub mod error;
 pub mod fit;

@@ -11,8 +11,9 @@ use serde::Deserialize;
 #[serde(default, deny_unknown_fields)]
 pub struct InferenceConfig {
     /// The server command per model format (`gguf`): program and arguments, with `{path}`
-    /// (the model file), `{port}` (a loopback port the daemon chose), `{context}`, `{alias}`
-    /// and `{dir}` (the model's directory) replaced. Default for `gguf`: `llama-server` when it
+    /// (the model file), `{port}` (a loopback port the daemon chose), `{context}`, `{alias}`,
+    /// `{dir}` (the model's directory) and `{gpu_layers}` (999 when the model fits an
+    /// accelerator's free memory whole, else 0) replaced. Default for `gguf`: `llama-server` when it
     /// is on the children's `PATH`, else `python3 -m llama_cpp.server` (llama-cpp-python).
     pub commands: BTreeMap<String, Vec<String>>,
     /// Unload a model after this many seconds without a request (0: never).
@@ -111,6 +112,8 @@ pub fn llama_cpp_python() -> Vec<String> {
         "{context}",
         "--model_alias",
         "{alias}",
+        "--n_gpu_layers",
+        "{gpu_layers}",
     ]
     .map(String::from)
     .to_vec()
@@ -130,6 +133,8 @@ pub fn llama_server() -> Vec<String> {
         "{context}",
         "--alias",
         "{alias}",
+        "--n-gpu-layers",
+        "{gpu_layers}",
     ]
     .map(String::from)
     .to_vec()

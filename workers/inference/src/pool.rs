@@ -187,6 +187,7 @@ pub struct Inference {
     config: InferenceConfig,
     store: Store,
     meminfo: PathBuf,
+    accelerators: Arc<toolvisor_downloads::accel::Probe>,
     supervisor: ActorRef<SupervisorMsg>,
     launcher: Launcher,
     notifier: TreeNotifier,
@@ -207,12 +208,23 @@ pub struct InferenceArgs {
     pub config: InferenceConfig,
     pub store: PathBuf,
     pub meminfo: PathBuf,
+    /// The accelerators the fit label and the offload flags are decided on.
+    pub accelerators: Arc<toolvisor_downloads::accel::Probe>,
     pub supervisor: ActorRef<SupervisorMsg>,
     pub launcher: Launcher,
     pub notifier: TreeNotifier,
     pub policy: RestartPolicy,
     /// `<state_dir>/inference`: the usage book.
     pub state_dir: PathBuf,
+}
+
+/// The layers offloaded to an accelerator: all of them (llama.cpp caps the count at the
+/// model's) when the model fits one whole, else none.
+pub fn gpu_layers(placement: &fit::Placement) -> u32 {
+    match placement.label {
+        "fits_gpu" => 999,
+        _ => 0,
+    }
 }
 
 /// A loopback port nothing listens on now.
@@ -235,6 +247,7 @@ impl Inference {
             config: args.config,
             store,
             meminfo: args.meminfo,
+            accelerators: args.accelerators,
             supervisor: args.supervisor,
             launcher: args.launcher,
             notifier: args.notifier,
@@ -357,7 +370,9 @@ impl Inference {
         }
         let weights: u64 = manifest.files.iter().map(|f| f.size).sum();
         let memory = fit::read_memory(&self.meminfo);
-        let label = fit::label(weights, memory);
+        let accelerators = self.accelerators.detect().await;
+        let placement = fit::placement(weights, memory, &accelerators);
+        let label = placement.fit();
         if label == "too_large"
             && let Some(m) = memory
         {
@@ -389,6 +404,8 @@ impl Inference {
                 ("dir", dir.display().to_string()),
                 ("context", context.to_string()),
                 ("alias", alias.clone()),
+                // Every layer on the accelerator when the model fits one whole, else none.
+                ("gpu_layers", gpu_layers(&placement).to_string()),
             ],
         );
         let status = NodeStatus::new(
@@ -446,6 +463,7 @@ impl Inference {
         let state = self.state(&served).await;
         let mut answer = self.describe(&served, &state);
         answer["fit"] = json!(label);
+        answer["placement"] = placement.to_json(&accelerators);
         answer["hint"] = json!(
             "get_inference_status shows when it is ready; requests go to the endpoint with \"model\": the alias"
         );
