@@ -22,6 +22,7 @@ fn lsp_tool_types_round_trip() {
         op: LspOp::Definition,
         file: Some("app/한글.py".into()),
         line: Some(2),
+        end_line: None,
         symbol: Some("make".into()),
         query: None,
         occurrence: Some(1),
@@ -32,11 +33,23 @@ fn lsp_tool_types_round_trip() {
         op: LspOp::CheckEdit,
         file: Some("a.py".into()),
         line: None,
+        end_line: None,
         symbol: None,
         query: None,
         occurrence: None,
         old_text: Some("x = 1\n".into()),
         new_text: Some("x = '한글'\n".into()),
+    });
+    both(&LspArgs {
+        op: LspOp::InlayHints,
+        file: Some("src/lib.rs".into()),
+        line: Some(3),
+        end_line: Some(9),
+        symbol: None,
+        query: None,
+        occurrence: None,
+        old_text: None,
+        new_text: None,
     });
     for op in [
         LspEditOp::ApplyCodeAction,

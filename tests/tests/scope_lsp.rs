@@ -85,6 +85,11 @@ fn pyright_tools_stay_inside_the_workdir() {
             json!({"op": "status", "file": file}),
             json!({"op": "call_hierarchy", "file": file, "line": 1, "symbol": "helper"}),
             json!({"op": "check_edit", "file": file, "new_text": "x = 1\n"}),
+            json!({"op": "type_hierarchy", "file": file, "line": 1, "symbol": "helper"}),
+            json!({"op": "signature_help", "file": file, "line": 1, "symbol": "helper"}),
+            json!({"op": "completions", "file": file, "line": 1, "symbol": "help"}),
+            json!({"op": "inlay_hints", "file": file}),
+            json!({"op": "workspace_diagnostics", "file": file}),
         ] {
             let e = err_in(&d, &l.work, "lsp", args);
             assert_out_of_scope(&e, "lsp", &l.shared, &l.work);

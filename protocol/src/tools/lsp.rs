@@ -19,6 +19,18 @@ pub enum LspOp {
     CallHierarchy,
     /// The diagnostics a proposed edit would produce; nothing is written.
     CheckEdit,
+    /// Supertypes and subtypes of the type at line + symbol.
+    TypeHierarchy,
+    /// The signatures of the call whose callee is at line + symbol, and the active parameter.
+    SignatureHelp,
+    /// What the server would complete at the end of `symbol` on the line (e.g. `obj.`).
+    Completions,
+    /// Inferred types and parameter names the server shows inline, for `line`..`end_line`
+    /// or the whole file.
+    InlayHints,
+    /// The whole project's diagnostics: the server's workspace pull where it offers one,
+    /// else the project checker.
+    WorkspaceDiagnostics,
     Status,
     Reload,
     /// Let servers and checkers run this project's code for the run (asks the user).
@@ -39,6 +51,11 @@ impl LspOp {
             LspOp::CodeActions => "code_actions",
             LspOp::CallHierarchy => "call_hierarchy",
             LspOp::CheckEdit => "check_edit",
+            LspOp::TypeHierarchy => "type_hierarchy",
+            LspOp::SignatureHelp => "signature_help",
+            LspOp::Completions => "completions",
+            LspOp::InlayHints => "inlay_hints",
+            LspOp::WorkspaceDiagnostics => "workspace_diagnostics",
             LspOp::Status => "status",
             LspOp::Reload => "reload",
             LspOp::Trust => "trust",
@@ -52,7 +69,7 @@ impl std::fmt::Display for LspOp {
     }
 }
 
-/// `lsp {op, file?, line?, symbol?, query?, occurrence?, old_text?, new_text?}`.
+/// `lsp {op, file?, line?, end_line?, symbol?, query?, occurrence?, old_text?, new_text?}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspArgs {
@@ -64,7 +81,11 @@ pub struct LspArgs {
     /// 1-based line.
     #[schemars(range(min = 1, max = i64::MAX))]
     pub line: Option<u64>,
-    /// Substring naming the symbol on that line.
+    /// inlay_hints: the last line of the range (1-based, inclusive; default `line`).
+    #[schemars(range(min = 1, max = i64::MAX))]
+    pub end_line: Option<u64>,
+    /// Substring naming the symbol on that line (completions: the text typed so far, the
+    /// position is at its end).
     pub symbol: Option<String>,
     /// symbols: workspace query.
     pub query: Option<String>,

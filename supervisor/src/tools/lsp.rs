@@ -181,7 +181,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "lsp",
             Tier::Read,
             "language_servers",
-            "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, call_hierarchy, check_edit (the diagnostics a proposed edit would bring; nothing written), status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
+            "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, call_hierarchy, type_hierarchy, signature_help, completions, inlay_hints, check_edit (the diagnostics a proposed edit would bring; nothing written), workspace_diagnostics, status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
             |s, ctx, a| Box::pin(async move { lsp(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Ops(&[LspOp::Trust]))

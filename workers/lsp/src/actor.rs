@@ -68,6 +68,16 @@ fn client_capabilities() -> Value {
             // typescript-language-server offers call hierarchy only to a client that says it
             // takes it.
             "callHierarchy": {"dynamicRegistration": false},
+            "typeHierarchy": {"dynamicRegistration": false},
+            "signatureHelp": {"signatureInformation": {
+                "documentationFormat": ["markdown", "plaintext"],
+                "parameterInformation": {"labelOffsetSupport": true},
+                "activeParameterSupport": true}},
+            // No snippets: a label and its plain insert text are what `completions` shows.
+            "completion": {"completionItem": {"snippetSupport": false,
+                "documentationFormat": ["markdown", "plaintext"], "labelDetailsSupport": true},
+                "contextSupport": true},
+            "inlayHint": {"dynamicRegistration": false},
             "formatting": {"dynamicRegistration": false},
         },
         "workspace": {

@@ -344,6 +344,7 @@ mod tests {
             op: toolvisor_protocol::tools::LspOp::CheckEdit,
             file: Some("a.py".into()),
             line: None,
+            end_line: None,
             symbol: None,
             query: None,
             occurrence: None,

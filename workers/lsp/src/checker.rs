@@ -16,7 +16,7 @@ use crate::render::{Diag, show_path};
 use crate::servers::LanguageServers;
 
 const OUTPUT_MAX: usize = 32 * 1024 * 1024;
-const SHOWN_MAX: usize = 200;
+pub(crate) const SHOWN_MAX: usize = 200;
 
 fn sev(word: &str) -> u8 {
     match word {

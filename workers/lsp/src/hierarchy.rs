@@ -27,17 +27,19 @@ fn missing(field: &str) -> ToolError {
     )
 }
 
-/// One end of a call as shown: where it is and the line there.
-struct Site {
-    path: String,
-    line: u64,
-    name: String,
-    kind: &'static str,
-    text: String,
-    outside: bool,
+/// One end of a call (or a type of a type hierarchy) as shown: where it is and the line there.
+pub(crate) struct Site {
+    pub path: String,
+    pub line: u64,
+    pub name: String,
+    pub kind: &'static str,
+    pub text: String,
+    pub outside: bool,
 }
 
-fn site(
+/// The site of a hierarchy item (`uri`, `name`, `kind`) at `range`; `None` for an item
+/// without a file URI or a range.
+pub(crate) fn site(
     item: &Value,
     range: &Value,
     ctx: &CallCtx,

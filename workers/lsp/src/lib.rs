@@ -6,7 +6,8 @@
 //! actor ([`server::ServerActor`]) under the daemon's `language_servers` kind supervisor; the
 //! [`servers::LanguageServers`] manager applies the start rule (root marker AND binary),
 //! starts servers, waits for readiness, and answers the ops ([`ops`], [`edit`], [`checker`],
-//! [`hierarchy`], [`check`], [`lsp_edit`], [`symbol_edit`], [`actions`]).
+//! [`hierarchy`], [`type_hierarchy`], [`signature`], [`completion`], [`inlay`],
+//! [`workspace_diags`], [`check`], [`lsp_edit`], [`symbol_edit`], [`actions`]).
 //!
 //! The modules are private; the crate exports what the daemon uses: `LanguageServers`, `CallCtx`,
 //! `LspConfig`.
@@ -28,9 +29,11 @@
 
 mod actions;
 mod actor;
+mod at;
 mod check;
 mod checker;
 mod checks;
+mod completion;
 mod config;
 mod coverage;
 mod dependents;
@@ -38,6 +41,7 @@ mod diagnostics;
 mod edit;
 mod hierarchy;
 mod indent;
+mod inlay;
 mod ledger;
 mod locate;
 mod lsp_edit;
@@ -49,12 +53,15 @@ mod render;
 mod roots;
 mod server;
 mod servers;
+mod signature;
 mod symbol_edit;
 mod symbols;
 mod trust;
+mod type_hierarchy;
 mod uri;
 mod watch;
 mod watched;
+mod workspace_diags;
 mod write_diags;
 
 pub use config::LspConfig;

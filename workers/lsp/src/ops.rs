@@ -1,5 +1,5 @@
 //! The `lsp` op dispatch, document sync before every request, and the position ops
-//! (definition, references, hover, code actions). Every answer names the server and its state;
+//! (definition, references, hover, code actions); the other ops have their own modules. Every answer names the server and its state;
 //! an empty answer comes only from a server that is ready and settled.
 //!
 //! Before every query, every change made on disk under the server's root, by anyone, is handed to
@@ -382,6 +382,11 @@ impl LanguageServers {
             "definition" | "type_definition" | "implementation" | "references" | "hover"
             | "code_actions" => self.navigate(ctx, &args).await,
             "call_hierarchy" => self.call_hierarchy(ctx, &args).await,
+            "type_hierarchy" => self.type_hierarchy(ctx, &args).await,
+            "signature_help" => self.signature_help(ctx, &args).await,
+            "completions" => self.completions(ctx, &args).await,
+            "inlay_hints" => self.inlay_hints(ctx, &args).await,
+            "workspace_diagnostics" => self.workspace_diagnostics(ctx, &args).await,
             "check_edit" => self.check_edit(ctx, &args).await,
             other => Err(invalid(
                 format!("lsp: unknown op {other:?}"),

@@ -483,7 +483,8 @@ impl ServerShared {
         for r in list.into_iter().flatten() {
             let id = r.get("id").and_then(Value::as_str).unwrap_or("");
             let method = r.get("method").and_then(Value::as_str).unwrap_or("");
-            self.diags.registration(id, method, add);
+            self.diags
+                .registration(id, method, r.get("registerOptions"), add);
             if method == "workspace/didChangeWatchedFiles" || !add {
                 let mut watchers = lock(&self.file_watchers);
                 match add {

@@ -148,6 +148,26 @@ async fn pull_diagnostics_follow_dynamic_registrations_by_id() {
 }
 
 #[tokio::test]
+async fn workspace_pull_follows_the_registrations_options() {
+    let s = shared("pyright-langserver");
+    let _peer = connect(&s);
+    let conn = s.conn().unwrap();
+    let reg = |id: &str, ws: bool| {
+        json!({"registrations": [{"id": id, "method": "textDocument/diagnostic",
+            "registerOptions": {"interFileDependencies": true, "workspaceDiagnostics": ws}}]})
+    };
+    // pyright's own registration: document pulls only.
+    answer_request(&s, "client/registerCapability", &reg("a", false)).unwrap();
+    assert!(s.diags.pulls(&conn));
+    assert!(!s.diags.pulls_workspace(&conn));
+    answer_request(&s, "client/registerCapability", &reg("b", true)).unwrap();
+    assert!(s.diags.pulls_workspace(&conn));
+    let drop_b = json!({"unregisterations": [{"id": "b", "method": "textDocument/diagnostic"}]});
+    answer_request(&s, "client/unregisterCapability", &drop_b).unwrap();
+    assert!(!s.diags.pulls_workspace(&conn));
+}
+
+#[tokio::test]
 async fn publishes_record_the_version_they_are_for() {
     let s = shared("clangd");
     let _peer = connect(&s);

@@ -165,7 +165,8 @@ fn is_typescript_language_server(program: &Path) -> bool {
 }
 
 /// typescript-language-server's `initializationOptions` with `tsserver.useClientFileWatcher`
-/// on, unless they set it.
+/// on, and the tsserver preferences that turn on its inlay hints (all off by default, so
+/// `lsp inlay_hints` would be empty), unless they set them.
 fn client_file_watcher(options: Option<Value>) -> Value {
     let mut options = options
         .filter(Value::is_object)
@@ -175,6 +176,20 @@ fn client_file_watcher(options: Option<Value>) -> Value {
     }
     if options["tsserver"].get("useClientFileWatcher").is_none() {
         options["tsserver"]["useClientFileWatcher"] = json!(true);
+    }
+    if !options.get("preferences").is_some_and(Value::is_object) {
+        options["preferences"] = json!({});
+    }
+    for (k, v) in [
+        ("includeInlayParameterNameHints", json!("all")),
+        ("includeInlayVariableTypeHints", json!(true)),
+        ("includeInlayFunctionLikeReturnTypeHints", json!(true)),
+        ("includeInlayPropertyDeclarationTypeHints", json!(true)),
+        ("includeInlayEnumMemberValueHints", json!(true)),
+    ] {
+        if options["preferences"].get(k).is_none() {
+            options["preferences"][k] = v;
+        }
     }
     options
 }

@@ -24,8 +24,9 @@ pub(crate) struct DiagStore {
     changed_seq: AtomicU64,
     /// Methods the current incarnation registered dynamically (`client/registerCapability`),
     /// e.g. pyright's `textDocument/diagnostic` (pull diagnostics). Registration id → method
-    /// (a server may register anew and then drop the old id).
-    registered: Mutex<HashMap<String, String>>,
+    /// (a server may register anew and then drop the old id), and whether its options say
+    /// `workspaceDiagnostics` (the server answers `workspace/diagnostic`).
+    registered: Mutex<HashMap<String, (String, bool)>>,
 }
 
 impl DiagStore {
@@ -73,14 +74,30 @@ impl DiagStore {
         conn.supports("diagnosticProvider")
             || lock(&self.registered)
                 .values()
-                .any(|m| m == "textDocument/diagnostic")
+                .any(|(m, _)| m == "textDocument/diagnostic")
     }
 
-    /// A registration (`add`) or its end.
-    pub fn registration(&self, id: &str, method: &str, add: bool) {
+    /// Whether the server answers `workspace/diagnostic` (the whole project's pull):
+    /// `diagnosticProvider.workspaceDiagnostics` in `initialize` or in a registration's options.
+    pub fn pulls_workspace(&self, conn: &Conn) -> bool {
+        conn.caps
+            .pointer("/diagnosticProvider/workspaceDiagnostics")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+            || lock(&self.registered)
+                .values()
+                .any(|(m, ws)| m == "textDocument/diagnostic" && *ws)
+    }
+
+    /// A registration (`add`, with its `registerOptions`) or its end.
+    pub fn registration(&self, id: &str, method: &str, options: Option<&Value>, add: bool) {
         let mut registered = lock(&self.registered);
         if add {
-            registered.insert(id.to_string(), method.to_string());
+            let ws = options
+                .and_then(|o| o.get("workspaceDiagnostics"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            registered.insert(id.to_string(), (method.to_string(), ws));
         } else {
             registered.remove(id);
         }

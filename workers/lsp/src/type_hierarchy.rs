@@ -1,0 +1,147 @@
+//! `lsp type_hierarchy`: the direct supertypes and subtypes of the type at line + symbol
+//! (`textDocument/prepareTypeHierarchy`, then `typeHierarchy/supertypes` and
+//! `typeHierarchy/subtypes`), each list bounded. clangd before 15 advertises
+//! `typeHierarchyProvider` for its own earlier protocol only (`textDocument/typeHierarchy`
+//! with `parents` and `children`, the standard methods are "method not found"): that one is
+//! asked then.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::tools::LspArgs;
+
+use crate::hierarchy::site;
+use crate::ops::{CallCtx, require};
+use crate::render::Sources;
+use crate::servers::LanguageServers;
+use crate::uri;
+
+/// Types listed per direction; the total is always counted.
+pub const TYPES_MAX: usize = 50;
+
+const NEED: &str = "type_hierarchy needs `file`, `line` (1-based) and `symbol` (a substring on that line naming a class, struct or interface)";
+
+impl LanguageServers {
+    /// `lsp type_hierarchy {file, line, symbol, occurrence?}`.
+    pub async fn type_hierarchy(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
+        let mut at = self.open_at(ctx, args, NEED).await?;
+        require(&at.opened, "typeHierarchyProvider", "type hierarchy")?;
+        // Subtypes are index-wide: a list from a server still indexing looks complete.
+        self.ready(&at.opened.shared).await?;
+        let here = at.here();
+        let params =
+            json!({"textDocument": {"uri": at.opened.uri}, "position": at.position(at.byte)});
+        let asked = std::time::Instant::now();
+        let not_a_type = || {
+            ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!("{here} is not a type the server can show the hierarchy of"),
+                "point at the name of a class, struct, interface or enum (its definition or a use)",
+            )
+        };
+        let (item, supers, subs) = match self
+            .request(
+                &mut at.opened,
+                "textDocument/prepareTypeHierarchy",
+                params.clone(),
+            )
+            .await
+        {
+            Ok(items) => {
+                let item = items
+                    .as_array()
+                    .and_then(|a| a.first())
+                    .cloned()
+                    .ok_or_else(not_a_type)?;
+                let supers = self
+                    .request(
+                        &mut at.opened,
+                        "typeHierarchy/supertypes",
+                        json!({"item": item}),
+                    )
+                    .await?;
+                let subs = self
+                    .request(
+                        &mut at.opened,
+                        "typeHierarchy/subtypes",
+                        json!({"item": item}),
+                    )
+                    .await?;
+                (item, supers, subs)
+            }
+            // clangd 14: its own protocol, both directions one level deep in one answer.
+            Err(e) if e.kind == ErrorKind::NotAvailable => {
+                let mut legacy = params;
+                legacy["direction"] = json!(2);
+                legacy["resolve"] = json!(1);
+                let item = self
+                    .request(&mut at.opened, "textDocument/typeHierarchy", legacy)
+                    .await
+                    .map_err(|_| e)?;
+                if item.is_null() {
+                    return Err(not_a_type());
+                }
+                let supers = item.get("parents").cloned().unwrap_or(json!([]));
+                let subs = item.get("children").cloned().unwrap_or(json!([]));
+                (item, supers, subs)
+            }
+            Err(e) => return Err(e),
+        };
+        let request_ms = asked.elapsed().as_secs_f64() * 1000.0;
+        let opened = &at.opened;
+        let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
+        let readable = |p: &Path| ctx.may_read(p);
+        let read = |p: &Path| ctx.read_text(p).ok();
+        let mut sources = Sources::new(&open_text, &readable, &read);
+        let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+        let mut text = String::new();
+        let mut answer = json!({"symbol": name});
+        for (key, list, word) in [
+            ("supertypes", &supers, "supertypes"),
+            ("subtypes", &subs, "subtypes"),
+        ] {
+            let mut types = Vec::new();
+            for t in list.as_array().into_iter().flatten() {
+                let range = t
+                    .get("selectionRange")
+                    .or_else(|| t.get("range"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                if let Some((s, _)) = site(t, &range, ctx, &mut sources) {
+                    types.push(s);
+                }
+            }
+            types.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+            let total = types.len();
+            text.push_str(&format!("{word} of {name} ({total}):\n"));
+            if types.is_empty() {
+                text.push_str("  none found\n");
+            }
+            let mut items = Vec::new();
+            for s in types.iter().take(TYPES_MAX) {
+                text.push_str(&format!(
+                    "  {} {} ({}:{}) — {}\n",
+                    s.kind, s.name, s.path, s.line, s.text
+                ));
+                items.push(
+                    json!({"name": s.name, "kind": s.kind, "path": s.path, "line": s.line,
+                    "text": if s.outside { "" } else { &s.text }, "outside": s.outside}),
+                );
+            }
+            if total > TYPES_MAX {
+                text.push_str(&format!(
+                    "  (showing {TYPES_MAX} of {total} {word}; the list was cut)\n"
+                ));
+            }
+            answer[key] = json!(items);
+            answer[format!("{key}_total")] = json!(total);
+            answer[format!("{key}_truncated")] = json!(total > TYPES_MAX);
+        }
+        let mut server = self.server_info_of(opened);
+        server["request_ms"] = json!(request_ms);
+        answer["text"] = json!(text);
+        answer["server"] = server;
+        Ok(answer)
+    }
+}
