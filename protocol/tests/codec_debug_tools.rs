@@ -19,6 +19,7 @@ fn debug_args_round_trip_and_read_like_the_docs() {
     both(&DebugArgs {
         op: DebugOp::StepOver,
         file: Some("src/한.py".into()),
+        line: Some(12),
         lines: Some(vec![4, 9]),
         points: Some(vec![DebugBreakpoint {
             line: 5,
@@ -77,6 +78,8 @@ fn debug_args_round_trip_and_read_like_the_docs() {
         "terminate",
         "restart",
         "set_variable",
+        "run_to",
+        "watch",
     ] {
         let parsed: DebugArgs = serde_json::from_value(json!({ "op": op })).unwrap();
         both(&parsed);

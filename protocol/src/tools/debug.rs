@@ -29,6 +29,14 @@ pub enum DebugOp {
     Restart,
     /// Sets a variable of a stopped program (`reference`, `name`, `value`).
     SetVariable,
+    /// Runs a stopped program to `file`:`line` through a temporary breakpoint (added to the
+    /// file's breakpoints, removed at the next stop or when the session ends) and answers
+    /// the stop like `continue`.
+    RunTo,
+    /// A data breakpoint (watchpoint): the program stops after `expression` (a variable in
+    /// scope, or in the `reference` container) is written; adapters with
+    /// `supportsDataBreakpoints` only (lldb-dap).
+    Watch,
 }
 
 /// One source breakpoint with its options (`debug breakpoints {file, points}`).
@@ -53,8 +61,11 @@ pub struct DebugBreakpoint {
 pub struct DebugArgs {
     /// Operation.
     pub op: DebugOp,
-    /// breakpoints: source file, relative to the workdir.
+    /// breakpoints/run_to: source file, relative to the workdir.
     pub file: Option<String>,
+    /// run_to: the 1-based line to run to in `file`.
+    #[schemars(range(min = 1))]
+    pub line: Option<u64>,
     /// breakpoints: 1-based lines; empty clears the file.
     #[schemars(inner(range(min = 1)))]
     pub lines: Option<Vec<u64>>,
@@ -88,13 +99,15 @@ pub struct DebugArgs {
     /// continue/pause/step_*/stack: thread (default: the one that stopped).
     #[schemars(range(min = 0, max = i64::MAX))]
     pub thread_id: Option<i64>,
-    /// scopes/evaluate: frame id from stack (default: the top frame).
+    /// scopes/evaluate/watch: frame id from stack (default: the top frame).
     #[schemars(range(min = 0, max = i64::MAX))]
     pub frame_id: Option<i64>,
-    /// variables: reference from scopes, variables or evaluate.
+    /// variables/set_variable: reference from scopes, variables or evaluate; watch: the
+    /// container holding the variable `expression` names (default: the frame's scopes).
     #[schemars(range(min = 0, max = i64::MAX))]
     pub reference: Option<i64>,
-    /// evaluate: expression, in the frame.
+    /// evaluate: expression, in the frame; watch: the variable (or, lldb, an address
+    /// expression such as `&p->n`) to watch.
     pub expression: Option<String>,
     /// set_variable: the variable's name in the `reference` container.
     pub name: Option<String>,

@@ -52,6 +52,11 @@ pub struct DebugConfig {
     pub stop_wait_s: u64,
     /// Bytes of debuggee output kept per session (oldest dropped first; offsets keep counting).
     pub output_bytes: usize,
+    /// When the caller set no exception filters, a launch or attach turns on the adapter's
+    /// `uncaught` filter (debugpy), so an uncaught exception pauses the program where it was
+    /// raised instead of ending it; `false` turns it off. Adapters without such a filter are
+    /// unaffected (lldb-dap stops on the SIGABRT of an uncaught C++ exception either way).
+    pub pause_on_uncaught: bool,
 }
 
 impl Default for DebugConfig {
@@ -65,6 +70,7 @@ impl Default for DebugConfig {
             start_timeout_s: 60,
             stop_wait_s: 30,
             output_bytes: 1024 * 1024,
+            pause_on_uncaught: true,
         }
     }
 }

@@ -31,8 +31,11 @@ use crate::config::{AdapterSpec, DebugConfig};
 use crate::session::{Connect, EndKind, Phase, Session, SessionActor, SessionArgs, Target, lock};
 
 mod breakpoints;
+mod exceptions;
 mod inspect;
 mod launch;
+mod run_to;
+mod watch;
 
 /// Frames `stack` returns at most.
 pub const MAX_FRAMES: usize = 30;
@@ -66,6 +69,8 @@ struct Slot {
     /// The last `launch` (caller and arguments), which `restart` repeats.
     last_launch: Mutex<Option<(DebugCall, DebugArgs)>>,
     current: Mutex<Option<Arc<Session>>>,
+    /// `run_to`'s temporary breakpoint while it is armed.
+    run_to: Mutex<Option<run_to::RunTo>>,
 }
 
 impl Slot {
@@ -139,6 +144,8 @@ fn op_name(op: DebugOp) -> &'static str {
         DebugOp::Terminate => "terminate",
         DebugOp::Restart => "restart",
         DebugOp::SetVariable => "set_variable",
+        DebugOp::RunTo => "run_to",
+        DebugOp::Watch => "watch",
     }
 }
 
@@ -190,6 +197,7 @@ impl Debuggers {
                     verdicts: Mutex::new(BTreeMap::new()),
                     last_launch: Mutex::new(None),
                     current: Mutex::new(None),
+                    run_to: Mutex::new(None),
                 })
             })
             .clone()
@@ -212,6 +220,14 @@ impl Debuggers {
     /// Runs one call; the value is the tool's result.
     pub async fn run(&self, call: &DebugCall, args: DebugArgs) -> Result<Value, ToolError> {
         let slot = self.slot(&call.conversation);
+        // A stop since `run_to` armed its temporary breakpoint takes it out before anything
+        // else reaches the session (the program is stopped: it cannot hit it meanwhile).
+        if !matches!(
+            args.op,
+            DebugOp::Adapters | DebugOp::Status | DebugOp::Output
+        ) {
+            self.disarm_run_to(&slot).await;
+        }
         match args.op {
             DebugOp::Adapters => Ok(self.adapters_report(&call.workdir).await),
             DebugOp::Status => Ok(self.status(&slot)),
@@ -247,6 +263,8 @@ impl Debuggers {
                         let value = need("set_variable", "value", &args.value)?;
                         self.set_variable(&session, reference, &name, &value).await
                     }
+                    DebugOp::RunTo => self.run_to(call, &slot, &session, &args).await,
+                    DebugOp::Watch => self.watch(&session, &args).await,
                     _ => unreachable!("handled above"),
                 }
             }
@@ -612,6 +630,12 @@ fn summary(session: &Arc<Session>) -> Value {
             && s.phase == Phase::Stopped
         {
             out["at"] = f.clone();
+        }
+        if let Some((n, e)) = &s.exception
+            && *n == s.stops
+            && s.phase == Phase::Stopped
+        {
+            out["exception"] = e.clone();
         }
     }
     out

@@ -136,6 +136,9 @@ pub struct RunState {
     pub stop: Option<StopInfo>,
     /// The top frame of the current stop, once asked for: (stops, frame as JSON).
     pub top: Option<(u64, Value)>,
+    /// What the exception of the current stop is (reason `exception`), once asked for:
+    /// (stops, `{id, description, type, stack_trace_text, ...}`).
+    pub exception: Option<(u64, Value)>,
     pub debuggee_pid: Option<u32>,
     pub exit_code: Option<i64>,
     pub terminated: bool,
@@ -173,6 +176,12 @@ pub struct Session {
     pub(crate) capabilities: Mutex<Value>,
     /// The adapter's `breakpoint` events (`changed`: verified later, moved), by breakpoint id.
     pub(crate) breakpoint_changes: Mutex<HashMap<i64, Value>>,
+    /// `watch`'s data breakpoints, as sent (`setDataBreakpoints` replaces the set), each
+    /// with what the tool shows of it: (DAP breakpoint, shown).
+    pub(crate) watches: Mutex<Vec<(Value, Value)>>,
+    /// Launched with `stopOnEntry` and not stopped yet: lldb-dap (19) reports that first stop
+    /// as reason `exception`, `signal SIGSTOP`; it is the entry.
+    pub(crate) entry_pending: AtomicBool,
     shutting_down: AtomicBool,
     /// Set once `disconnect` went out: output after it is the adapter's, not the program's.
     disconnected: AtomicBool,
@@ -215,6 +224,7 @@ impl Session {
                 stops: 0,
                 stop: None,
                 top: None,
+                exception: None,
                 debuggee_pid: None,
                 exit_code: None,
                 terminated: false,
@@ -228,6 +238,8 @@ impl Session {
             stderr_tail: Mutex::new(String::new()),
             capabilities: Mutex::new(Value::Null),
             breakpoint_changes: Mutex::new(HashMap::new()),
+            watches: Mutex::new(Vec::new()),
+            entry_pending: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             disconnected: AtomicBool::new(false),
             supervisor,
@@ -493,8 +505,15 @@ impl Session {
         match event {
             "initialized" => self.update(|s| s.initialized = true),
             "stopped" => {
+                let mut reason = str_of("reason").unwrap_or_else(|| "unknown".into());
+                if self.entry_pending.swap(false, Ordering::SeqCst)
+                    && reason == "exception"
+                    && str_of("description").as_deref() == Some("signal SIGSTOP")
+                {
+                    reason = "entry".into();
+                }
                 let info = StopInfo {
-                    reason: str_of("reason").unwrap_or_else(|| "unknown".into()),
+                    reason,
                     thread_id: body.get("threadId").and_then(Value::as_i64),
                     description: str_of("description"),
                     text: str_of("text"),

@@ -363,6 +363,13 @@ impl Debuggers {
                 b
             })
             .collect();
+        let mut asked = asked;
+        let temporary = super::run_to::with_temporary(
+            &mut asked,
+            lock(&slot.run_to).as_ref(),
+            &session.id,
+            path,
+        );
         let body = self
             .request(
                 session,
@@ -375,6 +382,14 @@ impl Debuggers {
             )
             .await?;
         let answered = body["breakpoints"].as_array().cloned().unwrap_or_default();
+        if let Some(i) = temporary
+            && let Some(temp) = lock(&slot.run_to).as_mut()
+        {
+            let mut v = Map::new();
+            v.insert("line".into(), json!(temp.line));
+            let b = answered.get(i).cloned().unwrap_or(Value::Null);
+            temp.verdict = Some(verdict(v, &b, Some(temp.line)));
+        }
         let verdicts: Vec<Value> = points
             .iter()
             .enumerate()
@@ -418,7 +433,8 @@ impl Debuggers {
         Ok(json!(verdicts))
     }
 
-    /// `setExceptionBreakpoints`: the conversation's filters, or the adapter's defaults.
+    /// `setExceptionBreakpoints`: the conversation's filters, or the adapter's defaults with
+    /// its `uncaught` filter per `[debug] pause_on_uncaught`.
     pub(super) async fn set_exceptions(
         &self,
         session: &Arc<Session>,
@@ -428,11 +444,7 @@ impl Debuggers {
         let caps = lock(&session.capabilities).clone();
         let filters: Vec<Value> = match lock(&slot.exceptions).clone() {
             Some(chosen) => chosen.into_iter().map(Value::String).collect(),
-            None => advertised_filters(&caps)
-                .into_iter()
-                .filter(|f| f["default"] == true)
-                .map(|f| f["filter"].clone())
-                .collect(),
+            None => super::exceptions::default_filters(&caps, self.config.pause_on_uncaught),
         };
         if caps["exceptionBreakpointFilters"].as_array().is_none() && filters.is_empty() {
             return Ok(());

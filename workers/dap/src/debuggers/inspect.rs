@@ -164,8 +164,13 @@ impl Debuggers {
             if let Some(d) = &stop.description {
                 stopped.insert("description".into(), json!(d));
             }
-            if let Some(t) = &stop.text {
-                cut_value(&mut stopped, "exception", t);
+            let mut reason = stop.reason.clone();
+            if stop.reason == "exception" {
+                let exception = self.exception(session, op, &stop).await;
+                reason = super::exceptions::exception_reason(&exception);
+                stopped.insert("exception".into(), exception);
+            } else if let Some(t) = &stop.text {
+                cut_value(&mut stopped, "detail", t);
             }
             // Where it stopped; when the adapter cannot say, the answer says why rather than
             // look like a stop without a place.
@@ -182,16 +187,15 @@ impl Debuggers {
                     f["file"].as_str().unwrap_or("<no source>"),
                     f["line"],
                     f["name"].as_str().unwrap_or("?"),
-                    stop.reason
+                    reason
                 ),
                 (None, Some(why)) => {
                     stopped.insert("frame_error".into(), json!(why));
                     format!(
-                        "stopped ({}); where is not known: the adapter's stack answer failed ({why}); `debug stack` asks again",
-                        stop.reason
+                        "stopped ({reason}); where is not known: the adapter's stack answer failed ({why}); `debug stack` asks again"
                     )
                 }
-                (None, None) => format!("stopped ({})", stop.reason),
+                (None, None) => format!("stopped ({reason})"),
             };
             if let Some(f) = top {
                 stopped.insert("frame".into(), f);

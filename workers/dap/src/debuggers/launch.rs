@@ -194,6 +194,9 @@ impl Debuggers {
         let session = self
             .start_session(call, slot, name, flavor, target, command, connect)
             .await?;
+        session
+            .entry_pending
+            .store(stop_on_entry, std::sync::atomic::Ordering::SeqCst);
         self.handshake(&session, slot, "launch", Value::Object(request), true)
             .await
     }
