@@ -513,7 +513,7 @@ mod tests {
         assert!(process["properties"]["offset"].get("format").is_none());
         // A variant with docs does not split an enum (`lsp`'s `trust`).
         let op = &reg.get("lsp").unwrap().schema["properties"]["op"];
-        assert_eq!(op["enum"].as_array().unwrap().len(), 13);
+        assert_eq!(op["enum"].as_array().unwrap().len(), 18);
         assert!(
             op.get("oneOf").is_none() && op.get("anyOf").is_none(),
             "{op}"

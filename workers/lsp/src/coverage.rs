@@ -209,11 +209,19 @@ pub(crate) fn stamp_readiness(answer: &mut Value) {
         return;
     };
     let state = state.to_string();
-    let partial = answer.get("complete").and_then(Value::as_bool) == Some(false);
-    let truncated = answer.get("truncated").and_then(Value::as_bool) == Some(true);
+    // Known to cover less than the project (`mark_coverage`).
+    let partial = answer.get("partial_reason").is_some_and(|r| !r.is_null());
+    // Not the whole list for another reason the op knows (a server's `isIncomplete`).
+    let short = answer.get("complete").and_then(Value::as_bool) == Some(false);
+    // Cut at toolvisor's bound: `truncated` is `true` or the count left out.
+    let truncated = match answer.get("truncated") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_u64() != Some(0),
+        _ => false,
+    };
     let readiness = if partial { "partial" } else { state.as_str() };
     answer["readiness"] = json!(readiness);
-    answer["complete"] = json!(!partial && !truncated && state == "ready");
+    answer["complete"] = json!(!partial && !short && !truncated && state == "ready");
 }
 
 #[cfg(test)]
@@ -248,6 +256,16 @@ mod tests {
         let mut status = json!({"text": "servers\n"});
         stamp_readiness(&mut status);
         assert!(status.get("readiness").is_none() && status.get("complete").is_none());
+    }
+
+    #[test]
+    fn a_list_the_server_says_is_incomplete_is_not_complete_nor_partial() {
+        let mut answer = json!({"text": "a\n", "complete": false, "server": {"state": "ready"}});
+        stamp_readiness(&mut answer);
+        assert_eq!(
+            (answer["readiness"].clone(), answer["complete"].clone()),
+            (json!("ready"), json!(false))
+        );
     }
 
     #[test]
