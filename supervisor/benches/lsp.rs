@@ -152,6 +152,23 @@ impl Direct {
         }
     }
 
+    /// `n` requests of `method` at `position` in m.py; their times in ms.
+    fn times(&self, method: &str, position: Value, n: usize) -> Vec<f64> {
+        let mut params = self.params.clone();
+        params["position"] = position;
+        self.rt.block_on(async {
+            let t = Duration::from_secs(60);
+            let mut times = Vec::new();
+            for _ in 0..n {
+                let s = Instant::now();
+                let r = self.rpc.request(method, params.clone(), t).await.unwrap();
+                assert!(!r.is_null(), "{method}: {r}");
+                times.push(s.elapsed().as_secs_f64() * 1000.0);
+            }
+            times
+        })
+    }
+
     /// `n` hovers; their times in ms.
     fn hovers(&self, n: usize) -> Vec<f64> {
         self.rt.block_on(async {
@@ -266,6 +283,48 @@ fn main() {
     let check_spaced = measure(&mut c, 20, Duration::from_secs(1), check_args, |v| {
         assert_eq!(v["new"], 1, "{v}")
     });
+    // 1c. The read ops added by issue 31 that pyright offers, alternating round by round with
+    //     the same request sent straight to the second warm pyright.
+    let issue31 = [
+        (
+            "signature_help",
+            json!({"op": "signature_help", "file": "m.py", "line": 6, "symbol": "greet"}),
+            "textDocument/signatureHelp",
+            json!({"line": 5, "character": 16}),
+        ),
+        (
+            "completions",
+            json!({"op": "completions", "file": "m.py", "line": 6, "symbol": "gre"}),
+            "textDocument/completion",
+            json!({"line": 5, "character": 13}),
+        ),
+    ];
+    let mut issue31_lines = Vec::new();
+    for (name, args, method, position) in issue31 {
+        let (mut through_op, mut direct_op) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            for daemon_side in [round % 2 == 0, round % 2 != 0] {
+                if daemon_side {
+                    for _ in 0..N_NEW / rounds {
+                        let s = Instant::now();
+                        let v = lsp(&mut c, "c0", args.clone());
+                        through_op.push(s.elapsed().as_secs_f64() * 1000.0);
+                        assert!(v["text"].as_str().unwrap().contains("greet"), "{v}");
+                    }
+                } else {
+                    direct_op.extend(direct.times(method, position.clone(), N_NEW / rounds));
+                }
+            }
+        }
+        let (t, d) = (median(through_op), median(direct_op));
+        issue31_lines.push(format!(
+            "| `lsp {name}` (median of {}) | {t:.2} ms | {d:.2} ms | {:.2} ms | {:.2}× |",
+            (N_NEW / rounds) * rounds,
+            t - d,
+            t / d
+        ));
+    }
+
     // The server is back on the disk text: the hover still answers for it.
     assert!(
         hover(&mut c, "c0")["markdown"]
@@ -358,4 +417,10 @@ fn main() {
         pids.len(),
         rss / 1024
     );
+    println!();
+    println!("| op (issue 31) | through toolvisor | direct to pyright | added | ratio |");
+    println!("|---|---|---|---|---|");
+    for line in &issue31_lines {
+        println!("{line}");
+    }
 }
