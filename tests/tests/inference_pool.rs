@@ -515,3 +515,56 @@ fn a_model_that_fits_an_accelerator_is_loaded_with_every_layer_offloaded() {
         .unwrap_or_else(|| panic!("{args:?}"));
     assert_eq!(args[at + 1], "999", "{args:?}");
 }
+
+#[test]
+fn at_max_loaded_the_least_recently_used_model_is_evicted_unless_pinned() {
+    let d = start(
+        &["tester/one", "tester/two", "tester/three"],
+        "max_loaded = 2",
+        "",
+    );
+    for m in ["tester/one", "tester/two"] {
+        d.ok("c", "load_model", json!({"model": m, "context": 256}));
+    }
+    wait_state(&d, "one", "ready", READY);
+    wait_state(&d, "two", "ready", READY);
+    // `two` is used after `one`: `one` is the least recently used.
+    let reply = chat(&d, "two", 4);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let loaded = d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/three", "context": 256, "pin": true}),
+    );
+    assert_eq!(loaded["evicted"]["alias"], "one", "{loaded}");
+    assert!(
+        loaded["evicted"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("least recently used"),
+        "{loaded}"
+    );
+    assert!(status_of(&d, "one").is_none(), "one is still listed");
+    wait_state(&d, "three", "ready", READY);
+    assert_eq!(status_of(&d, "three").unwrap()["pinned"], true);
+    // `two` is evicted for the next load; `three` is pinned and stays.
+    let again = d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/one", "context": 256, "pin": true}),
+    );
+    assert_eq!(again["evicted"]["alias"], "two", "{again}");
+    wait_state(&d, "one", "ready", READY);
+    // Both pinned: nothing can make room, and the refusal says why.
+    let e = err(
+        &d,
+        "load_model",
+        json!({"model": "tester/two", "context": 256}),
+    );
+    assert_eq!(e.kind, ErrorKind::Busy, "{e}");
+    assert!(
+        e.message.contains("pinned: ") && e.message.contains("one") && e.message.contains("three"),
+        "{e}"
+    );
+    assert_eq!(status_of(&d, "three").unwrap()["state"], "ready");
+}

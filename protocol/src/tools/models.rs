@@ -62,6 +62,9 @@ pub struct LoadModelArgs {
     /// Context length in tokens (default `[inference] context`, 2048).
     #[schemars(range(min = 1, max = 1_048_576))]
     pub context: Option<u32>,
+    /// Never unloaded to make room for another model at `[inference] max_loaded`
+    /// (unload_model and the idle TTL still unload it).
+    pub pin: Option<bool>,
 }
 
 /// `unload_model {alias}`: stop a model's server and free its port.

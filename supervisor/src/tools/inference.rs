@@ -23,7 +23,9 @@ fn pool<'a>(s: &'a Services, tool: &str) -> Result<&'a Arc<Inference>, ToolError
 async fn load_model(s: &Services, ctx: &CallCtx, a: LoadModelArgs) -> Result<Json, ToolError> {
     let pool = pool(s, "load_model")?;
     tracing::info!(conversation = ctx.conversation, call = ctx.id, model = a.model, alias = ?a.alias, context = ?a.context, "load_model");
-    Ok(pool.load(&a.model, a.alias.as_deref(), a.context).await?)
+    Ok(pool
+        .load(&a.model, a.alias.as_deref(), a.context, a.pin == Some(true))
+        .await?)
 }
 
 async fn unload_model(s: &Services, ctx: &CallCtx, a: UnloadModelArgs) -> Result<Json, ToolError> {

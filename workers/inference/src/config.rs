@@ -27,6 +27,9 @@ pub struct InferenceConfig {
     pub on_demand: bool,
     /// Models loaded at once, at most.
     pub max_loaded: usize,
+    /// At `max_loaded`, a load unloads the least recently used model that is not pinned and
+    /// has no request in flight, instead of refusing (`busy`).
+    pub evict: bool,
     /// The endpoint's Unix socket; default `<daemon socket>.inference`.
     pub socket: Option<PathBuf>,
     /// Also listen on this loopback address (`127.0.0.1:8080`); off by default.
@@ -63,6 +66,7 @@ impl std::fmt::Debug for InferenceConfig {
             .field("context", &self.context)
             .field("on_demand", &self.on_demand)
             .field("max_loaded", &self.max_loaded)
+            .field("evict", &self.evict)
             .field("socket", &self.socket)
             .field("listen", &self.listen)
             .field("stop_grace_s", &self.stop_grace_s)
@@ -84,6 +88,7 @@ impl Default for InferenceConfig {
             context: 2048,
             on_demand: false,
             max_loaded: 4,
+            evict: true,
             socket: None,
             listen: None,
             stop_grace_s: 5,

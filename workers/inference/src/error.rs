@@ -30,8 +30,12 @@ pub enum InferenceError {
     AliasTaken { alias: String, model: String },
     #[error("alias {alias:?} is not usable: {why}")]
     BadAlias { alias: String, why: &'static str },
-    #[error("{max} models are loaded already (inference.max_loaded)")]
-    TooMany { max: usize },
+    #[error("{max} models are loaded already (inference.max_loaded), and {why}")]
+    TooMany {
+        max: usize,
+        /// Why none of the loaded models could be unloaded to make room.
+        why: String,
+    },
     #[error("no model is loaded as {alias:?}")]
     NotLoaded { alias: String },
     #[error("the server of {alias:?} failed: {error}")]

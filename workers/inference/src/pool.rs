@@ -99,6 +99,8 @@ pub struct Served {
     tail: Mutex<VecDeque<String>>,
     last_used: Mutex<Instant>,
     in_flight: AtomicUsize,
+    /// Never unloaded to make room for another model (`load_model {pin: true}`).
+    pinned: bool,
     /// Why the pool itself ended it (the idle TTL), for the status.
     ended_by: Mutex<Option<String>>,
 }
@@ -317,12 +319,79 @@ impl Inference {
         }
     }
 
-    /// `load_model`: check, then start the server and answer at once with `loading`.
+    /// Room for one more model than the live ones (other than `alias`): below `max_loaded`
+    /// nothing happens; at it, the least recently used model that is not pinned and has no
+    /// request in flight is unloaded and described (what was evicted, idle how long), or the
+    /// load is refused `busy` saying why none could be.
+    async fn make_room(&self, alias: &str) -> Result<Option<Json>, InferenceError> {
+        let models: Vec<_> = lock(&self.models).values().cloned().collect();
+        let mut live = Vec::new();
+        for m in models {
+            if m.alias != alias && !matches!(self.state(&m).await, State::Unloaded { .. }) {
+                live.push(m);
+            }
+        }
+        let max = self.config.max_loaded;
+        if live.len() < max {
+            return Ok(None);
+        }
+        if !self.config.evict {
+            return Err(InferenceError::TooMany {
+                max,
+                why: "[inference] evict is off".into(),
+            });
+        }
+        let victim = live
+            .iter()
+            .filter(|m| !m.pinned && m.in_flight.load(Ordering::SeqCst) == 0)
+            .max_by_key(|m| m.idle_for());
+        let Some(victim) = victim else {
+            let pinned: Vec<&str> = live
+                .iter()
+                .filter(|m| m.pinned)
+                .map(|m| m.alias.as_str())
+                .collect();
+            let busy: Vec<&str> = live
+                .iter()
+                .filter(|m| !m.pinned)
+                .map(|m| m.alias.as_str())
+                .collect();
+            let mut why = Vec::new();
+            if !pinned.is_empty() {
+                why.push(format!("pinned: {}", pinned.join(", ")));
+            }
+            if !busy.is_empty() {
+                why.push(format!("serving requests: {}", busy.join(", ")));
+            }
+            return Err(InferenceError::TooMany {
+                max,
+                why: format!("none can be unloaded to make room ({})", why.join("; ")),
+            });
+        };
+        let idle_s = victim.idle_for().as_secs();
+        let (victim_alias, victim_model) = (victim.alias.clone(), victim.model.clone());
+        tracing::info!(
+            evicted = victim_alias,
+            for_alias = alias,
+            idle_s,
+            "unloading the least recently used model to make room"
+        );
+        self.unload(&victim_alias).await?;
+        Ok(Some(
+            json!({"alias": victim_alias, "model": victim_model, "idle_s": idle_s,
+            "why": format!("max_loaded ({max}) reached; it was the least recently used model not pinned and not serving")}),
+        ))
+    }
+
+    /// `load_model`: check, then start the server and answer at once with `loading`. At
+    /// `max_loaded` the least recently used model that is not pinned and serves no request
+    /// is unloaded first (`[inference] evict`), and the answer says which (`evicted`).
     pub async fn load(
         &self,
         model: &str,
         alias: Option<&str>,
         context: Option<u32>,
+        pin: bool,
     ) -> Result<Json, InferenceError> {
         let (manifest, dir) = crate::resolve::resolve(&self.store, model)?;
         let alias = match alias {
@@ -356,21 +425,7 @@ impl Inference {
                 }
             }
         }
-        let live = {
-            let models: Vec<_> = lock(&self.models).values().cloned().collect();
-            let mut n = 0;
-            for m in models {
-                if m.alias != alias && !matches!(self.state(&m).await, State::Unloaded { .. }) {
-                    n += 1;
-                }
-            }
-            n
-        };
-        if live >= self.config.max_loaded {
-            return Err(InferenceError::TooMany {
-                max: self.config.max_loaded,
-            });
-        }
+        let evicted = self.make_room(&alias).await?;
         let weights: u64 = manifest.files.iter().map(|f| f.size).sum();
         let memory = fit::read_memory(&self.meminfo);
         let accelerators = self.accelerators.detect().await;
@@ -437,6 +492,7 @@ impl Inference {
             tail: Mutex::new(VecDeque::new()),
             last_used: Mutex::new(Instant::now()),
             in_flight: AtomicUsize::new(0),
+            pinned: pin,
             ended_by: Mutex::new(None),
         });
         lock(&self.models).insert(alias.clone(), served.clone());
@@ -466,6 +522,9 @@ impl Inference {
         let state = self.state(&served).await;
         let mut answer = self.describe(&served, &state);
         answer["fit"] = json!(label);
+        if let Some(e) = evicted {
+            answer["evicted"] = e;
+        }
         answer["placement"] = placement.to_json(&accelerators);
         answer["hint"] = json!(
             "get_inference_status shows when it is ready; requests go to the endpoint with \"model\": the alias"
@@ -539,6 +598,7 @@ impl Inference {
             "restarts": info.restarts,
             "idle_s": s.idle_for().as_secs(),
             "requests_in_flight": s.in_flight.load(Ordering::SeqCst),
+            "pinned": s.pinned,
         });
         if let Some((p, passed)) = &s.projector {
             out["projector"] = json!(p.display().to_string());
@@ -668,7 +728,8 @@ impl Inference {
                             alias: alias.to_string(),
                         });
                     }
-                    self.load(&s.model, Some(alias), Some(s.context)).await?;
+                    self.load(&s.model, Some(alias), Some(s.context), s.pinned)
+                        .await?;
                 }
                 self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
                     alias: alias.to_string(),
@@ -676,7 +737,7 @@ impl Inference {
             }
             None if self.config.on_demand => {
                 crate::resolve::check_alias(alias)?;
-                self.load(alias, Some(alias), None).await?;
+                self.load(alias, Some(alias), None, false).await?;
                 self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
                     alias: alias.to_string(),
                 })?
