@@ -90,3 +90,76 @@ fn a_client_that_stops_reading_is_cut_off_and_leaves_the_in_flight_count() {
     );
     drop(client);
 }
+
+/// Send a streamed chat request for `endless` on a new connection; the connection.
+fn start_stream(d: &TestDaemon) -> UnixStream {
+    let body = json!({"model": "endless", "stream": true, "messages": [{"role": "user", "content": "go"}]})
+        .to_string();
+    let mut client = UnixStream::connect(endpoint(d)).unwrap();
+    write!(
+        client,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    client
+}
+
+/// The status line and headers of the response on `client`.
+fn head_of(client: &mut UnixStream) -> String {
+    use std::io::Read;
+    client
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if client.read(&mut byte).unwrap() == 0 {
+            break;
+        }
+        head.push(byte[0]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+#[test]
+fn past_a_models_slots_requests_wait_in_a_bounded_queue_then_get_429() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("models");
+    put_in_store(
+        &store,
+        "tester/endless",
+        "F32",
+        "endless.gguf",
+        b"GGUF not read",
+    );
+    let cfg = format!(
+        "[models]\nstore = {store:?}\n[inference]\ncommands.gguf = [\"python3\", \"-c\", {ENDLESS_SERVER:?}, \"{{port}}\"]\nparallel = 1\nqueue = 1\n",
+        store = store.display().to_string(),
+    );
+    let d = TestDaemon::start_in(dir, &cfg);
+    d.ok("c", "load_model", json!({"model": "tester/endless"}));
+    wait_state(&d, "endless", "ready", Duration::from_secs(60));
+    // The one slot: a stream that never ends.
+    let mut first = start_stream(&d);
+    assert!(head_of(&mut first).starts_with("HTTP/1.1 200"));
+    // The second waits for it ...
+    let mut second = start_stream(&d);
+    wait_for(
+        "the second request to wait",
+        Duration::from_secs(30),
+        || {
+            let s = status_of(&d, "endless")?;
+            (s["queue_depth"] == 1 && s["slots_free"] == 0).then_some(())
+        },
+    );
+    // ... and the third finds the queue full: 429, with when to retry.
+    let mut third = start_stream(&d);
+    let head = head_of(&mut third).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 429"), "{head}");
+    assert!(head.contains("retry-after: 1"), "{head}");
+    // The first ends: the second gets the slot.
+    drop(first);
+    assert!(head_of(&mut second).starts_with("HTTP/1.1 200"));
+    assert_eq!(status_of(&d, "endless").unwrap()["queue_depth"], 0);
+}

@@ -30,6 +30,11 @@ pub struct InferenceConfig {
     /// At `max_loaded`, a load unloads the least recently used model that is not pinned and
     /// has no request in flight, instead of refusing (`busy`).
     pub evict: bool,
+    /// Requests the endpoint sends one model's server at once; more wait in its queue.
+    pub parallel: usize,
+    /// Requests that may wait for one model's slots; one more is answered 429 with
+    /// `Retry-After`.
+    pub queue: usize,
     /// The endpoint's Unix socket; default `<daemon socket>.inference`.
     pub socket: Option<PathBuf>,
     /// Also listen on this loopback address (`127.0.0.1:8080`); off by default.
@@ -67,6 +72,8 @@ impl std::fmt::Debug for InferenceConfig {
             .field("on_demand", &self.on_demand)
             .field("max_loaded", &self.max_loaded)
             .field("evict", &self.evict)
+            .field("parallel", &self.parallel)
+            .field("queue", &self.queue)
             .field("socket", &self.socket)
             .field("listen", &self.listen)
             .field("stop_grace_s", &self.stop_grace_s)
@@ -89,6 +96,8 @@ impl Default for InferenceConfig {
             on_demand: false,
             max_loaded: 4,
             evict: true,
+            parallel: 4,
+            queue: 64,
             socket: None,
             listen: None,
             stop_grace_s: 5,

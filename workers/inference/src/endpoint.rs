@@ -127,6 +127,8 @@ struct Done {
     model: String,
     alias: String,
     _flight: InFlight,
+    /// The model's slot, held until the response ends.
+    _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl UsageBody {
@@ -427,11 +429,35 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
     let patience = Duration::from_secs(pool.config().ready_timeout_s);
     let began = tokio::time::Instant::now();
     let mut resent = false;
+    let mut slot = None;
     let (served, flight, resp) = loop {
         let (served, port) = match pool.route(&alias).await {
             Ok(r) => r,
             Err(e) => return route_error(e),
         };
+        if slot.is_none() {
+            let queue = pool.config().queue;
+            match served.slot(queue).await {
+                Some(s) => slot = Some(s),
+                None => {
+                    let mut out = error(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "queue_full",
+                        format!(
+                            "{alias:?} is serving {} requests and {queue} more wait (inference.parallel, inference.queue): retry after a second",
+                            pool.config().parallel
+                        ),
+                    );
+                    out.headers_mut().insert(
+                        hyper::header::RETRY_AFTER,
+                        hyper::header::HeaderValue::from_static("1"),
+                    );
+                    return out;
+                }
+            }
+            // It waited: the model may have been reloaded meanwhile; route it again.
+            continue;
+        }
         let stream = match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
             Ok(stream) => stream,
             Err(e) if began.elapsed() < patience => {
@@ -488,6 +514,7 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
             model: served.model.clone(),
             alias: alias.clone(),
             _flight: flight,
+            _slot: slot.expect("a slot was taken before the request was sent"),
         }),
         sse,
         ended: false,

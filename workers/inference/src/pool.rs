@@ -101,6 +101,10 @@ pub struct Served {
     in_flight: AtomicUsize,
     /// Never unloaded to make room for another model (`load_model {pin: true}`).
     pinned: bool,
+    /// The endpoint's slots for this model's server (`[inference] parallel`).
+    slots: Arc<tokio::sync::Semaphore>,
+    /// Requests waiting for a slot now.
+    waiting: AtomicUsize,
     /// Why the pool itself ended it (the idle TTL), for the status.
     ended_by: Mutex<Option<String>>,
 }
@@ -145,6 +149,27 @@ impl Served {
 
     pub fn idle_for(&self) -> Duration {
         lock(&self.last_used).elapsed()
+    }
+
+    /// A slot of this model's server for one request: at once when one is free; else, when
+    /// fewer than `queue` wait, after those before it (a fair queue); else `None` (the caller
+    /// answers 429).
+    pub async fn slot(&self, queue: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        if let Ok(permit) = self.slots.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        let before = self.waiting.fetch_add(1, Ordering::SeqCst);
+        struct Left<'a>(&'a AtomicUsize);
+        impl Drop for Left<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let _left = Left(&self.waiting);
+        if before >= queue {
+            return None;
+        }
+        self.slots.clone().acquire_owned().await.ok()
     }
 
     /// Counts a request in flight until the returned guard drops (the idle TTL waits for it).
@@ -493,6 +518,8 @@ impl Inference {
             last_used: Mutex::new(Instant::now()),
             in_flight: AtomicUsize::new(0),
             pinned: pin,
+            slots: Arc::new(tokio::sync::Semaphore::new(self.config.parallel.max(1))),
+            waiting: AtomicUsize::new(0),
             ended_by: Mutex::new(None),
         });
         lock(&self.models).insert(alias.clone(), served.clone());
@@ -599,6 +626,8 @@ impl Inference {
             "idle_s": s.idle_for().as_secs(),
             "requests_in_flight": s.in_flight.load(Ordering::SeqCst),
             "pinned": s.pinned,
+            "queue_depth": s.waiting.load(Ordering::SeqCst),
+            "slots_free": s.slots.available_permits(),
         });
         if let Some((p, passed)) = &s.projector {
             out["projector"] = json!(p.display().to_string());
