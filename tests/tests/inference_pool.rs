@@ -57,6 +57,9 @@ fn load_ready_completion_usage_counted_per_model_and_day_then_unload() {
     );
     assert_eq!(loaded["alias"], "tiny", "{loaded}");
     assert_eq!(loaded["state"], "loading", "{loaded}");
+    // How far the load is: since the spawn, against the readiness timeout.
+    assert!(loaded["loading_ms"].as_u64().is_some(), "{loaded}");
+    assert!(loaded["ready_timeout_s"].as_u64().is_some(), "{loaded}");
     assert_eq!(loaded["fit"], "fits", "{loaded}");
     let ready = wait_state(&d, "tiny", "ready", READY);
     let port = ready["port"].as_u64().unwrap();

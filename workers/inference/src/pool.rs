@@ -74,6 +74,8 @@ pub struct Live {
     pub incarnation: u32,
     /// Spawn to ready, of the latest incarnation that became ready.
     pub load_ms: Option<u64>,
+    /// When the current incarnation was spawned.
+    pub spawned: Option<Instant>,
 }
 
 /// One loaded model: what outlives its server's incarnations.
@@ -645,6 +647,14 @@ impl Inference {
         }
         if let Some(ms) = live.load_ms {
             out["load_ms"] = json!(ms);
+        }
+        // How far a load is: the time since its spawn against the readiness timeout (a
+        // model server reports no progress of its own while it loads).
+        if matches!(state, State::Loading)
+            && let Some(at) = live.spawned
+        {
+            out["loading_ms"] = json!(at.elapsed().as_millis() as u64);
+            out["ready_timeout_s"] = json!(self.config.ready_timeout_s);
         }
         match state {
             State::Failed { last_error } | State::Restarting { last_error } => {

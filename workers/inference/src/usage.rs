@@ -17,6 +17,10 @@ use toolvisor_kit::private::{Durability, write_private_file};
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Prompt tokens the server took from its prompt cache (counted in `prompt_tokens` too),
+    /// where it says: OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+    /// `cache_read_input_tokens`, llama-server's `timings.cache_n`.
+    pub cached_tokens: u64,
 }
 
 /// What one JSON document (a response body, or one event of a stream) says about tokens:
@@ -25,6 +29,7 @@ pub struct Usage {
 struct Said {
     prompt: Option<u64>,
     completion: Option<u64>,
+    cached: Option<u64>,
 }
 
 impl Said {
@@ -38,6 +43,7 @@ impl Said {
         Said {
             prompt: later.prompt.or(self.prompt),
             completion: later.completion.or(self.completion),
+            cached: later.cached.or(self.cached),
         }
     }
 
@@ -45,6 +51,7 @@ impl Said {
         Usage {
             prompt_tokens: self.prompt.unwrap_or(0),
             completion_tokens: self.completion.unwrap_or(0),
+            cached_tokens: self.cached.unwrap_or(0),
         }
     }
 }
@@ -56,6 +63,11 @@ fn said_by_usage(u: &Json) -> Said {
     Said {
         prompt: n("prompt_tokens", "input_tokens"),
         completion: n("completion_tokens", "output_tokens"),
+        cached: u
+            .pointer("/prompt_tokens_details/cached_tokens")
+            .or_else(|| u.pointer("/input_tokens_details/cached_tokens"))
+            .or_else(|| u.get("cache_read_input_tokens"))
+            .and_then(Json::as_u64),
     }
 }
 
@@ -82,9 +94,11 @@ fn timings_of(v: &Json) -> Option<Usage> {
     let n = |k: &str| t.get(k).and_then(Json::as_u64);
     let predicted = n("predicted_n")?;
     let prompt = n("prompt_n")?;
+    let cached = n("cache_n").unwrap_or(0);
     Some(Usage {
-        prompt_tokens: prompt + n("cache_n").unwrap_or(0),
+        prompt_tokens: prompt + cached,
         completion_tokens: predicted,
+        cached_tokens: cached,
     })
 }
 
@@ -174,7 +188,14 @@ impl Scanner {
             self.timings = timings_of(&v);
         }
         if self.said.any() {
-            Some(self.said.usage())
+            let mut usage = self.said.usage();
+            // A `usage` that does not say what came from the cache: llama-server's timings do.
+            if self.said.cached.is_none()
+                && let Some(t) = self.timings
+            {
+                usage.cached_tokens = t.cached_tokens;
+            }
+            Some(usage)
         } else {
             self.timings
         }
@@ -189,6 +210,9 @@ pub struct Counts {
     pub requests_without_usage: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Prompt tokens served from the server's prompt cache, where it said.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
 }
 
 impl Counts {
@@ -197,6 +221,7 @@ impl Counts {
         self.requests_without_usage += o.requests_without_usage;
         self.prompt_tokens += o.prompt_tokens;
         self.completion_tokens += o.completion_tokens;
+        self.cached_prompt_tokens += o.cached_prompt_tokens;
     }
 
     fn to_json(self) -> Json {
@@ -206,6 +231,7 @@ impl Counts {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
         })
     }
 }
@@ -291,6 +317,7 @@ impl UsageBook {
             Some(u) => {
                 c.prompt_tokens += u.prompt_tokens;
                 c.completion_tokens += u.completion_tokens;
+                c.cached_prompt_tokens += u.cached_tokens;
             }
             None => c.requests_without_usage += 1,
         }
@@ -449,7 +476,8 @@ mod tests {
                 s.finish(),
                 Some(Usage {
                     prompt_tokens: 7,
-                    completion_tokens: 3
+                    completion_tokens: 3,
+                    cached_tokens: 0,
                 })
             );
         }
@@ -462,7 +490,8 @@ mod tests {
                 s.finish(),
                 Some(Usage {
                     prompt_tokens: 5,
-                    completion_tokens: 2
+                    completion_tokens: 2,
+                    cached_tokens: 0,
                 })
             );
         }
@@ -481,16 +510,26 @@ mod tests {
         Some(Usage {
             prompt_tokens,
             completion_tokens,
+            cached_tokens: 0,
         })
     }
 
     #[test]
     fn llama_servers_timings_count_a_stream_that_carried_no_usage() {
         let last = b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}],\"timings\":{\"cache_n\":3,\"prompt_n\":9,\"prompt_ms\":1.5,\"predicted_n\":16,\"predicted_ms\":20.0}}\n\ndata: [DONE]\n\n";
-        assert_eq!(scan(true, last), usage(12, 16));
-        // A client that asked for usage gets both in the last event: usage is what counts.
-        let both = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":16},\"timings\":{\"cache_n\":0,\"prompt_n\":1,\"predicted_n\":1}}\n\n";
-        assert_eq!(scan(true, both), usage(12, 16));
+        let mut cached = usage(12, 16).unwrap();
+        cached.cached_tokens = 3;
+        assert_eq!(scan(true, last), Some(cached));
+        // A client that asked for usage gets both in the last event: usage is what counts,
+        // and the timings say what came from the cache.
+        let both = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":16},\"timings\":{\"cache_n\":3,\"prompt_n\":1,\"predicted_n\":1}}\n\n";
+        assert_eq!(scan(true, both), Some(cached));
+        // OpenAI's and Anthropic's names for cached prompt tokens.
+        let openai = br#"{"usage":{"prompt_tokens":10,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":8}}}"#;
+        assert_eq!(scan(false, openai).unwrap().cached_tokens, 8);
+        let anthropic =
+            br#"{"usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":6}}"#;
+        assert_eq!(scan(false, anthropic).unwrap().cached_tokens, 6);
         // Timings without the counts are not a count.
         assert_eq!(
             scan(true, b"data: {\"timings\":{\"prompt_ms\":1.0}}\n\n"),
@@ -539,6 +578,7 @@ mod tests {
             Some(Usage {
                 prompt_tokens: 4,
                 completion_tokens: 6,
+                cached_tokens: 0,
             }),
         );
         book.record("b", None);

@@ -117,6 +117,7 @@ impl Actor for ServerActor {
             l.pid = Some(pid);
             l.ready = false;
             l.incarnation = args.attempt + 1;
+            l.spawned = Some(Instant::now());
         });
         served.status.update(|i| {
             i.pid = Some(pid);
