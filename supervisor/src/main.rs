@@ -914,10 +914,13 @@ fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str
         shim: std::env::current_exe().ok(),
     };
     let result = runtime.block_on(async move {
-        let shutdown = async {
-            use tokio::signal::unix::{SignalKind, signal};
-            let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-            let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        // The handlers are installed here, before `serve` tells the service manager it is
+        // ready: a SIGTERM right after READY=1 must drain, not kill the daemon outright (the
+        // shutdown future below is only polled once the accept loop runs).
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        let shutdown = async move {
             tokio::select! {
                 _ = term.recv() => tracing::info!("SIGTERM received"),
                 _ = int.recv() => tracing::info!("SIGINT received"),

@@ -92,10 +92,19 @@ fn a_request_that_never_finishes_is_cut_off_and_frees_its_slot() {
     );
     let cut = read_until_closed(&mut head);
     assert!(!cut.starts_with("HTTP/1.1 2"), "{cut}");
-    // Both slots are free again: two clients at once are served.
-    let a = UnixStream::connect(&sock).unwrap();
-    assert_eq!(request(&sock, "GET", "/v1/models", None).status, 200);
-    drop(a);
+    // Both slots are free again: two clients at once are served. A slot is given back when
+    // the endpoint's connection task ends, a moment after the client saw its connection
+    // closed: wait for that state rather than race it.
+    wait_for("both slots to be free", Duration::from_secs(20), || {
+        let mut a = UnixStream::connect(&sock).unwrap();
+        let served = request(&sock, "GET", "/v1/models", None).status == 200;
+        // `a` holds a slot only if it was not refused (a refusal writes 503 and closes).
+        a.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        let held = matches!(a.read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut);
+        (served && held).then_some(())
+    });
 }
 
 /// The request bodies read at once have a budget (256 MiB over every connection): past it a

@@ -186,3 +186,43 @@ fn the_shipped_units_pass_systemd_analyze_verify() {
     );
     assert!(out.status.success() && said.trim().is_empty(), "{said}");
 }
+
+#[test]
+fn a_sigterm_right_after_ready_drains_and_exits_cleanly() {
+    // The daemon's signal handlers must be in place before it says READY=1: a SIGTERM that
+    // follows at once used to kill it outright whenever it came before the accept loop first
+    // ran (seen under load: no STOPPING=1, a death by signal).
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let notify_path = dir.path().join("notify");
+        let listener = UnixDatagram::bind(&notify_path).unwrap();
+        listener
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let config = write_config(dir.path());
+        let mut daemon = Command::new(bin())
+            .arg("serve")
+            .arg("--socket")
+            .arg(dir.path().join("toolvisor.sock"))
+            .arg("--config")
+            .arg(&config)
+            .env("NOTIFY_SOCKET", &notify_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        let n = listener.recv(&mut buf).expect("READY=1");
+        assert!(String::from_utf8_lossy(&buf[..n]).contains("READY=1"));
+        toolvisor_tests::sigterm(daemon.id()).expect("SIGTERM");
+        let n = listener
+            .recv(&mut buf)
+            .expect("STOPPING=1 after a SIGTERM right after READY=1");
+        assert!(String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1"));
+        let exit = wait_for("the daemon to exit", Duration::from_secs(20), || {
+            daemon.try_wait().ok().flatten()
+        });
+        assert!(exit.success(), "{exit:?}");
+    }
+}
