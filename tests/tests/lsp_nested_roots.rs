@@ -72,3 +72,53 @@ fn references_from_a_nested_root_merge_the_enclosing_roots_answers() {
     );
     assert_eq!(v["complete"], true, "{v}");
 }
+
+#[test]
+fn references_from_a_module_shadowed_by_its_stub_say_they_miss_the_uses() {
+    // Found by a probe on matplotlib (`_api/__init__.py` beside `_api/__init__.pyi`): pyright
+    // resolves every use to the stub, so references asked from the `.py` found the definition
+    // alone and said `complete: true`; a rename from there would have missed every caller.
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", ""),
+        ("pkg/__init__.py", ""),
+        ("pkg/mod.py", "def helper(x):\n    return x\n"),
+        ("pkg/mod.pyi", "def helper(x: int) -> int: ...\n"),
+        (
+            "pkg/use.py",
+            "from pkg.mod import helper\n\nprint(helper(1), helper(2))\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "references", "file": "pkg/mod.py", "line": 1, "symbol": "helper"}),
+    );
+    assert_eq!(
+        (&v["complete"], &v["readiness"]),
+        (&json!(false), &json!("partial")),
+        "{v}"
+    );
+    let reason = v["partial_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("pkg/mod.pyi") && reason.contains("stub"),
+        "{v}"
+    );
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp_rename",
+        json!({"file": "pkg/mod.py", "line": 1, "symbol": "helper", "new_name": "helper2", "dry_run": true}),
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    // Asked from a use, the answer has the uses and is complete.
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "references", "file": "pkg/use.py", "line": 3, "symbol": "helper", "occurrence": 1}),
+    );
+    assert!(v["total"].as_u64().unwrap() >= 3, "{v}");
+}

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::locate;
 use crate::outside::OPENED_PER_QUERY_MAX;
-use crate::render::show_path;
+use crate::render::{show_dir, show_path};
 use crate::server::{ServerShared, lock};
 use crate::servers::LanguageServers;
 
@@ -67,15 +67,18 @@ impl LanguageServers {
         {
             gaps.push(format!(
                 "the server's root {} is nested inside another {} root, {}: it searched {} only, not the rest of {}; ask from a file outside {} for that root's answer, or grep",
-                show_path(&shared.root, workdir),
+                show_dir(&shared.root, workdir),
                 shared.language,
-                show_path(&outer, workdir),
-                show_path(&shared.root, workdir),
-                show_path(&outer, workdir),
-                show_path(&shared.root, workdir),
+                show_dir(&outer, workdir),
+                show_dir(&shared.root, workdir),
+                show_dir(&outer, workdir),
+                show_dir(&shared.root, workdir),
             ));
         }
         if let Some(gap) = server_gap(shared, path, symbol).await {
+            gaps.push(gap);
+        }
+        if let Some(gap) = stub_gap(shared, path, workdir).await {
             gaps.push(gap);
         }
         (!gaps.is_empty()).then(|| gaps.join("; "))
@@ -125,6 +128,35 @@ async fn server_gap(shared: &ServerShared, path: &Path, symbol: Option<&str>) ->
     .unwrap_or(false);
     (!has_database).then(|| {
         "clangd indexes only the files listed in a compile_commands.json and this project has none (compile_flags.txt alone is not a list of files): the answer covers only the files open in the server and what they include; create compile_commands.json in the root or build/ (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; make: `bear -- make`), then `lsp reload`".to_string()
+    })
+}
+
+/// A Python module with a stub beside it (`mod.py` and `mod.pyi`): pyright resolves every use
+/// of the module's names to the stub, so an index-wide question asked from the `.py` finds
+/// only the `.py`'s own occurrences (a rename from there misses every caller), while the
+/// same question asked from the stub finds the uses.
+async fn stub_gap(shared: &ServerShared, path: &Path, workdir: &Path) -> Option<String> {
+    let pyright = shared
+        .program
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("pyright"));
+    if !pyright || path.extension().is_none_or(|e| e != "py") {
+        return None;
+    }
+    let stub = path.with_extension("pyi");
+    // A stat, on the blocking pool like all of the lsp worker's file work.
+    let probe = stub.clone();
+    let exists = tokio::task::spawn_blocking(move || probe.is_file())
+        .await
+        .unwrap_or(false);
+    exists.then(|| {
+        format!(
+            "{} has a stub beside it, {}: pyright resolves the module's uses to the stub, so this answer from {} misses them; ask the same question from the stub (`file`: {}, the line that declares the name) for the uses, or grep",
+            show_path(path, workdir),
+            show_path(&stub, workdir),
+            show_path(path, workdir),
+            show_path(&stub, workdir),
+        )
     })
 }
 

@@ -134,6 +134,14 @@ pub fn show_path(path: &Path, base: &Path) -> String {
         .unwrap_or_else(|_| path.display().to_string())
 }
 
+/// A directory as [`show_path`] shows it, `.` for `base` itself.
+pub fn show_dir(path: &Path, base: &Path) -> String {
+    match show_path(path, base) {
+        s if s.is_empty() => ".".to_string(),
+        s => s,
+    }
+}
+
 /// Shown instead of the source line of a location outside the caller's file scope.
 pub const OUTSIDE_NOTE: &str =
     "(outside the workdir: text not read; [files] read_roots or allow_outside_workdir allow it)";
