@@ -195,3 +195,20 @@ pub fn wait_state(d: &TestDaemon, alias: &str, state: &str, timeout: Duration) -
         (s["state"] == state).then_some(s)
     })
 }
+
+/// A fake `nvidia-smi` printing `csv` (its `--query-gpu ... --format=csv,noheader,nounits`
+/// answer), in `<dir>/bin`; the `PATH` that finds it first. No GPU is on the project's
+/// machines: this stands in for the one program that would report one.
+pub fn fake_nvidia_smi(dir: &Path, csv: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(&smi, format!("#!/bin/sh\nprintf '%s\\n' '{csv}'\n")).unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}

@@ -11,6 +11,7 @@ use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::error::ErrorKind;
 use toolvisor_protocol::wire::{Outcome, Tier};
 use toolvisor_tests::hf::{HfServer, sha256_hex};
+use toolvisor_tests::inference::fake_nvidia_smi;
 use toolvisor_tests::{TestDaemon, wait_for};
 
 const SHARD: usize = 3_000_000;
@@ -41,6 +42,17 @@ fn err(d: &TestDaemon, tool: &str, args: Json) -> toolvisor_protocol::ToolError 
         Outcome::Err(e) => e,
         Outcome::Ok(v) => panic!("{tool} {args} should fail, got {}", v.0),
     }
+}
+
+/// The variant `v` of a search hit.
+fn variant_of(model: &Json, v: &str) -> Json {
+    model["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["variant"] == v)
+        .unwrap_or_else(|| panic!("variant {v} in {model}"))
+        .clone()
 }
 
 fn job(d: &TestDaemon, id: &str) -> Json {
@@ -485,15 +497,7 @@ fn fit_labels_come_from_the_machines_memory_in_search_and_list_models() {
             .clone()
     };
     let gguf = by_repo(REPO);
-    let variant = |v: &str| {
-        gguf["variants"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["variant"] == v)
-            .unwrap()
-            .clone()
-    };
+    let variant = |v: &str| variant_of(&gguf, v);
     // 9 MB of Q4_K_M needs 10.8 MB: only in total memory. 1.5 MB of Q8_0 fits what is free.
     assert_eq!(variant("Q4_K_M")["fit"], "tight");
     assert_eq!(variant("Q4_K_M")["bytes"], 3 * SHARD as u64);
@@ -649,22 +653,6 @@ fn a_finished_job_shows_done_after_a_restart_whatever_the_store_holds_since() {
     assert_eq!(models["models"][0]["complete"], false, "{models}");
 }
 
-/// A fake `nvidia-smi` printing `csv` (its `--query-gpu ... --format=csv,noheader,nounits`
-/// answer), in `<dir>/bin`; the `PATH` that finds it first.
-pub fn fake_nvidia_smi(dir: &std::path::Path, csv: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let smi = bin.join("nvidia-smi");
-    std::fs::write(&smi, format!("#!/bin/sh\nprintf '%s\\n' '{csv}'\n")).unwrap();
-    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
-    format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
 #[test]
 fn an_accelerator_with_room_is_where_a_model_fits() {
     let hub = HfServer::start(None);
@@ -700,15 +688,7 @@ fn an_accelerator_with_room_is_where_a_model_fits() {
         "{found}"
     );
     let gguf = &found["models"][0];
-    let variant = |v: &str| {
-        gguf["variants"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["variant"] == v)
-            .unwrap()
-            .clone()
-    };
+    let variant = |v: &str| variant_of(gguf, v);
     let q4 = variant("Q4_K_M");
     assert_eq!(q4["placement"]["label"], "fits_gpu", "{q4}");
     assert_eq!(q4["placement"]["accelerator"], "NVIDIA Fake L4", "{q4}");
@@ -760,13 +740,7 @@ fn a_broken_nvidia_smi_leaves_the_cpu_label() {
         json!({"query": "tester/"}),
     );
     assert_eq!(found["accelerators"], json!([]), "{found}");
-    let q4 = found["models"][0]["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["variant"] == "Q4_K_M")
-        .unwrap()
-        .clone();
+    let q4 = variant_of(&found["models"][0], "Q4_K_M");
     assert_eq!(
         (&q4["fit"], &q4["placement"]["label"]),
         (&json!("tight"), &json!("tight")),

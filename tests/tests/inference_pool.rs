@@ -463,7 +463,6 @@ fn stream_until_content(
 
 #[test]
 fn a_model_that_fits_an_accelerator_is_loaded_with_every_layer_offloaded() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("models");
     let gguf = dir.path().join("tiny.gguf");
@@ -477,16 +476,8 @@ fn a_model_that_fits_an_accelerator_is_loaded_with_every_layer_offloaded() {
     );
     // A fake nvidia-smi: one GPU with 8 GiB free. llama-cpp-python's CPU build takes the
     // offload flag and runs on the CPU: the flag is what is checked.
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let smi = bin.join("nvidia-smi");
-    std::fs::write(&smi, "#!/bin/sh\necho 'NVIDIA Fake L4, 8192, 8000'\n").unwrap();
-    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path =
+        toolvisor_tests::inference::fake_nvidia_smi(dir.path(), "NVIDIA Fake L4, 8192, 8000");
     let py = toolvisor_tests::inference::python().display().to_string();
     let cfg = format!(
         "[models]\nstore = {:?}\n[inference]\ncommands.gguf = [{py:?}, \"-m\", \"llama_cpp.server\", \"--model\", \"{{path}}\", \"--host\", \"127.0.0.1\", \"--port\", \"{{port}}\", \"--n_ctx\", \"{{context}}\", \"--model_alias\", \"{{alias}}\", \"--n_gpu_layers\", \"{{gpu_layers}}\"]\n[testing]\naccelerator_roots = {:?}\n",

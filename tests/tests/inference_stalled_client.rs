@@ -42,14 +42,9 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 "#;
 
-fn in_flight(d: &TestDaemon) -> u64 {
-    status_of(d, "endless").expect("the model is listed")["requests_in_flight"]
-        .as_u64()
-        .unwrap()
-}
-
-#[test]
-fn a_client_that_stops_reading_is_cut_off_and_leaves_the_in_flight_count() {
+/// A daemon serving the endless server as `endless`, ready; `inference` adds lines to its
+/// `[inference]` table.
+fn start_endless(inference: &str) -> TestDaemon {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("models");
     put_in_store(
@@ -60,22 +55,25 @@ fn a_client_that_stops_reading_is_cut_off_and_leaves_the_in_flight_count() {
         b"GGUF not read",
     );
     let cfg = format!(
-        "[models]\nstore = {store:?}\n[inference]\ncommands.gguf = [\"python3\", \"-c\", {ENDLESS_SERVER:?}, \"{{port}}\"]\nresponse_write_timeout_s = 2\n",
+        "[models]\nstore = {store:?}\n[inference]\ncommands.gguf = [\"python3\", \"-c\", {ENDLESS_SERVER:?}, \"{{port}}\"]\n{inference}\n",
         store = store.display().to_string(),
     );
     let d = TestDaemon::start_in(dir, &cfg);
     d.ok("c", "load_model", json!({"model": "tester/endless"}));
     wait_state(&d, "endless", "ready", Duration::from_secs(60));
+    d
+}
 
-    let body = json!({"model": "endless", "stream": true, "messages": [{"role": "user", "content": "go"}]})
-        .to_string();
-    let mut client = UnixStream::connect(endpoint(&d)).unwrap();
-    write!(
-        client,
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+fn in_flight(d: &TestDaemon) -> u64 {
+    status_of(d, "endless").expect("the model is listed")["requests_in_flight"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn a_client_that_stops_reading_is_cut_off_and_leaves_the_in_flight_count() {
+    let d = start_endless("response_write_timeout_s = 2");
+    let client = start_stream(&d);
     // The stream is in flight, and this client reads none of it ...
     wait_for(
         "the stream to be in flight",
@@ -124,22 +122,7 @@ fn head_of(client: &mut UnixStream) -> String {
 
 #[test]
 fn past_a_models_slots_requests_wait_in_a_bounded_queue_then_get_429() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("models");
-    put_in_store(
-        &store,
-        "tester/endless",
-        "F32",
-        "endless.gguf",
-        b"GGUF not read",
-    );
-    let cfg = format!(
-        "[models]\nstore = {store:?}\n[inference]\ncommands.gguf = [\"python3\", \"-c\", {ENDLESS_SERVER:?}, \"{{port}}\"]\nparallel = 1\nqueue = 1\n",
-        store = store.display().to_string(),
-    );
-    let d = TestDaemon::start_in(dir, &cfg);
-    d.ok("c", "load_model", json!({"model": "tester/endless"}));
-    wait_state(&d, "endless", "ready", Duration::from_secs(60));
+    let d = start_endless("parallel = 1\nqueue = 1");
     // The one slot: a stream that never ends.
     let mut first = start_stream(&d);
     assert!(head_of(&mut first).starts_with("HTTP/1.1 200"));

@@ -89,9 +89,7 @@ impl Probe {
     /// answers nothing readable (then the driver's files are read).
     async fn nvidia_smi(&self) -> Option<Vec<Accelerator>> {
         let launcher = self.launcher.as_ref()?;
-        let on_path =
-            std::env::split_paths(launcher.path()).any(|d| d.join("nvidia-smi").is_file());
-        if !on_path {
+        if !launcher.finds("nvidia-smi") {
             return None;
         }
         let args = [

@@ -795,6 +795,7 @@ impl Downloads {
                     .collect();
                 let size: u64 = m.files.iter().map(|f| f.size).sum();
                 let complete = m.files.iter().all(|f| self.store.present(dir, f).1);
+                let placement = fit::placement(size, memory, &accelerators);
                 json!({
                     "name": crate::store::short_name(m, &all),
                     "repo": m.repo,
@@ -803,8 +804,8 @@ impl Downloads {
                     "path": dir.display().to_string(),
                     "size_bytes": size,
                     "complete": complete,
-                    "fit": fit::placement(size, memory, &accelerators).fit(),
-                    "placement": fit::placement(size, memory, &accelerators).to_json(&accelerators),
+                    "fit": placement.fit(),
+                    "placement": placement.to_json(&accelerators),
                     "load_state": "not_loaded",
                     "files": files,
                 })

@@ -471,8 +471,7 @@ impl Inference {
         }
         let files = crate::resolve::model_files(&dir, &manifest, model)?;
         let (path, format) = (files.path, files.format);
-        let path_has =
-            |p: &str| std::env::split_paths(self.launcher.path()).any(|d| d.join(p).is_file());
+        let path_has = |p: &str| self.launcher.finds(p);
         let mut template =
             self.config
                 .command(&format, path_has)

@@ -64,6 +64,11 @@ impl Launcher {
         env_path(&self.env).unwrap_or_default()
     }
 
+    /// Whether a child would find `program` (a bare name) on its `PATH`.
+    pub fn finds(&self, program: &str) -> bool {
+        std::env::split_paths(self.path()).any(|d| d.join(program).is_file())
+    }
+
     pub fn spec(
         &self,
         program: &str,

@@ -1,5 +1,6 @@
 //! A position op's common first half, for the ops that ask about one place in a file
-//! (`type_hierarchy`, `signature_help`, `completions`): the file resolved through the call's
+//! (the navigation ops, `type_hierarchy`, `signature_help`, `completions`): the file resolved
+//! through the call's
 //! scope, synced, the symbol located on its line (`position::locate`), and a file-local request
 //! that is asked again after readiness when a server not yet settled answered nothing.
 

@@ -98,12 +98,7 @@ impl LanguageServers {
 /// files at all for names of 2 characters or fewer; the same count is made here (`symbol`:
 /// the identifier asked about) to tell when that cut applies.
 async fn server_gap(shared: &ServerShared, path: &Path, symbol: Option<&str>) -> Option<String> {
-    let program = shared
-        .program
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    if program.starts_with("pylsp") {
+    if shared.flavor.pylsp {
         let symbol = symbol?.to_string();
         let root = shared.root.clone();
         return tokio::task::spawn_blocking(move || jedi_gap(&root, &symbol))
@@ -111,7 +106,7 @@ async fn server_gap(shared: &ServerShared, path: &Path, symbol: Option<&str>) ->
             .ok()
             .flatten();
     }
-    if !program.starts_with("clangd") {
+    if !shared.flavor.clangd {
         return None;
     }
     let (root, path) = (shared.root.clone(), path.to_path_buf());
@@ -136,11 +131,7 @@ async fn server_gap(shared: &ServerShared, path: &Path, symbol: Option<&str>) ->
 /// only the `.py`'s own occurrences (a rename from there misses every caller), while the
 /// same question asked from the stub finds the uses.
 async fn stub_gap(shared: &ServerShared, path: &Path, workdir: &Path) -> Option<String> {
-    let pyright = shared
-        .program
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with("pyright"));
-    if !pyright || path.extension().is_none_or(|e| e != "py") {
+    if !shared.flavor.pyright || path.extension().is_none_or(|e| e != "py") {
         return None;
     }
     let stub = path.with_extension("pyi");

@@ -346,12 +346,7 @@ async fn apply_checked(
     tool: &'static str,
     expect: Option<Preview<'_>>,
 ) -> Result<Vec<FileChange>, ToolError> {
-    let (ctx2, shared) = (ctx.clone(), shared.clone());
-    let changes = off_thread(tool, move || {
-        let reals = check_scope(&ctx2, &edit, tool)?;
-        plan_edit(&ctx2, &shared, &edit, enc, &reals)
-    })
-    .await?;
+    let changes = plan_off_thread(ctx, shared, edit, enc, tool).await?;
     if let Some(p) = expect {
         p.previews.check(&ctx.run, p.args, &changes, &ctx.workdir)?;
     }
@@ -369,10 +364,11 @@ async fn plan_off_thread(
     shared: &Arc<ServerShared>,
     edit: Value,
     enc: Encoding,
+    tool: &'static str,
 ) -> Result<Vec<FileChange>, ToolError> {
     let (ctx, shared) = (ctx.clone(), shared.clone());
-    off_thread("lsp_rename", move || {
-        let reals = check_scope(&ctx, &edit, "lsp_rename")?;
+    off_thread(tool, move || {
+        let reals = check_scope(&ctx, &edit, tool)?;
         plan_edit(&ctx, &shared, &edit, enc, &reals)
     })
     .await
@@ -474,7 +470,7 @@ impl LanguageServers {
             .await;
         if dry_run {
             let _sync = opened.shared.sync_lock.lock().await;
-            let changes = plan_off_thread(ctx, &opened.shared, edit, enc).await?;
+            let changes = plan_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;
             drop(_sync);
             self.previews.remember(&ctx.run, &args, &changes);
             let total: usize = changes.iter().map(|c| c.edits).sum();

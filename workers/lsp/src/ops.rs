@@ -485,35 +485,22 @@ impl LanguageServers {
 
     async fn navigate(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
         let op = args.op.as_str();
-        let file = need(&args.file, op, "file")?;
-        let line = args.line.ok_or_else(|| {
-            invalid(
-                format!("lsp {op}: missing required argument `line`"),
-                "navigation needs `file`, `line` (1-based) and `symbol` (a substring on that line)",
+        let at = self
+            .open_at(
+                ctx,
+                args,
+                "navigation needs `file`, `line` (1-based) and `symbol` (a substring naming the symbol on that line, copied from it)",
             )
-        })? as usize;
-        let symbol = args
-            .symbol
-            .as_deref()
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| {
-                invalid(
-                    format!(
-                        "lsp {op}: missing required argument `symbol`; a position is never guessed"
-                    ),
-                    "give `symbol`: a substring naming the symbol on that line, copied from it",
-                )
-            })?;
-        let path = ctx.resolve("lsp", file, Access::Read)?;
-        let mut opened = self.open(&path, &ctx.run).await?;
-        let shown = render::show_path(&path, &ctx.workdir);
-        let (src, byte) = position::locate(
-            &opened.text,
-            &shown,
+            .await?;
+        let crate::at::At {
+            mut opened,
+            shown,
             line,
+            src,
+            byte,
             symbol,
-            args.occurrence.map(|o| o as usize),
-        )?;
+        } = at;
+        let symbol = symbol.as_str();
         let enc = opened.conn.encoding;
         let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
         let end = json!({"line": line - 1, "character": enc.column(&src, byte + symbol.len())});
@@ -565,17 +552,19 @@ impl LanguageServers {
             params = json!({"textDocument": {"uri": opened.uri}, "range": {"start": pos, "end": end},
                 "context": {"diagnostics": diags}});
         }
-        let mut asked = Instant::now();
-        let mut result = self.request(&mut opened, method, params.clone()).await?;
-        if !index_wide && is_empty(&result) && !opened.shared.settled() {
-            self.ready(&opened.shared).await?;
-            asked = Instant::now();
-            result = self.request(&mut opened, method, params.clone()).await?;
-        }
+        // File-local answers: an empty one from a server not yet settled is asked again.
+        let (mut result, request_ms) = if index_wide {
+            let asked = Instant::now();
+            let result = self.request(&mut opened, method, params.clone()).await?;
+            (result, asked.elapsed().as_secs_f64() * 1000.0)
+        } else {
+            self.ask_settled(&mut opened, method, params.clone(), |_| false)
+                .await?
+        };
         let mut server = self.server_info(&opened);
         // The server's own share of the call (request sent → answer parsed), for the
         // added-latency figure in docs/BENCHMARKS.md.
-        server["request_ms"] = json!(asked.elapsed().as_secs_f64() * 1000.0);
+        server["request_ms"] = json!(request_ms);
         let base = &ctx.workdir;
         let here = format!("`{symbol}` at {shown}:{line}");
         // An index-wide question from a root nested in others of its language is asked of

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::ops::{CallCtx, Opened};
-use crate::render::show_path;
+use crate::render::show_dir;
 use crate::servers::LanguageServers;
 
 /// Enclosing roots asked at most.
@@ -83,7 +83,7 @@ impl LanguageServers {
             return merged;
         };
         for root in self.enclosing_roots(&ctx.workdir, opened) {
-            let shown = show_path(&root, &ctx.workdir);
+            let shown = show_dir(&root, &ctx.workdir);
             let answer = async {
                 let plan = self
                     .plan_for(&opened.shared.language, &spec, &root, &ctx.run)
@@ -107,7 +107,7 @@ impl LanguageServers {
                         "the enclosing root {shown}'s server gave no answer ({}: {}), so its files outside {} were not searched",
                         e.kind.as_str(),
                         e.message,
-                        show_path(&opened.shared.root, &ctx.workdir)
+                        show_dir(&opened.shared.root, &ctx.workdir)
                     ));
                 }
             }
@@ -155,12 +155,8 @@ pub(crate) fn merge_into(result: &mut Value, others: &[Value]) {
 /// Say in the answer which roots it covers: `roots` (innermost first) and `merged`, and a
 /// line in its text.
 pub(crate) fn say_merged(answer: &mut Value, inner: &Path, m: &Merged, workdir: &Path) {
-    let shown = |r: &Path| match show_path(r, workdir) {
-        s if s.is_empty() => ".".to_string(),
-        s => s,
-    };
-    let mut roots = vec![shown(inner)];
-    roots.extend(m.roots.iter().map(|r| shown(r)));
+    let mut roots = vec![show_dir(inner, workdir)];
+    roots.extend(m.roots.iter().map(|r| show_dir(r, workdir)));
     let text = answer["text"].as_str().unwrap_or("").to_string();
     answer["text"] = json!(format!(
         "{text}(merged: the answers of the servers of {} — {} is nested inside {})\n",

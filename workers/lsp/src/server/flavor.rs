@@ -21,6 +21,10 @@ pub(crate) struct Flavor {
     /// A log line some servers write when their workspace scan is done (pyright: "Found N
     /// source files"); until it comes, the server counts as indexing.
     pub ready_log: Option<&'static str>,
+    /// pyright: uses of a module's names resolve to its stub when one is beside it.
+    pub pyright: bool,
+    /// pylsp: jedi's references, with no index and a cut search.
+    pub pylsp: bool,
 }
 
 impl Flavor {
@@ -36,6 +40,8 @@ impl Flavor {
             // pyright answers "cannot rename" or "no definition" for files its workspace scan
             // has not found yet, and reports the scan only in a log line.
             ready_log: name.starts_with("pyright").then_some(" source file"),
+            pyright: name.starts_with("pyright"),
+            pylsp: name.starts_with("pylsp"),
         }
     }
 
