@@ -146,3 +146,17 @@ fn past_a_models_slots_requests_wait_in_a_bounded_queue_then_get_429() {
     assert!(head_of(&mut second).starts_with("HTTP/1.1 200"));
     assert_eq!(status_of(&d, "endless").unwrap()["queue_depth"], 0);
 }
+
+#[test]
+fn a_queued_request_waits_for_its_slot_no_longer_than_for_its_model() {
+    let d = start_endless("parallel = 1\nready_timeout_s = 3");
+    let mut first = start_stream(&d);
+    assert!(head_of(&mut first).starts_with("HTTP/1.1 200"));
+    // The slot never comes free: the waiting request gets a clear answer, not a hang.
+    let mut second = start_stream(&d);
+    let head = head_of(&mut second).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 503"), "{head}");
+    assert!(head.contains("retry-after: 1"), "{head}");
+    assert_eq!(status_of(&d, "endless").unwrap()["queue_depth"], 0);
+    drop(first);
+}

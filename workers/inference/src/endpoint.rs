@@ -437,9 +437,28 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
         };
         if slot.is_none() {
             let queue = pool.config().queue;
-            match served.slot(queue).await {
-                Some(s) => slot = Some(s),
-                None => {
+            // A queued request waits for its slot as long as it would for its model to be
+            // ready, never for ever.
+            let wait = patience.saturating_sub(began.elapsed());
+            match tokio::time::timeout(wait, served.slot(queue)).await {
+                Ok(Some(s)) => slot = Some(s),
+                Err(_) => {
+                    let mut out = error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "queue_timeout",
+                        format!(
+                            "{alias:?} gave this request no slot within {} s (inference.ready_timeout_s): its {} slots stayed busy (inference.parallel); retry, or load the model under a second alias",
+                            patience.as_secs(),
+                            pool.config().parallel
+                        ),
+                    );
+                    out.headers_mut().insert(
+                        hyper::header::RETRY_AFTER,
+                        hyper::header::HeaderValue::from_static("1"),
+                    );
+                    return out;
+                }
+                Ok(None) => {
                     let mut out = error(
                         StatusCode::TOO_MANY_REQUESTS,
                         "queue_full",
