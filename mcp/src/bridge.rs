@@ -267,7 +267,7 @@ pub(crate) fn elicits(peer: &Peer<RoleServer>) -> bool {
 /// `approval_policy = "never"`; Claude Code shows them in its permission prompt).
 pub fn mcp_tool(t: &ToolInfo) -> Json {
     let read_only = t.tier == toolvisor_protocol::wire::Tier::Read;
-    json!({
+    let mut tool = json!({
         "name": t.name,
         "description": t.description,
         "inputSchema": t.schema.0,
@@ -282,7 +282,12 @@ pub fn mcp_tool(t: &ToolInfo) -> Json {
             "toolvisor/requires_approval": t.requires_approval,
             "toolvisor/parallel_safe": t.parallel_safe,
         },
-    })
+    });
+    // Clients check `structuredContent` against it (a result with `isError` is not checked).
+    if let Some(schema) = &t.output_schema {
+        tool["outputSchema"] = schema.0.clone();
+    }
+    tool
 }
 
 fn visible(tools: &[ToolInfo]) -> Vec<&ToolInfo> {

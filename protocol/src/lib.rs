@@ -13,6 +13,7 @@ pub mod answer;
 pub mod client;
 pub mod codec;
 pub mod error;
+pub mod results;
 pub mod tools;
 pub mod tree;
 pub mod value;

@@ -195,6 +195,10 @@ pub struct ToolInfo {
     pub idempotent: bool,
     /// Reaches the network, or runs code that can. MCP's `openWorldHint`.
     pub open_world: bool,
+    /// JSON Schema of the tool's results as they reach the client (MCP's `outputSchema`):
+    /// what the handler returns, or the result store's projection of it.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
 }
 
 /// The daemon's answer to a valid `Hello`.

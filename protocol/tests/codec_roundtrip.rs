@@ -59,6 +59,7 @@ fn tool_info() -> ToolInfo {
         destructive: true,
         idempotent: false,
         open_world: true,
+        output_schema: Some(sample_value()),
     }
 }
 

@@ -175,7 +175,7 @@ pub async fn run(
     spec: &ToolSpec,
     args: Json,
 ) -> Result<Json, ToolError> {
-    let result = spec.run(services, ctx, args).await?;
+    let result = spec.check_output(spec.run(services, ctx, args).await?)?;
     files::finish(&services.files, &ctx.conversation, spec.name, result).await
 }
 
@@ -408,6 +408,7 @@ fn jobs() -> Vec<ToolSpec> {
                 })
             },
         )
+        .returns::<toolvisor_protocol::results::BashResult>()
         .open_world()
         .approval(Approval::Always)
         .summary(bash_summary),
@@ -418,6 +419,7 @@ fn jobs() -> Vec<ToolSpec> {
             "Tracked background processes of this conversation: start, list, read output by offset, write stdin, kill.",
             |s, ctx, a| Box::pin(run_process(&s.processes, ctx, a)),
         )
+        .returns::<toolvisor_protocol::results::ProcessResult>()
         .open_world()
         .approval(Approval::Ops(&[
             ProcessOp::Start,
@@ -439,6 +441,7 @@ fn probes() -> Vec<ToolSpec> {
             "Test tool: sleeps, then reports when it started and ended.",
             |_, ctx, a| Box::pin(probe(ctx, a)),
         )
+        .returns::<toolvisor_protocol::results::ProbeResult>()
     };
     vec![
         declare("_probe_serial").serial(),

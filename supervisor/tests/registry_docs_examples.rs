@@ -16,11 +16,13 @@ fn tools() -> Vec<ToolSpec> {
     toolvisor::tools::all(true)
 }
 
-/// One documented call: the tool, its arguments and the line of TOOLS.md it is on.
+/// One documented call: the tool, its arguments, the line of TOOLS.md it is on, and the
+/// result shown on the next line (`{"ok":true,"result":…}`) where one is, whole.
 struct Example {
     tool: String,
     args: Json,
     line: usize,
+    result: Option<Json>,
 }
 
 /// Every `toolvisor call <tool> ... --args '<json>'` line of TOOLS.md.
@@ -28,7 +30,8 @@ fn examples() -> Vec<Example> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/TOOLS.md");
     let doc = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     let mut out = Vec::new();
-    for (n, line) in doc.lines().enumerate() {
+    let lines: Vec<&str> = doc.lines().collect();
+    for (n, line) in lines.iter().enumerate() {
         let Some((_, call)) = line.split_once("toolvisor call ") else {
             continue;
         };
@@ -48,10 +51,23 @@ fn examples() -> Vec<Example> {
             .replace('\u{0}', "'");
         let args = serde_json::from_str(&json)
             .unwrap_or_else(|e| panic!("TOOLS.md:{}: --args is not JSON ({e}): {json}", n + 1));
+        let result = lines
+            .get(n + 1)
+            .filter(|next| next.starts_with(r#"{"ok":true"#))
+            .and_then(|next| match serde_json::from_str::<Json>(next) {
+                Ok(answer) => Some(answer["result"].clone()),
+                // Shortened on purpose (`…` or `...` for what is left out), or wrapped over
+                // several lines: not checked.
+                Err(_) if next.contains('…') || next.contains("...") || !next.ends_with('}') => {
+                    None
+                }
+                Err(e) => panic!("TOOLS.md:{}: the answer is not JSON ({e}): {next}", n + 2),
+            });
         out.push(Example {
             tool,
             args,
             line: n + 1,
+            result,
         });
     }
     out
@@ -79,6 +95,47 @@ fn every_documented_example_passes_the_schema_and_the_typed_parse() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The output schemas: every tool declares one (an object, as MCP requires), and every
+/// answer TOOLS.md shows conforms to it.
+#[test]
+fn every_tool_declares_its_results_and_the_documented_answers_conform() {
+    let all = tools();
+    let undeclared: Vec<&str> = all
+        .iter()
+        .filter(|s| s.output.is_none())
+        .map(|s| s.name)
+        .collect();
+    assert!(
+        undeclared.is_empty(),
+        "tools without `.returns::<R>()`: {}",
+        undeclared.join(", ")
+    );
+    let mut failures = Vec::new();
+    let mut answers = 0;
+    for ex in examples() {
+        let (Some(result), Some(spec)) = (&ex.result, all.iter().find(|s| s.name == ex.tool))
+        else {
+            continue;
+        };
+        answers += 1;
+        let schema = spec.output.as_ref().expect("declared");
+        if let Err(why) = toolvisor_protocol::results::conforms(schema, result) {
+            failures.push(format!(
+                "TOOLS.md:{}: {} answers {why}",
+                ex.line + 1,
+                ex.tool
+            ));
+        }
+    }
+    assert!(answers >= 20, "only {answers} documented answers found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    for spec in &all {
+        let info = spec.clone();
+        let outward = toolvisor_protocol::results::outward(info.output.as_ref().unwrap());
+        assert_eq!(outward["type"], "object", "{}", spec.name);
+    }
 }
 
 #[test]

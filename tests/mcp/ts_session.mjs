@@ -1,5 +1,6 @@
 // A session against `toolvisor mcp` over stdio with the official TypeScript SDK
-// (`@modelcontextprotocol/sdk`): list, calls, an error, an image, an approval through
+// (`@modelcontextprotocol/sdk`): list (every tool has an outputSchema, which the SDK checks
+// each result against), calls, an error, an image, an approval through
 // elicitation, progress, cancellation by AbortSignal (the SDK's notifications/cancelled), a
 // large result paged through its resource, and notifications/tools/list_changed when the
 // daemon comes back with another policy.
@@ -45,8 +46,12 @@ const transport = new StdioClientTransport({
 });
 await client.connect(transport);
 
-let tools = (await client.listTools()).tools.map((t) => t.name);
+const listed = (await client.listTools()).tools;
+let tools = listed.map((t) => t.name);
 facts.tools_before = tools.includes("bash");
+// Every tool declares its results; from here on the SDK checks each call's
+// structuredContent against its tool's outputSchema and throws on a mismatch.
+facts.without_output_schema = listed.filter((t) => t.outputSchema?.type !== "object").map((t) => t.name);
 
 let r = await client.callTool({ name: "read", arguments: { path: "hello.txt" } });
 facts.read = text(r).includes("hello from a file");

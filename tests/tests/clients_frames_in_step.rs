@@ -79,6 +79,7 @@ fn tool_info() -> ToolInfo {
         destructive: true,
         idempotent: false,
         open_world: true,
+        output_schema: Some(value(json!({"type": "object"}))),
     }
 }
 

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::Value as Json;
+use serde_json::{Value as Json, json};
 use toolvisor_tests::eval::node;
 use toolvisor_tests::mcp::{node_modules, script, workdir};
 use toolvisor_tests::{TestDaemon, bin, wait_for};
@@ -61,6 +61,7 @@ fn the_typescript_sdk_runs_a_session_over_stdio_and_hears_the_tool_list_change()
     assert!(status.success(), "{facts}");
 
     assert_eq!(facts["tools_before"], true, "{facts}");
+    assert_eq!(facts["without_output_schema"], json!([]), "{facts}");
     assert_eq!(facts["read"], true, "{facts}");
     assert_eq!(facts["error_kind"], "not_found", "{facts}");
     assert_eq!(facts["image"], serde_json::json!(["image/png"]), "{facts}");

@@ -52,6 +52,8 @@ export interface ToolInfo {
   destructive: boolean;
   idempotent: boolean;
   open_world: boolean;
+  /** JSON Schema of the tool's results (MCP's `outputSchema`); null where not declared. */
+  output_schema: Json | null;
 }
 
 export interface QuestionOption {
@@ -312,7 +314,7 @@ export const MANIFEST = {
   },
   "nested": {
     "Surface": ["approvals", "bridge_tools", "max_tier", "questions"],
-    "ToolInfo": ["available", "description", "destructive", "idempotent", "name", "open_world", "parallel_safe", "requires_approval", "resource", "schema", "tier", "unavailable_reason"],
+    "ToolInfo": ["available", "description", "destructive", "idempotent", "name", "open_world", "output_schema", "parallel_safe", "requires_approval", "resource", "schema", "tier", "unavailable_reason"],
     "ToolError": ["hint", "kind", "message"],
     "QuestionOption": ["description", "label"],
     "TreeNode": ["children", "conversation", "detail", "id", "kind", "last_error", "mailbox", "pid", "restarts", "rss_bytes", "state", "ttl_left_ms", "uptime_ms"],

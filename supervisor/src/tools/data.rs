@@ -285,28 +285,32 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "data_hub",
             "Search the user's document collections (full text, ranked by relevance); hits have a handle (D42), title and a snippet with the match between « ».",
             |s, ctx, a| Box::pin(run_search_data(&s.data, ctx, a)),
-        ),
+        )
+        .returns::<toolvisor_protocol::results::SearchDataResult>(),
         ToolSpec::new(
             "read_data",
             Tier::Read,
             "data_hub",
             "Read a document by handle: its card (default), its whole body, or one section by title or index.",
             |s, ctx, a| Box::pin(run_read_data(&s.data, ctx, a)),
-        ),
+        )
+        .returns::<toolvisor_protocol::results::ReadDataResult>(),
         ToolSpec::new(
             "list_data",
             Tier::Read,
             "data_hub",
             "List documents (newest change first), by collection or tag; without a filter also the reachable collections with their sizes.",
             |s, ctx, a| Box::pin(run_list_data(&s.data, ctx, a)),
-        ),
+        )
+        .returns::<toolvisor_protocol::results::ListDataResult>(),
         ToolSpec::new(
             "write_data",
             Tier::Write,
             "data_hub",
             "Change a document's card (title, summary, tags, annotation), or create a note in a collection. A body is never edited: it is converted from its original.",
             |s, ctx, a| Box::pin(async move { let reach = s.data.config().reach(ctx.surface.as_str()); write(&s.data, ctx, &reach, a).await }),
-        ).additive()
+        ).returns::<toolvisor_protocol::results::WriteDataResult>()
+        .additive()
         .approval(Approval::Always),
         ToolSpec::new(
             "delete_data",
@@ -314,7 +318,8 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "data_hub",
             "Move a document to the trash (the operator can restore it).",
             |s, ctx, a| Box::pin(run_delete_data(&s.data, ctx, a)),
-        ).idempotent(true)
+        ).returns::<toolvisor_protocol::results::DeleteDataResult>()
+        .idempotent(true)
         .approval(Approval::Always),
     ];
     tools

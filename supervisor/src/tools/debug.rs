@@ -54,6 +54,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             DebugOp::Restart,
             DebugOp::SetVariable,
             DebugOp::RunTo,
-        ])),
+        ]))
+        .returns::<toolvisor_protocol::results::DebugResult>(),
     ]
 }

@@ -78,7 +78,8 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "downloads",
             "Download a model from the Hugging Face-compatible hub into the local model store: one call registers the chosen variant's whole file set (every shard of a split model; config and tokenizer with safetensors; one GGUF quantisation) as one background job and returns at once with the job id and the files; poll list_downloads. Resumes partial files; verifies sha256. Needs the network.",
             |s, ctx, a| Box::pin(download_model(s, ctx, a)),
-        ).additive().idempotent(true).open_world()
+        ).returns::<toolvisor_protocol::results::DownloadModelResult>()
+        .additive().idempotent(true).open_world()
         .approval(Approval::Always),
         ToolSpec::new(
             "list_downloads",
@@ -86,14 +87,16 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "downloads",
             "Download jobs in flight and recent: per job and per file bytes done/total, rate, ETA, state (queued|downloading|verifying|done|failed|cancelled) and error.",
             |s, _, a: ListDownloadsArgs| Box::pin(async move { Ok(manager(s, "list_downloads")?.list(a.job_id.as_deref())?) }),
-        ),
+        )
+        .returns::<toolvisor_protocol::results::ListDownloadsResult>(),
         ToolSpec::new(
             "cancel_download",
             Tier::Write,
             "downloads",
             "Stop a download job; its partial files are kept, and download_model with the same repo and variant resumes them.",
             |s, ctx, a| Box::pin(cancel_download(s, ctx, a)),
-        ).idempotent(true)
+        ).returns::<toolvisor_protocol::results::CancelDownloadResult>()
+        .idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new(
             "list_models",
@@ -101,14 +104,16 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "downloads",
             "Models in the local store: size, files, whether complete, and a fit label for this machine (fits|tight|too_large) from its memory. Check here before searching.",
             |s, _, _: ListModelsArgs| Box::pin(list_models(s)),
-        ),
+        )
+        .returns::<toolvisor_protocol::results::ListModelsResult>(),
         ToolSpec::new(
             "search_huggingface_models",
             Tier::Read,
             "downloads",
             "Search the Hugging Face-compatible hub for downloadable models; each candidate's variants come with their size and this machine's fit label (fits|tight|too_large). Needs the network.",
             |s, _, a| Box::pin(search(s, a)),
-        ).open_world(),
+        ).returns::<toolvisor_protocol::results::SearchModelsResult>()
+        .open_world(),
     ];
     tools
         .into_iter()

@@ -115,6 +115,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
         .open_world()
         .serial()
         .approval(Approval::Always)
-        .summary(summary),
+        .summary(summary)
+        .returns::<toolvisor_protocol::results::EvalResult>(),
     ]
 }

@@ -638,6 +638,7 @@ pub async fn finish(
 /// The file and search tools' declarations, and `tool_result_read` (all in-process:
 /// attached).
 pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
+    use toolvisor_protocol::results;
     use toolvisor_protocol::wire::Tier;
 
     use super::spec::{Approval, ToolSpec};
@@ -649,35 +650,41 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "files",
             "Read a text file by line range with line numbers (`offset` 1-based, negative counts from the end: -100 = the last 100 lines), or an image (PNG, JPEG, GIF, WebP, BMP) fitted to the model's limits. Binary files are refused.",
             |s, ctx, a| Box::pin(async move { run_read(&FileTools::of(s), ctx, a).await }),
-        ),
+        )
+        .returns::<results::ReadResult>(),
         ToolSpec::new(
             "ls",
             Tier::Read,
             "files",
             "List a directory (hidden entries included): name (directories end in /), type, size, symlink target.",
             |s, ctx, a| Box::pin(async move { run_ls(&FileTools::of(s), ctx, a).await }),
-        ),
+        )
+        .returns::<results::LsResult>(),
         ToolSpec::new(
             "find",
             Tier::Read,
             "files",
             "Find files and directories by glob, in parallel, skipping .gitignored and hidden ones unless asked. A glob without / matches names (*.rs), one with / the path under `path` (src/**/*.rs). Sorted paths relative to the workdir.",
             |s, ctx, a| Box::pin(async move { run_find(&FileTools::of(s), ctx, a).await }),
-        ),
+        )
+        .returns::<results::FindResult>(),
         ToolSpec::new(
             "grep",
             Tier::Read,
             "files",
             "Search file contents by regex (Rust syntax), in parallel, skipping .gitignored, hidden and binary files. Output as ripgrep prints it: path:line:text, path-line-text for context, files in path order.",
             |s, ctx, a| Box::pin(async move { run_grep(&FileTools::of(s), ctx, a).await }),
-        ),
+        )
+        .returns::<results::GrepResult>(),
         ToolSpec::new(
             "write",
             Tier::Write,
             "files",
             "Create or replace a file with `content`, atomically (temp file + rename), keeping its mode; parent directories are created. Paths outside the workdir are refused.",
             |s, ctx, a| Box::pin(async move { run_write(&FileTools::of(s), ctx, a).await }),
-        ).idempotent(true)
+        )
+        .returns::<results::WriteResult>()
+        .idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new(
             "edit",
@@ -686,6 +693,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Replace an exact text in a file (atomic write). old_text must match exactly once unless replace_all; zero or several matches is an error saying how many and at which lines. Returns a unified diff.",
             |s, ctx, a| Box::pin(async move { run_edit(&FileTools::of(s), ctx, a).await }),
         )
+        .returns::<results::EditResult>()
         .approval(Approval::Always),
         ToolSpec::new(
             "apply_patch",
@@ -694,6 +702,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Apply a unified diff (one or more files; /dev/null creates or deletes) or a `*** Begin Patch` patch (Add/Delete/Update File, Move to, `@@` sections). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
             |s, ctx, a| Box::pin(async move { run_apply_patch(&FileTools::of(s), ctx, a).await }),
         )
+        .returns::<results::ApplyPatchResult>()
         .approval(Approval::Always),
         ToolSpec::new(
             "tool_result_read",
@@ -701,6 +710,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "result_store",
             "Read a stored large result by characters, from the `ref` its projection named: text, next_offset, total_chars, eof, source_tool, content_type, storage_kind.",
             |s, ctx, a| Box::pin(async move { run_tool_result_read(&FileTools::of(s), ctx, a).await }),
-        ),
+        )
+        .returns::<results::ToolResultReadResult>(),
     ]
 }

@@ -293,6 +293,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             "Ask the operator a question and wait for the answer, a skip, or a timeout.",
             |s, ctx, a| Box::pin(async move { ask_user(&AskUser::of(s), ctx, a).await }),
         )
+        .returns::<toolvisor_protocol::results::AskUserResult>()
         .idempotent(false),
         roster(
             ToolSpec::new(
@@ -302,6 +303,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
                 "Start a background worker on a brief; returns a worker id at once.",
                 |s, ctx, a| Box::pin(run_vibe_spawn(&s.vibes, ctx, a)),
             )
+            .returns::<toolvisor_protocol::results::VibeWorker>()
             .idempotent(false)
             .open_world(),
         ),
@@ -313,6 +315,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
                 "Append a message to a worker's brief and rerun it.",
                 |s, ctx, a| Box::pin(run_vibe_send(&s.vibes, ctx, a)),
             )
+            .returns::<toolvisor_protocol::results::VibeWorker>()
             .idempotent(false)
             .open_world(),
         ),
@@ -322,7 +325,8 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             "vibe_roster",
             "Wait for a worker to finish (or the timeout) and return its state and last result.",
             |s, ctx, a| Box::pin(run_vibe_wait(&s.vibes, ctx, a)),
-        )),
+        )
+        .returns::<toolvisor_protocol::results::VibeWorker>()),
         roster(
             ToolSpec::new(
                 "vibe_kill",
@@ -331,6 +335,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
                 "Stop a worker and its whole process group.",
                 |s, ctx, a| Box::pin(run_vibe_kill(&s.vibes, ctx, a)),
             )
+            .returns::<toolvisor_protocol::results::VibeWorker>()
             .idempotent(false),
         ),
         roster(ToolSpec::new(
@@ -339,6 +344,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             "vibe_roster",
             "List workers: tier, state, elapsed, last result.",
             |s, ctx, a| Box::pin(run_vibe_list(&s.vibes, ctx, a)),
-        )),
+        )
+        .returns::<toolvisor_protocol::results::VibeListResult>()),
     ]
 }

@@ -68,7 +68,8 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "inference",
             "Load a model of the local store into an OpenAI-compatible inference server (llama.cpp by default) on a loopback port the daemon chooses; answers at once with its alias and state `loading` — poll get_inference_status until `ready` (or `failed` with the server's last output). Refused when the model is too_large for this machine's memory. Requests then go to the daemon's inference endpoint with \"model\": the alias.",
             |s, ctx, a| Box::pin(load_model(s, ctx, a)),
-        ).additive().idempotent(true)
+        ).returns::<toolvisor_protocol::results::LoadModelResult>()
+        .additive().idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new(
             "unload_model",
@@ -76,7 +77,8 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "inference",
             "Stop a loaded model's server (SIGTERM, then a kill after the grace) and free its port and memory.",
             |s, ctx, a| Box::pin(unload_model(s, ctx, a)),
-        ).idempotent(true)
+        ).returns::<toolvisor_protocol::results::UnloadModelResult>()
+        .idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new(
             "get_inference_status",
@@ -84,14 +86,16 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "inference",
             "The loaded models: alias, model, state (loading|ready|restarting|failed|unloaded), port, pid, memory, restarts, load time, idle time, the last error with the server's last output when failed; and where the inference endpoint listens.",
             |s, _, _: InferenceStatusArgs| Box::pin(async move { Ok(pool(s, "get_inference_status")?.status().await) }),
-        ),
+        )
+        .returns::<toolvisor_protocol::results::InferenceStatusResult>(),
         ToolSpec::new(
             "get_token_usage_stats",
             Tier::Read,
             "inference",
             "Requests and tokens (prompt, completion, total) that went through the daemon's inference endpoint: totals, per UTC day, per model, and per day and model; persisted across restarts.",
             |s, _, a: TokenUsageArgs| Box::pin(async move { Ok(pool(s, "get_token_usage_stats")?.usage.stats(a.model.as_deref(), a.days)) }),
-        ),
+        )
+        .returns::<toolvisor_protocol::results::TokenUsageResult>(),
     ];
     tools
         .into_iter()

@@ -186,7 +186,8 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
         )
         .approval(Approval::Ops(&[LspOp::Trust]))
         .op_tier(&[LspOp::Trust], Tier::Write)
-        .summary(lsp_summary),
+        .summary(lsp_summary)
+        .returns::<toolvisor_protocol::results::LspResult>(),
         ToolSpec::new(
             "lsp_rename",
             Tier::Write,
@@ -195,7 +196,8 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             |s, ctx, a| Box::pin(async move { rename(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Unless(&PREVIEW))
-        .summary(rename_summary),
+        .summary(rename_summary)
+        .returns::<toolvisor_protocol::results::LspRenameResult>(),
         // Its own write-tier tool, not write ops of `lsp`: a read-tier surface is then not
         // even shown a tool that writes, and every op of it asks for approval.
         ToolSpec::new(
@@ -206,13 +208,15 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             |s, ctx, a| Box::pin(async move { edit(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always)
-        .summary(edit_summary),
+        .summary(edit_summary)
+        .returns::<toolvisor_protocol::results::LspEditResult>(),
         ToolSpec::new(
             "synced_write",
             Tier::Read,
             "language_servers",
             "Tell the language servers a file was written by the harness; returns diagnostics new for this run.",
             |s, ctx, a| Box::pin(async move { synced_write(&LspTools::of(s), ctx, a).await }),
-        ),
+        )
+        .returns::<toolvisor_protocol::results::SyncedWriteResult>(),
     ]
 }

@@ -182,6 +182,9 @@ pub struct ToolSpec {
     handler: Run,
     /// The line an approval request shows, where the tool says more than its arguments.
     summary: Option<Summarize>,
+    /// The JSON schema of the handler's results (`.returns::<R>()`, from a type in
+    /// `protocol::results`); a debug build checks every result against it.
+    pub output: Option<Json>,
 }
 
 impl ToolSpec {
@@ -222,7 +225,35 @@ impl ToolSpec {
                 }
             })),
             summary: None,
+            output: None,
         }
+    }
+
+    /// The shape of the handler's results: `R`'s schema (a type in `protocol::results`),
+    /// advertised as the tool's output schema and checked against every result in a debug
+    /// build, so a handler whose results drift from it fails the suite.
+    pub fn returns<R: JsonSchema>(mut self) -> Self {
+        self.output = Some(toolvisor_protocol::results::schema_of::<R>());
+        self
+    }
+
+    /// In a debug build, a result that does not conform to the declared output schema is an
+    /// `internal` error naming where (a release build sends it as it is).
+    pub fn check_output(&self, result: Json) -> ToolResult {
+        if cfg!(debug_assertions)
+            && let Some(schema) = &self.output
+            && let Err(why) = toolvisor_protocol::results::conforms(schema, &result)
+        {
+            return Err(ToolError::new(
+                ErrorKind::Internal,
+                format!(
+                    "{}: the result does not conform to its declared output schema: {why}",
+                    self.name
+                ),
+                "report this as a bug: the handler and protocol::results disagree",
+            ));
+        }
+        Ok(result)
     }
 
     /// The approval prompt's line, from the same argument type the handler takes (checked:
@@ -338,6 +369,10 @@ impl ToolSpec {
             destructive: self.destructive,
             idempotent: self.idempotent,
             open_world: self.open_world,
+            output_schema: self
+                .output
+                .as_ref()
+                .map(|s| Value(toolvisor_protocol::results::outward(s))),
         }
     }
 }

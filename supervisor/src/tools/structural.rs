@@ -534,7 +534,8 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "structural",
             "Structural search by code shape (ast-grep): $NAME matches one node, $$$NAME a run of sibling nodes, $_ any node without binding; a metavariable used twice must match identical code. Returns path:line:col, matched text and captures, the total count and whether the list was cut.",
             |s, ctx, a| Box::pin(async move { ast_grep(&StructuralTools::of(s), ctx, a).await }),
-        ),
+        )
+        .returns::<toolvisor_protocol::results::AstGrepResult>(),
         ToolSpec::new(
             "ast_edit",
             Tier::Write,
@@ -542,6 +543,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Stage a structural rewrite: every match of `pattern` replaced by `rewrite` with its metavariables substituted. Nothing is written: returns an edit_id and a diff preview; call resolve to accept (all files or none) or discard.",
             |s, ctx, a| Box::pin(async move { ast_edit(&StructuralTools::of(s), ctx, a).await }),
         ).additive()
+        .returns::<toolvisor_protocol::results::AstEditResult>()
         .approval(Approval::Always)
         .summary(edit_summary),
         ToolSpec::new(
@@ -552,6 +554,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             |s, ctx, a| Box::pin(async move { resolve(&StructuralTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always)
-        .summary(resolve_summary),
+        .summary(resolve_summary)
+        .returns::<toolvisor_protocol::results::ResolveResult>(),
     ]
 }

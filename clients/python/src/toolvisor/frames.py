@@ -58,6 +58,7 @@ class ToolInfo(TypedDict):
     destructive: bool
     idempotent: bool
     open_world: bool
+    output_schema: Any
 
 
 class QuestionOption(TypedDict):

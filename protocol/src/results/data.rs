@@ -1,0 +1,142 @@
+//! The results of the data tools: `search_data`, `read_data`, `list_data`, `write_data`,
+//! `delete_data`.
+
+use schemars::JsonSchema;
+
+/// One search hit of `search_data`.
+#[derive(JsonSchema)]
+pub struct DataHit {
+    /// The document's handle (`D42`).
+    pub handle: String,
+    /// Its collection.
+    pub collection: String,
+    /// Its title.
+    pub title: String,
+    /// The best passage, matches between « and ».
+    pub snippet: String,
+    /// Relevance (BM25; higher is better).
+    pub score: f64,
+}
+
+/// The result of `search_data`: the hits, best first.
+#[derive(JsonSchema)]
+pub struct SearchDataResult {
+    /// The query as given.
+    pub query: String,
+    /// The hits, best first.
+    pub hits: Vec<DataHit>,
+    /// How many hits.
+    pub count: u64,
+}
+
+/// A document's card: what the pipeline made, with what tools changed on top.
+#[derive(JsonSchema)]
+pub struct DataCard {
+    /// The document's handle (`D42`).
+    pub handle: String,
+    /// Its collection.
+    pub collection: String,
+    /// Its title.
+    pub title: String,
+    /// Its summary (the opening text, unless changed).
+    pub summary: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// The annotation tools wrote (empty if none).
+    pub annotation: String,
+    /// The original's path (a note's original is kept by the hub).
+    pub source: String,
+    /// A note the hub keeps, not a file of a collection.
+    pub note: bool,
+    /// The original's size in bytes.
+    pub size: u64,
+    /// When the original was modified (ms since the epoch).
+    pub modified_ms: u64,
+    /// When the hub first saw it (ms since the epoch).
+    pub created_ms: u64,
+    /// The last change of its card or body (ms since the epoch).
+    pub updated_ms: u64,
+    /// Section titles, in order (read one with `view: "section"`).
+    pub sections: Vec<String>,
+}
+
+/// One section of a body: the text under one heading.
+#[derive(JsonSchema)]
+pub struct DataSection {
+    /// The heading (empty for the text before the first heading).
+    pub title: String,
+    /// Heading depth (1 for `#`/`<h1>`; 0 for the text before any heading).
+    pub level: u8,
+    /// The section's text.
+    pub text: String,
+}
+
+/// The result of `read_data`: the card, with the body or one section when asked.
+#[derive(JsonSchema)]
+pub struct ReadDataResult {
+    /// The document's card.
+    pub card: DataCard,
+    /// view body: the whole converted body.
+    pub body: Option<String>,
+    /// view section: the section asked for.
+    pub section: Option<DataSection>,
+}
+
+/// A card in brief, as `list_data` lists it.
+#[derive(JsonSchema)]
+pub struct DataBrief {
+    /// The document's handle (`D42`).
+    pub handle: String,
+    /// Its collection.
+    pub collection: String,
+    /// Its title.
+    pub title: String,
+    /// Its summary.
+    pub summary: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+}
+
+/// A reachable collection and its size.
+#[derive(JsonSchema)]
+pub struct DataCollection {
+    /// The collection's name.
+    pub name: String,
+    /// Documents in it (not counting the trash).
+    pub documents: u64,
+}
+
+/// The result of `list_data`: cards in brief, newest change first.
+#[derive(JsonSchema)]
+pub struct ListDataResult {
+    /// The cards of this page.
+    pub documents: Vec<DataBrief>,
+    /// Documents matching the filter, in all pages.
+    pub total: u64,
+    /// Cards skipped.
+    pub offset: u64,
+    /// Without a filter: the reachable collections with their sizes.
+    pub collections: Option<Vec<DataCollection>>,
+}
+
+/// The result of `write_data`: the changed or created card.
+#[derive(JsonSchema)]
+pub struct WriteDataResult {
+    /// The card as it is now.
+    pub card: DataCard,
+    /// A new note was created (false: a card was changed).
+    pub created: bool,
+}
+
+/// The result of `delete_data`: the document moved to the trash.
+#[derive(JsonSchema)]
+pub struct DeleteDataResult {
+    /// The document's handle (`D42`).
+    pub handle: String,
+    /// Its title.
+    pub title: String,
+    /// Always true: it is in the trash.
+    pub trashed: bool,
+    /// How the operator restores it.
+    pub restore: String,
+}

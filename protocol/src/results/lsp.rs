@@ -1,0 +1,931 @@
+//! The results of the lsp tools: `lsp` (one shape per op), `lsp_rename`, `lsp_edit` and
+//! `synced_write`.
+//!
+//! Every `lsp` answer from a server carries `server`, `readiness` and `complete`
+//! (`coverage::stamp_readiness` in the lsp worker); `status`, `reload`, `trust` and a project
+//! checker's run (`diagnostics "*"`, `workspace_diagnostics` from the checker) carry none.
+
+use schemars::JsonSchema;
+
+// ---- shared shapes ----
+
+/// The server that answered, as it was when it answered.
+#[derive(JsonSchema)]
+pub struct LspServer {
+    /// The server's id: `language:root`, with ` (restricted)` for its restricted mode.
+    id: String,
+    /// Its language.
+    language: String,
+    /// Its project root (absolute).
+    root: String,
+    /// The server's program name (as it calls itself).
+    name: String,
+    /// Its process id.
+    pid: u32,
+    /// Its state when the request was sent.
+    state: LspServerState,
+    /// The negotiated position encoding.
+    position_encoding: LspEncoding,
+    /// What it was doing while indexing (its `$/progress`), when `state` is `indexing`.
+    indexing: Option<String>,
+    /// The server's own share of the call in ms (request sent → answer parsed).
+    request_ms: Option<f64>,
+}
+
+/// A server's readiness.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspServerState {
+    /// No live connection (starting or restarting).
+    Starting,
+    /// Connected but busy indexing.
+    Indexing,
+    /// Ready and settled.
+    Ready,
+}
+
+/// What an answer rests on.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspReadiness {
+    /// The server had no live connection.
+    Starting,
+    /// The server was still indexing (a file-local answer that did not wait).
+    Indexing,
+    /// The server was ready.
+    Ready,
+    /// The answer is known to cover less than the project (`partial_reason`).
+    Partial,
+}
+
+/// A position encoding.
+#[derive(JsonSchema)]
+pub enum LspEncoding {
+    #[serde(rename = "utf-8")]
+    Utf8,
+    #[serde(rename = "utf-16")]
+    Utf16,
+    #[serde(rename = "utf-32")]
+    Utf32,
+}
+
+/// A location in a file, with its source line.
+#[derive(JsonSchema)]
+pub struct LspLocation {
+    /// The file, relative to the workdir when under it.
+    path: String,
+    /// The file's absolute path.
+    abs_path: String,
+    /// 1-based line.
+    line: u64,
+    /// 1-based column in characters (outside the scope: the server's unit count plus one).
+    column: u64,
+    /// The source line (cut around the match when long); empty when `outside`.
+    text: String,
+    /// Outside the caller's file scope: named, its text not read.
+    outside: bool,
+    /// The line was longer than 200 characters and is cut around the match.
+    text_cut: Option<bool>,
+    /// The cut line's length in characters.
+    line_chars: Option<u64>,
+}
+
+/// One diagnostic.
+#[derive(JsonSchema)]
+pub struct LspDiagnostic {
+    /// The file, relative to the workdir when under it.
+    path: String,
+    /// 1-based line.
+    line: u64,
+    /// 1-based column.
+    column: u64,
+    /// Severity.
+    severity: LspSeverity,
+    /// The diagnostic's code (empty when none).
+    code: String,
+    /// The message.
+    message: String,
+    /// What reported it (empty when unnamed).
+    source: String,
+}
+
+/// A diagnostic's severity.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspSeverity {
+    Error,
+    Warning,
+    Info,
+    Hint,
+}
+
+/// A diagnostic of `check_edit`, with whether the edit brings it.
+#[derive(JsonSchema)]
+pub struct LspCheckedDiagnostic {
+    #[serde(flatten)]
+    diagnostic: LspDiagnostic,
+    /// The disk text does not have it (same severity, code and message): the edit brings it.
+    new: bool,
+}
+
+/// The diagnostics new for the run after a write, folded into every writing tool's result
+/// (`write`, `edit`, `apply_patch`, `resolve`, `lsp_rename`, `synced_write`).
+#[derive(JsonSchema)]
+pub struct WriteDiagnostics {
+    /// The new diagnostics, the notes and what else was checked, as lines.
+    text: String,
+    /// Diagnostics new for this run, in the written files and their dependents (no hints).
+    new: Vec<LspDiagnostic>,
+    /// Why a file has no diagnostics (no server covers it, none within the wait).
+    notes: Vec<String>,
+    /// The dependents of the write that were checked too.
+    dependents: LspDependents,
+    /// Why a server's type checking is off (rust-analyzer untrusted or without check on save).
+    checking_off: Option<Vec<String>>,
+}
+
+/// The dependents of a write.
+#[derive(JsonSchema)]
+pub struct LspDependents {
+    /// The files checked besides the written ones.
+    checked: Vec<String>,
+    /// Dependent files checked per write at most.
+    max: u64,
+}
+
+/// One file of a written edit.
+#[derive(JsonSchema)]
+pub struct LspEditedFile {
+    /// The file, relative to the workdir when under it.
+    path: String,
+    /// Text edits in it.
+    edits: u64,
+}
+
+// ---- lsp ----
+
+/// The result of `lsp`: one shape per op.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+pub enum LspResult {
+    Locations(LspLocations),
+    Hover(LspHover),
+    CodeActions(LspCodeActions),
+    DocumentSymbols(LspDocumentSymbols),
+    WorkspaceSymbols(LspWorkspaceSymbols),
+    Diagnostics(LspFileDiagnostics),
+    ProjectCheck(LspProjectCheck),
+    WorkspacePull(LspWorkspacePull),
+    CallHierarchy(LspCallHierarchy),
+    TypeHierarchy(LspTypeHierarchy),
+    SignatureHelp(LspSignatureHelp),
+    Completions(LspCompletions),
+    InlayHints(LspInlayHints),
+    CheckEdit(LspCheckEdit),
+    Status(LspStatus),
+    Reload(LspReload),
+    Trust(LspTrust),
+}
+
+/// The result of `lsp definition`, `type_definition`, `implementation` and `references`:
+/// the locations found.
+#[derive(JsonSchema)]
+pub struct LspLocations {
+    /// One `path:line: source line` per location, and notes.
+    text: String,
+    /// The locations (references: at most 50).
+    locations: Vec<LspLocation>,
+    /// Locations found, listed or not.
+    total: u64,
+    /// The list was cut (references past 50).
+    truncated: bool,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server, nothing cut, no gap known.
+    complete: bool,
+    /// references, implementation: why the answer may cover less than the project.
+    partial_reason: Option<String>,
+    /// references, implementation: the roots whose servers' answers were merged, innermost first.
+    roots: Option<Vec<String>>,
+    /// references, implementation: the answers of enclosing roots' servers were merged.
+    merged: Option<bool>,
+}
+
+/// The result of `lsp hover`: the server's hover as markdown.
+#[derive(JsonSchema)]
+pub struct LspHover {
+    /// The markdown, or a line saying there is none.
+    text: String,
+    /// The hover contents as markdown (empty when none).
+    markdown: String,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server.
+    complete: bool,
+}
+
+/// The result of `lsp code_actions`: the actions offered, by index for `lsp_edit
+/// apply_code_action`.
+#[derive(JsonSchema)]
+pub struct LspCodeActions {
+    /// One `[index] line N: title (kind) [preferred]` per action.
+    text: String,
+    /// The actions (at most 50), the asked line's first.
+    actions: Vec<LspCodeAction>,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server.
+    complete: bool,
+}
+
+/// One code action offered.
+#[derive(JsonSchema)]
+pub struct LspCodeAction {
+    /// Its index, for `lsp_edit apply_code_action`.
+    index: u64,
+    /// Its title.
+    title: String,
+    /// Its kind (`quickfix`, `refactor`, …), when the server names one.
+    kind: Option<String>,
+    /// The server marks it preferred.
+    preferred: bool,
+    /// The first line it is for (1-based).
+    line: u64,
+    /// The last line it is for (1-based).
+    end_line: u64,
+    /// It is for the asked line (else a neighbouring line's diagnostic).
+    on_line: bool,
+    /// How it applies.
+    applies: LspActionApplies,
+}
+
+/// How a code action applies.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspActionApplies {
+    /// It carries its edit.
+    Edit,
+    /// It is a server command only.
+    Command,
+    /// Its edit comes by `codeAction/resolve`.
+    Resolve,
+}
+
+/// The result of `lsp symbols` with `file`: the document outline.
+#[derive(JsonSchema)]
+pub struct LspDocumentSymbols {
+    /// One indented `line: kind name` per symbol.
+    text: String,
+    /// The symbols, depth-first (at most 200).
+    symbols: Vec<LspOutlineSymbol>,
+    /// Symbols in the outline, listed or not.
+    total: u64,
+    /// The list was cut.
+    truncated: bool,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server, nothing cut.
+    complete: bool,
+}
+
+/// One symbol of a document outline.
+#[derive(JsonSchema)]
+pub struct LspOutlineSymbol {
+    /// Its name.
+    name: String,
+    /// Its kind (`class`, `method`, `function`, …).
+    kind: String,
+    /// 1-based line.
+    line: u64,
+    /// Nesting depth (0: top level).
+    depth: u64,
+}
+
+/// The result of `lsp symbols` with `query`: the workspace symbols matching it.
+#[derive(JsonSchema)]
+pub struct LspWorkspaceSymbols {
+    /// One `path:line: kind name (in container) — source line` per symbol.
+    text: String,
+    /// The symbols (at most 100).
+    symbols: Vec<LspWorkspaceSymbol>,
+    /// Symbols found, listed or not.
+    total: u64,
+    /// The list was cut.
+    truncated: bool,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server, nothing cut, no gap known.
+    complete: bool,
+    /// Why the answer may cover less than the project.
+    partial_reason: Option<String>,
+}
+
+/// One workspace symbol.
+#[derive(JsonSchema)]
+pub struct LspWorkspaceSymbol {
+    /// Its name.
+    name: String,
+    /// Its kind (`class`, `method`, `function`, …).
+    kind: String,
+    /// Its file, relative to the workdir when under it (empty when the server named none).
+    path: String,
+    /// 1-based line (0 when the server gave none).
+    line: u64,
+    /// The symbol it is in, when the server names one.
+    container: Option<String>,
+    /// Outside the caller's file scope: its text not read.
+    outside: bool,
+}
+
+/// The result of `lsp diagnostics` of one file.
+#[derive(JsonSchema)]
+pub struct LspFileDiagnostics {
+    /// One `path:line:col: severity: message [code] (source)` per diagnostic.
+    text: String,
+    /// Every diagnostic of the file.
+    diagnostics: Vec<LspDiagnostic>,
+    /// Whether the server's type checking is on.
+    checking: LspChecking,
+    /// Why type checking is off, when it is.
+    checking_off: Option<String>,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server.
+    complete: bool,
+}
+
+/// Whether a server's type checking is on.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspChecking {
+    On,
+    Off,
+}
+
+/// Where whole-project diagnostics come from.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspDiagnosticsSource {
+    /// The server's `workspace/diagnostic` pull.
+    Server,
+    /// The project checker.
+    Checker,
+}
+
+/// The result of `lsp diagnostics` with `file: "*"`, and of `workspace_diagnostics` answered
+/// by the project checker: the checker's findings.
+#[derive(JsonSchema)]
+pub struct LspProjectCheck {
+    /// One line per diagnostic shown, and notes.
+    text: String,
+    /// The checker command as run.
+    checker: String,
+    /// The root it ran in, relative to the workdir (`.` for the workdir).
+    root: String,
+    /// How the checker exited (`exit status: 1`, `unknown exit`).
+    exit: String,
+    /// Diagnostics found, shown or not.
+    total: u64,
+    /// The checker's output was longer than 32 MiB and the rest not read.
+    output_truncated: bool,
+    /// The diagnostics (at most 200).
+    diagnostics: Vec<LspDiagnostic>,
+    /// workspace_diagnostics: `checker`.
+    source: Option<LspDiagnosticsSource>,
+    /// workspace_diagnostics: why the checker answered rather than a server's pull.
+    source_reason: Option<String>,
+}
+
+/// The result of `lsp workspace_diagnostics` answered by the server's workspace pull.
+#[derive(JsonSchema)]
+pub struct LspWorkspacePull {
+    /// One line per diagnostic shown, and notes.
+    text: String,
+    /// `server`.
+    source: LspDiagnosticsSource,
+    /// Diagnostics found, shown or not.
+    total: u64,
+    /// The diagnostics (at most 200).
+    diagnostics: Vec<LspDiagnostic>,
+    /// More were found than are shown (then `complete` is false).
+    truncated: bool,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server.
+    complete: bool,
+}
+
+/// The result of `lsp call_hierarchy`: who calls the function and what it calls.
+#[derive(JsonSchema)]
+pub struct LspCallHierarchy {
+    /// The callers and callees, one line each.
+    text: String,
+    /// The function's name, as the server names it.
+    symbol: String,
+    /// One entry per caller and source line with calls (at most 50).
+    incoming: Vec<LspIncomingCall>,
+    /// Call sites, listed or not.
+    incoming_total: u64,
+    /// The incoming list was cut.
+    incoming_truncated: bool,
+    /// The callees (at most 50).
+    outgoing: Vec<LspOutgoingCall>,
+    /// Callees, listed or not.
+    outgoing_total: u64,
+    /// The outgoing list was cut.
+    outgoing_truncated: bool,
+    /// Why outgoing calls are not offered, when the server answers only incoming ones.
+    outgoing_note: Option<String>,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server.
+    complete: bool,
+}
+
+/// A line with calls of the function.
+#[derive(JsonSchema)]
+pub struct LspIncomingCall {
+    /// The file, relative to the workdir when under it.
+    path: String,
+    /// 1-based line of the calls.
+    line: u64,
+    /// The calling function.
+    caller: String,
+    /// Call sites on that line.
+    calls: u64,
+    /// The caller's kind (`function`, `method`, …).
+    kind: String,
+    /// The source line (empty when `outside`).
+    text: String,
+    /// Outside the caller's file scope: its text not read.
+    outside: bool,
+}
+
+/// A function the function calls.
+#[derive(JsonSchema)]
+pub struct LspOutgoingCall {
+    /// The called function.
+    callee: String,
+    /// Its kind (`function`, `method`, …).
+    kind: String,
+    /// Its definition's file, relative to the workdir when under it.
+    path: String,
+    /// Its definition's 1-based line.
+    line: u64,
+    /// How often it is called.
+    calls: u64,
+    /// The definition's source line (empty when `outside`).
+    text: String,
+    /// Outside the caller's file scope: its text not read.
+    outside: bool,
+}
+
+/// The result of `lsp type_hierarchy`: the type's direct supertypes and subtypes.
+#[derive(JsonSchema)]
+pub struct LspTypeHierarchy {
+    /// The supertypes and subtypes, one line each.
+    text: String,
+    /// The type's name, as the server names it.
+    symbol: String,
+    /// The direct supertypes (at most 50).
+    supertypes: Vec<LspHierarchyType>,
+    /// Supertypes, listed or not.
+    supertypes_total: u64,
+    /// The supertypes list was cut.
+    supertypes_truncated: bool,
+    /// The direct subtypes (at most 50).
+    subtypes: Vec<LspHierarchyType>,
+    /// Subtypes, listed or not.
+    subtypes_total: u64,
+    /// The subtypes list was cut.
+    subtypes_truncated: bool,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server.
+    complete: bool,
+}
+
+/// A type of a type hierarchy.
+#[derive(JsonSchema)]
+pub struct LspHierarchyType {
+    /// Its name.
+    name: String,
+    /// Its kind (`class`, `struct`, `interface`, …).
+    kind: String,
+    /// Its file, relative to the workdir when under it.
+    path: String,
+    /// 1-based line.
+    line: u64,
+    /// The source line (empty when `outside`).
+    text: String,
+    /// Outside the caller's file scope: its text not read.
+    outside: bool,
+}
+
+/// The result of `lsp signature_help`: the signatures of the call.
+#[derive(JsonSchema)]
+pub struct LspSignatureHelp {
+    /// The signatures, the active parameter and the documentation.
+    text: String,
+    /// The signatures (at most 20).
+    signatures: Vec<LspSignature>,
+    /// Signatures offered, listed or not.
+    total: u64,
+    /// The index of the active signature (null when none).
+    active_signature: Option<u64>,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server.
+    complete: bool,
+}
+
+/// One signature of a call.
+#[derive(JsonSchema)]
+pub struct LspSignature {
+    /// The signature's label.
+    label: String,
+    /// Its parameters' labels.
+    parameters: Vec<String>,
+    /// It is the active signature.
+    active: bool,
+    /// The 0-based index of the active parameter (null when none).
+    active_parameter: Option<u64>,
+    /// Its documentation as text (empty when none).
+    documentation: String,
+    /// The active parameter's documentation (empty when none).
+    parameter_documentation: String,
+}
+
+/// The result of `lsp completions`: what the server completes there.
+#[derive(JsonSchema)]
+pub struct LspCompletions {
+    /// One `label (kind) — detail` per item.
+    text: String,
+    /// The items, ranked as the server ranks them (at most 50).
+    items: Vec<LspCompletion>,
+    /// Matching items, listed or not.
+    total: u64,
+    /// How many items were left out.
+    truncated: u64,
+    /// Neither cut nor said incomplete by the server, from a ready server.
+    complete: bool,
+    /// The server says the list is incomplete (`isIncomplete`).
+    server_incomplete: bool,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+}
+
+/// One completion item.
+#[derive(JsonSchema)]
+pub struct LspCompletion {
+    /// Its label.
+    label: String,
+    /// Its kind (`method`, `function`, …; empty when none).
+    kind: String,
+    /// Its detail (empty when none).
+    detail: String,
+}
+
+/// The result of `lsp inlay_hints`: the hints in the line range.
+#[derive(JsonSchema)]
+pub struct LspInlayHints {
+    /// Each line with hints, the hints inserted as `⟨label⟩`.
+    text: String,
+    /// The hints (at most 200).
+    hints: Vec<LspInlayHint>,
+    /// Hints found, listed or not.
+    total: u64,
+    /// How many hints were left out.
+    truncated: u64,
+    /// The first line of the range (1-based).
+    line: u64,
+    /// The last line of the range (1-based, inclusive).
+    end_line: u64,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server, nothing cut.
+    complete: bool,
+}
+
+/// One inlay hint.
+#[derive(JsonSchema)]
+pub struct LspInlayHint {
+    /// 1-based line.
+    line: u64,
+    /// 1-based column in characters.
+    column: u64,
+    /// What it shows.
+    kind: LspHintKind,
+    /// Its label.
+    label: String,
+}
+
+/// What an inlay hint shows.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspHintKind {
+    /// An inferred type.
+    Type,
+    /// A parameter name.
+    Parameter,
+    /// The server did not say.
+    #[serde(rename = "")]
+    Other,
+}
+
+/// The result of `lsp check_edit`: the diagnostics the edit would bring; nothing written.
+#[derive(JsonSchema)]
+pub struct LspCheckEdit {
+    /// The new diagnostics, as lines.
+    text: String,
+    /// Every diagnostic of the proposed text.
+    diagnostics: Vec<LspCheckedDiagnostic>,
+    /// Diagnostics the edit brings.
+    new: u64,
+    /// Current diagnostics the edit clears.
+    cleared: u64,
+    /// The server that answered.
+    server: LspServer,
+    /// What the answer rests on.
+    readiness: LspReadiness,
+    /// The server's whole answer from a ready server.
+    complete: bool,
+}
+
+/// The result of `lsp status`: the servers running, and for the workdir (or file) every
+/// configured language.
+#[derive(JsonSchema)]
+pub struct LspStatus {
+    /// The servers, languages and trust, as lines.
+    text: String,
+    /// Every known server.
+    servers: Vec<LspServerStatus>,
+    /// Every configured language, as it would start here.
+    languages: Vec<LspLanguageStatus>,
+    /// Every root seen, and whether the calling run trusts it.
+    trust: Vec<LspRootTrust>,
+}
+
+/// A known server.
+#[derive(JsonSchema)]
+pub struct LspServerStatus {
+    /// What it writes into its root that cannot be kept out (`.cache/clangd/`).
+    writes: Vec<String>,
+    /// Its language.
+    language: String,
+    /// Its project root (absolute).
+    root: String,
+    /// Its command line.
+    command: Vec<String>,
+    /// Its mode.
+    mode: LspMode,
+    /// Its state: `ready`, `indexing`, `starting`, `restarting`, `failed`, `stopped`,
+    /// `not started` or `unknown`.
+    state: String,
+    /// More on the state (what it indexes, the last error), when there is more.
+    detail: Option<String>,
+    /// Its process id, when connected.
+    pid: Option<u32>,
+    /// Seconds since it started, when running.
+    uptime_s: Option<u64>,
+    /// Restarts so far.
+    restarts: u32,
+    /// Its last error, when it had one.
+    last_error: Option<String>,
+    /// The negotiated position encoding, when connected.
+    position_encoding: Option<LspEncoding>,
+    /// The server's program name (as it calls itself), when connected.
+    server_name: Option<String>,
+}
+
+/// A server's mode.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspMode {
+    /// Full: the root is trusted, or the language has no restricted mode.
+    Full,
+    /// Restricted: the root is untrusted.
+    Restricted,
+}
+
+/// A configured language, as it would start from the workdir (or file).
+#[derive(JsonSchema)]
+pub struct LspLanguageStatus {
+    /// The language.
+    language: String,
+    /// `available` (starts on first use), a running server's state, `no root`,
+    /// `binary not found`, `untrusted` or `unavailable`.
+    state: String,
+    /// Why, in words: the root and program, or what is missing.
+    reason: String,
+    /// Its root, when found.
+    root: Option<String>,
+    /// The calling run trusts the root (null without a root).
+    trusted: Option<bool>,
+    /// How the root is trusted, in words (null without a root).
+    trust: Option<String>,
+    /// What an untrusted root withholds, one phrase each (empty when trusted).
+    untrusted_changes: Vec<String>,
+}
+
+/// A root and the calling run's trust in it.
+#[derive(JsonSchema)]
+pub struct LspRootTrust {
+    /// The root (absolute).
+    root: String,
+    /// The calling run trusts it.
+    trusted: bool,
+    /// What trusts it.
+    by: LspTrustedBy,
+    /// How it is trusted, in words.
+    detail: String,
+    /// The runs an approval trusted it for.
+    approved_runs: Vec<String>,
+}
+
+/// What trusts a root.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspTrustedBy {
+    /// The daemon config's `[trust] roots`.
+    Config,
+    /// The user's approval of `lsp trust` for the run.
+    Approval,
+    /// Nothing: untrusted.
+    No,
+}
+
+/// The result of `lsp reload`: the servers restarted.
+#[derive(JsonSchema)]
+pub struct LspReload {
+    /// The servers restarted, or that there was none.
+    text: String,
+    /// The ids of the servers restarted.
+    reloaded: Vec<String>,
+}
+
+/// The result of `lsp trust`: the roots trusted for the calling run.
+#[derive(JsonSchema)]
+pub struct LspTrust {
+    /// One line per root trusted.
+    text: String,
+    /// The run they are trusted for.
+    run: String,
+    /// The roots.
+    trusted: Vec<LspTrustedRoot>,
+}
+
+/// A root `lsp trust` trusted.
+#[derive(JsonSchema)]
+pub struct LspTrustedRoot {
+    /// The root (absolute).
+    root: String,
+    /// The languages it is the root of.
+    languages: Vec<String>,
+    /// Trusted by this call (false: it was already trusted).
+    newly: bool,
+}
+
+// ---- lsp_rename ----
+
+/// The result of `lsp_rename`: the preview (`dry_run`) or the rename written.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+pub enum LspRenameResult {
+    Preview(LspRenamePreview),
+    Renamed(LspRenamed),
+}
+
+/// The result of `lsp_rename` with `dry_run: true`: the whole edit per file; nothing written.
+#[derive(JsonSchema)]
+pub struct LspRenamePreview {
+    /// Every changed line, old then new.
+    text: String,
+    /// True: a preview.
+    dry_run: bool,
+    /// False: nothing was written.
+    written: bool,
+    /// The files the rename would edit.
+    files: Vec<LspPreviewedFile>,
+    /// Text edits over all files.
+    edits: u64,
+    /// Changed lines not shown (past 200 over all files).
+    lines_not_shown: u64,
+    /// No gap in the server's index is known.
+    complete: bool,
+    /// Why the rename may miss files.
+    partial_reason: Option<String>,
+}
+
+/// One file of a rename preview.
+#[derive(JsonSchema)]
+pub struct LspPreviewedFile {
+    /// The file, relative to the workdir when under it.
+    path: String,
+    /// Text edits in it.
+    edits: u64,
+    /// Its changed lines shown (none when the edit changes its line count).
+    lines: Vec<LspChangedLine>,
+}
+
+/// A line a rename would change.
+#[derive(JsonSchema)]
+pub struct LspChangedLine {
+    /// 1-based line.
+    line: u64,
+    /// The line now.
+    old: String,
+    /// The line after the rename.
+    new: String,
+}
+
+/// The result of `lsp_rename` written: the files edited and the diagnostics new for the run.
+#[derive(JsonSchema)]
+pub struct LspRenamed {
+    /// The rename, the files and the new diagnostics, as lines.
+    text: String,
+    /// The files edited.
+    files: Vec<LspEditedFile>,
+    /// Text edits over all files.
+    edits: u64,
+    /// The diagnostics new for the run after the write.
+    diagnostics: WriteDiagnostics,
+    /// No gap in the server's index is known.
+    complete: bool,
+    /// Why the rename may have missed files.
+    partial_reason: Option<String>,
+}
+
+// ---- lsp_edit ----
+
+/// The result of `lsp_edit`: the files edited, all or none, and the diagnostics new for the run.
+#[derive(JsonSchema)]
+pub struct LspEditResult {
+    /// The edit, the files and the new diagnostics, as lines.
+    text: String,
+    /// The files edited (format: none when already formatted).
+    files: Vec<LspEditedFile>,
+    /// Text edits over all files.
+    edits: u64,
+    /// The diagnostics new for the run after the write (absent when nothing was written).
+    diagnostics: Option<WriteDiagnostics>,
+    /// The server that computed the edit.
+    server: LspServer,
+    /// apply_code_action: the action's command, which was not run.
+    command_not_run: Option<String>,
+    /// format: the formatting options sent.
+    options: Option<LspFormattingOptions>,
+}
+
+/// The formatting options `lsp_edit format` sent (LSP `FormattingOptions`).
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LspFormattingOptions {
+    /// The indentation step (spaces) or a tab's width.
+    tab_size: u64,
+    /// Indent with spaces (false: tabs).
+    insert_spaces: bool,
+    /// Trim trailing whitespace on every line.
+    trim_trailing_whitespace: bool,
+    /// End the file with a newline.
+    insert_final_newline: bool,
+    /// Trim the newlines after the final one.
+    trim_final_newlines: bool,
+}
+
+// ---- synced_write ----
+
+/// The result of `synced_write`: the diagnostics new for the run in the file written.
+#[derive(JsonSchema)]
+pub struct SyncedWriteResult {
+    /// The file, relative to the workdir when under it.
+    path: String,
+    /// The new diagnostics and notes, as lines (`diagnostics.text`).
+    text: String,
+    /// The diagnostics new for the run.
+    diagnostics: WriteDiagnostics,
+}
