@@ -37,6 +37,7 @@ fn debug_args_round_trip_and_read_like_the_docs() {
         module: Some("pkg.mod".into()),
         just_my_code: Some(false),
         port: Some(5678),
+        pid: Some(4242),
         thread_id: Some(-1),
         frame_id: Some(2),
         reference: Some(7),

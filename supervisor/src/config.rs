@@ -643,6 +643,9 @@ pub struct TestingConfig {
     /// Look for accelerators in `<dir>/drm` and `<dir>/nvidia` instead of `/sys/class/drm`
     /// and `/proc/driver/nvidia/gpus` (`nvidia-smi` is still looked up on the `PATH`).
     pub accelerator_roots: Option<PathBuf>,
+    /// Read the kernel's ptrace rule for `debug attach {pid}` from this file instead of
+    /// `/proc/sys/kernel/yama/ptrace_scope`.
+    pub ptrace_scope: Option<PathBuf>,
 }
 
 /// The default model hub.

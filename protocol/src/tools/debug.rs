@@ -82,7 +82,8 @@ pub struct DebugArgs {
     pub program: Option<String>,
     /// launch: the program's arguments.
     pub args: Option<Vec<String>>,
-    /// launch/attach: adapter name (default: chosen from the program; attach: debugpy).
+    /// launch/attach: adapter name (default: chosen from the program; attach by port:
+    /// debugpy; attach by pid: debugpy for a Python process, else lldb).
     pub adapter: Option<String>,
     /// launch: the program's working directory (relative to the workdir; default: the
     /// workdir).
@@ -96,6 +97,11 @@ pub struct DebugArgs {
     /// attach: port of a debug server on 127.0.0.1 (python -m debugpy --listen PORT).
     #[schemars(range(min = 1, max = 65_535))]
     pub port: Option<u64>,
+    /// attach: id of a running process instead of a port: a Python program through debugpy
+    /// (which injects itself with gdb), any other through lldb-dap. It must run as this
+    /// user with its working directory in the workdir, and ptrace must be allowed.
+    #[schemars(range(min = 1, max = 4_194_304))]
+    pub pid: Option<u64>,
     /// continue/pause/step_*/stack: thread (default: the one that stopped).
     #[schemars(range(min = 0, max = i64::MAX))]
     pub thread_id: Option<i64>,

@@ -153,10 +153,14 @@ impl Opening<'_> {
             self.notifier.clone(),
         );
         let debug_sup = kind_supervisor(self.root, "debug_adapters").await?;
+        let mut debug_config = config.debug.clone();
+        if let Some(file) = &config.testing.ptrace_scope {
+            debug_config.ptrace_scope_file = file.clone();
+        }
         let debug = toolvisor_dap::Debuggers::new(
             debug_sup,
             launcher.clone(),
-            config.debug.clone(),
+            debug_config,
             self.notifier.clone(),
             self.ids("debug_sessions")?,
         );

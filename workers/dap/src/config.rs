@@ -57,6 +57,10 @@ pub struct DebugConfig {
     /// raised instead of ending it; `false` turns it off. Adapters without such a filter are
     /// unaffected (lldb-dap stops on the SIGABRT of an uncaught C++ exception either way).
     pub pause_on_uncaught: bool,
+    /// Where `attach {pid}` reads the kernel's ptrace rule (`[testing] ptrace_scope` sets
+    /// it; not a `[debug]` key).
+    #[serde(skip)]
+    pub ptrace_scope_file: std::path::PathBuf,
 }
 
 impl Default for DebugConfig {
@@ -71,6 +75,7 @@ impl Default for DebugConfig {
             stop_wait_s: 30,
             output_bytes: 1024 * 1024,
             pause_on_uncaught: true,
+            ptrace_scope_file: crate::debuggers::PTRACE_SCOPE.into(),
         }
     }
 }

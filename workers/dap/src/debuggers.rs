@@ -30,6 +30,8 @@ use crate::adapters::{self, Flavor, Search};
 use crate::config::{AdapterSpec, DebugConfig};
 use crate::session::{Connect, EndKind, Phase, Session, SessionActor, SessionArgs, Target, lock};
 
+mod attach;
+pub use attach::PTRACE_SCOPE;
 mod breakpoints;
 mod exceptions;
 mod inspect;
@@ -552,7 +554,7 @@ impl Debuggers {
         }
         let message = match &session.target {
             Target::Launch { .. } => "terminated by `terminate` (adapter and program killed)",
-            Target::Attach { .. } => {
+            Target::Attach { .. } | Target::AttachPid { .. } => {
                 "ended by `terminate` (detached; the attached program keeps running)"
             }
         };
@@ -616,6 +618,7 @@ fn summary(session: &Arc<Session>) -> Value {
             out["args"] = json!(args);
         }
         Target::Attach { port } => out["port"] = json!(port),
+        Target::AttachPid { pid } => out["pid"] = json!(pid),
     }
     if let Some(end) = &s.end {
         out["ended"] = json!({"kind": end.kind.as_str(), "message": end.message});

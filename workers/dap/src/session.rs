@@ -59,6 +59,10 @@ pub enum Target {
     Attach {
         port: u16,
     },
+    /// Attached to a running process by its id (debugpy injects itself; lldb-dap ptraces).
+    AttachPid {
+        pid: u32,
+    },
 }
 
 /// How the adapter is reached.
@@ -412,6 +416,7 @@ impl Session {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             Target::Attach { port } => format!("attach 127.0.0.1:{port}"),
+            Target::AttachPid { pid } => format!("attach pid {pid}"),
         };
         let debuggee = pid
             .map(|p| format!(", debuggee pid {p}"))

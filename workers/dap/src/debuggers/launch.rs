@@ -1,4 +1,4 @@
-//! `debug launch` and `attach`: refusing a second session, starting the adapter under the
+//! `debug launch` (and what `attach` shares with it): refusing a second session, starting the adapter under the
 //! `debug_adapters` supervisor, and the DAP handshake (initialize, launch or attach,
 //! breakpoints, configurationDone) up to the first stop.
 //!
@@ -21,6 +21,7 @@ impl Debuggers {
                 } => format!("-m {m}"),
                 Target::Launch { program, .. } => program.display().to_string(),
                 Target::Attach { port } => format!("127.0.0.1:{port}"),
+                Target::AttachPid { pid } => format!("pid {pid}"),
             };
             return Err(err(
                 ErrorKind::Busy,
@@ -205,17 +206,32 @@ impl Debuggers {
     /// again, same caller and arguments; breakpoints carry over. A new session id.
     pub(super) async fn restart(&self, slot: &Arc<Slot>) -> Result<Value, ToolError> {
         let current = lock(&slot.current).clone();
-        if let Some(session) = &current
-            && let Target::Attach { port } = session.target
-        {
-            return Err(err(
-                ErrorKind::InvalidArgs,
-                format!(
-                    "debug restart: session {} is attached to 127.0.0.1:{port}; restart launches a program again",
-                    session.id
-                ),
-                "`terminate`, restart the program under `python -m debugpy --listen`, and `attach` again",
-            ));
+        if let Some(session) = &current {
+            let hint =
+                "`terminate` (which detaches), restart the program yourself, and `attach` again";
+            match session.target {
+                Target::Attach { port } => {
+                    return Err(err(
+                        ErrorKind::InvalidArgs,
+                        format!(
+                            "debug restart: session {} is attached to 127.0.0.1:{port}; restart launches a program again",
+                            session.id
+                        ),
+                        hint,
+                    ));
+                }
+                Target::AttachPid { pid } => {
+                    return Err(err(
+                        ErrorKind::InvalidArgs,
+                        format!(
+                            "debug restart: session {} is attached to process {pid}; restart launches a program again",
+                            session.id
+                        ),
+                        hint,
+                    ));
+                }
+                Target::Launch { .. } => {}
+            }
         }
         let Some((call, args)) = lock(&slot.last_launch).clone() else {
             return Err(err(
@@ -241,50 +257,6 @@ impl Debuggers {
         let mut out = self.launch(&call, slot, &args).await?;
         out["restarted_from"] = json!(previous);
         Ok(out)
-    }
-
-    pub(super) async fn attach(
-        &self,
-        call: &DebugCall,
-        slot: &Arc<Slot>,
-        args: &DebugArgs,
-    ) -> Result<Value, ToolError> {
-        self.refuse_second(slot, "attach")?;
-        let port = need("attach", "port", &args.port)?;
-        let port = u16::try_from(port).ok().filter(|p| *p > 0).ok_or_else(|| {
-            err(
-                ErrorKind::InvalidArgs,
-                format!("debug attach: port {port} is not a TCP port"),
-                "ports are 1..=65535",
-            )
-        })?;
-        let name = args.adapter.clone().unwrap_or_else(|| "debugpy".into());
-        if Flavor::of(&name) != Flavor::Debugpy {
-            return Err(err(
-                ErrorKind::InvalidArgs,
-                format!(
-                    "debug attach: attaching by port is supported for debugpy only, not {name:?}"
-                ),
-                "start the program as `python -m debugpy --listen PORT --wait-for-client prog.py` and attach to PORT",
-            ));
-        }
-        let session = self
-            .start_session(
-                call,
-                slot,
-                &name,
-                Flavor::Debugpy,
-                Target::Attach { port },
-                format!("127.0.0.1:{port}"),
-                Connect::Tcp { port },
-            )
-            .await?;
-        // `redirectOutput`: the program's output comes as events too. (debugpy refuses an
-        // attach with no arguments at all.)
-        let request = json!({"redirectOutput": true});
-        let expect_stop = !slot.nothing_set();
-        self.handshake(&session, slot, "attach", request, expect_stop)
-            .await
     }
 
     /// Creates the session, starts its actor under the supervisor and makes it current.
@@ -361,7 +333,7 @@ impl Debuggers {
                     Target::Attach { port } => format!(
                         "start the program as `python -m debugpy --listen 127.0.0.1:{port} --wait-for-client prog.py` first (the server takes one client)"
                     ),
-                    Target::Launch { .. } => {
+                    Target::Launch { .. } | Target::AttachPid { .. } => {
                         "`adapters` shows which adapters work here".to_string()
                     }
                 };
