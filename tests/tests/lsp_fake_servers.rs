@@ -3,7 +3,8 @@
 //! never answers gets `timeout` and the request is cancelled; a server writing garbage and an
 //! oversized frame is treated as crashed (`resource_failed`), never as an empty answer; a
 //! server flooding notifications past the transport's bounded queue is held back, not
-//! deadlocked: its answer still arrives, and its own request is answered.
+//! deadlocked: its answer still arrives, and its own request is answered. A server offering a
+//! workspace pull (none installed here does) is asked for it, and a cut answer says so.
 
 use std::time::Duration;
 
@@ -124,4 +125,31 @@ fn a_server_flooding_notifications_still_answers_and_is_answered() {
                 .filter(|m| m.contains("response cfg"))
         },
     );
+}
+
+/// No installed server offers `workspace/diagnostic`, so a fake one does: the answer is the
+/// server's pull (`source: server`), bounded at 200, and says it was cut (`truncated`,
+/// `complete: false`) instead of passing for the whole list.
+#[test]
+fn a_workspace_pull_is_the_servers_answer_and_a_cut_one_is_not_complete() {
+    let (d, p) = daemon_with_fake("workspace-pull", "");
+    let v = toolvisor_tests::lsp::ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "workspace_diagnostics", "file": "a.fake"}),
+    );
+    assert_eq!(v["source"], "server", "{v}");
+    assert_eq!(v["total"], 205, "{v}");
+    assert_eq!(v["diagnostics"].as_array().unwrap().len(), 200, "{v}");
+    assert_eq!(v["diagnostics"][0]["path"], "a.fake", "{v}");
+    assert_eq!(v["diagnostics"][0]["severity"], "warning", "{v}");
+    assert_eq!(v["truncated"], true, "{v}");
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(
+        v["text"].as_str().unwrap().contains("showing 200 of 205"),
+        "{v}"
+    );
+    let log = std::fs::read_to_string(p.path().join("methods.log")).unwrap();
+    assert!(log.contains("workspace/diagnostic"), "{log}");
 }
