@@ -254,7 +254,7 @@ impl QuestionPorts {
                 return Err(ToolError::new(
                     ErrorKind::InvalidArgs,
                     format!(
-                        "answer to question {question_id} refused: {why}; that was the {MAX_REFUSED_ANSWERS}th refused answer, so the question has ended and the asking call was told"
+                        "answer to question {question_id} refused: {why}; that was refused answer {MAX_REFUSED_ANSWERS} of {MAX_REFUSED_ANSWERS}, so the question has ended and the asking call was told"
                     ),
                     "nothing more to send for this question",
                 ));

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -162,6 +162,25 @@ struct Job {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+    /// Transfer tasks of this job not yet ended (aborted ones count until they are gone), so
+    /// `cancel` answers only when nothing writes the job's files any more.
+    transfers: Arc<AtomicUsize>,
+}
+
+/// Counts one transfer task for as long as its future lives.
+struct Counted(Arc<AtomicUsize>);
+
+impl Counted {
+    fn new(count: &Arc<AtomicUsize>) -> Counted {
+        count.fetch_add(1, Ordering::SeqCst);
+        Counted(count.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn now_s() -> u64 {
@@ -424,6 +443,7 @@ impl Downloads {
         lock(&self.jobs).insert(id, job.clone());
         job
     }
+            transfers: Arc::new(AtomicUsize::new(0)),
 
     fn persist(&self, job: &Job) {
         let rec = lock(&job.record).clone();
@@ -645,7 +665,9 @@ impl Downloads {
                     return Err("the transfer slots are closed".to_string());
                 };
                 let mut attempt = 0u32;
+            let counted = Counted::new(&job.transfers);
                 loop {
+                let _counted = counted;
                     match crate::transfer::attempt(&me.hub, &repo, &revision, &job.dir, &f).await {
                         Ok(()) => {
                             *lock(&f.error) = None;
@@ -767,6 +789,12 @@ impl Downloads {
             "state": "cancelled",
             "cancelled": true,
             "bytes_done": done,
+        // The stop aborted the job's task and its transfers; they end at their next await.
+        // Answer once they have, so nothing writes the job's files after `cancelled`.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while job.transfers.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
             "bytes_total": total,
             "hint": "partial files are kept; download_model with the same repo, revision and variant resumes them",
         }))
