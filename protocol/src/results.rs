@@ -45,12 +45,13 @@ pub use structural::*;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value as Json};
 
-/// The JSON schema of a result of type `R`: every subschema inlined (no `$ref`/`$defs`), no
-/// `$schema`, `title` or `format`, one line per paragraph of a description. Unlike the
-/// arguments' schemas, `null` stays in a field's type (a result says `null`).
+/// The JSON schema of a result of type `R`: a shape used more than once is one entry of
+/// `$defs` that `{"$ref": "#/$defs/Name"}` points at (the `lsp` answers share their `server`
+/// fourteen times: inlined, its schema was four times larger); no `$schema`, `title` or
+/// `format`, one line per paragraph of a description. Unlike the arguments' schemas, `null`
+/// stays in a field's type (a result says `null`).
 pub fn schema_of<R: schemars::JsonSchema>() -> Json {
     let mut settings = SchemaSettings::draft2020_12();
-    settings.inline_subschemas = true;
     settings.meta_schema = None;
     let mut schema = settings
         .into_generator()
@@ -94,6 +95,8 @@ fn tidy(schema: &mut Json) {
 /// against the schema too).
 pub fn outward(result: &Json) -> Json {
     let mut widened = result.clone();
+    // The references point at the root's `$defs`: they move up to the new root.
+    let defs = widened.as_object_mut().and_then(|m| m.remove("$defs"));
     if let Some(props) = widened.get_mut("properties").and_then(Json::as_object_mut) {
         // A tool's own field of the name keeps its schema (`tool_result_read` says its
         // masks as counts).
@@ -126,7 +129,12 @@ pub fn outward(result: &Json) -> Json {
             "required": ["kind", "message", "hint"]}},
         "required": ["error"],
     });
-    serde_json::json!({"type": "object", "anyOf": [widened, Json::Object(whole), error]})
+    let mut root =
+        serde_json::json!({"type": "object", "anyOf": [widened, Json::Object(whole), error]});
+    if let Some(defs) = defs {
+        root["$defs"] = defs;
+    }
+    root
 }
 
 fn masked() -> Json {
@@ -151,16 +159,24 @@ fn projected() -> Json {
 /// `maximum`); the error names the first place that does not, as a JSON path. The
 /// recursion follows the schema, never deeper than it.
 pub fn conforms(schema: &Json, value: &Json) -> Result<(), String> {
-    check(schema, value, "$")
+    check(schema, value, "$", schema)
 }
 
-fn check(schema: &Json, value: &Json, at: &str) -> Result<(), String> {
+fn check(schema: &Json, value: &Json, at: &str, root: &Json) -> Result<(), String> {
     let map = match schema {
         Json::Bool(true) => return Ok(()),
         Json::Bool(false) => return Err(format!("{at}: nothing is allowed here")),
         Json::Object(map) => map,
         _ => return Ok(()),
     };
+    // `#/$defs/Name` (the only references `schema_of` makes), beside what else the schema says.
+    if let Some(Json::String(reference)) = map.get("$ref") {
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|pointer| root.pointer(pointer))
+            .ok_or_else(|| format!("{at}: the schema's reference {reference} leads nowhere"))?;
+        check(target, value, at, root)?;
+    }
     if let Some(ty) = map.get("type") {
         let types: Vec<&str> = match ty {
             Json::String(one) => vec![one.as_str()],
@@ -193,7 +209,7 @@ fn check(schema: &Json, value: &Json, at: &str) -> Result<(), String> {
         if let Some(Json::Array(alternatives)) = map.get(key) {
             let mut why = Vec::new();
             for alt in alternatives {
-                match check(alt, value, at) {
+                match check(alt, value, at, root) {
                     Ok(()) => {
                         why.clear();
                         break;
@@ -208,7 +224,7 @@ fn check(schema: &Json, value: &Json, at: &str) -> Result<(), String> {
     }
     if let Some(Json::Array(all)) = map.get("allOf") {
         for sub in all {
-            check(sub, value, at)?;
+            check(sub, value, at, root)?;
         }
     }
     if let Some(n) = value.as_f64() {
@@ -235,10 +251,10 @@ fn check(schema: &Json, value: &Json, at: &str) -> Result<(), String> {
         for (key, v) in fields {
             let here = format!("{at}.{key}");
             match props.and_then(|p| p.get(key)) {
-                Some(sub) => check(sub, v, &here)?,
+                Some(sub) => check(sub, v, &here, root)?,
                 None => {
                     if let Some(extra) = map.get("additionalProperties") {
-                        check(extra, v, &here)?;
+                        check(extra, v, &here, root)?;
                     }
                 }
             }
@@ -249,10 +265,10 @@ fn check(schema: &Json, value: &Json, at: &str) -> Result<(), String> {
         for (i, item) in items.iter().enumerate() {
             let here = format!("{at}[{i}]");
             match prefix.and_then(|p| p.get(i)) {
-                Some(sub) => check(sub, item, &here)?,
+                Some(sub) => check(sub, item, &here, root)?,
                 None => {
                     if let Some(sub) = map.get("items") {
-                        check(sub, item, &here)?;
+                        check(sub, item, &here, root)?;
                     }
                 }
             }
@@ -325,8 +341,9 @@ mod tests {
     fn a_conforming_result_passes_and_each_kind_of_drift_is_named() {
         let schema = schema_of::<Sample>();
         let text = schema.to_string();
-        assert!(
-            !text.contains("$ref") && !text.contains("\"title\""),
+        assert!(!text.contains("\"title\""), "{text}");
+        assert_eq!(
+            schema["properties"]["kind"]["$ref"], "#/$defs/Kind",
             "{text}"
         );
         let good = json!({"count": 3, "note": null, "items": [{"path": "a.py", "line": 1}],
@@ -370,6 +387,10 @@ mod tests {
     #[test]
     fn the_outward_schema_takes_what_the_result_store_makes_of_a_result() {
         let outward = outward(&schema_of::<Sample>());
+        assert!(
+            outward["$defs"]["Item"].is_object(),
+            "the references' targets at the root"
+        );
         let shortened = json!({"count": 1, "items": [], "kind": "ready", "extra": 1,
             "masked": ["aws"], "projected": {"items": {"ref": "tr_1", "total_chars": 90000}}});
         conforms(&outward, &shortened).unwrap();
