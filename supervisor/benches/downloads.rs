@@ -4,10 +4,14 @@
 //! a daemon SIGKILL at 50%; daemon RSS during downloads of 256 MiB and 1 GiB. Then (issue 34)
 //! one large file on one connection, toolvisor and `curl -o` alternating round by round on
 //! the same file of the same server: the median of the per-round time ratios and their range.
+//! Then (issue 32) one large file from a hub limiting each connection, four ranges at once
+//! against `curl -o`'s one connection, alternating.
 //! `cargo bench -p toolvisor --bench downloads` (needs `curl` and `openssl`; `TOOLVISOR_BENCH_GIB` sets the
 //! big model's size in GiB, default 1; `TOOLVISOR_BENCH_ONE_MIB` the single file's size in
 //! MiB, default 512; `TOOLVISOR_BENCH_ROUNDS` the rounds, default 7, at least 3;
-//! `TOOLVISOR_BENCH_DOWNLOADS=one` runs only the single-file part).
+//! `TOOLVISOR_BENCH_RANGED_MIB` (256) and `TOOLVISOR_BENCH_LIMIT_MIB` (32 MiB/s per
+//! connection) the ranged part's; `TOOLVISOR_BENCH_DOWNLOADS=one` or `=ranged` runs only that
+//! part).
 
 #[allow(dead_code)]
 #[path = "support/common.rs"]
@@ -47,11 +51,11 @@ struct Run {
     config: String,
 }
 
-fn daemon(hub: &HfServer) -> Run {
+fn daemon(hub: &HfServer, extra: &str) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("s.sock");
     let config = format!(
-        "[models]\nendpoint = {:?}\nparallel_transfers = 4\n",
+        "[models]\nendpoint = {:?}\nparallel_transfers = 4\n{extra}",
         hub.url()
     );
     let daemon = start_daemon(dir.path(), &socket, &config);
@@ -83,7 +87,7 @@ fn one_connection(hub: &HfServer) {
         vec![(name, toolvisor_tests::hf::pseudo_random(7, mib << 20), true)],
         false,
     );
-    let run = daemon(hub);
+    let run = daemon(hub, "connections_per_file = 1\n");
     let mut c = client(&run.socket);
     let model = run._dir.path().join("state/models/bench--one/main");
     let out = tempfile::tempdir().unwrap();
@@ -164,13 +168,118 @@ fn one_connection(hub: &HfServer) {
     );
 }
 
+/// Download a repo through the daemon until done; the seconds it took.
+fn timed_job(c: &mut Client, repo: &str, model: &std::path::Path) -> f64 {
+    let _ = std::fs::remove_dir_all(model);
+    let t = Instant::now();
+    let id = call(c, "download_model", json!({"repo": repo}))["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    loop {
+        let job = call(c, "list_downloads", json!({"job_id": id}))["jobs"][0].clone();
+        match job["state"].as_str() {
+            Some("done") => break,
+            Some("failed" | "cancelled") => panic!("job {id}: {job}"),
+            _ => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+    t.elapsed().as_secs_f64()
+}
+
+/// Issue 32: one large file from a hub that limits each connection (like the HF CDN),
+/// toolvisor with `connections_per_file = 4` against `curl -o` (one connection), alternating
+/// round by round: the speed-up over one connection, and toolvisor's throughput against the
+/// sum of four connections' limits.
+fn ranged(hub: &HfServer) {
+    let mib: usize = std::env::var("TOOLVISOR_BENCH_RANGED_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let limit_mib: u64 = std::env::var("TOOLVISOR_BENCH_LIMIT_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32);
+    let rounds: usize = std::env::var("TOOLVISOR_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(3);
+    let name = "ranged-F16.gguf";
+    eprintln!("generating the ranged file ({mib} MiB)...");
+    hub.add_repo(
+        "bench/ranged",
+        vec![(
+            name,
+            toolvisor_tests::hf::pseudo_random(11, mib << 20),
+            true,
+        )],
+        false,
+    );
+    hub.set_rate(limit_mib << 20);
+    let run = daemon(hub, "connections_per_file = 4\n");
+    let mut c = client(&run.socket);
+    let model = run._dir.path().join("state/models/bench--ranged/main");
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("{}/bench/ranged/resolve/main/{name}", hub.url());
+    let curl = || {
+        let file = out.path().join(name);
+        let _ = std::fs::remove_file(&file);
+        let t = Instant::now();
+        let status = Command::new("curl")
+            .args(["-s", "-f", "-o"])
+            .arg(&file)
+            .arg(&url)
+            .status()
+            .expect("run curl");
+        assert!(status.success(), "curl failed");
+        t.elapsed().as_secs_f64()
+    };
+    let (mut speedups, mut of_sum) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (tv, cu) = if round % 2 == 0 {
+            let tv = timed_job(&mut c, "bench/ranged", &model);
+            (tv, curl())
+        } else {
+            let cu = curl();
+            (timed_job(&mut c, "bench/ranged", &model), cu)
+        };
+        let sum = 4.0 * limit_mib as f64;
+        speedups.push(cu / tv);
+        of_sum.push(mib as f64 / tv / sum);
+        println!(
+            "round {round}: toolvisor (4 ranges) {tv:.2} s ({:.1} MiB/s), curl -o {cu:.2} s ({:.1} MiB/s), speed-up {:.2}x, {:.2} of 4 x {limit_mib} MiB/s; load {}",
+            mib as f64 / tv,
+            mib as f64 / cu,
+            cu / tv,
+            mib as f64 / tv / sum,
+            loadavg()
+        );
+    }
+    println!(
+        "ranged, {mib} MiB, {limit_mib} MiB/s per connection, {rounds} alternating rounds: speed-up over curl's one connection {}; throughput / (4 x limit) {}",
+        summary(&speedups),
+        summary(&of_sum)
+    );
+    hub.set_rate(0);
+}
+
 fn main() {
+    let only = std::env::var("TOOLVISOR_BENCH_DOWNLOADS").unwrap_or_default();
+    if only == "ranged" {
+        let hub = HfServer::start(None);
+        ranged(&hub);
+        return;
+    }
     let hub_one = HfServer::start(None);
     one_connection(&hub_one);
     drop(hub_one);
-    if std::env::var("TOOLVISOR_BENCH_DOWNLOADS").is_ok_and(|v| v == "one") {
+    if only == "one" {
         return;
     }
+    let hub_ranged = HfServer::start(None);
+    ranged(&hub_ranged);
+    drop(hub_ranged);
     let gib: u64 = std::env::var("TOOLVISOR_BENCH_GIB")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -205,7 +314,7 @@ fn main() {
     drop(out);
 
     // toolvisor: the same files, one job; RSS at idle and at peak.
-    let run = daemon(&hub);
+    let run = daemon(&hub, "");
     let pid = run.daemon.0.id();
     let mut c = client(&run.socket);
     std::thread::sleep(Duration::from_secs(1));
@@ -234,7 +343,7 @@ fn main() {
     drop(run);
 
     // SIGKILL at 50%, restart, resume: bytes fetched again.
-    let mut run = daemon(&hub);
+    let mut run = daemon(&hub, "");
     let mut c = client(&run.socket);
     let id = call(
         &mut c,

@@ -667,10 +667,19 @@ pub struct ModelsConfig {
     pub parallel_transfers: usize,
     /// How long connecting to the endpoint may take before `network_unavailable`.
     pub connect_timeout_s: u64,
-    /// Tries per file after the first on transient errors (5xx, cut connections, bad hash).
+    /// Tries per file after the first on transient errors (5xx, cut connections, bad hash);
+    /// for a file fetched in ranges, tries per range.
     pub retries: u32,
     /// Finished, failed and cancelled jobs stay listed this long.
     pub keep_finished_s: u64,
+    /// Connections (byte ranges at once) for one large file; 1 fetches every file over one
+    /// connection. At most 16.
+    pub connections_per_file: usize,
+    /// Files smaller than this go over one connection.
+    pub ranged_min_bytes: u64,
+    /// A body that sends nothing for this long is cut and asked for again from where it
+    /// stopped (a range alone).
+    pub stall_timeout_s: u64,
 }
 
 impl std::fmt::Debug for ModelsConfig {
@@ -683,6 +692,9 @@ impl std::fmt::Debug for ModelsConfig {
             .field("connect_timeout_s", &self.connect_timeout_s)
             .field("retries", &self.retries)
             .field("keep_finished_s", &self.keep_finished_s)
+            .field("connections_per_file", &self.connections_per_file)
+            .field("ranged_min_bytes", &self.ranged_min_bytes)
+            .field("stall_timeout_s", &self.stall_timeout_s)
             .finish()
     }
 }
@@ -697,6 +709,9 @@ impl Default for ModelsConfig {
             connect_timeout_s: 10,
             retries: 5,
             keep_finished_s: 24 * 3600,
+            connections_per_file: 4,
+            ranged_min_bytes: 64 << 20,
+            stall_timeout_s: 30,
         }
     }
 }
@@ -728,6 +743,15 @@ impl ModelsConfig {
         }
         if self.connect_timeout_s == 0 {
             return Err("models.connect_timeout_s = 0: it must be a positive integer".into());
+        }
+        if self.connections_per_file == 0 || self.connections_per_file > 16 {
+            return Err(format!(
+                "models.connections_per_file = {}: it must be 1..=16 (1: one connection per file)",
+                self.connections_per_file
+            ));
+        }
+        if self.stall_timeout_s == 0 {
+            return Err("models.stall_timeout_s = 0: it must be a positive integer".into());
         }
         if self.retries > 100 {
             return Err(format!("models.retries = {}: at most 100", self.retries));
@@ -966,6 +990,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("models.parallel_transfers"), "{err}");
+        let err = load("[models]\nconnections_per_file = 17\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("models.connections_per_file"), "{err}");
         let err = load("[models]\nendpoint = \"ftp://x\"\n")
             .unwrap_err()
             .to_string();

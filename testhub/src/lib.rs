@@ -86,6 +86,9 @@ struct Faults {
     misrange: bool,
     /// Answer the next request with this status.
     status: Option<u16>,
+    /// Answer every request with the whole file (200), ranges ignored: a server without
+    /// range support.
+    no_ranges: bool,
     /// Answer every request with 404 `EntryNotFound` (the file left the repo after its
     /// listing was read).
     gone: bool,
@@ -373,6 +376,11 @@ impl HfServer {
         self.fault(repo, file, |f| f.stall_at = Some(offset));
     }
 
+    /// From now on, answer every request for `file` with the whole file (200).
+    pub fn ignore_ranges(&self, repo: &str, file: &str) {
+        self.fault(repo, file, |f| f.no_ranges = true);
+    }
+
     pub fn misrange_next(&self, repo: &str, file: &str) {
         self.fault(repo, file, |f| f.misrange = true);
     }
@@ -436,6 +444,8 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
     reader.read_line(&mut line)?;
     let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
     let mut range_start = 0u64;
+    // The last byte asked for (`bytes=S-E`); open-ended (`bytes=S-`) when absent.
+    let mut range_last: Option<u64> = None;
     let mut auth: Option<String> = None;
     loop {
         let mut h = String::new();
@@ -446,11 +456,12 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         let value = value.trim();
         match name.to_ascii_lowercase().as_str() {
             "range" => {
-                range_start = value
-                    .strip_prefix("bytes=")
-                    .and_then(|r| r.strip_suffix('-'))
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0)
+                if let Some((first, last)) =
+                    value.strip_prefix("bytes=").and_then(|r| r.split_once('-'))
+                {
+                    range_start = first.trim().parse().unwrap_or(0);
+                    range_last = last.trim().parse().ok();
+                }
             }
             "authorization" => auth = value.strip_prefix("Bearer ").map(str::to_string),
             _ => {}
@@ -508,7 +519,7 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         .entry(k.clone())
         .or_default()
         .push(range_start);
-    let (corrupt, cut_at, stall_at, misrange) = {
+    let (corrupt, cut_at, stall_at, misrange, no_ranges) = {
         let mut faults = st.faults.lock().unwrap();
         let f = faults.entry(k.clone()).or_default();
         if let Some(s) = f.status.take() {
@@ -527,8 +538,12 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         if misrange {
             f.misrange = false;
         }
-        (corrupt, f.cut_at, f.stall_at, misrange)
+        (corrupt, f.cut_at, f.stall_at, misrange, f.no_ranges)
     };
+    if no_ranges {
+        range_start = 0;
+        range_last = None;
+    }
     let len = file.bytes.len() as u64;
     if range_start > len {
         write!(
@@ -548,12 +563,14 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         *st.served.lock().unwrap().entry(k.clone()).or_default() += n;
         return conn.flush();
     }
-    if range_start > 0 {
+    // One past the last byte sent: the range's end, or the file's.
+    let stop = range_last.map_or(len, |last| (last + 1).min(len));
+    if range_start > 0 || range_last.is_some() {
         write!(
             conn,
             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {range_start}-{}/{len}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            len.saturating_sub(1),
-            len - range_start
+            stop.saturating_sub(1),
+            stop.saturating_sub(range_start)
         )?;
     } else {
         write!(
@@ -564,8 +581,8 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
     let started = Instant::now();
     let mut pos = range_start;
     let mut sent_here = 0u64;
-    while pos < len {
-        let mut end = (pos + 64 * 1024).min(len);
+    while pos < stop {
+        let mut end = (pos + 64 * 1024).min(stop);
         if let Some(c) = cut_at.filter(|c| *c > pos && *c < end) {
             end = c;
         }

@@ -77,6 +77,12 @@ pub(super) async fn open_downloads(
         parallel_transfers: m.parallel_transfers,
         connect_timeout: Duration::from_secs(m.connect_timeout_s),
         retries: m.retries,
+        stall_timeout: Duration::from_secs(m.stall_timeout_s),
+        ranged: toolvisor_downloads::ranged::RangedConfig {
+            connections: m.connections_per_file,
+            min_bytes: m.ranged_min_bytes,
+            retries: m.retries,
+        },
         meminfo: config
             .testing
             .meminfo

@@ -66,10 +66,12 @@ fn plain(s: &str) -> bool {
 }
 
 /// A file name from the listing that stays inside its directory: relative, no `..`, no
-/// hidden or empty component, no control characters, not our `.part` suffix.
+/// hidden or empty component, no control characters, not our `.part` or `.part.ranges`
+/// suffix.
 pub fn safe_file_name(name: &str) -> bool {
     name.len() <= 512
         && !name.ends_with(".part")
+        && !name.ends_with(".part.ranges")
         && name.split('/').all(|c| {
             !c.is_empty()
                 && !c.starts_with('.')
@@ -431,6 +433,7 @@ mod tests {
             ".hidden.gguf",
             "a//b.gguf",
             "x.gguf.part",
+            "x.gguf.part.ranges",
             "a\\b.gguf",
         ] {
             assert!(!safe_file_name(bad), "{bad}");

@@ -209,16 +209,18 @@ pub(crate) fn status_error(
 }
 
 impl Hub {
-    /// `connect_timeout` bounds how long an unreachable endpoint can hold a call.
+    /// `connect_timeout` bounds how long an unreachable endpoint can hold a call;
+    /// `stall_timeout`, how long a body may send nothing.
     pub fn new(
         endpoint: &str,
         token: Option<String>,
         connect_timeout: Duration,
+        stall_timeout: Duration,
     ) -> Result<Hub, DownloadError> {
         let client = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
             // A stalled body (no byte for this long) is a transient error, retried by Range.
-            .read_timeout(Duration::from_secs(30))
+            .read_timeout(stall_timeout)
             .user_agent(concat!("toolvisor/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| DownloadError::Invalid(format!("cannot build the HTTP client: {e}")))?;
@@ -358,6 +360,31 @@ impl Hub {
         file: &str,
         from: u64,
     ) -> Result<reqwest::Response, DownloadError> {
+        let range = (from > 0).then(|| format!("bytes={from}-"));
+        self.fetch(repo, revision, file, range).await
+    }
+
+    /// The bytes `first..=last` of a file (`Range: bytes=first-last`): 206 when the endpoint
+    /// serves ranges, 200 with the whole file when it ignores them.
+    pub async fn file_range(
+        &self,
+        repo: &str,
+        revision: &str,
+        file: &str,
+        first: u64,
+        last: u64,
+    ) -> Result<reqwest::Response, DownloadError> {
+        self.fetch(repo, revision, file, Some(format!("bytes={first}-{last}")))
+            .await
+    }
+
+    async fn fetch(
+        &self,
+        repo: &str,
+        revision: &str,
+        file: &str,
+        range: Option<String>,
+    ) -> Result<reqwest::Response, DownloadError> {
         let url = format!(
             "{}/{repo}/resolve/{}/{}",
             self.endpoint,
@@ -365,8 +392,8 @@ impl Hub {
             file.split('/').map(encode).collect::<Vec<_>>().join("/")
         );
         let mut req = self.get(&url);
-        if from > 0 {
-            req = req.header(reqwest::header::RANGE, format!("bytes={from}-"));
+        if let Some(range) = range {
+            req = req.header(reqwest::header::RANGE, range);
         }
         let asked = Asked::File {
             repo,
@@ -440,6 +467,7 @@ mod tests {
             "http://127.0.0.1:1",
             Some("hf_secretsecret".into()),
             Duration::from_secs(1),
+            Duration::from_secs(30),
         )
         .unwrap();
         assert!(!format!("{hub:?}").contains("secretsecret"));

@@ -52,6 +52,10 @@ pub struct DownloadsConfig {
     pub connect_timeout: Duration,
     /// Tries per file after the first, with backoff, on transient errors.
     pub retries: u32,
+    /// A body that sends nothing this long is a transient error (retried by `Range`).
+    pub stall_timeout: Duration,
+    /// Large files over several connections at once.
+    pub ranged: crate::ranged::RangedConfig,
     /// Where the memory facts for the fit label come from.
     pub meminfo: PathBuf,
     /// The accelerators for the fit label.
@@ -158,10 +162,6 @@ struct Job {
     rate: Mutex<RateWindow>,
     dir: PathBuf,
     status: Arc<NodeStatus>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
     /// Transfer tasks of this job not yet ended (aborted ones count until they are gone), so
     /// `cancel` answers only when nothing writes the job's files any more.
     transfers: Arc<AtomicUsize>,
@@ -181,6 +181,10 @@ impl Drop for Counted {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn now_s() -> u64 {
@@ -341,6 +345,7 @@ impl Downloads {
             &config.endpoint,
             config.token.clone(),
             config.connect_timeout,
+            config.stall_timeout,
         )?;
         let store = Store::open(&config.store)?;
         let jobs_dir = state_dir.join("downloads").join("jobs");
@@ -438,12 +443,12 @@ impl Downloads {
             rate: Mutex::new(RateWindow::default()),
             dir,
             status,
+            transfers: Arc::new(AtomicUsize::new(0)),
         });
         job.status.update(|i| i.detail = job.detail());
         lock(&self.jobs).insert(id, job.clone());
         job
     }
-            transfers: Arc::new(AtomicUsize::new(0)),
 
     fn persist(&self, job: &Job) {
         let rec = lock(&job.record).clone();
@@ -660,15 +665,15 @@ impl Downloads {
                 repo.clone(),
                 revision.clone(),
             );
+            let counted = Counted::new(&job.transfers);
             set.spawn(async move {
+                let _counted = counted;
                 let Ok(_permit) = me.permits.clone().acquire_owned().await else {
                     return Err("the transfer slots are closed".to_string());
                 };
                 let mut attempt = 0u32;
-            let counted = Counted::new(&job.transfers);
                 loop {
-                let _counted = counted;
-                    match crate::transfer::attempt(&me.hub, &repo, &revision, &job.dir, &f).await {
+                    match crate::transfer::attempt(&me.hub, &repo, &revision, &job.dir, &f, &me.config.ranged).await {
                         Ok(()) => {
                             *lock(&f.error) = None;
                             break Ok(());
@@ -783,18 +788,18 @@ impl Downloads {
                 Some(Duration::from_secs(10)),
             )
             .await;
-        let (done, total) = job.totals();
-        Ok(json!({
-            "job_id": job_id,
-            "state": "cancelled",
-            "cancelled": true,
-            "bytes_done": done,
         // The stop aborted the job's task and its transfers; they end at their next await.
         // Answer once they have, so nothing writes the job's files after `cancelled`.
         let deadline = Instant::now() + Duration::from_secs(5);
         while job.transfers.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        let (done, total) = job.totals();
+        Ok(json!({
+            "job_id": job_id,
+            "state": "cancelled",
+            "cancelled": true,
+            "bytes_done": done,
             "bytes_total": total,
             "hint": "partial files are kept; download_model with the same repo, revision and variant resumes them",
         }))

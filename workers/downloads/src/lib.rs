@@ -9,6 +9,7 @@ pub mod gguf;
 pub mod hub;
 mod jobs;
 pub mod listing;
+pub mod ranged;
 pub mod rate;
 pub mod store;
 mod transfer;

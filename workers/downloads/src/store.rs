@@ -103,7 +103,8 @@ impl Store {
     }
 
     /// Bytes of `file` already here: the whole file when it is in place with its listed
-    /// size (it was verified before its rename), else what its `.part` holds.
+    /// size (it was verified before its rename), else what its `.part` holds (for a file
+    /// fetched in ranges, what its range map counts: the `.part` has the file's size).
     pub fn present(&self, dir: &Path, file: &Chosen) -> (u64, bool) {
         let final_path = dir.join(&file.name);
         if let Ok(m) = std::fs::symlink_metadata(&final_path)
@@ -113,6 +114,9 @@ impl Store {
             return (file.size, true);
         }
         let part = part_path(dir, &file.name);
+        if let Some(have) = crate::ranged::have(&part, file.size) {
+            return (have, false);
+        }
         match std::fs::symlink_metadata(&part) {
             Ok(m) if m.is_file() => (m.len().min(file.size), false),
             _ => (0, false),

@@ -34,6 +34,7 @@ use tokio::sync::mpsc;
 use crate::error::DownloadError;
 use crate::hub::Hub;
 use crate::jobs::{FileProgress, FileState};
+use crate::ranged::RangedConfig;
 use crate::store::part_path;
 
 /// The size of a block of the body.
@@ -45,7 +46,7 @@ const WRITEBACK: u64 = 16 << 20;
 /// The buffer the prefix on disk is read with when a transfer resumes.
 const READ_BUF: usize = 4 << 20;
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -106,7 +107,7 @@ impl Blocks {
 }
 
 /// Run `f` on the blocking pool.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, DownloadError> {
     tokio::task::spawn_blocking(f)
@@ -119,7 +120,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// The `.part` file, opened (never through a symlink) and locked for this transfer.
-fn open_part(part: &Path) -> Result<Flock<File>, DownloadError> {
+pub(crate) fn open_part(part: &Path) -> Result<Flock<File>, DownloadError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -227,8 +228,24 @@ fn hash_pieces(mut hasher: Sha256, mut pieces: mpsc::Receiver<Arc<Piece>>) -> Sh
     hasher
 }
 
-/// One attempt at one file; `Ok` once it is verified and in place.
+/// One attempt at one file; `Ok` once it is verified and in place. A large file goes over
+/// several connections (`ranged.rs`) unless its `.part` is one connection's to continue.
 pub(crate) async fn attempt(
+    hub: &Hub,
+    repo: &str,
+    revision: &str,
+    dir: &Path,
+    progress: &Arc<FileProgress>,
+    ranged: &RangedConfig,
+) -> Result<(), DownloadError> {
+    if crate::ranged::wanted(ranged, dir, &progress.file.name, progress.file.size) {
+        return crate::ranged::attempt(hub, repo, revision, dir, progress, ranged).await;
+    }
+    one_connection(hub, repo, revision, dir, progress).await
+}
+
+/// One attempt at one file over one connection, resuming its `.part` by `Range`.
+pub(crate) async fn one_connection(
     hub: &Hub,
     repo: &str,
     revision: &str,
