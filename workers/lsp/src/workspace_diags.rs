@@ -120,8 +120,10 @@ impl LanguageServers {
         let mut server = self.server_info_of(opened);
         server["request_ms"] = json!(request_ms);
         // Cut at the bound: said, so the answer is not complete.
-        Ok(json!({"text": text, "source": "server", "total": total, "truncated": total > SHOWN_MAX,
+        Ok(
+            json!({"text": text, "source": "server", "total": total, "truncated": total > SHOWN_MAX,
             "diagnostics": diags.iter().take(SHOWN_MAX).map(|d| d.to_json(base)).collect::<Vec<_>>(),
-            "server": server}))
+            "server": server}),
+        )
     }
 }
