@@ -1,7 +1,8 @@
 //! One large file over several connections at once (`[models] connections_per_file`): the
-//! file is split into that many byte ranges, each fetched by its own request
-//! (`Range: bytes=S-E`) into its place in one `.part` file, so a hub that limits each
-//! connection (the Hugging Face CDN does) gives the sum of the connections.
+//! file is cut into byte ranges (four per connection, at least 4 MiB each), taken in file
+//! order by that many workers, each range fetched by its own request (`Range: bytes=S-E`)
+//! into its place in one `.part` file, so a hub that limits each connection (the Hugging Face
+//! CDN does) gives the sum of the connections.
 //!
 //! What each range has of its bytes is recorded in a range map beside the `.part` file
 //! (`<name>.part.ranges`, JSON), written only after the bytes it counts were synced: every
@@ -22,7 +23,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use nix::fcntl::Flock;
@@ -42,6 +43,8 @@ const BLOCK: usize = 1 << 20;
 const READ_BUF: usize = 4 << 20;
 /// A range is at least this long: a file is never cut into more ranges than this allows.
 const MIN_SPAN: u64 = 4 << 20;
+/// Ranges per connection: a file is cut finer than the connections, taken in order.
+const RANGES_PER_CONNECTION: usize = 4;
 /// How often the range map is brought up to date (after a sync) while ranges run.
 const CHECKPOINT: Duration = Duration::from_secs(1);
 
@@ -243,7 +246,7 @@ pub(crate) async fn attempt(
         let map = match read_map(&p, size) {
             Some(map) if len == size => map,
             _ => {
-                let map = RangeMap::new(size, n);
+                let map = RangeMap::new(size, n * RANGES_PER_CONNECTION);
                 write_map(&p, &map)?;
                 out.set_len(0)
                     .and_then(|()| out.set_len(size))
@@ -286,14 +289,25 @@ pub(crate) async fn attempt(
         let p = part.clone();
         tokio::task::spawn_blocking(move || follow(&file, &spans, &stop, size, &p))
     });
-    for i in 0..spans.len() {
-        if !spans[i].complete() {
-            let (shared, spans) = (shared.clone(), spans.clone());
-            let retries = config.retries;
-            running
-                .ranges
-                .spawn(async move { fetch_range(&shared, &spans[i], retries).await });
-        }
+    // `connections` workers take the ranges in file order, so the ranges complete roughly in
+    // order and the hash keeps up with them (with one range per connection the hash could
+    // only start on the second range when the first was done, at the end).
+    let next = Arc::new(AtomicUsize::new(0));
+    let pending = spans.iter().filter(|s| !s.complete()).count();
+    for _ in 0..n.min(pending) {
+        let (shared, spans, next) = (shared.clone(), spans.clone(), next.clone());
+        let retries = config.retries;
+        running.ranges.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(span) = spans.get(i) else {
+                    return Ok(());
+                };
+                if !span.complete() {
+                    fetch_range(&shared, span, retries).await?;
+                }
+            }
+        });
     }
     running.checkpoints = Some({
         let (file, spans, p) = (shared.file.clone(), spans.clone(), part.clone());
