@@ -45,14 +45,16 @@ fn as_some<S: serde::Serializer, T: Serialize>(value: &T, s: S) -> Result<S::Ok,
     s.serialize_some(value)
 }
 
-/// What `ask_user` returns when the person answered or skipped.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What `ask_user` returns when the person answered or skipped (its result's schema too).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AskUserOutput {
+    /// The question's id, as the question port saw it.
     pub question_id: u64,
-    /// Labels chosen among the options, in the order of the options.
+    /// Labels chosen among the options, in the order of the options (empty when skipped).
     pub selected: Vec<String>,
     /// The free-text answer, if one was given.
     pub text: Option<String>,
+    /// The person skipped the question.
     pub skipped: bool,
     /// Set when skipped: what to do now.
     pub guidance: Option<String>,
@@ -98,7 +100,7 @@ impl std::fmt::Display for VibeTier {
 }
 
 /// Where a vibe worker stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VibeState {
     /// Waiting for a slot (the cap on concurrent workers is reached).
@@ -179,12 +181,16 @@ pub struct VibeKillArgs {
 pub struct VibeListArgs {}
 
 /// One vibe worker as `vibe_spawn`, `vibe_send`, `vibe_wait`, `vibe_kill` and `vibe_list`
-/// report it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// report it (the result of the first four, and its schema).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VibeInfo {
+    /// The worker's id (`w1`).
     pub worker_id: String,
+    /// The short name given at spawn.
     pub label: String,
+    /// The worker tier.
     pub tier: VibeTier,
+    /// queued, running, done, failed or killed.
     pub state: VibeState,
     /// Running: time since the attempt started; queued: time in the queue; otherwise how
     /// long the last attempt ran.
@@ -195,7 +201,9 @@ pub struct VibeInfo {
     pub messages: u32,
     /// The worker program's pid while it runs.
     pub pid: Option<u32>,
+    /// The last attempt's exit code.
     pub exit_code: Option<i32>,
+    /// The signal that ended the last attempt.
     pub signal: Option<i32>,
     /// Why the last attempt failed.
     pub error: Option<String>,

@@ -293,7 +293,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             "Ask the operator a question and wait for the answer, a skip, or a timeout.",
             |s, ctx, a| Box::pin(async move { ask_user(&AskUser::of(s), ctx, a).await }),
         )
-        .returns::<toolvisor_protocol::results::AskUserResult>()
+        .returns::<toolvisor_protocol::tools::AskUserOutput>()
         .idempotent(false),
         roster(
             ToolSpec::new(
@@ -303,7 +303,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
                 "Start a background worker on a brief; returns a worker id at once.",
                 |s, ctx, a| Box::pin(run_vibe_spawn(&s.vibes, ctx, a)),
             )
-            .returns::<toolvisor_protocol::results::VibeWorker>()
+            .returns::<toolvisor_protocol::tools::VibeInfo>()
             .idempotent(false)
             .open_world(),
         ),
@@ -315,7 +315,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
                 "Append a message to a worker's brief and rerun it.",
                 |s, ctx, a| Box::pin(run_vibe_send(&s.vibes, ctx, a)),
             )
-            .returns::<toolvisor_protocol::results::VibeWorker>()
+            .returns::<toolvisor_protocol::tools::VibeInfo>()
             .idempotent(false)
             .open_world(),
         ),
@@ -326,7 +326,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             "Wait for a worker to finish (or the timeout) and return its state and last result.",
             |s, ctx, a| Box::pin(run_vibe_wait(&s.vibes, ctx, a)),
         )
-        .returns::<toolvisor_protocol::results::VibeWorker>()),
+        .returns::<toolvisor_protocol::tools::VibeInfo>()),
         roster(
             ToolSpec::new(
                 "vibe_kill",
@@ -335,7 +335,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
                 "Stop a worker and its whole process group.",
                 |s, ctx, a| Box::pin(run_vibe_kill(&s.vibes, ctx, a)),
             )
-            .returns::<toolvisor_protocol::results::VibeWorker>()
+            .returns::<toolvisor_protocol::tools::VibeInfo>()
             .idempotent(false),
         ),
         roster(ToolSpec::new(
