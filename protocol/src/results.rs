@@ -57,21 +57,27 @@ pub fn schema_of<R: schemars::JsonSchema>() -> Json {
         .into_generator()
         .into_root_schema_for::<R>()
         .to_value();
-    tidy(&mut schema);
+    tidy_with(&mut schema, &|_| {});
     schema
 }
 
-fn tidy(schema: &mut Json) {
+/// The cleanup every schema derived here gets (the arguments' in `supervisor/src/tools/spec.rs`
+/// too), bottom-up along the subschemas, never into a `properties` map's keys (field names):
+/// no `$schema`, `title` or `format`, one line per paragraph of a description (a doc comment's
+/// line breaks are not the text's); then `more` on each node.
+pub fn tidy_with(schema: &mut Json, more: &dyn Fn(&mut Map<String, Json>)) {
     let Json::Object(map) = schema else {
         return;
     };
     for (key, value) in map.iter_mut() {
         match (key.as_str(), value) {
-            ("properties" | "$defs", Json::Object(subs)) => subs.values_mut().for_each(tidy),
-            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(subs)) => {
-                subs.iter_mut().for_each(tidy)
+            ("properties" | "$defs", Json::Object(subs)) => {
+                subs.values_mut().for_each(|s| tidy_with(s, more))
             }
-            ("items" | "additionalProperties", sub) => tidy(sub),
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(subs)) => {
+                subs.iter_mut().for_each(|s| tidy_with(s, more))
+            }
+            ("items" | "additionalProperties", sub) => tidy_with(sub, more),
             _ => {}
         }
     }
@@ -85,6 +91,7 @@ fn tidy(schema: &mut Json) {
             .collect::<Vec<_>>()
             .join("\n");
     }
+    more(map);
 }
 
 /// The schema clients see for a tool's results: `result`'s, widened by what the result store

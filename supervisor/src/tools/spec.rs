@@ -406,30 +406,11 @@ pub fn schema_of<A: JsonSchema>() -> Json {
 /// The post-processing of [`schema_of`], bottom-up along the subschemas (never into a
 /// `properties` map's keys, which are field names).
 fn tidy(schema: &mut Json) {
-    let Json::Object(map) = schema else {
-        return;
-    };
-    for (key, value) in map.iter_mut() {
-        match (key.as_str(), value) {
-            ("properties" | "$defs", Json::Object(subs)) => subs.values_mut().for_each(tidy),
-            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(subs)) => {
-                subs.iter_mut().for_each(tidy)
-            }
-            ("items" | "additionalProperties", sub) => tidy(sub),
-            _ => {}
-        }
-    }
-    for key in ["$schema", "title", "format"] {
-        map.remove(key);
-    }
-    // A doc comment's line breaks are not the text's: one line per paragraph.
-    if let Some(Json::String(text)) = map.get_mut("description") {
-        *text = text
-            .split("\n\n")
-            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect::<Vec<_>>()
-            .join("\n");
-    }
+    toolvisor_protocol::results::tidy_with(schema, &args_only);
+}
+
+/// What only the arguments' schemas get, on each node after the common cleanup.
+fn args_only(map: &mut Map<String, Json>) {
     // `["integer", "null"]` → `"integer"`: the validator treats null as absent.
     if let Some(Json::Array(types)) = map.get("type") {
         let kept: Vec<Json> = types.iter().filter(|t| *t != "null").cloned().collect();
