@@ -35,7 +35,7 @@ use crate::error::DownloadError;
 use crate::hub::Hub;
 use crate::jobs::{FileProgress, FileState};
 use crate::store::part_path;
-use crate::transfer::{blocking, hex, open_part};
+use crate::transfer::{blocking, hash_mismatch, hex, into_place, open_part, range_start};
 
 /// Bytes a range collects before they are written at their place.
 const BLOCK: usize = 1 << 20;
@@ -390,26 +390,12 @@ pub(crate) async fn attempt(
             })
             .await;
             progress.done.store(0, Ordering::Relaxed);
-            return Err(DownloadError::Verify {
-                file: file.name.clone(),
-                cause: format!(
-                    "sha256 {got} does not match the listed {expected}; the file is fetched again"
-                ),
-            });
+            return Err(hash_mismatch(&file.name, &got, expected));
         }
     }
     drop(running);
-    tokio::fs::rename(&part, &final_path)
-        .await
-        .map_err(|e| DownloadError::io("cannot rename into place", &final_path, e))?;
+    into_place(&part, &final_path, progress).await?;
     let _ = tokio::fs::remove_file(map_path(&part)).await;
-    if let Some(parent) = final_path.parent()
-        && let Ok(d) = std::fs::File::open(parent)
-    {
-        let _ = d.sync_all();
-    }
-    progress.done.store(size, Ordering::Relaxed);
-    progress.set_state(FileState::Done);
     Ok(())
 }
 
@@ -454,14 +440,7 @@ async fn fetch_once(shared: &Shared, span: &Live) -> Result<(), RangeEnd> {
         .map_err(RangeEnd::Failed)?;
     match resp.status().as_u16() {
         206 => {
-            let start = resp
-                .headers()
-                .get(reqwest::header::CONTENT_RANGE)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("bytes "))
-                .and_then(|v| v.split('-').next())
-                .and_then(|v| v.trim().parse::<u64>().ok());
-            if start != Some(from) {
+            if range_start(&resp) != Some(from) {
                 return Err(fail(format!(
                     "the endpoint answered the range from byte {from} with {:?}",
                     resp.headers().get(reqwest::header::CONTENT_RANGE)

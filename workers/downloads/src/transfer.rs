@@ -289,14 +289,7 @@ pub(crate) async fn one_connection(
             206 => {
                 // The part must start where ours ends, or the bytes would land in the wrong
                 // place (a file listed without a hash would not notice).
-                let start = resp
-                    .headers()
-                    .get(reqwest::header::CONTENT_RANGE)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("bytes "))
-                    .and_then(|v| v.split('-').next())
-                    .and_then(|v| v.trim().parse::<u64>().ok());
-                if start != Some(have) {
+                if range_start(&resp) != Some(have) {
                     truncate(out, &part, progress).await?;
                     return Err(DownloadError::Http {
                         what: file.name.clone(),
@@ -455,23 +448,48 @@ pub(crate) async fn one_connection(
         if &got != expected {
             let _ = tokio::fs::remove_file(&part).await;
             progress.done.store(0, Ordering::Relaxed);
-            return Err(DownloadError::Verify {
-                file: file.name.clone(),
-                cause: format!(
-                    "sha256 {got} does not match the listed {expected}; the file is fetched again"
-                ),
-            });
+            return Err(hash_mismatch(&file.name, &got, expected));
         }
     }
-    tokio::fs::rename(&part, &final_path)
+    into_place(&part, &final_path, progress).await
+}
+
+/// Where a `206` answer's `Content-Range` (`bytes S-E/N`) says its bytes start.
+pub(crate) fn range_start(resp: &reqwest::Response) -> Option<u64> {
+    resp.headers()
+        .get(reqwest::header::CONTENT_RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("bytes "))
+        .and_then(|v| v.split('-').next())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// A file whose sha256 is not the listed one (the caller has dropped its `.part`).
+pub(crate) fn hash_mismatch(name: &str, got: &str, expected: &str) -> DownloadError {
+    DownloadError::Verify {
+        file: name.to_string(),
+        cause: format!(
+            "sha256 {got} does not match the listed {expected}; the file is fetched again"
+        ),
+    }
+}
+
+/// Rename a verified `.part` file over its name, make the rename durable, and count the file
+/// done.
+pub(crate) async fn into_place(
+    part: &Path,
+    final_path: &Path,
+    progress: &FileProgress,
+) -> Result<(), DownloadError> {
+    tokio::fs::rename(part, final_path)
         .await
-        .map_err(|e| DownloadError::io("cannot rename into place", &final_path, e))?;
+        .map_err(|e| DownloadError::io("cannot rename into place", final_path, e))?;
     if let Some(parent) = final_path.parent()
         && let Ok(d) = std::fs::File::open(parent)
     {
         let _ = d.sync_all();
     }
-    progress.done.store(file.size, Ordering::Relaxed);
+    progress.done.store(progress.file.size, Ordering::Relaxed);
     progress.set_state(FileState::Done);
     Ok(())
 }
