@@ -92,37 +92,8 @@ fn one_connection(hub: &HfServer) {
     let model = run._dir.path().join("state/models/bench--one/main");
     let out = tempfile::tempdir().unwrap();
     let url = format!("{}/bench/one/resolve/main/{name}", hub.url());
-    let toolvisor = |c: &mut Client| {
-        let _ = std::fs::remove_dir_all(&model);
-        let t = Instant::now();
-        let id = call(c, "download_model", json!({"repo": "bench/one"}))["job_id"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        loop {
-            let job = call(c, "list_downloads", json!({"job_id": id}))["jobs"][0].clone();
-            match job["state"].as_str() {
-                Some("done") => break,
-                Some("failed" | "cancelled") => panic!("job {id}: {job}"),
-                _ => std::thread::sleep(Duration::from_millis(5)),
-            }
-        }
-        t.elapsed().as_secs_f64()
-    };
-    let curl = || {
-        let file = out.path().join(name);
-        let _ = std::fs::remove_file(&file);
-        let t = Instant::now();
-        let status = Command::new("curl")
-            .args(["-s", "-f", "-o"])
-            .arg(&file)
-            .arg(&url)
-            .status()
-            .expect("run curl");
-        let s = t.elapsed().as_secs_f64();
-        assert!(status.success(), "curl failed");
-        s
-    };
+    let toolvisor = |c: &mut Client| timed_job(c, "bench/one", &model);
+    let curl = || curl_o(&out.path().join(name), &url);
     // curl does not check what it fetched; toolvisor hashes every byte. The same check after
     // curl, for a second comparison: `curl -o`, then `openssl dgst -sha256` of the file (SHA-NI
     // like toolvisor's hash; coreutils' sha256sum is three times slower here).
@@ -168,7 +139,23 @@ fn one_connection(hub: &HfServer) {
     );
 }
 
-/// Download a repo through the daemon until done; the seconds it took.
+/// `curl -s -f -o file url` (the file removed before); the seconds it took.
+fn curl_o(file: &std::path::Path, url: &str) -> f64 {
+    let _ = std::fs::remove_file(file);
+    let t = Instant::now();
+    let status = Command::new("curl")
+        .args(["-s", "-f", "-o"])
+        .arg(file)
+        .arg(url)
+        .status()
+        .expect("run curl");
+    let s = t.elapsed().as_secs_f64();
+    assert!(status.success(), "curl failed");
+    s
+}
+
+/// Download a repo through the daemon until done (its model directory removed before); the
+/// seconds it took.
 fn timed_job(c: &mut Client, repo: &str, model: &std::path::Path) -> f64 {
     let _ = std::fs::remove_dir_all(model);
     let t = Instant::now();
@@ -222,19 +209,7 @@ fn ranged(hub: &HfServer) {
     let model = run._dir.path().join("state/models/bench--ranged/main");
     let out = tempfile::tempdir().unwrap();
     let url = format!("{}/bench/ranged/resolve/main/{name}", hub.url());
-    let curl = || {
-        let file = out.path().join(name);
-        let _ = std::fs::remove_file(&file);
-        let t = Instant::now();
-        let status = Command::new("curl")
-            .args(["-s", "-f", "-o"])
-            .arg(&file)
-            .arg(&url)
-            .status()
-            .expect("run curl");
-        assert!(status.success(), "curl failed");
-        t.elapsed().as_secs_f64()
-    };
+    let curl = || curl_o(&out.path().join(name), &url);
     let (mut speedups, mut of_sum) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let (tv, cu) = if round % 2 == 0 {

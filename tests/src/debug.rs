@@ -3,7 +3,7 @@
 //! is missing; write and build small programs; call `debug` with a project as the workdir.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value as Json, json};
@@ -125,4 +125,34 @@ pub fn wait_state(d: &TestDaemon, workdir: &Path, state: &str) -> Json {
             (s["session"]["state"] == state).then_some(s)
         },
     )
+}
+
+/// A program a test starts itself (a debug server, a process to attach to), in `dir` with
+/// its output discarded; killed and reaped when dropped, whatever the test did.
+pub struct Started(pub Child);
+
+impl Started {
+    pub fn spawn(command: &mut Command, dir: &Path) -> Started {
+        Started(
+            command
+                .current_dir(dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}")),
+        )
+    }
+
+    /// It has not exited.
+    pub fn running(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -3,11 +3,11 @@
 //! continue work, the program's output arrives, and its end ends the session.
 
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
-use toolvisor_tests::debug::{dbg, debug_config, require_debugpy, stopped_at};
+use toolvisor_tests::debug::{Started, dbg, debug_config, require_debugpy, stopped_at};
 use toolvisor_tests::lsp::project;
 use toolvisor_tests::{TestDaemon, wait_for};
 
@@ -21,15 +21,6 @@ fn listening(port: u16) -> bool {
     })
 }
 
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn attach_to_a_waiting_debugpy_server_stops_at_a_breakpoint() {
     let python = require_debugpy();
@@ -41,22 +32,16 @@ fn attach_to_a_waiting_debugpy_server_stops_at_a_breakpoint() {
         .local_addr()
         .unwrap()
         .port();
-    let mut server = Kill(
-        Command::new(&python)
-            .args([
-                "-m",
-                "debugpy",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--wait-for-client",
-                "prog.py",
-            ])
-            .current_dir(w)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let mut server = Started::spawn(
+        Command::new(&python).args([
+            "-m",
+            "debugpy",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--wait-for-client",
+            "prog.py",
+        ]),
+        w,
     );
     // Not by connecting: the server takes exactly one client.
     wait_for(

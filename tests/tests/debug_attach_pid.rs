@@ -5,29 +5,16 @@
 //! port at once, and a kernel that forbids ptrace (`[testing] ptrace_scope` = 3) are refused,
 //! each naming why.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
 use toolvisor_protocol::ErrorKind;
 use toolvisor_tests::TestDaemon;
 use toolvisor_tests::debug::{
-    dbg, dbg_err, debug_config, gcc, require_debugpy, require_lldb_dap, stopped_at,
+    Started, dbg, dbg_err, debug_config, gcc, require_debugpy, require_lldb_dap, stopped_at,
 };
 use toolvisor_tests::lsp::project;
-
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn running(child: &mut Kill) -> bool {
-    child.0.try_wait().unwrap().is_none()
-}
 
 const PY: &str = "import time\n\ndef tick(i):\n    doubled = i * 2\n    return doubled\n\ni = 0\nwhile True:\n    i += 1\n    tick(i)\n    time.sleep(0.05)\n";
 
@@ -36,16 +23,7 @@ fn a_running_python_program_is_attached_by_pid_stops_at_a_breakpoint_and_keeps_r
     let python = require_debugpy();
     let p = project(&[("loop.py", PY)]);
     let w = p.path();
-    let mut prog = Kill(
-        Command::new(&python)
-            .arg("loop.py")
-            .current_dir(w)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut prog = Started::spawn(Command::new(&python).arg("loop.py"), w);
     let pid = prog.0.id();
     let d = TestDaemon::start(&debug_config(""));
     dbg(
@@ -77,7 +55,7 @@ fn a_running_python_program_is_attached_by_pid_stops_at_a_breakpoint_and_keeps_r
         "{ended}"
     );
     std::thread::sleep(Duration::from_millis(500));
-    assert!(running(&mut prog), "the detached program must keep running");
+    assert!(prog.running(), "the detached program must keep running");
 }
 
 const C: &str = r#"#include <unistd.h>
@@ -102,15 +80,7 @@ fn a_running_native_program_is_attached_by_pid_through_lldb_and_detached_alive()
     let p = project(&[]);
     let w = p.path();
     let exe = gcc(w, "spin", C);
-    let mut prog = Kill(
-        Command::new(&exe)
-            .current_dir(w)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut prog = Started::spawn(&mut Command::new(&exe), w);
     let pid = prog.0.id();
     let d = TestDaemon::start(&debug_config(""));
     dbg(
@@ -131,7 +101,7 @@ fn a_running_native_program_is_attached_by_pid_through_lldb_and_detached_alive()
     let ended = dbg(&d, w, json!({"op": "terminate"}));
     assert_eq!(ended["terminated"], true, "{ended}");
     std::thread::sleep(Duration::from_millis(500));
-    assert!(running(&mut prog), "the detached program must keep running");
+    assert!(prog.running(), "the detached program must keep running");
     // Still counting, so not left stopped either.
     let before = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let state = before
@@ -150,13 +120,7 @@ fn attach_by_pid_is_refused_outside_the_boundary_naming_why() {
     let p = project(&[]);
     let w = p.path();
     let elsewhere = tempfile::tempdir().unwrap();
-    let mut outside = Kill(
-        Command::new("sleep")
-            .arg("60")
-            .current_dir(elsewhere.path())
-            .spawn()
-            .unwrap(),
-    );
+    let mut outside = Started::spawn(Command::new("sleep").arg("60"), elsewhere.path());
     let scope = tempfile::tempdir().unwrap();
     let scope_file = scope.path().join("ptrace_scope");
     std::fs::write(&scope_file, "3\n").unwrap();
@@ -173,18 +137,12 @@ fn attach_by_pid_is_refused_outside_the_boundary_naming_why() {
     let e = dbg_err(&d, w, json!({"op": "attach", "pid": 1, "port": 5678}));
     assert_eq!(e.kind, ErrorKind::InvalidArgs, "{e:?}");
     assert!(e.message.contains("not both"), "{e:?}");
-    let mut inside = Kill(
-        Command::new("sleep")
-            .arg("60")
-            .current_dir(w)
-            .spawn()
-            .unwrap(),
-    );
+    let mut inside = Started::spawn(Command::new("sleep").arg("60"), w);
     let e = dbg_err(&d, w, json!({"op": "attach", "pid": inside.0.id()}));
     assert_eq!(e.kind, ErrorKind::NotAvailable, "{e:?}");
     assert!(e.message.contains("ptrace_scope is 3"), "{e:?}");
     // Nothing was started, and both processes run on.
     let status = dbg(&d, w, json!({"op": "status"}));
     assert!(status["session"].is_null(), "{status}");
-    assert!(running(&mut outside) && running(&mut inside));
+    assert!(outside.running() && inside.running());
 }
