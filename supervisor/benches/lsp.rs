@@ -8,7 +8,10 @@
 //!   shown → its diagnostics), as a ratio of the two;
 //! - time from SIGKILL of a warm pyright to the next successful answer (restart, re-open,
 //!   re-analysis included);
-//! - ten conversations on one root → how many server processes, and their RSS.
+//! - ten conversations on one root → how many server processes, and their RSS;
+//! - the ops of issue 31, each alternating round by round with the same work sent straight to
+//!   a second warm server: pyright's `signature_help`, `completions`, `lsp_rename` previewed and
+//!   `workspace_diagnostics` (its checker run alone), clangd's `inlay_hints` and `type_hierarchy`.
 
 #[allow(dead_code)]
 #[path = "support/common.rs"]
@@ -27,6 +30,8 @@ use toolvisor_protocol::wire::Outcome;
 const N: usize = 200;
 /// Calls of each added op (`call_hierarchy`, `check_edit`).
 const N_NEW: usize = 50;
+/// The C++ file of the clangd part: a class hierarchy and a call with parameter names.
+const CPP: &str = "struct Shape {\n    virtual ~Shape() {}\n    virtual double area() const = 0;\n};\nstruct Circle : Shape {\n    double r = 1;\n    double area() const override { return 3 * r * r; }\n};\nstruct Square : Shape {\n    double s = 1;\n    double area() const override { return s * s; }\n};\nint scale(int factor, int offset) { return factor + offset; }\n\nint main() {\n    Circle c;\n    auto r = scale(2, 3);\n    return r + int(c.area());\n}\n";
 const SRC: &str = "def greet(name: str) -> str:\n    \"\"\"Say hello.\"\"\"\n    return 'hi ' + name\n\n\nmessage = greet('you')\n";
 
 fn deps() -> PathBuf {
@@ -80,22 +85,74 @@ fn measure(
     (median(total), median(server), median(added))
 }
 
+/// `rounds` rounds of `through` (calls through toolvisor) and `direct` (the same work sent
+/// straight to the server), each giving its calls' times in ms, alternating which goes first;
+/// the medians (through toolvisor, direct).
+fn alternate(
+    rounds: usize,
+    mut through: impl FnMut() -> Vec<f64>,
+    mut direct: impl FnMut() -> Vec<f64>,
+) -> (f64, f64) {
+    let (mut t, mut d) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for daemon_side in [round % 2 == 0, round % 2 != 0] {
+            if daemon_side {
+                t.extend(through());
+            } else {
+                d.extend(direct());
+            }
+        }
+    }
+    (median(t), median(d))
+}
+
+/// `n` runs of `call`; each one's time in ms.
+fn timed(n: usize, mut call: impl FnMut()) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            let s = Instant::now();
+            call();
+            s.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect()
+}
+
+/// `program` on PATH.
+fn which(program: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{program} is not on PATH: run scripts/install-test-deps"))
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-/// A second warm pyright this process started and talks to directly (no daemon in between),
+/// A second warm server this process started and talks to directly (no daemon in between),
 /// over the same transport code; kept across rounds.
 struct Direct {
     rt: tokio::runtime::Runtime,
     rpc: toolvisor_jsonrpc::RpcClient,
+    /// `{textDocument, position}` of the hover that says the server is ready.
     params: Value,
     _guard: toolvisor_kit::process::ProcessGuard,
 }
 
+/// A server for [`Direct`]: its command, and the one file it opens.
+struct Served<'a> {
+    program: &'a Path,
+    args: &'a [&'a str],
+    file: &'a str,
+    language: &'a str,
+    text: &'a str,
+    /// A position whose hover answers once the server has analysed the file.
+    ready_at: Value,
+}
+
 impl Direct {
-    fn start(project: &Path, pyright: &Path) -> Direct {
+    fn start(project: &Path, served: Served) -> Direct {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -103,8 +160,9 @@ impl Direct {
             .unwrap();
         let (rpc, params, guard) = rt.block_on(async {
             let launcher = Launcher::from_current_env(None, &["PATH".into(), "HOME".into()], None);
-            let spec = launcher.spec(&pyright.display().to_string(), &["--stdio".into()], project, true, "bench/pyright");
-            let spawned = toolvisor_kit::process::spawn(spec).await.expect("spawn pyright");
+            let args: Vec<String> = served.args.iter().map(|a| a.to_string()).collect();
+            let spec = launcher.spec(&served.program.display().to_string(), &args, project, true, "bench/direct");
+            let spawned = toolvisor_kit::process::spawn(spec).await.expect("spawn the server");
             let (rpc, mut incoming) = Transport::start(
                 spawned.stdout,
                 spawned.stdin.unwrap(),
@@ -129,9 +187,9 @@ impl Direct {
             rpc.request("initialize", json!({"processId": null, "rootUri": root, "capabilities": {},
                 "workspaceFolders": [{"uri": root, "name": "bench"}]}), t).await.unwrap();
             rpc.notify("initialized", json!({})).unwrap();
-            let uri = format!("{root}/m.py");
-            rpc.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": SRC}})).unwrap();
-            let params = json!({"textDocument": {"uri": uri}, "position": {"line": 5, "character": 10}});
+            let uri = format!("{root}/{}", served.file);
+            rpc.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": served.language, "version": 1, "text": served.text}})).unwrap();
+            let params = json!({"textDocument": {"uri": uri}, "position": served.ready_at});
             loop {
                 let r = rpc.request("textDocument/hover", params.clone(), t).await.unwrap();
                 if !r.is_null() {
@@ -152,38 +210,70 @@ impl Direct {
         }
     }
 
-    /// `n` requests of `method` at `position` in m.py; their times in ms.
+    /// `n` requests of `method` at `position` in the open file; their times in ms.
     fn times(&self, method: &str, position: Value, n: usize) -> Vec<f64> {
         let mut params = self.params.clone();
         params["position"] = position;
+        self.steps(&[(method, params)], n)
+    }
+
+    /// `n` runs of `steps` (requests sent one after the other, each answer awaited); the time
+    /// of each run in ms. Every answer must be non-null.
+    fn steps(&self, steps: &[(&str, Value)], n: usize) -> Vec<f64> {
         self.rt.block_on(async {
             let t = Duration::from_secs(60);
             let mut times = Vec::new();
             for _ in 0..n {
                 let s = Instant::now();
-                let r = self.rpc.request(method, params.clone(), t).await.unwrap();
-                assert!(!r.is_null(), "{method}: {r}");
+                for (method, params) in steps {
+                    let r = self.rpc.request(method, params.clone(), t).await.unwrap();
+                    assert!(!r.is_null(), "{method}: {r}");
+                }
                 times.push(s.elapsed().as_secs_f64() * 1000.0);
             }
             times
         })
     }
 
+    /// One run of `program` in `cwd`, started the way the daemon starts a checker (the same
+    /// launcher and environment allowlist); its time in ms to exit with its output read.
+    fn run(&self, program: &Path, args: &[&str], cwd: &Path, want: &str) -> f64 {
+        use tokio::io::AsyncReadExt;
+        self.rt.block_on(async {
+            let s = Instant::now();
+            let launcher = Launcher::from_current_env(None, &["PATH".into(), "HOME".into()], None);
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            let spec = launcher.spec(
+                &program.display().to_string(),
+                &args,
+                cwd,
+                false,
+                "bench/checker",
+            );
+            let mut spawned = toolvisor_kit::process::spawn(spec).await.expect("spawn");
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let _ = tokio::join!(
+                spawned.stdout.read_to_end(&mut out),
+                spawned.stderr.read_to_end(&mut err)
+            );
+            let _ = spawned.exit.wait_for(|s| s.is_some()).await;
+            assert!(
+                String::from_utf8_lossy(&out).contains(want),
+                "{}",
+                String::from_utf8_lossy(&err)
+            );
+            s.elapsed().as_secs_f64() * 1000.0
+        })
+    }
+
     /// `n` hovers; their times in ms.
     fn hovers(&self, n: usize) -> Vec<f64> {
-        self.rt.block_on(async {
-            let t = Duration::from_secs(60);
-            let mut times = Vec::new();
-            for _ in 0..n {
-                let s = Instant::now();
-                self.rpc
-                    .request("textDocument/hover", self.params.clone(), t)
-                    .await
-                    .unwrap();
-                times.push(s.elapsed().as_secs_f64() * 1000.0);
-            }
-            times
-        })
+        self.steps(&[("textDocument/hover", self.params.clone())], n)
+    }
+
+    /// The open file's `{uri}`.
+    fn doc(&self) -> Value {
+        self.params["textDocument"].clone()
     }
 }
 
@@ -220,7 +310,17 @@ fn main() {
     for _ in 0..20 {
         hover(&mut c, "c0");
     }
-    let direct = Direct::start(&project, &pyright);
+    let direct = Direct::start(
+        &project,
+        Served {
+            program: &pyright,
+            args: &["--stdio"],
+            file: "m.py",
+            language: "python",
+            text: SRC,
+            ready_at: json!({"line": 5, "character": 10}),
+        },
+    );
     let rounds: usize = std::env::var("TOOLVISOR_BENCH_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -300,28 +400,161 @@ fn main() {
         ),
     ];
     let mut issue31_lines = Vec::new();
-    for (name, args, method, position) in issue31 {
-        let (mut through_op, mut direct_op) = (Vec::new(), Vec::new());
-        for round in 0..rounds {
-            for daemon_side in [round % 2 == 0, round % 2 != 0] {
-                if daemon_side {
-                    for _ in 0..N_NEW / rounds {
-                        let s = Instant::now();
-                        let v = lsp(&mut c, "c0", args.clone());
-                        through_op.push(s.elapsed().as_secs_f64() * 1000.0);
-                        assert!(v["text"].as_str().unwrap().contains("greet"), "{v}");
-                    }
-                } else {
-                    direct_op.extend(direct.times(method, position.clone(), N_NEW / rounds));
-                }
-            }
-        }
-        let (t, d) = (median(through_op), median(direct_op));
-        issue31_lines.push(format!(
-            "| `lsp {name}` (median of {}) | {t:.2} ms | {d:.2} ms | {:.2} ms | {:.2}× |",
-            (N_NEW / rounds) * rounds,
+    let row = |name: &str, server: &str, n: usize, (t, d): (f64, f64)| {
+        format!(
+            "| `{name}` (median of {n}) | {server} | {t:.2} ms | {d:.2} ms | {:.2} ms | {:.2}× |",
             t - d,
             t / d
+        )
+    };
+    for (name, args, method, position) in issue31 {
+        let per = N_NEW / rounds;
+        let medians = alternate(
+            rounds,
+            || {
+                timed(per, || {
+                    let v = lsp(&mut c, "c0", args.clone());
+                    assert!(v["text"].as_str().unwrap().contains("greet"), "{v}");
+                })
+            },
+            || direct.times(method, position.clone(), per),
+        );
+        issue31_lines.push(row(
+            &format!("lsp {name}"),
+            "pyright",
+            per * rounds,
+            medians,
+        ));
+    }
+    // `lsp_rename` previewed: `prepareRename`, then the whole edit (`rename`), nothing written.
+    let per = N_NEW / rounds;
+    let rename = json!({"file": "m.py", "line": 1, "symbol": "greet", "new_name": "welcome", "dry_run": true});
+    let at = json!({"textDocument": direct.doc(), "position": {"line": 0, "character": 4}});
+    let mut rename_to = at.clone();
+    rename_to["newName"] = json!("welcome");
+    // A write-surface client (the tool is write tier; a preview asks no approval).
+    let mut options = common::read_options(&project, "bench");
+    options.surface.max_tier = toolvisor_protocol::wire::Tier::Write;
+    let mut writer = Client::connect(&sock, options).expect("connect");
+    let medians = alternate(
+        rounds,
+        || {
+            timed(per, || {
+                let v = match writer
+                    .call("c0", "lsp_rename", rename.clone())
+                    .expect("call")
+                    .outcome
+                {
+                    Outcome::Ok(v) => v.0,
+                    Outcome::Err(e) => panic!("lsp_rename {rename} failed: {e}"),
+                };
+                assert_eq!(
+                    (&v["dry_run"], &v["edits"]),
+                    (&json!(true), &json!(2)),
+                    "{v}"
+                );
+            })
+        },
+        || {
+            direct.steps(
+                &[
+                    ("textDocument/prepareRename", at.clone()),
+                    ("textDocument/rename", rename_to.clone()),
+                ],
+                per,
+            )
+        },
+    );
+    issue31_lines.push(row(
+        "lsp_rename {dry_run: true}",
+        "pyright",
+        per * rounds,
+        medians,
+    ));
+    // `workspace_diagnostics`: pyright offers no workspace pull, so the project checker
+    // (`pyright --outputjson` in the root) answers; the direct side runs that command.
+    let checker = deps().join("node_modules/.bin/pyright");
+    let medians = alternate(
+        rounds,
+        || {
+            timed(2, || {
+                let v = lsp(&mut c, "c0", json!({"op": "workspace_diagnostics"}));
+                assert_eq!(v["source"], "checker", "{v}");
+            })
+        },
+        || {
+            (0..2)
+                .map(|_| direct.run(&checker, &["--outputjson"], &project, "generalDiagnostics"))
+                .collect()
+        },
+    );
+    issue31_lines.push(row(
+        "lsp workspace_diagnostics",
+        "`pyright --outputjson`",
+        2 * rounds,
+        medians,
+    ));
+    // clangd offers the two ops pyright lacks: `inlay_hints` and `type_hierarchy` (clangd 14:
+    // its own `clangd/inlayHints` and `textDocument/typeHierarchy`, which toolvisor asks then).
+    let cproject = std::fs::canonicalize(dir.path()).unwrap().join("cproj");
+    std::fs::create_dir_all(&cproject).unwrap();
+    std::fs::write(cproject.join("compile_flags.txt"), "-std=c++17\n").unwrap();
+    std::fs::write(cproject.join("main.cpp"), CPP).unwrap();
+    let mut cc = client(&sock, &cproject, "bench-c");
+    let clangd = which("clangd");
+    let cdirect = Direct::start(
+        &cproject,
+        Served {
+            program: &clangd,
+            args: &[],
+            file: "main.cpp",
+            language: "cpp",
+            text: CPP,
+            ready_at: json!({"line": 16, "character": 15}),
+        },
+    );
+    let hints = json!({"op": "inlay_hints", "file": "main.cpp", "line": 17});
+    let types = json!({"op": "type_hierarchy", "file": "main.cpp", "line": 1, "symbol": "Shape"});
+    for _ in 0..5 {
+        lsp(&mut cc, "c1", hints.clone());
+        lsp(&mut cc, "c1", types.clone());
+    }
+    let range = json!({"textDocument": cdirect.doc(), "range": {"start": {"line": 16, "character": 0}, "end": {"line": 16, "character": 25}}});
+    let mut legacy =
+        json!({"textDocument": cdirect.doc(), "position": {"line": 0, "character": 7}});
+    legacy["direction"] = json!(2);
+    legacy["resolve"] = json!(1);
+    for (name, args, method, params, want) in [
+        (
+            "inlay_hints",
+            hints,
+            "clangd/inlayHints",
+            range,
+            "⟨factor: ⟩2",
+        ),
+        (
+            "type_hierarchy",
+            types,
+            "textDocument/typeHierarchy",
+            legacy,
+            "Square",
+        ),
+    ] {
+        let medians = alternate(
+            rounds,
+            || {
+                timed(per, || {
+                    let v = lsp(&mut cc, "c1", args.clone());
+                    assert!(v["text"].as_str().unwrap().contains(want), "{v}");
+                })
+            },
+            || cdirect.steps(&[(method, params.clone())], per),
+        );
+        issue31_lines.push(row(
+            &format!("lsp {name}"),
+            "clangd 14",
+            per * rounds,
+            medians,
         ));
     }
 
@@ -418,8 +651,10 @@ fn main() {
         rss / 1024
     );
     println!();
-    println!("| op (issue 31) | through toolvisor | direct to pyright | added | ratio |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| op (issue 31) | server | through toolvisor | direct to the server | added | ratio |"
+    );
+    println!("|---|---|---|---|---|---|");
     for line in &issue31_lines {
         println!("{line}");
     }

@@ -206,6 +206,7 @@ impl Actor for ServerActor {
             pid,
             generation,
             name: server_name,
+            legacy_type_hierarchy: Default::default(),
         });
         shared.reopen_all(&conn);
         *lock(&shared.started) = Some(Instant::now());

@@ -94,6 +94,9 @@ pub struct Conn {
     pub generation: u64,
     /// `serverInfo.name`, else the program name.
     pub name: String,
+    /// Set once the server refused the standard type hierarchy and answered its own earlier
+    /// protocol (clangd 14): later calls ask that at once.
+    pub legacy_type_hierarchy: std::sync::atomic::AtomicBool,
 }
 
 impl Conn {

@@ -54,6 +54,7 @@ pub(crate) fn connect(s: &ServerShared) -> Vec<tokio::io::DuplexStream> {
         pid: 2,
         generation: 1,
         name: "fake".into(),
+        legacy_type_hierarchy: Default::default(),
     })));
     vec![peer_in, peer_out, peer_err]
 }

@@ -3,9 +3,10 @@
 //! `typeHierarchy/subtypes`), each list bounded. clangd before 15 advertises
 //! `typeHierarchyProvider` for its own earlier protocol only (`textDocument/typeHierarchy`
 //! with `parents` and `children`, the standard methods are "method not found"): that one is
-//! asked then.
+//! asked then, and at once on the later calls to the same incarnation.
 
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
@@ -40,15 +41,29 @@ impl LanguageServers {
                 "point at the name of a class, struct, interface or enum (its definition or a use)",
             )
         };
-        let (item, supers, subs) = match self
-            .request(
-                &mut at.opened,
-                "textDocument/prepareTypeHierarchy",
-                params.clone(),
-            )
-            .await
-        {
-            Ok(items) => {
+        // The standard protocol's refusal, returned if the earlier one fails too.
+        let mut refused = None;
+        let standard = if at.opened.conn.legacy_type_hierarchy.load(Ordering::Relaxed) {
+            None
+        } else {
+            match self
+                .request(
+                    &mut at.opened,
+                    "textDocument/prepareTypeHierarchy",
+                    params.clone(),
+                )
+                .await
+            {
+                Ok(items) => Some(items),
+                Err(e) if e.kind == ErrorKind::NotAvailable => {
+                    refused = Some(e);
+                    None
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let (item, supers, subs) = match standard {
+            Some(items) => {
                 let item = items
                     .as_array()
                     .and_then(|a| a.first())
@@ -70,15 +85,20 @@ impl LanguageServers {
                     .await?;
                 (item, supers, subs)
             }
-            // clangd 14: its own protocol, both directions one level deep in one answer.
-            Err(e) if e.kind == ErrorKind::NotAvailable => {
+            // clangd 14: both directions one level deep in one answer; once it answered, its
+            // protocol is asked at once (for this incarnation).
+            None => {
                 let mut legacy = params;
                 legacy["direction"] = json!(2);
                 legacy["resolve"] = json!(1);
                 let item = self
                     .request(&mut at.opened, "textDocument/typeHierarchy", legacy)
                     .await
-                    .map_err(|_| e)?;
+                    .map_err(|e| refused.take().unwrap_or(e))?;
+                if refused.is_some() {
+                    let conn = &at.opened.conn;
+                    conn.legacy_type_hierarchy.store(true, Ordering::Relaxed);
+                }
                 if item.is_null() {
                     return Err(not_a_type());
                 }
@@ -86,7 +106,6 @@ impl LanguageServers {
                 let subs = item.get("children").cloned().unwrap_or(json!([]));
                 (item, supers, subs)
             }
-            Err(e) => return Err(e),
         };
         let request_ms = asked.elapsed().as_secs_f64() * 1000.0;
         let opened = &at.opened;
