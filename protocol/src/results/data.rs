@@ -12,10 +12,44 @@ pub struct DataHit {
     pub collection: String,
     /// Its title.
     pub title: String,
-    /// The best passage, matches between « and ».
+    /// The best passage, matches between « and » (hybrid: the best chunk's text where the
+    /// words did not match).
     pub snippet: String,
-    /// Relevance (BM25; higher is better).
+    /// Relevance, higher is better: BM25 (keyword), the fused reciprocal-rank score (hybrid).
     pub score: f64,
+    /// Hybrid: the rank by BM25, where the words matched.
+    pub keyword_rank: Option<u64>,
+    /// Hybrid: the rank by the best chunk's similarity, where among the best 50.
+    pub vector_rank: Option<u64>,
+    /// Hybrid: the document's chunk most like the query, where it has vectors.
+    pub chunk: Option<DataChunk>,
+}
+
+/// A hybrid hit's citation.
+#[derive(JsonSchema)]
+pub struct DataChunk {
+    /// The section's heading (empty for the text before the first heading).
+    pub section: String,
+    /// `[first, last]` line, 1-based, inclusive, in the converted body (`read_data` body).
+    pub lines: Vec<u64>,
+    /// The chunk's text (its first 400 characters).
+    pub text: String,
+    /// Cosine similarity to the query (1 is the same direction).
+    pub similarity: f64,
+}
+
+/// How far the embedding of the searched documents is (hybrid).
+#[derive(JsonSchema)]
+pub struct DataEmbedding {
+    /// `[data] embedding_model`.
+    pub model: String,
+    /// Chunks with a vector of the model.
+    pub embedded: u64,
+    /// Chunks (or changed documents) still waiting for one: ranked by BM25 alone meanwhile.
+    pub pending: u64,
+    /// Vectors this daemon computed since it started (all collections it embeds): a changed
+    /// document costs only its changed chunks.
+    pub computed: u64,
 }
 
 /// The result of `search_data`: the hits, best first.
@@ -27,6 +61,12 @@ pub struct SearchDataResult {
     pub hits: Vec<DataHit>,
     /// How many hits.
     pub count: u64,
+    /// `keyword` or `hybrid`.
+    pub mode: Option<String>,
+    /// Hybrid: the embedding's progress.
+    pub embedding: Option<DataEmbedding>,
+    /// Hybrid: false while chunks of the searched collections wait for vectors.
+    pub complete: Option<bool>,
 }
 
 /// A document's card: what the pipeline made, with what tools changed on top.

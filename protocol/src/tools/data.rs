@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// `search_data {query, collection?, limit?}`: full-text search of the data hub.
+/// `search_data {query, collection?, limit?, mode?}`: search of the data hub.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchDataArgs {
@@ -14,6 +14,20 @@ pub struct SearchDataArgs {
     /// Most hits (default 10).
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u64>,
+    /// `keyword` (default): BM25 over the words. `hybrid`: BM25 and the similarity of the
+    /// query's embedding to the documents' chunks, fused; each hit cites its best chunk.
+    pub mode: Option<SearchMode>,
+}
+
+/// How `search_data` ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// BM25 over the words (every word required).
+    #[default]
+    Keyword,
+    /// BM25 and vector similarity fused by reciprocal rank; needs `[data] embedding_model`.
+    Hybrid,
 }
 
 /// What `read_data` returns of a document.

@@ -165,6 +165,12 @@ impl Opening<'_> {
             self.ids("debug_sessions")?,
         );
         let data = self.data_hub().await?;
+        if let Some(pool) = &models.inference {
+            data.start_embeddings(Arc::new(crate::tools::data::PoolEmbedder {
+                pool: pool.clone(),
+                model: config.data.embedding_model.clone().unwrap_or_default(),
+            }));
+        }
         let keep_ended = Duration::from_secs(config.limits.process_keep_s);
         let limits = ProcessLimits {
             buffer_bytes: config.limits.process_buffer_bytes,

@@ -7,7 +7,7 @@ use toolvisor_data::store::{CardUpdate, DataError, Reach, Who, parse_handle};
 use toolvisor_data::{DataHub, HubError};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{
-    DataView, DeleteDataArgs, ListDataArgs, ReadDataArgs, SearchDataArgs, WriteDataArgs,
+    DataView, DeleteDataArgs, ListDataArgs, ReadDataArgs, SearchDataArgs, SearchMode, WriteDataArgs,
 };
 
 use super::CallCtx;
@@ -68,6 +68,25 @@ fn brief(card: &toolvisor_data::store::Card) -> Json {
     })
 }
 
+/// The data hub's embeddings from the inference pool: `[data] embedding_model` served for
+/// embeddings (`toolvisor_inference::embed`).
+pub(crate) struct PoolEmbedder {
+    pub pool: std::sync::Arc<toolvisor_inference::Inference>,
+    pub model: String,
+}
+
+impl toolvisor_data::Embedder for PoolEmbedder {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> toolvisor_data::embedding::Embedded<'a> {
+        Box::pin(async move {
+            self.pool.embed(&self.model, texts).await.map_err(|e| {
+                let mut e = ToolError::from(e);
+                e.message = format!("[data] embedding_model {:?}: {}", self.model, e.message);
+                e
+            })
+        })
+    }
+}
+
 /// `search_data`.
 pub(crate) async fn run_search_data(
     hub: &DataHub,
@@ -78,11 +97,92 @@ pub(crate) async fn run_search_data(
     let within = reach.narrow(a.collection.as_deref()).map_err(data_error)?;
     let limit = a.limit.unwrap_or(10) as usize;
     let query = a.query.clone();
+    if a.mode.unwrap_or_default() == SearchMode::Hybrid {
+        return hybrid(hub, within, a.query, limit).await;
+    }
     let hits = hub
         .with_store(move |s| s.search(&within, &query, limit))
         .await
         .map_err(error)?;
     Ok(json!({"query": a.query, "hits": hits, "count": hits.len()}))
+}
+
+/// `search_data {mode: "hybrid"}`: the query embedded by `[data] embedding_model`, BM25 and
+/// vector ranks fused. Refused without the model; `not_ready` until a first chunk of the
+/// searched collections has its vector; `complete: false` while some still wait.
+async fn hybrid(
+    hub: &DataHub,
+    within: Reach,
+    query: String,
+    limit: usize,
+) -> Result<Json, ToolError> {
+    let Some(model) = hub.config().embedding_model.clone() else {
+        return Err(ToolError::new(
+            ErrorKind::NotAvailable,
+            "search_data mode \"hybrid\" needs an embedding model, and none is configured ([data] embedding_model)",
+            "set `[data] embedding_model = \"owner/name\"` (a model of the store: download_model fetches one) in the daemon's config, or search with mode \"keyword\"",
+        ));
+    };
+    let Some(embedder) = hub.embedder() else {
+        return Err(ToolError::new(
+            ErrorKind::NotAvailable,
+            "search_data mode \"hybrid\": the inference pool that embeds is not running in this daemon",
+            "`toolvisor status` shows why the inference pool did not start; search with mode \"keyword\" meanwhile",
+        ));
+    };
+    if query.trim().is_empty() {
+        return Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            "the query is empty",
+            "give words, a \"quoted phrase\" or a sentence to search for",
+        ));
+    }
+    let (r, m) = (within.clone(), model.clone());
+    let progress = hub
+        .with_store(move |s| s.embedding_progress(&r, &m))
+        .await
+        .map_err(error)?;
+    if progress.embedded == 0 && progress.pending > 0 {
+        // A model that cannot embed (not in the store, no way to start it) is said as such,
+        // with its own hint; anything else is a wait.
+        if let Some(mut e) = hub.embedding_error() {
+            e.message = format!(
+                "search_data mode \"hybrid\": none of {} chunks could be embedded yet: {}",
+                progress.pending, e.message
+            );
+            return Err(e);
+        }
+        return Err(ToolError::new(
+            ErrorKind::NotReady,
+            format!(
+                "the data hub is embedding its documents with {model}: 0 of {} chunks have vectors yet",
+                progress.pending
+            ),
+            "retry in a moment (get_inference_status shows the embedding model's server), or search with mode \"keyword\"",
+        ));
+    }
+    let vector = embedder
+        .embed(std::slice::from_ref(&query))
+        .await?
+        .pop()
+        .ok_or_else(|| {
+            ToolError::new(
+                ErrorKind::ResourceFailed,
+                format!("{model} gave the query no vector"),
+                "get_inference_status shows the embedding model's server",
+            )
+        })?;
+    let (q, m) = (query.clone(), model.clone());
+    let hits = hub
+        .with_store(move |s| s.hybrid(&within, &q, &vector, &m, limit))
+        .await
+        .map_err(error)?;
+    Ok(
+        json!({"query": query, "mode": "hybrid", "hits": hits, "count": hits.len(),
+        "embedding": {"model": model, "embedded": progress.embedded, "pending": progress.pending,
+            "computed": hub.vectors_computed()},
+        "complete": progress.pending == 0}),
+    )
 }
 
 /// `read_data`.
@@ -283,7 +383,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "search_data",
             Tier::Read,
             "data_hub",
-            "Search the user's document collections (full text, ranked by relevance); hits have a handle (D42), title and a snippet with the match between « ».",
+            "Search the user's document collections: full text ranked by BM25, or mode \"hybrid\" (keywords and meaning fused; needs [data] embedding_model), whose hits also cite their best chunk (section, lines). Hits have a handle (D42), title and a snippet with the match between « ».",
             |s, ctx, a| Box::pin(run_search_data(&s.data, ctx, a)),
         )
         .returns::<toolvisor_protocol::results::SearchDataResult>(),

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -23,6 +23,7 @@ use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
 use toolvisor_protocol::tree::NodeState;
 
+use crate::embedding::{Embedder, LastError};
 use crate::store::{DataError, Reach, Store, Who};
 
 /// `[data]`: the collections and who may reach them.
@@ -38,6 +39,9 @@ pub struct DataConfig {
     pub max_file_bytes: u64,
     /// Where the database and the notes live; default `<state_dir>/data`.
     pub dir: Option<PathBuf>,
+    /// A model of the store (as `load_model` names it) that embeds the documents of every
+    /// collection that is not sensitive, for `search_data {mode: "hybrid"}`; none by default.
+    pub embedding_model: Option<String>,
 }
 
 impl Default for DataConfig {
@@ -47,6 +51,7 @@ impl Default for DataConfig {
             pin: BTreeMap::new(),
             max_file_bytes: 8 * 1024 * 1024,
             dir: None,
+            embedding_model: None,
         }
     }
 }
@@ -81,6 +86,13 @@ impl DataConfig {
                 ));
             }
         }
+        if self
+            .embedding_model
+            .as_deref()
+            .is_some_and(|m| m.trim().is_empty())
+        {
+            return Err("data.embedding_model is empty: name a model of the store (`owner/name`), or leave it out".into());
+        }
         for (tier, names) in &self.pin {
             if !["read", "write", "exec"].contains(&tier.as_str()) {
                 return Err(format!(
@@ -98,6 +110,17 @@ impl DataConfig {
 
     pub fn enabled(&self) -> bool {
         !self.collections.is_empty()
+    }
+
+    /// The collections whose documents are embedded (`embedding_model`): never a sensitive
+    /// one, whatever the pins.
+    pub fn embeddable(&self) -> Reach {
+        Reach::new(
+            self.collections
+                .iter()
+                .filter(|(_, c)| !c.sensitive)
+                .map(|(n, _)| n.clone()),
+        )
     }
 
     /// The collections a run on surface `tier` may reach: never a sensitive one; only the
@@ -121,6 +144,8 @@ struct Shared {
     ready: AtomicBool,
     converted: AtomicU64,
     status: Arc<NodeStatus>,
+    /// Told when documents may have changed (the embedding worker waits on it).
+    changed: Arc<tokio::sync::Notify>,
 }
 
 /// What tool handlers call.
@@ -130,6 +155,25 @@ pub struct DataHub {
     notes_dir: PathBuf,
     supervisor: ActorRef<SupervisorMsg>,
     shared: Arc<Shared>,
+    /// The inference pool's embeddings, once the daemon set them (`start_embeddings`).
+    pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
+    pub(crate) embed_error: Arc<LastError>,
+    pub(crate) embed_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Chunks embedded since the start.
+    pub(crate) embedded: AtomicU64,
+}
+
+impl Drop for DataHub {
+    fn drop(&mut self) {
+        if let Some(t) = self
+            .embed_task
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            t.abort();
+        }
+    }
 }
 
 /// The resource's id under the `data` supervisor.
@@ -159,8 +203,38 @@ impl DataHub {
                 ready: AtomicBool::new(false),
                 converted: AtomicU64::new(0),
                 status,
+                changed: Arc::new(tokio::sync::Notify::new()),
             }),
+            embedder: OnceLock::new(),
+            embed_error: Arc::new(LastError::default()),
+            embed_task: Mutex::new(None),
+            embedded: AtomicU64::new(0),
         }
+    }
+
+    /// What the embedding worker waits on.
+    pub(crate) fn shared_changes(&self) -> Arc<tokio::sync::Notify> {
+        self.shared.changed.clone()
+    }
+
+    /// Tell the embedding worker documents may have changed (a tool wrote one).
+    pub fn touched(&self) {
+        self.shared.changed.notify_one();
+    }
+
+    /// The embeddings hybrid search uses, once the daemon set them.
+    pub fn embedder(&self) -> Option<Arc<dyn Embedder>> {
+        self.embedder.get().cloned()
+    }
+
+    /// Vectors the embedding worker computed since the daemon started.
+    pub fn vectors_computed(&self) -> u64 {
+        self.embedded.load(Ordering::Relaxed)
+    }
+
+    /// The embedding worker's last failure, if its last step failed.
+    pub fn embedding_error(&self) -> Option<toolvisor_protocol::error::ToolError> {
+        self.embed_error.get()
     }
 
     pub fn config(&self) -> &DataConfig {
@@ -518,6 +592,7 @@ impl Actor for StoreActor {
             let (s2, sh2, c0, n0) = (s.clone(), sh.clone(), c.clone(), n.clone());
             let _ = tokio::task::spawn_blocking(move || full_scan(&s2, &c0, &n0, &sh2)).await;
             sh.ready.store(true, Ordering::SeqCst);
+            sh.changed.notify_one();
             show(&sh, &s);
             tracing::info!(
                 documents = sh.converted.load(Ordering::Relaxed),
@@ -567,6 +642,7 @@ impl Actor for StoreActor {
                     }
                 })
                 .await;
+                sh.changed.notify_one();
                 show(&sh, &s);
             }
         }));

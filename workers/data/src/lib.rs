@@ -6,7 +6,9 @@
 
 pub mod convert;
 mod dbfile;
+pub mod embedding;
 pub mod hub;
 pub mod store;
 
+pub use embedding::Embedder;
 pub use hub::{DataConfig, DataHub, HubError};

@@ -24,6 +24,9 @@ use serde_json::json;
 
 use crate::convert::{self, Section};
 
+mod vectors;
+pub use vectors::{CHUNK_CHARS, Chunk, Cited, Progress, chunks};
+
 /// How long a statement waits for another connection's lock (the operator's CLI) before it
 /// fails: never a hang.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -139,7 +142,17 @@ pub struct Hit {
     pub title: String,
     /// The best passage, matches between `«` and `»`.
     pub snippet: String,
+    /// BM25 (keyword search); the fused RRF score (hybrid search).
     pub score: f64,
+    /// Hybrid search: the document's rank by BM25, if it matched the words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyword_rank: Option<u64>,
+    /// Hybrid search: its rank by its best chunk's similarity, if among the best.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_rank: Option<u64>,
+    /// Hybrid search: its chunk most like the query, where it has vectors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<Cited>,
 }
 
 /// What a tool may change on a card (never the body).
@@ -209,6 +222,15 @@ pub fn fts_query(text: &str) -> Option<String> {
     }
     terms.truncate(MAX_TERMS);
     (!terms.is_empty()).then(|| terms.join(" "))
+}
+
+/// [`fts_query`] with any of its terms enough (hybrid search: a sentence whose every word no
+/// document holds still ranks the documents holding some, BM25 counting how many and how rare).
+pub fn fts_query_any(text: &str) -> Option<String> {
+    fts_query(text).map(|q| {
+        // Terms are quoted and quotes never occur inside one: split between them.
+        q.split("\" \"").collect::<Vec<_>>().join("\" OR \"")
+    })
 }
 
 impl Store {
@@ -285,6 +307,7 @@ impl Store {
             conn.execute_batch("ALTER TABLE docs ADD COLUMN converter INTEGER NOT NULL DEFAULT 0")
                 .map_err(db)?;
         }
+        Store::create_chunks(&conn).map_err(db)?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -519,7 +542,18 @@ impl Store {
 
     /// Full-text search within `reach`, ranked by BM25 (title weighs most, then tags).
     pub fn search(&self, reach: &Reach, query: &str, limit: usize) -> Result<Vec<Hit>> {
-        let Some(fts) = fts_query(query) else {
+        self.search_fts(reach, query, fts_query(query), limit)
+    }
+
+    /// `search` of the FTS5 query `fts` made of `query`.
+    fn search_fts(
+        &self,
+        reach: &Reach,
+        query: &str,
+        fts: Option<String>,
+        limit: usize,
+    ) -> Result<Vec<Hit>> {
+        let Some(fts) = fts else {
             return Err(DataError::InvalidArgs {
                 message: format!("the query {query:?} has no words to search for"),
                 hint:
@@ -599,6 +633,9 @@ impl Store {
                     .map_or(title, str::to_string),
                 snippet: text,
                 score: -score,
+                keyword_rank: None,
+                vector_rank: None,
+                chunk: None,
             });
         }
         Ok(hits)

@@ -60,6 +60,10 @@ pub struct InferenceConfig {
     /// the server's bind). Off only for servers whose port another process holds by design
     /// (a container runtime's port proxy).
     pub check_port_owner: bool,
+    /// Arguments added to a model's command when it is started for embeddings (the data hub's
+    /// `[data] embedding_model`). Default: `--embeddings --pooling mean` for llama-server,
+    /// `--embedding true` for llama-cpp-python; another command needs them set.
+    pub embedding_args: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for InferenceConfig {
@@ -82,6 +86,7 @@ impl std::fmt::Debug for InferenceConfig {
             .field("response_write_timeout_s", &self.response_write_timeout_s)
             .field("api_key", &self.api_key.as_ref().map(|_| "***"))
             .field("check_port_owner", &self.check_port_owner)
+            .field("embedding_args", &self.embedding_args)
             .finish()
     }
 }
@@ -106,6 +111,7 @@ impl Default for InferenceConfig {
             response_write_timeout_s: 60,
             api_key: None,
             check_port_owner: true,
+            embedding_args: None,
         }
     }
 }

@@ -46,6 +46,10 @@ pub enum InferenceError {
     Timeout { alias: String, secs: u64 },
     #[error("the inference supervisor did not answer: {0}")]
     Supervisor(String),
+    #[error("no way is known to start {program:?} for embeddings (model {model:?})")]
+    NoEmbeddingArgs { model: String, program: String },
+    #[error("the embeddings of {alias:?} failed: {error}")]
+    Embeddings { alias: String, error: String },
 }
 
 fn list(have: &[String]) -> String {
@@ -112,6 +116,14 @@ impl From<InferenceError> for ToolError {
             InferenceError::Timeout { .. } => (
                 ErrorKind::Timeout,
                 "get_inference_status shows whether it is still loading; raise inference.ready_timeout_s for large models".to_string(),
+            ),
+            InferenceError::NoEmbeddingArgs { .. } => (
+                ErrorKind::NotAvailable,
+                "set `[inference] embedding_args` to the server's flags that turn its embeddings endpoint on".to_string(),
+            ),
+            InferenceError::Embeddings { .. } => (
+                ErrorKind::ResourceFailed,
+                "get_inference_status shows the embedding model's server and its last output lines; check that [data] embedding_model is an embedding model".to_string(),
             ),
             InferenceError::Supervisor(_) => (
                 ErrorKind::ResourceFailed,

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod embed;
 pub mod endpoint;
 pub mod error;
 pub mod pool;

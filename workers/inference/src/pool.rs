@@ -95,6 +95,8 @@ pub struct Served {
     pub format: String,
     /// The command with every placeholder but `{port}` filled.
     command: Vec<String>,
+    /// Started for embeddings only (the data hub's `[data] embedding_model`).
+    pub embeddings: bool,
     pub status: Arc<NodeStatus>,
     live: Mutex<Live>,
     changed: watch::Sender<u64>,
@@ -420,6 +422,20 @@ impl Inference {
         context: Option<u32>,
         pin: bool,
     ) -> Result<Json, InferenceError> {
+        self.load_with(model, alias, context, pin, false).await
+    }
+
+    /// [`Inference::load`], the server started for embeddings only when `embeddings` is set
+    /// (its command given `[inference] embedding_args`, or the flags of llama-server and
+    /// llama-cpp-python that turn embeddings on).
+    pub async fn load_with(
+        &self,
+        model: &str,
+        alias: Option<&str>,
+        context: Option<u32>,
+        pin: bool,
+        embeddings: bool,
+    ) -> Result<Json, InferenceError> {
         let (manifest, dir) = crate::resolve::resolve(&self.store, model)?;
         let alias = match alias {
             Some(a) => a.to_string(),
@@ -436,7 +452,8 @@ impl Inference {
             let state = self.state(&existing).await;
             let same = existing.repo == manifest.repo
                 && existing.revision == manifest.revision
-                && existing.variant == manifest.variant;
+                && existing.variant == manifest.variant
+                && existing.embeddings == embeddings;
             match state {
                 State::Unloaded { .. } => {}
                 _ if same => {
@@ -480,6 +497,15 @@ impl Inference {
                     format: format.clone(),
                 })?;
         let projector_passed = crate::resolve::give_projector(&mut template, &files.projector);
+        if embeddings {
+            let args = crate::embed::embedding_args(&template, &self.config).ok_or_else(|| {
+                InferenceError::NoEmbeddingArgs {
+                    model: model.to_string(),
+                    program: template[0].clone(),
+                }
+            })?;
+            template.extend(args);
+        }
         let context = context.unwrap_or(self.config.context);
         let command = render(
             &template,
@@ -512,6 +538,7 @@ impl Inference {
             size: weights,
             format,
             command,
+            embeddings,
             status: status.clone(),
             live: Mutex::new(Live::default()),
             changed,
@@ -766,8 +793,14 @@ impl Inference {
                             alias: alias.to_string(),
                         });
                     }
-                    self.load(&s.model, Some(alias), Some(s.context), s.pinned)
-                        .await?;
+                    self.load_with(
+                        &s.model,
+                        Some(alias),
+                        Some(s.context),
+                        s.pinned,
+                        s.embeddings,
+                    )
+                    .await?;
                 }
                 self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
                     alias: alias.to_string(),
@@ -790,7 +823,7 @@ impl Inference {
         Ok((served, port))
     }
 
-    async fn wait_ready(&self, served: &Served) -> Result<u16, InferenceError> {
+    pub(crate) async fn wait_ready(&self, served: &Served) -> Result<u16, InferenceError> {
         let secs = self.config.ready_timeout_s;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
         let mut changes = served.changed.subscribe();

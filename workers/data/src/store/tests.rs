@@ -32,6 +32,10 @@ fn queries_keep_words_and_phrases_and_drop_every_operator() {
     );
     assert_eq!(fts_query("*** ()) '' \"\""), None);
     assert_eq!(
+        fts_query_any("alpha \"release notes\" q3").as_deref(),
+        Some("\"alpha\" OR \"release notes\" OR \"q3\"")
+    );
+    assert_eq!(
         fts_query("Robert'); DROP TABLE docs;--").as_deref(),
         Some("\"Robert\" \"DROP\" \"TABLE\" \"docs\"")
     );

@@ -1,0 +1,156 @@
+//! The embedding worker of hybrid search: with `[data] embedding_model` set, it cuts every
+//! changed document of the collections that may be embedded (never a sensitive one) into
+//! chunks and gets their vectors through the daemon's inference pool ([`Embedder`]), a batch
+//! at a time, until none is left; then it waits for the next change. A failing model (not in
+//! the store, a server that fails) is retried with a growing pause, and its error is what a
+//! hybrid search that cannot be answered says.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use toolvisor_protocol::error::ToolError;
+
+use crate::hub::{DataHub, HubError};
+
+/// Chunks embedded per request to the model.
+pub const BATCH: usize = 16;
+/// Documents cut into chunks per step.
+const CUT_BATCH: usize = 64;
+/// How often the worker looks for changes when nothing told it.
+const IDLE_POLL: Duration = Duration::from_secs(1);
+/// The pause after a failure, doubled up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_secs(2);
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// The vectors of a batch of texts, or why not.
+pub type Embedded<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, ToolError>> + Send + 'a>>;
+
+/// What gives texts their vectors (the daemon's inference pool): one unit vector per text, in
+/// order; an error names the model and what to do.
+pub trait Embedder: Send + Sync + 'static {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> Embedded<'a>;
+}
+
+/// The worker's last failure, shown by a hybrid search that cannot be answered.
+#[derive(Default)]
+pub struct LastError(Mutex<Option<ToolError>>);
+
+impl LastError {
+    pub fn get(&self) -> Option<ToolError> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, e: Option<ToolError>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = e;
+    }
+}
+
+impl DataHub {
+    /// Start the embedding worker (once, after the inference pool is up); nothing without
+    /// `[data] embedding_model`. It ends with the hub.
+    pub fn start_embeddings(self: &Arc<Self>, embedder: Arc<dyn Embedder>) {
+        let Some(model) = self.config().embedding_model.clone() else {
+            return;
+        };
+        if !self.config().enabled() {
+            return;
+        }
+        if self.embedder.set(embedder.clone()).is_err() {
+            return;
+        }
+        let hub = Arc::downgrade(self);
+        let task = tokio::spawn(async move {
+            let mut pause = RETRY_FIRST;
+            loop {
+                let Some(hub) = hub.upgrade() else { return };
+                let step = hub.embed_step(&*embedder, &model).await;
+                let wake = hub.shared_changes();
+                let errors = hub.embed_error.clone();
+                drop(hub);
+                match step {
+                    // More to do: at once.
+                    Ok(true) => {
+                        errors.set(None);
+                        pause = RETRY_FIRST;
+                    }
+                    Ok(false) => {
+                        errors.set(None);
+                        pause = RETRY_FIRST;
+                        let _ = tokio::time::timeout(IDLE_POLL, wake.notified()).await;
+                    }
+                    Err(Step::NotYet) => tokio::time::sleep(Duration::from_millis(200)).await,
+                    Err(Step::Failed(e)) => {
+                        tracing::warn!(model, error = %e, retry_s = pause.as_secs(), "data hub: embedding failed");
+                        errors.set(Some(e));
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(RETRY_MAX);
+                    }
+                }
+            }
+        });
+        *self.embed_task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+    }
+
+    /// One step: cut changed documents, else embed one batch of chunks. Whether there may be
+    /// more to do at once.
+    async fn embed_step(&self, embedder: &dyn Embedder, model: &str) -> Result<bool, Step> {
+        let embeddable = self.config().embeddable();
+        let reach = embeddable.clone();
+        let cut = self
+            .with_store(move |s| {
+                s.forget_chunks_outside(&reach)?;
+                s.rechunk_changed(&reach, CUT_BATCH)
+            })
+            .await
+            .map_err(Step::from)?;
+        if cut > 0 {
+            return Ok(true);
+        }
+        let (reach, m) = (embeddable.clone(), model.to_string());
+        let batch = self
+            .with_store(move |s| s.chunks_to_embed(&reach, &m, BATCH))
+            .await
+            .map_err(Step::from)?;
+        if batch.is_empty() {
+            return Ok(false);
+        }
+        let texts: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
+        let vectors = embedder.embed(&texts).await.map_err(Step::Failed)?;
+        let pairs: Vec<(i64, Vec<f32>)> =
+            batch.into_iter().map(|(id, _)| id).zip(vectors).collect();
+        let m = model.to_string();
+        let n = pairs.len();
+        self.with_store(move |s| s.put_vectors(&m, &pairs))
+            .await
+            .map_err(Step::from)?;
+        self.embedded.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(true)
+    }
+}
+
+enum Step {
+    /// The store is not serving yet (its first conversion).
+    NotYet,
+    Failed(ToolError),
+}
+
+impl From<HubError> for Step {
+    fn from(e: HubError) -> Step {
+        match e {
+            HubError::NotReady(_) => Step::NotYet,
+            HubError::Failed(m) => Step::Failed(store_failed(m)),
+            HubError::Data(e) => Step::Failed(store_failed(e.to_string())),
+        }
+    }
+}
+
+fn store_failed(m: String) -> ToolError {
+    ToolError::new(
+        toolvisor_protocol::error::ErrorKind::ResourceFailed,
+        format!("the data hub's store: {m}"),
+        "`toolvisor status` shows the data hub's state",
+    )
+}
