@@ -75,10 +75,11 @@ fn main() {
     );
     println!();
     println!(
-        "| round | order | p50 daemon / echo | ratio | p99 ratio | throughput daemon / echo | ratio | load average |"
+        "| round | order | p50 daemon / echo | ratio | p99 ratio | server CPU per call daemon / echo | throughput daemon / echo | ratio | load average |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let (mut p50s, mut p99s, mut tputs) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cpus = Vec::new();
     for round in 0..rounds {
         let order = if round % 2 == 0 {
             [Side::Daemon, Side::Echo]
@@ -89,10 +90,16 @@ fn main() {
         // Latency: every party on one CPU.
         pin(daemon_pid, echo_pid, Some(cpu));
         let mut lat = [Vec::new(), Vec::new()];
+        let mut cpu_per_call = [0.0; 2];
         for side in order {
             let mut c = side.connect(&daemon_sock, &echo_sock);
+            let server = [daemon_pid, echo_pid][side as usize];
+            let before = cpu_ns(server);
             lat[side as usize] = latency(&mut c, LATENCY_CALLS);
+            cpu_per_call[side as usize] =
+                (cpu_ns(server) - before) as f64 / 1000.0 / LATENCY_CALLS as f64;
         }
+        cpus.push(cpu_per_call[0] / cpu_per_call[1]);
         pin(daemon_pid, echo_pid, None);
         let mut tput = [0.0; 2];
         for side in order {
@@ -104,7 +111,7 @@ fn main() {
         p99s.push(d99 / e99);
         tputs.push(tput[0] / tput[1]);
         println!(
-            "| {} | {} | {d50:.1} / {e50:.1} µs | {:.2}× | {:.2}× | {:.0} / {:.0} /s | {:.2}× | {load} |",
+            "| {} | {} | {d50:.1} / {e50:.1} µs | {:.2}× | {:.2}× | {:.1} / {:.1} µs | {:.0} / {:.0} /s | {:.2}× | {load} |",
             round + 1,
             if order[0] == Side::Daemon {
                 "daemon first"
@@ -113,11 +120,24 @@ fn main() {
             },
             d50 / e50,
             d99 / e99,
+            cpu_per_call[0],
+            cpu_per_call[1],
             tput[0],
             tput[1],
             tput[0] / tput[1],
         );
     }
+
+    // A connection's start: Hello → Welcome (with every tool's schemas), then closed.
+    let mut connects: Vec<f64> = (0..100)
+        .map(|_| {
+            let t = Instant::now();
+            drop(connect(&daemon_sock, Codec::Bincode));
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    connects.sort_by(f64::total_cmp);
+    let connect_p50 = connects[connects.len() / 2];
 
     // 64 concurrent clients × 1000 calls each, every one must succeed.
     let errors = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -164,13 +184,34 @@ fn main() {
     );
     println!("| round trip, p99 | {} | — | {load} |", summary(&p99s));
     println!(
+        "| server CPU per call (pinned rounds) | {} | — | {load} |",
+        summary(&cpus)
+    );
+    println!(
         "| throughput, {CLIENTS} clients | {} | ≥ 0.7× | {load} |",
         summary(&tputs)
     );
     println!("| idle RSS | {idle_rss} KiB | ≤ 15 MiB | {load} |");
     println!(
+        "| connect (Hello → Welcome with the tool list), median of 100 | {connect_p50:.0} µs | — | {load} |"
+    );
+    println!(
         "| 64 clients × 1000 calls | {errors} errors in {many_secs:.1} s, RSS after {loaded_rss} KiB | 0 errors | {load} |"
     );
+}
+
+/// Nanoseconds `pid`'s threads have run on a CPU (the first field of each thread's
+/// `schedstat`, summed).
+fn cpu_ns(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+                .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// Pin the daemon's and the echo's threads and this thread to `cpu`, or to every CPU.

@@ -12,6 +12,7 @@
 //! command lines and no conversations; at most four scrapes are answered at once. A server
 //! framework would be the largest dependency of the binary for this.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +43,16 @@ fn histogram() -> Histogram {
 pub struct Metrics {
     calls: Family<Labels, Counter>,
     durations: Family<Labels, Histogram, fn() -> Histogram>,
+    /// Each tool's series, found by name without building its labels (the families' keys
+    /// cost six strings and two hashes per call). The series are the families' own (a
+    /// counter and a histogram are shared handles): bounded like the labels.
+    handles: std::sync::RwLock<HashMap<String, ToolSeries>>,
+}
+
+/// One tool's duration histogram and its counter per outcome seen.
+struct ToolSeries {
+    duration: Histogram,
+    outcomes: Vec<(String, Counter)>,
 }
 
 impl Default for Metrics {
@@ -49,6 +60,7 @@ impl Default for Metrics {
         Metrics {
             calls: Family::default(),
             durations: Family::new_with_constructor(histogram),
+            handles: Default::default(),
         }
     }
 }
@@ -56,15 +68,43 @@ impl Default for Metrics {
 impl Metrics {
     /// A call of `tool` ended with `outcome` after `elapsed`.
     pub fn call_ended(&self, tool: &str, outcome: &str, elapsed: Duration) {
-        self.calls
-            .get_or_create(&vec![
-                ("tool".into(), tool.into()),
-                ("outcome".into(), outcome.into()),
-            ])
-            .inc();
-        self.durations
-            .get_or_create(&vec![("tool".into(), tool.into())])
-            .observe(elapsed.as_secs_f64());
+        {
+            let handles = self.handles.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(series) = handles.get(tool)
+                && let Some((_, counter)) = series.outcomes.iter().find(|(o, _)| o == outcome)
+            {
+                counter.inc();
+                series.duration.observe(elapsed.as_secs_f64());
+                return;
+            }
+        }
+        let mut handles = self.handles.write().unwrap_or_else(|p| p.into_inner());
+        let series = handles
+            .entry(tool.to_string())
+            .or_insert_with(|| ToolSeries {
+                duration: self
+                    .durations
+                    .get_or_create(&vec![("tool".into(), tool.into())])
+                    .clone(),
+                outcomes: Vec::new(),
+            });
+        if !series.outcomes.iter().any(|(o, _)| o == outcome) {
+            let counter = self
+                .calls
+                .get_or_create(&vec![
+                    ("tool".into(), tool.into()),
+                    ("outcome".into(), outcome.into()),
+                ])
+                .clone();
+            series.outcomes.push((outcome.to_string(), counter));
+        }
+        let (_, counter) = series
+            .outcomes
+            .iter()
+            .find(|(o, _)| o == outcome)
+            .expect("just added");
+        counter.inc();
+        series.duration.observe(elapsed.as_secs_f64());
     }
 }
 
