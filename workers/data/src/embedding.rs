@@ -64,9 +64,12 @@ impl DataHub {
         let hub = Arc::downgrade(self);
         let task = tokio::spawn(async move {
             let mut pause = RETRY_FIRST;
+            // The chunks of collections no longer embedded are dropped once, when the store
+            // first serves (the config does not change while the daemon runs).
+            let mut forgotten = false;
             loop {
                 let Some(hub) = hub.upgrade() else { return };
-                let step = hub.embed_step(&*embedder, &model).await;
+                let step = hub.embed_step(&*embedder, &model, &mut forgotten).await;
                 let wake = hub.shared_changes();
                 let errors = hub.embed_error.clone();
                 drop(hub);
@@ -96,16 +99,25 @@ impl DataHub {
 
     /// One step: cut changed documents, else embed one batch of chunks. Whether there may be
     /// more to do at once.
-    async fn embed_step(&self, embedder: &dyn Embedder, model: &str) -> Result<bool, Step> {
+    async fn embed_step(
+        &self,
+        embedder: &dyn Embedder,
+        model: &str,
+        forgotten: &mut bool,
+    ) -> Result<bool, Step> {
         let embeddable = self.config().embeddable();
         let reach = embeddable.clone();
+        let forget = !*forgotten;
         let cut = self
             .with_store(move |s| {
-                s.forget_chunks_outside(&reach)?;
+                if forget {
+                    s.forget_chunks_outside(&reach)?;
+                }
                 s.rechunk_changed(&reach, CUT_BATCH)
             })
             .await
             .map_err(Step::from)?;
+        *forgotten = true;
         if cut > 0 {
             return Ok(true);
         }

@@ -203,7 +203,7 @@ impl Store {
         self.conn
             .execute(
                 "UPDATE docs SET chunked_ms = -1
-                 WHERE collection NOT IN (SELECT value FROM json_each(?1))",
+                 WHERE chunked_ms != -1 AND collection NOT IN (SELECT value FROM json_each(?1))",
                 [embeddable.json()],
             )
             .map_err(self.db())?;
