@@ -148,16 +148,26 @@ fn decode_bincode<T: DeserializeOwned>(
 
 /// Encode one value with `codec`. The only place a payload is serialized.
 pub fn encode<T: Serialize>(codec: Codec, value: &T) -> Result<Vec<u8>, CodecError> {
+    let mut out = Vec::new();
+    encode_to(codec, value, &mut out)?;
+    Ok(out)
+}
+
+/// [`encode`], appending to `out` (a frame's header may already be there).
+fn encode_to<T: Serialize>(codec: Codec, value: &T, out: &mut Vec<u8>) -> Result<(), CodecError> {
     match codec {
-        Codec::Bincode => bincode::serde::encode_to_vec(value, bincode::config::standard())
-            .map_err(|e| CodecError::Encode {
-                codec,
-                message: match e {
-                    bincode::error::EncodeError::OtherString(message) => message,
-                    other => other.to_string(),
-                },
-            }),
-        Codec::Json => serde_json::to_vec(value).map_err(|e| CodecError::Encode {
+        Codec::Bincode => {
+            bincode::serde::encode_into_std_write(value, out, bincode::config::standard())
+                .map(drop)
+                .map_err(|e| CodecError::Encode {
+                    codec,
+                    message: match e {
+                        bincode::error::EncodeError::OtherString(message) => message,
+                        other => other.to_string(),
+                    },
+                })
+        }
+        Codec::Json => serde_json::to_writer(out, value).map_err(|e| CodecError::Encode {
             codec,
             message: e.to_string(),
         }),
@@ -198,17 +208,18 @@ pub fn encode_frame<T: Serialize>(
     value: &T,
     max: u32,
 ) -> Result<Vec<u8>, CodecError> {
-    let payload = encode(codec, value)?;
-    let len = payload.len();
+    // The payload is written after room for its length, in the one buffer the frame leaves
+    // in (no second buffer, no copy).
+    let mut out = vec![0u8; 4];
+    encode_to(codec, value, &mut out)?;
+    let len = out.len() - 4;
     if len as u64 > u64::from(max) {
         return Err(CodecError::Oversized {
             len: len as u64,
             max,
         });
     }
-    let mut out = Vec::with_capacity(4 + len);
-    out.extend_from_slice(&(len as u32).to_be_bytes());
-    out.extend_from_slice(&payload);
+    out[..4].copy_from_slice(&(len as u32).to_be_bytes());
     Ok(out)
 }
 

@@ -13,6 +13,13 @@
 //! closes, so no sender waits forever. A frame too big to encode is replaced by an error naming it
 //! (`encode_into`), never dropped silently.
 //!
+//! The straight path: while nothing is queued, a sender writes its frame to the socket itself
+//! (a non-blocking `try_write` under the queue's lock, [`Wire`]), so a call's result reaches the
+//! client without waking the writer task (issue 33: that wake, and the worker it could unpark,
+//! was a context switch per call). What the socket does not take at once is queued after it, and
+//! once anything is queued every sender queues until the writer has written it all, so frames
+//! leave in the order they were queued, whichever way they go.
+//!
 //! The spool: a frame of 64 KiB or more (`SPILL_MIN`) that has to wait for room waits in an
 //! unlinked file of `<state_dir>/spool` (0700), or in memory when the spool cannot be used
 //! (logged). Frames are masked before they are queued (every result leaves through
@@ -46,6 +53,7 @@ const BATCH_BYTES: usize = 1024 * 1024;
 #[derive(Clone)]
 pub struct Outbox {
     tx: mpsc::UnboundedSender<(Vec<u8>, u32)>,
+    wire: Arc<Wire>,
     /// Permits are free bytes of the budget; a queued frame holds its size (capped at the
     /// budget, so one frame larger than the budget still passes once the queue is empty).
     budget: Arc<Semaphore>,
@@ -61,6 +69,28 @@ pub struct Outbox {
 
 /// Frames at least this large wait for room on disk rather than in memory.
 const SPILL_MIN: usize = 64 * 1024;
+
+/// The way out shared by every sender and the writer task: how much is queued, and the
+/// socket's write half once the writer runs. A sender writes straight to the socket only while
+/// nothing is queued; the lock makes that check and the write (or the queueing) one step. It
+/// holds no sender of the queue: the writer must see the queue end when the last [`Outbox`]
+/// goes.
+struct Wire {
+    lock: std::sync::Mutex<WireState>,
+}
+
+struct WireState {
+    /// Set by the writer task when it starts; `None` before and after it runs.
+    half: Option<Arc<OwnedWriteHalf>>,
+    /// Frames queued and not yet wholly written by the writer task.
+    queued: usize,
+}
+
+impl Wire {
+    fn state(&self) -> std::sync::MutexGuard<'_, WireState> {
+        self.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// Counts a sender as waiting while it lives.
 struct Waiting<'a>(&'a AtomicUsize);
@@ -115,6 +145,7 @@ pub struct Drain {
     codec: Codec,
     rx: mpsc::UnboundedReceiver<(Vec<u8>, u32)>,
     budget: Arc<Semaphore>,
+    wire: Arc<Wire>,
 }
 
 /// A queue for one connection that speaks `codec`, holding at most about `cap` bytes.
@@ -135,9 +166,16 @@ pub fn spooled(
         .max(1);
     let (tx, rx) = mpsc::unbounded_channel();
     let budget = Arc::new(Semaphore::new(cap as usize));
+    let wire = Arc::new(Wire {
+        lock: std::sync::Mutex::new(WireState {
+            half: None,
+            queued: 0,
+        }),
+    });
     (
         Outbox {
             tx,
+            wire: wire.clone(),
             budget: budget.clone(),
             cap,
             waiting: Arc::default(),
@@ -151,6 +189,7 @@ pub fn spooled(
             codec,
             rx,
             budget,
+            wire,
         },
     )
 }
@@ -159,6 +198,7 @@ pub fn spooled(
 /// error the caller can act on, so an answer is never silently dropped.
 pub(crate) fn encode_into(out: &mut Vec<u8>, codec: Codec, frame: &DaemonFrame, max: u32) {
     match codec::encode_frame(codec, frame, max) {
+        Ok(bytes) if out.is_empty() => *out = bytes,
         Ok(bytes) => out.extend_from_slice(&bytes),
         Err(e) => {
             let err = ToolError::new(
@@ -270,11 +310,33 @@ impl Outbox {
         u32::try_from(bytes.len()).unwrap_or(u32::MAX).min(self.cap)
     }
 
-    fn push(&self, bytes: Vec<u8>, held: u32) -> Result<(), Closed> {
+    /// Write `bytes` to the socket now if nothing is queued before them and the socket takes
+    /// them; queue what it does not take. `held` permits of the budget are given back once the
+    /// bytes are written.
+    fn push(&self, mut bytes: Vec<u8>, held: u32) -> Result<(), Closed> {
+        let mut state = self.wire.state();
+        if state.queued == 0
+            && let Some(half) = &state.half
+        {
+            match half.try_write(&bytes) {
+                Ok(n) if n == bytes.len() => {
+                    drop(state);
+                    self.budget.add_permits(held as usize);
+                    return Ok(());
+                }
+                // The rest waits for the writer, first in line.
+                Ok(n) => drop(bytes.drain(..n)),
+                // Full (the writer waits for room), or failed: the writer finds out which
+                // and, on an error, closes the budget.
+                Err(_) => {}
+            }
+        }
         if self.tx.send((bytes, held)).is_err() {
+            drop(state);
             self.budget.add_permits(held as usize);
             return Err(Closed);
         }
+        state.queued += 1;
         Ok(())
     }
 }
@@ -351,49 +413,86 @@ impl Drain {
     #[cfg(test)]
     pub async fn next_frame(&mut self) -> Option<DaemonFrame> {
         let (bytes, held) = self.rx.recv().await?;
+        self.wire.state().queued -= 1;
         self.budget.add_permits(held as usize);
         toolvisor_protocol::codec::decode(self.codec, &bytes[4..]).ok()
     }
 
     /// Write every queued frame until every [`Outbox`] is dropped (then shut the write half
     /// down) or a write fails. Either way the budget is closed, so no sender waits forever.
-    pub async fn run(mut self, mut writer: OwnedWriteHalf) {
+    /// While it runs, senders write straight to `writer` whenever nothing is queued.
+    pub async fn run(mut self, writer: OwnedWriteHalf) {
+        let writer = Arc::new(writer);
+        self.wire.state().half = Some(writer.clone());
         let mut batch: Vec<u8> = Vec::new();
         while let Some((first, held)) = self.rx.recv().await {
             let mut held_total = held as usize;
+            let mut frames = 1;
             let ok = match self.rx.try_recv() {
                 // One frame: write it as it is, no copy.
-                Err(_) => writer.write_all(&first).await.is_ok(),
+                Err(_) => write_all(&writer, &first).await.is_ok(),
                 Ok((second, held)) => {
                     // Several: one buffer, one syscall.
                     batch.extend_from_slice(&first);
                     drop(first);
                     batch.extend_from_slice(&second);
                     held_total += held as usize;
+                    frames += 1;
                     while batch.len() < BATCH_BYTES {
                         match self.rx.try_recv() {
                             Ok((more, held)) => {
                                 batch.extend_from_slice(&more);
                                 held_total += held as usize;
+                                frames += 1;
                             }
                             Err(_) => break,
                         }
                     }
-                    let ok = writer.write_all(&batch).await.is_ok();
+                    let ok = write_all(&writer, &batch).await.is_ok();
                     // An idle connection keeps no batch buffer.
                     batch = Vec::new();
                     ok
                 }
             };
-            self.budget.add_permits(held_total);
             if !ok {
+                // No sender writes to a broken socket any more; what they queue is dropped
+                // with the queue.
+                self.wire.state().half = None;
                 self.budget.close();
                 return;
             }
+            self.wire.state().queued -= frames;
+            self.budget.add_permits(held_total);
         }
         self.budget.close();
-        let _ = writer.shutdown().await;
+        self.wire.state().half = None;
+        match Arc::try_unwrap(writer) {
+            Ok(mut writer) => {
+                let _ = writer.shutdown().await;
+            }
+            // Not reached (every sender is gone and the state let go of it); dropping the
+            // last handle shuts the write half down all the same.
+            Err(writer) => drop(writer),
+        }
     }
+}
+
+/// Write all of `bytes` to a write half shared with the senders' straight path.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: a dropped write leaves part of a frame on the socket.
+async fn write_all(writer: &OwnedWriteHalf, mut bytes: &[u8]) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        writer.writable().await?;
+        match writer.try_write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -510,6 +609,60 @@ mod tests {
         for s in senders {
             s.await.unwrap().unwrap();
         }
+    }
+
+    /// Frames written straight and frames queued behind a full socket reach the peer whole
+    /// and in order, and the writer ends (shutting the socket) once the last sender is gone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn straight_and_queued_frames_arrive_in_order_and_the_writer_ends_with_the_senders() {
+        use tokio::io::AsyncReadExt;
+        let (daemon_side, mut peer) = tokio::net::UnixStream::pair().unwrap();
+        let (_read, write) = daemon_side.into_split();
+        let (out, drain) = outbox(Codec::Json, 1 << 20, 64 << 20);
+        let writer = tokio::spawn(drain.run(write));
+        // Big frames fill the socket's buffer while the peer reads nothing: the later ones
+        // queue behind the part the socket did not take.
+        let big = |i: usize| {
+            DaemonFrame::Error(toolvisor_protocol::ToolError::new(
+                toolvisor_protocol::error::ErrorKind::Io,
+                format!("{i}:{}", "x".repeat(100 * 1024)),
+                "h",
+            ))
+        };
+        for i in 0..20 {
+            out.send(big(i)).await.unwrap();
+            out.send(pong(i as u64)).await.unwrap();
+        }
+        drop(out);
+        let mut bytes = Vec::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            peer.read_to_end(&mut bytes),
+        )
+        .await
+        .expect("the writer shut the socket once every sender was gone")
+        .unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(5), writer)
+            .await
+            .expect("the writer ended")
+            .unwrap();
+        let mut rest = &bytes[..];
+        for i in 0..20 {
+            for want_pong in [false, true] {
+                let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+                let frame: DaemonFrame = codec::decode(Codec::Json, &rest[4..4 + len]).unwrap();
+                rest = &rest[4 + len..];
+                match (want_pong, frame) {
+                    (false, DaemonFrame::Error(e)) => {
+                        assert!(e.message.starts_with(&format!("{i}:")), "out of order");
+                        assert_eq!(e.message.len(), format!("{i}:").len() + 100 * 1024);
+                    }
+                    (true, DaemonFrame::Pong { nonce }) => assert_eq!(nonce, i as u64),
+                    (_, other) => panic!("frame {i}: unexpected {other:?}"),
+                }
+            }
+        }
+        assert!(rest.is_empty());
     }
 
     #[tokio::test]

@@ -1,12 +1,14 @@
 //! One client connection: the handshake, a reader loop that dispatches frames in arrival
-//! order, a writer task that owns the socket's write half, and one task per call. This is
+//! order and runs each call until it first waits (a call that waits goes on in a task of its
+//! own), and a writer task for the frames the socket did not take at once. This is
 //! the one place where wire frames become calls into the daemon and back. The gates a call
 //! passes before its tool runs are in `session/gates.rs`; what a running handler sees of its
 //! session (events, eval's `tool()` bridge) is in `session/bridge.rs`.
 //!
 //! A session is two tasks and a reader loop, not an actor: it owns no child process and no state
-//! that outlives the connection (state is keyed by conversation). Calls run as tasks in a
-//! per-connection `JoinSet`, reaped as they finish. `Cancel {id}` resolves the call's cancel
+//! that outlives the connection (state is keyed by conversation). A call that does not end in
+//! its first poll on the reader runs on as a task in a per-connection `JoinSet`, reaped as they
+//! finish; a handler that panics fails its call `internal` (`caught`), never the connection. `Cancel {id}` resolves the call's cancel
 //! channel: the call's future is dropped (and any guard it holds with it, killing what it started)
 //! and the caller gets `cancelled`. When the client closes its sending side, the calls in flight
 //! still finish and their results are written (half-close); if a write fails, the remaining calls
@@ -473,6 +475,17 @@ async fn start_call(
             };
             execute(&daemon, &session, &ctx, &call.tool, call.args).await
         };
+        // A handler that panics fails its call, not the connection, and its client hears so
+        // (its id would otherwise stay taken and the client wait for ever).
+        let tool = &call.tool;
+        let run = caught(run, |why| {
+            tracing::error!(panic = why, "a tool's handler panicked");
+            ToolError::new(
+                ErrorKind::Internal,
+                format!("`{tool}` failed inside the daemon (its handler panicked: {why}); nothing of this call is known to have happened"),
+                "report this as a bug with the daemon's log; other calls and resources are unaffected",
+            )
+        });
         let outcome = tokio::select! {
             result = run => result,
             _ = cancel_rx => Err(ToolError::new(ErrorKind::Cancelled, format!("call {id} was cancelled by the client"), "nothing more will come for this call")),
@@ -499,6 +512,33 @@ async fn start_call(
         daemon.call_finished(&call.tool, label, began.elapsed());
     }
     .instrument(span))
+}
+
+/// `fut`'s output, or `on_panic`'s answer if polling it panics (the future is not polled
+/// again).
+async fn caught<T>(
+    fut: impl std::future::Future<Output = Result<T, ToolError>>,
+    on_panic: impl FnOnce(&str) -> ToolError,
+) -> Result<T, ToolError> {
+    let mut fut = std::pin::pin!(fut);
+    let mut on_panic = Some(on_panic);
+    std::future::poll_fn(move |cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(poll) => poll,
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("a panic without a message");
+                let answer = on_panic.take().map(|f| f(why));
+                std::task::Poll::Ready(Err(answer.unwrap_or_else(|| {
+                    ToolError::new(ErrorKind::Internal, why, "report this as a bug")
+                })))
+            }
+        }
+    })
+    .await
 }
 
 fn workdir_of(session: &Session) -> std::path::PathBuf {

@@ -368,7 +368,12 @@ async fn probe(
 ) -> Result<Json, ToolError> {
     let (tag, sleep_ms) = (args.tag, args.sleep_ms.unwrap_or(0));
     let start_us = now_us();
-    tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
+    if sleep_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
+    }
+    if args.panic == Some(true) {
+        panic!("_probe asked to panic (tag {tag})");
+    }
     Ok(
         json!({"tag": tag, "conversation": ctx.conversation, "start_us": start_us, "end_us": now_us()}),
     )

@@ -147,7 +147,7 @@ pub struct TerminalScreen {
     pub cursor: [u16; 2],
 }
 
-/// `_probe_serial` / `_probe_parallel {tag, sleep_ms?}`: the test suite's lane probes.
+/// `_probe_serial` / `_probe_parallel {tag, sleep_ms?, panic?}`: the test suite's lane probes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeArgs {
@@ -156,4 +156,7 @@ pub struct ProbeArgs {
     /// Sleep.
     #[schemars(range(min = 0, max = 60_000))]
     pub sleep_ms: Option<u64>,
+    /// Panic in the handler after the sleep (what the daemon answers for a handler bug).
+    #[serde(default)]
+    pub panic: Option<bool>,
 }
