@@ -13,6 +13,9 @@
 //! `TOOLVISOR_BENCH_RUNS` (default 3). `TOOLVISOR_BENCH_FILES=N` searches a deterministic
 //! subset of about N of the tree's Rust files instead (every k-th in path order, copied with
 //! their relative paths into a temp dir), e.g. 1000 for the issue's small tree.
+//! `TOOLVISOR_BENCH_LANG` (default `rust`) and `TOOLVISOR_BENCH_PATTERNS` (one pattern per
+//! line) search another language, e.g. `python` and `def $F($$$): $$$` over a venv's
+//! site-packages (issue 33).
 
 #[allow(dead_code)]
 #[path = "support/common.rs"]
@@ -29,6 +32,35 @@ use toolvisor_protocol::wire::Outcome;
 use toolvisor_structural::search::{SearchRequest, search};
 
 const PATTERNS: [&str; 3] = ["println!($$$A)", "$A.unwrap()", "$X == $X"];
+
+/// The language searched (`TOOLVISOR_BENCH_LANG`, default `rust`).
+fn lang() -> String {
+    std::env::var("TOOLVISOR_BENCH_LANG").unwrap_or_else(|_| "rust".into())
+}
+
+/// The file extension of [`lang`]'s files, for the subset.
+fn extension() -> &'static str {
+    match lang().as_str() {
+        "python" => "py",
+        "javascript" => "js",
+        "typescript" => "ts",
+        "go" => "go",
+        "c" => "c",
+        _ => "rs",
+    }
+}
+
+/// The patterns searched (`TOOLVISOR_BENCH_PATTERNS`, one per line), default [`PATTERNS`].
+fn patterns() -> Vec<String> {
+    match std::env::var("TOOLVISOR_BENCH_PATTERNS") {
+        Ok(p) => p
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect(),
+        Err(_) => PATTERNS.iter().map(|p| p.to_string()).collect(),
+    }
+}
 
 fn corpus() -> PathBuf {
     if let Some(p) = std::env::var_os("TOOLVISOR_BENCH_CORPUS") {
@@ -59,7 +91,8 @@ fn cli() -> PathBuf {
     std::process::exit(2);
 }
 
-/// Every `.rs` file under `dir` (hidden entries skipped, like both searchers' walks), sorted.
+/// Every file of the language under `dir` (hidden entries skipped, like both searchers'
+/// walks).
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -72,7 +105,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = e.path();
         if kind.is_dir() {
             rust_files(&path, out);
-        } else if kind.is_file() && path.extension().is_some_and(|x| x == "rs") {
+        } else if kind.is_file() && path.extension().is_some_and(|x| x == extension()) {
             out.push(path);
         }
     }
@@ -119,7 +152,7 @@ fn daemon_search(c: &mut Client, root: &Path, pattern: &str) -> (Duration, u64, 
         .call_with(
             "bench",
             "ast_grep",
-            json!({"pattern": pattern, "path": root, "language": "rust"}),
+            json!({"pattern": pattern, "path": root, "language": lang()}),
             |_| true,
         )
         .expect("ast_grep call");
@@ -142,7 +175,7 @@ fn cli_search(sg: &Path, root: &Path, pattern: &str) -> (Duration, u64) {
             "--pattern",
             pattern,
             "--lang",
-            "rust",
+            &lang(),
             "--json=stream",
         ])
         .arg(root)
@@ -159,9 +192,10 @@ fn cli_search(sg: &Path, root: &Path, pattern: &str) -> (Duration, u64) {
 /// The library in-process with the prefilter off: what parsing every file costs here.
 fn library_without_prefilter(root: &Path, pattern: &str) -> (Duration, u64) {
     let started = Instant::now();
+    let lang = lang();
     let result = search(&SearchRequest {
         pattern,
-        language: Some("rust"),
+        language: Some(&lang),
         path: root,
         scope: &toolvisor_files::Scope::new(root, &[], false).unwrap(),
         max_results: 50,
@@ -182,7 +216,7 @@ fn main() {
     {
         Some(n) => {
             let copied = subset(&full, n, subset_dir.path());
-            println!("subset: {copied} Rust files of {}", full.display());
+            println!("subset: {copied} {} files of {}", lang(), full.display());
             subset_dir.path().to_path_buf()
         }
         None => full,
@@ -234,11 +268,13 @@ fn main() {
         }
     };
     println!(
-        "| pattern | files (rust) | parsed by toolvisor | toolvisor `ast_grep`, repeated (files from memory) | toolvisor, first search (no memory) | `ast-grep` CLI | ratio repeated | ratio first | toolvisor without prefilter (in-process) | ratio | matches: toolvisor / CLI / no prefilter | load average |"
+        "| pattern | files ({}) | parsed by toolvisor | toolvisor `ast_grep`, repeated (files from memory) | toolvisor, first search (no memory) | `ast-grep` CLI | ratio repeated | ratio first | toolvisor without prefilter (in-process) | ratio | matches: toolvisor / CLI / no prefilter | load average |",
+        lang()
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_equal = true;
-    for pattern in PATTERNS {
+    for pattern in patterns() {
+        let pattern = pattern.as_str();
         // Warm: the daemon, both processes' page cache.
         let _ = daemon_search(&mut client, &root, pattern);
         let _ = daemon_search(&mut cold, &root, pattern);

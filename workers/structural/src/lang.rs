@@ -447,8 +447,9 @@ fn descend_single(mut node: SgNode<'_>) -> SgNode<'_> {
     }
 }
 
-/// Texts every match contains verbatim: the pattern's named leaves, and its multi-character
-/// operator tokens.
+/// Texts every match contains verbatim: the pattern's named leaves, its multi-character
+/// operator tokens, and its keywords in the grammars whose keywords are made only from their
+/// text ([`is_verbatim_keyword`]).
 ///
 /// ast-grep matches a named leaf only against a node with the same text. Anonymous tokens are
 /// compared by kind only (its default, "smart" strictness never skips one of the pattern's),
@@ -457,7 +458,8 @@ fn descend_single(mut node: SgNode<'_>) -> SgNode<'_> {
 /// spans tree-sitter-typescript gets wrong. So only an anonymous token whose text is its kind's
 /// name and is two or more ASCII punctuation characters (`==`, `!=`, `=>`, `::`, `&&`) is used:
 /// a lexer consumes those characters to make the token, and no grammar inserts one. This
-/// gives `$X == $X` a prefilter, where the named leaves give none.
+/// gives `$X == $X` a prefilter, where the named leaves give none. Keywords are used in the
+/// grammars listed by [`is_verbatim_keyword`] (a wrong span still came from those characters).
 fn collect_literals(node: &PatternNode, lang: SupportLang, out: &mut Vec<String>) {
     match node {
         PatternNode::Terminal {
@@ -469,7 +471,7 @@ fn collect_literals(node: &PatternNode, lang: SupportLang, out: &mut Vec<String>
             text,
             is_named: false,
             kind_id,
-        } if is_operator_token(text)
+        } if (is_operator_token(text) || is_verbatim_keyword(text, lang))
             && !kind_utils::is_error_kind(*kind_id)
             && lang.get_ts_language().node_kind_for_id(*kind_id) == Some(text.as_str()) =>
         {
@@ -489,9 +491,70 @@ fn is_operator_token(text: &str) -> bool {
     text.len() >= 2 && text.bytes().all(|b| b.is_ascii_punctuation())
 }
 
+/// A keyword (`def`, `fn`, `return`) of a grammar whose lexer makes that token only from its
+/// own text: a file without the text cannot hold the token (issue 33: `def $F($$$): $$$` has
+/// no named leaf, and a module without a `def` need not be parsed).
+///
+/// Only grammars read for it (their `grammar.json`): every keyword is an exact string rule
+/// (no case-insensitive pattern), none is an anonymous alias of another token's text, and
+/// none is an external token a scanner makes as it likes, except Python's `except` (left out).
+/// PHP (keywords in any case, by alias), Swift and Scala (keyword aliases), HTML, Lua and the
+/// rest are not on the list, so their keywords give no literal.
+fn is_verbatim_keyword(text: &str, lang: SupportLang) -> bool {
+    use SupportLang as L;
+    let verbatim = matches!(
+        lang,
+        L::C | L::Cpp
+            | L::CSharp
+            | L::Go
+            | L::Java
+            | L::JavaScript
+            | L::TypeScript
+            | L::Tsx
+            | L::Python
+            | L::Rust
+    );
+    verbatim
+        && text.len() >= 2
+        && text.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !(lang == L::Python && text == "except")
+}
+
 /// Parse `src` as `lang`.
 pub(crate) fn parse(src: &str, lang: SupportLang) -> Tree {
     lang.ast_grep(src)
+}
+
+thread_local! {
+    /// One parser per language on each thread that parses (a search's walker threads): its
+    /// tables are built once per thread, not once per file.
+    static PARSERS: std::cell::RefCell<Vec<(SupportLang, tree_sitter::Parser)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Parse `src` as `lang`, keeping `src` as the tree's text (no copy of it, unlike
+/// [`parse`]); `None` if tree-sitter gives no tree (it does when a parse is cancelled, which
+/// none here is).
+pub(crate) fn parse_owned(src: String, lang: SupportLang) -> Option<Tree> {
+    let tree = PARSERS.with(|parsers| {
+        let mut parsers = parsers.borrow_mut();
+        let at = match parsers.iter().position(|(l, _)| *l == lang) {
+            Some(at) => at,
+            None => {
+                let mut parser = tree_sitter::Parser::new();
+                parser.set_language(&lang.get_ts_language()).ok()?;
+                parsers.push((lang, parser));
+                parsers.len() - 1
+            }
+        };
+        let parser = &mut parsers[at].1;
+        // A parse that stopped half-way can leave state to resume; every parse here is a
+        // whole document.
+        parser.reset();
+        parser.parse(src.as_bytes(), None)
+    })?;
+    Some(ast_grep_core::AstGrep::doc(StrDoc { src, lang, tree }))
 }
 
 #[cfg(test)]
@@ -584,7 +647,7 @@ mod tests {
     }
 
     #[test]
-    fn multi_character_operators_are_literals_single_characters_and_keywords_not() {
+    fn multi_character_operators_are_literals_single_characters_not_keywords_where_verbatim() {
         let p = compile("$X == $X", SupportLang::Rust).unwrap();
         assert_eq!(p.literals, vec!["=="]);
         let p = compile("$A::new()", SupportLang::Rust).unwrap();
@@ -608,9 +671,17 @@ mod tests {
                 .literals,
             vec!["foo"]
         );
-        // Keywords are anonymous tokens too, compared by kind: `if` is no literal.
+        // Keywords are anonymous tokens too, compared by kind: PHP's `if` (any case, by alias)
+        // is no literal; Python's `def` is (made only from its text), its `except` not (its
+        // scanner makes it).
         let p = compile("if ($A) { $$$B }", SupportLang::Php).unwrap();
         assert!(!p.literals.iter().any(|l| l == "if"), "{:?}", p.literals);
+        let p = compile("def $F($$$): $$$", SupportLang::Python).unwrap();
+        assert_eq!(p.literals, vec!["def"]);
+        let p = compile("try:\n    $$$A\nexcept $E:\n    $$$B", SupportLang::Python).unwrap();
+        assert_eq!(p.literals, vec!["try"]);
+        let p = compile("fn $F($$$) -> $R { $$$ }", SupportLang::Rust).unwrap();
+        assert!(p.literals.iter().any(|l| l == "fn"), "{:?}", p.literals);
         let p = compile("$A === $B", SupportLang::JavaScript).unwrap();
         assert_eq!(p.literals, vec!["==="]);
     }

@@ -435,14 +435,6 @@ where
     Ok(())
 }
 
-/// Line and column (1-based, characters) of byte `at` in `src`.
-pub(crate) fn line_col(src: &str, at: usize) -> (usize, usize) {
-    let before = &src[..at.min(src.len())];
-    let line = memchr::memchr_iter(b'\n', before.as_bytes()).count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
-}
-
 /// The captures of a match, bounded.
 pub(crate) fn captures(
     m: &NodeMatch<'_, StrDoc<SupportLang>>,
@@ -517,38 +509,78 @@ pub fn search_target(req: &SearchRequest, target: &Target) -> Result<SearchResul
 }
 
 /// The matches of one file's text, sorted, the first `keep` kept; and how many there were.
+///
+/// Every match is counted, but only the first `keep` in order are described (line and column,
+/// text, captures): a pattern that matches every function of a file (`def $F($$$): $$$`) no
+/// longer copies each function's text and counts lines from the file's start for each.
 fn matches_in(
     path: &Path,
-    text: &str,
+    text: String,
     compiled: &CompiledPattern,
     keep: usize,
 ) -> (usize, Vec<Match>) {
-    let tree = lang::parse(text, compiled.lang);
+    let Some(tree) = lang::parse_owned(text, compiled.lang) else {
+        return (0, Vec::new());
+    };
     let root = tree.root();
-    let mut found = 0usize;
-    let mut mine: Vec<Match> = Vec::new();
-    for m in root.find_all(&compiled.pattern) {
-        found += 1;
-        let range = m.range();
-        let (line, column) = line_col(text, range.start);
-        let (end_line, end_column) = line_col(text, range.end);
-        mine.push(Match {
-            path: path.to_path_buf(),
-            line,
-            column,
-            end_line,
-            end_column,
-            text: bounded(&m.text(), MATCH_TEXT_CHARS),
-            captures: captures(&m, &compiled.vars, text),
-            byte: range.start,
-        });
+    let text = tree.get_text();
+    let mut all: Vec<_> = root
+        .find_all(&compiled.pattern)
+        .enumerate()
+        .map(|(i, m)| {
+            let range = m.range();
+            ((range.start, range.end, i), m)
+        })
+        .collect();
+    let found = all.len();
+    // A nested match can start where its outer one does: order exactly (by start, then end,
+    // then the order found), then describe only what can make the global first `keep`.
+    if all.len() > keep {
+        all.select_nth_unstable_by_key(keep, |(key, _)| *key);
+        all.truncate(keep);
     }
-    // A nested match can start where its outer one does: order exactly, then keep only what
-    // can make the global first `keep`.
-    let mut ranked: Vec<Ranked> = mine.into_iter().map(Ranked).collect();
-    ranked.sort();
-    ranked.truncate(keep);
-    (found, ranked.into_iter().map(|r| r.0).collect())
+    all.sort_unstable_by_key(|(key, _)| *key);
+    let lines = Lines::new(text);
+    let mine = all
+        .into_iter()
+        .map(|((start, end, _), m)| {
+            let (line, column) = lines.line_col(text, start);
+            let (end_line, end_column) = lines.line_col(text, end);
+            Match {
+                path: path.to_path_buf(),
+                line,
+                column,
+                end_line,
+                end_column,
+                text: bounded(&m.text(), MATCH_TEXT_CHARS),
+                captures: captures(&m, &compiled.vars, text),
+                byte: start,
+            }
+        })
+        .collect();
+    (found, mine)
+}
+
+/// Where each line of a text starts, for line and column lookups without a scan from the
+/// text's start per lookup.
+struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(text: &str) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+        Lines { starts }
+    }
+
+    /// Line and column (1-based, characters) of byte `at`.
+    fn line_col(&self, text: &str, at: usize) -> (usize, usize) {
+        let at = at.min(text.len());
+        let line = self.starts.partition_point(|&s| s <= at);
+        let start = self.starts[line - 1];
+        (line, text[start..at].chars().count() + 1)
+    }
 }
 
 /// Search a prepared target, with a cache of per-file outcomes when given.
@@ -612,7 +644,7 @@ pub fn search_target_cached(
                 None => match read_opened(file, filter.as_ref()) {
                     Read::Text(text) => {
                         stats.parsed.fetch_add(1, Ordering::Relaxed);
-                        let (found, mine) = matches_in(path, &text, compiled, remember);
+                        let (found, mine) = matches_in(path, text, compiled, remember);
                         cache.put(
                             key,
                             path,
@@ -640,7 +672,7 @@ pub fn search_target_cached(
             req.cancel,
             &stats,
             |path, text| {
-                let (found, mine) = matches_in(path, &text, compiled, keep);
+                let (found, mine) = matches_in(path, text, compiled, keep);
                 merge(found, mine);
             },
         )?;

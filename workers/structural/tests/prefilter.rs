@@ -183,3 +183,102 @@ fn operator_tokens_filter_without_changing_a_match() {
     let (with, _) = same_with_and_without(dir.path(), "f($A)", "javascript");
     assert_eq!(with.total, 2, "{:#?}", with.matches);
 }
+
+/// Issue 33: keywords of the grammars that make them only from their text are literals too, so
+/// `def $F($$$): $$$` skips a module without `def` unparsed, and no match changes.
+#[test]
+fn keywords_filter_without_changing_a_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        // Functions, a method, a nested and an async one: all matches.
+        (
+            "funcs.py",
+            "def a(x):\n    def inner():\n        return 1\n    return inner\n\nclass C:\n    def m(self): pass\n\nasync def b(): pass\n",
+        ),
+        // `def` only in a string, a comment and a longer name: parsed, no match.
+        (
+            "strings.py",
+            "s = 'def f(): pass'\n# def g(): pass\nundefined = 1\n",
+        ),
+        // No `def` at all: skipped unparsed.
+        ("none.py", "import os\nX = [1, 2]\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let (with, without) = same_with_and_without(dir.path(), "def $F($$$): $$$", "python");
+    assert_eq!(with.total, 4, "{:#?}", with.matches);
+    assert_eq!(without.files_parsed, 3);
+    assert_eq!(with.files_parsed, 2, "none.py needs no parse");
+    // `except` is made by Python's scanner, not only from its text: no literal, all parsed.
+    std::fs::write(
+        dir.path().join("try.py"),
+        "try:\n    f()\nexcept E:\n    pass\n",
+    )
+    .unwrap();
+    let (with, without) =
+        same_with_and_without(dir.path(), "try:\n    $$$A\nexcept $E:\n    $$$B", "python");
+    assert_eq!(with.total, 1, "{:#?}", with.matches);
+    assert_eq!(with.files_parsed, 1, "only try.py has `try`");
+    assert_eq!(without.files_parsed, 4);
+}
+
+/// The keyword literals on real code: part of Python's standard library, patterns whose only
+/// fixed text is keywords, with and without the prefilter.
+#[test]
+fn keywords_give_identical_matches_on_pythons_standard_library() {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ])
+        .output()
+        .expect("python3 runs (the machine's own)");
+    let stdlib = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let snapshot = tempfile::tempdir().unwrap();
+    for package in ["json", "email", "asyncio", "importlib", "logging"] {
+        copy_python(&stdlib.join(package), &snapshot.path().join(package));
+    }
+    let root = snapshot.path();
+    let mut parsed_less = 0;
+    for pattern in [
+        "def $F($$$): $$$",
+        "return $A",
+        "lambda $$$: $B",
+        "with $A as $B: $$$",
+        "raise $E from $C",
+        "yield $A",
+        "await $A",
+        "while $C: $$$",
+    ] {
+        let (with, without) = same_with_and_without(root, pattern, "python");
+        assert!(without.files_searched > 50, "the snapshot has Python files");
+        assert!(
+            with.total > 0,
+            "{pattern} matched nothing in the standard library"
+        );
+        if with.files_parsed < without.files_parsed {
+            parsed_less += 1;
+        }
+    }
+    assert!(
+        parsed_less >= 5,
+        "the keyword literals skipped files for {parsed_less} patterns"
+    );
+}
+
+fn copy_python(from: &Path, to: &Path) {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() && name != "__pycache__" {
+            copy_python(&path, &to.join(&name));
+        } else if path.extension().is_some_and(|e| e == "py") {
+            std::fs::create_dir_all(to).unwrap();
+            let _ = std::fs::copy(&path, to.join(&name));
+        }
+    }
+}
