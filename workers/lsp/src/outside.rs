@@ -38,9 +38,7 @@ impl LanguageServers {
         let Some(watch) = lock(&shared.watch).clone() else {
             return Ok(());
         };
-        let changes = tokio::task::spawn_blocking(move || watch.sync(BARRIER_WAIT))
-            .await
-            .unwrap_or_else(|_| Ok(Vec::new()))?;
+        let changes = watch.sync(BARRIER_WAIT).await?;
         if changes.is_empty() {
             return Ok(());
         }

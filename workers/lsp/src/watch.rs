@@ -9,13 +9,19 @@
 //! directory, watched by the same inotify instance, and waits until that open's event has
 //! been processed. inotify queues events in the order they happened, so every change made
 //! before the query (a `git checkout` that returned) is then in the pending set.
+//!
+//! The barrier is the one file work of a query done on the async thread: one `open` of the
+//! watch's own private file, a few microseconds, where a hop to the blocking pool and back cost
+//! more than the rest of the barrier (issue 33). Its event passes where it is read, in
+//! `notify`'s thread, when no earlier event waits for the watch's thread; the waiting query is
+//! woken through a `tokio::sync::watch` of the barriers passed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{Event, EventKind, RecursiveMode, Watcher};
@@ -67,21 +73,47 @@ enum Msg {
     Stop,
 }
 
-#[derive(Default)]
-struct Barrier {
-    issued: u64,
-    passed: u64,
-}
-
 struct State {
     root: PathBuf,
     barrier_file: PathBuf,
     pending: Mutex<BTreeMap<PathBuf, Change>>,
     overflow: AtomicBool,
-    barrier: Mutex<Barrier>,
-    passed: Condvar,
+    /// Barriers opened so far.
+    issued: AtomicU64,
+    /// Barriers whose open event was processed after every earlier event; also sent on an
+    /// overflow, so a waiting query wakes to see it.
+    passed: tokio::sync::watch::Sender<u64>,
+    /// Events handed to the watch's thread and not yet handled by it (1 during its first
+    /// walk): while it is 0, a barrier's event passes at once where it is read.
+    behind: AtomicUsize,
     /// Why the watch covers less than the root (it could not start, the directory cap).
     problem: Mutex<Option<String>>,
+}
+
+impl State {
+    fn new(root: &Path, barrier_file: PathBuf, problem: Option<String>) -> State {
+        State {
+            root: root.to_path_buf(),
+            barrier_file,
+            pending: Mutex::new(BTreeMap::new()),
+            overflow: AtomicBool::new(false),
+            issued: AtomicU64::new(0),
+            passed: tokio::sync::watch::Sender::new(0),
+            behind: AtomicUsize::new(1),
+            problem: Mutex::new(problem),
+        }
+    }
+
+    /// One more barrier passed.
+    fn pass(&self) {
+        self.passed.send_modify(|p| *p += 1);
+    }
+
+    /// The changes cannot be taken one by one any more: say so, and wake the queries waiting.
+    fn overflowed(&self) {
+        self.overflow.store(true, Ordering::SeqCst);
+        self.passed.send_modify(|_| {});
+    }
 }
 
 /// The watch of one root; stops its thread when dropped.
@@ -121,15 +153,11 @@ impl RootWatch {
             },
             Err(why) => {
                 tracing::warn!(root = %root.display(), why, "no file watcher for the server root");
-                let state = Arc::new(State {
-                    root: root.to_path_buf(),
-                    barrier_file: PathBuf::new(),
-                    pending: Mutex::new(BTreeMap::new()),
-                    overflow: AtomicBool::new(false),
-                    barrier: Mutex::new(Barrier::default()),
-                    passed: Condvar::new(),
-                    problem: Mutex::new(Some(watch_problem(root, &why))),
-                });
+                let state = Arc::new(State::new(
+                    root,
+                    PathBuf::new(),
+                    Some(watch_problem(root, &why)),
+                ));
                 RootWatch {
                     state,
                     tx,
@@ -156,15 +184,7 @@ impl RootWatch {
         let barrier_file = dir.path().join("barrier");
         std::fs::write(&barrier_file, b"")
             .map_err(|e| format!("cannot make its barrier file ({e})"))?;
-        let state = Arc::new(State {
-            root: root.to_path_buf(),
-            barrier_file: barrier_file.clone(),
-            pending: Mutex::new(BTreeMap::new()),
-            overflow: AtomicBool::new(false),
-            barrier: Mutex::new(Barrier::default()),
-            passed: Condvar::new(),
-            problem: Mutex::new(None),
-        });
+        let state = Arc::new(State::new(root, barrier_file.clone(), None));
         let filter_state = state.clone();
         let handler = move |res: notify::Result<Event>| {
             if let Ok(ev) = &res {
@@ -180,12 +200,22 @@ impl RootWatch {
                 if read {
                     return;
                 }
+                // Our barrier with nothing before it still to handle: it passes here (this
+                // thread hands events over one at a time, in order, so none is in between).
+                if ours && filter_state.behind.load(Ordering::SeqCst) == 0 {
+                    filter_state.pass();
+                    return;
+                }
             }
+            filter_state.behind.fetch_add(1, Ordering::SeqCst);
             match feed.try_send(Msg::Event(res)) {
-                Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+                Ok(()) => {}
+                Err(TrySendError::Disconnected(_)) => {
+                    filter_state.behind.fetch_sub(1, Ordering::SeqCst);
+                }
                 Err(TrySendError::Full(_)) => {
-                    filter_state.overflow.store(true, Ordering::SeqCst);
-                    filter_state.passed.notify_all();
+                    filter_state.behind.fetch_sub(1, Ordering::SeqCst);
+                    filter_state.overflowed();
                 }
             }
         };
@@ -208,10 +238,10 @@ impl RootWatch {
     }
 
     /// Every change made before this call, once the barrier passed (at most `wait`; a watch
-    /// that cannot work returns what it has). Blocking: call it on the blocking pool.
-    pub fn sync(&self, wait: Duration) -> Result<Vec<(PathBuf, Change)>, Lost> {
+    /// that cannot work returns what it has).
+    pub async fn sync(&self, wait: Duration) -> Result<Vec<(PathBuf, Change)>, Lost> {
         if self.live {
-            self.pass_barrier(wait);
+            self.pass_barrier(wait).await;
         }
         if self.state.overflow.swap(false, Ordering::SeqCst) {
             lock(&self.state.pending).clear();
@@ -221,31 +251,18 @@ impl RootWatch {
         Ok(taken.into_iter().collect())
     }
 
-    fn pass_barrier(&self, wait: Duration) {
+    async fn pass_barrier(&self, wait: Duration) {
         let s = &self.state;
-        let target = {
-            let mut b = lock(&s.barrier);
-            b.issued += 1;
-            b.issued
-        };
+        let mut passed = s.passed.subscribe();
+        let target = s.issued.fetch_add(1, Ordering::SeqCst) + 1;
         // The open is the barrier: its event follows every earlier one in inotify's queue.
         if let Err(e) = std::fs::File::open(&s.barrier_file) {
             tracing::warn!(root = %s.root.display(), error = %e, "the watch barrier cannot be opened");
             return;
         }
-        let deadline = Instant::now() + wait;
-        let mut b = lock(&s.barrier);
-        while b.passed < target && !s.overflow.load(Ordering::SeqCst) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                tracing::warn!(root = %s.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher did not catch up in time; answering with what it has");
-                return;
-            }
-            b = s
-                .passed
-                .wait_timeout(b, left)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|p| p.into_inner().0);
+        let caught_up = passed.wait_for(|p| *p >= target || s.overflow.load(Ordering::SeqCst));
+        if tokio::time::timeout(wait, caught_up).await.is_err() {
+            tracing::warn!(root = %s.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher did not catch up in time; answering with what it has");
         }
     }
 }
@@ -317,6 +334,8 @@ fn run(state: Arc<State>, mut watcher: notify::RecommendedWatcher, rx: Receiver<
         capped: false,
     };
     w.add_dir(&state.root.clone(), false);
+    // The first walk is done: barriers may pass where they are read.
+    state.behind.fetch_sub(1, Ordering::SeqCst);
     tracing::debug!(root = %state.root.display(), dirs = w.dirs, "watching the server root");
     while let Ok(msg) = rx.recv() {
         match msg {
@@ -326,6 +345,7 @@ fn run(state: Arc<State>, mut watcher: notify::RecommendedWatcher, rx: Receiver<
             }
             Msg::Event(Ok(ev)) => w.handle(ev),
         }
+        state.behind.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -339,14 +359,11 @@ struct Walker<'a> {
 impl Walker<'_> {
     fn handle(&mut self, ev: Event) {
         if ev.need_rescan() {
-            self.state.overflow.store(true, Ordering::SeqCst);
-            self.state.passed.notify_all();
+            self.state.overflowed();
             return;
         }
         if let EventKind::Access(AccessKind::Open(_)) = ev.kind {
-            let mut b = lock(&self.state.barrier);
-            b.passed += 1;
-            self.state.passed.notify_all();
+            self.state.pass();
             return;
         }
         let paths = ev.paths;
@@ -420,8 +437,7 @@ impl Walker<'_> {
             None => {
                 if pending.len() >= MAX_PENDING {
                     drop(pending);
-                    self.state.overflow.store(true, Ordering::SeqCst);
-                    self.state.passed.notify_all();
+                    self.state.overflowed();
                     return;
                 }
                 pending.insert(p.to_path_buf(), change);
@@ -482,7 +498,12 @@ mod tests {
     use super::*;
 
     fn sync(w: &RootWatch) -> Vec<(PathBuf, Change)> {
-        w.sync(Duration::from_secs(10)).expect("no overflow")
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(w.sync(Duration::from_secs(10)))
+            .expect("no overflow")
     }
 
     #[test]
