@@ -50,7 +50,17 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let extra = std::env::var("TOOLVISOR_BENCH_CONFIG").unwrap_or_default();
+    let mut extra = std::env::var("TOOLVISOR_BENCH_CONFIG").unwrap_or_default();
+    // eval work too (issue 33), when the test venv's Python is there.
+    let python =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.test-deps/venv/bin/python");
+    let eval = python.exists();
+    if eval {
+        extra = format!(
+            "{extra}\n[kernels]\npython = {:?}\n",
+            python.display().to_string()
+        );
+    }
     let budget_kib: u64 = 32 * 1024; // `[structural] cache_bytes` default
     let dir = tempfile::tempdir().expect("temp dir");
     let socket = dir.path().join("toolvisor.sock");
@@ -86,12 +96,45 @@ fn main() {
         "grep",
         json!({"pattern": "xyzzy_[0-9]+_plugh", "path": root, "max_results": 1000}),
     );
-    let after = common::rss_kib(pid);
+    let mut after = common::rss_kib(pid);
     println!(
         "grep `xyzzy_[0-9]+_plugh` (every file read): {:.1} s; RSS {:.1} MiB",
         t_grep.as_secs_f64(),
         mib(after)
     );
+    if eval {
+        // Cells whose output the daemon carries: 4 MB printed, and a large repr.
+        let mut exec = common::client(&socket);
+        let started = Instant::now();
+        for code in [
+            "print('x' * 4_000_000)",
+            "list(range(300_000))",
+            "import json; print(json.dumps({str(i): [i] * 10 for i in range(50_000)}))",
+        ] {
+            let reply = exec
+                .call_with(
+                    "bench",
+                    "eval",
+                    json!({"code": code, "language": "python", "description": "print a large output for the memory bench"}),
+                    |_| true,
+                )
+                .expect("eval call");
+            if let Outcome::Err(e) = reply.outcome {
+                panic!("eval failed: {e}");
+            }
+        }
+        after = common::rss_kib(pid);
+        println!(
+            "eval: 3 cells with large outputs: {:.1} s; RSS {:.1} MiB",
+            started.elapsed().as_secs_f64(),
+            mib(after)
+        );
+    } else {
+        println!(
+            "eval: skipped ({} missing: scripts/install-test-deps)",
+            python.display()
+        );
+    }
     let started = Instant::now();
     let mut samples = Vec::new();
     for s in [1, 5, 10, 20, 30, 45, 60, 90, 120] {
@@ -107,7 +150,11 @@ fn main() {
     println!("| figure | RSS |");
     println!("|---|---|");
     println!("| idle baseline | {:.1} MiB |", mib(idle));
-    println!("| right after the two searches | {:.1} MiB |", mib(after));
+    println!(
+        "| right after the two searches{} | {:.1} MiB |",
+        if eval { " and the eval cells" } else { "" },
+        mib(after)
+    );
     for (s, kib) in &samples {
         println!("| after {s} s idle | {:.1} MiB |", mib(*kib));
     }
@@ -117,6 +164,13 @@ fn main() {
         mib(goal),
         if last <= goal { "met" } else { "NOT met" }
     );
+    if let Some((_, at_10)) = samples.iter().find(|(s, _)| *s == 10) {
+        println!(
+            "| goal (issue 33): under 64 MiB 10 s after the last call | {:.1} MiB ({}) |",
+            mib(*at_10),
+            if *at_10 < 64 * 1024 { "met" } else { "NOT met" }
+        );
+    }
     println!("load average at the end: {}", common::loadavg());
     drop(client);
     daemon.stop();

@@ -169,7 +169,7 @@ impl Default for Limits {
             max_calls_in_flight: 16,
             max_queued_output_bytes: 16 * 1024 * 1024,
             drain_timeout_s: 30,
-            trim_after_idle_s: 10,
+            trim_after_idle_s: 3,
         }
     }
 }
