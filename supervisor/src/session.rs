@@ -336,12 +336,16 @@ async fn watch_tree(daemon: Arc<Daemon>, viewer: TreeViewer, out: Outbox) {
     }
 }
 
+/// A call's whole run, boxed where it is made: the reader polls it and a task may take it
+/// over, and moving the pointer costs nothing where moving the future copied kilobytes.
+type CallFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
+
 /// Register a call and return the task that runs it (or answer at once and return None).
 async fn start_call(
     daemon: &Arc<Daemon>,
     session: &Arc<Session>,
     call: Call,
-) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+) -> Option<CallFuture> {
     let id = call.id;
     let reject = |err: ToolError| DaemonFrame::Result {
         id,
@@ -450,7 +454,8 @@ async fn start_call(
     );
     let daemon = daemon.clone();
     let session = session.clone();
-    Some(async move {
+    Some(Box::pin(
+        async move {
         let ctx = SessionCaller::ctx(
             &daemon,
             &session,
@@ -511,7 +516,8 @@ async fn start_call(
         session.in_flight.fetch_sub(1, Ordering::Relaxed);
         daemon.call_finished(&call.tool, label, began.elapsed());
     }
-    .instrument(span))
+    .instrument(span),
+    ))
 }
 
 /// `fut`'s output, or `on_panic`'s answer if polling it panics (the future is not polled

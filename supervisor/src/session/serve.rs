@@ -395,7 +395,7 @@ impl Session {
                     // listing, a lookup) ends in this one poll and costs no task (its spawn,
                     // wakeups and join were a third of the daemon's own time per call, issue
                     // 33); one that waits goes on in its own task from where it stopped.
-                    let mut task = Box::pin(task);
+                    let mut task = task;
                     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
                     if task.as_mut().poll(&mut cx).is_pending() {
                         reading.call_tasks.spawn(task);

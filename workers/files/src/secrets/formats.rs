@@ -61,6 +61,11 @@ static COMBINED: LazyLock<Regex> = LazyLock::new(|| {
 /// `text` with every token of a known format replaced by `[masked:<format>]`; counts per
 /// format go to `masked` (as `<format> (format)`). `None` when nothing matched.
 pub fn mask(text: &str, masked: &mut BTreeMap<String, u64>) -> Option<String> {
+    // Nearly every string of nearly every result holds no token: a match test first, which
+    // sets up no capture groups (every result's every key and string passes here).
+    if !COMBINED.is_match(text) {
+        return None;
+    }
     let mut out: Option<String> = None;
     let mut last = 0;
     for caps in COMBINED.captures_iter(text) {
