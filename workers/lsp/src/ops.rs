@@ -3,8 +3,9 @@
 //! an empty answer comes only from a server that is ready and settled.
 //!
 //! Before every query, every change made on disk under the server's root, by anyone, is handed to
-//! the server first (`LanguageServers::catch_up` in `outside.rs`: the root's `RootWatch` barrier,
-//! then `workspace/didChangeWatchedFiles` for what the server watches, or the file opened in a
+//! the server first (`ServerShared::sync_after_barrier`: the root's `RootWatch` barrier, in the
+//! same trip to the blocking pool as the file's read; then `LanguageServers::catch_up` in
+//! `outside.rs`: `workspace/didChangeWatchedFiles` for what the server watches, or the file opened in a
 //! server that watches nothing, clangd), or the answer says it could not be (`complete: false`). No
 //! read-tier op writes a file: the language-server edits are the write-tier tools `lsp_rename` and
 //! `lsp_edit` (approval always), and `check_edit` writes nothing (`check.rs`). `CallCtx` is the
@@ -197,18 +198,11 @@ impl LanguageServers {
         for attempt in 0..2 {
             let conn = self.ensure(&shared).await?;
             let sync = shared.sync_lock.lock().await;
-            if let Err(crate::watch::Lost::Overflow) = self.catch_up(&shared, &conn).await {
-                drop(sync);
-                tracing::warn!(
-                    server = shared.id,
-                    "more files changed on disk at once than the watcher holds; restarting the server so it reads the disk anew"
-                );
-                self.stop(&shared, "restarted: too many files changed on disk at once")
-                    .await;
-                continue;
-            }
+            // The watcher's barrier, the read and the sync in one trip to the blocking pool;
+            // what else changed on disk is handed over below, before any request.
+            let watch = crate::server::lock(&shared.watch).clone();
             let synced = shared
-                .sync_from_disk(&conn, path, &lang_id)
+                .sync_after_barrier(&conn, path, &lang_id, watch)
                 .await
                 .map_err(|e| {
                     if crate::server::is_moved(&e) {
@@ -232,6 +226,19 @@ impl LanguageServers {
                         "check the path (relative paths start at the workdir)",
                     )
                 })?;
+            match synced.outside {
+                Ok(changes) => self.catch_up(&shared, &conn, changes).await,
+                Err(crate::watch::Lost::Overflow) => {
+                    drop(sync);
+                    tracing::warn!(
+                        server = shared.id,
+                        "more files changed on disk at once than the watcher holds; restarting the server so it reads the disk anew"
+                    );
+                    self.stop(&shared, "restarted: too many files changed on disk at once")
+                        .await;
+                    continue;
+                }
+            }
             let (text, seq_before) = (synced.text, synced.seq_before);
             match synced.result {
                 Ok((version, changed)) => {

@@ -17,7 +17,7 @@ use crate::config::language_id;
 use crate::server::{Conn, ServerShared, lock, read_doc, root_scope};
 use crate::servers::LanguageServers;
 use crate::uri;
-use crate::watch::{Change, Lost};
+use crate::watch::Change;
 
 /// Files opened for a server that does not watch files, per query at most.
 pub const OPENED_PER_QUERY_MAX: usize = 64;
@@ -25,22 +25,20 @@ pub const OPENED_PER_QUERY_MAX: usize = 64;
 pub const BARRIER_WAIT: Duration = Duration::from_secs(2);
 
 impl LanguageServers {
-    /// Hand the server every change made on disk before this call (see the module doc).
-    /// `Err(Lost::Overflow)`: more changed than the watcher holds; the caller restarts the
-    /// server so it reads the disk anew.
+    /// Hand the server `changes`, every change made on disk before this call, taken after
+    /// the root watch's barrier (`ServerShared::sync_after_barrier`; see the module doc). An
+    /// overflow (more changed than the watcher holds) is the caller's: it restarts the server
+    /// so it reads the disk anew.
     ///
     /// Callers hold `shared.sync_lock`.
     pub(crate) async fn catch_up(
         &self,
         shared: &Arc<ServerShared>,
         conn: &Arc<Conn>,
-    ) -> Result<(), Lost> {
-        let Some(watch) = lock(&shared.watch).clone() else {
-            return Ok(());
-        };
-        let changes = watch.sync(BARRIER_WAIT).await?;
+        changes: Vec<(std::path::PathBuf, Change)>,
+    ) {
         if changes.is_empty() {
-            return Ok(());
+            return;
         }
         let extensions = self
             .languages()
@@ -89,7 +87,6 @@ impl LanguageServers {
         if !to_open.is_empty() {
             self.open_unwatched(shared, conn, to_open).await;
         }
-        Ok(())
     }
 
     /// Open `paths` (changed on disk) in a server that does not watch files, at most

@@ -66,6 +66,9 @@ pub struct Synced {
     pub seq_before: u64,
     /// The document's version and whether anything was sent, or why the sync failed.
     pub result: Result<(i32, bool), toolvisor_jsonrpc::RpcError>,
+    /// What changed on disk under the root before the sync, taken after the root watch's
+    /// barrier (none without a watch), for the caller to hand to the server.
+    pub outside: Result<Vec<(std::path::PathBuf, crate::watch::Change)>, crate::watch::Lost>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

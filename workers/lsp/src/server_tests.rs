@@ -308,3 +308,42 @@ async fn documents_are_read_beneath_the_root_never_through_a_swapped_directory()
     let doc = s.doc(&uri::from_path(&m)).expect("still open");
     assert_eq!(doc.text, "x = 1\n", "the server never saw the outside text");
 }
+
+/// Issue 33: the barrier, the read and the sync are one trip to the blocking pool. What
+/// changed under the root before the call comes back with the synced text; a read that fails
+/// leaves those changes pending for the next query instead of dropping them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_after_the_barrier_brings_the_changes_and_a_failed_read_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.py"), "a = 1\n").unwrap();
+    let s = shared_in("pyright-langserver", &root);
+    let _peer = connect(&s);
+    let conn = s.conn().unwrap();
+    let watch = Arc::new(crate::watch::RootWatch::start(&root));
+    let a = root.join("a.py");
+    let first = s
+        .sync_after_barrier(&conn, &a, "python", Some(watch.clone()))
+        .await
+        .unwrap();
+    assert_eq!(first.outside.unwrap(), vec![], "nothing changed yet");
+    // Changed outside the daemon, then a query of a file that is gone: an error, and the
+    // change waits.
+    std::fs::write(root.join("b.py"), "b = 1\n").unwrap();
+    let gone = root.join("gone.py");
+    assert!(
+        s.sync_after_barrier(&conn, &gone, "python", Some(watch.clone()))
+            .await
+            .is_err()
+    );
+    let next = s
+        .sync_after_barrier(&conn, &a, "python", Some(watch.clone()))
+        .await
+        .unwrap();
+    assert_eq!(next.text, "a = 1\n");
+    assert_eq!(
+        next.outside.unwrap(),
+        vec![(root.join("b.py"), crate::watch::Change::Created)],
+        "the change made before the failed read"
+    );
+}

@@ -10,17 +10,17 @@
 //! been processed. inotify queues events in the order they happened, so every change made
 //! before the query (a `git checkout` that returned) is then in the pending set.
 //!
-//! The barrier is the one file work of a query done on the async thread: one `open` of the
-//! watch's own private file, a few microseconds, where a hop to the blocking pool and back cost
-//! more than the rest of the barrier (issue 33). Its event passes where it is read, in
-//! `notify`'s thread, when no earlier event waits for the watch's thread; the waiting query is
-//! woken through a `tokio::sync::watch` of the barriers passed.
+//! A query opens the barrier, reads its file and waits for the barrier in one trip to the
+//! blocking pool ([`RootWatch::open_barrier`], [`RootWatch::take_after`]), so `notify`'s thread
+//! handles the barrier's event while the file is read (issue 33: the barrier and the read were
+//! two trips, one after the other). The barrier's event passes where it is read, in `notify`'s
+//! thread, when no earlier event waits for the watch's thread.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
@@ -80,9 +80,12 @@ struct State {
     overflow: AtomicBool,
     /// Barriers opened so far.
     issued: AtomicU64,
-    /// Barriers whose open event was processed after every earlier event; also sent on an
-    /// overflow, so a waiting query wakes to see it.
-    passed: tokio::sync::watch::Sender<u64>,
+    /// Barriers whose open event was processed after every earlier event.
+    passed: AtomicU64,
+    /// Notified under `passed_lock` after every change of `passed` and on an overflow, so a
+    /// waiting query wakes to see it.
+    passed_cv: Condvar,
+    passed_lock: Mutex<()>,
     /// Events handed to the watch's thread and not yet handled by it (1 during its first
     /// walk): while it is 0, a barrier's event passes at once where it is read.
     behind: AtomicUsize,
@@ -98,7 +101,9 @@ impl State {
             pending: Mutex::new(BTreeMap::new()),
             overflow: AtomicBool::new(false),
             issued: AtomicU64::new(0),
-            passed: tokio::sync::watch::Sender::new(0),
+            passed: AtomicU64::new(0),
+            passed_cv: Condvar::new(),
+            passed_lock: Mutex::new(()),
             behind: AtomicUsize::new(1),
             problem: Mutex::new(problem),
         }
@@ -106,13 +111,25 @@ impl State {
 
     /// One more barrier passed.
     fn pass(&self) {
-        self.passed.send_modify(|p| *p += 1);
+        self.passed.fetch_add(1, Ordering::SeqCst);
+        self.wake_blocking();
     }
 
     /// The changes cannot be taken one by one any more: say so, and wake the queries waiting.
     fn overflowed(&self) {
         self.overflow.store(true, Ordering::SeqCst);
-        self.passed.send_modify(|_| {});
+        self.wake_blocking();
+    }
+
+    /// Under the lock a blocking waiter checks and waits under, so none misses the change.
+    fn wake_blocking(&self) {
+        let _checked = lock(&self.passed_lock);
+        self.passed_cv.notify_all();
+    }
+
+    /// Whether barrier `target` passed, or the watch overflowed.
+    fn reached(&self, target: u64) -> bool {
+        self.passed.load(Ordering::SeqCst) >= target || self.overflow.load(Ordering::SeqCst)
     }
 }
 
@@ -238,32 +255,70 @@ impl RootWatch {
     }
 
     /// Every change made before this call, once the barrier passed (at most `wait`; a watch
-    /// that cannot work returns what it has).
-    pub async fn sync(&self, wait: Duration) -> Result<Vec<(PathBuf, Change)>, Lost> {
-        if self.live {
-            self.pass_barrier(wait).await;
+    /// that cannot work returns what it has). Blocking: call it on the blocking pool.
+    #[cfg(test)]
+    pub fn sync(&self, wait: Duration) -> Result<Vec<(PathBuf, Change)>, Lost> {
+        self.take_after(self.open_barrier(), wait)
+    }
+
+    /// Open the barrier: once it has passed, every change made before this call is pending.
+    /// What to wait for ([`RootWatch::take_after`]); `None` where the watch does not run or the
+    /// barrier cannot be opened (then there is nothing to wait for).
+    pub fn open_barrier(&self) -> Option<u64> {
+        if !self.live {
+            return None;
         }
+        let s = &self.state;
+        let target = s.issued.fetch_add(1, Ordering::SeqCst) + 1;
+        // The open is the barrier: its event follows every earlier one in inotify's queue.
+        match std::fs::File::open(&s.barrier_file) {
+            Ok(_) => Some(target),
+            Err(e) => {
+                tracing::warn!(root = %s.root.display(), error = %e, "the watch barrier cannot be opened");
+                None
+            }
+        }
+    }
+
+    /// Every change made before [`RootWatch::open_barrier`] returned `opened`, once that
+    /// barrier passed (at most `wait`). Blocking: call it on the blocking pool.
+    pub fn take_after(
+        &self,
+        opened: Option<u64>,
+        wait: Duration,
+    ) -> Result<Vec<(PathBuf, Change)>, Lost> {
+        if let Some(target) = opened {
+            let s = &self.state;
+            let deadline = std::time::Instant::now() + wait;
+            let mut checked = lock(&s.passed_lock);
+            while !s.reached(target) {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    self.late(wait);
+                    break;
+                }
+                checked = s
+                    .passed_cv
+                    .wait_timeout(checked, left)
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|p| p.into_inner().0);
+            }
+        }
+        self.take()
+    }
+
+    fn late(&self, wait: Duration) {
+        tracing::warn!(root = %self.state.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher did not catch up in time; answering with what it has");
+    }
+
+    /// The pending changes, or that they were lost.
+    fn take(&self) -> Result<Vec<(PathBuf, Change)>, Lost> {
         if self.state.overflow.swap(false, Ordering::SeqCst) {
             lock(&self.state.pending).clear();
             return Err(Lost::Overflow);
         }
         let taken = std::mem::take(&mut *lock(&self.state.pending));
         Ok(taken.into_iter().collect())
-    }
-
-    async fn pass_barrier(&self, wait: Duration) {
-        let s = &self.state;
-        let mut passed = s.passed.subscribe();
-        let target = s.issued.fetch_add(1, Ordering::SeqCst) + 1;
-        // The open is the barrier: its event follows every earlier one in inotify's queue.
-        if let Err(e) = std::fs::File::open(&s.barrier_file) {
-            tracing::warn!(root = %s.root.display(), error = %e, "the watch barrier cannot be opened");
-            return;
-        }
-        let caught_up = passed.wait_for(|p| *p >= target || s.overflow.load(Ordering::SeqCst));
-        if tokio::time::timeout(wait, caught_up).await.is_err() {
-            tracing::warn!(root = %s.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher did not catch up in time; answering with what it has");
-        }
     }
 }
 
@@ -498,12 +553,7 @@ mod tests {
     use super::*;
 
     fn sync(w: &RootWatch) -> Vec<(PathBuf, Change)> {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap()
-            .block_on(w.sync(Duration::from_secs(10)))
-            .expect("no overflow")
+        w.sync(Duration::from_secs(10)).expect("no overflow")
     }
 
     #[test]

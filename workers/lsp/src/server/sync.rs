@@ -59,11 +59,32 @@ impl ServerShared {
         path: &Path,
         language_id: &str,
     ) -> std::io::Result<Synced> {
+        self.sync_after_barrier(conn, path, language_id, None).await
+    }
+
+    /// [`ServerShared::sync_from_disk`], taking what else changed on disk under the root in
+    /// the same trip to the blocking pool: `watch`'s barrier is opened first, the file read
+    /// while the watcher handles it, and the changes taken once it passed ([`Synced::outside`];
+    /// left pending when the read fails).
+    ///
+    /// Callers hold `sync_lock`.
+    pub async fn sync_after_barrier(
+        self: &Arc<Self>,
+        conn: &Arc<Conn>,
+        path: &Path,
+        language_id: &str,
+        watch: Option<Arc<crate::watch::RootWatch>>,
+    ) -> std::io::Result<Synced> {
         let (shared, conn) = (self.clone(), conn.clone());
         let (path, language_id) = (path.to_path_buf(), language_id.to_string());
         tokio::task::spawn_blocking(move || {
+            let barrier = watch.as_ref().and_then(|w| w.open_barrier());
             let scope = root_scope(&shared.root)?;
             let text = read_doc(&scope, &path)?;
+            let outside = match &watch {
+                Some(w) => w.take_after(barrier, crate::outside::BARRIER_WAIT),
+                None => Ok(Vec::new()),
+            };
             let seq_before = shared.diags.seq();
             shared.refresh_open(&scope, &conn, &uri::from_path(&path));
             let result = shared.sync_text(&conn, &path, &text, &language_id);
@@ -71,6 +92,7 @@ impl ServerShared {
                 text,
                 seq_before,
                 result,
+                outside,
             })
         })
         .await
