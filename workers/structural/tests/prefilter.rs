@@ -54,16 +54,18 @@ fn same_with_and_without(
     (with, without)
 }
 
-fn copy_rust(from: &Path, to: &Path) {
+/// Copy the files with extension `ext` under `from` to `to`, keeping their relative paths,
+/// skipping the directories named `skip` (a build's output, a bytecode cache).
+fn copy_sources(from: &Path, to: &Path, ext: &str, skip: &str) {
     let Ok(entries) = std::fs::read_dir(from) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name();
-        if path.is_dir() && name != "target" {
-            copy_rust(&path, &to.join(&name));
-        } else if path.extension().is_some_and(|e| e == "rs") {
+        if path.is_dir() && name != skip {
+            copy_sources(&path, &to.join(&name), ext, skip);
+        } else if path.extension().is_some_and(|e| e == ext) {
             std::fs::create_dir_all(to).unwrap();
             let _ = std::fs::copy(&path, to.join(&name));
         }
@@ -77,7 +79,12 @@ fn identical_matches_on_this_workspace() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let snapshot = tempfile::tempdir().unwrap();
     for top in ["protocol", "workers", "supervisor", "tests", "chaos"] {
-        copy_rust(&workspace.join(top), &snapshot.path().join(top));
+        copy_sources(
+            &workspace.join(top),
+            &snapshot.path().join(top),
+            "rs",
+            "target",
+        );
     }
     let root = snapshot.path().to_path_buf();
     let mut parsed_less = 0;
@@ -237,7 +244,12 @@ fn keywords_give_identical_matches_on_pythons_standard_library() {
     let stdlib = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
     let snapshot = tempfile::tempdir().unwrap();
     for package in ["json", "email", "asyncio", "importlib", "logging"] {
-        copy_python(&stdlib.join(package), &snapshot.path().join(package));
+        copy_sources(
+            &stdlib.join(package),
+            &snapshot.path().join(package),
+            "py",
+            "__pycache__",
+        );
     }
     let root = snapshot.path();
     let mut parsed_less = 0;
@@ -265,20 +277,4 @@ fn keywords_give_identical_matches_on_pythons_standard_library() {
         parsed_less >= 5,
         "the keyword literals skipped files for {parsed_less} patterns"
     );
-}
-
-fn copy_python(from: &Path, to: &Path) {
-    let Ok(entries) = std::fs::read_dir(from) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if path.is_dir() && name != "__pycache__" {
-            copy_python(&path, &to.join(&name));
-        } else if path.extension().is_some_and(|e| e == "py") {
-            std::fs::create_dir_all(to).unwrap();
-            let _ = std::fs::copy(&path, to.join(&name));
-        }
-    }
 }
