@@ -526,37 +526,6 @@ pub(crate) fn parse(src: &str, lang: SupportLang) -> Tree {
     lang.ast_grep(src)
 }
 
-thread_local! {
-    /// One parser per language on each thread that parses (a search's walker threads): its
-    /// tables are built once per thread, not once per file.
-    static PARSERS: std::cell::RefCell<Vec<(SupportLang, tree_sitter::Parser)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Parse `src` as `lang`, keeping `src` as the tree's text (no copy of it, unlike
-/// [`parse`]); `None` if tree-sitter gives no tree (it does when a parse is cancelled, which
-/// none here is).
-pub(crate) fn parse_owned(src: String, lang: SupportLang) -> Option<Tree> {
-    let tree = PARSERS.with(|parsers| {
-        let mut parsers = parsers.borrow_mut();
-        let at = match parsers.iter().position(|(l, _)| *l == lang) {
-            Some(at) => at,
-            None => {
-                let mut parser = tree_sitter::Parser::new();
-                parser.set_language(&lang.get_ts_language()).ok()?;
-                parsers.push((lang, parser));
-                parsers.len() - 1
-            }
-        };
-        let parser = &mut parsers[at].1;
-        // A parse that stopped half-way can leave state to resume; every parse here is a
-        // whole document.
-        parser.reset();
-        parser.parse(src.as_bytes(), None)
-    })?;
-    Some(ast_grep_core::AstGrep::doc(StrDoc { src, lang, tree }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

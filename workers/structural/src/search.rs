@@ -515,15 +515,12 @@ pub fn search_target(req: &SearchRequest, target: &Target) -> Result<SearchResul
 /// longer copies each function's text and counts lines from the file's start for each.
 fn matches_in(
     path: &Path,
-    text: String,
+    text: &str,
     compiled: &CompiledPattern,
     keep: usize,
 ) -> (usize, Vec<Match>) {
-    let Some(tree) = lang::parse_owned(text, compiled.lang) else {
-        return (0, Vec::new());
-    };
+    let tree = lang::parse(text, compiled.lang);
     let root = tree.root();
-    let text = tree.get_text();
     let mut all: Vec<_> = root
         .find_all(&compiled.pattern)
         .enumerate()
@@ -644,7 +641,7 @@ pub fn search_target_cached(
                 None => match read_opened(file, filter.as_ref()) {
                     Read::Text(text) => {
                         stats.parsed.fetch_add(1, Ordering::Relaxed);
-                        let (found, mine) = matches_in(path, text, compiled, remember);
+                        let (found, mine) = matches_in(path, &text, compiled, remember);
                         cache.put(
                             key,
                             path,
@@ -672,7 +669,7 @@ pub fn search_target_cached(
             req.cancel,
             &stats,
             |path, text| {
-                let (found, mine) = matches_in(path, text, compiled, keep);
+                let (found, mine) = matches_in(path, &text, compiled, keep);
                 merge(found, mine);
             },
         )?;
