@@ -3,7 +3,7 @@
 //! an empty answer comes only from a server that is ready and settled.
 //!
 //! Before every query, every change made on disk under the server's root, by anyone, is handed to
-//! the server first (`ServerShared::sync_after_barrier`: the root's `RootWatch` barrier, in the
+//! the server first (`ServerShared::sync_from_disk`: the root's `RootWatch` barrier, in the
 //! same trip to the blocking pool as the file's read; then `LanguageServers::catch_up` in
 //! `outside.rs`: `workspace/didChangeWatchedFiles` for what the server watches, or the file opened in a
 //! server that watches nothing, clangd), or the answer says it could not be (`complete: false`). No
@@ -202,7 +202,7 @@ impl LanguageServers {
             // what else changed on disk is handed over below, before any request.
             let watch = crate::server::lock(&shared.watch).clone();
             let synced = shared
-                .sync_after_barrier(&conn, path, &lang_id, watch)
+                .sync_from_disk(&conn, path, &lang_id, watch)
                 .await
                 .map_err(|e| {
                     if crate::server::is_moved(&e) {

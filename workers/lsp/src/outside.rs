@@ -26,7 +26,7 @@ pub const BARRIER_WAIT: Duration = Duration::from_secs(2);
 
 impl LanguageServers {
     /// Hand the server `changes`, every change made on disk before this call, taken after
-    /// the root watch's barrier (`ServerShared::sync_after_barrier`; see the module doc). An
+    /// the root watch's barrier (`ServerShared::sync_from_disk`; see the module doc). An
     /// overflow (more changed than the watcher holds) is the caller's: it restarts the server
     /// so it reads the disk anew.
     ///

@@ -265,7 +265,7 @@ async fn syncing_a_document_reads_the_disk_off_the_async_thread() {
     let _peer = connect(&s);
     let conn = s.conn().unwrap();
     let (s2, at) = (s.clone(), path.clone());
-    let sync = tokio::spawn(async move { s2.sync_from_disk(&conn, &at, "python").await });
+    let sync = tokio::spawn(async move { s2.sync_from_disk(&conn, &at, "python", None).await });
     // Let the sync start and block on the FIFO, then feed it from this runtime.
     tokio::task::yield_now().await;
     fifo.feed("x = 1\n").await;
@@ -291,18 +291,18 @@ async fn documents_are_read_beneath_the_root_never_through_a_swapped_directory()
     let _peer = connect(&s);
     let conn = s.conn().unwrap();
     let m = root.join("pkg/m.py");
-    let synced = s.sync_from_disk(&conn, &m, "python").await.unwrap();
+    let synced = s.sync_from_disk(&conn, &m, "python", None).await.unwrap();
     assert_eq!(synced.text, "x = 1\n");
     // Checked as `pkg/m.py`, then `pkg` becomes a link to a directory outside the root.
     std::fs::rename(root.join("pkg"), root.join("pkg.old")).unwrap();
     std::os::unix::fs::symlink(outside.path(), root.join("pkg")).unwrap();
-    let err = match s.sync_from_disk(&conn, &m, "python").await {
+    let err = match s.sync_from_disk(&conn, &m, "python", None).await {
         Err(e) => e,
         Ok(synced) => panic!("read through the swapped directory: {:?}", synced.text),
     };
     assert!(is_moved(&err), "{err}");
     // Refreshing the open documents (syncing another file) reads none through it either.
-    s.sync_from_disk(&conn, &root.join("n.py"), "python")
+    s.sync_from_disk(&conn, &root.join("n.py"), "python", None)
         .await
         .unwrap();
     let doc = s.doc(&uri::from_path(&m)).expect("still open");
@@ -323,7 +323,7 @@ async fn a_sync_after_the_barrier_brings_the_changes_and_a_failed_read_keeps_the
     let watch = Arc::new(crate::watch::RootWatch::start(&root));
     let a = root.join("a.py");
     let first = s
-        .sync_after_barrier(&conn, &a, "python", Some(watch.clone()))
+        .sync_from_disk(&conn, &a, "python", Some(watch.clone()))
         .await
         .unwrap();
     assert_eq!(first.outside.unwrap(), vec![], "nothing changed yet");
@@ -332,12 +332,12 @@ async fn a_sync_after_the_barrier_brings_the_changes_and_a_failed_read_keeps_the
     std::fs::write(root.join("b.py"), "b = 1\n").unwrap();
     let gone = root.join("gone.py");
     assert!(
-        s.sync_after_barrier(&conn, &gone, "python", Some(watch.clone()))
+        s.sync_from_disk(&conn, &gone, "python", Some(watch.clone()))
             .await
             .is_err()
     );
     let next = s
-        .sync_after_barrier(&conn, &a, "python", Some(watch.clone()))
+        .sync_from_disk(&conn, &a, "python", Some(watch.clone()))
         .await
         .unwrap();
     assert_eq!(next.text, "a = 1\n");

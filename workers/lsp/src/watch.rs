@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -73,19 +73,23 @@ enum Msg {
     Stop,
 }
 
+#[derive(Default)]
+struct Barrier {
+    /// Barriers opened so far.
+    issued: u64,
+    /// Barriers whose open event was processed after every earlier event.
+    passed: u64,
+}
+
 struct State {
     root: PathBuf,
     barrier_file: PathBuf,
     pending: Mutex<BTreeMap<PathBuf, Change>>,
     overflow: AtomicBool,
-    /// Barriers opened so far.
-    issued: AtomicU64,
-    /// Barriers whose open event was processed after every earlier event.
-    passed: AtomicU64,
-    /// Notified under `passed_lock` after every change of `passed` and on an overflow, so a
-    /// waiting query wakes to see it.
-    passed_cv: Condvar,
-    passed_lock: Mutex<()>,
+    barrier: Mutex<Barrier>,
+    /// Notified under `barrier` when one passes and on an overflow, so a waiting query wakes
+    /// to see it.
+    passed: Condvar,
     /// Events handed to the watch's thread and not yet handled by it (1 during its first
     /// walk): while it is 0, a barrier's event passes at once where it is read.
     behind: AtomicUsize,
@@ -100,10 +104,8 @@ impl State {
             barrier_file,
             pending: Mutex::new(BTreeMap::new()),
             overflow: AtomicBool::new(false),
-            issued: AtomicU64::new(0),
-            passed: AtomicU64::new(0),
-            passed_cv: Condvar::new(),
-            passed_lock: Mutex::new(()),
+            barrier: Mutex::new(Barrier::default()),
+            passed: Condvar::new(),
             behind: AtomicUsize::new(1),
             problem: Mutex::new(problem),
         }
@@ -111,25 +113,16 @@ impl State {
 
     /// One more barrier passed.
     fn pass(&self) {
-        self.passed.fetch_add(1, Ordering::SeqCst);
-        self.wake_blocking();
+        lock(&self.barrier).passed += 1;
+        self.passed.notify_all();
     }
 
-    /// The changes cannot be taken one by one any more: say so, and wake the queries waiting.
+    /// The changes cannot be taken one by one any more: say so, and wake the queries waiting
+    /// (under the lock they check and wait under, so none misses it).
     fn overflowed(&self) {
         self.overflow.store(true, Ordering::SeqCst);
-        self.wake_blocking();
-    }
-
-    /// Under the lock a blocking waiter checks and waits under, so none misses the change.
-    fn wake_blocking(&self) {
-        let _checked = lock(&self.passed_lock);
-        self.passed_cv.notify_all();
-    }
-
-    /// Whether barrier `target` passed, or the watch overflowed.
-    fn reached(&self, target: u64) -> bool {
-        self.passed.load(Ordering::SeqCst) >= target || self.overflow.load(Ordering::SeqCst)
+        let _checked = lock(&self.barrier);
+        self.passed.notify_all();
     }
 }
 
@@ -269,7 +262,11 @@ impl RootWatch {
             return None;
         }
         let s = &self.state;
-        let target = s.issued.fetch_add(1, Ordering::SeqCst) + 1;
+        let target = {
+            let mut b = lock(&s.barrier);
+            b.issued += 1;
+            b.issued
+        };
         // The open is the barrier: its event follows every earlier one in inotify's queue.
         match std::fs::File::open(&s.barrier_file) {
             Ok(_) => Some(target),
@@ -290,25 +287,21 @@ impl RootWatch {
         if let Some(target) = opened {
             let s = &self.state;
             let deadline = std::time::Instant::now() + wait;
-            let mut checked = lock(&s.passed_lock);
-            while !s.reached(target) {
+            let mut b = lock(&s.barrier);
+            while b.passed < target && !s.overflow.load(Ordering::SeqCst) {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
                 if left.is_zero() {
-                    self.late(wait);
+                    tracing::warn!(root = %s.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher did not catch up in time; answering with what it has");
                     break;
                 }
-                checked = s
-                    .passed_cv
-                    .wait_timeout(checked, left)
+                b = s
+                    .passed
+                    .wait_timeout(b, left)
                     .map(|(g, _)| g)
                     .unwrap_or_else(|p| p.into_inner().0);
             }
         }
         self.take()
-    }
-
-    fn late(&self, wait: Duration) {
-        tracing::warn!(root = %self.state.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher did not catch up in time; answering with what it has");
     }
 
     /// The pending changes, or that they were lost.

@@ -50,25 +50,13 @@ impl ServerShared {
     /// Reads `path`, brings the other open documents in line with the disk
     /// ([`ServerShared::refresh_open`]) and syncs `path`'s text ([`ServerShared::sync_text`]),
     /// all on the blocking pool: the reads and stats never hold an async worker thread (a
-    /// slow disk, a FIFO, a huge file).
+    /// slow disk, a FIFO, a huge file). With the root's `watch`, what else changed on disk
+    /// under the root is taken in the same trip: the watch's barrier is opened first, the file
+    /// read while the watcher handles it, and the changes taken once it passed
+    /// ([`Synced::outside`]; left pending when the read fails).
     ///
     /// Callers hold `sync_lock`.
     pub async fn sync_from_disk(
-        self: &Arc<Self>,
-        conn: &Arc<Conn>,
-        path: &Path,
-        language_id: &str,
-    ) -> std::io::Result<Synced> {
-        self.sync_after_barrier(conn, path, language_id, None).await
-    }
-
-    /// [`ServerShared::sync_from_disk`], taking what else changed on disk under the root in
-    /// the same trip to the blocking pool: `watch`'s barrier is opened first, the file read
-    /// while the watcher handles it, and the changes taken once it passed ([`Synced::outside`];
-    /// left pending when the read fails).
-    ///
-    /// Callers hold `sync_lock`.
-    pub async fn sync_after_barrier(
         self: &Arc<Self>,
         conn: &Arc<Conn>,
         path: &Path,
