@@ -8,8 +8,8 @@
 //! A session is two tasks and a reader loop, not an actor: it owns no child process and no state
 //! that outlives the connection (state is keyed by conversation). A call that does not end in
 //! its first poll on the reader runs on as a task in a per-connection `JoinSet`, reaped as they
-//! finish; a handler that panics fails its call `internal` (`caught`), never the connection. `Cancel {id}` resolves the call's cancel
-//! channel: the call's future is dropped (and any guard it holds with it, killing what it started)
+//! finish; a handler that panics fails its call `internal` (`caught`), never the connection.
+//! `Cancel {id}` resolves the call's cancel channel: the call's future is dropped (and any guard it holds with it, killing what it started)
 //! and the caller gets `cancelled`. When the client closes its sending side, the calls in flight
 //! still finish and their results are written (half-close); if a write fails, the remaining calls
 //! are cancelled. Approval requests wait for the client's answer up to `approval_timeout_s`; a
@@ -524,10 +524,9 @@ async fn start_call(
 /// again).
 async fn caught<T>(
     fut: impl std::future::Future<Output = Result<T, ToolError>>,
-    on_panic: impl FnOnce(&str) -> ToolError,
+    on_panic: impl Fn(&str) -> ToolError,
 ) -> Result<T, ToolError> {
     let mut fut = std::pin::pin!(fut);
-    let mut on_panic = Some(on_panic);
     std::future::poll_fn(move |cx| {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
             Ok(poll) => poll,
@@ -537,10 +536,7 @@ async fn caught<T>(
                     .copied()
                     .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
                     .unwrap_or("a panic without a message");
-                let answer = on_panic.take().map(|f| f(why));
-                std::task::Poll::Ready(Err(answer.unwrap_or_else(|| {
-                    ToolError::new(ErrorKind::Internal, why, "report this as a bug")
-                })))
+                std::task::Poll::Ready(Err(on_panic(why)))
             }
         }
     })

@@ -390,12 +390,11 @@ impl Session {
                 // Finished calls hold their task until joined: reap them as we go, or a
                 // long-lived connection would keep every call it ever made.
                 while reading.call_tasks.try_join_next().is_some() {}
-                if let Some(task) = start_call(daemon, self, call).await {
+                if let Some(mut task) = start_call(daemon, self, call).await {
                     // Run here until the call first waits: a call that waits on nothing (a
                     // listing, a lookup) ends in this one poll and costs no task (its spawn,
                     // wakeups and join were a third of the daemon's own time per call, issue
                     // 33); one that waits goes on in its own task from where it stopped.
-                    let mut task = task;
                     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
                     if task.as_mut().poll(&mut cx).is_pending() {
                         reading.call_tasks.spawn(task);
