@@ -3,7 +3,7 @@
 //! an empty answer comes only from a server that is ready and settled.
 //!
 //! Before every query, every change made on disk under the server's root, by anyone, is handed to
-//! the server first (`ServerShared::sync_from_disk`: the root's `RootWatch` barrier, in the
+//! the server first (`ServerShared::sync_from_disk`: the root's `RootWatch` caught up with the disk, in the
 //! same trip to the blocking pool as the file's read; then `LanguageServers::catch_up` in
 //! `outside.rs`: `workspace/didChangeWatchedFiles` for what the server watches, or the file opened in a
 //! server that watches nothing, clangd), or the answer says it could not be (`complete: false`). No
@@ -198,7 +198,7 @@ impl LanguageServers {
         for attempt in 0..2 {
             let conn = self.ensure(&shared).await?;
             let sync = shared.sync_lock.lock().await;
-            // The watcher's barrier, the read and the sync in one trip to the blocking pool;
+            // The watcher's catch-up, the read and the sync in one trip to the blocking pool;
             // what else changed on disk is handed over below, before any request.
             let watch = crate::server::lock(&shared.watch).clone();
             let synced = shared

@@ -21,12 +21,11 @@ use crate::watch::Change;
 
 /// Files opened for a server that does not watch files, per query at most.
 pub const OPENED_PER_QUERY_MAX: usize = 64;
-/// The longest wait for the watcher to catch up with the disk before a query.
-pub const BARRIER_WAIT: Duration = Duration::from_secs(2);
-
+/// The longest wait before a query for the watcher's first walk of the root.
+pub const WALK_WAIT: Duration = Duration::from_secs(2);
 impl LanguageServers {
-    /// Hand the server `changes`, every change made on disk before this call, taken after
-    /// the root watch's barrier (`ServerShared::sync_from_disk`; see the module doc). An
+    /// Hand the server `changes`, every change made on disk before this call, taken once
+    /// the root watch caught up with the disk (`ServerShared::sync_from_disk`; see the module doc). An
     /// overflow (more changed than the watcher holds) is the caller's: it restarts the server
     /// so it reads the disk anew.
     ///

@@ -66,8 +66,8 @@ pub struct Synced {
     pub seq_before: u64,
     /// The document's version and whether anything was sent, or why the sync failed.
     pub result: Result<(i32, bool), toolvisor_jsonrpc::RpcError>,
-    /// What changed on disk under the root before the sync, taken after the root watch's
-    /// barrier (none without a watch), for the caller to hand to the server.
+    /// What changed on disk under the root before the sync, taken once the root watch
+    /// caught up with the disk (none without a watch), for the caller to hand to the server.
     pub outside: Result<Vec<(std::path::PathBuf, crate::watch::Change)>, crate::watch::Lost>,
 }
 

@@ -309,11 +309,11 @@ async fn documents_are_read_beneath_the_root_never_through_a_swapped_directory()
     assert_eq!(doc.text, "x = 1\n", "the server never saw the outside text");
 }
 
-/// Issue 33: the barrier, the read and the sync are one trip to the blocking pool. What
+/// Issue 33: the watch's catch-up, the read and the sync are one trip to the blocking pool. What
 /// changed under the root before the call comes back with the synced text; a read that fails
 /// leaves those changes pending for the next query instead of dropping them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sync_after_the_barrier_brings_the_changes_and_a_failed_read_keeps_them() {
+async fn a_sync_after_the_catch_up_brings_the_changes_and_a_failed_read_keeps_them() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::write(root.join("a.py"), "a = 1\n").unwrap();

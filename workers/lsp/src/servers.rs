@@ -8,7 +8,7 @@
 //! the run's trust in the root (`crate::trust`: restricted options and environment for an untrusted
 //! root; a full-mode server is never shared with an untrusted run), and, for
 //! typescript-language-server, its bundled tsserver and client-side file watching. The lsp worker's
-//! file work never runs on an async worker thread: document sync with the watcher barrier before
+//! file work never runs on an async worker thread: document sync with the watcher's catch-up before
 //! it (one trip), the workspace edits and the bounded walks (`open_any`'s 5,000 entries, the
 //! importers of `dependents.rs`, jedi's count in `coverage.rs`) run on the blocking pool.
 

@@ -51,9 +51,9 @@ impl ServerShared {
     /// ([`ServerShared::refresh_open`]) and syncs `path`'s text ([`ServerShared::sync_text`]),
     /// all on the blocking pool: the reads and stats never hold an async worker thread (a
     /// slow disk, a FIFO, a huge file). With the root's `watch`, what else changed on disk
-    /// under the root is taken in the same trip: the watch's barrier is opened first, the file
-    /// read while the watcher handles it, and the changes taken once it passed
-    /// ([`Synced::outside`]; left pending when the read fails).
+    /// under the root is taken in the same trip: the watch catches up with the disk first,
+    /// then the file is read, then the changes are taken ([`Synced::outside`]; left pending
+    /// when the read fails).
     ///
     /// Callers hold `sync_lock`.
     pub async fn sync_from_disk(
@@ -66,11 +66,13 @@ impl ServerShared {
         let (shared, conn) = (self.clone(), conn.clone());
         let (path, language_id) = (path.to_path_buf(), language_id.to_string());
         tokio::task::spawn_blocking(move || {
-            let barrier = watch.as_ref().and_then(|w| w.open_barrier());
+            if let Some(w) = &watch {
+                w.catch_up(crate::outside::WALK_WAIT);
+            }
             let scope = root_scope(&shared.root)?;
             let text = read_doc(&scope, &path)?;
             let outside = match &watch {
-                Some(w) => w.take_after(barrier, crate::outside::BARRIER_WAIT),
+                Some(w) => w.take(),
                 None => Ok(Vec::new()),
             };
             let seq_before = shared.diags.seq();
