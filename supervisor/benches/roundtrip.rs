@@ -14,7 +14,8 @@
 //! The latency rounds pin the client thread, the daemon and the echo to one CPU (`taskset`),
 //! so a round trip is the same context switches on both sides; the same latency is measured
 //! again unpinned (where the daemon's wakeups of its other threads show), and throughput runs
-//! unpinned.
+//! unpinned. `TOOLVISOR_BENCH_SOAK_S=<s>` runs only the daemon's throughput phase for that long,
+//! for a profiler.
 
 #[allow(dead_code)]
 #[path = "support/common.rs"]
@@ -71,6 +72,55 @@ fn main() {
     // Warm both.
     latency(&mut Side::Daemon.connect(&daemon_sock, &echo_sock), 2_000);
     latency(&mut Side::Echo.connect(&daemon_sock, &echo_sock), 2_000);
+
+    // `TOOLVISOR_BENCH_SOAK_S=<s>`: only the daemon's throughput phase, over and over for that
+    // long, for a profiler to attach to (`perf record -p <pid>`); no figures.
+    if let Some(secs) = std::env::var("TOOLVISOR_BENCH_SOAK_S")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        println!("daemon pid {daemon_pid}, echo pid {echo_pid}: throughput soak for {secs} s");
+        println!(
+            "| side | calls/s | server CPU per call | clients' CPU per call | server context switches per call |"
+        );
+        println!("|---|---|---|---|---|");
+        let me = std::process::id();
+        // Connected once: a connection's start (the Welcome with every schema) is not a call's.
+        let mut clients = [Side::Daemon, Side::Echo].map(|side| {
+            Some(
+                (0..CLIENTS)
+                    .map(|_| side.connect(&daemon_sock, &echo_sock))
+                    .collect(),
+            )
+        });
+        let end = Instant::now() + Duration::from_secs(secs);
+        // `TOOLVISOR_BENCH_SOAK_SIDE=daemon|echo`: that side alone (to profile the clients).
+        let only = std::env::var("TOOLVISOR_BENCH_SOAK_SIDE").ok();
+        let sides: Vec<Side> = [Side::Daemon, Side::Echo]
+            .into_iter()
+            .filter(|s| {
+                only.as_deref()
+                    .is_none_or(|o| format!("{s:?}").eq_ignore_ascii_case(o))
+            })
+            .collect();
+        while Instant::now() < end {
+            for &side in &sides {
+                let server = [daemon_pid, echo_pid][side as usize];
+                let (cpu0, cs0, mine0) = (cpu_ns(server), switches(server), process_cpu_ns(me));
+                let (rate, back) = calls_from(clients[side as usize].take().unwrap());
+                clients[side as usize] = Some(back);
+                let calls = (CLIENTS * PER_CLIENT) as f64;
+                println!(
+                    "| {side:?} | {rate:.0} | {:.1} µs | {:.1} µs | {:.2} |",
+                    (cpu_ns(server) - cpu0) as f64 / 1000.0 / calls,
+                    (process_cpu_ns(me) - mine0) as f64 / 1000.0 / calls,
+                    (switches(server) - cs0) as f64 / calls
+                );
+            }
+        }
+        daemon.stop();
+        return;
+    }
 
     println!(
         "rounds: {rounds}; latency: {LATENCY_CALLS} calls per side per round, pinned to CPU {cpu}; throughput: {CLIENTS} clients × {PER_CLIENT} calls per side per round, unpinned"
@@ -231,6 +281,39 @@ fn cpu_ns(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The CPU time of `pid`, its ended threads included (`/proc/<pid>/stat`, in clock ticks of
+/// 10 ms: meaningful over phases of a second or so).
+fn process_cpu_ns(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
+    ticks * 10_000_000
+}
+
+/// Context switches of every thread of `pid` so far, voluntary and not.
+fn switches(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+                .flat_map(|s| {
+                    s.lines()
+                        .filter(|l| l.contains("ctxt_switches:"))
+                        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                        .collect::<Vec<_>>()
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 /// Pin the daemon's and the echo's threads and this thread to `cpu`, or to every CPU.
 fn pin(daemon: u32, echo: u32, cpu: Option<usize>) {
     let all = format!(
@@ -370,7 +453,13 @@ fn percentile(samples: &[f64], p: usize) -> f64 {
 /// each, started together.
 fn throughput(side: Side, daemon: &Path, echo: &Path) -> f64 {
     let clients: Vec<Framed> = (0..CLIENTS).map(|_| side.connect(daemon, echo)).collect();
-    let barrier = std::sync::Arc::new(std::sync::Barrier::new(CLIENTS + 1));
+    calls_from(clients).0
+}
+
+/// [`PER_CLIENT`] calls from each of `clients` at once: calls per second, and the clients.
+fn calls_from(clients: Vec<Framed>) -> (f64, Vec<Framed>) {
+    let n = clients.len();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(n + 1));
     let handles: Vec<_> = clients
         .into_iter()
         .map(|mut c| {
@@ -380,15 +469,17 @@ fn throughput(side: Side, daemon: &Path, echo: &Path) -> f64 {
                 for _ in 0..PER_CLIENT {
                     c.round_trip();
                 }
+                c
             })
         })
         .collect();
     barrier.wait();
     let start = Instant::now();
-    for h in handles {
-        h.join().unwrap();
-    }
-    (CLIENTS * PER_CLIENT) as f64 / start.elapsed().as_secs_f64()
+    let back: Vec<Framed> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    (
+        (n * PER_CLIENT) as f64 / start.elapsed().as_secs_f64(),
+        back,
+    )
 }
 
 /// A tokio Unix-socket echo of length-prefixed frames: the floor any daemon round trip sits on.
