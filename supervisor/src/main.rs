@@ -772,6 +772,7 @@ fn mcp_main(
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(stderr_is_terminal())
         // A log that cannot be written (a full disk) loses lines; its error report would be
         // an `eprintln!`, which panics on the same full stderr.
         .log_internal_errors(false)
@@ -833,6 +834,14 @@ fn tokio_util_stop() -> toolvisor_mcp::StopToken {
     stop
 }
 
+/// Whether the log goes to a terminal: only then is it coloured. A file, a pipe or the
+/// journal gets plain text, and the call's span (its fields formatted once per call, at
+/// `info`) costs no escape codes (issue 33: they were a third of a call's span).
+fn stderr_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
+}
+
 fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str) -> ExitCode {
     // Before any thread exists: large buffers get their own mappings and go back at once.
     toolvisor_kit::memory::tune();
@@ -848,6 +857,7 @@ fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(stderr_is_terminal())
         // A log on a full disk loses lines and nothing else: tracing's report of a failed
         // write is an `eprintln!`, which panics on that same stderr — inside whatever actor
         // logged (a chaos run on a full disk lost its kernels and vibe kind supervisors so).

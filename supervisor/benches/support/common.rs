@@ -39,7 +39,8 @@ impl Drop for Guard {
 }
 
 /// Start the daemon built with this bench (or `$TOOLVISOR_BENCH_DAEMON`) on `socket`, its config and state under `dir`, with
-/// `extra_config` (TOML) after the `state_dir` line. Logs at `warn`, to nowhere.
+/// `extra_config` (TOML) after the `state_dir` line. Logs at `info`, the daemon's own default (so
+/// a figure is what `toolvisor serve` gives), to nowhere.
 pub fn start_daemon(dir: &Path, socket: &Path, extra_config: &str) -> Guard {
     let config = dir.join("config.toml");
     let state = dir.join("state").display().to_string();
@@ -56,7 +57,7 @@ pub fn start_daemon(dir: &Path, socket: &Path, extra_config: &str) -> Guard {
             println!("daemon log: {}", log.display());
             (filter, Stdio::from(std::fs::File::create(log).unwrap()))
         }
-        Err(_) => ("warn".to_owned(), Stdio::null()),
+        Err(_) => ("info".to_owned(), Stdio::null()),
     };
     // `TOOLVISOR_BENCH_DAEMON=<path>` runs another build of the daemon (a before/after
     // comparison on the same machine at the same time).
