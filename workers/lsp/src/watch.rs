@@ -17,6 +17,10 @@
 //!
 //! The watch asks for no open, read or close-without-write events: the servers' own scans of
 //! the root make none.
+//!
+//! A query waits for the watch at most its `wait` (the first walk of the root, a large new
+//! directory tree being watched, a stream of events from a copy still running); past it, it
+//! answers with what the watch has seen, as the barrier did.
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsFd, OwnedFd};
@@ -95,7 +99,8 @@ struct Dirs {
 struct State {
     root: PathBuf,
     inotify: Inotify,
-    dirs: Mutex<Dirs>,
+    /// A lock with a deadline: a query waits for it at most its `wait`.
+    dirs: parking_lot::Mutex<Dirs>,
     pending: Mutex<BTreeMap<PathBuf, Change>>,
     overflow: AtomicBool,
     /// Whether the first walk of the root is done; `walk_done` is notified when it is.
@@ -103,6 +108,10 @@ struct State {
     walk_done: Condvar,
     /// Why the watch covers less than the root (it could not start, the directory cap).
     problem: Mutex<Option<String>>,
+    /// The watch was dropped: a walk still running stops.
+    stopping: AtomicBool,
+    /// The inotify instance cannot be read any more (said in `problem`): the thread ends.
+    broken: AtomicBool,
 }
 
 /// The watch of one root; stops its thread when dropped.
@@ -157,12 +166,14 @@ impl RootWatch {
         let state = Arc::new(State {
             root: root.to_path_buf(),
             inotify,
-            dirs: Mutex::new(Dirs::default()),
+            dirs: parking_lot::Mutex::new(Dirs::default()),
             pending: Mutex::new(BTreeMap::new()),
             overflow: AtomicBool::new(false),
             walked: Mutex::new(false),
             walk_done: Condvar::new(),
             problem: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+            broken: AtomicBool::new(false),
         });
         let s = state.clone();
         std::thread::Builder::new()
@@ -210,7 +221,12 @@ impl RootWatch {
                 .unwrap_or_else(|p| p.into_inner().0);
         }
         drop(walked);
-        s.drain(&mut lock(&s.dirs));
+        match s.dirs.try_lock_until(deadline) {
+            Some(mut dirs) => s.drain(&mut dirs, Some(deadline)),
+            None => {
+                tracing::warn!(root = %s.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher is busy (a large new directory, a slow disk); answering with what it has seen");
+            }
+        }
     }
 
     /// The pending changes, or that they were lost.
@@ -227,6 +243,15 @@ impl RootWatch {
     }
 }
 
+impl Drop for RootWatch {
+    fn drop(&mut self) {
+        // The thread also sees the stop pipe hang up, once it waits on it.
+        if let Some(s) = &self.state {
+            s.stopping.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
 fn watch_problem(root: &Path, why: &str) -> String {
     format!(
         "toolvisor's file watcher of {} {why}, so changes made on disk outside the daemon may not reach the server; `lsp reload` makes it read the disk anew",
@@ -238,18 +263,22 @@ fn watch_problem(root: &Path, why: &str) -> String {
 fn run(state: Arc<State>, stopped: OwnedFd) {
     let mut queue = vec![state.root.clone()];
     while let Some(d) = queue.pop() {
-        // A directory at a time, the queue read after each: queries and events are not held
-        // up by a long walk.
-        let mut dirs = lock(&state.dirs);
+        if state.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        // A directory at a time, the queue read after each, the lock handed to a waiting
+        // query: queries and events are not held up by a long walk.
+        let mut dirs = state.dirs.lock();
         if !state.watch_dir(&mut dirs, &d, false, &mut queue) {
             break;
         }
-        state.drain(&mut dirs);
+        state.drain(&mut dirs, None);
+        parking_lot::MutexGuard::unlock_fair(dirs);
     }
     *lock(&state.walked) = true;
     state.walk_done.notify_all();
-    tracing::debug!(root = %state.root.display(), dirs = lock(&state.dirs).by_wd.len(), "watching the server root");
-    loop {
+    tracing::debug!(root = %state.root.display(), dirs = state.dirs.lock().by_wd.len(), "watching the server root");
+    while !state.broken.load(Ordering::SeqCst) {
         let mut fds = [
             PollFd::new(state.inotify.as_fd(), PollFlags::POLLIN),
             PollFd::new(stopped.as_fd(), PollFlags::POLLIN),
@@ -265,15 +294,16 @@ fn run(state: Arc<State>, stopped: OwnedFd) {
         if fds[1].revents().is_some_and(|r| !r.is_empty()) {
             return;
         }
-        state.drain(&mut lock(&state.dirs));
+        state.drain(&mut state.dirs.lock(), None);
     }
 }
 
 impl State {
-    /// Read the inotify queue until it is empty and handle every event, in order. The caller
-    /// holds `dirs`.
-    fn drain(&self, dirs: &mut Dirs) {
-        loop {
+    /// Read the inotify queue until it is empty and handle every event, in order; with a
+    /// `deadline`, stop reading once it passed (events still arriving from a copy that runs
+    /// on). The caller holds `dirs`.
+    fn drain(&self, dirs: &mut Dirs, deadline: Option<Instant>) {
+        while !self.broken.load(Ordering::SeqCst) {
             match self.inotify.read_events() {
                 Ok(events) => {
                     for ev in events {
@@ -283,9 +313,20 @@ impl State {
                 Err(Errno::EAGAIN) => return,
                 Err(Errno::EINTR) => continue,
                 Err(e) => {
+                    // Not seen before on Linux; a watch that cannot read says so once and stops
+                    // (its thread would otherwise wake for ever on a readable descriptor).
                     tracing::warn!(root = %self.root.display(), error = %e, "cannot read the file watcher's events");
+                    *lock(&self.problem) = Some(watch_problem(
+                        &self.root,
+                        &format!("cannot read its events ({e})"),
+                    ));
+                    self.broken.store(true, Ordering::SeqCst);
                     return;
                 }
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                tracing::warn!(root = %self.root.display(), "the file watcher's queue did not empty in time; answering with what it has read");
+                return;
             }
         }
     }
@@ -317,8 +358,15 @@ impl State {
         } else if m.intersects(AddWatchFlags::IN_DELETE | AddWatchFlags::IN_MOVED_FROM) {
             if is_dir && m.contains(AddWatchFlags::IN_MOVED_FROM) {
                 // Moved away, perhaps out of the root: its watches would name paths it no
-                // longer has. A move within the root watches it anew at its new name.
+                // longer has. A move within the root watches it anew at its new name. A
+                // directory already at the old name (an exchange of two, a new one made since)
+                // is watched anew too: the unwatching may have taken its watch.
                 self.unwatch_under(dirs, &path);
+                if std::fs::symlink_metadata(&path).is_ok_and(|md| md.is_dir())
+                    && !self.is_skipped(&path)
+                {
+                    self.add_tree(dirs, &path);
+                }
             }
             self.note(&path, Change::Deleted);
         } else if !is_dir {
@@ -362,7 +410,7 @@ impl State {
     fn add_tree(&self, dirs: &mut Dirs, dir: &Path) {
         let mut queue = vec![dir.to_path_buf()];
         while let Some(d) = queue.pop() {
-            if !self.watch_dir(dirs, &d, true, &mut queue) {
+            if self.stopping.load(Ordering::SeqCst) || !self.watch_dir(dirs, &d, true, &mut queue) {
                 return;
             }
         }
@@ -515,6 +563,62 @@ mod tests {
         std::fs::rename(root.join("b"), &outside).unwrap();
         std::fs::write(outside.join("inner/m.py"), "x = 2\n").unwrap();
         assert_eq!(sync(&w), vec![(root.join("b"), Change::Deleted)]);
+    }
+
+    /// Two directories exchanged in one `renameat2`: each is watched at its new name (the
+    /// first cut unwatched the second one's new watch when it handled its move away).
+    #[test]
+    fn two_exchanged_directories_are_both_watched_at_their_new_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["a", "b"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+            std::fs::write(root.join(d).join(format!("{d}.py")), "").unwrap();
+        }
+        let w = RootWatch::start(&root);
+        assert_eq!(sync(&w), vec![]);
+        let at = std::fs::File::open(&root).unwrap();
+        nix::fcntl::renameat2(&at, "a", &at, "b", nix::fcntl::RenameFlags::RENAME_EXCHANGE)
+            .unwrap();
+        assert!(root.join("b/a.py").exists() && root.join("a/b.py").exists());
+        let got = sync(&w);
+        for p in ["a", "b"] {
+            assert!(got.contains(&(root.join(p), Change::Deleted)), "{got:?}");
+        }
+        std::fs::write(root.join("b/a.py"), "x = 1\n").unwrap();
+        std::fs::write(root.join("a/b.py"), "y = 1\n").unwrap();
+        assert_eq!(
+            sync(&w),
+            vec![
+                (root.join("a/b.py"), Change::Changed),
+                (root.join("b/a.py"), Change::Changed),
+            ]
+        );
+    }
+
+    /// A query waits for a busy watch at most its `wait`, then answers with what was seen
+    /// (the watch's lock held here as a large new tree's walk would hold it).
+    #[test]
+    fn a_query_waits_for_a_busy_watch_no_longer_than_it_may() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let w = Arc::new(RootWatch::start(&root));
+        assert_eq!(sync(&w), vec![]);
+        let state = w.state.clone().unwrap();
+        let held = state.dirs.lock();
+        std::fs::write(root.join("late.py"), "").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let query = w.clone();
+        std::thread::spawn(move || {
+            query.catch_up(Duration::from_millis(50));
+            tx.send(query.take()).unwrap();
+        });
+        let answered = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the query never gave up waiting");
+        assert_eq!(answered, Ok(vec![]), "nothing seen yet: the watch is busy");
+        drop(held);
+        assert_eq!(sync(&w), vec![(root.join("late.py"), Change::Created)]);
     }
 
     #[test]

@@ -67,7 +67,7 @@ impl ServerShared {
         let (path, language_id) = (path.to_path_buf(), language_id.to_string());
         tokio::task::spawn_blocking(move || {
             if let Some(w) = &watch {
-                w.catch_up(crate::outside::WALK_WAIT);
+                w.catch_up(crate::outside::WATCH_WAIT);
             }
             let scope = root_scope(&shared.root)?;
             let text = read_doc(&scope, &path)?;
