@@ -24,6 +24,7 @@ pub const OPENED_PER_QUERY_MAX: usize = 64;
 /// The longest wait before a query for a busy watcher (its first walk of the root, a large new
 /// directory tree, a stream of events).
 pub const WATCH_WAIT: Duration = Duration::from_secs(2);
+
 impl LanguageServers {
     /// Hand the server `changes`, every change made on disk before this call, taken once
     /// the root watch caught up with the disk (`ServerShared::sync_from_disk`; see the module doc). An

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -94,6 +94,8 @@ struct Dirs {
     by_wd: HashMap<WatchDescriptor, PathBuf>,
     /// Whether [`MAX_DIRS`] was reached.
     capped: bool,
+    /// Whether the first walk of the root is done; `State::walk_done` is notified when it is.
+    walked: bool,
 }
 
 struct State {
@@ -101,11 +103,9 @@ struct State {
     inotify: Inotify,
     /// A lock with a deadline: a query waits for it at most its `wait`.
     dirs: parking_lot::Mutex<Dirs>,
+    walk_done: parking_lot::Condvar,
     pending: Mutex<BTreeMap<PathBuf, Change>>,
     overflow: AtomicBool,
-    /// Whether the first walk of the root is done; `walk_done` is notified when it is.
-    walked: Mutex<bool>,
-    walk_done: Condvar,
     /// Why the watch covers less than the root (it could not start, the directory cap).
     problem: Mutex<Option<String>>,
     /// The watch was dropped: a walk still running stops.
@@ -167,10 +167,9 @@ impl RootWatch {
             root: root.to_path_buf(),
             inotify,
             dirs: parking_lot::Mutex::new(Dirs::default()),
+            walk_done: parking_lot::Condvar::new(),
             pending: Mutex::new(BTreeMap::new()),
             overflow: AtomicBool::new(false),
-            walked: Mutex::new(false),
-            walk_done: Condvar::new(),
             problem: Mutex::new(None),
             stopping: AtomicBool::new(false),
             broken: AtomicBool::new(false),
@@ -207,26 +206,17 @@ impl RootWatch {
             return;
         };
         let deadline = Instant::now() + wait;
-        let mut walked = lock(&s.walked);
-        while !*walked {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+        let Some(mut dirs) = s.dirs.try_lock_until(deadline) else {
+            tracing::warn!(root = %s.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher is busy (a large new directory, a slow disk); answering with what it has seen");
+            return;
+        };
+        while !dirs.walked {
+            if s.walk_done.wait_until(&mut dirs, deadline).timed_out() {
                 tracing::warn!(root = %s.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher's first walk of the root is not done; answering with what it has seen");
                 break;
             }
-            walked = s
-                .walk_done
-                .wait_timeout(walked, left)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|p| p.into_inner().0);
         }
-        drop(walked);
-        match s.dirs.try_lock_until(deadline) {
-            Some(mut dirs) => s.drain(&mut dirs, Some(deadline)),
-            None => {
-                tracing::warn!(root = %s.root.display(), waited_ms = wait.as_millis() as u64, "the file watcher is busy (a large new directory, a slow disk); answering with what it has seen");
-            }
-        }
+        s.drain(&mut dirs, Some(deadline));
     }
 
     /// The pending changes, or that they were lost.
@@ -275,9 +265,13 @@ fn run(state: Arc<State>, stopped: OwnedFd) {
         state.drain(&mut dirs, None);
         parking_lot::MutexGuard::unlock_fair(dirs);
     }
-    *lock(&state.walked) = true;
+    let watched = {
+        let mut dirs = state.dirs.lock();
+        dirs.walked = true;
+        dirs.by_wd.len()
+    };
     state.walk_done.notify_all();
-    tracing::debug!(root = %state.root.display(), dirs = state.dirs.lock().by_wd.len(), "watching the server root");
+    tracing::debug!(root = %state.root.display(), dirs = watched, "watching the server root");
     while !state.broken.load(Ordering::SeqCst) {
         let mut fds = [
             PollFd::new(state.inotify.as_fd(), PollFlags::POLLIN),
