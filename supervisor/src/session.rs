@@ -6,15 +6,15 @@
 //! session (events, eval's `tool()` bridge) is in `session/bridge.rs`.
 //!
 //! A session is two tasks and a reader loop, not an actor: it owns no child process and no state
-//! that outlives the connection (state is keyed by conversation). A call that does not end in
-//! its first poll on the reader runs on as a task in a per-connection `JoinSet`, reaped as they
-//! finish; a handler that panics fails its call `internal` (`caught`), never the connection.
-//! `Cancel {id}` resolves the call's cancel channel: the call's future is dropped (and any guard
-//! it holds with it, killing what it started) and the caller gets `cancelled`. When the client
-//! closes its sending side, the calls in flight still finish and their results are written
-//! (half-close); if a write fails, the remaining calls are cancelled. Approval requests wait for the client's answer up to `approval_timeout_s`; a
-//! client without an approval handler is denied at once. Once the daemon drains, a new call is
-//! answered `shutting_down` (`start_call`).
+//! that outlives the connection (state is keyed by conversation). A call that does not end in its
+//! first poll on the reader runs on as a task in a per-connection `JoinSet`, reaped as they finish;
+//! a handler that panics fails its call `internal` (`caught`), never the connection. `Cancel {id}`
+//! resolves the call's cancel channel: the call's future is dropped (and any guard it holds with
+//! it, killing what it started) and the caller gets `cancelled`. When the client closes its sending
+//! side, the calls in flight still finish and their results are written (half-close); if a write
+//! fails, the remaining calls are cancelled. Approval requests wait for the client's answer up to
+//! `approval_timeout_s`; a client without an approval handler is denied at once. Once the daemon
+//! drains, a new call is answered `shutting_down` (`start_call`).
 //!
 //! What a client can make a session hold is bounded (`[limits]`), and every limit answers `busy` or
 //! `timeout` naming its key: the Hello within `hello_timeout_s`, a started frame finished within
