@@ -13,6 +13,7 @@ pub mod downloadview;
 pub mod lanes;
 pub mod listener;
 pub mod logjson;
+pub mod logtext;
 pub mod metrics;
 pub mod operator;
 pub mod outbox;

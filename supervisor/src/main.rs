@@ -852,23 +852,34 @@ fn serve_main(socket: Option<PathBuf>, config: Option<PathBuf>, log_format: &str
         eprintln!("toolvisor: cannot make the daemon non-dumpable (PR_SET_DUMPABLE): {e}");
         return ExitCode::from(2);
     }
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLVISOR_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(stderr_is_terminal())
-        // A log on a full disk loses lines and nothing else: tracing's report of a failed
-        // write is an `eprintln!`, which panics on that same stderr — inside whatever actor
-        // logged (a chaos run on a full disk lost its kernels and vibe kind supervisors so).
-        .log_internal_errors(false);
-    if log_format == "json" {
-        builder
-            .json()
-            .fmt_fields(toolvisor::logjson::SpanFields)
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let spec = std::env::var("TOOLVISOR_LOG").ok();
+        let (filter, names_no_span) = toolvisor::logtext::filter(spec.as_deref(), "info");
+        let ansi = stderr_is_terminal();
+        let log = tracing_subscriber::registry().with(filter);
+        let layer = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(ansi)
+            // A log on a full disk loses lines and nothing else: tracing's report of a failed
+            // write is an `eprintln!`, which panics on that same stderr — inside whatever
+            // actor logged (a chaos run on a full disk lost its kernels and vibe kind
+            // supervisors so).
+            .log_internal_errors(false);
+        if log_format == "json" {
+            log.with(layer.json().fmt_fields(toolvisor::logjson::SpanFields))
+                .init();
+        } else {
+            // A call's fields as a label, not a span, where the two print the same.
+            toolvisor::logtext::use_labels(!ansi && names_no_span);
+            log.with(
+                layer
+                    .event_format(toolvisor::logtext::TextFormat::default())
+                    .fmt_fields(toolvisor::logtext::TextFields),
+            )
             .init();
-    } else {
-        builder.init();
+        }
     }
     let mut config = match Config::load(config.as_deref()) {
         Ok(c) => c,

@@ -51,6 +51,7 @@ use toolvisor_protocol::{PROTOCOL_VERSION, Value};
 
 use crate::admission::Admitted;
 use crate::daemon::{Daemon, SessionInfo, TreeViewer};
+use crate::logtext;
 use crate::outbox::{Outbox, encode_into};
 use crate::registry::validate;
 
@@ -442,20 +443,35 @@ async fn start_call(
     };
 
     // Every log line of the call carries its id, conversation, tool and the resource kind
-    // behind it, so logs join with the audit log (`--log-format json` prints the span).
-    let span = tracing::info_span!(
-        "call",
-        call = id,
-        session = session.id,
-        conversation = %call.conversation,
-        tool = %call.tool,
-        resource = daemon.registry().get(&call.tool).map_or("", |t| t.resource),
-        run = %session.hello.run_id,
-    );
+    // behind it, so logs join with the audit log (`--log-format json` prints the span). The
+    // plain-text log takes them from a label, which costs nothing until a line is logged
+    // (`logtext`); the others from the call's span.
+    let resource = daemon.registry().get(&call.tool).map_or("", |t| t.resource);
+    let call_label = (logtext::labels() && tracing::enabled!(tracing::Level::INFO)).then(|| {
+        logtext::CallLabel {
+            call: id,
+            session: session.id,
+            conversation: call.conversation.clone(),
+            tool: call.tool.clone(),
+            resource,
+            run: session.hello.run_id.clone(),
+        }
+    });
+    let span = match call_label {
+        Some(_) => tracing::Span::none(),
+        None => tracing::info_span!(
+            "call",
+            call = id,
+            session = session.id,
+            conversation = %call.conversation,
+            tool = %call.tool,
+            resource,
+            run = %session.hello.run_id,
+        ),
+    };
     let daemon = daemon.clone();
     let session = session.clone();
-    Some(Box::pin(
-        async move {
+    let task = async move {
         let ctx = SessionCaller::ctx(
             &daemon,
             &session,
@@ -487,7 +503,9 @@ async fn start_call(
             tracing::error!(panic = why, "a tool's handler panicked");
             ToolError::new(
                 ErrorKind::Internal,
-                format!("`{tool}` failed inside the daemon (its handler panicked: {why}); nothing of this call is known to have happened"),
+                format!(
+                    "`{tool}` failed inside the daemon (its handler panicked: {why}); nothing of this call is known to have happened"
+                ),
                 "report this as a bug with the daemon's log; other calls and resources are unaffected",
             )
         });
@@ -503,7 +521,11 @@ async fn start_call(
                 (Outcome::Err(err), label)
             }
         };
-        tracing::debug!(outcome = label, ms = began.elapsed().as_millis() as u64, "call ended");
+        tracing::debug!(
+            outcome = label,
+            ms = began.elapsed().as_millis() as u64,
+            "call ended"
+        );
         // The id (and its in-flight slot) is freed once the result has its room in the queue
         // and before the client can read it; again after, should the connection be closed.
         let _ = session
@@ -515,9 +537,11 @@ async fn start_call(
         lock(&session.calls).remove(&id);
         session.in_flight.fetch_sub(1, Ordering::Relaxed);
         daemon.call_finished(&call.tool, label, began.elapsed());
-    }
-    .instrument(span),
-    ))
+    };
+    Some(match call_label {
+        Some(label) => Box::pin(logtext::in_call(label, task)),
+        None => Box::pin(task.instrument(span)),
+    })
 }
 
 /// `fut`'s output, or `on_panic`'s answer if polling it panics (the future is not polled
