@@ -14,7 +14,8 @@
 //!   span would print the same ([`use_labels`]): plain text, uncoloured, under a `Targets`
 //!   filter. A filter directive that names a span needs the span, and so do the JSON and the
 //!   coloured formats; there the call is instrumented as before. `tests` checks that both
-//!   print the same lines.
+//!   print the same lines. One difference remains, which no code here meets: a span made
+//!   outside a call and entered inside it printed as a root span, and now follows the label.
 //! - **The filter.** [`filter`] gives a `Targets` for a filter of targets and levels only,
 //!   which takes no lock per span, and an `EnvFilter` only for a directive that names a span.
 //! - **The fields.** [`TextFields`] writes `DefaultFields`' text without its per-field
@@ -146,7 +147,9 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        if writer.has_ansi_escapes() || CALL.try_with(|_| ()).is_err() {
+        // An event with an explicit parent (`parent: None`, `parent: &span`) did not sit
+        // under the call's span either: `Format<Full>` prints its own ancestry.
+        if writer.has_ansi_escapes() || !event.is_contextual() || CALL.try_with(|_| ()).is_err() {
             return self.full.format_event(ctx, writer, event);
         }
         let normalized = event.normalized_metadata();
@@ -190,8 +193,14 @@ pub fn filter(var: Option<&str>, default: &str) -> (Box<dyn Layer<Registry> + Se
         Some(spec) if EnvFilter::builder().parse(spec).is_ok() => spec,
         _ => default,
     };
-    if !spec.contains(['[', '{'])
-        && let Ok(targets) = spec.parse::<Targets>()
+    // `EnvFilter` skips empty directives (`info,`) and reads `target=` as `target=trace`;
+    // `Targets` reads an empty level as `error`. Those, and an empty filter (nothing logged),
+    // stay with `EnvFilter`.
+    let directives: Vec<&str> = spec.split(',').filter(|d| !d.is_empty()).collect();
+    if !directives.is_empty()
+        && !spec.contains(['[', '{'])
+        && !directives.iter().any(|d| d.ends_with('='))
+        && let Ok(targets) = directives.join(",").parse::<Targets>()
     {
         return (Box::new(targets), true);
     }
@@ -213,7 +222,9 @@ const BUF_KEEP: usize = 4096;
 
 impl<'w> FormatFields<'w> for TextFields {
     fn format_fields<R: RecordFields>(&self, mut writer: Writer<'w>, fields: R) -> fmt::Result {
-        if writer.has_ansi_escapes() {
+        // A writer that does not sanitize escapes can only be made inside tracing-subscriber;
+        // should one come, the default formatter knows what to do with it.
+        if writer.has_ansi_escapes() || !writer.sanitizes_ansi_escapes() {
             return DefaultFields::new().format_fields(writer, fields);
         }
         BUF.with(|buf| {
@@ -540,6 +551,17 @@ mod tests {
             passed(Some("info,toolvisor_lsp=debug")),
             (true, "lsp debug,session info,lsp warn".into())
         );
+        // Empty directives are skipped, as EnvFilter does; an empty level means `trace`.
+        assert_eq!(passed(Some("warn,")), (true, "lsp warn".into()));
+        assert_eq!(
+            passed(Some("warn,,toolvisor_lsp=debug")),
+            (true, "lsp debug,lsp warn".into())
+        );
+        assert_eq!(
+            passed(Some("warn,toolvisor_lsp=")),
+            (false, "lsp debug,lsp warn".into())
+        );
+        assert_eq!(passed(Some("")), (false, String::new()));
         // Not a filter: the default, as before.
         assert_eq!(
             passed(Some("warn,a=b=c")),
@@ -589,6 +611,7 @@ mod tests {
         };
         let body = async {
             tracing::info!("inside the call");
+            tracing::info!(parent: None, "a root event, in the call but under no span");
             tokio::task::yield_now().await;
             tracing::warn!(path = "/a b", n = 3u64, "after a yield");
             tracing::info_span!("inner", depth = 2u64).in_scope(|| {
@@ -628,7 +651,7 @@ mod tests {
     fn a_labelled_call_logs_the_lines_its_span_did() {
         let labelled = call_lines(true);
         assert_eq!(labelled, call_lines(false));
-        assert_eq!(labelled.lines().count(), 7, "{labelled}");
+        assert_eq!(labelled.lines().count(), 8, "{labelled}");
         assert!(
             labelled.contains(
                 " WARN call{call=42 session=7 conversation=conv 1 tool=lsp resource=\"lsp\" \
