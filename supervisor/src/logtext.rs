@@ -74,11 +74,11 @@ impl CallLabel {
     /// The label as `TextFields` writes the span's fields:
     /// `call=1 session=2 conversation=c tool=t resource="r" run=x`.
     fn write(&self, w: &mut Writer<'_>) -> fmt::Result {
-        let mut digits = [0u8; 20];
+        let mut digits = itoa::Buffer::new();
         w.write_str("call=")?;
-        w.write_str(decimal(self.call, &mut digits))?;
+        w.write_str(digits.format(self.call))?;
         w.write_str(" session=")?;
-        w.write_str(decimal(self.session, &mut digits))?;
+        w.write_str(digits.format(self.session))?;
         w.write_str(" conversation=")?;
         w.write_str(&self.conversation)?;
         w.write_str(" tool=")?;
@@ -274,7 +274,11 @@ fn verbatim(s: &str) -> bool {
 
 impl Fast<'_> {
     /// Writes the separator and `name=`, then `value`.
+    /// Nothing more is written once a write failed (as `DefaultVisitor` does).
     fn field(&mut self, name: &str, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
+        if self.result.is_err() {
+            return;
+        }
         let w = &mut self.writer;
         let pad = if self.empty {
             Ok(())
@@ -290,7 +294,7 @@ impl Fast<'_> {
 
     /// `DefaultVisitor` writes this one field.
     fn default(&mut self, name: &str, visit: impl FnOnce(&mut DefaultVisitor<'_>)) {
-        if name.starts_with("log.") {
+        if self.result.is_err() || name.starts_with("log.") {
             return; // Skipped by the default visitor too, and no separator.
         }
         let mut visitor = DefaultVisitor::new(self.writer.by_ref(), self.empty);
@@ -302,38 +306,24 @@ impl Fast<'_> {
 
 impl Visit for Fast<'_> {
     fn record_u64(&mut self, field: &Field, value: u64) {
-        if self.result.is_err() {
-            return;
-        }
         if !plain(field.name()) {
             return self.default(field.name(), |v| v.record_u64(field, value));
         }
-        let mut digits = [0u8; 20];
-        let text = decimal(value, &mut digits);
-        self.field(field.name(), |w| w.write_str(text));
+        self.field(field.name(), |w| {
+            w.write_str(itoa::Buffer::new().format(value))
+        });
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        if self.result.is_err() {
-            return;
-        }
         if !plain(field.name()) {
             return self.default(field.name(), |v| v.record_i64(field, value));
         }
-        let mut digits = [0u8; 20];
-        let text = decimal(value.unsigned_abs(), &mut digits);
         self.field(field.name(), |w| {
-            if value < 0 {
-                w.write_char('-')?;
-            }
-            w.write_str(text)
+            w.write_str(itoa::Buffer::new().format(value))
         });
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        if self.result.is_err() {
-            return;
-        }
         if !plain(field.name()) {
             return self.default(field.name(), |v| v.record_bool(field, value));
         }
@@ -343,9 +333,6 @@ impl Visit for Fast<'_> {
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
-        if self.result.is_err() {
-            return;
-        }
         if !plain(field.name()) || !verbatim(value) {
             return self.default(field.name(), |v| v.record_str(field, value));
         }
@@ -357,36 +344,15 @@ impl Visit for Fast<'_> {
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        if self.result.is_err() {
-            return;
-        }
         self.default(field.name(), |v| v.record_error(field, value));
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if self.result.is_err() {
-            return;
-        }
         if !plain(field.name()) {
             return self.default(field.name(), |v| v.record_debug(field, value));
         }
         self.field(field.name(), |w| write!(w, "{value:?}"));
     }
-}
-
-/// `value` in decimal, in the tail of `buf`.
-fn decimal(mut value: u64, buf: &mut [u8; 20]) -> &str {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    std::str::from_utf8(&buf[at..]).unwrap_or("")
 }
 
 #[cfg(test)]
@@ -659,13 +625,5 @@ mod tests {
             ),
             "{labelled}"
         );
-    }
-
-    #[test]
-    fn decimal_writes_every_width() {
-        for value in [0, 7, 10, 99, 100, 12_345, u64::MAX] {
-            let mut buf = [0u8; 20];
-            assert_eq!(decimal(value, &mut buf), value.to_string());
-        }
     }
 }
