@@ -1,5 +1,6 @@
 //! `adapters` says which adapters work here and why not: debugpy and lldb-dap resolve, delve
-//! and dart are configured but their binaries are absent ("binary not found"); debugpy runs
+//! and dart configured with binaries that exist on no machine are "binary not found" (the
+//! test must not depend on whether this machine has dlv or dart); debugpy runs
 //! on the project's own `.venv` before any python on the path, so the program sees the
 //! project's packages.
 
@@ -25,7 +26,18 @@ fn adapters_says_what_works_here_and_why_not() {
     require_lldb_dap();
     let p = project(&[("go.mod", "module x\n")]);
     let w = p.path();
-    let d = TestDaemon::start(&debug_config(""));
+    let d = TestDaemon::start(&debug_config(
+        r#"[debug.adapters.delve]
+commands = [["toolvisor-test-absent-dlv", "dap"]]
+markers = ["go.mod"]
+extensions = ["go"]
+
+[debug.adapters.dart]
+commands = [["toolvisor-test-absent-dart", "debug_adapter"]]
+markers = ["pubspec.yaml"]
+extensions = ["dart"]
+"#,
+    ));
     let report = dbg(&d, w, json!({"op": "adapters"}));
     let debugpy = adapter(&report, "debugpy");
     assert_eq!(debugpy["available"], true, "{report}");

@@ -16,10 +16,24 @@ fn lang<'a>(status: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{name} missing from {status}"))
 }
 
+/// Two languages whose servers cannot exist on any machine (whatever else it has installed,
+/// e.g. gopls): the "marker only" half of the rule is tested on them.
+const ABSENT_SERVERS: &str = r#"
+[lsp.languages.absentgo]
+extensions = ["absentgo"]
+markers = ["absent-go.mod"]
+servers = [["toolvisor-test-absent-gopls"]]
+
+[lsp.languages.absentdart]
+extensions = ["absentdart"]
+markers = ["absent-pubspec.yaml"]
+servers = [["toolvisor-test-absent-dart", "language-server"]]
+"#;
+
 #[test]
 fn status_names_the_missing_half() {
     require("pyright-langserver");
-    let d = TestDaemon::start(&lsp_config(""));
+    let d = TestDaemon::start(&lsp_config(ABSENT_SERVERS));
 
     // Both: a marker and a resolvable binary.
     let both = project(&[("pyproject.toml", ""), ("a.py", "x = 1\n")]);
@@ -34,14 +48,17 @@ fn status_names_the_missing_half() {
         "{s}"
     );
 
-    // Marker only: go.mod, but no gopls anywhere; dart likewise.
+    // Marker only: the markers are there, the servers' binaries nowhere.
     let marker_only = project(&[
-        ("go.mod", "module x\n"),
-        ("pubspec.yaml", "name: x\n"),
-        ("main.go", "package main\n"),
+        ("absent-go.mod", "module x\n"),
+        ("absent-pubspec.yaml", "name: x\n"),
+        ("main.absentgo", "package main\n"),
     ]);
     let s = ok_in(&d, marker_only.path(), "lsp", json!({"op": "status"}));
-    for (name, bin) in [("go", "`gopls`"), ("dart", "`dart`")] {
+    for (name, bin) in [
+        ("absentgo", "`toolvisor-test-absent-gopls`"),
+        ("absentdart", "`toolvisor-test-absent-dart`"),
+    ] {
         let l = lang(&s, name);
         assert_eq!(l["state"], "binary not found", "{s}");
         let reason = l["reason"].as_str().unwrap();
@@ -56,11 +73,12 @@ fn status_names_the_missing_half() {
         &d,
         marker_only.path(),
         "lsp",
-        json!({"op": "hover", "file": "main.go", "line": 1, "symbol": "main"}),
+        json!({"op": "hover", "file": "main.absentgo", "line": 1, "symbol": "main"}),
     );
     assert_eq!(e.kind, ErrorKind::NotAvailable);
     assert!(
-        e.message.contains("binary not found: looked for `gopls`"),
+        e.message
+            .contains("binary not found: looked for `toolvisor-test-absent-gopls`"),
         "{e}"
     );
 

@@ -96,6 +96,9 @@ pub struct Debuggers {
     ids: IdCounter,
     /// Interpreters known to import debugpy → its version.
     debugpy_ok: Mutex<HashMap<PathBuf, String>>,
+    /// Whether gdb can call into a process on this host (debugpy's attach by pid needs
+    /// it), probed once.
+    gdb_calls: tokio::sync::OnceCell<Result<(), String>>,
 }
 
 fn err(kind: ErrorKind, message: impl Into<String>, hint: impl Into<String>) -> ToolError {
@@ -168,6 +171,7 @@ impl Debuggers {
             slots: Mutex::new(HashMap::new()),
             ids,
             debugpy_ok: Mutex::new(HashMap::new()),
+            gdb_calls: tokio::sync::OnceCell::new(),
         }
     }
 

@@ -133,6 +133,19 @@ impl Debuggers {
                         "install gdb (`apt-get install gdb`; scripts/install-test-deps does), or start the program under `python -m debugpy --listen PORT` and attach by `port`",
                     ));
                 }
+                // It injects by making gdb call into the process; some hosts (virtual
+                // machines that do not let a tracer write the FPU's extended state) refuse
+                // that, and the adapter then answers nothing for its whole start timeout
+                // (and the target may die of the interrupted call). Ask first.
+                if let Err(why) = self.gdb_can_call(&call.workdir).await {
+                    return Err(err(
+                        ErrorKind::NotAvailable,
+                        format!(
+                            "debug attach: debugpy attaches to process {pid} by making gdb call into it, and gdb cannot call into a process on this host: {why}"
+                        ),
+                        "make the program listen instead: add `import debugpy; debugpy.listen(5678)` at its start (or run it as `python -m debugpy --listen 5678 prog.py`), then `attach` with `port: 5678`",
+                    ));
+                }
                 request.insert("processId".into(), json!(pid));
                 if let Some(mine) = args.just_my_code {
                     request.insert("justMyCode".into(), json!(mine));
@@ -184,15 +197,141 @@ impl Debuggers {
             )
             .await?;
         let expect_stop = !slot.nothing_set();
-        self.handshake(
+        let handshake = self.handshake(
             &session,
             slot,
             "attach",
             Value::Object(request),
             expect_stop,
-        )
-        .await
+        );
+        // The target is not the daemon's child: its end is seen in /proc, not by a wait.
+        let died = async {
+            while process::alive(pid) {
+                tokio::time::sleep(TARGET_POLL).await;
+            }
+        };
+        tokio::select! {
+            answer = handshake => match answer {
+                Err(e) if !process::alive(pid) => Err(target_died(pid, &e.message)),
+                answer => answer,
+            },
+            () = died => {
+                if session.is_live() {
+                    session
+                        .shutdown(EndKind::Failed, format!("process {pid} exited during the attach"))
+                        .await;
+                }
+                Err(target_died(pid, "the attach was under way"))
+            }
+        }
     }
+
+    /// Whether gdb can call a function inside a process here, found once per daemon by
+    /// trying it on a throwaway `sleep` (through the launcher, so with the adapters' `PATH`
+    /// and under the shim): `Err` says what gdb said.
+    async fn gdb_can_call(&self, workdir: &Path) -> Result<(), String> {
+        self.gdb_calls
+            .get_or_init(|| gdb_call_probe(&self.launcher, workdir))
+            .await
+            .clone()
+    }
+}
+
+/// How often a process being attached to is checked for having exited.
+const TARGET_POLL: Duration = Duration::from_millis(200);
+
+/// The answer when the process being attached to exits before the attach is done.
+fn target_died(pid: u32, during: &str) -> ToolError {
+    err(
+        ErrorKind::ResourceFailed,
+        format!(
+            "debug attach: process {pid} exited during the attach ({during}); it is not the daemon's child, so its exit status cannot be read here"
+        ),
+        "the injection may have killed it: start the program again, and prefer `debugpy.listen(PORT)` in the program with `attach {port}`, or `launch` it under the debugger",
+    )
+}
+
+/// The shell script of the gdb probe: a throwaway `sleep`, gdb attached to it calling
+/// `getpid()`, and the `sleep`'s pid printed so the answer can be checked.
+const GDB_PROBE: &str = r#"sleep 60 & p=$!
+gdb -nx -batch -iex 'set debuginfod enabled off' -p "$p" -ex 'call (int)getpid()' 2>&1
+echo "probe-pid=$p"
+kill "$p" 2>/dev/null
+"#;
+
+/// The longest the gdb probe may take (gdb reads the target's symbols first).
+const GDB_PROBE_BUDGET: Duration = Duration::from_secs(20);
+
+/// Runs [`GDB_PROBE`] and reads its output: `Ok` when gdb printed the `sleep`'s pid as the
+/// call's value.
+async fn gdb_call_probe(launcher: &Launcher, workdir: &Path) -> Result<(), String> {
+    let spec = launcher.spec(
+        "sh",
+        &["-c".into(), GDB_PROBE.into()],
+        workdir,
+        false,
+        "debug/gdb-probe",
+    );
+    let mut spawned = process::spawn(spec)
+        .await
+        .map_err(|e| format!("the gdb probe could not start: {e}"))?;
+    let mut out = Vec::new();
+    let finished = tokio::time::timeout(GDB_PROBE_BUDGET, async {
+        let _ = spawned.stdout.read_to_end(&mut out).await;
+        let _ = spawned.exit.wait_for(Option::is_some).await;
+    })
+    .await;
+    drop(spawned.guard);
+    if finished.is_err() {
+        return Err(format!(
+            "gdb did not finish calling into a throwaway process within {} s",
+            GDB_PROBE_BUDGET.as_secs()
+        ));
+    }
+    gdb_probe_verdict(&String::from_utf8_lossy(&out))
+}
+
+/// The probe's verdict from its output: the call's value must be the probed pid.
+fn gdb_probe_verdict(out: &str) -> Result<(), String> {
+    let pid = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("probe-pid="))
+        .unwrap_or("");
+    let called = !pid.is_empty()
+        && out.lines().any(|l| {
+            l.trim()
+                .strip_prefix('$')
+                .and_then(|rest| rest.split_once(" = "))
+                .is_some_and(|(_, value)| value.trim() == pid)
+        });
+    if called {
+        return Ok(());
+    }
+    let telling = out
+        .lines()
+        .map(str::trim)
+        .find(|l| {
+            [
+                "Couldn't",
+                "Cannot",
+                "cannot",
+                "not permitted",
+                "No such",
+                "not found",
+            ]
+            .iter()
+            .any(|w| l.contains(w))
+        })
+        .or_else(|| {
+            out.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("probe-pid="))
+                .last()
+        })
+        .unwrap_or("it printed nothing");
+    Err(format!(
+        "gdb's call of getpid() in a throwaway process failed ({telling})"
+    ))
 }
 
 /// The checks `attach {pid}` makes before anything runs: the process exists and has not
@@ -370,6 +509,27 @@ mod tests {
         child.wait().unwrap();
         let e = attachable(child.id(), dir.path(), &open).unwrap_err();
         assert_eq!(e.kind, ErrorKind::NotFound, "{e:?}");
+    }
+
+    #[test]
+    fn the_gdb_probe_passes_only_on_the_probed_pid_and_names_gdbs_complaint() {
+        let ok = "Attaching to process 4242\n[Inferior 1 (process 4242) detached]\n$1 = 4242\nprobe-pid=4242\n";
+        gdb_probe_verdict(ok).unwrap();
+        let other = "$1 = 17\nprobe-pid=4242\n";
+        assert!(gdb_probe_verdict(other).is_err());
+        let vm = "Attaching to process 4242\nCouldn't write extended state status: Bad address.\n[Inferior 1 (process 4242) detached]\nprobe-pid=4242\n";
+        let e = gdb_probe_verdict(vm).unwrap_err();
+        assert!(
+            e.contains("Couldn't write extended state status: Bad address."),
+            "{e}"
+        );
+        let e = gdb_probe_verdict("sh: 2: gdb: not found\nprobe-pid=9\n").unwrap_err();
+        assert!(e.contains("gdb: not found"), "{e}");
+        assert!(
+            gdb_probe_verdict("")
+                .unwrap_err()
+                .contains("printed nothing")
+        );
     }
 
     #[test]
