@@ -12,6 +12,7 @@ mod clients_python;
 mod clients_typescript;
 mod contrib_k8s_recipe;
 mod data_hub;
+mod data_hub_links;
 mod data_hybrid;
 mod debug_adapters_report;
 mod debug_attach_debugpy;

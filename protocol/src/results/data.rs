@@ -157,6 +157,9 @@ pub struct ListDataResult {
     pub offset: u64,
     /// Without a filter: the reachable collections with their sizes.
     pub collections: Option<Vec<DataCollection>>,
+    /// Originals of the reachable collections found and not read (a symbolic link, a FIFO),
+    /// each with why: the hub follows no links.
+    pub warnings: Option<Vec<String>>,
 }
 
 /// The result of `write_data`: the changed or created card.

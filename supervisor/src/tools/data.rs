@@ -48,6 +48,11 @@ fn data_error(e: DataError) -> ToolError {
             e.to_string(),
             "check the path's permissions and free space",
         ),
+        e @ DataError::NotFollowed { .. } => ToolError::new(
+            ErrorKind::PolicyDenied,
+            e.to_string(),
+            "the data hub reads regular files inside its collections only, never through a link",
+        ),
     }
 }
 
@@ -262,6 +267,10 @@ pub(crate) async fn run_list_data(
             .into_iter()
             .map(|(name, documents)| json!({"name": name, "documents": documents}))
             .collect();
+    }
+    let warnings = hub.warnings(&reach);
+    if !warnings.is_empty() {
+        out["warnings"] = json!(warnings);
     }
     Ok(out)
 }

@@ -150,7 +150,10 @@ fn main() {
     }
     let began = Instant::now();
     for f in &files {
-        store.ingest("docs", f, false, 1 << 24, &who).unwrap();
+        let root = toolvisor_data::original::Root::of(f.parent().unwrap()).unwrap();
+        store
+            .ingest("docs", &root, f, false, 1 << 24, &who)
+            .unwrap();
     }
     let took = began.elapsed();
     println!(

@@ -24,6 +24,7 @@ use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorM
 use toolvisor_protocol::tree::NodeState;
 
 use crate::embedding::{Embedder, LastError};
+use crate::original::Root;
 use crate::store::{DataError, Reach, Store, Who};
 
 /// `[data]`: the collections and who may reach them.
@@ -146,6 +147,15 @@ struct Shared {
     status: Arc<NodeStatus>,
     /// Told when documents may have changed (the embedding worker waits on it).
     changed: Arc<tokio::sync::Notify>,
+    /// Originals found and not read (a link, a FIFO): path → (collection, why). Shown by
+    /// `list_data` as warnings to runs that reach the collection.
+    not_read: Mutex<BTreeMap<PathBuf, (String, String)>>,
+}
+
+impl Shared {
+    fn not_read(&self) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, (String, String)>> {
+        self.not_read.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// What tool handlers call.
@@ -183,6 +193,8 @@ pub const STORE_ID: &str = "hub";
 const DEBOUNCE: Duration = Duration::from_millis(25);
 /// Paths the watcher may queue before it asks for a full rescan instead.
 const WATCH_QUEUE: usize = 4096;
+/// Originals not read that `list_data` names one by one; the rest are counted.
+const MAX_WARNINGS: usize = 20;
 
 impl DataHub {
     /// The hub for `config`, its files under `dir` (the database `hub.sqlite3` and `notes/`).
@@ -204,6 +216,7 @@ impl DataHub {
                 converted: AtomicU64::new(0),
                 status,
                 changed: Arc::new(tokio::sync::Notify::new()),
+                not_read: Mutex::new(BTreeMap::new()),
             }),
             embedder: OnceLock::new(),
             embed_error: Arc::new(LastError::default()),
@@ -239,6 +252,33 @@ impl DataHub {
 
     pub fn config(&self) -> &DataConfig {
         &self.config
+    }
+
+    /// Originals of the collections in `reach` that were found and not read, each with
+    /// why ("handbook/pay.md: a symbolic link …"), at most `MAX_WARNINGS` and a count of
+    /// the rest. Where a link points is never said.
+    pub fn warnings(&self, reach: &Reach) -> Vec<String> {
+        let not_read = self.shared.not_read();
+        let mine: Vec<String> = not_read
+            .iter()
+            .filter(|(_, (collection, _))| reach.names().iter().any(|n| n == collection))
+            .map(|(path, (collection, why))| {
+                let below = self
+                    .config
+                    .collections
+                    .get(collection)
+                    .and_then(|c| c.path.as_deref())
+                    .and_then(|root| path.strip_prefix(root).ok())
+                    .unwrap_or(path);
+                format!("{collection}/{}: {why}", below.display())
+            })
+            .collect();
+        let more = mine.len().saturating_sub(MAX_WARNINGS);
+        let mut out: Vec<String> = mine.into_iter().take(MAX_WARNINGS).collect();
+        if more > 0 {
+            out.push(format!("… and {more} more originals not read"));
+        }
+        out
     }
 
     pub fn db_path(&self) -> &Path {
@@ -383,6 +423,7 @@ impl DataHub {
         let content = format!("# {title}\n\n{text}\n");
         let collection = collection.to_string();
         let max = self.config.max_file_bytes;
+        let notes_root = dir.clone();
         self.with_store(move |store| {
             toolvisor_kit::private::ensure_private_dir(&dir, "the data hub's notes directory")
                 .map_err(|e| DataError::Io {
@@ -401,8 +442,13 @@ impl DataHub {
                 path: path.display().to_string(),
                 source: std::io::Error::other(e.to_string()),
             })?;
+            let root = Root::of(&notes_root).ok_or_else(|| DataError::Io {
+                what: "cannot find",
+                path: notes_root.display().to_string(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            })?;
             store
-                .ingest(&collection, &path, true, max, &who)?
+                .ingest(&collection, &root, &path, true, max, &who)?
                 .ok_or_else(|| DataError::InvalidArgs {
                     message: "the note could not be converted".into(),
                     hint: format!("its text is over data.max_file_bytes ({max})"),
@@ -436,21 +482,49 @@ struct StoreState {
     shared: Arc<Shared>,
 }
 
-/// The collections' originals: (collection, file, is a note).
-fn originals(config: &DataConfig, notes_dir: &Path) -> Vec<(String, PathBuf, bool)> {
+/// One original found by the walk: its collection, its folder, its path, and whether it is
+/// a note.
+struct Found {
+    collection: String,
+    root: Root,
+    path: PathBuf,
+    note: bool,
+}
+
+/// The collections' folders: (collection, folder as configured, holds notes).
+fn folders(config: &DataConfig, notes_dir: &Path) -> Vec<(String, PathBuf, bool)> {
     let mut out = Vec::new();
     for (name, c) in &config.collections {
         if let Some(root) = &c.path {
-            walk(root, &mut |p| out.push((name.clone(), p, false)));
+            out.push((name.clone(), root.clone(), false));
         }
-        walk(&notes_dir.join(name), &mut |p| {
-            out.push((name.clone(), p, true))
+        out.push((name.clone(), notes_dir.join(name), true));
+    }
+    out
+}
+
+/// The collections' originals.
+fn originals(config: &DataConfig, notes_dir: &Path) -> Vec<Found> {
+    let mut out = Vec::new();
+    for (collection, folder, note) in folders(config, notes_dir) {
+        let Some(root) = Root::of(&folder) else {
+            continue;
+        };
+        walk(&folder, &mut |path| {
+            out.push(Found {
+                collection: collection.clone(),
+                root: root.clone(),
+                path,
+                note,
+            })
         });
     }
     out
 }
 
-/// Every supported file under `dir`, not following symlinks, skipping dot-directories.
+/// Every entry under `dir` that has a supported name, and every link, skipping
+/// dot-directories and entering no linked directory. Links and special files are handed
+/// on: whether an original is read is decided in one place, [`Root::open`].
 fn walk(dir: &Path, found: &mut dyn FnMut(PathBuf)) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -463,8 +537,53 @@ fn walk(dir: &Path, found: &mut dyn FnMut(PathBuf)) {
         let hidden = entry.file_name().to_string_lossy().starts_with('.');
         if kind.is_dir() && !hidden {
             walk(&path, found);
-        } else if kind.is_file() && !hidden && crate::convert::supported(&path) {
+        } else if !hidden && (kind.is_symlink() || crate::convert::supported(&path)) {
             found(path);
+        }
+    }
+}
+
+/// What [`take_in`] did with an original.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Taken {
+    /// Converted, or unchanged since its last conversion.
+    Read,
+    /// Not read under the rule (a link, a special file): its document, if any, is trashed.
+    NotRead,
+    /// Reading or converting failed (logged); its document, if any, stays as it was.
+    Failed,
+}
+
+/// Read one original (or note) into the store under the one rule; one that is not read
+/// (a link, a special file) is recorded for `list_data`'s warnings and its document, if it
+/// had one, goes to the trash.
+fn take_in(store: &mut Store, shared: &Shared, found: &Found, max_bytes: u64, who: &Who) -> Taken {
+    let path = &found.path;
+    match store.ingest(
+        &found.collection,
+        &found.root,
+        path,
+        found.note,
+        max_bytes,
+        who,
+    ) {
+        Ok(_) => {
+            shared.not_read().remove(path);
+            Taken::Read
+        }
+        Err(DataError::NotFollowed { why, .. }) => {
+            tracing::warn!(path = %path.display(), why, "data hub: an original not read");
+            shared
+                .not_read()
+                .insert(path.clone(), (found.collection.clone(), why));
+            if let Err(e) = store.original_removed(path, who) {
+                tracing::warn!(path = %path.display(), error = %e, "data hub: cannot trash a document whose original is not read");
+            }
+            Taken::NotRead
+        }
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "data hub: cannot convert");
+            Taken::Failed
         }
     }
 }
@@ -477,19 +596,18 @@ fn full_scan(store: &Mutex<Store>, config: &DataConfig, notes_dir: &Path, shared
     };
     let all = originals(config, notes_dir);
     let mut present: BTreeMap<String, HashSet<String>> = BTreeMap::new();
-    for (collection, path, note) in &all {
-        present
-            .entry(collection.clone())
-            .or_default()
-            .insert(path.display().to_string());
+    shared.not_read().clear();
+    for found in &all {
         let mut s = store.lock().unwrap_or_else(|p| p.into_inner());
-        match s.ingest(collection, path, *note, config.max_file_bytes, &who) {
-            Ok(_) => {
-                shared.converted.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "data hub: cannot convert")
-            }
+        let taken = take_in(&mut s, shared, found, config.max_file_bytes, &who);
+        if taken == Taken::Read {
+            shared.converted.fetch_add(1, Ordering::Relaxed);
+        }
+        if taken != Taken::NotRead {
+            present
+                .entry(found.collection.clone())
+                .or_default()
+                .insert(found.path.display().to_string());
         }
     }
     let mut s = store.lock().unwrap_or_else(|p| p.into_inner());
@@ -556,24 +674,31 @@ impl Actor for StoreActor {
         let (tx, mut rx) = mpsc::channel::<PathBuf>(WATCH_QUEUE);
         let overflow = Arc::new(AtomicBool::new(false));
         let watch_overflow = overflow.clone();
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if let Ok(event) = res {
-                for path in event.paths {
-                    if tx.try_send(path).is_err() {
-                        watch_overflow.store(true, Ordering::SeqCst);
+        use notify::Watcher;
+        // A linked directory is not entered: its files are not the collection's.
+        let mut watcher = notify::RecommendedWatcher::new(
+            move |res: notify::Result<notify::Event>| {
+                if let Ok(event) = res {
+                    for path in event.paths {
+                        if tx.try_send(path).is_err() {
+                            watch_overflow.store(true, Ordering::SeqCst);
+                        }
                     }
                 }
-            }
-        })
+            },
+            notify::Config::default().with_follow_symlinks(false),
+        )
         .map_err(|e| format!("cannot watch the data hub's originals: {e}"))?;
-        use notify::Watcher;
-        let mut roots: Vec<(String, PathBuf, bool)> = Vec::new();
+        // The real form of each root is taken now: a root swapped for a link later leads
+        // nowhere (every original under it then reads as reached through a link).
+        let mut roots: Vec<(String, Root)> = Vec::new();
         for (name, c) in &args.config.collections {
-            if let Some(p) = &c.path {
-                roots.push((name.clone(), p.clone(), false));
+            if let Some(root) = c.path.as_deref().and_then(Root::of) {
+                roots.push((name.clone(), root));
             }
         }
-        for (name, root, _) in &roots {
+        for (name, root) in &roots {
+            let root = &root.configured;
             if let Err(e) = watcher.watch(root, notify::RecursiveMode::Recursive) {
                 tracing::warn!(collection = name, path = %root.display(), error = %e, "data hub: cannot watch a collection's folder; changes there are seen at the next start");
             }
@@ -621,23 +746,31 @@ impl Actor for StoreActor {
                         return;
                     }
                     for path in batch {
-                        let Some((name, _, _)) =
-                            roots2.iter().find(|(_, root, _)| path.starts_with(root))
+                        let Some((name, root)) = roots2
+                            .iter()
+                            .find(|(_, root)| path.starts_with(&root.configured))
                         else {
                             continue;
                         };
                         let mut store = s2.lock().unwrap_or_else(|p| p.into_inner());
-                        let result = if path.is_file() {
-                            store
-                                .ingest(name, &path, false, c2.max_file_bytes, &who2)
-                                .map(|_| ())
-                        } else if !path.exists() {
-                            store.original_removed(&path, &who2).map(|_| ())
-                        } else {
-                            Ok(())
-                        };
-                        if let Err(e) = result {
-                            tracing::warn!(path = %path.display(), error = %e, "data hub: cannot convert a changed original");
+                        // What is at the path itself, not where a link there leads.
+                        match std::fs::symlink_metadata(&path) {
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                                sh2.not_read().remove(&path);
+                                if let Err(e) = store.original_removed(&path, &who2) {
+                                    tracing::warn!(path = %path.display(), error = %e, "data hub: cannot trash a removed original");
+                                }
+                            }
+                            Ok(meta) if meta.is_dir() => {}
+                            _ => {
+                                let found = Found {
+                                    collection: name.clone(),
+                                    root: root.clone(),
+                                    path,
+                                    note: false,
+                                };
+                                take_in(&mut store, &sh2, &found, c2.max_file_bytes, &who2);
+                            }
                         }
                     }
                 })

@@ -8,6 +8,7 @@ pub mod convert;
 mod dbfile;
 pub mod embedding;
 pub mod hub;
+pub mod original;
 pub mod store;
 
 pub use embedding::Embedder;

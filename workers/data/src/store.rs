@@ -23,6 +23,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::convert::{self, Section};
+use crate::original::{NotRead, Root};
 
 mod trash;
 mod vectors;
@@ -54,6 +55,9 @@ pub enum DataError {
         path: String,
         source: std::io::Error,
     },
+    /// An original that the hub does not read: a link, or not a regular file.
+    #[error("{path}: {why}")]
+    NotFollowed { path: String, why: String },
 }
 
 pub type Result<T> = std::result::Result<T, DataError>;
@@ -344,12 +348,21 @@ impl Store {
     pub fn ingest(
         &mut self,
         collection: &str,
+        root: &Root,
         source: &Path,
         note: bool,
         max_bytes: u64,
         who: &Who,
     ) -> Result<Option<i64>> {
         if !convert::supported(source) {
+            // Not an original, but a link is still named among the warnings (a linked
+            // directory, say): the hub enters none.
+            if std::fs::symlink_metadata(source).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(DataError::NotFollowed {
+                    path: source.display().to_string(),
+                    why: NotRead::Link.why(),
+                });
+            }
             return Ok(None);
         }
         let io = |what, source_err| DataError::Io {
@@ -357,10 +370,17 @@ impl Store {
             path: source.display().to_string(),
             source: source_err,
         };
-        let meta = std::fs::metadata(source).map_err(|e| io("cannot read", e))?;
-        if !meta.is_file() {
-            return Ok(None);
-        }
+        let opened = match root.open(source) {
+            Ok(opened) => opened,
+            Err(NotRead::Io(e)) => return Err(io("cannot read", e)),
+            Err(not) => {
+                return Err(DataError::NotFollowed {
+                    path: source.display().to_string(),
+                    why: not.why(),
+                });
+            }
+        };
+        let meta = &opened.meta;
         let size = meta.len();
         let mtime_ms = meta
             .modified()
@@ -394,7 +414,7 @@ impl Store {
             );
             return Ok(None);
         }
-        let bytes = std::fs::read(source).map_err(|e| io("cannot read", e))?;
+        let bytes = opened.read(max_bytes).map_err(|e| io("cannot read", e))?;
         let text = String::from_utf8_lossy(&bytes);
         let c = convert::convert(source, &text);
         let now = now_ms();

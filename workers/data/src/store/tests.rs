@@ -10,6 +10,11 @@ fn who() -> Who {
     }
 }
 
+/// The temp dir as the collection's folder.
+fn root(dir: &tempfile::TempDir) -> Root {
+    Root::of(dir.path()).unwrap()
+}
+
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let s = Store::open(&dir.path().join("hub.sqlite3")).unwrap();
@@ -46,21 +51,25 @@ fn ids_stay_put_across_re_conversion_and_search_follows_the_original() {
     let (dir, mut s) = store();
     let f = dir.path().join("a.md");
     std::fs::write(&f, "# Apples\nred fruit").unwrap();
-    let id = s.ingest("c1", &f, false, 1 << 20, &who()).unwrap().unwrap();
+    let id = s
+        .ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
+        .unwrap()
+        .unwrap();
     let reach = Reach::new(["c1".to_string()]);
     assert_eq!(
         s.search(&reach, "fruit", 10).unwrap()[0].handle,
         format!("D{id}")
     );
     assert!(
-        s.ingest("c1", &f, false, 1 << 20, &who())
+        s.ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
             .unwrap()
             .is_none(),
         "unchanged"
     );
     std::fs::write(&f, "# Apples\ngreen vegetable, longer").unwrap();
     assert_eq!(
-        s.ingest("c1", &f, false, 1 << 20, &who()).unwrap(),
+        s.ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
+            .unwrap(),
         Some(id)
     );
     assert!(s.search(&reach, "fruit", 10).unwrap().is_empty());
@@ -79,7 +88,10 @@ fn the_trash_hides_a_document_until_it_is_restored_and_every_change_is_a_revisio
     let (dir, mut s) = store();
     let f = dir.path().join("b.txt");
     std::fs::write(&f, "Budget\nnumbers here").unwrap();
-    let id = s.ingest("c1", &f, false, 1 << 20, &who()).unwrap().unwrap();
+    let id = s
+        .ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
+        .unwrap()
+        .unwrap();
     let reach = Reach::new(["c1".to_string()]);
     s.update_card(
         &reach,
@@ -121,7 +133,8 @@ fn the_database_and_its_wal_files_are_0600_made_so_and_narrowed_at_open() {
     let db = dir.path().join("hub.sqlite3");
     let f = dir.path().join("a.md");
     std::fs::write(&f, "# A\ntext").unwrap();
-    s.ingest("c1", &f, false, 1 << 20, &who()).unwrap();
+    s.ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
+        .unwrap();
     let files = [
         db.clone(),
         crate::dbfile::side_file(&db, "-wal"),
@@ -166,11 +179,11 @@ fn documents_an_older_pipeline_converted_are_converted_again_keeping_id_and_card
     std::fs::write(&md, "Readme\n======\n\nIntro.\n\nUsage\n-----\n\nRun it.\n").unwrap();
     let reach = Reach::new(["c1".to_string()]);
     let h = s
-        .ingest("c1", &html, false, 1 << 20, &who())
+        .ingest("c1", &root(&dir), &html, false, 1 << 20, &who())
         .unwrap()
         .unwrap();
     let m = s
-        .ingest("c1", &md, false, 1 << 20, &who())
+        .ingest("c1", &root(&dir), &md, false, 1 << 20, &who())
         .unwrap()
         .unwrap();
     let update = CardUpdate {
@@ -205,11 +218,13 @@ fn documents_an_older_pipeline_converted_are_converted_again_keeping_id_and_card
 
     let mut s = Store::open(&db).unwrap();
     assert_eq!(
-        s.ingest("c1", &html, false, 1 << 20, &who()).unwrap(),
+        s.ingest("c1", &root(&dir), &html, false, 1 << 20, &who())
+            .unwrap(),
         Some(h)
     );
     assert_eq!(
-        s.ingest("c1", &md, false, 1 << 20, &who()).unwrap(),
+        s.ingest("c1", &root(&dir), &md, false, 1 << 20, &who())
+            .unwrap(),
         Some(m)
     );
     let (card, body) = s.body(&reach, h).unwrap();
@@ -217,7 +232,8 @@ fn documents_an_older_pipeline_converted_are_converted_again_keeping_id_and_card
     assert_eq!(card.annotation, "reviewed", "the card's edits are kept");
     assert_eq!(s.card(&reach, m).unwrap().sections, ["Readme", "Usage"]);
     assert_eq!(
-        s.ingest("c1", &html, false, 1 << 20, &who()).unwrap(),
+        s.ingest("c1", &root(&dir), &html, false, 1 << 20, &who())
+            .unwrap(),
         None,
         "converted once, not at every scan"
     );

@@ -553,6 +553,7 @@ mod tests {
             conversation: "c".into(),
             tool: "test".into(),
         };
+        let root = crate::original::Root::of(dir.path()).unwrap();
         let a = dir.path().join("a.md");
         let b = dir.path().join("b.md");
         let hr = dir.path().join("hr.md");
@@ -584,9 +585,17 @@ red numbers
 ",
         )
         .unwrap();
-        let ida = s.ingest("docs", &a, false, 1 << 20, &who).unwrap().unwrap();
-        let idb = s.ingest("docs", &b, false, 1 << 20, &who).unwrap().unwrap();
-        s.ingest("hr", &hr, false, 1 << 20, &who).unwrap().unwrap();
+        let ida = s
+            .ingest("docs", &root, &a, false, 1 << 20, &who)
+            .unwrap()
+            .unwrap();
+        let idb = s
+            .ingest("docs", &root, &b, false, 1 << 20, &who)
+            .unwrap()
+            .unwrap();
+        s.ingest("hr", &root, &hr, false, 1 << 20, &who)
+            .unwrap()
+            .unwrap();
         let docs = Reach::new(["docs".to_string()]);
         assert_eq!(
             embed_all(&mut s, &docs),
@@ -616,7 +625,9 @@ yellow fruit, ripe
 ",
         )
         .unwrap();
-        s.ingest("docs", &a, false, 1 << 20, &who).unwrap().unwrap();
+        s.ingest("docs", &root, &a, false, 1 << 20, &who)
+            .unwrap()
+            .unwrap();
         assert_eq!(s.embedding_progress(&docs, "m").unwrap().pending, 1);
         assert_eq!(embed_all(&mut s, &docs), 1);
         // Another model: everything again.
