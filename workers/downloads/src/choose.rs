@@ -32,15 +32,21 @@ impl FileSet {
     }
 }
 
-/// `owner/name` with plain characters, as the hub spells repo ids.
+/// `owner/name` with plain characters, as the hub spells repo ids: no `--` or `..` inside
+/// either part (the Hub refuses them too), so `a--b/c` and `a/b--c` cannot both name the
+/// store's `a--b--c` directory.
 pub fn check_repo(repo: &str) -> Result<(), DownloadError> {
     let parts: Vec<&str> = repo.split('/').collect();
-    let ok = parts.len() == 2 && repo.len() <= 200 && parts.iter().all(|p| plain(p));
+    let ok = parts.len() == 2
+        && repo.len() <= 200
+        && parts.iter().all(|p| plain(p))
+        && !repo.contains("--")
+        && !repo.contains("..");
     if ok {
         Ok(())
     } else {
         Err(DownloadError::Invalid(format!(
-            "repo {repo:?} is not a repo id of the form `owner/name` (letters, digits, `-`, `_`, `.`)"
+            "repo {repo:?} is not a repo id of the form `owner/name` (letters, digits, `-`, `_`, `.`; no `--` or `..`)"
         )))
     }
 }
@@ -65,18 +71,36 @@ fn plain(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// A file name from the listing that stays inside its directory: relative, no `..`, no
-/// hidden or empty component, no control characters, not our `.part` or `.part.ranges`
-/// suffix.
+/// A file name from the listing that stays inside its directory and reads as what it is:
+/// relative, no `..`, no hidden or empty component, no control characters and no invisible
+/// or direction-changing format characters (U+202E would show `exe.gguf` as `fuggexe`), no
+/// component longer than a file name may be here (255 bytes, with room for our `.part`
+/// suffix), not our `.part` or `.part.ranges` suffix.
 pub fn safe_file_name(name: &str) -> bool {
     name.len() <= 512
         && !name.ends_with(".part")
         && !name.ends_with(".part.ranges")
         && name.split('/').all(|c| {
             !c.is_empty()
+                && c.len() + ".part.ranges".len() <= 255
                 && !c.starts_with('.')
-                && !c.chars().any(|ch| ch.is_control() || ch == '\\')
+                && !c
+                    .chars()
+                    .any(|ch| ch.is_control() || ch == '\\' || invisible(ch))
         })
+}
+
+/// Unicode format characters that change how a name is shown or hide inside it: the
+/// bidirectional controls, zero-width characters and the byte-order mark.
+fn invisible(ch: char) -> bool {
+    matches!(
+        ch,
+        '\u{061C}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{FEFF}'
+    )
 }
 
 /// `stem-00001-of-00003.ext` → (`stem`, 1, 3, `ext`).
@@ -435,10 +459,22 @@ mod tests {
             "x.gguf.part",
             "x.gguf.part.ranges",
             "a\\b.gguf",
+            "model-\u{202E}fuggexe.gguf",
+            "x\u{200B}-Q4_0.gguf",
+            "\u{2066}x.gguf",
+            "\u{FEFF}x.gguf",
         ] {
             assert!(!safe_file_name(bad), "{bad}");
         }
+        // A component the file system could not hold with our `.part.ranges` beside it.
+        assert!(!safe_file_name(&format!("{}.gguf", "a".repeat(300))));
+        assert!(safe_file_name(&format!("{}.gguf", "a".repeat(200))));
         assert!(safe_file_name("sub/dir/x-Q4_0.gguf"));
+        assert!(safe_file_name("modèle-Q4_0.gguf"));
+        // One store directory per repo: `a--b/c` and `a/b--c` would share `a--b--c`.
+        for bad in ["a--b/c", "a/b--c", "a/b..c"] {
+            assert!(check_repo(bad).is_err(), "{bad}");
+        }
         let repo = vec![s("../evil-Q4_0.gguf", 1)];
         assert!(choose(&repo, None).is_err());
         for bad in ["a", "a/b/c", "../b", "a/..", "a/.b", "a b/c", ""] {

@@ -77,6 +77,20 @@ impl Store {
         files: &[Chosen],
     ) -> Result<PathBuf, DownloadError> {
         let dir = self.model_dir(repo, revision);
+        // The store follows no link: a repo or revision directory planted as a symlink (to
+        // put the files elsewhere) is refused, not written through. `create` below makes
+        // real directories only.
+        for own in [dir.parent().unwrap_or(&dir), dir.as_path()] {
+            if let Ok(m) = std::fs::symlink_metadata(own)
+                && !m.is_dir()
+            {
+                return Err(DownloadError::io(
+                    "refusing to use",
+                    own,
+                    "it is not a directory of the store (a symbolic link or a file is there; the store follows no links): move it away",
+                ));
+            }
+        }
         for f in files {
             let parent = dir.join(&f.name);
             let parent = parent.parent().unwrap_or(&dir);
@@ -129,18 +143,22 @@ impl Store {
         let Ok(repos) = std::fs::read_dir(&self.root) else {
             return out;
         };
-        for repo in repos.flatten() {
+        // Only real directories: a planted symlink is not entered.
+        let real_dir = |e: &std::fs::DirEntry| e.file_type().is_ok_and(|t| t.is_dir());
+        for repo in repos.flatten().filter(real_dir) {
             let Ok(revs) = std::fs::read_dir(repo.path()) else {
                 continue;
             };
-            for rev in revs.flatten() {
+            for rev in revs.flatten().filter(real_dir) {
                 let dir = rev.path();
                 let Ok(entries) = std::fs::read_dir(&dir) else {
                     continue;
                 };
                 for e in entries.flatten() {
                     let name = e.file_name().to_string_lossy().to_string();
-                    if !(name.starts_with(".toolvisor-model-") && name.ends_with(".json")) {
+                    if !(name.starts_with(".toolvisor-model-") && name.ends_with(".json"))
+                        || !e.file_type().is_ok_and(|t| t.is_file())
+                    {
                         continue;
                     }
                     let parsed = std::fs::read(e.path())
@@ -257,6 +275,37 @@ mod tests {
         assert!(dir.join(".toolvisor-model-Q4_K_M.json").exists());
         assert_eq!(store.manifests(), vec![(dir, m)]);
         assert!(store.available().unwrap() > 0);
+    }
+
+    #[test]
+    fn a_directory_symlink_planted_in_the_store_is_neither_written_through_nor_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("models")).unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir_all(elsewhere.join("main")).unwrap();
+        // A manifest elsewhere that the store must not list through the link.
+        let m = manifest("o/m", "main", "F32");
+        std::fs::write(
+            elsewhere.join("main/.toolvisor-model-F32.json"),
+            serde_json::to_vec(&m).unwrap(),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&elsewhere, store.root().join("o--m")).unwrap();
+        assert!(store.manifests().is_empty());
+        let files = vec![Chosen {
+            name: "a.gguf".into(),
+            size: 4,
+            sha256: None,
+        }];
+        let e = store.prepare("o/m", "main", &files).unwrap_err();
+        assert!(e.to_string().contains("follows no links"), "{e}");
+        // A revision directory planted as a link inside a real repo directory, too.
+        std::fs::remove_file(store.root().join("o--m")).unwrap();
+        std::fs::create_dir(store.root().join("o--m")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("main"), store.root().join("o--m/main")).unwrap();
+        assert!(store.manifests().is_empty());
+        assert!(store.prepare("o/m", "main", &files).is_err());
+        assert!(!elsewhere.join("main/a.gguf").exists());
     }
 
     fn manifest(repo: &str, revision: &str, variant: &str) -> Manifest {
