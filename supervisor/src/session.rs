@@ -85,6 +85,8 @@ pub struct Session {
     /// What this client may see of the tree: its own conversations' resources, or all of
     /// them for an ops client.
     viewer: TreeViewer,
+    /// A vibe worker's session: every call runs in this conversation, whatever it names.
+    conversation_pin: Option<String>,
 }
 
 /// `tree` and `status` frames answered at once per connection.
@@ -251,12 +253,15 @@ pub async fn refuse_peer(mut stream: UnixStream, who: String, uid: u32) {
 /// A Hello with a run token: the token must belong to a running vibe worker, and the
 /// session's surface, approvals and run come from that worker's tier config, whatever the
 /// Hello claims (a claim can only lower the tier). Its run is the worker's own
-/// (`vibe:<id>`), so trust an approval granted to the parent run does not carry over.
-/// Without a token a client is taken at its word (the daemon cannot tell a worker that
-/// drops its token from any other client of the same user).
-fn pin_by_token(daemon: &Daemon, mut hello: Hello) -> Result<Hello, ToolError> {
+/// (`vibe:<id>`), so trust an approval granted to the parent run does not carry over. Its
+/// workdir is the worker's (or a directory inside it: a claim outside is refused), and
+/// every call it makes runs in the conversation `vibe:<id>` whatever the call names (the
+/// returned pin), so it reaches neither another conversation's resources nor its stored
+/// results. Without a token a client is taken at its word (the daemon cannot tell a worker
+/// that drops its token from any other client of the same user).
+fn pin_by_token(daemon: &Daemon, mut hello: Hello) -> Result<(Hello, Option<String>), ToolError> {
     let Some(token) = hello.run_token.take() else {
-        return Ok(hello);
+        return Ok((hello, None));
     };
     let Some(cred) = daemon.services().vibes.credential(&token) else {
         return Err(ToolError::new(
@@ -278,12 +283,32 @@ fn pin_by_token(daemon: &Daemon, mut hello: Hello) -> Result<Hello, ToolError> {
         pinned = %tier,
         "vibe worker connected with its credential"
     );
+    let own = std::fs::canonicalize(&cred.workdir).unwrap_or_else(|_| cred.workdir.clone());
+    if hello.workdir.is_empty() {
+        hello.workdir = own.display().to_string();
+    } else {
+        let claimed = std::fs::canonicalize(&hello.workdir)
+            .unwrap_or_else(|_| std::path::PathBuf::from(&hello.workdir));
+        if !claimed.starts_with(&own) {
+            return Err(ToolError::new(
+                ErrorKind::PolicyDenied,
+                format!(
+                    "the run token's worker {} runs in {}; workdir {:?} is outside it",
+                    cred.id,
+                    own.display(),
+                    hello.workdir
+                ),
+                "a vibe worker's sessions work in its own directory: send that directory (or one inside it) as workdir, or leave workdir empty",
+            ));
+        }
+        hello.workdir = claimed.display().to_string();
+    }
     hello.surface.max_tier = hello.surface.max_tier.min(tier);
     hello.surface.approvals &= approvals;
     hello.surface.questions = false;
     hello.run_id = format!("vibe:{}", cred.id);
     hello.client_kind = ClientKind::Harness;
-    Ok(hello)
+    Ok((hello, Some(format!("vibe:{}", cred.id))))
 }
 
 /// The id of a JSON `call` frame that failed to decode, when one can be read.
@@ -352,6 +377,10 @@ async fn start_call(
         id,
         outcome: Outcome::Err(err),
     };
+    let mut call = call;
+    if let Some(pinned) = &session.conversation_pin {
+        call.conversation.clone_from(pinned);
+    }
     if call.conversation.is_empty() {
         let _ = session
             .out

@@ -589,3 +589,122 @@ fn a_worker_calling_back_gets_its_tiers_surface_whatever_its_hello_claims() {
     // A credential the daemon did not hand out is refused.
     assert_eq!(seen["forged"]["refused"]["kind"], "policy_denied", "{seen}");
 }
+
+/// A worker that calls back with its credential and tries to leave its pin: a Hello whose
+/// workdir is outside its own, then (in its own workdir) `tool_result_read` of a result its
+/// parent conversation stored, naming that conversation (its ref is the brief), and `read` of
+/// a file beside its workdir. Prints what it saw as JSON.
+const ESCAPING_WORKER: &str = r#"
+import json, os, socket, struct, sys
+
+def send(s, frame):
+    data = json.dumps(frame).encode()
+    s.sendall(struct.pack(">I", len(data)) + data)
+
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("daemon closed the connection")
+        buf += chunk
+    return buf
+
+def recv(s):
+    (n,) = struct.unpack(">I", recv_exact(s, 4))
+    return json.loads(recv_exact(s, n))
+
+def hello(workdir):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["TOOLVISOR_SOCKET"])
+    send(s, {"hello": {"protocol_version": 1, "codec": "json", "client_kind": "harness",
+             "run_id": "vibe-run", "workdir": workdir,
+             "surface": {"max_tier": "read", "approvals": False, "questions": False},
+             "run_token": os.environ["TOOLVISOR_RUN_TOKEN"]}})
+    return s, recv(s)
+
+def call(s, i, conversation, tool, args):
+    send(s, {"call": {"id": i, "conversation": conversation, "tool": tool, "args": args}})
+    while True:
+        frame = recv(s)
+        if "result" in frame and frame["result"]["id"] == i:
+            return frame["result"]["outcome"]
+
+out = {}
+_, out["outside"] = hello(os.path.dirname(os.getcwd()))
+s, _ = hello(os.getcwd())
+out["stored"] = call(s, 1, "c1", "tool_result_read", {"ref": sys.argv[1]})
+out["beside"] = call(s, 2, "c1", "read", {"path": "../beside.txt"})
+out["own"] = call(s, 3, "c1", "read", {"path": "mine.txt"})
+print(json.dumps(out))
+"#;
+
+#[test]
+fn a_worker_is_pinned_to_its_workdir_and_its_own_conversation() {
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).is_file())
+        .expect("python3 for the worker");
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("escape.py");
+    std::fs::write(&script, ESCAPING_WORKER).unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("mine.txt"), "the worker's own file\n").unwrap();
+    std::fs::write(dir.path().join("beside.txt"), "not the worker's\n").unwrap();
+    let lines: String = (0..5000).map(|i| format!("parentsecret {i}\n")).collect();
+    std::fs::write(work.join("big.txt"), lines).unwrap();
+    let config = format!(
+        "[result_store]\ninline_chars = 8000\nprojection_chars = 2000\n[vibe.tiers.fast]\ncommand = [{python:?}, {:?}, \"{{brief}}\"]\n",
+        script.display().to_string()
+    );
+    let v = Vibe {
+        d: TestDaemon::start_in(dir, &config),
+        work,
+    };
+    // The parent conversation stores a large result.
+    let g = v.ok(
+        "c1",
+        "grep",
+        json!({"pattern": "parentsecret", "max_results": 100000}),
+    );
+    let r = g["projected"]["output"]["ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a stored grep result: {g:.2000}"))
+        .to_string();
+    let w = v.ok("c1", "vibe_spawn", json!({"brief": r, "label": "escaper"}));
+    let id = w["worker_id"].as_str().unwrap().to_string();
+    let done = v.ok(
+        "c1",
+        "vibe_wait",
+        json!({"worker_id": id, "timeout_seconds": 60}),
+    );
+    assert_eq!(done["state"], "done", "{done}");
+    let seen: Json = serde_json::from_str(done["result"].as_str().unwrap())
+        .unwrap_or_else(|e| panic!("worker output is not JSON ({e}): {done}"));
+    // A workdir outside its own is refused, naming why.
+    assert_eq!(
+        seen["outside"]["refused"]["kind"], "policy_denied",
+        "{seen}"
+    );
+    assert!(
+        seen["outside"]["refused"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is outside it"),
+        "{seen}"
+    );
+    // Naming the parent's conversation does not make its calls the parent's.
+    assert_eq!(seen["stored"]["err"]["kind"], "out_of_scope", "{seen}");
+    assert!(!seen.to_string().contains("parentsecret 1"), "{seen}");
+    assert_eq!(seen["beside"]["err"]["kind"], "out_of_scope", "{seen}");
+    assert!(
+        seen["own"]["ok"]
+            .to_string()
+            .contains("the worker's own file"),
+        "{seen}"
+    );
+    // The parent still reads its own result.
+    let own = v.ok("c1", "tool_result_read", json!({"ref": r}));
+    assert!(own.to_string().contains("parentsecret"), "{own:.300}");
+}

@@ -23,11 +23,12 @@ pub async fn run(
     } = admitted;
     let (reader, mut writer) = stream.into_split();
     let mut reader = FrameReader::new(reader);
-    let Some(hello) = handshake(&daemon, &mut reader, &mut writer, pre_hello, peer_pid).await
+    let Some((hello, conversation_pin)) =
+        handshake(&daemon, &mut reader, &mut writer, pre_hello, peer_pid).await
     else {
         return;
     };
-    let Some(open) = welcome(&daemon, hello, writer, peer_pid).await else {
+    let Some(open) = welcome(&daemon, hello, conversation_pin, writer, peer_pid).await else {
         return;
     };
     let Open {
@@ -54,14 +55,15 @@ async fn refuse(writer: &mut OwnedWriteHalf, codec: Codec, max: u32, err: ToolEr
 }
 
 /// Read the first frame and check it is a Hello this daemon accepts (version, workdir, run
-/// token); `None` after the refusal is written.
+/// token); with it, the conversation a run token pins the session's calls to. `None` after
+/// the refusal is written.
 async fn handshake(
     daemon: &Arc<Daemon>,
     reader: &mut FrameReader,
     writer: &mut OwnedWriteHalf,
     mut pre_hello: crate::admission::PreHello,
     peer_pid: Option<u32>,
-) -> Option<Hello> {
+) -> Option<(Hello, Option<String>)> {
     let max = daemon.config().max_frame;
     let limits = &daemon.config().limits;
     let frame_deadline = Duration::from_secs(limits.frame_deadline_s);
@@ -175,7 +177,7 @@ async fn handshake(
     drop(pre_hello);
     // A process the daemon started (a vibe worker) gets the surface its config sets.
     match pin_by_token(daemon, hello) {
-        Ok(hello) => Some(hello),
+        Ok(pinned) => Some(pinned),
         Err(err) => {
             tracing::warn!(peer_pid, "refused a client with an unknown run token");
             refuse(writer, sniffed, max, err).await;
@@ -195,6 +197,7 @@ struct Open {
 async fn welcome(
     daemon: &Arc<Daemon>,
     hello: Hello,
+    conversation_pin: Option<String>,
     mut writer: OwnedWriteHalf,
     peer_pid: Option<u32>,
 ) -> Option<Open> {
@@ -257,6 +260,7 @@ async fn welcome(
         reader_closed: std::sync::atomic::AtomicBool::new(false),
         in_flight,
         viewer,
+        conversation_pin,
     });
     Some(Open {
         session,

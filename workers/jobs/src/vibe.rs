@@ -79,6 +79,8 @@ pub struct WorkerCredential {
     pub id: String,
     pub tier: VibeTier,
     pub conversation: String,
+    /// The directory the worker runs in: its sessions' workdir is pinned inside it.
+    pub workdir: PathBuf,
 }
 
 /// 32 random bytes from the kernel, hex: a worker's credential.
@@ -360,6 +362,7 @@ impl Vibes {
                 id: w.id.clone(),
                 tier: w.tier,
                 conversation: w.conversation.clone(),
+                workdir: w.cwd.clone(),
             })
         })
     }
