@@ -156,9 +156,10 @@ impl Store {
                 };
                 for e in entries.flatten() {
                     let name = e.file_name().to_string_lossy().to_string();
-                    if !(name.starts_with(".toolvisor-model-") && name.ends_with(".json"))
-                        || !e.file_type().is_ok_and(|t| t.is_file())
-                    {
+                    let manifest = name.starts_with(".toolvisor-model-")
+                        && name.ends_with(".json")
+                        && e.file_type().is_ok_and(|t| t.is_file());
+                    if !manifest {
                         continue;
                     }
                     let parsed = std::fs::read(e.path())

@@ -325,8 +325,7 @@ fn gdb_probe_verdict(out: &str) -> Result<(), String> {
         .or_else(|| {
             out.lines()
                 .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with("probe-pid="))
-                .last()
+                .rfind(|l| !l.is_empty() && !l.starts_with("probe-pid="))
         })
         .unwrap_or("it printed nothing");
     Err(format!(
