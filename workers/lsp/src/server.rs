@@ -38,7 +38,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::watch;
 use toolvisor_jsonrpc::{RpcClient, StderrTail};
 use toolvisor_kit::status::NodeStatus;
@@ -205,6 +205,10 @@ pub struct ServerShared {
     /// Which server this is, where that changes how it is read.
     pub(crate) flavor: Flavor,
     last_activity: Mutex<Instant>,
+    /// The `last_activity` at which the open documents were last pulled because the server
+    /// sat idle with work open ([`ServerShared::pull_what_it_waits_for`]): once per quiet
+    /// spell.
+    pulled_idle: Mutex<Option<Instant>>,
     pub(crate) ttl: Mutex<Ttl>,
     pub(crate) stderr: Mutex<StderrTail>,
     pub(crate) generation: AtomicU64,
@@ -259,6 +263,7 @@ impl ServerShared {
             progress: Progress::new(&flavor),
             flavor,
             last_activity: Mutex::new(Instant::now()),
+            pulled_idle: Mutex::new(None),
             ttl: Mutex::new(Ttl::new(Instant::now(), idle_ttl, None)),
             stderr: Mutex::new(StderrTail::default()),
             generation: AtomicU64::new(0),
@@ -420,10 +425,72 @@ impl ServerShared {
                     if now >= deadline {
                         return Err(other);
                     }
-                    let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
+                    // Work open and the server quiet: maybe it waits to be asked.
+                    let mut until = deadline;
+                    if matches!(other, Readiness::Indexing(_)) {
+                        let quiet_at = self.quiet_at();
+                        if now >= quiet_at {
+                            self.pull_what_it_waits_for();
+                        } else {
+                            until = until.min(quiet_at);
+                        }
+                    }
+                    let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
                 }
             }
         }
+    }
+
+    /// A server that answers pulls may keep work open until it is asked: pyright, told the
+    /// client pulls diagnostics, keeps its "N files to analyze" progress open after a file
+    /// changes or goes until each open document is pulled, and idles meanwhile. Once per
+    /// quiet spell with work open, every document open in this incarnation is pulled (in a
+    /// task, one after another, each bounded by the request timeout; the answers are not
+    /// kept: a call pulls its own). Nothing happens for a server that does not pull.
+    fn pull_what_it_waits_for(&self) {
+        let Some(conn) = self.conn() else {
+            return;
+        };
+        if !self.diags.pulls(&conn) {
+            return;
+        }
+        let at = *lock(&self.last_activity);
+        {
+            let mut pulled = lock(&self.pulled_idle);
+            if *pulled == Some(at) {
+                return;
+            }
+            *pulled = Some(at);
+        }
+        let mut uris: Vec<String> = lock(&self.docs)
+            .iter()
+            .filter(|(_, d)| d.generation == conn.generation)
+            .map(|(uri, _)| uri.clone())
+            .collect();
+        if uris.is_empty() {
+            return;
+        }
+        uris.sort();
+        tracing::debug!(
+            server = %self.id,
+            documents = uris.len(),
+            "idle with work open: pulling the open documents' diagnostics"
+        );
+        let timeout = self.waits.request;
+        tokio::spawn(async move {
+            for uri in uris {
+                let params = json!({"textDocument": {"uri": uri}});
+                if conn
+                    .client
+                    .request("textDocument/diagnostic", params, timeout)
+                    .await
+                    .is_err()
+                    && conn.client.is_closed()
+                {
+                    break;
+                }
+            }
+        });
     }
 
     /// Wait for a live connection until `deadline`.

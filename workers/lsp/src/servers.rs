@@ -259,7 +259,7 @@ pub fn not_ready(what: String) -> ToolError {
     ToolError::new(
         ErrorKind::NotReady,
         what,
-        "the server is still starting or indexing; an empty answer now would be wrong. Retry shortly; `lsp {\"op\":\"status\"}` shows its state",
+        "the server is still starting or indexing; an empty answer now would be wrong. Retry shortly; `lsp {\"op\":\"status\"}` shows its state, and if it stays busy with that same work while idle, `lsp {\"op\":\"reload\"}` restarts it",
     )
 }
 
