@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::io::Read;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -104,34 +104,24 @@ pub fn resolve_token(
             file: None,
             remove_at_exit: false,
         }),
-        TokenSource::File(path) if path.exists() => {
-            let meta = std::fs::metadata(path)
-                .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
-            if meta.uid() != nix::unistd::geteuid().as_raw() {
-                return Err(format!(
-                    "the token file {} belongs to uid {}, not to us: use a file of your own",
-                    path.display(),
-                    meta.uid()
-                ));
-            }
-            if meta.mode() & 0o077 != 0 {
-                return Err(format!(
-                    "the token file {} is readable by others (mode {:04o}): `chmod 600 {}`",
-                    path.display(),
-                    meta.mode() & 0o7777,
-                    path.display()
-                ));
-            }
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
-            Ok(Resolved {
-                token: Token::new(&text, &path.display().to_string())?,
-                file: Some(path.clone()),
-                remove_at_exit: false,
-            })
-        }
         TokenSource::File(path) => {
-            let token = write_new(path)?;
+            // Opened once beneath its checked directory, never through a link, and read
+            // from the descriptor that was checked: a link flipped between a check by path
+            // and a read by path once handed another user's token to the listener.
+            let read = toolvisor_kit::private::read_secret_file(path, "the token file", 4096)
+                .map_err(|e| e.to_string())?;
+            let token = match read {
+                Some(bytes) => {
+                    let text = String::from_utf8(bytes).map_err(|_| {
+                        format!(
+                            "the token file {} is not text: it must hold the token alone",
+                            path.display()
+                        )
+                    })?;
+                    Token::new(&text, &path.display().to_string())?
+                }
+                None => write_new(path)?,
+            };
             Ok(Resolved {
                 token,
                 file: Some(path.clone()),
@@ -349,6 +339,7 @@ fn refusal(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn the_token_is_checked_whole_and_by_scheme() {

@@ -112,6 +112,7 @@ mod mcp_2026;
 mod mcp_approvals;
 mod mcp_http_auth;
 mod mcp_http_listen;
+mod mcp_http_token_file;
 mod mcp_inspector_cli;
 mod mcp_python_sdk;
 mod mcp_typescript_sdk;

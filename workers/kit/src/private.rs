@@ -7,6 +7,10 @@
 //! else can rename the directory away and put their own in its place. What we create we
 //! create 0700 (directories) and 0600 (files), whatever the umask.
 //!
+//! A secret file the operator names (the MCP listener's `--token-file`) is read by
+//! [`read_secret_file`]: once, beneath its directory's checked descriptor, never through a
+//! link, checked and read on its own descriptor.
+//!
 //! [`write_private_file`] is the one atomic writer of the daemon's own state files (id
 //! counters, spawn-ledger records, staged edits, stored results, the write journal); files in
 //! the user's tree are written by `toolvisor_files::write`, a different contract (beneath the
@@ -47,6 +51,15 @@ pub enum PrivateError {
         problem: String,
         owner: u32,
         mode: u32,
+    },
+    /// A file or directory read on the operator's word that another user could have made,
+    /// changed or swapped ([`read_secret_file`]); `hint` says what to do.
+    #[error("refusing to use {what} {}: {problem}; {hint}", .path.display())]
+    Refused {
+        what: &'static str,
+        path: PathBuf,
+        problem: String,
+        hint: String,
     },
     #[error("cannot {action} {what} {}: {source}", .path.display())]
     Io {
@@ -234,6 +247,150 @@ pub fn open_private_file(path: &Path, what: &'static str) -> Result<File, Privat
             .map_err(io_error("set the mode of", what, path))?;
     }
     Ok(file)
+}
+
+/// What is wrong with a directory holding a secret file, from its `fstat` (`uid`, `mode`
+/// with the type bits): it must be a directory owned by `me` or root that group and others
+/// cannot write (sticky or not: in a sticky `/tmp` another user still plants a link under a
+/// name we have not made yet, or one they own). `None`: fine.
+pub fn secret_dir_problem(uid: u32, mode: u32, me: u32) -> Option<String> {
+    if mode & libc::S_IFMT != libc::S_IFDIR {
+        return Some("it is not a directory".into());
+    }
+    if uid != me && uid != 0 {
+        return Some(format!(
+            "it belongs to {}, who can put any file or link in it",
+            owner_name(uid)
+        ));
+    }
+    if mode & 0o022 != 0 {
+        return Some(format!(
+            "group or others may write to it (mode {:04o}{}), so another user can put a link or a file of their own under the name",
+            mode & 0o7777,
+            if mode & libc::S_ISVTX != 0 {
+                ", sticky"
+            } else {
+                ""
+            }
+        ));
+    }
+    None
+}
+
+/// What is wrong with a secret file, from the `fstat` of its open descriptor: it must be a
+/// regular file owned by `me` or root that group and others can neither read nor write.
+/// `None`: fine.
+pub fn secret_file_problem(uid: u32, mode: u32, me: u32) -> Option<String> {
+    if mode & libc::S_IFMT != libc::S_IFREG {
+        return Some("it is not a regular file".into());
+    }
+    if uid != me && uid != 0 {
+        return Some(format!("it belongs to {}, not to us", owner_name(uid)));
+    }
+    if mode & 0o077 != 0 {
+        return Some(format!(
+            "group or others may read or write it (mode {:04o})",
+            mode & 0o7777
+        ));
+    }
+    None
+}
+
+/// Reads the secret file `path` (a bearer token) the one safe way: its directory is opened
+/// and checked on that descriptor ([`secret_dir_problem`]), the file is opened once beneath
+/// it (`openat`, `O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK`: never through a symbolic link, never
+/// inherited, never stuck on a FIFO), checked on its descriptor ([`secret_file_problem`]),
+/// and read from that same descriptor. Nothing is looked up by path twice, so a link
+/// flipped between a check and the read cannot change what is read. `Ok(None)`: no such
+/// file (the directory passed). At most `max` bytes.
+pub fn read_secret_file(
+    path: &Path,
+    what: &'static str,
+    max: usize,
+) -> Result<Option<Vec<u8>>, PrivateError> {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::Mode;
+    use std::io::Read as _;
+    let me = geteuid().as_raw();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| PrivateError::Io {
+        action: "read",
+        what,
+        path: path.to_path_buf(),
+        source: io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"),
+    })?;
+    let dir_file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(io_error("open the directory of", what, path))?;
+    let dir_meta = dir_file
+        .metadata()
+        .map_err(io_error("inspect the directory of", what, path))?;
+    if let Some(problem) = secret_dir_problem(dir_meta.uid(), dir_meta.mode(), me) {
+        return Err(PrivateError::Refused {
+            what,
+            path: path.to_path_buf(),
+            problem: format!("its directory {} {problem}", dir.display()),
+            hint: format!(
+                "keep it in a directory only you (or root) can write, such as $XDG_RUNTIME_DIR or ~/.config/toolvisor (`chmod go-w {}` if that directory is yours)",
+                dir.display()
+            ),
+        });
+    }
+    let flags = OFlag::O_RDONLY
+        | OFlag::O_NOFOLLOW
+        | OFlag::O_CLOEXEC
+        | OFlag::O_NONBLOCK
+        | OFlag::O_NOCTTY;
+    let fd = match openat(&dir_file, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(nix::errno::Errno::ENOENT) => return Ok(None),
+        Err(nix::errno::Errno::ELOOP) => {
+            return Err(PrivateError::Refused {
+                what,
+                path: path.to_path_buf(),
+                problem: "it is a symbolic link, which is never followed".into(),
+                hint: format!(
+                    "give the path of the file itself (`realpath {}`)",
+                    path.display()
+                ),
+            });
+        }
+        Err(e) => return Err(io_error("open", what, path)(io::Error::from(e))),
+    };
+    let mut file = File::from(fd);
+    let meta = file.metadata().map_err(io_error("inspect", what, path))?;
+    if let Some(problem) = secret_file_problem(meta.uid(), meta.mode(), me) {
+        let hint = if meta.is_file() && (meta.uid() == me || meta.uid() == 0) {
+            format!("`chmod 600 {}`", path.display())
+        } else {
+            "use a regular file of your own, mode 0600".to_string()
+        };
+        return Err(PrivateError::Refused {
+            what,
+            path: path.to_path_buf(),
+            problem,
+            hint,
+        });
+    }
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error("read", what, path))?;
+    if bytes.len() > max {
+        return Err(PrivateError::Refused {
+            what,
+            path: path.to_path_buf(),
+            problem: format!("it holds more than {max} bytes"),
+            hint: "it must hold the token alone".into(),
+        });
+    }
+    Ok(Some(bytes))
 }
 
 /// Like [`ensure_private_dir`], for a directory only the daemon makes (under its state
@@ -437,6 +594,90 @@ mod tests {
             .to_string();
         assert!(text.contains("symbolic link"), "{text}");
         assert_eq!(fs::read_to_string(&target).unwrap(), "precious");
+    }
+
+    #[test]
+    fn secret_checks_read_the_descriptors_owner_type_and_mode() {
+        let (me, other) = (1000, 1001);
+        let reg = libc::S_IFREG;
+        let dir = libc::S_IFDIR;
+        assert_eq!(secret_file_problem(me, reg | 0o600, me), None);
+        assert_eq!(secret_file_problem(0, reg | 0o400, me), None, "root's");
+        let p = secret_file_problem(other, reg | 0o600, me).unwrap();
+        assert!(p.contains("uid 1001") && p.contains("not to us"), "{p}");
+        let p = secret_file_problem(me, reg | 0o640, me).unwrap();
+        assert!(p.contains("0640"), "{p}");
+        assert!(secret_file_problem(me, reg | 0o602, me).is_some());
+        let fifo = secret_file_problem(me, libc::S_IFIFO | 0o600, me).unwrap();
+        assert!(fifo.contains("not a regular file"), "{fifo}");
+        assert!(secret_file_problem(me, libc::S_IFLNK | 0o777, me).is_some());
+
+        assert_eq!(secret_dir_problem(me, dir | 0o700, me), None);
+        assert_eq!(secret_dir_problem(0, dir | 0o755, me), None, "/etc");
+        let tmp = secret_dir_problem(0, dir | libc::S_ISVTX | 0o777, me).unwrap();
+        assert!(tmp.contains("sticky") && tmp.contains("link"), "{tmp}");
+        assert!(secret_dir_problem(me, dir | 0o770, me).is_some(), "group");
+        let theirs = secret_dir_problem(other, dir | 0o755, me).unwrap();
+        assert!(theirs.contains("uid 1001"), "{theirs}");
+        assert!(secret_dir_problem(me, reg | 0o700, me).is_some());
+    }
+
+    #[test]
+    fn a_secret_file_is_read_from_the_descriptor_that_was_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        let file = dir.path().join("token");
+        fs::write(&file, "s3cret\n").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+        let got = read_secret_file(&file, "the token file", 64).unwrap();
+        assert_eq!(got.as_deref(), Some(&b"s3cret\n"[..]));
+        assert!(
+            read_secret_file(&dir.path().join("none"), "the token file", 64)
+                .unwrap()
+                .is_none()
+        );
+        let err = read_secret_file(&file, "the token file", 3)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than 3 bytes"), "{err}");
+
+        // A link to it is refused, never followed.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let err = read_secret_file(&link, "the token file", 64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("symbolic link") && err.contains("realpath"),
+            "{err}"
+        );
+
+        // Readable by others: refused saying how to fix it.
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+        let err = read_secret_file(&file, "the token file", 64)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("chmod 600"), "{err}");
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+
+        // A FIFO is refused without blocking on its open.
+        nix::unistd::mkfifo(&dir.path().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = read_secret_file(&dir.path().join("fifo"), "the token file", 64)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+
+        // A directory others may write (sticky or not) is refused naming it.
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+        let err = read_secret_file(&file, "the token file", 64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&dir.path().display().to_string())
+                && err.contains("group or others may write")
+                && err.contains("chmod go-w"),
+            "{err}"
+        );
     }
 
     #[test]
