@@ -156,7 +156,12 @@ impl Bridge {
                 ));
             }
         };
-        Ok((self.runs.run(&handle).await, Some(handle)))
+        let shared = self
+            .runs
+            .run(&handle, listener_client(ctx))
+            .await
+            .map_err(|full| runs_full(&full))?;
+        Ok((shared, Some(handle)))
     }
 
     /// The daemon connection of `shared`, made on first use (after `initialize`, so the
@@ -198,6 +203,15 @@ impl Shared {
             opts,
             stateless: true,
             conn: Mutex::new(None),
+        }
+    }
+
+    /// Whether its daemon connection is in use beyond this run (a call's task, a call
+    /// waiting for an MRTR answer, a request connecting now).
+    pub(crate) fn busy(&self) -> bool {
+        match self.conn.try_lock() {
+            Ok(conn) => conn.as_ref().is_some_and(|c| Arc::strong_count(c) > 1),
+            Err(_) => true,
         }
     }
 
@@ -247,6 +261,24 @@ impl Shared {
         *slot = Some(conn.clone());
         Ok(conn)
     }
+}
+
+/// The client of a request that came through the HTTP listener (`http::handle` puts it in
+/// the request's extensions); `None` over stdio.
+pub(crate) fn listener_client(ctx: &RequestContext<RoleServer>) -> Option<crate::peer::Peer> {
+    ctx.extensions
+        .get::<hyper::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::peer::Peer>())
+        .copied()
+}
+
+/// A new 2026-07-28 run refused past the listener's caps.
+pub(crate) fn runs_full(full: &crate::gate::CapsFull) -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode(-32000),
+        full.message.clone(),
+        Some(json!({"kind": "busy", "message": full.message, "hint": full.hint})),
+    )
 }
 
 pub(crate) fn daemon_unreachable(e: &BridgeError) -> ErrorData {

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame, Event, Outcome};
 use toolvisor_protocol::{ErrorKind, ToolError};
 
-use crate::bridge::{Bridge, elicit, elicits, stateless};
+use crate::bridge::{Bridge, elicit, elicits, listener_client, runs_full, stateless};
 use crate::daemon::{CallMsg, DaemonConn};
 use crate::runs::{HANDLE_KEY, Pending, Runs};
 use crate::tasks::{INLINE_WAIT, POLL, follows_a_job, may_run_long};
@@ -278,7 +278,12 @@ pub(crate) async fn call_tool(
     let (shared, handle) = match &parked {
         Some(p) if !named && p.handle.is_some() => {
             let h = p.handle.clone().unwrap_or_default();
-            (bridge.runs.run(&h).await, Some(h))
+            let shared = bridge
+                .runs
+                .run(&h, listener_client(&ctx))
+                .await
+                .map_err(|full| runs_full(&full))?;
+            (shared, Some(h))
         }
         _ => bridge.scope(&ctx, req.meta.as_ref()).await?,
     };

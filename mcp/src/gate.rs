@@ -1,7 +1,8 @@
 //! Who may use the Streamable HTTP listener, checked before rmcp sees a request: a bearer
 //! token on every request to a loopback port (any local user can connect to one), and MCP
-//! sessions capped per client process and in all (each session holds a daemon connection,
-//! so a flood of them would leave the daemon answering `busy` to everyone else).
+//! sessions and 2026-07-28 runs capped together per client process and in all (each holds a
+//! daemon connection, so a flood of them would leave the daemon answering `busy` to everyone
+//! else).
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -163,6 +164,9 @@ pub struct SessionCaps {
     pub total: usize,
     /// Sessions open at once from one client process.
     pub per_client: usize,
+    /// A 2026-07-28 run (no session) nobody used this long gives its daemon connection and
+    /// its place under the caps back.
+    pub run_idle: std::time::Duration,
 }
 
 impl Default for SessionCaps {
@@ -170,6 +174,7 @@ impl Default for SessionCaps {
         SessionCaps {
             total: 64,
             per_client: 16,
+            run_idle: std::time::Duration::from_secs(300),
         }
     }
 }
@@ -180,6 +185,131 @@ struct Holdings {
     ids: Vec<String>,
     /// Requests that may be opening a session now.
     pending: usize,
+    /// 2026-07-28 runs this client started that still hold their place ([`RunPlace`]).
+    runs: usize,
+}
+
+impl Holdings {
+    fn held(&self) -> usize {
+        self.ids.len() + self.pending + self.runs
+    }
+}
+
+/// Who holds what under the caps: MCP sessions and 2026-07-28 runs alike (each holds a
+/// daemon connection), per client and in all.
+pub struct Ledger {
+    caps: SessionCaps,
+    manager: Arc<LocalSessionManager>,
+    book: Mutex<HashMap<Peer, Holdings>>,
+}
+
+/// A 2026-07-28 run's place under the caps, given back when dropped.
+pub struct RunPlace {
+    ledger: Arc<Ledger>,
+    peer: Peer,
+}
+
+impl Drop for RunPlace {
+    fn drop(&mut self) {
+        let mut book = self.ledger.lock();
+        if let Some(h) = book.get_mut(&self.peer) {
+            h.runs = h.runs.saturating_sub(1);
+        }
+    }
+}
+
+/// Why a client may not take one more place: the message and what to do.
+pub struct CapsFull {
+    pub message: String,
+    pub hint: String,
+}
+
+impl Ledger {
+    pub fn new(caps: SessionCaps, manager: Arc<LocalSessionManager>) -> Arc<Ledger> {
+        Arc::new(Ledger {
+            caps,
+            manager,
+            book: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn caps(&self) -> SessionCaps {
+        self.caps
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Peer, Holdings>> {
+        self.book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The book with sessions that ended pruned, and `peer`'s count and the total.
+    async fn counted(
+        &self,
+        peer: Peer,
+    ) -> (
+        std::sync::MutexGuard<'_, HashMap<Peer, Holdings>>,
+        usize,
+        usize,
+    ) {
+        let live: HashSet<String> = self
+            .manager
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|k| k.to_string())
+            .collect();
+        let mut book = self.lock();
+        book.retain(|_, h| {
+            h.ids.retain(|id| live.contains(id));
+            h.held() > 0
+        });
+        let total: usize = book.values().map(Holdings::held).sum();
+        let mine = book.get(&peer).map(Holdings::held).unwrap_or(0);
+        (book, mine, total)
+    }
+
+    fn full(&self, peer: Peer, mine: usize, total: usize) -> Option<CapsFull> {
+        if mine >= self.caps.per_client {
+            Some(CapsFull {
+                message: format!(
+                    "toolvisor mcp: {peer} already holds {mine} MCP sessions and 2026-07-28 conversations open, the most one client may hold (--max-sessions-per-client {})",
+                    self.caps.per_client
+                ),
+                hint: format!(
+                    "close sessions you no longer use (HTTP DELETE with their Mcp-Session-Id; idle ones close after 5 minutes), send back the `{}` handle of an earlier result instead of starting a new conversation (idle ones give their place back after {} s), or raise --max-sessions-per-client",
+                    crate::runs::HANDLE_KEY,
+                    self.caps.run_idle.as_secs()
+                ),
+            })
+        } else if total >= self.caps.total {
+            Some(CapsFull {
+                message: format!(
+                    "toolvisor mcp: {total} MCP sessions and 2026-07-28 conversations are open, the most this listener holds (--max-sessions {})",
+                    self.caps.total
+                ),
+                hint: format!(
+                    "retry later (idle sessions close after 5 minutes, idle conversations give their place back after {} s), or raise --max-sessions",
+                    self.caps.run_idle.as_secs()
+                ),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// A place for one more 2026-07-28 run of `peer`, or why not.
+    pub async fn admit_run(self: &Arc<Self>, peer: Peer) -> Result<RunPlace, CapsFull> {
+        let (mut book, mine, total) = self.counted(peer).await;
+        if let Some(full) = self.full(peer, mine, total) {
+            tracing::warn!(%peer, mine, total, "refused a new 2026-07-28 run past the cap");
+            return Err(full);
+        }
+        book.entry(peer).or_default().runs += 1;
+        Ok(RunPlace {
+            ledger: self.clone(),
+            peer,
+        })
+    }
 }
 
 /// What every request of a listener goes through.
@@ -187,9 +317,7 @@ pub struct Gate {
     token: Option<Token>,
     /// Where the token is, for the 401's text.
     token_at: String,
-    caps: SessionCaps,
-    manager: Arc<LocalSessionManager>,
-    book: Mutex<HashMap<Peer, Holdings>>,
+    ledger: Arc<Ledger>,
 }
 
 /// A request that may open a session, counted until it has its answer.
@@ -200,7 +328,7 @@ pub struct Ticket<'a> {
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        let mut book = self.gate.book.lock().unwrap_or_else(|e| e.into_inner());
+        let mut book = self.gate.ledger.lock();
         if let Some(h) = book.get_mut(&self.peer) {
             h.pending = h.pending.saturating_sub(1);
         }
@@ -210,24 +338,22 @@ impl Drop for Ticket<'_> {
 impl Ticket<'_> {
     /// The request opened session `id`.
     pub fn opened(&self, id: &str) {
-        let mut book = self.gate.book.lock().unwrap_or_else(|e| e.into_inner());
-        book.entry(self.peer).or_default().ids.push(id.to_string());
+        self.gate
+            .ledger
+            .lock()
+            .entry(self.peer)
+            .or_default()
+            .ids
+            .push(id.to_string());
     }
 }
 
 impl Gate {
-    pub fn new(
-        token: Option<Token>,
-        token_at: String,
-        caps: SessionCaps,
-        manager: Arc<LocalSessionManager>,
-    ) -> Gate {
+    pub fn new(token: Option<Token>, token_at: String, ledger: Arc<Ledger>) -> Gate {
         Gate {
             token,
             token_at,
-            caps,
-            manager,
-            book: Mutex::new(HashMap::new()),
+            ledger,
         }
     }
 
@@ -266,51 +392,42 @@ impl Gate {
 
     /// Room for one more session for `peer`, or the 503 that says whose cap is reached.
     pub async fn admit(&self, peer: Peer) -> Result<Ticket<'_>, Box<Response<Body>>> {
-        let live: HashSet<String> = self
-            .manager
-            .sessions
-            .read()
-            .await
-            .keys()
-            .map(|k| k.to_string())
-            .collect();
-        let mut book = self.book.lock().unwrap_or_else(|e| e.into_inner());
-        book.retain(|_, h| {
-            h.ids.retain(|id| live.contains(id));
-            !h.ids.is_empty() || h.pending > 0
-        });
-        let held = |h: &Holdings| h.ids.len() + h.pending;
-        let total: usize = book.values().map(held).sum();
-        let mine = book.get(&peer).map(held).unwrap_or(0);
-        let (message, hint) = if mine >= self.caps.per_client {
-            (
-                format!(
-                    "toolvisor mcp: {peer} already has {mine} MCP sessions open, the most one client may hold (--max-sessions-per-client {})",
-                    self.caps.per_client
-                ),
-                "close sessions you no longer use (HTTP DELETE with their Mcp-Session-Id; idle ones close after 5 minutes), or raise --max-sessions-per-client",
-            )
-        } else if total >= self.caps.total {
-            (
-                format!(
-                    "toolvisor mcp: {total} MCP sessions are open, the most this listener holds (--max-sessions {})",
-                    self.caps.total
-                ),
-                "retry later (idle sessions close after 5 minutes), or raise --max-sessions",
-            )
-        } else {
+        let (mut book, mine, total) = self.ledger.counted(peer).await;
+        let Some(full) = self.ledger.full(peer, mine, total) else {
             book.entry(peer).or_default().pending += 1;
             return Ok(Ticket { gate: self, peer });
         };
+        drop(book);
         tracing::warn!(%peer, mine, total, "refused a new MCP session past the cap");
-        Err(Box::new(refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            -32000,
-            &message,
-            hint,
-            &[(header::RETRY_AFTER, "10")],
-        )))
+        Err(Box::new(busy(&full)))
     }
+
+    /// Session `id` was opened by a request admitted as a 2026-07-28 one (an `initialize`
+    /// under a 2026 header): counted now, and closed again with the 503 when it was past
+    /// the cap.
+    pub async fn adopt(&self, peer: Peer, id: &str) -> Result<(), Box<Response<Body>>> {
+        let (mut book, mine, total) = self.ledger.counted(peer).await;
+        // Counted without this session (not in the book yet).
+        let Some(full) = self.ledger.full(peer, mine, total) else {
+            book.entry(peer).or_default().ids.push(id.to_string());
+            return Ok(());
+        };
+        drop(book);
+        use rmcp::transport::streamable_http_server::session::SessionManager;
+        let _ = self.ledger.manager.close_session(&id.into()).await;
+        Err(Box::new(busy(&full)))
+    }
+}
+
+/// The 503 of a full cap.
+fn busy(full: &CapsFull) -> Response<Body> {
+    refusal(
+        StatusCode::SERVICE_UNAVAILABLE,
+        -32000,
+        &full.message,
+        &full.hint,
+        &[(header::RETRY_AFTER, "10")],
+    )
 }
 
 /// A JSON-RPC error answer with an HTTP status (no request id: the request was not read).

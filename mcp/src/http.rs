@@ -2,7 +2,7 @@
 //! connection, per MCP session) served by hyper on a private Unix socket or a loopback port,
 //! behind the [`Gate`]: a loopback port needs the listener's bearer token on every request,
 //! a Unix socket serves our own uid only, a browser `Origin` is refused unless allowed, and
-//! sessions are capped per client and in all.
+//! sessions and 2026-07-28 runs are capped per client and in all.
 
 use std::convert::Infallible;
 use std::os::unix::fs::PermissionsExt;
@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::gate::{Body, Gate, SessionCaps, TokenSource, resolve_token};
+use crate::gate::{Body, Gate, Ledger, SessionCaps, TokenSource, resolve_token};
 use crate::peer::{Peer, tcp_peer, unix_peer};
 use crate::{Bridge, BridgeError, Listen, Options};
 
@@ -74,15 +74,17 @@ pub async fn serve_http(
 ) -> Result<(), BridgeError> {
     let opts = Arc::new(opts);
     let factory_opts = opts.clone();
+    let manager = Arc::new(LocalSessionManager::default());
+    // Sessions and 2026 runs share the caps: each holds a daemon connection.
+    let ledger = Ledger::new(http.caps, manager.clone());
     // What outlives one request (2026 clients' runs, calls waiting for an answer, tasks).
-    let runs = crate::runs::Runs::new(opts.clone());
+    let runs = crate::runs::Runs::for_listener(opts.clone(), ledger.clone(), stop.child_token());
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(stop.child_token())
         .with_allowed_origins(http.allowed_origins.clone());
     if http.allowed_origins.is_empty() {
         config = config.enforce_origin_validation();
     }
-    let manager = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(Bridge::new(factory_opts.clone(), runs.clone())),
         manager.clone(),
@@ -111,12 +113,7 @@ pub async fn serve_http(
                     .then(|| resolved.file.clone())
                     .flatten(),
             );
-            let gate = Arc::new(Gate::new(
-                Some(resolved.token),
-                token_at,
-                http.caps,
-                manager,
-            ));
+            let gate = Arc::new(Gate::new(Some(resolved.token), token_at, ledger));
             ready(&Ready {
                 url: format!("http://{local}{PATH}"),
                 token_file: resolved.file.clone(),
@@ -162,12 +159,7 @@ pub async fn serve_http(
                 Some(f) => format!("in {}", f.display()),
                 None => "in TOOLVISOR_MCP_TOKEN where toolvisor mcp was started".to_string(),
             };
-            let gate = Arc::new(Gate::new(
-                resolved.map(|r| r.token),
-                token_at,
-                http.caps,
-                manager,
-            ));
+            let gate = Arc::new(Gate::new(resolved.map(|r| r.token), token_at, ledger));
             let listener = tokio::net::UnixListener::bind(&path)?;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
             ready(&Ready {
@@ -248,13 +240,14 @@ impl Drop for RemoveOnDrop {
 
 type Svc = StreamableHttpService<Bridge, LocalSessionManager>;
 
-/// One request: the token, then (for a request that may open a session) the caps, then rmcp.
+/// One request: the token, then (for a request that may open a session or start a
+/// 2026-07-28 run) the caps, then rmcp.
 async fn handle(
     svc: &Svc,
     gate: &Gate,
     peer: &tokio::sync::OnceCell<Peer>,
     conn: ConnPeer,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Response<Body> {
     if let Err(refused) = gate.authenticate(&req) {
         tracing::info!("refused a request without the listener's token");
@@ -265,6 +258,23 @@ async fn handle(
         return svc.handle(req).await;
     }
     let peer = *peer.get_or_init(|| conn.resolve()).await;
+    if speaks_2026(&req) {
+        // No session: the run it may start takes its place under the caps (`Runs::run`),
+        // which needs to know whose it is.
+        req.extensions_mut().insert(peer);
+        let resp = svc.handle(req).await;
+        // An `initialize` opens a session whatever its header said: counted now.
+        if let Some(id) = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+            && let Err(refused) = gate.adopt(peer, &id).await
+        {
+            return *refused;
+        }
+        return resp;
+    }
     let ticket = match gate.admit(peer).await {
         Ok(t) => t,
         Err(refused) => return *refused,
@@ -278,6 +288,15 @@ async fn handle(
         ticket.opened(id);
     }
     resp
+}
+
+/// Whether a request says it speaks 2026-07-28 or later (rmcp serves it without a session
+/// unless it is an `initialize`).
+fn speaks_2026<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
 }
 
 fn spawn_conn<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(

@@ -2,7 +2,10 @@
 //! `initialize`; every request stands alone, and over HTTP each is served by a fresh handler),
 //! so its run and conversation are named by a handle the server mints and the client passes
 //! back in each request's `_meta` (`toolvisor/conversation`): the run's daemon connection is
-//! kept here under it. Also here: the calls waiting for a client's answer to an approval
+//! kept here under it. Behind a listener each run takes a place under the same caps as MCP
+//! sessions (per client and in all, [`Ledger`]), and one nobody used for `--run-idle-secs`
+//! gives its daemon connection and its place back (a sweeper looks, so a client that never
+//! comes back does not hold them). Also here: the calls waiting for a client's answer to an approval
 //! asked as a multi round-trip request (MRTR: `inputRequests` + `requestState`), and tasks.
 
 use std::collections::HashMap;
@@ -15,15 +18,19 @@ use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame};
 use crate::Options;
 use crate::bridge::Shared;
 use crate::daemon::{CallMsg, DaemonConn};
+use crate::gate::{CapsFull, Ledger, RunPlace};
+use crate::peer::Peer;
 use crate::tasks::Tasks;
 
 /// The `_meta` key of the conversation handle (request and result).
 pub const HANDLE_KEY: &str = "toolvisor/conversation";
 
-/// A run nobody used this long gives its daemon connection back (the conversation's state
-/// stays the daemon's: the next request with its handle connects again).
+/// Over stdio, a run nobody used this long gives its daemon connection back (the
+/// conversation's state stays the daemon's: the next request with its handle connects
+/// again). A listener's runs use `SessionCaps::run_idle` instead.
 const IDLE: Duration = Duration::from_secs(600);
-/// Runs kept at once; past it the least recently used goes.
+/// Over stdio (one client), runs kept at once; past it the least recently used goes. A
+/// listener's runs are capped by its [`Ledger`] instead.
 const MAX_RUNS: usize = 256;
 /// A call waiting for an MRTR answer this long is cancelled (the daemon's approval timeout,
 /// 300 s by default, has ended it by then anyway).
@@ -67,12 +74,23 @@ impl Pending {
     }
 }
 
+/// One 2026-07-28 run.
+struct Run {
+    shared: Arc<Shared>,
+    used: Instant,
+    /// Its place under the listener's caps (none over stdio).
+    _place: Option<RunPlace>,
+}
+
 /// The process-wide state of one `toolvisor mcp`.
 pub struct Runs {
     opts: Arc<Options>,
-    by_handle: Mutex<HashMap<String, (Arc<Shared>, Instant)>>,
+    by_handle: Mutex<HashMap<String, Run>>,
     pending: Mutex<HashMap<String, Pending>>,
     pub tasks: Tasks,
+    /// A listener's caps, which runs share with sessions; `None` over stdio.
+    ledger: Option<Arc<Ledger>>,
+    idle: Duration,
 }
 
 /// Whether `handle` is one we would mint or accept: 1..=64 of `[A-Za-z0-9_.-]`.
@@ -101,13 +119,72 @@ fn random_hex(bytes: usize) -> String {
 }
 
 impl Runs {
+    /// Over stdio: one client, no caps.
     pub fn new(opts: Arc<Options>) -> Arc<Runs> {
         Arc::new(Runs {
             opts,
             by_handle: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             tasks: Tasks::default(),
+            ledger: None,
+            idle: IDLE,
         })
+    }
+
+    /// Behind a listener: each run takes a place in `ledger`; a sweeper gives idle runs'
+    /// connections and places back until `stop`.
+    pub fn for_listener(
+        opts: Arc<Options>,
+        ledger: Arc<Ledger>,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> Arc<Runs> {
+        let idle = ledger.caps().run_idle;
+        let runs = Arc::new(Runs {
+            opts,
+            by_handle: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            tasks: Tasks::default(),
+            ledger: Some(ledger),
+            idle,
+        });
+        let weak = Arc::downgrade(&runs);
+        let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                let Some(runs) = weak.upgrade() else { break };
+                let idle = runs.take_idle(None);
+                drop(runs);
+                for s in idle {
+                    s.close().await;
+                }
+            }
+        });
+        runs
+    }
+
+    /// The runs idle past their time, taken out (all but `keep`). A run in use (a request,
+    /// a task or a call waiting for an answer holds it or its connection) is not idle: its
+    /// idle time starts again.
+    fn take_idle(&self, keep: Option<&str>) -> Vec<Arc<Shared>> {
+        let mut runs = self.by_handle.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let mut idle = Vec::new();
+        runs.retain(|h, run| {
+            if keep == Some(h.as_str()) || now.duration_since(run.used) < self.idle {
+                return true;
+            }
+            if Arc::strong_count(&run.shared) > 1 || run.shared.busy() {
+                run.used = now;
+                return true;
+            }
+            idle.push(run.shared.clone());
+            false
+        });
+        idle
     }
 
     pub fn opts(&self) -> &Arc<Options> {
@@ -119,41 +196,62 @@ impl Runs {
         format!("mcp-{}", random_hex(8))
     }
 
-    /// The run of `handle` (made on first use); runs idle past [`IDLE`] give their connection
+    /// The run of `handle` (made on first use, taking a place of `peer`'s under the
+    /// listener's caps, or `Err` saying whose cap is full); idle runs give their connection
     /// back first.
-    pub(crate) async fn run(&self, handle: &str) -> Arc<Shared> {
-        let (found, idle) = {
-            let mut runs = self.by_handle.lock().unwrap_or_else(|e| e.into_inner());
-            let now = Instant::now();
-            let mut idle: Vec<Arc<Shared>> = Vec::new();
-            runs.retain(|h, (s, used)| {
-                let keep = h == handle || now.duration_since(*used) < IDLE;
-                if !keep {
-                    idle.push(s.clone());
-                }
-                keep
-            });
-            if runs.len() >= MAX_RUNS && !runs.contains_key(handle) {
-                let oldest = runs
-                    .iter()
-                    .min_by_key(|(_, (_, used))| *used)
-                    .map(|(h, _)| h.clone());
-                if let Some(h) = oldest
-                    && let Some((s, _)) = runs.remove(&h)
-                {
-                    idle.push(s);
-                }
-            }
-            let entry = runs
-                .entry(handle.to_string())
-                .or_insert_with(|| (Arc::new(Shared::for_handle(self.opts.clone(), handle)), now));
-            entry.1 = now;
-            (entry.0.clone(), idle)
-        };
-        for s in idle {
+    pub(crate) async fn run(
+        &self,
+        handle: &str,
+        peer: Option<Peer>,
+    ) -> Result<Arc<Shared>, CapsFull> {
+        for s in self.take_idle(Some(handle)) {
             s.close().await;
         }
-        found
+        if let Some(run) = self
+            .by_handle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(handle)
+        {
+            run.used = Instant::now();
+            return Ok(run.shared.clone());
+        }
+        let place = match &self.ledger {
+            Some(ledger) => Some(ledger.admit_run(peer.unwrap_or(Peer::Unknown)).await?),
+            None => None,
+        };
+        let evicted = {
+            let mut runs = self.by_handle.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            // A concurrent request made it meanwhile: that one's place stands, ours goes.
+            if let Some(run) = runs.get_mut(handle) {
+                run.used = now;
+                return Ok(run.shared.clone());
+            }
+            let mut evicted = None;
+            if self.ledger.is_none() && runs.len() >= MAX_RUNS {
+                let oldest = runs
+                    .iter()
+                    .min_by_key(|(_, run)| run.used)
+                    .map(|(h, _)| h.clone());
+                evicted = oldest.and_then(|h| runs.remove(&h)).map(|run| run.shared);
+            }
+            let shared = Arc::new(Shared::for_handle(self.opts.clone(), handle));
+            runs.insert(
+                handle.to_string(),
+                Run {
+                    shared: shared.clone(),
+                    used: now,
+                    _place: place,
+                },
+            );
+            (shared, evicted)
+        };
+        let (found, evicted) = evicted;
+        if let Some(s) = evicted {
+            s.close().await;
+        }
+        Ok(found)
     }
 
     /// Keep a call waiting for the client's answer; the key is the `requestState` the client

@@ -173,9 +173,15 @@ enum Command {
         /// With --listen: MCP sessions open at once, all clients together.
         #[arg(long, default_value_t = 64)]
         max_sessions: usize,
-        /// With --listen: MCP sessions open at once from one client process.
+        /// With --listen: MCP sessions open at once from one client process. 2026-07-28
+        /// conversations (no session) count against this cap and --max-sessions alike.
         #[arg(long, default_value_t = 16)]
         max_sessions_per_client: usize,
+        /// With --listen: seconds after which a 2026-07-28 conversation nobody used gives
+        /// its daemon connection and its place under the caps back (its state stays the
+        /// daemon's; the next request with its handle connects again).
+        #[arg(long, default_value_t = 300.0)]
+        run_idle_secs: f64,
         /// Seconds between looks at the tool list while a session is open (tree changes
         /// trigger a look too); a change is sent as notifications/tools/list_changed.
         #[arg(long, default_value_t = 3.0)]
@@ -517,6 +523,7 @@ fn main() -> ExitCode {
             allow_origin,
             max_sessions,
             max_sessions_per_client,
+            run_idle_secs,
             poll,
             approvals,
             config,
@@ -558,6 +565,7 @@ fn main() -> ExitCode {
                     caps: toolvisor_mcp::gate::SessionCaps {
                         total: max_sessions.max(1),
                         per_client: max_sessions_per_client.max(1),
+                        run_idle: Duration::from_secs_f64(run_idle_secs.clamp(0.1, 86_400.0)),
                     },
                 }),
             )
