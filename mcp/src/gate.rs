@@ -357,6 +357,11 @@ impl Gate {
         }
     }
 
+    /// Whether requests must carry a token (a Unix socket without one serves our uid only).
+    pub fn needs_token(&self) -> bool {
+        self.token.is_some()
+    }
+
     /// `Err(401)` unless the request carries the token (when there is one).
     pub fn authenticate<B>(&self, req: &Request<B>) -> Result<(), Box<Response<Body>>> {
         let Some(token) = &self.token else {

@@ -2,8 +2,12 @@
 //! connection, per MCP session) served by hyper on a private Unix socket or a loopback port,
 //! behind the [`Gate`]: a loopback port needs the listener's bearer token on every request,
 //! a Unix socket serves our own uid only, a browser `Origin` is refused unless allowed, and
-//! sessions and 2026-07-28 runs are capped per client and in all.
+//! sessions and 2026-07-28 runs are capped per client and in all. Before a connection has
+//! shown the token it is a stranger's: a user holds at most [`MAX_STRANGERS_PER_USER`] such
+//! connections, each for at most [`STRANGER_HOLD`], and every 401 and 403 closes its
+//! connection, so a user without the token cannot hold the listener's connections.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -11,16 +15,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::body::Incoming;
-use hyper::{Method, Request, Response};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::gate::{Body, Gate, Ledger, SessionCaps, TokenSource, resolve_token};
-use crate::peer::{Peer, tcp_peer, unix_peer};
+use crate::peer::{Peer, tcp_peer, tcp_peer_uid, unix_peer};
 use crate::{Bridge, BridgeError, Listen, Options};
 
 /// The path MCP clients post to.
@@ -29,6 +33,16 @@ pub const PATH: &str = "/mcp";
 /// HTTP connections served at once; past it a new connection is closed at once (each holds a
 /// task and a socket, authenticated or not).
 pub const MAX_CONNECTIONS: usize = 256;
+
+/// Connections one user may hold at once before they have shown the token; past it a new
+/// one is closed at once. Counted per uid (SO_PEERCRED on a Unix socket, the kernel's socket
+/// table on loopback TCP), so another local user cannot take the connections the token's
+/// holders need.
+pub const MAX_STRANGERS_PER_USER: usize = 8;
+
+/// How long a connection may stay open without a request carrying the token; then it is
+/// closed (a legitimate client sends its first request at once).
+pub const STRANGER_HOLD: Duration = Duration::from_secs(5);
 
 /// How long a connection may take to send a request's headers (a client that trickles them
 /// would otherwise hold its connection for ever).
@@ -91,6 +105,7 @@ pub async fn serve_http(
         config,
     );
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let strangers = Strangers::new();
     let refuse = |e: String| BridgeError::Io(std::io::Error::other(e));
     match http.listen {
         Listen::Tcp(addr) => {
@@ -133,9 +148,21 @@ pub async fn serve_http(
                 // Small JSON-RPC answers must not wait for the client's delayed ACK (Nagle's
                 // algorithm: about 40 ms per call).
                 let _ = stream.set_nodelay(true);
-                // Who the client is is looked up only when it opens a session (it reads /proc).
+                // Its process is looked up only when it opens a session (a walk of /proc); its
+                // user at once, for the cap on connections without the token.
                 let peer = ConnPeer::Tcp { local, remote };
-                spawn_conn(stream, peer, service.clone(), gate.clone(), slot);
+                let (service, gate, strangers) = (service.clone(), gate.clone(), strangers.clone());
+                tokio::spawn(async move {
+                    let uid = tokio::task::spawn_blocking(move || tcp_peer_uid(local, remote))
+                        .await
+                        .ok()
+                        .flatten();
+                    let Some(place) = strangers.enter(uid) else {
+                        tracing::warn!(%remote, ?uid, "refused a connection past {MAX_STRANGERS_PER_USER} without the token from one user");
+                        return;
+                    };
+                    spawn_conn(stream, peer, service, gate, slot, Some(place));
+                });
             }
         }
         Listen::Unix(path) => {
@@ -191,13 +218,68 @@ pub async fn serve_http(
                     tracing::warn!("refused a connection past {MAX_CONNECTIONS} open");
                     continue;
                 };
+                // Without a token the uid check was the authentication.
+                let place = if gate.needs_token() {
+                    match strangers.enter(peer.uid()) {
+                        Some(place) => Some(place),
+                        None => {
+                            tracing::warn!(%peer, "refused a connection past {MAX_STRANGERS_PER_USER} without the token from one user");
+                            continue;
+                        }
+                    }
+                } else {
+                    None
+                };
                 spawn_conn(
                     stream,
                     ConnPeer::Known(peer),
                     service.clone(),
                     gate.clone(),
                     slot,
+                    place,
                 );
+            }
+        }
+    }
+}
+
+/// Connections open per user that have not shown the token yet.
+struct Strangers(std::sync::Mutex<HashMap<Option<u32>, usize>>);
+
+/// A connection's place among its user's strangers, given back when dropped.
+struct StrangerPlace {
+    strangers: Arc<Strangers>,
+    uid: Option<u32>,
+}
+
+impl Strangers {
+    fn new() -> Arc<Strangers> {
+        Arc::new(Strangers(std::sync::Mutex::new(HashMap::new())))
+    }
+
+    /// A place for one more connection of user `uid` (`None`: unknown, all share one), or
+    /// `None` past [`MAX_STRANGERS_PER_USER`].
+    fn enter(self: &Arc<Self>, uid: Option<u32>) -> Option<StrangerPlace> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = held.entry(uid).or_default();
+        if *n >= MAX_STRANGERS_PER_USER {
+            return None;
+        }
+        *n += 1;
+        Some(StrangerPlace {
+            strangers: self.clone(),
+            uid,
+        })
+    }
+}
+
+impl Drop for StrangerPlace {
+    fn drop(&mut self) {
+        let mut held = self.strangers.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = held.get_mut(&self.uid) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.uid);
             }
         }
     }
@@ -241,18 +323,39 @@ impl Drop for RemoveOnDrop {
 type Svc = StreamableHttpService<Bridge, LocalSessionManager>;
 
 /// One request: the token, then (for a request that may open a session or start a
-/// 2026-07-28 run) the caps, then rmcp.
+/// 2026-07-28 run) the caps, then rmcp. Every 401 and 403 closes its connection.
 async fn handle(
     svc: &Svc,
     gate: &Gate,
     peer: &tokio::sync::OnceCell<Peer>,
     conn: ConnPeer,
+    authed: &Notify,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let mut resp = answer(svc, gate, peer, conn, authed, req).await;
+    let status = resp.status();
+    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+        resp.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+    resp
+}
+
+async fn answer(
+    svc: &Svc,
+    gate: &Gate,
+    peer: &tokio::sync::OnceCell<Peer>,
+    conn: ConnPeer,
+    authed: &Notify,
     mut req: Request<Incoming>,
 ) -> Response<Body> {
     if let Err(refused) = gate.authenticate(&req) {
         tracing::info!("refused a request without the listener's token");
         return *refused;
     }
+    authed.notify_one();
     let opens = req.method() == Method::POST && !req.headers().contains_key("mcp-session-id");
     if !opens {
         return svc.handle(req).await;
@@ -305,23 +408,44 @@ fn spawn_conn<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     svc: Svc,
     gate: Arc<Gate>,
     slot: tokio::sync::OwnedSemaphorePermit,
+    stranger: Option<StrangerPlace>,
 ) {
     tokio::spawn(async move {
         let _slot = slot;
         let io = TokioIo::new(stream);
         let peer = Arc::new(tokio::sync::OnceCell::new());
+        let authed = Arc::new(Notify::new());
+        let shown = authed.clone();
         let service = hyper::service::service_fn(move |req| {
             let svc = svc.clone();
             let gate = gate.clone();
             let peer = peer.clone();
-            async move { Ok::<_, Infallible>(handle(&svc, &gate, &peer, conn, req).await) }
+            let authed = authed.clone();
+            async move { Ok::<_, Infallible>(handle(&svc, &gate, &peer, conn, &authed, req).await) }
         });
-        if let Err(e) = hyper::server::conn::http1::Builder::new()
+        let served = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT)
-            .serve_connection(io, service)
-            .await
-        {
+            .serve_connection(io, service);
+        tokio::pin!(served);
+        // A stranger's connection until a request shows the token: then its place among
+        // its user's strangers is given back; past STRANGER_HOLD it is closed.
+        let ended = match stranger {
+            None => None,
+            Some(place) => tokio::select! {
+                ended = served.as_mut() => Some(ended),
+                _ = shown.notified() => { drop(place); None }
+                _ = tokio::time::sleep(STRANGER_HOLD) => {
+                    tracing::info!("closed a connection that showed no token within {STRANGER_HOLD:?}");
+                    return;
+                }
+            },
+        };
+        let ended = match ended {
+            Some(ended) => ended,
+            None => served.await,
+        };
+        if let Err(e) = ended {
             tracing::debug!(error = %e, "an HTTP connection ended with an error");
         }
     });

@@ -61,6 +61,12 @@ pub fn tcp_peer(local: SocketAddr, remote: SocketAddr) -> Peer {
     }
 }
 
+/// The user of a loopback TCP client, from the kernel's socket table alone (cheap enough for
+/// every accepted connection, unlike the process, which needs a walk of /proc).
+pub fn tcp_peer_uid(local: SocketAddr, remote: SocketAddr) -> Option<u32> {
+    client_socket(local, remote).map(|(uid, _)| uid)
+}
+
 /// The uid and inode of the client's socket: the row of /proc/net/tcp{,6} whose local
 /// address is the client's (`remote`) and whose remote address is ours.
 fn client_socket(local: SocketAddr, remote: SocketAddr) -> Option<(u32, u64)> {

@@ -113,6 +113,7 @@ mod mcp_approvals;
 mod mcp_http_2026_caps;
 mod mcp_http_auth;
 mod mcp_http_listen;
+mod mcp_http_strangers;
 mod mcp_http_token_file;
 mod mcp_inspector_cli;
 mod mcp_python_sdk;
