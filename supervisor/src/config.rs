@@ -686,6 +686,11 @@ impl Default for Config {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file is not one only its owner (us or root) could have written.
+    #[error(
+        "refusing the config file {path}: {problem}; it decides what the agent may do, so it must be a regular file of yours (or root's) that group and others cannot write (`chmod go-w {path}`)"
+    )]
+    Unsafe { path: String, problem: String },
     #[error("cannot read config file {path}: {source}")]
     Read {
         path: String,
@@ -699,16 +704,61 @@ fn uid() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
 
+/// The config file's text: opened once (`O_CLOEXEC`; `O_NONBLOCK`, so a FIFO cannot stall
+/// the start), checked by `fstat` on that descriptor — a regular file owned by us or root
+/// that others cannot write, nor a group other than our own (a umask of 002 with a group of
+/// one's own is common and safe) — and read from the same descriptor, so what is read is what
+/// was checked. A symbolic link is followed (dotfile managers link config files in place):
+/// the file it reaches is the one checked, so a link cannot lend it another user's file.
+fn read_config(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let read_error = |source| ConfigError::Read {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(path)
+        .map_err(read_error)?;
+    let meta = file.metadata().map_err(read_error)?;
+    let problem = if !meta.is_file() {
+        Some("it is not a regular file".to_string())
+    } else if meta.uid() != uid() && meta.uid() != 0 {
+        Some(format!(
+            "it belongs to uid {}, not to us or root",
+            meta.uid()
+        ))
+    } else if meta.mode() & 0o002 != 0
+        || (meta.mode() & 0o020 != 0 && meta.gid() != nix::unistd::getegid().as_raw())
+    {
+        Some(format!(
+            "group or others may write it (mode {:04o}, group {})",
+            meta.mode() & 0o7777,
+            meta.gid()
+        ))
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        return Err(ConfigError::Unsafe {
+            path: path.display().to_string(),
+            problem,
+        });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(read_error)?;
+    Ok(text)
+}
+
 impl Config {
     /// Embedded defaults, overridden by `path` when given.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
         let Some(path) = path else {
             return Ok(Config::default());
         };
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text = read_config(path)?;
         let mut config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.display().to_string(),
             message: e.to_string(),
@@ -889,6 +939,56 @@ mod tests {
         let path = dir.path().join("toolvisor.toml");
         std::fs::write(&path, text).unwrap();
         Config::load(Some(&path))
+    }
+
+    #[test]
+    fn a_config_file_others_could_write_is_refused_and_read_from_what_was_checked() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolvisor.toml");
+        std::fs::write(&path, "max_frame = 4096\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(Config::load(Some(&path)).unwrap().max_frame, 4096);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o646)).unwrap();
+        let err = Config::load(Some(&path)).unwrap_err().to_string();
+        assert!(
+            err.contains("group or others may write it (mode 0646")
+                && err.contains(&format!("chmod go-w {}", path.display())),
+            "{err}"
+        );
+        // Our own group may (umask 002 with a group of one's own).
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+        assert_eq!(Config::load(Some(&path)).unwrap().max_frame, 4096);
+        // A FIFO is refused without blocking on its open.
+        let fifo = dir.path().join("fifo.toml");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = Config::load(Some(&fifo)).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn a_config_file_of_another_user_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "giving a file to uid 65534 needs root; the suite runs as root"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolvisor.toml");
+        std::fs::write(&path, "").unwrap();
+        nix::unistd::chown(&path, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        let err = Config::load(Some(&path)).unwrap_err().to_string();
+        assert!(err.contains("belongs to uid 65534"), "{err}");
+        // Ours, but writable by another group.
+        nix::unistd::chown(
+            &path,
+            Some(nix::unistd::geteuid()),
+            Some(nix::unistd::Gid::from_raw(65534)),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+        let err = Config::load(Some(&path)).unwrap_err().to_string();
+        assert!(err.contains("group 65534"), "{err}");
     }
 
     #[test]

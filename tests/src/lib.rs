@@ -132,6 +132,13 @@ impl TestDaemon {
             self.state_dir().display().to_string()
         );
         std::fs::write(self.config_path(), cfg).expect("write config");
+        // As an operator's umask 022 makes it, whatever this test's umask: the daemon refuses a
+        // config file others may write.
+        std::fs::set_permissions(
+            self.config_path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o644),
+        )
+        .expect("set the config file's mode");
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
