@@ -13,6 +13,7 @@ pub mod output;
 pub mod private;
 pub mod process;
 pub mod restart;
+pub mod special;
 pub mod status;
 pub mod supervise;
 pub mod systemd;
