@@ -41,6 +41,7 @@ mod files_crash_windows;
 mod files_read;
 mod files_result_store;
 mod files_search;
+mod files_special_files;
 mod files_write;
 mod gates_surface_approval_policy;
 mod harness_claude_code;

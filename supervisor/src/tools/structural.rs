@@ -157,6 +157,10 @@ fn tool_error(tool: &str, workdir: &Path, err: Error) -> ToolError {
                 None => "point `path` at source files, or pass `language`".to_string(),
             },
         ),
+        Error::NotRegular { .. } => (
+            K::InvalidArgs,
+            "ast_grep and ast_edit read regular files only (a FIFO's reader would wait for a writer for ever); read it with `bash` if you mean to, or name a source file or directory".to_string(),
+        ),
         Error::PathNotFound { .. } => (
             K::NotFound,
             format!(

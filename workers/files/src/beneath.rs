@@ -7,7 +7,11 @@
 //! before 5.6 that lack `openat2`, a walk one component at a time with `O_NOFOLLOW`. Either
 //! way a symlink met answers `ELOOP` and a step out answers `EXDEV`. (`openat2` blocked by a
 //! seccomp filter, `EPERM` even for the root itself, counts as missing.)
+//!
+//! Reads go through [`open_read`], which never blocks on a special file: `O_NONBLOCK`, `fstat`,
+//! refused unless regular (`toolvisor_kit::special`).
 
+use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path};
@@ -15,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
+use toolvisor_kit::special;
 
 /// Set once `openat2` answered `ENOSYS`: use the component walk from then on.
 static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
@@ -63,6 +68,19 @@ pub fn open(root: BorrowedFd<'_>, rel: &Path, flags: OFlags, mode: Mode) -> io::
         }
     }
     open_walk(root, rel, flags, mode)
+}
+
+/// Open `rel` beneath `root` for reading (see [`open`]) without blocking on a special file:
+/// a FIFO, socket or device is refused (`toolvisor_kit::special::NotRegular`, naming its
+/// type), a directory too unless `dirs`; a regular file comes back with `O_NONBLOCK` cleared.
+pub fn open_read(root: BorrowedFd<'_>, rel: &Path, dirs: bool) -> io::Result<File> {
+    match open(root, rel, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty()) {
+        Ok(fd) => special::checked(File::from(fd), dirs),
+        Err(e) => Err(special::name_enxio(e, || {
+            let fd = open(root, rel, OFlags::PATH, Mode::empty()).ok()?;
+            Some(File::from(fd).metadata().ok()?.file_type())
+        })),
+    }
 }
 
 fn openat2_works(root: BorrowedFd<'_>) -> bool {

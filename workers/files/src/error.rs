@@ -27,6 +27,9 @@ pub enum Error {
     IsDir { path: String },
     #[error("{path} is not a directory")]
     NotDir { path: String },
+    /// A FIFO, socket or device: never opened for its content (`toolvisor_kit::special`).
+    #[error("{path} is {kind}, not a regular file")]
+    NotRegular { path: String, kind: &'static str },
     #[error("{path} is a binary file ({why})")]
     Binary { path: String, why: String },
     #[error("{path}: {op}: {source}")]
@@ -63,6 +66,9 @@ impl Error {
     /// An I/O error on `path`, with `NotFound` lifted to its own variant.
     pub fn io(path: impl Into<String>, op: &'static str, source: std::io::Error) -> Error {
         let path = path.into();
+        if let Some(kind) = toolvisor_kit::special::not_regular(&source) {
+            return Error::NotRegular { path, kind };
+        }
         match source.kind() {
             std::io::ErrorKind::NotFound => Error::NotFound { path },
             std::io::ErrorKind::IsADirectory => Error::IsDir { path },
@@ -111,6 +117,11 @@ impl Error {
                 ErrorKind::InvalidArgs,
                 msg,
                 "name a directory (or the parent of the file)",
+            ),
+            Error::NotRegular { .. } => ToolError::new(
+                ErrorKind::InvalidArgs,
+                msg,
+                "the file tools read and write regular files only (a FIFO's reader would wait for a writer for ever); read or write it with `bash` if you mean to",
             ),
             Error::Binary { .. } => ToolError::new(
                 ErrorKind::InvalidArgs,

@@ -169,7 +169,7 @@ fn roll_back_one(
     path: &Path,
     scope: &dyn Fn(&Path) -> crate::error::Result<Scope>,
 ) -> Result<Vec<Outcome>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let bytes = toolvisor_kit::special::read(path).map_err(|e| format!("cannot read: {e}"))?;
     let record: Json = serde_json::from_slice(&bytes).map_err(|e| format!("damaged: {e}"))?;
     let path_of = |v: &Json| -> Result<PathBuf, String> {
         let b = un_b64(v)?.ok_or("no path")?;

@@ -23,6 +23,7 @@
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -204,17 +205,15 @@ impl Scope {
 
     /// Open, for reading, a file a search walk found under a resolved directory: beneath the
     /// root it lies in, like every other open, so a directory swapped for a symlink while
-    /// the walk ran is not followed out.
+    /// the walk ran is not followed out. A special file (FIFO, socket, device) or a directory
+    /// is refused without blocking (`toolvisor_kit::special`).
     pub fn open_found(&self, path: &Path) -> std::io::Result<File> {
         if self.protected.covers(path) {
             return Err(rustix::io::Errno::ACCESS.into());
         }
         match self.anchor(path, Access::Read) {
-            Some(At::Beneath { root, rel }) => {
-                let fd = beneath::open(root.as_fd(), &rel, OFlags::RDONLY, Mode::empty())?;
-                Ok(File::from(fd))
-            }
-            _ if self.allow_outside => File::open(path),
+            Some(At::Beneath { root, rel }) => beneath::open_read(root.as_fd(), &rel, false),
+            _ if self.allow_outside => toolvisor_kit::special::open_read(path),
             _ => Err(rustix::io::Errno::XDEV.into()),
         }
     }
@@ -252,11 +251,23 @@ impl Resolved {
         }
     }
 
-    /// Open the file (or directory) for reading.
+    /// Open the file (or directory) for reading. A special file (FIFO, socket, device) is
+    /// refused without blocking on it (`Error::NotRegular`, see `toolvisor_kit::special`).
     pub fn open(&self) -> Result<File> {
-        self.open_fd(OFlags::RDONLY)
-            .map(File::from)
-            .map_err(|e| self.error("open", e))
+        let opened = match &self.at {
+            At::Beneath { root, rel } => beneath::open_read(root.as_fd(), rel, true),
+            At::Path => std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(toolvisor_kit::special::O_NONBLOCK)
+                .open(&self.real)
+                .map_err(|e| {
+                    toolvisor_kit::special::name_enxio(e, || {
+                        Some(std::fs::metadata(&self.real).ok()?.file_type())
+                    })
+                })
+                .and_then(|f| toolvisor_kit::special::checked(f, true)),
+        };
+        opened.map_err(|e| self.error("open", e))
     }
 
     /// The file's metadata. The real path has no symlink; beneath a root one that appeared
@@ -529,6 +540,69 @@ mod tests {
         let mut body = String::new();
         std::io::Read::read_to_string(&mut read.open().unwrap(), &mut body).unwrap();
         assert_eq!(body, "inside");
+    }
+
+    /// A FIFO or socket under the root: every open for its content is refused at once, naming
+    /// the type, confined or not (`allow_outside_workdir`); nothing replaces it. On the old
+    /// code the open of the FIFO blocked for ever; the bound fails the test instead.
+    #[test]
+    fn special_files_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        mkfifo(&dir.path().join("pipe"));
+        let _sock = std::os::unix::net::UnixListener::bind(dir.path().join("sock")).unwrap();
+        for allow_outside in [false, true] {
+            let s = Scope::new(dir.path(), &[], allow_outside).unwrap();
+            for (name, kind) in [("pipe", "a FIFO (named pipe)"), ("sock", "a Unix socket")] {
+                let (s2, real) = (s.clone(), s.root().join(name));
+                let (opened, found, written) = bounded(name, move || {
+                    let r = s2.resolve(name, Access::Write).unwrap();
+                    (
+                        r.open().map(drop),
+                        s2.open_found(&real).map(drop),
+                        crate::write::write_atomic(&r, b"x"),
+                    )
+                });
+                for got in [opened, written] {
+                    match got {
+                        Err(e @ Error::NotRegular { .. }) => {
+                            let t = e.to_tool_error("read");
+                            assert_eq!(t.kind, toolvisor_protocol::ErrorKind::InvalidArgs);
+                            assert_eq!(
+                                t.message,
+                                format!("read: {name} is {kind}, not a regular file")
+                            );
+                            assert!(t.hint.contains("`bash`"), "{}", t.hint);
+                        }
+                        other => panic!("{name} ({allow_outside}): not refused: {other:?}"),
+                    }
+                }
+                let e = found.unwrap_err();
+                assert_eq!(toolvisor_kit::special::not_regular(&e), Some(kind), "{e}");
+                let t = std::fs::symlink_metadata(dir.path().join(name)).unwrap();
+                assert!(
+                    toolvisor_kit::special::kind_of(t.file_type()).is_some(),
+                    "{name} replaced"
+                );
+            }
+        }
+    }
+
+    fn mkfifo(path: &Path) {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo {}", path.display());
+    }
+
+    /// `f` on a thread of its own, failing the test when it has not answered in 20 s.
+    fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{what}: blocked"))
     }
 
     #[test]

@@ -353,6 +353,12 @@ pub fn grep(
     }
     let resolved = scope.resolve(req.path.unwrap_or("."), Access::Read)?;
     let meta = resolved.metadata()?;
+    if let Some(kind) = toolvisor_kit::special::kind_of(meta.file_type()) {
+        return Err(Error::NotRegular {
+            path: resolved.display,
+            kind,
+        });
+    }
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(req.case == Case::Insensitive)
         .case_smart(req.case == Case::Smart)
@@ -786,6 +792,38 @@ mod tests {
             multiline: false,
             visibility: Visibility::default(),
         }
+    }
+
+    /// A FIFO named as `grep`'s path is refused, naming its type (the old code answered an
+    /// empty search); over a directory the walk passes it by, never opening it.
+    #[test]
+    fn grep_refuses_a_named_fifo_and_walks_past_one() {
+        let (d, s) = tree();
+        let made = std::process::Command::new("mkfifo")
+            .arg(d.path().join("src/pipe.rs"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let named = GrepRequest {
+            path: Some("src/pipe.rs"),
+            ..grep_req("hello")
+        };
+        match grep(&s, &named, &SearchLimits::default(), Cancel::default()) {
+            Err(Error::NotRegular { path, kind }) => {
+                assert_eq!(
+                    (path.as_str(), kind),
+                    ("src/pipe.rs", "a FIFO (named pipe)")
+                );
+            }
+            other => panic!("a named FIFO was not refused: {other:?}"),
+        }
+        let over = GrepRequest {
+            path: Some("src"),
+            ..grep_req("hello")
+        };
+        let r = grep(&s, &over, &SearchLimits::default(), Cancel::default()).unwrap();
+        assert_eq!(r.files_searched, 2, "{}", r.output);
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
     }
 
     #[test]

@@ -350,7 +350,7 @@ impl ResultStore {
                 let Some(reference) = name.strip_suffix(".json") else {
                     continue;
                 };
-                let Some(meta) = std::fs::read(f.path())
+                let Some(meta) = toolvisor_kit::special::read(&f.path())
                     .ok()
                     .and_then(|b| serde_json::from_slice::<Json>(&b).ok())
                 else {
@@ -430,7 +430,7 @@ impl ResultStore {
             }
             let dir = self.cfg.dir.join(&rec.conv_key);
             let meta_path = dir.join(format!("{reference}.json"));
-            if let Some(mut meta) = std::fs::read(&meta_path)
+            if let Some(mut meta) = toolvisor_kit::special::read(&meta_path)
                 .ok()
                 .and_then(|b| serde_json::from_slice::<Json>(&b).ok())
             {
@@ -714,7 +714,7 @@ impl ResultStore {
         let key = conv_key(conversation);
         let dir = self.cfg.dir.join(&key);
         let meta_path = dir.join(format!("{reference}.json"));
-        let meta = match std::fs::read(&meta_path) {
+        let meta = match toolvisor_kit::special::read(&meta_path) {
             Ok(b) => serde_json::from_slice::<Json>(&b).map_err(|e| Error::NotAvailable {
                 reference: reference.into(),
                 why: format!("its record is damaged ({e})"),
@@ -745,7 +745,7 @@ impl ResultStore {
             reference: reference.into(),
             why,
         };
-        let mut f = File::open(dir.join(format!("{reference}.txt")))
+        let mut f = toolvisor_kit::special::open_read(&dir.join(format!("{reference}.txt")))
             .map_err(|e| incomplete(format!("its stored text is missing ({e})")))?;
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
         if size != bytes {

@@ -6,7 +6,7 @@
 //! temp file (`O_CREAT | O_EXCL | O_NOFOLLOW`, named by `kit::private::temp_name`) in the target's
 //! directory, fsynced, given the old file's mode, then `renameat` over the target, all relative to
 //! the parent's handle; the directory is not fsynced. A read-only target is refused, as an open for
-//! writing would be. The target's directory is noted in the temp log (`crate::temps`) before the
+//! writing would be; a FIFO, socket or device is refused (`Error::NotRegular`), never opened. The target's directory is noted in the temp log (`crate::temps`) before the
 //! temp file exists, so every write to the user's tree is covered by the start-up sweep.
 //!
 //! `write_all` is the one multi-file writer (`apply_patch`, `lsp_rename`, `lsp_edit`,
@@ -65,7 +65,16 @@ pub fn write_atomic(target: &Resolved, bytes: &[u8]) -> Result<()> {
                 path: display.to_string(),
             });
         }
-        Ok(st) => Some(st.st_mode & 0o7777),
+        Ok(st) => {
+            // Neither opened nor replaced: a FIFO, socket or device is not a file to write.
+            if let Some(kind) = toolvisor_kit::special::kind_of_mode(st.st_mode) {
+                return Err(Error::NotRegular {
+                    path: display.to_string(),
+                    kind,
+                });
+            }
+            Some(st.st_mode & 0o7777)
+        }
         Err(rustix::io::Errno::NOENT) => None,
         Err(e) => return Err(target.error("stat", e.into())),
     };

@@ -189,7 +189,7 @@ fn jedi_gap(root: &Path, symbol: &str) -> Option<String> {
                 }
             } else if kind.is_file() && name.ends_with(".py") {
                 opened += 1;
-                if std::fs::read_to_string(e.path()).is_ok_and(|t| word(&t)) {
+                if toolvisor_kit::special::read_to_string(&e.path()).is_ok_and(|t| word(&t)) {
                     mentioning += 1;
                 }
                 if mentioning > JEDI_PARSED_FILES || opened > JEDI_OPENED_FILES {

@@ -128,7 +128,7 @@ pub fn importers(root: &Path, written: &[PathBuf], extensions: &[String]) -> Imp
             if e.metadata().is_ok_and(|m| m.len() > FILE_BYTES_MAX) {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(&path) else {
+            let Ok(text) = toolvisor_kit::special::read_to_string(&path) else {
                 continue;
             };
             if text.lines().any(|l| names.iter().any(|n| imports(l, n))) {

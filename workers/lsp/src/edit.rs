@@ -656,8 +656,10 @@ mod tests {
         );
     }
 
+    /// A FIFO named by a workspace edit is refused when the edit reads it, at once: nothing
+    /// waits for a writer (on the old code the read blocked until the watchdog fed it).
     #[tokio::test(flavor = "current_thread")]
-    async fn a_rename_reads_and_writes_files_off_the_async_thread() {
+    async fn a_rename_refuses_a_fifo_without_waiting_on_it() {
         let tmp = tempfile::tempdir().unwrap();
         let work = tmp.path().canonicalize().unwrap();
         let path = work.join("slow.py");
@@ -668,20 +670,23 @@ mod tests {
             {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
              "newText": "y"}
         ]}});
-        let apply = tokio::spawn(async move {
-            apply_off_thread(&ctx, &shared, edit, Encoding::Utf16, "lsp_rename").await
-        });
-        // Let the edit start and block reading the FIFO, then feed it from this runtime.
-        tokio::task::yield_now().await;
-        fifo.feed("x = 1\n").await;
-        let changes = apply.await.unwrap();
+        let changes = apply_off_thread(&ctx, &shared, edit, Encoding::Utf16, "lsp_rename").await;
         assert!(
             !fifo.watchdog_fired(),
-            "the rename's file work held the runtime's thread: nothing else could run"
+            "the rename waited on the FIFO until the watchdog fed it"
         );
-        // The read went through; the write is then refused like any write tool's: a FIFO is
-        // not a file the atomic writer replaces.
         let err = changes.unwrap_err();
-        assert!(err.message.contains("open for writing"), "{err}");
+        assert!(
+            err.message
+                .contains("a FIFO (named pipe), not a regular file"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::symlink_metadata(&path)
+                .map(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()))
+                .ok(),
+            Some(true),
+            "the FIFO was replaced"
+        );
     }
 }

@@ -65,7 +65,7 @@ fn editorconfig(path: &Path) -> EditorConfig {
     let mut files = Vec::new();
     for dir in path.ancestors().skip(1).take(32) {
         let f = dir.join(".editorconfig");
-        if let Ok(text) = std::fs::read_to_string(&f) {
+        if let Ok(text) = toolvisor_kit::special::read_to_string(&f) {
             let root = text.lines().any(|l| {
                 let l = l.trim().to_ascii_lowercase();
                 l.replace(' ', "") == "root=true"

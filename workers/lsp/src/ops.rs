@@ -205,6 +205,13 @@ impl LanguageServers {
                 .sync_from_disk(&conn, path, &lang_id, watch)
                 .await
                 .map_err(|e| {
+                    if let Some(kind) = toolvisor_kit::special::not_regular(&e) {
+                        return ToolError::new(
+                            ErrorKind::InvalidArgs,
+                            format!("cannot read {}: it is {kind}, not a regular file", path.display()),
+                            "language servers read regular source files only (a FIFO's reader would wait for a writer for ever); read it with `bash` if you mean to",
+                        );
+                    }
                     if crate::server::is_moved(&e) {
                         return ToolError::new(
                             ErrorKind::OutOfScope,

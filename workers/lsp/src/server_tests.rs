@@ -188,12 +188,10 @@ async fn publishes_record_the_version_they_are_for() {
     assert!(q.seq > p.seq);
 }
 
-/// A FIFO that only a task on the blocking pool can feed, and a watchdog. If whatever
-/// reads the FIFO holds the test runtime's only thread, nothing on the runtime can feed
-/// it: after 30 s the watchdog feeds it (and drains the test's own write) so the test
-/// ends instead of hanging, and [`Fifo::watchdog_fired`] says so.
+/// A FIFO and a watchdog: if whatever is tested waits on the FIFO (an open for reading waits
+/// for a writer), after 30 s the watchdog feeds it (and drains a writer) so the test ends
+/// instead of hanging, and [`Fifo::watchdog_fired`] says so.
 pub(crate) struct Fifo {
-    path: PathBuf,
     done: std::sync::mpsc::Sender<()>,
     watchdog: std::thread::JoinHandle<bool>,
 }
@@ -233,22 +231,10 @@ impl Fifo {
             }
             true
         });
-        Fifo {
-            path: path.to_path_buf(),
-            done,
-            watchdog,
-        }
+        Fifo { done, watchdog }
     }
 
-    /// Writes `text` into the FIFO from the blocking pool: this runs only while the
-    /// runtime's thread is free to start it.
-    pub(crate) async fn feed(&self, text: &str) {
-        let (path, text) = (self.path.clone(), text.to_string());
-        // A failed write (the watchdog drained the FIFO first) shows as the watchdog firing.
-        let _ = tokio::task::spawn_blocking(move || std::fs::write(path, text)).await;
-    }
-
-    /// Whether the watchdog had to feed the FIFO (the reader blocked the runtime).
+    /// Whether the watchdog had to feed the FIFO (something waited on it).
     pub(crate) fn watchdog_fired(self) -> bool {
         let _ = self.done.send(());
         drop(self.done);
@@ -256,26 +242,35 @@ impl Fifo {
     }
 }
 
+/// A document that is a FIFO is refused at once, naming its type: the read never waits for a
+/// writer (on the old code it blocked until the watchdog fed the FIFO), and the server never
+/// sees it.
 #[tokio::test(flavor = "current_thread")]
-async fn syncing_a_document_reads_the_disk_off_the_async_thread() {
+async fn a_fifo_document_is_refused_without_waiting_on_it() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("slow.py");
     let fifo = Fifo::new(&path);
     let s = shared("pylsp");
     let _peer = connect(&s);
     let conn = s.conn().unwrap();
-    let (s2, at) = (s.clone(), path.clone());
-    let sync = tokio::spawn(async move { s2.sync_from_disk(&conn, &at, "python", None).await });
-    // Let the sync start and block on the FIFO, then feed it from this runtime.
-    tokio::task::yield_now().await;
-    fifo.feed("x = 1\n").await;
-    let synced = sync.await.unwrap().unwrap();
+    let got = s.sync_from_disk(&conn, &path, "python", None).await;
     assert!(
         !fifo.watchdog_fired(),
-        "reading the document held the runtime's thread: nothing else could run"
+        "the sync waited on the FIFO until the watchdog fed it"
     );
-    assert_eq!(synced.text, "x = 1\n");
-    assert_eq!(synced.result.unwrap(), (1, true));
+    let err = match got {
+        Err(e) => e,
+        Ok(synced) => panic!("a FIFO was read as a document: {:?}", synced.text),
+    };
+    assert_eq!(
+        toolvisor_kit::special::not_regular(&err),
+        Some("a FIFO (named pipe)"),
+        "{err}"
+    );
+    assert!(
+        s.doc(&uri::from_path(&path)).is_none(),
+        "the FIFO was opened in the server"
+    );
 }
 
 #[tokio::test]

@@ -31,6 +31,9 @@ pub enum Error {
     },
     #[error("{}: no such file or directory", path.display())]
     PathNotFound { path: PathBuf },
+    /// A FIFO, socket or device named as the path: never opened (`toolvisor_kit::special`).
+    #[error("{} is {kind}, not a regular file", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
     #[error("`language` is required: the language of {} cannot be told from its name", path.display())]
     LanguageUnknownForFile { path: PathBuf },
     #[error("{}", language_required(path, found, accepting, prose))]

@@ -128,6 +128,12 @@ pub fn prepare(req: &SearchRequest) -> Result<Target> {
     let meta = std::fs::metadata(req.path).map_err(|_| Error::PathNotFound {
         path: req.path.to_path_buf(),
     })?;
+    if let Some(kind) = toolvisor_kit::special::kind_of(meta.file_type()) {
+        return Err(Error::NotRegular {
+            path: req.path.to_path_buf(),
+            kind,
+        });
+    }
     let is_file = !meta.is_dir();
     let (lang, language_note) = match req.language {
         Some(given) => (lang::parse_language(given)?, None),
@@ -290,6 +296,10 @@ pub(crate) fn open_file(
                 "outside the file scope (a directory on its path is a symbolic link now; not followed)"
                     .into(),
             );
+        }
+        // Swapped for a FIFO, socket or device since the walk listed it: not opened.
+        Err(e) if let Some(kind) = toolvisor_kit::special::not_regular(&e) => {
+            return Err(format!("{kind}, not a regular file (not opened)"));
         }
         Err(e) => return Err(format!("unreadable: {e}")),
     };
@@ -740,6 +750,45 @@ mod tests {
         match read_file(&scope, &listed, None) {
             Read::Skipped(why) => assert!(why.contains("not followed"), "{why}"),
             Read::Text(t) => panic!("read outside the scope through a swapped directory: {t:?}"),
+            Read::Filtered => panic!("filtered"),
+        }
+    }
+
+    /// A FIFO named as the path is refused before anything opens it (the old code opened it
+    /// and waited for a writer for ever); one that took a listed file's place is skipped, named.
+    #[test]
+    fn a_fifo_is_refused_when_named_and_skipped_when_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let scope = Scope::new(&root, &[], false).unwrap();
+        let fifo = root.join("pipe.py");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let req = SearchRequest {
+            pattern: "print($A)",
+            language: None,
+            path: &fifo,
+            scope: &scope,
+            max_results: 10,
+            prefilter: true,
+            threads: 1,
+            cancel: None,
+        };
+        match prepare(&req) {
+            Err(Error::NotRegular { path, kind }) => {
+                assert_eq!((path, kind), (fifo.clone(), "a FIFO (named pipe)"));
+            }
+            Err(e) => panic!("not refused as a FIFO: {e}"),
+            Ok(_) => panic!("a FIFO was taken as a file to search"),
+        }
+        match read_file(&scope, &fifo, None) {
+            Read::Skipped(why) => {
+                assert_eq!(why, "a FIFO (named pipe), not a regular file (not opened)");
+            }
+            Read::Text(t) => panic!("read a FIFO: {t:?}"),
             Read::Filtered => panic!("filtered"),
         }
     }

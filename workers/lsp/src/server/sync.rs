@@ -50,7 +50,7 @@ impl ServerShared {
     /// Reads `path`, brings the other open documents in line with the disk
     /// ([`ServerShared::refresh_open`]) and syncs `path`'s text ([`ServerShared::sync_text`]),
     /// all on the blocking pool: the reads and stats never hold an async worker thread (a
-    /// slow disk, a FIFO, a huge file). With the root's `watch`, what else changed on disk
+    /// slow disk, a huge file; a FIFO is refused without waiting, `toolvisor_kit::special`). With the root's `watch`, what else changed on disk
     /// under the root is taken in the same trip: the watch catches up with the disk first,
     /// then the file is read, then the changes are taken ([`Synced::outside`]; left pending
     /// when the read fails).
