@@ -299,4 +299,27 @@ mod tests {
             "the journal is removed once rolled back"
         );
     }
+
+    /// A FIFO where a journal record lies (a `bash` call can make one) is passed by at start,
+    /// never waited on: the old code opened it and the daemon never finished starting.
+    #[test]
+    fn a_fifo_in_the_journal_is_not_waited_on() {
+        let state = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&state.path().join("journal")).unwrap();
+        let fifo = state.path().join("journal/1.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(journal.roll_back(&|r| Scope::new(r, &[], false)));
+        });
+        let outcomes = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the roll-back waited on the FIFO");
+        assert!(outcomes.is_empty(), "{outcomes:?}");
+        assert!(!fifo.exists(), "the FIFO is removed like a damaged record");
+    }
 }

@@ -195,3 +195,40 @@ fn secrets_are_masked_before_storing_and_recorded() {
         .collect::<String>();
     assert!(!on_disk.contains("s3cr3t-value-123"));
 }
+
+/// A stored result's files swapped for FIFOs (a `bash` call can do it) are refused when read,
+/// never waited on: the old code opened them and waited for a writer for ever.
+#[test]
+fn a_stored_file_swapped_for_a_fifo_is_refused_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = std::sync::Arc::new(store(dir.path()));
+    let big: String = (0..3000).map(|i| format!("line {i}\n")).collect();
+    let v = s.finish("c", "bash", json!({"stdout": big, "exit_code": 0}));
+    let r = v["projected"]["stdout"]["ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let conv = dir.path().join("results").join(conv_key("c"));
+    for file in [format!("{r}.txt"), format!("{r}.json")] {
+        std::fs::remove_file(conv.join(&file)).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(conv.join(&file))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (s2, r2) = (s.clone(), r.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(s2.read("c", &r2, None, None, 16 << 20).map(|sl| sl.text));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("reading {file} waited on the FIFO"));
+        let e = got.expect_err("a FIFO was read as a stored result");
+        assert!(
+            e.to_string()
+                .contains("a FIFO (named pipe), not a regular file"),
+            "{file}: {e}"
+        );
+    }
+}
