@@ -46,7 +46,7 @@ impl IdCounter {
                 .map_err(std::io::Error::other)?;
             crate::private::remove_stale_temps(dir);
         }
-        let next = match std::fs::read_to_string(path) {
+        let next = match crate::special::read_to_string(path) {
             Ok(text) => text.trim().parse::<u64>().map_err(|_| {
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
@@ -135,5 +135,27 @@ mod tests {
     fn in_memory_counts_from_one() {
         let c = IdCounter::in_memory();
         assert_eq!((c.next().unwrap(), c.next().unwrap()), (1, 2));
+    }
+
+    /// A FIFO in the counter's place (a `bash` call can make one) is an error naming it, at
+    /// once: the old code opened it and the daemon never finished starting.
+    #[test]
+    fn a_fifo_in_place_of_the_counter_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("processes");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(IdCounter::open(&path).map(drop));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("opening the counter waited on the FIFO");
+        let e = got.expect_err("a FIFO was read as the counter");
+        assert_eq!(
+            crate::special::not_regular(&e),
+            Some("a FIFO (named pipe)"),
+            "{e}"
+        );
     }
 }

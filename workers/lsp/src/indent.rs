@@ -236,4 +236,34 @@ mod tests {
             (Some(false), Some(5))
         );
     }
+
+    /// A FIFO named `.editorconfig` (a `bash` call can make one) is passed by, never waited
+    /// on: the old code opened it and `lsp_edit` waited for a writer for ever.
+    #[test]
+    fn a_fifo_editorconfig_is_passed_by_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(
+            root.join(".editorconfig"),
+            "root = true\n[*]\nindent_style = space\nindent_size = 6\n",
+        )
+        .unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(root.join("src/.editorconfig"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(formatting_options(&root.join("src/x.py"), "a\n  b\n"));
+        });
+        let (o, from) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("reading the editorconfig waited on the FIFO");
+        assert_eq!(
+            (o["tabSize"].as_u64(), from.as_str()),
+            (Some(6), ".editorconfig")
+        );
+    }
 }

@@ -193,7 +193,7 @@ impl EditStore {
             .map_err(|e| store_err(e.to_string()))?;
         // A record's temp file left by a daemon killed mid-write.
         toolvisor_kit::private::remove_stale_temps(dir);
-        let mut next = match fs::read_to_string(dir.join("next_id")) {
+        let mut next = match toolvisor_kit::special::read_to_string(&dir.join("next_id")) {
             Ok(text) => text
                 .trim()
                 .parse::<u64>()
@@ -573,6 +573,6 @@ fn write_record(path: &Path, record: &Record) -> std::io::Result<()> {
 }
 
 fn read_record(path: &Path) -> std::result::Result<Record, String> {
-    let bytes = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let bytes = toolvisor_kit::special::read(path).map_err(|e| format!("cannot read: {e}"))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("damaged record: {e}"))
 }

@@ -452,3 +452,39 @@ fn a_record_temp_left_by_a_killed_daemon_is_removed_at_open_and_records_stay_pri
         assert_eq!(mode, 0o600, "{}", path.display());
     }
 }
+
+/// FIFOs in place of the store's counter or of a record (a `bash` call can make them) are
+/// refused or passed by at open, never waited on: the old code opened them and the daemon
+/// never finished starting.
+#[test]
+fn fifos_in_the_store_are_not_waited_on() {
+    for name in ["1.json", "next_id"] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("edits");
+        drop(open(&store));
+        let made = std::process::Command::new("mkfifo")
+            .arg(store.join(name))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let at = store.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(EditStore::open(&at, &dir_scope).map(drop));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("opening the store waited on the FIFO {name}"));
+        match (name, got) {
+            ("1.json", Ok(())) => {}
+            ("next_id", Err(e)) => {
+                assert!(
+                    e.to_string()
+                        .contains("a FIFO (named pipe), not a regular file"),
+                    "{e}"
+                )
+            }
+            (_, other) => panic!("{name}: {other:?}"),
+        }
+    }
+}
