@@ -28,6 +28,7 @@ fn lsp_tool_types_round_trip() {
         occurrence: Some(1),
         old_text: None,
         new_text: None,
+        offset: None,
     });
     both(&LspArgs {
         op: LspOp::CheckEdit,
@@ -39,6 +40,7 @@ fn lsp_tool_types_round_trip() {
         occurrence: None,
         old_text: Some("x = 1\n".into()),
         new_text: Some("x = '한글'\n".into()),
+        offset: None,
     });
     both(&LspArgs {
         op: LspOp::InlayHints,
@@ -50,6 +52,7 @@ fn lsp_tool_types_round_trip() {
         occurrence: None,
         old_text: None,
         new_text: None,
+        offset: None,
     });
     for op in [
         LspEditOp::ApplyCodeAction,

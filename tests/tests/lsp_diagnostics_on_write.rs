@@ -82,3 +82,39 @@ fn write_and_edit_fold_in_new_diagnostics_only() {
         "# notes\n"
     );
 }
+
+#[test]
+fn a_second_error_with_the_same_message_as_an_old_one_is_new() {
+    require("pyright-langserver");
+    let p = project(&[("pyproject.toml", "")]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        w,
+        "write",
+        json!({"path": "m.py", "content": "a: int = \"s\"\n"}),
+    );
+    let first = new_of(&v);
+    assert_eq!(first.len(), 1, "{v}");
+    assert!(first[0].starts_with("1:"), "{v}");
+    // The same assignment error again, on another line: the same message, and news.
+    let v = ok_in(
+        &d,
+        w,
+        "edit",
+        json!({"path": "m.py", "old_text": "a: int = \"s\"\n", "new_text": "a: int = \"s\"\nb: int = \"s\"\n"}),
+    );
+    let new = new_of(&v);
+    assert_eq!(new.len(), 1, "{v}");
+    assert!(new[0].starts_with("2:"), "{v}");
+    assert_eq!(new[0][2..], first[0][2..], "the same message: {v}");
+    // Moved down together: nothing new.
+    let v = ok_in(
+        &d,
+        w,
+        "edit",
+        json!({"path": "m.py", "old_text": "a: int", "new_text": "\n\na: int"}),
+    );
+    assert!(new_of(&v).is_empty(), "{v}");
+}

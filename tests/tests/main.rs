@@ -96,6 +96,7 @@ mod lsp_nested_roots;
 mod lsp_not_available;
 mod lsp_outside_change_latency;
 mod lsp_outside_changes;
+mod lsp_paging;
 mod lsp_project_checker_roots;
 mod lsp_pylsp_partial_references;
 mod lsp_python_navigation;

@@ -193,12 +193,16 @@ pub enum LspResult {
 pub struct LspLocations {
     /// One `path:line: source line` per location, and notes.
     text: String,
-    /// The locations (references: at most 50).
+    /// The locations (references: at most 50, from `offset`).
     locations: Vec<LspLocation>,
     /// Locations found, listed or not.
     total: u64,
-    /// The list was cut (references past 50).
+    /// The list was cut (references past 50, or a page after the first).
     truncated: bool,
+    /// references: the entries skipped before this page.
+    offset: Option<u64>,
+    /// references: where the next page starts (absent on the last page).
+    next_offset: Option<u64>,
     /// The server that answered.
     server: LspServer,
     /// What the answer rests on.
@@ -450,6 +454,10 @@ pub struct LspCallHierarchy {
     outgoing_truncated: bool,
     /// Why outgoing calls are not offered, when the server answers only incoming ones.
     outgoing_note: Option<String>,
+    /// The entries of each list skipped before this page.
+    offset: Option<u64>,
+    /// Where the next page of either list starts (absent when both are whole).
+    next_offset: Option<u64>,
     /// The server that answered.
     server: LspServer,
     /// What the answer rests on.

@@ -69,7 +69,7 @@ impl std::fmt::Display for LspOp {
     }
 }
 
-/// `lsp {op, file?, line?, end_line?, symbol?, query?, occurrence?, old_text?, new_text?}`.
+/// `lsp {op, file?, line?, end_line?, symbol?, query?, occurrence?, old_text?, new_text?, offset?}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspArgs {
@@ -97,6 +97,10 @@ pub struct LspArgs {
     pub old_text: Option<String>,
     /// check_edit: the replacement for `old_text`, or the whole proposed file.
     pub new_text: Option<String>,
+    /// references, call_hierarchy: skip this many entries (the next page starts at the
+    /// answer's `next_offset`).
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub offset: Option<u64>,
 }
 
 /// `lsp_rename {file, line, symbol, new_name, occurrence?}`.

@@ -350,6 +350,7 @@ mod tests {
             occurrence: None,
             old_text: old.map(str::to_string),
             new_text: new.map(str::to_string),
+            offset: None,
         }
     }
 

@@ -236,12 +236,17 @@ pub(crate) fn stamp_readiness(answer: &mut Value) {
     let partial = answer.get("partial_reason").is_some_and(|r| !r.is_null());
     // Not the whole list for another reason the op knows (a server's `isIncomplete`).
     let short = answer.get("complete").and_then(Value::as_bool) == Some(false);
-    // Cut at toolvisor's bound: `truncated` is `true` or the count left out.
-    let truncated = match answer.get("truncated") {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_u64() != Some(0),
+    // Cut at toolvisor's bound: `truncated` (or a list's `…_truncated`) is `true` or the
+    // count left out.
+    let cut = |v: &Value| match v {
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_u64() != Some(0),
         _ => false,
     };
+    let truncated = answer.as_object().is_some_and(|o| {
+        o.iter()
+            .any(|(k, v)| (k == "truncated" || k.ends_with("_truncated")) && cut(v))
+    });
     let readiness = if partial { "partial" } else { state.as_str() };
     answer["readiness"] = json!(readiness);
     answer["complete"] = json!(!partial && !short && !truncated && state == "ready");
@@ -261,6 +266,11 @@ mod tests {
             (json!("ready"), json!(true))
         );
 
+        // A call hierarchy with one of its lists cut is not complete either.
+        let mut calls = json!({"text": "a\n", "incoming_truncated": true,
+            "outgoing_truncated": false, "server": ready});
+        stamp_readiness(&mut calls);
+        assert_eq!(calls["complete"], false, "{calls}");
         let mut cut = json!({"text": "a\n", "total": 60, "truncated": true, "server": ready});
         stamp_readiness(&mut cut);
         assert_eq!(

@@ -10,7 +10,7 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
 
-use crate::ops::{CallCtx, Opened, require};
+use crate::ops::{CallCtx, Opened, Page, require};
 use crate::position;
 use crate::render::{self, Sources};
 use crate::servers::LanguageServers;
@@ -178,18 +178,28 @@ impl LanguageServers {
             Err(e) => return Err(e),
         };
         let request_ms = asked.elapsed().as_secs_f64() * 1000.0;
-        Ok(self.render_calls(ctx, &opened, &item, &incoming, outgoing, request_ms))
+        let calls = Calls {
+            item: &item,
+            incoming: &incoming,
+            outgoing,
+            offset: args.offset,
+        };
+        Ok(self.render_calls(ctx, &opened, calls, request_ms))
     }
 
     fn render_calls(
         &self,
         ctx: &CallCtx,
         opened: &Opened,
-        item: &Value,
-        incoming: &Value,
-        outgoing: Result<Value, String>,
+        calls: Calls<'_>,
         request_ms: f64,
     ) -> Value {
+        let Calls {
+            item,
+            incoming,
+            outgoing,
+            offset,
+        } = calls;
         let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
         let readable = |p: &Path| ctx.may_read(p);
         let read = |p: &Path| ctx.read_text(p).ok();
@@ -200,13 +210,14 @@ impl LanguageServers {
         // (pyright lists a method call twice: once for the call, once for the member access),
         // and one line per caller and source line, with how many calls it holds.
         let (callers, in_total) = incoming_sites(incoming, ctx, &mut sources);
-        let in_cut = callers.len() > CALLS_MAX;
+        let in_page = Page::of(offset, callers.len(), CALLS_MAX);
+        let in_cut = in_page.cut(callers.len());
         text.push_str(&format!("incoming calls of {name} ({in_total}):\n"));
         if callers.is_empty() {
             text.push_str("  none found\n");
         }
         let mut in_items = Vec::new();
-        for (s, calls) in callers.iter().take(CALLS_MAX) {
+        for (s, calls) in &callers[in_page.from..in_page.to] {
             let times = if *calls > 1 {
                 format!(" ({calls} calls)")
             } else {
@@ -219,15 +230,13 @@ impl LanguageServers {
             in_items.push(json!({"path": s.path, "line": s.line, "caller": s.name, "calls": calls,
                 "kind": s.kind, "text": if s.outside { "" } else { &s.text }, "outside": s.outside}));
         }
-        if in_cut {
-            text.push_str(&format!(
-                "  (showing {CALLS_MAX} of {} lines with calls; the list was cut)\n",
-                callers.len()
-            ));
+        if let Some(note) = in_page.note(callers.len(), "lines with calls") {
+            text.push_str(&format!("  ({note})\n"));
         }
         // Outgoing: each callee, where it is defined, and how often this symbol calls it.
         let mut out_items = Vec::new();
         let (mut out_total, mut out_cut, mut out_note) = (0, false, None);
+        let mut out_next = None;
         match outgoing {
             Err(why) => {
                 text.push_str(&format!("outgoing calls: not offered ({why})\n"));
@@ -254,12 +263,14 @@ impl LanguageServers {
                 }
                 callees.sort_by(|(a, _), (b, _)| (&a.path, a.line).cmp(&(&b.path, b.line)));
                 out_total = callees.len();
-                out_cut = out_total > CALLS_MAX;
+                let out_page = Page::of(offset, out_total, CALLS_MAX);
+                out_cut = out_page.cut(out_total);
+                out_next = out_page.next(out_total);
                 text.push_str(&format!("outgoing calls of {name} ({out_total}):\n"));
                 if callees.is_empty() {
                     text.push_str("  none found\n");
                 }
-                for (s, calls) in callees.iter().take(CALLS_MAX) {
+                for (s, calls) in &callees[out_page.from..out_page.to] {
                     text.push_str(&format!(
                         "  {} {} ({}:{}, called {calls}×) — {}\n",
                         s.kind, s.name, s.path, s.line, s.text
@@ -268,18 +279,36 @@ impl LanguageServers {
                         "line": s.line, "calls": calls, "text": if s.outside { "" } else { &s.text },
                         "outside": s.outside}));
                 }
-                if out_cut {
-                    text.push_str(&format!(
-                        "  (showing {CALLS_MAX} of {out_total} callees; the list was cut)\n"
-                    ));
+                if let Some(note) = out_page.note(out_total, "callees") {
+                    text.push_str(&format!("  ({note})\n"));
                 }
             }
         }
         let mut server = self.server_info_of(opened);
         server["request_ms"] = json!(request_ms);
-        json!({"text": text, "symbol": name,
+        let mut answer = json!({"text": text, "symbol": name,
             "incoming": in_items, "incoming_total": in_total, "incoming_truncated": in_cut,
             "outgoing": out_items, "outgoing_total": out_total, "outgoing_truncated": out_cut,
-            "outgoing_note": out_note, "server": server})
+            "outgoing_note": out_note, "server": server});
+        if in_cut || out_cut {
+            answer["offset"] = json!(in_page.from);
+            let next = [in_page.next(callers.len()), out_next]
+                .into_iter()
+                .flatten()
+                .max();
+            if let Some(next) = next {
+                answer["next_offset"] = json!(next);
+            }
+        }
+        answer
     }
+}
+
+/// What `render_calls` shows: the item, its incoming calls, its outgoing calls (or why a
+/// server offers none), and the page asked for.
+struct Calls<'a> {
+    item: &'a Value,
+    incoming: &'a Value,
+    outgoing: Result<Value, String>,
+    offset: Option<u64>,
 }

@@ -2,9 +2,12 @@
 //!
 //! Keyed by (severity, code, message) — position deliberately excluded, also where a server
 //! writes it into the message text ([`without_positions`]), so a diagnostic that merely moved
-//! is not news — and scoped per (run, file): the same message in another file
-//! is another diagnostic. After every sync the file's entry becomes exactly what the server
-//! reports now, so a diagnostic that was fixed and comes back is new again.
+//! is not news — and counted: the file's entry holds how many of each key the run was told
+//! of, so a second diagnostic with the same message as an old one is news (the later ones of
+//! a key, in the server's order, are the ones reported). Scoped per (run, file): the same
+//! message in another file is another diagnostic. After every sync the file's entry becomes
+//! exactly what the server reports now, so a diagnostic that was fixed and comes back is new
+//! again.
 //!
 //! Runs come and go: a run idle longer than `[lsp] ledger_run_idle_s` is forgotten, and at
 //! most `[lsp] ledger_max_runs` runs are kept (the least recently used leaves first). A
@@ -13,7 +16,7 @@
 //! The ledger lives in the manager (`LanguageServers`), not in a server actor, so a server crash
 //! loses none of it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -56,7 +59,8 @@ pub const DEFAULT_MAX_RUNS: usize = 256;
 
 struct Run {
     last: Instant,
-    files: HashMap<PathBuf, BTreeSet<Key>>,
+    /// Per file: how many diagnostics of each key the run was told of.
+    files: HashMap<PathBuf, BTreeMap<Key, usize>>,
 }
 
 pub struct Ledger {
@@ -81,7 +85,8 @@ impl Ledger {
         }
     }
 
-    /// Record the file's current diagnostics for `run`; return the indices of those that are new.
+    /// Record the file's current diagnostics for `run`; return the indices of those that are
+    /// new: of each key, those past the number the run was told of before.
     pub fn fold(&self, run: &str, path: &Path, current: &[Key]) -> Vec<usize> {
         let now = Instant::now();
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
@@ -95,12 +100,13 @@ impl Ledger {
         entry.last = now;
         let entry = entry.files.entry(path.to_path_buf()).or_default();
         let mut fresh = Vec::new();
-        let mut reported_now = BTreeSet::new();
+        let mut reported_now: BTreeMap<Key, usize> = BTreeMap::new();
         for (i, key) in current.iter().enumerate() {
-            if !entry.contains(key) && !reported_now.contains(key) {
+            let seen = reported_now.entry(key.clone()).or_insert(0);
+            if *seen >= entry.get(key).copied().unwrap_or(0) {
                 fresh.push(i);
             }
-            reported_now.insert(key.clone());
+            *seen += 1;
         }
         *entry = reported_now;
         fresh
@@ -179,6 +185,26 @@ mod tests {
             l.fold("r", Path::new("/b.py"), &[k("undefined x")]),
             vec![0]
         );
+        // A second one with the same message is news; two of them again are not.
+        assert_eq!(
+            l.fold("r", p, &[k("undefined x"), k("undefined x")]),
+            vec![1]
+        );
+        assert_eq!(
+            l.fold("r", p, &[k("undefined x"), k("undefined x")]),
+            Vec::<usize>::new()
+        );
+        // Down to one: nothing new; back to three: two are news.
+        assert_eq!(l.fold("r", p, &[k("undefined x")]), Vec::<usize>::new());
+        assert_eq!(
+            l.fold(
+                "r",
+                p,
+                &[k("undefined x"), k("undefined x"), k("undefined x")]
+            ),
+            vec![1, 2]
+        );
+        assert_eq!(l.fold("r", p, &[k("undefined x")]), Vec::<usize>::new());
         // Fixed, then back.
         assert!(l.knows("r", p) && !l.knows("r3", p));
         assert_eq!(l.fold("r", p, &[]), Vec::<usize>::new());

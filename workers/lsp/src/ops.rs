@@ -658,21 +658,19 @@ impl LanguageServers {
                 let mut sources = Sources::new(&open_text, &readable, &read);
                 let locs = render::resolve_locs(&pairs, enc, &mut sources);
                 let total = locs.len();
-                let cut = op == "references" && total > REFERENCES_MAX;
-                let shown_locs = if cut {
-                    &locs[..REFERENCES_MAX]
+                let page = if op == "references" {
+                    Page::of(args.offset, total, REFERENCES_MAX)
                 } else {
-                    &locs[..]
+                    Page::whole(total)
                 };
-                let (mut text, items) = render::loc_lines(shown_locs, base);
+                let (mut text, items) = render::loc_lines(&locs[page.from..page.to], base);
                 if total == 0 {
                     text = format!("no {} found for {here}\n", op.replace('_', " "));
-                } else if cut {
-                    text.push_str(&format!(
-                        "(showing {REFERENCES_MAX} of {total} references; the list was cut)\n"
-                    ));
+                } else if let Some(note) = page.note(total, "references") {
+                    text.push_str(&format!("({note})\n"));
                 }
-                let mut answer = json!({"text": text, "locations": items, "total": total, "truncated": cut, "server": server});
+                let mut answer = json!({"text": text, "locations": items, "total": total, "truncated": page.cut(total), "server": server});
+                page.stamp(&mut answer, total);
                 if let Some(m) = merged.filter(|m| !m.roots.is_empty()) {
                     crate::roots::say_merged(&mut answer, &opened.shared.root, &m, base);
                 }
@@ -680,6 +678,66 @@ impl LanguageServers {
                     mark_coverage(&mut answer, gap);
                 }
                 Ok(answer)
+            }
+        }
+    }
+}
+
+/// One page of a list of `total` entries: `from..to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Page {
+    pub from: usize,
+    pub to: usize,
+}
+
+impl Page {
+    /// The page starting at `offset` (0 by default) of at most `max` entries.
+    pub fn of(offset: Option<u64>, total: usize, max: usize) -> Page {
+        let from = usize::try_from(offset.unwrap_or(0))
+            .unwrap_or(usize::MAX)
+            .min(total);
+        Page {
+            from,
+            to: (from + max).min(total),
+        }
+    }
+
+    pub fn whole(total: usize) -> Page {
+        Page { from: 0, to: total }
+    }
+
+    /// Not every entry is on this page.
+    pub fn cut(&self, total: usize) -> bool {
+        self.from > 0 || self.to < total
+    }
+
+    /// Where the next page starts, if there is one.
+    pub fn next(&self, total: usize) -> Option<usize> {
+        (self.to < total).then_some(self.to)
+    }
+
+    /// "showing 51–100 of 197 references; `offset: 100` shows the next", when cut.
+    pub fn note(&self, total: usize, what: &str) -> Option<String> {
+        if !self.cut(total) {
+            return None;
+        }
+        let shown = if self.from == self.to {
+            format!("none of {total} {what} from offset {}", self.from)
+        } else {
+            format!("{}–{} of {total} {what}", self.from + 1, self.to)
+        };
+        Some(match self.next(total) {
+            Some(next) => format!("showing {shown}; `offset: {next}` shows the next"),
+            None => format!("showing {shown}; the last page"),
+        })
+    }
+
+    /// `offset` and `next_offset` on the answer, when the list is paged.
+    pub fn stamp(&self, answer: &mut Value, total: usize) {
+        if self.cut(total) {
+            answer["offset"] = json!(self.from);
+            if let Some(next) = self.next(total) {
+                answer["next_offset"] = json!(next);
             }
         }
     }

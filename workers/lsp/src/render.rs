@@ -311,14 +311,29 @@ pub fn document_symbols(result: &Value) -> Vec<Sym> {
                 .map(str::to_string),
         });
         if let Some(children) = v.get("children").and_then(Value::as_array) {
-            for c in children {
+            for c in by_line(children) {
                 walk(c, depth + 1, out);
             }
         }
     }
+    /// Siblings in the file's order (typescript-language-server sends them by name).
+    fn by_line(items: &[Value]) -> Vec<&Value> {
+        let start = |v: &Value| {
+            let r = v.get("range").or_else(|| v.pointer("/location/range"));
+            (
+                r.and_then(|r| r.pointer("/start/line"))
+                    .and_then(Value::as_u64),
+                r.and_then(|r| r.pointer("/start/character"))
+                    .and_then(Value::as_u64),
+            )
+        };
+        let mut sorted: Vec<&Value> = items.iter().collect();
+        sorted.sort_by_key(|v| start(v));
+        sorted
+    }
     let mut out = Vec::new();
     if let Some(a) = result.as_array() {
-        for v in a {
+        for v in by_line(a) {
             walk(v, 0, &mut out);
         }
     }
@@ -463,6 +478,36 @@ impl Diag {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outline_sent_by_name_is_shown_in_the_files_order() {
+        let sym = |name: &str, line: u64, children: Value| {
+            json!({"name": name, "kind": 12, "children": children,
+                "range": {"start": {"line": line, "character": 0}, "end": {"line": line + 1, "character": 0}},
+                "selectionRange": {"start": {"line": line, "character": 9}, "end": {"line": line, "character": 12}}})
+        };
+        let sent = json!([
+            sym("alpha", 9, json!([])),
+            sym(
+                "zeta",
+                0,
+                json!([sym("inner_b", 3, json!([])), sym("inner_a", 5, json!([]))])
+            ),
+        ]);
+        let shown: Vec<(String, usize, usize)> = document_symbols(&sent)
+            .into_iter()
+            .map(|s| (s.name, s.line, s.depth))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("zeta".into(), 1, 0),
+                ("inner_b".into(), 4, 1),
+                ("inner_a".into(), 6, 1),
+                ("alpha".into(), 10, 0),
+            ]
+        );
+    }
 
     #[test]
     fn long_lines_are_cut_around_the_match() {

@@ -1,0 +1,117 @@
+//! Capped lists page: `references` and `call_hierarchy` take `offset`, say `next_offset`
+//! until the last page, and the pages together are the whole list, each entry once (197
+//! references to a class could be counted but 51–197 could not be read).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::lsp::{lsp_config, ok_in, project, require, word_count};
+
+const MODULES: usize = 60;
+
+#[test]
+fn references_and_call_hierarchy_page_through_the_whole_list() {
+    require("pyright-langserver");
+    let mut files: Vec<(String, String)> = vec![
+        ("pyproject.toml".into(), String::new()),
+        ("pkg/__init__.py".into(), String::new()),
+        (
+            "pkg/core.py".into(),
+            "def enlist(name: str) -> str:\n    return name\n".into(),
+        ),
+    ];
+    for i in 0..MODULES {
+        files.push((
+            format!("pkg/mod{i}.py"),
+            format!("from pkg.core import enlist\n\n\ndef use{i}() -> str:\n    return enlist(\"m{i}\")\n"),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let p = project(&refs);
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&lsp_config(""));
+    let want = word_count(&root, "enlist", &["py"]);
+
+    // References: pages of 50 until there is no next_offset.
+    let mut seen = BTreeSet::new();
+    let mut offset: Option<u64> = None;
+    let mut pages = 0;
+    loop {
+        let mut args =
+            json!({"op": "references", "file": "pkg/core.py", "line": 1, "symbol": "enlist"});
+        if let Some(o) = offset {
+            args["offset"] = json!(o);
+        }
+        let v = ok_in(&d, &root, "lsp", args);
+        pages += 1;
+        assert_eq!(v["total"].as_u64().unwrap() as usize, want, "{v}");
+        assert_eq!(
+            v["offset"].as_u64().unwrap_or(0),
+            offset.unwrap_or(0),
+            "{v}"
+        );
+        assert_eq!(v["complete"], false, "a page of a longer list: {v}");
+        let locs = v["locations"].as_array().unwrap();
+        assert!(locs.len() <= 50, "{v}");
+        for l in locs {
+            let key = format!("{}:{}:{}", l["path"], l["line"], l["column"]);
+            assert!(seen.insert(key.clone()), "{key} on two pages");
+        }
+        match v["next_offset"].as_u64() {
+            Some(next) => {
+                let text = v["text"].as_str().unwrap();
+                assert!(
+                    text.contains(&format!("`offset: {next}` shows the next")),
+                    "{text}"
+                );
+                offset = Some(next);
+            }
+            None => {
+                assert!(v["text"].as_str().unwrap().contains("the last page"), "{v}");
+                break;
+            }
+        }
+        assert!(pages < 10, "no end to the pages");
+    }
+    assert_eq!(seen.len(), want, "the pages together are the whole list");
+    assert_eq!(pages, want.div_ceil(50));
+
+    // Incoming calls: 60 callers, two pages.
+    let page = |offset: u64| -> Value {
+        ok_in(
+            &d,
+            &root,
+            "lsp",
+            json!({"op": "call_hierarchy", "file": "pkg/core.py", "line": 1, "symbol": "enlist", "offset": offset}),
+        )
+    };
+    let first = page(0);
+    assert_eq!(first["incoming"].as_array().unwrap().len(), 50, "{first}");
+    assert_eq!(first["incoming_truncated"], true, "{first}");
+    assert_eq!(
+        first["complete"], false,
+        "a cut list is not complete: {first}"
+    );
+    assert_eq!(first["next_offset"], 50, "{first}");
+    let second = page(50);
+    let callers = |v: &Value| -> BTreeSet<String> {
+        v["incoming"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["caller"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        second["incoming"].as_array().unwrap().len(),
+        MODULES - 50,
+        "{second}"
+    );
+    assert!(second["next_offset"].is_null(), "{second}");
+    let all: BTreeSet<String> = callers(&first).union(&callers(&second)).cloned().collect();
+    assert_eq!(all.len(), MODULES, "every caller once: {all:?}");
+}
