@@ -202,6 +202,7 @@ fn library_without_prefilter(root: &Path, pattern: &str) -> (Duration, u64) {
         prefilter: false,
         threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
         cancel: None,
+        limits: Default::default(),
     })
     .expect("search");
     (started.elapsed(), result.total as u64)

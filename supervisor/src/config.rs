@@ -73,17 +73,48 @@ pub struct Config {
 }
 
 /// `[structural]`: `ast_grep`'s memory of per-file outcomes (a file lacking the pattern's
-/// literal, or its matches), keyed by pattern and file version; 0 turns it off.
+/// literal, or its matches), keyed by pattern and file version; 0 turns it off. And what
+/// `ast_grep` and `ast_edit` may parse at once (`toolvisor_structural::budget`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StructuralConfig {
     pub cache_bytes: usize,
+    /// Bytes of source parsed at once by every structural call together; a file takes its
+    /// size (a tree costs many times that). Past it a call waits `parse_wait_ms`, then `busy`.
+    pub parse_budget_bytes: u64,
+    /// Longest wait for room in the parse budget.
+    pub parse_wait_ms: u64,
+    /// A file over this size whose longest line is over `max_line_bytes` is minified: skipped
+    /// (listed in `skipped`), refused when named as the path.
+    pub max_minified_bytes: u64,
+    pub max_line_bytes: u64,
 }
 
 impl Default for StructuralConfig {
     fn default() -> Self {
+        use toolvisor_structural::budget as b;
         StructuralConfig {
             cache_bytes: 32 * 1024 * 1024,
+            parse_budget_bytes: b::DEFAULT_BUDGET_BYTES,
+            parse_wait_ms: b::DEFAULT_WAIT.as_millis() as u64,
+            max_minified_bytes: b::DEFAULT_MINIFIED_BYTES,
+            max_line_bytes: b::DEFAULT_LINE_BYTES,
+        }
+    }
+}
+
+impl StructuralConfig {
+    /// The limits every structural call shares (one budget for the daemon).
+    pub fn limits(&self) -> toolvisor_structural::budget::Limits {
+        toolvisor_structural::budget::Limits {
+            budget: Some(std::sync::Arc::new(
+                toolvisor_structural::budget::ParseBudget::new(
+                    self.parse_budget_bytes,
+                    std::time::Duration::from_millis(self.parse_wait_ms),
+                ),
+            )),
+            minified_bytes: self.max_minified_bytes,
+            line_bytes: self.max_line_bytes,
         }
     }
 }

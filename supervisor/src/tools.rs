@@ -122,6 +122,9 @@ pub struct Services {
     pub debug: toolvisor_dap::Debuggers,
     /// `ast_grep`'s per-file outcomes between searches (`[structural] cache_bytes`).
     pub search_cache: Arc<toolvisor_structural::cache::SearchCache>,
+    /// The daemon-wide parse budget and the minified-file rule of `ast_grep` and `ast_edit`
+    /// (`[structural]`).
+    pub structural_limits: toolvisor_structural::budget::Limits,
     /// The data hub of `search_data`, `read_data`, `list_data`, `write_data`, `delete_data`.
     pub data: Arc<toolvisor_data::DataHub>,
     /// Download jobs and the model store; `None` when the store could not be opened (the

@@ -140,6 +140,7 @@ mod structural_edit_conversations;
 mod structural_edit_discard;
 mod structural_edit_persistence;
 mod structural_ignore_rules;
+mod structural_memory_bounds;
 mod structural_search_cache;
 mod structural_search_results;
 mod tidy_docs;

@@ -207,6 +207,7 @@ impl Opening<'_> {
             search_cache: Arc::new(toolvisor_structural::cache::SearchCache::new(
                 config.structural.cache_bytes,
             )),
+            structural_limits: config.structural.limits(),
             downloads: models.downloads,
             inference: models.inference,
         };

@@ -196,6 +196,7 @@ async fn structural_tools_stage_and_accept_with_files_and_the_edit_store_only() 
         files: &files,
         edits: &edits,
         diagnostics: None,
+        limits: Default::default(),
     };
     let caller = Arc::new(FakeCaller::default());
     let ctx = call(work.path(), "c1", &caller);

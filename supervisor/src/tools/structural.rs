@@ -41,6 +41,8 @@ pub(crate) struct StructuralTools<'a> {
     pub diagnostics: Option<&'a LanguageServers>,
     /// What `ast_grep` remembers between searches.
     pub cache: Option<&'a Arc<toolvisor_structural::cache::SearchCache>>,
+    /// The daemon's parse budget and minified-file rule.
+    pub limits: toolvisor_structural::budget::Limits,
 }
 
 impl<'a> StructuralTools<'a> {
@@ -50,6 +52,7 @@ impl<'a> StructuralTools<'a> {
             edits: &services.edits,
             diagnostics: Some(&services.lsp),
             cache: Some(&services.search_cache),
+            limits: services.structural_limits.clone(),
         }
     }
 }
@@ -213,6 +216,17 @@ fn tool_error(tool: &str, workdir: &Path, err: Error) -> ToolError {
             "check the path's permissions and the disk; nothing was written".to_string(),
         ),
         Error::Cancelled => (K::Cancelled, "the call was cancelled".to_string()),
+        Error::Busy { .. } => (
+            K::Busy,
+            format!(
+                "retry when other structural calls have finished, or narrow `path`; the operator can raise `[structural] parse_budget_bytes` (memory grows with it: a tree costs many times its source) or `parse_wait_ms`; see {}",
+                toolvisor_structural::budget::BUDGET_KEY
+            ),
+        ),
+        Error::Minified { .. } => (
+            K::InvalidArgs,
+            "a minified file's syntax tree takes gigabytes: search it with `grep`, or point at its unminified source; the operator can raise `[structural] max_minified_bytes` or `max_line_bytes`".to_string(),
+        ),
     };
     ToolError::new(kind, message, hint)
 }
@@ -239,6 +253,7 @@ pub(crate) async fn ast_grep(
     let files = cx.files.clone();
     let max = max_results(args.max_results);
     let cache = cx.cache.cloned();
+    let limits = cx.limits.clone();
     let (workdir, result) = blocking("ast_grep", move |cancel| {
         // Reads may reach the read roots; the walk never follows a symbolic link, so it
         // stays under the resolved root.
@@ -260,6 +275,7 @@ pub(crate) async fn ast_grep(
                 prefilter: true,
                 threads: threads(),
                 cancel: Some(cancel),
+                limits,
             },
             cache.as_deref(),
         )
@@ -333,6 +349,7 @@ pub(crate) async fn ast_edit(
     let max = max_results(args.max_results);
     let store = cx.edits.clone();
     let conversation = ctx.conversation.clone();
+    let limits = cx.limits.clone();
     let (workdir, proposal, staged, preview) = blocking("ast_edit", move |cancel| {
         let (scope, root) = scoped(
             &files,
@@ -353,6 +370,7 @@ pub(crate) async fn ast_edit(
                 prefilter: true,
                 threads: threads(),
                 cancel: Some(cancel),
+                limits,
             },
             &args.rewrite,
         )

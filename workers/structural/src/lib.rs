@@ -6,11 +6,13 @@
 //!   results.
 //! - [`rewrite`]: a rewrite proposal — the new content of every touched file and a bounded
 //!   unified-diff preview. Nothing is written.
+//! - [`budget`]: the daemon-wide budget of bytes parsed at once and the minified-file rule.
 //! - [`store`]: staged edits persisted on disk per conversation; accept compares every file
 //!   with its snapshot and writes all of them or none.
 
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod cache;
 pub mod lang;
 pub mod rewrite;
@@ -104,6 +106,12 @@ pub enum Error {
     Store { path: PathBuf, message: String },
     #[error("cancelled")]
     Cancelled,
+    /// No room in the daemon-wide parse budget within its wait (`budget`).
+    #[error("{message}")]
+    Busy { message: String },
+    /// A minified file named as the path: never parsed (`budget::Limits::minified`).
+    #[error("{} is not parsed: {why}", path.display())]
+    Minified { path: PathBuf, why: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -77,54 +77,46 @@ pub fn propose_target(req: &SearchRequest, target: &Target, rewrite: &str) -> Re
     let unchanged = AtomicUsize::new(0);
     let files: Mutex<Vec<FileChange>> = Mutex::default();
     let max = req.max_results;
-    for_each_file(
-        target,
-        req.scope,
-        req.prefilter,
-        req.threads,
-        req.cancel,
-        &stats,
-        |path, text| {
-            let tree = lang::parse(&text, compiled.lang);
-            let root = tree.root();
-            let mut after = String::with_capacity(text.len());
-            let mut copied = 0usize;
-            let mut count = 0usize;
-            for m in root.find_all(&compiled.pattern) {
-                let edit = m.make_edit(&compiled.pattern, &fixer);
-                let (start, end) = (edit.position, edit.position + edit.deleted_length);
-                if start < copied {
-                    nested.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                let inserted = String::from_utf8_lossy(&edit.inserted_text);
-                if inserted == text[start..end] {
-                    unchanged.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                after.push_str(&text[copied..start]);
-                after.push_str(&inserted);
-                copied = end;
-                count += 1;
+    for_each_file(target, req, &stats, |path, text| {
+        let tree = lang::parse(&text, compiled.lang);
+        let root = tree.root();
+        let mut after = String::with_capacity(text.len());
+        let mut copied = 0usize;
+        let mut count = 0usize;
+        for m in root.find_all(&compiled.pattern) {
+            let edit = m.make_edit(&compiled.pattern, &fixer);
+            let (start, end) = (edit.position, edit.position + edit.deleted_length);
+            if start < copied {
+                nested.fetch_add(1, Ordering::Relaxed);
+                continue;
             }
-            if count == 0 {
-                return;
+            let inserted = String::from_utf8_lossy(&edit.inserted_text);
+            if inserted == text[start..end] {
+                unchanged.fetch_add(1, Ordering::Relaxed);
+                continue;
             }
-            after.push_str(&text[copied..]);
-            let so_far = replacements.fetch_add(count, Ordering::Relaxed) + count;
-            if so_far <= max {
-                files
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(FileChange {
-                        path: path.to_path_buf(),
-                        before: text,
-                        after,
-                        replacements: count,
-                    });
-            }
-        },
-    )?;
+            after.push_str(&text[copied..start]);
+            after.push_str(&inserted);
+            copied = end;
+            count += 1;
+        }
+        if count == 0 {
+            return;
+        }
+        after.push_str(&text[copied..]);
+        let so_far = replacements.fetch_add(count, Ordering::Relaxed) + count;
+        if so_far <= max {
+            files
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(FileChange {
+                    path: path.to_path_buf(),
+                    before: text,
+                    after,
+                    replacements: count,
+                });
+        }
+    })?;
     let replacements = replacements.into_inner();
     if replacements > max {
         return Err(Error::TooManyReplacements {

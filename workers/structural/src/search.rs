@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use toolvisor_files::Scope;
 
+use crate::budget::{self, Limits, Refused};
 use crate::cache::{Outcome, SearchCache};
 use crate::lang::{self, CompiledPattern};
 use crate::{Error, Result, bounded};
@@ -57,6 +58,8 @@ pub struct SearchRequest<'a> {
     pub threads: usize,
     /// Set by the caller to stop the walk early (the call was cancelled).
     pub cancel: Option<&'a AtomicBool>,
+    /// The daemon's parse budget and the minified-file rule.
+    pub limits: Limits,
 }
 
 /// The language and compiled pattern of a request, and where to look.
@@ -148,6 +151,16 @@ pub fn prepare(req: &SearchRequest) -> Result<Target> {
         None => infer_language(req)?,
     };
     let compiled = lang::compile(req.pattern, lang)?;
+    if is_file
+        && meta.len() > req.limits.minified_bytes
+        && let Ok(mut file) = req.scope.open_found(req.path)
+        && let Some(why) = req.limits.minified_file(&mut file, meta.len())
+    {
+        return Err(Error::Minified {
+            path: req.path.to_path_buf(),
+            why,
+        });
+    }
     Ok(Target {
         compiled,
         language_note,
@@ -269,9 +282,11 @@ pub(crate) enum Read {
     Skipped(String),
 }
 
+/// Open and read one found file (the walk opens, takes room in the budget, then reads).
+#[cfg(test)]
 pub(crate) fn read_file(scope: &Scope, path: &Path, prefilter: Option<&Prefilter>) -> Read {
     match open_file(scope, path) {
-        Ok((file, _)) => read_opened(file, prefilter),
+        Ok((file, _)) => read_opened(file, prefilter, &Limits::default()),
         Err(why) => Read::Skipped(why),
     }
 }
@@ -315,8 +330,12 @@ pub(crate) fn open_file(
 }
 
 /// Read an opened file: its text, or that it lacks the pattern's literals, or why it is
-/// skipped.
-pub(crate) fn read_opened(mut file: std::fs::File, prefilter: Option<&Prefilter>) -> Read {
+/// skipped (a minified file is, after the prefilter: one that cannot match is not listed).
+pub(crate) fn read_opened(
+    mut file: std::fs::File,
+    prefilter: Option<&Prefilter>,
+    limits: &Limits,
+) -> Read {
     let mut bytes = Vec::new();
     if let Err(e) = file.read_to_end(&mut bytes) {
         return Read::Skipped(format!("unreadable: {e}"));
@@ -325,6 +344,9 @@ pub(crate) fn read_opened(mut file: std::fs::File, prefilter: Option<&Prefilter>
         && !filter.may_match(&bytes)
     {
         return Read::Filtered;
+    }
+    if let Some(why) = limits.minified_text(&bytes) {
+        return Read::Skipped(why);
     }
     match String::from_utf8(bytes) {
         Ok(text) => Read::Text(text),
@@ -339,9 +361,29 @@ pub(crate) struct Stats {
     pub parsed: AtomicUsize,
     pub matched: AtomicUsize,
     pub skipped: Mutex<(usize, Vec<Skipped>)>,
+    /// Why the walk stopped early (no room in the parse budget, or cancelled while waiting).
+    pub failed: Mutex<Option<Error>>,
+    stop: AtomicBool,
 }
 
 impl Stats {
+    /// Stop the walk, failing the call with `error` (the first one wins).
+    pub(crate) fn fail(&self, error: Error) {
+        let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        if failed.is_none() {
+            *failed = Some(error);
+        }
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn take_failure(&self) -> Option<Error> {
+        self.failed.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
     pub(crate) fn skip(&self, path: &Path, why: String) {
         let mut s = self.skipped.lock().unwrap_or_else(|p| p.into_inner());
         s.0 += 1;
@@ -367,24 +409,28 @@ impl Stats {
 /// ignore rules say.
 pub(crate) fn for_each_file<F>(
     target: &Target,
-    scope: &Scope,
-    prefilter: bool,
-    threads: usize,
-    cancel: Option<&AtomicBool>,
+    req: &SearchRequest,
     stats: &Stats,
     visit: F,
 ) -> Result<()>
 where
     F: Fn(&Path, String) + Sync,
 {
-    let filter = if prefilter {
+    let filter = if req.prefilter {
         Prefilter::new(&target.compiled.literals)
     } else {
         None
     };
     let one = |path: &Path| {
         stats.files.fetch_add(1, Ordering::Relaxed);
-        match read_file(scope, path, filter.as_ref()) {
+        let (file, meta) = match open_file(req.scope, path) {
+            Ok(opened) => opened,
+            Err(why) => return stats.skip(path, why),
+        };
+        let Some(_permit) = room(req, path, meta.len(), stats) else {
+            return;
+        };
+        match read_opened(file, filter.as_ref(), &req.limits) {
             Read::Text(text) => {
                 stats.parsed.fetch_add(1, Ordering::Relaxed);
                 visit(path, text);
@@ -393,7 +439,34 @@ where
             Read::Skipped(why) => stats.skip(path, why),
         }
     };
-    walk_files(target, scope, threads, cancel, stats, one)
+    walk_files(target, req.scope, req.threads, req.cancel, stats, one)
+}
+
+/// Room in the daemon's parse budget for a file of `size` bytes, held until it is dropped;
+/// `None` when there is none (the walk is stopped and the call fails with why). Without a
+/// budget, always room.
+pub(crate) fn room<'b>(
+    req: &'b SearchRequest,
+    path: &Path,
+    size: u64,
+    stats: &Stats,
+) -> Option<Option<budget::Permit<'b>>> {
+    let Some(budget) = req.limits.budget.as_deref() else {
+        return Some(None);
+    };
+    match budget.take(size, req.cancel) {
+        Ok(permit) => Some(Some(permit)),
+        Err(Refused::Cancelled) => {
+            stats.fail(Error::Cancelled);
+            None
+        }
+        Err(Refused::Busy { waited }) => {
+            stats.fail(Error::Busy {
+                message: budget::busy_message(budget, path, size, waited),
+            });
+            None
+        }
+    }
 }
 
 /// Run `one` on every file of the target's language under its root (in parallel); walk
@@ -416,7 +489,7 @@ where
         let lang = target.lang();
         walker(&target.root, threads, scope).run(|| {
             Box::new(|entry| {
-                if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) || stats.stopped() {
                     return WalkState::Quit;
                 }
                 match entry {
@@ -438,6 +511,9 @@ where
                 WalkState::Continue
             })
         });
+    }
+    if let Some(failure) = stats.take_failure() {
+        return Err(failure);
     }
     if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
         return Err(Error::Cancelled);
@@ -648,41 +724,39 @@ pub fn search_target_cached(
                     matches.truncate(keep);
                     merge(total, matches);
                 }
-                None => match read_opened(file, filter.as_ref()) {
-                    Read::Text(text) => {
-                        stats.parsed.fetch_add(1, Ordering::Relaxed);
-                        let (found, mine) = matches_in(path, &text, compiled, remember);
-                        cache.put(
-                            key,
-                            path,
-                            version,
-                            Outcome::Parsed {
-                                total: found,
-                                matches: mine.clone(),
-                            },
-                        );
-                        let mut mine = mine;
-                        mine.truncate(keep);
-                        merge(found, mine);
+                None => {
+                    // Held until the tree is dropped, at the end of this arm.
+                    let Some(_permit) = room(req, path, meta.len(), &stats) else {
+                        return;
+                    };
+                    match read_opened(file, filter.as_ref(), &req.limits) {
+                        Read::Text(text) => {
+                            stats.parsed.fetch_add(1, Ordering::Relaxed);
+                            let (found, mine) = matches_in(path, &text, compiled, remember);
+                            cache.put(
+                                key,
+                                path,
+                                version,
+                                Outcome::Parsed {
+                                    total: found,
+                                    matches: mine.clone(),
+                                },
+                            );
+                            let mut mine = mine;
+                            mine.truncate(keep);
+                            merge(found, mine);
+                        }
+                        Read::Filtered => cache.put(key, path, version, Outcome::Filtered),
+                        Read::Skipped(why) => stats.skip(path, why),
                     }
-                    Read::Filtered => cache.put(key, path, version, Outcome::Filtered),
-                    Read::Skipped(why) => stats.skip(path, why),
-                },
+                }
             }
         })?;
     } else {
-        for_each_file(
-            target,
-            req.scope,
-            req.prefilter,
-            req.threads,
-            req.cancel,
-            &stats,
-            |path, text| {
-                let (found, mine) = matches_in(path, &text, compiled, keep);
-                merge(found, mine);
-            },
-        )?;
+        for_each_file(target, req, &stats, |path, text| {
+            let (found, mine) = matches_in(path, &text, compiled, keep);
+            merge(found, mine);
+        })?;
     }
     if cache.is_some() && req.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
         return Err(Error::Cancelled);
@@ -776,6 +850,7 @@ mod tests {
             prefilter: true,
             threads: 1,
             cancel: None,
+            limits: Limits::default(),
         };
         match prepare(&req) {
             Err(Error::NotRegular { path, kind }) => {
@@ -791,5 +866,97 @@ mod tests {
             Read::Text(t) => panic!("read a FIFO: {t:?}"),
             Read::Filtered => panic!("filtered"),
         }
+    }
+
+    fn request<'a>(path: &'a Path, scope: &'a Scope, limits: Limits) -> SearchRequest<'a> {
+        SearchRequest {
+            pattern: "foo($A)",
+            language: Some("javascript"),
+            path,
+            scope,
+            max_results: 10,
+            prefilter: true,
+            threads: 2,
+            cancel: None,
+            limits,
+        }
+    }
+
+    /// A minified file is never parsed: listed as skipped with the rule, refused when named.
+    #[test]
+    fn a_minified_file_is_skipped_with_the_rule_and_refused_when_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let scope = Scope::new(&root, &[], false).unwrap();
+        std::fs::write(root.join("a.min.js"), "foo(1);".repeat(20_000)).unwrap();
+        std::fs::write(root.join("b.js"), "foo(2);\n".repeat(20_000)).unwrap();
+        let limits = Limits {
+            minified_bytes: 64 * 1024,
+            line_bytes: 1024,
+            ..Limits::default()
+        };
+        let result = search(&request(&root, &scope, limits.clone())).unwrap();
+        assert_eq!(result.total, 20_000, "only b.js is parsed");
+        assert_eq!(result.skipped_total, 1);
+        assert_eq!(result.skipped[0].path, root.join("a.min.js"));
+        assert_eq!(
+            result.skipped[0].why,
+            "minified: a 136.7 KiB file with a line of 136.7 KiB; files over 64 KiB with lines over 1 KiB are skipped (structural.max_minified_bytes, structural.max_line_bytes)"
+        );
+        let named = root.join("a.min.js");
+        match search(&request(&named, &scope, limits.clone())) {
+            Err(Error::Minified { path, why }) => {
+                assert_eq!(path, named);
+                assert!(why.starts_with("minified: a 136.7 KiB file"), "{why}");
+            }
+            Err(e) => panic!("refused for another reason: {e}"),
+            Ok(r) => panic!("a minified file named as the path was parsed: {r:?}"),
+        }
+        // b.js is large but of short lines: parsed when named.
+        assert_eq!(
+            search(&request(&root.join("b.js"), &scope, limits))
+                .unwrap()
+                .total,
+            20_000
+        );
+    }
+
+    /// With the daemon's parse budget taken by another call, a search waits its bounded
+    /// wait and fails `Busy`, naming the cap's key; once room is given back it runs.
+    #[test]
+    fn a_search_past_the_parse_budget_is_busy_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let scope = Scope::new(&root, &[], false).unwrap();
+        std::fs::write(root.join("a.js"), "foo(1);\n").unwrap();
+        let budget = std::sync::Arc::new(crate::budget::ParseBudget::new(
+            1024,
+            std::time::Duration::from_millis(10),
+        ));
+        let limits = Limits {
+            budget: Some(budget.clone()),
+            ..Limits::default()
+        };
+        let held = budget.take(1024, None).unwrap();
+        for cache in [None, Some(&SearchCache::new(1 << 20))] {
+            match search_cached(&request(&root, &scope, limits.clone()), cache) {
+                Err(Error::Busy { message }) => {
+                    assert!(
+                        message.contains("structural.parse_budget_bytes"),
+                        "{message}"
+                    );
+                    assert!(message.contains("of 1 KiB at once"), "{message}");
+                }
+                Err(e) => panic!("failed otherwise: {e}"),
+                Ok(r) => panic!("parsed past the budget: {r:?}"),
+            }
+        }
+        assert!(matches!(
+            crate::rewrite::propose(&request(&root, &scope, limits.clone()), "bar($A)"),
+            Err(Error::Busy { .. })
+        ));
+        drop(held);
+        assert_eq!(search(&request(&root, &scope, limits)).unwrap().total, 1);
+        assert_eq!(budget.used(), 0, "every permit was given back");
     }
 }

@@ -23,6 +23,7 @@ fn find(name: &str, source: &str, pattern: &str) -> Vec<(String, BTreeMap<String
         prefilter: true,
         threads: 1,
         cancel: None,
+        limits: Default::default(),
     })
     .unwrap_or_else(|e| panic!("{name}: {pattern}: {e}"));
     assert_eq!(result.total, result.matches.len());
@@ -221,6 +222,7 @@ fn the_dart_context_is_reported() {
         prefilter: true,
         threads: 1,
         cancel: None,
+        limits: Default::default(),
     })
     .unwrap();
     assert_eq!(result.total, 2);

@@ -32,6 +32,7 @@ fn run(
         prefilter: true,
         threads: 1,
         cancel: None,
+        limits: Default::default(),
     })
 }
 

@@ -27,6 +27,7 @@ fn run(path: &Path, pattern: &str, language: &str, prefilter: bool) -> SearchRes
         prefilter,
         threads: 2,
         cancel: None,
+        limits: Default::default(),
     })
     .unwrap_or_else(|e| panic!("{pattern}: {e}"))
 }

@@ -27,6 +27,7 @@ fn propose_in(path: &Path, pattern: &str, rewrite: &str, language: &str) -> Prop
             prefilter: true,
             threads: 1,
             cancel: None,
+            limits: Default::default(),
         },
         rewrite,
     )

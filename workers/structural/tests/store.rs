@@ -42,6 +42,7 @@ fn proposal(root: &Path) -> Proposal {
             prefilter: true,
             threads: 2,
             cancel: None,
+            limits: Default::default(),
         },
         "log($$$A)",
     )
@@ -332,6 +333,7 @@ fn too_many_replacements_stage_nothing() {
             prefilter: true,
             threads: 2,
             cancel: None,
+            limits: Default::default(),
         },
         "log($$$A)",
     )
@@ -355,6 +357,7 @@ fn a_rewrite_naming_an_unbound_metavariable_is_refused() {
             prefilter: true,
             threads: 1,
             cancel: None,
+            limits: Default::default(),
         },
         "log($B)",
     )
