@@ -92,6 +92,7 @@ mod lsp_fake_servers;
 mod lsp_idle_ttl;
 mod lsp_inlay_hints;
 mod lsp_long_lines;
+mod lsp_memory_limit;
 mod lsp_nested_roots;
 mod lsp_not_available;
 mod lsp_outside_change_latency;

@@ -124,11 +124,35 @@ impl Actor for ServerActor {
             spec.env.retain(|(n, _)| n != k);
             spec.env.push((k.clone(), v.clone()));
         }
+        if let Some(limit) = shared.memory_limit
+            && crate::memory::is_node_program(&shared.program)
+        {
+            // V8 collects garbage before its heap grows past the limit (`crate::memory`).
+            let existing = spec
+                .env
+                .iter()
+                .find(|(n, _)| n == "NODE_OPTIONS")
+                .map(|(_, v)| v.clone());
+            spec.env.retain(|(n, _)| n != "NODE_OPTIONS");
+            spec.env.push((
+                "NODE_OPTIONS".into(),
+                crate::memory::node_options(existing.as_deref(), limit),
+            ));
+        }
         let spawned = process::spawn(spec)
             .await
             .map_err(|e| format!("cannot start {}: {e}", shared.program.display()))?;
         let guard = spawned.guard;
         let pid = guard.main_pid();
+        if let Some(limit) = shared.memory_limit {
+            tokio::spawn(crate::memory::watch(
+                shared.clone(),
+                generation,
+                guard.pid(),
+                pid,
+                limit,
+            ));
+        }
         let stdin = spawned.stdin.ok_or("the server has no stdin pipe")?;
         let (client, incoming) = Transport::start(
             spawned.stdout,
@@ -323,9 +347,23 @@ async fn serve_incoming(
                         .await
                         .ok()
                         .and_then(|r| r.ok().and_then(|s| *s));
-                let why = match status {
-                    Some(s) => format!("the server exited ({s})"),
-                    None => format!("the server's stream closed ({reason})"),
+                let killed = lock(&shared.memory_kill)
+                    .as_ref()
+                    .filter(|(g, _)| *g == generation)
+                    .map(|(_, why)| why.clone());
+                let why = match (killed, status) {
+                    (Some(killed), _) => killed,
+                    (None, Some(s))
+                        if let Some(limit) = shared.memory_limit
+                            && crate::memory::v8_out_of_heap(&client.stderr_tail().text()) =>
+                    {
+                        format!(
+                            "{} ({s})",
+                            crate::memory::killed_message(&shared.id, limit, None)
+                        )
+                    }
+                    (None, Some(s)) => format!("the server exited ({s})"),
+                    (None, None) => format!("the server's stream closed ({reason})"),
                 };
                 if unexpected {
                     tracing::warn!(server = shared.id, why, "language server ended");

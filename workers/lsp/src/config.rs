@@ -53,6 +53,10 @@ pub struct LanguageSpec {
     /// `diagnostics "*"` refuses to run it in an untrusted root.
     #[serde(default)]
     pub checker_runs_project_code: bool,
+    /// The server's memory limit in MiB (its whole process tree, resident), in place of
+    /// `[lsp] memory_limit_mb`; 0: none (`crate::memory`).
+    #[serde(default)]
+    pub memory_limit_mb: Option<u64>,
 }
 
 /// The `[lsp]` section of the daemon config.
@@ -83,6 +87,9 @@ pub struct LspConfig {
     pub ledger_run_idle_s: u64,
     /// The diagnostics ledger keeps at most this many runs (least recently used leave).
     pub ledger_max_runs: usize,
+    /// Every server's memory limit in MiB unless its language sets `memory_limit_mb`; 0:
+    /// none. Past it the server is killed, reported as such, and restarted (`crate::memory`).
+    pub memory_limit_mb: u64,
 }
 
 impl Default for LspConfig {
@@ -99,6 +106,7 @@ impl Default for LspConfig {
             checker_timeout_s: 600,
             ledger_run_idle_s: crate::ledger::DEFAULT_RUN_IDLE.as_secs(),
             ledger_max_runs: crate::ledger::DEFAULT_MAX_RUNS,
+            memory_limit_mb: crate::memory::DEFAULT_LIMIT_MB,
         }
     }
 }
@@ -106,6 +114,12 @@ impl Default for LspConfig {
 impl LspConfig {
     pub fn idle_ttl(&self) -> Option<Duration> {
         (self.idle_ttl_s > 0).then(|| Duration::from_secs(self.idle_ttl_s))
+    }
+
+    /// The memory limit of `language`'s servers in bytes, if any.
+    pub fn memory_limit(&self, spec: &LanguageSpec) -> Option<u64> {
+        let mb = spec.memory_limit_mb.unwrap_or(self.memory_limit_mb);
+        (mb > 0).then(|| mb.saturating_mul(1024 * 1024))
     }
 
     /// Embedded languages overlaid with the configured ones.
@@ -183,6 +197,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             untrusted_env: BTreeMap::new(),
             server_runs_project_code: false,
             checker_runs_project_code: false,
+            memory_limit_mb: None,
         },
     );
     m.insert(
@@ -202,6 +217,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             untrusted_env: BTreeMap::new(),
             server_runs_project_code: false,
             checker_runs_project_code: false,
+            memory_limit_mb: None,
         },
     );
     m.insert(
@@ -226,6 +242,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             .into(),
             server_runs_project_code: false,
             checker_runs_project_code: true,
+            memory_limit_mb: None,
         },
     );
     m.insert(
@@ -247,6 +264,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             untrusted_env: BTreeMap::new(),
             server_runs_project_code: false,
             checker_runs_project_code: false,
+            memory_limit_mb: None,
         },
     );
     m.insert(
@@ -263,6 +281,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             untrusted_env: BTreeMap::new(),
             server_runs_project_code: false,
             checker_runs_project_code: false,
+            memory_limit_mb: None,
         },
     );
     m.insert(
@@ -280,6 +299,7 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             // Analyzer plugins named in analysis_options.yaml run inside the server.
             server_runs_project_code: true,
             checker_runs_project_code: true,
+            memory_limit_mb: None,
         },
     );
     m
@@ -299,6 +319,26 @@ pub fn language_id(language: &str, extension: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_languages_memory_limit_replaces_the_global_one_and_zero_is_none() {
+        let mut config = LspConfig::default();
+        let python = default_languages()["python"].clone();
+        assert_eq!(config.memory_limit(&python), Some(4096 << 20));
+        config.memory_limit_mb = 0;
+        assert_eq!(config.memory_limit(&python), None);
+        let own = LanguageSpec {
+            memory_limit_mb: Some(64),
+            ..python.clone()
+        };
+        assert_eq!(config.memory_limit(&own), Some(64 << 20));
+        config.memory_limit_mb = 2048;
+        let none = LanguageSpec {
+            memory_limit_mb: Some(0),
+            ..python
+        };
+        assert_eq!(config.memory_limit(&none), None);
+    }
 
     #[test]
     fn rustup_default_toolchain_comes_from_rustup_settings() {

@@ -7,7 +7,8 @@
 //! [`servers::LanguageServers`] manager applies the start rule (root marker AND binary),
 //! starts servers, waits for readiness, and answers the ops ([`ops`], [`edit`], [`checker`],
 //! [`hierarchy`], [`type_hierarchy`], [`signature`], [`completion`], [`inlay`],
-//! [`workspace_diags`], [`check`], [`lsp_edit`], [`symbol_edit`], [`actions`]).
+//! [`workspace_diags`], [`check`], [`lsp_edit`], [`symbol_edit`], [`actions`]). Every server
+//! runs under a memory limit, killed and restarted past it ([`memory`]).
 //!
 //! The modules are private; the crate exports what the daemon uses: `LanguageServers`, `CallCtx`,
 //! `LspConfig`.
@@ -45,6 +46,7 @@ mod inlay;
 mod ledger;
 mod locate;
 mod lsp_edit;
+mod memory;
 mod ops;
 mod outside;
 mod position;

@@ -213,6 +213,10 @@ pub struct ServerShared {
     pub(crate) stderr: Mutex<StderrTail>,
     pub(crate) generation: AtomicU64,
     pub(crate) started: Mutex<Option<Instant>>,
+    /// Resident bytes the server's process tree may hold (`crate::memory`); `None`: no limit.
+    pub memory_limit: Option<u64>,
+    /// The incarnation the memory watchdog killed, and the report of it.
+    pub(crate) memory_kill: Mutex<Option<(u64, String)>>,
 }
 
 impl std::fmt::Debug for ServerShared {
@@ -237,6 +241,7 @@ impl ServerShared {
         status: Arc<NodeStatus>,
         waits: Waits,
         idle_ttl: Option<Duration>,
+        memory_limit: Option<u64>,
     ) -> Arc<Self> {
         let flavor = Flavor::of(&program);
         Arc::new(ServerShared {
@@ -268,6 +273,8 @@ impl ServerShared {
             stderr: Mutex::new(StderrTail::default()),
             generation: AtomicU64::new(0),
             started: Mutex::new(None),
+            memory_limit,
+            memory_kill: Mutex::new(None),
         })
     }
 

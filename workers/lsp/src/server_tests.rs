@@ -38,6 +38,7 @@ pub(crate) fn shared_in(program: &str, root: &Path) -> Arc<ServerShared> {
             diagnostics: Duration::from_secs(5),
         },
         None,
+        None,
     )
 }
 

@@ -505,6 +505,7 @@ impl LanguageServers {
             status,
             self.waits(),
             self.config.idle_ttl(),
+            self.config.memory_limit(&plan.spec),
         );
         table.insert(id, shared.clone());
         shared
