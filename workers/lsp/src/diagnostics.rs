@@ -19,6 +19,12 @@ use crate::render::Diag;
 use crate::server::lock;
 use crate::servers::{LanguageServers, not_ready};
 
+/// How long past `settle` a server that drops unchanged empty lists must have been quiet
+/// after a change before a document's empty list counts as still empty: typescript-language-
+/// server asks tsserver for every open file's errors about 200 ms after a change, and
+/// publishes a file's list only when it is not empty or was not empty before.
+const EMPTY_STAYS_EMPTY: Duration = Duration::from_millis(700);
+
 impl LanguageServers {
     /// The current diagnostics of an opened file: pulled where the server supports it, else
     /// the push for the current version (waited for, then settled).
@@ -101,11 +107,23 @@ impl LanguageServers {
         let shared = &opened.shared;
         let deadline = Instant::now() + shared.waits.diagnostics;
         let settle = shared.waits.settle;
+        // A server that publishes nothing when an empty list stays empty: after a change to a
+        // document whose last list was empty (sent by this call or an earlier one: a rename
+        // syncs the files it writes before their diagnostics are asked for), quiet for this
+        // long means it is still empty.
+        let stays_empty = shared.flavor.drops_unchanged_empty_lists();
         let mut events = shared.subscribe();
         loop {
             events.borrow_and_update();
             let now = Instant::now();
             if let Some(p) = shared.diags.get(&opened.uri) {
+                if stays_empty
+                    && p.items.is_empty()
+                    && p.version < opened.version
+                    && now >= shared.quiet_at() + EMPTY_STAYS_EMPTY
+                {
+                    return Ok(Vec::new());
+                }
                 let fresh = if opened.changed {
                     p.seq > opened.seq_before && p.version >= opened.version
                 } else if p.seq <= shared.diags.changed_seq() && now < shared.quiet_at() {
@@ -141,8 +159,14 @@ impl LanguageServers {
                 )));
             }
             // Woken by a publish or other activity, or when the server has been quiet long
-            // enough for an unchanged document's list to count as current.
-            let until = deadline.min(shared.quiet_at().max(now + Duration::from_millis(10)));
+            // enough for an unchanged document's list (or an empty one that stays empty) to
+            // count as current.
+            let quiet = if stays_empty {
+                shared.quiet_at() + EMPTY_STAYS_EMPTY
+            } else {
+                shared.quiet_at()
+            };
+            let until = deadline.min(quiet.max(now + Duration::from_millis(10)));
             let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
         }
     }

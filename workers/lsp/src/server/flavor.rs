@@ -45,6 +45,14 @@ impl Flavor {
         }
     }
 
+    /// Whether the server publishes nothing for a document whose list was empty and stays
+    /// empty (typescript-language-server: `FileDiagnostics.update` returns early when an
+    /// empty list is followed by an empty one), so no publish after a change can also mean
+    /// "still none".
+    pub fn drops_unchanged_empty_lists(&self) -> bool {
+        self.loads_projects_lazily
+    }
+
     /// Whether the server keeps an index of files it is not told about and watches no files
     /// itself (clangd: its background index is built once; a file changed on disk is seen
     /// only when it is opened): such files are opened for it (`crate::outside`), a deleted
