@@ -1,27 +1,41 @@
-//! The text a model reads of a tool's result: the same facts as the result's JSON (which goes
-//! whole to programs as `structuredContent`), written the way a person would read them.
+//! The text a model reads of a tool's result: the facts of the result's JSON that a model uses
+//! (the whole JSON goes to programs as `structuredContent` with `toolvisor mcp --structured`),
+//! written the way a person would read them.
 //!
 //! Rules, one renderer for every tool:
 //! - A header line of the result's scalar facts (`total: 12 · complete: true`), nulls left
 //!   out, and `false` left out for the flags whose absence says it (`truncated`, `timed_out`,
-//!   `outside`, `eof` is kept); the language server block shrinks to `server: NAME STATE ROOT`.
+//!   `outside`, `eof` is kept); the language server block shrinks to `server: NAME STATE`.
 //! - The result's own rendering when it has one (`text`: lsp's `path:line: text` lines, a
 //!   write's diagnostics), else its main body (`content` of `read`, `output` of `grep`,
 //!   `stdout` of `bash`) verbatim, no JSON escaping; the lists that `text` already renders
 //!   (locations, diagnostics, symbols…) and a hover's `markdown` (the same as its `text`) are
-//!   not repeated.
+//!   not repeated; `images` (eval's figures: where each went) always is shown.
 //! - Other multi-line strings as blocks under their key; lists of plain values one per line
 //!   (or on one line when short); a list of objects one object per line: a location
 //!   (`path` + `line` + `text`) as `path:line: text`, anything else as `key=value` pairs;
 //!   nested objects indented.
 //!
-//! Nothing is dropped but duplicates and nulls: completeness, truncation, refs and next
+//! Dropped: duplicates, nulls, and what no model acts on: an absolute path beside its relative
+//! one (`abs_path`), process ids and timings (`pid`, `wall_ms`…), the HTML twin of a plain-text
+//! rendering (`text/html` beside `text/plain`). Completeness, truncation, refs and next
 //! offsets (the next step) all stay in the header.
 
 use serde_json::{Map, Value as Json};
 
 /// Keys whose `false` says nothing (absent means false).
 const QUIET_FALSE: &[&str] = &["truncated", "timed_out", "outside", "projected", "cached"];
+
+/// Keys no model acts on, dropped wherever they are.
+const UNUSED: &[&str] = &["pid", "wall_ms", "elapsed_ms", "duration_ms"];
+
+/// Whether `k` of `map` is left out of the rendering: a key of [`UNUSED`], an absolute path
+/// beside its relative one, the HTML twin of a plain-text rendering.
+fn unused(map: &Map<String, Json>, k: &str) -> bool {
+    UNUSED.contains(&k)
+        || (k == "abs_path" && map.contains_key("path"))
+        || (k == "text/html" && map.contains_key("text/plain"))
+}
 
 /// Keys of a result's main body, in order of preference, when it has no `text`.
 const BODY: &[&str] = &["content", "output", "stdout"];
@@ -43,7 +57,7 @@ pub fn render(tool: &str, value: &Json) -> String {
     // The header: every scalar fact.
     let mut header = Vec::new();
     for (k, v) in map {
-        if Some(k.as_str()) == body_key {
+        if Some(k.as_str()) == body_key || unused(map, k) {
             continue;
         }
         match v {
@@ -68,10 +82,10 @@ pub fn render(tool: &str, value: &Json) -> String {
     }
     // What is left: long strings, lists and objects.
     for (k, v) in map {
-        if Some(k.as_str()) == body_key || k == "server" {
+        if Some(k.as_str()) == body_key || k == "server" || unused(map, k) {
             continue;
         }
-        if has_text && (k == "markdown" || v.is_array()) {
+        if has_text && (k == "markdown" || (v.is_array() && k != "images")) {
             continue;
         }
         match v {
@@ -108,9 +122,10 @@ fn scalar(v: &Json) -> String {
     }
 }
 
-/// `server: pyright-langserver ready /root` from a language server's block.
+/// `server: pyright-langserver ready` from a language server's block (its root is the
+/// absolute path the result's relative paths are already relative to, or above it).
 fn server(o: &Map<String, Json>) -> String {
-    let parts: Vec<String> = ["name", "state", "root"]
+    let parts: Vec<String> = ["name", "state"]
         .iter()
         .filter_map(|k| o.get(*k).and_then(Json::as_str).map(str::to_string))
         .collect();
@@ -180,7 +195,7 @@ fn line(o: &Map<String, Json>) -> String {
         parts.push(name.to_string());
     }
     for (k, v) in o {
-        if k == "name" && v.is_string() {
+        if (k == "name" && v.is_string()) || unused(o, k) {
             continue;
         }
         if let Some(p) = pair(k, v) {
@@ -205,7 +220,7 @@ fn pair(k: &str, v: &Json) -> Option<String> {
         Json::Object(o) if o.values().all(|i| !i.is_object() && !i.is_array()) => Some(format!(
             "{k}={{{}}}",
             o.iter()
-                .filter(|(_, v)| !v.is_null())
+                .filter(|(a, v)| !v.is_null() && !unused(o, a))
                 .map(|(a, b)| format!("{a}={}", scalar(b).replace('\n', "⏎")))
                 .collect::<Vec<_>>()
                 .join(" ")
@@ -219,7 +234,7 @@ fn object(out: &mut String, o: &Map<String, Json>, indent: &str) {
     // As at the top: an object with its own `text` rendering is not repeated by its lists.
     let has_text = o.get("text").is_some_and(Json::is_string);
     for (k, v) in o {
-        if has_text && v.is_array() {
+        if (has_text && v.is_array()) || unused(o, k) {
             continue;
         }
         match v {
@@ -256,7 +271,7 @@ mod tests {
             "text": "a.py:3: x = f()\nb.py:9: f()\n"});
         assert_eq!(
             render("lsp", &v),
-            "lsp: complete: true · server: pyright-langserver ready /r · total: 2\na.py:3: x = f()\nb.py:9: f()"
+            "lsp: complete: true · server: pyright-langserver ready · total: 2\na.py:3: x = f()\nb.py:9: f()"
         );
     }
 
@@ -266,7 +281,7 @@ mod tests {
             "stdout": "out\n", "stdout_bytes": 4, "timed_out": true, "truncated": false, "wall_ms": 1000});
         assert_eq!(
             render("bash", &v),
-            "bash: signal: 9 · stderr_bytes: 5 · stdout_bytes: 4 · timed_out: true · wall_ms: 1000\nout\nstderr:\nboom"
+            "bash: signal: 9 · stderr_bytes: 5 · stdout_bytes: 4 · timed_out: true\nout\nstderr:\nboom"
         );
     }
 
@@ -279,5 +294,20 @@ mod tests {
             render("ls", &v),
             "ls: path: . · total: 2 · truncated: true\ndiagnostics:\n  notes: checked 1 file\nentries (2):\n  a.py size=3 type=file\n  d/ type=dir"
         );
+    }
+
+    #[test]
+    fn pids_timings_absolute_twins_and_html_twins_are_left_out() {
+        let v = json!({"text": "   n\n0  0\n<Figure>\n", "status": "ok", "cell": 2, "wall_ms": 41,
+            "outputs": [{"type": "result", "at": 0, "data": {"text/plain": "   n\n0  0", "text/html": "<table></table>"}}],
+            "images": [{"mime": "image/png", "bytes": 70, "width": 1, "height": 1, "shown": "as image content"}],
+            "kernel": {"pid": 4242, "version": "3.11.7", "cells": 2, "fresh": false}});
+        let text = render("eval", &v);
+        assert_eq!(
+            text,
+            "eval: cell: 2 · status: ok\n   n\n0  0\n<Figure>\nimages (1):\n  bytes=70 height=1 mime=image/png shown=as image content width=1\nkernel:\n  cells: 2\n  fresh: false\n  version: 3.11.7"
+        );
+        let v = json!({"entries": [{"abs_path": "/r/a.py", "path": "a.py", "kind": "file"}], "abs_path": "/r", "path": "."});
+        assert!(!render("ls", &v).contains("/r"), "{}", render("ls", &v));
     }
 }
