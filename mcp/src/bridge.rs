@@ -296,8 +296,10 @@ pub(crate) fn elicits(peer: &Peer<RoleServer>) -> bool {
 
 /// The MCP tool entry of a daemon tool: its name, description and schema as declared, and
 /// the annotations harnesses classify tools by (Codex runs only `readOnlyHint` tools under
-/// `approval_policy = "never"`; Claude Code shows them in its permission prompt).
-pub fn mcp_tool(t: &ToolInfo) -> Json {
+/// `approval_policy = "never"`; Claude Code shows them in its permission prompt). Its
+/// `outputSchema` only when results carry `structuredContent` (`structured`): it is most of
+/// the list's size, and a client checks nothing against it otherwise.
+pub fn mcp_tool(t: &ToolInfo, structured: bool) -> Json {
     let read_only = t.tier == toolvisor_protocol::wire::Tier::Read;
     let mut tool = json!({
         "name": t.name,
@@ -316,7 +318,7 @@ pub fn mcp_tool(t: &ToolInfo) -> Json {
         },
     });
     // Clients check `structuredContent` against it (a result with `isError` is not checked).
-    if let Some(schema) = &t.output_schema {
+    if structured && let Some(schema) = &t.output_schema {
         tool["outputSchema"] = schema.0.clone();
     }
     tool
@@ -540,7 +542,10 @@ impl ServerHandler for Bridge {
             .list_tools()
             .await
             .map_err(|e| daemon_unreachable(&e))?;
-        let list: Vec<Json> = visible(&tools).into_iter().map(mcp_tool).collect();
+        let list: Vec<Json> = visible(&tools)
+            .into_iter()
+            .map(|t| mcp_tool(t, self.runs.opts().structured))
+            .collect();
         let mut result = json!({ "tools": list, "resultType": "complete" });
         if let Some(h) = handle {
             result["_meta"] = json!({ HANDLE_KEY: h });

@@ -24,6 +24,7 @@ use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame, Event, Outcome};
 use toolvisor_protocol::{ErrorKind, ToolError};
 
 use crate::bridge::{Bridge, elicit, elicits, listener_client, runs_full, stateless};
+use crate::content::Shape;
 use crate::daemon::{CallMsg, DaemonConn};
 use crate::runs::{HANDLE_KEY, Pending, Runs};
 use crate::tasks::{INLINE_WAIT, POLL, follows_a_job, may_run_long};
@@ -44,6 +45,17 @@ pub(crate) fn client_of(peer: &Peer<RoleServer>, meta: Option<&RequestMetaObject
         Some(info) => format!("{} {}", info.client_info.name, info.client_info.version),
         None => "(a client that named itself nowhere)".to_string(),
     }
+}
+
+/// The MCP client's `clientInfo.name` (`initialize`, or a 2026 request's `_meta`).
+pub(crate) fn client_name(
+    peer: &Peer<RoleServer>,
+    meta: Option<&RequestMetaObject>,
+) -> Option<String> {
+    if let Some(info) = meta.and_then(|m| m.client_info()) {
+        return Some(info.name.clone());
+    }
+    peer.peer_info().map(|info| info.client_info.name.clone())
 }
 
 /// What happened to a call driven for a while.
@@ -245,8 +257,9 @@ fn finish(
     tool: &str,
     outcome: Outcome,
     handle: &Option<String>,
+    shape: &Shape,
 ) -> Result<CallToolResponse, ErrorData> {
-    let mut value = content::outcome_result(tool, outcome);
+    let mut value = content::outcome_result(tool, outcome, shape);
     if let Some(h) = handle {
         value["_meta"] = json!({ HANDLE_KEY: h });
     }
@@ -296,6 +309,7 @@ pub(crate) async fn call_tool(
         .or_else(|| ctx.meta.get_progress_token());
     let mode = shared_mode(bridge);
     let client = client_of(&ctx.peer, meta);
+    let shape = Shape::for_client(bridge.runs.opts(), client_name(&ctx.peer, meta).as_deref());
     // An MRTR retry: the call is already running; it gets the answer and goes on.
     let (conn, id, rx) = match parked {
         Some(p) => {
@@ -338,7 +352,7 @@ pub(crate) async fn call_tool(
             let args = Json::Object(req.arguments.clone().unwrap_or_default());
             match conn.start_call(&shared.conversation, &tool, args) {
                 Ok((id, rx)) => (conn, id, rx),
-                Err(e) => return finish(&tool, Outcome::Err(lost(&e)), &handle),
+                Err(e) => return finish(&tool, Outcome::Err(lost(&e)), &handle, &shape),
             }
         }
     };
@@ -361,11 +375,18 @@ pub(crate) async fn call_tool(
                 && follows_a_job(&tool)
                 && let Outcome::Ok(v) = &outcome
                 && let Some(job) = Job::of(&tool, &v.0)
-                && let Some(task) = follow(&bridge.runs, &conn, &shared.conversation, job, &client)
+                && let Some(task) = follow(
+                    &bridge.runs,
+                    &conn,
+                    &shared.conversation,
+                    job,
+                    &client,
+                    shape.clone(),
+                )
             {
                 return Ok(task_response(task, &handle));
             }
-            finish(&tool, outcome, &handle)
+            finish(&tool, outcome, &handle, &shape)
         }
         Step::Ask(areq, rx) => {
             let message = format!(
@@ -403,7 +424,7 @@ pub(crate) async fn call_tool(
                             None,
                         ));
                     };
-                    return finish(&tool, outcome, &handle);
+                    return finish(&tool, outcome, &handle, &shape);
                 }
             };
             let mut requests = InputRequests::new();
@@ -440,11 +461,12 @@ pub(crate) async fn call_tool(
                         None,
                     ));
                 };
-                return finish(&tool, outcome, &handle);
+                return finish(&tool, outcome, &handle, &shape);
             };
             let runs = bridge.runs.clone();
             let conn = conn.clone();
             let (tool2, id2, task2) = (tool.clone(), id, task_id.clone());
+            let shape2 = shape.clone();
             tokio::spawn(async move {
                 let drive = Drive {
                     conn: &conn,
@@ -467,7 +489,7 @@ pub(crate) async fn call_tool(
                     } else {
                         runs.tasks.complete(
                             &task2,
-                            content::outcome_result(&tool2, outcome),
+                            content::outcome_result(&tool2, outcome, &shape2),
                             &format!("{tool2} ended"),
                         );
                     }
@@ -592,6 +614,7 @@ fn follow(
     conversation: &str,
     job: Job,
     client: &str,
+    shape: Shape,
 ) -> Option<String> {
     let (task_id, cancel) = runs
         .tasks
@@ -626,7 +649,7 @@ fn follow(
                 Ok(Outcome::Err(e)) => {
                     tasks.complete(
                         &task,
-                        content::outcome_result(job.tool, Outcome::Err(e)),
+                        content::outcome_result(job.tool, Outcome::Err(e), &shape),
                         "following the job failed",
                     );
                     return;
@@ -634,7 +657,7 @@ fn follow(
                 Err(e) => {
                     tasks.complete(
                         &task,
-                        content::outcome_result(job.tool, Outcome::Err(lost(&e))),
+                        content::outcome_result(job.tool, Outcome::Err(lost(&e)), &shape),
                         "toolvisor mcp lost the daemon",
                     );
                     return;
@@ -648,7 +671,7 @@ fn follow(
                 );
                 tasks.complete(
                     &task,
-                    content::outcome_result(job.tool, Outcome::Err(gone)),
+                    content::outcome_result(job.tool, Outcome::Err(gone), &shape),
                     "the job is gone",
                 );
                 return;
@@ -658,6 +681,7 @@ fn follow(
                 let mut result = content::outcome_result(
                     job.tool,
                     Outcome::Ok(toolvisor_protocol::Value(entry)),
+                    &shape,
                 );
                 if failed {
                     result["isError"] = json!(true);

@@ -66,6 +66,40 @@ pub struct Options {
     /// answers `no_human` at once — for headless harnesses, which declare elicitation and
     /// refuse every request (a refusal would read as the person skipping the question).
     pub questions: bool,
+    /// Typed results (`--structured`): each result carries its whole JSON as
+    /// `structuredContent` and the tool list carries each tool's `outputSchema`. Off by
+    /// default: the harnesses give the model `structuredContent` when it is there, instead
+    /// of the rendering in `content`.
+    pub structured: bool,
+    /// Where a result's images go (`--images`).
+    pub images: Images,
+}
+
+/// Where a result's images go (`toolvisor mcp --images`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Images {
+    /// By the client's `clientInfo.name`: written to files for the clients known to drop
+    /// image content ([`content::NO_IMAGE_CLIENTS`]), image content for every other.
+    #[default]
+    Auto,
+    /// Always MCP image content.
+    Inline,
+    /// Always a PNG (or JPEG) under the workdir's `.toolvisor/images/`, named in the text.
+    File,
+}
+
+impl std::str::FromStr for Images {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Images::Auto),
+            "inline" => Ok(Images::Inline),
+            "file" => Ok(Images::File),
+            other => Err(format!(
+                "unknown images mode {other:?}: use auto (image content, or a file for the clients known to drop it; the default), inline (always image content) or file (always a file under the workdir's .toolvisor/images/, named in the text)"
+            )),
+        }
+    }
 }
 
 /// Who approves the calls that need approval (`toolvisor mcp --approvals`, `[mcp] approvals`).

@@ -30,6 +30,8 @@ fn accepted_tcp_connections_have_nodelay() {
         poll: Duration::from_secs(60),
         approvals: toolvisor_mcp::Approvals::Elicit,
         questions: true,
+        structured: false,
+        images: toolvisor_mcp::Images::Auto,
     };
     let http = HttpOptions::new(Listen::Tcp("127.0.0.1:0".parse().unwrap()));
     let server_stop = stop.clone();

@@ -201,6 +201,17 @@ enum Command {
         /// headless runs, whose harnesses refuse every elicitation).
         #[arg(long, default_value = "elicit", value_parser = ["elicit", "none"])]
         questions: String,
+        /// Typed results for clients that consume them: each result carries its whole JSON
+        /// as `structuredContent`, and the tool list each tool's `outputSchema`. Off by
+        /// default, because harnesses hand the model `structuredContent` in place of the
+        /// rendered text.
+        #[arg(long)]
+        structured: bool,
+        /// Where images in results go: auto (MCP image content, but a file for the clients
+        /// known to drop images, by clientInfo.name: Codex), inline (always image content) or
+        /// file (always a file under the workdir's .toolvisor/images/, named in the text).
+        #[arg(long, default_value = "auto")]
+        images: toolvisor_mcp::Images,
     },
     /// Answer the agent's `ask_user` questions at this terminal: each shows as a numbered
     /// card; answer with option number(s), free text, or `s` to skip.
@@ -528,6 +539,8 @@ fn main() -> ExitCode {
             approvals,
             config,
             questions,
+            structured,
+            images,
         } => {
             let approvals = match approvals {
                 Some(a) => a,
@@ -555,6 +568,8 @@ fn main() -> ExitCode {
                     poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
                     approvals,
                     questions: questions == "elicit",
+                    structured,
+                    images,
                 },
                 listen.map(|listen| toolvisor_mcp::http::HttpOptions {
                     listen,

@@ -37,7 +37,8 @@ def text_of(result):
 
 
 def json_of(result):
-    """The whole result, as programs read it (the text is the model's rendering)."""
+    """The whole result, as programs read it (`toolvisor mcp --structured`; the text is the
+    model's rendering)."""
     return result.structuredContent
 
 
@@ -210,7 +211,7 @@ async def main():
         binary, socket, workdir = sys.argv[2], sys.argv[3], sys.argv[4]
         params = StdioServerParameters(
             command=binary,
-            args=["mcp", "--socket", socket, "--workdir", workdir],
+            args=["mcp", "--socket", socket, "--workdir", workdir, "--structured"],
             env={"PATH": os.environ.get("PATH", "")},
         )
         async with stdio_client(params) as (rd, wr):

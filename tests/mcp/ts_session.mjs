@@ -40,7 +40,8 @@ client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
 
 const transport = new StdioClientTransport({
   command: bin,
-  args: ["mcp", "--socket", socket, "--workdir", workdir, "--poll", "0.3"],
+  // --structured: typed results, and the tool list with each tool's outputSchema.
+  args: ["mcp", "--socket", socket, "--workdir", workdir, "--poll", "0.3", "--structured"],
   env: { PATH: process.env.PATH },
   stderr: "inherit",
 });

@@ -98,20 +98,14 @@ fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
         &["pattern=def $F($$$): $$$", "path=lib.py"],
     );
     assert_eq!(code, 0, "{r}");
-    // The model reads a rendering; programs the whole result as structured content.
+    // The rendering alone, as a model reads it (structured content only with --structured).
     assert!(text(&r).contains("total: 2"), "{r}");
-    let found = &r["structuredContent"];
-    assert_eq!(found["total"], 2, "{found}");
+    assert!(r.get("structuredContent").is_none(), "{r}");
 
     let (code, r) = call(&d, &work, "lsp", &["op=status"]);
     assert_eq!(code, 0, "{r}");
-    let status = r["structuredContent"].clone();
-    assert!(
-        status["languages"]
-            .as_array()
-            .is_some_and(|l| !l.is_empty()),
-        "{status}"
-    );
+    // One line per language the daemon knows.
+    assert!(text(&r).contains("  python: "), "{r}");
 
     // eval needs approval; the CLI cannot be asked (no elicitation), so it is denied and the
     // cell never runs.
@@ -128,12 +122,15 @@ fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
     );
     assert_ne!(code, 0, "an isError result exits non-zero: {r}");
     assert_eq!(r["isError"], true, "{r}");
-    let e = &r["structuredContent"]["error"];
-    assert_eq!(e["kind"], "approval_denied", "{r}");
+    // An error is text too: kind, message, hint.
+    let e = text(&r);
     assert!(
-        e["message"].as_str().unwrap().contains("elicitation"),
+        e.starts_with("error approval_denied: ")
+            && e.contains("elicitation")
+            && e.contains("\nhint: "),
         "{r}"
     );
+    assert!(r.get("structuredContent").is_none(), "{r}");
     assert!(!marker.exists(), "a denied eval must not run");
 
     // ask_user without elicitation: no person can be reached through this client.
@@ -144,5 +141,5 @@ fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
         &["question=Which port should the server use?"],
     );
     assert_eq!(r["isError"], true, "{r}");
-    assert_eq!(r["structuredContent"]["error"]["kind"], "no_human", "{r}");
+    assert!(text(&r).starts_with("error no_human: "), "{r}");
 }

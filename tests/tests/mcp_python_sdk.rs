@@ -191,7 +191,7 @@ fn the_python_sdk_runs_a_whole_session_over_stdio() {
 fn the_python_sdk_runs_a_whole_session_over_streamable_http() {
     let d = eval::daemon("");
     let work = workdir(&d);
-    let server = McpHttp::start(&d.socket, &work, "127.0.0.1:0");
+    let server = McpHttp::start_with(&d.socket, &work, "127.0.0.1:0", &["--structured"]);
     let mut cmd = Command::new(sdk_python());
     cmd.arg(script("python_session.py"))
         .arg("http")
