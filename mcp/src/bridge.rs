@@ -508,6 +508,12 @@ pub(crate) async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Jso
     Some(result.get("content").cloned().unwrap_or(json!({})))
 }
 
+/// The server instructions, which harnesses pass on to the model (Claude Code does): only what changes what
+/// a model does (how to get the rest of a result cut short, where relative paths start). What
+/// a client program needs (the 2026 conversation handle, resource links) is in
+/// docs/OPERATIONS.md, not in every prompt.
+pub const INSTRUCTIONS: &str = "A large result comes back cut short, with a ref (tr_…) to the whole: call tool_result_read with that ref (offset to page on) when you need the rest. Relative paths start at the run's workdir.";
+
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
         serde_json::from_value(json!({
@@ -518,7 +524,7 @@ impl ServerHandler for Bridge {
                 "extensions": {TASKS_EXTENSION_ID: {}},
             },
             "serverInfo": {"name": "toolvisor", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": format!("toolvisor hosts live coding tools (files, search, language servers, debuggers, kernels, processes). Large results come back projected with a toolvisor://result/<ref> resource link: read it with resources/read (add ?offset=N to page) or the tool_result_read tool. On 2026-07-28 (no session) a result's _meta[\"{HANDLE_KEY}\"] names the conversation (its kernels, processes, staged edits): send it back in each request's _meta to stay in it."),
+            "instructions": INSTRUCTIONS,
         }))
         .unwrap_or_default()
     }
@@ -631,5 +637,40 @@ impl ServerHandler for Bridge {
                 _ => ErrorData::invalid_params(e.to_string(), Some(content::error_json(&e))),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_instructions_say_only_what_changes_what_a_model_does() {
+        let opts = Arc::new(crate::Options {
+            socket: "/nonexistent".into(),
+            surface: toolvisor_protocol::wire::Tier::Read,
+            conversation: None,
+            run_id: None,
+            workdir: "/w".into(),
+            poll: Duration::from_secs(1),
+            approvals: crate::Approvals::Elicit,
+            questions: false,
+            structured: false,
+            images: crate::Images::Auto,
+        });
+        let info =
+            serde_json::to_value(Bridge::new(opts.clone(), Runs::new(opts)).get_info()).unwrap();
+        let text = info["instructions"].as_str().unwrap();
+        assert!(text.contains("tool_result_read"), "{text}");
+        // Client plumbing a model never sends: 2026 handles, resources/read.
+        assert!(
+            !text.contains("_meta") && !text.contains("resources/read"),
+            "{text}"
+        );
+        assert!(
+            text.chars().count() <= 200,
+            "{} characters: {text}",
+            text.chars().count()
+        );
     }
 }

@@ -115,6 +115,15 @@ impl Endpoint {
         })
     }
 
+    /// Every request the harness sent, as recorded (`method`, `path`, `body`, …).
+    pub fn requests(&self) -> Vec<Json> {
+        std::fs::read_to_string(&self.record)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
     /// The text of every tool result the harness sent back, joined.
     pub fn results_text(&self) -> String {
         fn strings(v: &Json, out: &mut String) {

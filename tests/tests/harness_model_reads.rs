@@ -103,6 +103,13 @@ fn claude_code_gives_the_model_the_rendering_and_errors_as_text() {
     let ep = Endpoint::start(&d.dir.path().join("ep"), reads());
     let run = claude(&d, &ep, &work, &[], &["grep", "read"]);
     check_reads(&ok(&run, &ep));
+    // The server instructions reach the model, whole.
+    let prompted = ep.requests().iter().any(|r| {
+        r["body"]
+            .to_string()
+            .contains("call tool_result_read with that ref")
+    });
+    assert!(prompted, "no request carried the server instructions");
 }
 
 #[test]
