@@ -171,14 +171,18 @@ fn need<'a>(
 }
 
 /// Run the handler of `spec` (the call passed its gates); the result leaves through the
-/// result store: secrets masked, large ones projected.
+/// result store: secrets masked, large ones projected. An error leaves masked too (a path it
+/// quotes may hold a secret: a link's target, say).
 pub async fn run(
     services: &Services,
     ctx: &CallCtx,
     spec: &ToolSpec,
     args: Json,
 ) -> Result<Json, ToolError> {
-    let result = spec.check_output(spec.run(services, ctx, args).await?)?;
+    let result = match spec.run(services, ctx, args).await {
+        Ok(result) => spec.check_output(result)?,
+        Err(e) => return Err(files::mask_error(&services.files, e)),
+    };
     files::finish(&services.files, &ctx.conversation, spec.name, result).await
 }
 

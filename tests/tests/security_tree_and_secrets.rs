@@ -174,3 +174,30 @@ fn tokens_of_well_known_formats_are_masked_wherever_they_come_from() {
         assert!(text.contains("[masked:aws access key id]"), "{text}");
     }
 }
+
+#[test]
+fn an_out_of_scope_error_masks_a_secret_in_where_a_link_leads() {
+    // A link in the workdir whose target outside it names a secret: the refusal says where
+    // the path resolves, with the secret masked as in any result.
+    let d = daemon();
+    let work = d.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join(format!("backup-{TOKEN}.txt"));
+    std::fs::write(&target, "x\n").unwrap();
+    std::os::unix::fs::symlink(&target, work.join("notes.txt")).unwrap();
+    let mut opts = options(Codec::Json, Tier::Exec, true);
+    opts.workdir = work.display().to_string();
+    let mut c = Client::connect(&d.socket, opts).unwrap();
+    let outcome = c
+        .call_with("c", "read", json!({"path": "notes.txt"}), |_| true)
+        .unwrap()
+        .outcome;
+    let e = match outcome {
+        toolvisor_protocol::wire::Outcome::Err(e) => e,
+        toolvisor_protocol::wire::Outcome::Ok(v) => panic!("read through the link: {}", v.0),
+    };
+    assert_eq!(e.kind, toolvisor_protocol::ErrorKind::OutOfScope, "{e:?}");
+    assert!(!e.message.contains(TOKEN), "leaked the secret: {e:?}");
+    assert!(e.message.contains("[masked:GITHUB_TOKEN]"), "{e:?}");
+}

@@ -590,6 +590,18 @@ pub(crate) fn mask_stream(secrets: &Secrets, text: String) -> String {
     secrets.mask_str(&text, &mut counts).unwrap_or(text)
 }
 
+/// A tool's error on its way to the client: known secrets masked in its message and hint,
+/// as in results (an `out_of_scope` quotes where a link leads, which may hold one).
+pub(crate) fn mask_error(files: &Files, mut e: ToolError) -> ToolError {
+    let secrets = files.store.secrets();
+    if secrets.is_empty() {
+        return e;
+    }
+    e.message = mask_stream(secrets, std::mem::take(&mut e.message));
+    e.hint = mask_stream(secrets, std::mem::take(&mut e.hint));
+    e
+}
+
 /// Every tool's result on its way to the client: known secrets masked, and a result longer
 /// than `result_store.inline_chars` stored under `<state_dir>/results/<conversation>/` and
 /// replaced by a bounded projection with refs (`tool_result_read`). Images (already bounded
