@@ -143,6 +143,14 @@ pub(crate) fn respond(
     conn.write_all(body)
 }
 
+/// `302 Found` to `location`.
+pub(crate) fn redirect(conn: &mut TcpStream, location: &str) -> std::io::Result<()> {
+    write!(
+        conn,
+        "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+}
+
 /// An error the way the Hub sends one: `X-Error-Code` (when it has one), `X-Error-Message`,
 /// and `{"error": message}` as the body.
 pub(crate) fn respond_error(

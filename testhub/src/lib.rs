@@ -92,6 +92,8 @@ struct Faults {
     /// Answer every request with 404 `EntryNotFound` (the file left the repo after its
     /// listing was read).
     gone: bool,
+    /// Answer the next request with a 302 to this `Location`.
+    redirect: Option<String>,
 }
 
 #[derive(Default)]
@@ -385,6 +387,12 @@ impl HfServer {
         self.fault(repo, file, |f| f.misrange = true);
     }
 
+    /// Answer the file's next request with `302 Found` to `location` (absolute or relative).
+    pub fn redirect_next(&self, repo: &str, file: &str, location: &str) {
+        let location = location.to_string();
+        self.fault(repo, file, |f| f.redirect = Some(location));
+    }
+
     pub fn status_next(&self, repo: &str, file: &str, status: u16) {
         self.fault(repo, file, |f| f.status = Some(status));
     }
@@ -525,6 +533,10 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         if let Some(s) = f.status.take() {
             drop(faults);
             return respond(&mut conn, s, b"injected", "text/plain");
+        }
+        if let Some(location) = f.redirect.take() {
+            drop(faults);
+            return answers::redirect(&mut conn, &location);
         }
         if f.gone {
             drop(faults);

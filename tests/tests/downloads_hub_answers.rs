@@ -305,3 +305,52 @@ fn each_error_status_of_the_hub_is_reported_as_what_it_is() {
         );
     }
 }
+
+#[test]
+fn a_redirect_to_another_local_port_is_refused_and_a_relative_one_followed() {
+    // Another service of this machine, on a loopback port the hub is not on: it must never
+    // hear from the daemon, whatever the hub answers.
+    let victim = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    victim.set_nonblocking(true).unwrap();
+    let victim_port = victim.local_addr().unwrap().port();
+    let hub = HfServer::start(None);
+    hub.add_repo(
+        "walk/redirected",
+        vec![("redirected-F32.gguf", gguf(7, 50_000), true)],
+        false,
+    );
+    hub.add_repo(
+        "walk/relative",
+        vec![("relative-F32.gguf", gguf(8, 50_000), true)],
+        false,
+    );
+    let d = start(&hub, None);
+
+    hub.redirect_next(
+        "walk/redirected",
+        "redirected-F32.gguf",
+        &format!("http://127.0.0.1:{victim_port}/steal"),
+    );
+    let started = d.ok("c", "download_model", json!({"repo": "walk/redirected"}));
+    let end = finished(&d, started["job_id"].as_str().unwrap());
+    assert_eq!(end["state"], "failed", "{end}");
+    let why = end.to_string();
+    assert!(
+        why.contains(&format!("127.0.0.1:{victim_port}")) && why.contains("local address"),
+        "{end}"
+    );
+    assert!(
+        matches!(victim.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the daemon connected to the other local port"
+    );
+
+    // A relative Location stays on the hub's own origin: followed.
+    hub.redirect_next(
+        "walk/relative",
+        "relative-F32.gguf",
+        "/walk/relative/resolve/main/relative-F32.gguf",
+    );
+    let started = d.ok("c", "download_model", json!({"repo": "walk/relative"}));
+    let end = finished(&d, started["job_id"].as_str().unwrap());
+    assert_eq!(end["state"], "done", "{end}\n{}", d.log_text());
+}

@@ -208,6 +208,69 @@ pub(crate) fn status_error(
     }
 }
 
+/// Redirects followed for one request at most.
+const MAX_REDIRECTS: usize = 10;
+
+/// Whether a redirect from the endpoint `origin` may be followed to `to`: to the endpoint's
+/// own origin (scheme, host and port; a relative `Location` lands there), or over https to a
+/// host that is not local (the Hub sends file downloads to its CDN that way). Never to a
+/// loopback, private, link-local or unspecified address or `localhost` of another origin: a
+/// hostile or broken hub must not make the daemon call the machine's own services (another
+/// local port may be the inference endpoint, a database, a metadata service).
+pub(crate) fn redirect_allowed(
+    origin: Option<&reqwest::Url>,
+    to: &reqwest::Url,
+) -> Result<(), String> {
+    let same_origin = origin.is_some_and(|o| {
+        o.scheme() == to.scheme()
+            && o.host_str() == to.host_str()
+            && o.port_or_known_default() == to.port_or_known_default()
+    });
+    if same_origin {
+        return Ok(());
+    }
+    let shown = format!(
+        "{}://{}{}",
+        to.scheme(),
+        to.host_str().unwrap_or(""),
+        to.port().map(|p| format!(":{p}")).unwrap_or_default()
+    );
+    let host = to.host_str().unwrap_or("");
+    let local = match host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+    {
+        Ok(std::net::IpAddr::V4(ip)) => {
+            ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified()
+        }
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_private())
+        }
+        Err(_) => {
+            let d = host.trim_end_matches('.').to_ascii_lowercase();
+            d.is_empty() || d == "localhost" || d.ends_with(".localhost")
+        }
+    };
+    if local {
+        return Err(format!(
+            "the hub redirected to {shown}, a local address other than the endpoint's own; not followed"
+        ));
+    }
+    if to.scheme() != "https" {
+        return Err(format!(
+            "the hub redirected to {shown} without https; not followed"
+        ));
+    }
+    Ok(())
+}
+
 impl Hub {
     /// `connect_timeout` bounds how long an unreachable endpoint can hold a call;
     /// `stall_timeout`, how long a body may send nothing.
@@ -217,7 +280,17 @@ impl Hub {
         connect_timeout: Duration,
         stall_timeout: Duration,
     ) -> Result<Hub, DownloadError> {
+        let origin = reqwest::Url::parse(endpoint).ok();
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= MAX_REDIRECTS {
+                    return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+                }
+                match redirect_allowed(origin.as_ref(), attempt.url()) {
+                    Ok(()) => attempt.follow(),
+                    Err(why) => attempt.error(why),
+                }
+            }))
             .connect_timeout(connect_timeout)
             // A stalled body (no byte for this long) is a transient error, retried by Range.
             .read_timeout(stall_timeout)
@@ -253,6 +326,12 @@ impl Hub {
             Err(e) if e.is_connect() || e.is_timeout() => Err(DownloadError::Unreachable {
                 endpoint: self.endpoint.clone(),
                 cause: root_cause(&e),
+            }),
+            // A redirect refused by the policy is the hub's answer, not a passing fault.
+            Err(e) if e.is_redirect() => Err(DownloadError::Http {
+                what: what.to_string(),
+                cause: root_cause(&e),
+                transient: false,
             }),
             Err(e) => Err(DownloadError::Http {
                 what: what.to_string(),
@@ -454,6 +533,45 @@ pub fn encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redirects_go_to_the_endpoints_origin_or_a_remote_https_host_only() {
+        let url = |u: &str| reqwest::Url::parse(u).unwrap();
+        let hub = url("https://huggingface.co");
+        let local_hub = url("http://127.0.0.1:8080");
+        // The Hub's own CDN, and a relative Location (resolved to the same origin).
+        redirect_allowed(Some(&hub), &url("https://cdn-lfs.hf.co/repos/x?sig=1")).unwrap();
+        redirect_allowed(
+            Some(&hub),
+            &url("https://huggingface.co/api/resolve-cache/x"),
+        )
+        .unwrap();
+        redirect_allowed(
+            Some(&local_hub),
+            &url("http://127.0.0.1:8080/o/m/resolve/main/a"),
+        )
+        .unwrap();
+        // Another local port of the same machine, from a local or a remote hub: refused.
+        for to in [
+            "http://127.0.0.1:8081/secret",
+            "http://localhost:9000/",
+            "https://127.0.0.1/",
+            "http://[::1]:8080/",
+            "http://10.0.0.5/",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://192.168.1.1/",
+            "http://api.localhost/",
+            "http://0.0.0.0:8080/",
+        ] {
+            for from in [&hub, &local_hub] {
+                let e = redirect_allowed(Some(from), &url(to)).unwrap_err();
+                assert!(e.contains("local address"), "{from} -> {to}: {e}");
+            }
+        }
+        // A remote host without https: refused.
+        let e = redirect_allowed(Some(&hub), &url("http://cdn.example.com/x")).unwrap_err();
+        assert!(e.contains("without https"), "{e}");
+    }
 
     #[test]
     fn encoding_keeps_unreserved_and_escapes_the_rest() {
