@@ -71,6 +71,23 @@ pub fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
+/// A Python package whose `pkg.core.enlist` is called from `modules` modules, `pkg/mod{i}.py`
+/// each holding `module(i)` (which imports and calls it), with a `pyproject.toml`.
+pub fn enlist_package(modules: usize, module: impl Fn(usize) -> String) -> tempfile::TempDir {
+    let dir = project(&[
+        ("pyproject.toml", ""),
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/core.py",
+            "def enlist(name: str) -> str:\n    return name\n",
+        ),
+    ]);
+    for i in 0..modules {
+        write(dir.path(), &format!("pkg/mod{i}.py"), &module(i));
+    }
+    dir
+}
+
 pub fn write(root: &Path, path: &str, content: &str) {
     let p = root.join(path);
     if let Some(parent) = p.parent() {

@@ -484,11 +484,8 @@ fn vibe_tools_exist_only_in_vibe_mode_and_tools_all_says_why() {
     }
 }
 
-/// A worker that calls the daemon back: it says Hello on `$TOOLVISOR_SOCKET` with its
-/// credential while claiming the exec tier, approvals and another run, calls `bash`
-/// (approving its own requests) and `lsp status`, then tries a made-up credential, and prints
-/// what it saw as JSON.
-const CALLBACK_WORKER: &str = r#"
+/// What a worker written in Python needs to speak the JSON frames: `send`, `recv`.
+const PY_FRAMES: &str = r#"
 import json, os, socket, struct
 
 def send(s, frame):
@@ -507,7 +504,13 @@ def recv_exact(s, n):
 def recv(s):
     (n,) = struct.unpack(">I", recv_exact(s, 4))
     return json.loads(recv_exact(s, n))
+"#;
 
+/// A worker that calls the daemon back: it says Hello on `$TOOLVISOR_SOCKET` with its
+/// credential while claiming the exec tier, approvals and another run, calls `bash`
+/// (approving its own requests) and `lsp status`, then tries a made-up credential, and prints
+/// what it saw as JSON.
+const CALLBACK_WORKER: &str = r#"
 def hello(token):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(os.environ["TOOLVISOR_SOCKET"])
@@ -550,7 +553,7 @@ fn a_worker_calling_back_gets_its_tiers_surface_whatever_its_hello_claims() {
         .expect("python3 for the callback worker");
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("callback.py");
-    std::fs::write(&script, CALLBACK_WORKER).unwrap();
+    std::fs::write(&script, format!("{PY_FRAMES}{CALLBACK_WORKER}")).unwrap();
     let work = dir.path().join("work");
     std::fs::create_dir(&work).unwrap();
     // No `surface` key: the default, `read`, applies.
@@ -595,24 +598,7 @@ fn a_worker_calling_back_gets_its_tiers_surface_whatever_its_hello_claims() {
 /// parent conversation stored, naming that conversation (its ref is the brief), and `read` of
 /// a file beside its workdir. Prints what it saw as JSON.
 const ESCAPING_WORKER: &str = r#"
-import json, os, socket, struct, sys
-
-def send(s, frame):
-    data = json.dumps(frame).encode()
-    s.sendall(struct.pack(">I", len(data)) + data)
-
-def recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("daemon closed the connection")
-        buf += chunk
-    return buf
-
-def recv(s):
-    (n,) = struct.unpack(">I", recv_exact(s, 4))
-    return json.loads(recv_exact(s, n))
+import sys
 
 def hello(workdir):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -647,7 +633,7 @@ fn a_worker_is_pinned_to_its_workdir_and_its_own_conversation() {
         .expect("python3 for the worker");
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("escape.py");
-    std::fs::write(&script, ESCAPING_WORKER).unwrap();
+    std::fs::write(&script, format!("{PY_FRAMES}{ESCAPING_WORKER}")).unwrap();
     let work = dir.path().join("work");
     std::fs::create_dir(&work).unwrap();
     std::fs::write(work.join("mine.txt"), "the worker's own file\n").unwrap();

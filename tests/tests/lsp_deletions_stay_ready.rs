@@ -12,31 +12,15 @@ use std::path::Path;
 use serde_json::{Value, json};
 use toolvisor_protocol::wire::Outcome;
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{call_in, lsp_config, ok_in, project, require, word_count};
+use toolvisor_tests::lsp::{call_in, enlist_package, lsp_config, ok_in, require, word_count};
 
 const MODULES: usize = 30;
 
 /// A package whose `core.enlist` is called from 30 modules.
 fn package() -> tempfile::TempDir {
-    let mut files: Vec<(String, String)> = vec![
-        ("pyproject.toml".into(), String::new()),
-        ("pkg/__init__.py".into(), String::new()),
-        (
-            "pkg/core.py".into(),
-            "def enlist(name: str) -> str:\n    return name\n".into(),
-        ),
-    ];
-    for i in 0..MODULES {
-        files.push((
-            format!("pkg/mod{i}.py"),
-            format!("from pkg.core import enlist\n\nX{i} = enlist(\"m{i}\")\n"),
-        ));
-    }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    project(&refs)
+    enlist_package(MODULES, |i| {
+        format!("from pkg.core import enlist\n\nX{i} = enlist(\"m{i}\")\n")
+    })
 }
 
 /// Opens every module in pyright (a hover on each).

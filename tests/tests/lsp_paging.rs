@@ -6,32 +6,18 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{lsp_config, ok_in, project, require, word_count};
+use toolvisor_tests::lsp::{enlist_package, lsp_config, ok_in, require, word_count};
 
 const MODULES: usize = 60;
 
 #[test]
 fn references_and_call_hierarchy_page_through_the_whole_list() {
     require("pyright-langserver");
-    let mut files: Vec<(String, String)> = vec![
-        ("pyproject.toml".into(), String::new()),
-        ("pkg/__init__.py".into(), String::new()),
-        (
-            "pkg/core.py".into(),
-            "def enlist(name: str) -> str:\n    return name\n".into(),
-        ),
-    ];
-    for i in 0..MODULES {
-        files.push((
-            format!("pkg/mod{i}.py"),
-            format!("from pkg.core import enlist\n\n\ndef use{i}() -> str:\n    return enlist(\"m{i}\")\n"),
-        ));
-    }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    let p = project(&refs);
+    let p = enlist_package(MODULES, |i| {
+        format!(
+            "from pkg.core import enlist\n\n\ndef use{i}() -> str:\n    return enlist(\"m{i}\")\n"
+        )
+    });
     let root = p.path().canonicalize().unwrap();
     let d = TestDaemon::start(&lsp_config(""));
     let want = word_count(&root, "enlist", &["py"]);

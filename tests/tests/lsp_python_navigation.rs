@@ -98,7 +98,7 @@ fn pyright_definition_hover_references_symbols() {
         "{v}"
     );
 
-    // References: 61 uses of VALUE plus its definition and the import; cut at 50.
+    // References: 61 uses of VALUE plus its definition and the import; 50 a page.
     let v = ok_in(
         &d,
         w,
@@ -117,10 +117,11 @@ fn pyright_definition_hover_references_symbols() {
     assert_eq!(v["locations"].as_array().unwrap().len(), 50);
     assert!(
         v["text"].as_str().unwrap().contains(&format!(
-            "(showing 50 of {total} references; the list was cut)"
+            "(showing 1–50 of {total} references; `offset: 50` shows the next)"
         )),
         "{v}"
     );
+    assert_eq!(v["next_offset"], 50, "{v}");
 
     // References of the class across files.
     let v = ok_in(
