@@ -130,6 +130,7 @@ mod protocol_bad_input;
 mod protocol_bincode_long_lists;
 mod protocol_call_paths;
 mod protocol_handshake;
+mod protocol_missing_arguments;
 mod protocol_nesting_limit;
 mod protocol_server_uid;
 mod python_json_client;
