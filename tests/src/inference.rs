@@ -196,15 +196,38 @@ pub fn wait_state(d: &TestDaemon, alias: &str, state: &str, timeout: Duration) -
     })
 }
 
-/// A fake `nvidia-smi` printing `csv` (its `--query-gpu ... --format=csv,noheader,nounits`
-/// answer), in `<dir>/bin`; the `PATH` that finds it first. No GPU is on the project's
-/// machines: this stands in for the one program that would report one.
+/// A fake `nvidia-smi` printing `csv` (its `--query-gpu=name,memory.total,memory.free
+/// --format=csv,noheader,nounits` answer), in `<dir>/bin`; the `PATH` that finds it first.
+/// No GPU is on the project's machines: this stands in for the one program that would report
+/// one. Like the real one it refuses what it is not asked in that form (exit 2, a message on
+/// stderr): the flags, fields and units the daemon sends are checked, not assumed.
 pub fn fake_nvidia_smi(dir: &Path, csv: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let smi = bin.join("nvidia-smi");
-    std::fs::write(&smi, format!("#!/bin/sh\nprintf '%s\\n' '{csv}'\n")).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+q=; f=
+for a in "$@"; do
+    case "$a" in
+        --query-gpu=*) q="${{a#--query-gpu=}}" ;;
+        --format=*) f="${{a#--format=}}" ;;
+        *) echo "fake nvidia-smi: unexpected argument $a" >&2; exit 2 ;;
+    esac
+done
+if [ "$q" != "name,memory.total,memory.free" ]; then
+    echo "fake nvidia-smi: its CSV holds name,memory.total,memory.free (MiB), asked --query-gpu=$q" >&2
+    exit 2
+fi
+if [ "$f" != "csv,noheader,nounits" ]; then
+    echo "fake nvidia-smi: its CSV is csv,noheader,nounits, asked --format=$f" >&2
+    exit 2
+fi
+printf '%s\n' '{csv}'
+"#
+    );
+    std::fs::write(&smi, script).unwrap();
     std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
     format!(
         "{}:{}",

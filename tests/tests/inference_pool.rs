@@ -562,3 +562,36 @@ fn at_max_loaded_the_least_recently_used_model_is_evicted_unless_pinned() {
     );
     assert_eq!(status_of(&d, "three").unwrap()["state"], "ready");
 }
+
+/// The fake `nvidia-smi` the fit tests use answers only the query the daemon makes, so a
+/// change of flags, fields or units in the daemon fails those tests instead of passing.
+#[test]
+fn the_fake_nvidia_smi_answers_only_the_query_the_daemon_makes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = toolvisor_tests::inference::fake_nvidia_smi(dir.path(), "GPU A, 81920, 80000");
+    let run = |args: &[&str]| {
+        std::process::Command::new("nvidia-smi")
+            .args(args)
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let ok = run(&[
+        "--query-gpu=name,memory.total,memory.free",
+        "--format=csv,noheader,nounits",
+    ]);
+    assert!(ok.status.success());
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "GPU A, 81920, 80000\n");
+    for wrong in [
+        &[
+            "--query-gpu=name,memory.used",
+            "--format=csv,noheader,nounits",
+        ][..],
+        &["--query-gpu=name,memory.total,memory.free", "--format=csv"][..],
+        &["-L"][..],
+    ] {
+        let out = run(wrong);
+        assert_eq!(out.status.code(), Some(2), "{wrong:?}");
+        assert!(!out.stderr.is_empty(), "{wrong:?}");
+    }
+}
