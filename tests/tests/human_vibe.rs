@@ -694,3 +694,49 @@ fn a_worker_is_pinned_to_its_workdir_and_its_own_conversation() {
     let own = v.ok("c1", "tool_result_read", json!({"ref": r}));
     assert!(own.to_string().contains("parentsecret"), "{own:.300}");
 }
+
+#[test]
+fn vibe_send_and_vibe_kill_refuse_bad_input_naming_it_and_change_nothing() {
+    let v = start("");
+    let w = v.ok(
+        "c1",
+        "vibe_spawn",
+        json!({"brief": "hold gate.txt", "label": "held"}),
+    );
+    let id = w["worker_id"].as_str().unwrap().to_string();
+    // An empty message, an unknown id, a malformed id, another conversation's worker.
+    let e = err(v.call("c1", "vibe_send", json!({"worker_id": id, "message": "  \n"})));
+    assert_eq!(e.kind, ErrorKind::InvalidArgs, "{e}");
+    assert!(e.message.contains("`message` is empty"), "{e}");
+    for bad in ["w999", "nope", "", "w-1", "w18446744073709551616"] {
+        let e = err(v.call("c1", "vibe_send", json!({"worker_id": bad, "message": "more"})));
+        assert_eq!(e.kind, ErrorKind::NotFound, "send {bad:?}: {e}");
+        let e = err(v.call("c1", "vibe_kill", json!({"worker_id": bad})));
+        assert_eq!(e.kind, ErrorKind::NotFound, "kill {bad:?}: {e}");
+    }
+    let e = err(v.call("c2", "vibe_send", json!({"worker_id": id, "message": "more"})));
+    assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
+    let e = err(v.call("c2", "vibe_kill", json!({"worker_id": id})));
+    assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
+    // Wrong types and missing or unknown fields are refused before anything runs.
+    for (tool, args) in [
+        ("vibe_send", json!({"worker_id": id})),
+        ("vibe_send", json!({"worker_id": 7, "message": "x"})),
+        ("vibe_send", json!({"worker_id": id, "message": "x", "force": true})),
+        ("vibe_kill", json!({})),
+        ("vibe_kill", json!({"worker_id": ["w1"]})),
+    ] {
+        let e = err(v.call("c1", tool, args.clone()));
+        assert_eq!(e.kind, ErrorKind::InvalidArgs, "{tool} {args}: {e}");
+    }
+    // None of it touched the worker: it still runs its first attempt with the first brief.
+    let listed = v.ok("c1", "vibe_list", json!({}));
+    let mine = &listed["workers"][0];
+    assert_eq!(mine["state"], "running", "{listed}");
+    assert!(!v.file("last-brief.txt").contains("more"), "{listed}");
+    // Killed twice: the second answers the same ended worker.
+    let k1 = v.ok("c1", "vibe_kill", json!({"worker_id": id}));
+    assert_eq!(k1["state"], "killed", "{k1}");
+    let k2 = v.ok("c1", "vibe_kill", json!({"worker_id": id}));
+    assert_eq!(k2["state"], "killed", "{k2}");
+}
