@@ -705,16 +705,28 @@ fn vibe_send_and_vibe_kill_refuse_bad_input_naming_it_and_change_nothing() {
     );
     let id = w["worker_id"].as_str().unwrap().to_string();
     // An empty message, an unknown id, a malformed id, another conversation's worker.
-    let e = err(v.call("c1", "vibe_send", json!({"worker_id": id, "message": "  \n"})));
+    let e = err(v.call(
+        "c1",
+        "vibe_send",
+        json!({"worker_id": id, "message": "  \n"}),
+    ));
     assert_eq!(e.kind, ErrorKind::InvalidArgs, "{e}");
     assert!(e.message.contains("`message` is empty"), "{e}");
     for bad in ["w999", "nope", "", "w-1", "w18446744073709551616"] {
-        let e = err(v.call("c1", "vibe_send", json!({"worker_id": bad, "message": "more"})));
+        let e = err(v.call(
+            "c1",
+            "vibe_send",
+            json!({"worker_id": bad, "message": "more"}),
+        ));
         assert_eq!(e.kind, ErrorKind::NotFound, "send {bad:?}: {e}");
         let e = err(v.call("c1", "vibe_kill", json!({"worker_id": bad})));
         assert_eq!(e.kind, ErrorKind::NotFound, "kill {bad:?}: {e}");
     }
-    let e = err(v.call("c2", "vibe_send", json!({"worker_id": id, "message": "more"})));
+    let e = err(v.call(
+        "c2",
+        "vibe_send",
+        json!({"worker_id": id, "message": "more"}),
+    ));
     assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
     let e = err(v.call("c2", "vibe_kill", json!({"worker_id": id})));
     assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
@@ -722,7 +734,10 @@ fn vibe_send_and_vibe_kill_refuse_bad_input_naming_it_and_change_nothing() {
     for (tool, args) in [
         ("vibe_send", json!({"worker_id": id})),
         ("vibe_send", json!({"worker_id": 7, "message": "x"})),
-        ("vibe_send", json!({"worker_id": id, "message": "x", "force": true})),
+        (
+            "vibe_send",
+            json!({"worker_id": id, "message": "x", "force": true}),
+        ),
         ("vibe_kill", json!({})),
         ("vibe_kill", json!({"worker_id": ["w1"]})),
     ] {
