@@ -152,8 +152,14 @@ fn key(repo: &str, rev: &str, file: &str) -> String {
 }
 
 /// A stand-in commit id (40 hex digits) for a revision of a repo.
-fn commit(repo: &str, rev: &str) -> String {
-    sha256_hex(format!("{repo}@{rev}").as_bytes())[..40].to_string()
+/// A commit id for `repo` at `rev` holding `files`: another file content is another commit,
+/// as on the Hub.
+fn commit(repo: &str, rev: &str, files: &BTreeMap<String, HubFile>) -> String {
+    let mut text = format!("{repo}@{rev}");
+    for (name, f) in files {
+        text.push_str(&format!("\n{name} {}", f.sha256));
+    }
+    sha256_hex(text.as_bytes())[..40].to_string()
 }
 
 fn hub_files(files: Vec<(&str, Vec<u8>, bool)>) -> BTreeMap<String, HubFile> {
@@ -225,9 +231,10 @@ impl HfServer {
     /// Add (or replace) a repo with its `main` revision: each file with its bytes; `lfs`
     /// files list their sha256.
     pub fn add_repo(&self, repo: &str, files: Vec<(&str, Vec<u8>, bool)>, gated: bool) {
+        let files = hub_files(files);
         let main = Revision {
-            sha: commit(repo, "main"),
-            files: hub_files(files),
+            sha: commit(repo, "main", &files),
+            files,
         };
         self.state.repos.lock().unwrap().insert(
             repo.to_string(),
@@ -241,7 +248,8 @@ impl HfServer {
     /// Add (or replace) revision `rev` (a branch or tag) of a repo added before; returns its
     /// commit id, which names the revision too.
     pub fn add_revision(&self, repo: &str, rev: &str, files: Vec<(&str, Vec<u8>, bool)>) -> String {
-        let sha = commit(repo, rev);
+        let files = hub_files(files);
+        let sha = commit(repo, rev, &files);
         let mut repos = self.state.repos.lock().unwrap();
         let r = repos
             .get_mut(repo)
@@ -250,7 +258,7 @@ impl HfServer {
             rev.to_string(),
             Revision {
                 sha: sha.clone(),
-                files: hub_files(files),
+                files,
             },
         );
         sha

@@ -77,12 +77,22 @@ pub fn put_in_store(store: &Path, repo: &str, variant: &str, file: &str, bytes: 
     }
     let path = dir.join(file);
     std::fs::write(&path, bytes).unwrap();
+    let m = std::os::unix::fs::MetadataExt::mtime;
+    let meta = std::fs::metadata(&path).unwrap();
     let manifest = json!({
         "repo": repo,
         "revision": "main",
         "variant": variant,
         "files": [{"name": file, "size": bytes.len(), "sha256": null}],
         "complete": true,
+        "verified": [{
+            "name": file,
+            "size": bytes.len(),
+            "mtime_s": m(&meta),
+            "mtime_ns": std::os::unix::fs::MetadataExt::mtime_nsec(&meta),
+            "sha256": null,
+            "commit": null,
+        }],
     });
     std::fs::write(
         dir.join(format!(".toolvisor-model-{variant}.json")),

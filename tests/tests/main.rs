@@ -25,6 +25,7 @@ mod debug_ordering;
 mod debug_python_session;
 mod debug_run_to_and_watch;
 mod debug_session_lifecycle;
+mod downloads_changed_files;
 mod downloads_cli;
 mod downloads_hub_answers;
 mod downloads_jobs;

@@ -35,7 +35,7 @@ use crate::error::DownloadError;
 use crate::fit;
 use crate::hub::Hub;
 use crate::rate::{RateWindow, human, id_order};
-use crate::store::{Manifest, Store};
+use crate::store::{Manifest, Store, Verified};
 
 /// What the manager is configured with (`[models]`).
 #[derive(Clone, Debug)]
@@ -130,6 +130,9 @@ struct JobRecord {
     error: Option<String>,
     created_unix_s: u64,
     finished_unix_s: Option<u64>,
+    /// The commit the listing was at, when the endpoint said.
+    #[serde(default)]
+    commit: Option<String>,
 }
 
 /// Live progress of one file.
@@ -322,6 +325,8 @@ pub struct Downloads {
     jobs_dir: PathBuf,
     jobs: Mutex<BTreeMap<String, Arc<Job>>>,
     permits: Arc<Semaphore>,
+    /// Held while a manifest is read, changed and written back.
+    manifests: Mutex<()>,
 }
 
 impl std::fmt::Debug for Downloads {
@@ -362,6 +367,7 @@ impl Downloads {
             ids,
             jobs_dir,
             jobs: Mutex::new(BTreeMap::new()),
+            manifests: Mutex::new(()),
         });
         let mut resume = Vec::new();
         let mut records: Vec<JobRecord> = std::fs::read_dir(&me.jobs_dir)
@@ -412,6 +418,12 @@ impl Downloads {
         // store holds now (a file deleted since, or a later job's `.part` of the same name,
         // made a restarted daemon show a finished job at 30 % with its files queued).
         let finished = rec.state == JobState::Done;
+        let manifest = if finished {
+            None
+        } else {
+            self.store
+                .read_manifest(&rec.repo, &rec.revision, &rec.variant)
+        };
         let files = rec
             .files
             .iter()
@@ -419,7 +431,8 @@ impl Downloads {
                 let (have, complete) = if finished {
                     (f.size, true)
                 } else {
-                    self.store.present(&dir, f)
+                    let record = manifest.as_ref().and_then(|m| m.verified(&f.name));
+                    self.store.present(&dir, f, record)
                 };
                 Arc::new(FileProgress {
                     file: f.clone(),
@@ -501,12 +514,34 @@ impl Downloads {
             .iter()
             .map(|f| json!({"name": f.name, "size": f.size, "sha256": f.sha256}))
             .collect();
-        // Already complete in the store: nothing to start.
+        // Already complete in the store: nothing to start. A file counts when its bytes are
+        // the listed ones (`Store::verify`: its record, else its hash read again).
+        let verified: Vec<Option<Verified>> = {
+            let previous = self.store.read_manifest(repo, revision, &set.variant);
+            let (store, dir, files, commit) = (
+                self.store.clone(),
+                dir.clone(),
+                set.files.clone(),
+                info.sha.clone(),
+            );
+            crate::transfer::blocking(move || {
+                files
+                    .iter()
+                    .map(|f| {
+                        let record = previous.as_ref().and_then(|m| m.verified(&f.name));
+                        store.verify(&dir, f, record, commit.as_deref())
+                    })
+                    .collect()
+            })
+            .await?
+        };
         let present: Vec<(u64, bool)> = set
             .files
             .iter()
-            .map(|f| self.store.present(&dir, f))
+            .zip(&verified)
+            .map(|(f, v)| self.store.present(&dir, f, v.as_ref()))
             .collect();
+        let records: Vec<Verified> = verified.into_iter().flatten().collect();
         if present.iter().all(|(_, complete)| *complete) {
             self.store.write_manifest(&Manifest {
                 repo: repo.into(),
@@ -514,6 +549,7 @@ impl Downloads {
                 variant: set.variant.clone(),
                 files: set.files.clone(),
                 complete: true,
+                verified: records,
             })?;
             return Ok(json!({
                 "state": "done",
@@ -563,6 +599,7 @@ impl Downloads {
             variant: set.variant.clone(),
             files: set.files.clone(),
             complete: false,
+            verified: records,
         })?;
         let n = self
             .ids
@@ -578,6 +615,7 @@ impl Downloads {
             error: None,
             created_unix_s: now_s(),
             finished_unix_s: None,
+            commit: info.sha.clone(),
         };
         let job = self.make_job(rec);
         // On disk before the answer: a restart from here on resumes it.
@@ -676,6 +714,7 @@ impl Downloads {
                     match crate::transfer::attempt(&me.hub, &repo, &revision, &job.dir, &f, &me.config.ranged).await {
                         Ok(()) => {
                             *lock(&f.error) = None;
+                            me.record_verified(&job, &f.file);
                             break Ok(());
                         }
                         Err(e) if e.transient() && attempt < me.config.retries => {
@@ -708,20 +747,61 @@ impl Downloads {
             }
             None => {
                 let rec = lock(&job.record).clone();
+                // Every file was verified (its hash, or its size where none is listed) before
+                // it was renamed into place, or was in place verified before the job began.
+                let verified = rec
+                    .files
+                    .iter()
+                    .filter_map(|f| {
+                        Verified::now(&job.dir, f, f.sha256.clone(), rec.commit.as_deref())
+                    })
+                    .collect();
                 let manifest = Manifest {
                     repo: rec.repo,
                     revision: rec.revision,
                     variant: rec.variant,
                     files: rec.files,
                     complete: true,
+                    verified,
                 };
-                if let Err(e) = self.store.write_manifest(&manifest) {
+                let written = {
+                    let _held = lock(&self.manifests);
+                    self.store.write_manifest(&manifest)
+                };
+                if let Err(e) = written {
                     self.set_state(&job, JobState::Failed, Some(e.to_string()));
                     return Err(e.to_string());
                 }
                 self.set_state(&job, JobState::Done, None);
                 Ok(())
             }
+        }
+    }
+
+    /// Note in the manifest that `file` was verified and put in place, so a restart that
+    /// resumes the job knows it complete.
+    fn record_verified(&self, job: &Job, file: &Chosen) {
+        let rec = lock(&job.record).clone();
+        let Some(v) = Verified::now(&job.dir, file, file.sha256.clone(), rec.commit.as_deref())
+        else {
+            return;
+        };
+        let _held = lock(&self.manifests);
+        let mut m = self
+            .store
+            .read_manifest(&rec.repo, &rec.revision, &rec.variant)
+            .unwrap_or_else(|| Manifest {
+                repo: rec.repo.clone(),
+                revision: rec.revision.clone(),
+                variant: rec.variant.clone(),
+                files: rec.files.clone(),
+                complete: false,
+                verified: Vec::new(),
+            });
+        m.verified.retain(|x| x.name != v.name);
+        m.verified.push(v);
+        if let Err(e) = self.store.write_manifest(&m) {
+            tracing::warn!(job = rec.id, error = %e, "cannot record a verified file in its manifest: a restart fetches it again");
         }
     }
 
@@ -822,12 +902,15 @@ impl Downloads {
                     .files
                     .iter()
                     .map(|f| {
-                        let (have, complete) = self.store.present(dir, f);
+                        let (have, complete) = self.store.present(dir, f, m.verified(&f.name));
                         json!({"name": f.name, "size": f.size, "bytes_present": have, "complete": complete})
                     })
                     .collect();
                 let size: u64 = m.files.iter().map(|f| f.size).sum();
-                let complete = m.files.iter().all(|f| self.store.present(dir, f).1);
+                let complete = m
+                    .files
+                    .iter()
+                    .all(|f| self.store.present(dir, f, m.verified(&f.name)).1);
                 let placement = fit::placement(size, memory, &accelerators);
                 json!({
                     "name": crate::store::short_name(m, &all),

@@ -1,12 +1,23 @@
 //! The model store on disk: one directory per repo and revision
 //! (`<store>/<owner>--<name>/<revision>/`), the repo's files under it as the repo names them,
 //! a `.part` file beside each file still arriving, and one manifest per downloaded variant
-//! (`.toolvisor-model-<variant>.json`: its files, sizes, hashes, whether it is complete).
+//! (`.toolvisor-model-<variant>.json`: its files, sizes, hashes, whether it is complete, and
+//! what was verified of each file in place: its size, mtime, sha256, the commit it came from).
+//!
+//! A file in place counts as complete only against that record: its sha256 equals the
+//! listing's (or, for a file listed without one, the commit it was verified at is the listing's
+//! commit) and its size and mtime are still those it had when verified. A file in place with no
+//! record, or one whose size or mtime changed, is hashed again (`Store::verify`); a file whose
+//! bytes differ from the listing is fetched again. So a file changed on the hub, or on disk, is
+//! never taken for the one listed, and the hash of a multi-GB file is not read on every call.
 //! Job records live apart, under the daemon's state directory (`jobs.rs`).
 
 use std::path::{Path, PathBuf};
 
+use std::os::unix::fs::OpenOptionsExt;
+
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 use toolvisor_kit::private::{Durability, write_private_file};
 
 use crate::choose::Chosen;
@@ -21,6 +32,73 @@ pub struct Manifest {
     pub files: Vec<Chosen>,
     /// Every file verified and in place.
     pub complete: bool,
+    /// What was verified of each file in place (files never verified have no entry).
+    #[serde(default)]
+    pub verified: Vec<Verified>,
+}
+
+/// What was verified of a file in place, and when: its size and mtime then, the sha256 its
+/// bytes had (`None` for a file listed without a hash, whose size alone was checked) and the
+/// commit the listing was at.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Verified {
+    pub name: String,
+    pub size: u64,
+    pub mtime_s: i64,
+    pub mtime_ns: i64,
+    pub sha256: Option<String>,
+    pub commit: Option<String>,
+}
+
+impl Manifest {
+    /// The verification record of `name`.
+    pub fn verified(&self, name: &str) -> Option<&Verified> {
+        self.verified.iter().find(|v| v.name == name)
+    }
+}
+
+/// Size and mtime of the regular file at `path` (never through a symlink).
+fn stat(path: &Path) -> Option<(u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    m.is_file().then(|| (m.len(), m.mtime(), m.mtime_nsec()))
+}
+
+impl Verified {
+    /// A record of `file` in `dir` as it is now, for bytes whose hash is `sha256`.
+    pub fn now(
+        dir: &Path,
+        file: &Chosen,
+        sha256: Option<String>,
+        commit: Option<&str>,
+    ) -> Option<Verified> {
+        let (size, mtime_s, mtime_ns) = stat(&dir.join(&file.name))?;
+        Some(Verified {
+            name: file.name.clone(),
+            size,
+            mtime_s,
+            mtime_ns,
+            sha256,
+            commit: commit.map(str::to_string),
+        })
+    }
+
+    /// Whether this record still stands for `file` in `dir` as listed: same size and mtime
+    /// on disk as when verified, the listed size, and the listed sha256 (for a file listed
+    /// without one, `commit`, when given, is the one verified at).
+    pub fn holds(&self, dir: &Path, file: &Chosen, commit: Option<&str>) -> bool {
+        let same_bytes = stat(&dir.join(&file.name))
+            == Some((self.size, self.mtime_s, self.mtime_ns))
+            && self.size == file.size
+            && self.name == file.name;
+        let same_source = match &file.sha256 {
+            Some(h) => self.sha256.as_deref() == Some(h.as_str()),
+            None => {
+                self.sha256.is_none() && commit.is_none_or(|c| self.commit.as_deref() == Some(c))
+            }
+        };
+        same_bytes && same_source
+    }
 }
 
 /// The store's root directory.
@@ -116,15 +194,54 @@ impl Store {
             .map_err(|e| DownloadError::io("cannot write", &path, e))
     }
 
-    /// Bytes of `file` already here: the whole file when it is in place with its listed
-    /// size (it was verified before its rename), else what its `.part` holds (for a file
-    /// fetched in ranges, what its range map counts: the `.part` has the file's size).
-    pub fn present(&self, dir: &Path, file: &Chosen) -> (u64, bool) {
-        let final_path = dir.join(&file.name);
-        if let Ok(m) = std::fs::symlink_metadata(&final_path)
-            && m.is_file()
-            && m.len() == file.size
+    /// The manifest of `variant`, if there is one.
+    pub fn read_manifest(&self, repo: &str, revision: &str, variant: &str) -> Option<Manifest> {
+        let bytes = std::fs::read(self.manifest_path(repo, revision, variant)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Whether `file` in `dir` is the file listed, and its record if so: the record given
+    /// when it still holds (no hashing), else, for a file listed with a sha256 and in place
+    /// with its listed size, a new record when its bytes hash to it. Reads the whole file in
+    /// the second case: call it off the async threads.
+    pub fn verify(
+        &self,
+        dir: &Path,
+        file: &Chosen,
+        record: Option<&Verified>,
+        commit: Option<&str>,
+    ) -> Option<Verified> {
+        if let Some(r) = record
+            && r.holds(dir, file, commit)
         {
+            return Some(r.clone());
+        }
+        let expected = file.sha256.as_ref()?;
+        let path = dir.join(&file.name);
+        let before = stat(&path)?;
+        if before.0 != file.size {
+            return None;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&path)
+            .ok()?;
+        let mut hasher = sha2::Sha256::new();
+        std::io::copy(&mut f, &mut hasher).ok()?;
+        let got = crate::transfer::hex(&hasher.finalize());
+        // Changed while it was read: not what was hashed.
+        if &got != expected || stat(&path) != Some(before) {
+            return None;
+        }
+        Verified::now(dir, file, Some(got), commit)
+    }
+
+    /// Bytes of `file` already here: the whole file when `record` says it is in place as
+    /// listed, else what its `.part` holds (for a file fetched in ranges, what its range map
+    /// counts: the `.part` has the file's size).
+    pub fn present(&self, dir: &Path, file: &Chosen, record: Option<&Verified>) -> (u64, bool) {
+        if record.is_some_and(|r| r.holds(dir, file, None)) {
             return (file.size, true);
         }
         let part = part_path(dir, &file.name);
@@ -263,18 +380,23 @@ mod tests {
         assert_eq!(dir, tmp.path().join("models/o--m/main"));
         std::fs::write(dir.join("sub/a.gguf"), b"abcd").unwrap();
         std::fs::write(part_path(&dir, "b.gguf"), b"x").unwrap();
-        assert_eq!(store.present(&dir, &files[0]), (4, true));
-        assert_eq!(store.present(&dir, &files[1]), (1, false));
+        // In place but never verified: not complete.
+        assert_eq!(store.present(&dir, &files[0], None), (0, false));
+        let rec = Verified::now(&dir, &files[0], None, Some("c1"));
+        assert_eq!(store.present(&dir, &files[0], rec.as_ref()), (4, true));
+        assert_eq!(store.present(&dir, &files[1], None), (1, false));
         let m = Manifest {
             repo: "o/m".into(),
             revision: "main".into(),
             variant: "Q4 K/M".into(),
             files,
             complete: false,
+            verified: rec.into_iter().collect(),
         };
         store.write_manifest(&m).unwrap();
         assert!(dir.join(".toolvisor-model-Q4_K_M.json").exists());
-        assert_eq!(store.manifests(), vec![(dir, m)]);
+        assert_eq!(store.manifests(), vec![(dir.clone(), m.clone())]);
+        assert_eq!(store.read_manifest("o/m", "main", "Q4 K/M"), Some(m));
         assert!(store.available().unwrap() > 0);
     }
 
@@ -316,7 +438,71 @@ mod tests {
             variant: variant.into(),
             files: Vec::new(),
             complete: true,
+            verified: Vec::new(),
         }
+    }
+
+    fn set_mtime(path: &Path, secs: i64) {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs as u64))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_file_is_complete_only_when_its_bytes_are_the_listed_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("models")).unwrap();
+        let hash = |b: &[u8]| crate::transfer::hex(&sha2::Sha256::digest(b));
+        let old = Chosen {
+            name: "a.gguf".into(),
+            size: 4,
+            sha256: Some(hash(b"abcd")),
+        };
+        let dir = store
+            .prepare("o/m", "main", std::slice::from_ref(&old))
+            .unwrap();
+        let path = dir.join("a.gguf");
+        std::fs::write(&path, b"abcd").unwrap();
+        set_mtime(&path, 1_000_000);
+        // No record: hashed, and recorded.
+        let rec = store
+            .verify(&dir, &old, None, None)
+            .expect("the listed bytes");
+        assert_eq!(rec.sha256.as_deref(), old.sha256.as_deref());
+        assert!(rec.holds(&dir, &old, None));
+        // The listing changes to other bytes of the same size: the record does not hold and
+        // the bytes on disk do not hash to the new listing.
+        let new = Chosen {
+            sha256: Some(hash(b"wxyz")),
+            ..old.clone()
+        };
+        assert!(!rec.holds(&dir, &new, None));
+        assert_eq!(store.verify(&dir, &new, Some(&rec), None), None);
+        assert_eq!(store.present(&dir, &new, Some(&rec)), (0, false));
+        // The file changes on disk with the same size: the record no longer holds (mtime),
+        // and hashing finds the bytes it has now.
+        std::fs::write(&path, b"wxyz").unwrap();
+        set_mtime(&path, 2_000_000);
+        assert!(!rec.holds(&dir, &old, None));
+        assert_eq!(store.verify(&dir, &old, Some(&rec), None), None);
+        let rec2 = store.verify(&dir, &new, Some(&rec), None).unwrap();
+        assert_eq!(rec2.mtime_s, 2_000_000);
+        // A file listed without a hash: its record holds at the commit it was verified at.
+        let plain = Chosen {
+            sha256: None,
+            ..old.clone()
+        };
+        assert_eq!(store.verify(&dir, &plain, None, Some("c1")), None);
+        let rec3 = Verified::now(&dir, &plain, None, Some("c1")).unwrap();
+        assert!(
+            store
+                .verify(&dir, &plain, Some(&rec3), Some("c1"))
+                .is_some()
+        );
+        assert_eq!(store.verify(&dir, &plain, Some(&rec3), Some("c2")), None);
     }
 
     #[test]

@@ -17,7 +17,11 @@ pub fn resolve(store: &Store, model: &str) -> Result<(Manifest, PathBuf), Infere
     let all = store.manifests();
     let complete: Vec<&(PathBuf, Manifest)> = all
         .iter()
-        .filter(|(dir, m)| m.files.iter().all(|f| store.present(dir, f).1))
+        .filter(|(dir, m)| {
+            m.files
+                .iter()
+                .all(|f| store.present(dir, f, m.verified(&f.name)).1)
+        })
         .collect();
     let manifests: Vec<&Manifest> = complete.iter().map(|(_, m)| m).collect();
     let found: Vec<&&(PathBuf, Manifest)> = complete
@@ -141,6 +145,7 @@ mod tests {
                 })
                 .collect(),
             complete: true,
+            verified: Vec::new(),
         }
     }
 
@@ -169,9 +174,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(&tmp.path().join("models")).unwrap();
         for rev in ["main", "v2"] {
-            let m = manifest(rev, &["tiny-F32.gguf"]);
+            let mut m = manifest(rev, &["tiny-F32.gguf"]);
             let dir = store.prepare(&m.repo, rev, &m.files).unwrap();
             std::fs::write(dir.join("tiny-F32.gguf"), b"abc").unwrap();
+            m.verified = toolvisor_downloads::store::Verified::now(&dir, &m.files[0], None, None)
+                .into_iter()
+                .collect();
             store.write_manifest(&m).unwrap();
         }
         let e = resolve(&store, "walk/tiny-GGUF:F32").unwrap_err();
