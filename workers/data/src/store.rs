@@ -388,16 +388,33 @@ impl Store {
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as u64);
         let key = source.display().to_string();
-        let known: Option<(i64, i64, i64, String, i64)> = self
+        let known: Option<(i64, i64, i64, String, i64, Option<i64>)> = self
             .conn
             .query_row(
-                "SELECT id, size, mtime_ms, collection, converter FROM docs WHERE source = ?1",
+                "SELECT id, size, mtime_ms, collection, converter, deleted_ms FROM docs WHERE source = ?1",
                 [&key],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
             )
             .optional()
             .map_err(self.db())?;
-        if let Some((_, s, m, c, v)) = &known
+        // In the trash because its original was removed, and the original is back: it comes
+        // back with it. In the trash for any other reason (`delete_data`): it stays there.
+        let trashed = known.as_ref().is_some_and(|k| k.5.is_some());
+        let returns = match &known {
+            Some((id, .., Some(_))) => self.trashed_for_removal(*id)?,
+            _ => false,
+        };
+        if let Some((_, s, m, c, v, _)) = &known
+            && !returns
             && *s as u64 == size
             && *m as u64 == mtime_ms
             && c == collection
@@ -420,6 +437,10 @@ impl Store {
         let now = now_ms();
         let sections = serde_json::to_string(&c.sections).unwrap_or_else(|_| "[]".into());
         let tags = serde_json::to_string(&c.tags).unwrap_or_else(|_| "[]".into());
+        // A trashed document that does not return is converted again like any other, and
+        // stays in the trash: out of the index (so out of every search) until it is restored,
+        // which indexes it.
+        let stays_trashed = trashed && !returns;
         let db = self.db_owned();
         let tx = self.conn.transaction().map_err(&db)?;
         let id = match known {
@@ -468,16 +489,41 @@ impl Store {
                 tx.last_insert_rowid()
             }
         };
-        index(&tx, id).map_err(&db)?;
-        revision(
-            &tx,
-            id,
-            who,
-            &json!({"converted": {"size": size, "title": c.title}}),
-        )
-        .map_err(&db)?;
+        if returns {
+            tx.execute("UPDATE docs SET deleted_ms = NULL WHERE id = ?1", [id])
+                .map_err(&db)?;
+        }
+        if !stays_trashed {
+            index(&tx, id).map_err(&db)?;
+        }
+        let mut change = json!({"converted": {"size": size, "title": c.title}});
+        if stays_trashed {
+            change["in_trash"] = json!(true);
+        }
+        if returns {
+            change["original_returned"] = json!(true);
+        }
+        revision(&tx, id, who, &change).map_err(&db)?;
         tx.commit().map_err(&db)?;
         Ok(Some(id))
+    }
+
+    /// Whether trashed document `id` went to the trash because its original was removed
+    /// (its latest trashing revision says so), not by `delete_data`.
+    fn trashed_for_removal(&self, id: i64) -> Result<bool> {
+        let change: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT change FROM revisions WHERE doc_id = ?1
+                   AND (json_extract(change, '$.original_removed') IS NOT NULL
+                        OR json_extract(change, '$.deleted') IS NOT NULL)
+                 ORDER BY id DESC LIMIT 1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.db())?;
+        Ok(change.is_some_and(|c| c.contains("\"original_removed\"")))
     }
 
     fn db_owned(&self) -> impl Fn(rusqlite::Error) -> DataError + use<> {
@@ -489,7 +535,7 @@ impl Store {
     }
 
     /// Originals of `collection` that are gone (not in `present`) move to the trash, with a
-    /// revision saying why; they come back if the original does.
+    /// revision saying why; they come back if the original does (`ingest`).
     pub fn originals_gone(
         &mut self,
         collection: &str,
@@ -586,7 +632,8 @@ impl Store {
             return Ok(Vec::new());
         }
         // Ranking runs in the index alone: the reach is a column filter on the collection's
-        // token (`collection : (…)`), trashed documents are not in the index, and FTS5 ranks
+        // token (`collection : (…)`), trashed documents are not in the index (and the join
+        // leaves out any a database from before that rule still has), and FTS5 ranks
         // by its configured `rank` (BM25: title weighs most, then tags). The snippet and the
         // title are made for the few rows kept, not for every match.
         let within = reach
@@ -618,7 +665,7 @@ impl Store {
             .prepare_cached(
                 "SELECT docs_fts.rowid, d.collection, rank
                  FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid
-                 WHERE docs_fts MATCH ?1
+                 WHERE docs_fts MATCH ?1 AND d.deleted_ms IS NULL
                  ORDER BY rank LIMIT ?2",
             )
             .map_err(self.db())?;

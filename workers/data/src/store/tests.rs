@@ -121,6 +121,87 @@ fn the_trash_hides_a_document_until_it_is_restored_and_every_change_is_a_revisio
     assert_eq!(revs[3].1, "operator");
 }
 
+#[test]
+fn a_trashed_document_whose_original_changes_stays_in_the_trash_and_out_of_every_search() {
+    let (dir, mut s) = store();
+    let f = dir.path().join("t.md");
+    std::fs::write(
+        &f,
+        "# Plans
+old words",
+    )
+    .unwrap();
+    let id = s
+        .ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
+        .unwrap()
+        .unwrap();
+    let reach = Reach::new(["c1".to_string()]);
+    s.trash(&reach, id, &who()).unwrap();
+    // The original changes: converted again, still trashed.
+    std::fs::write(
+        &f,
+        "# Plans
+fresh zebra words, longer",
+    )
+    .unwrap();
+    assert_eq!(
+        s.ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
+            .unwrap(),
+        Some(id)
+    );
+    assert!(s.search(&reach, "zebra", 10).unwrap().is_empty());
+    assert!(s.search(&reach, "plans", 10).unwrap().is_empty());
+    assert!(
+        s.hybrid(&reach, "zebra", &[1.0, 0.0], "m", 10)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(s.card(&reach, id), Err(DataError::NotFound(_))));
+    assert_eq!(s.trash_list().unwrap()[0].handle, format!("D{id}"));
+    assert_eq!(s.count().unwrap(), 0);
+    // Restored: found by what the original says now.
+    s.restore(id, &Who::operator("restore")).unwrap();
+    assert_eq!(
+        s.search(&reach, "zebra", 10).unwrap()[0].handle,
+        format!("D{id}")
+    );
+}
+
+#[test]
+fn a_document_trashed_because_its_original_was_removed_returns_with_the_original() {
+    let (dir, mut s) = store();
+    let f = dir.path().join("r.md");
+    std::fs::write(&f, "# Notes\nkoala facts").unwrap();
+    let id = s
+        .ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
+        .unwrap()
+        .unwrap();
+    let reach = Reach::new(["c1".to_string()]);
+    let bytes = std::fs::read(&f).unwrap();
+    std::fs::remove_file(&f).unwrap();
+    assert!(s.original_removed(&f, &who()).unwrap());
+    assert!(s.search(&reach, "koala", 10).unwrap().is_empty());
+    // Back with the same bytes (an editor that saves by remove and create): back in results.
+    std::fs::write(&f, &bytes).unwrap();
+    assert_eq!(
+        s.ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
+            .unwrap(),
+        Some(id)
+    );
+    assert_eq!(
+        s.search(&reach, "koala", 10).unwrap()[0].handle,
+        format!("D{id}")
+    );
+    assert!(s.trash_list().unwrap().is_empty());
+    // Deleted by a tool afterwards: a change to the original no longer brings it back.
+    s.trash(&reach, id, &who()).unwrap();
+    std::fs::write(&f, "# Notes\nkoala facts, and more").unwrap();
+    s.ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
+        .unwrap();
+    assert!(s.search(&reach, "koala", 10).unwrap().is_empty());
+    assert_eq!(s.trash_list().unwrap().len(), 1);
+}
+
 fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
