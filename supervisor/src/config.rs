@@ -674,6 +674,9 @@ pub struct TestingConfig {
     pub conversation_idle_ms: Option<u64>,
     /// Read the fit label's memory facts from this file instead of `/proc/meminfo`.
     pub meminfo: Option<PathBuf>,
+    /// The model store's free bytes, instead of what `statvfs` says (`download_model`'s
+    /// free-space check).
+    pub store_free_bytes: Option<u64>,
     /// Look for accelerators in `<dir>/drm` and `<dir>/nvidia` instead of `/sys/class/drm`
     /// and `/proc/driver/nvidia/gpus` (`nvidia-smi` is still looked up on the `PATH`).
     pub accelerator_roots: Option<PathBuf>,

@@ -27,6 +27,7 @@ mod debug_run_to_and_watch;
 mod debug_session_lifecycle;
 mod downloads_changed_files;
 mod downloads_cli;
+mod downloads_free_space;
 mod downloads_hub_answers;
 mod downloads_jobs;
 mod downloads_ranged;

@@ -90,6 +90,7 @@ pub(super) async fn open_downloads(
             .unwrap_or_else(|| PathBuf::from("/proc/meminfo")),
         accelerators,
         keep_finished: Duration::from_secs(m.keep_finished_s),
+        free_bytes: config.testing.store_free_bytes,
     };
     toolvisor_downloads::Downloads::open(cfg, state_dir, supervisor, notifier.clone(), ids)
         .await

@@ -90,12 +90,17 @@ pub enum DownloadError {
     Verify { file: String, cause: String },
     /// Not enough free space for what is left to fetch.
     #[error(
-        "not enough disk space under {path}: {needed} bytes still to fetch, {available} available"
+        "not enough disk space under {path}: {needed} bytes still to fetch, {available} available{}",
+        reserved_note(*available, *reserved, by)
     )]
     DiskFull {
         path: String,
         needed: u64,
         available: u64,
+        /// Bytes the unfinished jobs still have to write, counted as taken.
+        reserved: u64,
+        /// Those jobs: `dl3 1048576, dl4 2048`.
+        by: String,
     },
     /// Local file-system trouble.
     #[error("{what} {path}: {cause}")]
@@ -194,7 +199,7 @@ impl From<DownloadError> for ToolError {
             ),
             DownloadError::DiskFull { .. } => (
                 ErrorKind::Io,
-                "free that much space, or point `[models] store` at a larger disk, then retry".to_string(),
+                "free that much space, or point `[models] store` at a larger disk, then retry; space reserved for running downloads frees as they end (list_downloads, cancel_download)".to_string(),
             ),
             DownloadError::Io { .. } => (
                 ErrorKind::Io,
@@ -206,5 +211,17 @@ impl From<DownloadError> for ToolError {
             ),
         };
         ToolError::new(kind, message, hint)
+    }
+}
+
+/// What of the free space the running downloads still need, for `DiskFull`.
+fn reserved_note(available: u64, reserved: u64, by: &str) -> String {
+    if reserved == 0 {
+        String::new()
+    } else {
+        format!(
+            ", of which {reserved} are reserved for the downloads still running (job, bytes to come: {by}), so {} are free for this one",
+            available.saturating_sub(reserved)
+        )
     }
 }

@@ -62,6 +62,9 @@ pub struct DownloadsConfig {
     pub accelerators: Arc<crate::accel::Probe>,
     /// Finished jobs stay listed this long.
     pub keep_finished: Duration,
+    /// Testing only (`[testing] store_free_bytes`): the free bytes under the store, instead
+    /// of what `statvfs` says.
+    pub free_bytes: Option<u64>,
 }
 
 /// A job's state, as `list_downloads` says it.
@@ -198,6 +201,15 @@ fn now_s() -> u64 {
 }
 
 impl Job {
+    /// Bytes still to be written by this job (its files not yet in place).
+    fn remaining(&self) -> u64 {
+        self.files
+            .iter()
+            .filter(|f| *lock(&f.state) != FileState::Done)
+            .map(|f| f.file.size.saturating_sub(f.done.load(Ordering::Relaxed)))
+            .sum()
+    }
+
     fn totals(&self) -> (u64, u64) {
         let total = self.files.iter().map(|f| f.file.size).sum();
         let done = self
@@ -327,6 +339,9 @@ pub struct Downloads {
     permits: Arc<Semaphore>,
     /// Held while a manifest is read, changed and written back.
     manifests: Mutex<()>,
+    /// Held from the free-space check to the new job's registration, so two calls at once
+    /// cannot both count on the same free bytes.
+    admit: Mutex<()>,
 }
 
 impl std::fmt::Debug for Downloads {
@@ -368,6 +383,7 @@ impl Downloads {
             jobs_dir,
             jobs: Mutex::new(BTreeMap::new()),
             manifests: Mutex::new(()),
+            admit: Mutex::new(()),
         });
         let mut resume = Vec::new();
         let mut records: Vec<JobRecord> = std::fs::read_dir(&me.jobs_dir)
@@ -584,12 +600,36 @@ impl Downloads {
             .zip(&present)
             .map(|(f, (have, _))| f.size - have)
             .sum();
-        let available = self.store.available()?;
-        if needed > available {
+        // The free space counts the bytes every unfinished job has still to write as taken:
+        // the check and the registration are one step (`admit`), with no await between.
+        let admitted = lock(&self.admit);
+        let available = match self.config.free_bytes {
+            Some(free) => free,
+            None => self.store.available()?,
+        };
+        let (reserved, by): (u64, Vec<String>) = {
+            let jobs = lock(&self.jobs);
+            let running: Vec<(String, u64)> = jobs
+                .values()
+                .filter(|j| lock(&j.record).state.unfinished())
+                .map(|j| (lock(&j.record).id.clone(), j.remaining()))
+                .filter(|(_, left)| *left > 0)
+                .collect();
+            (
+                running.iter().map(|(_, left)| left).sum(),
+                running
+                    .into_iter()
+                    .map(|(id, left)| format!("{id} {left}"))
+                    .collect(),
+            )
+        };
+        if needed > available.saturating_sub(reserved) {
             return Err(DownloadError::DiskFull {
                 path: self.store.root().display().to_string(),
                 needed,
                 available,
+                reserved,
+                by: by.join(", "),
             });
         }
         self.store.prepare(repo, revision, &set.files)?;
@@ -618,6 +658,7 @@ impl Downloads {
             commit: info.sha.clone(),
         };
         let job = self.make_job(rec);
+        drop(admitted);
         // On disk before the answer: a restart from here on resumes it.
         self.persist(&job);
         self.spawn(job.clone()).await;
