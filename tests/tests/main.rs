@@ -31,6 +31,7 @@ mod downloads_free_space;
 mod downloads_hub_answers;
 mod downloads_jobs;
 mod downloads_ranged;
+mod downloads_variants;
 mod env_children_write_no_bytecode;
 mod eval_bridge;
 mod eval_inactivity;

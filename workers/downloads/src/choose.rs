@@ -140,6 +140,15 @@ fn gguf_label(name: &str) -> String {
     if quantish { token.to_string() } else { base }
 }
 
+/// A GGUF group's name without `.gguf` and the shard numbers (`sub/alpha-Q4_K_M`): what
+/// its variant is called when its quantisation label alone does not tell it apart.
+fn group_base(name: &str) -> String {
+    match shard(name) {
+        Some((stem, ..)) => stem.to_string(),
+        None => name.trim_end_matches(".gguf").to_string(),
+    }
+}
+
 fn is_companion(name: &str) -> bool {
     let file = name.rsplit('/').next().unwrap_or(name);
     file.ends_with(".json")
@@ -151,9 +160,16 @@ fn is_companion(name: &str) -> bool {
 }
 
 /// The variants a listing offers (GGUF quantisations, `safetensors`), for error messages and
-/// search answers, each with its file set. A GGUF variant's set is its model files plus the
-/// repo's projector for it (`gguf::pick_projector`), if the repo has projectors.
+/// search answers, each with its file set. A GGUF variant is one model file or one split
+/// model's shards, called by its quantisation label (`Q4_K_M`) when no other GGUF model of
+/// the repo has that label, else by its name (`alpha-Q4_K_M`); its set is its model files
+/// plus the repo's projector for it (`gguf::pick_projector`), if the repo has projectors.
 pub fn variants(siblings: &[Sibling]) -> Vec<FileSet> {
+    labelled(siblings).into_iter().map(|(_, set)| set).collect()
+}
+
+/// `variants`, each with its quantisation label (for `safetensors`, that name).
+fn labelled(siblings: &[Sibling]) -> Vec<(String, FileSet)> {
     let mut out = Vec::new();
     let mut groups: BTreeMap<String, Vec<&Sibling>> = BTreeMap::new();
     let projectors: Vec<&str> = siblings
@@ -165,28 +181,50 @@ pub fn variants(siblings: &[Sibling]) -> Vec<FileSet> {
         .iter()
         .filter(|s| gguf::is_gguf(&s.name) && gguf::role(&s.name) == Role::Model)
     {
-        groups.entry(gguf_label(&s.name)).or_default().push(s);
+        groups.entry(group_key(&s.name)).or_default().push(s);
     }
-    for (label, mut files) in groups {
+    let mut per_label: BTreeMap<String, usize> = BTreeMap::new();
+    for files in groups.values() {
+        *per_label
+            .entry(gguf_label(&files[0].name).to_ascii_lowercase())
+            .or_default() += 1;
+    }
+    let mut gguf_sets = Vec::new();
+    for (_, mut files) in groups {
+        let label = gguf_label(&files[0].name);
+        let variant = if per_label[&label.to_ascii_lowercase()] == 1 {
+            label.clone()
+        } else {
+            group_base(&files[0].name)
+        };
         if let Some(p) = gguf::pick_projector(&label, &projectors, gguf_label)
             && let Some(s) = siblings.iter().find(|s| s.name == p)
         {
             files.push(s);
         }
-        out.push(FileSet {
-            variant: label,
-            files: files.into_iter().map(chosen_lossy).collect(),
-        });
+        gguf_sets.push((
+            label,
+            FileSet {
+                variant,
+                files: files.into_iter().map(chosen_lossy).collect(),
+            },
+        ));
     }
+    // In label order, as the variants were listed before.
+    gguf_sets.sort_by(|a, b| (&a.0, &a.1.variant).cmp(&(&b.0, &b.1.variant)));
+    out.extend(gguf_sets);
     let st: Vec<&Sibling> = siblings
         .iter()
         .filter(|s| s.name.ends_with(".safetensors") || is_companion(&s.name))
         .collect();
     if st.iter().any(|s| s.name.ends_with(".safetensors")) {
-        out.push(FileSet {
-            variant: "safetensors".into(),
-            files: st.into_iter().map(chosen_lossy).collect(),
-        });
+        out.push((
+            "safetensors".into(),
+            FileSet {
+                variant: "safetensors".into(),
+                files: st.into_iter().map(chosen_lossy).collect(),
+            },
+        ));
     }
     out
 }
@@ -242,7 +280,8 @@ fn check_whole(files: &[&Sibling]) -> Result<(), DownloadError> {
 
 /// The whole file set of `variant` (or of the repo's only variant when none is named).
 pub fn choose(siblings: &[Sibling], variant: Option<&str>) -> Result<FileSet, DownloadError> {
-    let offered = variants(siblings);
+    let labels = labelled(siblings);
+    let offered: Vec<FileSet> = labels.iter().map(|(_, set)| set.clone()).collect();
     let names = || {
         offered
             .iter()
@@ -306,6 +345,30 @@ pub fn choose(siblings: &[Sibling], variant: Option<&str>) -> Result<FileSet, Do
                 }
             } else if let Some(set) = offered.iter().find(|o| o.variant.eq_ignore_ascii_case(v)) {
                 pick_set(siblings, set)
+            } else if labels
+                .iter()
+                .filter(|(label, _)| label.eq_ignore_ascii_case(v))
+                .count()
+                > 1
+            {
+                // A label that several unrelated models share names none of them.
+                let which: Vec<String> = labels
+                    .iter()
+                    .filter(|(label, _)| label.eq_ignore_ascii_case(v))
+                    .map(|(_, set)| {
+                        let files: Vec<&str> = set
+                            .files
+                            .iter()
+                            .filter(|f| gguf::role(&f.name) == Role::Model)
+                            .map(|f| f.name.as_str())
+                            .collect();
+                        format!("{} ({})", set.variant, files.join(", "))
+                    })
+                    .collect();
+                return Err(DownloadError::Choice(format!(
+                    "variant {v:?} names several models of the repo: {}; name one by its variant or file name",
+                    which.join("; ")
+                )));
             } else {
                 return Err(DownloadError::Choice(format!(
                     "variant {v:?} is not in the repo; it offers: {}",
@@ -402,6 +465,49 @@ mod tests {
         assert!(e.contains("Q4_K_M") && e.contains("Q8_0"), "{e}");
         let e = choose(&gguf_repo(), Some("Q2_K")).unwrap_err().to_string();
         assert!(e.contains("Q2_K") && e.contains("Q4_K_M"), "{e}");
+    }
+
+    #[test]
+    fn a_label_several_models_share_is_refused_and_a_file_name_picks_its_own_set() {
+        let repo = vec![
+            s("alpha-Q4_K_M.gguf", 10),
+            s("beta-Q4_K_M.gguf", 20),
+            s("gamma-Q4_K_M-00001-of-00002.gguf", 5),
+            s("gamma-Q4_K_M-00002-of-00002.gguf", 5),
+            s("alpha-Q8_0.gguf", 30),
+        ];
+        let e = choose(&repo, Some("q4_k_m")).unwrap_err().to_string();
+        for f in [
+            "alpha-Q4_K_M.gguf",
+            "beta-Q4_K_M.gguf",
+            "gamma-Q4_K_M-00001-of-00002.gguf",
+        ] {
+            assert!(e.contains(f), "{f} in {e}");
+        }
+        let beta = choose(&repo, Some("beta-Q4_K_M.gguf")).unwrap();
+        assert_eq!(names(&beta), ["beta-Q4_K_M.gguf"]);
+        assert_eq!(beta.variant, "beta-Q4_K_M");
+        let alpha = choose(&repo, Some("alpha-Q4_K_M.gguf")).unwrap();
+        assert_eq!(names(&alpha), ["alpha-Q4_K_M.gguf"]);
+        assert_ne!(alpha.variant, beta.variant);
+        // By the variant name too, and a split model's shards stay one set.
+        let gamma = choose(&repo, Some("gamma-Q4_K_M")).unwrap();
+        assert_eq!(gamma.files.len(), 2);
+        assert_eq!(
+            choose(&repo, Some("gamma-Q4_K_M-00002-of-00002.gguf")).unwrap(),
+            gamma
+        );
+        // A label only one model has still names it.
+        let q8 = choose(&repo, Some("Q8_0")).unwrap();
+        assert_eq!(
+            (names(&q8), q8.variant.as_str()),
+            (vec!["alpha-Q8_0.gguf"], "Q8_0")
+        );
+        let offered: Vec<String> = variants(&repo).into_iter().map(|v| v.variant).collect();
+        assert_eq!(
+            offered,
+            ["alpha-Q4_K_M", "beta-Q4_K_M", "gamma-Q4_K_M", "Q8_0"]
+        );
     }
 
     #[test]

@@ -587,6 +587,10 @@ impl Downloads {
                     && r.repo == repo
                     && r.revision == revision
                     && r.variant == set.variant
+                    && r.files
+                        .iter()
+                        .map(|f| &f.name)
+                        .eq(set.files.iter().map(|f| &f.name))
             })
             .cloned();
         if let Some(job) = running {
