@@ -230,7 +230,7 @@ impl Shared {
             return Ok(conn.clone());
         }
         // A 2026 client cannot be asked a question from outside a request: no question port.
-        let elicits = self.opts.questions && !self.stateless && elicits(peer);
+        let elicits = !self.stateless && question_port(self.opts.questions, peer);
         let (qtx, qrx) = mpsc::unbounded_channel();
         // `deny`: nothing above the read tier is offered or callable.
         let max_tier = match self.opts.approvals {
@@ -287,6 +287,18 @@ pub(crate) fn daemon_unreachable(e: &BridgeError) -> ErrorData {
         Some(json!({"kind": "resource_failed", "message": e.to_string(),
             "hint": "start the daemon (`toolvisor serve`) or pass the right --socket"})),
     )
+}
+
+/// Whether this session is a question port (`--questions`): see [`crate::Questions`].
+fn question_port(mode: crate::Questions, peer: &Peer<RoleServer>) -> bool {
+    match mode {
+        crate::Questions::None => false,
+        crate::Questions::Elicit => elicits(peer),
+        crate::Questions::Auto => {
+            elicits(peer)
+                && !crate::calls::headless(crate::calls::client_name(peer, None).as_deref())
+        }
+    }
 }
 
 pub(crate) fn elicits(peer: &Peer<RoleServer>) -> bool {
@@ -370,7 +382,9 @@ async fn watch_tools(
 }
 
 /// `ask_user` questions routed to this run: asked through elicitation; a declined or
-/// cancelled elicitation skips the question. An answer the question does not accept (a
+/// cancelled elicitation skips the question, unless it came back faster than a person reads a
+/// form: then no person saw it, and the answer says so (`no_person`; `ask_user` answers
+/// `no_human`). An answer the question does not accept (a
 /// choice outside its options, typed into a client that does not enforce the form's enum)
 /// is sent on, so the daemon counts it, and the person is asked again saying what was
 /// wrong; the daemon ends the question after `MAX_REFUSED_ANSWERS` of them, and the asking
@@ -387,7 +401,10 @@ async fn answer_questions(
             let mut refused: Option<String> = None;
             for _ in 0..MAX_REFUSED_ANSWERS {
                 let answer = ask(&peer, &q, refused.as_deref()).await;
-                let verdict = check_answer(&q, answer.clone());
+                let verdict = match answer.no_person {
+                    Some(_) => Ok(answer.clone()),
+                    None => check_answer(&q, answer.clone()),
+                };
                 if conn.send(&ClientFrame::QuestionAnswer(answer)).is_err() {
                     return;
                 }
@@ -406,6 +423,7 @@ async fn ask(peer: &Peer<RoleServer>, q: &Question, refused: Option<&str>) -> Qu
         selected: Vec::new(),
         text: None,
         skipped: true,
+        no_person: None,
     };
     let labels: Vec<&str> = q.options.iter().map(|o| o.label.as_str()).collect();
     let mut properties = serde_json::Map::new();
@@ -446,14 +464,22 @@ async fn ask(peer: &Peer<RoleServer>, q: &Question, refused: Option<&str>) -> Qu
         message =
             format!("Your last answer could not be used: {why}. Please answer again.\n\n{message}");
     }
-    let Some(result) = elicit(
+    let result = match elicit(
         peer,
         message,
         json!({"type": "object", "properties": properties, "required": required}),
     )
     .await
-    else {
-        return skipped;
+    {
+        Elicited::Accepted(result) => result,
+        Elicited::Refused { unseen: None } => return skipped,
+        Elicited::Refused { unseen: Some(why) } => {
+            return QuestionAnswer {
+                no_person: Some(why),
+                skipped: false,
+                ..skipped
+            };
+        }
     };
     let mut selected = Vec::new();
     if let Some(choice) = result.get("choice").and_then(Json::as_str) {
@@ -478,11 +504,22 @@ async fn ask(peer: &Peer<RoleServer>, q: &Question, refused: Option<&str>) -> Qu
         selected,
         text,
         skipped: false,
+        no_person: None,
     }
 }
 
-/// Ask the client through a form elicitation; `Some(content)` when the person accepted.
-pub(crate) async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Json) -> Option<Json> {
+/// How a form elicitation ended.
+pub(crate) enum Elicited {
+    /// A person accepted the form, with this content.
+    Accepted(Json),
+    /// Declined, cancelled, or the request failed: `unseen` says how we know no person saw
+    /// the form (it came back faster than a person reads one, [`crate::calls::UNSEEN`]);
+    /// `None`: a person may have refused it.
+    Refused { unseen: Option<String> },
+}
+
+/// Ask the client through a form elicitation.
+pub(crate) async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Json) -> Elicited {
     let params: ElicitRequestParams = match serde_json::from_value(json!({
         "mode": "form",
         "message": message,
@@ -491,21 +528,47 @@ pub(crate) async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Jso
         Ok(p) => p,
         Err(e) => {
             tracing::warn!(error = %e, "could not build an elicitation request");
-            return None;
+            return Elicited::Refused {
+                unseen: Some(format!("toolvisor mcp could not build the form: {e}")),
+            };
         }
     };
-    let result = match peer.create_elicitation(params).await {
+    let client = crate::calls::client_of(peer, None);
+    let asked = std::time::Instant::now();
+    let result = peer.create_elicitation(params).await;
+    let took = asked.elapsed();
+    let unseen = |what: &str| {
+        (took < crate::calls::UNSEEN).then(|| {
+            format!(
+                "the MCP client {client} {what} the form after {} ms, faster than a person reads one, so it showed it to nobody (a headless run)",
+                took.as_millis()
+            )
+        })
+    };
+    let result = match result {
         Ok(r) => r,
         Err(e) => {
             tracing::info!(error = %e, "the elicitation failed");
-            return None;
+            return Elicited::Refused {
+                unseen: Some(format!(
+                    "the MCP client {client} failed the form request ({e})"
+                )),
+            };
         }
     };
-    let result = serde_json::to_value(result).ok()?;
-    if result.get("action").and_then(Json::as_str) != Some("accept") {
-        return None;
+    let result = serde_json::to_value(result).unwrap_or_default();
+    let action = result.get("action").and_then(Json::as_str).unwrap_or("?");
+    if action != "accept" {
+        let what = if action == "cancel" {
+            "cancelled"
+        } else {
+            "declined"
+        };
+        return Elicited::Refused {
+            unseen: unseen(what),
+        };
     }
-    Some(result.get("content").cloned().unwrap_or(json!({})))
+    Elicited::Accepted(result.get("content").cloned().unwrap_or(json!({})))
 }
 
 /// The server instructions, which harnesses pass on to the model (Claude Code does): only what changes what
@@ -654,7 +717,7 @@ mod tests {
             workdir: "/w".into(),
             poll: Duration::from_secs(1),
             approvals: crate::Approvals::Elicit,
-            questions: false,
+            questions: crate::Questions::None,
             structured: false,
             images: crate::Images::Auto,
         });

@@ -9,6 +9,7 @@
 //! start-then-poll tools and for an `eval` or `bash` still running after `INLINE_WAIT`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -23,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame, Event, Outcome};
 use toolvisor_protocol::{ErrorKind, ToolError};
 
-use crate::bridge::{Bridge, elicit, elicits, listener_client, runs_full, stateless};
+use crate::bridge::{Bridge, Elicited, elicit, elicits, listener_client, runs_full, stateless};
 use crate::content::Shape;
 use crate::daemon::{CallMsg, DaemonConn};
 use crate::runs::{HANDLE_KEY, Pending, Runs};
@@ -35,6 +36,34 @@ const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
 /// The key of the approval form in an MRTR `inputRequests`.
 const APPROVE_INPUT: &str = "toolvisor_approval";
+
+/// A form declined or cancelled sooner than this after it was sent was shown to no person:
+/// nobody reads a form and decides in under a second, while a headless harness answers in
+/// milliseconds. Such an approval is denied saying no person could be asked, and such a
+/// question answers `no_human`, never "the person refused" or "skipped".
+pub const UNSEEN: Duration = Duration::from_secs(1);
+
+/// MCP clients (`clientInfo.name` prefixes) that declare elicitation but decline every form
+/// without showing it: Codex (`codex-mcp-client`), in `codex exec` and its TUI alike. They
+/// are not asked at all.
+pub const HEADLESS_CLIENTS: &[&str] = &["codex"];
+
+/// Whether a client of this `clientInfo.name` declines every form unseen.
+pub(crate) fn headless(name: Option<&str>) -> bool {
+    name.is_some_and(|n| HEADLESS_CLIENTS.iter().any(|p| n.starts_with(p)))
+}
+
+/// The hint of an approval denied because no person could be asked (it replaces the daemon's
+/// "change the plan or ask the user", which presumes someone refused).
+const NOBODY_HINT: &str = "nobody refused this: no person could be asked, so do not tell the user they declined, and do not retry the same call; do the work another way, or tell the user this tool needs approval that this headless run cannot get (the operator can start toolvisor mcp with --approvals harness and put the tool on the harness's own allow list)";
+
+/// Why an approval was denied without asking anyone: the mode in force, that no person could
+/// be asked and why, and what the operator changes to let such calls run.
+fn nobody_asked(tool: &str, client: &str, why: &str) -> String {
+    format!(
+        "no person could be asked, so nobody refused it: {why}. toolvisor mcp runs with --approvals elicit (the default), where a person approves each such call in the MCP client {client}'s form, and denies it when none can be asked. For a headless run the operator starts toolvisor mcp with --approvals harness and puts the tool on the harness's allow list (Claude Code: --allowedTools mcp__toolvisor__{tool}; Codex: approval_mode = \"approve\" under [mcp_servers.toolvisor.tools.{tool}])"
+    )
+}
 
 /// The MCP client, as it named itself (`initialize`, or a 2026 request's `_meta`).
 pub(crate) fn client_of(peer: &Peer<RoleServer>, meta: Option<&RequestMetaObject>) -> String {
@@ -83,6 +112,8 @@ struct Drive<'a> {
     cancel: CancellationToken,
     /// Answer [`Step::Running`] after this long.
     deadline: Option<Duration>,
+    /// Set when an approval of this call was denied because no person could be asked.
+    nobody: Arc<AtomicBool>,
 }
 
 impl Drive<'_> {
@@ -127,8 +158,14 @@ impl Drive<'_> {
                         "call again if you still need it",
                     )));
                 }
-                Some(CallMsg::Done(outcome)) => {
+                Some(CallMsg::Done(mut outcome)) => {
                     guard.armed = false;
+                    if let Outcome::Err(e) = &mut outcome
+                        && e.kind == ErrorKind::ApprovalDenied
+                        && self.nobody.load(Ordering::Relaxed)
+                    {
+                        e.hint = NOBODY_HINT.to_string();
+                    }
                     return Step::Done(outcome);
                 }
                 Some(CallMsg::Approval(areq)) => {
@@ -139,8 +176,9 @@ impl Drive<'_> {
                     let conn = self.conn.clone();
                     let peer = self.peer.cloned();
                     let (mode, client) = (self.mode, self.client.clone());
+                    let nobody = self.nobody.clone();
                     tokio::spawn(async move {
-                        approve(&conn, peer.as_ref(), mode, &client, areq).await
+                        approve(&conn, peer.as_ref(), mode, &client, areq, &nobody).await
                     });
                 }
                 Some(CallMsg::Event(event)) => {
@@ -170,14 +208,17 @@ impl Drive<'_> {
 }
 
 /// Answer one approval request as the operator chose (`--approvals`): through elicitation
-/// when the client has it (else denied), by the MCP client's own call (`harness`), or never.
+/// when a person can be asked (else denied, saying no person could be asked, and `nobody`
+/// set), by the MCP client's own call (`harness`), or never.
 pub(crate) async fn approve(
     conn: &DaemonConn,
     peer: Option<&Peer<RoleServer>>,
     mode: Approvals,
     client: &str,
     req: ApprovalRequest,
+    nobody: &AtomicBool,
 ) {
+    let tool = req.tool.as_str();
     let (approved, reason) = if mode == Approvals::Harness {
         (
             true,
@@ -191,28 +232,52 @@ pub(crate) async fn approve(
             "the operator runs toolvisor mcp with --approvals deny: nothing that needs approval runs here".to_string(),
         )
     } else if let Some(peer) = peer.filter(|p| elicits(p)) {
-        let message = format!(
-            "toolvisor asks to approve a {} call: {}",
-            req.tier, req.summary
-        );
-        match elicit(peer, message, approval_form(&req)).await {
-            Some(c) if c.get("approve").and_then(Json::as_bool) == Some(true) => (
-                true,
-                format!("a person approved in the MCP client {client}'s elicitation form"),
-            ),
-            Some(_) => (
+        if headless(client_name(peer, None).as_deref()) {
+            nobody.store(true, Ordering::Relaxed);
+            (
                 false,
-                "the person answered no in the MCP client".to_string(),
-            ),
-            None => (
-                false,
-                "the MCP client declined or cancelled the approval request".to_string(),
-            ),
+                nobody_asked(
+                    tool,
+                    client,
+                    "this client declines every elicitation form without showing it to anyone",
+                ),
+            )
+        } else {
+            let message = format!(
+                "toolvisor asks to approve a {} call: {}",
+                req.tier, req.summary
+            );
+            match elicit(peer, message, approval_form(&req)).await {
+                Elicited::Accepted(c) if c.get("approve").and_then(Json::as_bool) == Some(true) => {
+                    (
+                        true,
+                        format!("a person approved in the MCP client {client}'s elicitation form"),
+                    )
+                }
+                Elicited::Accepted(_) => (
+                    false,
+                    "the person answered no in the MCP client's approval form".to_string(),
+                ),
+                Elicited::Refused { unseen: Some(why) } => {
+                    nobody.store(true, Ordering::Relaxed);
+                    (false, nobody_asked(tool, client, &why))
+                }
+                Elicited::Refused { unseen: None } => (
+                    false,
+                    "the person declined or cancelled the approval form in the MCP client"
+                        .to_string(),
+                ),
+            }
         }
     } else {
+        nobody.store(true, Ordering::Relaxed);
         (
             false,
-            "the MCP client declared no elicitation capability (or the call runs as a task, which cannot ask), so toolvisor mcp cannot ask a person; approvals are denied, never granted by default (use a client with elicitation, or let the harness's own permission system approve: toolvisor mcp --approvals harness)".to_string(),
+            nobody_asked(
+                tool,
+                client,
+                "the MCP client declared no elicitation capability (or the call runs as a task, which cannot ask), so it cannot show an approval form",
+            ),
         )
     };
     let _ = conn.answer_approval(req.request_id, approved, Some(reason));
@@ -310,6 +375,7 @@ pub(crate) async fn call_tool(
     let mode = shared_mode(bridge);
     let client = client_of(&ctx.peer, meta);
     let shape = Shape::for_client(bridge.runs.opts(), client_name(&ctx.peer, meta).as_deref());
+    let nobody = Arc::new(AtomicBool::new(false));
     // An MRTR retry: the call is already running; it gets the answer and goes on.
     let (conn, id, rx) = match parked {
         Some(p) => {
@@ -334,14 +400,37 @@ pub(crate) async fn call_tool(
                 a.get("action").and_then(Json::as_str) == Some("accept")
                     && a.pointer("/content/approve").and_then(Json::as_bool) == Some(true)
             });
+            let took = p.since.elapsed();
+            let action = answer
+                .as_ref()
+                .and_then(|a| a.get("action"))
+                .and_then(Json::as_str)
+                .unwrap_or("");
             let reason = if approved {
                 format!(
                     "a person approved in the MCP client {client}'s elicitation form (input request)"
                 )
             } else if answer.is_none() {
-                "the MCP client's retry carried no answer to the approval form".to_string()
+                nobody.store(true, Ordering::Relaxed);
+                nobody_asked(
+                    &tool,
+                    &client,
+                    "the MCP client's retry carried no answer to the approval form",
+                )
+            } else if action != "accept" && took < UNSEEN {
+                nobody.store(true, Ordering::Relaxed);
+                nobody_asked(
+                    &tool,
+                    &client,
+                    &format!(
+                        "the MCP client {client} answered the approval form with {action:?} after {} ms, faster than a person reads one, so it showed it to nobody (a headless run)",
+                        took.as_millis()
+                    ),
+                )
+            } else if action == "accept" {
+                "the person answered no in the MCP client's approval form".to_string()
             } else {
-                "the person answered no, declined or cancelled in the MCP client".to_string()
+                format!("the person answered the approval form with {action:?} in the MCP client")
             };
             let _ = p
                 .conn
@@ -368,6 +457,7 @@ pub(crate) async fn call_tool(
         mrtr: v2026 && can_show_forms(meta),
         cancel: ctx.ct.clone(),
         deadline: (tasks_ok && may_run_long(&tool)).then_some(INLINE_WAIT),
+        nobody,
     };
     match drive.run(rx).await {
         Step::Done(outcome) => {
@@ -479,6 +569,7 @@ pub(crate) async fn call_tool(
                     mrtr: false,
                     cancel,
                     deadline: None,
+                    nobody: Arc::new(AtomicBool::new(false)),
                 };
                 if let Step::Done(outcome) = drive.run(rx).await {
                     let cancelled =

@@ -633,7 +633,7 @@ mod tests {
             workdir: "/w".into(),
             poll: std::time::Duration::from_secs(1),
             approvals: crate::Approvals::Elicit,
-            questions: false,
+            questions: crate::Questions::None,
             structured: false,
             images: Images::Auto,
         };

@@ -6,8 +6,9 @@
 //! (`--approvals`, `Approvals`), never the model: by a person's answer to an MCP elicitation (the
 //! default; a multi round-trip form on 2026-07-28; a client without the elicitation capability gets
 //! every approval denied), by the MCP client's own call (`harness`), or never (`deny`). Questions
-//! reach a person only through elicitation: a client without it (or `--questions none`) is no
-//! question port, and `ask_user` answers `no_human`. When an MCP session ends its calls in flight
+//! reach a person only through elicitation: a client without it, one known to decline every form
+//! unseen, or `--questions none` is no question port, and `ask_user` answers `no_human`; a form
+//! declined faster than a person reads it is `no_human` too, never a skip. When an MCP session ends its calls in flight
 //! are cancelled (`DaemonConn::close`), since the daemon lets a half-closed connection's calls
 //! finish. The Streamable HTTP transport listens on loopback or a private Unix socket only, and a
 //! loopback port serves only requests carrying its bearer token (`docs/SECURITY.md`): any local
@@ -30,7 +31,7 @@ use toolvisor_protocol::codec::CodecError;
 use toolvisor_protocol::wire::Tier;
 
 pub mod bridge;
-mod calls;
+pub mod calls;
 pub mod content;
 pub mod daemon;
 pub mod gate;
@@ -61,11 +62,8 @@ pub struct Options {
     pub poll: Duration,
     /// Who answers approval requests: chosen by the operator, never by the model.
     pub approvals: Approvals,
-    /// Route `ask_user` questions to the MCP client's elicitation (`--questions elicit`, the
-    /// default); `false` (`--questions none`): this run has no question port, so `ask_user`
-    /// answers `no_human` at once — for headless harnesses, which declare elicitation and
-    /// refuse every request (a refusal would read as the person skipping the question).
-    pub questions: bool,
+    /// Where `ask_user` questions go (`--questions`).
+    pub questions: Questions,
     /// Typed results (`--structured`): each result carries its whole JSON as
     /// `structuredContent` and the tool list carries each tool's `outputSchema`. Off by
     /// default: the harnesses give the model `structuredContent` when it is there, instead
@@ -73,6 +71,37 @@ pub struct Options {
     pub structured: bool,
     /// Where a result's images go (`--images`).
     pub images: Images,
+}
+
+/// Where `ask_user` questions go (`toolvisor mcp --questions`). Whatever the mode, a form the
+/// client declines faster than a person can read it ([`calls::UNSEEN`]) answers `no_human`:
+/// a skip is only ever a person's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Questions {
+    /// A question port when the client declares form elicitation and is not one known to
+    /// decline every form unseen ([`calls::HEADLESS_CLIENTS`]); otherwise none, so a
+    /// `toolvisor operator` attached to every run gets the question, or `ask_user` answers
+    /// `no_human`.
+    #[default]
+    Auto,
+    /// A question port whenever the client declares form elicitation.
+    Elicit,
+    /// No question port: `ask_user` answers `no_human` at once (unless an operator is attached).
+    None,
+}
+
+impl std::str::FromStr for Questions {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Questions::Auto),
+            "elicit" => Ok(Questions::Elicit),
+            "none" => Ok(Questions::None),
+            other => Err(format!(
+                "unknown questions mode {other:?}: use auto (the MCP client's elicitation form, unless it is a client known to decline every form unseen, such as Codex; the default), elicit (the form whenever the client declares elicitation) or none (no question port: ask_user answers no_human unless a toolvisor operator is attached)"
+            )),
+        }
+    }
 }
 
 /// Where a result's images go (`toolvisor mcp --images`).

@@ -48,7 +48,8 @@ pub(crate) struct Pending {
     pub conversation: String,
     /// The handle the first round gave back (a retry need not name it).
     pub handle: Option<String>,
-    since: Instant,
+    /// When the approval form went out.
+    pub since: Instant,
 }
 
 impl Pending {

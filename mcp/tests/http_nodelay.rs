@@ -29,7 +29,7 @@ fn accepted_tcp_connections_have_nodelay() {
         workdir: dir.path().display().to_string(),
         poll: Duration::from_secs(60),
         approvals: toolvisor_mcp::Approvals::Elicit,
-        questions: true,
+        questions: toolvisor_mcp::Questions::Elicit,
         structured: false,
         images: toolvisor_mcp::Images::Auto,
     };

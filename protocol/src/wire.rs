@@ -307,6 +307,11 @@ pub struct QuestionAnswer {
     pub text: Option<String>,
     #[serde(default)]
     pub skipped: bool,
+    /// Set when no person saw the question: the client refused to show it (a headless
+    /// harness declines every form at once). Says how it knows; `ask_user` answers
+    /// `no_human` with it instead of a skip nobody made.
+    #[serde(default)]
+    pub no_person: Option<String>,
 }
 
 /// A `tool()` call from inside an eval cell that the harness runs itself.

@@ -120,6 +120,7 @@ fn every_client_frame_round_trips() {
             selected: vec!["a".into()],
             text: Some("free".into()),
             skipped: false,
+            no_person: None,
         }),
         ClientFrame::BridgeResult {
             bridge_id: 3,

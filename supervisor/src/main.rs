@@ -196,11 +196,14 @@ enum Command {
         /// The daemon's config file, for its `[mcp]` section.
         #[arg(long)]
         config: Option<PathBuf>,
-        /// Where `ask_user` questions go: elicit (the MCP client's elicitation form; the
-        /// default) or none (no question port: `ask_user` answers no_human at once; for
-        /// headless runs, whose harnesses refuse every elicitation).
-        #[arg(long, default_value = "elicit", value_parser = ["elicit", "none"])]
-        questions: String,
+        /// Where `ask_user` questions go: auto (the MCP client's elicitation form, unless
+        /// the client is one known to decline every form unseen, such as Codex; the
+        /// default), elicit (the form whenever the client declares elicitation) or none (no
+        /// question port). Without a port, a `toolvisor operator` attached to every run
+        /// answers, else `ask_user` answers no_human; a form declined faster than a person
+        /// reads one answers no_human too.
+        #[arg(long, default_value = "auto")]
+        questions: toolvisor_mcp::Questions,
         /// Typed results for clients that consume them: each result carries its whole JSON
         /// as `structuredContent`, and the tool list each tool's `outputSchema`. Off by
         /// default, because harnesses hand the model `structuredContent` in place of the
@@ -567,7 +570,7 @@ fn main() -> ExitCode {
                     },
                     poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
                     approvals,
-                    questions: questions == "elicit",
+                    questions,
                     structured,
                     images,
                 },

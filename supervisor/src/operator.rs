@@ -66,6 +66,7 @@ pub fn parse_line(q: &Question, line: &str) -> Parsed {
             selected,
             text,
             skipped,
+            no_person: None,
         })
     };
     if trimmed.is_empty() {

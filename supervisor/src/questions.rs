@@ -37,6 +37,8 @@ pub enum Resolution {
     /// The port sent [`MAX_REFUSED_ANSWERS`] answers that break the question's rules; the
     /// last one's refusal.
     Refused(String),
+    /// The port's client could not show the question to a person, and why.
+    NoPerson(String),
 }
 
 struct Port {
@@ -232,6 +234,13 @@ impl QuestionPorts {
             ));
         }
         let question_id = answer.question_id;
+        if let Some(why) = answer.no_person {
+            let pending = board.pending.remove(&question_id).expect("checked above");
+            drop(board);
+            tracing::info!(question = question_id, session, %why, "question reached no person");
+            let _ = pending.tx.send(Resolution::NoPerson(why));
+            return Ok(());
+        }
         let normalized = match check_answer(&pending.question, answer) {
             Ok(a) => a,
             Err(why) => {
@@ -328,6 +337,7 @@ mod tests {
             selected: selected.iter().map(|s| s.to_string()).collect(),
             text: text.map(str::to_string),
             skipped,
+            no_person: None,
         }
     }
 

@@ -118,6 +118,7 @@ fn client_examples() -> Vec<ClientFrame> {
             selected: vec![],
             text: None,
             skipped: false,
+            no_person: None,
         }),
         ClientFrame::BridgeResult {
             bridge_id: 1,

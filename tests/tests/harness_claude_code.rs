@@ -1,7 +1,8 @@
 //! Claude Code (npm @anthropic-ai/claude-code, `claude -p`) headless against a scripted model endpoint and `toolvisor mcp` (issue 29): reads
 //! answer; a write lands when the operator delegated approval to the harness
 //! (`--approvals harness`, the tool on the harness's own allow-list) and is audited as approved
-//! by that client; the default (`elicit`, which a headless harness cannot answer) denies it;
+//! by that client; the default (`elicit`, which a headless harness cannot answer) denies it,
+//! saying no person could be asked and never that someone refused;
 //! `ask_user` with `--questions none` answers `no_human` instead of a skip nobody made.
 
 use serde_json::json;
@@ -93,6 +94,19 @@ fn without_delegation_a_headless_write_is_denied() {
     );
     let text = ep.results_text();
     assert!(text.contains("approval_denied"), "{text}");
+    // Nobody was asked, and the model is told so, with the mode and what would let it run.
+    assert!(
+        text.contains("no person could be asked")
+            && text.contains("--approvals elicit")
+            && text.contains("--approvals harness")
+            && text.contains("--allowedTools mcp__toolvisor__write")
+            && text.contains("do not tell the user they declined"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("the person answered") && !text.contains("change the plan or ask the user"),
+        "a refusal nobody made: {text}"
+    );
     assert!(
         audit(&d)
             .iter()

@@ -1,10 +1,19 @@
 //! the Codex CLI (npm @openai/codex, `codex exec`) headless against a scripted model endpoint and `toolvisor mcp` (issue 29): reads
 //! answer; a write lands when the operator delegated approval to the harness
 //! (`--approvals harness`, the tool on the harness's own allow-list) and is audited as approved
-//! by that client; the default (`elicit`, which a headless harness cannot answer) denies it;
-//! `ask_user` with `--questions none` answers `no_human` instead of a skip nobody made.
+//! by that client; the default (`elicit`, which a headless harness cannot answer) denies it,
+//! saying no person could be asked; `ask_user` answers `no_human` instead of a skip nobody
+//! made (`--questions none`, and by default, since Codex declines every form unseen), and with
+//! the default a `toolvisor operator` attached to every run answers it.
+
+use std::time::Duration;
 
 use serde_json::json;
+use toolvisor_protocol::client::{Client, ClientOptions};
+use toolvisor_protocol::codec::Codec;
+use toolvisor_protocol::wire::{
+    ClientFrame, ClientKind, DaemonFrame, QuestionAnswer, Surface, Tier,
+};
 use toolvisor_tests::TestDaemon;
 use toolvisor_tests::harness::{Endpoint, Run, audit, codex, project};
 
@@ -93,6 +102,19 @@ fn without_delegation_a_headless_write_is_denied() {
     );
     let text = ep.results_text();
     assert!(text.contains("approval_denied"), "{text}");
+    // Nobody was asked, and the model is told so, with the mode and what would let it run.
+    assert!(
+        text.contains("no person could be asked")
+            && text.contains("--approvals elicit")
+            && text.contains("--approvals harness")
+            && text.contains("[mcp_servers.toolvisor.tools.write]")
+            && text.contains("do not tell the user they declined"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("the person answered") && !text.contains("change the plan or ask the user"),
+        "a refusal nobody made: {text}"
+    );
     assert!(
         audit(&d)
             .iter()
@@ -138,4 +160,102 @@ fn code_runs_when_the_operator_delegated_approval() {
     ok(&run, &ep);
     let text = ep.results_text();
     assert!(text.contains("hello, ci 42"), "{text}");
+}
+
+const GREETING_QUESTION: &str = "Which greeting should greet() use?";
+
+fn ask_script() -> serde_json::Value {
+    json!([
+        {"tool": "ask_user", "args": {"question": GREETING_QUESTION,
+            "options": [{"label": "hello"}, {"label": "howdy"}]}},
+        {"final": "asked"}
+    ])
+}
+
+#[test]
+fn by_default_ask_user_answers_no_human_not_a_skip() {
+    let d = TestDaemon::start("");
+    let work = project(&d);
+    let ep = Endpoint::start(&d.dir.path().join("ep"), ask_script());
+    let run = codex(&d, &ep, &work, &[], &["ask_user"]);
+    ok(&run, &ep);
+    let text = ep.results_text();
+    assert!(text.contains("no_human"), "{text}");
+    assert!(
+        !text.contains("skipped: true") && !text.contains("The person skipped"),
+        "a skip nobody made: {text}"
+    );
+}
+
+#[test]
+fn by_default_an_attached_operator_answers_ask_user() {
+    let d = TestDaemon::start("");
+    let work = project(&d);
+    // `toolvisor operator` without --run: a question port for every run.
+    let mut op = Client::connect(
+        &d.socket,
+        ClientOptions {
+            codec: Codec::Json,
+            client_kind: ClientKind::Operator,
+            run_id: String::new(),
+            workdir: String::new(),
+            surface: Surface {
+                max_tier: Tier::Read,
+                approvals: false,
+                questions: true,
+                bridge_tools: vec![],
+            },
+            ..ClientOptions::default()
+        },
+    )
+    .expect("operator connects");
+    op.set_read_timeout(Some(Duration::from_secs(150))).unwrap();
+    let operator = std::thread::spawn(move || {
+        loop {
+            match op.recv().expect("a question for the operator") {
+                DaemonFrame::Question(q) => {
+                    assert_eq!(q.question, GREETING_QUESTION);
+                    op.send(&ClientFrame::QuestionAnswer(QuestionAnswer {
+                        question_id: q.question_id,
+                        selected: vec!["howdy".into()],
+                        text: None,
+                        skipped: false,
+                        no_person: None,
+                    }))
+                    .unwrap();
+                    return op;
+                }
+                _ => continue,
+            }
+        }
+    });
+    let ep = Endpoint::start(&d.dir.path().join("ep"), ask_script());
+    let run = codex(&d, &ep, &work, &[], &["ask_user"]);
+    ok(&run, &ep);
+    let _op = operator.join().expect("the operator answered");
+    let text = ep.results_text();
+    assert!(text.contains("howdy"), "{text}");
+    assert!(
+        !text.contains("skipped: true") && !text.contains("The person skipped"),
+        "the operator's answer, not a skip: {text}"
+    );
+}
+
+#[test]
+fn a_form_declined_faster_than_a_person_reads_answers_no_human() {
+    let d = TestDaemon::start("");
+    let work = project(&d);
+    let ep = Endpoint::start(&d.dir.path().join("ep"), ask_script());
+    // Asked anyway: Codex declines the form within milliseconds, unseen.
+    let run = codex(&d, &ep, &work, &["--questions", "elicit"], &["ask_user"]);
+    ok(&run, &ep);
+    let text = ep.results_text();
+    assert!(
+        text.contains("no_human") && text.contains("no person saw question"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("skipped: true") && !text.contains("The person skipped"),
+        "a skip nobody made: {text}"
+    );
 }

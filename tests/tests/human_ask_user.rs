@@ -64,6 +64,7 @@ fn answer(op: &mut Client, q: &Question, selected: &[&str], text: Option<&str>, 
         selected: selected.iter().map(|s| s.to_string()).collect(),
         text: text.map(str::to_string),
         skipped,
+        no_person: None,
     }))
     .unwrap();
 }

@@ -542,6 +542,7 @@ export class Client {
         selected: answer.selected ?? [],
         text: answer.text ?? null,
         skipped: answer.skipped ?? false,
+        no_person: null,
       },
     });
   }

@@ -150,6 +150,8 @@ export interface QuestionAnswer {
   selected: string[];
   text: string | null;
   skipped: boolean;
+  /** No person saw the question, and why (the asking call answers no_human). */
+  no_person: string | null;
 }
 
 export interface BridgeResult {
@@ -288,7 +290,7 @@ export const MANIFEST = {
     "call": ["args", "conversation", "id", "tool"],
     "cancel": ["id"],
     "approval_answer": ["approved", "reason", "request_id"],
-    "question_answer": ["question_id", "selected", "skipped", "text"],
+    "question_answer": ["no_person", "question_id", "selected", "skipped", "text"],
     "bridge_result": ["bridge_id", "outcome"],
     "list_tools": ["all"],
     "tree": null,

@@ -436,6 +436,7 @@ async fn ask_user_needs_only_the_question_ports() {
                     selected: Vec::new(),
                     text: Some("yes".into()),
                     skipped: false,
+                    no_person: None,
                 },
             )
             .expect("the answer is taken");

@@ -194,6 +194,15 @@ pub async fn ask_user(
             ),
             "ask again with options that cover what the person wants to say, or with allow_free_text: true",
         )),
+        Ok(Ok(Resolution::NoPerson(why))) => {
+            tracing::info!(question = question_id, %why, "ask_user: no person saw the question");
+            let mut err = no_human(&run_id);
+            err.message = format!(
+                "no person saw question {question_id}, so nobody skipped it: {why}; {}",
+                err.message
+            );
+            Err(err)
+        }
         Ok(Ok(Resolution::PortGone)) | Ok(Err(_)) => {
             tracing::info!(
                 question = question_id,

@@ -162,6 +162,7 @@ def question_answer(question: Question, reply: Any) -> dict[str, Any]:
             "selected": list(reply.selected),
             "text": reply.text,
             "skipped": reply.skipped,
+            "no_person": None,
         }
     }
 

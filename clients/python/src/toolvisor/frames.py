@@ -165,6 +165,8 @@ class QuestionAnswer(TypedDict):
     selected: list[str]
     text: str | None
     skipped: bool
+    # No person saw the question, and why (the asking call answers no_human).
+    no_person: str | None
 
 
 class BridgeResult(TypedDict):
