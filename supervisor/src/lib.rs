@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod audit;
+pub mod autostart;
 pub mod config;
 pub mod conversations;
 pub mod daemon;

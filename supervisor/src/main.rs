@@ -555,19 +555,40 @@ fn main() -> ExitCode {
                     }
                 },
             };
+            let socket = socket.unwrap_or_else(toolvisor::config::default_socket_path);
+            let workdir = match mcp_workdir(workdir) {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("toolvisor mcp: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            // Over stdio a harness started us for its run: no daemon is no use. (An HTTP
+            // listener outlives daemons and connects to one per session, when it is there.)
+            if listen.is_none() {
+                match toolvisor::autostart::ensure_daemon(&socket, config.as_deref()) {
+                    Ok(toolvisor::autostart::Daemon::Started(pid)) => {
+                        eprintln!(
+                            "toolvisor mcp: no daemon answered on {}; started one (pid {pid}, `toolvisor serve`)",
+                            socket.display()
+                        );
+                    }
+                    Ok(toolvisor::autostart::Daemon::Running) => {}
+                    Err(e) => {
+                        eprintln!(
+                            "toolvisor mcp: no daemon answers and none could be started: {e}"
+                        );
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             mcp_main(
                 toolvisor_mcp::Options {
-                    socket: socket.unwrap_or_else(toolvisor::config::default_socket_path),
+                    socket,
                     surface,
                     conversation,
                     run_id: run,
-                    workdir: match mcp_workdir(workdir) {
-                        Ok(w) => w,
-                        Err(e) => {
-                            eprintln!("toolvisor mcp: {e}");
-                            return ExitCode::from(2);
-                        }
-                    },
+                    workdir,
                     poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
                     approvals,
                     questions,

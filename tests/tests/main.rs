@@ -118,6 +118,7 @@ mod lsp_workspace_diagnostics;
 mod lsp_workspace_trust;
 mod mcp_2026;
 mod mcp_approvals;
+mod mcp_autostart;
 mod mcp_http_2026_caps;
 mod mcp_http_auth;
 mod mcp_http_listen;
