@@ -233,9 +233,17 @@ fn the_kernel_shows_in_the_tree_with_pid_cells_ttl_and_rss() {
 fn a_running_cell_counts_on_its_kernels_node() {
     let d = std::sync::Arc::new(eval::daemon(""));
     eval::ok(&d, "callsconv", "1");
+    // The cell runs until the test releases it (a file it waits for), not for a fixed time
+    // the test must catch it within.
+    let release = tempfile::tempdir().unwrap();
+    let gate = release.path().join("go");
     let runner = {
         let d = d.clone();
-        std::thread::spawn(move || eval::ok(&d, "callsconv", "import time; time.sleep(3)"))
+        let code = format!(
+            "import os, time\nwhile not os.path.exists({:?}):\n    time.sleep(0.02)\n",
+            gate.display().to_string()
+        );
+        std::thread::spawn(move || eval::ok(&d, "callsconv", &code))
     };
     let mut opts = toolvisor_tests::options(Codec::Json, Tier::Read, false);
     opts.client_kind = toolvisor_protocol::wire::ClientKind::Ops;
@@ -255,6 +263,7 @@ fn a_running_cell_counts_on_its_kernels_node() {
         std::time::Duration::from_secs(20),
         || (calls() == Some(1)).then_some(()),
     );
+    std::fs::write(&gate, "").unwrap();
     runner.join().unwrap();
     assert_eq!(calls(), Some(0), "the finished cell still counts");
 }

@@ -11,7 +11,7 @@
 
 use std::fs::{File, Metadata};
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::libc;
@@ -94,17 +94,13 @@ pub fn open(root: &Path, real_root: &Path, path: &Path) -> Result<Opened, NotRea
     let meta = file.metadata().map_err(NotRead::Io)?;
     let kind = meta.file_type();
     if !kind.is_file() {
-        return Err(NotRead::Special(if kind.is_fifo() {
-            "a FIFO (named pipe)"
-        } else if kind.is_socket() {
-            "a socket"
-        } else if kind.is_block_device() || kind.is_char_device() {
-            "a device"
-        } else if kind.is_dir() {
-            "a directory"
-        } else {
-            "a special file"
-        }));
+        return Err(NotRead::Special(
+            toolvisor_kit::special::kind_of(kind).unwrap_or(if kind.is_dir() {
+                "a directory"
+            } else {
+                "a special file"
+            }),
+        ));
     }
     let really = real_path_of(&file).map_err(NotRead::Io)?;
     if really != real_root.join(below) {
