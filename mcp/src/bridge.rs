@@ -64,7 +64,11 @@ impl Drop for Bridge {
     fn drop(&mut self) {
         self.stop.cancel();
         // An HTTP session that ended (DELETE, idle expiry): its calls in flight are cancelled.
-        // (stdio awaits `SessionEnd::close` itself before the runtime stops.)
+        // stdio awaits `SessionEnd::close` itself before the runtime stops, which also ends the
+        // conversation: closing here first would take the connection from under it.
+        if self.single {
+            return;
+        }
         let shared = self.shared.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move { shared.close().await });
@@ -72,13 +76,29 @@ impl Drop for Bridge {
     }
 }
 
-/// Closes a session's daemon connection after its MCP transport ended.
-pub struct SessionEnd(Arc<Shared>);
+/// Closes a stdio session's daemon connections after its MCP transport ended.
+pub struct SessionEnd {
+    shared: Arc<Shared>,
+    runs: Arc<Runs>,
+    /// The process's own 2026 handle (requests naming none).
+    own: String,
+}
 
 impl SessionEnd {
-    /// Cancel the calls still in flight and close the connection.
+    /// Cancel the calls still in flight, end the session's conversation unless the operator
+    /// named it (`--conversation`, which is how a harness resumes one), and close the
+    /// connections. Over stdio the process is the run: its own conversation (a session's, or
+    /// that of the 2026 requests naming no handle) ends with it. A conversation whose handle
+    /// a 2026 client named stays, as over HTTP: the client may name it again.
     pub async fn close(self) {
-        self.0.close().await;
+        let ends = self.shared.opts.conversation.is_none();
+        let end = ends.then(|| self.shared.conversation.clone());
+        let own = self.runs.take(&self.own);
+        self.shared.close_ending(end.as_deref()).await;
+        if let Some(run) = own {
+            let end = ends.then(|| run.conversation.clone());
+            run.close_ending(end.as_deref()).await;
+        }
     }
 }
 
@@ -125,7 +145,11 @@ impl Bridge {
 
     /// What closes this session's daemon connection once its transport has ended.
     pub fn session_end(&self) -> SessionEnd {
-        SessionEnd(self.shared.clone())
+        SessionEnd {
+            shared: self.shared.clone(),
+            runs: self.runs.clone(),
+            own: self.session.clone(),
+        }
     }
 
     /// The run a request belongs to, and for a 2026 request the handle to give back: the
@@ -215,10 +239,17 @@ impl Shared {
         }
     }
 
+    /// Close the daemon connection; the conversation stays (a 2026 handle can come back).
     pub(crate) async fn close(&self) {
+        self.close_ending(None).await;
+    }
+
+    /// Close the daemon connection, ending `end`'s conversation first if this connection
+    /// made calls in it.
+    pub(crate) async fn close_ending(&self, end: Option<&str>) {
         let conn = self.conn.lock().await.take();
         if let Some(conn) = conn {
-            conn.close().await;
+            conn.close(end).await;
         }
     }
 

@@ -72,6 +72,8 @@ struct Routes {
     lists: VecDeque<oneshot::Sender<Vec<ToolInfo>>>,
     /// Why the connection ended, once it has.
     closed: Option<String>,
+    /// Conversations this connection made calls in (the ones the daemon lets it end).
+    called: std::collections::HashSet<String>,
 }
 
 /// A handshaken connection; cheap to share behind an `Arc`.
@@ -203,18 +205,21 @@ impl DaemonConn {
 
     /// The MCP session ended: cancel every call still in flight (so nothing a call started
     /// outlives the session; the daemon would otherwise let them finish after our
-    /// half-close), then close our side once those frames are written.
-    pub async fn close(&self) {
-        let ids: Vec<u64> = self
-            .routes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .calls
-            .keys()
-            .copied()
-            .collect();
+    /// half-close), end `end`'s conversation if this connection made calls in it (the daemon
+    /// stops what it holds), then close our side once those frames are written.
+    pub async fn close(&self, end: Option<&str>) {
+        let (ids, ending) = {
+            let r = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+            let ids: Vec<u64> = r.calls.keys().copied().collect();
+            (ids, end.filter(|c| r.called.contains(*c)))
+        };
         for id in ids {
             let _ = self.send(&ClientFrame::Cancel { id });
+        }
+        if let Some(conversation) = ending {
+            let _ = self.send(&ClientFrame::EndConversation {
+                conversation: conversation.to_string(),
+            });
         }
         if self.tx.send(Vec::new()).is_ok() {
             let _ =
@@ -258,6 +263,9 @@ impl DaemonConn {
                 return Err(BridgeError::Closed(why.clone()));
             }
             r.calls.insert(id, CallRoute { tx, dropped: 0 });
+            if !r.called.contains(conversation) {
+                r.called.insert(conversation.to_string());
+            }
         }
         self.send(&ClientFrame::Call(Call {
             id,

@@ -10,7 +10,8 @@
 //! unseen, or `--questions none` is no question port, and `ask_user` answers `no_human`; a form
 //! declined faster than a person reads it is `no_human` too, never a skip. When an MCP session ends its calls in flight
 //! are cancelled (`DaemonConn::close`), since the daemon lets a half-closed connection's calls
-//! finish. The Streamable HTTP transport listens on loopback or a private Unix socket only, and a
+//! finish; a stdio run also ends its own conversation unless `--conversation` named it
+//! (`SessionEnd::close`). The Streamable HTTP transport listens on loopback or a private Unix socket only, and a
 //! loopback port serves only requests carrying its bearer token (`docs/SECURITY.md`): any local
 //! user can reach a port.
 //!

@@ -188,6 +188,15 @@ impl Runs {
         idle
     }
 
+    /// The run of `handle`, taken out (its connection is the caller's to close).
+    pub(crate) fn take(&self, handle: &str) -> Option<Arc<Shared>> {
+        self.by_handle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(handle)
+            .map(|run| run.shared)
+    }
+
     pub fn opts(&self) -> &Arc<Options> {
         &self.opts
     }

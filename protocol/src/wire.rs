@@ -362,6 +362,13 @@ pub enum ClientFrame {
     Ping {
         nonce: u64,
     },
+    /// End a conversation this connection made calls in, and what it holds (kernels, debug
+    /// session, processes, vibe workers, staged edits): its run is over. The daemon does it
+    /// in a task of its own, which finishes even once the connection closes; nothing is
+    /// answered. Last in the enum: bincode numbers variants by position.
+    EndConversation {
+        conversation: String,
+    },
 }
 
 /// Daemon facts for `toolvisor status`.

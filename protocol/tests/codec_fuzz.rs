@@ -139,6 +139,7 @@ fn arb_client_frame() -> impl Strategy<Value = ClientFrame> {
         Just(ClientFrame::Tree),
         Just(ClientFrame::Status),
         any::<u64>().prop_map(|nonce| ClientFrame::Ping { nonce }),
+        ".{0,40}".prop_map(|conversation| ClientFrame::EndConversation { conversation }),
     ]
 }
 

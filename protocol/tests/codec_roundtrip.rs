@@ -132,6 +132,9 @@ fn every_client_frame_round_trips() {
         ClientFrame::Unsubscribe { topic: Topic::Tree },
         ClientFrame::Status,
         ClientFrame::Ping { nonce: u64::MAX },
+        ClientFrame::EndConversation {
+            conversation: "mcp-1-ä".into(),
+        },
     ];
     for f in &frames {
         both(f);

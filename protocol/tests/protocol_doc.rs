@@ -72,6 +72,7 @@ fn client_name(frame: &ClientFrame) -> &'static str {
         ClientFrame::Unsubscribe { .. } => "unsubscribe",
         ClientFrame::Status => "status",
         ClientFrame::Ping { .. } => "ping",
+        ClientFrame::EndConversation { .. } => "end_conversation",
     }
 }
 

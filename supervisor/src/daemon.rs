@@ -350,6 +350,54 @@ impl Daemon {
         }
     }
 
+    /// End `conversation` and what it holds: its kernels, debug session, processes and vibe
+    /// workers are stopped and its staged edits discarded (its MCP session ended and no one
+    /// named it to keep). Results it stored stay until their own TTL. A call of it still
+    /// running may start something after this; that ends by its own TTL.
+    pub async fn end_conversation(&self, conversation: &str) {
+        let s = &self.services;
+        let why = "its conversation ended (the MCP session that made it closed)";
+        let kernels = s.kernels.end(conversation, why).await;
+        let debug_session = s.debug.end(conversation).await;
+        let mut processes = 0;
+        for p in s.processes.list(conversation) {
+            if matches!(
+                p.state.as_str(),
+                "starting" | "running" | "backoff" | "stopping"
+            ) && s.processes.kill(conversation, &p.id).await.is_ok()
+            {
+                processes += 1;
+            }
+        }
+        let mut vibes = 0;
+        for w in s.vibes.list(conversation) {
+            use toolvisor_protocol::tools::VibeState;
+            if matches!(w.state, VibeState::Queued | VibeState::Running)
+                && s.vibes.kill(conversation, &w.worker_id).await.is_ok()
+            {
+                vibes += 1;
+            }
+        }
+        let mut edits = 0;
+        for e in s.edits.list(conversation) {
+            if e.state == toolvisor_structural::store::EditState::Staged
+                && s.edits.discard(conversation, &e.id).is_ok()
+            {
+                edits += 1;
+            }
+        }
+        tracing::info!(
+            conversation,
+            kernels,
+            debug_session,
+            processes,
+            vibes,
+            edits,
+            "conversation ended with its session"
+        );
+        self.notifier.bump();
+    }
+
     pub fn touch_conversation(&self, conversation: &str) {
         self.conversations.touch(conversation);
     }

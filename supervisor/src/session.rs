@@ -334,6 +334,7 @@ fn frame_name(frame: &ClientFrame) -> &'static str {
         ClientFrame::Unsubscribe { .. } => "Unsubscribe",
         ClientFrame::Status => "Status",
         ClientFrame::Ping { .. } => "Ping",
+        ClientFrame::EndConversation { .. } => "EndConversation",
     }
 }
 

@@ -130,6 +130,9 @@ fn client_examples() -> Vec<ClientFrame> {
         ClientFrame::Unsubscribe { topic: Topic::Tree },
         ClientFrame::Status,
         ClientFrame::Ping { nonce: 1 },
+        ClientFrame::EndConversation {
+            conversation: "c".into(),
+        },
     ];
     for f in &frames {
         match f {
@@ -144,7 +147,8 @@ fn client_examples() -> Vec<ClientFrame> {
             | ClientFrame::Subscribe { .. }
             | ClientFrame::Unsubscribe { .. }
             | ClientFrame::Status
-            | ClientFrame::Ping { .. } => {}
+            | ClientFrame::Ping { .. }
+            | ClientFrame::EndConversation { .. } => {}
         }
     }
     frames

@@ -175,6 +175,10 @@ export interface Ping {
   nonce: number;
 }
 
+export interface EndConversation {
+  conversation: string;
+}
+
 export interface ClientFrameMap {
   hello: Hello;
   call: Call;
@@ -188,6 +192,7 @@ export interface ClientFrameMap {
   unsubscribe: Unsubscribe;
   status: null;
   ping: Ping;
+  end_conversation: EndConversation;
 }
 
 // --- daemon frames -----------------------------------------------------------------------
@@ -297,7 +302,8 @@ export const MANIFEST = {
     "subscribe": ["topic"],
     "unsubscribe": ["topic"],
     "status": null,
-    "ping": ["nonce"]
+    "ping": ["nonce"],
+    "end_conversation": ["conversation"]
   },
   "daemon": {
     "welcome": ["codec", "daemon_pid", "daemon_version", "max_frame", "protocol_version", "session_id", "tools"],

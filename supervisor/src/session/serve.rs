@@ -500,6 +500,37 @@ impl Session {
             ClientFrame::Ping { nonce } => {
                 let _ = out_tx.send(DaemonFrame::Pong { nonce }).await;
             }
+            ClientFrame::EndConversation { conversation } => {
+                // Only a conversation this connection made calls in: a client cannot end
+                // another's (a vibe worker's calls all run in its pinned conversation).
+                let own = self.conversation_pin.is_none()
+                    && lock(&self.viewer.conversations).contains(&conversation);
+                if !own {
+                    let err = if self.conversation_pin.is_some() {
+                        ToolError::new(
+                            ErrorKind::NotFound,
+                            format!(
+                                "a vibe worker's connection cannot end conversation {conversation:?}; nothing was ended"
+                            ),
+                            "a worker's conversation ends with the worker (vibe_kill, or its run ending)",
+                        )
+                    } else {
+                        ToolError::new(
+                            ErrorKind::NotFound,
+                            format!(
+                                "conversation {conversation:?} made no call on this connection; nothing was ended"
+                            ),
+                            "send end_conversation for a conversation this connection made calls in, once its run is over",
+                        )
+                    };
+                    let _ = out_tx.send(DaemonFrame::Error(err)).await;
+                    return Next::More;
+                }
+                // Its own task: the ending finishes after the connection closes (the client
+                // sends this as it goes away).
+                let d = daemon.clone();
+                tokio::spawn(async move { d.end_conversation(&conversation).await });
+            }
             ClientFrame::Hello(_) => {
                 let _ = out_tx
                     .send(DaemonFrame::Error(ToolError::new(

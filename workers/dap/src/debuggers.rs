@@ -540,6 +540,19 @@ impl Debuggers {
 
     // ---- the end --------------------------------------------------------------------------
 
+    /// End `conversation`'s debug session (its session ended) and forget its breakpoints;
+    /// whether a session was running.
+    pub async fn end(&self, conversation: &str) -> bool {
+        let Some(slot) = lock(&self.slots).remove(conversation) else {
+            return false;
+        };
+        let live = lock(&slot.current)
+            .as_ref()
+            .is_some_and(|s| s.ended().is_none());
+        let _ = self.terminate(&slot).await;
+        live
+    }
+
     async fn terminate(&self, slot: &Slot) -> Result<Value, ToolError> {
         let current = lock(&slot.current).clone();
         let Some(session) = current else {

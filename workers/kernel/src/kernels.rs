@@ -730,6 +730,26 @@ impl Kernels {
         }
     }
 
+    /// Stop every kernel of `conversation` (its session ended), saying `why` in their
+    /// records; returns how many were running. Their slots go with the next prune.
+    pub async fn end(&self, conversation: &str, why: &str) -> usize {
+        let slots: Vec<Arc<Slot>> = lock(&self.slots)
+            .iter()
+            .filter(|((c, _), _)| c == conversation)
+            .map(|(_, slot)| slot.clone())
+            .collect();
+        let mut stopped = 0;
+        for slot in slots {
+            if slot.current().is_some_and(|inc| inc.alive()) {
+                if let Err(e) = self.stop(&slot, why).await {
+                    tracing::warn!(kernel = %slot.id, error = %e, "could not stop a kernel of an ended conversation");
+                }
+                stopped += 1;
+            }
+        }
+        stopped
+    }
+
     /// Stop the slot's kernel for good (reset, or a kill after an ignored interrupt).
     async fn stop(&self, slot: &Arc<Slot>, why: &str) -> Result<()> {
         let _lifecycle = slot.lifecycle.lock().await;

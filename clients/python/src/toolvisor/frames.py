@@ -190,6 +190,10 @@ class Ping(TypedDict):
     nonce: int
 
 
+class EndConversation(TypedDict):
+    conversation: str
+
+
 # --- daemon frames -------------------------------------------------------------------------
 
 
@@ -263,6 +267,7 @@ CLIENT_FRAMES: dict[str, type | None] = {
     "unsubscribe": Unsubscribe,
     "status": None,
     "ping": Ping,
+    "end_conversation": EndConversation,
 }
 
 DAEMON_FRAMES: dict[str, type | None] = {
