@@ -506,6 +506,21 @@ def recv(s):
     return json.loads(recv_exact(s, n))
 "#;
 
+/// A worker written in Python (`body` after the frame helpers) as `name` in a new temp dir
+/// with a `work` directory beside it: (the dir, the system python3, the script, the workdir).
+fn python_worker(name: &str, body: &str) -> (tempfile::TempDir, &'static str, PathBuf, PathBuf) {
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).is_file())
+        .expect("python3 for the worker");
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join(name);
+    std::fs::write(&script, format!("{PY_FRAMES}{body}")).unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    (dir, python, script, work)
+}
+
 /// A worker that calls the daemon back: it says Hello on `$TOOLVISOR_SOCKET` with its
 /// credential while claiming the exec tier, approvals and another run, calls `bash`
 /// (approving its own requests) and `lsp status`, then tries a made-up credential, and prints
@@ -547,15 +562,7 @@ print(json.dumps(out))
 
 #[test]
 fn a_worker_calling_back_gets_its_tiers_surface_whatever_its_hello_claims() {
-    let python = ["/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).is_file())
-        .expect("python3 for the callback worker");
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("callback.py");
-    std::fs::write(&script, format!("{PY_FRAMES}{CALLBACK_WORKER}")).unwrap();
-    let work = dir.path().join("work");
-    std::fs::create_dir(&work).unwrap();
+    let (dir, python, script, work) = python_worker("callback.py", CALLBACK_WORKER);
     // No `surface` key: the default, `read`, applies.
     let config = format!(
         "[vibe.tiers.fast]\ncommand = [{python:?}, {:?}]\n",
@@ -627,15 +634,7 @@ print(json.dumps(out))
 
 #[test]
 fn a_worker_is_pinned_to_its_workdir_and_its_own_conversation() {
-    let python = ["/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).is_file())
-        .expect("python3 for the worker");
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("escape.py");
-    std::fs::write(&script, format!("{PY_FRAMES}{ESCAPING_WORKER}")).unwrap();
-    let work = dir.path().join("work");
-    std::fs::create_dir(&work).unwrap();
+    let (dir, python, script, work) = python_worker("escape.py", ESCAPING_WORKER);
     std::fs::write(work.join("mine.txt"), "the worker's own file\n").unwrap();
     std::fs::write(dir.path().join("beside.txt"), "not the worker's\n").unwrap();
     let lines: String = (0..5000).map(|i| format!("parentsecret {i}\n")).collect();
