@@ -40,6 +40,20 @@ fn status_names_the_missing_half() {
     let s = ok_in(&d, both.path(), "lsp", json!({"op": "status"}));
     let py = lang(&s, "python");
     assert_eq!(py["state"], "available", "{s}");
+    // What a model reads: the languages present, the others named on one line (each still
+    // in `languages` with its reason).
+    let text = s["text"].as_str().unwrap();
+    assert!(text.contains("  python: available"), "{text}");
+    assert!(!text.contains("absentdart: no root"), "{text}");
+    let others = text
+        .lines()
+        .find(|l| l.contains("no root marker here for:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        others.contains("absentdart") && others.contains("rust"),
+        "{text}"
+    );
+    assert_eq!(lang(&s, "absentdart")["state"], "no root", "{s}");
     assert!(
         py["reason"]
             .as_str()

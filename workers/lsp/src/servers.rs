@@ -844,7 +844,14 @@ impl LanguageServers {
             }
         }
         text.push_str(&format!("for {} (run {run}):\n", from.display()));
-        for h in &here {
+        // Languages with no root marker here are one line: a Python project's status is not
+        // a page of "no root" for every other language (`languages` still lists them all).
+        let absent: Vec<&str> = here
+            .iter()
+            .filter(|h| h["state"] == "no root")
+            .filter_map(|h| h["language"].as_str())
+            .collect();
+        for h in here.iter().filter(|h| h["state"] != "no root") {
             text.push_str(&format!(
                 "  {}: {} — {}\n",
                 h["language"].as_str().unwrap_or(""),
@@ -864,6 +871,12 @@ impl LanguageServers {
                     text.push_str(&format!("    {trust}: {}\n", changes.join("; ")));
                 }
             }
+        }
+        if !absent.is_empty() {
+            text.push_str(&format!(
+                "  no root marker here for: {} (`languages` in the answer says what each looks for)\n",
+                absent.join(", ")
+            ));
         }
         // Every root seen, once: trusted for this run, by what, and which runs an approval
         // trusted it for.
