@@ -214,3 +214,37 @@ fn pyright_definition_hover_references_symbols() {
         "{v}"
     );
 }
+
+#[test]
+fn a_symbol_found_only_inside_a_longer_word_is_not_answered_none_and_complete() {
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", ""),
+        (
+            "seg.py",
+            "class Segment:\n    \"\"\"Segments of text.\"\"\"\n\n\nparts = [Segment(), Segment()]\n",
+        ),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    // Line 2 is the docstring: `Segment` there is part of `Segments`.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "references", "file": "seg.py", "line": 2, "symbol": "Segment"}),
+    );
+    assert_eq!(v["total"], 0, "{v}");
+    assert_eq!(v["complete"], false, "{v}");
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains("is part of `Segments`"), "{text}");
+    // On its own line it is found, complete.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "references", "file": "seg.py", "line": 1, "symbol": "Segment"}),
+    );
+    assert_eq!(v["total"], 3, "{v}");
+    assert_eq!(v["complete"], true, "{v}");
+}

@@ -669,6 +669,16 @@ impl LanguageServers {
                 } else if let Some(note) = page.note(total, "references") {
                     text.push_str(&format!("({note})\n"));
                 }
+                // "None found" about a longer word the symbol sits in (a docstring's
+                // `Segments` for `Segment`) is not an answer about the symbol.
+                let inside = (total == 0)
+                    .then(|| crate::position::enclosing_word(&src, byte, symbol.len()))
+                    .flatten();
+                if let Some(word) = &inside {
+                    text.push_str(&format!(
+                        "(`{symbol}` is part of `{word}` on that line: the server was asked about `{word}`; give the line where `{symbol}` itself stands)\n"
+                    ));
+                }
                 let mut answer = json!({"text": text, "locations": items, "total": total, "truncated": page.cut(total), "server": server});
                 page.stamp(&mut answer, total);
                 if let Some(m) = merged.filter(|m| !m.roots.is_empty()) {
@@ -676,6 +686,12 @@ impl LanguageServers {
                 }
                 if index_wide {
                     mark_coverage(&mut answer, gap);
+                }
+                if let Some(word) = inside {
+                    answer["complete"] = json!(false);
+                    answer["partial_reason"] = json!(format!(
+                        "the position is inside `{word}`, not on `{symbol}` itself"
+                    ));
                 }
                 Ok(answer)
             }

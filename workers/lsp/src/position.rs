@@ -81,6 +81,28 @@ pub fn occurrences(line: &str, symbol: &str) -> Vec<usize> {
     line.match_indices(symbol).map(|(i, _)| i).collect()
 }
 
+/// The identifier the span `byte..byte + len` of `line` lies in, when it is longer than the
+/// span (`Segment` in `Segments`): what a server answers about at that position.
+pub fn enclosing_word(line: &str, byte: usize, len: usize) -> Option<String> {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let end = (byte + len).min(line.len());
+    if !line.is_char_boundary(byte) || !line.is_char_boundary(end) {
+        return None;
+    }
+    let start = line[..byte]
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| word(*c))
+        .last()
+        .map_or(byte, |(i, _)| i);
+    let stop = line[end..]
+        .char_indices()
+        .take_while(|(_, c)| word(*c))
+        .last()
+        .map_or(end, |(i, c)| end + i + c.len_utf8());
+    (start < byte || stop > end).then(|| line[start..stop].to_string())
+}
+
 /// Where `symbol` is on `line` (1-based) of `text`: the byte offset of the chosen occurrence.
 /// Absent → error quoting the line; several without `occurrence` → error listing them.
 pub fn locate(
@@ -181,6 +203,23 @@ pub fn word_at(line: &str, byte: usize, len: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symbol_inside_a_longer_word_names_that_word() {
+        let line = "    \"\"\"Segments of text, one Segment at a time.\"\"\"";
+        let first = line.find("Segment").unwrap();
+        assert_eq!(enclosing_word(line, first, 7).as_deref(), Some("Segments"));
+        let whole = line.find("Segment at").unwrap();
+        assert_eq!(enclosing_word(line, whole, 7), None);
+        assert_eq!(
+            enclosing_word("x = enlist(1)", 4, 3).as_deref(),
+            Some("enlist")
+        );
+        assert_eq!(
+            enclosing_word("한글변수 = 1", 0, 3).as_deref(),
+            Some("한글변수")
+        );
+    }
 
     #[test]
     fn the_word_at_a_match_ignores_how_the_query_was_spelled() {
