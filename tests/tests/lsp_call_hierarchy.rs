@@ -277,3 +277,32 @@ fn pyright_method_calls_are_listed_once_each() {
         "{text}"
     );
 }
+
+/// pyright answers each `@overload` declaration of a called function as a callee of its own:
+/// the outgoing calls of a function that calls `parse` once listed `parse` three times.
+#[test]
+fn pyright_outgoing_calls_count_an_overloaded_function_once() {
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", "[project]\nname = \"demo\"\n"),
+        (
+            "over.py",
+            "from typing import overload\n\n\n@overload\ndef parse(x: int) -> int: ...\n\n\n@overload\ndef parse(x: str) -> str: ...\n\n\ndef parse(x):\n    return x\n\n\ndef caller() -> int:\n    return parse(1)\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "over.py", "line": 16, "symbol": "caller"}),
+    );
+    let parses: Vec<&serde_json::Value> = v["outgoing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["callee"] == "parse")
+        .collect();
+    assert_eq!(parses.len(), 1, "one callee for the overloads: {v}");
+    assert_eq!(parses[0]["calls"], 1, "{v}");
+}

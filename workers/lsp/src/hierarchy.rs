@@ -244,7 +244,7 @@ impl LanguageServers {
             }
             Ok(outgoing) => {
                 let mut callees = Vec::new();
-                for call in outgoing.as_array().into_iter().flatten() {
+                for call in one_per_overload_set(&outgoing) {
                     let Some(to) = call.get("to") else {
                         continue;
                     };
@@ -304,6 +304,34 @@ impl LanguageServers {
     }
 }
 
+/// The outgoing calls with one entry per function called from the same sites: pyright
+/// answers each `@overload` declaration of a function as a callee of its own, with the same
+/// call sites; the declaration that comes last in its file (the implementation) stands for
+/// them.
+fn one_per_overload_set(outgoing: &Value) -> Vec<&Value> {
+    let calls: Vec<&Value> = outgoing.as_array().into_iter().flatten().collect();
+    fn key(c: &Value) -> (&str, &str, String) {
+        (
+            c.pointer("/to/name").and_then(Value::as_str).unwrap_or(""),
+            c.pointer("/to/uri").and_then(Value::as_str).unwrap_or(""),
+            c.get("fromRanges")
+                .map(Value::to_string)
+                .unwrap_or_default(),
+        )
+    }
+    let line = |c: &Value| {
+        c.pointer("/to/selectionRange/start/line")
+            .or_else(|| c.pointer("/to/range/start/line"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    calls
+        .iter()
+        .copied()
+        .filter(|c| !calls.iter().any(|o| key(o) == key(c) && line(o) > line(c)))
+        .collect()
+}
+
 /// What `render_calls` shows: the item, its incoming calls, its outgoing calls (or why a
 /// server offers none), and the page asked for.
 struct Calls<'a> {
@@ -311,4 +339,36 @@ struct Calls<'a> {
     incoming: &'a Value,
     outgoing: Result<Value, String>,
     offset: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overload_declarations_called_from_the_same_sites_are_one_callee() {
+        let call = |name: &str, line: u64, from: u64| {
+            json!({"to": {"name": name, "uri": "file:///m.py",
+                "selectionRange": {"start": {"line": line, "character": 4}}},
+                "fromRanges": [{"start": {"line": from, "character": 4}}]})
+        };
+        // Two @overload declarations and the implementation of `f`, called once at line 20;
+        // `g`, called at another site.
+        let outgoing = json!([
+            call("f", 3, 20),
+            call("f", 6, 20),
+            call("f", 9, 20),
+            call("g", 12, 21)
+        ]);
+        let kept: Vec<(String, u64)> = one_per_overload_set(&outgoing)
+            .into_iter()
+            .map(|c| {
+                (
+                    c["to"]["name"].as_str().unwrap().to_string(),
+                    c["to"]["selectionRange"]["start"]["line"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(kept, vec![("f".into(), 9), ("g".into(), 12)]);
+    }
 }
