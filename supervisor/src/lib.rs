@@ -15,6 +15,7 @@ pub mod lanes;
 pub mod listener;
 pub mod logjson;
 pub mod logtext;
+pub mod mcpconfig;
 pub mod metrics;
 pub mod operator;
 pub mod outbox;

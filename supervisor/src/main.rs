@@ -215,6 +215,18 @@ enum Command {
         /// file (always a file under the workdir's .toolvisor/images/, named in the text).
         #[arg(long, default_value = "auto")]
         images: toolvisor_mcp::Images,
+        /// Print a harness's config for this command instead of serving: claude (a `claude
+        /// mcp add` line) or codex (the `[mcp_servers.toolvisor]` block of
+        /// ~/.codex/config.toml). Made from this binary's tool list, no daemon asked;
+        /// --socket, --workdir, --config, --surface and --approvals given here are carried
+        /// into it.
+        #[arg(long, value_name = "HARNESS")]
+        print_config: Option<toolvisor::mcpconfig::Harness>,
+        /// With --print-config: for headless runs (`claude -p`, `codex exec`), where nobody
+        /// can answer a prompt: `--approvals harness` (unless --approvals says otherwise),
+        /// and every tool on the harness's allow list (`--allowedTools`, `approval_mode`).
+        #[arg(long, requires = "print_config")]
+        headless: bool,
     },
     /// Answer the agent's `ask_user` questions at this terminal: each shows as a numbered
     /// card; answer with option number(s), free text, or `s` to skip.
@@ -544,7 +556,36 @@ fn main() -> ExitCode {
             questions,
             structured,
             images,
+            print_config,
+            headless,
         } => {
+            if let Some(harness) = print_config {
+                let mut args: Vec<String> = Vec::new();
+                let mut flag = |name: &str, value: Option<String>| {
+                    if let Some(v) = value {
+                        args.push(name.to_string());
+                        args.push(v);
+                    }
+                };
+                flag("--socket", socket.map(|p| p.display().to_string()));
+                flag("--workdir", workdir.map(|p| p.display().to_string()));
+                flag("--config", config.map(|p| p.display().to_string()));
+                flag(
+                    "--surface",
+                    (surface != Tier::Exec).then(|| surface.as_str().to_string()),
+                );
+                let approvals = approvals.or(headless.then_some(toolvisor_mcp::Approvals::Harness));
+                flag("--approvals", approvals.map(|a| a.as_str().to_string()));
+                let tools = toolvisor::mcpconfig::tool_names(
+                    surface,
+                    approvals == Some(toolvisor_mcp::Approvals::Deny),
+                );
+                print!(
+                    "{}",
+                    toolvisor::mcpconfig::render(harness, headless, &args, &tools)
+                );
+                return ExitCode::SUCCESS;
+            }
             let approvals = match approvals {
                 Some(a) => a,
                 None => match mcp_config_approvals(config.as_deref()) {

@@ -256,27 +256,37 @@ pub fn claude(
 /// MCP server; `allow`: the MCP tools it may call (`approval_mode = "approve"`; under
 /// `approval_policy = "never"` Codex refuses any other tool that is not read-only).
 pub fn codex(d: &TestDaemon, ep: &Endpoint, workdir: &Path, extra: &[&str], allow: &[&str]) -> Run {
-    // Codex warns about helper binaries under /tmp: its home goes under the test's dir anyway
-    // (a tempdir), which is what a CI machine has.
-    let home = d.dir.path().join("codex-home");
-    let codex_home = home.join(".codex");
-    std::fs::create_dir_all(&codex_home).unwrap();
     let q = |s: &str| Json::String(s.to_string()).to_string();
     let args: Vec<Json> = mcp_args(d, workdir, extra)
         .into_iter()
         .map(Json::String)
         .collect();
-    let mut toml = format!(
-        "model = \"scripted-model\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"read-only\"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[features]\nplugins = false\nremote_plugin = false\napps = false\nin_app_updates = false\napi_key_model_discovery = false\nunbounded_connection_retries = false\nskill_mcp_dependency_install = false\n\n[model_providers.scripted]\nname = \"scripted endpoint\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n[mcp_servers.toolvisor]\ncommand = {}\nargs = {}\nstartup_timeout_sec = 30\ntool_timeout_sec = 120\n",
-        ep.port,
+    let mut mcp = format!(
+        "[mcp_servers.toolvisor]\ncommand = {}\nargs = {}\nstartup_timeout_sec = 30\ntool_timeout_sec = 120\n",
         q(&bin().display().to_string()),
         Json::Array(args)
     );
     for t in allow {
-        toml.push_str(&format!(
+        mcp.push_str(&format!(
             "\n[mcp_servers.toolvisor.tools.{t}]\napproval_mode = \"approve\"\n"
         ));
     }
+    codex_with(d, ep, workdir, &mcp)
+}
+
+/// `codex exec` with a provider pointing at the endpoint and `mcp` (TOML: the
+/// `[mcp_servers.toolvisor]` block and its tables) as the rest of its config; `toolvisor`
+/// resolves on PATH to the binary under test.
+pub fn codex_with(d: &TestDaemon, ep: &Endpoint, workdir: &Path, mcp: &str) -> Run {
+    // Codex warns about helper binaries under /tmp: its home goes under the test's dir anyway
+    // (a tempdir), which is what a CI machine has.
+    let home = d.dir.path().join("codex-home");
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let toml = format!(
+        "model = \"scripted-model\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"read-only\"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[features]\nplugins = false\nremote_plugin = false\napps = false\nin_app_updates = false\napi_key_model_discovery = false\nunbounded_connection_retries = false\nskill_mcp_dependency_install = false\n\n[model_providers.scripted]\nname = \"scripted endpoint\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n{mcp}",
+        ep.port,
+    );
     std::fs::write(codex_home.join("config.toml"), toml).unwrap();
     let mut cmd = Command::new(harness_bin("codex"));
     cmd.args([
@@ -292,12 +302,20 @@ pub fn codex(d: &TestDaemon, ep: &Endpoint, workdir: &Path, extra: &[&str], allo
     .arg("Do the task.")
     .current_dir(workdir)
     .env_clear()
-    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    .env("PATH", path_with_toolvisor())
     .env("HOME", &home)
     .env("CODEX_HOME", &codex_home)
     .env("SCRIPTED_API_KEY", "scripted-endpoint")
     .env("RUST_LOG", "warn");
     run(cmd, "codex exec", Duration::from_secs(180))
+}
+
+/// PATH with the directory of the `toolvisor` under test first, as `cargo install` puts it
+/// on a user's PATH.
+fn path_with_toolvisor() -> std::ffi::OsString {
+    let dir = bin().parent().unwrap().to_path_buf();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&rest))).unwrap()
 }
 
 /// The daemon's audit records.

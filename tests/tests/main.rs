@@ -7,6 +7,7 @@
 //! `cargo nextest run -p toolvisor-tests -E 'test(/^lsp_outside_changes::/)'`.
 
 mod cli_help;
+mod cli_print_config;
 mod clients_frames_in_step;
 mod clients_python;
 mod clients_typescript;
@@ -50,6 +51,7 @@ mod gates_surface_approval_policy;
 mod harness_claude_code;
 mod harness_codex;
 mod harness_model_reads;
+mod harness_printed_config;
 mod harness_run_ends;
 mod human_ask_user;
 mod human_operator_tmux;
