@@ -232,9 +232,20 @@ pub fn claude(
             .collect();
         cmd.arg("--allowedTools").arg(list.join(","));
     }
-    cmd.current_dir(workdir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    cmd.current_dir(workdir);
+    claude_env(&mut cmd, d, ep);
+    run(cmd, "claude -p", Duration::from_secs(180))
+}
+
+/// The environment of a `claude` run: a temp HOME and config dir, the endpoint, no traffic
+/// elsewhere, `toolvisor` on PATH.
+fn claude_env(cmd: &mut Command, d: &TestDaemon, ep: &Endpoint) {
+    let home = d.dir.path().join("claude-home");
+    std::fs::create_dir_all(&home).unwrap();
+    // No phoning home (telemetry, error reports, updates, other traffic), and MCP tools in
+    // the tool list itself rather than behind its ToolSearch.
+    cmd.env_clear()
+        .env("PATH", path_with_toolvisor())
         .env("HOME", &home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env(
@@ -242,14 +253,24 @@ pub fn claude(
             format!("http://127.0.0.1:{}", ep.port),
         )
         .env("ANTHROPIC_API_KEY", "sk-ant-scripted-endpoint")
-        // No phoning home (telemetry, error reports, updates, other traffic), and MCP tools in
-        // the tool list itself rather than behind its ToolSearch.
         .env("DISABLE_TELEMETRY", "1")
         .env("DISABLE_ERROR_REPORTING", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("ENABLE_TOOL_SEARCH", "false");
-    run(cmd, "claude -p", Duration::from_secs(180))
+}
+
+/// Run `claude ARGS…` (the words of a command line, `claude` first) in `workdir` with
+/// [`claude_env`]; `"$TASK"` becomes the scripted task.
+pub fn claude_line(d: &TestDaemon, ep: &Endpoint, workdir: &Path, words: &[&str]) -> Run {
+    assert_eq!(words.first(), Some(&"claude"), "{words:?}");
+    let mut cmd = Command::new(harness_bin("claude"));
+    for w in &words[1..] {
+        cmd.arg(if *w == "\"$TASK\"" { "Do the task." } else { w });
+    }
+    cmd.current_dir(workdir);
+    claude_env(&mut cmd, d, ep);
+    run(cmd, "claude", Duration::from_secs(180))
 }
 
 /// `codex exec` with a provider pointing at the endpoint and `toolvisor mcp EXTRA…` as its

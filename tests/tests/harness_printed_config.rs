@@ -1,11 +1,12 @@
-//! The config `toolvisor mcp --print-config codex --headless` prints, used verbatim as the
-//! real Codex's MCP config (`toolvisor` found on PATH), lets `codex exec` with no other
-//! approvals get a read tool's answer and run a write.
+//! What `toolvisor mcp --print-config codex|claude --headless` prints, used verbatim with the
+//! real harness (`toolvisor` found on PATH) — Codex's config block, Claude Code's `claude mcp
+//! add` and `claude -p --allowedTools` lines — gets a read tool's answer and runs a write with
+//! no other flags or approvals.
 
 use std::process::Command;
 
 use serde_json::json;
-use toolvisor_tests::harness::{Endpoint, codex_with, project};
+use toolvisor_tests::harness::{Endpoint, claude_line, codex_with, project};
 use toolvisor_tests::{TestDaemon, bin};
 
 #[test]
@@ -47,6 +48,64 @@ fn codex_runs_headless_with_the_printed_config_alone() {
         summary["problems"].as_array().is_some_and(|p| p.is_empty()),
         "the harness did not play the whole script: {summary}\nconfig:\n{printed}\nstderr: {}",
         run.stderr
+    );
+    let text = ep.results_text();
+    assert!(text.contains("toolvisor-harness-7731"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("pkg/printed.py")).unwrap(),
+        "PRINTED = 1\n",
+        "{text}"
+    );
+}
+
+#[test]
+fn claude_runs_headless_with_the_printed_lines_alone() {
+    let d = TestDaemon::start("");
+    let work = project(&d);
+    let out = Command::new(bin())
+        .args(["mcp", "--socket"])
+        .arg(&d.socket)
+        .arg("--workdir")
+        .arg(&work)
+        .args(["--print-config", "claude", "--headless"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Vec<&str>> = printed.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(lines.len(), 2, "{printed}");
+    let ep = Endpoint::start(
+        &d.dir.path().join("ep"),
+        json!([
+            {"tool": "read", "args": {"path": "pkg/greet.py"}},
+            {"tool": "write", "args": {"path": "pkg/printed.py", "content": "PRINTED = 1\n"}},
+            {"final": "done"}
+        ]),
+    );
+    let add = claude_line(&d, &ep, &work, &lines[0]);
+    assert!(
+        add.status.success(),
+        "{printed}\nstdout: {}\nstderr: {}",
+        add.stdout,
+        add.stderr
+    );
+    let run = claude_line(&d, &ep, &work, &lines[1]);
+    assert!(
+        run.status.success(),
+        "claude failed ({}):\nlines:\n{printed}\nstdout: {}\nstderr: {}",
+        run.status,
+        run.stdout,
+        run.stderr
+    );
+    let summary = ep.summary();
+    assert!(
+        summary["problems"].as_array().is_some_and(|p| p.is_empty()),
+        "the harness did not play the whole script: {summary}\nlines:\n{printed}\nstdout: {}",
+        run.stdout
     );
     let text = ep.results_text();
     assert!(text.contains("toolvisor-harness-7731"), "{text}");
