@@ -220,7 +220,7 @@ enum Command {
         /// ~/.codex/config.toml). Made from this binary's tool list, no daemon asked;
         /// --socket, --workdir, --config, --surface and --approvals given here are carried
         /// into it.
-        #[arg(long, value_name = "HARNESS")]
+        #[arg(long, value_name = "HARNESS", conflicts_with = "listen")]
         print_config: Option<toolvisor::mcpconfig::Harness>,
         /// With --print-config: for headless runs (`claude -p`, `codex exec`), where nobody
         /// can answer a prompt: `--approvals harness` (unless --approvals says otherwise),
@@ -567,9 +567,20 @@ fn main() -> ExitCode {
                         args.push(v);
                     }
                 };
-                flag("--socket", socket.map(|p| p.display().to_string()));
-                flag("--workdir", workdir.map(|p| p.display().to_string()));
-                flag("--config", config.map(|p| p.display().to_string()));
+                // The harness starts `toolvisor mcp` in a directory of its choosing: paths
+                // go into the config absolute.
+                let absolute =
+                    |p: PathBuf| std::path::absolute(&p).unwrap_or(p).display().to_string();
+                let workdir = match workdir.map(|w| mcp_workdir(Some(w))).transpose() {
+                    Ok(w) => w,
+                    Err(e) => {
+                        eprintln!("toolvisor mcp --print-config: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+                flag("--socket", socket.map(absolute));
+                flag("--workdir", workdir);
+                flag("--config", config.map(absolute));
                 flag(
                     "--surface",
                     (surface != Tier::Exec).then(|| surface.as_str().to_string()),

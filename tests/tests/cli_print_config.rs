@@ -1,6 +1,6 @@
 //! `toolvisor mcp --print-config claude|codex [--headless]` prints a config that parses and,
 //! headless, allows every tool the daemon registers (compared with `toolvisor tools --all`),
-//! with no daemon needed to print it.
+//! with no daemon needed to print it; paths in it are absolute.
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -132,5 +132,58 @@ fn without_headless_no_allow_list_and_no_delegation() {
     assert_eq!(
         claude,
         "claude mcp add --scope user toolvisor -- toolvisor mcp --socket /nonexistent/toolvisor.sock\n"
+    );
+}
+
+#[test]
+fn paths_go_into_the_config_absolute_and_a_missing_workdir_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("proj")).unwrap();
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "mcp",
+            "--socket",
+            "tv.sock",
+            "--workdir",
+            "proj",
+            "--print-config",
+            "codex",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let args: Vec<&str> = doc["mcp_servers"]["toolvisor"]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(args[0..2], ["mcp", "--socket"], "{text}");
+    assert_eq!(
+        std::path::Path::new(args[2]),
+        dir.path().join("tv.sock"),
+        "{text}"
+    );
+    assert_eq!(args[3], "--workdir", "{text}");
+    assert_eq!(std::path::Path::new(args[4]), root.join("proj"), "{text}");
+
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["mcp", "--workdir", "nowhere", "--print-config", "claude"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--workdir nowhere") && err.contains("give a directory that exists"),
+        "{err}"
     );
 }
