@@ -170,6 +170,10 @@ pub struct Limits {
     /// Once the first byte of a frame has arrived, the whole frame must arrive within this
     /// many seconds, or the connection gets an `error` frame and is closed.
     pub frame_deadline_s: u64,
+    /// Bytes held by frames started and not yet finished, over every connection. A connection
+    /// whose partial frame would take the total past it gets an `error` frame naming this key
+    /// and is closed, and its bytes are given back; an idle connection holds none.
+    pub max_partial_frame_bytes: usize,
     /// Calls running at once on one connection; a call past it is answered `busy` at once.
     pub max_calls_in_flight: usize,
     /// Encoded bytes queued for one client that it has not read yet. Past it the daemon
@@ -197,6 +201,7 @@ impl Default for Limits {
             max_sessions: 256,
             hello_timeout_s: 10,
             frame_deadline_s: 30,
+            max_partial_frame_bytes: 256 * 1024 * 1024,
             max_calls_in_flight: 16,
             max_queued_output_bytes: 16 * 1024 * 1024,
             drain_timeout_s: 30,
@@ -212,6 +217,10 @@ impl Limits {
             ("limits.max_sessions", self.max_sessions as u64),
             ("limits.hello_timeout_s", self.hello_timeout_s),
             ("limits.frame_deadline_s", self.frame_deadline_s),
+            (
+                "limits.max_partial_frame_bytes",
+                self.max_partial_frame_bytes as u64,
+            ),
             (
                 "limits.max_calls_in_flight",
                 self.max_calls_in_flight as u64,

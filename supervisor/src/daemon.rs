@@ -114,6 +114,9 @@ pub struct Daemon {
     sessions: Mutex<BTreeMap<u64, SessionInfo>>,
     /// Most sessions at once since memory was last given back (see [`Daemon::trim_task`]).
     peak_sessions: AtomicUsize,
+    /// Bytes held by frames started and not finished, over every connection
+    /// (`limits.max_partial_frame_bytes`).
+    partial_frames: Arc<AtomicUsize>,
     /// Wakes the trim task after a burst of sessions ended.
     trim_wanted: tokio::sync::Notify,
     /// Wakes the trim task when the last call in flight ended (see [`Daemon::trim_task`]).
@@ -259,6 +262,12 @@ impl Daemon {
                 return self.calls_in_flight();
             }
         }
+    }
+
+    /// The daemon-wide count of bytes held by unfinished frames, which every connection's
+    /// read buffer charges as it grows.
+    pub(crate) fn partial_frames(&self) -> Arc<AtomicUsize> {
+        self.partial_frames.clone()
     }
 
     pub fn add_session(&self, info: SessionInfo) -> u64 {

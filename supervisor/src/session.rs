@@ -21,7 +21,10 @@
 //! `frame_deadline_s`, at most `max_calls_in_flight` calls (past it `busy`, never queued: a queued
 //! call would wait on results the client may not be reading), and the outbox's budget of queued
 //! bytes. A declared frame length is never allocated up front: the read buffer (`FrameReader`)
-//! grows as bytes arrive, and an idle connection holds none. A malformed frame is answered with an
+//! grows as bytes arrive, and an idle connection holds none; what every connection's buffer
+//! holds is charged to one daemon-wide budget (`max_partial_frame_bytes`, `FrameBudget`), and
+//! the connection that would pass it gets an `error` frame (`busy`, naming the key), its bytes
+//! given back, and is closed. A malformed frame is answered with an
 //! `error` frame (or as its call's result, when the id can be read) and the connection stays open;
 //! an oversized length closes only that connection.
 //!
@@ -32,7 +35,7 @@
 //! trust granted to another run.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
@@ -104,6 +107,13 @@ enum ReadError {
         got: usize,
         want: Option<usize>,
     },
+    /// Growing the buffer for this frame would take the bytes held by unfinished frames over
+    /// every connection past `limits.max_partial_frame_bytes`. The buffer is given back.
+    OverBudget {
+        got: usize,
+        want: Option<usize>,
+        budget: usize,
+    },
 }
 
 impl From<CodecError> for ReadError {
@@ -118,30 +128,114 @@ impl From<std::io::Error> for ReadError {
     }
 }
 
+impl ReadError {
+    /// The `error` frame for a connection refused more bytes by the daemon-wide budget.
+    fn over_budget(got: usize, want: Option<usize>, budget: usize) -> ToolError {
+        let want = want.map(|w| format!(" of {w}")).unwrap_or_default();
+        ToolError::new(
+            ErrorKind::Busy,
+            format!(
+                "unfinished frames over all connections already hold the daemon's budget of {budget} bytes (limits.max_partial_frame_bytes); this connection's frame ({got}{want} bytes arrived) was dropped and the connection is closed"
+            ),
+            "send smaller frames and send each one whole, retry when other clients' large frames are done, or raise `max_partial_frame_bytes` under `[limits]` in the daemon's config",
+        )
+    }
+}
+
+/// What the read buffers of every connection may hold at once, and what they hold.
+#[derive(Clone)]
+pub(crate) struct FrameBudget {
+    held: Arc<AtomicUsize>,
+    cap: usize,
+}
+
+impl FrameBudget {
+    pub(crate) fn new(held: Arc<AtomicUsize>, cap: usize) -> FrameBudget {
+        FrameBudget { held, cap }
+    }
+
+    /// Take `more` bytes of the budget; false (nothing taken) when that would pass the cap.
+    fn take(&self, more: usize) -> bool {
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(more).filter(|&total| total <= self.cap)
+            })
+            .is_ok()
+    }
+
+    /// Take `more` bytes whatever the cap (the allocator rounded a capacity up).
+    fn force(&self, more: usize) {
+        self.held.fetch_add(more, Ordering::AcqRel);
+    }
+
+    fn give_back(&self, bytes: usize) {
+        self.held.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
 /// The read side of a connection. Bytes read but not yet consumed wait in `buf`, which holds
 /// no allocation while the connection is idle and grows only as a frame's bytes actually
-/// arrive, so a declared length costs nothing until it is sent.
+/// arrive, so a declared length costs nothing until it is sent. Its capacity is charged to
+/// the daemon-wide [`FrameBudget`] (`charged`), and given back as it shrinks or when the
+/// reader is dropped.
 struct FrameReader {
     half: OwnedReadHalf,
     buf: Vec<u8>,
+    budget: FrameBudget,
+    charged: usize,
+}
+
+impl Drop for FrameReader {
+    fn drop(&mut self) {
+        self.budget.give_back(self.charged);
+    }
 }
 
 impl FrameReader {
-    fn new(half: OwnedReadHalf) -> FrameReader {
+    fn new(half: OwnedReadHalf, budget: FrameBudget) -> FrameReader {
         FrameReader {
             half,
             buf: Vec::new(),
+            budget,
+            charged: 0,
         }
     }
 
+    /// Charge the budget for the buffer's capacity as it is now.
+    fn settle(&mut self) {
+        let capacity = self.buf.capacity();
+        if capacity > self.charged {
+            self.budget.force(capacity - self.charged);
+        } else {
+            self.budget.give_back(self.charged - capacity);
+        }
+        self.charged = capacity;
+    }
+
+    /// Drop what the buffer holds and give its bytes back.
+    fn release(&mut self) {
+        self.buf = Vec::new();
+        self.settle();
+    }
+
     /// Read more bytes (at most [`READ_CHUNK`], at least one) into `buf`; 0 at end of stream.
-    async fn fill(&mut self, want: usize) -> std::io::Result<usize> {
+    /// The buffer grows only once bytes are ready to read (an idle connection holds nothing),
+    /// and only within the daemon-wide budget: past it `Ok(None)`, and nothing is read.
+    async fn fill(&mut self, want: usize) -> std::io::Result<Option<usize>> {
         let room = want.saturating_sub(self.buf.len()).clamp(512, READ_CHUNK);
-        self.buf.reserve(room);
         loop {
             self.half.readable().await?;
+            let need = self.buf.len() + room;
+            if need > self.buf.capacity() {
+                if need > self.charged && !self.budget.take(need - self.charged) {
+                    return Ok(None);
+                }
+                self.charged = self.charged.max(need);
+                self.buf.reserve_exact(need - self.buf.len());
+                self.settle();
+            }
             match self.half.try_read_buf(&mut self.buf) {
-                Ok(n) => return Ok(n),
+                Ok(n) => return Ok(Some(n)),
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -182,6 +276,15 @@ impl FrameReader {
                     }
                 }
             };
+            let Some(read) = read else {
+                let got = self.buf.len();
+                self.release();
+                return Err(ReadError::OverBudget {
+                    got,
+                    want: len.map(|n| n + 4),
+                    budget: self.budget.cap,
+                });
+            };
             if read == 0 {
                 return Err(if self.buf.is_empty() {
                     CodecError::Closed
@@ -203,6 +306,7 @@ impl FrameReader {
             // The common case: the buffer is exactly this frame. Hand it over; an idle
             // connection then holds no buffer at all.
             let mut payload = std::mem::take(&mut self.buf);
+            self.settle();
             payload.drain(..4);
             return payload;
         }
@@ -211,6 +315,7 @@ impl FrameReader {
         if self.buf.capacity() > 2 * READ_CHUNK {
             self.buf.shrink_to(READ_CHUNK.max(self.buf.len()));
         }
+        self.settle();
         payload
     }
 }

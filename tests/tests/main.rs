@@ -80,6 +80,7 @@ mod lifecycle_socket_dir_refused;
 mod lifecycle_systemd;
 mod lifecycle_text_logs;
 mod limits_connections;
+mod limits_partial_frames;
 mod lsp_apply_code_action;
 mod lsp_call_hierarchy;
 mod lsp_check_edit;

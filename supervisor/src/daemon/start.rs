@@ -366,6 +366,7 @@ fn assemble(
         state_dir,
         sessions: Mutex::new(BTreeMap::new()),
         peak_sessions: AtomicUsize::new(0),
+        partial_frames: Arc::new(AtomicUsize::new(0)),
         trim_wanted: tokio::sync::Notify::new(),
         went_idle: tokio::sync::Notify::new(),
         conversations: crate::conversations::Conversations::new(

@@ -22,7 +22,11 @@ pub async fn run(
         pre_hello,
     } = admitted;
     let (reader, mut writer) = stream.into_split();
-    let mut reader = FrameReader::new(reader);
+    let budget = super::FrameBudget::new(
+        daemon.partial_frames(),
+        daemon.config().limits.max_partial_frame_bytes,
+    );
+    let mut reader = FrameReader::new(reader, budget);
     let Some((hello, conversation_pin)) =
         handshake(&daemon, &mut reader, &mut writer, pre_hello, peer_pid).await
     else {
@@ -99,6 +103,22 @@ async fn handshake(
                 "send each frame whole: its 4-byte length, then that many bytes",
             );
             refuse(writer, Codec::Json, max, err).await;
+            return None;
+        }
+        Ok(Err(ReadError::OverBudget { got, want, budget })) => {
+            tracing::warn!(
+                got,
+                want,
+                budget,
+                "Hello frame past the daemon's budget for unfinished frames; closing the connection"
+            );
+            refuse(
+                writer,
+                Codec::Json,
+                max,
+                ReadError::over_budget(got, want, budget),
+            )
+            .await;
             return None;
         }
         Ok(Err(ReadError::Codec(e))) => {
@@ -321,6 +341,21 @@ impl Session {
                                 frame_deadline.as_secs()
                             ),
                             "send each frame whole and promptly, or raise `frame_deadline_s` under `[limits]` in the daemon's config",
+                        )))
+                        .await;
+                    break;
+                }
+                Err(ReadError::OverBudget { got, want, budget }) => {
+                    tracing::warn!(
+                        session = self.id,
+                        got,
+                        want,
+                        budget,
+                        "frame past the daemon's budget for unfinished frames; closing the connection"
+                    );
+                    let _ = out_tx
+                        .send(DaemonFrame::Error(ReadError::over_budget(
+                            got, want, budget,
                         )))
                         .await;
                     break;
