@@ -421,7 +421,8 @@ impl HfServer {
         self.state.wake.notify_all();
     }
 
-    /// Body bytes per second per connection (0: unlimited).
+    /// Body bytes per second per connection (0: unlimited), sent in pieces of an eighth of
+    /// it, so a low rate trickles.
     pub fn set_rate(&self, bytes_per_s: u64) {
         self.state.rate.store(bytes_per_s, Ordering::SeqCst);
     }
@@ -602,7 +603,13 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
     let mut pos = range_start;
     let mut sent_here = 0u64;
     while pos < stop {
-        let mut end = (pos + 64 * 1024).min(stop);
+        // Under a rate, small pieces often (about eight a second): a slow hub trickles, it
+        // does not burst then fall silent.
+        let piece = match st.rate.load(Ordering::SeqCst) {
+            0 => 64 * 1024,
+            rate => (rate / 8).clamp(1, 64 * 1024),
+        };
+        let mut end = (pos + piece).min(stop);
         if let Some(c) = cut_at.filter(|c| *c > pos && *c < end) {
             end = c;
         }

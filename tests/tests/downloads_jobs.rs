@@ -747,3 +747,35 @@ fn a_broken_nvidia_smi_leaves_the_cpu_label() {
         "{q4}"
     );
 }
+
+#[test]
+fn a_hub_trickling_below_the_minimum_rate_fails_the_file_naming_the_rate_and_frees_the_slot() {
+    let hub = HfServer::start(None);
+    hub.add_safetensors("tester/trickle-st");
+    hub.add_safetensors("tester/tiny-st");
+    // A hundred bytes a second, a dozen at a time: never silent long enough to be a stall.
+    hub.set_rate(100);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        &hub,
+        dir.path(),
+        "parallel_transfers = 1\nstall_timeout_s = 2\nmin_rate_bytes_per_s = 1024\n",
+    )
+    .replace("retries = 3", "retries = 1");
+    let d = TestDaemon::start_in(dir, &cfg);
+    let slow = d.ok("c", "download_model", json!({"repo": "tester/trickle-st"}))["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let failed = wait_state(&d, &slow, "failed");
+    let error = failed["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.contains("bytes/s"), "{failed}");
+    assert!(error.contains("models.min_rate_bytes_per_s"), "{failed}");
+    // The one transfer slot is free again: a job at full rate completes.
+    hub.set_rate(0);
+    let fast = d.ok("c", "download_model", json!({"repo": "tester/tiny-st"}))["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &fast, "done");
+}

@@ -37,6 +37,9 @@ pub struct ModelsConfig {
     /// A body that sends nothing for this long is cut and asked for again from where it
     /// stopped (a range alone).
     pub stall_timeout_s: u64,
+    /// A body slower than this many bytes per second over `stall_timeout_s` is cut like a
+    /// stall and asked for again by Range; 0 disables.
+    pub min_rate_bytes_per_s: u64,
 }
 
 impl std::fmt::Debug for ModelsConfig {
@@ -52,6 +55,7 @@ impl std::fmt::Debug for ModelsConfig {
             .field("connections_per_file", &self.connections_per_file)
             .field("ranged_min_bytes", &self.ranged_min_bytes)
             .field("stall_timeout_s", &self.stall_timeout_s)
+            .field("min_rate_bytes_per_s", &self.min_rate_bytes_per_s)
             .finish()
     }
 }
@@ -69,6 +73,7 @@ impl Default for ModelsConfig {
             connections_per_file: 4,
             ranged_min_bytes: 64 << 20,
             stall_timeout_s: 30,
+            min_rate_bytes_per_s: 1024,
         }
     }
 }

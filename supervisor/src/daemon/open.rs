@@ -78,6 +78,7 @@ pub(super) async fn open_downloads(
         connect_timeout: Duration::from_secs(m.connect_timeout_s),
         retries: m.retries,
         stall_timeout: Duration::from_secs(m.stall_timeout_s),
+        min_rate_bytes_per_s: m.min_rate_bytes_per_s,
         ranged: toolvisor_downloads::ranged::RangedConfig {
             connections: m.connections_per_file,
             min_bytes: m.ranged_min_bytes,

@@ -29,6 +29,44 @@ pub struct Hub {
     client: reqwest::Client,
     endpoint: String,
     token: Option<String>,
+    /// The slowest body kept (`models.min_rate_bytes_per_s`, 0: any), measured over
+    /// `rate_window` (`models.stall_timeout_s`).
+    min_rate: u64,
+    rate_window: Duration,
+}
+
+/// Watches one body's rate: a body that sends some bytes but fewer than the floor over a
+/// window holds a transfer slot as surely as one that sends nothing, so it is cut like a
+/// stall.
+pub(crate) struct RateFloor {
+    min_rate: u64,
+    window: Duration,
+    since: std::time::Instant,
+    bytes: u64,
+}
+
+impl RateFloor {
+    /// Count `n` bytes just received; past a window, the rate seen over it when that is
+    /// below the floor (the caller cuts the body), else a new window starts.
+    pub(crate) fn add(&mut self, n: usize) -> Result<(), String> {
+        self.bytes += n as u64;
+        let elapsed = self.since.elapsed();
+        if self.min_rate == 0 || elapsed < self.window {
+            return Ok(());
+        }
+        let rate = self.bytes as f64 / elapsed.as_secs_f64();
+        if rate < self.min_rate as f64 {
+            return Err(format!(
+                "the endpoint sent {} bytes in {:.1} s ({rate:.0} bytes/s), below the minimum of {} bytes/s (models.min_rate_bytes_per_s); lower that key (0 disables) if this endpoint is always this slow",
+                self.bytes,
+                elapsed.as_secs_f64(),
+                self.min_rate
+            ));
+        }
+        self.since = std::time::Instant::now();
+        self.bytes = 0;
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Hub {
@@ -301,7 +339,25 @@ impl Hub {
             client,
             endpoint: endpoint.trim_end_matches('/').to_string(),
             token: token.filter(|t| !t.is_empty()),
+            min_rate: 0,
+            rate_window: stall_timeout,
         })
+    }
+
+    /// Cut a body slower than `bytes_per_s` over the stall timeout (0: never).
+    pub fn with_min_rate(mut self, bytes_per_s: u64) -> Hub {
+        self.min_rate = bytes_per_s;
+        self
+    }
+
+    /// A watch on the rate of a body starting now.
+    pub(crate) fn rate_floor(&self) -> RateFloor {
+        RateFloor {
+            min_rate: self.min_rate,
+            window: self.rate_window,
+            since: std::time::Instant::now(),
+            bytes: 0,
+        }
     }
 
     pub fn endpoint(&self) -> &str {

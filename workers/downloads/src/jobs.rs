@@ -54,6 +54,8 @@ pub struct DownloadsConfig {
     pub retries: u32,
     /// A body that sends nothing this long is a transient error (retried by `Range`).
     pub stall_timeout: Duration,
+    /// A body slower than this over `stall_timeout` is cut like a stall (0: never).
+    pub min_rate_bytes_per_s: u64,
     /// Large files over several connections at once.
     pub ranged: crate::ranged::RangedConfig,
     /// Where the memory facts for the fit label come from.
@@ -366,7 +368,8 @@ impl Downloads {
             config.token.clone(),
             config.connect_timeout,
             config.stall_timeout,
-        )?;
+        )?
+        .with_min_rate(config.min_rate_bytes_per_s);
         let store = Store::open(&config.store)?;
         let jobs_dir = state_dir.join("downloads").join("jobs");
         toolvisor_kit::private::ensure_private_dir(&jobs_dir, "the download jobs directory")

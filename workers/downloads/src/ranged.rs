@@ -9,7 +9,7 @@
 //! second while the ranges run, and when they stop. So a transfer stopped any way — a
 //! cancel, a retry, a SIGKILL of the daemon — resumes each range where its durable bytes end,
 //! and never trusts bytes the disk may not have. A range whose connection stalls (no byte for
-//! `stall_timeout_s`), is cut or answered with a 5xx is asked for again alone, from where it
+//! `stall_timeout_s`, or fewer than `min_rate_bytes_per_s` over it), is cut or answered with a 5xx is asked for again alone, from where it
 //! stopped, with backoff; the other ranges go on. A hub that ignores ranges (a whole `200`
 //! answer) gets the file over one connection at once: the map goes, the `.part` is emptied.
 //!
@@ -456,6 +456,7 @@ async fn fetch_once(shared: &Shared, span: &Live) -> Result<(), RangeEnd> {
     }
     let mut at = from;
     let mut buf: Vec<u8> = Vec::with_capacity(BLOCK);
+    let mut floor = shared.hub.rate_floor();
     loop {
         let chunk = resp.chunk().await.map_err(|e| {
             fail(format!(
@@ -487,6 +488,14 @@ async fn fetch_once(shared: &Shared, span: &Live) -> Result<(), RangeEnd> {
         buf.extend_from_slice(&chunk);
         if buf.len() >= BLOCK {
             write_block(shared, span, &mut at, &mut buf).await?;
+        }
+        // Too slow: cut like a stall; what came is kept, the retry asks for the rest.
+        if let Err(why) = floor.add(chunk.len()) {
+            write_block(shared, span, &mut at, &mut buf).await?;
+            return Err(fail(format!(
+                "the range {}-{last} was cut at byte {at}: {why}",
+                span.start
+            )));
         }
     }
     write_block(shared, span, &mut at, &mut buf).await?;

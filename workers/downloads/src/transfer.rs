@@ -335,6 +335,7 @@ pub(crate) async fn one_connection(
         let hashing = tokio::task::spawn_blocking(move || hash_pieces(hasher, for_hasher));
         let mut blocks = Blocks::new();
         let mut got = have;
+        let mut floor = hub.rate_floor();
         let result = loop {
             // What has come is sent on before waiting for more: a slow download's bytes reach
             // the disk as they arrive, a fast one's in whole blocks.
@@ -361,6 +362,7 @@ pub(crate) async fn one_connection(
                         });
                     }
                     got += chunk.len() as u64;
+                    let slow = floor.add(chunk.len());
                     let mut rest: &[u8] = &chunk;
                     let mut open = true;
                     while !rest.is_empty() {
@@ -378,6 +380,17 @@ pub(crate) async fn one_connection(
                     // A closed queue is a writer that stopped on an error: it says which below.
                     if !open {
                         break Ok(());
+                    }
+                    // Too slow: cut like a stall; what came is kept, the retry asks for the rest.
+                    if let Err(why) = slow {
+                        break Err(DownloadError::Http {
+                            what: file.name.clone(),
+                            cause: format!(
+                                "the transfer was cut after {got} of {} bytes: {why}",
+                                file.size
+                            ),
+                            transient: true,
+                        });
                     }
                 }
                 Ok(None) => break Ok(()),
