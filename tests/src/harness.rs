@@ -189,6 +189,26 @@ fn run(mut cmd: Command, what: &str, timeout: Duration) -> Run {
     }
 }
 
+/// The run ended well and the harness played the endpoint's whole script, else a panic
+/// with both streams and `context` (the config it ran with, say); the endpoint's summary.
+pub fn played(run: &Run, ep: &Endpoint, context: &str) -> Json {
+    assert!(
+        run.status.success(),
+        "the harness failed ({}):{context}\nstdout: {}\nstderr: {}",
+        run.status,
+        run.stdout,
+        run.stderr
+    );
+    let summary = ep.summary();
+    assert!(
+        summary["problems"].as_array().is_some_and(|p| p.is_empty()),
+        "the harness did not play the whole script: {summary}{context}\nstdout: {}\nstderr: {}",
+        run.stdout,
+        run.stderr
+    );
+    summary
+}
+
 /// `toolvisor mcp`'s arguments for a harness's config.
 fn mcp_args(d: &TestDaemon, workdir: &Path, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = ["mcp", "--socket"].iter().map(|s| s.to_string()).collect();

@@ -7,24 +7,7 @@
 
 use serde_json::json;
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::harness::{Endpoint, Run, audit, claude, project};
-
-fn ok(run: &Run, ep: &Endpoint) {
-    assert!(
-        run.status.success(),
-        "claude failed ({}):\nstdout: {}\nstderr: {}",
-        run.status,
-        run.stdout,
-        run.stderr
-    );
-    let summary = ep.summary();
-    assert!(
-        summary["problems"].as_array().is_some_and(|p| p.is_empty()),
-        "the harness did not play the whole script: {summary}\nstdout: {}\nstderr: {}",
-        run.stdout,
-        run.stderr
-    );
-}
+use toolvisor_tests::harness::{Endpoint, audit, claude, played, project};
 
 #[test]
 fn reads_answer_with_what_the_files_hold() {
@@ -39,7 +22,7 @@ fn reads_answer_with_what_the_files_hold() {
         ]),
     );
     let run = claude(&d, &ep, &work, &[], &["read", "grep"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     let text = ep.results_text();
     assert!(text.contains("toolvisor-harness-7731"), "{text}");
     assert!(text.contains("greet.py:6:def greet"), "{text}");
@@ -57,7 +40,7 @@ fn a_write_runs_when_the_operator_delegated_approval_and_is_audited() {
         ]),
     );
     let run = claude(&d, &ep, &work, &["--approvals", "harness"], &["write"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     assert_eq!(
         std::fs::read_to_string(work.join("pkg/written.py")).unwrap(),
         "WRITTEN_BY_HARNESS = True\n"
@@ -87,7 +70,7 @@ fn without_delegation_a_headless_write_is_denied() {
         ]),
     );
     let run = claude(&d, &ep, &work, &[], &["write"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     assert!(
         !work.join("pkg/denied.py").exists(),
         "a write ran without approval"
@@ -128,7 +111,7 @@ fn ask_user_answers_no_human_when_no_person_is_attached() {
         ]),
     );
     let run = claude(&d, &ep, &work, &["--questions", "none"], &["ask_user"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     let text = ep.results_text();
     assert!(text.contains("no_human"), "{text}");
     assert!(
@@ -149,7 +132,7 @@ fn code_runs_when_the_operator_delegated_approval() {
         ]),
     );
     let run = claude(&d, &ep, &work, &["--approvals", "harness"], &["bash"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     let text = ep.results_text();
     assert!(text.contains("hello, ci 42"), "{text}");
 }

@@ -15,24 +15,7 @@ use toolvisor_protocol::wire::{
     ClientFrame, ClientKind, DaemonFrame, QuestionAnswer, Surface, Tier,
 };
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::harness::{Endpoint, Run, audit, codex, project};
-
-fn ok(run: &Run, ep: &Endpoint) {
-    assert!(
-        run.status.success(),
-        "codex failed ({}):\nstdout: {}\nstderr: {}",
-        run.status,
-        run.stdout,
-        run.stderr
-    );
-    let summary = ep.summary();
-    assert!(
-        summary["problems"].as_array().is_some_and(|p| p.is_empty()),
-        "the harness did not play the whole script: {summary}\nstdout: {}\nstderr: {}",
-        run.stdout,
-        run.stderr
-    );
-}
+use toolvisor_tests::harness::{Endpoint, audit, codex, played, project};
 
 #[test]
 fn reads_answer_with_what_the_files_hold() {
@@ -47,7 +30,7 @@ fn reads_answer_with_what_the_files_hold() {
         ]),
     );
     let run = codex(&d, &ep, &work, &[], &["read", "grep"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     let text = ep.results_text();
     assert!(text.contains("toolvisor-harness-7731"), "{text}");
     assert!(text.contains("greet.py:6:def greet"), "{text}");
@@ -65,7 +48,7 @@ fn a_write_runs_when_the_operator_delegated_approval_and_is_audited() {
         ]),
     );
     let run = codex(&d, &ep, &work, &["--approvals", "harness"], &["write"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     assert_eq!(
         std::fs::read_to_string(work.join("pkg/written.py")).unwrap(),
         "WRITTEN_BY_HARNESS = True\n"
@@ -95,7 +78,7 @@ fn without_delegation_a_headless_write_is_denied() {
         ]),
     );
     let run = codex(&d, &ep, &work, &[], &["write"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     assert!(
         !work.join("pkg/denied.py").exists(),
         "a write ran without approval"
@@ -136,7 +119,7 @@ fn ask_user_answers_no_human_when_no_person_is_attached() {
         ]),
     );
     let run = codex(&d, &ep, &work, &["--questions", "none"], &["ask_user"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     let text = ep.results_text();
     assert!(text.contains("no_human"), "{text}");
     assert!(
@@ -157,7 +140,7 @@ fn code_runs_when_the_operator_delegated_approval() {
         ]),
     );
     let run = codex(&d, &ep, &work, &["--approvals", "harness"], &["bash"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     let text = ep.results_text();
     assert!(text.contains("hello, ci 42"), "{text}");
 }
@@ -178,7 +161,7 @@ fn by_default_ask_user_answers_no_human_not_a_skip() {
     let work = project(&d);
     let ep = Endpoint::start(&d.dir.path().join("ep"), ask_script());
     let run = codex(&d, &ep, &work, &[], &["ask_user"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     let text = ep.results_text();
     assert!(text.contains("no_human"), "{text}");
     assert!(
@@ -231,7 +214,7 @@ fn by_default_an_attached_operator_answers_ask_user() {
     });
     let ep = Endpoint::start(&d.dir.path().join("ep"), ask_script());
     let run = codex(&d, &ep, &work, &[], &["ask_user"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     let _op = operator.join().expect("the operator answered");
     let text = ep.results_text();
     assert!(text.contains("howdy"), "{text}");
@@ -248,7 +231,7 @@ fn a_form_declined_faster_than_a_person_reads_answers_no_human() {
     let ep = Endpoint::start(&d.dir.path().join("ep"), ask_script());
     // Asked anyway: Codex declines the form within milliseconds, unseen.
     let run = codex(&d, &ep, &work, &["--questions", "elicit"], &["ask_user"]);
-    ok(&run, &ep);
+    played(&run, &ep, "");
     let text = ep.results_text();
     assert!(
         text.contains("no_human") && text.contains("no person saw question"),

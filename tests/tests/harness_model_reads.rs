@@ -10,25 +10,7 @@ use std::path::Path;
 use serde_json::{Value as Json, json};
 use toolvisor_tests::TestDaemon;
 use toolvisor_tests::eval;
-use toolvisor_tests::harness::{Endpoint, Run, claude, codex, project};
-
-fn ok(run: &Run, ep: &Endpoint) -> Json {
-    assert!(
-        run.status.success(),
-        "the harness failed ({}):\nstdout: {}\nstderr: {}",
-        run.status,
-        run.stdout,
-        run.stderr
-    );
-    let summary = ep.summary();
-    assert!(
-        summary["problems"].as_array().is_some_and(|p| p.is_empty()),
-        "the harness did not play the whole script: {summary}\nstdout: {}\nstderr: {}",
-        run.stdout,
-        run.stderr
-    );
-    summary
-}
+use toolvisor_tests::harness::{Endpoint, claude, codex, played, project};
 
 /// Each tool result the model got, in order: its text, and whether it carried an image.
 fn results(summary: &Json) -> Vec<(String, bool)> {
@@ -102,7 +84,7 @@ fn claude_code_gives_the_model_the_rendering_and_errors_as_text() {
     let work = project(&d);
     let ep = Endpoint::start(&d.dir.path().join("ep"), reads());
     let run = claude(&d, &ep, &work, &[], &["grep", "read"]);
-    check_reads(&ok(&run, &ep));
+    check_reads(&played(&run, &ep, ""));
     // The server instructions reach the model, whole.
     let prompted = ep.requests().iter().any(|r| {
         r["body"]
@@ -118,7 +100,7 @@ fn codex_gives_the_model_the_rendering_and_errors_as_text() {
     let work = project(&d);
     let ep = Endpoint::start(&d.dir.path().join("ep"), reads());
     let run = codex(&d, &ep, &work, &[], &["grep", "read"]);
-    check_reads(&ok(&run, &ep));
+    check_reads(&played(&run, &ep, ""));
 }
 
 fn plot() -> Json {
@@ -136,7 +118,7 @@ fn claude_code_gets_an_eval_figure_as_an_image_block() {
     let work = project(&d);
     let ep = Endpoint::start(&d.dir.path().join("ep"), plot());
     let run = claude(&d, &ep, &work, &["--approvals", "harness"], &["eval"]);
-    let got = results(&ok(&run, &ep));
+    let got = results(&played(&run, &ep, ""));
     let (text, image) = &got[0];
     assert!(image, "no image block reached the model: {text}");
     assert!(
@@ -155,7 +137,7 @@ fn codex_gets_an_eval_figure_as_a_file_the_text_names() {
     let work = project(&d);
     let ep = Endpoint::start(&d.dir.path().join("ep"), plot());
     let run = codex(&d, &ep, &work, &["--approvals", "harness"], &["eval"]);
-    let got = results(&ok(&run, &ep));
+    let got = results(&played(&run, &ep, ""));
     let (text, image) = &got[0];
     assert!(!image, "{text}");
     assert!(

@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use serde_json::{Value as Json, json};
+use serde_json::json;
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::tree::{NodeState, TreeNode};
 use toolvisor_protocol::wire::{ClientFrame, ClientKind, DaemonFrame, Tier};
-use toolvisor_tests::harness::{Endpoint, claude, project};
+use toolvisor_tests::harness::{Endpoint, claude, played, project};
 use toolvisor_tests::{TestDaemon, eval, wait_for};
 
 /// A `sleep` whose argument no other process on the machine has.
@@ -80,18 +80,7 @@ fn run_claude(d: &TestDaemon, secs: &str, extra: &[&str]) {
     let mut args = vec!["--approvals", "harness"];
     args.extend_from_slice(extra);
     let run = claude(d, &ep, &work, &args, &["eval", "process"]);
-    assert!(
-        run.status.success(),
-        "claude failed ({}):\nstdout: {}\nstderr: {}",
-        run.status,
-        run.stdout,
-        run.stderr
-    );
-    let summary: Json = ep.summary();
-    assert!(
-        summary["problems"].as_array().is_some_and(|p| p.is_empty()),
-        "the harness did not play the whole script: {summary}"
-    );
+    played(&run, &ep, "");
     let text = ep.results_text();
     assert!(
         text.contains("42"),
