@@ -47,10 +47,18 @@ fn socket_activation_starts_the_daemon_on_the_first_connect_and_answers_that_cli
         .stderr(log)
         .spawn()
         .expect("start systemd-socket-activate");
+    // The socket file appears at bind(), before listen(): a connect in between is refused.
+    // systemd-socket-activate logs "Listening on …" once it listens.
+    let log_path = dir.path().join("daemon.log");
     wait_for(
         "systemd-socket-activate to listen",
         Duration::from_secs(10),
-        || socket.exists().then_some(()),
+        || {
+            std::fs::read_to_string(&log_path)
+                .ok()
+                .filter(|log| log.contains("Listening on"))
+                .map(|_| ())
+        },
     );
     // Nothing serves yet: the first connect is what starts the daemon, and that same client
     // gets its answer.
