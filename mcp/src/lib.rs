@@ -37,7 +37,7 @@ pub mod content;
 pub mod daemon;
 pub mod gate;
 pub mod http;
-pub mod peer;
+pub use toolvisor_kit::peer;
 pub mod render;
 pub mod runs;
 pub mod tasks;

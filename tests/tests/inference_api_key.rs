@@ -204,3 +204,85 @@ fn clients_on_the_port_cannot_take_the_sockets_connections() {
     assert!(dotted.body.contains("not_found"), "{}", dotted.body);
     drop(held);
 }
+
+/// `GET /v1/models` and a chat request asking for a model, sent on the loopback port by a
+/// process of user `nobody` (65534), with `headers`; the two answers as one text.
+fn as_nobody(port: u16, headers: &str) -> String {
+    use std::os::unix::process::CommandExt;
+    let script = r#"
+import socket, sys
+port, headers = int(sys.argv[1]), sys.argv[2].replace("\\n", "\r\n")
+for req in ("GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n" + headers + "\r\n",
+            'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: 16\r\n' + headers + '\r\n{"model":"tiny"}'):
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    s.sendall(req.encode())
+    out = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    print(out.decode(errors="replace"))
+    print("----")
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(port.to_string())
+        .arg(headers.replace("\r\n", "\\n"))
+        .uid(65534)
+        .gid(65534)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A port without a key is held to the Unix socket's rule: another local user's process gets
+/// a 403 naming the setting, triggers no load and learns no store path; the daemon's own user
+/// is served. With a key, another user holding it is served.
+#[test]
+fn a_port_without_a_key_serves_only_the_daemons_user() {
+    if !nix::unistd::geteuid().is_root() {
+        panic!("this test runs a client as user nobody: run it as root (CI does)");
+    }
+    let d = TestDaemon::start("[inference]\nlisten = \"127.0.0.1:0\"\n");
+    let status = d.ok("c", "get_inference_status", json!({}));
+    assert_eq!(status["endpoint"]["listen_needs_key"], false, "{status}");
+    let port = listen_port(&d);
+
+    let theirs = as_nobody(port, "");
+    let answers: Vec<&str> = theirs.split("----").filter(|a| a.trim() != "").collect();
+    assert_eq!(answers.len(), 2, "{theirs}");
+    for answer in answers {
+        let answer = answer.trim_start();
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        assert!(
+            answer.contains("other_user") && answer.contains("[inference] api_key"),
+            "{answer}"
+        );
+        assert!(!answer.contains("/models/"), "a store path: {answer}");
+    }
+    let status = d.ok("c", "get_inference_status", json!({}));
+    assert_eq!(
+        status["models"].as_array().map(Vec::len),
+        Some(0),
+        "another user's request loaded something: {status}"
+    );
+
+    let ours = models_on(port, "");
+    assert!(ours.starts_with("HTTP/1.1 200"), "{ours}");
+    drop(d);
+
+    let d = TestDaemon::start(&format!(
+        "[inference]\nlisten = \"127.0.0.1:0\"\napi_key = {KEY:?}\n"
+    ));
+    let port = listen_port(&d);
+    let keyed = as_nobody(port, &format!("authorization: Bearer {KEY}\r\n"));
+    assert!(keyed.trim_start().starts_with("HTTP/1.1 200"), "{keyed}");
+}

@@ -677,7 +677,7 @@ impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteStall<S> {
 /// client sent is read and dropped until it closes too (within the same second), because a
 /// TCP socket closed with its peer's request unread is reset, and a reset can discard the
 /// refusal before the client has read it.
-fn refuse<S>(mut stream: S, max: usize)
+fn refuse<S>(stream: S, max: usize)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -685,14 +685,25 @@ where
         max,
         "inference endpoint: refused a connection past inference.max_connections"
     );
-    let body = json!({"error": {
-        "message": format!("the inference endpoint is serving its maximum of {max} connections (inference.max_connections): close idle connections and retry, or raise it"),
-        "type": "too_many_connections",
-        "code": "too_many_connections",
-    }})
-    .to_string();
+    answer_and_close(
+        stream,
+        "503 Service Unavailable\r\nretry-after: 1",
+        "too_many_connections",
+        format!(
+            "the inference endpoint is serving its maximum of {max} connections (inference.max_connections): close idle connections and retry, or raise it"
+        ),
+    );
+}
+
+/// Answer one JSON error on a connection nothing else is read from, then close it (at most a
+/// second, so a peer that never reads holds nothing).
+fn answer_and_close<S>(mut stream: S, status: &str, code: &str, message: String)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let body = json!({"error": {"message": message, "type": code, "code": code}}).to_string();
     let reply = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     tokio::spawn(async move {
@@ -774,7 +785,7 @@ pub fn serve(
         if key.is_none() {
             tracing::warn!(
                 listen,
-                "the inference endpoint's loopback port has no key: any local process can use the models (set [inference] api_key)"
+                "the inference endpoint's loopback port has no key: only this user's processes are admitted (set [inference] api_key to admit others that hold it)"
             );
         }
         tokio::spawn(async move {
@@ -784,7 +795,38 @@ pub fn serve(
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                admit(&pool, key.clone(), &permits, stream);
+                if key.is_some() {
+                    admit(&pool, key.clone(), &permits, stream);
+                    continue;
+                }
+                // Without a key the port is held to the Unix socket's rule: only this user's
+                // processes (the kernel's socket table names the peer's owner; read off the
+                // accept loop, it can take milliseconds).
+                let (pool, permits) = (pool.clone(), permits.clone());
+                tokio::spawn(async move {
+                    let ends = stream.local_addr().ok().zip(stream.peer_addr().ok());
+                    let owner = tokio::task::spawn_blocking(move || {
+                        ends.and_then(|(local, remote)| {
+                            toolvisor_kit::peer::tcp_peer_uid(local, remote)
+                        })
+                    })
+                    .await
+                    .ok()
+                    .flatten();
+                    if owner == Some(uid) {
+                        return admit(&pool, None, &permits, stream);
+                    }
+                    tracing::warn!(
+                        peer_uid = owner,
+                        "inference endpoint: refused a loopback connection of another user (the port has no key)"
+                    );
+                    answer_and_close(
+                        stream,
+                        "403 Forbidden",
+                        "other_user",
+                        "this port has no key, so only the daemon's user may use it: ask that user to set [inference] api_key (or $TOOLVISOR_INFERENCE_API_KEY) and send it as `Authorization: Bearer <key>`".into(),
+                    );
+                });
             }
         });
     }

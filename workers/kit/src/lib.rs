@@ -10,6 +10,7 @@ pub mod ids;
 pub mod launch;
 pub mod memory;
 pub mod output;
+pub mod peer;
 pub mod private;
 pub mod process;
 pub mod restart;

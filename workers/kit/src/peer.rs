@@ -1,7 +1,8 @@
 //! Who is on the other end of a listener's connection: the client process when it can be
 //! found (SO_PEERCRED on a Unix socket; on loopback TCP the kernel's socket table names the
 //! client socket's owner and inode, and /proc names the process holding that inode), else
-//! its user. Used to cap MCP sessions per client, so one client cannot take every session.
+//! its user. Used to cap MCP sessions per client, so one client cannot take every session,
+//! and to hold a keyless inference port to the daemon's own user.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
