@@ -371,6 +371,15 @@ fn visible(tools: &[ToolInfo]) -> Vec<&ToolInfo> {
     tools.iter().filter(|t| t.available).collect()
 }
 
+/// What a tool list change is judged by: the available tools' names and descriptions (a
+/// Welcome's list carries no schemas, and schemas change only with the binary).
+fn listed(tools: &[ToolInfo]) -> Vec<(&str, &str)> {
+    visible(tools)
+        .into_iter()
+        .map(|t| (t.name.as_str(), t.description.as_str()))
+        .collect()
+}
+
 /// Look at the run's tool list after tree changes and every `poll` (connecting again when
 /// the daemon went away); tell the client when what it may see changed.
 async fn watch_tools(
@@ -403,7 +412,7 @@ async fn watch_tools(
         let Ok(now) = conn.list_tools().await else {
             continue;
         };
-        if visible(&now) != visible(&last) {
+        if listed(&now) != listed(&last) {
             last = now;
             if peer.notify_tool_list_changed().await.is_err() {
                 return;

@@ -184,7 +184,7 @@ pub struct ToolInfo {
     pub requires_approval: bool,
     /// The resource the tool needs (e.g. `processes`, `language_servers`).
     pub resource: String,
-    /// JSON Schema of the arguments.
+    /// JSON Schema of the arguments (null in a `Welcome`).
     pub schema: Value,
     /// False when the tool is registered but cannot run here; `unavailable_reason` says why.
     pub available: bool,
@@ -211,7 +211,8 @@ pub struct Welcome {
     pub session_id: u64,
     pub codec: Codec,
     pub max_frame: u32,
-    /// The tools this client may see right now.
+    /// The tools this client may see right now, without their schemas (`schema` null,
+    /// `output_schema` absent): `ListTools` answers them.
     pub tools: Vec<ToolInfo>,
 }
 

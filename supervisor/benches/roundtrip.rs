@@ -15,7 +15,8 @@
 //! so a round trip is the same context switches on both sides; the same latency is measured
 //! again unpinned (where the daemon's wakeups of its other threads show), and throughput runs
 //! unpinned. `TOOLVISOR_BENCH_SOAK_S=<s>` runs only the daemon's throughput phase for that long,
-//! for a profiler.
+//! for a profiler. `TOOLVISOR_BENCH_CONNECT_ONLY=1` measures only a connection's start, with and
+//! without `list_tools`.
 
 #[allow(dead_code)]
 #[path = "support/common.rs"]
@@ -68,6 +69,13 @@ fn main() {
     let idle_rss = rss_kib(daemon.0.id());
     let (daemon_pid, echo_pid) = (daemon.0.id(), echo.0.id());
     let cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+
+    // `TOOLVISOR_BENCH_CONNECT_ONLY=1`: only a connection's start, with and without the tool
+    // list's schemas, alternating, `rounds` × 100 of each.
+    if std::env::var_os("TOOLVISOR_BENCH_CONNECT_ONLY").is_some() {
+        connect_only(&daemon_sock, rounds);
+        return;
+    }
 
     // Warm both.
     latency(&mut Side::Daemon.connect(&daemon_sock, &echo_sock), 2_000);
@@ -191,7 +199,7 @@ fn main() {
         );
     }
 
-    // A connection's start: Hello → Welcome (with every tool's schemas), then closed.
+    // A connection's start: Hello → Welcome (the tools without their schemas), then closed.
     let mut connects: Vec<f64> = (0..100)
         .map(|_| {
             let t = Instant::now();
@@ -260,7 +268,7 @@ fn main() {
     );
     println!("| idle RSS | {idle_rss} KiB | ≤ 15 MiB | {load} |");
     println!(
-        "| connect (Hello → Welcome with the tool list), median of 100 | {connect_p50:.0} µs | — | {load} |"
+        "| connect (Hello → Welcome), median of 100 | {connect_p50:.0} µs | ≤ 500 µs | {load} |"
     );
     println!(
         "| 64 clients × 1000 calls | {errors} errors in {many_secs:.1} s, RSS after {loaded_rss} KiB | 0 errors | {load} |"
@@ -411,6 +419,49 @@ impl Framed {
                 other => panic!("the echo answered {other:?}"),
             },
         }
+    }
+}
+
+/// Medians in µs of 100 connection starts per round: Hello → Welcome, and Hello → Welcome →
+/// `list_tools` (what a client that builds calls from the schemas pays), alternating.
+fn connect_only(sock: &Path, rounds: usize) {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let start = |with_schemas: bool| -> f64 {
+        let t = Instant::now();
+        let mut c = connect(sock, Codec::Bincode);
+        if with_schemas {
+            match c.request(&ClientFrame::ListTools { all: false }) {
+                Ok(DaemonFrame::Tools { tools }) => assert!(!tools.is_empty()),
+                other => panic!("list_tools answered {other:?}"),
+            }
+        }
+        drop(c);
+        t.elapsed().as_secs_f64() * 1e6
+    };
+    for _ in 0..20 {
+        start(true);
+    }
+    println!("| round | Hello → Welcome | + list_tools (schemas) | load |\n|---|---|---|---|");
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        let mut medians = [0.0; 2];
+        for with in order {
+            medians[with as usize] = median((0..100).map(|_| start(with)).collect());
+        }
+        println!(
+            "| {} | {:.0} µs | {:.0} µs | {} |",
+            round + 1,
+            medians[0],
+            medians[1],
+            loadavg()
+        );
     }
 }
 

@@ -74,6 +74,15 @@ impl Registry {
             .collect()
     }
 
+    /// The advertised set as the Welcome carries it: without schemas (`ListTools` has them).
+    pub fn welcome_list(&self, surface: &Surface) -> Vec<ToolInfo> {
+        self.tools
+            .values()
+            .filter(|t| self.refusal(t, surface).is_none())
+            .map(|t| t.brief(true, None))
+            .collect()
+    }
+
     /// Every registered tool, each marked with whether this client may call it and why not.
     pub fn everything(&self, surface: &Surface) -> Vec<ToolInfo> {
         self.tools

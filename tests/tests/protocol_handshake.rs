@@ -108,6 +108,28 @@ fn a_raw_json_client_needs_nothing_but_a_socket() {
         .expect("tools in welcome");
     // A read surface sees no exec tools.
     assert!(tools.iter().all(|t| t["tier"] == "read"), "{tools:?}");
+    // The Welcome names the tools without their schemas, which come with `list_tools`: a
+    // connection that only calls does not pay for them.
+    assert!(
+        tools
+            .iter()
+            .all(|t| t["schema"].is_null() && t.get("output_schema").is_none_or(|o| o.is_null())),
+        "{tools:?}"
+    );
+    let welcome_len = welcome.to_string().len();
+    send(&mut s, r#"{"list_tools":{"all":false}}"#);
+    let listed = recv(&mut s);
+    let full = listed["tools"]["tools"].as_array().expect("tools");
+    assert_eq!(full.len(), tools.len(), "{listed}");
+    assert!(
+        full.iter().all(|t| t["schema"]["type"] == "object"),
+        "{listed}"
+    );
+    assert!(
+        welcome_len * 4 < listed.to_string().len(),
+        "the Welcome ({welcome_len} bytes) is not much smaller than the list with schemas ({})",
+        listed.to_string().len()
+    );
     send(
         &mut s,
         r#"{"call":{"id":7,"conversation":"c","tool":"bash","args":{"command":"true"}}}"#,

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value as Json, json};
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::error::ErrorKind;
-use toolvisor_protocol::wire::{Outcome, Tier};
+use toolvisor_protocol::wire::{ClientFrame, DaemonFrame, Outcome, Tier};
 use toolvisor_tests::TestDaemon;
 
 /// The simplest value a property's schema takes.
@@ -52,7 +52,10 @@ fn simplest(prop: &Json) -> Json {
 fn each_required_argument_of_each_tool_is_named_when_missing() {
     let d = TestDaemon::start("");
     let mut c = d.client(Codec::Json, Tier::Exec, true);
-    let tools = c.welcome().tools.clone();
+    let tools = match c.request(&ClientFrame::ListTools { all: false }).unwrap() {
+        DaemonFrame::Tools { tools } => tools,
+        other => panic!("{other:?}"),
+    };
     let mut checked = Vec::new();
     let mut wrong = Vec::new();
     for tool in tools.iter().filter(|t| t.available) {

@@ -257,11 +257,11 @@ async fn welcome(
         session_id,
         codec,
         max_frame: max,
-        tools: daemon.registry().advertised(&hello.surface),
+        // Names, descriptions and tiers; the schemas (about 200 KB) come with `ListTools`,
+        // so a connection that only calls pays nothing for them.
+        tools: daemon.registry().welcome_list(&hello.surface),
     });
     let sent = write_one(&mut writer, codec, &welcome, max).await;
-    // Not kept for the life of the connection: with every tool's schema it is most of what
-    // an idle session would cost (~100 KB).
     drop(welcome);
     if sent.is_err() {
         daemon.services().questions.detach(session_id);

@@ -357,22 +357,32 @@ impl ToolSpec {
 
     pub(crate) fn info(&self, available: bool, reason: Option<String>) -> ToolInfo {
         ToolInfo {
+            schema: Value(self.schema.clone()),
+            output_schema: self
+                .output
+                .as_ref()
+                .map(|s| Value(toolvisor_protocol::results::outward(s))),
+            ..self.brief(available, reason)
+        }
+    }
+
+    /// What the Welcome lists: the tool without its schemas (`schema` null), which are most
+    /// of a tool list's bytes and which only a client that builds calls from them asks for.
+    pub(crate) fn brief(&self, available: bool, reason: Option<String>) -> ToolInfo {
+        ToolInfo {
             name: self.name.to_string(),
             description: self.description.to_string(),
             tier: self.tier,
             parallel_safe: self.parallel_safe,
             requires_approval: !matches!(self.approval, Approval::Never),
             resource: self.resource.to_string(),
-            schema: Value(self.schema.clone()),
+            schema: Value(Json::Null),
             available,
             unavailable_reason: reason,
             destructive: self.destructive,
             idempotent: self.idempotent,
             open_world: self.open_world,
-            output_schema: self
-                .output
-                .as_ref()
-                .map(|s| Value(toolvisor_protocol::results::outward(s))),
+            output_schema: None,
         }
     }
 }
