@@ -10,6 +10,7 @@ pub mod autostart;
 pub mod config;
 pub mod conversations;
 pub mod daemon;
+pub mod doctor;
 pub mod downloadview;
 pub mod lanes;
 pub mod listener;

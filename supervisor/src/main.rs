@@ -228,6 +228,21 @@ enum Command {
         #[arg(long, requires = "print_config")]
         headless: bool,
     },
+    /// What this machine and project lack, on one screen: `toolvisor` on PATH, the daemon
+    /// (started if none answers, as `toolvisor mcp` does), the language servers and debug
+    /// adapters of the languages found here, and the Claude Code and Codex configs. Exits 1
+    /// when a line needs action (each says what to run).
+    Doctor {
+        /// Daemon socket (default: $XDG_RUNTIME_DIR/toolvisor.sock or /tmp/toolvisor-$UID/toolvisor.sock).
+        #[arg(long, env = "TOOLVISOR_SOCKET")]
+        socket: Option<PathBuf>,
+        /// The config a daemon started here uses.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The project to look at (default: the current directory).
+        #[arg(long)]
+        workdir: Option<PathBuf>,
+    },
     /// Answer the agent's `ask_user` questions at this terminal: each shows as a numbered
     /// card; answer with option number(s), free text, or `s` to skip.
     Operator {
@@ -662,6 +677,11 @@ fn main() -> ExitCode {
             )
         }
         Command::Drain { timeout, conn } => drain_main(&conn, Duration::from_secs(timeout)),
+        Command::Doctor {
+            socket,
+            config,
+            workdir,
+        } => doctor_main(socket, config, workdir),
         Command::Operator { run, conn } => {
             let options = toolvisor::operator::OperatorOptions {
                 socket: conn
@@ -711,6 +731,29 @@ fn main() -> ExitCode {
                 Err(e) => lost(e),
             }
         }
+    }
+}
+
+fn doctor_main(
+    socket: Option<PathBuf>,
+    config: Option<PathBuf>,
+    workdir: Option<PathBuf>,
+) -> ExitCode {
+    let workdir = match mcp_workdir(workdir) {
+        Ok(w) => PathBuf::from(w),
+        Err(e) => {
+            eprintln!("toolvisor doctor: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let socket = socket.unwrap_or_else(toolvisor::config::default_socket_path);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let report = toolvisor::doctor::run(&socket, config.as_deref(), &workdir, home.as_deref());
+    print!("{}", report.text);
+    if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 

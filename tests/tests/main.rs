@@ -6,6 +6,7 @@
 //! between tests that was not before. Run one file's tests with
 //! `cargo nextest run -p toolvisor-tests -E 'test(/^lsp_outside_changes::/)'`.
 
+mod cli_doctor;
 mod cli_help;
 mod cli_print_config;
 mod clients_frames_in_step;
