@@ -1,6 +1,7 @@
 //! Helpers for the `debug` tests: find the real adapters that `scripts/install-test-deps`
-//! installs (debugpy in `.test-deps/venv`, Debian's lldb-dap, gcc), failing loudly when one
-//! is missing; write and build small programs; call `debug` with a project as the workdir.
+//! installs (debugpy in `.test-deps/venv`, Debian's lldb-dap, gcc, Go and delve), failing
+//! loudly when one is missing; write and build small programs; call `debug` with a project as
+//! the workdir.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,8 +13,7 @@ use toolvisor_protocol::wire::Outcome;
 use crate::lsp::{call_in, tail, test_deps};
 use crate::{TestDaemon, wait_for};
 
-const INSTALL: &str =
-    "run scripts/install-test-deps (it installs debugpy into .test-deps/venv, lldb-19 and gcc)";
+const INSTALL: &str = "run scripts/install-test-deps (it installs debugpy into .test-deps/venv, lldb-19, gcc, and golang-go, delve and gopls)";
 
 /// The test venv's Python, which must import debugpy; panics (never skips) otherwise.
 pub fn require_debugpy() -> PathBuf {
@@ -53,6 +53,44 @@ pub fn require_lldb_dap() -> PathBuf {
         }
     }
     panic!("no lldb-dap on PATH: {INSTALL}");
+}
+
+/// `go` and `dlv` on `PATH`, each answering `version`; panics (never skips) otherwise.
+pub fn require_go() {
+    for (bin, arg) in [("go", "version"), ("dlv", "version")] {
+        let ok = Command::new(bin)
+            .arg(arg)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(ok, "`{bin} {arg}` does not run: {INSTALL}");
+    }
+}
+
+/// The environment of the go command in the Go tests: the build cache and GOPATH in
+/// `.test-deps/go` (shared by the Go tests: the cache is safe to share), modules from the
+/// module itself only and no network (`GOPROXY=off`, `GOTOOLCHAIN=local`).
+pub fn go_vars() -> Vec<(String, String)> {
+    let go = test_deps().join("go");
+    vec![
+        ("GOCACHE".into(), go.join("cache").display().to_string()),
+        ("GOPATH".into(), go.join("path").display().to_string()),
+        ("GOFLAGS".into(), "-mod=mod".into()),
+        ("GOTOOLCHAIN".into(), "local".into()),
+        ("GOPROXY".into(), "off".into()),
+    ]
+}
+
+/// `[env] set` for a daemon whose children run the go command: [`go_vars`] on top of the
+/// default set.
+pub fn go_env() -> String {
+    let vars: Vec<String> = go_vars()
+        .iter()
+        .map(|(k, v)| format!("{k} = {v:?}"))
+        .collect();
+    format!(
+        "[env]\nset = {{ PYTHONDONTWRITEBYTECODE = \"1\", {} }}\n",
+        vars.join(", ")
+    )
 }
 
 /// Builds `name.c` in `dir` with `gcc -g -O0`; returns the executable.

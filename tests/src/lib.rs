@@ -74,6 +74,27 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
+/// The processes whose parent is `pid`, with their names (`/proc/<pid>/stat`: the name in
+/// parentheses, the parent pid the second field after them).
+pub fn children(pid: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some((head, rest)), Some(open)) = (stat.rsplit_once(')'), stat.find('(')) else {
+            continue;
+        };
+        if rest.split_whitespace().nth(1) == Some(pid.to_string().as_str()) {
+            found.push((child, head[open + 1..].to_string()));
+        }
+    }
+    found
+}
+
 /// A daemon started for one test, killed (and its temp dir removed) on drop.
 pub struct TestDaemon {
     pub dir: tempfile::TempDir,

@@ -21,6 +21,7 @@ mod debug_attach_debugpy;
 mod debug_attach_pid;
 mod debug_breakpoint_options;
 mod debug_exception_stops;
+mod debug_go_delve;
 mod debug_launch_options;
 mod debug_lldb_native;
 mod debug_ordering;

@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::config::AdapterSpec;
+use crate::config::{AdapterSpec, Transport};
 
 /// Launch conventions an adapter follows; taken from its registry name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +88,7 @@ pub struct Resolved {
     pub python: Option<PathBuf>,
     /// Variables added to the launcher's environment (a virtualenv's `PATH`, `VIRTUAL_ENV`).
     pub env: Vec<(String, String)>,
+    pub transport: Transport,
 }
 
 impl Resolved {
@@ -219,6 +220,7 @@ pub fn resolve(name: &str, spec: &AdapterSpec, search: &Search) -> Result<Resolv
                 args,
                 python: Some(python),
                 env,
+                transport: spec.transport,
             });
         }
         let found = if program.contains('/') {
@@ -236,6 +238,7 @@ pub fn resolve(name: &str, spec: &AdapterSpec, search: &Search) -> Result<Resolv
                     args,
                     python: None,
                     env: Vec::new(),
+                    transport: spec.transport,
                 });
             }
             None => tried.push(program.replace("-*", "-NN")),

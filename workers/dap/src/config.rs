@@ -24,6 +24,22 @@ pub struct AdapterSpec {
     /// `launch` picks this adapter for native executables (ELF files).
     #[serde(default)]
     pub native: bool,
+    /// How DAP reaches the adapter: `stdio` (default) or `tcp-listen`.
+    #[serde(default)]
+    pub transport: Transport,
+}
+
+/// How the daemon speaks DAP with an adapter it starts.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// Over the adapter's stdin and stdout.
+    #[default]
+    Stdio,
+    /// The adapter listens on a loopback port it chose and prints on stdout (`dlv dap
+    /// --listen=127.0.0.1:0` prints `DAP server listening at: 127.0.0.1:PORT`); the daemon
+    /// reads the address, connects, and keeps reading stdout as the program's output.
+    TcpListen,
 }
 
 /// `[debug]`.
@@ -149,6 +165,7 @@ pub fn default_adapters() -> BTreeMap<String, AdapterSpec> {
             markers: v(&["pyproject.toml", "setup.py", "requirements.txt"]),
             extensions: v(&["py"]),
             native: false,
+            transport: Transport::Stdio,
         },
     );
     m.insert(
@@ -163,15 +180,19 @@ pub fn default_adapters() -> BTreeMap<String, AdapterSpec> {
             markers: v(&["Cargo.toml", "CMakeLists.txt"]),
             extensions: Vec::new(),
             native: true,
+            transport: Transport::Stdio,
         },
     );
     m.insert(
         "delve".into(),
         AdapterSpec {
-            commands: vec![v(&["dlv", "dap"])],
+            // `dlv dap` never reads stdin: it listens on TCP. Port 0: the kernel picks a free
+            // one and delve prints it.
+            commands: vec![v(&["dlv", "dap", "--listen=127.0.0.1:0"])],
             markers: v(&["go.mod"]),
             extensions: v(&["go"]),
             native: false,
+            transport: Transport::TcpListen,
         },
     );
     m.insert(
@@ -181,6 +202,7 @@ pub fn default_adapters() -> BTreeMap<String, AdapterSpec> {
             markers: v(&["pubspec.yaml"]),
             extensions: v(&["dart"]),
             native: false,
+            transport: Transport::Stdio,
         },
     );
     m

@@ -1,5 +1,5 @@
-//! `debug`: a Debug Adapter Protocol driver with real adapters (debugpy, lldb-dap; delve
-//! and dart configured), one session per conversation, each an actor under the
+//! `debug`: a Debug Adapter Protocol driver with real adapters (debugpy, lldb-dap, delve;
+//! dart configured), one session per conversation, each an actor under the
 //! `debug_adapters` supervisor with a hard TTL.
 //!
 //! - `client.rs` is a thin, lenient DAP client on the shared Content-Length framing of
@@ -21,7 +21,7 @@ pub mod config;
 mod debuggers;
 mod session;
 
-pub use config::{AdapterSpec, DebugConfig};
+pub use config::{AdapterSpec, DebugConfig, Transport};
 pub use debuggers::{DebugCall, Debuggers, MAX_CHILDREN, MAX_FRAMES, MAX_VALUE_CHARS};
 
 /// What can go wrong with one request to an adapter.

@@ -3,6 +3,11 @@
 //! so the same guard reaps it), the hard TTL, and the shared [`Session`] that the tool's
 //! calls drive.
 //!
+//! An adapter speaks DAP on its stdio, or (`transport = "tcp-listen"`, delve) on a loopback
+//! port it prints on stdout: the actor reads the address within `start_timeout_s`, connects,
+//! and reads the rest of stdout as the program's output; the child is the same guarded child
+//! either way.
+//!
 //! The actor's mailbox only takes short messages (a TTL tick, the adapter's exit, the end of
 //! a TCP connection); requests are sent by the caller's task through [`Session::client`],
 //! and the adapter's events are folded into [`RunState`] by an event task, so the mailbox
@@ -15,6 +20,7 @@
 //! so a stop that overtakes its request's answer is never missed.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -32,7 +38,9 @@ use toolvisor_protocol::tree::NodeState;
 
 use crate::adapters::{Flavor, Resolved};
 use crate::client::{DapClient, Incoming};
+use crate::config::Transport;
 use toolvisor_kit::output::OutputLog;
+use toolvisor_protocol::{ErrorKind, ToolError};
 
 /// How often the actor looks at its TTL.
 const TICK: Duration = Duration::from_millis(250);
@@ -42,6 +50,8 @@ const MAX_FRAME: usize = 64 * 1024 * 1024;
 const TAIL_BYTES: usize = 4096;
 /// Lines of the adapter's console messages kept.
 const CONSOLE_LINES: usize = 20;
+/// Bytes a `tcp-listen` adapter may print before the address it listens on.
+const ADDRESS_SEARCH_BYTES: usize = 64 * 1024;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -68,11 +78,14 @@ pub enum Target {
 /// How the adapter is reached.
 #[derive(Clone, Debug)]
 pub(crate) enum Connect {
-    /// Run the adapter as a child and speak over its stdio.
+    /// Run the adapter as a child and speak over its stdio, or (`tcp-listen`) over the
+    /// loopback port it prints.
     Spawn {
         resolved: Box<Resolved>,
         cwd: PathBuf,
         launcher: Launcher,
+        /// How long a `tcp-listen` adapter may take to print its address.
+        address_wait: Duration,
     },
     /// A debug server already listens on 127.0.0.1:port (`python -m debugpy --listen`).
     Tcp { port: u16 },
@@ -189,6 +202,9 @@ pub struct Session {
     shutting_down: AtomicBool,
     /// Set once `disconnect` went out: output after it is the adapter's, not the program's.
     disconnected: AtomicBool,
+    /// Why the actor could not start, as the caller should see it (when more is known than
+    /// the actor's error text).
+    start_failure: OnceLock<ToolError>,
     supervisor: ActorRef<SupervisorMsg>,
 }
 
@@ -246,6 +262,7 @@ impl Session {
             entry_pending: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             disconnected: AtomicBool::new(false),
+            start_failure: OnceLock::new(),
             supervisor,
         })
     }
@@ -285,6 +302,19 @@ impl Session {
         }
         self.changed.send_modify(|n| *n += 1);
         self.show();
+    }
+
+    /// Why the actor could not start, when it said more than its error text.
+    pub(crate) fn start_failure(&self) -> Option<ToolError> {
+        self.start_failure.get().cloned()
+    }
+
+    /// The program's stdout and stderr, until `disconnect` went out.
+    fn append_output(&self, bytes: &[u8]) {
+        if !self.disconnected.load(Ordering::SeqCst) {
+            lock(&self.output).append(bytes);
+            self.changed.send_modify(|n| *n += 1);
+        }
     }
 
     pub fn ended(&self) -> Option<End> {
@@ -541,6 +571,15 @@ impl Session {
             "terminated" => {
                 // The session is over from this moment (so an answer given now says so);
                 // winding the adapter down happens in the background.
+                if self.flavor == Flavor::Delve && self.state().exit_code.is_none() {
+                    // delve sends no `exited`; it says "Process N has exited with status S"
+                    // on its console just before `terminated`.
+                    let code = lock(&self.console)
+                        .iter()
+                        .rev()
+                        .find_map(|l| delve_exit_code(l));
+                    self.update(|s| s.exit_code = code);
+                }
                 let code = self.state().exit_code;
                 let message = match code {
                     Some(c) => format!("the program exited with code {c}"),
@@ -587,12 +626,7 @@ impl Session {
                     .and_then(Value::as_str)
                     .unwrap_or("console")
                 {
-                    "stdout" | "stderr" => {
-                        if !self.disconnected.load(Ordering::SeqCst) {
-                            lock(&self.output).append(text.as_bytes());
-                            self.changed.send_modify(|n| *n += 1);
-                        }
-                    }
+                    "stdout" | "stderr" => self.append_output(text.as_bytes()),
                     "telemetry" => {}
                     _ => {
                         let mut console = lock(&self.console);
@@ -606,6 +640,13 @@ impl Session {
             other => tracing::trace!(session = self.id, event = other, "adapter event ignored"),
         }
     }
+}
+
+/// The status in delve's console line `Process 1234 has exited with status 6`.
+fn delve_exit_code(line: &str) -> Option<i64> {
+    let rest = line.trim().strip_prefix("Process ")?;
+    let (_, status) = rest.split_once(" has exited with status ")?;
+    status.trim().parse().ok()
 }
 
 /// Reads the adapter's events and reverse requests until its stream ends.
@@ -661,6 +702,194 @@ async fn read_stderr(mut rx: tokio::net::unix::pipe::Receiver, session: Arc<Sess
     }
 }
 
+/// What a `tcp-listen` adapter printed before its address; `None` on end of stream.
+enum Heard {
+    /// The address, and the bytes after its line (the program's output already).
+    At(SocketAddr, Vec<u8>),
+    Eof,
+    TooLong,
+}
+
+/// Reads the adapter's stdout until a complete line names a loopback address.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: bytes read are kept in `seen`, which the caller reads after a timeout.
+async fn hear_address(stdout: &mut tokio::net::unix::pipe::Receiver, seen: &mut Vec<u8>) -> Heard {
+    let mut buf = [0u8; 4096];
+    loop {
+        let mut start = 0;
+        while let Some(nl) = seen[start..].iter().position(|b| *b == b'\n') {
+            if let Some(addr) = listen_address(&String::from_utf8_lossy(&seen[start..start + nl])) {
+                return Heard::At(addr, seen[start + nl + 1..].to_vec());
+            }
+            start += nl + 1;
+        }
+        if seen.len() > ADDRESS_SEARCH_BYTES {
+            return Heard::TooLong;
+        }
+        match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => return Heard::Eof,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// The first loopback `host:port` in `line` (`127.0.0.1:PORT`, `localhost:PORT`,
+/// `[::1]:PORT`), the address a `tcp-listen` adapter says it listens at. Other hosts are
+/// never connected to.
+pub(crate) fn listen_address(line: &str) -> Option<SocketAddr> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let hosts = [
+        ("127.0.0.1:", IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        ("localhost:", IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        ("[::1]:", IpAddr::V6(Ipv6Addr::LOCALHOST)),
+    ];
+    let mut best: Option<(usize, SocketAddr)> = None;
+    for (host, ip) in hosts {
+        for (at, _) in line.match_indices(host) {
+            // A whole host: `1127.0.0.1:` or `x.localhost:` is not one.
+            let before = line[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-') {
+                continue;
+            }
+            let digits: String = line[at + host.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            let Some(port) = digits.parse::<u16>().ok().filter(|p| *p > 0) else {
+                continue;
+            };
+            if best.is_none_or(|(b, _)| at < b) {
+                best = Some((at, SocketAddr::new(ip, port)));
+            }
+        }
+    }
+    best.map(|(_, addr)| addr)
+}
+
+/// A `tcp-listen` adapter's connection: waits up to `wait` for the address it prints on
+/// stdout, then connects. Fails `resource_failed` naming the adapter, what it printed (stdout
+/// and stderr) and what to do.
+async fn connect_listening(
+    session: &Arc<Session>,
+    resolved: &Resolved,
+    stdout: &mut tokio::net::unix::pipe::Receiver,
+    mut exit: watch::Receiver<Option<ExitStatus>>,
+    wait: Duration,
+) -> Result<(tokio::net::TcpStream, Vec<u8>), ToolError> {
+    let command = resolved.command_line();
+    let name = &resolved.name;
+    let mut seen = Vec::new();
+    let heard = tokio::time::timeout(wait, hear_address(stdout, &mut seen)).await;
+    let said = |session: &Session, seen: &[u8]| {
+        let out = String::from_utf8_lossy(seen);
+        let err = lock(&session.stderr_tail).clone();
+        format!(
+            "stdout: {}; stderr: {}",
+            ends(out.trim(), 400),
+            ends(err.trim(), 400)
+        )
+    };
+    let hint = format!(
+        "run `{command}` by hand in the project: it must print the address it listens at (delve: `DAP server listening at: 127.0.0.1:PORT`); an adapter that speaks DAP on stdin and stdout needs `transport = \"stdio\"` in `[debug.adapters.{name}]`"
+    );
+    let addr = match heard {
+        Ok(Heard::At(addr, rest)) => (addr, rest),
+        Ok(Heard::Eof) => {
+            // Its stdout closed: it exited, or is about to. Let its stderr and exit arrive.
+            let status =
+                tokio::time::timeout(Duration::from_secs(2), exit.wait_for(Option::is_some))
+                    .await
+                    .ok()
+                    .and_then(|s| s.ok().and_then(|s| *s));
+            let how = status.map_or("closed its stdout".to_string(), |s| format!("exited ({s})"));
+            return Err(ToolError::new(
+                ErrorKind::ResourceFailed,
+                format!(
+                    "the {name} debug adapter (`{command}`) {how} before printing the address it listens at; {}",
+                    said(session, &seen)
+                ),
+                hint,
+            ));
+        }
+        Ok(Heard::TooLong) => {
+            return Err(ToolError::new(
+                ErrorKind::ResourceFailed,
+                format!(
+                    "the {name} debug adapter (`{command}`) printed {} bytes without a 127.0.0.1:PORT line to connect to; {}",
+                    seen.len(),
+                    said(session, &seen)
+                ),
+                hint,
+            ));
+        }
+        Err(_) => {
+            return Err(ToolError::new(
+                ErrorKind::ResourceFailed,
+                format!(
+                    "the {name} debug adapter (`{command}`) printed no address to connect to (127.0.0.1:PORT) within {} s; {}",
+                    wait.as_secs(),
+                    said(session, &seen)
+                ),
+                format!("{hint}; `[debug] start_timeout_s` sets the wait"),
+            ));
+        }
+    };
+    let (addr, rest) = addr;
+    let stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+        .await
+        .map_err(|_| "took longer than 5 s".to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+        .map_err(|why| {
+            ToolError::new(
+                ErrorKind::ResourceFailed,
+                format!(
+                    "the {name} debug adapter (`{command}`) said it listens at {addr}, but connecting there failed: {why}; {}",
+                    said(session, &seen)
+                ),
+                hint.clone(),
+            )
+        })?;
+    let _ = stream.set_nodelay(true);
+    tracing::info!(session = session.id, %addr, "connected to the debug adapter's port");
+    Ok((stream, rest))
+}
+
+/// `text`, or its first and last `keep` characters when longer (a usage text names the bad
+/// flag first, a crash says why last); "(nothing)" when empty.
+fn ends(text: &str, keep: usize) -> String {
+    let chars = text.chars().count();
+    if chars == 0 {
+        return "(nothing)".into();
+    }
+    if chars <= 2 * keep {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(keep).collect();
+    let tail: String = text.chars().skip(chars - keep).collect();
+    format!("{head} [… {} characters …] {tail}", chars - 2 * keep)
+}
+
+/// A `tcp-listen` adapter's stdout after its address: the program's output (delve's debuggee
+/// inherits it).
+async fn read_program_output(
+    mut rx: tokio::net::unix::pipe::Receiver,
+    first: Vec<u8>,
+    session: Arc<Session>,
+) {
+    if !first.is_empty() {
+        session.append_output(&first);
+    }
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match rx.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => session.append_output(&buf[..n]),
+        }
+    }
+}
+
 pub(crate) struct SessionActor;
 
 pub(crate) struct SessionArgs {
@@ -702,12 +931,14 @@ impl Actor for SessionActor {
                 resolved,
                 cwd,
                 launcher,
+                address_wait,
             } => {
+                let stdio = resolved.transport == Transport::Stdio;
                 let mut spec = launcher.spec(
                     &resolved.program.display().to_string(),
                     &resolved.args,
                     &cwd,
-                    true,
+                    stdio,
                     &label,
                 );
                 for (key, value) in &resolved.env {
@@ -717,13 +948,42 @@ impl Actor for SessionActor {
                 let spawned = process::spawn(spec)
                     .await
                     .map_err(|e| format!("cannot start the {} adapter: {e}", resolved.name))?;
-                let stdin = spawned
-                    .stdin
-                    .ok_or_else(|| "the adapter's stdin pipe is missing".to_string())?;
-                let (client, incoming) = DapClient::start(spawned.stdout, stdin, &label, MAX_FRAME);
+                let pid = spawned.guard.main_pid();
+                session.adapter_pid.store(pid, Ordering::Relaxed);
                 tokio::spawn(read_stderr(spawned.stderr, session.clone()));
+                let _ = session.exit.set(spawned.exit.clone());
+                let (client, incoming) = if stdio {
+                    let stdin = spawned
+                        .stdin
+                        .ok_or_else(|| "the adapter's stdin pipe is missing".to_string())?;
+                    DapClient::start(spawned.stdout, stdin, &label, MAX_FRAME)
+                } else {
+                    // Until it connects, a failure drops the guard: the adapter is killed and
+                    // reaped like any child of a failed start.
+                    let mut stdout = spawned.stdout;
+                    let stream = match connect_listening(
+                        &session,
+                        &resolved,
+                        &mut stdout,
+                        spawned.exit.clone(),
+                        address_wait,
+                    )
+                    .await
+                    {
+                        Ok((stream, rest)) => {
+                            tokio::spawn(read_program_output(stdout, rest, session.clone()));
+                            stream
+                        }
+                        Err(failure) => {
+                            let message = failure.message.clone();
+                            let _ = session.start_failure.set(failure);
+                            return Err(message.into());
+                        }
+                    };
+                    let (r, w) = stream.into_split();
+                    DapClient::start(r, w, &label, MAX_FRAME)
+                };
                 let mut exit = spawned.exit.clone();
-                let _ = session.exit.set(spawned.exit);
                 let me = myself.clone();
                 tokio::spawn(async move {
                     if let Ok(status) = exit.wait_for(Option::is_some).await
@@ -732,8 +992,6 @@ impl Actor for SessionActor {
                         let _ = me.cast(SessionMsg::Exited(status));
                     }
                 });
-                let pid = spawned.guard.main_pid();
-                session.adapter_pid.store(pid, Ordering::Relaxed);
                 tracing::info!(
                     session = session.id,
                     pid,
@@ -831,5 +1089,60 @@ impl Actor for SessionActor {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_are_loopback_host_ports_on_a_line() {
+        assert_eq!(
+            listen_address("DAP server listening at: 127.0.0.1:39167"),
+            Some("127.0.0.1:39167".parse().unwrap())
+        );
+        assert_eq!(
+            listen_address("listening on [::1]:5678 (and 127.0.0.1:9)"),
+            Some("[::1]:5678".parse().unwrap())
+        );
+        assert_eq!(
+            listen_address("at localhost:4711."),
+            Some("127.0.0.1:4711".parse().unwrap())
+        );
+        for no in [
+            "DAP server listening at: 10.0.0.2:39167",
+            "listening at 1127.0.0.1:80",
+            "api.localhost:80",
+            "127.0.0.1:0",
+            "127.0.0.1:70000",
+            "127.0.0.1:",
+            "starting up",
+        ] {
+            assert_eq!(listen_address(no), None, "{no:?}");
+        }
+    }
+
+    #[test]
+    fn delve_says_the_exit_status_on_its_console() {
+        assert_eq!(
+            delve_exit_code("Process 4242 has exited with status 6\n"),
+            Some(6)
+        );
+        assert_eq!(
+            delve_exit_code("Process 7 has exited with status -1"),
+            Some(-1)
+        );
+        assert_eq!(
+            delve_exit_code("Type 'dlv help' for list of commands."),
+            None
+        );
+    }
+
+    #[test]
+    fn long_texts_keep_both_ends() {
+        assert_eq!(ends("", 3), "(nothing)");
+        assert_eq!(ends("abcdef", 3), "abcdef");
+        assert_eq!(ends("abcdefgh", 3), "abc [… 2 characters …] fgh");
     }
 }

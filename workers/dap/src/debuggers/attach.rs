@@ -176,7 +176,7 @@ impl Debuggers {
             err(
                 ErrorKind::NotAvailable,
                 format!("debug attach: the {name} adapter cannot run here: {why}"),
-                "install it (scripts/install-test-deps installs debugpy and lldb-dap), or point `[debug] search_path` at it; `adapters` shows what works",
+                "install it (scripts/install-test-deps installs debugpy, lldb-dap and delve), or point `[debug] search_path` at it; `adapters` shows what works",
             )
         })?;
         let command = resolved.command_line();
@@ -184,6 +184,7 @@ impl Debuggers {
             resolved: Box::new(resolved),
             cwd: call.workdir.clone(),
             launcher: self.launcher.clone(),
+            address_wait: self.config.start_timeout(),
         };
         let session = self
             .start_session(

@@ -132,7 +132,7 @@ impl Debuggers {
             err(
                 ErrorKind::NotAvailable,
                 format!("debug launch: the {name} adapter cannot run here: {why}"),
-                "install it (scripts/install-test-deps installs debugpy and lldb-dap), or point `[debug] search_path` at it; `adapters` shows what works",
+                "install it (scripts/install-test-deps installs debugpy, lldb-dap and delve), or point `[debug] search_path` at it; `adapters` shows what works",
             )
         })?;
         let flavor = resolved.flavor;
@@ -190,6 +190,7 @@ impl Debuggers {
             resolved: Box::new(resolved),
             cwd,
             launcher: self.launcher.clone(),
+            address_wait: self.config.start_timeout(),
         };
         *lock(&slot.last_launch) = Some((call.clone(), args.clone()));
         let session = self
@@ -319,6 +320,10 @@ impl Debuggers {
             policy: RestartPolicy::default().with_restart(Restart::Temporary),
             status,
         };
+        // Current before the start is awaited: a call cancelled meanwhile (a `tcp-listen`
+        // adapter may take `start_timeout_s` to print its port) leaves a session that
+        // `terminate`, `status` and the conversation's end still reach, not an unowned adapter.
+        *lock(&slot.current) = Some(session.clone());
         let started = self
             .supervisor
             .call(
@@ -338,7 +343,13 @@ impl Debuggers {
                     }
                 };
                 session.mark_end(EndKind::Failed, message.clone());
-                *lock(&slot.current) = Some(session);
+                if let Some(mut failure) = session.start_failure() {
+                    failure.message = format!(
+                        "debug: could not start the debug session: {}",
+                        failure.message
+                    );
+                    return Err(failure);
+                }
                 return Err(err(
                     ErrorKind::Io,
                     format!("debug: could not start the debug session: {message}"),
@@ -353,7 +364,6 @@ impl Debuggers {
                 ));
             }
         }
-        *lock(&slot.current) = Some(session.clone());
         Ok(session)
     }
 
