@@ -49,7 +49,7 @@ pub fn require(bin: &str) -> PathBuf {
     }
     panic!(
         "the language server `{bin}` is not installed: run scripts/install-test-deps \
-         (it installs pyright, pylsp, clangd, typescript-language-server and rust-analyzer)"
+         (it installs pyright, pylsp, clangd, typescript-language-server, rust-analyzer and gopls)"
     );
 }
 

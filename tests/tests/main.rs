@@ -99,6 +99,7 @@ mod lsp_diagnostics_on_write;
 mod lsp_edit_format;
 mod lsp_edit_symbols;
 mod lsp_fake_servers;
+mod lsp_go_navigation;
 mod lsp_idle_ttl;
 mod lsp_inlay_hints;
 mod lsp_long_lines;

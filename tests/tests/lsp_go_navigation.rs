@@ -1,0 +1,178 @@
+//! gopls (Debian's) on a Go module made here: definition across files, references in every
+//! file, hover with the signature and doc comment, a type error reported by diagnostics, and
+//! `lsp_rename` renaming a function in every file of the package (the module still builds).
+
+use std::process::Command;
+
+use serde_json::json;
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::debug::{go_env, go_vars, require_go};
+use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
+
+const GO_MOD: &str = "module example.com/calc\n\ngo 1.19\n";
+
+const CALC: &str = "package main
+
+// Add returns the sum of a and b.
+func Add(a, b int) int {
+\treturn a + b
+}
+";
+
+const MAIN: &str = "package main
+
+import \"fmt\"
+
+func main() {
+\tx := Add(1, 2)
+\ty := Add(x, 3)
+\tfmt.Println(x, y, label())
+}
+";
+
+const LABEL: &str = "package main
+
+func label() string {
+\treturn Add(4, 5)
+}
+";
+
+#[test]
+fn gopls_navigates_hovers_diagnoses_and_renames_a_go_module() {
+    require_go();
+    require("gopls");
+    let p = project(&[
+        ("go.mod", GO_MOD),
+        ("calc.go", CALC),
+        ("main.go", MAIN),
+        ("label.go", LABEL),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&format!("{}{}", go_env(), lsp_config("")));
+
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "definition", "file": "main.go", "line": 6, "symbol": "Add"}),
+    );
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("calc.go:4: func Add(a, b int) int {"),
+        "{v}"
+    );
+
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "references", "file": "calc.go", "line": 4, "symbol": "Add"}),
+    );
+    let mut sites: Vec<(String, u64)> = v["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["path"].as_str().unwrap().to_string(),
+                l["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    sites.sort();
+    let want = [
+        ("calc.go", 4),
+        ("label.go", 4),
+        ("main.go", 6),
+        ("main.go", 7),
+    ]
+    .map(|(f, l)| (f.to_string(), l));
+    assert_eq!(sites, want, "{v}");
+    assert_eq!(v["complete"], true, "{v}");
+
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "hover", "file": "main.go", "line": 7, "symbol": "Add"}),
+    );
+    let hover = v["markdown"].as_str().unwrap();
+    assert!(
+        hover.contains("func Add(a int, b int) int")
+            && hover.contains("Add returns the sum of a and b"),
+        "{v}"
+    );
+
+    // label() returns an int where a string is declared: the one error, on its line.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "diagnostics", "file": "label.go"}),
+    );
+    let diags = v["diagnostics"].as_array().unwrap();
+    let errors: Vec<_> = diags.iter().filter(|d| d["severity"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{v}");
+    assert_eq!(errors[0]["line"], 4, "{v}");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot use"),
+        "{v}"
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "diagnostics", "file": "main.go"}),
+    );
+    assert_eq!(v["diagnostics"], json!([]), "{v}");
+
+    let v = ok_in(
+        &d,
+        w,
+        "lsp_rename",
+        json!({"file": "main.go", "line": 6, "symbol": "Add", "new_name": "Sum"}),
+    );
+    // The declaration and its doc comment, and each call.
+    assert_eq!(
+        v["files"],
+        json!([{"edits": 2, "path": "calc.go"}, {"edits": 1, "path": "label.go"},
+               {"edits": 2, "path": "main.go"}]),
+        "{v}"
+    );
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("renamed `Add` to `Sum`"),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("calc.go")).unwrap(),
+        CALC.replace("Add", "Sum")
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("main.go")).unwrap(),
+        MAIN.replace("Add", "Sum")
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("label.go")).unwrap(),
+        LABEL.replace("Add", "Sum")
+    );
+    // The renamed package type-checks as before: only label.go's own error remains.
+    let vet = Command::new("go")
+        .args(["vet", "./..."])
+        .current_dir(w)
+        .envs(go_vars())
+        .output()
+        .expect("go vet");
+    let said = String::from_utf8_lossy(&vet.stderr);
+    assert!(
+        said.contains("label.go:4") && !said.contains("undefined"),
+        "{said}"
+    );
+}
