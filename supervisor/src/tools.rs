@@ -378,6 +378,20 @@ async fn probe(
     if sleep_ms > 0 {
         tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
     }
+    if let Some(name) = &args.hold_until {
+        if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!("hold_until {name:?} is not one file name"),
+                "name a file in the workdir, without a slash",
+            ));
+        }
+        let file = ctx.workdir.join(name);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !file.exists() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
     if args.panic == Some(true) {
         panic!("_probe asked to panic (tag {tag})");
     }

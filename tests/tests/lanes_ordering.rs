@@ -19,18 +19,23 @@ fn span(v: &serde_json::Value) -> (u64, u64) {
 fn serial_calls_keep_order_per_conversation_and_others_overlap() {
     let d = TestDaemon::start("[testing]\nprobe_tools = true\n");
     let mut c = d.client(Codec::Bincode, Tier::Read, false);
-    // Pipelined on one connection: a long call first, then short ones behind it.
+    // Pipelined on one connection: a long call first (held until the test has seen b1 and p1
+    // answered, or 60 s), then short ones behind it.
+    let release_name = format!("toolvisor-lanes-{}-{}", std::process::id(), d.pid());
+    let release = std::env::temp_dir().join(&release_name);
     let mut ids = HashMap::new();
     for (conv, tool, tag, ms) in [
-        ("one", "_probe_serial", "a1", 600),
+        ("one", "_probe_serial", "a1", 0),
         ("one", "_probe_serial", "a2", 0),
         ("one", "_probe_serial", "a3", 50),
         ("two", "_probe_serial", "b1", 0),
         ("one", "_probe_parallel", "p1", 0),
     ] {
-        let id = c
-            .start_call(conv, tool, json!({"tag": tag, "sleep_ms": ms}))
-            .unwrap();
+        let mut args = json!({"tag": tag, "sleep_ms": ms});
+        if tag == "a1" {
+            args["hold_until"] = json!(release_name);
+        }
+        let id = c.start_call(conv, tool, args).unwrap();
         ids.insert(id, tag);
     }
     let mut results = HashMap::new();
@@ -43,6 +48,9 @@ fn serial_calls_keep_order_per_conversation_and_others_overlap() {
             } => {
                 finished.push(ids[&id]);
                 results.insert(ids[&id], v.0);
+                if results.contains_key("b1") && results.contains_key("p1") {
+                    std::fs::write(&release, "").unwrap();
+                }
             }
             DaemonFrame::Result {
                 outcome: Outcome::Err(e),
@@ -51,6 +59,7 @@ fn serial_calls_keep_order_per_conversation_and_others_overlap() {
             _ => {}
         }
     }
+    let _ = std::fs::remove_file(&release);
     let (a1, a2, a3) = (
         span(&results["a1"]),
         span(&results["a2"]),

@@ -156,6 +156,10 @@ pub struct ProbeArgs {
     /// Sleep.
     #[schemars(range(min = 0, max = 60_000))]
     pub sleep_ms: Option<u64>,
+    /// After the sleep, wait until a file of this name (one component, in the call's workdir)
+    /// exists, at most 60 s: a test holds the call open and releases it when it has seen what
+    /// it waits for.
+    pub hold_until: Option<String>,
     /// Panic in the handler after the sleep (what the daemon answers for a handler bug).
     #[serde(default)]
     pub panic: Option<bool>,

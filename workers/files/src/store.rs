@@ -75,6 +75,9 @@ struct Rec {
     conv_key: String,
     bytes: u64,
     created_ms: u64,
+    /// Order of storing in this process (0: found on disk at start, older than any new one):
+    /// two results stored in one millisecond are still evicted oldest first.
+    order: u64,
     inspectable: bool,
 }
 
@@ -366,6 +369,7 @@ impl ResultStore {
                     conv_key: conv_key.clone(),
                     bytes,
                     created_ms: meta["created_ms"].as_u64().unwrap_or(0),
+                    order: 0,
                     inspectable,
                 };
                 *index.per_conv.entry(conv_key.clone()).or_default() += bytes;
@@ -411,11 +415,11 @@ impl ResultStore {
         if !over(index) {
             return;
         }
-        let mut by_age: Vec<(u64, String)> = index
+        let mut by_age: Vec<((u64, u64), String)> = index
             .recs
             .iter()
             .filter(|(_, r)| r.inspectable)
-            .map(|(k, r)| (r.created_ms, k.clone()))
+            .map(|(k, r)| ((r.order, r.created_ms), k.clone()))
             .collect();
         by_age.sort();
         for (_, reference) in by_age {
@@ -462,10 +466,8 @@ impl ResultStore {
         if now.saturating_sub(self.lock().last_sweep_ms) > 10 * 60 * 1000 {
             self.sweep(now);
         }
-        let reference = format!(
-            "tr_{}",
-            random_hex(10, self.seq.fetch_add(1, Ordering::Relaxed))
-        );
+        let order = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let reference = format!("tr_{}", random_hex(10, order));
         let key = conv_key(conversation);
         let dir = self.cfg.dir.join(&key);
         let (total_chars, points) = checkpoints(content);
@@ -520,6 +522,7 @@ impl ResultStore {
                 conv_key: key.clone(),
                 bytes: stored_bytes,
                 created_ms: now,
+                order,
                 inspectable: !too_big,
             },
         );
