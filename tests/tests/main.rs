@@ -91,6 +91,7 @@ mod lsp_clangd_partial_index;
 mod lsp_code_action_ranges;
 mod lsp_crash_restart;
 mod lsp_deletions_stay_ready;
+mod lsp_dependency_changes;
 mod lsp_dependents_on_write;
 mod lsp_diagnostics_baseline_before_write;
 mod lsp_diagnostics_fresh_after_write;

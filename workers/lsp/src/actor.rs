@@ -190,6 +190,17 @@ impl Actor for ServerActor {
         if let Some(opts) = &shared.init_options {
             params["initializationOptions"] = opts.clone();
         }
+        // clangd reports each file's work (`textDocument/clangd.fileStatus`): a file sent again
+        // with nothing changed is rebuilt without a publish (`ops::rebuilt`).
+        if shared.flavor.clangd {
+            match params.get_mut("initializationOptions") {
+                Some(Value::Object(o)) => {
+                    o.entry("clangdFileStatus").or_insert(Value::Bool(true));
+                }
+                _ => params["initializationOptions"] = json!({"clangdFileStatus": true}),
+            }
+        }
+
         let result = match client
             .request("initialize", params, shared.waits.init)
             .await
@@ -337,6 +348,7 @@ async fn serve_incoming(
                 "textDocument/publishDiagnostics" => shared.publish(&params),
                 "$/progress" => shared.progress(&params),
                 "experimental/serverStatus" => shared.server_status(&params),
+                "textDocument/clangd.fileStatus" => shared.file_status(&params),
                 "window/logMessage" | "window/showMessage" => shared.log_message(&params),
                 _ => {}
             },

@@ -278,9 +278,16 @@ impl LanguageServers {
             asked: None,
         };
         // Asked on this connection only (no re-open on a crash: the sync lock is held).
-        // Pulled where the server takes pulls, statically or by dynamic registration (as
+        // typescript-language-server's asked of tsserver (`diagnostics::tsserver_items`);
+        // pulled where the server takes pulls, statically or by dynamic registration (as
         // `diagnostic_items` decides): pyright publishes no pushes once it registered pulls.
-        let items = if shared.diags.pulls(&proposed.conn) {
+        let pulled_from_tsserver = match crate::diagnostics::asks_tsserver(&proposed.conn) {
+            true => crate::diagnostics::tsserver_items(&proposed).await?,
+            false => None,
+        };
+        let items = if let Some(items) = pulled_from_tsserver {
+            items
+        } else if shared.diags.pulls(&proposed.conn) {
             let params = json!({"textDocument": {"uri": proposed.uri}});
             let r = proposed
                 .conn

@@ -17,6 +17,10 @@ pub struct Checks {
     running: HashMap<String, u64>,
     /// The highest `saves` a finished check began after.
     done_through: u64,
+    /// A source file changed on disk was handed to the server since the last save sent for
+    /// that reason: rust-analyzer checks only after a save, so the last check's errors may be
+    /// stale for every file until a save starts another.
+    pub outside_pending: bool,
 }
 
 /// Whether a progress (its token and title) is a check after a save.

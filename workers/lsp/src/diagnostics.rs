@@ -6,7 +6,9 @@
 //! `diagnostic.dynamicRegistration` and tracks registrations by id), else a push whose version is
 //! the synced one, published after the sync when the document changed, and, when it did not, after
 //! the last change sent for any document of the server (`changed_seq`) or once the server has been
-//! quiet for `settle` (`pushed`).
+//! quiet for `settle` (`pushed`). typescript-language-server, which offers no pull, is asked
+//! through tsserver itself (`tsserver_items`): its publishes lag a change to an imported file
+//! by seconds, and an empty list that stays empty is never published.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +26,120 @@ use crate::servers::{LanguageServers, not_ready};
 /// server asks tsserver for every open file's errors about 200 ms after a change, and
 /// publishes a file's list only when it is not empty or was not empty before.
 const EMPTY_STAYS_EMPTY: Duration = Duration::from_millis(700);
+
+/// A source file changed on disk since the last check (`Checks::outside_pending`): a save of
+/// this document starts a new check, which the caller then waits for, so the check's errors it
+/// merges are of the files as they are on disk.
+fn save_for_outside_changes(opened: &Opened) {
+    let shared = &opened.shared;
+    let mut docs = lock(&shared.docs);
+    let Some(doc) = docs.get_mut(&opened.uri) else {
+        return;
+    };
+    let mut checks = lock(&shared.checks);
+    if !checks.outside_pending || doc.generation != opened.conn.generation {
+        return;
+    }
+    let sent = opened.conn.client.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": opened.uri}, "text": doc.text}),
+    );
+    if sent.is_ok() {
+        checks.outside_pending = false;
+        doc.saved = checks.saved();
+        tracing::debug!(
+            server = shared.id,
+            uri = opened.uri,
+            "saved to check files changed on disk"
+        );
+    }
+}
+
+/// typescript-language-server's command passing a request to tsserver as it is.
+const TSSERVER_REQUEST: &str = "typescript.tsserverRequest";
+
+/// Whether the server passes requests to tsserver (typescript-language-server lists the
+/// command in `executeCommandProvider`).
+pub(crate) fn asks_tsserver(conn: &crate::server::Conn) -> bool {
+    conn.caps
+        .pointer("/executeCommandProvider/commands")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| c == TSSERVER_REQUEST))
+}
+
+/// One tsserver diagnostic (1-based `line` and `offset` in UTF-16 units, `category`) as the LSP
+/// diagnostic typescript-language-server publishes for it (`toDiagnostic`).
+fn from_tsserver(d: &Value) -> Value {
+    let pos = |p: Option<&Value>| {
+        let n = |k: &str| {
+            p.and_then(|p| p.get(k))
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .saturating_sub(1)
+        };
+        json!({"line": n("line"), "character": n("offset")})
+    };
+    let severity = match d.get("category").and_then(Value::as_str) {
+        Some("warning") => 2,
+        Some("suggestion") => 4,
+        _ => 1,
+    };
+    let mut tags = Vec::new();
+    if d.get("reportsUnnecessary").is_some_and(|v| !v.is_null()) {
+        tags.push(1);
+    }
+    if d.get("reportsDeprecated").is_some_and(|v| !v.is_null()) {
+        tags.push(2);
+    }
+    json!({
+        "range": {"start": pos(d.get("start")), "end": pos(d.get("end"))},
+        "message": d.get("text").cloned().unwrap_or(json!("")),
+        "severity": severity,
+        "code": d.get("code").cloned().unwrap_or(Value::Null),
+        "source": d.get("source").and_then(Value::as_str).unwrap_or("typescript"),
+        "tags": tags,
+    })
+}
+
+/// typescript-language-server's diagnostics of the file asked of tsserver itself, in order
+/// behind every change sent before (`workspace/executeCommand` `typescript.tsserverRequest`:
+/// `syntacticDiagnosticsSync`, `semanticDiagnosticsSync`, `suggestionDiagnosticsSync`, the
+/// three kinds the server publishes), converted as the server converts them. tsserver brings
+/// its project up to date with the changes it was sent (a file changed on disk, a `git
+/// checkout`) before it answers, so this is the list for the text as synced, where the server's
+/// publishes come 1–5 s after a change to an imported file, an empty list that stays empty is
+/// never published, and a publish asked for an older text may arrive after a change. `None`
+/// when tsserver did not answer one of them (a request cancelled by a newer change): the caller
+/// waits for the push instead. Asked on the opened connection only (a caller may hold the sync
+/// lock, so no re-open on a crash).
+pub(crate) async fn tsserver_items(opened: &Opened) -> Result<Option<Vec<Value>>, ToolError> {
+    let shared = &opened.shared;
+    let _call = shared.status.enqueue();
+    let mut items = Vec::new();
+    for command in [
+        "syntacticDiagnosticsSync",
+        "semanticDiagnosticsSync",
+        "suggestionDiagnosticsSync",
+    ] {
+        let params = json!({"command": TSSERVER_REQUEST, "arguments": [command,
+            {"file": opened.uri, "includeLinePosition": false}]});
+        let r = opened
+            .conn
+            .client
+            .request("workspace/executeCommand", params, shared.waits.request)
+            .await
+            .map_err(|e| crate::ops::rpc_error(shared, e))?;
+        let (true, Some(body)) = (
+            r.get("success") == Some(&Value::Bool(true)),
+            r.get("body").and_then(Value::as_array),
+        ) else {
+            tracing::debug!(server = shared.id, command, answer = %r, "tsserver gave no diagnostics; waiting for the push");
+            return Ok(None);
+        };
+        items.extend(body.iter().map(from_tsserver));
+    }
+    Ok(Some(items))
+}
 
 impl LanguageServers {
     /// The current diagnostics of an opened file: pulled where the server supports it, else
@@ -47,7 +163,13 @@ impl LanguageServers {
     pub async fn diagnostic_items(&self, opened: &mut Opened) -> Result<Vec<Value>, ToolError> {
         self.ready(&opened.shared).await?;
         if opened.shared.checks_on_save() {
+            save_for_outside_changes(opened);
             self.wait_check(opened).await?;
+        }
+        if asks_tsserver(&opened.conn)
+            && let Some(items) = tsserver_items(opened).await?
+        {
+            return Ok(items);
         }
         if !opened.shared.diags.pulls(&opened.conn) {
             return self.pushed(opened).await;

@@ -246,11 +246,27 @@ impl LanguageServers {
                     continue;
                 }
             }
-            let (text, seq_before) = (synced.text, synced.seq_before);
+            let (text, mut seq_before) = (synced.text, synced.seq_before);
             match synced.result {
-                Ok((version, changed)) => {
+                Ok((mut version, mut changed)) => {
+                    let uri = uri::from_path(path);
+                    // clangd answers from the headers as they were when the file was last
+                    // updated: after any other change, the file is sent again and its rebuild
+                    // waited for.
+                    let behind = shared
+                        .doc(&uri)
+                        .is_some_and(|d| d.seen_changes < shared.header_changes());
+                    if !changed && behind && shared.flavor.clangd {
+                        seq_before = shared.diags.seq();
+                        let status = crate::server::lock(&shared.file_status).seq();
+                        if let Some(v) = shared.resend(&conn, &uri) {
+                            drop(sync);
+                            (version, changed) = (v, true);
+                            rebuilt(&shared, &uri, path, version, (seq_before, status)).await?;
+                        }
+                    }
                     return Ok(Opened {
-                        uri: uri::from_path(path),
+                        uri,
                         shared: shared.clone(),
                         conn,
                         path: path.to_path_buf(),
@@ -655,8 +671,10 @@ impl LanguageServers {
                 let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
                 let readable = |p: &Path| ctx.may_read(p);
                 let read = |p: &Path| ctx.read_text(p).ok();
-                let mut sources = Sources::new(&open_text, &readable, &read);
-                let locs = render::resolve_locs(&pairs, enc, &mut sources);
+                let locs = {
+                    let mut sources = Sources::new(&open_text, &readable, &read);
+                    render::resolve_locs(&pairs, enc, &mut sources)
+                };
                 let total = locs.len();
                 let page = if op == "references" {
                     Page::of(args.offset, total, REFERENCES_MAX)
@@ -696,6 +714,60 @@ impl LanguageServers {
                 Ok(answer)
             }
         }
+    }
+}
+
+/// Until clangd has rebuilt `uri` sent again as `version` ([`ServerShared::resend`]): its
+/// diagnostics for that version published (after diagnostics number `since.0`: a header it
+/// includes had changed), or, when nothing changed and clangd publishes nothing, its file
+/// status busy after status number `since.1`, then idle and quiet for `settle` (clangd reports
+/// "parsing includes" while it checks the headers and rebuilds, and may go idle for a moment
+/// between the preamble and the AST): its last list then stands for `version`. A server that
+/// does neither within the diagnostics wait is `not_ready`, naming the file and what it waited
+/// for.
+async fn rebuilt(
+    shared: &ServerShared,
+    uri: &str,
+    path: &Path,
+    version: i32,
+    since: (u64, u64),
+) -> Result<(), ToolError> {
+    let deadline = Instant::now() + shared.waits.diagnostics;
+    let mut events = shared.subscribe();
+    loop {
+        events.borrow_and_update();
+        if shared
+            .diags
+            .get(uri)
+            .is_some_and(|p| p.seq > since.0 && p.version >= version)
+        {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let idle = crate::server::lock(&shared.file_status).idle_since(uri, since.1);
+        if let Some(at) = idle
+            && now >= at + shared.waits.settle
+        {
+            shared.diags.restate(uri, version);
+            return Ok(());
+        }
+        if now >= deadline {
+            return Err(ToolError::new(
+                ErrorKind::NotReady,
+                format!(
+                    "language server {} did not rebuild {} within {} s after a file it may include changed: answering now would use the old header",
+                    shared.id,
+                    path.display(),
+                    shared.waits.diagnostics.as_secs()
+                ),
+                "retry; if it stays, `lsp reload` the server",
+            ));
+        }
+        let until = match idle {
+            Some(at) => deadline.min(at + shared.waits.settle),
+            None => deadline,
+        };
+        let _ = tokio::time::timeout_at(until.into(), events.changed()).await;
     }
 }
 

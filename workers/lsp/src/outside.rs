@@ -53,6 +53,7 @@ impl LanguageServers {
         };
         let mut events = Vec::new();
         let mut to_open = Vec::new();
+        let mut sources_changed = false;
         {
             let watchers = lock(&shared.file_watchers);
             for (path, mut change) in changes {
@@ -64,6 +65,7 @@ impl LanguageServers {
                     change = Change::Changed;
                 }
                 if watchers.matches(&path, change) {
+                    sources_changed |= is_source(&path);
                     events.push(json!({"uri": uri::from_path(&path), "type": change as u8}));
                     continue;
                 }
@@ -84,6 +86,11 @@ impl LanguageServers {
                 json!({"changes": events}),
             );
             shared.note_change();
+            // A server that checks only after a save (rust-analyzer's `cargo check`) is sent
+            // one before the next diagnostics are read (`LanguageServers::diagnostic_items`).
+            if sources_changed && shared.checks_on_save() {
+                lock(&shared.checks).outside_pending = true;
+            }
         }
         if !to_open.is_empty() {
             self.open_unwatched(shared, conn, to_open).await;

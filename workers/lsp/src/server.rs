@@ -129,6 +129,10 @@ pub struct Doc {
     pub changed_seq: u64,
     /// The number of its last didSave (`Checks::saved`), 0 if none was sent.
     pub saved: u64,
+    /// [`ServerShared::header_changes`] once its own text was last sent: a larger count means
+    /// a file it may include changed since (clangd answers from the old one until the document
+    /// itself is sent again: `ServerShared::resend`).
+    pub seen_changes: u64,
 }
 
 /// The latest `publishDiagnostics` for one document.
@@ -142,6 +146,28 @@ pub struct Published {
     /// Counter over all publishes of this server, to tell fresh from stale.
     pub seq: u64,
     pub at: Instant,
+}
+
+/// clangd's file statuses, numbered: per URI the number of its last busy status ("parsing
+/// includes", "running Build AST", …) and of its last `idle`, with when that came.
+#[derive(Debug, Default)]
+pub(crate) struct FileStatus {
+    seq: u64,
+    files: HashMap<String, (u64, u64, Option<Instant>)>,
+}
+
+impl FileStatus {
+    /// The number of the latest status.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// When `uri`, busy after status `since`, went idle and has stayed so (`None`: it has not
+    /// yet).
+    pub fn idle_since(&self, uri: &str, since: u64) -> Option<Instant> {
+        let &(busy, idle, at) = self.files.get(uri)?;
+        (busy > since && idle > busy).then_some(at).flatten()
+    }
 }
 
 /// How far a server is from answering truthfully.
@@ -205,6 +231,11 @@ pub struct ServerShared {
     /// Which server this is, where that changes how it is read.
     pub(crate) flavor: Flavor,
     last_activity: Mutex<Instant>,
+    /// Changes of files another may include (`#include`: any but a C or C++ unit) sent to the
+    /// server so far: see [`Doc::seen_changes`].
+    header_changes: AtomicU64,
+    /// clangd's account of each file's work (`textDocument/clangd.fileStatus`), numbered.
+    pub(crate) file_status: Mutex<FileStatus>,
     /// The `last_activity` at which the open documents were last pulled because the server
     /// sat idle with work open ([`ServerShared::pull_what_it_waits_for`]): once per quiet
     /// spell.
@@ -268,6 +299,8 @@ impl ServerShared {
             progress: Progress::new(&flavor),
             flavor,
             last_activity: Mutex::new(Instant::now()),
+            header_changes: AtomicU64::new(0),
+            file_status: Mutex::new(FileStatus::default()),
             pulled_idle: Mutex::new(None),
             ttl: Mutex::new(Ttl::new(Instant::now(), idle_ttl, None)),
             stderr: Mutex::new(StderrTail::default()),
@@ -531,6 +564,25 @@ impl ServerShared {
         self.activity();
     }
 
+    /// The text of `path` was sent to the server: counted when another file may include it.
+    pub(crate) fn note_header(&self, path: &std::path::Path) {
+        const UNITS: [&str; 7] = ["c", "cc", "cpp", "cxx", "c++", "m", "mm"];
+        let unit = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| UNITS.contains(&e));
+        if !unit {
+            self.header_changes
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// Changes of includable files sent so far (see [`Doc::seen_changes`]).
+    pub(crate) fn header_changes(&self) -> u64 {
+        self.header_changes
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Whether the server checks the project after every save and pushes what it finds
     /// (rust-analyzer's `cargo check`, unless its settings turn it off: the restricted mode of
     /// an untrusted root does).
@@ -618,6 +670,30 @@ impl ServerShared {
             self.show_state();
         }
         self.activity();
+    }
+
+    /// clangd's `textDocument/clangd.fileStatus` for a file: busy or `idle`. Not activity for
+    /// the settle (clangd reports every request it runs), but waiters are woken.
+    pub(crate) fn file_status(&self, params: &Value) {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return;
+        };
+        let idle = params.get("state").and_then(Value::as_str) == Some("idle");
+        {
+            let mut st = lock(&self.file_status);
+            st.seq += 1;
+            let seq = st.seq;
+            let entry = st.files.entry(uri.to_string()).or_default();
+            if idle {
+                if entry.1 < entry.0 {
+                    entry.2 = Some(Instant::now());
+                }
+                entry.1 = seq;
+            } else {
+                entry.0 = seq;
+            }
+        }
+        self.bump();
     }
 
     pub(crate) fn server_status(&self, params: &Value) {

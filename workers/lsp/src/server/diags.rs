@@ -68,6 +68,15 @@ impl DiagStore {
         seq
     }
 
+    /// The server rebuilt `uri` as `version` and published nothing, because nothing in it
+    /// changed (clangd, for a file sent again unchanged): its last list stands for `version`,
+    /// recorded as a publish of its own. Nothing when it never published for `uri`.
+    pub fn restate(&self, uri: &str, version: i32) {
+        if let Some(p) = self.get(uri) {
+            self.record(uri, Some(version), version, p.items);
+        }
+    }
+
     /// Whether the server answers `textDocument/diagnostic` (pull diagnostics): advertised
     /// in `initialize`, or registered since (pyright registers it when the client allows it).
     pub fn pulls(&self, conn: &Conn) -> bool {

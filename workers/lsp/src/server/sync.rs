@@ -130,6 +130,8 @@ impl ServerShared {
                 doc.disk = stamp;
                 doc.changed_seq = self.diags.seq();
                 doc.saved = lock(&self.checks).saved();
+                self.note_header(path);
+                doc.seen_changes = self.header_changes();
                 drop(docs);
                 self.note_change();
                 Ok((version, true))
@@ -140,6 +142,13 @@ impl ServerShared {
             }
             existing => {
                 let version = existing.as_ref().map(|d| d.version + 1).unwrap_or(1);
+                // Opened for the first time, its text is the disk's: what a check after a
+                // save (rust-analyzer's `cargo check`, which reads the disk) published for it
+                // before is for this text too (`diagnostic_items` merges it).
+                let changed_seq = match existing.is_none() && self.flavor.rust_analyzer {
+                    true => 0,
+                    false => self.diags.seq(),
+                };
                 let existing_saved = existing.map_or(0, |d| d.saved);
                 conn.client.notify(
                     "textDocument/didOpen",
@@ -155,8 +164,12 @@ impl ServerShared {
                         generation: conn.generation,
                         disk: stamp,
                         opened_seq: self.diags.seq(),
-                        changed_seq: self.diags.seq(),
+                        changed_seq,
                         saved: existing_saved,
+                        seen_changes: {
+                            self.note_header(path);
+                            self.header_changes()
+                        },
                     },
                 );
                 drop(docs);
@@ -164,6 +177,36 @@ impl ServerShared {
                 Ok((version, true))
             }
         }
+    }
+
+    /// Send open document `uri` again as a new version with the same text, asking for its
+    /// diagnostics (clangd's `wantDiagnostics`): clangd rebuilds a file's preamble (the headers
+    /// it includes) only when the file itself is updated, and answers positions and
+    /// diagnostics from the old headers until then. When a header it includes changed, the
+    /// rebuild is published; when none did, nothing is (`ops::rebuilt` tells the two apart).
+    /// Returns the new version, `None` when the document is not open in this incarnation or
+    /// the connection is gone. Not a change for the other documents: the text is the same.
+    ///
+    /// Callers hold `sync_lock`.
+    pub(crate) fn resend(&self, conn: &Conn, uri: &str) -> Option<i32> {
+        let mut docs = lock(&self.docs);
+        let doc = docs.get_mut(uri)?;
+        if doc.generation != conn.generation {
+            return None;
+        }
+        let version = doc.version + 1;
+        conn.client
+            .notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": uri, "version": version},
+                       "contentChanges": [{"text": doc.text}], "wantDiagnostics": true}),
+            )
+            .ok()?;
+        doc.version = version;
+        doc.seen_changes = self.header_changes();
+        drop(docs);
+        self.activity();
+        Some(version)
     }
 
     /// Bring every other open document in line with the disk (another tool, the harness or
@@ -208,6 +251,8 @@ impl ServerShared {
                     );
                     doc.changed_seq = self.diags.seq();
                     doc.saved = lock(&self.checks).saved();
+                    self.note_header(&path);
+                    doc.seen_changes = self.header_changes();
                     sent = true;
                 }
                 Err(e)
@@ -226,6 +271,8 @@ impl ServerShared {
                             json!({"textDocument": {"uri": u, "version": doc.version},
                                    "contentChanges": [{"text": ""}]}),
                         );
+                        self.note_header(&path);
+                        doc.seen_changes = self.header_changes();
                         sent = true;
                     }
                 }
