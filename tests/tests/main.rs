@@ -86,6 +86,7 @@ mod limits_partial_frames;
 mod lsp_apply_code_action;
 mod lsp_call_hierarchy;
 mod lsp_check_edit;
+mod lsp_clangd_macro_uses;
 mod lsp_clangd_note_positions;
 mod lsp_clangd_partial_index;
 mod lsp_code_action_ranges;

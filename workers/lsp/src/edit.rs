@@ -114,6 +114,34 @@ pub(crate) fn touched_files(edit: &Value) -> Result<Vec<PathBuf>, ToolError> {
     Ok(out)
 }
 
+/// The (file, 1-based line) where each text edit of a workspace edit starts.
+pub(crate) fn edit_lines(edit: &Value) -> std::collections::HashSet<(PathBuf, u32)> {
+    let mut out = std::collections::HashSet::new();
+    let mut add = |u: Option<&str>, edits: Option<&Value>| {
+        let Some(path) = u.and_then(uri::to_path) else {
+            return;
+        };
+        for e in edits.and_then(Value::as_array).into_iter().flatten() {
+            if let Some(l) = e.pointer("/range/start/line").and_then(Value::as_u64) {
+                out.insert((path.clone(), l as u32 + 1));
+            }
+        }
+    };
+    if let Some(changes) = edit.get("documentChanges").and_then(Value::as_array) {
+        for c in changes {
+            add(
+                c.pointer("/textDocument/uri").and_then(Value::as_str),
+                c.get("edits"),
+            );
+        }
+    } else if let Some(changes) = edit.get("changes").and_then(Value::as_object) {
+        for (u, edits) in changes {
+            add(Some(u), Some(edits));
+        }
+    }
+    out
+}
+
 /// Refuse the whole edit when any file it touches may not be written in the caller's file
 /// scope: the file tools' `out_of_scope` answer for the first such file, naming the others.
 /// Returns each touched file's real path (what is read and written).
@@ -468,6 +496,16 @@ impl LanguageServers {
                 false,
             )
             .await;
+        let hidden = crate::hidden_uses::gap(
+            ctx,
+            self,
+            &opened.shared,
+            &word,
+            edit_lines(&edit),
+            "the rename does not change them: edit them by hand",
+        )
+        .await;
+        let gap = crate::hidden_uses::join(gap, hidden);
         if dry_run {
             let _sync = opened.shared.sync_lock.lock().await;
             let changes = plan_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;

@@ -40,6 +40,7 @@ mod coverage;
 mod dependents;
 mod diagnostics;
 mod edit;
+mod hidden_uses;
 mod hierarchy;
 mod indent;
 mod inlay;

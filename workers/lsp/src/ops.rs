@@ -697,6 +697,26 @@ impl LanguageServers {
                         "(`{symbol}` is part of `{word}` on that line: the server was asked about `{word}`; give the line where `{symbol}` itself stands)\n"
                     ));
                 }
+                // clangd cannot see uses inside macros and disabled branches: name them.
+                let gap = if op == "references" {
+                    let seen = locs
+                        .iter()
+                        .map(|l| (l.path.clone(), l.line as u32))
+                        .collect();
+                    let word = position::word_at(&src, byte, symbol.len());
+                    let hidden = crate::hidden_uses::gap(
+                        ctx,
+                        self,
+                        &opened.shared,
+                        word,
+                        seen,
+                        "read them (or grep) before relying on this list",
+                    )
+                    .await;
+                    crate::hidden_uses::join(gap, hidden)
+                } else {
+                    gap
+                };
                 let mut answer = json!({"text": text, "locations": items, "total": total, "truncated": page.cut(total), "server": server});
                 page.stamp(&mut answer, total);
                 if let Some(m) = merged.filter(|m| !m.roots.is_empty()) {

@@ -1,0 +1,118 @@
+//! Issue 45, item 5: clangd cannot see a use of a name inside a `#define` body or a disabled
+//! preprocessor branch, so its rename of a function used there answered "1 edits in 1 files",
+//! complete, and left the macro calling the old name (its references missed that use too).
+//! Now such an answer is `complete: false` and names the file and line of every use the
+//! server did not report. The truth is the disk: after the rename, every line still holding
+//! the old name as a whole word must be named.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::lsp::{lsp_config, ok_in, project, require, write};
+
+/// `file:line` of every line of the C files under `root` holding `word` as a whole word.
+fn whole_word_lines(root: &Path, word: &str) -> Vec<String> {
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut found = Vec::new();
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".c") || n.ends_with(".h"))
+        .collect();
+    names.sort();
+    for name in names {
+        let text = std::fs::read_to_string(root.join(&name)).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let hit = line.match_indices(word).any(|(at, _)| {
+                !is_word(line[..at].chars().next_back())
+                    && !is_word(line[at + word.len()..].chars().next())
+            });
+            if hit {
+                found.push(format!("{name}:{}", i + 1));
+            }
+        }
+    }
+    found
+}
+
+const HEADER: &str = "#ifndef CORE_H\n#define CORE_H\n\nint enlist(int x);\n\n#define TWICE(v) \\\n    (enlist(v) + enlist(v))\n\n#endif\n";
+const MAIN: &str = "#include \"core.h\"\n\n/* enlist is called below */\nint run(void) {\n    int n = enlist(1);\n#ifdef LEGACY\n    n += enlist(2);\n#endif\n    return n;\n}\n";
+
+fn c_project() -> tempfile::TempDir {
+    let p = project(&[
+        ("core.h", HEADER),
+        (
+            "core.c",
+            "#include \"core.h\"\n\nint enlist(int x) { return x; }\n",
+        ),
+        ("main.c", MAIN),
+    ]);
+    let dir = p.path().canonicalize().unwrap().display().to_string();
+    let db: Vec<Value> = ["core.c", "main.c"]
+        .iter()
+        .map(|f| json!({"directory": dir, "file": format!("{dir}/{f}"), "arguments": ["cc", "-c", f]}))
+        .collect();
+    write(
+        p.path(),
+        "compile_commands.json",
+        &serde_json::to_string(&db).unwrap(),
+    );
+    p
+}
+
+fn names_each(v: &Value, places: &[String]) {
+    let reason = v["partial_reason"].as_str().unwrap_or("");
+    let text = v["text"].as_str().unwrap_or("");
+    for place in places {
+        assert!(
+            reason.contains(place.as_str()) && text.contains(place.as_str()),
+            "{place} holds the name the server did not report; the answer does not name it: {v}"
+        );
+    }
+}
+
+#[test]
+fn references_and_rename_name_the_uses_clangd_cannot_see() {
+    require("clangd");
+    let p = c_project();
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&lsp_config(""));
+
+    // The macro body (core.h:7) and the disabled branch (main.c:7) hold uses clangd misses;
+    // the comment (main.c:3) is no use.
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "references", "file": "core.c", "line": 3, "symbol": "enlist"}),
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    names_each(&v, &["core.h:7".to_string(), "main.c:7".to_string()]);
+    assert!(
+        !v["partial_reason"].as_str().unwrap().contains("main.c:3"),
+        "a comment is no use: {v}"
+    );
+
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp_rename",
+        json!({"file": "core.c", "line": 3, "symbol": "enlist", "new_name": "enroll"}),
+    );
+    // What the rename left behind, read from the disk.
+    let left: Vec<String> = whole_word_lines(&root, "enlist")
+        .into_iter()
+        .filter(|l| l != "main.c:3")
+        .collect();
+    assert!(
+        !left.is_empty(),
+        "clangd renamed inside the macro and the disabled branch: the test no longer shows the gap"
+    );
+    assert_eq!(
+        v["complete"], false,
+        "the rename left {left:?} with the old name and said complete: {v}"
+    );
+    names_each(&v, &left);
+}
