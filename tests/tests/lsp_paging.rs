@@ -1,6 +1,7 @@
-//! Capped lists page: `references` and `call_hierarchy` take `offset`, say `next_offset`
-//! until the last page, and the pages together are the whole list, each entry once (197
-//! references to a class could be counted but 51–197 could not be read).
+//! Capped lists page: `references`, `call_hierarchy` and `symbols` (outline and workspace) take
+//! `offset`, say `next_offset` until the last page, and the pages together are the whole list,
+//! each entry once (197 references to a class could be counted but 51–197 could not be read;
+//! an outline stopped at 200 symbols and workspace symbols at 100).
 
 use std::collections::BTreeSet;
 
@@ -100,4 +101,88 @@ fn references_and_call_hierarchy_page_through_the_whole_list() {
     assert!(second["next_offset"].is_null(), "{second}");
     let all: BTreeSet<String> = callers(&first).union(&callers(&second)).cloned().collect();
     assert_eq!(all.len(), MODULES, "every caller once: {all:?}");
+}
+
+/// Every page of `args` (`offset` from 0 until no `next_offset`): the names listed, in order,
+/// and the pages seen. Each page says the same `total`; a cut one is `complete: false`.
+fn symbol_pages(d: &TestDaemon, root: &std::path::Path, args: Value) -> (Vec<String>, usize) {
+    let mut names = Vec::new();
+    let mut offset = 0;
+    let mut pages = 0;
+    let mut total = None;
+    loop {
+        let mut a = args.clone();
+        a["offset"] = json!(offset);
+        let v = ok_in(d, root, "lsp", a);
+        pages += 1;
+        assert!(pages < 20, "no end to the pages: {v}");
+        let t = v["total"].as_u64().unwrap();
+        assert_eq!(
+            *total.get_or_insert(t),
+            t,
+            "every page counts the same: {v}"
+        );
+        assert_eq!(v["complete"], false, "a page of a longer list: {v}");
+        names.extend(
+            v["symbols"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["name"].as_str().unwrap().to_string()),
+        );
+        match v["next_offset"].as_u64() {
+            Some(next) => {
+                assert!(
+                    v["text"]
+                        .as_str()
+                        .unwrap()
+                        .contains(&format!("`offset: {next}` shows the next")),
+                    "{v}"
+                );
+                offset = next;
+            }
+            None => {
+                assert!(v["text"].as_str().unwrap().contains("the last page"), "{v}");
+                assert_eq!(names.len() as u64, t, "the pages together are the list");
+                return (names, pages);
+            }
+        }
+    }
+}
+
+#[test]
+fn document_and_workspace_symbols_page_through_the_whole_list() {
+    require("pyright-langserver");
+    const UNITS: usize = 250;
+    let module: String = (0..UNITS)
+        .map(|i| format!("def unit_{i}() -> int:\n    return {i}\n\n\n"))
+        .collect();
+    let p = enlist_package(1, |_| "X = 1\n".to_string());
+    let root = p.path().canonicalize().unwrap();
+    toolvisor_tests::lsp::write(&root, "pkg/units.py", &module);
+    let d = TestDaemon::start(&lsp_config(""));
+    // The truth: the functions the file defines, in its order.
+    let want: Vec<String> = module
+        .lines()
+        .filter_map(|l| l.strip_prefix("def "))
+        .map(|l| l.split('(').next().unwrap().to_string())
+        .collect();
+
+    // The outline: 200 a page.
+    let (names, pages) = symbol_pages(&d, &root, json!({"op": "symbols", "file": "pkg/units.py"}));
+    assert_eq!(names, want, "the outline's pages, in the file's order");
+    assert_eq!(pages, UNITS.div_ceil(200));
+
+    // Workspace symbols: 100 a page, each once.
+    let (names, pages) = symbol_pages(&d, &root, json!({"op": "symbols", "query": "unit_"}));
+    let listed: BTreeSet<&String> = names.iter().collect();
+    assert_eq!(
+        listed.len(),
+        names.len(),
+        "a symbol on two pages: {names:?}"
+    );
+    for w in &want {
+        assert!(listed.contains(w), "{w} is on no page");
+    }
+    assert_eq!(pages, names.len().div_ceil(100));
 }

@@ -97,7 +97,7 @@ pub struct LspArgs {
     pub old_text: Option<String>,
     /// check_edit: the replacement for `old_text`, or the whole proposed file.
     pub new_text: Option<String>,
-    /// references, call_hierarchy: skip this many entries (the next page starts at the
+    /// references, call_hierarchy, symbols: skip this many entries (the next page starts at the
     /// answer's `next_offset`).
     #[schemars(range(min = 0, max = 1_000_000))]
     pub offset: Option<u64>,

@@ -401,8 +401,11 @@ impl LanguageServers {
                 )
             }
             "symbols" => match (&args.query, &args.file) {
-                (Some(q), _) => self.workspace_symbols(ctx, q, args.file.as_deref()).await,
-                (None, Some(f)) => self.document_symbols(ctx, f).await,
+                (Some(q), _) => {
+                    self.workspace_symbols(ctx, q, args.file.as_deref(), args.offset)
+                        .await
+                }
+                (None, Some(f)) => self.document_symbols(ctx, f, args.offset).await,
                 (None, None) => Err(invalid(
                     "lsp symbols: give `query` (workspace search) or `file` (document outline)"
                         .into(),

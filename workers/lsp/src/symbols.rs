@@ -8,7 +8,9 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
 use crate::coverage::mark_coverage;
-use crate::ops::{CallCtx, DOCUMENT_SYMBOLS_MAX, Opened, WORKSPACE_SYMBOLS_MAX, is_empty, require};
+use crate::ops::{
+    CallCtx, DOCUMENT_SYMBOLS_MAX, Opened, Page, WORKSPACE_SYMBOLS_MAX, is_empty, require,
+};
 use crate::render::{self, Sources};
 use crate::servers::LanguageServers;
 use crate::uri;
@@ -18,6 +20,7 @@ impl LanguageServers {
         &self,
         ctx: &CallCtx,
         file: &str,
+        offset: Option<u64>,
     ) -> Result<Value, ToolError> {
         let path = ctx.resolve("lsp", file, Access::Read)?;
         let mut opened = self.open(&path, &ctx.run).await?;
@@ -33,10 +36,10 @@ impl LanguageServers {
         }
         let syms = render::document_symbols(&result);
         let total = syms.len();
-        let cut = total > DOCUMENT_SYMBOLS_MAX;
+        let page = Page::of(offset, total, DOCUMENT_SYMBOLS_MAX);
         let mut text = String::new();
         let mut items = Vec::new();
-        for s in syms.iter().take(DOCUMENT_SYMBOLS_MAX) {
+        for s in &syms[page.from..page.to] {
             text.push_str(&format!(
                 "{}{}: {} {}\n",
                 "  ".repeat(s.depth),
@@ -48,15 +51,13 @@ impl LanguageServers {
         }
         if total == 0 {
             text = format!("no symbols in {}\n", render::show_path(&path, &ctx.workdir));
-        } else if cut {
-            text.push_str(&format!(
-                "(showing {DOCUMENT_SYMBOLS_MAX} of {total} symbols)\n"
-            ));
+        } else if let Some(note) = page.note(total, "symbols") {
+            text.push_str(&format!("({note})\n"));
         }
-        Ok(
-            json!({"text": text, "symbols": items, "total": total, "truncated": cut,
-            "server": self.server_info(&opened)}),
-        )
+        let mut answer = json!({"text": text, "symbols": items, "total": total,
+            "truncated": page.cut(total), "server": self.server_info(&opened)});
+        page.stamp(&mut answer, total);
+        Ok(answer)
     }
 
     pub(crate) async fn workspace_symbols(
@@ -64,6 +65,7 @@ impl LanguageServers {
         ctx: &CallCtx,
         query: &str,
         file: Option<&str>,
+        offset: Option<u64>,
     ) -> Result<Value, ToolError> {
         // The server to ask: the one covering `file`, else the servers running for the workdir,
         // else the first language whose root and binary are found from the workdir.
@@ -88,14 +90,14 @@ impl LanguageServers {
             .await;
         let syms = render::workspace_symbols(&result);
         let total = syms.len();
-        let cut = total > WORKSPACE_SYMBOLS_MAX;
+        let page = Page::of(offset, total, WORKSPACE_SYMBOLS_MAX);
         let mut text = String::new();
         let mut items = Vec::new();
         let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
         let readable = |p: &Path| ctx.may_read(p);
         let read = |p: &Path| ctx.read_text(p).ok();
         let mut sources = Sources::new(&open_text, &readable, &read);
-        for s in syms.iter().take(WORKSPACE_SYMBOLS_MAX) {
+        for s in &syms[page.from..page.to] {
             let shown = s
                 .path
                 .as_ref()
@@ -128,13 +130,12 @@ impl LanguageServers {
         }
         if total == 0 {
             text = format!("no workspace symbols match {query:?}\n");
-        } else if cut {
-            text.push_str(&format!(
-                "(showing {WORKSPACE_SYMBOLS_MAX} of {total} symbols; refine the query)\n"
-            ));
+        } else if let Some(note) = page.note(total, "symbols") {
+            text.push_str(&format!("({note}, or refine the query)\n"));
         }
-        let mut answer = json!({"text": text, "symbols": items, "total": total, "truncated": cut,
-            "server": self.server_info(&opened)});
+        let mut answer = json!({"text": text, "symbols": items, "total": total,
+            "truncated": page.cut(total), "server": self.server_info(&opened)});
+        page.stamp(&mut answer, total);
         mark_coverage(&mut answer, gap);
         Ok(answer)
     }
