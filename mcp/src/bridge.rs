@@ -281,6 +281,7 @@ impl Shared {
                     bridge_tools: Vec::new(),
                 },
                 socket: &self.opts.socket,
+                run_token: self.opts.run_token.clone(),
             },
             qtx,
         )
@@ -760,6 +761,7 @@ mod tests {
             questions: crate::Questions::None,
             structured: false,
             images: crate::Images::Auto,
+            run_token: None,
         });
         let info =
             serde_json::to_value(Bridge::new(opts.clone(), Runs::new(opts)).get_info()).unwrap();

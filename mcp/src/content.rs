@@ -636,6 +636,7 @@ mod tests {
             questions: crate::Questions::None,
             structured: false,
             images: Images::Auto,
+            run_token: None,
         };
         let files = ImageSink::Files("/w".into());
         assert_eq!(

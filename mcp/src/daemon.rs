@@ -94,6 +94,8 @@ pub struct HelloParts<'a> {
     pub workdir: String,
     pub surface: Surface,
     pub socket: &'a Path,
+    /// A vibe worker's credential (`TOOLVISOR_RUN_TOKEN`), if this process is one's.
+    pub run_token: Option<String>,
 }
 
 const CODEC: Codec = Codec::Bincode;
@@ -131,7 +133,7 @@ impl DaemonConn {
             run_id: hello.run_id,
             workdir: hello.workdir,
             surface: hello.surface,
-            run_token: None,
+            run_token: hello.run_token,
         });
         wr.write_all(&codec::encode_frame(CODEC, &frame, DEFAULT_MAX_FRAME)?)
             .await?;

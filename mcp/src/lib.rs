@@ -72,6 +72,10 @@ pub struct Options {
     pub structured: bool,
     /// Where a result's images go (`--images`).
     pub images: Images,
+    /// The credential a vibe worker got from the daemon (`TOOLVISOR_RUN_TOKEN` in the
+    /// environment `toolvisor mcp` was started with), sent in every Hello: the daemon then
+    /// pins the session to the worker's tier surface, run and conversation `vibe:<id>`.
+    pub run_token: Option<String>,
 }
 
 /// Where `ask_user` questions go (`toolvisor mcp --questions`). Whatever the mode, a form the

@@ -32,6 +32,7 @@ fn accepted_tcp_connections_have_nodelay() {
         questions: toolvisor_mcp::Questions::Elicit,
         structured: false,
         images: toolvisor_mcp::Images::Auto,
+        run_token: None,
     };
     let http = HttpOptions::new(Listen::Tcp("127.0.0.1:0".parse().unwrap()));
     let server_stop = stop.clone();

@@ -412,6 +412,11 @@ fn main() -> ExitCode {
                     questions,
                     structured,
                     images,
+                    // A vibe worker's harness starts us with the worker's environment: its
+                    // credential makes the daemon pin the session to the worker's tier.
+                    run_token: std::env::var(toolvisor_jobs::vibe::TOKEN_ENV)
+                        .ok()
+                        .filter(|t| !t.is_empty()),
                 },
                 listen.map(|listen| toolvisor_mcp::http::HttpOptions {
                     listen,
