@@ -348,7 +348,7 @@ pub fn mcp_tool(t: &ToolInfo, structured: bool) -> Json {
     let mut tool = json!({
         "name": t.name,
         "description": t.description,
-        "inputSchema": t.schema.0,
+        "inputSchema": lean_schema(&t.schema.0),
         "annotations": {
             "readOnlyHint": read_only,
             "destructiveHint": !read_only && t.destructive,
@@ -366,6 +366,40 @@ pub fn mcp_tool(t: &ToolInfo, structured: bool) -> Json {
         tool["outputSchema"] = schema.0.clone();
     }
     tool
+}
+
+/// An arguments' schema as a model reads it (every harness passes `inputSchema` on to its
+/// model, so each character is paid on every request): without what only a validator needs —
+/// `additionalProperties: false` and numeric bounds (a value past one is refused naming the
+/// bound) — and without the description of an array's items (its field's says it). The daemon
+/// still checks every call against the whole schema, so nothing is let through that was
+/// refused before.
+pub fn lean_schema(schema: &Json) -> Json {
+    fn walk(v: &Json, in_properties: bool, in_items: bool) -> Json {
+        match v {
+            Json::Object(map) => Json::Object(
+                map.iter()
+                    .filter(|(k, v)| {
+                        in_properties
+                            || !(matches!(k.as_str(), "minimum" | "maximum")
+                                || (k.as_str() == "additionalProperties"
+                                    && v == &&Json::Bool(false))
+                                || (in_items && k.as_str() == "description"))
+                    })
+                    .map(|(k, v)| {
+                        let props = !in_properties && k == "properties";
+                        let items = !in_properties && k == "items";
+                        (k.clone(), walk(v, props, items))
+                    })
+                    .collect(),
+            ),
+            Json::Array(items) => {
+                Json::Array(items.iter().map(|x| walk(x, false, false)).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    walk(schema, false, false)
 }
 
 fn visible(tools: &[ToolInfo]) -> Vec<&ToolInfo> {
@@ -747,6 +781,32 @@ impl ServerHandler for Bridge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lean_schema_keeps_every_field_and_what_a_model_reads() {
+        let schema = json!({"type": "object", "additionalProperties": false, "required": ["op"],
+            "properties": {
+                "op": {"type": "string", "enum": ["a", "b"]},
+                "offset": {"type": "integer", "minimum": 0, "maximum": i64::MAX},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 1_048_576},
+                "minimum": {"type": "integer", "minimum": 0},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                "points": {"type": "array", "items": {"type": "object", "description": "One.",
+                    "additionalProperties": false, "properties": {"line": {"minimum": 1,
+                        "description": "1-based."}}}}}});
+        assert_eq!(
+            lean_schema(&schema),
+            json!({"type": "object", "required": ["op"],
+                "properties": {
+                    "op": {"type": "string", "enum": ["a", "b"]},
+                    "offset": {"type": "integer"},
+                    "limit": {"type": "integer"},
+                    "minimum": {"type": "integer"},
+                    "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "points": {"type": "array", "items": {"type": "object",
+                        "properties": {"line": {"description": "1-based."}}}}}})
+        );
+    }
 
     #[test]
     fn the_instructions_say_only_what_changes_what_a_model_does() {

@@ -280,9 +280,7 @@ pub struct ApprovalAnswer {
 /// One option of a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuestionOption {
-    /// What the person picks.
     pub label: String,
-    /// What picking it means.
     pub description: Option<String>,
 }
 

@@ -422,7 +422,7 @@ fn jobs() -> Vec<ToolSpec> {
             "bash",
             Tier::Exec,
             "processes",
-            "Run a shell command line in the run's workdir; returns stdout, stderr, exit code and wall time.",
+            "Run a shell command in the workdir: stdout, stderr, exit code.",
             |s, ctx, a| {
                 Box::pin(async move {
                     let bash = BashTool {
@@ -442,7 +442,7 @@ fn jobs() -> Vec<ToolSpec> {
             "process",
             Tier::Exec,
             "processes",
-            "Tracked background processes of this conversation: start, list, read output by offset, write stdin, kill.",
+            "Background processes: start, list, read, write stdin, kill, resize.",
             |s, ctx, a| Box::pin(run_process(&s.processes, ctx, a)),
         )
         .returns::<toolvisor_protocol::results::ProcessResult>()

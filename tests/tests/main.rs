@@ -55,6 +55,7 @@ mod harness_codex;
 mod harness_model_reads;
 mod harness_printed_config;
 mod harness_run_ends;
+mod harness_tool_list;
 mod harness_vibe_worker;
 mod human_ask_user;
 mod human_operator_tmux;

@@ -39,19 +39,16 @@ pub enum DebugOp {
     Watch,
 }
 
-/// One source breakpoint with its options (`debug breakpoints {file, points}`).
+/// One breakpoint line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DebugBreakpoint {
-    /// 1-based line.
     #[schemars(range(min = 1))]
     pub line: u64,
-    /// Stop only when this expression (in the program's language) is true.
     pub condition: Option<String>,
-    /// Stop only when the hit count satisfies this: a plain `N` stops at the Nth hit (both
-    /// adapters); debugpy also takes `>= N`, `% N`.
+    /// `N`: stop at the Nth hit.
     pub hit_condition: Option<String>,
-    /// A logpoint: print this (`{expr}` is interpolated) instead of stopping.
+    /// Log this (`{expr}` interpolated), do not stop.
     pub log_message: Option<String>,
 }
 
@@ -61,68 +58,53 @@ pub struct DebugBreakpoint {
 pub struct DebugArgs {
     /// Operation.
     pub op: DebugOp,
-    /// breakpoints/run_to: source file, relative to the workdir.
+    /// breakpoints, run_to: source file.
     pub file: Option<String>,
-    /// run_to: the 1-based line to run to in `file`.
+    /// run_to: 1-based line.
     #[schemars(range(min = 1))]
     pub line: Option<u64>,
-    /// breakpoints: 1-based lines; empty clears the file.
+    /// breakpoints: 1-based lines (empty clears).
     #[schemars(inner(range(min = 1)))]
     pub lines: Option<Vec<u64>>,
-    /// breakpoints: lines with a condition, a hit condition or a log message (merged with
-    /// `lines`; a line in both takes these options).
+    /// breakpoints: lines with options.
     pub points: Option<Vec<DebugBreakpoint>>,
-    /// breakpoints: function breakpoints by name (replaces the set; empty clears it).
+    /// breakpoints: function names.
     pub functions: Option<Vec<String>>,
-    /// breakpoints: exception filters by id, from those the adapter advertises (debugpy:
-    /// `raised`, `uncaught`, `userUnhandled`); replaces the set; absent keeps the adapter's
-    /// defaults.
+    /// breakpoints: exception filters (raised, uncaught).
     pub exceptions: Option<Vec<String>>,
-    /// launch: the program (a .py script, an executable built with debug info).
+    /// launch: script or executable.
     pub program: Option<String>,
-    /// launch: the program's arguments.
     pub args: Option<Vec<String>>,
-    /// launch/attach: adapter name (default: chosen from the program; attach by port:
-    /// debugpy; attach by pid: debugpy for a Python process, else lldb).
+    /// launch, attach (default: by program).
     pub adapter: Option<String>,
-    /// launch: the program's working directory (relative to the workdir; default: the
-    /// workdir).
+    /// launch.
     pub cwd: Option<String>,
-    /// launch: environment variables set on top of the daemon's allowlisted environment.
     pub env: Option<std::collections::BTreeMap<String, String>>,
-    /// launch (debugpy): run a module (`python -m pkg.mod`) instead of `program`.
+    /// launch: `python -m` module.
     pub module: Option<String>,
-    /// launch (debugpy): step and stop in the program's own code only (default true).
+    /// launch: own code only (default true).
     pub just_my_code: Option<bool>,
-    /// attach: port of a debug server on 127.0.0.1 (python -m debugpy --listen PORT).
+    /// attach: a debugpy port.
     #[schemars(range(min = 1, max = 65_535))]
     pub port: Option<u64>,
-    /// attach: id of a running process instead of a port: a Python program through debugpy
-    /// (which injects itself with gdb), any other through lldb-dap. It must run as this
-    /// user with its working directory in the workdir, and ptrace must be allowed.
+    /// attach: a process in the workdir.
     #[schemars(range(min = 1, max = 4_194_304))]
     pub pid: Option<u64>,
-    /// continue/pause/step_*/stack: thread (default: the one that stopped).
     #[schemars(range(min = 0, max = i64::MAX))]
     pub thread_id: Option<i64>,
-    /// scopes/evaluate/watch: frame id from stack (default: the top frame).
     #[schemars(range(min = 0, max = i64::MAX))]
     pub frame_id: Option<i64>,
-    /// variables/set_variable: reference from scopes, variables or evaluate; watch: the
-    /// container holding the variable `expression` names (default: the frame's scopes).
+    /// variables, set_variable, watch.
     #[schemars(range(min = 0, max = i64::MAX))]
     pub reference: Option<i64>,
-    /// evaluate: expression, in the frame; watch: the variable (or, lldb, an address
-    /// expression such as `&p->n`) to watch.
+    /// evaluate, watch.
     pub expression: Option<String>,
-    /// set_variable: the variable's name in the `reference` container.
     pub name: Option<String>,
-    /// set_variable: the new value, an expression in the program's language.
     pub value: Option<String>,
-    /// output: byte offset (default: where the last read stopped).
+    /// output: byte offset.
     #[schemars(range(min = 0, max = i64::MAX))]
     pub offset: Option<u64>,
-    /// output: most bytes (default 65536).
+    /// output: most bytes.
     #[schemars(range(min = 1, max = 1_048_576))]
     pub limit: Option<u64>,
 }

@@ -18,16 +18,14 @@ pub enum EvalLanguage {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvalArgs {
-    /// Cell source.
     pub code: String,
-    /// 5-10 words saying what the cell does (shown in approval prompts and logs).
+    /// 5-10 words saying what the cell does.
     #[schemars(extend("minWords" = 5, "maxWords" = 10))]
     pub description: String,
-    /// Kernel language (default python).
+    /// Default: python.
     pub language: Option<EvalLanguage>,
-    /// Discard the interpreter and start clean first.
     pub reset: Option<bool>,
-    /// Inactivity budget: seconds the cell may run without output (default 300).
+    /// Seconds without output (default 300).
     #[schemars(range(min = 1, max = 86_400))]
     pub timeout_s: Option<u64>,
 }

@@ -7,12 +7,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadArgs {
-    /// File, relative to the workdir.
     pub path: String,
-    /// First line (1-based); negative counts from the end (default 1).
+    /// First line, 1-based; negative counts from the end.
     #[schemars(range(min = i64::MIN, max = i64::MAX))]
     pub offset: Option<i64>,
-    /// Number of lines (default 2000; a read also stops at 40000 characters).
+    /// Lines (default 2000).
     #[schemars(range(min = 1, max = i64::MAX))]
     pub limit: Option<u64>,
 }
@@ -21,7 +20,7 @@ pub struct ReadArgs {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LsArgs {
-    /// Directory (default: the workdir).
+    /// Default: the workdir.
     pub path: Option<String>,
 }
 
@@ -29,15 +28,12 @@ pub struct LsArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindArgs {
-    /// Glob.
     pub pattern: String,
-    /// Directory to search (default: the workdir).
+    /// Default: the workdir.
     pub path: Option<String>,
-    /// Include hidden files.
     pub hidden: Option<bool>,
-    /// Include files .gitignore and .ignore exclude.
     pub ignored: Option<bool>,
-    /// Most paths listed (default 1000); the total is always counted.
+    /// Default 1000; all are counted.
     #[schemars(range(min = 1, max = 1_000_000))]
     pub max_results: Option<u64>,
 }
@@ -56,26 +52,20 @@ pub enum GrepCase {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepArgs {
-    /// Regex.
     pub pattern: String,
-    /// File or directory (default: the workdir).
+    /// Default: the workdir.
     pub path: Option<String>,
-    /// Only files matching these globs, comma-separated, ! excludes (e.g. "*.rs,!*_test.rs").
+    /// Comma-separated globs; ! excludes ("*.rs,!*_test.rs").
     pub glob: Option<String>,
-    /// Case sensitivity (default sensitive).
     pub case: Option<GrepCase>,
-    /// Lines of context around each match (default 0).
     #[schemars(range(min = 0, max = 100))]
     pub context: Option<u64>,
-    /// Most matching lines (default 200).
+    /// Default 200.
     #[schemars(range(min = 1, max = 100_000))]
     pub max_results: Option<u64>,
-    /// Include hidden files.
     pub hidden: Option<bool>,
-    /// Include files .gitignore and .ignore exclude.
     pub ignored: Option<bool>,
-    /// A match may span lines, as `rg -U`: `\n` in the pattern matches a line break; each
-    /// line of a match is shown.
+    /// A match may span lines (`rg -U`).
     pub multiline: Option<bool>,
 }
 
@@ -83,9 +73,7 @@ pub struct GrepArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteArgs {
-    /// File.
     pub path: String,
-    /// Full content.
     pub content: String,
 }
 
@@ -93,13 +81,10 @@ pub struct WriteArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditArgs {
-    /// File.
     pub path: String,
-    /// Exact text to replace.
+    /// Must match once unless replace_all.
     pub old_text: String,
-    /// Replacement.
     pub new_text: String,
-    /// Replace every occurrence.
     pub replace_all: Option<bool>,
 }
 
@@ -107,7 +92,6 @@ pub struct EditArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyPatchArgs {
-    /// Unified diff or `*** Begin Patch` patch.
     pub patch: String,
 }
 
@@ -115,10 +99,8 @@ pub struct ApplyPatchArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolResultReadArgs {
-    /// Reference from a projected result.
     #[serde(rename = "ref")]
     pub reference: String,
-    /// First character.
     #[schemars(range(min = 0, max = i64::MAX))]
     pub offset: Option<u64>,
     /// Characters (default 12000).

@@ -7,21 +7,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskUserArgs {
-    /// The question.
     pub question: String,
-    /// What the person needs to know to answer.
     pub context: Option<String>,
-    /// Answers to choose from, each a label and an optional description.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         serialize_with = "as_some"
     )]
     pub options: Vec<crate::wire::QuestionOption>,
-    /// Accept an answer outside the options. Default: true when there are no options,
-    /// false when there are.
     pub allow_free_text: Option<bool>,
-    /// Accept several options.
     #[serde(
         default,
         deserialize_with = "null_as_default",

@@ -7,9 +7,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BashArgs {
-    /// Shell command line.
     pub command: String,
-    /// Wall-clock limit in seconds (default 120).
+    /// Seconds (default 120).
     #[schemars(range(min = 1, max = 3600))]
     pub timeout_s: Option<u64>,
 }
@@ -62,36 +61,25 @@ pub enum RestartMode {
 pub struct ProcessArgs {
     /// Operation.
     pub op: ProcessOp,
-    /// start: the shell command line.
     pub command: Option<String>,
-    /// start: a short name shown in lists (default: the command).
     pub label: Option<String>,
-    /// start: restart policy (default `no`).
     pub restart: Option<RestartMode>,
-    /// start: hard time-to-live in seconds; the process is stopped after it, used or not.
     #[schemars(range(min = 1, max = 2_592_000))]
     pub ttl_s: Option<u64>,
-    /// read/write/kill: the process id returned by start.
     pub id: Option<String>,
-    /// read: first byte offset of the combined output to return (default: where the last
-    /// read of this conversation stopped).
+    /// Byte offset (default: after the last read).
     #[schemars(range(min = 0, max = i64::MAX))]
     pub offset: Option<u64>,
-    /// read: at most this many bytes (default 65536).
+    /// Most bytes (default 65536).
     #[schemars(range(min = 1, max = 1_048_576))]
     pub limit: Option<u64>,
-    /// write: text to send to the process's stdin.
     pub data: Option<String>,
-    /// write: close stdin after writing (on a `pty` process: send the terminal's end-of-file,
-    /// Ctrl-D).
+    /// Close stdin after data (pty: Ctrl-D).
     pub eof: Option<bool>,
-    /// start: run the command on a pseudo-terminal (for REPLs and prompts that check
-    /// `isatty`); `read` then also returns the `screen` as a terminal shows it.
+    /// Run on a terminal; read then returns the screen.
     pub pty: Option<bool>,
-    /// start/resize: terminal width of a `pty` process (default 120).
     #[schemars(range(min = 10, max = 1000))]
     pub cols: Option<u16>,
-    /// start/resize: terminal height of a `pty` process (default 40).
     #[schemars(range(min = 2, max = 1000))]
     pub rows: Option<u16>,
 }

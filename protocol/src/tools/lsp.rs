@@ -75,30 +75,26 @@ impl std::fmt::Display for LspOp {
 pub struct LspArgs {
     /// Operation.
     pub op: LspOp,
-    /// File path (relative to the workdir or absolute), or `"*"` for diagnostics of the
-    /// whole project.
+    /// File, or "*" for the whole project.
     pub file: Option<String>,
     /// 1-based line.
     #[schemars(range(min = 1, max = i64::MAX))]
     pub line: Option<u64>,
-    /// inlay_hints: the last line of the range (1-based, inclusive; default `line`).
+    /// inlay_hints: last line (default: line).
     #[schemars(range(min = 1, max = i64::MAX))]
     pub end_line: Option<u64>,
-    /// Substring naming the symbol on that line (completions: the text typed so far, the
-    /// position is at its end).
+    /// Symbol substring (completions: the typed prefix).
     pub symbol: Option<String>,
     /// symbols: workspace query.
     pub query: Option<String>,
-    /// Which occurrence of symbol on the line (1-based).
+    /// Nth match on the line.
     #[schemars(range(min = 1, max = 1000))]
     pub occurrence: Option<u64>,
-    /// check_edit: text of the file to replace (must occur exactly once); without it
-    /// `new_text` is the whole proposed file.
+    /// check_edit: text replaced; absent: new_text is the file.
     pub old_text: Option<String>,
-    /// check_edit: the replacement for `old_text`, or the whole proposed file.
+    /// check_edit: replacement.
     pub new_text: Option<String>,
-    /// references, call_hierarchy, symbols: skip this many entries (the next page starts at the
-    /// answer's `next_offset`).
+    /// Skip this many (next_offset).
     #[schemars(range(min = 0, max = 1_000_000))]
     pub offset: Option<u64>,
 }
@@ -107,21 +103,16 @@ pub struct LspArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspRenameArgs {
-    /// File.
     pub file: String,
     /// 1-based line.
     #[schemars(range(min = 1, max = i64::MAX))]
     pub line: u64,
-    /// Symbol on the line.
     pub symbol: String,
-    /// New name.
     pub new_name: String,
-    /// Which occurrence of symbol on the line (1-based).
+    /// Nth match on the line.
     #[schemars(range(min = 1, max = 1000))]
     pub occurrence: Option<u64>,
-    /// Preview: check the name can be renamed (`prepareRename`), list the whole edit per file
-    /// with line previews, and write nothing (no approval asked). A real rename of the same
-    /// symbol afterwards writes exactly the previewed edit, or is refused.
+    /// Preview; write nothing.
     pub dry_run: Option<bool>,
 }
 
@@ -167,16 +158,12 @@ impl std::fmt::Display for LspEditOp {
 pub struct LspEditArgs {
     /// Operation.
     pub op: LspEditOp,
-    /// File (symbol edits and format).
     pub file: Option<String>,
-    /// Symbol edits: the symbol's path in the file's outline (`lsp symbols`), names joined by
-    /// `/`, e.g. `Greeter/greet`; a top-level symbol is its name alone.
+    /// Outline path, e.g. Greeter/greet.
     pub symbol_path: Option<String>,
-    /// Symbol edits: the new text. replace_symbol_body: the whole new definition, its first
-    /// line starting where the old one's name line starts (indent the following lines
-    /// yourself); insert_*: whole lines, indented as they should stand.
+    /// New definition (replace) or lines (insert).
     pub text: Option<String>,
-    /// apply_code_action: the action's index in this run's last `lsp code_actions` answer.
+    /// From lsp code_actions.
     #[schemars(range(min = 0, max = 1000))]
     pub index: Option<u64>,
 }
@@ -185,6 +172,5 @@ pub struct LspEditArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SyncedWriteArgs {
-    /// File that was written.
     pub path: String,
 }

@@ -7,12 +7,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DownloadModelArgs {
-    /// Repository id on the model hub, `owner/name`.
+    /// owner/name.
     pub repo: String,
-    /// Branch, tag or commit (default `main`).
     pub revision: Option<String>,
-    /// Which files: a quantisation (`Q4_K_M`), `safetensors`, or one file's name (a shard
-    /// selects all its shards). Needed when the repo offers several.
+    /// Q4_K_M, safetensors or a file name.
     pub variant: Option<String>,
 }
 
@@ -20,7 +18,6 @@ pub struct DownloadModelArgs {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListDownloadsArgs {
-    /// Only this job (`dl3`).
     pub job_id: Option<String>,
 }
 
@@ -28,7 +25,6 @@ pub struct ListDownloadsArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelDownloadArgs {
-    /// The job (`dl3`), as download_model or list_downloads gave it.
     pub job_id: String,
 }
 
@@ -41,9 +37,8 @@ pub struct ListModelsArgs {}
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchModelsArgs {
-    /// Words to search repo ids for.
     pub query: String,
-    /// Most candidates (default 10).
+    /// Default 10.
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u64>,
 }
@@ -53,17 +48,13 @@ pub struct SearchModelsArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadModelArgs {
-    /// A complete model of the local store, by the `name` list_models gives it: its repo
-    /// (`owner/name`), with `@REVISION` and/or `:VARIANT` when the store holds several
-    /// (`owner/name@v2:Q4_K_M`).
+    /// owner/name as list_models names it.
     pub model: String,
-    /// The name requests use in their `"model"` field (default: the repo's name part).
     pub alias: Option<String>,
-    /// Context length in tokens (default `[inference] context`, 2048).
+    /// Tokens (default 2048).
     #[schemars(range(min = 1, max = 1_048_576))]
     pub context: Option<u32>,
-    /// Never unloaded to make room for another model at `[inference] max_loaded`
-    /// (unload_model and the idle TTL still unload it).
+    /// Never unloaded for room.
     pub pin: Option<bool>,
 }
 
@@ -71,7 +62,6 @@ pub struct LoadModelArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnloadModelArgs {
-    /// The alias load_model answered (get_inference_status lists them).
     pub alias: String,
 }
 
@@ -84,9 +74,7 @@ pub struct InferenceStatusArgs {}
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenUsageArgs {
-    /// Only this model (as load_model named it).
     pub model: Option<String>,
-    /// Only the last N days (UTC), today included.
     #[schemars(range(min = 1, max = 3660))]
     pub days: Option<u32>,
 }

@@ -7,16 +7,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AstGrepArgs {
-    /// Code pattern with metavariables, e.g. `$A.unwrap()`: `$NAME` one node, `$$$NAME` a
-    /// run of siblings, `$_` a wildcard that binds nothing.
+    /// Code pattern, e.g. `$A.unwrap()`.
     pub pattern: String,
-    /// File or directory, relative to the workdir (default: the workdir).
+    /// Default: the workdir.
     pub path: Option<String>,
-    /// Grammar id: bash, c, cpp, csharp, css, dart, elixir, go, haskell, hcl, html, java,
-    /// javascript, json, kotlin, lua, markdown, nix, php, python, ruby, rust, scala,
-    /// solidity, swift, tsx, typescript, yaml, zig; inferred from a file path.
+    /// Grammar id (python, rust, tsx, go, ...); default: by path.
     pub language: Option<String>,
-    /// Matches listed (default 50); the total is always counted.
+    /// Default 50; all are counted.
     #[schemars(range(min = 1, max = 10_000))]
     pub max_results: Option<u64>,
 }
@@ -25,15 +22,14 @@ pub struct AstGrepArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AstEditArgs {
-    /// Code pattern with metavariables.
     pub pattern: String,
-    /// Replacement template; $NAME and $$$NAME are replaced by what the pattern captured.
+    /// $NAME and $$$NAME become their captures.
     pub rewrite: String,
-    /// File or directory, relative to the workdir (default: the workdir).
+    /// Default: the workdir.
     pub path: Option<String>,
-    /// Grammar id (see ast_grep); inferred from a file path.
+    /// Default: by path.
     pub language: Option<String>,
-    /// Most replacements to stage (default 50); more is refused, never staged in part.
+    /// Default 50; more is refused.
     #[schemars(range(min = 1, max = 10_000))]
     pub max_results: Option<u64>,
 }
@@ -50,8 +46,6 @@ pub enum ResolveAction {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveArgs {
-    /// Id returned by ast_edit, e.g. "edit_1".
     pub edit_id: String,
-    /// accept writes the staged change; discard drops it.
     pub action: ResolveAction,
 }

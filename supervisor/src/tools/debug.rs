@@ -37,7 +37,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "debug",
             Tier::Exec,
             "debug_adapters",
-            "Debug a program through a real debug adapter (DAP: debugpy for .py, lldb-dap for native executables, delve for .go), one session per conversation: set breakpoints (lines with condition/hit_condition/log_message, functions, exception filters; also before launch; no file lists them with the adapter's verdicts), launch (cwd, env, args; debugpy: module, just_my_code; returns once stopped at a breakpoint or the entry, with where) or attach to a debugpy server port, restart, continue/pause/step, threads, stack (<=30 frames), scopes, variables (<=50 children, values cut at 400 chars), set_variable, evaluate, run_to {file, line} (a temporary breakpoint), watch {expression} (a data breakpoint, lldb-dap), output (the program's stdout/stderr by offset), terminate. A stop on an exception says its id, type, description and stack trace; uncaught exceptions pause by default. `adapters` says which adapters work here and why not.",
+            "Debug a program with a real adapter (debugpy .py, lldb-dap native, delve .go), one session per conversation; breakpoints may precede launch.",
             |s, ctx, a: DebugArgs| Box::pin(run(&s.debug, ctx, a)),
         ).open_world()
         .serial()

@@ -76,7 +76,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "download_model",
             Tier::Write,
             "downloads",
-            "Download a model from the Hugging Face-compatible hub into the local model store: one call registers the chosen variant's whole file set (every shard of a split model; config and tokenizer with safetensors; one GGUF quantisation) as one background job and returns at once with the job id and the files; poll list_downloads. Resumes partial files; verifies sha256. Needs the network.",
+            "Download a model variant from the hub to the local store in the background; poll list_downloads.",
             |s, ctx, a| Box::pin(download_model(s, ctx, a)),
         ).returns::<toolvisor_protocol::results::DownloadModelResult>()
         .additive().idempotent(true).open_world()
@@ -85,7 +85,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "list_downloads",
             Tier::Read,
             "downloads",
-            "Download jobs in flight and recent: per job and per file bytes done/total, rate, ETA, state (queued|downloading|verifying|done|failed|cancelled) and error.",
+            "Download jobs: progress, rate, ETA, state, error.",
             |s, _, a: ListDownloadsArgs| Box::pin(async move { Ok(manager(s, "list_downloads")?.list(a.job_id.as_deref())?) }),
         )
         .returns::<toolvisor_protocol::results::ListDownloadsResult>(),
@@ -93,7 +93,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "cancel_download",
             Tier::Write,
             "downloads",
-            "Stop a download job; its partial files are kept, and download_model with the same repo and variant resumes them.",
+            "Stop a download job; download_model resumes it.",
             |s, ctx, a| Box::pin(cancel_download(s, ctx, a)),
         ).returns::<toolvisor_protocol::results::CancelDownloadResult>()
         .idempotent(true)
@@ -102,7 +102,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "list_models",
             Tier::Read,
             "downloads",
-            "Models in the local store: size, files, whether complete, and a fit label for this machine (fits|tight|too_large) from its memory. Check here before searching.",
+            "Models in the local store: size, completeness, fit here (fits|tight|too_large).",
             |s, _, _: ListModelsArgs| Box::pin(list_models(s)),
         )
         .returns::<toolvisor_protocol::results::ListModelsResult>(),
@@ -110,7 +110,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "search_huggingface_models",
             Tier::Read,
             "downloads",
-            "Search the Hugging Face-compatible hub for downloadable models; each candidate's variants come with their size and this machine's fit label (fits|tight|too_large). Needs the network.",
+            "Search the model hub: variants, sizes, fit here.",
             |s, _, a| Box::pin(search(s, a)),
         ).returns::<toolvisor_protocol::results::SearchModelsResult>()
         .open_world(),

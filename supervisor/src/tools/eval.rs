@@ -109,7 +109,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "eval",
             Tier::Exec,
             "kernels",
-            "Run a cell in a persistent Python or JavaScript (or TypeScript, types stripped) kernel of this conversation: variables, imports and loaded data persist between calls; the last expression is echoed; display(), pandas tables and matplotlib figures come back as outputs; %pip, %cd, !cmd, %%bash and %%timeit work; tool(name, args) calls this registry from the cell.",
+            "Run a cell in this conversation's persistent Python, JavaScript or TypeScript kernel; figures come back; tool(name, args) calls these tools.",
             |s, ctx, a| Box::pin(async move { run(&EvalTools::of(s, ctx), ctx, a).await }),
         )
         .open_world()

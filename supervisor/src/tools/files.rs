@@ -660,7 +660,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "read",
             Tier::Read,
             "files",
-            "Read a text file by line range with line numbers (`offset` 1-based, negative counts from the end: -100 = the last 100 lines), or an image (PNG, JPEG, GIF, WebP, BMP) fitted to the model's limits. Binary files are refused.",
+            "Read a text file with line numbers, or an image (PNG, JPEG, GIF, WebP, BMP).",
             |s, ctx, a| Box::pin(async move { run_read(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::ReadResult>(),
@@ -668,7 +668,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "ls",
             Tier::Read,
             "files",
-            "List a directory (hidden entries included): name (directories end in /), type, size, symlink target.",
+            "List a directory: name (dirs end in /), type, size, link target.",
             |s, ctx, a| Box::pin(async move { run_ls(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::LsResult>(),
@@ -676,7 +676,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "find",
             Tier::Read,
             "files",
-            "Find files and directories by glob, in parallel, skipping .gitignored and hidden ones unless asked. A glob without / matches names (*.rs), one with / the path under `path` (src/**/*.rs). Sorted paths relative to the workdir.",
+            "Find files by glob (`*.rs` names, `src/**/*.rs` paths), skipping ignored and hidden ones unless asked.",
             |s, ctx, a| Box::pin(async move { run_find(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::FindResult>(),
@@ -684,7 +684,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "grep",
             Tier::Read,
             "files",
-            "Search file contents by regex (Rust syntax), in parallel, skipping .gitignored, hidden and binary files. Output as ripgrep prints it: path:line:text, path-line-text for context, files in path order.",
+            "Regex search (Rust syntax) in files, skipping ignored, hidden and binary ones.",
             |s, ctx, a| Box::pin(async move { run_grep(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::GrepResult>(),
@@ -692,7 +692,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "write",
             Tier::Write,
             "files",
-            "Create or replace a file with `content`, atomically (temp file + rename), keeping its mode; parent directories are created. Paths outside the workdir are refused.",
+            "Create or replace a file; parent directories are created.",
             |s, ctx, a| Box::pin(async move { run_write(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::WriteResult>()
@@ -702,7 +702,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "edit",
             Tier::Write,
             "files",
-            "Replace an exact text in a file (atomic write). old_text must match exactly once unless replace_all; zero or several matches is an error saying how many and at which lines. Returns a unified diff.",
+            "Replace an exact text in a file (once, or every occurrence); returns a diff.",
             |s, ctx, a| Box::pin(async move { run_edit(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::EditResult>()
@@ -711,7 +711,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "apply_patch",
             Tier::Write,
             "files",
-            "Apply a unified diff (one or more files; /dev/null creates or deletes) or a `*** Begin Patch` patch (Add/Delete/Update File, Move to, `@@` sections). Every hunk of every file applies or nothing is written; a failing hunk is named with its header and context.",
+            "Apply a unified diff or a `*** Begin Patch` patch; every hunk applies or nothing is written.",
             |s, ctx, a| Box::pin(async move { run_apply_patch(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::ApplyPatchResult>()
@@ -720,7 +720,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "tool_result_read",
             Tier::Read,
             "result_store",
-            "Read a stored large result by characters, from the `ref` its projection named: text, next_offset, total_chars, eof, source_tool, content_type, storage_kind.",
+            "Read more of a result cut short, by its ref.",
             |s, ctx, a| Box::pin(async move { run_tool_result_read(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::ToolResultReadResult>(),

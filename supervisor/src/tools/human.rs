@@ -299,7 +299,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             "ask_user",
             Tier::Read,
             "question_port",
-            "Ask the operator a question and wait for the answer, a skip, or a timeout.",
+            "Ask the user a question and wait for the answer.",
             |s, ctx, a| Box::pin(async move { ask_user(&AskUser::of(s), ctx, a).await }),
         )
         .returns::<toolvisor_protocol::tools::AskUserOutput>()

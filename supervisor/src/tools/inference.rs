@@ -66,7 +66,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "load_model",
             Tier::Write,
             "inference",
-            "Load a model of the local store into an OpenAI-compatible inference server (llama.cpp by default) on a loopback port the daemon chooses; answers at once with its alias and state `loading` — poll get_inference_status until `ready` (or `failed` with the server's last output). Refused when the model is too_large for this machine's memory. Requests then go to the daemon's inference endpoint with \"model\": the alias.",
+            "Serve a stored model behind the daemon's OpenAI-compatible endpoint; poll get_inference_status until ready.",
             |s, ctx, a| Box::pin(load_model(s, ctx, a)),
         ).returns::<toolvisor_protocol::results::LoadModelResult>()
         .additive().idempotent(true)
@@ -75,7 +75,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "unload_model",
             Tier::Write,
             "inference",
-            "Stop a loaded model's server (SIGTERM, then a kill after the grace) and free its port and memory.",
+            "Stop a loaded model's server.",
             |s, ctx, a| Box::pin(unload_model(s, ctx, a)),
         ).returns::<toolvisor_protocol::results::UnloadModelResult>()
         .idempotent(true)
@@ -84,7 +84,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "get_inference_status",
             Tier::Read,
             "inference",
-            "The loaded models: alias, model, state (loading|ready|restarting|failed|unloaded), port, pid, memory, restarts, load time, idle time, the last error with the server's last output when failed; and where the inference endpoint listens.",
+            "Loaded models (alias, state, memory, last error) and the endpoint address.",
             |s, _, _: InferenceStatusArgs| Box::pin(async move { Ok(pool(s, "get_inference_status")?.status().await) }),
         )
         .returns::<toolvisor_protocol::results::InferenceStatusResult>(),
@@ -92,7 +92,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "get_token_usage_stats",
             Tier::Read,
             "inference",
-            "Requests and tokens (prompt, completion, total) that went through the daemon's inference endpoint: totals, per UTC day, per model, and per day and model; persisted across restarts.",
+            "Tokens through the inference endpoint, per day and model.",
             |s, _, a: TokenUsageArgs| Box::pin(async move { Ok(pool(s, "get_token_usage_stats")?.usage.stats(a.model.as_deref(), a.days)) }),
         )
         .returns::<toolvisor_protocol::results::TokenUsageResult>(),

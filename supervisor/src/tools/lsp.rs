@@ -181,7 +181,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "lsp",
             Tier::Read,
             "language_servers",
-            "Language-server queries: diagnostics, definition, type_definition, implementation, references, hover, symbols, code_actions, call_hierarchy, type_hierarchy, signature_help, completions, inlay_hints, check_edit (the diagnostics a proposed edit would bring; nothing written), workspace_diagnostics, status, reload; trust (asks the user to let servers and checkers run this project's code for the run). Positions are a 1-based line plus a symbol substring.",
+            "Language-server queries at a 1-based line and a symbol substring on it; diagnostics of \"*\" is the project; check_edit previews an edit's diagnostics.",
             |s, ctx, a| Box::pin(async move { lsp(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Ops(&[LspOp::Trust]))
@@ -192,7 +192,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "lsp_rename",
             Tier::Write,
             "language_servers",
-            "Rename a symbol project-wide through the language server; all files or none. dry_run: true previews the whole edit per file and writes nothing (no approval); the real rename then writes exactly the preview or is refused.",
+            "Rename a symbol project-wide through the language server, all files or none; dry_run previews.",
             |s, ctx, a| Box::pin(async move { rename(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Unless(&PREVIEW))
@@ -204,7 +204,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "lsp_edit",
             Tier::Write,
             "language_servers",
-            "Edit through the language server, all files or none: apply_code_action (by index from this run's last lsp code_actions), replace_symbol_body / insert_before_symbol / insert_after_symbol (addressed by a symbol path from the outline, e.g. Class/method), format.",
+            "Edit through the language server, all files or none: a code action, a symbol's body, lines around a symbol, format.",
             |s, ctx, a| Box::pin(async move { edit(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always)
@@ -214,7 +214,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "synced_write",
             Tier::Read,
             "language_servers",
-            "Tell the language servers a file was written by the harness; returns diagnostics new for this run.",
+            "Tell the language servers the harness wrote a file; returns new diagnostics.",
             |s, ctx, a| Box::pin(async move { synced_write(&LspTools::of(s), ctx, a).await }),
         )
         .returns::<toolvisor_protocol::results::SyncedWriteResult>(),

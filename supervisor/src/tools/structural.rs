@@ -554,7 +554,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "ast_grep",
             Tier::Read,
             "structural",
-            "Structural search by code shape (ast-grep): $NAME matches one node, $$$NAME a run of sibling nodes, $_ any node without binding; a metavariable used twice must match identical code. Returns path:line:col, matched text and captures, the total count and whether the list was cut.",
+            "Structural code search (ast-grep): `$NAME` one node, `$$$NAME` siblings, `$_` any node; matches with captures, and the total.",
             |s, ctx, a| Box::pin(async move { ast_grep(&StructuralTools::of(s), ctx, a).await }),
         )
         .returns::<toolvisor_protocol::results::AstGrepResult>(),
@@ -562,7 +562,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "ast_edit",
             Tier::Write,
             "structural",
-            "Stage a structural rewrite: every match of `pattern` replaced by `rewrite` with its metavariables substituted. Nothing is written: returns an edit_id and a diff preview; call resolve to accept (all files or none) or discard.",
+            "Stage a structural rewrite (an ast-grep pattern to a template); returns an edit_id and a diff for resolve.",
             |s, ctx, a| Box::pin(async move { ast_edit(&StructuralTools::of(s), ctx, a).await }),
         ).additive()
         .returns::<toolvisor_protocol::results::AstEditResult>()
@@ -572,7 +572,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "resolve",
             Tier::Write,
             "structural",
-            "Accept or discard an edit staged by ast_edit in this conversation. Accept first checks every file still holds what it held at staging (any change rejects the whole edit), then writes all files or none.",
+            "Accept (all files or none) or discard an edit ast_edit staged.",
             |s, ctx, a| Box::pin(async move { resolve(&StructuralTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always)
