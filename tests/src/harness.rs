@@ -260,12 +260,17 @@ pub fn claude(
 /// The environment of a `claude` run: a temp HOME and config dir, the endpoint, no traffic
 /// elsewhere, `toolvisor` on PATH.
 fn claude_env(cmd: &mut Command, d: &TestDaemon, ep: &Endpoint) {
-    let home = d.dir.path().join("claude-home");
+    claude_env_in(cmd, d.dir.path(), ep, &[]);
+}
+
+/// [`claude_env`] with its HOME under `dir` and `extra_path` on PATH after `toolvisor`'s.
+fn claude_env_in(cmd: &mut Command, dir: &Path, ep: &Endpoint, extra_path: &[PathBuf]) {
+    let home = dir.join("claude-home");
     std::fs::create_dir_all(&home).unwrap();
     // No phoning home (telemetry, error reports, updates, other traffic), and MCP tools in
     // the tool list itself rather than behind its ToolSearch.
     cmd.env_clear()
-        .env("PATH", path_with_toolvisor())
+        .env("PATH", path_with_toolvisor(extra_path))
         .env("HOME", &home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env(
@@ -283,13 +288,25 @@ fn claude_env(cmd: &mut Command, d: &TestDaemon, ep: &Endpoint) {
 /// Run `claude ARGS…` (the words of a command line, `claude` first) in `workdir` with
 /// [`claude_env`]; `"$TASK"` becomes the scripted task.
 pub fn claude_line(d: &TestDaemon, ep: &Endpoint, workdir: &Path, words: &[&str]) -> Run {
+    claude_line_in(d.dir.path(), ep, workdir, words, &[])
+}
+
+/// [`claude_line`] with the harness's HOME under `dir` (no test daemon of ours: a
+/// `toolvisor mcp` it starts finds or starts its own) and `extra_path` on its PATH.
+pub fn claude_line_in(
+    dir: &Path,
+    ep: &Endpoint,
+    workdir: &Path,
+    words: &[&str],
+    extra_path: &[PathBuf],
+) -> Run {
     assert_eq!(words.first(), Some(&"claude"), "{words:?}");
     let mut cmd = Command::new(harness_bin("claude"));
     for w in &words[1..] {
         cmd.arg(if *w == "\"$TASK\"" { "Do the task." } else { w });
     }
     cmd.current_dir(workdir);
-    claude_env(&mut cmd, d, ep);
+    claude_env_in(&mut cmd, dir, ep, extra_path);
     run(cmd, "claude", Duration::from_secs(180))
 }
 
@@ -319,9 +336,20 @@ pub fn codex(d: &TestDaemon, ep: &Endpoint, workdir: &Path, extra: &[&str], allo
 /// `[mcp_servers.toolvisor]` block and its tables) as the rest of its config; `toolvisor`
 /// resolves on PATH to the binary under test.
 pub fn codex_with(d: &TestDaemon, ep: &Endpoint, workdir: &Path, mcp: &str) -> Run {
+    codex_with_in(d.dir.path(), ep, workdir, mcp, &[])
+}
+
+/// [`codex_with`] with Codex's HOME under `dir` and `extra_path` on its PATH.
+pub fn codex_with_in(
+    dir: &Path,
+    ep: &Endpoint,
+    workdir: &Path,
+    mcp: &str,
+    extra_path: &[PathBuf],
+) -> Run {
     // Codex warns about helper binaries under /tmp: its home goes under the test's dir anyway
     // (a tempdir), which is what a CI machine has.
-    let home = d.dir.path().join("codex-home");
+    let home = dir.join("codex-home");
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     let toml = format!(
@@ -343,7 +371,7 @@ pub fn codex_with(d: &TestDaemon, ep: &Endpoint, workdir: &Path, mcp: &str) -> R
     .arg("Do the task.")
     .current_dir(workdir)
     .env_clear()
-    .env("PATH", path_with_toolvisor())
+    .env("PATH", path_with_toolvisor(extra_path))
     .env("HOME", &home)
     .env("CODEX_HOME", &codex_home)
     .env("SCRIPTED_API_KEY", "scripted-endpoint")
@@ -352,11 +380,16 @@ pub fn codex_with(d: &TestDaemon, ep: &Endpoint, workdir: &Path, mcp: &str) -> R
 }
 
 /// PATH with the directory of the `toolvisor` under test first, as `cargo install` puts it
-/// on a user's PATH.
-fn path_with_toolvisor() -> std::ffi::OsString {
+/// on a user's PATH, then `extra`, then the test's own.
+pub fn path_with_toolvisor(extra: &[PathBuf]) -> std::ffi::OsString {
     let dir = bin().parent().unwrap().to_path_buf();
     let rest = std::env::var_os("PATH").unwrap_or_default();
-    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&rest))).unwrap()
+    std::env::join_paths(
+        std::iter::once(dir)
+            .chain(extra.iter().cloned())
+            .chain(std::env::split_paths(&rest)),
+    )
+    .unwrap()
 }
 
 /// The daemon's audit records.
@@ -366,4 +399,40 @@ pub fn audit(d: &TestDaemon) -> Vec<Json> {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
+}
+
+/// A `sleep` whose argument no other process on the machine has.
+pub fn unique_sleep(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{}.{}{:09}",
+        3000 + std::process::id() % 1000,
+        tag.len(),
+        nanos
+    )
+}
+
+/// Pids of live processes whose command line is `sleep SECS`.
+pub fn sleeps(secs: &str) -> Vec<u32> {
+    let want = format!("sleep\0{secs}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.ends_with(want.as_bytes()) && !zombie(*pid))
+        })
+        .collect()
+}
+
+pub fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
 }

@@ -9,44 +9,8 @@ use serde_json::json;
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::tree::{NodeState, TreeNode};
 use toolvisor_protocol::wire::{ClientFrame, ClientKind, DaemonFrame, Tier};
-use toolvisor_tests::harness::{Endpoint, claude, played, project};
+use toolvisor_tests::harness::{Endpoint, claude, played, project, sleeps, unique_sleep};
 use toolvisor_tests::{TestDaemon, eval, wait_for};
-
-/// A `sleep` whose argument no other process on the machine has.
-fn unique_sleep(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "{}.{}{:09}",
-        3000 + std::process::id() % 1000,
-        tag.len(),
-        nanos
-    )
-}
-
-/// Pids of live processes whose command line is `sleep SECS`.
-fn sleeps(secs: &str) -> Vec<u32> {
-    let want = format!("sleep\0{secs}\0");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.ends_with(want.as_bytes()) && !zombie(*pid))
-        })
-        .collect()
-}
-
-fn zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
-}
 
 /// The kernel nodes of the daemon's tree (as `toolvisor tree` sees them) still running.
 fn live_kernels(d: &TestDaemon) -> Vec<TreeNode> {

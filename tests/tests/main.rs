@@ -54,6 +54,7 @@ mod harness_claude_code;
 mod harness_codex;
 mod harness_model_reads;
 mod harness_printed_config;
+mod harness_readme;
 mod harness_run_ends;
 mod harness_tool_list;
 mod harness_vibe_worker;
