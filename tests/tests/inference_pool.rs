@@ -595,3 +595,64 @@ fn the_fake_nvidia_smi_answers_only_the_query_the_daemon_makes() {
         assert!(!out.stderr.is_empty(), "{wrong:?}");
     }
 }
+
+/// An alias of the operator's choosing that `unload_model` or an eviction took out is loaded
+/// again, as it was, by a request naming it when `[inference] on_demand` is on (it used to be
+/// forgotten: 404, while an idle-unloaded alias reloaded).
+#[test]
+fn a_custom_alias_evicted_or_unloaded_is_loaded_again_on_demand() {
+    let d = start(
+        &["tester/one", "tester/two"],
+        "max_loaded = 1\non_demand = true",
+        "",
+    );
+    d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/one", "alias": "mine", "context": 256}),
+    );
+    wait_state(&d, "mine", "ready", READY);
+    let loaded = d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/two", "context": 256}),
+    );
+    assert_eq!(loaded["evicted"]["alias"], "mine", "{loaded}");
+    wait_state(&d, "two", "ready", READY);
+    let reply = chat(&d, "mine", 4);
+    assert_eq!(reply.status, 200, "the evicted alias: {}", reply.body);
+    let again = status_of(&d, "mine").unwrap();
+    assert_eq!(again["model"], "tester/one", "{again}");
+    assert_eq!(again["context"], 256, "{again}");
+    d.ok("c", "unload_model", json!({"alias": "mine"}));
+    assert!(status_of(&d, "mine").is_none());
+    let reply = chat(&d, "mine", 4);
+    assert_eq!(reply.status, 200, "the unloaded alias: {}", reply.body);
+    assert_eq!(status_of(&d, "mine").unwrap()["model"], "tester/one");
+}
+
+/// Without on-demand loading, a request for an evicted alias hears that it was evicted and for
+/// what, and how to load it again, not "no model is loaded".
+#[test]
+fn without_on_demand_an_evicted_alias_says_why_it_is_gone() {
+    let d = start(&["tester/one", "tester/two"], "max_loaded = 1", "");
+    d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/one", "alias": "mine", "context": 256}),
+    );
+    wait_state(&d, "mine", "ready", READY);
+    d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/two", "context": 256}),
+    );
+    let reply = chat(&d, "mine", 4);
+    assert_eq!(reply.status, 404, "{}", reply.body);
+    assert!(
+        reply.body.contains("evicted to make room for \\\"two\\\"")
+            && reply.body.contains("tester/one"),
+        "{}",
+        reply.body
+    );
+}

@@ -69,9 +69,9 @@ fn error(status: StatusCode, code: &str, message: String) -> Out {
 
 fn route_error(e: InferenceError) -> Out {
     let (status, code) = match &e {
-        InferenceError::NotLoaded { .. } | InferenceError::NotInStore { .. } => {
-            (StatusCode::NOT_FOUND, "model_not_found")
-        }
+        InferenceError::NotLoaded { .. }
+        | InferenceError::Gone { .. }
+        | InferenceError::NotInStore { .. } => (StatusCode::NOT_FOUND, "model_not_found"),
         InferenceError::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, "model_not_ready"),
         InferenceError::TooLarge { .. }
         | InferenceError::BadAlias { .. }

@@ -38,6 +38,12 @@ pub enum InferenceError {
     },
     #[error("no model is loaded as {alias:?}")]
     NotLoaded { alias: String },
+    #[error("{alias:?} ({model}) is not loaded: {why}")]
+    Gone {
+        alias: String,
+        model: String,
+        why: String,
+    },
     #[error("the server of {alias:?} failed: {error}")]
     Failed { alias: String, error: String },
     #[error("the server of {alias:?} could not start: {error}")]
@@ -104,6 +110,10 @@ impl From<InferenceError> for ToolError {
             InferenceError::NotLoaded { .. } => (
                 ErrorKind::NotFound,
                 "get_inference_status lists the loaded models; load_model loads one".to_string(),
+            ),
+            InferenceError::Gone { alias, model, .. } => (
+                ErrorKind::NotFound,
+                format!("load_model {{\"model\": \"{model}\", \"alias\": \"{alias}\"}} loads it again; with [inference] on_demand = true a request does"),
             ),
             InferenceError::Failed { .. } => (
                 ErrorKind::ResourceFailed,

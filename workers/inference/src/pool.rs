@@ -227,6 +227,10 @@ pub struct Inference {
     notifier: TreeNotifier,
     policy: RestartPolicy,
     models: Mutex<BTreeMap<String, Arc<Served>>>,
+    /// Aliases `unload_model` or an eviction took out of `models`: how each was loaded and
+    /// why it went, so a request naming one loads it again on demand (as an idle-unloaded
+    /// alias is) and otherwise hears why it is gone. Bounded by the aliases ever loaded.
+    gone: Mutex<BTreeMap<String, Gone>>,
     /// Serializes loads, so two loads of one alias or past `max_loaded` cannot race.
     loading: tokio::sync::Mutex<()>,
     pub usage: Arc<UsageBook>,
@@ -235,6 +239,16 @@ pub struct Inference {
     /// The endpoint's budget for request bodies being read at once, in KiB
     /// ([`crate::endpoint::BODY_BUDGET`]).
     pub(crate) bodies: Arc<tokio::sync::Semaphore>,
+}
+
+/// An alias unloaded by `unload_model` or evicted: what loads it again, and why it went.
+#[derive(Clone, Debug)]
+struct Gone {
+    model: String,
+    context: u32,
+    pinned: bool,
+    embeddings: bool,
+    why: String,
 }
 
 /// What the pool needs from the daemon.
@@ -287,6 +301,7 @@ impl Inference {
             notifier: args.notifier,
             policy,
             models: Mutex::new(BTreeMap::new()),
+            gone: Mutex::new(BTreeMap::new()),
             loading: tokio::sync::Mutex::new(()),
             endpoint: Mutex::new(Json::Null),
             bodies: Arc::new(tokio::sync::Semaphore::new(
@@ -405,7 +420,11 @@ impl Inference {
             idle_s,
             "unloading the least recently used model to make room"
         );
-        self.unload(&victim_alias).await?;
+        self.unload_because(
+            &victim_alias,
+            format!("evicted to make room for {alias:?} (inference.max_loaded {max})"),
+        )
+        .await?;
         Ok(Some(
             json!({"alias": victim_alias, "model": victim_model, "idle_s": idle_s,
             "why": format!("max_loaded ({max}) reached; it was the least recently used model not pinned and not serving")}),
@@ -551,6 +570,7 @@ impl Inference {
             ended_by: Mutex::new(None),
         });
         lock(&self.models).insert(alias.clone(), served.clone());
+        lock(&self.gone).remove(&alias);
         let factory = self.factory(served.clone());
         let spec = ChildSpec {
             id: alias.clone(),
@@ -737,6 +757,12 @@ impl Inference {
     /// `unload_model`: stop the server (SIGTERM, then the guard's kill after the grace) and
     /// wait until its port is free.
     pub async fn unload(&self, alias: &str) -> Result<Json, InferenceError> {
+        self.unload_because(alias, "unloaded by unload_model".into())
+            .await
+    }
+
+    /// [`Inference::unload`], remembering `why` for a later request naming the alias.
+    async fn unload_because(&self, alias: &str, why: String) -> Result<Json, InferenceError> {
         let served = self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
             alias: alias.to_string(),
         })?;
@@ -771,6 +797,16 @@ impl Inference {
             }
         }
         lock(&self.models).remove(alias);
+        lock(&self.gone).insert(
+            alias.to_string(),
+            Gone {
+                model: served.model.clone(),
+                context: served.context,
+                pinned: served.pinned,
+                embeddings: served.embeddings,
+                why,
+            },
+        );
         tracing::info!(alias, "model unloaded");
         Ok(json!({
             "alias": alias,
@@ -806,17 +842,40 @@ impl Inference {
                     alias: alias.to_string(),
                 })?
             }
-            None if self.config.on_demand => {
-                crate::resolve::check_alias(alias)?;
-                self.load(alias, Some(alias), None, false).await?;
+            None => {
+                let gone = lock(&self.gone).get(alias).cloned();
+                match gone {
+                    // Unloaded or evicted: loaded again as it was, under its own alias.
+                    Some(g) if self.config.on_demand => {
+                        self.load_with(
+                            &g.model,
+                            Some(alias),
+                            Some(g.context),
+                            g.pinned,
+                            g.embeddings,
+                        )
+                        .await?;
+                    }
+                    Some(g) => {
+                        return Err(InferenceError::Gone {
+                            alias: alias.to_string(),
+                            model: g.model,
+                            why: g.why,
+                        });
+                    }
+                    None if self.config.on_demand => {
+                        crate::resolve::check_alias(alias)?;
+                        self.load(alias, Some(alias), None, false).await?;
+                    }
+                    None => {
+                        return Err(InferenceError::NotLoaded {
+                            alias: alias.to_string(),
+                        });
+                    }
+                }
                 self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
                     alias: alias.to_string(),
                 })?
-            }
-            None => {
-                return Err(InferenceError::NotLoaded {
-                    alias: alias.to_string(),
-                });
             }
         };
         let port = self.wait_ready(&served).await?;
