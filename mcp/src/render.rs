@@ -10,7 +10,8 @@
 //!   write's diagnostics), else its main body (`content` of `read`, `output` of `grep`,
 //!   `stdout` of `bash`) verbatim, no JSON escaping; the lists that `text` already renders
 //!   (locations, diagnostics, symbols…) and a hover's `markdown` (the same as its `text`) are
-//!   not repeated; `images` (eval's figures: where each went) always is shown.
+//!   not repeated, nor is a part whose own `text` it holds (an edit's `diagnostics`);
+//!   `images` (eval's figures: where each went) always is shown.
 //! - Other multi-line strings as blocks under their key; lists of plain values one per line
 //!   (or on one line when short); a list of objects one object per line: a location
 //!   (`path` + `line` + `text`) as `path:line: text`, anything else as `key=value` pairs;
@@ -94,6 +95,9 @@ pub fn render(tool: &str, value: &Json) -> String {
                 push_block(&mut out, s);
             }
             Json::Array(items) if !items.is_empty() => list(&mut out, k, items, ""),
+            // A part whose own rendering the result's `text` already holds (an edit's
+            // `diagnostics`, with its dependents) is not written twice.
+            Json::Object(o) if rendered_in(map, o) => {}
             Json::Object(o) if !o.is_empty() => {
                 out.push_str(&format!("{k}:\n"));
                 object(&mut out, o, "  ");
@@ -105,6 +109,15 @@ pub fn render(tool: &str, value: &Json) -> String {
         out.pop();
     }
     out
+}
+
+/// Whether `part` has a `text` of its own that the result's `text` (in `map`) contains.
+fn rendered_in(map: &Map<String, Json>, part: &Map<String, Json>) -> bool {
+    let whole = map.get("text").and_then(Json::as_str).unwrap_or_default();
+    part.get("text")
+        .and_then(Json::as_str)
+        .map(str::trim)
+        .is_some_and(|t| !t.is_empty() && whole.contains(t))
 }
 
 fn push_block(out: &mut String, text: &str) {
@@ -273,6 +286,28 @@ mod tests {
             render("lsp", &v),
             "lsp: complete: true · server: pyright-langserver ready · total: 2\na.py:3: x = f()\nb.py:9: f()"
         );
+    }
+
+    #[test]
+    fn an_edits_diagnostics_its_text_already_holds_are_not_written_twice() {
+        // As lsp_edit answered it (pyright, a dependent checked).
+        let diag = "pkg/m.py:6:12: error: Type \"str\" is not assignable [reportReturnType] (Pyright)\n(also checked 1 of 1 files that import m): pkg/u.py)\n";
+        let v = json!({"edits": 1, "files": [{"edits": 1, "path": "pkg/m.py"}],
+            "diagnostics": {"dependents": {"checked": ["pkg/u.py"], "max": 20},
+                "new": [{"line": 6, "path": "pkg/m.py", "message": "Type \"str\" is not assignable"}],
+                "notes": [], "text": diag},
+            "text": format!("replaced function `f` (pkg/m.py:1-2): 1 edits in 1 files\n  pkg/m.py: 1 edits\n{diag}")});
+        assert_eq!(
+            render("lsp_edit", &v),
+            format!(
+                "lsp_edit: edits: 1\nreplaced function `f` (pkg/m.py:1-2): 1 edits in 1 files\n  pkg/m.py: 1 edits\n{}",
+                diag.trim_end()
+            )
+        );
+        // Diagnostics the text does not hold are still written.
+        let mut other = v.clone();
+        other["text"] = json!("replaced function `f`\n");
+        assert!(render("lsp_edit", &other).contains("diagnostics:\n"));
     }
 
     #[test]

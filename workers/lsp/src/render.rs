@@ -282,13 +282,20 @@ pub struct Sym {
     pub container: Option<String>,
 }
 
-/// Document symbols (nested `DocumentSymbol` or flat `SymbolInformation`), depth-first.
+/// Document symbols (nested `DocumentSymbol` or flat `SymbolInformation`), depth-first: the
+/// file's outline. A function's own variables and constants (pyright lists every parameter
+/// and local) are left out: they are not the file's shape, and were most of a Python
+/// outline's characters (74 entries for click's formatting.py, whose shape is 6 names and
+/// their methods); functions and classes defined inside a function stay.
 pub fn document_symbols(result: &Value) -> Vec<Sym> {
-    fn walk(v: &Value, depth: usize, out: &mut Vec<Sym>) {
+    fn walk(v: &Value, depth: usize, in_body: bool, out: &mut Vec<Sym>) {
         let Some(name) = v.get("name").and_then(Value::as_str) else {
             return;
         };
         let kind = symbol_kind(v.get("kind").and_then(Value::as_u64).unwrap_or(0));
+        if in_body && matches!(kind, "variable" | "constant") {
+            return;
+        }
         let range = v
             .get("selectionRange")
             .or_else(|| v.get("range"))
@@ -311,8 +318,9 @@ pub fn document_symbols(result: &Value) -> Vec<Sym> {
                 .map(str::to_string),
         });
         if let Some(children) = v.get("children").and_then(Value::as_array) {
+            let body = matches!(kind, "function" | "method" | "constructor");
             for c in by_line(children) {
-                walk(c, depth + 1, out);
+                walk(c, depth + 1, body, out);
             }
         }
     }
@@ -334,7 +342,7 @@ pub fn document_symbols(result: &Value) -> Vec<Sym> {
     let mut out = Vec::new();
     if let Some(a) = result.as_array() {
         for v in by_line(a) {
-            walk(v, 0, &mut out);
+            walk(v, 0, false, &mut out);
         }
     }
     out
@@ -586,5 +594,24 @@ mod tests {
             (syms[1].name.as_str(), syms[1].depth, syms[1].kind),
             ("m", 1, "method")
         );
+        // A function's parameters and locals (pyright lists them) are not the outline; a
+        // class's attributes and a function defined in a function are.
+        let at = |l: u64| json!({"start": {"line": l}});
+        let python = json!([
+            {"name": "CONST", "kind": 14, "range": {}, "selectionRange": at(0)},
+            {"name": "C", "kind": 5, "range": {}, "selectionRange": at(1), "children": [
+                {"name": "attr", "kind": 13, "range": {}, "selectionRange": at(2)},
+                {"name": "m", "kind": 6, "range": {}, "selectionRange": at(3), "children": [
+                    {"name": "self", "kind": 13, "range": {}, "selectionRange": at(3)}]}]},
+            {"name": "f", "kind": 12, "range": {}, "selectionRange": at(5), "children": [
+                {"name": "x", "kind": 13, "range": {}, "selectionRange": at(5)},
+                {"name": "LIMIT", "kind": 14, "range": {}, "selectionRange": at(6)},
+                {"name": "inner", "kind": 12, "range": {}, "selectionRange": at(7), "children": [
+                    {"name": "y", "kind": 13, "range": {}, "selectionRange": at(7)}]}]}]);
+        let names: Vec<String> = document_symbols(&python)
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        assert_eq!(names, ["CONST", "C", "attr", "m", "f", "inner"]);
     }
 }
