@@ -143,6 +143,18 @@ pub(crate) fn respond(
     conn.write_all(body)
 }
 
+/// 429 as the Hub's rate limit answers: `Retry-After` in seconds and its error headers.
+pub(crate) fn rate_limited(conn: &mut TcpStream, secs: u64) -> std::io::Result<()> {
+    let message = "You have exceeded our hourly quotas for action: resolve";
+    let body = serde_json::json!({ "error": message }).to_string();
+    write!(
+        conn,
+        "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: {secs}\r\nX-Error-Message: {message}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    conn.write_all(body.as_bytes())
+}
+
 /// `302 Found` to `location`.
 pub(crate) fn redirect(conn: &mut TcpStream, location: &str) -> std::io::Result<()> {
     write!(

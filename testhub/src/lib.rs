@@ -94,6 +94,10 @@ struct Faults {
     gone: bool,
     /// Answer the next request with a 302 to this `Location`.
     redirect: Option<String>,
+    /// Answer this many requests with 429 and `Retry-After: retry_after` (seconds), as the
+    /// Hub's rate limit does.
+    limited: u32,
+    retry_after: u64,
 }
 
 #[derive(Default)]
@@ -106,6 +110,8 @@ struct State {
     served: Mutex<BTreeMap<String, u64>>,
     /// Range start of every file request.
     starts: Mutex<BTreeMap<String, Vec<u64>>>,
+    /// When each file request arrived.
+    arrivals: Mutex<BTreeMap<String, Vec<std::time::Instant>>>,
     faults: Mutex<BTreeMap<String, Faults>>,
     /// Body bytes per second per connection; 0 = as fast as possible.
     rate: AtomicU64,
@@ -363,6 +369,25 @@ impl HfServer {
             .unwrap_or_default()
     }
 
+    /// When each request for `file` arrived.
+    pub fn arrivals(&self, repo: &str, file: &str) -> Vec<std::time::Instant> {
+        self.state
+            .arrivals
+            .lock()
+            .unwrap()
+            .get(&key(repo, "main", file))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Answer the next `times` requests for `file` with 429 and `Retry-After: secs`.
+    pub fn rate_limit_next(&self, repo: &str, file: &str, times: u32, secs: u64) {
+        self.fault(repo, file, |f| {
+            f.limited = times;
+            f.retry_after = secs;
+        });
+    }
+
     fn fault(&self, repo: &str, file: &str, f: impl FnOnce(&mut Faults)) {
         f(self
             .state
@@ -536,12 +561,24 @@ fn serve(st: &State, mut conn: TcpStream) -> std::io::Result<()> {
         .entry(k.clone())
         .or_default()
         .push(range_start);
+    st.arrivals
+        .lock()
+        .unwrap()
+        .entry(k.clone())
+        .or_default()
+        .push(std::time::Instant::now());
     let (corrupt, cut_at, stall_at, misrange, no_ranges) = {
         let mut faults = st.faults.lock().unwrap();
         let f = faults.entry(k.clone()).or_default();
         if let Some(s) = f.status.take() {
             drop(faults);
             return respond(&mut conn, s, b"injected", "text/plain");
+        }
+        if f.limited > 0 {
+            f.limited -= 1;
+            let secs = f.retry_after;
+            drop(faults);
+            return answers::rate_limited(&mut conn, secs);
         }
         if let Some(location) = f.redirect.take() {
             drop(faults);

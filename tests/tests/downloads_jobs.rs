@@ -219,6 +219,38 @@ fn a_corrupted_file_fails_verification_and_is_fetched_again() {
     assert!(d.log_text().contains("does not match the listed"));
 }
 
+/// The Hub's rate limit (429 with `Retry-After` in seconds) is waited out as asked, not
+/// retried at once: the old code tried again after 0.4 and 0.8 s and failed the job after its
+/// quick retries.
+#[test]
+fn a_rate_limit_is_waited_out_as_the_hub_asks() {
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    hub.rate_limit_next(REPO, &shards[0], 2, 2);
+    let d = start(&hub, "");
+    let id = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(&d, &id, "done");
+    let at = hub.arrivals(REPO, &shards[0]);
+    assert_eq!(at.len(), 3, "two refused, then the transfer");
+    // Each try after a refusal came no sooner than the hub asked (a sleep of at least that
+    // long, not a timing of the machine).
+    for pair in at.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= Duration::from_secs(2),
+            "tried again after {:?}, the hub asked for 2 s",
+            pair[1] - pair[0]
+        );
+    }
+    assert_eq!(hub.served(REPO, &shards[0]), SHARD as u64);
+}
+
 #[test]
 fn a_connection_dropped_mid_file_resumes_from_where_it_stopped() {
     let hub = HfServer::start(None);

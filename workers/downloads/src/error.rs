@@ -79,6 +79,15 @@ pub enum DownloadError {
         cause: String,
         transient: bool,
     },
+    /// 429 (or 503) with a `Retry-After` in seconds: retried after the wait the hub asked for
+    /// (at most [`RETRY_AFTER_MAX`]), not after the quick backoff.
+    #[error("{what}: HTTP {status}, the endpoint asks to wait {} s before trying again{server}", .retry_after.as_secs())]
+    RateLimited {
+        what: String,
+        status: u16,
+        retry_after: std::time::Duration,
+        server: String,
+    },
     /// The endpoint's listing or answer is not what a Hugging Face endpoint sends.
     #[error("the endpoint's answer for {what} is malformed: {cause}")]
     Malformed { what: String, cause: String },
@@ -114,13 +123,27 @@ pub enum DownloadError {
     NoJob(String),
 }
 
+/// The longest `Retry-After` waited for before one more try; a hub asking more is waited
+/// this long (the try after it may well be refused again, and counts as one).
+pub const RETRY_AFTER_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl DownloadError {
     /// Worth another try with backoff (5xx, 429, a connection cut mid-body, a bad hash).
     pub fn transient(&self) -> bool {
         match self {
             DownloadError::Http { transient, .. } => *transient,
+            DownloadError::RateLimited { .. } => true,
             DownloadError::Unreachable { .. } | DownloadError::Verify { .. } => true,
             _ => false,
+        }
+    }
+
+    /// How long to wait before the next try: what the endpoint asked (`Retry-After`, capped
+    /// at [`RETRY_AFTER_MAX`]), else `backoff`.
+    pub fn retry_wait(&self, backoff: std::time::Duration) -> std::time::Duration {
+        match self {
+            DownloadError::RateLimited { retry_after, .. } => (*retry_after).min(RETRY_AFTER_MAX),
+            _ => backoff,
         }
     }
 
@@ -184,6 +207,10 @@ impl From<DownloadError> for ToolError {
             DownloadError::NotFound { .. } => (
                 ErrorKind::NotFound,
                 "check the repo id and the revision (branch, tag or commit); search_huggingface_models lists repos".to_string(),
+            ),
+            DownloadError::RateLimited { .. } => (
+                ErrorKind::Busy,
+                "the hub limits its requests: the waits it asked for were kept and its limit still held; try again later, or set `[models] token` (a token is usually allowed more)".to_string(),
             ),
             DownloadError::Http { .. } | DownloadError::Malformed { .. } => (
                 ErrorKind::Io,

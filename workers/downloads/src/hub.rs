@@ -120,6 +120,18 @@ impl Asked<'_> {
 
 /// The hub's own words about an error (`X-Error-Message`), as `, "…"`: control characters
 /// dropped, at most 200 characters (it is the endpoint's text, passed on quoted).
+/// A `Retry-After` of delay-seconds (what the Hub sends; an HTTP-date is left to the backoff).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(std::time::Duration::from_secs)
+}
+
 fn server_words(headers: &reqwest::header::HeaderMap) -> String {
     headers
         .get("x-error-message")
@@ -220,6 +232,16 @@ pub(crate) fn status_error(
                 token: has_token,
             };
         }
+    }
+    if matches!(status, 429 | 503)
+        && let Some(retry_after) = retry_after(headers)
+    {
+        return DownloadError::RateLimited {
+            what,
+            status,
+            retry_after,
+            server,
+        };
     }
     match status {
         401 if has_token => DownloadError::BadToken { what, status },

@@ -768,7 +768,7 @@ impl Downloads {
                         }
                         Err(e) if e.transient() && attempt < me.config.retries => {
                             attempt += 1;
-                            let wait = Duration::from_millis(200u64 << attempt.min(5)).min(Duration::from_secs(5));
+                            let wait = e.retry_wait(Duration::from_millis(200u64 << attempt.min(5)).min(Duration::from_secs(5)));
                             tracing::warn!(job = %lock(&job.record).id, file = f.file.name, attempt, error = %e, "download attempt failed; retrying");
                             *lock(&f.error) = Some(e.to_string());
                             tokio::time::sleep(wait).await;

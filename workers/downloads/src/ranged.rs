@@ -411,8 +411,9 @@ async fn fetch_range(shared: &Shared, span: &Live, retries: u32) -> Result<(), R
             Err(RangeEnd::Whole) => return Err(RangeEnd::Whole),
             Err(RangeEnd::Failed(e)) if e.transient() && tries < retries => {
                 tries += 1;
-                let wait =
-                    Duration::from_millis(200u64 << tries.min(5)).min(Duration::from_secs(5));
+                let wait = e.retry_wait(
+                    Duration::from_millis(200u64 << tries.min(5)).min(Duration::from_secs(5)),
+                );
                 tracing::warn!(file = shared.name, range_start = span.start, tries, error = %e,
                     "a range of a download failed; asking for the rest of it again");
                 tokio::time::sleep(wait).await;
