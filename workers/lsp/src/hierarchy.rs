@@ -253,10 +253,11 @@ impl LanguageServers {
                         .or_else(|| to.get("range"))
                         .cloned()
                         .unwrap_or(Value::Null);
+                    // Each call site once: tsserver gives a method call's span twice.
                     let calls = call
                         .get("fromRanges")
                         .and_then(Value::as_array)
-                        .map_or(1, Vec::len);
+                        .map_or(1, |r| distinct_starts(r).max(1));
                     if let Some((s, _)) = site(to, &r, ctx, &mut sources) {
                         callees.push((s, calls));
                     }
@@ -304,6 +305,15 @@ impl LanguageServers {
     }
 }
 
+/// How many of `ranges` start at distinct positions.
+fn distinct_starts(ranges: &[Value]) -> usize {
+    let starts: std::collections::HashSet<String> = ranges
+        .iter()
+        .map(|r| r.get("start").map(Value::to_string).unwrap_or_default())
+        .collect();
+    starts.len()
+}
+
 /// The outgoing calls with one entry per function called from the same sites: pyright
 /// answers each `@overload` declaration of a function as a callee of its own, with the same
 /// call sites; the declaration that comes last in its file (the implementation) stands for
@@ -344,6 +354,16 @@ struct Calls<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_site_given_twice_is_one_call() {
+        // tsserver's outgoing calls give a method call's span twice (immer's `handleValue`:
+        // `has` called once, listed at the same offset two times).
+        let at = |l: u64, c: u64| json!({"start": {"line": l, "character": c}, "end": {"line": l, "character": c + 3}});
+        assert_eq!(distinct_starts(&[at(4, 8), at(4, 8)]), 1);
+        assert_eq!(distinct_starts(&[at(4, 8), at(4, 8), at(9, 2)]), 2);
+        assert_eq!(distinct_starts(&[]), 0);
+    }
 
     #[test]
     fn overload_declarations_called_from_the_same_sites_are_one_callee() {
