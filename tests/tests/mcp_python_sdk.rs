@@ -36,7 +36,7 @@ fn check_session(facts: &Json) {
         facts["read_description"]
             .as_str()
             .unwrap()
-            .contains("line range")
+            .contains("line numbers")
     );
 
     assert_eq!(facts["read_is_error"], false, "{facts}");
