@@ -10,6 +10,7 @@
 //! their diagnostics become the run's baseline, as the written files' do, so only what the
 //! write introduced is reported.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,6 +81,43 @@ fn imports(line: &str, name: &str) -> bool {
     })
 }
 
+/// Each regular file under `root` whose extension is one of `extensions`, depth-first with
+/// each directory's entries in name order, leaving out the directories `skip_dir` names and
+/// not following symbolic links; `visit` may stop the walk. Unreadable directories are passed
+/// over. Blocking: the project walk of [`importers`] and of `hidden_uses::scan`.
+pub(crate) fn each_source_file(
+    root: &Path,
+    extensions: &[String],
+    skip_dir: fn(&str) -> bool,
+    mut visit: impl FnMut(&std::fs::DirEntry) -> ControlFlow<()>,
+) {
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let Ok(kind) = e.file_type() else { continue };
+            let name = e.file_name();
+            if kind.is_dir() {
+                if !skip_dir(&name.to_string_lossy()) {
+                    dirs.push(e.path());
+                }
+                continue;
+            }
+            let ours = Path::new(&name)
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| extensions.iter().any(|e| e == x));
+            if kind.is_file() && ours && visit(&e).is_break() {
+                return;
+            }
+        }
+    }
+}
+
 /// The files under `root` with one of `extensions` whose import lines name one of
 /// `written` (those excluded), at most [`DEPENDENTS_MAX`], reading at most
 /// [`SCAN_FILES_MAX`] files (hidden directories, `node_modules`, `__pycache__`, `target`
@@ -96,46 +134,26 @@ pub fn importers(root: &Path, written: &[PathBuf], extensions: &[String]) -> Imp
         return found;
     }
     let mut read = 0usize;
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let Ok(kind) = e.file_type() else { continue };
-            let name = e.file_name().to_string_lossy().to_string();
-            if kind.is_dir() {
-                if !skipped(&name) {
-                    dirs.push(e.path());
-                }
-                continue;
-            }
-            let path = e.path();
-            let ours = path
-                .extension()
-                .and_then(|x| x.to_str())
-                .is_some_and(|x| extensions.iter().any(|e| e == x));
-            if !kind.is_file() || !ours || written.contains(&path) {
-                continue;
-            }
-            if read >= SCAN_FILES_MAX || found.files.len() >= DEPENDENTS_MAX {
-                found.cut = true;
-                return found;
-            }
-            read += 1;
-            if e.metadata().is_ok_and(|m| m.len() > FILE_BYTES_MAX) {
-                continue;
-            }
-            let Ok(text) = toolvisor_kit::special::read_to_string(&path) else {
-                continue;
-            };
-            if text.lines().any(|l| names.iter().any(|n| imports(l, n))) {
-                found.files.push(path);
-            }
+    each_source_file(root, extensions, skipped, |e| {
+        let path = e.path();
+        if written.contains(&path) {
+            return ControlFlow::Continue(());
         }
-    }
+        if read >= SCAN_FILES_MAX || found.files.len() >= DEPENDENTS_MAX {
+            found.cut = true;
+            return ControlFlow::Break(());
+        }
+        read += 1;
+        if e.metadata().is_ok_and(|m| m.len() > FILE_BYTES_MAX) {
+            return ControlFlow::Continue(());
+        }
+        if let Ok(text) = toolvisor_kit::special::read_to_string(&path)
+            && text.lines().any(|l| names.iter().any(|n| imports(l, n)))
+        {
+            found.files.push(path);
+        }
+        ControlFlow::Continue(())
+    });
     found
 }
 

@@ -12,6 +12,7 @@
 //! files of the server's language under its root, each at most [`FILE_BYTES_MAX`].
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use crate::ops::CallCtx;
@@ -48,55 +49,33 @@ pub fn scan(
         return found;
     }
     let mut files = 0usize;
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+    let skip_dir = |name: &str| name.starts_with('.') || name == "node_modules";
+    crate::dependents::each_source_file(root, extensions, skip_dir, |e| {
+        files += 1;
+        if files > FILES_MAX {
+            found.cut = true;
+            return ControlFlow::Break(());
+        }
+        let path = e.path();
+        if e.metadata().map_or(true, |m| m.len() > FILE_BYTES_MAX) {
+            found.cut = true;
+            return ControlFlow::Continue(());
+        }
+        if !readable(&path) {
+            return ControlFlow::Continue(());
+        }
+        let Ok(text) = toolvisor_kit::special::read_to_string(&path) else {
+            return ControlFlow::Continue(());
         };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let name = e.file_name().to_string_lossy().to_string();
-            let Ok(kind) = e.file_type() else { continue };
-            if kind.is_dir() {
-                if !name.starts_with('.') && name != "node_modules" {
-                    dirs.push(e.path());
-                }
-                continue;
-            }
-            let ours = Path::new(&name)
-                .extension()
-                .and_then(|x| x.to_str())
-                .is_some_and(|x| extensions.iter().any(|e| e == x));
-            if !kind.is_file() || !ours {
-                continue;
-            }
-            files += 1;
-            if files > FILES_MAX {
-                found.cut = true;
-                return found;
-            }
-            let path = e.path();
-            if e.metadata().map_or(true, |m| m.len() > FILE_BYTES_MAX) {
-                found.cut = true;
-                continue;
-            }
-            if !readable(&path) {
-                continue;
-            }
-            let Ok(text) = toolvisor_kit::special::read_to_string(&path) else {
-                continue;
-            };
-            if !text.contains(word) {
-                continue;
-            }
+        if text.contains(word) {
             for line in hidden_lines(&text, word) {
                 if !seen.contains(&(path.clone(), line)) {
                     found.places.push((path.clone(), line));
                 }
             }
         }
-    }
+        ControlFlow::Continue(())
+    });
     found
 }
 
