@@ -10,9 +10,9 @@ use std::path::Path;
 use serde_json::{Value as Json, json};
 use toolvisor_protocol::client::{Client, ClientOptions};
 use toolvisor_protocol::codec::Codec;
-use toolvisor_protocol::wire::{ClientKind, Surface, Tier};
+use toolvisor_protocol::wire::Tier;
 use toolvisor_tests::harness::{Endpoint, harness_bin};
-use toolvisor_tests::{TestDaemon, bin, ok_of};
+use toolvisor_tests::{TestDaemon, bin, ok_of, options};
 
 /// The daemon's config: the children's environment a `claude` run needs (a temp HOME, the
 /// endpoint, no traffic elsewhere: what `[env] allow` would pass from an operator's shell) and
@@ -84,17 +84,9 @@ fn claude_code_as_a_vibe_worker_sees_its_tiers_surface_and_answers_from_its_work
     let mut c = Client::connect(
         &d.socket,
         ClientOptions {
-            codec: Codec::Json,
-            client_kind: ClientKind::Harness,
             run_id: "parent-run".into(),
             workdir: work.display().to_string(),
-            surface: Surface {
-                max_tier: Tier::Read,
-                approvals: false,
-                questions: false,
-                bridge_tools: vec![],
-            },
-            ..ClientOptions::default()
+            ..options(Codec::Json, Tier::Read, false)
         },
     )
     .unwrap();
@@ -152,22 +144,7 @@ fn claude_code_as_a_vibe_worker_sees_its_tiers_surface_and_answers_from_its_work
     }
 
     // Its calls ran in its own run and conversation, inside its workdir.
-    let text = {
-        let mut out = String::new();
-        fn strings(v: &Json, out: &mut String) {
-            match v {
-                Json::String(s) => {
-                    out.push_str(s);
-                    out.push('\n');
-                }
-                Json::Array(a) => a.iter().for_each(|x| strings(x, out)),
-                Json::Object(o) => o.values().for_each(|x| strings(x, out)),
-                _ => {}
-            }
-        }
-        strings(&summary["tool_results"], &mut out);
-        out
-    };
+    let text = ep.results_text();
     assert!(
         text.contains("worker-visible toolvisor-vibe-4417"),
         "{text}"
