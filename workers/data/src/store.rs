@@ -801,6 +801,14 @@ fn overrides(card: &str) -> serde_json::Map<String, serde_json::Value> {
     serde_json::from_str(card).unwrap_or_default()
 }
 
+/// The title a hit or trash entry shows: the card's own (`write_data`), else `converted`.
+fn shown_title(card: &str, converted: String) -> String {
+    overrides(card)
+        .get("title")
+        .and_then(|t| t.as_str())
+        .map_or(converted, str::to_string)
+}
+
 struct Row {
     id: i64,
     collection: String,

@@ -125,10 +125,7 @@ impl Store {
             hits.push(Hit {
                 handle: handle(id),
                 collection,
-                title: overrides(&card)
-                    .get("title")
-                    .and_then(|t| t.as_str())
-                    .map_or(title, str::to_string),
+                title: shown_title(&card, title),
                 snippet: text,
                 score: -score,
                 keyword_rank: None,

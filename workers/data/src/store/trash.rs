@@ -28,10 +28,7 @@ impl Store {
                 Ok(Trashed {
                     handle: handle(r.get(0)?),
                     collection: r.get(1)?,
-                    title: overrides(&card)
-                        .get("title")
-                        .and_then(|t| t.as_str())
-                        .map_or(title, str::to_string),
+                    title: shown_title(&card, title),
                     deleted_ms: r.get::<_, i64>(4)? as u64,
                 })
             })

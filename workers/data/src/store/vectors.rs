@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{Hit, Reach, Result, Store, fts_query_any, handle, overrides};
+use super::{Hit, Reach, Result, Store, fts_query_any, handle, shown_title};
 use crate::convert::Section;
 
 /// The most characters of one chunk (a longer paragraph is cut at its lines; a longer line
@@ -445,10 +445,7 @@ impl Store {
                     Hit {
                         handle: handle(id),
                         collection,
-                        title: overrides(&card)
-                            .get("title")
-                            .and_then(|t| t.as_str())
-                            .map_or(title, str::to_string),
+                        title: shown_title(&card, title),
                         snippet: chunk.as_ref().map(|c| c.text.clone()).unwrap_or_default(),
                         score: 0.0,
                         keyword_rank: None,
