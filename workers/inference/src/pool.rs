@@ -229,7 +229,8 @@ pub struct Inference {
     models: Mutex<BTreeMap<String, Arc<Served>>>,
     /// Aliases `unload_model` or an eviction took out of `models`: how each was loaded and
     /// why it went, so a request naming one loads it again on demand (as an idle-unloaded
-    /// alias is) and otherwise hears why it is gone. Bounded by the aliases ever loaded.
+    /// alias is) and otherwise hears why it is gone. At most [`GONE_MAX`], the oldest
+    /// forgotten first.
     gone: Mutex<BTreeMap<String, Gone>>,
     /// Serializes loads, so two loads of one alias or past `max_loaded` cannot race.
     loading: tokio::sync::Mutex<()>,
@@ -249,6 +250,25 @@ struct Gone {
     pinned: bool,
     embeddings: bool,
     why: String,
+    /// When it went: past [`GONE_MAX`] the oldest is forgotten.
+    at: Instant,
+}
+
+/// Unloaded aliases remembered at most: a client loading and unloading new aliases without
+/// end cannot grow the map.
+const GONE_MAX: usize = 256;
+
+/// Remember `alias` as gone, forgetting the oldest past [`GONE_MAX`].
+fn remember(gone: &mut BTreeMap<String, Gone>, alias: &str, g: Gone) {
+    gone.insert(alias.to_string(), g);
+    if gone.len() > GONE_MAX
+        && let Some(oldest) = gone
+            .iter()
+            .min_by_key(|(_, g)| g.at)
+            .map(|(a, _)| a.clone())
+    {
+        gone.remove(&oldest);
+    }
 }
 
 /// What the pool needs from the daemon.
@@ -797,14 +817,16 @@ impl Inference {
             }
         }
         lock(&self.models).remove(alias);
-        lock(&self.gone).insert(
-            alias.to_string(),
+        remember(
+            &mut lock(&self.gone),
+            alias,
             Gone {
                 model: served.model.clone(),
                 context: served.context,
                 pinned: served.pinned,
                 embeddings: served.embeddings,
                 why,
+                at: Instant::now(),
             },
         );
         tracing::info!(alias, "model unloaded");
@@ -925,5 +947,34 @@ impl Inference {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unloaded_aliases_are_remembered_up_to_the_cap_the_oldest_forgotten_first() {
+        let start = Instant::now();
+        let gone = |i: u64| Gone {
+            model: format!("o/m{i}"),
+            context: 2048,
+            pinned: false,
+            embeddings: false,
+            why: "unloaded by unload_model".into(),
+            at: start + Duration::from_millis(i),
+        };
+        let mut map = BTreeMap::new();
+        for i in 0..GONE_MAX as u64 + 10 {
+            remember(&mut map, &format!("a{i}"), gone(i));
+        }
+        assert_eq!(map.len(), GONE_MAX);
+        assert!((0..10).all(|i| !map.contains_key(&format!("a{i}"))));
+        assert!(map.contains_key(&format!("a{}", GONE_MAX + 9)));
+        // Unloading an alias again replaces its entry, it does not add one.
+        remember(&mut map, "a100", gone(1_000));
+        assert_eq!(map.len(), GONE_MAX);
+        assert_eq!(map["a100"].model, "o/m1000");
     }
 }
