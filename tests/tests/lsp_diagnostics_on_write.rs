@@ -1,6 +1,7 @@
 //! Diagnostics on write: `write` and `edit` (the file tools) sync the written file through
 //! pyright and fold in only the diagnostics new for this run — introduced → reported, moved
-//! four lines down → not reported, fixed and reintroduced → reported; a file no server covers
+//! four lines down → not reported, fixed and reintroduced → reported, a second error of an old
+//! message reported at its own line; a file no server covers
 //! is written and the result says why there are no diagnostics.
 
 use serde_json::{Value, json};
@@ -117,4 +118,18 @@ fn a_second_error_with_the_same_message_as_an_old_one_is_new() {
         json!({"path": "m.py", "old_text": "a: int", "new_text": "\n\na: int"}),
     );
     assert!(new_of(&v).is_empty(), "{v}");
+    // A third one added above the two: the new one is the added line, not the last one of
+    // the message in the file (an old one moved down).
+    let v = ok_in(
+        &d,
+        w,
+        "edit",
+        json!({"path": "m.py", "old_text": "\n\na: int", "new_text": "c: int = \"s\"\n\n\na: int"}),
+    );
+    let new = new_of(&v);
+    assert_eq!(new.len(), 1, "{v}");
+    assert!(
+        new[0].starts_with("1:"),
+        "the added line, not a moved one: {v}"
+    );
 }

@@ -122,3 +122,64 @@ fn references_from_a_module_shadowed_by_its_stub_say_they_miss_the_uses() {
     );
     assert!(v["total"].as_u64().unwrap() >= 3, "{v}");
 }
+
+#[test]
+fn references_from_a_definition_re_exported_through_a_package_stub_say_they_miss_the_uses() {
+    // Found by a probe on attrs (`attr/_make.py` defines `fields_dict`, `attr/__init__.pyi`
+    // declares it again): pyright resolves `attr.fields_dict` to the package's stub, so
+    // references asked from the definition found 7 of 15 and said `complete: true`.
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", ""),
+        ("pkg/__init__.py", "from pkg._impl import helper\n"),
+        ("pkg/__init__.pyi", "def helper(x: int) -> int: ...\n"),
+        ("pkg/_impl.py", "def helper(x):\n    return x\n"),
+        ("main.py", "import pkg\n\nprint(pkg.helper(1))\n"),
+        (
+            "direct.py",
+            "from pkg._impl import helper\n\nprint(helper(2))\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "references", "file": "pkg/_impl.py", "line": 1, "symbol": "helper"}),
+    );
+    let text = v["text"].as_str().unwrap_or_default();
+    assert!(
+        !text.contains("main.py:3"),
+        "pyright now finds the use through the stub: the test no longer shows the gap: {v}"
+    );
+    assert_eq!(
+        (&v["complete"], &v["readiness"]),
+        (&json!(false), &json!("partial")),
+        "{v}"
+    );
+    let reason = v["partial_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("pkg/__init__.pyi:1") && text.contains("pkg/__init__.pyi:1"),
+        "the answer names the stub line to ask from: {v}"
+    );
+    // The same from a use that imports the module itself (no stub on its path).
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "references", "file": "direct.py", "line": 3, "symbol": "helper"}),
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    // Asked from the stub, as the answer says, the uses are there and the answer is complete.
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "references", "file": "pkg/__init__.pyi", "line": 1, "symbol": "helper"}),
+    );
+    assert!(
+        v["text"].as_str().unwrap_or_default().contains("main.py:3"),
+        "{v}"
+    );
+    assert_eq!(v["complete"], true, "{v}");
+}

@@ -119,6 +119,7 @@ mod lsp_pylsp_partial_references;
 mod lsp_python_navigation;
 mod lsp_rename_across_files;
 mod lsp_rust_check_diagnostics;
+mod lsp_rust_hidden_uses;
 mod lsp_rust_navigation;
 mod lsp_signature_completions;
 mod lsp_status_start_rule;

@@ -54,6 +54,7 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
                     code: d["rule"].as_str().unwrap_or("").to_string(),
                     message: d["message"].as_str().unwrap_or("").to_string(),
                     source: "pyright".into(),
+                    at: String::new(),
                 });
             }
         }
@@ -84,6 +85,7 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
                         .to_string(),
                     message: m["message"].as_str().unwrap_or("").to_string(),
                     source: "cargo".into(),
+                    at: String::new(),
                 });
             }
         }
@@ -111,6 +113,7 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
                     code: words.next().unwrap_or("").to_string(),
                     message: message.to_string(),
                     source: "tsc".into(),
+                    at: String::new(),
                 });
             }
         }
@@ -135,6 +138,7 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
                     code: String::new(),
                     message: parts[4].trim().to_string(),
                     source: String::new(),
+                    at: String::new(),
                 });
             }
         }

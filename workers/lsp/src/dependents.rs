@@ -220,7 +220,7 @@ impl LanguageServers {
                             continue;
                         }
                         let diags = published_diags(&shared, &path, &items);
-                        self.ledger.fold(run, &path, &keys(&diags));
+                        self.ledger.fold(run, &path, &marks(&diags));
                     }
                     continue;
                 }
@@ -328,7 +328,7 @@ impl LanguageServers {
         report: &mut DependentsReport,
     ) {
         let diags: Vec<Diag> = diags.into_iter().filter(|d| d.severity != 4).collect();
-        let fresh = self.ledger.fold(run, path, &keys(&diags));
+        let fresh = self.ledger.fold(run, path, &marks(&diags));
         report.checked.push(path.to_path_buf());
         for i in fresh {
             report.new.push(diags[i].clone());
@@ -336,11 +336,11 @@ impl LanguageServers {
     }
 }
 
-fn keys(diags: &[Diag]) -> Vec<crate::ledger::Key> {
+fn marks(diags: &[Diag]) -> Vec<crate::ledger::Mark> {
     diags
         .iter()
         .filter(|d| d.severity != 4)
-        .map(Diag::key)
+        .map(Diag::mark)
         .collect()
 }
 

@@ -500,6 +500,7 @@ impl LanguageServers {
             ctx,
             self,
             &opened.shared,
+            &opened.path,
             &word,
             edit_lines(&edit),
             "the rename does not change them: edit them by hand",

@@ -1,15 +1,22 @@
-//! Uses of a name that a C or C++ server cannot see: clangd answers `references` and
-//! `rename` from what the preprocessor let through, so a use inside a `#define` body (never
-//! expanded, or expanded where clangd does not record the spelling) or in a preprocessor
-//! branch that is off in this build is neither listed nor renamed, and the answer looked
-//! complete while the macro still called the old name.
+//! Uses of a name that a server cannot see, so that an answer listing none of them does not
+//! look complete.
 //!
-//! A cheap text scan finds the candidates: every whole-word occurrence of the identifier in
-//! code (comments and literals left out) inside a `#define` body (with its continuation lines)
-//! or inside a conditional branch (`#if`, `#ifdef`, `#ifndef`, `#elif`, `#else`; an include
-//! guard is not one). The candidates the server did not report are the uses it may miss, and
-//! the answer says `complete: false` naming each. The scan is bounded: at most [`FILES_MAX`]
-//! files of the server's language under its root, each at most [`FILE_BYTES_MAX`].
+//! clangd answers `references` and `rename` from what the preprocessor let through, so a use
+//! inside a `#define` body (never expanded, or expanded where clangd does not record the
+//! spelling) or in a preprocessor branch that is off in this build is neither listed nor
+//! renamed, and the answer looked complete while the macro still called the old name.
+//! rust-analyzer likewise does not list uses inside a `macro_rules!` body or under a
+//! `#[cfg(…)]` that is off (a feature not enabled): see [`rust`].
+//!
+//! A cheap text scan finds the candidates. For C and C++: every whole-word occurrence of the
+//! identifier in code (comments and literals left out) inside a `#define` body (with its
+//! continuation lines) or inside a conditional branch (`#if`, `#ifdef`, `#ifndef`, `#elif`,
+//! `#else`; an include guard is not one). The candidates the server did not report are the
+//! uses it may miss, and the answer says `complete: false` naming each. The scan is bounded:
+//! at most [`FILES_MAX`] files of the server's language under its root, each at most
+//! [`FILE_BYTES_MAX`].
+
+mod rust;
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -34,12 +41,17 @@ pub struct Hidden {
     pub cut: bool,
 }
 
-/// The hidden uses of `word` in the files under `root` ending in one of `extensions`, less
-/// those in `seen` (file, 1-based line) and those in files `readable` refuses. Hidden
-/// directories and `node_modules` are skipped; special files are never opened.
+/// How a language hides uses: the 1-based lines of a file's text where a word stands hidden.
+pub type HiddenLines = fn(&str, &str) -> Vec<u32>;
+
+/// The hidden uses of `word` (found by `lines`) in the files under `root` ending in one of
+/// `extensions`, less those in `seen` (file, 1-based line) and those in files `readable`
+/// refuses. Hidden directories, `node_modules`, `target`, `venv` and `__pycache__` are
+/// skipped; special files are never opened.
 pub fn scan(
     root: &Path,
     extensions: &[String],
+    lines: HiddenLines,
     word: &str,
     seen: &HashSet<(PathBuf, u32)>,
     readable: &dyn Fn(&Path) -> bool,
@@ -49,7 +61,9 @@ pub fn scan(
         return found;
     }
     let mut files = 0usize;
-    let skip_dir = |name: &str| name.starts_with('.') || name == "node_modules";
+    let skip_dir = |name: &str| {
+        name.starts_with('.') || ["node_modules", "target", "venv", "__pycache__"].contains(&name)
+    };
     crate::dependents::each_source_file(root, extensions, skip_dir, |e| {
         files += 1;
         if files > FILES_MAX {
@@ -68,7 +82,7 @@ pub fn scan(
             return ControlFlow::Continue(());
         };
         if text.contains(word) {
-            for line in hidden_lines(&text, word) {
+            for line in lines(&text, word) {
                 if !seen.contains(&(path.clone(), line)) {
                     found.places.push((path.clone(), line));
                 }
@@ -236,29 +250,56 @@ pub fn show(places: &[(PathBuf, u32)], base: &Path) -> String {
     shown.join(", ")
 }
 
-/// What an answer about `word` from a server that cannot see inside macros and disabled
-/// branches (clangd) may miss: `None` for other servers, or when every such use is in `seen`
-/// (the server's locations: file, 1-based line). `missed` says what that means for the
-/// answer ("the rename does not change them"). The scan runs on the blocking pool.
+/// What an answer about `word`, asked from `asked`, may miss because of where the server
+/// does not look: inside macros and disabled branches (clangd, rust-analyzer), or behind a
+/// stub (pyright resolves a use made through a `.pyi` to the stub's declaration, so an answer
+/// asked from the `.py` side misses every use that went through a stub, such as a package's
+/// `__init__.pyi` re-exporting a name from `_impl.py`). `None` for other servers, or when every
+/// such place is in `seen` (the server's locations: file, 1-based line); a stub holding the name
+/// on a line the answer includes is one the server followed. `missed` says what that means for
+/// the answer ("the rename does not change them"). The scan runs on the blocking pool.
 pub(crate) async fn gap(
     ctx: &CallCtx,
     servers: &LanguageServers,
     shared: &ServerShared,
+    asked: &Path,
     word: &str,
     seen: HashSet<(PathBuf, u32)>,
     missed: &str,
 ) -> Option<String> {
-    if !shared.flavor.clangd {
-        return None;
-    }
-    let extensions = servers
+    let mut extensions = servers
         .languages()
         .get(&shared.language)
         .map(|s| s.extensions.clone())
         .unwrap_or_default();
+    let (lines, blind_to): (HiddenLines, &str) = if shared.flavor.clangd {
+        (
+            hidden_lines,
+            "`#define` bodies or preprocessor branches that are off",
+        )
+    } else if shared.flavor.rust_analyzer {
+        (
+            rust::hidden_lines,
+            "`macro_rules!` bodies or code under a `#[cfg(…)]` that is off (a feature not enabled)",
+        )
+    } else if shared.flavor.pyright && asked.extension().is_some_and(|e| e == "py") {
+        // A stub beside the asked module is `coverage::stub_gap`'s to name.
+        let beside = asked.with_extension("pyi");
+        if tokio::task::spawn_blocking(move || beside.is_file())
+            .await
+            .unwrap_or(false)
+        {
+            return None;
+        }
+        extensions = vec!["pyi".to_string()];
+        (stub_lines, "")
+    } else {
+        return None;
+    };
+    let stubs = blind_to.is_empty();
     let (root, word_owned, ctx_owned) = (shared.root.clone(), word.to_string(), ctx.clone());
     let found = tokio::task::spawn_blocking(move || {
-        scan(&root, &extensions, &word_owned, &seen, &|p| {
+        scan(&root, &extensions, lines, &word_owned, &seen, &|p| {
             ctx_owned.may_read(p)
         })
     })
@@ -275,17 +316,70 @@ pub(crate) async fn gap(
         false => String::new(),
     };
     if found.places.is_empty() {
+        let what = match stubs {
+            true => "uses made through a `.pyi` stub when asked from the `.py` side".to_string(),
+            false => format!("uses inside {blind_to}"),
+        };
         return Some(format!(
-            "{} does not see uses inside `#define` bodies or preprocessor branches that are off, and not every file could be scanned for them{cut}; grep for `{word}`",
+            "{} does not see {what}, and not every file could be scanned for them{cut}; grep for `{word}`",
             shared.id
         ));
     }
+    let places = show(&found.places, &ctx.workdir);
+    let n = found.places.len();
+    let plural = if n == 1 { "" } else { "s" };
+    if stubs {
+        // Point at a line that declares the name (a `def`, a `class`, an annotation) before
+        // one that imports it again; the stubs are read on the blocking pool.
+        let (places_owned, word_owned, ctx_owned) =
+            (found.places.clone(), word.to_string(), ctx.clone());
+        let (file, line) = tokio::task::spawn_blocking(move || {
+            let word = word_owned.as_str();
+            let declares = |(file, line): &&(PathBuf, u32)| {
+                let text = ctx_owned.read_text(file).unwrap_or_default();
+                let code = text
+                    .lines()
+                    .nth(*line as usize - 1)
+                    .unwrap_or("")
+                    .trim_start();
+                ["def ", "async def ", "class "]
+                    .iter()
+                    .any(|k| code.strip_prefix(k).is_some_and(|r| r.starts_with(word)))
+                    || code
+                        .strip_prefix(word)
+                        .is_some_and(|r| r.trim_start().starts_with([':', '=']))
+            };
+            places_owned
+                .iter()
+                .find(declares)
+                .unwrap_or(&places_owned[0])
+                .clone()
+        })
+        .await
+        .ok()?;
+        return Some(format!(
+            "{} resolves a use made through a stub to the stub, and `{word}` stands in {n} stub line{plural} this answer does not include, {places}: the uses that go through them are missing; ask the same question from the stub (`file`: {}, `line`: {line}), or grep{cut}",
+            shared.id,
+            crate::render::show_path(&file, &ctx.workdir),
+        ));
+    }
     Some(format!(
-        "{} does not see uses inside `#define` bodies or preprocessor branches that are off: `{word}` stands in {} such places it did not report, {}; {missed}{cut}",
+        "{} does not see uses inside {blind_to}: `{word}` stands in {n} such place{plural} it did not report, {places}; {missed}{cut}",
         shared.id,
-        found.places.len(),
-        show(&found.places, &ctx.workdir)
     ))
+}
+
+/// The 1-based lines of a Python stub's `text` where `word` stands as a whole word outside a
+/// `#` comment.
+pub fn stub_lines(text: &str, word: &str) -> Vec<u32> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let code = line.split('#').next().unwrap_or("");
+            has_word(code, word)
+        })
+        .map(|(i, _)| i as u32 + 1)
+        .collect()
 }
 
 /// Two gaps as one reason.
@@ -316,6 +410,12 @@ mod tests {
     }
 
     #[test]
+    fn a_stub_line_holds_the_name_outside_comments() {
+        let stub = "from ._make import fields_dict as fields_dict\n# fields_dict is here\ndef fields_dict(cls: type) -> dict: ...\ndef fields_dicts() -> None: ...\n";
+        assert_eq!(stub_lines(stub, "fields_dict"), vec![1, 3]);
+    }
+
+    #[test]
     fn a_scan_leaves_out_what_the_server_saw() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
@@ -324,10 +424,12 @@ mod tests {
         std::fs::write(root.join("c.txt"), "#define X enlist\n").unwrap();
         let ext = vec!["c".to_string(), "h".to_string()];
         let seen = HashSet::from([(root.join("b.c"), 2)]);
-        let found = scan(root, &ext, "enlist", &seen, &|_| true);
+        let found = scan(root, &ext, hidden_lines, "enlist", &seen, &|_| true);
         assert_eq!(found.places, vec![(root.join("a.h"), 1)]);
         assert!(!found.cut);
-        let none = scan(root, &ext, "enlist", &seen, &|p| !p.ends_with("a.h"));
+        let none = scan(root, &ext, hidden_lines, "enlist", &seen, &|p| {
+            !p.ends_with("a.h")
+        });
         assert!(none.places.is_empty(), "{none:?}");
     }
 }

@@ -2,9 +2,12 @@
 //!
 //! Keyed by (severity, code, message) — position deliberately excluded, also where a server
 //! writes it into the message text ([`without_positions`]), so a diagnostic that merely moved
-//! is not news — and counted: the file's entry holds how many of each key the run was told
-//! of, so a second diagnostic with the same message as an old one is news (the later ones of
-//! a key, in the server's order, are the ones reported). Scoped per (run, file): the same
+//! is not news — and counted: the file's entry holds, per key, the source line of each
+//! diagnostic of that key the run was told of, so a second diagnostic with the same message as
+//! an old one is news. Which of a key's diagnostics are the new ones: those whose line text
+//! matches no old one's (an added `b: int = "s"` beside an old `a: int = "s"` is the new one,
+//! wherever it stands), then, if an old line's text changed, the later ones in the server's
+//! order. Scoped per (run, file): the same
 //! message in another file is another diagnostic. After every sync the file's entry becomes
 //! exactly what the server reports now, so a diagnostic that was fixed and comes back is new
 //! again.
@@ -25,6 +28,10 @@ use tokio::time::Instant;
 
 /// (severity, code, message with its positions taken out: [`without_positions`]).
 pub type Key = (u8, String, String);
+
+/// A diagnostic as the ledger holds it: its [`Key`] and the trimmed text of the source line
+/// it starts on (which tells two diagnostics of one key apart when lines move).
+pub type Mark = (Key, String);
 
 /// `message` without the positions servers write into it, so a diagnostic that moved is the
 /// same diagnostic: every number right after a `:` (`util.c:12:5: note: 'start_byte' declared
@@ -59,8 +66,8 @@ pub const DEFAULT_MAX_RUNS: usize = 256;
 
 struct Run {
     last: Instant,
-    /// Per file: how many diagnostics of each key the run was told of.
-    files: HashMap<PathBuf, BTreeMap<Key, usize>>,
+    /// Per file: the line texts of the diagnostics of each key the run was told of.
+    files: HashMap<PathBuf, BTreeMap<Key, Vec<String>>>,
 }
 
 pub struct Ledger {
@@ -86,8 +93,9 @@ impl Ledger {
     }
 
     /// Record the file's current diagnostics for `run`; return the indices of those that are
-    /// new: of each key, those past the number the run was told of before.
-    pub fn fold(&self, run: &str, path: &Path, current: &[Key]) -> Vec<usize> {
+    /// new: of each key, those past the number the run was told of before, chosen by line
+    /// text (see the module doc).
+    pub fn fold(&self, run: &str, path: &Path, current: &[Mark]) -> Vec<usize> {
         let now = Instant::now();
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         if !runs.contains_key(run) {
@@ -99,14 +107,36 @@ impl Ledger {
         });
         entry.last = now;
         let entry = entry.files.entry(path.to_path_buf()).or_default();
+        let mut by_key: BTreeMap<&Key, Vec<usize>> = BTreeMap::new();
+        for (i, (key, _)) in current.iter().enumerate() {
+            by_key.entry(key).or_default().push(i);
+        }
         let mut fresh = Vec::new();
-        let mut reported_now: BTreeMap<Key, usize> = BTreeMap::new();
-        for (i, key) in current.iter().enumerate() {
-            let seen = reported_now.entry(key.clone()).or_insert(0);
-            if *seen >= entry.get(key).copied().unwrap_or(0) {
-                fresh.push(i);
+        for (key, indices) in &by_key {
+            let mut old: Vec<&str> = entry
+                .get(*key)
+                .map(|lines| lines.iter().map(String::as_str).collect())
+                .unwrap_or_default();
+            let mut unmatched = Vec::new();
+            for &i in indices {
+                match old.iter().position(|line| *line == current[i].1) {
+                    Some(at) => {
+                        old.swap_remove(at);
+                    }
+                    None => unmatched.push(i),
+                }
             }
-            *seen += 1;
+            // Old ones whose line was rewritten account for as many of the unmatched.
+            let carried = old.len().min(unmatched.len());
+            fresh.extend_from_slice(&unmatched[carried..]);
+        }
+        fresh.sort_unstable();
+        let mut reported_now: BTreeMap<Key, Vec<String>> = BTreeMap::new();
+        for (key, line) in current {
+            reported_now
+                .entry(key.clone())
+                .or_default()
+                .push(line.clone());
         }
         *entry = reported_now;
         fresh
@@ -148,8 +178,39 @@ impl Ledger {
 mod tests {
     use super::*;
 
-    fn k(msg: &str) -> Key {
-        (1, "E1".into(), msg.into())
+    fn k(msg: &str) -> Mark {
+        ((1, "E1".into(), msg.into()), String::new())
+    }
+
+    fn at(msg: &str, line: &str) -> Mark {
+        ((1, "E1".into(), msg.into()), line.into())
+    }
+
+    #[test]
+    fn the_new_one_of_a_message_is_the_one_on_a_new_line() {
+        let l = Ledger::default();
+        let p = Path::new("/a.py");
+        let e = "Type \"Literal['s']\" is not assignable to declared type \"int\"";
+        assert_eq!(l.fold("r", p, &[at(e, "a: int = \"s\"")]), vec![0]);
+        // A second one added above the old one: the added line is the news, not the old
+        // one that moved down.
+        assert_eq!(
+            l.fold("r", p, &[at(e, "b: int = \"s\""), at(e, "a: int = \"s\"")]),
+            vec![0]
+        );
+        // The old line rewritten and a third added: one is news, the last in order.
+        assert_eq!(
+            l.fold(
+                "r",
+                p,
+                &[
+                    at(e, "b: int = \"s\""),
+                    at(e, "a: int = 's'"),
+                    at(e, "c: int = \"s\"")
+                ]
+            ),
+            vec![2]
+        );
     }
 
     #[test]

@@ -711,6 +711,7 @@ impl LanguageServers {
                         ctx,
                         self,
                         &opened.shared,
+                        &opened.path,
                         word,
                         seen,
                         "read them (or grep) before relying on this list",

@@ -403,6 +403,9 @@ pub struct Diag {
     pub code: String,
     pub message: String,
     pub source: String,
+    /// The trimmed text of the source line the diagnostic starts on (empty when unknown):
+    /// tells the ledger which of two same-message diagnostics is the new one.
+    pub at: String,
 }
 
 impl Diag {
@@ -438,6 +441,7 @@ impl Diag {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
+            at: src.trim().to_string(),
         }
     }
 
@@ -447,6 +451,11 @@ impl Diag {
             self.code.clone(),
             crate::ledger::without_positions(&self.message),
         )
+    }
+
+    /// How the ledger holds it: its key and its line's text.
+    pub fn mark(&self) -> crate::ledger::Mark {
+        (self.key(), self.at.clone())
     }
 
     pub fn line_text(&self, base: &Path) -> String {

@@ -46,12 +46,12 @@ impl LanguageServers {
         .await;
         match taken {
             Ok(Ok(diags)) => {
-                let keys: Vec<_> = diags
+                let marks: Vec<_> = diags
                     .iter()
                     .filter(|d| d.severity != 4)
-                    .map(Diag::key)
+                    .map(Diag::mark)
                     .collect();
-                self.ledger.fold(run, path, &keys);
+                self.ledger.fold(run, path, &marks);
             }
             Ok(Err(e)) => {
                 tracing::info!(path = %path.display(), error = %e.message, "no diagnostics baseline before the write");
@@ -116,8 +116,8 @@ impl LanguageServers {
                     // Hints (unused, deprecated, style) are left to `lsp diagnostics`: a write's
                     // result carries errors, warnings and information only.
                     let diags: Vec<Diag> = diags.into_iter().filter(|d| d.severity != 4).collect();
-                    let keys: Vec<_> = diags.iter().map(Diag::key).collect();
-                    let fresh = self.ledger.fold(run, path, &keys);
+                    let marks: Vec<_> = diags.iter().map(Diag::mark).collect();
+                    let fresh = self.ledger.fold(run, path, &marks);
                     for i in fresh {
                         text.push_str(&diags[i].line_text(workdir));
                         text.push('\n');

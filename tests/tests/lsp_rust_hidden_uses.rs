@@ -1,0 +1,115 @@
+//! Issue 45: rust-analyzer does not list a use inside a `macro_rules!` body (`$crate::…`) or
+//! under a `#[cfg(feature = …)]` that is off, so its references and renames of such a name
+//! answered complete while the macro and the feature-gated code kept the old name (smallvec's
+//! `from_vec` and `DrainFilter`). Now such an answer is `complete: false` and names the file and
+//! line of every use the server did not report. The truth is the disk: after the rename, every
+//! line still holding the old name as a whole word must be named.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use toolvisor_tests::TestDaemon;
+use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
+
+const CARGO: &str = "[package]\nname = \"bufs\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[features]\nextra = []\n\n[workspace]\n";
+
+const LIB: &str = r#"pub struct Buf { pub items: Vec<u8> }
+impl Buf {
+    pub fn from_vec(items: Vec<u8>) -> Buf { Buf { items } }
+}
+#[macro_export]
+macro_rules! buf {
+    ($($x:expr),*) => { $crate::Buf::from_vec(vec![$($x),*]) };
+}
+#[cfg(feature = "extra")]
+pub fn doubled(v: Vec<u8>) -> Buf {
+    Buf::from_vec(v.iter().map(|x| x * 2).collect())
+}
+// from_vec in a comment is no use
+pub fn one() -> Buf { Buf::from_vec(vec![1]) }
+"#;
+
+/// `src/lib.rs:N` of every line of lib.rs holding `word` as a whole word, comments left out.
+fn whole_word_lines(root: &Path, word: &str) -> Vec<String> {
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let text = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+        .filter(|(_, line)| {
+            line.match_indices(word).any(|(at, _)| {
+                !is_word(line[..at].chars().next_back())
+                    && !is_word(line[at + word.len()..].chars().next())
+            })
+        })
+        .map(|(i, _)| format!("src/lib.rs:{}", i + 1))
+        .collect()
+}
+
+fn names_each(v: &Value, places: &[String]) {
+    let reason = v["partial_reason"].as_str().unwrap_or("");
+    let text = v["text"].as_str().unwrap_or("");
+    for place in places {
+        assert!(
+            reason.contains(place.as_str()) && text.contains(place.as_str()),
+            "{place} holds the name the server did not report; the answer does not name it: {v}"
+        );
+    }
+}
+
+#[test]
+fn references_and_rename_name_the_uses_rust_analyzer_cannot_see() {
+    require("rust-analyzer");
+    let p = project(&[("Cargo.toml", CARGO), ("src/lib.rs", LIB)]);
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&lsp_config(""));
+
+    // The macro body (line 7) and the feature-gated function (line 11) hold uses the server
+    // does not list; the comment (line 13) is no use.
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "references", "file": "src/lib.rs", "line": 3, "symbol": "from_vec"}),
+    );
+    assert!(
+        v["text"].as_str().unwrap().contains("src/lib.rs:14:"),
+        "the active use is listed: {v}"
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    names_each(
+        &v,
+        &["src/lib.rs:7".to_string(), "src/lib.rs:11".to_string()],
+    );
+    assert!(
+        !v["partial_reason"].as_str().unwrap().contains("lib.rs:13"),
+        "a comment is no use: {v}"
+    );
+
+    // A dry run says so too.
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp_rename",
+        json!({"file": "src/lib.rs", "line": 3, "symbol": "from_vec", "new_name": "of_vec", "dry_run": true}),
+    );
+    assert_eq!(v["complete"], false, "{v}");
+
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp_rename",
+        json!({"file": "src/lib.rs", "line": 3, "symbol": "from_vec", "new_name": "of_vec"}),
+    );
+    // What the rename left behind, read from the disk.
+    let left = whole_word_lines(&root, "from_vec");
+    assert!(
+        !left.is_empty(),
+        "rust-analyzer renamed inside the macro and the gated code: the test no longer shows the gap"
+    );
+    assert_eq!(
+        v["complete"], false,
+        "the rename left {left:?} with the old name and said complete: {v}"
+    );
+    names_each(&v, &left);
+}

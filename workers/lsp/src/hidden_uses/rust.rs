@@ -1,0 +1,389 @@
+//! Where rust-analyzer does not look: the body of a `macro_rules!` (a use there is expanded
+//! only where the macro is called, and `$crate::…` paths in it are not listed as uses of the
+//! item), and code under a `#[cfg(…)]` that is off in the server's configuration (a feature
+//! not enabled, another target), which it neither resolves nor renames.
+//!
+//! The scan is textual and cheap. Comments and literals are blanked first; then the regions
+//! are: each `macro_rules!` body (its bracketed group), what each `#[cfg(…)]` attribute applies
+//! to (an item up to its `;` or its closing brace; a field, variant, arm or statement up to
+//! its `,` or `;`; a `cfg_if!` branch with the branches after it), and the rest of the file or
+//! block after an inner `#![cfg(…)]`. Every whole-word occurrence of the name in a region is a
+//! candidate; the server's own locations are taken out by the caller.
+
+/// Keywords that start an item, which ends at its `;` or its block's closing brace (commas in
+/// its generics or parameters do not end it).
+const ITEM_KEYWORDS: &[&str] = &[
+    "fn",
+    "impl",
+    "struct",
+    "enum",
+    "union",
+    "trait",
+    "mod",
+    "unsafe",
+    "async",
+    "const",
+    "static",
+    "type",
+    "use",
+    "extern",
+    "macro_rules",
+    "default",
+];
+
+/// The 1-based lines of `text` (Rust source) where `word` stands as a whole word in code inside
+/// a `macro_rules!` body or under a `#[cfg(…)]` (see the module doc).
+pub fn hidden_lines(text: &str, word: &str) -> Vec<u32> {
+    if word.is_empty() || !text.contains(word) {
+        return Vec::new();
+    }
+    let code = strip(text);
+    let bytes = code.as_bytes();
+    let mut lines = Vec::new();
+    for (from, to) in regions(bytes) {
+        let region = &code[from..to];
+        for (at, _) in region.match_indices(word) {
+            let start = from + at;
+            let end = start + word.len();
+            let is_word =
+                |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+            if is_word(start.checked_sub(1).and_then(|i| bytes.get(i))) || is_word(bytes.get(end)) {
+                continue;
+            }
+            let line = 1 + bytes[..start].iter().filter(|b| **b == b'\n').count() as u32;
+            lines.push(line);
+        }
+    }
+    lines.sort_unstable();
+    lines.dedup();
+    lines
+}
+
+/// `text` with comments and the insides of string, byte-string, raw-string and character
+/// literals replaced by spaces; every byte keeps its offset (multi-byte characters inside
+/// blanked spans become as many spaces), newlines stay.
+fn strip(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let end = b[i..]
+                    .iter()
+                    .position(|c| *c == b'\n')
+                    .map_or(b.len(), |n| i + n);
+                blank(&mut out, i, end);
+                i = end;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                // Block comments nest in Rust.
+                let (mut depth, mut j) = (1usize, i + 2);
+                while j < b.len() && depth > 0 {
+                    if b[j] == b'/' && b.get(j + 1) == Some(&b'*') {
+                        depth += 1;
+                        j += 2;
+                    } else if b[j] == b'*' && b.get(j + 1) == Some(&b'/') {
+                        depth -= 1;
+                        j += 2;
+                    } else {
+                        j += 1;
+                    }
+                }
+                blank(&mut out, i, j);
+                i = j;
+            }
+            b'r' | b'b' if raw_string_at(b, i).is_some() => {
+                let (open_end, hashes) = raw_string_at(b, i).unwrap_or((i + 1, 0));
+                let close: Vec<u8> = std::iter::once(b'"')
+                    .chain(std::iter::repeat_n(b'#', hashes))
+                    .collect();
+                let end = b[open_end..]
+                    .windows(close.len())
+                    .position(|w| w == close.as_slice())
+                    .map_or(b.len(), |n| open_end + n);
+                blank(&mut out, open_end, end);
+                i = end + close.len();
+            }
+            b'"' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                blank(&mut out, i + 1, j);
+                i = j + 1;
+            }
+            b'\'' => {
+                // A character literal ('x', '\n', '\u{1F600}', 'é'), not a lifetime ('a).
+                let end = if b.get(i + 1) == Some(&b'\\') {
+                    b[i + 2..]
+                        .iter()
+                        .take(12)
+                        .position(|c| *c == b'\'')
+                        .map(|n| i + 2 + n)
+                } else {
+                    let ch = text[i + 1..].chars().next();
+                    ch.map(|c| i + 1 + c.len_utf8())
+                        .filter(|j| b.get(*j) == Some(&b'\''))
+                };
+                match end {
+                    Some(j) => {
+                        blank(&mut out, i + 1, j);
+                        i = j + 1;
+                    }
+                    None => i += 1,
+                }
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' => {
+                // Skip the identifier whole, so the `r` or `b` ending one is no literal prefix.
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// A raw or byte string starting at `i` (`r"`, `r#"`, `br"`, `b"`): the offset just past its
+/// opening quote and the number of `#` it closes with.
+fn raw_string_at(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    let mut j = i;
+    if b[j] == b'b' {
+        j += 1;
+        if b.get(j) == Some(&b'"') {
+            return Some((j + 1, 0));
+        }
+    }
+    if b.get(j) != Some(&b'r') {
+        return None;
+    }
+    j += 1;
+    let hashes = b[j..].iter().take_while(|c| **c == b'#').count();
+    (b.get(j + hashes) == Some(&b'"')).then_some((j + hashes + 1, hashes))
+}
+
+/// The byte ranges of the scanned regions in stripped code.
+fn regions(b: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'#'
+            && let Some((inner, after)) = cfg_attribute(b, i)
+        {
+            let end = if inner {
+                enclosing_end(b, after)
+            } else {
+                attributed_end(b, after)
+            };
+            out.push((after, end));
+            i = after;
+            continue;
+        }
+        if b[i..].starts_with(b"macro_rules")
+            && (i == 0 || !is_ident(b[i - 1]))
+            && let Some((open, close)) = macro_body(b, i + "macro_rules".len())
+        {
+            out.push((open, close));
+            i = close;
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// `#[cfg(` or `#![cfg(` at `i` (spaces allowed between): whether it is inner, and the offset
+/// just past its closing `]`.
+fn cfg_attribute(b: &[u8], i: usize) -> Option<(bool, usize)> {
+    let mut j = skip_ws(b, i + 1);
+    let inner = b.get(j) == Some(&b'!');
+    if inner {
+        j = skip_ws(b, j + 1);
+    }
+    if b.get(j) != Some(&b'[') {
+        return None;
+    }
+    let open = j;
+    j = skip_ws(b, j + 1);
+    if !b[j..].starts_with(b"cfg") {
+        return None;
+    }
+    j = skip_ws(b, j + 3);
+    if b.get(j) != Some(&b'(') {
+        return None;
+    }
+    Some((inner, matching(b, open)?))
+}
+
+/// The offset just past the bracket closing the one at `open`.
+fn matching(b: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (j, c) in b.iter().enumerate().skip(open) {
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(j + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The end of the block around `from` (where the depth first goes below its level), or of
+/// the text.
+fn enclosing_end(b: &[u8], from: usize) -> usize {
+    let mut depth = 0usize;
+    for (j, c) in b.iter().enumerate().skip(from) {
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return j,
+            },
+            _ => {}
+        }
+    }
+    b.len()
+}
+
+/// The end of what an outer attribute ending at `from` applies to (see the module doc).
+fn attributed_end(b: &[u8], from: usize) -> usize {
+    let mut depth = 0usize;
+    // Whether what follows is an item; unknown until its first word outside brackets.
+    let mut item: Option<bool> = None;
+    let mut j = from;
+    while j < b.len() {
+        let c = b[j];
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                let Some(d) = depth.checked_sub(1) else {
+                    return j;
+                };
+                depth = d;
+                if depth == 0 && c == b'}' {
+                    if item == Some(true) {
+                        return j + 1;
+                    }
+                    // An expression or arm may go on (`}.map(…)`, `} else {`, `} => …`);
+                    // a separator, a closing bracket, an attribute or a next word end it.
+                    let next = skip_ws(b, j + 1);
+                    let rest = &b[next..];
+                    let goes_on = match rest.first() {
+                        None | Some(b',' | b';' | b'}' | b')' | b']' | b'#') => false,
+                        Some(c) if is_ident(*c) => {
+                            let word = rest.iter().take_while(|c| is_ident(**c)).count();
+                            matches!(&rest[..word], b"else" | b"as")
+                        }
+                        Some(_) => true,
+                    };
+                    if !goes_on {
+                        return j + 1;
+                    }
+                }
+            }
+            b';' if depth == 0 => return j + 1,
+            b',' if depth == 0 && item != Some(true) => return j + 1,
+            c if depth == 0 && item.is_none() && is_ident(c) => {
+                let end = j + b[j..].iter().take_while(|c| is_ident(**c)).count();
+                let word = std::str::from_utf8(&b[j..end]).unwrap_or("");
+                if word != "pub" {
+                    item = Some(ITEM_KEYWORDS.contains(&word));
+                }
+                j = end;
+                continue;
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    b.len()
+}
+
+/// The body of a `macro_rules! name {…}` whose `!` is at or after `i`: the offsets of its
+/// opening bracket and just past its closing one.
+fn macro_body(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    let mut j = skip_ws(b, i);
+    if b.get(j) != Some(&b'!') {
+        return None;
+    }
+    j = skip_ws(b, j + 1);
+    while j < b.len() && is_ident(b[j]) {
+        j += 1;
+    }
+    j = skip_ws(b, j);
+    matches!(b.get(j), Some(b'{' | b'(' | b'[')).then_some(())?;
+    Some((j, matching(b, j)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uses_in_macro_bodies_and_cfg_items_count_comments_and_literals_do_not() {
+        let src = r##"use std::fmt;
+// from_vec in a comment
+macro_rules! smallvec {
+    ($($x:expr),*) => ({
+        $crate::SmallVec::from_vec(vec![$($x),*])
+    });
+}
+pub fn from_vec() -> &'static str { "from_vec" }
+#[cfg(feature = "drain_filter")]
+impl<'a, T, F> Drop for DrainFilter<'a, T, F> where F: FnMut(&mut T) -> bool {
+    fn drop(&mut self) { from_vec(); let c = 'f'; }
+}
+struct S {
+    a: u8,
+    #[cfg(feature = "x")]
+    from_vec: u8,
+    b: u8, // from_vec
+}
+fn run() {
+    #[cfg(test)]
+    let v = from_vec();
+    let w = from_vec();
+    let r = r#"from_vec"#;
+}
+"##;
+        assert_eq!(hidden_lines(src, "from_vec"), vec![5, 11, 16, 21]);
+        assert_eq!(hidden_lines(src, "DrainFilter"), vec![10]);
+        assert!(hidden_lines(src, "fmt").is_empty());
+    }
+
+    #[test]
+    fn an_inner_cfg_covers_the_rest_and_cfg_if_covers_every_branch() {
+        let file = "#![cfg(feature = \"std\")]\nfn a() { spilled() }\n";
+        assert_eq!(hidden_lines(file, "spilled"), vec![2]);
+        let cfg_if = "cfg_if! {\n    if #[cfg(unix)] {\n        fn a() { spilled() }\n    } else {\n        fn b() { spilled() }\n    }\n}\nfn c() { spilled() }\n";
+        assert_eq!(hidden_lines(cfg_if, "spilled"), vec![3, 5]);
+        // A variant with fields, a match arm, a generic field.
+        let e = "enum E {\n    #[cfg(x)]\n    V { a: spilled },\n    W(spilled),\n}\nfn f(e: E) { match e {\n    #[cfg(x)]\n    E::V { .. } => spilled(),\n    _ => spilled(),\n} }\n";
+        assert_eq!(hidden_lines(e, "spilled"), vec![3, 8]);
+    }
+}
