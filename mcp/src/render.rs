@@ -5,7 +5,9 @@
 //! Rules, one renderer for every tool:
 //! - A header line of the result's scalar facts (`total: 12 · complete: true`), nulls left
 //!   out, and `false` left out for the flags whose absence says it (`truncated`, `timed_out`,
-//!   `outside`, `eof` is kept); the language server block shrinks to `server: NAME STATE`.
+//!   `outside`, `eof` is kept); `readiness` only when the server was not ready (with what it
+//!   was doing) for an answer not complete; the language server block only as `server: NAME starting` on a result
+//!   without `readiness`.
 //! - The result's own rendering when it has one (`text`: lsp's `path:line: text` lines, a
 //!   write's diagnostics), else its main body (`content` of `read`, `output` of `grep`,
 //!   `stdout` of `bash`) verbatim, no JSON escaping; the lists that `text` already renders
@@ -64,12 +66,35 @@ pub fn render(tool: &str, value: &Json) -> String {
         match v {
             Json::Null => {}
             Json::Bool(false) if QUIET_FALSE.contains(&k.as_str()) => {}
+            // A ready server is what `complete: true` rests on anyway; a server still at
+            // work says what it is doing, once.
+            Json::String(s) if k == "readiness" => {
+                let doing = map
+                    .get("server")
+                    .and_then(|o| o.get("indexing"))
+                    .and_then(Json::as_str)
+                    .filter(|d| !d.is_empty());
+                let complete = map.get("complete") == Some(&Json::Bool(true));
+                match doing {
+                    _ if s == "ready" || complete => {}
+                    Some(d) => header.push(format!("readiness: {s} ({d})")),
+                    None => header.push(format!("readiness: {s}")),
+                }
+            }
             Json::String(s) if s.contains('\n') || s.chars().count() > 160 => {}
             Json::String(s) if s.is_empty() => {}
             Json::String(_) | Json::Bool(_) | Json::Number(_) => {
                 header.push(format!("{k}: {}", scalar(v)));
             }
-            Json::Object(o) if k == "server" => header.push(server(o)),
+            // Which server answered changes nothing a model does; whether it was ready is
+            // `readiness`. Only a server not yet ready, on a result without `readiness`, shows.
+            Json::Object(o)
+                if k == "server"
+                    && !map.contains_key("readiness")
+                    && o.get("state").and_then(Json::as_str) == Some("starting") =>
+            {
+                header.push(server(o))
+            }
             _ => {}
         }
     }
@@ -284,23 +309,42 @@ mod tests {
             "text": "a.py:3: x = f()\nb.py:9: f()\n"});
         assert_eq!(
             render("lsp", &v),
-            "lsp: complete: true · server: pyright-langserver ready · total: 2\na.py:3: x = f()\nb.py:9: f()"
+            "lsp: complete: true · total: 2\na.py:3: x = f()\nb.py:9: f()"
+        );
+    }
+
+    #[test]
+    fn a_server_at_work_is_said_once_and_a_ready_one_not_at_all() {
+        let v = json!({"complete": false, "readiness": "indexing", "total": 0,
+            "server": {"name": "pyright-langserver", "state": "indexing", "indexing": "23 files to analyze"},
+            "text": "no references found\n"});
+        assert_eq!(
+            render("lsp", &v),
+            "lsp: complete: false · readiness: indexing (23 files to analyze) · total: 0\nno references found"
+        );
+        // An edit's server, whatever its state, is not the model's business; one starting is.
+        let edit = json!({"edits": 1, "server": {"name": "pyright-langserver", "state": "indexing"}, "text": "done\n"});
+        assert_eq!(render("lsp_edit", &edit), "lsp_edit: edits: 1\ndone");
+        let starting = json!({"edits": 1, "server": {"name": "pyright-langserver", "state": "starting"}, "text": "done\n"});
+        assert_eq!(
+            render("lsp_edit", &starting),
+            "lsp_edit: edits: 1 · server: pyright-langserver starting\ndone"
         );
     }
 
     #[test]
     fn an_edits_diagnostics_its_text_already_holds_are_not_written_twice() {
         // As lsp_edit answered it (pyright, a dependent checked).
-        let diag = "pkg/m.py:6:12: error: Type \"str\" is not assignable [reportReturnType] (Pyright)\n(also checked 1 of 1 files that import m): pkg/u.py)\n";
+        let diag = "pkg/m.py:6:12: error: Type \"str\" is not assignable [reportReturnType] (Pyright)\n(also checked the 1 file that import m)\n";
         let v = json!({"edits": 1, "files": [{"edits": 1, "path": "pkg/m.py"}],
             "diagnostics": {"dependents": {"checked": ["pkg/u.py"], "max": 20},
                 "new": [{"line": 6, "path": "pkg/m.py", "message": "Type \"str\" is not assignable"}],
                 "notes": [], "text": diag},
-            "text": format!("replaced function `f` (pkg/m.py:1-2): 1 edits in 1 files\n  pkg/m.py: 1 edits\n{diag}")});
+            "text": format!("replaced function `f` (pkg/m.py:1-2): 1 edit\n{diag}")});
         assert_eq!(
             render("lsp_edit", &v),
             format!(
-                "lsp_edit: edits: 1\nreplaced function `f` (pkg/m.py:1-2): 1 edits in 1 files\n  pkg/m.py: 1 edits\n{}",
+                "lsp_edit: edits: 1\nreplaced function `f` (pkg/m.py:1-2): 1 edit\n{}",
                 diag.trim_end()
             )
         );

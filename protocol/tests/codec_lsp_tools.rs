@@ -29,6 +29,7 @@ fn lsp_tool_types_round_trip() {
         old_text: None,
         new_text: None,
         offset: None,
+        depth: None,
     });
     both(&LspArgs {
         op: LspOp::CheckEdit,
@@ -41,6 +42,7 @@ fn lsp_tool_types_round_trip() {
         old_text: Some("x = 1\n".into()),
         new_text: Some("x = '한글'\n".into()),
         offset: None,
+        depth: None,
     });
     both(&LspArgs {
         op: LspOp::InlayHints,
@@ -53,6 +55,7 @@ fn lsp_tool_types_round_trip() {
         old_text: None,
         new_text: None,
         offset: None,
+        depth: None,
     });
     for op in [
         LspEditOp::ApplyCodeAction,

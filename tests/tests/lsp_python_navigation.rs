@@ -142,7 +142,8 @@ fn pyright_definition_hover_references_symbols() {
         "{v}"
     );
 
-    // Document symbols: an outline with the method nested in the class.
+    // Document symbols: the top level by default, a class counting its members, whole while
+    // the server may still index the project.
     let v = ok_in(
         &d,
         w,
@@ -150,7 +151,23 @@ fn pyright_definition_hover_references_symbols() {
         json!({"op": "symbols", "file": "app/models.py"}),
     );
     let text = v["text"].as_str().unwrap();
-    assert!(text.contains("1: class Greeter"), "{text}");
+    assert!(text.contains("1: class Greeter ("), "{text}");
+    assert!(!text.contains("method greet"), "{text}");
+    assert!(text.contains("8: function make"), "{text}");
+    assert!(
+        text.contains("`depth: 1`"),
+        "says how to see the members: {text}"
+    );
+    assert_eq!(v["complete"], true, "{v}");
+    // One level deeper: the method nested in the class.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "symbols", "file": "app/models.py", "depth": 1}),
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains("1: class Greeter\n"), "{text}");
     assert!(text.contains("  4: method greet"), "{text}");
     assert!(text.contains("8: function make"), "{text}");
 

@@ -69,7 +69,7 @@ impl std::fmt::Display for LspOp {
     }
 }
 
-/// `lsp {op, file?, line?, end_line?, symbol?, query?, occurrence?, old_text?, new_text?, offset?}`.
+/// `lsp {op, file?, line?, end_line?, symbol?, query?, occurrence?, old_text?, new_text?, offset?, depth?}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspArgs {
@@ -97,6 +97,9 @@ pub struct LspArgs {
     /// Skip this many (next_offset).
     #[schemars(range(min = 0, max = 1_000_000))]
     pub offset: Option<u64>,
+    /// symbols outline: nesting levels shown (0: top level, members counted).
+    #[schemars(range(min = 0, max = 16))]
+    pub depth: Option<u64>,
 }
 
 /// `lsp_rename {file, line, symbol, new_name, occurrence?}`.

@@ -358,6 +358,7 @@ mod tests {
             old_text: old.map(str::to_string),
             new_text: new.map(str::to_string),
             offset: None,
+            depth: None,
         }
     }
 

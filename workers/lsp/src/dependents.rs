@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::position::Encoding;
-use crate::render::{self, Diag};
+use crate::render::Diag;
 use crate::server::{ServerShared, lock, read_doc, root_scope};
 use crate::servers::LanguageServers;
 use crate::uri;
@@ -243,7 +243,6 @@ impl LanguageServers {
     pub(crate) async fn dependents_after(
         &self,
         run: &str,
-        workdir: &Path,
         paths: &[PathBuf],
         involved: &[(Arc<ServerShared>, u64)],
         wait: Duration,
@@ -302,20 +301,22 @@ impl LanguageServers {
                     Err(_) => break,
                 }
             }
-            let shown: Vec<String> = found
-                .files
-                .iter()
-                .take(5)
-                .map(|p| render::show_path(p, workdir))
-                .collect();
-            report.lines.push(format!(
-                "(also checked {checked} of {} files that import {} (found by their import lines; at most {DEPENDENTS_MAX}{}): {}{})",
-                found.files.len(),
-                found.names.join(", "),
-                if found.cut { ", more may exist" } else { "" },
-                shown.join(", "),
-                if found.files.len() > 5 { ", …" } else { "" }
-            ));
+            // The files checked are in the answer's `dependents.checked`; the text counts them.
+            let n = found.files.len();
+            let names = found.names.join(", ");
+            let line = if checked == n && !found.cut {
+                let files = if n == 1 { "file" } else { "files" };
+                format!("(also checked the {n} {files} that import {names})")
+            } else {
+                format!(
+                    "(also checked {checked} of the {n} files that import {names}{})",
+                    match found.cut {
+                        true => format!("; more may exist: at most {DEPENDENTS_MAX} are looked at"),
+                        false => String::new(),
+                    },
+                )
+            };
+            report.lines.push(line);
         }
         report
     }

@@ -12,7 +12,7 @@
 //! through the call's `Scope` (`CallCtx::read_text`).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -549,19 +549,11 @@ impl LanguageServers {
             .iter()
             .map(|c| json!({"path": show_path(&c.path, &ctx.workdir), "edits": c.edits}))
             .collect();
-        let mut text = format!(
-            "renamed `{}` to `{}`: {total} edits in {} files\n",
-            args.symbol,
-            args.new_name,
-            changes.len()
+        let mut text = edits_line(
+            &format!("renamed `{}` to `{}`", args.symbol, args.new_name),
+            &changes,
+            &ctx.workdir,
         );
-        for c in &changes {
-            text.push_str(&format!(
-                "  {}: {} edits\n",
-                show_path(&c.path, &ctx.workdir),
-                c.edits
-            ));
-        }
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
         text.push_str(diags["text"].as_str().unwrap_or(""));
@@ -569,6 +561,40 @@ impl LanguageServers {
             json!({"text": text, "files": files, "edits": total, "diagnostics": diags});
         crate::coverage::mark_coverage(&mut answer, gap);
         Ok(answer)
+    }
+}
+
+/// Files listed by name in [`edits_line`], at most (the JSON's `files` has them all).
+const EDITED_FILES_SHOWN: usize = 10;
+
+/// What an edit wrote, one line: `{what}: 1 edit` when `what` names the one file changed (else
+/// `… in PATH`), `{what}: 13 edits in 3 files: a.py (1), b.py (3), c.py (9)` for several.
+pub(crate) fn edits_line(what: &str, changes: &[FileChange], workdir: &Path) -> String {
+    let total: usize = changes.iter().map(|c| c.edits).sum();
+    let edits = if total == 1 { "edit" } else { "edits" };
+    match changes {
+        [one] => {
+            let shown = show_path(&one.path, workdir);
+            match what.contains(&shown) {
+                true => format!("{what}: {total} {edits}\n"),
+                false => format!("{what}: {total} {edits} in {shown}\n"),
+            }
+        }
+        _ => {
+            let mut files: Vec<String> = changes
+                .iter()
+                .take(EDITED_FILES_SHOWN)
+                .map(|c| format!("{} ({})", show_path(&c.path, workdir), c.edits))
+                .collect();
+            if changes.len() > EDITED_FILES_SHOWN {
+                files.push(format!("and {} more", changes.len() - EDITED_FILES_SHOWN));
+            }
+            format!(
+                "{what}: {total} {edits} in {} files: {}\n",
+                changes.len(),
+                files.join(", ")
+            )
+        }
     }
 }
 

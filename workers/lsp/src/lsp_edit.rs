@@ -69,14 +69,7 @@ impl LanguageServers {
             .iter()
             .map(|c| json!({"path": show_path(&c.path, &ctx.workdir), "edits": c.edits}))
             .collect();
-        let mut text = format!("{what}: {total} edits in {} files\n", changes.len());
-        for c in &changes {
-            text.push_str(&format!(
-                "  {}: {} edits\n",
-                show_path(&c.path, &ctx.workdir),
-                c.edits
-            ));
-        }
+        let mut text = crate::edit::edits_line(&what, &changes, &ctx.workdir);
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
         text.push_str(diags["text"].as_str().unwrap_or(""));

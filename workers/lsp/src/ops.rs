@@ -22,7 +22,7 @@ use toolvisor_files::Scope;
 use toolvisor_files::paths::Access;
 use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::tools::LspArgs;
+use toolvisor_protocol::tools::{LspArgs, LspOp};
 
 use crate::config::language_id;
 use crate::coverage::mark_coverage;
@@ -360,9 +360,16 @@ impl LanguageServers {
 
     /// `lsp {op, ...}`: every answer from a server says what it rests on (`readiness`,
     /// `complete`: [`crate::coverage::stamp_readiness`]).
+    ///
+    /// A file's outline is the exception: the server reads it from the file alone, so it is
+    /// whole (unless paged) while the server still indexes the project.
     pub async fn lsp(&self, ctx: &CallCtx, args: LspArgs) -> Result<Value, ToolError> {
+        let outline = args.op == LspOp::Symbols && args.query.is_none();
         let mut answer = self.lsp_op(ctx, args).await?;
         crate::coverage::stamp_readiness(&mut answer);
+        if outline && answer.get("server").is_some() {
+            answer["complete"] = json!(answer["truncated"] != json!(true));
+        }
         Ok(answer)
     }
 
@@ -405,7 +412,7 @@ impl LanguageServers {
                     self.workspace_symbols(ctx, q, args.file.as_deref(), args.offset)
                         .await
                 }
-                (None, Some(f)) => self.document_symbols(ctx, f, args.offset).await,
+                (None, Some(f)) => self.document_symbols(ctx, f, args.offset, args.depth).await,
                 (None, None) => Err(invalid(
                     "lsp symbols: give `query` (workspace search) or `file` (document outline)"
                         .into(),

@@ -178,6 +178,45 @@ pub fn text_edit(doc: &str, found: &Found, op: LspEditOp, text: &str) -> Value {
     if !body.ends_with('\n') {
         body.push('\n');
     }
+    // An insert keeps the file's spacing between definitions: the blank lines that part the
+    // symbol from its neighbour (after it, else before it; at most 2) part it from the new
+    // text too, unless the text brings its own.
+    let lines: Vec<&str> = doc.lines().collect();
+    let blank = |l: &&&str| l.trim().is_empty();
+    let after = lines
+        .iter()
+        .skip(found.end.0 as usize + 1)
+        .take_while(blank)
+        .count();
+    let before = lines[..(found.start.0 as usize).min(lines.len())]
+        .iter()
+        .rev()
+        .take_while(blank)
+        .count();
+    let parted = |first: usize, second: usize| {
+        let n = if first > 0 { first } else { second };
+        // Blank lines at the end of the file part nothing.
+        "\n".repeat(n.min(2))
+    };
+    match op {
+        LspEditOp::InsertAfterSymbol if !body.starts_with('\n') => {
+            let n = if found.end.0 as usize + 1 + after >= lines.len() {
+                0
+            } else {
+                after
+            };
+            body.insert_str(0, &parted(n, before));
+        }
+        LspEditOp::InsertBeforeSymbol if !body.ends_with("\n\n") => {
+            let n = if before == found.start.0 as usize {
+                0
+            } else {
+                before
+            };
+            body.push_str(&parted(n, after));
+        }
+        _ => {}
+    }
     let at = |l: u64| json!({"line": l, "character": 0});
     let (start, end) = match op {
         LspEditOp::InsertBeforeSymbol => (at(found.start.0), at(found.start.0)),
@@ -319,6 +358,41 @@ mod tests {
         );
         let out = edit(LspEditOp::InsertBeforeSymbol, "Greeter", "import os\n\n");
         assert!(out.starts_with("import os\n\nclass Greeter:\n"), "{out}");
+    }
+
+    #[test]
+    fn an_insert_keeps_the_files_spacing_between_definitions() {
+        let doc = "import os\n\n\ndef f():\n    return 1\n\n\ndef h():\n    return 3\n";
+        let f = Found {
+            path: "f".into(),
+            kind: "function",
+            start: (3, 0),
+            end: (4, 12),
+        };
+        let g = "def g():\n    return 2\n";
+        let after = text_edit(doc, &f, LspEditOp::InsertAfterSymbol, g);
+        assert_eq!(
+            apply_edits(doc, &[after], Encoding::Utf16).unwrap(),
+            "import os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n\n\ndef h():\n    return 3\n"
+        );
+        let before = text_edit(doc, &f, LspEditOp::InsertBeforeSymbol, g);
+        assert_eq!(
+            apply_edits(doc, &[before], Encoding::Utf16).unwrap(),
+            "import os\n\n\ndef g():\n    return 2\n\n\ndef f():\n    return 1\n\n\ndef h():\n    return 3\n"
+        );
+        // The last definition: parted as it is from the one before it.
+        let h = Found {
+            path: "h".into(),
+            kind: "function",
+            start: (7, 0),
+            end: (8, 12),
+        };
+        let after = text_edit(doc, &h, LspEditOp::InsertAfterSymbol, g);
+        assert!(
+            apply_edits(doc, &[after], Encoding::Utf16)
+                .unwrap()
+                .ends_with("    return 3\n\n\ndef g():\n    return 2\n")
+        );
     }
 
     #[test]

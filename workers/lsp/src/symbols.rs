@@ -16,11 +16,14 @@ use crate::servers::LanguageServers;
 use crate::uri;
 
 impl LanguageServers {
+    /// The outline of `file`, `depth` levels deep (0: top level only, the default), each
+    /// symbol with members below that depth saying how many it has.
     pub(crate) async fn document_symbols(
         &self,
         ctx: &CallCtx,
         file: &str,
         offset: Option<u64>,
+        depth: Option<u64>,
     ) -> Result<Value, ToolError> {
         let path = ctx.resolve("lsp", file, Access::Read)?;
         let mut opened = self.open(&path, &ctx.run).await?;
@@ -34,25 +37,42 @@ impl LanguageServers {
                 .request(&mut opened, "textDocument/documentSymbol", params)
                 .await?;
         }
-        let syms = render::document_symbols(&result);
-        let total = syms.len();
+        let all = render::document_symbols(&result);
+        let shown = outline(&all, depth.unwrap_or(0) as usize);
+        let total = shown.len();
         let page = Page::of(offset, total, DOCUMENT_SYMBOLS_MAX);
         let mut text = String::new();
         let mut items = Vec::new();
-        for s in &syms[page.from..page.to] {
+        for (s, members) in &shown[page.from..page.to] {
+            let folded = match members {
+                0 => String::new(),
+                1 => " (1 member)".to_string(),
+                n => format!(" ({n} members)"),
+            };
             text.push_str(&format!(
-                "{}{}: {} {}\n",
+                "{}{}: {} {}{folded}\n",
                 "  ".repeat(s.depth),
                 s.line,
                 s.kind,
                 s.name
             ));
-            items.push(json!({"name": s.name, "kind": s.kind, "line": s.line, "depth": s.depth}));
+            let mut item =
+                json!({"name": s.name, "kind": s.kind, "line": s.line, "depth": s.depth});
+            if *members > 0 {
+                item["members"] = json!(members);
+            }
+            items.push(item);
         }
         if total == 0 {
             text = format!("no symbols in {}\n", render::show_path(&path, &ctx.workdir));
         } else if let Some(note) = page.note(total, "symbols") {
             text.push_str(&format!("({note})\n"));
+        }
+        if shown.iter().any(|(_, m)| *m > 0) {
+            let deeper = depth.unwrap_or(0) + 1;
+            text.push_str(&format!(
+                "(members not shown: `depth: {deeper}` lists them)\n"
+            ));
         }
         let mut answer = json!({"text": text, "symbols": items, "total": total,
             "truncated": page.cut(total), "server": self.server_info(&opened)});
@@ -222,4 +242,20 @@ fn find_source(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// The symbols of an outline `depth` levels deep, each with the number of its direct members
+/// left out (those one level deeper, when that level is not shown).
+fn outline(all: &[render::Sym], depth: usize) -> Vec<(&render::Sym, usize)> {
+    let mut shown: Vec<(&render::Sym, usize)> = Vec::new();
+    for s in all {
+        if s.depth <= depth {
+            shown.push((s, 0));
+        } else if s.depth == depth + 1
+            && let Some(last) = shown.last_mut()
+        {
+            last.1 += 1;
+        }
+    }
+    shown
 }

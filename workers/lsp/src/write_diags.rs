@@ -132,9 +132,7 @@ impl LanguageServers {
         }
         // The files the write may have broken besides the written ones.
         let wait = Duration::from_secs(self.config.diagnostics_wait_s);
-        let deps = self
-            .dependents_after(run, workdir, paths, &involved, wait)
-            .await;
+        let deps = self.dependents_after(run, paths, &involved, wait).await;
         for d in &deps.new {
             text.push_str(&d.line_text(workdir));
             text.push('\n');
