@@ -183,3 +183,65 @@ fn references_from_a_definition_re_exported_through_a_package_stub_say_they_miss
     );
     assert_eq!(v["complete"], true, "{v}");
 }
+
+#[test]
+fn an_import_a_stub_does_not_declare_is_named_as_a_place_the_answer_misses() {
+    // Found by a probe on more-itertools: `more.py` imports `UnequalIterablesError` from
+    // `.recipes`, whose stub `recipes.pyi` does not declare it, so pyright links neither that
+    // import nor the `__all__` entry, and references (and a rename) from any use left both
+    // behind while saying complete.
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", ""),
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/recipes.py",
+            "class UnequalError(ValueError):\n    pass\n\n\ndef take(n):\n    return n\n",
+        ),
+        ("pkg/recipes.pyi", "def take(n: int) -> int: ...\n"),
+        (
+            "pkg/more.py",
+            "from .recipes import (\n    take,\n    UnequalError,\n)\n\n__all__ = [\n    'UnequalError',\n]\n\n\ndef zip_equal():\n    raise UnequalError()\n",
+        ),
+        (
+            "pkg/more.pyi",
+            "class UnequalError(ValueError): ...\n\ndef zip_equal() -> None: ...\n",
+        ),
+        (
+            "use.py",
+            "from pkg.more import UnequalError\n\nprint(UnequalError)\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "references", "file": "use.py", "line": 3, "symbol": "UnequalError"}),
+    );
+    let listed: Vec<String> = v["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| format!("{}:{}", l["path"].as_str().unwrap(), l["line"]))
+        .collect();
+    assert!(listed.contains(&"use.py:3".to_string()), "{v}");
+    assert!(
+        !listed.contains(&"pkg/more.py:3".to_string()),
+        "pyright now links the import: the test no longer shows the gap: {v}"
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    let reason = v["partial_reason"].as_str().unwrap_or_default();
+    for place in ["pkg/more.py:3", "pkg/more.py:7", "pkg/more.py:12"] {
+        assert!(reason.contains(place), "{place} is not named: {v}");
+    }
+    // A use of another name whose every line the answer holds says complete, stub beside or
+    // not (it used to be flagged for the stub beside `more.py`).
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "references", "file": "pkg/recipes.pyi", "line": 1, "symbol": "take"}),
+    );
+    assert_eq!(v["complete"], true, "{v}");
+}

@@ -113,3 +113,47 @@ fn references_and_rename_name_the_uses_rust_analyzer_cannot_see() {
     );
     names_each(&v, &left);
 }
+
+#[test]
+fn a_module_switched_off_by_a_feature_is_searched_whole() {
+    // Found by a probe on tinyvec: `#[cfg(feature = "alloc")] mod tinyvec;` leaves 2,000 lines
+    // out of the build; references, callers and renames of names used there answered
+    // complete while missing them (`split_off`: 1 of 2).
+    require("rust-analyzer");
+    let lib = "#[cfg(feature = \"extra\")]\nmod heap;\n\npub fn split_off(v: &mut Vec<u8>) -> Vec<u8> { v.split_off(1) }\n\npub fn first(v: &mut Vec<u8>) -> Vec<u8> { split_off(v) }\n";
+    let heap = "use crate::split_off;\n\npub fn spill(v: &mut Vec<u8>) -> Vec<u8> {\n    split_off(v)\n}\n";
+    let p = project(&[
+        ("Cargo.toml", CARGO),
+        ("src/lib.rs", lib),
+        ("src/heap.rs", heap),
+    ]);
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "references", "file": "src/lib.rs", "line": 4, "symbol": "split_off", "occurrence": 1}),
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains("src/lib.rs:6:"), "the active use: {v}");
+    assert!(
+        !text.contains("src/heap.rs:4:"),
+        "rust-analyzer now sees the switched-off module: the test no longer shows the gap: {v}"
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    names_each(
+        &v,
+        &["src/heap.rs:1".to_string(), "src/heap.rs:4".to_string()],
+    );
+
+    // The callers too.
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "src/lib.rs", "line": 4, "symbol": "split_off", "occurrence": 1}),
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    names_each(&v, &["src/heap.rs:4".to_string()]);
+}

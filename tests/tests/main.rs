@@ -126,6 +126,7 @@ mod lsp_status_start_rule;
 mod lsp_type_hierarchy;
 mod lsp_typescript_cold_references;
 mod lsp_typescript_navigation;
+mod lsp_typescript_nested_projects;
 mod lsp_typescript_own_writes;
 mod lsp_workspace_diagnostics;
 mod lsp_workspace_trust;

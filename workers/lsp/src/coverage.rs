@@ -25,7 +25,8 @@ impl LanguageServers {
     /// less than the project, and what fixes it; `None` when no gap is known. `symbol` is the
     /// identifier asked about (the word at the position, never the query's spelling);
     /// `enclosing_searched` when the servers of the roots enclosing `shared`'s were asked
-    /// too and their answers merged (`crate::roots`), so nesting is no gap.
+    /// too and their answers merged (`crate::roots`), so nesting is no gap; `stubs_scanned`
+    /// when the caller checks stubs itself with `hidden_uses::gap` (references, renames).
     ///
     /// Known gaps: the file watcher of the root could not watch it all; files changed on disk
     /// that the server could not be told of (`ServerShared::unseen`); the server's root is
@@ -38,6 +39,7 @@ impl LanguageServers {
         path: &Path,
         symbol: Option<&str>,
         enclosing_searched: bool,
+        stubs_scanned: bool,
     ) -> Option<String> {
         let mut gaps = Vec::new();
         let problem = lock(&shared.watch).as_ref().and_then(|w| w.problem());
@@ -78,7 +80,9 @@ impl LanguageServers {
         if let Some(gap) = server_gap(shared, path, symbol).await {
             gaps.push(gap);
         }
-        if let Some(gap) = stub_gap(shared, path, workdir).await {
+        // References and renames scan the stubs against the answer's own lines instead
+        // (`hidden_uses::python`), which tells a stub that matters from one that does not.
+        if !stubs_scanned && let Some(gap) = stub_gap(shared, path, workdir).await {
             gaps.push(gap);
         }
         (!gaps.is_empty()).then(|| gaps.join("; "))

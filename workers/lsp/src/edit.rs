@@ -494,16 +494,20 @@ impl LanguageServers {
                 &opened.path,
                 Some(&word),
                 false,
+                true,
             )
             .await;
         let hidden = crate::hidden_uses::gap(
             ctx,
             self,
             &opened.shared,
-            &opened.path,
-            &word,
-            edit_lines(&edit),
-            "the rename does not change them: edit them by hand",
+            crate::hidden_uses::Question {
+                asked: &opened.path,
+                word: &word,
+                seen: edit_lines(&edit),
+                missed: "the rename does not change them: edit them by hand",
+                calls: false,
+            },
         )
         .await;
         let gap = crate::hidden_uses::join(gap, hidden);

@@ -16,7 +16,9 @@
 //! at most [`FILES_MAX`] files of the server's language under its root, each at most
 //! [`FILE_BYTES_MAX`].
 
+mod python;
 mod rust;
+mod typescript;
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -41,25 +43,38 @@ pub struct Hidden {
     pub cut: bool,
 }
 
-/// How a language hides uses: the 1-based lines of a file's text where a word stands hidden.
-pub type HiddenLines = fn(&str, &str) -> Vec<u32>;
+/// A language's scan for uses its server does not list: it reads every file of the language
+/// under the root, then says where the name stands hidden (some places are known only once
+/// every file was read: a module switched off in another file, a macro that drops its
+/// arguments defined in a header).
+pub trait Hider {
+    /// One file's text (every readable file, whether or not it holds the name).
+    fn file(&mut self, path: &Path, text: &str);
+    /// The places found, (file, 1-based line), given the server's own locations.
+    fn places(&mut self, seen: &HashSet<(PathBuf, u32)>) -> Vec<(PathBuf, u32)>;
+    /// Of the places found, one to ask the same question from for an answer that covers them
+    /// (the stub that declares the name; a file of the nested project), read with `read`.
+    fn ask_from(
+        &self,
+        _places: &[(PathBuf, u32)],
+        _read: &dyn Fn(&Path) -> Option<String>,
+    ) -> Option<(PathBuf, u32)> {
+        None
+    }
+}
 
-/// The hidden uses of `word` (found by `lines`) in the files under `root` ending in one of
-/// `extensions`, less those in `seen` (file, 1-based line) and those in files `readable`
-/// refuses. Hidden directories, `node_modules`, `target`, `venv` and `__pycache__` are
-/// skipped; special files are never opened.
+/// The hidden uses `hider` finds in the files under `root` ending in one of `extensions`,
+/// less those in `seen` (file, 1-based line) and those in files `readable` refuses. Hidden
+/// directories, `node_modules`, `target`, `venv` and `__pycache__` are skipped; special files
+/// are never opened.
 pub fn scan(
     root: &Path,
     extensions: &[String],
-    lines: HiddenLines,
-    word: &str,
+    hider: &mut dyn Hider,
     seen: &HashSet<(PathBuf, u32)>,
     readable: &dyn Fn(&Path) -> bool,
 ) -> Hidden {
     let mut found = Hidden::default();
-    if word.is_empty() {
-        return found;
-    }
     let mut files = 0usize;
     let skip_dir = |name: &str| {
         name.starts_with('.') || ["node_modules", "target", "venv", "__pycache__"].contains(&name)
@@ -78,19 +93,180 @@ pub fn scan(
         if !readable(&path) {
             return ControlFlow::Continue(());
         }
-        let Ok(text) = toolvisor_kit::special::read_to_string(&path) else {
-            return ControlFlow::Continue(());
-        };
-        if text.contains(word) {
-            for line in lines(&text, word) {
-                if !seen.contains(&(path.clone(), line)) {
-                    found.places.push((path.clone(), line));
-                }
-            }
+        if let Ok(text) = toolvisor_kit::special::read_to_string(&path) {
+            hider.file(&path, &text);
         }
         ControlFlow::Continue(())
     });
+    let mut places: Vec<(PathBuf, u32)> = hider
+        .places(seen)
+        .into_iter()
+        .filter(|p| !seen.contains(p))
+        .collect();
+    places.sort();
+    places.dedup();
+    found.places = places;
     found
+}
+
+/// C and C++ (clangd): uses inside a `#define` body or a conditional branch
+/// ([`hidden_lines`]), and in the arguments of a call of a function-like macro whose body
+/// uses none of its parameters (`#define assert(c) ((void)0)`, `#define DEBUGLOG(...) {}`:
+/// what is passed never reaches the compiler).
+pub struct CHider {
+    word: String,
+    places: Vec<(PathBuf, u32)>,
+    /// Macros defined somewhere that drop their arguments.
+    dropping: HashSet<String>,
+    /// Each use of the word inside call parentheses: where, and the names called around it.
+    in_calls: Vec<(PathBuf, u32, Vec<String>)>,
+}
+
+impl CHider {
+    pub fn new(word: &str) -> CHider {
+        CHider {
+            word: word.to_string(),
+            places: Vec::new(),
+            dropping: HashSet::new(),
+            in_calls: Vec::new(),
+        }
+    }
+}
+
+impl Hider for CHider {
+    fn file(&mut self, path: &Path, text: &str) {
+        if text.contains("#define") || text.contains("# define") {
+            self.dropping.extend(dropping_macros(text));
+        }
+        if self.word.is_empty() || !text.contains(&self.word) {
+            return;
+        }
+        for line in hidden_lines(text, &self.word) {
+            self.places.push((path.to_path_buf(), line));
+        }
+        for (line, callees) in call_chains(text, &self.word) {
+            self.in_calls.push((path.to_path_buf(), line, callees));
+        }
+    }
+
+    fn places(&mut self, _seen: &HashSet<(PathBuf, u32)>) -> Vec<(PathBuf, u32)> {
+        let mut out = std::mem::take(&mut self.places);
+        for (path, line, callees) in &self.in_calls {
+            if callees.iter().any(|c| self.dropping.contains(c)) {
+                out.push((path.clone(), *line));
+            }
+        }
+        out
+    }
+}
+
+/// The function-like macros `text` defines whose body uses none of their parameters.
+fn dropping_macros(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_comment = false;
+    let mut lines = text.lines();
+    while let Some(raw) = lines.next() {
+        let mut code = strip(raw, &mut in_comment);
+        let Some(rest) = code.trim_start().strip_prefix('#') else {
+            continue;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("define") else {
+            continue;
+        };
+        let rest = rest.trim_start().to_string();
+        // The whole directive, continuation lines joined.
+        let mut directive = rest;
+        while code.trim_end().ends_with('\\') {
+            directive = directive.trim_end().trim_end_matches('\\').to_string();
+            let Some(next) = lines.next() else { break };
+            code = strip(next, &mut in_comment);
+            directive.push(' ');
+            directive.push_str(&code);
+        }
+        let name = identifier(&directive).to_string();
+        let after = &directive[name.len()..];
+        // Function-like only when `(` follows the name at once.
+        let Some(params_and_body) = after.strip_prefix('(') else {
+            continue;
+        };
+        let Some(close) = params_and_body.find(')') else {
+            continue;
+        };
+        let params: Vec<&str> = params_and_body[..close]
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let body = &params_and_body[close + 1..];
+        if params.is_empty() || name.is_empty() {
+            continue;
+        }
+        let used = params.iter().any(|p| match p.trim_end_matches("...") {
+            "" => has_word(body, "__VA_ARGS__") || has_word(body, "__VA_OPT__"),
+            named => has_word(body, named),
+        });
+        if !used {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Each line of `text` where `word` stands as a whole word in code inside the parentheses of
+/// a call, with the names called around it, innermost last (`f(g(word))`: `["f", "g"]`).
+/// Preprocessor lines are left out (their uses are [`hidden_lines`]' business).
+fn call_chains(text: &str, word: &str) -> Vec<(u32, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut in_comment = false;
+    let mut stack: Vec<String> = Vec::new();
+    let mut directive = false;
+    for (i, raw) in text.lines().enumerate() {
+        let code = strip(raw, &mut in_comment);
+        let continues = code.trim_end().ends_with('\\');
+        if directive || code.trim_start().starts_with('#') {
+            directive = continues;
+            continue;
+        }
+        let b = code.as_bytes();
+        let mut j = 0;
+        let mut last_ident: Option<(usize, usize)> = None;
+        while j < b.len() {
+            let c = b[j];
+            if c.is_ascii_alphabetic() || c == b'_' {
+                let start = j;
+                while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
+                    j += 1;
+                }
+                if &code[start..j] == word && !stack.is_empty() {
+                    out.push((i as u32 + 1, stack.clone()));
+                }
+                last_ident = Some((start, j));
+                continue;
+            }
+            match c {
+                b'(' => {
+                    // The name just before the parenthesis, spaces between allowed.
+                    let callee = last_ident
+                        .filter(|(_, end)| code[*end..j].trim().is_empty())
+                        .map(|(s, e)| code[s..e].to_string())
+                        .unwrap_or_default();
+                    stack.push(callee);
+                }
+                b')' => {
+                    stack.pop();
+                }
+                // A statement or block ends: parentheses left open were not calls.
+                b';' | b'{' | b'}' if stack.iter().all(String::is_empty) => stack.clear(),
+                _ => {}
+            }
+            if !c.is_ascii_whitespace() {
+                last_ident = None;
+            }
+            j += 1;
+        }
+    }
+    out.dedup();
+    out
 }
 
 /// A conditional block open at a line: whether it is an include guard.
@@ -250,58 +426,75 @@ pub fn show(places: &[(PathBuf, u32)], base: &Path) -> String {
     shown.join(", ")
 }
 
+/// The answer [`gap`] looks at: asked from `asked` about `word`, the server's locations
+/// `seen` (file, 1-based line), what a miss means for it (`missed`: "the rename does not change
+/// them"), and whether it is a call hierarchy's callers (`calls`).
+pub(crate) struct Question<'a> {
+    pub asked: &'a Path,
+    pub word: &'a str,
+    pub seen: HashSet<(PathBuf, u32)>,
+    pub missed: &'a str,
+    pub calls: bool,
+}
+
 /// What an answer about `word`, asked from `asked`, may miss because of where the server
-/// does not look: inside macros and disabled branches (clangd, rust-analyzer), or behind a
-/// stub (pyright resolves a use made through a `.pyi` to the stub's declaration, so an answer
-/// asked from the `.py` side misses every use that went through a stub, such as a package's
-/// `__init__.pyi` re-exporting a name from `_impl.py`). `None` for other servers, or when every
-/// such place is in `seen` (the server's locations: file, 1-based line); a stub holding the name
-/// on a line the answer includes is one the server followed. `missed` says what that means for
+/// does not look: inside macros and code that may be compiled out (clangd, rust-analyzer), or
+/// behind a stub (pyright: [`python`]). `None` for other servers, or when every such place is
+/// in `seen` (the server's locations: file, 1-based line). `missed` says what that means for
 /// the answer ("the rename does not change them"). The scan runs on the blocking pool.
 pub(crate) async fn gap(
     ctx: &CallCtx,
     servers: &LanguageServers,
     shared: &ServerShared,
-    asked: &Path,
-    word: &str,
-    seen: HashSet<(PathBuf, u32)>,
-    missed: &str,
+    question: Question<'_>,
 ) -> Option<String> {
+    let Question {
+        asked,
+        word,
+        seen,
+        missed,
+        calls,
+    } = question;
+    if word.is_empty() {
+        return None;
+    }
     let mut extensions = servers
         .languages()
         .get(&shared.language)
         .map(|s| s.extensions.clone())
         .unwrap_or_default();
-    let (lines, blind_to): (HiddenLines, &str) = if shared.flavor.clangd {
+    let (mut hider, blind_to): (Box<dyn Hider + Send>, &str) = if shared.flavor.clangd {
         (
-            hidden_lines,
-            "`#define` bodies or preprocessor branches that are off",
+            Box::new(CHider::new(word)),
+            "`#define` bodies, conditional (`#if`) branches that may be off in this build, or the arguments of macros that drop them",
         )
     } else if shared.flavor.rust_analyzer {
         (
-            rust::hidden_lines,
-            "`macro_rules!` bodies or code under a `#[cfg(…)]` that is off (a feature not enabled)",
+            Box::new(rust::RustHider::new(word)),
+            "`macro_rules!` bodies or code under a `#[cfg(…)]` that may be off (a feature not enabled, a module switched off)",
         )
-    } else if shared.flavor.pyright && asked.extension().is_some_and(|e| e == "py") {
-        // A stub beside the asked module is `coverage::stub_gap`'s to name.
-        let beside = asked.with_extension("pyi");
-        if tokio::task::spawn_blocking(move || beside.is_file())
-            .await
-            .unwrap_or(false)
-        {
-            return None;
-        }
-        extensions = vec!["pyi".to_string()];
-        (stub_lines, "")
+    } else if shared.flavor.loads_projects_lazily {
+        (
+            Box::new(typescript::TsHider::new(word, &shared.root)),
+            "the projects nested in this one (a `tsconfig.json` below the root: such a project is searched only once a file of it is open)",
+        )
+    } else if shared.flavor.pyright
+        && !calls
+        && asked.extension().is_some_and(|e| e == "py" || e == "pyi")
+    {
+        extensions = vec!["py".to_string(), "pyi".to_string()];
+        (Box::new(python::PyHider::new(word)), "")
     } else {
         return None;
     };
     let stubs = blind_to.is_empty();
-    let (root, word_owned, ctx_owned) = (shared.root.clone(), word.to_string(), ctx.clone());
-    let found = tokio::task::spawn_blocking(move || {
-        scan(&root, &extensions, lines, &word_owned, &seen, &|p| {
+    let (root, ctx_owned) = (shared.root.clone(), ctx.clone());
+    let (found, ask_at) = tokio::task::spawn_blocking(move || {
+        let found = scan(&root, &extensions, hider.as_mut(), &seen, &|p| {
             ctx_owned.may_read(p)
-        })
+        });
+        let ask_at = hider.ask_from(&found.places, &|p| ctx_owned.read_text(p).ok());
+        (found, ask_at)
     })
     .await
     .ok()?;
@@ -317,11 +510,11 @@ pub(crate) async fn gap(
     };
     if found.places.is_empty() {
         let what = match stubs {
-            true => "uses made through a `.pyi` stub when asked from the `.py` side".to_string(),
+            true => "uses that pyright resolves through a `.pyi` stub".to_string(),
             false => format!("uses inside {blind_to}"),
         };
         return Some(format!(
-            "{} does not see {what}, and not every file could be scanned for them{cut}; grep for `{word}`",
+            "{} may not list {what}, and not every file could be scanned for them{cut}; grep for `{word}`",
             shared.id
         ));
     }
@@ -329,57 +522,29 @@ pub(crate) async fn gap(
     let n = found.places.len();
     let plural = if n == 1 { "" } else { "s" };
     if stubs {
-        // Point at a line that declares the name (a `def`, a `class`, an annotation) before
-        // one that imports it again; the stubs are read on the blocking pool.
-        let (places_owned, word_owned, ctx_owned) =
-            (found.places.clone(), word.to_string(), ctx.clone());
-        let (file, line) = tokio::task::spawn_blocking(move || {
-            let word = word_owned.as_str();
-            let declares = |(file, line): &&(PathBuf, u32)| {
-                let text = ctx_owned.read_text(file).unwrap_or_default();
-                let code = text
-                    .lines()
-                    .nth(*line as usize - 1)
-                    .unwrap_or("")
-                    .trim_start();
-                ["def ", "async def ", "class "]
-                    .iter()
-                    .any(|k| code.strip_prefix(k).is_some_and(|r| r.starts_with(word)))
-                    || code
-                        .strip_prefix(word)
-                        .is_some_and(|r| r.trim_start().starts_with([':', '=']))
-            };
-            places_owned
-                .iter()
-                .find(declares)
-                .unwrap_or(&places_owned[0])
-                .clone()
-        })
-        .await
-        .ok()?;
+        let ask = match ask_at {
+            Some((file, line)) => format!(
+                "ask the same question from the stub that declares it (`file`: {}, `line`: {line}), or grep",
+                crate::render::show_path(&file, &ctx.workdir)
+            ),
+            None => "read them (or grep) before relying on this answer".to_string(),
+        };
         return Some(format!(
-            "{} resolves a use made through a stub to the stub, and `{word}` stands in {n} stub line{plural} this answer does not include, {places}: the uses that go through them are missing; ask the same question from the stub (`file`: {}, `line`: {line}), or grep{cut}",
+            "{} resolves names through `.pyi` stubs, and `{word}` stands in {n} stub or import line{plural} this answer does not include, {places}: uses that go through them are missing (a line may be another symbol of the same name); {ask}{cut}",
             shared.id,
-            crate::render::show_path(&file, &ctx.workdir),
         ));
     }
+    let ask = match ask_at {
+        Some((file, line)) => format!(
+            "; asked from a file there (`file`: {}, `line`: {line}), the answer covers them",
+            crate::render::show_path(&file, &ctx.workdir)
+        ),
+        None => String::new(),
+    };
     Some(format!(
-        "{} does not see uses inside {blind_to}: `{word}` stands in {n} such place{plural} it did not report, {places}; {missed}{cut}",
+        "{} does not list uses inside {blind_to}: `{word}` stands in {n} such place{plural} it did not report (a place may be another symbol of the same name), {places}; {missed}{ask}{cut}",
         shared.id,
     ))
-}
-
-/// The 1-based lines of a Python stub's `text` where `word` stands as a whole word outside a
-/// `#` comment.
-pub fn stub_lines(text: &str, word: &str) -> Vec<u32> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| {
-            let code = line.split('#').next().unwrap_or("");
-            has_word(code, word)
-        })
-        .map(|(i, _)| i as u32 + 1)
-        .collect()
 }
 
 /// Two gaps as one reason.
@@ -410,9 +575,20 @@ mod tests {
     }
 
     #[test]
-    fn a_stub_line_holds_the_name_outside_comments() {
-        let stub = "from ._make import fields_dict as fields_dict\n# fields_dict is here\ndef fields_dict(cls: type) -> dict: ...\ndef fields_dicts() -> None: ...\n";
-        assert_eq!(stub_lines(stub, "fields_dict"), vec![1, 3]);
+    fn the_arguments_of_a_macro_that_drops_them_are_hidden() {
+        let text = "#ifdef DEBUG\n#  define DEBUGLOG(l, ...) fprintf(stderr, __VA_ARGS__)\n#else\n#  define DEBUGLOG(...) {}\n#endif\n#define assert(c) ((void)0)\n#define TWICE(x) ((x) * 2)\nint f(int tmpOut) {\n    assert(tmpOut > 0);\n    DEBUGLOG(2, \"%u\", g(tmpOut));\n    return TWICE(tmpOut);\n}\n";
+        let mut dropping = dropping_macros(text);
+        dropping.sort();
+        assert_eq!(dropping, vec!["DEBUGLOG", "assert"]);
+        let mut h = CHider::new("tmpOut");
+        h.file(Path::new("/p/lz4frame.c"), text);
+        let got = h.places(&HashSet::new());
+        let lines: Vec<u32> = got.iter().map(|(_, l)| *l).collect();
+        assert_eq!(
+            lines,
+            vec![9, 10],
+            "in assert and DEBUGLOG, not in TWICE or the signature"
+        );
     }
 
     #[test]
@@ -424,10 +600,10 @@ mod tests {
         std::fs::write(root.join("c.txt"), "#define X enlist\n").unwrap();
         let ext = vec!["c".to_string(), "h".to_string()];
         let seen = HashSet::from([(root.join("b.c"), 2)]);
-        let found = scan(root, &ext, hidden_lines, "enlist", &seen, &|_| true);
+        let found = scan(root, &ext, &mut CHider::new("enlist"), &seen, &|_| true);
         assert_eq!(found.places, vec![(root.join("a.h"), 1)]);
         assert!(!found.cut);
-        let none = scan(root, &ext, hidden_lines, "enlist", &seen, &|p| {
+        let none = scan(root, &ext, &mut CHider::new("enlist"), &seen, &|p| {
             !p.ends_with("a.h")
         });
         assert!(none.places.is_empty(), "{none:?}");

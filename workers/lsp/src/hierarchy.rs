@@ -2,7 +2,7 @@
 //! like the other position ops (`textDocument/prepareCallHierarchy`, then
 //! `callHierarchy/incomingCalls` and `callHierarchy/outgoingCalls`), each list bounded.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -184,7 +184,35 @@ impl LanguageServers {
             outgoing,
             offset: args.offset,
         };
-        Ok(self.render_calls(ctx, &opened, calls, request_ms))
+        let mut answer = self.render_calls(ctx, &opened, calls, request_ms);
+        // Callers are index-wide: what the server's index misses, and the uses it cannot
+        // see (a module switched off, a macro, a nested project), make them partial.
+        let word = position::word_at(&src, byte, symbol.len());
+        let gap = self
+            .index_gap(
+                &ctx.workdir,
+                &opened.shared,
+                &opened.path,
+                Some(word),
+                false,
+                true,
+            )
+            .await;
+        let hidden = crate::hidden_uses::gap(
+            ctx,
+            self,
+            &opened.shared,
+            crate::hidden_uses::Question {
+                asked: &opened.path,
+                word,
+                seen: call_sites(&item, &incoming),
+                missed: "read them (or grep) before relying on the incoming calls",
+                calls: true,
+            },
+        )
+        .await;
+        crate::coverage::mark_coverage(&mut answer, crate::hidden_uses::join(gap, hidden));
+        Ok(answer)
     }
 
     fn render_calls(
@@ -303,6 +331,48 @@ impl LanguageServers {
         }
         answer
     }
+}
+
+/// The lines a call hierarchy's answer accounts for: the item's own (its declaration) and
+/// each incoming call site, as (file, 1-based line).
+fn call_sites(item: &Value, incoming: &Value) -> std::collections::HashSet<(PathBuf, u32)> {
+    let line = |r: &Value| {
+        r.pointer("/start/line")
+            .and_then(Value::as_u64)
+            .map(|l| l as u32 + 1)
+    };
+    let mut seen = std::collections::HashSet::new();
+    if let Some(path) = item
+        .get("uri")
+        .and_then(Value::as_str)
+        .and_then(uri::to_path)
+    {
+        for r in ["selectionRange", "range"] {
+            if let Some(l) = item.get(r).and_then(line) {
+                seen.insert((path.clone(), l));
+            }
+        }
+    }
+    for call in incoming.as_array().into_iter().flatten() {
+        let Some(path) = call
+            .pointer("/from/uri")
+            .and_then(Value::as_str)
+            .and_then(uri::to_path)
+        else {
+            continue;
+        };
+        for r in call
+            .get("fromRanges")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(l) = line(r) {
+                seen.insert((path.clone(), l));
+            }
+        }
+    }
+    seen
 }
 
 /// How many of `ranges` start at distinct positions.

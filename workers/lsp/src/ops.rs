@@ -636,6 +636,7 @@ impl LanguageServers {
                         &opened.path,
                         Some(word),
                         covered,
+                        op == "references",
                     )
                     .await;
                 for failed in merged.iter().flat_map(|m| &m.failed) {
@@ -718,10 +719,13 @@ impl LanguageServers {
                         ctx,
                         self,
                         &opened.shared,
-                        &opened.path,
-                        word,
-                        seen,
-                        "read them (or grep) before relying on this list",
+                        crate::hidden_uses::Question {
+                            asked: &opened.path,
+                            word,
+                            seen,
+                            missed: "read them (or grep) before relying on this list",
+                            calls: false,
+                        },
                     )
                     .await;
                     crate::hidden_uses::join(gap, hidden)

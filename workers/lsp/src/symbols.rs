@@ -106,7 +106,14 @@ impl LanguageServers {
             .request(&mut opened, "workspace/symbol", json!({"query": query}))
             .await?;
         let gap = self
-            .index_gap(&ctx.workdir, &opened.shared, &opened.path, None, false)
+            .index_gap(
+                &ctx.workdir,
+                &opened.shared,
+                &opened.path,
+                None,
+                false,
+                false,
+            )
             .await;
         let syms = render::workspace_symbols(&result);
         let total = syms.len();

@@ -8,7 +8,14 @@
 //! to (an item up to its `;` or its closing brace; a field, variant, arm or statement up to
 //! its `,` or `;`; a `cfg_if!` branch with the branches after it), and the rest of the file or
 //! block after an inner `#![cfg(…)]`. Every whole-word occurrence of the name in a region is a
-//! candidate; the server's own locations are taken out by the caller.
+//! candidate; the server's own locations are taken out by the caller. A module declared
+//! under a `#[cfg(…)]` (`#[cfg(feature = "alloc")] mod tinyvec;`) is off whole: its file and
+//! directory are scanned as one region ([`RustHider`]).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use super::Hider;
 
 /// Keywords that start an item, which ends at its `;` or its block's closing brace (commas in
 /// its generics or parameters do not end it).
@@ -32,31 +39,141 @@ const ITEM_KEYWORDS: &[&str] = &[
 ];
 
 /// The 1-based lines of `text` (Rust source) where `word` stands as a whole word in code inside
-/// a `macro_rules!` body or under a `#[cfg(…)]` (see the module doc).
+/// a `macro_rules!` body or under a `#[cfg(…)]` (see the module doc): one file's view of what
+/// [`RustHider`] finds, for the tests.
+#[cfg(test)]
 pub fn hidden_lines(text: &str, word: &str) -> Vec<u32> {
     if word.is_empty() || !text.contains(word) {
         return Vec::new();
     }
     let code = strip(text);
-    let bytes = code.as_bytes();
     let mut lines = Vec::new();
-    for (from, to) in regions(bytes) {
-        let region = &code[from..to];
-        for (at, _) in region.match_indices(word) {
-            let start = from + at;
-            let end = start + word.len();
-            let is_word =
-                |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
-            if is_word(start.checked_sub(1).and_then(|i| bytes.get(i))) || is_word(bytes.get(end)) {
-                continue;
-            }
-            let line = 1 + bytes[..start].iter().filter(|b| **b == b'\n').count() as u32;
-            lines.push(line);
-        }
+    for (from, to) in regions(code.as_bytes()) {
+        lines.extend(word_lines(&code, word, from, to));
     }
     lines.sort_unstable();
     lines.dedup();
     lines
+}
+
+/// The 1-based lines where `word` stands as a whole word in `code[from..to]` (stripped code).
+fn word_lines(code: &str, word: &str, from: usize, to: usize) -> Vec<u32> {
+    let bytes = code.as_bytes();
+    let is_word = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+    let mut lines = Vec::new();
+    for (at, _) in code[from..to].match_indices(word) {
+        let start = from + at;
+        let end = start + word.len();
+        if is_word(start.checked_sub(1).and_then(|i| bytes.get(i))) || is_word(bytes.get(end)) {
+            continue;
+        }
+        lines.push(1 + bytes[..start].iter().filter(|b| **b == b'\n').count() as u32);
+    }
+    lines.dedup();
+    lines
+}
+
+/// The scan of a crate (see the module doc), and the modules switched off whole: a
+/// `#[cfg(…)] mod name;` leaves the file `name.rs` (or `name/mod.rs`) and everything under
+/// `name/` out of the build when the cfg is off, and rust-analyzer then sees none of it, so
+/// every use of the name there is a place it may miss (tinyvec's `#[cfg(feature = "alloc")]
+/// mod tinyvec;`: 2,000 lines no answer listed).
+pub struct RustHider {
+    word: String,
+    places: Vec<(PathBuf, u32)>,
+    /// The files and directories of modules behind a `#[cfg(…)]`.
+    off: Vec<PathBuf>,
+    /// Each file's lines holding the word in code.
+    word_lines: Vec<(PathBuf, Vec<u32>)>,
+}
+
+impl RustHider {
+    pub fn new(word: &str) -> RustHider {
+        RustHider {
+            word: word.to_string(),
+            places: Vec::new(),
+            off: Vec::new(),
+            word_lines: Vec::new(),
+        }
+    }
+}
+
+impl Hider for RustHider {
+    fn file(&mut self, path: &Path, text: &str) {
+        let holds = !self.word.is_empty() && text.contains(&self.word);
+        if !holds && !text.contains("cfg") {
+            return;
+        }
+        let code = strip(text);
+        let bytes = code.as_bytes();
+        // Where this file's submodules live.
+        let dir = match path.file_stem().and_then(|s| s.to_str()) {
+            Some("lib" | "main" | "mod") => path.parent().map(Path::to_path_buf),
+            Some(stem) => path.parent().map(|p| p.join(stem)),
+            None => None,
+        };
+        for (from, to, outer) in cfg_regions(bytes) {
+            if outer
+                && let Some(name) = module_declared(&code[from..to])
+                && let Some(dir) = &dir
+            {
+                self.off.push(dir.join(format!("{name}.rs")));
+                self.off.push(dir.join(name));
+            }
+            if holds {
+                for line in word_lines(&code, &self.word, from, to) {
+                    self.places.push((path.to_path_buf(), line));
+                }
+            }
+        }
+        if holds {
+            for (from, to) in macro_regions(bytes) {
+                for line in word_lines(&code, &self.word, from, to) {
+                    self.places.push((path.to_path_buf(), line));
+                }
+            }
+            let all = word_lines(&code, &self.word, 0, code.len());
+            if !all.is_empty() {
+                self.word_lines.push((path.to_path_buf(), all));
+            }
+        }
+    }
+
+    fn places(&mut self, _seen: &HashSet<(PathBuf, u32)>) -> Vec<(PathBuf, u32)> {
+        let mut out = std::mem::take(&mut self.places);
+        for (path, lines) in &self.word_lines {
+            if self.off.iter().any(|off| path.starts_with(off)) {
+                out.extend(lines.iter().map(|l| (path.clone(), *l)));
+            }
+        }
+        out
+    }
+}
+
+/// The module a `#[cfg(…)]`'s item declares without a body (`pub(crate) mod name;`), if so.
+fn module_declared(item: &str) -> Option<&str> {
+    let mut rest = item.trim_start();
+    // Other attributes on it.
+    while rest.starts_with('#') {
+        let end = rest.find(']')?;
+        rest = rest[end + 1..].trim_start();
+    }
+    if let Some(r) = rest.strip_prefix("pub") {
+        rest = r.trim_start();
+        if rest.starts_with('(') {
+            rest = rest[rest.find(')')? + 1..].trim_start();
+        }
+    }
+    let r = rest.strip_prefix("mod")?;
+    if !r.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let r = r.trim_start();
+    let name_len = r
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(r.len());
+    let (name, after) = r.split_at(name_len);
+    (!name.is_empty() && after.trim_start().starts_with(';')).then_some(name)
 }
 
 /// `text` with comments and the insides of string, byte-string, raw-string and character
@@ -172,7 +289,16 @@ fn raw_string_at(b: &[u8], i: usize) -> Option<(usize, usize)> {
 }
 
 /// The byte ranges of the scanned regions in stripped code.
+#[cfg(test)]
 fn regions(b: &[u8]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = cfg_regions(b).into_iter().map(|(f, t, _)| (f, t)).collect();
+    out.extend(macro_regions(b));
+    out
+}
+
+/// What each `#[cfg(…)]` applies to, and whether the attribute is an outer one (`#[…]`, not
+/// `#![…]`).
+fn cfg_regions(b: &[u8]) -> Vec<(usize, usize, bool)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
@@ -184,10 +310,20 @@ fn regions(b: &[u8]) -> Vec<(usize, usize)> {
             } else {
                 attributed_end(b, after)
             };
-            out.push((after, end));
+            out.push((after, end, !inner));
             i = after;
             continue;
         }
+        i += 1;
+    }
+    out
+}
+
+/// Each `macro_rules!` body.
+fn macro_regions(b: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
         if b[i..].starts_with(b"macro_rules")
             && (i == 0 || !is_ident(b[i - 1]))
             && let Some((open, close)) = macro_body(b, i + "macro_rules".len())
@@ -374,6 +510,32 @@ fn run() {
         assert_eq!(hidden_lines(src, "from_vec"), vec![5, 11, 16, 21]);
         assert_eq!(hidden_lines(src, "DrainFilter"), vec![10]);
         assert!(hidden_lines(src, "fmt").is_empty());
+    }
+
+    #[test]
+    fn a_module_switched_off_by_a_cfg_is_hidden_whole() {
+        let mut h = RustHider::new("split_off");
+        h.file(
+            Path::new("/c/src/lib.rs"),
+            "#[cfg(feature = \"alloc\")]\n#[cfg_attr(docsrs, doc(cfg(feature = \"alloc\")))]\npub mod tinyvec;\nmod arrayvec;\n",
+        );
+        h.file(Path::new("/c/src/arrayvec.rs"), "pub fn split_off() {}\n");
+        h.file(
+            Path::new("/c/src/tinyvec.rs"),
+            "fn f(a: A) {\n    a.split_off(1);\n}\n// split_off\n",
+        );
+        h.file(Path::new("/c/src/tinyvec/inner.rs"), "\nsplit_off();\n");
+        let mut got = h.places(&HashSet::new());
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (PathBuf::from("/c/src/tinyvec/inner.rs"), 2),
+                (PathBuf::from("/c/src/tinyvec.rs"), 2)
+            ]
+        );
+        assert_eq!(module_declared(" pub(crate) mod x ;"), Some("x"));
+        assert_eq!(module_declared(" mod x { fn f() {} }"), None);
     }
 
     #[test]
