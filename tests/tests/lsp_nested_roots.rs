@@ -235,6 +235,26 @@ fn an_import_a_stub_does_not_declare_is_named_as_a_place_the_answer_misses() {
     for place in ["pkg/more.py:3", "pkg/more.py:7", "pkg/more.py:12"] {
         assert!(reason.contains(place), "{place} is not named: {v}");
     }
+    // Its definition asked from the file whose import pyright did not link: none found, and
+    // the answer says why instead of a complete "none".
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "definition", "file": "pkg/more.py", "line": 12, "symbol": "UnequalError"}),
+    );
+    assert_eq!(
+        v["total"], 0,
+        "pyright now finds the definition: the test no longer shows the gap: {v}"
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(
+        v["partial_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("pkg/more.py:3"),
+        "{v}"
+    );
     // A use of another name whose every line the answer holds says complete, stub beside or
     // not (it used to be flagged for the stub beside `more.py`).
     let v = ok_in(

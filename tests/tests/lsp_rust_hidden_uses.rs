@@ -156,4 +156,17 @@ fn a_module_switched_off_by_a_feature_is_searched_whole() {
     );
     assert_eq!(v["complete"], false, "{v}");
     names_each(&v, &["src/heap.rs:4".to_string()]);
+
+    // Asked from inside the switched-off module, the server knows nothing there: the error
+    // says why.
+    let e = toolvisor_tests::lsp::err_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "src/heap.rs", "line": 3, "symbol": "spill"}),
+    );
+    assert!(
+        e.message.contains("switched off") && e.message.contains("src/lib.rs"),
+        "{e}"
+    );
 }

@@ -457,16 +457,23 @@ impl LanguageServers {
                     "textDocument/prepareRename",
                     json!({"textDocument": doc, "position": pos}),
                 )
-                .await?;
-            if prep.is_null() {
-                return Err(ToolError::new(
+                .await;
+            let refused = match prep {
+                Ok(Value::Null) => Some(ToolError::new(
                     ErrorKind::InvalidArgs,
                     format!(
                         "`{}` at {shown}:{line} cannot be renamed (the server says so)",
                         args.symbol
                     ),
                     "point at a symbol the project defines",
-                ));
+                )),
+                Ok(_) => None,
+                Err(e) => Some(e),
+            };
+            if let Some(e) = refused {
+                let e =
+                    crate::hidden_uses::explain_switched_off(&opened.shared, &opened.path, e).await;
+                return Err(e);
             }
         }
         let edit = self

@@ -16,13 +16,15 @@
 //! at most [`FILES_MAX`] files of the server's language under its root, each at most
 //! [`FILE_BYTES_MAX`].
 
-mod python;
+pub(crate) mod python;
 mod rust;
 mod typescript;
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+
+use toolvisor_protocol::error::ToolError;
 
 use crate::ops::CallCtx;
 use crate::server::ServerShared;
@@ -545,6 +547,41 @@ pub(crate) async fn gap(
         "{} does not list uses inside {blind_to}: `{word}` stands in {n} such place{plural} it did not report (a place may be another symbol of the same name), {places}; {missed}{ask}{cut}",
         shared.id,
     ))
+}
+
+/// `error` about a position in `path`, told why when the file is a Rust module switched off
+/// by a `#[cfg(…)]` (rust-analyzer then knows nothing in it: "No references found at
+/// position", "not a function"); else as it is.
+pub(crate) async fn explain_switched_off(
+    shared: &ServerShared,
+    path: &Path,
+    error: ToolError,
+) -> ToolError {
+    if !shared.flavor.rust_analyzer {
+        return error;
+    }
+    let (file, root) = (path.to_path_buf(), shared.root.clone());
+    let Ok(Some(declared)) =
+        tokio::task::spawn_blocking(move || rust::switched_off(&file, &root)).await
+    else {
+        return error;
+    };
+    let shown = |p: &Path| {
+        p.strip_prefix(&shared.root)
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    };
+    ToolError::new(
+        error.kind,
+        format!(
+            "{} ({} is a module switched off by a `#[cfg(…)]` where {} declares it, a feature not enabled: rust-analyzer does not analyse it)",
+            error.message,
+            shown(path),
+            shown(&declared)
+        ),
+        "ask about code that is built, enable the feature for rust-analyzer (its `cargo.features` setting), or grep",
+    )
 }
 
 /// Two gaps as one reason.

@@ -151,11 +151,14 @@ impl LanguageServers {
             .request(&mut opened, "textDocument/prepareCallHierarchy", params)
             .await?;
         let Some(item) = items.as_array().and_then(|a| a.first()).cloned() else {
-            return Err(ToolError::new(
+            let e = ToolError::new(
                 ErrorKind::InvalidArgs,
                 format!("{here} is not a function or method the server can show calls of"),
                 "point at the name of a function, method or constructor (its definition or a call)",
-            ));
+            );
+            return Err(
+                crate::hidden_uses::explain_switched_off(&opened.shared, &opened.path, e).await,
+            );
         };
         let incoming = self
             .request(

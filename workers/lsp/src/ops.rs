@@ -740,6 +740,24 @@ impl LanguageServers {
                 if index_wide {
                     mark_coverage(&mut answer, gap);
                 }
+                // pyright links a name imported from a module with a stub through the stub;
+                // one the stub lacks is linked to nothing, and "no definition" is not so.
+                if total == 0
+                    && opened.shared.flavor.pyright
+                    && matches!(op, "definition" | "type_definition" | "implementation")
+                {
+                    let word = position::word_at(&src, byte, symbol.len());
+                    if let Some((at, module)) =
+                        crate::hidden_uses::python::imported_at(&opened.text, word)
+                    {
+                        mark_coverage(
+                            &mut answer,
+                            Some(format!(
+                                "`{word}` is imported here from `{module}` ({shown}:{at}), and pyright linked that import to nothing: a stub of `{module}` that does not declare it hides the module's own definition; grep for `def {word}` or `class {word}` in that module"
+                            )),
+                        );
+                    }
+                }
                 if let Some(word) = inside {
                     answer["complete"] = json!(false);
                     answer["partial_reason"] = json!(format!(

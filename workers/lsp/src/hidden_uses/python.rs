@@ -187,6 +187,35 @@ pub fn declaring(
         .cloned()
 }
 
+/// Where `text` imports `word` with `from MODULE import …` (also inside parentheses over
+/// several lines): the 1-based line of the name and the module.
+pub fn imported_at(text: &str, word: &str) -> Option<(u32, String)> {
+    let mut module: Option<String> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let code = raw.split('#').next().unwrap_or("");
+        let trimmed = code.trim_start();
+        let opening = trimmed
+            .strip_prefix("from ")
+            .and_then(|r| r.split_once(" import "));
+        if let Some((m, names)) = opening {
+            if has_word(names, word) {
+                return Some((i as u32 + 1, m.trim().to_string()));
+            }
+            module = (names.contains('(') && !names.contains(')')).then(|| m.trim().to_string());
+            continue;
+        }
+        if let Some(m) = &module {
+            if has_word(code, word) {
+                return Some((i as u32 + 1, m.clone()));
+            }
+            if code.contains(')') {
+                module = None;
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +296,17 @@ mod tests {
         );
         // The answer holds the stub's member line: nothing left.
         assert!(places(&files, "prepend", &[("m/more.py", 2), ("m/more.pyi", 2)]).is_empty());
+    }
+
+    #[test]
+    fn an_import_of_the_name_is_found_also_in_parentheses() {
+        let text = "import os\nfrom .recipes import take\nfrom .recipes import (\n    _marker,\n    _zip_equal,\n)\n";
+        assert_eq!(
+            imported_at(text, "_zip_equal"),
+            Some((5, ".recipes".into()))
+        );
+        assert_eq!(imported_at(text, "take"), Some((2, ".recipes".into())));
+        assert_eq!(imported_at(text, "os"), None);
     }
 
     #[test]

@@ -150,6 +150,51 @@ impl Hider for RustHider {
     }
 }
 
+/// The file that declares the module `path` under a `#[cfg(…)]` (so that it is out of the
+/// build when the cfg is off), looking up from `path` through the modules that declare it,
+/// within `root`. Reads a few files: call it off the async threads.
+pub fn switched_off(path: &Path, root: &Path) -> Option<PathBuf> {
+    let mut module = path.to_path_buf();
+    for _ in 0..8 {
+        let stem = module.file_stem()?.to_str()?.to_string();
+        let dir = module.parent()?;
+        // `a/b.rs` and `a/b/mod.rs` are module `b`, declared in `a`'s module file.
+        let decl_dir = if stem == "mod" { dir.parent()? } else { dir };
+        if !decl_dir.starts_with(root) {
+            return None;
+        }
+        let candidates = [
+            decl_dir.join("lib.rs"),
+            decl_dir.join("main.rs"),
+            decl_dir.join("mod.rs"),
+            decl_dir.with_extension("rs"),
+        ];
+        let mut declared_in = None;
+        for c in candidates.iter().filter(|c| **c != module) {
+            let Ok(text) = toolvisor_kit::special::read_to_string(c) else {
+                continue;
+            };
+            let mut hider = RustHider::new("");
+            hider.file(c, &text);
+            if hider.off.iter().any(|off| module.starts_with(off)) {
+                return Some(c.clone());
+            }
+            if declared_in.is_none() {
+                declared_in = Some(c.clone());
+            }
+        }
+        // Not switched off here: perhaps the module declaring it is.
+        module = declared_in?;
+        if module
+            .file_stem()
+            .is_some_and(|s| s == "lib" || s == "main")
+        {
+            return None;
+        }
+    }
+    None
+}
+
 /// The module a `#[cfg(…)]`'s item declares without a body (`pub(crate) mod name;`), if so.
 fn module_declared(item: &str) -> Option<&str> {
     let mut rest = item.trim_start();
@@ -535,6 +580,26 @@ fn run() {
             ]
         );
         assert_eq!(module_declared(" pub(crate) mod x ;"), Some("x"));
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir_all(src.join("heap")).unwrap();
+        std::fs::write(
+            src.join("lib.rs"),
+            "#[cfg(feature = \"alloc\")]\nmod heap;\nmod built;\n",
+        )
+        .unwrap();
+        std::fs::write(src.join("heap.rs"), "mod inner;\n").unwrap();
+        std::fs::write(src.join("heap/inner.rs"), "").unwrap();
+        std::fs::write(src.join("built.rs"), "").unwrap();
+        assert_eq!(
+            switched_off(&src.join("heap.rs"), dir.path()),
+            Some(src.join("lib.rs"))
+        );
+        assert_eq!(
+            switched_off(&src.join("heap/inner.rs"), dir.path()),
+            Some(src.join("lib.rs"))
+        );
+        assert_eq!(switched_off(&src.join("built.rs"), dir.path()), None);
         assert_eq!(module_declared(" mod x { fn f() {} }"), None);
     }
 
