@@ -20,17 +20,39 @@
 //!   nested objects indented.
 //!
 //! Dropped: duplicates, nulls, and what no model acts on: an absolute path beside its relative
-//! one (`abs_path`), process ids and timings (`pid`, `wall_ms`…), the HTML twin of a plain-text
-//! rendering (`text/html` beside `text/plain`). Completeness, truncation, refs and next
-//! offsets (the next step) all stay in the header.
+//! one (`abs_path`), process ids and timings (`pid`, `wall_ms`…), a search's cache and parse
+//! counts, the HTML twin of a plain-text rendering (`text/html` beside `text/plain`), a
+//! `…_truncated: false` and a zero count of things left out (`lines_not_shown: 0`).
+//! Completeness, truncation, refs and next offsets (the next step) all stay in the header.
 
 use serde_json::{Map, Value as Json};
 
-/// Keys whose `false` says nothing (absent means false).
+/// Keys whose `false` says nothing (absent means false); so does any `…_truncated`.
 const QUIET_FALSE: &[&str] = &["truncated", "timed_out", "outside", "projected", "cached"];
 
+/// Whether `false` at `k` says nothing.
+fn quiet_false(k: &str) -> bool {
+    QUIET_FALSE.contains(&k) || k.ends_with("_truncated")
+}
+
+/// Counts of things left out or skipped whose `0` says nothing.
+const QUIET_ZERO: &[&str] = &[
+    "lines_not_shown",
+    "skipped_total",
+    "skipped_binary",
+    "skipped_protected",
+    "cleared",
+];
+
 /// Keys no model acts on, dropped wherever they are.
-const UNUSED: &[&str] = &["pid", "wall_ms", "elapsed_ms", "duration_ms"];
+const UNUSED: &[&str] = &[
+    "pid",
+    "wall_ms",
+    "elapsed_ms",
+    "duration_ms",
+    "files_cached",
+    "files_parsed",
+];
 
 /// Whether `k` of `map` is left out of the rendering: a key of [`UNUSED`], an absolute path
 /// beside its relative one, the HTML twin of a plain-text rendering.
@@ -65,7 +87,8 @@ pub fn render(tool: &str, value: &Json) -> String {
         }
         match v {
             Json::Null => {}
-            Json::Bool(false) if QUIET_FALSE.contains(&k.as_str()) => {}
+            Json::Bool(false) if quiet_false(k) => {}
+            Json::Number(n) if n.as_u64() == Some(0) && QUIET_ZERO.contains(&k.as_str()) => {}
             // A ready server is what `complete: true` rests on anyway; a server still at
             // work says what it is doing, once.
             Json::String(s) if k == "readiness" => {
@@ -228,6 +251,28 @@ fn line(o: &Map<String, Json>) -> String {
         };
         return format!("{path}:{}: {text}{tail}", scalar(line));
     }
+    // A directory entry (`ls`): `name  3138` for a file, `name/` for a directory, the rest
+    // (a link's target, a mode) as pairs after it.
+    if let (Some(name), Some(kind)) = (s("name"), s("type")) {
+        let mut parts = vec![match kind {
+            "dir" if name.ends_with('/') => name.to_string(),
+            "dir" => format!("{name}/"),
+            "file" => match o.get("size") {
+                Some(size) => format!("{name}  {}", scalar(size)),
+                None => name.to_string(),
+            },
+            other => format!("{name} ({other})"),
+        }];
+        for (k, v) in o {
+            if matches!(k.as_str(), "name" | "type" | "size") || unused(o, k) {
+                continue;
+            }
+            if let Some(p) = pair(k, v) {
+                parts.push(p);
+            }
+        }
+        return parts.join(" ");
+    }
     let mut parts = Vec::new();
     if let Some(name) = s("name") {
         parts.push(name.to_string());
@@ -246,7 +291,7 @@ fn line(o: &Map<String, Json>) -> String {
 fn pair(k: &str, v: &Json) -> Option<String> {
     match v {
         Json::Null => None,
-        Json::Bool(false) if QUIET_FALSE.contains(&k) => None,
+        Json::Bool(false) if quiet_false(k) => None,
         Json::String(s) if s.is_empty() => None,
         Json::String(s) => Some(format!("{k}={}", s.replace('\n', "⏎"))),
         Json::Array(a) if a.is_empty() => None,
@@ -277,7 +322,7 @@ fn object(out: &mut String, o: &Map<String, Json>, indent: &str) {
         }
         match v {
             Json::Null => {}
-            Json::Bool(false) if QUIET_FALSE.contains(&k.as_str()) => {}
+            Json::Bool(false) if quiet_false(k) => {}
             Json::String(s) if s.contains('\n') => {
                 out.push_str(&format!("{indent}{k}:\n"));
                 for l in s.lines() {
@@ -371,7 +416,7 @@ mod tests {
             "diagnostics": {"new": [], "notes": ["checked 1 file"]}});
         assert_eq!(
             render("ls", &v),
-            "ls: path: . · total: 2 · truncated: true\ndiagnostics:\n  notes: checked 1 file\nentries (2):\n  a.py size=3 type=file\n  d/ type=dir"
+            "ls: path: . · total: 2 · truncated: true\ndiagnostics:\n  notes: checked 1 file\nentries (2):\n  a.py  3\n  d/"
         );
     }
 

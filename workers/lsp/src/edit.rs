@@ -524,7 +524,8 @@ impl LanguageServers {
             drop(_sync);
             self.previews.remember(&ctx.run, &args, &changes);
             let total: usize = changes.iter().map(|c| c.edits).sum();
-            let (lines, files, left_out) = crate::rename_preview::render(&changes, &ctx.workdir);
+            let (lines, files, left_out) =
+                crate::rename_preview::render(&changes, &ctx.workdir, (&word, &args.new_name));
             let text = format!(
                 "preview: renaming `{}` to `{}` would make {total} edits in {} files; nothing was written\n{lines}",
                 args.symbol,

@@ -380,7 +380,7 @@ impl LanguageServers {
                     Some(f) => ctx.resolve("lsp", f, Access::Read)?,
                     None => ctx.workdir.clone(),
                 };
-                Ok(self.status(&from, &ctx.run).await)
+                Ok(self.status(&from, &ctx.run, &ctx.workdir).await)
             }
             "reload" => self.reload(ctx, args.file.as_deref()).await,
             "trust" => self.trust_roots_for_run(ctx, args.file.as_deref()),

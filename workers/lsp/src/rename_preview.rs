@@ -155,9 +155,37 @@ fn clip(line: &str) -> String {
     }
 }
 
-/// The preview's text and per-file list: every changed line (old and new), bounded by
-/// [`PREVIEW_LINES_MAX`] over all files; `truncated` says how many lines were left out.
-pub fn render(changes: &[FileChange], workdir: &Path) -> (String, Vec<Value>, usize) {
+/// Whether `new` is `old` with every whole-word `from` made `to` (and something changed).
+fn only_renamed(old: &str, new: &str, from: &str, to: &str) -> bool {
+    if from.is_empty() || old == new {
+        return false;
+    }
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut out = String::with_capacity(new.len());
+    let mut last = 0;
+    for (at, _) in old.match_indices(from) {
+        if at < last {
+            continue;
+        }
+        let whole = !is_word(old[..at].chars().next_back())
+            && !is_word(old[at + from.len()..].chars().next());
+        out.push_str(&old[last..at]);
+        out.push_str(if whole { to } else { from });
+        last = at + from.len();
+    }
+    out.push_str(&old[last..]);
+    out == new
+}
+
+/// The preview's text and per-file list: every changed line, bounded by [`PREVIEW_LINES_MAX`]
+/// over all files; `truncated` says how many lines were left out. A line where only the name
+/// `renamed` (from, to) changed is shown once, as it would read (`→ new`); any other change
+/// shows the old line and the new.
+pub fn render(
+    changes: &[FileChange],
+    workdir: &Path,
+    renamed: (&str, &str),
+) -> (String, Vec<Value>, usize) {
     let mut text = String::new();
     let mut files = Vec::new();
     let mut shown = 0usize;
@@ -177,7 +205,9 @@ pub fn render(changes: &[FileChange], workdir: &Path) -> (String, Vec<Value>, us
                     continue;
                 }
                 shown += 1;
-                text.push_str(&format!("{path}:{}: {}\n", i + 1, clip(o.trim_start())));
+                if !only_renamed(o, n, renamed.0, renamed.1) {
+                    text.push_str(&format!("{path}:{}: {}\n", i + 1, clip(o.trim_start())));
+                }
                 text.push_str(&format!("{path}:{}: → {}\n", i + 1, clip(n.trim_start())));
                 lines.push(json!({"line": i + 1, "old": clip(o), "new": clip(n)}));
             }
@@ -230,13 +260,25 @@ mod tests {
             "def f():\n    pass\nf()\n",
             "def g():\n    pass\ng()\n",
         )];
-        let (text, files, left_out) = render(&c, Path::new("/w"));
+        let (text, files, left_out) = render(&c, Path::new("/w"), ("h", "g"));
         assert_eq!(left_out, 0);
         assert_eq!(
             text,
             "a.py:1: def f():\na.py:1: → def g():\na.py:3: f()\na.py:3: → g()\n"
         );
         assert_eq!(files[0]["lines"].as_array().unwrap().len(), 2);
+        // Lines where only the name changed are shown once, as they would read; a line
+        // changed otherwise (`ff` is not `f`) shows both.
+        let c = [change(
+            "/w/a.py",
+            "def f():\n    ff = f\nf(ff)\n",
+            "def g():\n    gg = g\ng(ff)\n",
+        )];
+        let (text, _, _) = render(&c, Path::new("/w"), ("f", "g"));
+        assert_eq!(
+            text,
+            "a.py:1: → def g():\na.py:2: ff = f\na.py:2: → gg = g\na.py:3: → g(ff)\n"
+        );
     }
 
     #[test]

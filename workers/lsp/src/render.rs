@@ -143,8 +143,7 @@ pub fn show_dir(path: &Path, base: &Path) -> String {
 }
 
 /// Shown instead of the source line of a location outside the caller's file scope.
-pub const OUTSIDE_NOTE: &str =
-    "(outside the workdir: text not read; [files] read_roots or allow_outside_workdir allow it)";
+pub const OUTSIDE_NOTE: &str = "(outside the workdir: text not read)";
 
 /// Characters of a source line shown at most (a minified bundle's line is megabytes).
 pub const LINE_SHOWN_MAX: usize = 200;
@@ -185,15 +184,20 @@ pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<Value>) {
     let mut text = String::new();
     let mut items = Vec::new();
     let mut any_cut = false;
+    let mut last = String::new();
     for l in locs {
         let shown = show_path(&l.path, base);
         let (line, cut) = cut_line(&l.text, l.column);
         any_cut |= cut && !l.outside;
-        if l.outside {
-            text.push_str(&format!("{shown}:{}: {OUTSIDE_NOTE}\n", l.line));
-        } else {
-            text.push_str(&format!("{shown}:{}: {line}\n", l.line));
+        let this = match l.outside {
+            true => format!("{shown}:{}: {OUTSIDE_NOTE}\n", l.line),
+            false => format!("{shown}:{}: {line}\n", l.line),
+        };
+        // Two locations on one line (`import x as x`) read as one line; the list has both.
+        if this != last {
+            text.push_str(&this);
         }
+        last = this;
         let mut item = json!({"path": shown, "abs_path": l.path.display().to_string(),
             "line": l.line, "column": l.column, "text": if cut { line } else { l.text.clone() },
             "outside": l.outside});

@@ -730,7 +730,9 @@ impl LanguageServers {
     /// `status`: every known server, and for `from` (a file or the workdir) every configured
     /// language with whether it would start there for `run` and exactly why not, and whether
     /// `run` trusts its root and what that changes.
-    pub async fn status(&self, from: &Path, run: &str) -> Value {
+    pub async fn status(&self, from: &Path, run: &str, workdir: &Path) -> Value {
+        // Paths in the text are shown from the workdir (the JSON keeps them absolute).
+        let dir = |p: &Path| crate::render::show_dir(p, workdir);
         let mut servers = Vec::new();
         let mut lines = Vec::new();
         for s in self.all() {
@@ -746,7 +748,7 @@ impl LanguageServers {
                     ""
                 },
                 s.command.join(" "),
-                s.root.display(),
+                dir(&s.root),
                 conn.as_ref()
                     .map(|c| format!(
                         ", pid {}, uptime {} s",
@@ -790,16 +792,17 @@ impl LanguageServers {
                     };
                     let program = plan.resolved.program.display();
                     let root = plan.root.display();
+                    let shown = dir(&plan.root);
                     if state == "not started" {
                         (
                             "available".into(),
-                            format!("root {root}; starts on first use: {program}"),
+                            format!("root {shown}; starts on first use: {program}"),
                             Some(root.to_string()),
                         )
                     } else {
                         (
                             state.clone(),
-                            format!("root {root}; {state}: {program}"),
+                            format!("root {shown}; {state}: {program}"),
                             Some(root.to_string()),
                         )
                     }
@@ -843,7 +846,8 @@ impl LanguageServers {
                 text.push_str(&format!("  {l}\n"));
             }
         }
-        text.push_str(&format!("for {} (run {run}):\n", from.display()));
+        // The run: trust granted with `lsp trust` is for it.
+        text.push_str(&format!("for {} (run {run}):\n", dir(from)));
         // Languages with no root marker here are one line: a Python project's status is not
         // a page of "no root" for every other language (`languages` still lists them all).
         let absent: Vec<&str> = here

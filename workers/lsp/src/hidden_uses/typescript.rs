@@ -84,11 +84,36 @@ impl Hider for TsHider {
     fn ask_from(
         &self,
         places: &[(PathBuf, u32)],
-        _read: &dyn Fn(&Path) -> Option<String>,
+        read: &dyn Fn(&Path) -> Option<String>,
     ) -> Option<(PathBuf, u32)> {
         // From a file of a nested project its own server answers, and the outer root's is
-        // asked too and merged (`crate::roots`).
-        places.first().cloned()
+        // asked too and merged (`crate::roots`). The line to name is one a question can be
+        // asked from: the name once (no `occurrence` needed), not an import (no call
+        // hierarchy there, and a rename there renames the local alias), not a member access
+        // (`x.pick(` may be another `pick`).
+        let mut texts: HashMap<&Path, Option<String>> = HashMap::new();
+        let score = |text: &str| {
+            let code = text.trim_start();
+            let once = code.matches(self.word.as_str()).count() == 1;
+            let import = code.starts_with("import ")
+                || (code.starts_with("export ") && code.contains(" from "));
+            let member = code
+                .match_indices(self.word.as_str())
+                .any(|(at, _)| code[..at].ends_with('.'));
+            u8::from(once) + u8::from(!import) * 2 + u8::from(!member)
+        };
+        places
+            .iter()
+            .max_by_key(|(p, line)| {
+                let text = texts.entry(p.as_path()).or_insert_with(|| read(p));
+                let line_text = text
+                    .as_deref()
+                    .and_then(|t| t.lines().nth((*line as usize).saturating_sub(1)))
+                    .unwrap_or("");
+                // The first of the best: ties keep the earlier place.
+                (score(line_text), std::cmp::Reverse((p.clone(), *line)))
+            })
+            .cloned()
     }
 }
 
@@ -121,5 +146,20 @@ mod tests {
             ]
         );
         assert_eq!(h.projects, vec![root.join("tests")]);
+        // The line to ask from: the use, not the import.
+        let places = vec![
+            (root.join("tests/unit/a.test.ts"), 1),
+            (root.join("tests/unit/a.test.ts"), 4),
+        ];
+        let read = |p: &Path| std::fs::read_to_string(p).ok();
+        std::fs::write(
+            root.join("tests/unit/a.test.ts"),
+            "import { NonExhaustiveError } from '../../src';\n// NonExhaustiveError\nconst s = 'NonExhaustiveError';\nthrow new NonExhaustiveError();\n",
+        )
+        .unwrap();
+        assert_eq!(
+            h.ask_from(&places, &read),
+            Some((root.join("tests/unit/a.test.ts"), 4))
+        );
     }
 }
