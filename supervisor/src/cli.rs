@@ -252,6 +252,9 @@ pub enum Command {
 
 #[derive(Subcommand)]
 pub enum DataOp {
+    /// List every document not in the trash, sensitive collections included (handle,
+    /// collection, title): the operator's view, which no tool gives.
+    List,
     /// List the documents in the trash.
     Trash,
     /// Restore a trashed document by handle.

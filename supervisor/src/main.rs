@@ -61,6 +61,14 @@ fn data_main(op: DataOp, config: Option<PathBuf>) -> ExitCode {
         }
     };
     let result = match op {
+        DataOp::List => store.operator_list().map(|items| {
+            if items.is_empty() {
+                out!("the hub holds no documents");
+            }
+            for (handle, collection, title) in items {
+                out!("{handle}\t{collection}\t{title}");
+            }
+        }),
         DataOp::Trash => store.trash_list().map(|items| {
             if items.is_empty() {
                 out!("the trash is empty");
@@ -75,7 +83,8 @@ fn data_main(op: DataOp, config: Option<PathBuf>) -> ExitCode {
                 );
             }
         }),
-        DataOp::Restore { handle } => toolvisor_data::store::parse_handle(&handle)
+        DataOp::Restore { handle } => store
+            .id_of(&handle)
             .and_then(|id| {
                 store.restore(
                     id,

@@ -3,7 +3,7 @@
 //! (`DataConfig::reach`), resolved here and enforced by the store in SQL.
 
 use serde_json::{Value as Json, json};
-use toolvisor_data::store::{CardUpdate, DataError, Reach, Who, parse_handle};
+use toolvisor_data::store::{CardUpdate, DataError, Reach, Who};
 use toolvisor_data::{DataHub, HubError};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{
@@ -190,6 +190,14 @@ async fn hybrid(
     )
 }
 
+/// The document id `handle` names (handles are the store's own: `store::Handles`).
+async fn id_of(hub: &DataHub, handle: &str) -> Result<i64, ToolError> {
+    let handle = handle.to_string();
+    hub.with_store(move |s| s.id_of(&handle))
+        .await
+        .map_err(error)
+}
+
 /// `read_data`.
 pub(crate) async fn run_read_data(
     hub: &DataHub,
@@ -197,7 +205,7 @@ pub(crate) async fn run_read_data(
     a: ReadDataArgs,
 ) -> Result<Json, ToolError> {
     let reach = hub.config().reach(ctx.surface.as_str());
-    let id = parse_handle(&a.handle).map_err(data_error)?;
+    let id = id_of(hub, &a.handle).await?;
     match a.view.unwrap_or_default() {
         DataView::Card => {
             let card = hub
@@ -283,7 +291,7 @@ pub(crate) async fn run_delete_data(
 ) -> Result<Json, ToolError> {
     let tool = "delete_data";
     let reach = hub.config().reach(ctx.surface.as_str());
-    let id = parse_handle(&a.handle).map_err(data_error)?;
+    let id = id_of(hub, &a.handle).await?;
     let who = who(ctx, tool);
     let card = hub
         .with_store(move |s| s.trash(&reach, id, &who))
@@ -306,7 +314,7 @@ async fn write(
     let who = who(ctx, "write_data");
     match (a.handle, a.card, a.note) {
         (Some(handle), card, note) => {
-            let id = parse_handle(&handle).map_err(data_error)?;
+            let id = id_of(hub, &handle).await?;
             let body_change = card.as_ref().is_some_and(|c| c.body.is_some()) || note.is_some();
             if body_change {
                 let r = reach.clone();

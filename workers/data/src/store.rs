@@ -25,9 +25,12 @@ use serde_json::json;
 use crate::convert::{self, Section};
 use crate::original::{NotRead, Root};
 
+mod handles;
 mod search;
 mod trash;
 mod vectors;
+
+pub use handles::Handles;
 pub use search::{fts_query, fts_query_any};
 pub use vectors::{CHUNK_CHARS, Chunk, Cited, Progress, chunks};
 
@@ -183,28 +186,14 @@ pub struct Trashed {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// How document ids are shown as handles (`handles`).
+    handles: Handles,
 }
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// `D42` → 42.
-pub fn parse_handle(handle: &str) -> Result<i64> {
-    handle
-        .strip_prefix(['D', 'd'])
-        .and_then(|n| n.parse::<i64>().ok())
-        .filter(|n| *n > 0)
-        .ok_or_else(|| DataError::InvalidArgs {
-            message: format!("{handle:?} is not a document handle"),
-            hint: "handles look like D42: take one from search_data or list_data".into(),
-        })
-}
-
-fn handle(id: i64) -> String {
-    format!("D{id}")
 }
 
 impl Store {
@@ -282,10 +271,22 @@ impl Store {
                 .map_err(db)?;
         }
         Store::create_chunks(&conn).map_err(db)?;
+        let handles = Handles::load(&conn).map_err(db)?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            handles,
         })
+    }
+
+    /// The handle of document `id`.
+    pub fn handle(&self, id: i64) -> String {
+        self.handles.show(id)
+    }
+
+    /// The document id a handle names (whether a run may reach it is the caller's check).
+    pub fn id_of(&self, handle: &str) -> Result<i64> {
+        self.handles.parse(handle)
     }
 
     pub fn path(&self) -> &Path {
@@ -591,20 +592,20 @@ impl Store {
             .ok_or_else(|| {
                 DataError::NotFound(format!(
                     "no document {} is reachable from this run",
-                    handle(id)
+                    self.handle(id)
                 ))
             })
     }
 
     pub fn card(&self, reach: &Reach, id: i64) -> Result<Card> {
-        Ok(self.row(reach, id)?.card())
+        Ok(self.row(reach, id)?.card(&self.handles))
     }
 
     /// The card and the whole body.
     pub fn body(&self, reach: &Reach, id: i64) -> Result<(Card, String)> {
         let row = self.row(reach, id)?;
         let body = row.body.clone();
-        Ok((row.card(), body))
+        Ok((row.card(&self.handles), body))
     }
 
     /// One section, by title (case-insensitive; the first match) or by index.
@@ -620,10 +621,10 @@ impl Store {
         };
         let titles: Vec<String> = sections.iter().map(|s| s.title.clone()).collect();
         match found {
-            Some(s) => Ok((row.card(), s)),
+            Some(s) => Ok((row.card(&self.handles), s)),
             None => Err(DataError::NotFound(format!(
                 "{} has no section {which:?}; its sections are {titles:?} (name one, or give its index from 0)",
-                handle(id)
+                self.handle(id)
             ))),
         }
     }
@@ -653,7 +654,7 @@ impl Store {
             .query_map([reach.json()], Row::from)
             .map_err(self.db())?;
         for row in rows {
-            let card = row.map_err(self.db())?.card();
+            let card = row.map_err(self.db())?.card(&self.handles);
             if tag.as_ref().is_some_and(|t| !card.tags.contains(t)) {
                 continue;
             }
@@ -850,7 +851,7 @@ impl Row {
         serde_json::from_str(&self.sections).unwrap_or_default()
     }
 
-    fn card(&self) -> Card {
+    fn card(&self, handles: &Handles) -> Card {
         let over = overrides(&self.card_json);
         let text = |k: &str, base: &str| {
             over.get(k)
@@ -858,7 +859,7 @@ impl Row {
                 .map_or(base.to_string(), str::to_string)
         };
         Card {
-            handle: handle(self.id),
+            handle: handles.show(self.id),
             collection: self.collection.clone(),
             title: text("title", &self.title),
             summary: text("summary", &self.summary),

@@ -123,7 +123,7 @@ impl Store {
                 })
                 .map_err(self.db())?;
             hits.push(Hit {
-                handle: handle(id),
+                handle: self.handle(id),
                 collection,
                 title: shown_title(&card, title),
                 snippet: text,

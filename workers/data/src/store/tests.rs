@@ -58,7 +58,7 @@ fn ids_stay_put_across_re_conversion_and_search_follows_the_original() {
     let reach = Reach::new(["c1".to_string()]);
     assert_eq!(
         s.search(&reach, "fruit", 10).unwrap()[0].handle,
-        format!("D{id}")
+        s.handle(id)
     );
     assert!(
         s.ingest("c1", &root(&dir), &f, false, 1 << 20, &who())
@@ -111,7 +111,7 @@ fn the_trash_hides_a_document_until_it_is_restored_and_every_change_is_a_revisio
     s.trash(&reach, id, &who()).unwrap();
     assert!(matches!(s.card(&reach, id), Err(DataError::NotFound(_))));
     assert!(s.search(&reach, "numbers", 10).unwrap().is_empty());
-    assert_eq!(s.trash_list().unwrap()[0].handle, format!("D{id}"));
+    assert_eq!(s.trash_list().unwrap()[0].handle, s.handle(id));
     s.restore(id, &Who::operator("restore")).unwrap();
     assert_eq!(s.card(&reach, id).unwrap().annotation, "checked by finance");
     assert_eq!(s.search(&reach, "numbers", 10).unwrap().len(), 1);
@@ -157,13 +157,13 @@ fresh zebra words, longer",
             .is_empty()
     );
     assert!(matches!(s.card(&reach, id), Err(DataError::NotFound(_))));
-    assert_eq!(s.trash_list().unwrap()[0].handle, format!("D{id}"));
+    assert_eq!(s.trash_list().unwrap()[0].handle, s.handle(id));
     assert_eq!(s.count().unwrap(), 0);
     // Restored: found by what the original says now.
     s.restore(id, &Who::operator("restore")).unwrap();
     assert_eq!(
         s.search(&reach, "zebra", 10).unwrap()[0].handle,
-        format!("D{id}")
+        s.handle(id)
     );
 }
 
@@ -190,7 +190,7 @@ fn a_document_trashed_because_its_original_was_removed_returns_with_the_original
     );
     assert_eq!(
         s.search(&reach, "koala", 10).unwrap()[0].handle,
-        format!("D{id}")
+        s.handle(id)
     );
     assert!(s.trash_list().unwrap().is_empty());
     // Deleted by a tool afterwards: a change to the original no longer brings it back.

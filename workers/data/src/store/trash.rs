@@ -26,11 +26,33 @@ impl Store {
                 let title: String = r.get(2)?;
                 let card: String = r.get(3)?;
                 Ok(Trashed {
-                    handle: handle(r.get(0)?),
+                    handle: self.handle(r.get(0)?),
                     collection: r.get(1)?,
                     title: shown_title(&card, title),
                     deleted_ms: r.get::<_, i64>(4)? as u64,
                 })
+            })
+            .map_err(self.db())?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.db())?;
+        Ok(rows)
+    }
+
+    /// Every document not in the trash, whatever its collection, as (handle, collection,
+    /// title): the operator's `toolvisor data list`, never a tool's answer.
+    pub fn operator_list(&self) -> Result<Vec<(String, String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, collection, title, card FROM docs
+                 WHERE deleted_ms IS NULL ORDER BY collection, id",
+            )
+            .map_err(self.db())?;
+        let rows = stmt
+            .query_map([], |r| {
+                let title: String = r.get(2)?;
+                let card: String = r.get(3)?;
+                Ok((self.handle(r.get(0)?), r.get(1)?, shown_title(&card, title)))
             })
             .map_err(self.db())?
             .collect::<std::result::Result<Vec<_>, _>>()
@@ -52,7 +74,7 @@ impl Store {
         if trashed.is_none() {
             return Err(DataError::NotFound(format!(
                 "{} is not in the trash",
-                handle(id)
+                self.handle(id)
             )));
         }
         self.set_deleted(id, None, who, &json!({"restored": true}))

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{Hit, Reach, Result, Store, fts_query_any, handle, shown_title};
+use super::{Hit, Reach, Result, Store, fts_query_any, shown_title};
 use crate::convert::Section;
 
 /// The most characters of one chunk (a longer paragraph is cut at its lines; a longer line
@@ -408,7 +408,7 @@ impl Store {
         let mut near = self.nearest(reach, model, vector)?;
         let mut fused: HashMap<i64, Fused> = HashMap::new();
         for (rank, hit) in keyword.iter().enumerate() {
-            let id = super::parse_handle(&hit.handle)?;
+            let id = self.id_of(&hit.handle)?;
             let e = fused.entry(id).or_default();
             e.0 += 1.0 / (K + rank as f64 + 1.0);
             e.1 = Some(rank + 1);
@@ -423,7 +423,7 @@ impl Store {
         order.truncate(limit);
         let mut keyword: HashMap<i64, Hit> = keyword
             .into_iter()
-            .filter_map(|h| Some((super::parse_handle(&h.handle).ok()?, h)))
+            .filter_map(|h| Some((self.id_of(&h.handle).ok()?, h)))
             .collect();
         let best: HashMap<i64, (i64, f64)> = near.drain(..).map(|(d, c, s)| (d, (c, s))).collect();
         let mut brief = self
@@ -443,7 +443,7 @@ impl Store {
                         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                         .map_err(self.db())?;
                     Hit {
-                        handle: handle(id),
+                        handle: self.handle(id),
                         collection,
                         title: shown_title(&card, title),
                         snippet: chunk.as_ref().map(|c| c.text.clone()).unwrap_or_default(),
@@ -634,7 +634,7 @@ yellow fruit, ripe
         let hits = s
             .hybrid(&docs, "stripes zzz", &letters("stripes zzz"), "m", 10)
             .unwrap();
-        assert_eq!(hits[0].handle, format!("D{idb}"), "{hits:?}");
+        assert_eq!(hits[0].handle, s.handle(idb), "{hits:?}");
         assert_eq!(
             (hits[0].keyword_rank, hits[0].vector_rank),
             (Some(1), Some(1))
@@ -650,7 +650,7 @@ yellow fruit, ripe
             ("Zebra", [3, 3], "stripes zzz")
         );
         // a matches no word, only by its vector: ranked, without a keyword rank.
-        let a_hit = hits.iter().find(|h| h.handle == format!("D{ida}")).unwrap();
+        let a_hit = hits.iter().find(|h| h.handle == s.handle(ida)).unwrap();
         assert_eq!((a_hit.keyword_rank, a_hit.vector_rank), (None, Some(2)));
         assert!((a_hit.score - 1.0 / 62.0).abs() < 1e-12);
         // Nothing of hr, ever; and a query of no words ranks by its vector alone.
@@ -673,10 +673,7 @@ yellow fruit, ripe
         let hits = s
             .hybrid(&docs, "stripes zzz", &letters("stripes zzz"), "m", 10)
             .unwrap();
-        assert!(
-            hits.iter().all(|h| h.handle != format!("D{idb}")),
-            "{hits:?}"
-        );
+        assert!(hits.iter().all(|h| h.handle != s.handle(idb)), "{hits:?}");
     }
 
     #[test]
