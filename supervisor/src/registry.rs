@@ -186,8 +186,13 @@ fn check_value(path: &str, prop: &Json, value: &Json) -> Result<(), String> {
             ));
         }
     }
-    let ty = prop.get("type").and_then(Json::as_str).unwrap_or("any");
-    let ok = match ty {
+    // One JSON type, or several (`["string", "integer"]`: a section by title or index).
+    let types: Vec<&str> = match prop.get("type") {
+        Some(Json::String(t)) => vec![t.as_str()],
+        Some(Json::Array(ts)) => ts.iter().filter_map(Json::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let is = |ty: &str| match ty {
         "string" => value.is_string(),
         "integer" => value.is_i64() || value.is_u64(),
         "number" => value.is_number(),
@@ -196,10 +201,11 @@ fn check_value(path: &str, prop: &Json, value: &Json) -> Result<(), String> {
         "object" => value.is_object(),
         _ => true,
     };
-    if !ok {
+    if !types.is_empty() && !types.iter().any(|t| is(t)) {
+        let wanted: Vec<String> = types.iter().map(|t| article(t)).collect();
         return Err(format!(
             "argument `{path}` must be {}, got {}",
-            article(ty),
+            wanted.join(" or "),
             describe(value)
         ));
     }

@@ -153,16 +153,34 @@ fn every_tool_has_a_documented_example() {
     );
 }
 
-/// A value that is not of the JSON type `ty`.
-fn wrong_for(ty: &str) -> Json {
-    match ty {
-        "string" => json!(12345),
-        "integer" | "number" => json!("12"),
-        "boolean" => json!("true"),
-        "array" => json!({"not": "a list"}),
-        "object" => json!("not an object"),
-        other => panic!("a schema property without a known type: {other}"),
+/// The JSON types a property allows: `type` as one name or a list of names.
+fn types_of(prop: &Json) -> Vec<&str> {
+    match &prop["type"] {
+        Json::String(t) => vec![t.as_str()],
+        Json::Array(ts) => ts.iter().filter_map(Json::as_str).collect(),
+        _ => Vec::new(),
     }
+}
+
+/// A value of none of the JSON types of `prop`.
+fn wrong_for(prop: &Json) -> Json {
+    let types = types_of(prop);
+    assert!(
+        !types.is_empty(),
+        "a schema property without a type: {prop}"
+    );
+    let candidates = [
+        ("integer", json!(12345)),
+        ("string", json!("12")),
+        ("boolean", json!(true)),
+        ("object", json!({"not": "a list"})),
+        ("array", json!(["not", "an object"])),
+    ];
+    candidates
+        .into_iter()
+        .find(|(ty, _)| !types.contains(ty) && !(*ty == "integer" && types.contains(&"number")))
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no value is wrong for {prop}"))
 }
 
 /// Arguments that pass `schema`: its required properties, each with a value of its type.
@@ -184,7 +202,7 @@ fn valid_for(prop: &Json) -> Json {
         return first.clone();
     }
     let at_least = |lo: i64| json!(prop["minimum"].as_i64().unwrap_or(lo).max(lo));
-    match prop["type"].as_str().unwrap_or("") {
+    match types_of(prop).first().copied().unwrap_or("") {
         "string" if prop.get("minWords").is_some() => {
             json!("one two three four five six seven")
         }
@@ -203,19 +221,17 @@ fn wrong_typed_cases(schema: &Json) -> Vec<(String, Json)> {
     let base = minimal(schema);
     let mut cases = Vec::new();
     for (key, prop) in schema["properties"].as_object().into_iter().flatten() {
-        let ty = prop["type"].as_str().unwrap_or("");
         let mut args = base.clone();
-        args[key] = wrong_for(ty);
+        args[key] = wrong_for(prop);
         cases.push((format!("`{key}`"), args));
-        if ty == "array" {
+        if types_of(prop) == ["array"] {
             let items = &prop["items"];
-            let item_ty = items["type"].as_str().unwrap_or("");
             let mut args = base.clone();
-            args[key] = json!([wrong_for(item_ty)]);
+            args[key] = json!([wrong_for(items)]);
             cases.push((format!("`{key}[0]`"), args));
             for (sub, sub_prop) in items["properties"].as_object().into_iter().flatten() {
                 let mut item = minimal(items);
-                item[sub] = wrong_for(sub_prop["type"].as_str().unwrap_or(""));
+                item[sub] = wrong_for(sub_prop);
                 let mut args = base.clone();
                 args[key] = json!([item]);
                 cases.push((format!("`{key}[0].{sub}`"), args));
@@ -300,13 +316,10 @@ fn unknown_keywords(schema: &Json, path: &str, out: &mut Vec<String>) {
         }
     }
     let types = ["string", "integer", "number", "boolean", "array", "object"];
-    if !map
-        .get("type")
-        .and_then(Json::as_str)
-        .is_some_and(|t| types.contains(&t))
-    {
+    let named = types_of(schema);
+    if named.is_empty() || !named.iter().all(|t| types.contains(t)) {
         out.push(format!(
-            "{path}: `type` is not one JSON type: {:?}",
+            "{path}: `type` is not JSON types: {:?}",
             map.get("type")
         ));
     }

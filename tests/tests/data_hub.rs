@@ -141,6 +141,19 @@ fn documents_are_searched_read_annotated_trashed_and_follow_their_originals() {
         json!({"handle": deploy, "view": "section", "section": "1"}),
     );
     assert_eq!(by_index["section"], by_name["section"]);
+    // The index as a JSON integer, as the docs allow and harnesses send it.
+    let by_number = ok(
+        d,
+        "read_data",
+        json!({"handle": deploy, "view": "section", "section": 1}),
+    );
+    assert_eq!(by_number["section"], by_name["section"]);
+    let e = err(
+        d,
+        "read_data",
+        json!({"handle": deploy, "view": "section", "section": true}),
+    );
+    assert!(e.message.contains("must be a string or an integer"), "{e}");
     let body = ok(d, "read_data", json!({"handle": deploy, "view": "body"}));
     assert!(
         body["body"]

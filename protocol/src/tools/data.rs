@@ -47,12 +47,41 @@ pub enum DataView {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadDataArgs {
-    /// A document handle, e.g. D42.
+    /// A document handle, e.g. D-5c0e91a2f7.
     pub handle: String,
     /// card (default), body or section.
     pub view: Option<DataView>,
     /// With view section: the section's title, or its index from 0.
+    #[serde(default, deserialize_with = "title_or_index")]
+    #[schemars(schema_with = "title_or_index_schema")]
     pub section: Option<String>,
+}
+
+/// A section named by its title (a string) or its index (an integer, or a string of digits:
+/// `2` and `"2"` are the same section). Only a self-describing format (JSON, where harnesses
+/// send either) can tell the two apart; bincode carries the string.
+fn title_or_index<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    if !d.is_human_readable() {
+        return Option::<String>::deserialize(d);
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum TitleOrIndex {
+        Title(String),
+        Index(u64),
+    }
+    Ok(Option::<TitleOrIndex>::deserialize(d)?.map(|s| match s {
+        TitleOrIndex::Title(t) => t,
+        TitleOrIndex::Index(i) => i.to_string(),
+    }))
+}
+
+fn title_or_index_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["string", "integer"],
+        "minimum": 0,
+        "description": "With view section: the section's title, or its index from 0."
+    })
 }
 
 /// `list_data {collection?, tag?, limit?, offset?}`.
