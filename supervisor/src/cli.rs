@@ -82,7 +82,7 @@ pub enum Command {
         conn: Conn,
     },
     /// The data hub's trash, for the operator: `toolvisor data trash` lists it,
-    /// `toolvisor data restore D42` brings a document back. Opens the hub's database directly
+    /// `toolvisor data restore D-5c0e91a2f7` brings a document back. Opens the hub's database directly
     /// (the daemon may be running; SQLite's locking keeps the two apart).
     Data {
         #[command(subcommand)]

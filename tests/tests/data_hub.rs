@@ -197,11 +197,13 @@ fn documents_are_searched_read_annotated_trashed_and_follow_their_originals() {
     assert_eq!(note["card"]["collection"], "notes");
     let quokka = ok(d, "search_data", json!({"query": "quokka"}));
     assert_eq!(handles(&quokka), [note["card"]["handle"].as_str().unwrap()]);
-    ok(
-        d,
-        "write_data",
-        json!({"handle": deploy, "card": {"annotation": "reviewed by platypus team", "tags": ["ops", "Prod"]}}),
-    );
+    let update = json!({"handle": deploy, "card": {"annotation": "reviewed by platypus team", "tags": ["ops", "Prod"]}});
+    let changed = ok(d, "write_data", update.clone());
+    assert!(changed.get("unchanged").is_none(), "{changed}");
+    // The same update again changes nothing: said so, and the card's time stays.
+    let again = ok(d, "write_data", update);
+    assert_eq!(again["unchanged"], true, "{again}");
+    assert_eq!(again["card"]["updated_ms"], changed["card"]["updated_ms"]);
     assert_eq!(
         handles(&ok(d, "search_data", json!({"query": "platypus"}))),
         std::slice::from_ref(&deploy)

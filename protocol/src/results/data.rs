@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 /// One search hit of `search_data`.
 #[derive(JsonSchema)]
 pub struct DataHit {
-    /// The document's handle (`D42`).
+    /// The document's handle (`D-5c0e91a2f7`).
     pub handle: String,
     /// Its collection.
     pub collection: String,
@@ -72,7 +72,7 @@ pub struct SearchDataResult {
 /// A document's card: what the pipeline made, with what tools changed on top.
 #[derive(JsonSchema)]
 pub struct DataCard {
-    /// The document's handle (`D42`).
+    /// The document's handle (`D-5c0e91a2f7`).
     pub handle: String,
     /// Its collection.
     pub collection: String,
@@ -125,7 +125,7 @@ pub struct ReadDataResult {
 /// A card in brief, as `list_data` lists it.
 #[derive(JsonSchema)]
 pub struct DataBrief {
-    /// The document's handle (`D42`).
+    /// The document's handle (`D-5c0e91a2f7`).
     pub handle: String,
     /// Its collection.
     pub collection: String,
@@ -169,12 +169,14 @@ pub struct WriteDataResult {
     pub card: DataCard,
     /// A new note was created (false: a card was changed).
     pub created: bool,
+    /// The card already said what the update asked: nothing was written, no revision made.
+    pub unchanged: Option<bool>,
 }
 
 /// The result of `delete_data`: the document moved to the trash.
 #[derive(JsonSchema)]
 pub struct DeleteDataResult {
-    /// The document's handle (`D42`).
+    /// The document's handle (`D-5c0e91a2f7`).
     pub handle: String,
     /// Its title.
     pub title: String,

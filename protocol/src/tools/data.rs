@@ -144,6 +144,6 @@ pub struct WriteDataArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteDataArgs {
-    /// A document handle, e.g. D42.
+    /// A document handle, e.g. D-5c0e91a2f7.
     pub handle: String,
 }

@@ -351,11 +351,15 @@ async fn write(
                 annotation: card.annotation,
             };
             let r = reach.clone();
-            let card = hub
+            let (card, changed) = hub
                 .with_store(move |s| s.update_card(&r, id, &update, &who))
                 .await
                 .map_err(error)?;
-            Ok(json!({"card": card, "created": false}))
+            let mut answer = json!({"card": card, "created": false});
+            if !changed {
+                answer["unchanged"] = json!(true);
+            }
+            Ok(answer)
         }
         (None, None, Some(note)) => {
             if note.title.trim().is_empty() {
@@ -400,7 +404,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "search_data",
             Tier::Read,
             "data_hub",
-            "Search the user's document collections: full text ranked by BM25, or mode \"hybrid\" (keywords and meaning fused; needs [data] embedding_model), whose hits also cite their best chunk (section, lines). Hits have a handle (D42), title and a snippet with the match between « ».",
+            "Search the user's document collections: full text ranked by BM25, or mode \"hybrid\" (keywords and meaning fused; needs [data] embedding_model), whose hits also cite their best chunk (section, lines). Hits have a handle (D-5c0e91a2f7), title and a snippet with the match between « ».",
             |s, ctx, a| Box::pin(run_search_data(&s.data, ctx, a)),
         )
         .returns::<toolvisor_protocol::results::SearchDataResult>(),

@@ -690,33 +690,46 @@ impl Store {
         id: i64,
         update: &CardUpdate,
         who: &Who,
-    ) -> Result<Card> {
+    ) -> Result<(Card, bool)> {
         let row = self.row(reach, id)?;
+        let now = row.card(&self.handles);
         let mut over = overrides(&row.card_json);
         let mut change = serde_json::Map::new();
-        if let Some(t) = &update.title {
-            over.insert("title".into(), json!(t));
-            change.insert("title".into(), json!(t));
-        }
-        if let Some(s) = &update.summary {
-            over.insert("summary".into(), json!(s));
-            change.insert("summary".into(), json!(s));
-        }
-        if let Some(tags) = &update.tags {
-            let tags = convert::split_tags(&tags.join(","));
-            over.insert("tags".into(), json!(tags));
-            change.insert("tags".into(), json!(tags));
-        }
-        if let Some(a) = &update.annotation {
-            over.insert("annotation".into(), json!(a));
-            change.insert("annotation".into(), json!(a));
-        }
-        if change.is_empty() {
+        let asked = update.title.is_some()
+            || update.summary.is_some()
+            || update.tags.is_some()
+            || update.annotation.is_some();
+        if !asked {
             return Err(DataError::InvalidArgs {
                 message: "the card update changes nothing".into(),
                 hint: "give at least one of card.title, card.summary, card.tags, card.annotation"
                     .into(),
             });
+        }
+        // Only what differs from the card as it is now is a change.
+        let mut set = |key: &str, value: serde_json::Value, same: bool| {
+            if !same {
+                over.insert(key.into(), value.clone());
+                change.insert(key.into(), value);
+            }
+        };
+        if let Some(t) = &update.title {
+            set("title", json!(t), *t == now.title);
+        }
+        if let Some(s) = &update.summary {
+            set("summary", json!(s), *s == now.summary);
+        }
+        if let Some(tags) = &update.tags {
+            let tags = convert::split_tags(&tags.join(","));
+            let same = tags == now.tags;
+            set("tags", json!(tags), same);
+        }
+        if let Some(a) = &update.annotation {
+            set("annotation", json!(a), *a == now.annotation);
+        }
+        // The card already says all that: nothing written, no revision.
+        if change.is_empty() {
+            return Ok((now, false));
         }
         let db = self.db_owned();
         let tx = self.conn.transaction().map_err(&db)?;
@@ -732,7 +745,7 @@ impl Store {
         index(&tx, id).map_err(&db)?;
         revision(&tx, id, who, &json!({"card": change})).map_err(&db)?;
         tx.commit().map_err(&db)?;
-        self.card(reach, id)
+        Ok((self.card(reach, id)?, true))
     }
 
     /// The source path of a reachable document (to refuse a body change naming it).

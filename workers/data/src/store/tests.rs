@@ -93,16 +93,27 @@ fn the_trash_hides_a_document_until_it_is_restored_and_every_change_is_a_revisio
         .unwrap()
         .unwrap();
     let reach = Reach::new(["c1".to_string()]);
-    s.update_card(
-        &reach,
-        id,
-        &CardUpdate {
-            annotation: Some("checked by finance".into()),
-            ..Default::default()
-        },
-        &who(),
-    )
-    .unwrap();
+    let annotate = CardUpdate {
+        annotation: Some("checked by finance".into()),
+        ..Default::default()
+    };
+    let (_, changed) = s.update_card(&reach, id, &annotate, &who()).unwrap();
+    assert!(changed);
+    // The same update again, and one naming the title it has: nothing written, no revision.
+    let before = s.revisions(id).unwrap().len();
+    let (card, changed) = s.update_card(&reach, id, &annotate, &who()).unwrap();
+    assert!(!changed);
+    let same_title = CardUpdate {
+        title: Some(card.title.clone()),
+        annotation: Some("checked by finance".into()),
+        ..Default::default()
+    };
+    assert!(!s.update_card(&reach, id, &same_title, &who()).unwrap().1);
+    assert_eq!(
+        s.revisions(id).unwrap().len(),
+        before,
+        "a no-op made a revision"
+    );
     assert_eq!(
         s.search(&reach, "finance", 10).unwrap().len(),
         1,
