@@ -683,6 +683,14 @@ fn a_finished_job_shows_done_after_a_restart_whatever_the_store_holds_since() {
     // What the store holds is list_models' to say: the model is not complete.
     let models = d.ok("c", "list_models", json!({}));
     assert_eq!(models["models"][0]["complete"], false, "{models}");
+    // Job ids go on across a clean restart: the next is dl3, not one a block of 64 further.
+    assert_eq!((first.as_str(), second.as_str()), ("dl1", "dl2"));
+    let third = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    );
+    assert_eq!(third["job_id"], "dl3", "{third}");
 }
 
 #[test]

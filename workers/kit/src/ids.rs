@@ -4,8 +4,10 @@
 //! The counter reserves ids in blocks: the end of the current block is written (fsynced) to
 //! its file before any id of the block is handed out, so a daemon killed at any instant
 //! restarts past every id it ever gave out, at the cost of skipping the unused rest of a
-//! block. Without a file (tests, a state dir that cannot be written) it counts from 1 and
-//! says so in the log.
+//! block. A counter dropped on a clean stop gives the rest back: it writes the next id in
+//! place of the block's end (when the file still holds that end), so ids go on `dl2` after
+//! `dl1` across a restart instead of jumping by a block. Without a file (tests, a state dir
+//! that cannot be written) it counts from 1 and says so in the log.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -93,6 +95,33 @@ impl IdCounter {
     }
 }
 
+impl Drop for IdCounter {
+    /// A clean stop: the ids of the block not handed out are given back (see the module doc).
+    fn drop(&mut self) {
+        let Some(path) = &self.path else { return };
+        let block = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if block.next >= block.end {
+            return;
+        }
+        // Only while the file still holds this counter's reservation: never below an end
+        // another counter on the same file wrote.
+        let held = crate::special::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok());
+        if held != Some(block.end) {
+            return;
+        }
+        if let Err(e) = crate::private::write_private_file(
+            path,
+            block.next.to_string().as_bytes(),
+            "the id counter",
+            crate::private::Durability::Synced,
+        ) {
+            tracing::warn!(path = %path.display(), error = %e, "could not give back the unused ids");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,8 +133,9 @@ mod tests {
         let a = IdCounter::open(&path).unwrap();
         let first: Vec<u64> = (0..3).map(|_| a.next().unwrap()).collect();
         assert_eq!(first, [1, 2, 3]);
-        // A "crash": the counter is dropped mid-block, the next daemon reopens it.
-        drop(a);
+        // A crash: the counter is never dropped (the process dies), the next daemon
+        // reopens it and goes on past the block.
+        std::mem::forget(a);
         let b = IdCounter::open(&path).unwrap();
         let next = b.next().unwrap();
         assert!(
@@ -120,6 +150,24 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn a_clean_stop_gives_the_rest_of_the_block_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs");
+        let a = IdCounter::open(&path).unwrap();
+        assert_eq!(a.next().unwrap(), 1);
+        drop(a);
+        let b = IdCounter::open(&path).unwrap();
+        assert_eq!(b.next().unwrap(), 2, "the next id, not one a block further");
+        // Another counter reserved past this one's block: nothing is written back over it.
+        let c = IdCounter::open(&path).unwrap();
+        let from_c = c.next().unwrap();
+        drop(b);
+        drop(c);
+        let d = IdCounter::open(&path).unwrap();
+        assert!(d.next().unwrap() > from_c);
     }
 
     #[test]
