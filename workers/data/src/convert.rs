@@ -16,8 +16,9 @@ pub const EXTENSIONS: &[&str] = &["md", "markdown", "txt", "text", "html", "htm"
 /// the same original, so the store converts again every document an older version made
 /// (its original unchanged) at the next scan. 2: HTML `<pre>`/multi-line `<code>` keep
 /// their indentation, Markdown setext headings start sections, a section's first line keeps
-/// its indentation, numeric HTML entities are decoded.
-pub const VERSION: i64 = 2;
+/// its indentation, numeric HTML entities are decoded. 3: Markdown headings (titles and
+/// section titles) lose their inline markup.
+pub const VERSION: i64 = 3;
 
 /// How much of the opening text a summary keeps, in characters.
 const SUMMARY_CHARS: usize = 280;
@@ -141,6 +142,76 @@ fn summarize(text: &str) -> String {
     }
 }
 
+/// A Markdown heading's words without its inline markup, as a title reads: emphasis
+/// (`**x**`, `*x*`, `__x__`, `~~x~~`; an `_` inside a word stays: `snake_case`), code spans
+/// (`` `x` ``), links and images (`[text](url)`, `![alt](src)`: their text), autolinks
+/// (`<https://…>`) and inline HTML tags (`<b>`); a backslash escape gives its character.
+pub fn plain_inline(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let word = |c: Option<&char>| c.is_some_and(|c| c.is_alphanumeric());
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' if i + 1 < chars.len() && chars[i + 1].is_ascii_punctuation() => {
+                out.push(chars[i + 1]);
+                i += 2;
+                continue;
+            }
+            '*' | '~' | '`' => {}
+            // `_` marks emphasis only at a word's edge.
+            '_' if !(word(i.checked_sub(1).and_then(|j| chars.get(j)))
+                && word(chars.get(i + 1))) => {}
+            '!' if chars.get(i + 1) == Some(&'[') => {}
+            '[' => {}
+            ']' if chars.get(i + 1) == Some(&'(') => {
+                // Skip the link's destination.
+                let mut depth = 0;
+                let mut j = i + 1;
+                while j < chars.len() {
+                    match chars[j] {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                i = j + 1;
+                continue;
+            }
+            ']' => {}
+            '<' => {
+                // An inline tag or an autolink: a tag goes, an autolink keeps its address.
+                if let Some(end) = chars[i..].iter().position(|c| *c == '>') {
+                    let inner: String = chars[i + 1..i + end].iter().collect();
+                    let tag = inner
+                        .trim_start_matches('/')
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphabetic())
+                        && !inner.contains("://")
+                        && !inner.contains('@');
+                    if !tag {
+                        out.push_str(&inner);
+                    }
+                    i += end + 1;
+                    continue;
+                }
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Markdown: an optional front matter (`title:`, `tags:`); ATX headings (`#` … `######`) and
 /// setext headings (a paragraph underlined with `===` or `---`) start sections; neither
 /// counts inside fenced code blocks.
@@ -184,6 +255,7 @@ fn markdown(text: &str, stem: &str) -> Converted {
             None
         };
         if let Some((level, heading)) = heading {
+            let heading = plain_inline(&heading);
             if level == 1 && title.is_none() {
                 title = Some(heading.clone());
             }
@@ -596,6 +668,18 @@ fn entity(name: &str) -> Option<char> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_title_reads_without_its_markup() {
+        let c = markdown(
+            "# **Deploying** with `helm` and [Argo](https://argo.dev) <b>now</b>\n## The `snake_case` *flag* \\*literal\\*\nText.\n",
+            "x",
+        );
+        assert_eq!(c.title, "Deploying with helm and Argo now");
+        assert_eq!(c.sections[1].title, "The snake_case flag *literal*");
+        assert_eq!(plain_inline("see <https://x.dev/a>"), "see https://x.dev/a");
+        assert_eq!(plain_inline("![logo](l.png) Intro"), "logo Intro");
+    }
 
     #[test]
     fn markdown_sections_follow_headings_not_fenced_code_and_the_card_comes_from_front_matter() {
