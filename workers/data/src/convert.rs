@@ -17,7 +17,8 @@ pub const EXTENSIONS: &[&str] = &["md", "markdown", "txt", "text", "html", "htm"
 /// (its original unchanged) at the next scan. 2: HTML `<pre>`/multi-line `<code>` keep
 /// their indentation, Markdown setext headings start sections, a section's first line keeps
 /// its indentation, numeric HTML entities are decoded. 3: Markdown headings (titles and
-/// section titles) lose their inline markup.
+/// section titles) lose their inline markup; a tag list with commas keeps the spaces within
+/// each tag (HTML keywords `machine learning, ops`).
 pub const VERSION: i64 = 3;
 
 /// How much of the opening text a summary keeps, in characters.
@@ -381,9 +382,15 @@ fn front_matter(text: &str) -> (Vec<(String, String)>, &str) {
 /// `[a, b]`, `a, b` or `a b`: lower-cased, de-duplicated.
 pub fn split_tags(value: &str) -> Vec<String> {
     let inner = value.trim().trim_start_matches('[').trim_end_matches(']');
+    // A list with commas is split at them only (`machine learning, ops` is two tags, as HTML
+    // keywords and YAML lists write them); one without, at its spaces (`ops deploy`).
+    let separators: &[char] = if inner.contains(',') { &[','] } else { &[' '] };
     let mut tags: Vec<String> = inner
-        .split([',', ' '])
-        .map(|t| t.trim().trim_matches(['"', '\'', '#']).to_lowercase())
+        .split(separators)
+        .map(|t| {
+            let t = t.trim().trim_matches(['"', '\'', '#']).to_lowercase();
+            t.split_whitespace().collect::<Vec<_>>().join(" ")
+        })
         .filter(|t| !t.is_empty())
         .collect();
     tags.dedup();
@@ -668,6 +675,16 @@ fn entity(name: &str) -> Option<char> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tags_with_commas_keep_their_spaces() {
+        assert_eq!(
+            split_tags("Machine Learning,  data   science, ops"),
+            vec!["machine learning", "data science", "ops"]
+        );
+        assert_eq!(split_tags("[Ops, deploy, ops]"), vec!["ops", "deploy"]);
+        assert_eq!(split_tags("ops deploy #Ops"), vec!["ops", "deploy"]);
+    }
 
     #[test]
     fn a_title_reads_without_its_markup() {
