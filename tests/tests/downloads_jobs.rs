@@ -219,6 +219,29 @@ fn a_corrupted_file_fails_verification_and_is_fetched_again() {
     assert!(d.log_text().contains("does not match the listed"));
 }
 
+#[test]
+fn a_file_that_never_matches_fails_saying_what_happened_not_what_will() {
+    // The job's error said "the file is fetched again" once it had stopped fetching.
+    let hub = HfServer::start(None);
+    let shards = hub.add_gguf_3shard(REPO, SHARD);
+    hub.corrupt_next(REPO, &shards[0], 10);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&hub, dir.path(), "").replace("retries = 3", "retries = 1");
+    let d = TestDaemon::start_in(dir, &cfg);
+    let id = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "variant": "Q4_K_M"}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let failed = wait_state(&d, &id, "failed");
+    let error = failed["error"].as_str().unwrap_or_default();
+    assert!(error.contains("does not match the listed"), "{failed}");
+    assert!(!error.contains("is fetched again"), "{failed}");
+}
+
 /// The Hub's rate limit (429 with `Retry-After` in seconds) is waited out as asked, not
 /// retried at once: the old code tried again after 0.4 and 0.8 s and failed the job after its
 /// quick retries.
@@ -269,6 +292,10 @@ fn a_connection_dropped_mid_file_resumes_from_where_it_stopped() {
     assert_eq!(hub.starts(REPO, &shards[1]), [0, 1_000_000]);
     // Not one byte twice.
     assert_eq!(hub.served(REPO, &shards[1]), SHARD as u64);
+    // The log says what broke, not reqwest's layer ("error decoding response body").
+    let log = d.log_text();
+    assert!(log.contains("the transfer broke after 1000000"), "{log}");
+    assert!(!log.contains("error decoding response body"), "{log}");
 }
 
 #[test]

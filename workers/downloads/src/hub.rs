@@ -581,6 +581,21 @@ fn root_cause(e: &reqwest::Error) -> String {
     }
 }
 
+/// Why a response body could not be read, as a person would say it: reqwest's own words
+/// ("error decoding response body") name its layer, not the cause — a stall that hit the read
+/// timeout, a connection reset, an early end.
+pub(crate) fn body_error(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "the endpoint sent nothing for too long (the connection stalled)".to_string();
+    }
+    let cause = root_cause(e);
+    if cause == e.without_url_ref() {
+        cause
+    } else {
+        format!("the connection broke: {cause}")
+    }
+}
+
 trait WithoutUrl {
     fn without_url_ref(&self) -> String;
 }

@@ -461,9 +461,10 @@ async fn fetch_once(shared: &Shared, span: &Live) -> Result<(), RangeEnd> {
     loop {
         let chunk = resp.chunk().await.map_err(|e| {
             fail(format!(
-                "the range {}-{last} broke at byte {}: {e}",
+                "the range {}-{last} broke at byte {}: {}",
                 span.start,
-                at + buf.len() as u64
+                at + buf.len() as u64,
+                crate::hub::body_error(&e)
             ))
         });
         let chunk = match chunk {

@@ -398,8 +398,9 @@ pub(crate) async fn one_connection(
                     break Err(DownloadError::Http {
                         what: file.name.clone(),
                         cause: format!(
-                            "the transfer broke after {got} of {} bytes: {e}",
-                            file.size
+                            "the transfer broke after {got} of {} bytes: {}",
+                            file.size,
+                            crate::hub::body_error(&e)
                         ),
                         transient: true,
                     });
@@ -481,9 +482,7 @@ pub(crate) fn range_start(resp: &reqwest::Response) -> Option<u64> {
 pub(crate) fn hash_mismatch(name: &str, got: &str, expected: &str) -> DownloadError {
     DownloadError::Verify {
         file: name.to_string(),
-        cause: format!(
-            "sha256 {got} does not match the listed {expected}; the file is fetched again"
-        ),
+        cause: format!("sha256 {got} does not match the listed {expected}"),
     }
 }
 
