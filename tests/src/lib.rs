@@ -223,6 +223,26 @@ impl TestDaemon {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The node `id` under the supervisor `parent` in `toolvisor tree --json`, if there.
+    pub fn tree_node(&self, parent: &str, id: &str) -> Option<Json> {
+        let out = std::process::Command::new(bin())
+            .args(["tree", "--json", "--socket"])
+            .arg(&self.socket)
+            .output()
+            .expect("run toolvisor tree");
+        let tree: Json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "toolvisor tree --json gave no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let children = |n: &Json| n["children"].as_array().cloned().unwrap_or_default();
+        children(&tree["root"])
+            .into_iter()
+            .find(|n| n["id"] == parent)
+            .and_then(|sup| children(&sup).into_iter().find(|n| n["id"] == id))
+    }
+
     /// SIGKILL the daemon and reap it.
     pub fn kill_hard(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -135,29 +135,9 @@ fn naming_one_shard_downloads_all_three_as_one_job() {
     assert_eq!(m["size_bytes"], 3 * SHARD as u64);
     assert_eq!(m["fit"], "tight", "{models}");
     // The job is a node under the downloads supervisor.
-    let out = std::process::Command::new(toolvisor_tests::bin())
-        .args([
-            "tree",
-            "--json",
-            "--socket",
-            &d.socket.display().to_string(),
-        ])
-        .output()
-        .unwrap();
-    let tree: Json = serde_json::from_slice(&out.stdout).unwrap();
-    let sup = tree["root"]["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == "downloads")
-        .expect("a downloads supervisor")
-        .clone();
-    let node = sup["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == id.as_str())
-        .unwrap_or_else(|| panic!("job {id} in the tree: {sup}"));
+    let node = d
+        .tree_node("downloads", &id)
+        .unwrap_or_else(|| panic!("job {id} is not in the tree"));
     assert!(node["detail"].as_str().unwrap().contains(REPO), "{node}");
 }
 
@@ -240,6 +220,16 @@ fn a_file_that_never_matches_fails_saying_what_happened_not_what_will() {
     let error = failed["error"].as_str().unwrap_or_default();
     assert!(error.contains("does not match the listed"), "{failed}");
     assert!(!error.contains("is fetched again"), "{failed}");
+    // Its tree node says failed, with no rate or time left from when bytes still came.
+    let node = d
+        .tree_node("downloads", &id)
+        .unwrap_or_else(|| panic!("job {id} is not in the tree"));
+    let detail = node["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("failed"), "{node}");
+    assert!(
+        !detail.contains("/s,") && !detail.contains("left"),
+        "{node}"
+    );
 }
 
 /// The Hub's rate limit (429 with `Retry-After` in seconds) is waited out as asked, not

@@ -213,6 +213,15 @@ fn a_killed_server_restarts_and_a_crash_loop_fails_with_its_output() {
         !failed["stderr_tail"].as_array().unwrap().is_empty(),
         "{failed:#}"
     );
+    // Its tree node says it failed and why, not the "loading on …" of its last start.
+    let node = d
+        .tree_node("inference", "broken")
+        .unwrap_or_else(|| panic!("broken is not in the tree"));
+    let detail = node["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("failed") && !detail.contains("loading on"),
+        "{node}"
+    );
     let through = chat(&d, "broken", 4);
     assert_eq!(through.status, 503, "{}", through.body);
     d.ok("c", "unload_model", json!({"alias": "broken"}));

@@ -321,8 +321,10 @@ impl Job {
             rec.state.as_str(),
             human(total)
         );
+        let moving = rec.state == JobState::Downloading;
         drop(rec);
-        if let (Some(rate), Some(eta)) = self.rate_eta() {
+        // A rate and a time left only while bytes arrive: not on a failed or finished job.
+        if moving && let (Some(rate), Some(eta)) = self.rate_eta() {
             s.push_str(&format!(", {}/s, {eta} s left", human(rate)));
         }
         s

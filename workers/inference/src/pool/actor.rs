@@ -54,6 +54,12 @@ impl ServerState {
             l.port = 0;
             l.pid = None;
         });
+        // The tree shows what happened, not the last "loading"/"ready" it said.
+        let first = why.lines().next().unwrap_or_default();
+        let repo = self.served.repo.clone();
+        self.served
+            .status
+            .update(|i| i.detail = format!("{repo} failed: {first}"));
         why.into()
     }
 }
@@ -295,6 +301,18 @@ impl Actor for ServerActor {
             l.ready = false;
             l.port = 0;
             l.pid = None;
+        });
+        // Stopped (unloaded, evicted, the daemon's stop): no longer "ready" or "loading";
+        // a failure's detail stays.
+        let repo = state.served.repo.clone();
+        let why = lock(&state.served.ended_by).clone();
+        state.served.status.update(|i| {
+            if i.detail.contains(" ready on ") || i.detail.contains(" loading on ") {
+                i.detail = match &why {
+                    Some(why) => format!("{repo} stopped: {why}"),
+                    None => format!("{repo} stopped"),
+                };
+            }
         });
         Ok(())
     }
