@@ -664,4 +664,13 @@ fn without_on_demand_an_evicted_alias_says_why_it_is_gone() {
         "{}",
         reply.body
     );
+    // The status does not drop it without a word either.
+    let status = d.ok("c", "get_inference_status", json!({}));
+    let gone = status["gone"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["alias"] == "mine"))
+        .unwrap_or_else(|| panic!("the evicted alias is not in the status: {status}"));
+    assert_eq!(gone["model"], "tester/one", "{gone}");
+    assert!(gone["why"].as_str().unwrap().contains("evicted"), "{gone}");
+    assert_eq!(gone["reloads_on_request"], false, "{gone}");
 }

@@ -476,6 +476,9 @@ pub struct InferenceEndpoint {
 pub struct InferenceStatusResult {
     /// Every model the pool knows.
     pub models: Vec<LoadedModel>,
+    /// Aliases unloaded or evicted (the last 256): why each went and what a request for it
+    /// does now.
+    pub gone: Vec<GoneAlias>,
     /// Where the endpoint listens; null until it is open.
     pub endpoint: Option<InferenceEndpoint>,
     /// An idle model is unloaded after this many seconds (0: never).
@@ -484,6 +487,22 @@ pub struct InferenceStatusResult {
     pub on_demand: bool,
     /// Models loaded at once at most.
     pub max_loaded: u64,
+}
+
+/// An alias the pool no longer serves.
+#[derive(JsonSchema)]
+pub struct GoneAlias {
+    pub alias: String,
+    /// The model it served.
+    pub model: String,
+    /// "unloaded by unload_model", "evicted to make room for …", "unloaded after N s without
+    /// a request".
+    pub why: String,
+    /// Seconds since it went.
+    pub gone_s: u64,
+    /// A request naming it loads it again (`[inference] on_demand`); else it is refused
+    /// with `why`.
+    pub reloads_on_request: bool,
 }
 
 /// Requests and tokens through the inference endpoint.

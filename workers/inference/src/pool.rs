@@ -745,8 +745,19 @@ impl Inference {
             let state = self.state(&s).await;
             out.push(self.describe(&s, &state));
         }
+        // Aliases unloaded or evicted are not gone without a word: each says why and what
+        // a request for it does now.
+        let gone: Vec<Json> = lock(&self.gone)
+            .iter()
+            .map(|(alias, g)| {
+                json!({"alias": alias, "model": g.model, "why": g.why,
+                    "gone_s": g.at.elapsed().as_secs(),
+                    "reloads_on_request": self.config.on_demand})
+            })
+            .collect();
         json!({
             "models": out,
+            "gone": gone,
             "endpoint": lock(&self.endpoint).clone(),
             "idle_ttl_s": self.config.idle_ttl_s,
             "on_demand": self.config.on_demand,
