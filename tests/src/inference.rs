@@ -47,11 +47,17 @@ pub fn llama_server_dir() -> PathBuf {
 
 /// Write the tiny model to `out` (a different `seed` gives different weights); its size.
 pub fn make_gguf(out: &Path, seed: u32) -> u64 {
+    make_gguf_sized(out, seed, 2, 64)
+}
+
+/// [`make_gguf`] with `layers` layers of width `embd` (8 layers of 512: about 85 MB).
+pub fn make_gguf_sized(out: &Path, seed: u32, layers: u32, embd: u32) -> u64 {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("inference/make_tiny_gguf.py");
     let o = Command::new(python())
         .arg(&script)
         .arg(out)
         .args(["--seed", &seed.to_string()])
+        .args(["--layers", &layers.to_string(), "--embd", &embd.to_string()])
         .output()
         .expect("run make_tiny_gguf.py");
     assert!(

@@ -519,6 +519,118 @@ fn a_model_that_fits_an_accelerator_is_loaded_with_every_layer_offloaded() {
     assert_eq!(args[at + 1], "999", "{args:?}");
 }
 
+/// The gguf command of these tests: llama-cpp-python's server with the offload flag.
+fn offload_config(store: &std::path::Path, roots: &std::path::Path) -> String {
+    let py = toolvisor_tests::inference::python().display().to_string();
+    format!(
+        "[models]\nstore = {:?}\n[inference]\ncommands.gguf = [{py:?}, \"-m\", \"llama_cpp.server\", \"--model\", \"{{path}}\", \"--host\", \"127.0.0.1\", \"--port\", \"{{port}}\", \"--n_ctx\", \"{{context}}\", \"--model_alias\", \"{{alias}}\", \"--n_gpu_layers\", \"{{gpu_layers}}\"]\n[testing]\naccelerator_roots = {:?}\n",
+        store.display().to_string(),
+        roots.display().to_string()
+    )
+}
+
+/// The `--n_gpu_layers` the server process of `alias` was started with.
+fn offloaded(d: &TestDaemon, alias: &str) -> String {
+    let ready = wait_state(d, alias, "ready", READY);
+    let pid = ready["pid"].as_u64().unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let at = args
+        .iter()
+        .position(|a| a == "--n_gpu_layers")
+        .unwrap_or_else(|| panic!("{args:?}"));
+    args[at + 1].clone()
+}
+
+#[test]
+fn two_gpus_hold_what_one_cannot_and_a_longer_context_needs_more() {
+    // 8 layers of width 512 (about 10.5 MB each, 85 MB in all) from a real GGUF header;
+    // the need is the weights, the KV cache of the context and at least 64 MiB of runtime.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("models");
+    let gguf = dir.path().join("eight.gguf");
+    let size = toolvisor_tests::inference::make_gguf_sized(&gguf, 3, 8, 512);
+    put_in_store(
+        &store,
+        "tester/eight",
+        "F32",
+        "eight-f32.gguf",
+        &std::fs::read(&gguf).unwrap(),
+    );
+    // Two GPUs with 100 MiB free each: neither holds the ~150 MiB whole, both do.
+    let path = toolvisor_tests::inference::fake_nvidia_smi(
+        dir.path(),
+        "NVIDIA Fake A, 160, 100\nNVIDIA Fake B, 160, 100",
+    );
+    let cfg = offload_config(&store, &dir.path().join("none"));
+    let d = TestDaemon::start_with_env(dir, &cfg, &[("PATH", &path)]);
+    let loaded = d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/eight", "context": 512}),
+    );
+    let p = &loaded["placement"];
+    assert_eq!(p["label"], "fits_gpu", "{loaded}");
+    assert_eq!(
+        p["split_over"],
+        json!(["NVIDIA Fake A", "NVIDIA Fake B"]),
+        "{loaded}"
+    );
+    assert!(
+        p["need_bytes"].as_u64().unwrap() > size + (64 << 20),
+        "{loaded}"
+    );
+    // The context's KV cache: 8 layers × 4 heads × (128 + 128) × 2 bytes per token.
+    assert_eq!(p["kv_cache_bytes"], 8 * 4 * 256 * 2 * 512, "{loaded}");
+    assert_eq!(offloaded(&d, "eight"), "999");
+    d.ok("c", "unload_model", json!({"alias": "eight"}));
+
+    // A longer context needs more: its KV cache is counted.
+    let long = d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/eight", "context": 4096, "alias": "long"}),
+    );
+    assert!(
+        long["placement"]["need_bytes"].as_u64() > p["need_bytes"].as_u64(),
+        "{long} vs {loaded}"
+    );
+    d.ok("c", "unload_model", json!({"alias": "long"}));
+}
+
+#[test]
+fn a_gpu_too_small_for_the_model_takes_the_layers_that_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("models");
+    let gguf = dir.path().join("eight.gguf");
+    toolvisor_tests::inference::make_gguf_sized(&gguf, 3, 8, 512);
+    put_in_store(
+        &store,
+        "tester/eight",
+        "F32",
+        "eight-f32.gguf",
+        &std::fs::read(&gguf).unwrap(),
+    );
+    // 90 MiB free: less half the runtime (32 MiB), room for 5 of the 8 layers.
+    let path = toolvisor_tests::inference::fake_nvidia_smi(dir.path(), "NVIDIA Fake L4, 96, 90");
+    let cfg = offload_config(&store, &dir.path().join("none"));
+    let d = TestDaemon::start_with_env(dir, &cfg, &[("PATH", &path)]);
+    let loaded = d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/eight", "context": 512}),
+    );
+    let p = &loaded["placement"];
+    assert_eq!(p["label"], "fits_partial", "{loaded}");
+    assert_eq!(loaded["fit"], "fits", "{loaded}");
+    let layers = p["gpu_layers"].as_u64().unwrap();
+    assert!((1..8).contains(&layers), "{loaded}");
+    assert_eq!(offloaded(&d, "eight"), layers.to_string());
+}
+
 #[test]
 fn at_max_loaded_the_least_recently_used_model_is_evicted_unless_pinned() {
     let d = start(

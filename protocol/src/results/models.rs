@@ -193,11 +193,14 @@ pub enum Fit {
 #[derive(JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PlacementLabel {
-    /// In one accelerator's free memory, all layers offloaded.
+    /// In the accelerators' free memory, all layers offloaded: one accelerator, or split
+    /// over several (`split_over`).
     FitsGpu,
     /// In available system memory.
     FitsCpu,
-    /// Only in the machine's total memory, or an accelerator's total.
+    /// Some layers on the accelerators (`gpu_layers`), the rest in system memory.
+    FitsPartial,
+    /// Only in the machine's total memory with the accelerators' totals.
     Tight,
     TooLarge,
     Unknown,
@@ -206,12 +209,19 @@ pub enum PlacementLabel {
 /// Where a model fits, and the numbers it was decided on.
 #[derive(JsonSchema)]
 pub struct Placement {
-    /// fits_gpu, fits_cpu, tight, too_large or unknown.
+    /// fits_gpu, fits_cpu, fits_partial, tight, too_large or unknown.
     pub label: PlacementLabel,
-    /// Bytes needed: the weights plus a fifth.
+    /// Bytes needed: the weights, the KV cache of the context and the runtime when the
+    /// model's header was read (load_model), else the weights plus a fifth.
     pub need_bytes: u64,
-    /// fits_gpu: the accelerator's name.
+    /// fits_gpu on one accelerator: its name.
     pub accelerator: Option<String>,
+    /// The accelerators the layers are split over (fits_gpu over several, fits_partial).
+    pub split_over: Option<Vec<String>>,
+    /// fits_partial with the model's layers known: how many are offloaded (`-ngl`).
+    pub gpu_layers: Option<u64>,
+    /// The KV cache of the context asked for, when the model's header was read.
+    pub kv_cache_bytes: Option<u64>,
 }
 
 /// A stored model's load state in the inference pool.

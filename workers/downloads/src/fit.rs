@@ -59,62 +59,216 @@ pub fn label(weights: u64, memory: Option<Memory>) -> &'static str {
 /// Where a model of `weights` bytes fits, and the numbers that says so.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
-    /// `fits_gpu`, `fits_cpu`, `tight`, `too_large` or `unknown`.
+    /// `fits_gpu` (every layer on accelerators: one, or split over several), `fits_partial`
+    /// (some layers on accelerators, the rest in system memory), `fits_cpu`, `tight`,
+    /// `too_large` or `unknown`.
     pub label: &'static str,
     pub need: u64,
-    /// The accelerator it fits on (index into the list given), for `fits_gpu`.
+    /// The one accelerator it fits on whole (index into the list given), for `fits_gpu`.
     pub accelerator: Option<usize>,
+    /// The accelerators it is split over (`fits_gpu` over several, `fits_partial`).
+    pub split: Vec<usize>,
+    /// `fits_partial` with the model's layers known: how many go on the accelerators.
+    pub gpu_layers: Option<u32>,
+    /// The KV cache of the context asked for, when the model's shape is known.
+    pub kv_bytes: Option<u64>,
 }
 
 impl Placement {
     /// The seed's label: `fits` wherever it fits.
     pub fn fit(&self) -> &'static str {
         match self.label {
-            "fits_gpu" | "fits_cpu" => "fits",
+            "fits_gpu" | "fits_cpu" | "fits_partial" => "fits",
             other => other,
+        }
+    }
+
+    /// The `-ngl` for llama.cpp: every layer (999, capped by llama.cpp at the model's) when
+    /// it fits the accelerators whole, the layers that fit on a partial offload, else none.
+    pub fn gpu_layers_flag(&self) -> u32 {
+        match self.label {
+            "fits_gpu" => 999,
+            "fits_partial" => self.gpu_layers.unwrap_or(0),
+            _ => 0,
         }
     }
 
     pub fn to_json(&self, accelerators: &[crate::accel::Accelerator]) -> serde_json::Value {
         let gpu = self.accelerator.and_then(|i| accelerators.get(i));
-        serde_json::json!({"label": self.label, "need_bytes": self.need,
-            "accelerator": gpu.map(|a| &a.name)})
+        let split: Vec<&String> = self
+            .split
+            .iter()
+            .filter_map(|i| accelerators.get(*i))
+            .map(|a| &a.name)
+            .collect();
+        let mut v = serde_json::json!({"label": self.label, "need_bytes": self.need,
+            "accelerator": gpu.map(|a| &a.name)});
+        if !split.is_empty() {
+            v["split_over"] = serde_json::json!(split);
+        }
+        if let Some(n) = self.gpu_layers {
+            v["gpu_layers"] = serde_json::json!(n);
+        }
+        if let Some(kv) = self.kv_bytes {
+            v["kv_cache_bytes"] = serde_json::json!(kv);
+        }
+        v
     }
 }
 
-/// Where `weights` fit: the accelerator with the most free memory that holds it whole (its
-/// free memory known), else system memory, else `tight` when the machine's total memory or an
-/// accelerator's total would hold it.
+/// Free memory of the accelerators that say it: (index, free bytes).
+fn free_gpus(accelerators: &[crate::accel::Accelerator]) -> Vec<(usize, u64)> {
+    accelerators
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| a.memory_free.map(|f| (i, f)))
+        .filter(|(_, f)| *f > 0)
+        .collect()
+}
+
+/// Where `need` bytes fit on the accelerators whole: the one with the most free memory that
+/// holds them, else split over all of them when their free memory together does.
+fn on_gpus(
+    need: u64,
+    accelerators: &[crate::accel::Accelerator],
+) -> Option<(Option<usize>, Vec<usize>)> {
+    let free = free_gpus(accelerators);
+    let one = free
+        .iter()
+        .filter(|(_, f)| need <= *f)
+        .max_by_key(|(_, f)| *f)
+        .map(|(i, _)| *i);
+    if one.is_some() {
+        return Some((one, Vec::new()));
+    }
+    let together: u64 = free.iter().map(|(_, f)| f).sum();
+    (free.len() > 1 && need <= together).then(|| (None, free.iter().map(|(i, _)| *i).collect()))
+}
+
+/// The label when the model stays off the accelerators (or only some of its memory would fit
+/// on them): system memory, else `tight` when the machine's memory and the accelerators'
+/// totals together would hold it.
+fn off_gpus(
+    need: u64,
+    weights_label: &'static str,
+    memory: Option<Memory>,
+    accelerators: &[crate::accel::Accelerator],
+) -> &'static str {
+    let gpu_total: u64 = accelerators.iter().filter_map(|a| a.memory_total).sum();
+    let all_total = memory.map_or(0, |m| m.total).saturating_add(gpu_total);
+    match weights_label {
+        "fits" => "fits_cpu",
+        "unknown" if gpu_total > 0 && need <= gpu_total => "tight",
+        "unknown" => "unknown",
+        _ if gpu_total > 0 && need <= all_total => "tight",
+        other => other,
+    }
+}
+
+/// Where `weights` fit, the model's shape unknown (a listing's sizes only): on one
+/// accelerator with room, split over several, in system memory, or `tight` when only the
+/// machine's total memory with the accelerators' would hold it.
 pub fn placement(
     weights: u64,
     memory: Option<Memory>,
     accelerators: &[crate::accel::Accelerator],
 ) -> Placement {
     let need = needed(weights);
-    let place = |label, accelerator| Placement {
-        label,
+    let mut place = Placement {
+        label: "unknown",
         need,
-        accelerator,
+        accelerator: None,
+        split: Vec::new(),
+        gpu_layers: None,
+        kv_bytes: None,
     };
-    let on_gpu = accelerators
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| a.memory_free.is_some_and(|free| need <= free))
-        .max_by_key(|(_, a)| a.memory_free)
-        .map(|(i, _)| i);
-    if on_gpu.is_some() {
-        return place("fits_gpu", on_gpu);
+    if let Some((one, split)) = on_gpus(need, accelerators) {
+        place.label = "fits_gpu";
+        place.accelerator = one;
+        place.split = split;
+        return place;
     }
-    let gpu_total = accelerators
-        .iter()
-        .any(|a| a.memory_total.is_some_and(|t| need <= t));
-    match label(weights, memory) {
-        "fits" => place("fits_cpu", None),
-        "unknown" if gpu_total => place("tight", None),
-        "unknown" => place("unknown", None),
-        "too_large" if gpu_total => place("tight", None),
-        other => place(other, None),
+    // Some on the accelerators, the rest in available system memory.
+    let gpu_free: u64 = free_gpus(accelerators).iter().map(|(_, f)| f).sum();
+    if let Some(m) = memory
+        && gpu_free > 0
+        && need > m.available
+        && need <= m.available.saturating_add(gpu_free)
+    {
+        place.label = "fits_partial";
+        place.split = free_gpus(accelerators).iter().map(|(i, _)| *i).collect();
+        return place;
     }
+    place.label = off_gpus(need, label(weights, memory), memory, accelerators);
+    place
+}
+
+/// Bytes beyond the weights and the KV cache that a loaded model takes (compute buffers, the
+/// runtime): a tenth of the weights, at least 64 MiB.
+pub fn runtime_bytes(weights: u64) -> u64 {
+    (weights / 10).max(64 << 20)
+}
+
+/// Where the model of `shape` (from its GGUF header) fits with a context of `context`
+/// tokens: what it needs is its weights, the KV cache of that context and the runtime
+/// ([`runtime_bytes`]). On the accelerators whole (one, or split over several: llama.cpp
+/// splits the layers by the devices' free memory), else as many layers as the accelerators'
+/// free memory holds, each with its share of the KV cache (`-ngl N`), the rest in system
+/// memory, else system memory alone.
+pub fn placement_for(
+    shape: &crate::gguf_header::Shape,
+    weights: u64,
+    context: u64,
+    memory: Option<Memory>,
+    accelerators: &[crate::accel::Accelerator],
+) -> Placement {
+    let kv = shape.kv_bytes(context);
+    let runtime = runtime_bytes(weights);
+    let need = weights.saturating_add(kv).saturating_add(runtime);
+    let mut place = Placement {
+        label: "unknown",
+        need,
+        accelerator: None,
+        split: Vec::new(),
+        gpu_layers: None,
+        kv_bytes: Some(kv),
+    };
+    if let Some((one, split)) = on_gpus(need, accelerators) {
+        place.label = "fits_gpu";
+        place.accelerator = one;
+        place.split = split;
+        return place;
+    }
+    let free = free_gpus(accelerators);
+    let gpu_free: u64 = free.iter().map(|(_, f)| f).sum();
+    let layers = shape.layers.max(1) as u64;
+    // A split model's first file describes only its own tensors: the weights outside the
+    // header's non-layer tensors are the layers'.
+    let layer_bytes = (shape.layer_bytes.iter().sum::<u64>() / layers)
+        .max(weights.saturating_sub(shape.other_bytes) / layers);
+    let per_layer = layer_bytes.saturating_add(kv / layers).max(1);
+    // The accelerators keep a share of the runtime's buffers too.
+    let budget = gpu_free.saturating_sub(runtime / 2);
+    let on_gpu = (budget / per_layer).min(layers);
+    if on_gpu > 0
+        && let Some(m) = memory
+    {
+        let rest = need.saturating_sub(on_gpu * per_layer + runtime / 2);
+        if rest <= m.available {
+            place.label = "fits_partial";
+            place.gpu_layers = Some(on_gpu as u32);
+            place.split = free.iter().map(|(i, _)| *i).collect();
+            return place;
+        }
+    }
+    let in_ram = match memory {
+        None => "unknown",
+        Some(m) if need <= m.available => "fits",
+        Some(m) if need <= m.total => "tight",
+        Some(_) => "too_large",
+    };
+    place.label = off_gpus(need, in_ram, memory, accelerators);
+    place
 }
 
 #[cfg(test)]
@@ -150,6 +304,55 @@ mod tests {
         // No accelerator: the seed's labels with where.
         assert_eq!(placement(1_000, m, &[]).label, "fits_cpu");
         assert_eq!(placement(1, None, &[]).label, "unknown");
+    }
+
+    #[test]
+    fn two_gpus_hold_what_one_cannot_and_a_partial_offload_counts_layers() {
+        use crate::accel::Accelerator;
+        use crate::gguf_header::Shape;
+        const GB: u64 = 1 << 30;
+        let gpu = |total: u64, free: u64| Accelerator {
+            kind: "nvidia",
+            name: "H100".into(),
+            memory_total: Some(total * GB),
+            memory_free: Some(free * GB),
+        };
+        let ram = Some(Memory {
+            total: 256 * GB,
+            available: 200 * GB,
+        });
+        // A 70B Q8_0 (75 GB) on two 80 GB GPUs: too big for one, fits split over both.
+        let p = placement(75 * GB, ram, &[gpu(80, 79), gpu(80, 79)]);
+        assert_eq!(
+            (p.label, p.accelerator, p.split.clone()),
+            ("fits_gpu", None, vec![0, 1])
+        );
+        assert_eq!(p.fit(), "fits");
+        assert_eq!(p.gpu_layers_flag(), 999);
+        // 80 layers of 0.9 GB, 3 GB outside them, GQA KV cache (8 KV heads of 128).
+        let shape = Shape {
+            layers: 80,
+            layer_bytes: vec![GB * 9 / 10; 80],
+            other_bytes: 3 * GB,
+            kv_bytes_per_token: 80 * 8 * 256 * 2,
+            context_trained: Some(131_072),
+        };
+        let weights = 75 * GB;
+        let short = placement_for(&shape, weights, 2048, ram, &[gpu(80, 79), gpu(80, 79)]);
+        let long = placement_for(&shape, weights, 131_072, ram, &[gpu(80, 79), gpu(80, 79)]);
+        assert_eq!(short.label, "fits_gpu");
+        // The context's KV cache counts: 40 GiB more at 131,072 tokens.
+        assert_eq!(long.need - short.need, shape.kv_bytes(131_072 - 2048));
+        assert_eq!(long.kv_bytes, Some(80 * 8 * 256 * 2 * 131_072));
+        // One 24 GB GPU: as many layers as it holds, the rest in system memory.
+        let partial = placement_for(&shape, weights, 4096, ram, &[gpu(24, 23)]);
+        assert_eq!(partial.label, "fits_partial", "{partial:?}");
+        let n = partial.gpu_layers.unwrap();
+        assert!((20..=25).contains(&n), "{n} layers of 0.9 GB in 23 GB");
+        assert_eq!(partial.gpu_layers_flag(), n);
+        // No room anywhere: the weights alone exceed every memory there is.
+        let huge = placement_for(&shape, 900 * GB, 4096, ram, &[gpu(24, 23)]);
+        assert_eq!(huge.label, "too_large");
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod choose;
 pub mod error;
 pub mod fit;
 pub mod gguf;
+pub mod gguf_header;
 pub mod hub;
 mod jobs;
 pub mod listing;

@@ -17,7 +17,7 @@ pub enum InferenceError {
     #[error("no server command for {format} models (model {model:?})")]
     NoCommand { model: String, format: String },
     #[error(
-        "{model} is too_large for this machine: it needs about {need} bytes (its {weights} bytes of weights plus a fifth for context and runtime), the machine has {total} bytes in all and {available} available"
+        "{model} is too_large for this machine: it needs about {need} bytes (its {weights} bytes of weights, the KV cache of the context and the runtime), the machine has {total} bytes in all and {available} available, and its accelerators do not make up the rest"
     )]
     TooLarge {
         model: String,

@@ -286,13 +286,10 @@ pub struct InferenceArgs {
     pub state_dir: PathBuf,
 }
 
-/// The layers offloaded to an accelerator: all of them (llama.cpp caps the count at the
-/// model's) when the model fits one whole, else none.
+/// The layers offloaded to the accelerators: all of them (llama.cpp caps the count at the
+/// model's) when the model fits them whole, those that fit on a partial offload, else none.
 pub fn gpu_layers(placement: &fit::Placement) -> u32 {
-    match placement.label {
-        "fits_gpu" => 999,
-        _ => 0,
-    }
+    placement.gpu_layers_flag()
 }
 
 /// A loopback port nothing listens on now.
@@ -512,7 +509,30 @@ impl Inference {
         let weights: u64 = manifest.files.iter().map(|f| f.size).sum();
         let memory = fit::read_memory(&self.meminfo);
         let accelerators = self.accelerators.detect().await;
-        let placement = fit::placement(weights, memory, &accelerators);
+        let files = crate::resolve::model_files(&dir, &manifest, model)?;
+        let (path, format) = (files.path, files.format);
+        let context = context.unwrap_or(self.config.context);
+        // A GGUF's header says its layers and KV cache: the fit counts the context asked
+        // for and can offload part of the layers; without it, the weights alone decide.
+        let shape = match format == "gguf" {
+            true => {
+                let p = path.clone();
+                tokio::task::spawn_blocking(move || toolvisor_downloads::gguf_header::read(&p))
+                    .await
+                    .ok()
+                    .and_then(|r| {
+                        r.map_err(|e| tracing::info!(path = %path.display(), error = %e, "no model shape from its header"))
+                            .ok()
+                    })
+            }
+            false => None,
+        };
+        let placement = match &shape {
+            Some(shape) => {
+                fit::placement_for(shape, weights, context as u64, memory, &accelerators)
+            }
+            None => fit::placement(weights, memory, &accelerators),
+        };
         let label = placement.fit();
         if label == "too_large"
             && let Some(m) = memory
@@ -520,13 +540,11 @@ impl Inference {
             return Err(InferenceError::TooLarge {
                 model: format!("{}:{}", manifest.repo, manifest.variant),
                 weights,
-                need: fit::needed(weights),
+                need: placement.need,
                 total: m.total,
                 available: m.available,
             });
         }
-        let files = crate::resolve::model_files(&dir, &manifest, model)?;
-        let (path, format) = (files.path, files.format);
         let path_has = |p: &str| self.launcher.finds(p);
         let mut template =
             self.config
@@ -545,7 +563,6 @@ impl Inference {
             })?;
             template.extend(args);
         }
-        let context = context.unwrap_or(self.config.context);
         let command = render(
             &template,
             &[

@@ -97,9 +97,10 @@ impl Downloads {
         let order = |l: &str| match l {
             "fits_gpu" => 0,
             "fits_cpu" => 1,
-            "tight" => 2,
-            "too_large" => 3,
-            _ => 4,
+            "fits_partial" => 2,
+            "tight" => 3,
+            "too_large" => 4,
+            _ => 5,
         };
         let models: Vec<Json> = rows
             .into_iter()
@@ -136,7 +137,7 @@ impl Downloads {
                     .unwrap_or("unknown")
                     .to_string();
                 let fit = match best.as_str() {
-                    "fits_gpu" | "fits_cpu" => "fits",
+                    "fits_gpu" | "fits_cpu" | "fits_partial" => "fits",
                     other => other,
                 };
                 json!({"repo": hit.id, "downloads": hit.downloads, "gated": hit.gated.to_json(), "fit": fit, "placement": best, "variants": variants})
