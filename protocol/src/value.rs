@@ -9,7 +9,7 @@
 //! arrays and objects is refused, in either codec and either direction, with the same
 //! message ([`too_deep`]), before the recursion goes one level further. A derived
 //! deserializer would recurse as deep as the frame says, and 8 KB of bincode nesting 4,000
-//! levels overflowed a tokio worker's stack (issue 11 §1).
+//! levels overflowed a tokio worker's stack.
 //!
 //! The other recursive wire type, a tree snapshot's `TreeNode`, is decoded under the same limit
 //! (`crate::tree`). Everything else that walks a value (the daemon's validator, masking,

@@ -4,7 +4,7 @@
 //! the span's ("Actor"). A span field `name` is written as `actor` instead.
 //!
 //! Only a span with a `name` field is parsed and written again: every other span (a call's,
-//! one per call at `info`) is written as tracing-subscriber formats it (issue 33: parsing every
+//! one per call at `info`) is written as tracing-subscriber formats it (parsing every
 //! call's span back into a map and writing it anew cost 3 µs per call).
 
 use std::fmt;

@@ -1,5 +1,5 @@
 //! The daemon's plain-text log, made cheap for the line that is never written: the call's
-//! fields, its filter and its field formatter (issue 33).
+//! fields, its filter and its field formatter.
 //!
 //! Every call carries six fields (`call`, `session`, `conversation`, `tool`, `resource`, `run`)
 //! on every line logged while it runs. As a tracing span at `info`, the default level, they

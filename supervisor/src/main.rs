@@ -743,7 +743,7 @@ fn tokio_util_stop() -> toolvisor_mcp::StopToken {
 
 /// Whether the log goes to a terminal: only then is it coloured. A file, a pipe or the
 /// journal gets plain text, and the call's span (its fields formatted once per call, at
-/// `info`) costs no escape codes (issue 33: they were a third of a call's span).
+/// `info`) costs no escape codes (they were a third of a call's span).
 fn stderr_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal()

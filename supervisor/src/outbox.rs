@@ -15,8 +15,8 @@
 //!
 //! The straight path: while nothing is queued, a sender writes its frame to the socket itself
 //! (a non-blocking `try_write` under the queue's lock, [`Wire`]), so a call's result reaches the
-//! client without waking the writer task (issue 33: that wake, and the worker it could unpark,
-//! was a context switch per call). What the socket does not take at once is queued after it, and
+//! client without waking the writer task (that wake, and the worker it could unpark, cost a
+//! context switch per call). What the socket does not take at once is queued after it, and
 //! once anything is queued every sender queues until the writer has written it all, so frames
 //! leave in the order they were queued, whichever way they go.
 //!

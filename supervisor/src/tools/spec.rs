@@ -16,8 +16,11 @@
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
 //! its handler (`async fn x(cx, ctx, a: XArgs) -> Result<Json, ToolError>`) and its `ToolSpec::new`
 //! in its family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`,
-//! `.summary`, the hints); an example call in `docs/TOOLS.md`. Nothing else routes, parses or lists
-//! it.
+//! `.summary`, the hints); an example call in `docs/TOOLS.md`. Nothing else parses or lists it.
+//! A few places still know some tools by name, for what the spec does not say yet: the files
+//! family's result rendering (`tools/files.rs`: `tool_result_read` and images are never stored
+//! as a ref, `eval`'s figures), and `toolvisor mcp`'s tasks (`mcp/src/tasks.rs`: which calls
+//! follow a job or may run long; `mcp/src/calls.rs`: how each job is polled and stopped).
 
 use std::fmt::Debug;
 use std::future::Future;

@@ -492,7 +492,7 @@ fn is_operator_token(text: &str) -> bool {
 }
 
 /// A keyword (`def`, `fn`, `return`) of a grammar whose lexer makes that token only from its
-/// own text: a file without the text cannot hold the token (issue 33: `def $F($$$): $$$` has
+/// own text: a file without the text cannot hold the token (`def $F($$$): $$$` has
 /// no named leaf, and a module without a `def` need not be parsed).
 ///
 /// Only grammars read for it (their `grammar.json`): every keyword is an exact string rule
