@@ -197,3 +197,46 @@ fn two_revisions_of_one_variant_load_by_the_name_the_error_suggests() {
     );
     assert_eq!(chat(&d, "tiny-v2", 4).status, 200);
 }
+
+#[test]
+fn a_pull_request_revision_downloads_and_loads_by_its_ref() {
+    // The Hub names a pull request's files `refs/pr/N`: one store directory, one name.
+    let dir = tempfile::tempdir().unwrap();
+    let hub = HfServer::start(None);
+    hub.add_repo(
+        REPO,
+        vec![("tiny-F32.gguf", tiny(dir.path(), 1), true)],
+        false,
+    );
+    hub.add_revision(
+        REPO,
+        "refs/pr/1",
+        vec![("tiny-F32.gguf", tiny(dir.path(), 3), true)],
+    );
+    let d = daemon(&hub);
+    let pr = d.ok(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "revision": "refs/pr/1", "variant": "F32"}),
+    );
+    done(&d, &pr);
+    let models = d.ok("c", "list_models", json!({}));
+    let m = &models["models"][0];
+    assert_eq!(m["revision"], "refs/pr/1", "{models}");
+    let path = m["path"].as_str().unwrap();
+    assert!(path.ends_with("/refs%2Fpr%2F1"), "one directory: {path}");
+    let name = format!("{REPO}@refs/pr/1:F32");
+    d.ok("c", "load_model", json!({"model": name, "alias": "pr"}));
+    wait_state(&d, "pr", "ready", READY);
+    assert_eq!(chat(&d, "pr", 4).status, 200);
+    // A ref that is not a pull request's is refused, saying what is taken.
+    let e = match d.call(
+        "c",
+        "download_model",
+        json!({"repo": REPO, "revision": "refs/heads/main"}),
+    ) {
+        Outcome::Err(e) => e,
+        Outcome::Ok(v) => panic!("refs/heads/main was taken: {}", v.0),
+    };
+    assert!(e.message.contains("refs/pr/N"), "{e}");
+}

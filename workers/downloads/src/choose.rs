@@ -51,13 +51,17 @@ pub fn check_repo(repo: &str) -> Result<(), DownloadError> {
     }
 }
 
-/// A branch, tag or commit: plain characters (a `/` inside a branch name is refused too).
+/// A branch, tag or commit: plain characters (a `/` inside a branch name is refused too), or
+/// a pull request's ref as the Hub names it, `refs/pr/N`.
 pub fn check_revision(revision: &str) -> Result<(), DownloadError> {
-    if plain(revision) && revision.len() <= 200 {
+    let pr = revision
+        .strip_prefix("refs/pr/")
+        .is_some_and(|n| !n.is_empty() && n.len() <= 10 && n.bytes().all(|b| b.is_ascii_digit()));
+    if pr || (plain(revision) && revision.len() <= 200) {
         Ok(())
     } else {
         Err(DownloadError::Invalid(format!(
-            "revision {revision:?} is not a plain branch, tag or commit name"
+            "revision {revision:?} is not a plain branch, tag or commit name, nor a pull request's `refs/pr/N`"
         )))
     }
 }
@@ -587,9 +591,19 @@ mod tests {
             assert!(check_repo(bad).is_err(), "{bad}");
         }
         check_repo("TheOrg/tiny-model.v2_x").unwrap();
-        for bad in ["", "..", "a/b", "x y"] {
+        for bad in [
+            "",
+            "..",
+            "a/b",
+            "x y",
+            "refs/pr/",
+            "refs/pr/1/x",
+            "refs/pr/x",
+            "refs/heads/main",
+        ] {
             assert!(check_revision(bad).is_err(), "{bad}");
         }
+        check_revision("refs/pr/12").unwrap();
     }
 
     #[test]

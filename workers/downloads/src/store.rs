@@ -137,9 +137,13 @@ impl Store {
         &self.root
     }
 
-    /// `<store>/<owner>--<name>/<revision>` (both already checked by `choose`).
+    /// `<store>/<owner>--<name>/<revision>` (both already checked by `choose`); a pull
+    /// request's `refs/pr/N` is one directory, `refs%2Fpr%2FN` (`%` is in no plain revision,
+    /// so no branch can share it).
     pub fn model_dir(&self, repo: &str, revision: &str) -> PathBuf {
-        self.root.join(repo.replace('/', "--")).join(revision)
+        self.root
+            .join(repo.replace('/', "--"))
+            .join(revision.replace('/', "%2F"))
     }
 
     fn manifest_path(&self, repo: &str, revision: &str, variant: &str) -> PathBuf {
