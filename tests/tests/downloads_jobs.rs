@@ -134,6 +134,16 @@ fn naming_one_shard_downloads_all_three_as_one_job() {
     );
     assert_eq!(m["size_bytes"], 3 * SHARD as u64);
     assert_eq!(m["fit"], "tight", "{models}");
+    assert_eq!(models["orphans"], json!([]), "{models}");
+    // A file no model lists is named, with its bytes, for the operator to remove.
+    std::fs::write(model_dir(&d, REPO).join("stray.bin"), b"12345").unwrap();
+    let models = d.ok("c", "list_models", json!({}));
+    assert_eq!(
+        models["orphans"],
+        json!([{"path": "tester--tiny-gguf/main/stray.bin", "bytes": 5}]),
+        "{models}"
+    );
+    assert_eq!(models["orphan_bytes"], 5, "{models}");
     // The job is a node under the downloads supervisor.
     let node = d
         .tree_node("downloads", &id)

@@ -289,6 +289,18 @@ pub struct ListModelsResult {
     pub accelerators: Vec<Accelerator>,
     /// The models.
     pub models: Vec<StoredModel>,
+    /// Files in the store that no model lists (path from the store's root), which the
+    /// operator may remove to free space.
+    pub orphans: Vec<OrphanFile>,
+    /// Their bytes together.
+    pub orphan_bytes: u64,
+}
+
+/// A file in the model store no model lists.
+#[derive(JsonSchema)]
+pub struct OrphanFile {
+    pub path: String,
+    pub bytes: u64,
 }
 
 /// Whether a repo is gated, as the hub spells it.

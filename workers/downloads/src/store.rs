@@ -101,6 +101,9 @@ impl Verified {
     }
 }
 
+/// Directory entries [`Store::orphans`] reads at most.
+pub const SCAN_MAX: usize = 100_000;
+
 /// The store's root directory.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -256,6 +259,61 @@ impl Store {
             Ok(m) if m.is_file() => (m.len().min(file.size), false),
             _ => (0, false),
         }
+    }
+
+    /// Files in the store no model lists (a file of a variant since removed from its
+    /// manifest, a copy put there by hand, the partial download of such a file): each as
+    /// (path from the store's root, bytes). The model directories are walked without
+    /// following links, at most [`SCAN_MAX`] entries; manifests, `.part` files and range maps of
+    /// listed files, and temp files are not orphans.
+    pub fn orphans(&self) -> Vec<(String, u64)> {
+        let mut listed: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+        let mut dirs: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
+        for (dir, m) in self.manifests() {
+            for f in &m.files {
+                let path = dir.join(&f.name);
+                listed.insert(part_path(&dir, &f.name));
+                listed.insert(PathBuf::from(format!("{}.part.ranges", path.display())));
+                listed.insert(path);
+            }
+            dirs.insert(dir);
+        }
+        let mut out = Vec::new();
+        let mut seen = 0usize;
+        let mut stack: Vec<PathBuf> = dirs.into_iter().collect();
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                seen += 1;
+                if seen > SCAN_MAX {
+                    return out;
+                }
+                let path = e.path();
+                let name = e.file_name().to_string_lossy().to_string();
+                let Ok(kind) = e.file_type() else { continue };
+                if kind.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let ours = (name.starts_with(".toolvisor-model-") && name.ends_with(".json"))
+                    || name.starts_with(".tmp")
+                    || listed.contains(&path);
+                if ours || !kind.is_file() {
+                    continue;
+                }
+                let bytes = e.metadata().map_or(0, |m| m.len());
+                let shown = path
+                    .strip_prefix(&self.root)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
+                out.push((shown, bytes));
+            }
+        }
+        out.sort();
+        out
     }
 
     /// Every manifest in the store.

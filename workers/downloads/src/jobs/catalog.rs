@@ -52,11 +52,18 @@ impl Downloads {
                 })
             })
             .collect();
+        let store = self.store.clone();
+        let orphans = tokio::task::spawn_blocking(move || store.orphans())
+            .await
+            .unwrap_or_default();
+        let orphan_bytes: u64 = orphans.iter().map(|(_, b)| b).sum();
         json!({
             "store": self.store.root().display().to_string(),
             "memory": memory.map(|m| json!({"total_bytes": m.total, "available_bytes": m.available})),
             "accelerators": accelerators.iter().map(|a| a.to_json()).collect::<Vec<_>>(),
             "models": models,
+            "orphans": orphans.iter().map(|(p, b)| json!({"path": p, "bytes": b})).collect::<Vec<_>>(),
+            "orphan_bytes": orphan_bytes,
         })
     }
 
