@@ -144,6 +144,21 @@ fn naming_one_shard_downloads_all_three_as_one_job() {
         "{models}"
     );
     assert_eq!(models["orphan_bytes"], 5, "{models}");
+    // delete_model removes the model's files and manifest, and nothing else.
+    let deleted = d.ok("c", "delete_model", json!({"model": REPO}));
+    assert_eq!(deleted["files_removed"], 3, "{deleted}");
+    assert_eq!(deleted["bytes_freed"], 3 * SHARD as u64, "{deleted}");
+    for name in &shards {
+        assert!(!model_dir(&d, REPO).join(name).exists());
+    }
+    assert!(
+        model_dir(&d, REPO).join("stray.bin").exists(),
+        "not the model's"
+    );
+    let models = d.ok("c", "list_models", json!({}));
+    assert_eq!(models["models"], json!([]), "{models}");
+    let e = err(&d, "delete_model", json!({"model": REPO}));
+    assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
     // The job is a node under the downloads supervisor.
     let node = d
         .tree_node("downloads", &id)
@@ -686,6 +701,10 @@ fn a_finished_job_shows_done_after_a_restart_whatever_the_store_holds_since() {
     wait_for("the new download stalled", Duration::from_secs(60), || {
         hub.stalled().then_some(())
     });
+    // A model being downloaded is not deleted under its job.
+    let busy = err(&d, "delete_model", json!({"model": REPO}));
+    assert_eq!(busy.kind, ErrorKind::Busy, "{busy}");
+    assert!(busy.hint.contains(second.as_str()), "{busy}");
     d.ok("c", "cancel_download", json!({"job_id": second}));
     hub.release();
     d.stop();

@@ -68,6 +68,13 @@ fn load_ready_completion_usage_counted_per_model_and_day_then_unload() {
     let models = d.ok("c", "list_models", json!({}));
     assert_eq!(models["models"][0]["load_state"], "ready", "{models}");
     assert_eq!(models["models"][0]["alias"], "tiny", "{models}");
+    // A model the pool serves is not deleted under it: the refusal names the alias.
+    let busy = err(&d, "delete_model", json!({"model": "tester/tiny"}));
+    assert_eq!(busy.kind, ErrorKind::Busy, "{busy}");
+    assert!(
+        busy.hint.contains("unload_model") && busy.message.contains("tiny"),
+        "{busy}"
+    );
 
     let listed = request(&endpoint(&d), "GET", "/v1/models", None).json();
     assert_eq!(listed["data"][0]["id"], "tiny", "{listed}");

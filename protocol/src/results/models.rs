@@ -296,6 +296,20 @@ pub struct ListModelsResult {
     pub orphan_bytes: u64,
 }
 
+/// The result of `delete_model`.
+#[derive(JsonSchema)]
+pub struct DeleteModelResult {
+    /// `owner/name@revision:variant`.
+    pub model: String,
+    /// Its directory in the store.
+    pub path: String,
+    /// Files removed (its files, their partial downloads and range maps).
+    pub files_removed: u64,
+    pub bytes_freed: u64,
+    /// Its files another variant in the same directory lists too, left in place.
+    pub kept: Vec<String>,
+}
+
 /// A file in the model store no model lists.
 #[derive(JsonSchema)]
 pub struct OrphanFile {

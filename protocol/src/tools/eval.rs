@@ -25,7 +25,7 @@ pub struct EvalArgs {
     /// Default: python.
     pub language: Option<EvalLanguage>,
     pub reset: Option<bool>,
-    /// Seconds without output (default 300; at most [kernels] inactivity_max_s, 3600).
+    /// Seconds without output (default 300, max 3600).
     #[schemars(range(min = 1, max = 86_400))]
     pub timeout_s: Option<u64>,
 }

@@ -97,7 +97,7 @@ pub struct LspArgs {
     /// Skip this many (next_offset).
     #[schemars(range(min = 0, max = 1_000_000))]
     pub offset: Option<u64>,
-    /// symbols outline: nesting levels shown (0: top level, members counted).
+    /// symbols outline: levels shown (default 0).
     #[schemars(range(min = 0, max = 16))]
     pub depth: Option<u64>,
 }

@@ -28,6 +28,14 @@ pub struct CancelDownloadArgs {
     pub job_id: String,
 }
 
+/// `delete_model {model}`: remove a stored model's files.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteModelArgs {
+    /// As list_models names it.
+    pub model: String,
+}
+
 /// `list_models {}`: the models in the local store.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -37,7 +37,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "debug",
             Tier::Exec,
             "debug_adapters",
-            "Debug a program with a real adapter (debugpy .py, lldb-dap native, delve .go), one session per conversation; breakpoints may precede launch.",
+            "Debug a program (debugpy .py, lldb-dap native, delve .go), one session per conversation; breakpoints may precede launch.",
             |s, ctx, a: DebugArgs| Box::pin(run(&s.debug, ctx, a)),
         ).open_world()
         .serial()

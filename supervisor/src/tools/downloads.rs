@@ -1,5 +1,5 @@
 //! The model tools' handlers (`download_model`, `list_downloads`, `cancel_download`,
-//! `list_models`, `search_huggingface_models`) and their declaration; the work is in
+//! `delete_model`, `list_models`, `search_huggingface_models`) and their declaration; the work is in
 //! `toolvisor-downloads`. `download_model` answers once its job is registered (start, then
 //! poll with `list_downloads`).
 
@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 use toolvisor_downloads::Downloads;
+use toolvisor_protocol::error::ErrorKind;
 use toolvisor_protocol::error::ToolError;
 use toolvisor_protocol::tools::{
-    CancelDownloadArgs, DownloadModelArgs, ListDownloadsArgs, ListModelsArgs, SearchModelsArgs,
+    CancelDownloadArgs, DeleteModelArgs, DownloadModelArgs, ListDownloadsArgs, ListModelsArgs,
+    SearchModelsArgs,
 };
 
 use super::{CallCtx, Services};
@@ -47,6 +49,41 @@ async fn cancel_download(
     Ok(downloads.cancel(&a.job_id).await?)
 }
 
+/// `delete_model`: refused while the inference pool serves the model (unload it first) or a
+/// download job of it runs; else its files go.
+async fn delete_model(s: &Services, ctx: &CallCtx, a: DeleteModelArgs) -> Result<Json, ToolError> {
+    let downloads = manager(s, "delete_model")?.clone();
+    let (dir, manifest) = downloads.find_stored(&a.model)?;
+    if let Some(pool) = &s.inference
+        && let Some((alias, state)) = pool
+            .load_state(&manifest.repo, &manifest.revision, &manifest.variant)
+            .await
+        && !matches!(state, "unloaded" | "failed")
+    {
+        return Err(ToolError::new(
+            ErrorKind::Busy,
+            format!("{} is {state} as {alias:?} in the inference pool", a.model),
+            format!("unload_model {{\"alias\": \"{alias}\"}} first, then delete it"),
+        ));
+    }
+    tracing::info!(
+        conversation = ctx.conversation,
+        call = ctx.id,
+        model = a.model,
+        "delete_model"
+    );
+    let answer = tokio::task::spawn_blocking(move || downloads.delete_stored(&dir, &manifest))
+        .await
+        .map_err(|e| {
+            ToolError::new(
+                ErrorKind::Internal,
+                format!("delete_model: {e}"),
+                "try again",
+            )
+        })??;
+    Ok(answer)
+}
+
 /// The store's models, with their load state from the inference pool when it runs.
 async fn list_models(s: &Services) -> Result<Json, ToolError> {
     let models = manager(s, "list_models")?.models().await;
@@ -76,7 +113,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "download_model",
             Tier::Write,
             "downloads",
-            "Download a model variant from the hub to the local store in the background; poll list_downloads.",
+            "Download a model variant from the hub to the store in the background; poll list_downloads.",
             |s, ctx, a| Box::pin(download_model(s, ctx, a)),
         ).returns::<toolvisor_protocol::results::DownloadModelResult>()
         .additive().idempotent(true).open_world()
@@ -106,6 +143,14 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             |s, _, _: ListModelsArgs| Box::pin(list_models(s)),
         )
         .returns::<toolvisor_protocol::results::ListModelsResult>(),
+        ToolSpec::new(
+            "delete_model",
+            Tier::Write,
+            "downloads",
+            "Remove a stored model from the store.",
+            |s, ctx, a| Box::pin(delete_model(s, ctx, a)),
+        ).returns::<toolvisor_protocol::results::DeleteModelResult>()
+        .approval(Approval::Always),
         ToolSpec::new(
             "search_huggingface_models",
             Tier::Read,

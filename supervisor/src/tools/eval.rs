@@ -109,7 +109,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "eval",
             Tier::Exec,
             "kernels",
-            "Run a cell in this conversation's persistent Python, JavaScript or TypeScript kernel; figures come back; tool(name, args) calls these tools.",
+            "Run a cell in this conversation's persistent Python, JavaScript or TypeScript kernel; figures come back; tool(name, args) calls tools.",
             |s, ctx, a| Box::pin(async move { run(&EvalTools::of(s, ctx), ctx, a).await }),
         )
         .open_world()

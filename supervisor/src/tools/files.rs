@@ -676,7 +676,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "find",
             Tier::Read,
             "files",
-            "Find files by glob (`*.rs` names, `src/**/*.rs` paths), skipping ignored and hidden ones unless asked.",
+            "Find files by glob (`*.rs` names, `src/**/*.rs` paths); ignored and hidden ones only if asked.",
             |s, ctx, a| Box::pin(async move { run_find(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::FindResult>(),

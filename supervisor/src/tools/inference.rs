@@ -66,7 +66,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "load_model",
             Tier::Write,
             "inference",
-            "Serve a stored model behind the daemon's OpenAI-compatible endpoint; poll get_inference_status until ready.",
+            "Serve a stored model on the OpenAI-compatible endpoint; poll get_inference_status until ready.",
             |s, ctx, a| Box::pin(load_model(s, ctx, a)),
         ).returns::<toolvisor_protocol::results::LoadModelResult>()
         .additive().idempotent(true)

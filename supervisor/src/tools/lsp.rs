@@ -181,7 +181,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "lsp",
             Tier::Read,
             "language_servers",
-            "Language-server queries at a 1-based line and a symbol substring on it; diagnostics of \"*\" is the project; check_edit previews an edit's diagnostics.",
+            "Language-server queries at a 1-based line and a symbol on it; diagnostics of \"*\": the project; check_edit: an edit's diagnostics.",
             |s, ctx, a| Box::pin(async move { lsp(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Ops(&[LspOp::Trust]))
@@ -204,7 +204,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "lsp_edit",
             Tier::Write,
             "language_servers",
-            "Edit through the language server, all files or none: a code action, a symbol's body, lines around a symbol, format.",
+            "Edit through the language server, all files or none: a code action, a symbol's body, lines around it, format.",
             |s, ctx, a| Box::pin(async move { edit(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always)

@@ -562,7 +562,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "ast_edit",
             Tier::Write,
             "structural",
-            "Stage a structural rewrite (an ast-grep pattern to a template); returns an edit_id and a diff for resolve.",
+            "Stage a structural rewrite (ast-grep pattern to template); returns an edit_id and a diff for resolve.",
             |s, ctx, a| Box::pin(async move { ast_edit(&StructuralTools::of(s), ctx, a).await }),
         ).additive()
         .returns::<toolvisor_protocol::results::AstEditResult>()

@@ -121,6 +121,12 @@ pub enum DownloadError {
     /// No job with that id.
     #[error("no download job {0:?}")]
     NoJob(String),
+    /// No stored model by that name, or more than one.
+    #[error("{0}")]
+    NotStored(String),
+    /// The model is in use: a download job of it has not ended, or it is loaded.
+    #[error("{what}")]
+    InUse { what: String, hint: String },
 }
 
 /// The longest `Retry-After` waited for before one more try; a hub asking more is waited
@@ -236,6 +242,11 @@ impl From<DownloadError> for ToolError {
                 ErrorKind::NotFound,
                 "list_downloads shows the jobs and their ids".to_string(),
             ),
+            DownloadError::NotStored(_) => (
+                ErrorKind::NotFound,
+                "name a model as list_models shows it (owner/name, with @REVISION or :VARIANT when the store has several)".to_string(),
+            ),
+            DownloadError::InUse { hint, .. } => (ErrorKind::Busy, hint.clone()),
         };
         ToolError::new(kind, message, hint)
     }

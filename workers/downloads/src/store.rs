@@ -201,6 +201,16 @@ impl Store {
             .map_err(|e| DownloadError::io("cannot write", &path, e))
     }
 
+    /// Remove `m`'s manifest (its model is gone).
+    pub fn remove_manifest(&self, m: &Manifest) -> Result<(), DownloadError> {
+        let path = self.manifest_path(&m.repo, &m.revision, &m.variant);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(DownloadError::io("cannot remove", &path, e)),
+        }
+    }
+
     /// The manifest of `variant`, if there is one.
     pub fn read_manifest(&self, repo: &str, revision: &str, variant: &str) -> Option<Manifest> {
         let bytes = std::fs::read(self.manifest_path(repo, revision, variant)).ok()?;

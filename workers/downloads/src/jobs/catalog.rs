@@ -2,14 +2,143 @@
 //! model's size, files, completeness and fit on this machine's memory and accelerators) and
 //! `search_huggingface_models`.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Value as Json, json};
 
-use super::Downloads;
+use super::{Downloads, lock};
 use crate::error::DownloadError;
 use crate::store::Manifest;
 use crate::{choose, fit};
 
 impl Downloads {
+    /// The stored model `name` names, as `list_models` shows names (`owner/name`, with
+    /// `@REVISION` or `:VARIANT` when the store has several), complete or not.
+    pub fn find_stored(&self, name: &str) -> Result<(PathBuf, Manifest), DownloadError> {
+        let manifests = self.store.manifests();
+        let all: Vec<&Manifest> = manifests.iter().map(|(_, m)| m).collect();
+        let found: Vec<&(PathBuf, Manifest)> = manifests
+            .iter()
+            .filter(|(_, m)| crate::store::names(m, name))
+            .collect();
+        let listed = || {
+            let names: Vec<String> = all
+                .iter()
+                .map(|m| crate::store::short_name(m, &all))
+                .collect();
+            match names.is_empty() {
+                true => "the store holds no model".to_string(),
+                false => format!("the store has: {}", names.join(", ")),
+            }
+        };
+        match found.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(DownloadError::NotStored(format!(
+                "no stored model is named {name:?} ({})",
+                listed()
+            ))),
+            many => {
+                let names: Vec<String> = many
+                    .iter()
+                    .map(|(_, m)| crate::store::short_name(m, &all))
+                    .collect();
+                Err(DownloadError::NotStored(format!(
+                    "{name:?} names {} stored models: {}; name one",
+                    many.len(),
+                    names.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// `delete_model`: remove the stored model in `dir` of `manifest` — its files that no
+    /// other model of the directory lists, their partial downloads and range maps, its
+    /// manifest, and the directories left empty. Refused while a download job of it has not
+    /// ended (the caller refuses a loaded one). Blocking file work: call it off the async
+    /// threads.
+    pub fn delete_stored(&self, dir: &Path, manifest: &Manifest) -> Result<Json, DownloadError> {
+        let running: Vec<String> = lock(&self.jobs)
+            .values()
+            .filter_map(|j| {
+                let r = lock(&j.record);
+                (r.state.unfinished()
+                    && r.repo == manifest.repo
+                    && r.revision == manifest.revision
+                    && r.variant == manifest.variant)
+                    .then(|| r.id.clone())
+            })
+            .collect();
+        if !running.is_empty() {
+            return Err(DownloadError::InUse {
+                what: format!(
+                    "{}@{}:{} is being downloaded ({})",
+                    manifest.repo,
+                    manifest.revision,
+                    manifest.variant,
+                    running.join(", ")
+                ),
+                hint: format!(
+                    "cancel_download {{\"job_id\": \"{}\"}} first, then delete it",
+                    running[0]
+                ),
+            });
+        }
+        let _held = lock(&self.manifests);
+        let others: std::collections::HashSet<String> = self
+            .store
+            .manifests()
+            .into_iter()
+            .filter(|(d, m)| d == dir && m.variant != manifest.variant)
+            .flat_map(|(_, m)| m.files.into_iter().map(|f| f.name))
+            .collect();
+        let (mut removed, mut freed, mut kept) = (0u64, 0u64, Vec::new());
+        for f in &manifest.files {
+            if others.contains(&f.name) {
+                kept.push(f.name.clone());
+                continue;
+            }
+            let path = dir.join(&f.name);
+            for p in [
+                path.clone(),
+                crate::store::part_path(dir, &f.name),
+                PathBuf::from(format!("{}.part.ranges", path.display())),
+            ] {
+                if let Ok(m) = std::fs::symlink_metadata(&p)
+                    && m.is_file()
+                {
+                    std::fs::remove_file(&p)
+                        .map_err(|e| DownloadError::io("cannot remove", &p, e))?;
+                    removed += 1;
+                    freed += m.len();
+                }
+            }
+        }
+        self.store.remove_manifest(manifest)?;
+        // Directories left empty, from the files' own up to the repo's.
+        let repo_dir = dir.parent().map(Path::to_path_buf);
+        let mut emptied: Vec<PathBuf> = manifest
+            .files
+            .iter()
+            .filter_map(|f| dir.join(&f.name).parent().map(Path::to_path_buf))
+            .collect();
+        emptied.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        emptied.dedup();
+        for d in emptied
+            .iter()
+            .chain([dir.to_path_buf()].iter())
+            .chain(repo_dir.iter())
+        {
+            let _ = std::fs::remove_dir(d);
+        }
+        Ok(json!({
+            "model": format!("{}@{}:{}", manifest.repo, manifest.revision, manifest.variant),
+            "path": dir.display().to_string(),
+            "files_removed": removed,
+            "bytes_freed": freed,
+            "kept": kept,
+        }))
+    }
+
     fn memory(&self) -> Option<fit::Memory> {
         fit::read_memory(&self.config.meminfo)
     }
