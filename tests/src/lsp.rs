@@ -88,6 +88,19 @@ pub fn enlist_package(modules: usize, module: impl Fn(usize) -> String) -> tempf
     dir
 }
 
+/// Asserts that a partial answer names each of `places` (`file:line`) in its
+/// `partial_reason` and its text: the uses the server could not see.
+pub fn names_each(v: &Json, places: &[String]) {
+    let reason = v["partial_reason"].as_str().unwrap_or("");
+    let text = v["text"].as_str().unwrap_or("");
+    for place in places {
+        assert!(
+            reason.contains(place.as_str()) && text.contains(place.as_str()),
+            "{place} holds the name the server did not report; the answer does not name it: {v}"
+        );
+    }
+}
+
 pub fn write(root: &Path, path: &str, content: &str) {
     let p = root.join(path);
     if let Some(parent) = p.parent() {

@@ -494,12 +494,7 @@ fn a_model_that_fits_an_accelerator_is_loaded_with_every_layer_offloaded() {
     // offload flag and runs on the CPU: the flag is what is checked.
     let path =
         toolvisor_tests::inference::fake_nvidia_smi(dir.path(), "NVIDIA Fake L4, 8192, 8000");
-    let py = toolvisor_tests::inference::python().display().to_string();
-    let cfg = format!(
-        "[models]\nstore = {:?}\n[inference]\ncommands.gguf = [{py:?}, \"-m\", \"llama_cpp.server\", \"--model\", \"{{path}}\", \"--host\", \"127.0.0.1\", \"--port\", \"{{port}}\", \"--n_ctx\", \"{{context}}\", \"--model_alias\", \"{{alias}}\", \"--n_gpu_layers\", \"{{gpu_layers}}\"]\n[testing]\naccelerator_roots = {:?}\n",
-        store.display().to_string(),
-        dir.path().join("none").display().to_string()
-    );
+    let cfg = offload_config(&store, &dir.path().join("none"));
     let d = TestDaemon::start_with_env(dir, &cfg, &[("PATH", &path)]);
     let loaded = d.ok(
         "c",
@@ -512,18 +507,7 @@ fn a_model_that_fits_an_accelerator_is_loaded_with_every_layer_offloaded() {
         "{loaded}"
     );
     assert_eq!(loaded["fit"], "fits", "{loaded}");
-    let ready = wait_state(&d, "tiny", "ready", READY);
-    let pid = ready["pid"].as_u64().unwrap();
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    let args: Vec<String> = cmdline
-        .split(|b| *b == 0)
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
-    let at = args
-        .iter()
-        .position(|a| a == "--n_gpu_layers")
-        .unwrap_or_else(|| panic!("{args:?}"));
-    assert_eq!(args[at + 1], "999", "{args:?}");
+    assert_eq!(offloaded(&d, "tiny"), "999");
 }
 
 /// The gguf command of these tests: llama-cpp-python's server with the offload flag.

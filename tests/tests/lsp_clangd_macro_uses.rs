@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{lsp_config, ok_in, project, require, write};
+use toolvisor_tests::lsp::{lsp_config, names_each, ok_in, project, require, write};
 
 /// `file:line` of every line of the C files under `root` holding `word` as a whole word.
 fn whole_word_lines(root: &Path, word: &str) -> Vec<String> {
@@ -60,17 +60,6 @@ fn c_project() -> tempfile::TempDir {
         &serde_json::to_string(&db).unwrap(),
     );
     p
-}
-
-fn names_each(v: &Value, places: &[String]) {
-    let reason = v["partial_reason"].as_str().unwrap_or("");
-    let text = v["text"].as_str().unwrap_or("");
-    for place in places {
-        assert!(
-            reason.contains(place.as_str()) && text.contains(place.as_str()),
-            "{place} holds the name the server did not report; the answer does not name it: {v}"
-        );
-    }
 }
 
 #[test]

@@ -7,9 +7,9 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
+use toolvisor_tests::lsp::{lsp_config, names_each, ok_in, project, require};
 
 const CARGO: &str = "[package]\nname = \"bufs\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[features]\nextra = []\n\n[workspace]\n";
 
@@ -44,17 +44,6 @@ fn whole_word_lines(root: &Path, word: &str) -> Vec<String> {
         })
         .map(|(i, _)| format!("src/lib.rs:{}", i + 1))
         .collect()
-}
-
-fn names_each(v: &Value, places: &[String]) {
-    let reason = v["partial_reason"].as_str().unwrap_or("");
-    let text = v["text"].as_str().unwrap_or("");
-    for place in places {
-        assert!(
-            reason.contains(place.as_str()) && text.contains(place.as_str()),
-            "{place} holds the name the server did not report; the answer does not name it: {v}"
-        );
-    }
 }
 
 #[test]
