@@ -87,6 +87,45 @@ impl LanguageServers {
         }
         (!gaps.is_empty()).then(|| gaps.join("; "))
     }
+
+    /// What an answer about `word` asked from `opened` may miss, as one reason: the index's
+    /// gaps ([`LanguageServers::index_gap`], its stubs left to the scan) and the uses the
+    /// server cannot see (`hidden_uses::gap`, given the answer's own lines `seen`, `missed`
+    /// saying what a miss means, `calls` for a call hierarchy's callers).
+    pub(crate) async fn use_gap(
+        &self,
+        ctx: &crate::ops::CallCtx,
+        opened: &crate::ops::Opened,
+        word: &str,
+        seen: std::collections::HashSet<(std::path::PathBuf, u32)>,
+        missed: &str,
+        calls: bool,
+    ) -> Option<String> {
+        let gap = self
+            .index_gap(
+                &ctx.workdir,
+                &opened.shared,
+                &opened.path,
+                Some(word),
+                false,
+                true,
+            )
+            .await;
+        let hidden = crate::hidden_uses::gap(
+            ctx,
+            self,
+            &opened.shared,
+            crate::hidden_uses::Question {
+                asked: &opened.path,
+                word,
+                seen,
+                missed,
+                calls,
+            },
+        )
+        .await;
+        crate::hidden_uses::join(gap, hidden)
+    }
 }
 
 /// What toolvisor knows the server's index misses, whatever the project's state on disk.

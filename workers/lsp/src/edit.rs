@@ -472,7 +472,8 @@ impl LanguageServers {
             };
             if let Some(e) = refused {
                 let e =
-                    crate::hidden_uses::explain_switched_off(&opened.shared, &opened.path, e).await;
+                    crate::hidden_uses::explain_switched_off(ctx, &opened.shared, &opened.path, e)
+                        .await;
                 return Err(e);
             }
         }
@@ -495,29 +496,15 @@ impl LanguageServers {
         }
         // A server whose index misses files renames only where it looked: say so.
         let gap = self
-            .index_gap(
-                &ctx.workdir,
-                &opened.shared,
-                &opened.path,
-                Some(&word),
+            .use_gap(
+                ctx,
+                &opened,
+                &word,
+                edit_lines(&edit),
+                "the rename does not change them: edit them by hand",
                 false,
-                true,
             )
             .await;
-        let hidden = crate::hidden_uses::gap(
-            ctx,
-            self,
-            &opened.shared,
-            crate::hidden_uses::Question {
-                asked: &opened.path,
-                word: &word,
-                seen: edit_lines(&edit),
-                missed: "the rename does not change them: edit them by hand",
-                calls: false,
-            },
-        )
-        .await;
-        let gap = crate::hidden_uses::join(gap, hidden);
         if dry_run {
             let _sync = opened.shared.sync_lock.lock().await;
             let changes = plan_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;

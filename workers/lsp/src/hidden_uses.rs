@@ -6,9 +6,12 @@
 //! spelling) or in a preprocessor branch that is off in this build is neither listed nor
 //! renamed, and the answer looked complete while the macro still called the old name.
 //! rust-analyzer likewise does not list uses inside a `macro_rules!` body or under a
-//! `#[cfg(…)]` that is off (a feature not enabled): see [`rust`].
+//! `#[cfg(…)]` that is off (a feature not enabled): see [`rust`]; pyright misses uses that
+//! went through a `.pyi` stub when asked from the `.py` side ([`python`]), and
+//! typescript-language-server the projects nested in its root ([`typescript`]). Each is a
+//! [`Hider`]; [`gap`] picks the server's and words its answer.
 //!
-//! A cheap text scan finds the candidates. For C and C++: every whole-word occurrence of the
+//! A cheap text scan finds the candidates. For C and C++ ([`CHider`]): every whole-word occurrence of the
 //! identifier in code (comments and literals left out) inside a `#define` body (with its
 //! continuation lines) or inside a conditional branch (`#if`, `#ifdef`, `#ifndef`, `#elif`,
 //! `#else`; an include guard is not one). The candidates the server did not report are the
@@ -65,6 +68,23 @@ pub trait Hider {
     }
 }
 
+/// The directories a scan does not enter: hidden ones, `node_modules`, `target`, `venv`,
+/// `__pycache__`.
+fn skip_dir(name: &str) -> bool {
+    name.starts_with('.') || ["node_modules", "target", "venv", "__pycache__"].contains(&name)
+}
+
+/// Whether a file ending in `extension` stands under `root` where a scan looks: a directory
+/// walk, no file read, stopped at the first.
+fn any_file(root: &Path, extension: &str) -> bool {
+    let mut found = false;
+    crate::dependents::each_source_file(root, &[extension.to_string()], skip_dir, |_| {
+        found = true;
+        ControlFlow::Break(())
+    });
+    found
+}
+
 /// The hidden uses `hider` finds in the files under `root` ending in one of `extensions`,
 /// less those in `seen` (file, 1-based line) and those in files `readable` refuses. Hidden
 /// directories, `node_modules`, `target`, `venv` and `__pycache__` are skipped; special files
@@ -78,9 +98,6 @@ pub fn scan(
 ) -> Hidden {
     let mut found = Hidden::default();
     let mut files = 0usize;
-    let skip_dir = |name: &str| {
-        name.starts_with('.') || ["node_modules", "target", "venv", "__pycache__"].contains(&name)
-    };
     crate::dependents::each_source_file(root, extensions, skip_dir, |e| {
         files += 1;
         if files > FILES_MAX {
@@ -492,6 +509,11 @@ pub(crate) async fn gap(
     let stubs = blind_to.is_empty();
     let (root, ctx_owned) = (shared.root.clone(), ctx.clone());
     let (found, ask_at) = tokio::task::spawn_blocking(move || {
+        // pyright resolves through stubs only where there are some: a project without a
+        // `.pyi` has no place to find, and its Python files are not read.
+        if stubs && !any_file(&root, "pyi") {
+            return (Hidden::default(), None);
+        }
         let found = scan(&root, &extensions, hider.as_mut(), &seen, &|p| {
             ctx_owned.may_read(p)
         });
@@ -553,6 +575,7 @@ pub(crate) async fn gap(
 /// by a `#[cfg(…)]` (rust-analyzer then knows nothing in it: "No references found at
 /// position", "not a function"); else as it is.
 pub(crate) async fn explain_switched_off(
+    ctx: &CallCtx,
     shared: &ServerShared,
     path: &Path,
     error: ToolError,
@@ -560,18 +583,15 @@ pub(crate) async fn explain_switched_off(
     if !shared.flavor.rust_analyzer {
         return error;
     }
-    let (file, root) = (path.to_path_buf(), shared.root.clone());
-    let Ok(Some(declared)) =
-        tokio::task::spawn_blocking(move || rust::switched_off(&file, &root)).await
+    let (file, root, ctx_owned) = (path.to_path_buf(), shared.root.clone(), ctx.clone());
+    let Ok(Some(declared)) = tokio::task::spawn_blocking(move || {
+        rust::switched_off(&file, &root, &|p| ctx_owned.may_read(p))
+    })
+    .await
     else {
         return error;
     };
-    let shown = |p: &Path| {
-        p.strip_prefix(&shared.root)
-            .unwrap_or(p)
-            .display()
-            .to_string()
-    };
+    let shown = |p: &Path| crate::render::show_path(p, &shared.root);
     ToolError::new(
         error.kind,
         format!(
@@ -626,6 +646,22 @@ mod tests {
             vec![9, 10],
             "in assert and DEBUGLOG, not in TWICE or the signature"
         );
+    }
+
+    #[test]
+    fn a_stub_is_looked_for_where_a_scan_looks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
+        std::fs::create_dir_all(root.join("venv/lib")).unwrap();
+        std::fs::write(root.join("venv/lib/typing.pyi"), "").unwrap();
+        assert!(
+            !any_file(root, "pyi"),
+            "a virtualenv's stubs are not the project's"
+        );
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        std::fs::write(root.join("pkg/__init__.pyi"), "").unwrap();
+        assert!(any_file(root, "pyi"));
     }
 
     #[test]

@@ -156,9 +156,13 @@ impl LanguageServers {
                 format!("{here} is not a function or method the server can show calls of"),
                 "point at the name of a function, method or constructor (its definition or a call)",
             );
-            return Err(
-                crate::hidden_uses::explain_switched_off(&opened.shared, &opened.path, e).await,
-            );
+            return Err(crate::hidden_uses::explain_switched_off(
+                ctx,
+                &opened.shared,
+                &opened.path,
+                e,
+            )
+            .await);
         };
         let incoming = self
             .request(
@@ -192,29 +196,16 @@ impl LanguageServers {
         // see (a module switched off, a macro, a nested project), make them partial.
         let word = position::word_at(&src, byte, symbol.len());
         let gap = self
-            .index_gap(
-                &ctx.workdir,
-                &opened.shared,
-                &opened.path,
-                Some(word),
-                false,
+            .use_gap(
+                ctx,
+                &opened,
+                word,
+                call_sites(&item, &incoming),
+                "read them (or grep) before relying on the incoming calls",
                 true,
             )
             .await;
-        let hidden = crate::hidden_uses::gap(
-            ctx,
-            self,
-            &opened.shared,
-            crate::hidden_uses::Question {
-                asked: &opened.path,
-                word,
-                seen: call_sites(&item, &incoming),
-                missed: "read them (or grep) before relying on the incoming calls",
-                calls: true,
-            },
-        )
-        .await;
-        crate::coverage::mark_coverage(&mut answer, crate::hidden_uses::join(gap, hidden));
+        crate::coverage::mark_coverage(&mut answer, gap);
         Ok(answer)
     }
 

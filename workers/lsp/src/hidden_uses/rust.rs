@@ -152,8 +152,9 @@ impl Hider for RustHider {
 
 /// The file that declares the module `path` under a `#[cfg(…)]` (so that it is out of the
 /// build when the cfg is off), looking up from `path` through the modules that declare it,
-/// within `root`. Reads a few files: call it off the async threads.
-pub fn switched_off(path: &Path, root: &Path) -> Option<PathBuf> {
+/// within `root`, reading only the files `readable` allows. Reads a few files: call it off
+/// the async threads.
+pub fn switched_off(path: &Path, root: &Path, readable: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
     let mut module = path.to_path_buf();
     for _ in 0..8 {
         let stem = module.file_stem()?.to_str()?.to_string();
@@ -170,7 +171,7 @@ pub fn switched_off(path: &Path, root: &Path) -> Option<PathBuf> {
             decl_dir.with_extension("rs"),
         ];
         let mut declared_in = None;
-        for c in candidates.iter().filter(|c| **c != module) {
+        for c in candidates.iter().filter(|c| **c != module && readable(c)) {
             let Ok(text) = toolvisor_kit::special::read_to_string(c) else {
                 continue;
             };
@@ -592,14 +593,17 @@ fn run() {
         std::fs::write(src.join("heap/inner.rs"), "").unwrap();
         std::fs::write(src.join("built.rs"), "").unwrap();
         assert_eq!(
-            switched_off(&src.join("heap.rs"), dir.path()),
+            switched_off(&src.join("heap.rs"), dir.path(), &|_| true),
             Some(src.join("lib.rs"))
         );
         assert_eq!(
-            switched_off(&src.join("heap/inner.rs"), dir.path()),
+            switched_off(&src.join("heap/inner.rs"), dir.path(), &|_| true),
             Some(src.join("lib.rs"))
         );
-        assert_eq!(switched_off(&src.join("built.rs"), dir.path()), None);
+        assert_eq!(
+            switched_off(&src.join("built.rs"), dir.path(), &|_| true),
+            None
+        );
         assert_eq!(module_declared(" mod x { fn f() {} }"), None);
     }
 
