@@ -396,6 +396,40 @@ pub fn names(m: &Manifest, name: &str) -> bool {
         && variant.is_none_or(|v| v.eq_ignore_ascii_case(&m.variant))
 }
 
+/// Which of `models` (directory and manifest) `name` names: the one, or none or several,
+/// each with the names of those it is among (the shortest that picks each alone, as
+/// [`short_name`] gives them): the store's names for none, the candidates' for several.
+pub fn pick<'a>(
+    models: &[&'a (PathBuf, Manifest)],
+    name: &str,
+) -> Result<&'a (PathBuf, Manifest), Picked> {
+    let all: Vec<&Manifest> = models.iter().map(|(_, m)| m).collect();
+    let found: Vec<&'a (PathBuf, Manifest)> = models
+        .iter()
+        .copied()
+        .filter(|(_, m)| names(m, name))
+        .collect();
+    let shown = |of: &[&'a (PathBuf, Manifest)]| {
+        of.iter()
+            .map(|(_, m)| short_name(m, &all))
+            .collect::<Vec<_>>()
+    };
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(Picked::None(shown(models))),
+        many => Err(Picked::Several(shown(many))),
+    }
+}
+
+/// Why [`pick`] found no one model: the names to choose from.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Picked {
+    /// No model by that name; the names of all there are.
+    None(Vec<String>),
+    /// Several; their names.
+    Several(Vec<String>),
+}
+
 /// The shortest name that picks `m` alone among `all`: `repo`, `repo:variant`,
 /// `repo@revision`, else `repo@revision:variant`.
 pub fn short_name(m: &Manifest, all: &[&Manifest]) -> String {

@@ -23,26 +23,15 @@ pub fn resolve(store: &Store, model: &str) -> Result<(Manifest, PathBuf), Infere
                 .all(|f| store.present(dir, f, m.verified(&f.name)).1)
         })
         .collect();
-    let manifests: Vec<&Manifest> = complete.iter().map(|(_, m)| m).collect();
-    let found: Vec<&&(PathBuf, Manifest)> = complete
-        .iter()
-        .filter(|(_, m)| store::names(m, model))
-        .collect();
-    match found.as_slice() {
-        [] => Err(InferenceError::NotInStore {
+    match store::pick(&complete, model) {
+        Ok((dir, m)) => Ok((m.clone(), dir.clone())),
+        Err(store::Picked::None(have)) => Err(InferenceError::NotInStore {
             model: model.to_string(),
-            have: manifests
-                .iter()
-                .map(|m| store::short_name(m, &manifests))
-                .collect(),
+            have,
         }),
-        [(dir, m)] => Ok((m.clone(), dir.clone())),
-        many => Err(InferenceError::Ambiguous {
+        Err(store::Picked::Several(names)) => Err(InferenceError::Ambiguous {
             model: model.to_string(),
-            names: many
-                .iter()
-                .map(|(_, m)| store::short_name(m, &manifests))
-                .collect(),
+            names,
         }),
     }
 }

@@ -16,38 +16,21 @@ impl Downloads {
     /// `@REVISION` or `:VARIANT` when the store has several), complete or not.
     pub fn find_stored(&self, name: &str) -> Result<(PathBuf, Manifest), DownloadError> {
         let manifests = self.store.manifests();
-        let all: Vec<&Manifest> = manifests.iter().map(|(_, m)| m).collect();
-        let found: Vec<&(PathBuf, Manifest)> = manifests
-            .iter()
-            .filter(|(_, m)| crate::store::names(m, name))
-            .collect();
-        let listed = || {
-            let names: Vec<String> = all
-                .iter()
-                .map(|m| crate::store::short_name(m, &all))
-                .collect();
-            match names.is_empty() {
-                true => "the store holds no model".to_string(),
-                false => format!("the store has: {}", names.join(", ")),
-            }
-        };
-        match found.as_slice() {
-            [one] => Ok((*one).clone()),
-            [] => Err(DownloadError::NotStored(format!(
+        let all: Vec<&(PathBuf, Manifest)> = manifests.iter().collect();
+        match crate::store::pick(&all, name) {
+            Ok(found) => Ok(found.clone()),
+            Err(crate::store::Picked::None(have)) => Err(DownloadError::NotStored(format!(
                 "no stored model is named {name:?} ({})",
-                listed()
+                match have.is_empty() {
+                    true => "the store holds no model".to_string(),
+                    false => format!("the store has: {}", have.join(", ")),
+                }
             ))),
-            many => {
-                let names: Vec<String> = many
-                    .iter()
-                    .map(|(_, m)| crate::store::short_name(m, &all))
-                    .collect();
-                Err(DownloadError::NotStored(format!(
-                    "{name:?} names {} stored models: {}; name one",
-                    many.len(),
-                    names.join(", ")
-                )))
-            }
+            Err(crate::store::Picked::Several(names)) => Err(DownloadError::NotStored(format!(
+                "{name:?} names {} stored models: {}; name one",
+                names.len(),
+                names.join(", ")
+            ))),
         }
     }
 
