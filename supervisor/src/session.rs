@@ -24,7 +24,8 @@
 //! grows as bytes arrive, and an idle connection holds none; what every connection's buffer
 //! holds is charged to one daemon-wide budget (`max_partial_frame_bytes`, `FrameBudget`), and
 //! the connection that would pass it gets an `error` frame (`busy`, naming the key), its bytes
-//! given back, and is closed. A malformed frame is answered with an
+//! given back in the same atomic step as the refusal (so of connections refused at once the last
+//! one always goes on), and is closed. A malformed frame is answered with an
 //! `error` frame (or as its call's result, when the id can be read) and the connection stays open;
 //! an oversized length closes only that connection.
 //!
@@ -154,13 +155,29 @@ impl FrameBudget {
         FrameBudget { held, cap }
     }
 
-    /// Take `more` bytes of the budget; false (nothing taken) when that would pass the cap.
-    fn take(&self, more: usize) -> bool {
-        self.held
+    /// Take `more` bytes of the budget for a reader already holding `holds`; when that would
+    /// pass the cap, give its `holds` back instead, in the same atomic step, and answer false.
+    /// Refusal and give-back being one step is what lets some connection finish: of several
+    /// readers refused at once, the last one sees every other refused reader's bytes already
+    /// back, so a frame that fits the budget on its own is never refused for bytes that are
+    /// on their way out.
+    fn take_or_give_back(&self, more: usize, holds: usize) -> bool {
+        let mut taken = false;
+        let _ = self
+            .held
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                held.checked_add(more).filter(|&total| total <= self.cap)
-            })
-            .is_ok()
+                match held.checked_add(more).filter(|&total| total <= self.cap) {
+                    Some(total) => {
+                        taken = true;
+                        Some(total)
+                    }
+                    None => {
+                        taken = false;
+                        Some(held.saturating_sub(holds))
+                    }
+                }
+            });
+        taken
     }
 
     /// Take `more` bytes whatever the cap (the allocator rounded a capacity up).
@@ -227,7 +244,13 @@ impl FrameReader {
             self.half.readable().await?;
             let need = self.buf.len() + room;
             if need > self.buf.capacity() {
-                if need > self.charged && !self.budget.take(need - self.charged) {
+                if need > self.charged
+                    && !self
+                        .budget
+                        .take_or_give_back(need - self.charged, self.charged)
+                {
+                    // Its bytes are back in the budget already; the buffer follows.
+                    self.charged = 0;
                     return Ok(None);
                 }
                 self.charged = self.charged.max(need);
@@ -776,5 +799,36 @@ impl Session {
                 "answer bridge_call frames with bridge_result, or raise kernels.bridge_timeout_s",
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two readers refused at the same moment: the first one's bytes are back before the
+    /// second one asks, so the second goes on (the old take-then-release let both fail and
+    /// left no connection able to finish a frame that fits the budget).
+    #[test]
+    fn of_readers_refused_at_once_the_last_goes_on() {
+        let budget = FrameBudget::new(Arc::new(AtomicUsize::new(0)), 8);
+        assert!(budget.take_or_give_back(5, 0), "a holds 5");
+        assert!(budget.take_or_give_back(3, 0), "b holds 3");
+        assert!(!budget.take_or_give_back(1, 5), "a asks past the cap");
+        assert_eq!(
+            budget.held.load(Ordering::Acquire),
+            3,
+            "a's 5 went back with the refusal"
+        );
+        assert!(budget.take_or_give_back(1, 3), "b asks next and fits");
+        assert_eq!(budget.held.load(Ordering::Acquire), 4);
+    }
+
+    #[test]
+    fn a_frame_past_the_whole_budget_is_refused_even_alone() {
+        let budget = FrameBudget::new(Arc::new(AtomicUsize::new(0)), 8);
+        assert!(budget.take_or_give_back(6, 0));
+        assert!(!budget.take_or_give_back(3, 6));
+        assert_eq!(budget.held.load(Ordering::Acquire), 0);
     }
 }
