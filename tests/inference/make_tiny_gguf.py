@@ -34,10 +34,11 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--embd", type=int, default=64)
+    p.add_argument("--ctx", type=int, default=2048, help="the context length it declares")
     a = p.parse_args()
 
     rng = np.random.default_rng(a.seed)
-    n_embd, n_head, n_ff, n_ctx = a.embd, 4, a.embd * 2, 2048
+    n_embd, n_head, n_ff, n_ctx = a.embd, 4, a.embd * 2, a.ctx
 
     tokens = ["<unk>", "<s>", "</s>"]
     types = [gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL]

@@ -52,12 +52,25 @@ pub fn make_gguf(out: &Path, seed: u32) -> u64 {
 
 /// [`make_gguf`] with `layers` layers of width `embd` (8 layers of 512: about 85 MB).
 pub fn make_gguf_sized(out: &Path, seed: u32, layers: u32, embd: u32) -> u64 {
+    make_tiny(
+        out,
+        seed,
+        &["--layers", &layers.to_string(), "--embd", &embd.to_string()],
+    )
+}
+
+/// [`make_gguf`] declaring a context of `ctx` tokens (2048 by default).
+pub fn make_gguf_context(out: &Path, seed: u32, ctx: u32) -> u64 {
+    make_tiny(out, seed, &["--ctx", &ctx.to_string()])
+}
+
+fn make_tiny(out: &Path, seed: u32, args: &[&str]) -> u64 {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("inference/make_tiny_gguf.py");
     let o = Command::new(python())
         .arg(&script)
         .arg(out)
         .args(["--seed", &seed.to_string()])
-        .args(["--layers", &layers.to_string(), "--embd", &embd.to_string()])
+        .args(args)
         .output()
         .expect("run make_tiny_gguf.py");
     assert!(

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Value as Json, json};
 use toolvisor_protocol::ErrorKind;
 use toolvisor_protocol::wire::Outcome;
-use toolvisor_tests::inference::{llama_server_dir, make_gguf, put_in_store};
+use toolvisor_tests::inference::{llama_server_dir, make_gguf, make_gguf_context, put_in_store};
 use toolvisor_tests::{TestDaemon, wait_for};
 
 fn write(path: &Path, text: &str) {
@@ -29,10 +29,23 @@ const STORAGE: &str = "Backups rotate nightly onto the cold tier and are kept fo
 /// A daemon whose data hub embeds with `model` (the tiny GGUF is in its store as
 /// `tester/embed`), llama-server first on its PATH.
 fn start(model: Option<&str>) -> (TestDaemon, std::path::PathBuf) {
+    start_with(model, None, &[])
+}
+
+/// [`start`] with the tiny model declaring a context of `ctx` tokens (2048 without) and
+/// more documents in `docs`.
+fn start_with(
+    model: Option<&str>,
+    ctx: Option<u32>,
+    more: &[(&str, &str)],
+) -> (TestDaemon, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("models");
     let gguf = dir.path().join("tiny.gguf");
-    make_gguf(&gguf, 3);
+    match ctx {
+        Some(ctx) => make_gguf_context(&gguf, 3, ctx),
+        None => make_gguf(&gguf, 3),
+    };
     put_in_store(
         &store,
         "tester/embed",
@@ -60,6 +73,9 @@ fn start(model: Option<&str>) -> (TestDaemon, std::path::PathBuf) {
         &secret.join("pay.md"),
         "# Pay\n\nBackups of the payroll rotate nightly.\n",
     );
+    for (name, text) in more {
+        write(&docs.join(name), text);
+    }
     let path = format!(
         "{}:{}",
         llama_server_dir().display(),
@@ -239,4 +255,84 @@ fn a_model_the_store_lacks_is_said_with_the_store_hint() {
         "{e}"
     );
     assert!(e.hint.contains("download_model"), "{e}");
+}
+
+/// A section of about 900 characters of lowercase words: one chunk (under 1,000 characters)
+/// of about 900 tokens for the tiny model's letter-by-letter vocabulary, past llama-server's
+/// default batch of 512 tokens.
+fn long_section() -> String {
+    let words = ["quiet", "harbour", "lantern", "pebble", "meadow", "orchard"];
+    let text: Vec<&str> = (0..130).map(|i| words[i % words.len()]).collect();
+    let text = text.join(" ");
+    assert!(text.len() > 800 && text.len() < 1000, "{}", text.len());
+    format!("# Harbour notes\n\n{text}\n")
+}
+
+/// The hybrid answer once no chunk waits (`pending` 0), complete or not.
+fn settled(d: &TestDaemon, query: &str) -> Json {
+    wait_for(
+        "no chunk waiting for a vector",
+        Duration::from_secs(120),
+        || match hybrid(d, query) {
+            Outcome::Ok(v) if v.0["embedding"]["pending"] == 0 => Some(v.0),
+            Outcome::Ok(_) => None,
+            Outcome::Err(e) if e.kind == ErrorKind::NotReady => None,
+            Outcome::Err(e) => panic!("hybrid search failed: {e}\n{}", d.log_text()),
+        },
+    )
+}
+
+/// llama-server embeds a text in one physical batch, 512 tokens by default: a chunk longer
+/// than that (and within the model's context) used to fail its whole batch of chunks, retried
+/// for ever. The embeddings server's batch is the model's context now.
+#[test]
+fn a_chunk_past_the_servers_default_batch_is_embedded_with_the_rest() {
+    let long = long_section();
+    let (d, _) = start_with(Some("tester/embed"), None, &[("harbour.md", &long)]);
+    let v = settled(&d, "quiet harbour lantern");
+    assert_eq!(v["complete"], true, "{v}");
+    assert_eq!(v["embedding"]["embedded"], 6, "{v}");
+    assert!(v["embedding"].get("skipped").is_none(), "{v}");
+    let harbour = hit(&v, "Harbour notes");
+    assert!(harbour["vector_rank"].is_u64(), "{harbour}");
+    // The server runs with the model's own context (2048), not the pool's default.
+    let status = d.ok("c", "get_inference_status", json!({}));
+    let served = status["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["alias"] == "data-embeddings")
+        .unwrap_or_else(|| panic!("no data-embeddings model: {status}"));
+    assert_eq!(served["context"], 2048, "{served}");
+}
+
+/// A chunk longer than the model's whole context is refused by the model: it is skipped and
+/// said (`embedding.skipped`, why, `complete: false`), found by keyword still, and every other
+/// chunk is embedded; nothing is retried for ever.
+#[test]
+fn a_chunk_past_the_models_context_is_skipped_and_said_and_the_rest_embedded() {
+    let long = long_section();
+    let (d, _) = start_with(Some("tester/embed"), Some(256), &[("harbour.md", &long)]);
+    let v = settled(&d, "quiet harbour lantern");
+    assert_eq!(v["embedding"]["embedded"], 5, "{v}");
+    assert_eq!(v["embedding"]["skipped"], 1, "{v}");
+    let why = v["embedding"]["skipped_because"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("tester/embed") && why.contains("refused"),
+        "{v}"
+    );
+    assert_eq!(
+        v["complete"], false,
+        "a skipped chunk leaves the answer partial: {v}"
+    );
+    let harbour = hit(&v, "Harbour notes");
+    assert!(
+        harbour["keyword_rank"].is_u64() && harbour["vector_rank"].is_null(),
+        "{harbour}"
+    );
+    // The vectors of the rest rank as before.
+    let v = settled(&d, STORAGE);
+    assert_eq!(hit(&v, "Operations")["vector_rank"], 1, "{v}");
 }

@@ -50,6 +50,11 @@ pub struct DataEmbedding {
     /// Vectors this daemon computed since it started (all collections it embeds): a changed
     /// document costs only its changed chunks.
     pub computed: u64,
+    /// Chunks the model refused (longer than its context, most often): ranked by BM25
+    /// alone until their text changes. Absent when none.
+    pub skipped: Option<u64>,
+    /// The model's last refusal of a skipped chunk.
+    pub skipped_because: Option<String>,
 }
 
 /// The result of `search_data`: the hits, best first.
@@ -65,7 +70,8 @@ pub struct SearchDataResult {
     pub mode: Option<String>,
     /// Hybrid: the embedding's progress.
     pub embedding: Option<DataEmbedding>,
-    /// Hybrid: false while chunks of the searched collections wait for vectors.
+    /// Hybrid: false while chunks of the searched collections wait for vectors, or when the
+    /// model refused some (`embedding.skipped`).
     pub complete: Option<bool>,
 }
 

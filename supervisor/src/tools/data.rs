@@ -4,7 +4,8 @@
 
 use serde_json::{Value as Json, json};
 use toolvisor_data::store::{CardUpdate, DataError, Reach, Who};
-use toolvisor_data::{DataHub, HubError};
+use toolvisor_data::{DataHub, EmbedFailure, HubError};
+use toolvisor_inference::InferenceError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{
     DataView, DeleteDataArgs, ListDataArgs, ReadDataArgs, SearchDataArgs, SearchMode, WriteDataArgs,
@@ -84,9 +85,13 @@ impl toolvisor_data::Embedder for PoolEmbedder {
     fn embed<'a>(&'a self, texts: &'a [String]) -> toolvisor_data::embedding::Embedded<'a> {
         Box::pin(async move {
             self.pool.embed(&self.model, texts).await.map_err(|e| {
+                let refused = matches!(e, InferenceError::EmbeddingsRefused { .. });
                 let mut e = ToolError::from(e);
                 e.message = format!("[data] embedding_model {:?}: {}", self.model, e.message);
-                e
+                match refused {
+                    true => EmbedFailure::Refused(e),
+                    false => EmbedFailure::Failed(e),
+                }
             })
         })
     }
@@ -142,7 +147,8 @@ async fn hybrid(
             "give words, a \"quoted phrase\" or a sentence to search for",
         ));
     }
-    let (r, m) = (within.clone(), model.clone());
+    let key = hub.config().vector_key().unwrap_or_else(|| model.clone());
+    let (r, m) = (within.clone(), key.clone());
     let progress = hub
         .with_store(move |s| s.embedding_progress(&r, &m))
         .await
@@ -166,9 +172,18 @@ async fn hybrid(
             "retry in a moment (get_inference_status shows the embedding model's server), or search with mode \"keyword\"",
         ));
     }
+    let (prefix, _) = hub.config().prefixes();
     let vector = embedder
-        .embed(std::slice::from_ref(&query))
-        .await?
+        .embed(&[format!("{prefix}{query}")])
+        .await
+        .map_err(|f| match f {
+            EmbedFailure::Refused(mut e) => {
+                e.message = format!("the query could not be embedded: {}", e.message);
+                e.hint = "shorten the query, or search with mode \"keyword\"".into();
+                e
+            }
+            EmbedFailure::Failed(e) => e,
+        })?
         .pop()
         .ok_or_else(|| {
             ToolError::new(
@@ -177,16 +192,24 @@ async fn hybrid(
                 "get_inference_status shows the embedding model's server",
             )
         })?;
-    let (q, m) = (query.clone(), model.clone());
+    let (q, m) = (query.clone(), key);
     let hits = hub
         .with_store(move |s| s.hybrid(&within, &q, &vector, &m, limit))
         .await
         .map_err(error)?;
+    let mut embedding = json!({"model": model, "embedded": progress.embedded,
+        "pending": progress.pending, "computed": hub.vectors_computed()});
+    // Chunks the model refused are found by keyword only: said, with why, so a miss by
+    // meaning is not taken for an answer.
+    if progress.skipped > 0 {
+        embedding["skipped"] = json!(progress.skipped);
+        if let Some(e) = hub.embedding_skip_reason() {
+            embedding["skipped_because"] = json!(e.message);
+        }
+    }
     Ok(
         json!({"query": query, "mode": "hybrid", "hits": hits, "count": hits.len(),
-        "embedding": {"model": model, "embedded": progress.embedded, "pending": progress.pending,
-            "computed": hub.vectors_computed()},
-        "complete": progress.pending == 0}),
+        "embedding": embedding, "complete": progress.pending == 0 && progress.skipped == 0}),
     )
 }
 

@@ -25,13 +25,58 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 const RETRY_FIRST: Duration = Duration::from_secs(2);
 const RETRY_MAX: Duration = Duration::from_secs(60);
 
+/// Why a batch of texts got no vectors.
+#[derive(Clone, Debug)]
+pub enum EmbedFailure {
+    /// The model's server answered and refused the texts (one longer than its context, most
+    /// often): the same texts fail again, others may not.
+    Refused(ToolError),
+    /// The model could not be asked (not in the store, its server failed or did not answer).
+    Failed(ToolError),
+}
+
+impl From<EmbedFailure> for ToolError {
+    fn from(f: EmbedFailure) -> ToolError {
+        match f {
+            EmbedFailure::Refused(e) | EmbedFailure::Failed(e) => e,
+        }
+    }
+}
+
 /// The vectors of a batch of texts, or why not.
-pub type Embedded<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, ToolError>> + Send + 'a>>;
+pub type Embedded<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, EmbedFailure>> + Send + 'a>>;
 
 /// What gives texts their vectors (the daemon's inference pool): one unit vector per text, in
 /// order; an error names the model and what to do.
 pub trait Embedder: Send + Sync + 'static {
     fn embed<'a>(&'a self, texts: &'a [String]) -> Embedded<'a>;
+}
+
+/// The instruction some embedding families were trained with before a search query.
+const SEARCH_INSTRUCTION: &str = "Represent this sentence for searching relevant passages: ";
+
+/// The prefixes (query, document) a model family was trained with, by the model's name
+/// (`owner/name` as the store names it, any case): nomic-embed `search_query: ` and
+/// `search_document: `; e5 `query: ` and `passage: `; bge v1.5 (English and Chinese),
+/// mxbai-embed-large and snowflake-arctic-embed an instruction before queries only; none for
+/// any other (all-MiniLM, gte, bge-m3 take plain text). `[data] query_prefix` and
+/// `document_prefix` override them.
+pub fn known_prefixes(model: &str) -> (&'static str, &'static str) {
+    let name = model.to_ascii_lowercase();
+    let name = name.rsplit('/').next().unwrap_or(&name);
+    if name.contains("nomic-embed") {
+        ("search_query: ", "search_document: ")
+    } else if name.starts_with("e5-") || name.contains("-e5-") || name.contains("_e5-") {
+        ("query: ", "passage: ")
+    } else if (name.starts_with("bge-") && name.contains("v1.5") && !name.contains("m3"))
+        || name.contains("mxbai-embed-large")
+        || name.contains("snowflake-arctic-embed")
+    {
+        (SEARCH_INSTRUCTION, "")
+    } else {
+        ("", "")
+    }
 }
 
 /// The worker's last failure, shown by a hybrid search that cannot be answered.
@@ -52,7 +97,7 @@ impl DataHub {
     /// Start the embedding worker (once, after the inference pool is up); nothing without
     /// `[data] embedding_model`. It ends with the hub.
     pub fn start_embeddings(self: &Arc<Self>, embedder: Arc<dyn Embedder>) {
-        let Some(model) = self.config().embedding_model.clone() else {
+        let Some(model) = self.config().vector_key() else {
             return;
         };
         if !self.config().enabled() {
@@ -129,18 +174,67 @@ impl DataHub {
         if batch.is_empty() {
             return Ok(false);
         }
-        let texts: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
-        let vectors = embedder.embed(&texts).await.map_err(Step::Failed)?;
-        let pairs: Vec<(i64, Vec<f32>)> =
-            batch.into_iter().map(|(id, _)| id).zip(vectors).collect();
+        let (_, prefix) = self.config().prefixes();
+        let texts: Vec<String> = batch.iter().map(|(_, t)| format!("{prefix}{t}")).collect();
+        let ids: Vec<i64> = batch.into_iter().map(|(id, _)| id).collect();
+        let (pairs, skipped) = match embedder.embed(&texts).await {
+            Ok(vectors) => (ids.into_iter().zip(vectors).collect(), Vec::new()),
+            Err(EmbedFailure::Failed(e)) => return Err(Step::Failed(e)),
+            Err(EmbedFailure::Refused(_)) => one_by_one(embedder, &ids, &texts).await?,
+        };
+        if let Some((_, why)) = skipped.first() {
+            tracing::warn!(model, chunks = skipped.len(), error = %why, "data hub: the embedding model refused chunks; they are found by keyword only");
+            self.skip_reason.set(Some(why.clone()));
+        }
+        let skipped: Vec<i64> = skipped.into_iter().map(|(id, _)| id).collect();
         let m = model.to_string();
         let n = pairs.len();
-        self.with_store(move |s| s.put_vectors(&m, &pairs))
-            .await
-            .map_err(Step::from)?;
+        self.with_store(move |s| {
+            s.put_vectors(&m, &pairs)?;
+            s.put_skipped(&m, &skipped)
+        })
+        .await
+        .map_err(Step::from)?;
         self.embedded.fetch_add(n as u64, Ordering::Relaxed);
         Ok(true)
     }
+}
+
+/// A batch the model refused, asked for one text at a time: the vectors it gives, and the
+/// chunks it refuses alone (with why). When it refuses every one, it is asked for a plain
+/// word: a model that refuses that too is failing, not refusing texts, and nothing is
+/// skipped.
+async fn one_by_one(
+    embedder: &dyn Embedder,
+    ids: &[i64],
+    texts: &[String],
+) -> Result<(Vec<(i64, Vec<f32>)>, Vec<(i64, ToolError)>), Step> {
+    let (mut pairs, mut refused) = (Vec::new(), Vec::new());
+    for (id, text) in ids.iter().zip(texts) {
+        match embedder.embed(std::slice::from_ref(text)).await {
+            Ok(mut v) => match v.pop() {
+                Some(v) => pairs.push((*id, v)),
+                None => return Err(Step::Failed(no_vector())),
+            },
+            Err(EmbedFailure::Refused(e)) => refused.push((*id, e)),
+            Err(EmbedFailure::Failed(e)) => return Err(Step::Failed(e)),
+        }
+    }
+    if pairs.is_empty() {
+        match embedder.embed(&["ok".to_string()]).await {
+            Ok(_) => {}
+            Err(e) => return Err(Step::Failed(e.into())),
+        }
+    }
+    Ok((pairs, refused))
+}
+
+fn no_vector() -> ToolError {
+    ToolError::new(
+        toolvisor_protocol::error::ErrorKind::ResourceFailed,
+        "the embedding model gave a text no vector",
+        "get_inference_status shows the embedding model's server; check that [data] embedding_model is an embedding model",
+    )
 }
 
 enum Step {
@@ -165,4 +259,60 @@ fn store_failed(m: String) -> ToolError {
         format!("the data hub's store: {m}"),
         "`toolvisor status` shows the data hub's state",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_families_get_their_prefixes_and_others_none() {
+        assert_eq!(
+            known_prefixes("nomic-ai/nomic-embed-text-v1.5-GGUF"),
+            ("search_query: ", "search_document: ")
+        );
+        assert_eq!(
+            known_prefixes("intfloat/multilingual-e5-small"),
+            ("query: ", "passage: ")
+        );
+        assert_eq!(
+            known_prefixes("intfloat/e5-base-v2"),
+            ("query: ", "passage: ")
+        );
+        assert_eq!(
+            known_prefixes("BAAI/bge-small-en-v1.5"),
+            (SEARCH_INSTRUCTION, "")
+        );
+        assert_eq!(
+            known_prefixes("mixedbread-ai/mxbai-embed-large-v1"),
+            (SEARCH_INSTRUCTION, "")
+        );
+        for plain in [
+            "BAAI/bge-m3",
+            "sentence-transformers/all-MiniLM-L6-v2",
+            "thenlper/gte-small",
+            "tester/embed",
+            "someone/shoe5-model",
+        ] {
+            assert_eq!(known_prefixes(plain), ("", ""), "{plain}");
+        }
+    }
+
+    #[test]
+    fn configured_prefixes_win_and_a_document_prefix_keys_the_vectors() {
+        let mut c = crate::hub::DataConfig {
+            embedding_model: Some("nomic-ai/nomic-embed-text-v1.5".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            c.vector_key().unwrap(),
+            "nomic-ai/nomic-embed-text-v1.5 (document prefix \"search_document: \")"
+        );
+        c.query_prefix = Some(String::new());
+        c.document_prefix = Some(String::new());
+        assert_eq!(c.prefixes(), (String::new(), String::new()));
+        assert_eq!(c.vector_key().unwrap(), "nomic-ai/nomic-embed-text-v1.5");
+        c.embedding_model = None;
+        assert!(c.vector_key().is_none());
+    }
 }

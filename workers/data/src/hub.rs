@@ -43,6 +43,12 @@ pub struct DataConfig {
     /// A model of the store (as `load_model` names it) that embeds the documents of every
     /// collection that is not sensitive, for `search_data {mode: "hybrid"}`; none by default.
     pub embedding_model: Option<String>,
+    /// Put before a query's text when it is embedded; default the model family's own
+    /// (`crate::embedding::known_prefixes`: nomic-embed, e5, bge v1.5 and others), else none.
+    pub query_prefix: Option<String>,
+    /// Put before each chunk's text when it is embedded; default as for `query_prefix`.
+    /// Changing it embeds every chunk again.
+    pub document_prefix: Option<String>,
 }
 
 impl Default for DataConfig {
@@ -53,6 +59,8 @@ impl Default for DataConfig {
             max_file_bytes: 8 * 1024 * 1024,
             dir: None,
             embedding_model: None,
+            query_prefix: None,
+            document_prefix: None,
         }
     }
 }
@@ -107,6 +115,33 @@ impl DataConfig {
             }
         }
         Ok(())
+    }
+
+    /// The prefixes (query, document) the embedding model is given: the configured ones,
+    /// else its family's.
+    pub fn prefixes(&self) -> (String, String) {
+        let model = self.embedding_model.as_deref().unwrap_or_default();
+        let (query, document) = crate::embedding::known_prefixes(model);
+        (
+            self.query_prefix
+                .clone()
+                .unwrap_or_else(|| query.to_string()),
+            self.document_prefix
+                .clone()
+                .unwrap_or_else(|| document.to_string()),
+        )
+    }
+
+    /// What the chunks' vectors are stored under: the model, and the document prefix when
+    /// there is one (vectors made with another prefix are not comparable, so a changed prefix
+    /// embeds every chunk again).
+    pub fn vector_key(&self) -> Option<String> {
+        let model = self.embedding_model.clone()?;
+        let (_, document) = self.prefixes();
+        Some(match document.is_empty() {
+            true => model,
+            false => format!("{model} (document prefix {document:?})"),
+        })
     }
 
     pub fn enabled(&self) -> bool {
@@ -168,6 +203,8 @@ pub struct DataHub {
     /// The inference pool's embeddings, once the daemon set them (`start_embeddings`).
     pub(crate) embedder: OnceLock<Arc<dyn Embedder>>,
     pub(crate) embed_error: Arc<LastError>,
+    /// Why the model last refused a chunk it then skipped (`Progress::skipped`).
+    pub(crate) skip_reason: Arc<LastError>,
     pub(crate) embed_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Chunks embedded since the start.
     pub(crate) embedded: AtomicU64,
@@ -220,6 +257,7 @@ impl DataHub {
             }),
             embedder: OnceLock::new(),
             embed_error: Arc::new(LastError::default()),
+            skip_reason: Arc::new(LastError::default()),
             embed_task: Mutex::new(None),
             embedded: AtomicU64::new(0),
         }
@@ -248,6 +286,11 @@ impl DataHub {
     /// The embedding worker's last failure, if its last step failed.
     pub fn embedding_error(&self) -> Option<toolvisor_protocol::error::ToolError> {
         self.embed_error.get()
+    }
+
+    /// Why the embedding model last refused a chunk it then skipped.
+    pub fn embedding_skip_reason(&self) -> Option<toolvisor_protocol::error::ToolError> {
+        self.skip_reason.get()
     }
 
     pub fn config(&self) -> &DataConfig {

@@ -11,5 +11,5 @@ pub mod hub;
 pub mod original;
 pub mod store;
 
-pub use embedding::Embedder;
+pub use embedding::{EmbedFailure, Embedder};
 pub use hub::{DataConfig, DataHub, HubError};

@@ -336,6 +336,7 @@ mod tests {
             other_bytes: 3 * GB,
             kv_bytes_per_token: 80 * 8 * 256 * 2,
             context_trained: Some(131_072),
+            pooling: None,
         };
         let weights = 75 * GB;
         let short = placement_for(&shape, weights, 2048, ram, &[gpu(80, 79), gpu(80, 79)]);

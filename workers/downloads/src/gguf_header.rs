@@ -30,6 +30,9 @@ pub struct Shape {
     pub kv_bytes_per_token: u64,
     /// The context length the model was trained for.
     pub context_trained: Option<u64>,
+    /// How an embedding model pools its tokens into one vector (`{arch}.pooling_type`:
+    /// llama.cpp's 0 none, 1 mean, 2 cls, 3 last, 4 rank), when its header says.
+    pub pooling: Option<u64>,
 }
 
 impl Shape {
@@ -239,6 +242,7 @@ fn parse<R: Read + Seek>(r: R, file_len: u64) -> Result<Shape> {
         other_bytes,
         kv_bytes_per_token,
         context_trained: key("context_length"),
+        pooling: key("pooling_type"),
     })
 }
 

@@ -56,6 +56,10 @@ pub enum InferenceError {
     NoEmbeddingArgs { model: String, program: String },
     #[error("the embeddings of {alias:?} failed: {error}")]
     Embeddings { alias: String, error: String },
+    /// The model's server answered, refusing what it was sent (a text longer than its
+    /// context, most often).
+    #[error("the embedding model {alias:?} refused the text: {error}")]
+    EmbeddingsRefused { alias: String, error: String },
 }
 
 fn list(have: &[String]) -> String {
@@ -134,6 +138,10 @@ impl From<InferenceError> for ToolError {
             InferenceError::Embeddings { .. } => (
                 ErrorKind::ResourceFailed,
                 "get_inference_status shows the embedding model's server and its last output lines; check that [data] embedding_model is an embedding model".to_string(),
+            ),
+            InferenceError::EmbeddingsRefused { .. } => (
+                ErrorKind::InvalidArgs,
+                "the text is too long for the embedding model's context, or not text it takes: shorten it (get_inference_status shows the model's server and its last output lines)".to_string(),
             ),
             InferenceError::Supervisor(_) => (
                 ErrorKind::ResourceFailed,

@@ -511,7 +511,6 @@ impl Inference {
         let accelerators = self.accelerators.detect().await;
         let files = crate::resolve::model_files(&dir, &manifest, model)?;
         let (path, format) = (files.path, files.format);
-        let context = context.unwrap_or(self.config.context);
         // A GGUF's header says its layers and KV cache: the fit counts the context asked
         // for and can offload part of the layers; without it, the weights alone decide.
         let shape = match format == "gguf" {
@@ -526,6 +525,16 @@ impl Inference {
                     })
             }
             false => None,
+        };
+        // An embeddings server gets the model's own context (its batch is set to it), so a
+        // text the model can take is never refused for the server's defaults.
+        let context = match (context, embeddings) {
+            (Some(c), _) => c,
+            (None, true) => crate::embed::embedding_context(
+                shape.as_ref().and_then(|s| s.context_trained),
+                self.config.context,
+            ),
+            (None, false) => self.config.context,
         };
         let placement = match &shape {
             Some(shape) => {
@@ -555,12 +564,14 @@ impl Inference {
                 })?;
         let projector_passed = crate::resolve::give_projector(&mut template, &files.projector);
         if embeddings {
-            let args = crate::embed::embedding_args(&template, &self.config).ok_or_else(|| {
-                InferenceError::NoEmbeddingArgs {
+            let pooling = shape.as_ref().and_then(|s| s.pooling);
+            let declared = crate::embed::pooling_usable(pooling);
+            let args = crate::embed::embedding_args(&template, &self.config, declared).ok_or_else(
+                || InferenceError::NoEmbeddingArgs {
                     model: model.to_string(),
                     program: template[0].clone(),
-                }
-            })?;
+                },
+            )?;
             template.extend(args);
         }
         let command = render(

@@ -65,6 +65,9 @@ pub struct Progress {
     pub embedded: u64,
     /// Chunks still waiting for one (or documents not yet cut into chunks).
     pub pending: u64,
+    /// Chunks the model refused to embed (alone, while it embedded others): found by
+    /// keyword only, until their text changes.
+    pub skipped: u64,
 }
 
 /// The chunks of a body made of `sections` (`convert::finish` joins each section's title and
@@ -309,28 +312,40 @@ impl Store {
         tx.commit().map_err(&db)
     }
 
+    /// Mark these chunks as refused by `model`: an empty vector, so they are not asked for
+    /// again until their text changes (re-cutting gives a changed text a new chunk) and never
+    /// ranked by similarity.
+    pub fn put_skipped(&mut self, model: &str, ids: &[i64]) -> Result<()> {
+        let empty: Vec<(i64, Vec<f32>)> = ids.iter().map(|&id| (id, Vec::new())).collect();
+        self.put_vectors(model, &empty)
+    }
+
     /// How far the embedding of `reach`'s documents is.
     pub fn embedding_progress(&self, reach: &Reach, model: &str) -> Result<Progress> {
-        let (embedded, pending, uncut): (i64, i64, i64) = self
+        let (embedded, pending, uncut, skipped): (i64, i64, i64, i64) = self
             .conn
             .query_row(
                 "SELECT
                    (SELECT count(*) FROM chunks c JOIN docs d ON d.id = c.doc_id
                      WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
-                       AND c.vector IS NOT NULL AND c.model = ?2),
+                       AND c.vector IS NOT NULL AND length(c.vector) > 0 AND c.model = ?2),
                    (SELECT count(*) FROM chunks c JOIN docs d ON d.id = c.doc_id
                      WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
                        AND (c.vector IS NULL OR c.model IS NOT ?2)),
                    (SELECT count(*) FROM docs d
                      WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
-                       AND d.chunked_ms != d.updated_ms)",
+                       AND d.chunked_ms != d.updated_ms),
+                   (SELECT count(*) FROM chunks c JOIN docs d ON d.id = c.doc_id
+                     WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
+                       AND c.vector IS NOT NULL AND length(c.vector) = 0 AND c.model = ?2)",
                 params![reach.json(), model],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .map_err(self.db())?;
         Ok(Progress {
             embedded: embedded as u64,
             pending: (pending + uncut) as u64,
+            skipped: skipped as u64,
         })
     }
 
@@ -344,7 +359,7 @@ impl Store {
                 "SELECT c.doc_id, c.id, c.vector
                  FROM chunks c JOIN docs d ON d.id = c.doc_id
                  WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
-                   AND c.model = ?2 AND c.vector IS NOT NULL",
+                   AND c.model = ?2 AND c.vector IS NOT NULL AND length(c.vector) > 0",
             )
             .map_err(self.db())?;
         let mut best: HashMap<i64, (i64, f64)> = HashMap::new();
@@ -604,7 +619,8 @@ red numbers
             s.embedding_progress(&both, "m").unwrap(),
             Progress {
                 embedded: 3,
-                pending: 1
+                pending: 1,
+                skipped: 0
             },
             "hr's document was never cut: it counts as waiting, never embedded"
         );
@@ -674,6 +690,59 @@ yellow fruit, ripe
             .hybrid(&docs, "stripes zzz", &letters("stripes zzz"), "m", 10)
             .unwrap();
         assert!(hits.iter().all(|h| h.handle != s.handle(idb)), "{hits:?}");
+    }
+
+    #[test]
+    fn a_skipped_chunk_is_counted_never_ranked_and_not_asked_for_again_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("hub.sqlite3")).unwrap();
+        let who = super::super::Who {
+            conversation: "c".into(),
+            tool: "test".into(),
+        };
+        let root = crate::original::Root::of(dir.path()).unwrap();
+        let a = dir.path().join("a.md");
+        std::fs::write(&a, "# Apples\n\nred fruit\n\n# Pears\n\ngreen fruit\n").unwrap();
+        s.ingest("docs", &root, &a, false, 1 << 20, &who)
+            .unwrap()
+            .unwrap();
+        let docs = Reach::new(["docs".to_string()]);
+        s.rechunk_changed(&docs, 100).unwrap();
+        let todo = s.chunks_to_embed(&docs, "m", 100).unwrap();
+        assert_eq!(todo.len(), 2);
+        let (pears, apples) = (todo[1].clone(), todo[0].clone());
+        s.put_vectors("m", &[(apples.0, letters(&apples.1))])
+            .unwrap();
+        s.put_skipped("m", &[pears.0]).unwrap();
+        assert_eq!(
+            s.embedding_progress(&docs, "m").unwrap(),
+            Progress {
+                embedded: 1,
+                pending: 0,
+                skipped: 1
+            }
+        );
+        assert!(s.chunks_to_embed(&docs, "m", 100).unwrap().is_empty());
+        // Ranked by keyword only: its vector is never compared.
+        let hits = s
+            .hybrid(&docs, "green", &letters("green fruit"), "m", 10)
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(
+            hits[0].vector_rank,
+            Some(1),
+            "apples' chunk stands for the doc"
+        );
+        // Another model asks for it again; a changed text is asked for again.
+        assert_eq!(s.chunks_to_embed(&docs, "other", 100).unwrap().len(), 2);
+        std::fs::write(&a, "# Apples\n\nred fruit\n\n# Pears\n\nripe pears\n").unwrap();
+        s.ingest("docs", &root, &a, false, 1 << 20, &who)
+            .unwrap()
+            .unwrap();
+        s.rechunk_changed(&docs, 100).unwrap();
+        let again = s.chunks_to_embed(&docs, "m", 100).unwrap();
+        assert_eq!(again.len(), 1);
+        assert!(again[0].1.contains("ripe pears"), "{again:?}");
     }
 
     #[test]
