@@ -510,6 +510,90 @@ fn a_model_that_fits_an_accelerator_is_loaded_with_every_layer_offloaded() {
     assert_eq!(offloaded(&d, "tiny"), "999");
 }
 
+/// A model's own settings (`[inference.models."owner/name"]`) give its default context and
+/// arguments added to its server's command, after the fit's (the server takes the last
+/// `--n_gpu_layers`); `get_inference_status` shows each accelerator's memory in use and where
+/// each model was placed.
+#[test]
+fn a_models_own_settings_reach_its_server_and_status_shows_accelerator_memory_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("models");
+    let gguf = dir.path().join("eight.gguf");
+    toolvisor_tests::inference::make_gguf_sized(&gguf, 3, 8, 512);
+    put_in_store(
+        &store,
+        "tester/eight",
+        "F32",
+        "eight-f32.gguf",
+        &std::fs::read(&gguf).unwrap(),
+    );
+    let path = toolvisor_tests::inference::fake_nvidia_smi(
+        dir.path(),
+        "NVIDIA Fake A, 160, 100\nNVIDIA Fake B, 160, 120",
+    );
+    let cfg = format!(
+        "{}[inference.models.\"tester/eight\"]\ncontext = 768\nargs = [\"--n_gpu_layers\", \"3\"]\n",
+        offload_config(&store, &dir.path().join("none"))
+    );
+    let d = TestDaemon::start_with_env(dir, &cfg, &[("PATH", &path)]);
+    let loaded = d.ok("c", "load_model", json!({"model": "tester/eight"}));
+    assert_eq!(loaded["context"], 768, "the model's own context: {loaded}");
+    assert_eq!(loaded["placement"]["label"], "fits_gpu", "{loaded}");
+    let ready = wait_state(&d, "eight", "ready", READY);
+    let args = server_args(ready["pid"].as_u64().unwrap());
+    let ngl: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "--n_gpu_layers")
+        .map(|w| w[1].as_str())
+        .collect();
+    assert_eq!(
+        ngl,
+        ["999", "3"],
+        "the fit's, then the model's own: {args:?}"
+    );
+    let ctx = args.iter().position(|a| a == "--n_ctx").unwrap();
+    assert_eq!(args[ctx + 1], "768", "{args:?}");
+    // A context named by load_model wins over the model's own.
+    d.ok("c", "unload_model", json!({"alias": "eight"}));
+    let asked = d.ok(
+        "c",
+        "load_model",
+        json!({"model": "tester/eight", "context": 512, "alias": "asked"}),
+    );
+    assert_eq!(asked["context"], 512, "{asked}");
+
+    let status = d.ok("c", "get_inference_status", json!({}));
+    let gpus = status["accelerators"].as_array().unwrap();
+    assert_eq!(gpus.len(), 2, "{status}");
+    assert_eq!(gpus[0]["name"], "NVIDIA Fake A", "{status}");
+    assert_eq!(gpus[0]["memory_used_bytes"], 60u64 << 20, "{status}");
+    assert_eq!(gpus[1]["memory_used_bytes"], 40u64 << 20, "{status}");
+    assert!(
+        status["memory"]["total_bytes"].as_u64() > Some(0),
+        "{status}"
+    );
+    let asked = status["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["alias"] == "asked")
+        .unwrap_or_else(|| panic!("{status}"));
+    assert_eq!(asked["placement"]["label"], "fits_gpu", "{asked}");
+    assert!(
+        asked["placement"]["need_bytes"].as_u64() > Some(0),
+        "{asked}"
+    );
+}
+
+/// The arguments of the process `pid`.
+fn server_args(pid: u64) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap()
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
 /// The gguf command of these tests: llama-cpp-python's server with the offload flag.
 fn offload_config(store: &std::path::Path, roots: &std::path::Path) -> String {
     let py = toolvisor_tests::inference::python().display().to_string();
@@ -523,12 +607,7 @@ fn offload_config(store: &std::path::Path, roots: &std::path::Path) -> String {
 /// The `--n_gpu_layers` the server process of `alias` was started with.
 fn offloaded(d: &TestDaemon, alias: &str) -> String {
     let ready = wait_state(d, alias, "ready", READY);
-    let pid = ready["pid"].as_u64().unwrap();
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    let args: Vec<String> = cmdline
-        .split(|b| *b == 0)
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+    let args = server_args(ready["pid"].as_u64().unwrap());
     let at = args
         .iter()
         .position(|a| a == "--n_gpu_layers")

@@ -174,6 +174,8 @@ pub struct Accelerator {
     pub memory_total_bytes: Option<u64>,
     /// Its free memory in bytes, when known.
     pub memory_free_bytes: Option<u64>,
+    /// get_inference_status: its memory in use now (total less free), by any process.
+    pub memory_used_bytes: Option<u64>,
 }
 
 /// Whether a model fits this machine's memory.
@@ -424,6 +426,9 @@ pub struct LoadedModel {
     pub queue_depth: u64,
     /// Its free slots.
     pub slots_free: u64,
+    /// Where the fit placed it when it was loaded (the accelerators and layers it was
+    /// given).
+    pub placement: Placement,
     /// The variant's multimodal projector, if it has one.
     pub projector: Option<String>,
     /// With a projector: whether the server command was given it.
@@ -471,8 +476,6 @@ pub struct LoadModelResult {
     pub model: LoadedModel,
     /// Started: fits, tight or unknown.
     pub fit: Option<Fit>,
-    /// Started: where it fits.
-    pub placement: Option<Placement>,
     /// Started at max_loaded: the model unloaded to make room.
     pub evicted: Option<Evicted>,
     /// Started: how to follow it.
@@ -512,6 +515,10 @@ pub struct InferenceEndpoint {
 pub struct InferenceStatusResult {
     /// Every model the pool knows.
     pub models: Vec<LoadedModel>,
+    /// The machine's memory now, when `/proc/meminfo` says it.
+    pub memory: Option<MemoryFacts>,
+    /// The accelerators found now, with their memory in use.
+    pub accelerators: Vec<Accelerator>,
     /// Aliases unloaded or evicted (the last 256): why each went and what a request for it
     /// does now.
     pub gone: Vec<GoneAlias>,

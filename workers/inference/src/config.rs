@@ -64,6 +64,21 @@ pub struct InferenceConfig {
     /// `[data] embedding_model`). Default: `--embeddings --pooling mean` for llama-server,
     /// `--embedding true` for llama-cpp-python; another command needs them set.
     pub embedding_args: Option<Vec<String>>,
+    /// `[inference.models."owner/name"]` (or `"owner/name:variant"`, which wins over the
+    /// repo's): what one model is started with beside its format's command, as Ollama's
+    /// Modelfile and LM Studio's per-model settings do.
+    pub models: BTreeMap<String, ModelParams>,
+}
+
+/// One model's own settings (`[inference.models."owner/name"]`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelParams {
+    /// Its context when `load_model` names none (before `[inference] context`).
+    pub context: Option<u32>,
+    /// Arguments added to its server's command, placeholders as in `commands` (a chat
+    /// template, a rope scaling, sampling defaults, `--n-gpu-layers` to override the fit's).
+    pub args: Vec<String>,
 }
 
 impl std::fmt::Debug for InferenceConfig {
@@ -87,6 +102,7 @@ impl std::fmt::Debug for InferenceConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "***"))
             .field("check_port_owner", &self.check_port_owner)
             .field("embedding_args", &self.embedding_args)
+            .field("models", &self.models)
             .finish()
     }
 }
@@ -112,6 +128,7 @@ impl Default for InferenceConfig {
             api_key: None,
             check_port_owner: true,
             embedding_args: None,
+            models: BTreeMap::new(),
         }
     }
 }
@@ -175,6 +192,21 @@ impl InferenceConfig {
             .or_else(|| std::env::var(API_KEY_VAR).ok().filter(|k| !k.is_empty()))
     }
 
+    /// The settings of the model `repo`'s `variant`: its own entry, else its repo's.
+    pub fn params(&self, repo: &str, variant: &str) -> Option<&ModelParams> {
+        let exact = self
+            .models
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(&format!("{repo}:{variant}")));
+        exact
+            .or_else(|| {
+                self.models
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(repo))
+            })
+            .map(|(_, p)| p)
+    }
+
     /// Refuse settings that cannot work, naming the key.
     pub fn check(&self) -> Result<(), String> {
         for (format, cmd) in &self.commands {
@@ -194,6 +226,24 @@ impl InferenceConfig {
         }
         if self.context == 0 {
             return Err("inference.context = 0: it must be a positive integer".into());
+        }
+        for (name, params) in &self.models {
+            let (repo, _) = name.split_once(':').unwrap_or((name, ""));
+            if repo.split('/').count() != 2 || repo.split('/').any(str::is_empty) {
+                return Err(format!(
+                    "inference.models.{name:?}: name a model as list_models does, `owner/name` or `owner/name:variant`"
+                ));
+            }
+            if params.context == Some(0) {
+                return Err(format!(
+                    "inference.models.{name:?}.context = 0: it must be a positive integer"
+                ));
+            }
+            if params.args.iter().any(|a| a.contains("{port}")) {
+                return Err(format!(
+                    "inference.models.{name:?}.args names {{port}}: the port is the format's command's to give"
+                ));
+            }
         }
         if let Some(key) = self.api_key()
             && (key.chars().count() < API_KEY_MIN || key.chars().any(|c| c.is_whitespace()))
@@ -266,6 +316,39 @@ pub fn render(template: &[String], vars: &[(&str, String)]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_models_settings_are_its_variants_else_its_repos_and_bad_ones_are_named() {
+        let params = |context: u32| ModelParams {
+            context: Some(context),
+            args: vec![],
+        };
+        let mut c = InferenceConfig::default();
+        c.models.insert("Org/Model".into(), params(4096));
+        c.models.insert("org/model:Q8_0".into(), params(8192));
+        assert_eq!(c.params("org/model", "Q4_K_M").unwrap().context, Some(4096));
+        assert_eq!(c.params("org/model", "q8_0").unwrap().context, Some(8192));
+        assert!(c.params("org/other", "Q8_0").is_none());
+        assert!(c.check().is_ok());
+        for (name, p, says) in [
+            ("model", params(1), "owner/name"),
+            ("org/", params(1), "owner/name"),
+            ("org/model", params(0), "context = 0"),
+            (
+                "org/model",
+                ModelParams {
+                    context: None,
+                    args: vec!["--port".into(), "{port}".into()],
+                },
+                "{port}",
+            ),
+        ] {
+            let mut bad = InferenceConfig::default();
+            bad.models.insert(name.into(), p);
+            let e = bad.check().unwrap_err();
+            assert!(e.contains("inference.models") && e.contains(says), "{e}");
+        }
+    }
 
     #[test]
     fn default_command_prefers_llama_server_and_placeholders_render() {

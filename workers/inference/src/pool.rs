@@ -97,6 +97,9 @@ pub struct Served {
     command: Vec<String>,
     /// Started for embeddings only (the data hub's `[data] embedding_model`).
     pub embeddings: bool,
+    /// Where the fit placed it when it was loaded (`Placement::to_json`: label, need, the
+    /// accelerators and layers it was given).
+    placement: Json,
     pub status: Arc<NodeStatus>,
     live: Mutex<Live>,
     changed: watch::Sender<u64>,
@@ -528,7 +531,12 @@ impl Inference {
         };
         // An embeddings server gets the model's own context (its batch is set to it), so a
         // text the model can take is never refused for the server's defaults.
-        let context = match (context, embeddings) {
+        let params = self
+            .config
+            .params(&manifest.repo, &manifest.variant)
+            .cloned()
+            .unwrap_or_default();
+        let context = match (context.or(params.context), embeddings) {
             (Some(c), _) => c,
             (None, true) => crate::embed::embedding_context(
                 shape.as_ref().and_then(|s| s.context_trained),
@@ -574,6 +582,9 @@ impl Inference {
             )?;
             template.extend(args);
         }
+        // The model's own arguments last: where a flag is given twice, the servers take the
+        // last one, so they override the fit's `-ngl` or the embedding defaults.
+        template.extend(params.args.iter().cloned());
         let command = render(
             &template,
             &[
@@ -606,6 +617,7 @@ impl Inference {
             format,
             command,
             embeddings,
+            placement: placement.to_json(&accelerators),
             status: status.clone(),
             live: Mutex::new(Live::default()),
             changed,
@@ -648,7 +660,6 @@ impl Inference {
         if let Some(e) = evicted {
             answer["evicted"] = e;
         }
-        answer["placement"] = placement.to_json(&accelerators);
         answer["hint"] = json!(
             "get_inference_status shows when it is ready; requests go to the endpoint with \"model\": the alias"
         );
@@ -724,6 +735,7 @@ impl Inference {
             "pinned": s.pinned,
             "queue_depth": s.waiting.load(Ordering::SeqCst),
             "slots_free": s.slots.available_permits(),
+            "placement": s.placement,
         });
         if let Some((p, passed)) = &s.projector {
             out["projector"] = json!(p.display().to_string());
@@ -783,8 +795,27 @@ impl Inference {
                     "reloads_on_request": self.config.on_demand})
             })
             .collect();
+        // The memory the fit sees, as it is now: the host's, and each accelerator's in use
+        // (what `nvidia-smi` or the kernel's amdgpu files say, whoever holds it).
+        let memory = fit::read_memory(&self.meminfo)
+            .map(|m| json!({"total_bytes": m.total, "available_bytes": m.available}));
+        let accelerators: Vec<Json> = self
+            .accelerators
+            .detect()
+            .await
+            .iter()
+            .map(|a| {
+                let mut v = a.to_json();
+                if let (Some(total), Some(free)) = (a.memory_total, a.memory_free) {
+                    v["memory_used_bytes"] = json!(total.saturating_sub(free));
+                }
+                v
+            })
+            .collect();
         json!({
             "models": out,
+            "memory": memory,
+            "accelerators": accelerators,
             "gone": gone,
             "endpoint": lock(&self.endpoint).clone(),
             "idle_ttl_s": self.config.idle_ttl_s,
