@@ -3,7 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// `download_model {repo, revision?, variant?}`: one job for the variant's whole file set.
+/// `download_model {repo, revision?, variant?, glob?}`: one job for the variant's whole file
+/// set, or the files the globs pick (as `grep`'s `glob`: comma-separated, `!` excludes).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DownloadModelArgs {
@@ -12,6 +13,24 @@ pub struct DownloadModelArgs {
     pub revision: Option<String>,
     /// Q4_K_M, safetensors or a file name.
     pub variant: Option<String>,
+    /// File globs instead of a variant; ! excludes.
+    pub glob: Option<String>,
+}
+
+impl DownloadModelArgs {
+    /// `glob` split into the globs that include and those (`!`) that exclude.
+    pub fn globs(&self) -> (Vec<String>, Vec<String>) {
+        let (mut include, mut exclude) = (Vec::new(), Vec::new());
+        for g in self.glob.iter().flat_map(|s| s.split(',')) {
+            let g = g.trim();
+            match g.strip_prefix('!') {
+                Some(rest) => exclude.push(rest.trim().to_string()),
+                None if !g.is_empty() => include.push(g.to_string()),
+                None => {}
+            }
+        }
+        (include, exclude)
+    }
 }
 
 /// `list_downloads {job_id?}`: jobs in flight and recent, or one.

@@ -28,9 +28,16 @@ async fn download_model(
     a: DownloadModelArgs,
 ) -> Result<Json, ToolError> {
     let downloads = manager(s, "download_model")?;
-    tracing::info!(conversation = ctx.conversation, call = ctx.id, repo = a.repo, revision = ?a.revision, variant = ?a.variant, "download_model");
+    tracing::info!(conversation = ctx.conversation, call = ctx.id, repo = a.repo, revision = ?a.revision, variant = ?a.variant, glob = ?a.glob, "download_model");
+    let (include, exclude) = a.globs();
     Ok(downloads
-        .start(&a.repo, a.revision.as_deref(), a.variant.as_deref())
+        .start(
+            &a.repo,
+            a.revision.as_deref(),
+            a.variant.as_deref(),
+            &include,
+            &exclude,
+        )
         .await?)
 }
 
@@ -139,7 +146,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "list_models",
             Tier::Read,
             "downloads",
-            "Models in the local store: size, completeness, fit here (fits|tight|too_large).",
+            "Models in the local store: size, completeness, fit here.",
             |s, _, _: ListModelsArgs| Box::pin(list_models(s)),
         )
         .returns::<toolvisor_protocol::results::ListModelsResult>(),

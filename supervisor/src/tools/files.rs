@@ -660,7 +660,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "read",
             Tier::Read,
             "files",
-            "Read a text file with line numbers, or an image (PNG, JPEG, GIF, WebP, BMP).",
+            "Read a text file with line numbers, or an image (PNG, JPEG, GIF, WebP).",
             |s, ctx, a| Box::pin(async move { run_read(&FileTools::of(s), ctx, a).await }),
         )
         .returns::<results::ReadResult>(),

@@ -554,7 +554,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "ast_grep",
             Tier::Read,
             "structural",
-            "Structural code search (ast-grep): `$NAME` one node, `$$$NAME` siblings, `$_` any node; matches with captures, and the total.",
+            "Structural code search (ast-grep): `$NAME` one node, `$$$NAME` siblings, `$_` any node; matches with captures.",
             |s, ctx, a| Box::pin(async move { ast_grep(&StructuralTools::of(s), ctx, a).await }),
         )
         .returns::<toolvisor_protocol::results::AstGrepResult>(),

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use sha2::Digest;
+
 use crate::error::DownloadError;
 use crate::gguf::{self, Role};
 use crate::hub::Sibling;
@@ -261,6 +263,12 @@ fn chosen(s: &Sibling) -> Result<Chosen, DownloadError> {
 
 /// Every shard group among `files` must be whole: `-0000k-of-0000n` for every k in 1..=n.
 fn check_whole(files: &[&Sibling]) -> Result<(), DownloadError> {
+    check_whole_as(files, "the listing has")
+}
+
+/// [`check_whole`], its error saying who picked the shards (`the listing has`, `the globs
+/// select`).
+fn check_whole_as(files: &[&Sibling], who: &str) -> Result<(), DownloadError> {
     let mut groups: BTreeMap<String, (u32, Vec<u32>)> = BTreeMap::new();
     for f in files {
         if let Some((_, index, total, _)) = shard(&f.name) {
@@ -275,7 +283,7 @@ fn check_whole(files: &[&Sibling]) -> Result<(), DownloadError> {
         have.dedup();
         if have != (1..=total).collect::<Vec<_>>() {
             return Err(DownloadError::Choice(format!(
-                "the listing has shards {have:?} of {total} of {key}: a split model is downloaded whole or not at all"
+                "{who} shards {have:?} of {total} of {key}: a split model is downloaded whole or not at all"
             )));
         }
     }
@@ -406,6 +414,112 @@ pub fn choose(siblings: &[Sibling], variant: Option<&str>) -> Result<FileSet, Do
     Ok(FileSet { variant, files })
 }
 
+/// Globs of file names at most, in `include` and in `exclude` each.
+pub const GLOBS_MAX: usize = 32;
+
+/// The file set of `download_model {variant?, include?, exclude?}`. Without globs, the
+/// variant's whole set ([`choose`]). `include` picks the files whose names match any of its
+/// globs instead of a variant (not both); `exclude` leaves out those matching any of its
+/// globs, from the included files or from the variant's set. Globs match the whole name as
+/// huggingface-cli's do (`*` crosses `/`; `?`, `[...]`, `{a,b}`). What is left must hold
+/// every shard of any split file it holds. A set the globs changed is its own variant,
+/// named by its files: `<variant or "files">-<8 hex digits>`, so it never passes for the
+/// variant's whole set in the store.
+pub fn select(
+    siblings: &[Sibling],
+    variant: Option<&str>,
+    include: &[String],
+    exclude: &[String],
+) -> Result<FileSet, DownloadError> {
+    if include.is_empty() && exclude.is_empty() {
+        return choose(siblings, variant);
+    }
+    if !include.is_empty() && variant.is_some() {
+        return Err(DownloadError::Invalid(
+            "download_model takes a variant or globs that pick files, not both (a `!` glob alone leaves files out of the variant's set)".into(),
+        ));
+    }
+    let included = globs("glob", include)?;
+    let excluded = globs("glob", exclude)?;
+    let (whole, candidates): (Option<FileSet>, Vec<&Sibling>) = match included {
+        Some(inc) => (
+            None,
+            siblings.iter().filter(|s| inc.is_match(&s.name)).collect(),
+        ),
+        None => {
+            let set = choose(siblings, variant)?;
+            let picked = pick_set(siblings, &set);
+            (Some(set), picked)
+        }
+    };
+    let kept: Vec<&Sibling> = candidates
+        .iter()
+        .copied()
+        .filter(|s| !excluded.as_ref().is_some_and(|e| e.is_match(&s.name)))
+        .collect();
+    // Nothing of the variant's set left out: it is that variant.
+    if let Some(set) = &whole
+        && kept.len() == set.files.len()
+    {
+        return Ok(set.clone());
+    }
+    let label = whole.map_or_else(|| "files".to_string(), |s| s.variant);
+    if kept.is_empty() {
+        let names: Vec<&str> = siblings.iter().take(20).map(|s| s.name.as_str()).collect();
+        let more = siblings.len().saturating_sub(names.len());
+        return Err(DownloadError::Choice(format!(
+            "the globs select no file of the repo; it has: {}{}",
+            names.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )));
+    }
+    check_whole_as(&kept, "the globs select")?;
+    let files = kept
+        .into_iter()
+        .map(chosen)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    names.sort_unstable();
+    let digest = sha2::Sha256::digest(names.join("\n").as_bytes());
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    Ok(FileSet {
+        variant: format!("{label}-{hex}"),
+        files,
+    })
+}
+
+/// One list of globs, compiled; `None` for none. A bad glob is refused naming it.
+fn globs(key: &str, patterns: &[String]) -> Result<Option<globset::GlobSet>, DownloadError> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    if patterns.len() > GLOBS_MAX {
+        return Err(DownloadError::Invalid(format!(
+            "{key}: {} globs; at most {GLOBS_MAX}",
+            patterns.len()
+        )));
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        if p.is_empty() || p.len() > 200 {
+            return Err(DownloadError::Invalid(format!(
+                "{key} glob {p:?} is empty or longer than 200 characters"
+            )));
+        }
+        let glob = globset::Glob::new(p).map_err(|e| {
+            DownloadError::Invalid(format!("{key} glob {p:?} is not a glob: {}", e.kind()))
+        })?;
+        set.add(glob);
+    }
+    set.build()
+        .map(Some)
+        .map_err(|e| DownloadError::Invalid(format!("{key}: {e}")))
+}
+
 fn pick_set<'a>(siblings: &'a [Sibling], set: &FileSet) -> Vec<&'a Sibling> {
     siblings
         .iter()
@@ -520,6 +634,92 @@ mod tests {
         repo.retain(|f| !f.name.contains("00003-of"));
         let e = choose(&repo, Some("Q4_K_M")).unwrap_err().to_string();
         assert!(e.contains("[1, 2] of 3"), "{e}");
+    }
+
+    fn globs(list: &[&str]) -> Vec<String> {
+        list.iter().map(|g| g.to_string()).collect()
+    }
+
+    fn safetensors_repo() -> Vec<Sibling> {
+        vec![
+            s("README.md", 1),
+            s("config.json", 1),
+            s("tokenizer.json", 1),
+            s("model-00001-of-00002.safetensors", 10),
+            s("model-00002-of-00002.safetensors", 10),
+            s("model.safetensors.index.json", 1),
+            s("onnx/model.onnx", 30),
+        ]
+    }
+
+    #[test]
+    fn include_and_exclude_pick_files_whole_and_name_the_set_by_its_files() {
+        let repo = safetensors_repo();
+        // huggingface-cli's globs: `*` crosses `/`.
+        let set = select(&repo, None, &globs(&["*.json", "*.onnx"]), &[]).unwrap();
+        let mut got = names(&set);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "config.json",
+                "model.safetensors.index.json",
+                "onnx/model.onnx",
+                "tokenizer.json"
+            ]
+        );
+        assert!(
+            set.variant.starts_with("files-") && set.variant.len() == 14,
+            "{}",
+            set.variant
+        );
+        // The same files are the same set, whatever globs picked them.
+        let again = select(
+            &repo,
+            None,
+            &globs(&["*"]),
+            &globs(&["*.md", "model-*", "*.safetensors"]),
+        )
+        .unwrap();
+        assert_eq!(again.variant, set.variant);
+        // Exclude from a variant's set: its own variant, never the whole set's name.
+        let lean = select(&repo, None, &[], &globs(&["tokenizer.*"])).unwrap();
+        assert!(lean.variant.starts_with("safetensors-"), "{}", lean.variant);
+        assert!(!names(&lean).contains(&"tokenizer.json"));
+        // Excluding nothing of it leaves the variant as it is.
+        let same = select(&repo, None, &[], &globs(&["*.gguf"])).unwrap();
+        assert_eq!(same, choose(&repo, None).unwrap());
+    }
+
+    #[test]
+    fn globs_that_split_a_sharded_file_or_pick_nothing_or_are_bad_are_refused() {
+        let repo = safetensors_repo();
+        let e = select(&repo, None, &globs(&["*00001-of-*"]), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the globs select shards [1] of 2"), "{e}");
+        let e = select(&repo, None, &[], &globs(&["*00002-of-*"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("whole or not at all"), "{e}");
+        let e = select(&repo, None, &globs(&["*.gguf"]), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("select no file") && e.contains("config.json"),
+            "{e}"
+        );
+        let e = select(&repo, Some("safetensors"), &globs(&["*.json"]), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not both"), "{e}");
+        let e = select(&repo, None, &globs(&["[oops"]), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"[oops\" is not a glob"), "{e}");
+        let many: Vec<String> = (0..=GLOBS_MAX).map(|i| format!("{i}.json")).collect();
+        let e = select(&repo, None, &[], &many).unwrap_err().to_string();
+        assert!(e.contains("at most 32"), "{e}");
     }
 
     #[test]

@@ -513,19 +513,22 @@ impl Downloads {
         job.status.update(|i| i.detail = job.detail());
     }
 
-    /// `download_model`: validate, read the listing, choose the whole file set, register one
-    /// job and answer at once.
+    /// `download_model`: validate, read the listing, choose the whole file set (the
+    /// variant's, or what `include` and `exclude` select: `choose::select`), register one job
+    /// and answer at once.
     pub async fn start(
         self: &Arc<Self>,
         repo: &str,
         revision: Option<&str>,
         variant: Option<&str>,
+        include: &[String],
+        exclude: &[String],
     ) -> Result<Json, DownloadError> {
         let revision = revision.unwrap_or("main");
         choose::check_repo(repo)?;
         choose::check_revision(revision)?;
         let info = self.hub.repo_info(repo, revision).await?;
-        let set = choose::choose(&info.siblings, variant)?;
+        let set = choose::select(&info.siblings, variant, include, exclude)?;
         // A gated repo's listing is public, its files are not: find out now, not in the job.
         if info.gated.is_gated() {
             self.hub.auth_check(repo).await?;
