@@ -21,14 +21,14 @@ use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::{Value as Json, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame, Event, Outcome};
+use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame, Event, JobFollow, Outcome, ToolInfo};
 use toolvisor_protocol::{ErrorKind, ToolError};
 
 use crate::bridge::{Bridge, Elicited, elicit, elicits, listener_client, runs_full, stateless};
 use crate::content::Shape;
 use crate::daemon::{CallMsg, DaemonConn};
 use crate::runs::{HANDLE_KEY, Pending, Runs};
-use crate::tasks::{INLINE_WAIT, POLL, follows_a_job, may_run_long};
+use crate::tasks::{INLINE_WAIT, POLL};
 use crate::{Approvals, BridgeError, content};
 
 /// How long a cancelled call may take to answer `cancelled` before we stop waiting.
@@ -446,6 +446,14 @@ pub(crate) async fn call_tool(
         }
     };
     let tasks_ok = v2026 && supports_tasks(meta);
+    // What the daemon's tool list says of this tool: whether it may run long, whether its
+    // call starts a job to follow.
+    let info = conn
+        .welcome()
+        .tools
+        .iter()
+        .find(|t| t.name == tool)
+        .cloned();
     let drive = Drive {
         conn: &conn,
         id,
@@ -456,15 +464,16 @@ pub(crate) async fn call_tool(
         token,
         mrtr: v2026 && can_show_forms(meta),
         cancel: ctx.ct.clone(),
-        deadline: (tasks_ok && may_run_long(&tool)).then_some(INLINE_WAIT),
+        deadline: (tasks_ok && info.as_ref().is_some_and(|i| i.long_running))
+            .then_some(INLINE_WAIT),
         nobody,
     };
     match drive.run(rx).await {
         Step::Done(outcome) => {
             if tasks_ok
-                && follows_a_job(&tool)
+                && let Some(info) = &info
                 && let Outcome::Ok(v) = &outcome
-                && let Some(job) = Job::of(&tool, &v.0)
+                && let Some(job) = Job::of(info, &v.0)
                 && let Some(task) = follow(
                     &bridge.runs,
                     &conn,
@@ -612,89 +621,42 @@ fn task_response(task_id: String, handle: &Option<String>) -> CallToolResponse {
     CallToolResponse::Task(created)
 }
 
-/// The job a start-then-poll call started, and how to follow and stop it.
+/// The job a start-then-poll call started, and how to follow and stop it: the tool's
+/// `JobFollow`, as the daemon's tool list gives it (`ToolInfo::follow`).
 struct Job {
-    tool: &'static str,
-    /// What `tool` polls with.
-    poll: (&'static str, Json),
-    /// What stops it.
-    stop: (&'static str, Json),
+    tool: String,
+    follow: JobFollow,
     name: String,
 }
 
 impl Job {
-    fn of(tool: &str, result: &Json) -> Option<Job> {
-        let s = |k: &str| result.get(k).and_then(Json::as_str).map(str::to_string);
-        match tool {
-            "download_model" => {
-                let job = s("job_id")?;
-                // Already in the store: nothing to follow.
-                if s("state").as_deref() == Some("done") {
-                    return None;
-                }
-                Some(Job {
-                    tool: "download_model",
-                    poll: ("list_downloads", json!({"job_id": job})),
-                    stop: ("cancel_download", json!({"job_id": job})),
-                    name: job,
-                })
-            }
-            "load_model" => {
-                let alias = s("alias")?;
-                if s("state").as_deref() == Some("ready") {
-                    return None;
-                }
-                Some(Job {
-                    tool: "load_model",
-                    poll: ("get_inference_status", json!({})),
-                    stop: ("unload_model", json!({"alias": alias})),
-                    name: alias,
-                })
-            }
-            "vibe_spawn" => {
-                let worker = s("worker_id")?;
-                Some(Job {
-                    tool: "vibe_spawn",
-                    poll: (
-                        "vibe_wait",
-                        json!({"worker_id": worker, "timeout_seconds": 0}),
-                    ),
-                    stop: ("vibe_kill", json!({"worker_id": worker})),
-                    name: worker,
-                })
-            }
-            _ => None,
-        }
+    /// The job `info`'s call started, as its `result` names it; `None` for a tool that starts
+    /// none, or a job already ended well (a model already in the store, already ready).
+    fn of(info: &ToolInfo, result: &Json) -> Option<Job> {
+        let follow = info.follow.clone()?;
+        let name = follow.job_of(result)?;
+        Some(Job {
+            tool: info.name.clone(),
+            follow,
+            name,
+        })
+    }
+
+    /// What polls it.
+    fn poll(&self) -> (&str, Json) {
+        let f = &self.follow;
+        (&f.poll, JobFollow::args_for(&f.poll_args, &self.name))
+    }
+
+    /// What stops it.
+    fn stop(&self) -> (&str, Json) {
+        let f = &self.follow;
+        (&f.stop, JobFollow::args_for(&f.stop_args, &self.name))
     }
 
     /// The job's entry in a poll's answer, and whether it has ended (and failed).
     fn look(&self, answer: &Json) -> Option<(Json, bool, bool)> {
-        let entry = match self.tool {
-            "download_model" => answer["jobs"]
-                .as_array()?
-                .iter()
-                .find(|j| j["job_id"] == self.name.as_str())?
-                .clone(),
-            "load_model" => answer["models"]
-                .as_array()?
-                .iter()
-                .find(|m| m["alias"] == self.name.as_str())?
-                .clone(),
-            _ => answer.clone(),
-        };
-        let state = entry["state"].as_str().unwrap_or("");
-        let (ended, failed) = match self.tool {
-            "download_model" => (
-                matches!(state, "done" | "failed" | "cancelled"),
-                state != "done",
-            ),
-            "load_model" => (matches!(state, "ready" | "failed"), state == "failed"),
-            _ => (
-                matches!(state, "done" | "failed" | "killed"),
-                state != "done",
-            ),
-        };
-        Some((entry, ended, failed))
+        self.follow.look(&self.name, answer)
     }
 }
 
@@ -722,8 +684,8 @@ fn follow(
             tokio::select! {
                 _ = cancel.cancelled() => {
                     let reason = format!("the MCP client {client} cancelled the task it started (tasks/cancel); toolvisor mcp approves stopping it");
-                    let (tool, args) = &job.stop;
-                    let outcome = conn.call_answering(&conversation, tool, args.clone(), true, &reason).await;
+                    let (tool, args) = job.stop();
+                    let outcome = conn.call_answering(&conversation, tool, args, true, &reason).await;
                     let said = match outcome {
                         Ok(Outcome::Ok(_)) => format!("{} {} stopped ({tool})", job.tool, job.name),
                         Ok(Outcome::Err(e)) => format!("{} {}: {tool} failed: {e}", job.tool, job.name),
@@ -734,13 +696,13 @@ fn follow(
                 }
                 _ = tokio::time::sleep(POLL) => {}
             }
-            let (tool, args) = &job.poll;
-            let answer = match conn.call(&conversation, tool, args.clone()).await {
+            let (tool, args) = job.poll();
+            let answer = match conn.call(&conversation, tool, args).await {
                 Ok(Outcome::Ok(v)) => v.0,
                 Ok(Outcome::Err(e)) => {
                     tasks.complete(
                         &task,
-                        content::outcome_result(job.tool, Outcome::Err(e), &shape),
+                        content::outcome_result(&job.tool, Outcome::Err(e), &shape),
                         "following the job failed",
                     );
                     return;
@@ -748,7 +710,7 @@ fn follow(
                 Err(e) => {
                     tasks.complete(
                         &task,
-                        content::outcome_result(job.tool, Outcome::Err(lost(&e)), &shape),
+                        content::outcome_result(&job.tool, Outcome::Err(lost(&e)), &shape),
                         "toolvisor mcp lost the daemon",
                     );
                     return;
@@ -762,7 +724,7 @@ fn follow(
                 );
                 tasks.complete(
                     &task,
-                    content::outcome_result(job.tool, Outcome::Err(gone), &shape),
+                    content::outcome_result(&job.tool, Outcome::Err(gone), &shape),
                     "the job is gone",
                 );
                 return;
@@ -770,7 +732,7 @@ fn follow(
             let state = entry["state"].as_str().unwrap_or("?").to_string();
             if ended {
                 let mut result = content::outcome_result(
-                    job.tool,
+                    &job.tool,
                     Outcome::Ok(toolvisor_protocol::Value(entry)),
                     &shape,
                 );

@@ -1,10 +1,12 @@
 //! The MCP Tasks extension (`io.modelcontextprotocol/tasks`, offered to clients that declare
-//! it on 2026-07-28) for toolvisor's start-then-poll tools: `download_model`, `load_model`
-//! and `vibe_spawn` answer a task at once, which follows the job the call started (through
-//! `list_downloads`, `get_inference_status`, `vibe_wait`) until it ends; an `eval` or `bash`
-//! still running after [`INLINE_WAIT`] becomes a task too. `tasks/get` reads a task's state
-//! and, once it ended, its result; `tasks/cancel` stops the job (`cancel_download`,
-//! `unload_model`, `vibe_kill`, or the call's own cancel).
+//! it on 2026-07-28) for toolvisor's start-then-poll tools: a call of a tool whose
+//! `ToolInfo::follow` says it starts a job (`download_model`, `load_model`, `vibe_spawn`)
+//! answers a task at once, which follows the job through the poll tool the daemon named
+//! (`list_downloads`, `get_inference_status`, `vibe_wait`) until it ends; a call of a
+//! `long_running` tool (`eval`, `bash`) still running after [`INLINE_WAIT`] becomes a task too.
+//! `tasks/get` reads a task's state and, once it ended, its result; `tasks/cancel` stops the
+//! job with the stop tool the daemon named (`cancel_download`, `unload_model`, `vibe_kill`), or
+//! cancels the call. This crate keeps no list of those tools: the daemon's specs say it.
 //!
 //! Bounded: at most [`MAX_TASKS`] are kept; a finished one is forgotten [`KEEP`] after it
 //! ended, or sooner when room is needed; with every slot working, a new call runs without a
@@ -28,16 +30,6 @@ pub const KEEP: Duration = Duration::from_secs(3600);
 pub const INLINE_WAIT: Duration = Duration::from_secs(2);
 /// How often a task looks at its job.
 pub const POLL: Duration = Duration::from_millis(500);
-
-/// The tools whose call starts a job the task follows.
-pub fn follows_a_job(tool: &str) -> bool {
-    matches!(tool, "download_model" | "load_model" | "vibe_spawn")
-}
-
-/// The tools that become a task when they run long.
-pub fn may_run_long(tool: &str) -> bool {
-    matches!(tool, "eval" | "bash")
-}
 
 enum State {
     Working,

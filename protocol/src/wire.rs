@@ -199,6 +199,77 @@ pub struct ToolInfo {
     /// what the handler returns, or the result store's projection of it.
     #[serde(default)]
     pub output_schema: Option<Value>,
+    /// A call starts a job that goes on after its answer: how to follow it (MCP tasks).
+    #[serde(default)]
+    pub follow: Option<JobFollow>,
+    /// A call may run for minutes while it streams output (`eval`, `bash`): a client that
+    /// can take a long call as a task should.
+    #[serde(default)]
+    pub long_running: bool,
+}
+
+/// How a client follows the job a call starts until it ends (what `toolvisor mcp` makes an
+/// MCP task of). The job is named by the start result's string field `id`; `poll` is called
+/// with `poll_args` and `stop` with `stop_args`, where each string `"{id}"` becomes the job's
+/// name. The job's entry in a poll's answer is the element of the answer's list `entries`
+/// whose `id` field is the job's name (the answer itself without `entries`); its `state`
+/// ends the job when it is one of `ended`, successfully when it is `ok`. A start result whose
+/// `state` is already `ok` has nothing to follow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobFollow {
+    pub id: String,
+    pub poll: String,
+    pub poll_args: Value,
+    pub stop: String,
+    pub stop_args: Value,
+    pub entries: Option<String>,
+    pub ended: Vec<String>,
+    pub ok: String,
+}
+
+impl JobFollow {
+    /// The job a start `result` names; `None` when it names none or is already `ok`.
+    pub fn job_of(&self, result: &serde_json::Value) -> Option<String> {
+        let name = result.get(&self.id)?.as_str()?;
+        (result.get("state").and_then(|s| s.as_str()) != Some(self.ok.as_str()))
+            .then(|| name.to_string())
+    }
+
+    /// `args` with each string `"{id}"` made `job`.
+    pub fn args_for(args: &Value, job: &str) -> serde_json::Value {
+        fn fill(v: &serde_json::Value, job: &str) -> serde_json::Value {
+            match v {
+                serde_json::Value::String(s) if s == "{id}" => job.into(),
+                serde_json::Value::Object(m) => {
+                    m.iter().map(|(k, v)| (k.clone(), fill(v, job))).collect()
+                }
+                serde_json::Value::Array(a) => a.iter().map(|v| fill(v, job)).collect(),
+                other => other.clone(),
+            }
+        }
+        fill(&args.0, job)
+    }
+
+    /// The job's entry in a poll's `answer`, whether it ended, and whether it failed.
+    pub fn look(
+        &self,
+        job: &str,
+        answer: &serde_json::Value,
+    ) -> Option<(serde_json::Value, bool, bool)> {
+        let entry = match &self.entries {
+            Some(list) => answer
+                .get(list)?
+                .as_array()?
+                .iter()
+                .find(|e| e.get(&self.id).and_then(|v| v.as_str()) == Some(job))?
+                .clone(),
+            None => answer.clone(),
+        };
+        let state = entry.get("state").and_then(|s| s.as_str()).unwrap_or("");
+        let ended = self.ended.iter().any(|e| e == state);
+        let failed = ended && state != self.ok;
+        Some((entry, ended, failed))
+    }
 }
 
 /// The daemon's answer to a valid `Hello`.

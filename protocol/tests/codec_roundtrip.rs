@@ -60,6 +60,17 @@ fn tool_info() -> ToolInfo {
         idempotent: false,
         open_world: true,
         output_schema: Some(sample_value()),
+        follow: Some(toolvisor_protocol::wire::JobFollow {
+            id: "job_id".into(),
+            poll: "list_downloads".into(),
+            poll_args: sample_value(),
+            stop: "cancel_download".into(),
+            stop_args: sample_value(),
+            entries: Some("jobs".into()),
+            ended: vec!["done".into(), "failed".into()],
+            ok: "done".into(),
+        }),
+        long_running: true,
     }
 }
 

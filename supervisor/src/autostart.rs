@@ -1,6 +1,6 @@
 //! `toolvisor mcp` with no daemon answering on its socket: start one (`toolvisor serve`,
-//! detached, with the same socket and config file), wait until it accepts connections, and go
-//! on. Concurrent starters (a harness starting several MCP servers at once) serialise on a
+//! detached, with the same socket and config file), wait until it answers a `Hello` (its
+//! socket is bound before the rest of its start, which may still fail), and go on. Concurrent starters (a harness starting several MCP servers at once) serialise on a
 //! lock file beside the socket and probe again under it, so exactly one daemon starts.
 
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
@@ -14,6 +14,21 @@ use toolvisor_kit::private::{ensure_private_dir, open_private_file};
 
 /// How long a started daemon may take to accept connections.
 pub const READY_WAIT: Duration = Duration::from_secs(30);
+
+/// How long a started daemon that accepts a connection may take to answer its `Hello`.
+const WELCOME_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether a daemon on `socket` answers a `Hello` with its `Welcome` within `wait` (the probe
+/// is an operator's connection that ends at once).
+fn welcomes(socket: &Path, wait: Duration) -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let socket = socket.to_path_buf();
+    std::thread::spawn(move || {
+        let ok = toolvisor_protocol::client::Client::connect(&socket, Default::default()).is_ok();
+        let _ = tx.send(ok);
+    });
+    rx.recv_timeout(wait).unwrap_or(false)
+}
 
 /// What [`ensure_daemon`] found or did.
 #[derive(Debug, PartialEq, Eq)]
@@ -99,7 +114,10 @@ pub fn ensure_daemon(socket: &Path, config: Option<&Path>) -> Result<Daemon, Str
     let pid = child.id();
     let started = Instant::now();
     loop {
-        if answers(socket)? {
+        // Its socket is bound before the rest of its start (the state directory, the
+        // workers), which may still fail: only a `Welcome` says it is up. A daemon that exits
+        // meanwhile closes the connection, and its exit is read below.
+        if answers(socket)? && welcomes(socket, WELCOME_WAIT) {
             // Reap it should it ever exit while we live; it outlives us otherwise.
             std::thread::spawn(move || child.wait());
             return Ok(Daemon::Started(pid));

@@ -301,7 +301,7 @@ fn article(ty: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolvisor_protocol::wire::Tier;
+    use toolvisor_protocol::wire::{JobFollow, Tier};
 
     fn surface(tier: Tier) -> Surface {
         Surface {
@@ -455,6 +455,42 @@ mod tests {
                     .unwrap()
                     .contains("exec tier")
         );
+    }
+
+    /// The job a tool's call starts is followed with tools that exist, called with arguments
+    /// their own schemas and parses take; the states are the tool's result states.
+    #[test]
+    fn every_follow_polls_and_stops_with_real_tools_and_valid_arguments() {
+        let all = crate::tools::all(true);
+        let mut followed: Vec<&str> = all
+            .iter()
+            .filter(|t| t.follow.is_some())
+            .map(|t| t.name)
+            .collect();
+        followed.sort_unstable();
+        assert_eq!(followed, ["download_model", "load_model", "vibe_spawn"]);
+        let mut long: Vec<&str> = all
+            .iter()
+            .filter(|t| t.long_running)
+            .map(|t| t.name)
+            .collect();
+        long.sort_unstable();
+        assert_eq!(long, ["bash", "eval"]);
+        for t in all.iter().filter(|t| t.follow.is_some()) {
+            let f = t.follow.as_ref().unwrap();
+            assert!(f.ended.contains(&f.ok), "{}: {f:?}", t.name);
+            for (tool, args) in [(&f.poll, &f.poll_args), (&f.stop, &f.stop_args)] {
+                let spec = all
+                    .iter()
+                    .find(|s| s.name == tool.as_str())
+                    .unwrap_or_else(|| panic!("{} follows with {tool}, no such tool", t.name));
+                let args = JobFollow::args_for(args, "j-1");
+                validate(tool, &spec.schema, &args)
+                    .unwrap_or_else(|e| panic!("{} → {tool} {args}: {e}", t.name));
+                spec.parses(&args)
+                    .unwrap_or_else(|e| panic!("{} → {tool} {args}: {e}", t.name));
+            }
+        }
     }
 
     #[test]

@@ -437,6 +437,7 @@ fn jobs() -> Vec<ToolSpec> {
             },
         )
         .returns::<toolvisor_protocol::results::BashResult>()
+        .long_running()
         .open_world()
         .approval(Approval::Always)
         .summary(bash_summary),

@@ -80,6 +80,17 @@ fn tool_info() -> ToolInfo {
         idempotent: false,
         open_world: true,
         output_schema: Some(value(json!({"type": "object"}))),
+        follow: Some(toolvisor_protocol::wire::JobFollow {
+            id: "job_id".into(),
+            poll: "list_downloads".into(),
+            poll_args: value(json!({"job_id": "{id}"})),
+            stop: "cancel_download".into(),
+            stop_args: value(json!({"job_id": "{id}"})),
+            entries: Some("jobs".into()),
+            ended: vec!["done".into()],
+            ok: "done".into(),
+        }),
+        long_running: true,
     }
 }
 
@@ -290,6 +301,7 @@ fn expected() -> Manifest {
             }
             if n == "welcome" {
                 nested.insert("ToolInfo".into(), keys(&body["tools"][0]));
+                nested.insert("JobFollow".into(), keys(&body["tools"][0]["follow"]));
             }
             if n == "question" {
                 nested.insert("QuestionOption".into(), keys(&body["options"][0]));

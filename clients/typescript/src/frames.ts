@@ -54,6 +54,24 @@ export interface ToolInfo {
   open_world: boolean;
   /** JSON Schema of the tool's results (MCP's `outputSchema`); null where not declared. */
   output_schema: Json | null;
+  /** A call starts a job that goes on after its answer: how to follow it. */
+  follow: JobFollow | null;
+  /** A call may run for minutes (eval, bash). */
+  long_running: boolean;
+}
+
+/** How to follow the job a call starts: poll and stop it (`"{id}"` in their args is the job,
+ * named by the result's `id` field), its entry in the poll's `entries` list, the states that
+ * end it and the one that means it succeeded. */
+export interface JobFollow {
+  id: string;
+  poll: string;
+  poll_args: Json;
+  stop: string;
+  stop_args: Json;
+  entries: string | null;
+  ended: string[];
+  ok: string;
 }
 
 export interface QuestionOption {
@@ -274,6 +292,7 @@ export interface DaemonFrameMap {
 export interface NestedMap {
   Surface: Surface;
   ToolInfo: ToolInfo;
+  JobFollow: JobFollow;
   ToolError: ToolErrorData;
   QuestionOption: QuestionOption;
   TreeNode: TreeNode;
@@ -322,7 +341,8 @@ export const MANIFEST = {
   },
   "nested": {
     "Surface": ["approvals", "bridge_tools", "max_tier", "questions"],
-    "ToolInfo": ["available", "description", "destructive", "idempotent", "name", "open_world", "output_schema", "parallel_safe", "requires_approval", "resource", "schema", "tier", "unavailable_reason"],
+    "ToolInfo": ["available", "description", "destructive", "follow", "idempotent", "long_running", "name", "open_world", "output_schema", "parallel_safe", "requires_approval", "resource", "schema", "tier", "unavailable_reason"],
+    "JobFollow": ["ended", "entries", "id", "ok", "poll", "poll_args", "stop", "stop_args"],
     "ToolError": ["hint", "kind", "message"],
     "QuestionOption": ["description", "label"],
     "TreeNode": ["children", "conversation", "detail", "id", "kind", "last_error", "mailbox", "pid", "restarts", "rss_bytes", "state", "ttl_left_ms", "uptime_ms"],

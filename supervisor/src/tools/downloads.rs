@@ -113,7 +113,8 @@ async fn search(s: &Services, a: SearchModelsArgs) -> Result<Json, ToolError> {
 pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::ToolSpec> {
     use toolvisor_protocol::wire::Tier;
 
-    use super::spec::{Approval, ToolSpec};
+    use super::spec::{Approval, ToolSpec, follow};
+    use serde_json::json;
 
     let tools = vec![
         ToolSpec::new(
@@ -124,7 +125,15 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             |s, ctx, a| Box::pin(download_model(s, ctx, a)),
         ).returns::<toolvisor_protocol::results::DownloadModelResult>()
         .additive().idempotent(true).open_world()
-        .approval(Approval::Always),
+        .approval(Approval::Always)
+        .follows(follow(
+            "job_id",
+            ("list_downloads", json!({"job_id": "{id}"})),
+            ("cancel_download", json!({"job_id": "{id}"})),
+            Some("jobs"),
+            &["done", "failed", "cancelled"],
+            "done",
+        )),
         ToolSpec::new(
             "list_downloads",
             Tier::Read,

@@ -113,6 +113,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             |s, ctx, a| Box::pin(async move { run(&EvalTools::of(s, ctx), ctx, a).await }),
         )
         .open_world()
+        .long_running()
         .serial()
         .approval(Approval::Always)
         .summary(summary)

@@ -314,7 +314,18 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             )
             .returns::<toolvisor_protocol::tools::VibeInfo>()
             .idempotent(false)
-            .open_world(),
+            .open_world()
+            .follows(super::spec::follow(
+                "worker_id",
+                (
+                    "vibe_wait",
+                    serde_json::json!({"worker_id": "{id}", "timeout_seconds": 0}),
+                ),
+                ("vibe_kill", serde_json::json!({"worker_id": "{id}"})),
+                None,
+                &["done", "failed", "killed"],
+                "done",
+            )),
         ),
         roster(
             ToolSpec::new(

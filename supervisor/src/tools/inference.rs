@@ -70,7 +70,15 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             |s, ctx, a| Box::pin(load_model(s, ctx, a)),
         ).returns::<toolvisor_protocol::results::LoadModelResult>()
         .additive().idempotent(true)
-        .approval(Approval::Always),
+        .approval(Approval::Always)
+        .follows(super::spec::follow(
+            "alias",
+            ("get_inference_status", serde_json::json!({})),
+            ("unload_model", serde_json::json!({"alias": "{id}"})),
+            Some("models"),
+            &["ready", "failed"],
+            "ready",
+        )),
         ToolSpec::new(
             "unload_model",
             Tier::Write,

@@ -16,11 +16,12 @@
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
 //! its handler (`async fn x(cx, ctx, a: XArgs) -> Result<Json, ToolError>`) and its `ToolSpec::new`
 //! in its family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`,
-//! `.summary`, the hints); an example call in `docs/TOOLS.md`. Nothing else parses or lists it.
-//! A few places still know some tools by name, for what the spec does not say yet: the files
-//! family's result rendering (`tools/files.rs`: `tool_result_read` and images are never stored
-//! as a ref, `eval`'s figures), and `toolvisor mcp`'s tasks (`mcp/src/tasks.rs`: which calls
-//! follow a job or may run long; `mcp/src/calls.rs`: how each job is polled and stopped).
+//! `.summary`, `.follows`, `.long_running`, the hints); an example call in `docs/TOOLS.md`.
+//! Nothing else parses or lists it. Which calls start a job a client follows, and how (its
+//! poll and stop tools), and which may run long, is spec data carried to clients in
+//! `ToolInfo` (`toolvisor mcp` makes MCP tasks of them from it). One place still knows tools
+//! by name: the files family's result rendering (`tools/files.rs`: `tool_result_read` and
+//! images are never stored as a ref, `eval`'s figures).
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -33,7 +34,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::value::Value;
-use toolvisor_protocol::wire::{Tier, ToolInfo};
+use toolvisor_protocol::wire::{JobFollow, Tier, ToolInfo};
 
 use super::{CallCtx, Services};
 
@@ -188,6 +189,11 @@ pub struct ToolSpec {
     /// The JSON schema of the handler's results (`.returns::<R>()`, from a type in
     /// `protocol::results`); a debug build checks every result against it.
     pub output: Option<Json>,
+    /// A call starts a job a client may follow (`.follows`): `download_model`, `load_model`,
+    /// `vibe_spawn`.
+    pub follow: Option<JobFollow>,
+    /// A call may run for minutes (`.long_running`): `eval`, `bash`.
+    pub long_running: bool,
 }
 
 impl ToolSpec {
@@ -229,7 +235,22 @@ impl ToolSpec {
             })),
             summary: None,
             output: None,
+            follow: None,
+            long_running: false,
         }
+    }
+
+    /// A call starts a job that goes on after its answer, followed as `follow` says (its
+    /// poll and stop tools, the states that end it): clients make a task of it.
+    pub fn follows(mut self, follow: JobFollow) -> Self {
+        self.follow = Some(follow);
+        self
+    }
+
+    /// A call may run for minutes: clients that can may answer it as a task.
+    pub fn long_running(mut self) -> Self {
+        self.long_running = true;
+        self
     }
 
     /// The shape of the handler's results: `R`'s schema (a type in `protocol::results`),
@@ -386,7 +407,32 @@ impl ToolSpec {
             idempotent: self.idempotent,
             open_world: self.open_world,
             output_schema: None,
+            follow: self.follow.clone(),
+            long_running: self.long_running,
         }
+    }
+}
+
+/// A [`JobFollow`]: the start result's field naming the job, the poll and stop calls (`"{id}"`
+/// in their arguments is the job), the poll answer's list holding the job's entry, the states
+/// that end it and the one that means it succeeded.
+pub fn follow(
+    id: &str,
+    poll: (&str, Json),
+    stop: (&str, Json),
+    entries: Option<&str>,
+    ended: &[&str],
+    ok: &str,
+) -> JobFollow {
+    JobFollow {
+        id: id.to_string(),
+        poll: poll.0.to_string(),
+        poll_args: Value(poll.1),
+        stop: stop.0.to_string(),
+        stop_args: Value(stop.1),
+        entries: entries.map(str::to_string),
+        ended: ended.iter().map(|s| s.to_string()).collect(),
+        ok: ok.to_string(),
     }
 }
 

@@ -45,6 +45,21 @@ class Surface(TypedDict):
     bridge_tools: list[str]
 
 
+class JobFollow(TypedDict):
+    """How to follow the job a call starts: poll and stop it ("{id}" in their args is the
+    job, named by the result's `id` field), its entry in the poll's `entries` list, the
+    states that end it and the one that means it succeeded."""
+
+    id: str
+    poll: str
+    poll_args: Any
+    stop: str
+    stop_args: Any
+    entries: str | None
+    ended: list[str]
+    ok: str
+
+
 class ToolInfo(TypedDict):
     name: str
     description: str
@@ -59,6 +74,8 @@ class ToolInfo(TypedDict):
     idempotent: bool
     open_world: bool
     output_schema: Any
+    follow: JobFollow | None
+    long_running: bool
 
 
 class QuestionOption(TypedDict):
@@ -290,6 +307,7 @@ DAEMON_FRAMES: dict[str, type | None] = {
 NESTED: dict[str, type] = {
     "Surface": Surface,
     "ToolInfo": ToolInfo,
+    "JobFollow": JobFollow,
     "ToolError": ToolErrorData,
     "QuestionOption": QuestionOption,
     "TreeNode": TreeNode,
