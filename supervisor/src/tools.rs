@@ -183,7 +183,14 @@ pub async fn run(
         Ok(result) => spec.check_output(result)?,
         Err(e) => return Err(files::mask_error(&services.files, e)),
     };
-    files::finish(&services.files, &ctx.conversation, spec.name, result).await
+    files::finish(
+        &services.files,
+        &ctx.conversation,
+        spec.name,
+        spec.passage,
+        result,
+    )
+    .await
 }
 
 /// Whether the resources some families need are attached to this daemon, decided when it

@@ -114,6 +114,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
         )
         .open_world()
         .long_running()
+        .passage(super::spec::Passage::FieldWhole("images"))
         .serial()
         .approval(Approval::Always)
         .summary(summary)

@@ -136,9 +136,15 @@ async fn tool_result_read_pages_a_stored_result_for_its_own_conversation_only() 
     let (work, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let files = files(state.path());
     let big = "line of output\n".repeat(5_000);
-    let projected = super::files::finish(&files, "mine", "bash", json!({"stdout": big.clone()}))
-        .await
-        .unwrap();
+    let projected = super::files::finish(
+        &files,
+        "mine",
+        "bash",
+        super::spec::Passage::Stored,
+        json!({"stdout": big.clone()}),
+    )
+    .await
+    .unwrap();
     let reference = projected["projected"]["stdout"]["ref"]
         .as_str()
         .unwrap_or_else(|| panic!("a large result is stored with a ref: {projected}"))

@@ -22,6 +22,7 @@ use toolvisor_protocol::tools::{
     WriteArgs,
 };
 
+use super::spec::Passage;
 use super::{CallCtx, Services};
 use crate::config::Config;
 use toolvisor_lsp::LanguageServers;
@@ -604,26 +605,27 @@ pub(crate) fn mask_error(files: &Files, mut e: ToolError) -> ToolError {
 
 /// Every tool's result on its way to the client: known secrets masked, and a result longer
 /// than `result_store.inline_chars` stored under `<state_dir>/results/<conversation>/` and
-/// replaced by a bounded projection with refs (`tool_result_read`). Images (already bounded
-/// by the model's limits), `eval`'s figures and `tool_result_read` pages (already bounded and
-/// masked) pass.
+/// replaced by a bounded projection with refs (`tool_result_read`). What the tool's spec says
+/// passes (`Passage`: `tool_result_read`'s pages, already bounded and masked; `eval`'s
+/// figures, bounded by `kernels.image_bytes`) and an image (bounded by the model's limits)
+/// pass whole.
 pub async fn finish(
     files: &Arc<Files>,
     conversation: &str,
     tool: &str,
+    passage: Passage,
     mut value: Json,
 ) -> Result<Json, ToolError> {
-    if tool == "tool_result_read" || value.get("kind").is_some_and(|k| k == "image") {
+    if passage == Passage::Whole || value.get("kind").is_some_and(|k| k == "image") {
         return Ok(value);
     }
-    // `eval`'s figures (an `images` list, bounded by `kernels.image_bytes`) pass whole: the
-    // store masks and projects the rest of the result.
-    if tool == "eval"
-        && let Some(images) = value.as_object_mut().and_then(|m| m.remove("images"))
+    // A field that passes whole (`eval`'s `images`): the store masks and projects the rest.
+    if let Passage::FieldWhole(field) = passage
+        && let Some(whole) = value.as_object_mut().and_then(|m| m.remove(field))
     {
-        let mut rest = Box::pin(finish(files, conversation, tool, value)).await?;
+        let mut rest = Box::pin(finish(files, conversation, tool, Passage::Stored, value)).await?;
         if let Some(map) = rest.as_object_mut() {
-            map.insert("images".into(), images);
+            map.insert(field.into(), whole);
         }
         return Ok(rest);
     }
@@ -723,6 +725,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Read more of a result cut short, by its ref.",
             |s, ctx, a| Box::pin(async move { run_tool_result_read(&FileTools::of(s), ctx, a).await }),
         )
+        .passage(Passage::Whole)
         .returns::<results::ToolResultReadResult>(),
     ]
 }

@@ -16,12 +16,11 @@
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
 //! its handler (`async fn x(cx, ctx, a: XArgs) -> Result<Json, ToolError>`) and its `ToolSpec::new`
 //! in its family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`,
-//! `.summary`, `.follows`, `.long_running`, the hints); an example call in `docs/TOOLS.md`.
-//! Nothing else parses or lists it. Which calls start a job a client follows, and how (its
-//! poll and stop tools), and which may run long, is spec data carried to clients in
-//! `ToolInfo` (`toolvisor mcp` makes MCP tasks of them from it). One place still knows tools
-//! by name: the files family's result rendering (`tools/files.rs`: `tool_result_read` and
-//! images are never stored as a ref, `eval`'s figures).
+//! `.summary`, `.follows`, `.long_running`, `.passage`, the hints); an example call in
+//! `docs/TOOLS.md`. Nothing else parses or lists it. Which calls start a job a client
+//! follows, and how (its poll and stop tools), and which may run long, is spec data carried
+//! to clients in `ToolInfo` (`toolvisor mcp` makes MCP tasks of them from it); how results
+//! pass the result store is spec data too (`Passage`).
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -194,6 +193,21 @@ pub struct ToolSpec {
     pub follow: Option<JobFollow>,
     /// A call may run for minutes (`.long_running`): `eval`, `bash`.
     pub long_running: bool,
+    /// How its results pass the result store (`tools::files::finish`).
+    pub passage: Passage,
+}
+
+/// How a tool's results pass the result store on their way out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Passage {
+    /// Secrets masked; a large result stored and projected with refs (every tool but these).
+    #[default]
+    Stored,
+    /// Whole, as the handler made it: results already bounded and masked
+    /// (`tool_result_read`'s pages of a stored result).
+    Whole,
+    /// This field whole (bounded by its own limit: `eval`'s `images`), the rest stored.
+    FieldWhole(&'static str),
 }
 
 impl ToolSpec {
@@ -237,7 +251,15 @@ impl ToolSpec {
             output: None,
             follow: None,
             long_running: false,
+            passage: Passage::Stored,
         }
+    }
+
+    /// How its results pass the result store: `Passage::Whole` for results already bounded
+    /// and masked, `Passage::FieldWhole` for one field bounded by its own limit.
+    pub fn passage(mut self, passage: Passage) -> Self {
+        self.passage = passage;
+        self
     }
 
     /// A call starts a job that goes on after its answer, followed as `follow` says (its
