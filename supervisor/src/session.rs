@@ -580,10 +580,10 @@ async fn start_call(
     session.in_flight.fetch_add(1, Ordering::Relaxed);
 
     // Non-parallel-safe tools take their turn in the conversation's lane, in arrival order.
-    let serial = daemon
-        .registry()
-        .get(&call.tool)
-        .is_some_and(|t| !t.parallel_safe);
+    // (An unknown tool takes none: the gates refuse it naming the tools there are.)
+    let known = daemon.registry().get(&call.tool);
+    let serial = known.is_some_and(|t| !t.parallel_safe);
+    let resource = known.map_or("", |t| t.resource);
     let turn = if serial {
         let (turn_tx, turn_rx) = oneshot::channel::<oneshot::Sender<()>>();
         daemon.lanes().enqueue(
@@ -604,7 +604,6 @@ async fn start_call(
     // behind it, so logs join with the audit log (`--log-format json` prints the span). The
     // plain-text log takes them from a label, which costs nothing until a line is logged
     // (`logtext`); the others from the call's span.
-    let resource = daemon.registry().get(&call.tool).map_or("", |t| t.resource);
     let call_label = (logtext::labels() && tracing::enabled!(tracing::Level::INFO)).then(|| {
         logtext::CallLabel {
             call: id,
