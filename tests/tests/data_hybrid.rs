@@ -278,6 +278,18 @@ fn long_section() -> String {
     format!("# Harbour notes\n\n{text}\n")
 }
 
+/// The embedding model's entry in `get_inference_status`.
+fn embeddings_server(d: &TestDaemon) -> Json {
+    let status = d.ok("c", "get_inference_status", json!({}));
+    status["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["alias"] == "data-embeddings")
+        .cloned()
+        .unwrap_or_else(|| panic!("no data-embeddings model: {status}"))
+}
+
 /// The hybrid answer once no chunk waits (`pending` 0), complete or not.
 fn settled(d: &TestDaemon, query: &str) -> Json {
     wait_for(
@@ -306,13 +318,7 @@ fn a_chunk_past_the_servers_default_batch_is_embedded_with_the_rest() {
     let harbour = hit(&v, "Harbour notes");
     assert!(harbour["vector_rank"].is_u64(), "{harbour}");
     // The server runs with the model's own context (2048), not the pool's default.
-    let status = d.ok("c", "get_inference_status", json!({}));
-    let served = status["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["alias"] == "data-embeddings")
-        .unwrap_or_else(|| panic!("no data-embeddings model: {status}"));
+    let served = embeddings_server(&d);
     assert_eq!(served["context"], 2048, "{served}");
 }
 
@@ -391,12 +397,6 @@ fn a_real_embedding_model_finds_a_paraphrase_that_shares_no_word_first() {
     );
     // The model's own pooling and context (it declares mean and 512 tokens): no --pooling
     // forced, its context given to the server.
-    let status = d.ok("c", "get_inference_status", json!({}));
-    let served = status["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["alias"] == "data-embeddings")
-        .unwrap_or_else(|| panic!("{status}"));
+    let served = embeddings_server(&d);
     assert_eq!(served["context"], 512, "{served}");
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolvisor_protocol::error::ErrorKind;
 use toolvisor_protocol::wire::Outcome;
-use toolvisor_tests::hf::{HfServer, pseudo_random};
+use toolvisor_tests::hf::{HfServer, pseudo_random, wait_download_done};
 use toolvisor_tests::{TestDaemon, wait_for};
 
 const SIZE: usize = 100_000;
@@ -17,18 +17,6 @@ fn gguf(seed: u64) -> Vec<u8> {
     let mut b = pseudo_random(seed, SIZE);
     b[..4].copy_from_slice(b"GGUF");
     b
-}
-
-fn wait_done(d: &TestDaemon, id: &str) {
-    wait_for(
-        &format!("download job {id} to be done"),
-        Duration::from_secs(60),
-        || {
-            let j = d.ok("c", "list_downloads", json!({"job_id": id}))["jobs"][0].clone();
-            assert_ne!(j["state"], "failed", "{j}\n{}", d.log_text());
-            (j["state"] == "done").then_some(())
-        },
-    );
 }
 
 #[test]
@@ -71,7 +59,7 @@ fn a_second_job_that_does_not_fit_beside_a_running_one_is_refused_naming_both() 
     assert_eq!(hub.served("tester/beta", "beta-Q8_0.gguf"), 0);
     // Once alpha has its bytes, nothing is reserved: beta is accepted.
     hub.release();
-    wait_done(&d, &alpha_id);
+    wait_download_done(&d, &alpha_id);
     let beta = d.ok("c", "download_model", json!({"repo": "tester/beta"}));
-    wait_done(&d, beta["job_id"].as_str().unwrap());
+    wait_download_done(&d, beta["job_id"].as_str().unwrap());
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolvisor_protocol::error::ErrorKind;
 use toolvisor_protocol::wire::Outcome;
-use toolvisor_tests::hf::{HfServer, pseudo_random};
+use toolvisor_tests::hf::{HfServer, listed_files, pseudo_random, wait_download_done};
 use toolvisor_tests::{TestDaemon, wait_for};
 
 const REPO: &str = "tester/two-models";
@@ -70,18 +70,6 @@ fn two_models_with_one_label_are_two_variants_and_the_label_alone_is_refused() {
     hub.release();
 }
 
-fn wait_done(d: &TestDaemon, id: &str) {
-    wait_for(
-        &format!("download job {id} to be done"),
-        Duration::from_secs(60),
-        || {
-            let j = d.ok("c", "list_downloads", json!({"job_id": id}))["jobs"][0].clone();
-            assert_ne!(j["state"], "failed", "{j}\n{}", d.log_text());
-            (j["state"] == "done").then_some(())
-        },
-    );
-}
-
 fn refused(d: &TestDaemon, args: serde_json::Value) -> toolvisor_protocol::error::ToolError {
     match d.call("c", "download_model", args.clone()) {
         Outcome::Err(e) => e,
@@ -127,21 +115,14 @@ fn include_and_exclude_globs_download_exactly_the_files_they_pick() {
         "download_model",
         json!({"repo": GLOBS, "glob": "*.json, *.onnx, !*.index.json"}),
     );
-    let mut names: Vec<&str> = job["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
-    names.sort();
     assert_eq!(
-        names,
+        listed_files(&job),
         ["config.json", "model.onnx", "tokenizer.json"],
         "{job}"
     );
     let variant = job["variant"].as_str().unwrap().to_string();
     assert!(variant.starts_with("files-"), "{job}");
-    wait_done(&d, job["job_id"].as_str().unwrap());
+    wait_download_done(&d, job["job_id"].as_str().unwrap());
     let models = d.ok("c", "list_models", json!({}));
     let model = models["models"]
         .as_array()

@@ -486,8 +486,10 @@ pub(crate) fn hash_mismatch(name: &str, got: &str, expected: &str) -> DownloadEr
     }
 }
 
-/// Rename a verified `.part` file over its name, make the rename durable, and count the file
-/// done.
+/// Rename a verified `.part` file over its name, make the rename durable, and count its
+/// bytes. The file is shown `done` only once its verification is in the manifest
+/// (`Downloads::run`), so a daemon killed in between finds it in place without a record and
+/// hashes it again rather than showing it done and fetching it again.
 pub(crate) async fn into_place(
     part: &Path,
     final_path: &Path,
@@ -502,6 +504,5 @@ pub(crate) async fn into_place(
         let _ = d.sync_all();
     }
     progress.done.store(progress.file.size, Ordering::Relaxed);
-    progress.set_state(FileState::Done);
     Ok(())
 }
