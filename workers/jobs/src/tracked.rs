@@ -62,8 +62,9 @@ struct RunState {
     killed: bool,
     /// Set when a TTL ran out.
     expired: bool,
-    /// Output pipes of the current incarnation still open.
-    pumps_open: u32,
+    /// Output pipes of the current incarnation still open (each incarnation counts its own:
+    /// a restarted process's old pumps, still draining, never count down the new one's).
+    pumps_open: Arc<std::sync::atomic::AtomicU32>,
     stdin: Option<mpsc::Sender<StdinCmd>>,
     cursor: u64,
     ended_at: Option<Instant>,
@@ -302,7 +303,7 @@ impl Actor for ProcessActor {
             let mut run = lock(&shared.run);
             run.exit = None;
             run.ended_at = None;
-            run.pumps_open = 2;
+            run.pumps_open = Arc::new(std::sync::atomic::AtomicU32::new(2));
             run.stdin = spawned.stdin.map(|s| {
                 tokio::spawn(feed_stdin(s, stdin_rx));
                 stdin_tx
@@ -312,8 +313,9 @@ impl Actor for ProcessActor {
             i.pid = Some(guard.main_pid());
             i.state = NodeState::Ready;
         });
-        tokio::spawn(pump(spawned.stdout, shared.clone()));
-        tokio::spawn(pump(spawned.stderr, shared.clone()));
+        let open = lock(&shared.run).pumps_open.clone();
+        tokio::spawn(pump(spawned.stdout, shared.clone(), open.clone()));
+        tokio::spawn(pump(spawned.stderr, shared.clone(), open));
         let mut exit = spawned.exit;
         let myself_ttl = myself.clone();
         let waiter_shared = shared.clone();
@@ -374,11 +376,23 @@ impl Actor for ProcessActor {
     }
 }
 
-async fn pump(mut rx: tokio::net::unix::pipe::Receiver, shared: Arc<ProcessShared>) {
+async fn pump(
+    mut rx: tokio::net::unix::pipe::Receiver,
+    shared: Arc<ProcessShared>,
+    open: Arc<std::sync::atomic::AtomicU32>,
+) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         match rx.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
+            Err(error) => {
+                // Never silent: what was lost is said where the output is read.
+                tracing::warn!(id = %shared.id, %error, "reading the process output failed");
+                lock(&shared.output).append(
+                    format!("\n[toolvisor: reading the output failed: {error}]\n").as_bytes(),
+                );
+                break;
+            }
             Ok(n) => {
                 lock(&shared.output).append(&buf[..n]);
                 if let Some(terminal) = &shared.terminal {
@@ -387,8 +401,12 @@ async fn pump(mut rx: tokio::net::unix::pipe::Receiver, shared: Arc<ProcessShare
             }
         }
     }
-    let mut run = lock(&shared.run);
-    run.pumps_open = run.pumps_open.saturating_sub(1);
+    // After its last append: a reader that sees 0 sees every byte.
+    let _ = open.fetch_update(
+        std::sync::atomic::Ordering::AcqRel,
+        std::sync::atomic::Ordering::Acquire,
+        |n| n.checked_sub(1),
+    );
 }
 
 async fn feed_stdin(mut tx: tokio::net::unix::pipe::Sender, mut rx: mpsc::Receiver<StdinCmd>) {
@@ -595,10 +613,23 @@ impl Processes {
         p.touch();
         let limit = limit.unwrap_or(READ_DEFAULT).clamp(1, READ_MAX) as usize;
         let offset = offset.unwrap_or_else(|| lock(&p.run).cursor);
-        let slice = lock(&p.output).read(offset, limit);
-        let end = lock(&p.output).end();
-        let drained = lock(&p.run).pumps_open == 0;
+        // Whether it is over and drained is read before the output: once both hold the log
+        // is final, so a slice taken after holds all of it. The other way round, an empty
+        // slice taken while the process started could meet an "exited, drained" read after it
+        // ran its whole life, and be answered `eof` with its output never shown (a chaos run
+        // under load found that). The state before the exit, too: the exit is recorded
+        // before the state says exited.
+        let over = p.is_over();
+        let state = p.state_word().to_string();
+        let drained = lock(&p.run)
+            .pumps_open
+            .load(std::sync::atomic::Ordering::Acquire)
+            == 0;
         let exit = p.reported_exit();
+        let (slice, end) = {
+            let output = lock(&p.output);
+            (output.read(offset, limit), output.end())
+        };
         let (exit_code, signal) = (exit.and_then(|e| e.code), exit.and_then(|e| e.signal));
         lock(&p.run).cursor = slice.next_offset;
         let screen = p.terminal.as_ref().map(|t| lock(t).screen());
@@ -609,8 +640,8 @@ impl Processes {
             offset: slice.offset,
             next_offset: slice.next_offset,
             dropped: slice.dropped,
-            eof: p.is_over() && drained && slice.next_offset >= end,
-            state: p.state_word().to_string(),
+            eof: over && drained && slice.next_offset >= end,
+            state,
             exit_code,
             signal,
         })
