@@ -140,11 +140,18 @@ fn delve_stops_steps_evaluates_and_reports_the_exit_code_of_a_go_module() {
     let end = dbg(&d, w, json!({"op": "continue"}));
     assert_eq!(end["state"], "exited", "{end}");
     assert_eq!(end["exit_code"], 6, "{end}");
-    let output = dbg(&d, w, json!({"op": "output"}));
-    assert!(
-        output["text"].as_str().unwrap().contains("total 6\n"),
-        "{output}"
+    // The program's last output may reach the adapter after its exit: read to `eof`.
+    let mut text = String::new();
+    wait_for(
+        "the program's output to be all in",
+        Duration::from_secs(15),
+        || {
+            let output = dbg(&d, w, json!({"op": "output"}));
+            text.push_str(output["text"].as_str().unwrap());
+            (output["eof"] == true).then_some(())
+        },
     );
+    assert!(text.contains("total 6\n"), "{text}");
     wait_for(
         "delve to be gone after the program ended",
         Duration::from_secs(15),

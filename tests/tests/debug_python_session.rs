@@ -162,7 +162,16 @@ fn breakpoints_stack_variables_step_continue_and_output_with_debugpy() {
     let again = dbg(&d, w, json!({"op": "output"}));
     assert_eq!(again["text"], "", "{again}");
     assert_eq!(again["offset"], output["next_offset"]);
-    assert_eq!(again["eof"], true, "{again}");
+    // `eof` once nothing more can come: the adapter's stream closed (or 2 s after the end).
+    wait_for(
+        "the output's eof",
+        std::time::Duration::from_secs(15),
+        || {
+            let more = dbg(&d, w, json!({"op": "output"}));
+            assert_eq!(more["text"], "", "{more}");
+            (more["eof"] == true).then_some(())
+        },
+    );
 
     wait_for(
         "the adapter and the program to be gone",

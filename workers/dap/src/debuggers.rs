@@ -522,6 +522,10 @@ impl Debuggers {
             .unwrap_or(OUTPUT_READ_DEFAULT)
             .clamp(1, OUTPUT_READ_MAX) as usize;
         let offset = args.offset.unwrap_or_else(|| *lock(&session.cursor));
+        // Settled is read before the output: once it holds the output is final, so the slice
+        // taken after holds all of it (the other way round, an empty slice could meet a
+        // settled session and be answered `eof` with the program's last output unread).
+        let settled = session.output_settled();
         let slice = session.output_read(offset, limit);
         *lock(&session.cursor) = slice.next_offset;
         let end = session.output_end();
@@ -532,7 +536,7 @@ impl Debuggers {
             "next_offset": slice.next_offset,
             "dropped": slice.dropped,
             "total_bytes": end,
-            "eof": !session.is_live() && slice.next_offset >= end,
+            "eof": settled && slice.next_offset >= end,
             "state": session.state_word(),
             "console": session.console_lines(),
         }))

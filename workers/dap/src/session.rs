@@ -164,6 +164,10 @@ pub struct RunState {
     pub end: Option<End>,
 }
 
+/// How long after a session's end its output counts as all in while the adapter is still
+/// up (`Session::output_settled`).
+pub const OUTPUT_GRACE: Duration = Duration::from_secs(2);
+
 /// One session, shared by the actor, its event task and the tool's calls.
 pub struct Session {
     /// The supervisor's child id, `<conversation>#<n>`.
@@ -323,6 +327,17 @@ impl Session {
 
     pub fn is_live(&self) -> bool {
         lock(&self.state).end.is_none()
+    }
+
+    /// Whether the program's output is all in: the session ended and the adapter's stream
+    /// closed (nothing more can come), or it ended [`OUTPUT_GRACE`] ago (an adapter that
+    /// stays up after the end). An adapter may send the program's last output after it says
+    /// the program exited (delve reads the program's pipe in its own time).
+    pub fn output_settled(&self) -> bool {
+        let s = lock(&self.state);
+        s.end
+            .as_ref()
+            .is_some_and(|e| s.closed.is_some() || e.at.elapsed() >= OUTPUT_GRACE)
     }
 
     /// Record why the session ended (the first reason wins).
