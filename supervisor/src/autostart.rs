@@ -1,7 +1,8 @@
 //! `toolvisor mcp` with no daemon answering on its socket: start one (`toolvisor serve`,
 //! detached, with the same socket and config file), wait until it answers a `Hello` (its
-//! socket is bound before the rest of its start, which may still fail), and go on. Concurrent starters (a harness starting several MCP servers at once) serialise on a
-//! lock file beside the socket and probe again under it, so exactly one daemon starts.
+//! socket is bound before the rest of its start, which may still fail), and go on.
+//! Concurrent starters (a harness starting several MCP servers at once) serialise on a lock
+//! file beside the socket and probe again under it, so exactly one daemon starts.
 
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::os::unix::net::UnixStream;

@@ -162,22 +162,16 @@ impl FrameBudget {
     /// back, so a frame that fits the budget on its own is never refused for bytes that are
     /// on their way out.
     fn take_or_give_back(&self, more: usize, holds: usize) -> bool {
-        let mut taken = false;
-        let _ = self
+        let fits = |held: usize| held.checked_add(more).filter(|&total| total <= self.cap);
+        // The closure always answers, so the update always happens; the held bytes it
+        // happened on say which way it went.
+        let before = self
             .held
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                match held.checked_add(more).filter(|&total| total <= self.cap) {
-                    Some(total) => {
-                        taken = true;
-                        Some(total)
-                    }
-                    None => {
-                        taken = false;
-                        Some(held.saturating_sub(holds))
-                    }
-                }
-            });
-        taken
+                Some(fits(held).unwrap_or(held.saturating_sub(holds)))
+            })
+            .unwrap_or_else(|held| held);
+        fits(before).is_some()
     }
 
     /// Take `more` bytes whatever the cap (the allocator rounded a capacity up).

@@ -12,6 +12,14 @@ use toolvisor_tests::{TestDaemon, wait_for};
 
 const REPO: &str = "tester/two-models";
 
+/// A daemon downloading from `hub`.
+fn start(hub: &HfServer) -> TestDaemon {
+    TestDaemon::start(&format!(
+        "[models]\nendpoint = {:?}\nconnect_timeout_s = 5\nretries = 2\n",
+        hub.url()
+    ))
+}
+
 fn gguf(seed: u64) -> Vec<u8> {
     let mut b = pseudo_random(seed, 50_000);
     b[..4].copy_from_slice(b"GGUF");
@@ -30,10 +38,7 @@ fn two_models_with_one_label_are_two_variants_and_the_label_alone_is_refused() {
         false,
     );
     hub.stall_at(REPO, "alpha-Q4_K_M.gguf", 1_000);
-    let d = TestDaemon::start(&format!(
-        "[models]\nendpoint = {:?}\nconnect_timeout_s = 5\nretries = 2\n",
-        hub.url()
-    ));
+    let d = start(&hub);
     let alpha = d.ok(
         "c",
         "download_model",
@@ -106,10 +111,7 @@ fn include_and_exclude_globs_download_exactly_the_files_they_pick() {
         ],
         false,
     );
-    let d = TestDaemon::start(&format!(
-        "[models]\nendpoint = {:?}\nconnect_timeout_s = 5\nretries = 2\n",
-        hub.url()
-    ));
+    let d = start(&hub);
     let job = d.ok(
         "c",
         "download_model",

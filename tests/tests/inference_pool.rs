@@ -516,7 +516,7 @@ fn a_model_that_fits_an_accelerator_is_loaded_with_every_layer_offloaded() {
 /// each model was placed.
 #[test]
 fn a_models_own_settings_reach_its_server_and_status_shows_accelerator_memory_in_use() {
-    let (dir, store) = eight_in_store();
+    let (dir, store, _) = eight_in_store();
     let path = toolvisor_tests::inference::fake_nvidia_smi(
         dir.path(),
         "NVIDIA Fake A, 160, 100\nNVIDIA Fake B, 160, 120",
@@ -585,12 +585,12 @@ fn server_args(pid: u64) -> Vec<String> {
 }
 
 /// A temp dir whose model store holds `tester/eight`: 8 layers of width 512 (about 85 MB),
-/// from a real GGUF header; the dir and the store.
-fn eight_in_store() -> (tempfile::TempDir, std::path::PathBuf) {
+/// from a real GGUF header; the dir, the store and the model's size.
+fn eight_in_store() -> (tempfile::TempDir, std::path::PathBuf, u64) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("models");
     let gguf = dir.path().join("eight.gguf");
-    toolvisor_tests::inference::make_gguf_sized(&gguf, 3, 8, 512);
+    let size = toolvisor_tests::inference::make_gguf_sized(&gguf, 3, 8, 512);
     put_in_store(
         &store,
         "tester/eight",
@@ -598,7 +598,7 @@ fn eight_in_store() -> (tempfile::TempDir, std::path::PathBuf) {
         "eight-f32.gguf",
         &std::fs::read(&gguf).unwrap(),
     );
-    (dir, store)
+    (dir, store, size)
 }
 
 /// The gguf command of these tests: llama-cpp-python's server with the offload flag.
@@ -626,17 +626,7 @@ fn offloaded(d: &TestDaemon, alias: &str) -> String {
 fn two_gpus_hold_what_one_cannot_and_a_longer_context_needs_more() {
     // 8 layers of width 512 (about 10.5 MB each, 85 MB in all) from a real GGUF header;
     // the need is the weights, the KV cache of the context and at least 64 MiB of runtime.
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("models");
-    let gguf = dir.path().join("eight.gguf");
-    let size = toolvisor_tests::inference::make_gguf_sized(&gguf, 3, 8, 512);
-    put_in_store(
-        &store,
-        "tester/eight",
-        "F32",
-        "eight-f32.gguf",
-        &std::fs::read(&gguf).unwrap(),
-    );
+    let (dir, store, size) = eight_in_store();
     // Two GPUs with 100 MiB free each: neither holds the ~150 MiB whole, both do.
     let path = toolvisor_tests::inference::fake_nvidia_smi(
         dir.path(),
@@ -680,7 +670,7 @@ fn two_gpus_hold_what_one_cannot_and_a_longer_context_needs_more() {
 
 #[test]
 fn a_gpu_too_small_for_the_model_takes_the_layers_that_fit() {
-    let (dir, store) = eight_in_store();
+    let (dir, store, _) = eight_in_store();
     // 90 MiB free: less half the runtime (32 MiB), room for 5 of the 8 layers.
     let path = toolvisor_tests::inference::fake_nvidia_smi(dir.path(), "NVIDIA Fake L4, 96, 90");
     let cfg = offload_config(&store, &dir.path().join("none"));

@@ -221,10 +221,10 @@ async fn one_by_one(
         }
     }
     if pairs.is_empty() {
-        match embedder.embed(&["ok".to_string()]).await {
-            Ok(_) => {}
-            Err(e) => return Err(Step::Failed(e.into())),
-        }
+        embedder
+            .embed(&["ok".to_string()])
+            .await
+            .map_err(|e| Step::Failed(e.into()))?;
     }
     Ok((pairs, refused))
 }

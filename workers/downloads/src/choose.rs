@@ -439,8 +439,8 @@ pub fn select(
             "download_model takes a variant or globs that pick files, not both (a `!` glob alone leaves files out of the variant's set)".into(),
         ));
     }
-    let included = globs("glob", include)?;
-    let excluded = globs("glob", exclude)?;
+    let included = globs(include)?;
+    let excluded = globs(exclude)?;
     let (whole, candidates): (Option<FileSet>, Vec<&Sibling>) = match included {
         Some(inc) => (
             None,
@@ -484,22 +484,21 @@ pub fn select(
         .collect::<Result<Vec<_>, _>>()?;
     let mut names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
     names.sort_unstable();
-    let digest = sha2::Sha256::digest(names.join("\n").as_bytes());
-    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let digest = crate::transfer::hex(&sha2::Sha256::digest(names.join("\n").as_bytes()));
     Ok(FileSet {
-        variant: format!("{label}-{hex}"),
+        variant: format!("{label}-{}", &digest[..8]),
         files,
     })
 }
 
 /// One list of globs, compiled; `None` for none. A bad glob is refused naming it.
-fn globs(key: &str, patterns: &[String]) -> Result<Option<globset::GlobSet>, DownloadError> {
+fn globs(patterns: &[String]) -> Result<Option<globset::GlobSet>, DownloadError> {
     if patterns.is_empty() {
         return Ok(None);
     }
     if patterns.len() > GLOBS_MAX {
         return Err(DownloadError::Invalid(format!(
-            "{key}: {} globs; at most {GLOBS_MAX}",
+            "glob: {} globs; at most {GLOBS_MAX}",
             patterns.len()
         )));
     }
@@ -507,17 +506,17 @@ fn globs(key: &str, patterns: &[String]) -> Result<Option<globset::GlobSet>, Dow
     for p in patterns {
         if p.is_empty() || p.len() > 200 {
             return Err(DownloadError::Invalid(format!(
-                "{key} glob {p:?} is empty or longer than 200 characters"
+                "glob glob {p:?} is empty or longer than 200 characters"
             )));
         }
         let glob = globset::Glob::new(p).map_err(|e| {
-            DownloadError::Invalid(format!("{key} glob {p:?} is not a glob: {}", e.kind()))
+            DownloadError::Invalid(format!("glob glob {p:?} is not a glob: {}", e.kind()))
         })?;
         set.add(glob);
     }
     set.build()
         .map(Some)
-        .map_err(|e| DownloadError::Invalid(format!("{key}: {e}")))
+        .map_err(|e| DownloadError::Invalid(format!("glob: {e}")))
 }
 
 fn pick_set<'a>(siblings: &'a [Sibling], set: &FileSet) -> Vec<&'a Sibling> {

@@ -194,10 +194,11 @@ impl InferenceConfig {
 
     /// The settings of the model `repo`'s `variant`: its own entry, else its repo's.
     pub fn params(&self, repo: &str, variant: &str) -> Option<&ModelParams> {
+        let named = format!("{repo}:{variant}");
         let exact = self
             .models
             .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(&format!("{repo}:{variant}")));
+            .find(|(k, _)| k.eq_ignore_ascii_case(&named));
         exact
             .or_else(|| {
                 self.models

@@ -111,7 +111,25 @@ impl LanguageServers {
                 true,
             )
             .await;
-        let hidden = crate::hidden_uses::gap(
+        let hidden = self
+            .hidden_gap(ctx, opened, word, seen, missed, calls)
+            .await;
+        crate::hidden_uses::join(gap, hidden)
+    }
+
+    /// The uses of `word` the server cannot see, asked from `opened`
+    /// (`hidden_uses::gap`): the answer's own lines are `seen`, `missed` says what a miss
+    /// means, `calls` for a call hierarchy's callers.
+    pub(crate) async fn hidden_gap(
+        &self,
+        ctx: &crate::ops::CallCtx,
+        opened: &crate::ops::Opened,
+        word: &str,
+        seen: std::collections::HashSet<(std::path::PathBuf, u32)>,
+        missed: &str,
+        calls: bool,
+    ) -> Option<String> {
+        crate::hidden_uses::gap(
             ctx,
             self,
             &opened.shared,
@@ -123,8 +141,7 @@ impl LanguageServers {
                 calls,
             },
         )
-        .await;
-        crate::hidden_uses::join(gap, hidden)
+        .await
     }
 }
 

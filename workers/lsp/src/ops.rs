@@ -715,19 +715,10 @@ impl LanguageServers {
                         .map(|l| (l.path.clone(), l.line as u32))
                         .collect();
                     let word = position::word_at(&src, byte, symbol.len());
-                    let hidden = crate::hidden_uses::gap(
-                        ctx,
-                        self,
-                        &opened.shared,
-                        crate::hidden_uses::Question {
-                            asked: &opened.path,
-                            word,
-                            seen,
-                            missed: "read them (or grep) before relying on this list",
-                            calls: false,
-                        },
-                    )
-                    .await;
+                    let missed = "read them (or grep) before relying on this list";
+                    let hidden = self
+                        .hidden_gap(ctx, &opened, word, seen, missed, false)
+                        .await;
                     crate::hidden_uses::join(gap, hidden)
                 } else {
                     gap

@@ -322,24 +322,31 @@ impl Store {
 
     /// How far the embedding of `reach`'s documents is.
     pub fn embedding_progress(&self, reach: &Reach, model: &str) -> Result<Progress> {
-        let (embedded, pending, uncut, skipped): (i64, i64, i64, i64) = self
+        // Vectors of the model: embedded (a BLOB of floats) and skipped (an empty one), in
+        // one pass over the chunks.
+        let (embedded, skipped, pending, uncut): (i64, i64, i64, i64) = self
             .conn
             .query_row(
                 "SELECT
-                   (SELECT count(*) FROM chunks c JOIN docs d ON d.id = c.doc_id
-                     WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
-                       AND c.vector IS NOT NULL AND length(c.vector) > 0 AND c.model = ?2),
+                   total(length(c.vector) > 0), total(length(c.vector) = 0),
                    (SELECT count(*) FROM chunks c JOIN docs d ON d.id = c.doc_id
                      WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
                        AND (c.vector IS NULL OR c.model IS NOT ?2)),
                    (SELECT count(*) FROM docs d
                      WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
-                       AND d.chunked_ms != d.updated_ms),
-                   (SELECT count(*) FROM chunks c JOIN docs d ON d.id = c.doc_id
-                     WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
-                       AND c.vector IS NOT NULL AND length(c.vector) = 0 AND c.model = ?2)",
+                       AND d.chunked_ms != d.updated_ms)
+                 FROM chunks c JOIN docs d ON d.id = c.doc_id
+                 WHERE d.deleted_ms IS NULL AND d.collection IN (SELECT value FROM json_each(?1))
+                   AND c.vector IS NOT NULL AND c.model = ?2",
                 params![reach.json(), model],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                |r| {
+                    Ok((
+                        r.get::<_, f64>(0)? as i64,
+                        r.get::<_, f64>(1)? as i64,
+                        r.get(2)?,
+                        r.get(3)?,
+                    ))
+                },
             )
             .map_err(self.db())?;
         Ok(Progress {
@@ -549,6 +556,23 @@ mod tests {
         v.into_iter().map(|x| x / n).collect()
     }
 
+    /// A store in a temp dir, who ingests, and the dir as the originals' root.
+    fn fresh_store() -> (
+        tempfile::TempDir,
+        Store,
+        super::super::Who,
+        crate::original::Root,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("hub.sqlite3")).unwrap();
+        let who = super::super::Who {
+            conversation: "c".into(),
+            tool: "test".into(),
+        };
+        let root = crate::original::Root::of(dir.path()).unwrap();
+        (dir, s, who, root)
+    }
+
     fn embed_all(s: &mut Store, reach: &Reach) -> usize {
         s.rechunk_changed(reach, 100).unwrap();
         let todo = s.chunks_to_embed(reach, "m", 100).unwrap();
@@ -559,13 +583,7 @@ mod tests {
 
     #[test]
     fn only_embeddable_collections_get_chunks_and_an_edit_re_embeds_only_its_chunks() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = Store::open(&dir.path().join("hub.sqlite3")).unwrap();
-        let who = super::super::Who {
-            conversation: "c".into(),
-            tool: "test".into(),
-        };
-        let root = crate::original::Root::of(dir.path()).unwrap();
+        let (dir, mut s, who, root) = fresh_store();
         let a = dir.path().join("a.md");
         let b = dir.path().join("b.md");
         let hr = dir.path().join("hr.md");
@@ -694,13 +712,7 @@ yellow fruit, ripe
 
     #[test]
     fn a_skipped_chunk_is_counted_never_ranked_and_not_asked_for_again_until_it_changes() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = Store::open(&dir.path().join("hub.sqlite3")).unwrap();
-        let who = super::super::Who {
-            conversation: "c".into(),
-            tool: "test".into(),
-        };
-        let root = crate::original::Root::of(dir.path()).unwrap();
+        let (dir, mut s, who, root) = fresh_store();
         let a = dir.path().join("a.md");
         std::fs::write(&a, "# Apples\n\nred fruit\n\n# Pears\n\ngreen fruit\n").unwrap();
         s.ingest("docs", &root, &a, false, 1 << 20, &who)
