@@ -93,19 +93,27 @@ fn make_tiny(out: &Path, seed: u32, args: &[&str]) -> u64 {
     std::fs::metadata(out).unwrap().len()
 }
 
-/// Put `bytes` into the model store at `store` as `repo` (revision `main`), one file of
-/// `variant`, with the manifest download_model would have written; returns the file's path.
+/// The commit [`put_in_store`] says its models are at.
+pub const STORED_COMMIT: &str = "5707ed0000000000000000000000000000000000";
+
+/// Put `bytes` into the model store at `store` as `repo` (revision `main`, at
+/// [`STORED_COMMIT`]), one file of `variant`, with the manifest and the ref download_model
+/// would have written; returns the file's path.
 pub fn put_in_store(store: &Path, repo: &str, variant: &str, file: &str, bytes: &[u8]) -> PathBuf {
     use std::os::unix::fs::DirBuilderExt;
-    let dir = store.join(repo.replace('/', "--")).join("main");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .unwrap();
-    for d in [store, &store.join(repo.replace('/', "--"))] {
+    let repo_dir = store.join(repo.replace('/', "--"));
+    let dir = repo_dir.join("snapshots").join(STORED_COMMIT);
+    for d in [&dir, &repo_dir.join("refs")] {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(d)
+            .unwrap();
+    }
+    for d in [store, &repo_dir] {
         std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     }
+    std::fs::write(repo_dir.join("refs/main"), STORED_COMMIT).unwrap();
     let path = dir.join(file);
     std::fs::write(&path, bytes).unwrap();
     let m = std::os::unix::fs::MetadataExt::mtime;
@@ -116,6 +124,7 @@ pub fn put_in_store(store: &Path, repo: &str, variant: &str, file: &str, bytes: 
         "variant": variant,
         "files": [{"name": file, "size": bytes.len(), "sha256": null}],
         "complete": true,
+        "commit": STORED_COMMIT,
         "verified": [{
             "name": file,
             "size": bytes.len(),
@@ -131,6 +140,22 @@ pub fn put_in_store(store: &Path, repo: &str, variant: &str, file: &str, bytes: 
     )
     .unwrap();
     path
+}
+
+/// The snapshot directory of `repo`'s `main` in the model store at `store`: the one its ref
+/// names, else (no download of it has completed yet) the only one there is.
+pub fn main_snapshot(store: &Path, repo: &str) -> PathBuf {
+    let repo_dir = store.join(repo.replace('/', "--"));
+    if let Ok(key) = std::fs::read_to_string(repo_dir.join("refs/main")) {
+        return repo_dir.join("snapshots").join(key.trim());
+    }
+    let snapshots: Vec<PathBuf> = std::fs::read_dir(repo_dir.join("snapshots"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    match &snapshots[..] {
+        [one] => one.clone(),
+        _ => panic!("{repo} has no ref for main and snapshots {snapshots:?}"),
+    }
 }
 
 /// `[inference]` with the venv's llama-cpp-python as the gguf server, plus `extra` lines of

@@ -1,7 +1,8 @@
 //! A file in the store is complete only when its bytes are the ones listed: a file changed on
 //! the hub with the same size (another sha256, or, for a file listed without one, another
 //! commit) or changed on disk is fetched again, never `already_complete`, and the manifest
-//! records only hashes the bytes on disk have.
+//! records only hashes the bytes on disk have. A new commit is a new snapshot (files it keeps
+//! linked from the old one); the old snapshot stays, named by its commit.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,10 +22,7 @@ fn start(hub: &HfServer) -> TestDaemon {
 }
 
 fn model_dir(d: &TestDaemon) -> PathBuf {
-    d.state_dir()
-        .join("models")
-        .join(REPO.replace('/', "--"))
-        .join("main")
+    toolvisor_tests::inference::main_snapshot(&d.state_dir().join("models"), REPO)
 }
 
 /// `download_model` of `variant`, waited for until done; its first answer.
@@ -93,8 +91,29 @@ fn a_file_changed_on_the_hub_or_on_disk_with_the_same_size_is_fetched_again() {
     assert!(repaired.get("already_complete").is_none(), "{repaired}");
     assert_eq!(hub.served(REPO, name), 3 * SIZE as u64);
     assert_eq!(std::fs::read(&path).unwrap(), new);
+    // main moved to a new commit: a new snapshot that main's ref names. The old snapshot
+    // keeps the old bytes, named by its commit, until delete_model removes it.
     let models = d.ok("c", "list_models", json!({}));
-    assert_eq!(models["models"][0]["complete"], true, "{models}");
+    let list = models["models"].as_array().unwrap();
+    assert_eq!(list.len(), 2, "{models}");
+    assert!(list.iter().all(|m| m["complete"] == true), "{models}");
+    let now = list.iter().find(|m| m["current"] == true).unwrap();
+    let before = list.iter().find(|m| m["current"] == false).unwrap();
+    assert_eq!(now["name"], REPO, "{models}");
+    assert_eq!(now["path"].as_str(), model_dir(&d).to_str());
+    let commit = before["commit"].as_str().unwrap();
+    assert_ne!(Some(commit), now["commit"].as_str(), "{models}");
+    let old_name = format!("{REPO}@{}", &commit[..12]);
+    assert_eq!(before["name"], old_name.as_str(), "{models}");
+    let old_path = PathBuf::from(before["path"].as_str().unwrap()).join(name);
+    assert_eq!(std::fs::read(&old_path).unwrap(), old);
+    let deleted = d.ok("c", "delete_model", json!({"model": old_name}));
+    assert_eq!(deleted["bytes_freed"], SIZE as u64, "{deleted}");
+    assert!(!old_path.exists());
+    let models = d.ok("c", "list_models", json!({}));
+    assert_eq!(models["models"].as_array().unwrap().len(), 1, "{models}");
+    assert_eq!(models["models"][0]["name"], REPO, "{models}");
+    assert_eq!(std::fs::read(&path).unwrap(), new);
 }
 
 #[test]
@@ -129,4 +148,17 @@ fn a_file_listed_without_a_hash_is_fetched_again_when_the_commit_changes() {
     );
     assert_eq!(hub.served(REPO, model), SIZE as u64);
     assert_eq!(download(&d, None)["already_complete"], true);
+    // The unchanged file is the older snapshot's, linked: one inode, no second copy.
+    let models = d.ok("c", "list_models", json!({}));
+    let dirs: Vec<PathBuf> = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| PathBuf::from(m["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(dirs.len(), 2, "{models}");
+    let inode = |d: &PathBuf| {
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(d.join(model)).unwrap())
+    };
+    assert_eq!(inode(&dirs[0]), inode(&dirs[1]));
 }

@@ -74,10 +74,7 @@ fn wait_state(d: &TestDaemon, id: &str, state: &str) -> Json {
 }
 
 fn model_dir(d: &TestDaemon, repo: &str) -> PathBuf {
-    d.state_dir()
-        .join("models")
-        .join(repo.replace('/', "--"))
-        .join("main")
+    toolvisor_tests::inference::main_snapshot(&d.state_dir().join("models"), repo)
 }
 
 #[test]
@@ -136,11 +133,18 @@ fn naming_one_shard_downloads_all_three_as_one_job() {
     assert_eq!(m["fit"], "tight", "{models}");
     assert_eq!(models["orphans"], json!([]), "{models}");
     // A file no model lists is named, with its bytes, for the operator to remove.
-    std::fs::write(model_dir(&d, REPO).join("stray.bin"), b"12345").unwrap();
+    let stray = model_dir(&d, REPO).join("stray.bin");
+    std::fs::write(&stray, b"12345").unwrap();
+    let shown = stray.strip_prefix(d.state_dir().join("models")).unwrap();
+    assert!(
+        shown.starts_with("tester--tiny-gguf/snapshots"),
+        "{}",
+        shown.display()
+    );
     let models = d.ok("c", "list_models", json!({}));
     assert_eq!(
         models["orphans"],
-        json!([{"path": "tester--tiny-gguf/main/stray.bin", "bytes": 5}]),
+        json!([{"path": shown.display().to_string(), "bytes": 5}]),
         "{models}"
     );
     assert_eq!(models["orphan_bytes"], 5, "{models}");

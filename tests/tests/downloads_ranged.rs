@@ -58,10 +58,7 @@ fn wait_done(d: &TestDaemon, id: &str) -> Json {
 }
 
 fn model_dir(d: &TestDaemon) -> PathBuf {
-    d.state_dir()
-        .join("models")
-        .join(REPO.replace('/', "--"))
-        .join("main")
+    toolvisor_tests::inference::main_snapshot(&d.state_dir().join("models"), REPO)
 }
 
 fn download(d: &TestDaemon) -> String {

@@ -80,22 +80,26 @@ fn a_variant_with_a_projector_loads_its_model_file_never_the_projector() {
     );
     let ready = wait_state(&d, "vision", "ready", READY);
     assert!(
-        ready["path"]
-            .as_str()
-            .unwrap()
-            .ends_with("/main/tiny-F32.gguf"),
+        ready["path"].as_str().unwrap().ends_with("/tiny-F32.gguf"),
         "{ready}"
     );
     assert!(
         ready["projector"]
             .as_str()
             .unwrap()
-            .ends_with("/main/mmproj-F32.gguf"),
+            .ends_with("/mmproj-F32.gguf"),
         "{ready}"
     );
     // llama-cpp-python is configured here: it is not given the projector, and says so.
     assert_eq!(ready["projector_passed"], false, "{ready}");
     assert_eq!(chat(&d, "vision", 4).status, 200);
+}
+
+/// The snapshot directory the ref of `revision` names.
+fn snapshot(d: &TestDaemon, revision: &str) -> std::path::PathBuf {
+    let repo_dir = d.state_dir().join("models").join(REPO.replace('/', "--"));
+    let key = std::fs::read_to_string(repo_dir.join("refs").join(revision)).unwrap();
+    repo_dir.join("snapshots").join(key)
 }
 
 #[test]
@@ -152,11 +156,9 @@ fn two_revisions_of_one_variant_load_by_the_name_the_error_suggests() {
     );
     assert_eq!(loaded["revision"], "main", "{loaded}");
     let ready = wait_state(&d, "tiny-main", "ready", READY);
-    assert!(
-        ready["path"]
-            .as_str()
-            .unwrap()
-            .ends_with("/main/tiny-F32.gguf"),
+    assert_eq!(
+        ready["path"].as_str().unwrap(),
+        snapshot(&d, "main").join("tiny-F32.gguf").to_str().unwrap(),
         "{ready}"
     );
     assert_eq!(chat(&d, "tiny-main", 4).status, 200);
@@ -188,13 +190,12 @@ fn two_revisions_of_one_variant_load_by_the_name_the_error_suggests() {
         json!({"model": "walk/tiny-GGUF@v2:F32", "alias": "tiny-v2", "context": 256}),
     );
     let ready = wait_state(&d, "tiny-v2", "ready", READY);
-    assert!(
-        ready["path"]
-            .as_str()
-            .unwrap()
-            .ends_with("/v2/tiny-F32.gguf"),
+    assert_eq!(
+        ready["path"].as_str().unwrap(),
+        snapshot(&d, "v2").join("tiny-F32.gguf").to_str().unwrap(),
         "{ready}"
     );
+    assert_ne!(snapshot(&d, "v2"), snapshot(&d, "main"));
     assert_eq!(chat(&d, "tiny-v2", 4).status, 200);
 }
 
@@ -223,8 +224,15 @@ fn a_pull_request_revision_downloads_and_loads_by_its_ref() {
     let models = d.ok("c", "list_models", json!({}));
     let m = &models["models"][0];
     assert_eq!(m["revision"], "refs/pr/1", "{models}");
-    let path = m["path"].as_str().unwrap();
-    assert!(path.ends_with("/refs%2Fpr%2F1"), "one directory: {path}");
+    // Its snapshot is its commit's; its ref is one file, `refs%2Fpr%2F1`.
+    let path = std::path::Path::new(m["path"].as_str().unwrap());
+    let repo_dir = path.parent().unwrap().parent().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(repo_dir.join("refs/refs%2Fpr%2F1")).unwrap(),
+        path.file_name().unwrap().to_string_lossy(),
+        "{models}"
+    );
+    assert_eq!(m["commit"].as_str(), path.file_name().unwrap().to_str());
     let name = format!("{REPO}@refs/pr/1:F32");
     d.ok("c", "load_model", json!({"model": name, "alias": "pr"}));
     wait_state(&d, "pr", "ready", READY);

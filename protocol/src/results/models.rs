@@ -99,9 +99,11 @@ pub struct DownloadAlreadyComplete {
     pub repo: String,
     /// The revision.
     pub revision: String,
+    /// The commit the revision is at (its snapshot in the store), when the hub names it.
+    pub commit: Option<String>,
     /// The variant chosen.
     pub variant: String,
-    /// The model's directory in the store.
+    /// The model's directory in the store (the commit's snapshot).
     pub path: String,
     /// Bytes of all files.
     pub bytes_total: u64,
@@ -258,11 +260,16 @@ pub struct StoredModel {
     pub name: String,
     /// The repo, `owner/name`.
     pub repo: String,
-    /// The revision.
+    /// The revision it was downloaded as.
     pub revision: String,
+    /// The commit its snapshot is, when the hub named one.
+    pub commit: Option<String>,
+    /// Whether a revision's ref names its snapshot now; false for a snapshot its revision
+    /// has moved on from (named by its commit, kept until delete_model removes it).
+    pub current: bool,
     /// The variant.
     pub variant: String,
-    /// Its directory in the store.
+    /// Its directory in the store (its commit's snapshot).
     pub path: String,
     /// Bytes of all its files.
     pub size_bytes: u64,

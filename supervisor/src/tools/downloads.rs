@@ -62,9 +62,7 @@ async fn delete_model(s: &Services, ctx: &CallCtx, a: DeleteModelArgs) -> Result
     let downloads = manager(s, "delete_model")?.clone();
     let (dir, manifest) = downloads.find_stored(&a.model)?;
     if let Some(pool) = &s.inference
-        && let Some((alias, state)) = pool
-            .load_state(&manifest.repo, &manifest.revision, &manifest.variant)
-            .await
+        && let Some((alias, state)) = pool.load_state(&dir, &manifest.variant).await
         && !matches!(state, "unloaded" | "failed")
     {
         return Err(ToolError::new(

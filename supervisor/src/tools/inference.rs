@@ -43,10 +43,9 @@ async fn unload_model(s: &Services, ctx: &CallCtx, a: UnloadModelArgs) -> Result
 pub async fn annotate_models(pool: &Inference, mut models: Json) -> Json {
     if let Some(list) = models.get_mut("models").and_then(Json::as_array_mut) {
         for m in list {
-            let repo = m["repo"].as_str().unwrap_or_default().to_string();
-            let revision = m["revision"].as_str().unwrap_or_default().to_string();
+            let dir = std::path::PathBuf::from(m["path"].as_str().unwrap_or_default());
             let variant = m["variant"].as_str().unwrap_or_default().to_string();
-            if let Some((alias, state)) = pool.load_state(&repo, &revision, &variant).await {
+            if let Some((alias, state)) = pool.load_state(&dir, &variant).await {
                 m["load_state"] = state.into();
                 m["alias"] = alias.into();
             }

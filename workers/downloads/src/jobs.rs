@@ -140,6 +140,10 @@ struct JobRecord {
     /// The commit the listing was at, when the endpoint said.
     #[serde(default)]
     commit: Option<String>,
+    /// Whether its files go to the commit's snapshot (`Store::snapshot_dir`); a record of an
+    /// older build has none and keeps its revision's directory (`Store::legacy_dir`).
+    #[serde(default)]
+    snapshot: bool,
 }
 
 /// Live progress of one file.
@@ -435,7 +439,12 @@ impl Downloads {
     }
 
     fn make_job(&self, rec: JobRecord) -> Arc<Job> {
-        let dir = self.store.model_dir(&rec.repo, &rec.revision);
+        let dir = match rec.snapshot {
+            true => self
+                .store
+                .snapshot_dir(&rec.repo, &rec.revision, rec.commit.as_deref()),
+            false => self.store.legacy_dir(&rec.repo, &rec.revision),
+        };
         let fetched = Arc::new(AtomicU64::new(0));
         // A job that ended done verified every file: that is what it shows, whatever the
         // store holds now (a file deleted since, or a later job's `.part` of the same name,
@@ -444,8 +453,7 @@ impl Downloads {
         let manifest = if finished {
             None
         } else {
-            self.store
-                .read_manifest(&rec.repo, &rec.revision, &rec.variant)
+            self.store.read_manifest(&dir, &rec.variant)
         };
         let files = rec
             .files
@@ -534,27 +542,35 @@ impl Downloads {
         if info.gated.is_gated() {
             self.hub.auth_check(repo).await?;
         }
-        let dir = self.store.model_dir(repo, revision);
+        // The snapshot of the commit the listing is at: a revision that moved is a new one.
+        let commit = crate::store::commit_id(info.sha.as_deref());
+        let dir = self.store.snapshot_dir(repo, revision, commit.as_deref());
         let files_json: Vec<Json> = set
             .files
             .iter()
             .map(|f| json!({"name": f.name, "size": f.size, "sha256": f.sha256}))
             .collect();
         // Already complete in the store: nothing to start. A file counts when its bytes are
-        // the listed ones (`Store::verify`: its record, else its hash read again).
+        // the listed ones (`Store::verify`: its record, else its hash read again); a file an
+        // older snapshot holds with the listed hash is linked here first.
         let verified: Vec<Option<Verified>> = {
-            let previous = self.store.read_manifest(repo, revision, &set.variant);
-            let (store, dir, files, commit) = (
+            let previous = self.store.read_manifest(&dir, &set.variant);
+            let (store, dir, files, commit, repo) = (
                 self.store.clone(),
                 dir.clone(),
                 set.files.clone(),
-                info.sha.clone(),
+                commit.clone(),
+                repo.to_string(),
             );
             crate::transfer::blocking(move || {
+                let linked = store.link_kept_files(&repo, &dir, &files);
                 files
                     .iter()
                     .map(|f| {
-                        let record = previous.as_ref().and_then(|m| m.verified(&f.name));
+                        let record = linked
+                            .iter()
+                            .find(|v| v.name == f.name)
+                            .or_else(|| previous.as_ref().and_then(|m| m.verified(&f.name)));
                         store.verify(&dir, f, record, commit.as_deref())
                     })
                     .collect()
@@ -569,19 +585,26 @@ impl Downloads {
             .collect();
         let records: Vec<Verified> = verified.into_iter().flatten().collect();
         if present.iter().all(|(_, complete)| *complete) {
-            self.store.write_manifest(&Manifest {
-                repo: repo.into(),
-                revision: revision.into(),
-                variant: set.variant.clone(),
-                files: set.files.clone(),
-                complete: true,
-                verified: records,
-            })?;
+            self.store.write_manifest(
+                &dir,
+                &Manifest {
+                    repo: repo.into(),
+                    revision: revision.into(),
+                    variant: set.variant.clone(),
+                    files: set.files.clone(),
+                    complete: true,
+                    verified: records,
+                    commit: commit.clone(),
+                    refs: Vec::new(),
+                },
+            )?;
+            self.store.set_ref(repo, revision, &dir)?;
             return Ok(json!({
                 "state": "done",
                 "already_complete": true,
                 "repo": repo,
                 "revision": revision,
+                "commit": commit,
                 "variant": set.variant,
                 "path": dir.display().to_string(),
                 "bytes_total": set.total(),
@@ -594,8 +617,7 @@ impl Downloads {
             .find(|j| {
                 let r = lock(&j.record);
                 r.state.unfinished()
-                    && r.repo == repo
-                    && r.revision == revision
+                    && j.dir == dir
                     && r.variant == set.variant
                     && r.files
                         .iter()
@@ -646,15 +668,20 @@ impl Downloads {
                 by: by.join(", "),
             });
         }
-        self.store.prepare(repo, revision, &set.files)?;
-        self.store.write_manifest(&Manifest {
-            repo: repo.into(),
-            revision: revision.into(),
-            variant: set.variant.clone(),
-            files: set.files.clone(),
-            complete: false,
-            verified: records,
-        })?;
+        self.store.prepare(&dir, &set.files)?;
+        self.store.write_manifest(
+            &dir,
+            &Manifest {
+                repo: repo.into(),
+                revision: revision.into(),
+                variant: set.variant.clone(),
+                files: set.files.clone(),
+                complete: false,
+                verified: records,
+                commit: commit.clone(),
+                refs: Vec::new(),
+            },
+        )?;
         let n = self
             .ids
             .next()
@@ -669,7 +696,8 @@ impl Downloads {
             error: None,
             created_unix_s: now_s(),
             finished_unix_s: None,
-            commit: info.sha.clone(),
+            commit,
+            snapshot: true,
         };
         let job = self.make_job(rec);
         drop(admitted);
@@ -814,16 +842,22 @@ impl Downloads {
                     })
                     .collect();
                 let manifest = Manifest {
-                    repo: rec.repo,
-                    revision: rec.revision,
+                    repo: rec.repo.clone(),
+                    revision: rec.revision.clone(),
                     variant: rec.variant,
                     files: rec.files,
                     complete: true,
                     verified,
+                    commit: rec.commit.clone(),
+                    refs: Vec::new(),
                 };
+                // The manifest says complete, then the revision's ref moves to this snapshot:
+                // until then the snapshot it named stays what the revision loads.
                 let written = {
                     let _held = lock(&self.manifests);
-                    self.store.write_manifest(&manifest)
+                    self.store
+                        .write_manifest(&job.dir, &manifest)
+                        .and_then(|()| self.store.set_ref(&rec.repo, &rec.revision, &job.dir))
                 };
                 if let Err(e) = written {
                     self.set_state(&job, JobState::Failed, Some(e.to_string()));

@@ -18,7 +18,7 @@
 //! requests in flight.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -489,8 +489,7 @@ impl Inference {
         let _serial = self.loading.lock().await;
         if let Some(existing) = self.get(&alias) {
             let state = self.state(&existing).await;
-            let same = existing.repo == manifest.repo
-                && existing.revision == manifest.revision
+            let same = existing.dir == dir
                 && existing.variant == manifest.variant
                 && existing.embeddings == embeddings;
             match state {
@@ -824,17 +823,13 @@ impl Inference {
         })
     }
 
-    /// The alias and state of the model `repo`@`revision`:`variant` if the pool serves it.
-    pub async fn load_state(
-        &self,
-        repo: &str,
-        revision: &str,
-        variant: &str,
-    ) -> Option<(String, &'static str)> {
+    /// The alias and state of the stored model `variant` in the model directory `dir` (its
+    /// snapshot) if the pool serves it.
+    pub async fn load_state(&self, dir: &Path, variant: &str) -> Option<(String, &'static str)> {
         let models: Vec<_> = lock(&self.models).values().cloned().collect();
         let mut found = None;
         for s in models {
-            if s.repo == repo && s.revision == revision && s.variant == variant {
+            if s.dir == dir && s.variant == variant {
                 let word = self.state(&s).await.word();
                 if word != "unloaded" || found.is_none() {
                     found = Some((s.alias.clone(), word));

@@ -135,6 +135,8 @@ mod tests {
                 .collect(),
             complete: true,
             verified: Vec::new(),
+            commit: None,
+            refs: Vec::new(),
         }
     }
 
@@ -162,14 +164,17 @@ mod tests {
     fn two_revisions_are_told_apart_by_the_name_the_error_suggests() {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(&tmp.path().join("models")).unwrap();
-        for rev in ["main", "v2"] {
+        for (rev, commit) in [("main", "1".repeat(40)), ("v2", "2".repeat(40))] {
             let mut m = manifest(rev, &["tiny-F32.gguf"]);
-            let dir = store.prepare(&m.repo, rev, &m.files).unwrap();
+            m.commit = Some(commit);
+            let dir = store.snapshot_dir(&m.repo, rev, m.commit.as_deref());
+            store.prepare(&dir, &m.files).unwrap();
             std::fs::write(dir.join("tiny-F32.gguf"), b"abc").unwrap();
             m.verified = toolvisor_downloads::store::Verified::now(&dir, &m.files[0], None, None)
                 .into_iter()
                 .collect();
-            store.write_manifest(&m).unwrap();
+            store.write_manifest(&dir, &m).unwrap();
+            store.set_ref(&m.repo, rev, &dir).unwrap();
         }
         let e = resolve(&store, "walk/tiny-GGUF:F32").unwrap_err();
         let InferenceError::Ambiguous { names, .. } = &e else {

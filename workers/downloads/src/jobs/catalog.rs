@@ -44,10 +44,7 @@ impl Downloads {
             .values()
             .filter_map(|j| {
                 let r = lock(&j.record);
-                (r.state.unfinished()
-                    && r.repo == manifest.repo
-                    && r.revision == manifest.revision
-                    && r.variant == manifest.variant)
+                (r.state.unfinished() && j.dir == dir && r.variant == manifest.variant)
                     .then(|| r.id.clone())
             })
             .collect();
@@ -56,7 +53,7 @@ impl Downloads {
                 what: format!(
                     "{}@{}:{} is being downloaded ({})",
                     manifest.repo,
-                    manifest.revision,
+                    crate::store::at(manifest),
                     manifest.variant,
                     running.join(", ")
                 ),
@@ -96,9 +93,11 @@ impl Downloads {
                 }
             }
         }
-        self.store.remove_manifest(manifest)?;
-        // Directories left empty, from the files' own up to the repo's.
-        let repo_dir = dir.parent().map(Path::to_path_buf);
+        self.store.remove_manifest(dir, manifest)?;
+        // Directories left empty, from the files' own up to the repo's (a snapshot's: its
+        // `snapshots` directory, then the repo's once no ref is left).
+        let repo_dir = self.store.repo_dir(&manifest.repo);
+        let snapshots = repo_dir.join("snapshots");
         let mut emptied: Vec<PathBuf> = manifest
             .files
             .iter()
@@ -106,15 +105,17 @@ impl Downloads {
             .collect();
         emptied.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         emptied.dedup();
-        for d in emptied
-            .iter()
-            .chain([dir.to_path_buf()].iter())
-            .chain(repo_dir.iter())
-        {
+        for d in emptied.iter().chain([dir.to_path_buf()].iter()) {
+            let _ = std::fs::remove_dir(d);
+        }
+        if !dir.exists() {
+            self.store.remove_refs_to(&manifest.repo, dir);
+        }
+        for d in [snapshots, repo_dir.join("refs"), repo_dir] {
             let _ = std::fs::remove_dir(d);
         }
         Ok(json!({
-            "model": format!("{}@{}:{}", manifest.repo, manifest.revision, manifest.variant),
+            "model": format!("{}@{}:{}", manifest.repo, crate::store::at(manifest), manifest.variant),
             "path": dir.display().to_string(),
             "files_removed": removed,
             "bytes_freed": freed,
@@ -153,6 +154,8 @@ impl Downloads {
                     "name": crate::store::short_name(m, &all),
                     "repo": m.repo,
                     "revision": m.revision,
+                    "commit": m.commit,
+                    "current": !m.refs.is_empty(),
                     "variant": m.variant,
                     "path": dir.display().to_string(),
                     "size_bytes": size,

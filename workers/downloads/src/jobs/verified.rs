@@ -52,7 +52,7 @@ impl Downloads {
         let _held = lock(&self.manifests);
         let mut m = self
             .store
-            .read_manifest(&rec.repo, &rec.revision, &rec.variant)
+            .read_manifest(&job.dir, &rec.variant)
             .unwrap_or_else(|| Manifest {
                 repo: rec.repo.clone(),
                 revision: rec.revision.clone(),
@@ -60,10 +60,12 @@ impl Downloads {
                 files: rec.files.clone(),
                 complete: false,
                 verified: Vec::new(),
+                commit: rec.commit.clone(),
+                refs: Vec::new(),
             });
         m.verified.retain(|x| x.name != v.name);
         m.verified.push(v);
-        if let Err(e) = self.store.write_manifest(&m) {
+        if let Err(e) = self.store.write_manifest(&job.dir, &m) {
             tracing::warn!(job = rec.id, error = %e, "cannot record a verified file in its manifest: a restart fetches it again");
         }
     }
