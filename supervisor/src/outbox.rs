@@ -543,9 +543,8 @@ mod tests {
         assert_eq!(meter.queued(), 0);
     }
 
-    /// Issue 12: results waiting for a client that does not read were held in memory, so it
-    /// cost the budget plus every waiting result. Large ones wait on disk now, nameless, and
-    /// come back whole and in order.
+    /// Results waiting for a client that does not read cost no more memory than the budget:
+    /// large ones wait on disk, nameless, and come back whole and in order.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn large_frames_wait_on_disk_and_come_back_whole() {
         let spool = tempfile::tempdir().unwrap();

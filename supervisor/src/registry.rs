@@ -10,6 +10,7 @@
 //! schema and parse.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value as Json;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
@@ -19,20 +20,21 @@ pub use crate::tools::spec::{Approval, Attachment, OpSet, OpTier, ToolSpec, sche
 
 /// Tools by name, with the rules of visibility.
 pub struct Registry {
-    tools: BTreeMap<&'static str, ToolSpec>,
+    /// Shared, so a call holds the spec its one lookup found ([`Registry::check`]).
+    tools: BTreeMap<&'static str, Arc<ToolSpec>>,
     denied: Vec<String>,
 }
 
 impl Registry {
     pub fn new(tools: Vec<ToolSpec>, denied: Vec<String>) -> Self {
         Registry {
-            tools: tools.into_iter().map(|t| (t.name, t)).collect(),
+            tools: tools.into_iter().map(|t| (t.name, Arc::new(t))).collect(),
             denied,
         }
     }
 
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {
-        self.tools.get(name)
+        self.tools.get(name).map(|t| &**t)
     }
 
     pub fn is_denied(&self, name: &str) -> bool {
@@ -95,7 +97,7 @@ impl Registry {
     }
 
     /// The spec of a tool this client may call now, or the structured refusal.
-    pub fn check(&self, name: &str, surface: &Surface) -> Result<&ToolSpec, ToolError> {
+    pub fn check(&self, name: &str, surface: &Surface) -> Result<Arc<ToolSpec>, ToolError> {
         let Some(spec) = self.tools.get(name) else {
             let names: Vec<_> = self
                 .advertised(surface)
@@ -109,7 +111,7 @@ impl Registry {
             ));
         };
         match self.refusal(spec, surface) {
-            None => Ok(spec),
+            None => Ok(spec.clone()),
             Some((kind, why)) => {
                 let hint = match kind {
                     ErrorKind::PolicyDenied => {

@@ -573,11 +573,12 @@ async fn start_call(
     // watchers pick it up on their once-a-second tick instead of redrawing per call.
     session.in_flight.fetch_add(1, Ordering::Relaxed);
 
-    // Non-parallel-safe tools take their turn in the conversation's lane, in arrival order.
-    // (An unknown tool takes none: the gates refuse it naming the tools there are.)
-    let known = daemon.registry().get(&call.tool);
-    let serial = known.is_some_and(|t| !t.parallel_safe);
-    let resource = known.map_or("", |t| t.resource);
+    // The call's one registry lookup: the gates take its answer. Non-parallel-safe tools
+    // take their turn in the conversation's lane, in arrival order. (A tool this session may
+    // not call takes none: the gates refuse it, naming why.)
+    let checked = daemon.registry().check(&call.tool, &session.hello.surface);
+    let serial = checked.as_ref().is_ok_and(|t| !t.parallel_safe);
+    let resource = checked.as_ref().map_or("", |t| t.resource);
     let turn = if serial {
         let (turn_tx, turn_rx) = oneshot::channel::<oneshot::Sender<()>>();
         daemon.lanes().enqueue(
@@ -645,7 +646,7 @@ async fn start_call(
                 },
                 None => None,
             };
-            execute(&daemon, &session, &ctx, &call.tool, call.args).await
+            execute(&daemon, &session, &ctx, &call.tool, checked, call.args).await
         };
         // A handler that panics fails its call, not the connection, and its client hears so
         // (its id would otherwise stay taken and the client wait for ever).

@@ -849,6 +849,7 @@ fn tools(world: &World) -> Vec<ToolSpec> {
                 .registry()
                 .check(t.name, &surface)
                 .unwrap_or_else(|e| panic!("`{}` is attached in the fuzz's wiring: {e}", t.name))
+                .as_ref()
                 .clone()
         })
         .collect()

@@ -126,7 +126,8 @@ impl Bridge for CellBridge {
             // A call of the daemon's own registry: the same gates as a model's call, run
             // inline in the cell's lane turn (waiting on the lane would wait on this cell).
             let ctx = SessionCaller::ctx(&daemon, &session, call_id, conversation, workdir);
-            execute(&daemon, &session, &ctx, &tool, Value(args)).await
+            let checked = daemon.registry().check(&tool, &session.hello.surface);
+            execute(&daemon, &session, &ctx, &tool, checked, Value(args)).await
         })
     }
 }

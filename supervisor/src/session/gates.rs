@@ -5,14 +5,16 @@
 use super::*;
 use crate::tools::CallCtx;
 
-/// Gates, then the tool: registry (unknown, surface, policy, attachment), arguments,
-/// approval. Every denial is audited. `tool()` calls from eval cells come through here too,
-/// with the cell's call context (its session, conversation and call id).
+/// Gates, then the tool: registry (unknown, surface, policy, attachment: `checked`, the
+/// call's one lookup, `Registry::check` of `tool` for this session), arguments, approval.
+/// Every denial is audited. `tool()` calls from eval cells come through here too, with the
+/// cell's call context (its session, conversation and call id).
 pub(crate) async fn execute(
     daemon: &Arc<Daemon>,
     session: &Arc<Session>,
     ctx: &CallCtx,
     tool: &str,
+    checked: Result<Arc<crate::tools::ToolSpec>, ToolError>,
     args: Value,
 ) -> Result<serde_json::Value, ToolError> {
     let audit = |event: &str, reason: &str| {
@@ -20,7 +22,7 @@ pub(crate) async fn execute(
             .audit()
             .record(event, &ctx.conversation, session.id, ctx.id, tool, reason)
     };
-    let spec = match daemon.registry().check(tool, &session.hello.surface) {
+    let spec = match checked {
         Ok(spec) => spec,
         Err(err) => {
             match err.kind {
@@ -66,7 +68,7 @@ pub(crate) async fn execute(
         return Err(err);
     }
     if spec.needs_approval(&args) {
-        let by = approve(daemon, session, ctx, tier, spec, &args)
+        let by = approve(daemon, session, ctx, tier, &spec, &args)
             .await
             .inspect_err(|err| {
                 tracing::info!(
@@ -82,7 +84,7 @@ pub(crate) async fn execute(
         // MCP client the operator delegated approval to.
         audit("approved", &by);
     }
-    crate::tools::run(daemon.services(), ctx, spec, args).await
+    crate::tools::run(daemon.services(), ctx, &spec, args).await
 }
 
 async fn approve(

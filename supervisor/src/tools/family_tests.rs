@@ -1,5 +1,5 @@
 //! Each tool family's handler built with only the services its context names — no daemon, no
-//! session, no socket: the proof that the narrowing is real (issue 13). A fake `Caller`
+//! session, no socket: the proof that the narrowing is real. A fake `Caller`
 //! stands in for the session: it records events and hands eval cells a bridge that echoes.
 
 use std::path::Path;

@@ -737,7 +737,7 @@ mod tests {
         assert!(!c.body.contains("var x"));
     }
 
-    /// Issue 34 §8: a page as a static-site generator writes it (highlighted spans inside
+    /// A page as a static-site generator writes it (highlighted spans inside
     /// `<pre><code>`, entities, an indented config block, inline code in prose).
     #[test]
     fn html_code_blocks_keep_their_indentation_and_line_breaks() {
@@ -804,7 +804,7 @@ services:
         );
     }
 
-    /// Issue 34 §8: setext headings, as README files and pandoc write them.
+    /// Setext headings, as README files and pandoc write them.
     #[test]
     fn markdown_setext_headings_start_sections_and_rules_lists_and_code_do_not() {
         let text = "Project Handbook\n================\n\nThe handbook for new people.\n\nGetting started\n---------------\n\nClone the repository:\n\n    git clone x\n    cd x\n\nA paragraph that runs\nover two lines\n===\n\nText under it.\n\n- a list item\n---\n\nafter a blank line\n\n---\n\n```\nnot a heading\n---\n```\n> quoted\n---\n";

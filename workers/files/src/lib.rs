@@ -30,7 +30,7 @@ pub mod write;
 pub use error::{Error, Result};
 pub use paths::Scope;
 
-/// One file a write-tier tool changed: what issue 4's diagnostics-on-write wraps.
+/// One file a write-tier tool changed: what diagnostics on write wrap.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Changed {
     /// The real (canonical) path written.

@@ -491,7 +491,7 @@ mod tests {
         assert!(open.resolve("/etc/hostname", Access::Write).is_ok());
     }
 
-    /// The race of issue 11 §4 with its window held open: a path checked while `d` is a
+    /// The check-then-use race with its window held open: a path checked while `d` is a
     /// directory, then `d` swapped for a symlink out before the I/O.
     #[test]
     fn a_directory_swapped_after_the_check_is_not_followed() {

@@ -305,7 +305,7 @@ async fn documents_are_read_beneath_the_root_never_through_a_swapped_directory()
     assert_eq!(doc.text, "x = 1\n", "the server never saw the outside text");
 }
 
-/// Issue 33: the watch's catch-up, the read and the sync are one trip to the blocking pool. What
+/// The watch's catch-up, the read and the sync are one trip to the blocking pool. What
 /// changed under the root before the call comes back with the synced text; a read that fails
 /// leaves those changes pending for the next query instead of dropping them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,10 +10,9 @@
 //! call returned before the query (a `git checkout` that exited) is already in the instance's
 //! queue. The query reads that queue until it is empty, under the lock every reader of it
 //! takes, and handles each event there: when nothing changed that is one `read` that finds
-//! the queue empty. (Issue 33: the watch was `notify`'s, and a query opened a file of a
-//! private directory and waited until `notify`'s thread had handled its event, two thread
-//! wakeups per query.) Between queries the watch's thread reads what arrives, so neither
-//! inotify's queue nor the pending set fills while no query comes.
+//! the queue empty (no other thread to wait for, no wakeups per query). Between queries the
+//! watch's thread reads what arrives, so neither inotify's queue nor the pending set fills
+//! while no query comes.
 //!
 //! The watch asks for no open, read or close-without-write events: the servers' own scans of
 //! the root make none.

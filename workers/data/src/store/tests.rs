@@ -254,7 +254,7 @@ fn the_database_and_its_wal_files_are_0600_made_so_and_narrowed_at_open() {
     assert!(e.to_string().contains("symbolic link"), "{e}");
 }
 
-/// Issue 34 §8: bodies an older pipeline made (code indentation collapsed, setext headings
+/// Bodies an older pipeline made (code indentation collapsed, setext headings
 /// not seen) are converted again from their unchanged originals when the database is opened
 /// by this version, keeping the handle and the card's edits; then not again.
 #[test]
