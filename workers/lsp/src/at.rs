@@ -64,7 +64,7 @@ impl LanguageServers {
         args: &LspArgs,
         need: &str,
     ) -> Result<At, ToolError> {
-        let op = args.op.as_str();
+        let op = &args.op.to_string();
         let file = args
             .file
             .as_deref()

@@ -48,6 +48,7 @@ mod ledger;
 mod locate;
 mod lsp_edit;
 mod memory;
+mod navigate;
 mod ops;
 mod outside;
 mod position;

@@ -1,6 +1,6 @@
-//! The `lsp` op dispatch, document sync before every request, and the position ops
-//! (definition, references, hover, code actions); the other ops have their own modules. Every answer names the server and its state;
-//! an empty answer comes only from a server that is ready and settled.
+//! The `lsp` op dispatch (matched on the op enum) and document sync before every request;
+//! each op has its own module (the position ops: `navigate.rs`). Every answer names the server
+//! and its state; an empty answer comes only from a server that is ready and settled.
 //!
 //! Before every query, every change made on disk under the server's root, by anyone, is handed to
 //! the server first (`ServerShared::sync_from_disk`: the root's `RootWatch` caught up with the disk, in the
@@ -25,9 +25,7 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
 use crate::config::language_id;
-use crate::coverage::mark_coverage;
-use crate::position;
-use crate::render::{self, Sources};
+use crate::render;
 use crate::server::{Conn, ServerShared};
 use crate::servers::LanguageServers;
 use crate::uri;
@@ -374,17 +372,17 @@ impl LanguageServers {
     }
 
     async fn lsp_op(&self, ctx: &CallCtx, args: LspArgs) -> Result<Value, ToolError> {
-        match args.op.as_str() {
-            "status" => {
+        match args.op {
+            LspOp::Status => {
                 let from = match args.file.as_deref() {
                     Some(f) => ctx.resolve("lsp", f, Access::Read)?,
                     None => ctx.workdir.clone(),
                 };
                 Ok(self.status(&from, &ctx.run, &ctx.workdir).await)
             }
-            "reload" => self.reload(ctx, args.file.as_deref()).await,
-            "trust" => self.trust_roots_for_run(ctx, args.file.as_deref()),
-            "diagnostics" => {
+            LspOp::Reload => self.reload(ctx, args.file.as_deref()).await,
+            LspOp::Trust => self.trust_roots_for_run(ctx, args.file.as_deref()),
+            LspOp::Diagnostics => {
                 let file = need(&args.file, "diagnostics", "file")?;
                 if file == "*" {
                     return self.project_check(ctx).await;
@@ -407,7 +405,7 @@ impl LanguageServers {
                     "server": self.server_info(&opened)}),
                 )
             }
-            "symbols" => match (&args.query, &args.file) {
+            LspOp::Symbols => match (&args.query, &args.file) {
                 (Some(q), _) => {
                     self.workspace_symbols(ctx, q, args.file.as_deref(), args.offset)
                         .await
@@ -419,19 +417,19 @@ impl LanguageServers {
                     "e.g. {\"op\":\"symbols\",\"query\":\"Parser\"} or {\"op\":\"symbols\",\"file\":\"src/app.py\"}",
                 )),
             },
-            "definition" | "type_definition" | "implementation" | "references" | "hover"
-            | "code_actions" => self.navigate(ctx, &args).await,
-            "call_hierarchy" => self.call_hierarchy(ctx, &args).await,
-            "type_hierarchy" => self.type_hierarchy(ctx, &args).await,
-            "signature_help" => self.signature_help(ctx, &args).await,
-            "completions" => self.completions(ctx, &args).await,
-            "inlay_hints" => self.inlay_hints(ctx, &args).await,
-            "workspace_diagnostics" => self.workspace_diagnostics(ctx, &args).await,
-            "check_edit" => self.check_edit(ctx, &args).await,
-            other => Err(invalid(
-                format!("lsp: unknown op {other:?}"),
-                "see the tool's schema",
-            )),
+            LspOp::Definition
+            | LspOp::TypeDefinition
+            | LspOp::Implementation
+            | LspOp::References
+            | LspOp::Hover
+            | LspOp::CodeActions => self.navigate(ctx, &args).await,
+            LspOp::CallHierarchy => self.call_hierarchy(ctx, &args).await,
+            LspOp::TypeHierarchy => self.type_hierarchy(ctx, &args).await,
+            LspOp::SignatureHelp => self.signature_help(ctx, &args).await,
+            LspOp::Completions => self.completions(ctx, &args).await,
+            LspOp::InlayHints => self.inlay_hints(ctx, &args).await,
+            LspOp::WorkspaceDiagnostics => self.workspace_diagnostics(ctx, &args).await,
+            LspOp::CheckEdit => self.check_edit(ctx, &args).await,
         }
     }
 
@@ -521,243 +519,6 @@ impl LanguageServers {
             done.push(s.id.clone());
         }
         Ok(json!({"text": format!("restarted: {}\n", done.join(", ")), "reloaded": done}))
-    }
-
-    async fn navigate(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
-        let op = args.op.as_str();
-        let at = self
-            .open_at(
-                ctx,
-                args,
-                "navigation needs `file`, `line` (1-based) and `symbol` (a substring naming the symbol on that line, copied from it)",
-            )
-            .await?;
-        let crate::at::At {
-            mut opened,
-            shown,
-            line,
-            src,
-            byte,
-            symbol,
-        } = at;
-        let symbol = symbol.as_str();
-        let enc = opened.conn.encoding;
-        let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
-        let end = json!({"line": line - 1, "character": enc.column(&src, byte + symbol.len())});
-        let (method, cap) = match op {
-            "definition" => ("textDocument/definition", "definitionProvider"),
-            "type_definition" => ("textDocument/typeDefinition", "typeDefinitionProvider"),
-            "implementation" => ("textDocument/implementation", "implementationProvider"),
-            "references" => ("textDocument/references", "referencesProvider"),
-            "hover" => ("textDocument/hover", "hoverProvider"),
-            _ => ("textDocument/codeAction", "codeActionProvider"),
-        };
-        if !opened.conn.supports(cap) {
-            return Err(ToolError::new(
-                ErrorKind::NotAvailable,
-                format!(
-                    "{} ({}) does not support {op}",
-                    opened.conn.name, opened.shared.id
-                ),
-                "use another op, or grep",
-            ));
-        }
-        // References and implementations are index-wide: a partial list from a server still
-        // indexing looks complete, so they wait for readiness first. File-local answers are
-        // asked at once; an empty one from a server that is not ready and settled waits and
-        // asks again below.
-        let index_wide = matches!(op, "references" | "implementation");
-        if index_wide {
-            self.ready_for(&opened.shared, &opened.uri).await?;
-        }
-        let mut params = json!({"textDocument": {"uri": opened.uri}, "position": pos});
-        if op == "references" {
-            params["context"] = json!({"includeDeclaration": true});
-        }
-        if op == "code_actions" {
-            // The server matches its fixes to the diagnostics we send: get this version's.
-            let diags = self
-                .diagnostic_items(&mut opened)
-                .await?
-                .into_iter()
-                .filter(|d| {
-                    let s = d.pointer("/range/start/line").and_then(Value::as_u64);
-                    let e = d.pointer("/range/end/line").and_then(Value::as_u64);
-                    // Overlapping the line or its neighbours: parsers report a missing token
-                    // at the next one (clangd puts "expected ';'" on the following line).
-                    let l = (line - 1) as u64;
-                    matches!((s, e), (Some(s), Some(e)) if s <= l + 1 && l <= e + 1)
-                })
-                .collect::<Vec<_>>();
-            params = json!({"textDocument": {"uri": opened.uri}, "range": {"start": pos, "end": end},
-                "context": {"diagnostics": diags}});
-        }
-        // File-local answers: an empty one from a server not yet settled is asked again.
-        let (mut result, request_ms) = if index_wide {
-            let asked = Instant::now();
-            let result = self.request(&mut opened, method, params.clone()).await?;
-            (result, asked.elapsed().as_secs_f64() * 1000.0)
-        } else {
-            self.ask_settled(&mut opened, method, params.clone(), |_| false)
-                .await?
-        };
-        let mut server = self.server_info(&opened);
-        // The server's own share of the call (request sent → answer parsed), for the
-        // added-latency figure in docs/BENCHMARKS.md.
-        server["request_ms"] = json!(request_ms);
-        let base = &ctx.workdir;
-        let here = format!("`{symbol}` at {shown}:{line}");
-        // An index-wide question from a root nested in others of its language is asked of
-        // the enclosing roots' servers too, and their answers merged.
-        let merged = match index_wide {
-            true => {
-                let at = crate::roots::At {
-                    line: line - 1,
-                    src: &src,
-                    byte,
-                };
-                Some(self.ask_enclosing(ctx, &opened, method, &params, at).await)
-            }
-            false => None,
-        };
-        if let Some(m) = &merged {
-            crate::roots::merge_into(&mut result, &m.answers);
-        }
-        let gap = match index_wide {
-            true => {
-                // The name the server searched: the word at the position, whatever the query
-                // looked like (`"is_list_like ="` and `"is_list_like"` are one question).
-                let word = position::word_at(&src, byte, symbol.len());
-                let covered = merged.as_ref().is_some_and(|m| m.covered);
-                let mut gap = self
-                    .index_gap(
-                        &ctx.workdir,
-                        &opened.shared,
-                        &opened.path,
-                        Some(word),
-                        covered,
-                        op == "references",
-                    )
-                    .await;
-                for failed in merged.iter().flat_map(|m| &m.failed) {
-                    let note = failed.clone();
-                    gap = Some(gap.map_or(note.clone(), |g| format!("{g}; {note}")));
-                }
-                gap
-            }
-            false => None,
-        };
-        match op {
-            "hover" => {
-                let md = if result.is_null() {
-                    String::new()
-                } else {
-                    render::hover_markdown(&result)
-                };
-                let text = if md.is_empty() {
-                    format!("no hover information for {here}\n")
-                } else {
-                    md.clone() + "\n"
-                };
-                Ok(json!({"text": text, "markdown": md, "server": server}))
-            }
-            "code_actions" => {
-                let raw = result.as_array().cloned().unwrap_or_default();
-                let (ordered, text, actions) =
-                    crate::actions::render(raw, &opened.uri, line as u64, CODE_ACTIONS_MAX, &here);
-                self.actions.remember(
-                    &ctx.run,
-                    crate::actions::Listed {
-                        server: opened.shared.id.clone(),
-                        path: opened.path.clone(),
-                        uri: opened.uri.clone(),
-                        version: opened.version,
-                        actions: ordered,
-                    },
-                );
-                Ok(json!({"text": text, "actions": actions, "server": server}))
-            }
-            _ => {
-                let pairs = render::locations(&result);
-                let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
-                let readable = |p: &Path| ctx.may_read(p);
-                let read = |p: &Path| ctx.read_text(p).ok();
-                let locs = {
-                    let mut sources = Sources::new(&open_text, &readable, &read);
-                    render::resolve_locs(&pairs, enc, &mut sources)
-                };
-                let total = locs.len();
-                let page = if op == "references" {
-                    Page::of(args.offset, total, REFERENCES_MAX)
-                } else {
-                    Page::whole(total)
-                };
-                let (mut text, items) = render::loc_lines(&locs[page.from..page.to], base);
-                if total == 0 {
-                    text = format!("no {} found for {here}\n", op.replace('_', " "));
-                } else if let Some(note) = page.note(total, "references") {
-                    text.push_str(&format!("({note})\n"));
-                }
-                // "None found" about a longer word the symbol sits in (a docstring's
-                // `Segments` for `Segment`) is not an answer about the symbol.
-                let inside = (total == 0)
-                    .then(|| crate::position::enclosing_word(&src, byte, symbol.len()))
-                    .flatten();
-                if let Some(word) = &inside {
-                    text.push_str(&format!(
-                        "(`{symbol}` is part of `{word}` on that line: the server was asked about `{word}`; give the line where `{symbol}` itself stands)\n"
-                    ));
-                }
-                // clangd cannot see uses inside macros and disabled branches: name them.
-                let gap = if op == "references" {
-                    let seen = locs
-                        .iter()
-                        .map(|l| (l.path.clone(), l.line as u32))
-                        .collect();
-                    let word = position::word_at(&src, byte, symbol.len());
-                    let missed = "read them (or grep) before relying on this list";
-                    let hidden = self
-                        .hidden_gap(ctx, &opened, word, seen, missed, false)
-                        .await;
-                    crate::hidden_uses::join(gap, hidden)
-                } else {
-                    gap
-                };
-                let mut answer = json!({"text": text, "locations": items, "total": total, "truncated": page.cut(total), "server": server});
-                page.stamp(&mut answer, total);
-                if let Some(m) = merged.filter(|m| !m.roots.is_empty()) {
-                    crate::roots::say_merged(&mut answer, &opened.shared.root, &m, base);
-                }
-                if index_wide {
-                    mark_coverage(&mut answer, gap);
-                }
-                // pyright links a name imported from a module with a stub through the stub;
-                // one the stub lacks is linked to nothing, and "no definition" is not so.
-                if total == 0
-                    && opened.shared.flavor.pyright
-                    && matches!(op, "definition" | "type_definition" | "implementation")
-                {
-                    let word = position::word_at(&src, byte, symbol.len());
-                    if let Some((at, module)) =
-                        crate::hidden_uses::python::imported_at(&opened.text, word)
-                    {
-                        mark_coverage(
-                            &mut answer,
-                            Some(format!(
-                                "`{word}` is imported here from `{module}` ({shown}:{at}), and pyright linked that import to nothing: a stub of `{module}` that does not declare it hides the module's own definition; grep for `def {word}` or `class {word}` in that module"
-                            )),
-                        );
-                    }
-                }
-                if let Some(word) = inside {
-                    answer["complete"] = json!(false);
-                    answer["partial_reason"] = json!(format!(
-                        "the position is inside `{word}`, not on `{symbol}` itself"
-                    ));
-                }
-                Ok(answer)
-            }
-        }
     }
 }
 
