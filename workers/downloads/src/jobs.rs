@@ -584,20 +584,18 @@ impl Downloads {
             .map(|(f, v)| self.store.present(&dir, f, v.as_ref()))
             .collect();
         let records: Vec<Verified> = verified.into_iter().flatten().collect();
+        let manifest = |complete: bool, verified: Vec<Verified>| Manifest {
+            repo: repo.into(),
+            revision: revision.into(),
+            variant: set.variant.clone(),
+            files: set.files.clone(),
+            complete,
+            verified,
+            commit: commit.clone(),
+            refs: Vec::new(),
+        };
         if present.iter().all(|(_, complete)| *complete) {
-            self.store.write_manifest(
-                &dir,
-                &Manifest {
-                    repo: repo.into(),
-                    revision: revision.into(),
-                    variant: set.variant.clone(),
-                    files: set.files.clone(),
-                    complete: true,
-                    verified: records,
-                    commit: commit.clone(),
-                    refs: Vec::new(),
-                },
-            )?;
+            self.store.write_manifest(&dir, &manifest(true, records))?;
             self.store.set_ref(repo, revision, &dir)?;
             return Ok(json!({
                 "state": "done",
@@ -669,19 +667,7 @@ impl Downloads {
             });
         }
         self.store.prepare(&dir, &set.files)?;
-        self.store.write_manifest(
-            &dir,
-            &Manifest {
-                repo: repo.into(),
-                revision: revision.into(),
-                variant: set.variant.clone(),
-                files: set.files.clone(),
-                complete: false,
-                verified: records,
-                commit: commit.clone(),
-                refs: Vec::new(),
-            },
-        )?;
+        self.store.write_manifest(&dir, &manifest(false, records))?;
         let n = self
             .ids
             .next()
