@@ -176,3 +176,54 @@ fn gopls_navigates_hovers_diagnoses_and_renames_a_go_module() {
         "{said}"
     );
 }
+
+/// A fresh probe on pflag: `diagnostics "*"` answered `resource_failed` ("it did not check
+/// the project") whenever `go vet` found anything, since vet prints no severity and writes to
+/// stderr; and gopls cuts workspace symbols at 100 without a word, so a list of exactly 100
+/// said complete. Both now answer right.
+#[test]
+fn go_vet_findings_are_diagnostics_and_a_symbol_list_gopls_cut_says_so() {
+    require_go();
+    require("gopls");
+    let values: String = (0..120)
+        .map(|i| format!("func Value{i}() int {{ return {i} }}\n\n"))
+        .collect();
+    let p = project(&[
+        ("go.mod", GO_MOD),
+        (
+            "main.go",
+            "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"done\\n\")\n}\n",
+        ),
+        ("values.go", &format!("package main\n\n{values}")),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&format!("{}{}", go_env(), lsp_config("")));
+    let v = ok_in(&d, w, "lsp", json!({"op": "diagnostics", "file": "*"}));
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{v}");
+    assert_eq!(diags[0]["path"], "main.go", "{v}");
+    assert_eq!(diags[0]["line"], 6, "{v}");
+    assert_eq!(diags[0]["severity"], "warning", "{v}");
+    assert!(
+        diags[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("redundant newline"),
+        "{v}"
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "symbols", "query": "Value", "file": "main.go"}),
+    );
+    assert_eq!(v["total"], 100, "gopls's cut: {v}");
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(
+        v["partial_reason"]
+            .as_str()
+            .unwrap()
+            .contains("at most 100 workspace symbols"),
+        "{v}"
+    );
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{enlist_package, lsp_config, ok_in, require, word_count};
+use toolvisor_tests::lsp::{enlist_package, lsp_config, ok_in, project, require, word_count};
 
 const MODULES: usize = 60;
 
@@ -185,4 +185,32 @@ fn document_and_workspace_symbols_page_through_the_whole_list() {
         assert!(listed.contains(w), "{w} is on no page");
     }
     assert_eq!(pages, names.len().div_ceil(100));
+}
+
+/// clangd cuts workspace symbols at its `--limit-results` (100) without a word: a list of
+/// exactly that many is not said to be complete (a fresh probe: query `Py` on a C extension
+/// gave 100 "complete" and left out `PyLong_FromLong`).
+#[test]
+fn a_workspace_symbol_list_clangd_cut_at_its_limit_says_so() {
+    require("clangd");
+    let funcs: String = (0..130)
+        .map(|i| format!("int pyfun_{i}(void) {{ return {i}; }}\n"))
+        .collect();
+    let p = project(&[("compile_flags.txt", "-std=c11\n"), ("funcs.c", &funcs)]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "symbols", "query": "pyfun_", "file": "funcs.c"}),
+    );
+    assert_eq!(v["total"], 100, "clangd's cut: {v}");
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(
+        v["partial_reason"]
+            .as_str()
+            .unwrap()
+            .contains("at most 100 workspace symbols"),
+        "{v}"
+    );
 }

@@ -208,6 +208,7 @@ fn pyright_definition_hover_references_symbols() {
         json!({"op": "hover", "file": "app/models.py", "line": 5, "symbol": "Greeter"}),
     );
     assert!(e.message.contains("not on"), "{e}");
+    // `e` stands on line 2 only inside names: not a name there.
     let e = err_in(
         &d,
         w,
@@ -215,7 +216,19 @@ fn pyright_definition_hover_references_symbols() {
         json!({"op": "hover", "file": "app/main.py", "line": 2, "symbol": "e"}),
     );
     assert!(
-        e.message.contains("occurs") && e.message.contains("1: column"),
+        e.message
+            .contains("only inside longer names (`make`, `Greeter`)"),
+        "{e}"
+    );
+    // ` = ` three times: which one?
+    let e = err_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "hover", "file": "app/main.py", "line": 2, "symbol": " = "}),
+    );
+    assert!(
+        e.message.contains("occurs 3 times") && e.message.contains("1: column"),
         "{e}"
     );
     assert!(e.hint.contains("occurrence"), "{e}");
@@ -233,28 +246,54 @@ fn pyright_definition_hover_references_symbols() {
 }
 
 #[test]
-fn a_symbol_found_only_inside_a_longer_word_is_not_answered_none_and_complete() {
+fn a_symbol_found_only_inside_a_longer_name_is_refused_naming_it_never_answered_for_that_name() {
     require("pyright-langserver");
     let p = project(&[
         ("pyproject.toml", ""),
         (
             "seg.py",
-            "class Segment:\n    \"\"\"Segments of text.\"\"\"\n\n\nparts = [Segment(), Segment()]\n",
+            "class Segment:\n    \"\"\"Segments of text.\"\"\"\n\n\nparts = [Segment(), Segment()]\n\n\ndef test_Segment():\n    return Segment_of(Segment)\n\n\ndef Segment_of(x):\n    return x\n",
         ),
     ]);
     let w = p.path();
     let d = TestDaemon::start(&lsp_config(""));
-    // Line 2 is the docstring: `Segment` there is part of `Segments`.
+    // Line 2 is the docstring: `Segment` there is part of `Segments`. Line 8 defines
+    // `test_Segment`: asked there, the server answered about `test_Segment` (one reference,
+    // complete), and a rename renamed the test function.
+    for (line, longer) in [(2, "`Segments`"), (8, "`test_Segment`")] {
+        for (tool, args) in [
+            (
+                "lsp",
+                json!({"op": "references", "file": "seg.py", "line": line, "symbol": "Segment"}),
+            ),
+            (
+                "lsp",
+                json!({"op": "definition", "file": "seg.py", "line": line, "symbol": "Segment"}),
+            ),
+            (
+                "lsp_rename",
+                json!({"file": "seg.py", "line": line, "symbol": "Segment", "new_name": "Piece", "dry_run": true}),
+            ),
+        ] {
+            let e = err_in(&d, w, tool, args.clone());
+            assert_eq!(e.kind, ErrorKind::InvalidArgs, "{args}: {e}");
+            assert!(
+                e.message
+                    .contains(&format!("only inside longer names ({longer})")),
+                "{args}: {e}"
+            );
+            assert!(e.hint.contains("as a name of its own"), "{e}");
+        }
+    }
+    // Line 9 holds `Segment_of` and `Segment`: the one standing alone is the one asked about.
     let v = ok_in(
         &d,
         w,
         "lsp",
-        json!({"op": "references", "file": "seg.py", "line": 2, "symbol": "Segment"}),
+        json!({"op": "references", "file": "seg.py", "line": 9, "symbol": "Segment"}),
     );
-    assert_eq!(v["total"], 0, "{v}");
-    assert_eq!(v["complete"], false, "{v}");
-    let text = v["text"].as_str().unwrap();
-    assert!(text.contains("is part of `Segments`"), "{text}");
+    assert_eq!(v["total"], 4, "{v}");
+    assert_eq!(v["complete"], true, "{v}");
     // On its own line it is found, complete.
     let v = ok_in(
         &d,
@@ -262,6 +301,6 @@ fn a_symbol_found_only_inside_a_longer_word_is_not_answered_none_and_complete() 
         "lsp",
         json!({"op": "references", "file": "seg.py", "line": 1, "symbol": "Segment"}),
     );
-    assert_eq!(v["total"], 3, "{v}");
+    assert_eq!(v["total"], 4, "{v}");
     assert_eq!(v["complete"], true, "{v}");
 }

@@ -116,3 +116,56 @@ fn an_untrusted_root_says_type_checking_is_off() {
     assert!(text.contains("type checking is off"), "{v}");
     assert_eq!(v["checking"], "off", "{v}");
 }
+
+/// A fresh probe on `bytes`: rust-analyzer's own default cfgs turn `miri` on, so `definition`
+/// of a function with a `#[cfg(miri)]` twin answered the twin cargo does not compile; and
+/// `diagnostics "*"` ran `cargo check` on the library alone, so an error in `tests/` was not
+/// in "the whole project". rust-analyzer now runs with cargo's cfgs and the project check
+/// covers the workspace's every target.
+#[test]
+fn rust_analyzer_reads_the_code_cargo_builds_and_the_project_check_covers_the_tests() {
+    require("rust-analyzer");
+    let p = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"twins\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "#[cfg(miri)]\nfn twin() -> u8 {\n    1\n}\n\n#[cfg(not(miri))]\nfn twin() -> u8 {\n    2\n}\n\npub fn answer() -> u8 {\n    twin()\n}\n",
+        ),
+        (
+            "tests/t.rs",
+            "#[test]\nfn t() {\n    let x: u32 = \"s\";\n    assert_eq!(x, 1);\n}\n",
+        ),
+    ]);
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&lsp_config(&format!(
+        "\n[trust]\nroots = [{:?}]\n",
+        root.display().to_string()
+    )));
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "definition", "file": "src/lib.rs", "line": 12, "symbol": "twin"}),
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains("src/lib.rs:7:"), "the twin cargo builds: {v}");
+    assert!(!text.contains("src/lib.rs:2:"), "the miri twin: {v}");
+    let v = ok_in(&d, &root, "lsp", json!({"op": "diagnostics", "file": "*"}));
+    let in_tests: Vec<&Value> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["path"] == "tests/t.rs")
+        .collect();
+    assert!(
+        in_tests.iter().any(|d| d["code"] == "E0308"),
+        "the test target's type error: {v}"
+    );
+    assert!(
+        v["checker"].as_str().unwrap().contains("--all-targets"),
+        "{v}"
+    );
+}

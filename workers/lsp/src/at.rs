@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::tools::LspArgs;
+use toolvisor_protocol::tools::{LspArgs, LspOp};
 
 use crate::ops::{CallCtx, Opened, is_empty};
 use crate::position;
@@ -78,7 +78,12 @@ impl LanguageServers {
         let path = ctx.resolve("lsp", file, Access::Read)?;
         let opened = self.open(&path, &ctx.run).await?;
         let shown = render::show_path(&path, &ctx.workdir);
-        let (src, byte) = position::locate(
+        // Completions complete a prefix; every other op is about the name itself.
+        let locate = match args.op {
+            LspOp::Completions => position::locate,
+            _ => position::locate_name,
+        };
+        let (src, byte) = locate(
             &opened.text,
             &shown,
             line,

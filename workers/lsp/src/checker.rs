@@ -30,7 +30,7 @@ fn sev(word: &str) -> u8 {
 /// Parse a checker's output in `format`.
 pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
     let abs = |f: &str| {
-        let p = PathBuf::from(f);
+        let p = PathBuf::from(f.strip_prefix("./").unwrap_or(f));
         if p.is_absolute() { p } else { root.join(p) }
     };
     let mut diags = Vec::new();
@@ -118,10 +118,16 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
             }
         }
         _ => {
-            // file:line:col: severity: message
+            // file:line:col: severity: message (gcc, clang), or file:line:col: message (go
+            // vet: an analyzer's finding, a warning, and a type error it prefixes with `vet: `,
+            // an error).
             for line in out.lines() {
-                let parts: Vec<&str> = line.splitn(5, ':').collect();
-                if parts.len() < 5 {
+                let (line, unmarked) = match line.strip_prefix("vet: ") {
+                    Some(rest) => (rest, 1),
+                    None => (line, 2),
+                };
+                let parts: Vec<&str> = line.splitn(4, ':').collect();
+                if parts.len() < 4 {
                     continue;
                 }
                 let (Ok(l), Ok(c)) = (
@@ -130,13 +136,18 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
                 ) else {
                     continue;
                 };
+                let rest = parts[3].trim();
+                let (severity, message) = match rest.split_once(':') {
+                    Some((word, message)) if sev(word.trim()) < 4 => (sev(word.trim()), message),
+                    _ => (unmarked, rest),
+                };
                 diags.push(Diag {
                     path: abs(parts[0]),
                     line: l,
                     column: c,
-                    severity: sev(parts[3].trim()),
+                    severity,
                     code: String::new(),
-                    message: parts[4].trim().to_string(),
+                    message: message.trim().to_string(),
                     source: String::new(),
                     at: String::new(),
                 });
@@ -198,6 +209,10 @@ impl LanguageServers {
             let run = self.run_checker(&resolved.program, &args, &root).await?;
             let (out, status, discarded) = (run.out, run.status, run.discarded);
             let mut diags = parse(&format, &out, &root);
+            if format == "gcc" {
+                // Compilers and `go vet` write their findings to stderr.
+                diags.extend(parse(&format, &run.err, &root));
+            }
             let shown_cmd = format!("{} {}", cmd[0], args.join(" "));
             if !run.success && diags.is_empty() && discarded == 0 {
                 // A failing checker that reported nothing did not check (tsc printing its
@@ -431,6 +446,30 @@ mod tests {
             (4, "E0308", 1)
         );
         let d = parse("gcc", "main.go:3:2: error: undefined: x", root);
-        assert_eq!((d[0].line, d[0].message.as_str()), (3, "undefined: x"));
+        assert_eq!(
+            (d[0].line, d[0].message.as_str(), d[0].severity),
+            (3, "undefined: x", 1)
+        );
+        // go vet, as it prints: a package header, a finding with no severity (a warning), a
+        // type error after `vet: ` (an error), a message holding a colon.
+        let vet = "# example.com/m\n./flag_test.go:1242:3: fmt.Println arg list ends with redundant newline\nvet: ./a.go:3:2: undefined: fmt\n./b.go:7:9: printf: Sprintf format %d has arg s of wrong type string\n";
+        let d = parse("gcc", vet, root);
+        let got: Vec<(usize, &str, u8)> = d
+            .iter()
+            .map(|d| (d.line, d.message.as_str(), d.severity))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1242, "fmt.Println arg list ends with redundant newline", 2),
+                (3, "undefined: fmt", 1),
+                (
+                    7,
+                    "printf: Sprintf format %d has arg s of wrong type string",
+                    2
+                ),
+            ]
+        );
+        assert_eq!(d[1].path, Path::new("/r/a.go"));
     }
 }

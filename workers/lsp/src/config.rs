@@ -164,10 +164,20 @@ pub fn rustup_default_toolchain(env: &[(String, String)]) -> Option<String> {
 pub const RUST_ANALYZER_RESTRICTED: &str = r#"{
   "cargo": {
     "buildScripts": {"enable": false},
-    "extraEnv": {"RUSTC_WRAPPER": "", "RUSTC_WORKSPACE_WRAPPER": ""}
+    "extraEnv": {"RUSTC_WRAPPER": "", "RUSTC_WORKSPACE_WRAPPER": ""},
+    "cfgs": ["debug_assertions"]
   },
   "procMacro": {"enable": false, "attributes": {"enable": false}},
-  "checkOnSave": false
+  "checkOnSave": false,
+  "workspace": {"symbol": {"search": {"kind": "all_symbols"}}}
+}"#;
+
+/// rust-analyzer as `cargo check` builds: its own default cfgs add `miri`, so it analysed the
+/// `#[cfg(miri)]` twin of an item (and `definition` went there) instead of the code cargo
+/// compiles; its workspace symbols search every kind of symbol, not only types.
+pub const RUST_ANALYZER: &str = r#"{
+  "cargo": {"cfgs": ["debug_assertions"]},
+  "workspace": {"symbol": {"search": {"kind": "all_symbols"}}}
 }"#;
 
 fn v(items: &[&str]) -> Vec<String> {
@@ -226,9 +236,17 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
             extensions: v(&["rs"]),
             markers: v(&["Cargo.toml"]),
             servers: vec![v(&["rust-analyzer"])],
-            checker: Some(v(&["cargo", "check", "--message-format=json"])),
+            // The whole project: every package of the workspace, and its tests, examples and
+            // benches, as `cargo test` would build them.
+            checker: Some(v(&[
+                "cargo",
+                "check",
+                "--workspace",
+                "--all-targets",
+                "--message-format=json",
+            ])),
             checker_format: Some("cargo-json".into()),
-            init_options: None,
+            init_options: Some(RUST_ANALYZER.into()),
             untrusted_init_options: Some(RUST_ANALYZER_RESTRICTED.into()),
             untrusted_note: Some(
                 "rust-analyzer without build scripts, proc macros and check on save, on rustup's default toolchain (not the project's rust-toolchain.toml)".into(),

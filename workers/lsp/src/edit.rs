@@ -430,7 +430,7 @@ impl LanguageServers {
         let mut opened = self.open(&path, &ctx.run).await?;
         let shown = show_path(&path, &ctx.workdir);
         let line = args.line as usize;
-        let (src, byte) = position::locate(
+        let (src, byte) = position::locate_name(
             &opened.text,
             &shown,
             line,

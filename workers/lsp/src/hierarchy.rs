@@ -132,7 +132,7 @@ impl LanguageServers {
         let path = ctx.resolve("lsp", file, Access::Read)?;
         let mut opened = self.open(&path, &ctx.run).await?;
         let shown = render::show_path(&path, &ctx.workdir);
-        let (src, byte) = position::locate(
+        let (src, byte) = position::locate_name(
             &opened.text,
             &shown,
             line,

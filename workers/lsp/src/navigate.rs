@@ -227,8 +227,8 @@ impl LanguageServers {
 
     /// Locations (definition, type_definition, implementation, references), paged where the
     /// op pages, with what the answer may miss: the index's gap, the uses the server cannot
-    /// see (references), a name imported through a stub that lacks it (pyright), a position
-    /// inside a longer word.
+    /// see (references), a name imported through a stub that lacks it (pyright). (A symbol
+    /// inside a longer name never gets here: `position::locate_name` refuses it.)
     async fn locations(
         &self,
         ctx: &CallCtx,
@@ -261,17 +261,6 @@ impl LanguageServers {
             );
         } else if let Some(note) = page.note(total, "references") {
             text.push_str(&format!("({note})\n"));
-        }
-        // "None found" about a longer word the symbol sits in (a docstring's `Segments` for
-        // `Segment`) is not an answer about the symbol.
-        let inside = (total == 0)
-            .then(|| position::enclosing_word(&a.src, a.byte, a.symbol.len()))
-            .flatten();
-        if let Some(w) = &inside {
-            text.push_str(&format!(
-                "(`{}` is part of `{w}` on that line: the server was asked about `{w}`; give the line where `{}` itself stands)\n",
-                a.symbol, a.symbol
-            ));
         }
         // Uses the server cannot see (inside macros, compiled-out code, behind stubs): named.
         let gap = match op {
@@ -315,13 +304,6 @@ impl LanguageServers {
                     a.shown
                 )),
             );
-        }
-        if let Some(w) = inside {
-            answer["complete"] = json!(false);
-            answer["partial_reason"] = json!(format!(
-                "the position is inside `{w}`, not on `{}` itself",
-                a.symbol
-            ));
         }
         Ok(answer)
     }

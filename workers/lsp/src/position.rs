@@ -160,6 +160,81 @@ pub fn locate(
     }
 }
 
+/// Whether the span `byte..byte + len` of `line` lies inside a longer name: a name character
+/// right before a span that starts with one, or right after a span that ends with one.
+fn inside_word(line: &str, byte: usize, len: usize) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let end = (byte + len).min(line.len());
+    if !line.is_char_boundary(byte) || !line.is_char_boundary(end) {
+        return false;
+    }
+    let span = &line[byte..end];
+    let before = line[..byte].chars().next_back();
+    let after = line[end..].chars().next();
+    (span.chars().next().is_some_and(word) && before.is_some_and(word))
+        || (span.chars().next_back().is_some_and(word) && after.is_some_and(word))
+}
+
+/// [`locate`] for an op about the name `symbol` names (every position op but completions,
+/// which completes a prefix): an occurrence inside a longer name (`frozenbitarray` in
+/// `test_frozenbitarray`, `Var` in `VarP`) is not it, since the server would answer about the
+/// longer name (and a rename would rename it). Of several occurrences on the line, the one
+/// standing as a name of its own is taken when it is the only such; a line where it stands
+/// only inside longer names, or an `occurrence` that is inside one, is refused naming them.
+pub fn locate_name(
+    text: &str,
+    path: &str,
+    line: usize,
+    symbol: &str,
+    occurrence: Option<usize>,
+) -> Result<(String, usize), ToolError> {
+    let found = line_text(text, line).map(|src| occurrences(src, symbol));
+    let Some(src) = line_text(text, line).filter(|_| found.as_ref().is_some_and(|f| !f.is_empty()))
+    else {
+        return locate(text, path, line, symbol, occurrence);
+    };
+    let found = found.unwrap_or_default();
+    let whole: Vec<usize> = found
+        .iter()
+        .copied()
+        .filter(|&b| !inside_word(src, b, symbol.len()))
+        .collect();
+    let (src, byte) = match (occurrence, whole.as_slice()) {
+        (None, [one]) => (src.to_string(), *one),
+        (None, []) => {
+            let mut names: Vec<String> = found
+                .iter()
+                .filter_map(|&b| enclosing_word(src, b, symbol.len()))
+                .collect();
+            names.dedup();
+            let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "`{symbol}` stands on {path}:{line} only inside longer names ({}), which the server would be asked about instead: {}",
+                    names.join(", "),
+                    src.trim_end()
+                ),
+                format!(
+                    "give the line where `{symbol}` stands as a name of its own, or put the longer name in `symbol`"
+                ),
+            ));
+        }
+        _ => locate(text, path, line, symbol, occurrence)?,
+    };
+    if inside_word(&src, byte, symbol.len()) {
+        let word = enclosing_word(&src, byte, symbol.len()).unwrap_or_default();
+        return Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!(
+                "that occurrence of `{symbol}` on {path}:{line} is inside `{word}`, which the server would be asked about instead"
+            ),
+            "pick an occurrence where it stands as a name of its own, or put the longer name in `symbol`",
+        ));
+    }
+    Ok((src, byte))
+}
+
 /// A few characters around an occurrence, to tell occurrences apart.
 fn context(line: &str, byte: usize, len: usize) -> String {
     let before: String = line[..byte]
@@ -218,6 +293,38 @@ mod tests {
         assert_eq!(
             enclosing_word("한글변수 = 1", 0, 3).as_deref(),
             Some("한글변수")
+        );
+    }
+
+    #[test]
+    fn a_name_is_located_where_it_stands_alone_never_inside_a_longer_one() {
+        let text =
+            "def test_frozenbitarray(self):\n    f.VarP(v); f.Var(v)\n    VarP(x)\nobj.append(1)\n";
+        let e = locate_name(text, "t.py", 1, "frozenbitarray", None).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgs);
+        assert!(
+            e.message
+                .contains("only inside longer names (`test_frozenbitarray`)"),
+            "{e}"
+        );
+        // Two occurrences, one of them a name of its own: that one, without `occurrence`.
+        let (src, byte) = locate_name(text, "t.py", 2, "Var", None).unwrap();
+        assert_eq!(&src[byte..byte + 5], "Var(v");
+        // An occurrence named inside a longer name is refused, naming it.
+        let e = locate_name(text, "t.py", 2, "Var", Some(1)).unwrap_err();
+        assert!(e.message.contains("inside `VarP`"), "{e}");
+        assert!(locate_name(text, "t.py", 3, "Var", None).is_err());
+        // Punctuation at an end is no name character: `.append` stands as written.
+        assert!(locate_name(text, "t.py", 4, ".append", None).is_ok());
+        assert!(locate_name(text, "t.py", 4, "obj.app", None).is_err());
+        // Completions complete a prefix: plain `locate` takes it.
+        assert!(locate(text, "t.py", 4, "obj.app", None).is_ok());
+        // What `locate` refuses, `locate_name` refuses the same way.
+        assert!(
+            locate_name(text, "t.py", 9, "x", None)
+                .unwrap_err()
+                .message
+                .contains("there is no line 9")
         );
     }
 

@@ -160,10 +160,23 @@ impl LanguageServers {
         } else if let Some(note) = page.note(total, "symbols") {
             text.push_str(&format!("({note}, or refine the query)\n"));
         }
+        // A server that cuts its answer at a fixed count says nothing when it does: an
+        // answer of that length may not be all there is.
+        let cut = opened
+            .shared
+            .flavor
+            .symbols_cap
+            .filter(|cap| total >= *cap)
+            .map(|cap| {
+                format!(
+                    "{} answers at most {cap} workspace symbols and gave {total}: there may be more matching {query:?}; a longer query narrows the search",
+                    opened.shared.id
+                )
+            });
         let mut answer = json!({"text": text, "symbols": items, "total": total,
             "truncated": page.cut(total), "server": self.server_info(&opened)});
         page.stamp(&mut answer, total);
-        mark_coverage(&mut answer, gap);
+        mark_coverage(&mut answer, crate::hidden_uses::join(gap, cut));
         Ok(answer)
     }
 

@@ -25,6 +25,10 @@ pub(crate) struct Flavor {
     pub pyright: bool,
     /// pylsp: jedi's references, with no index and a cut search.
     pub pylsp: bool,
+    /// The most workspace symbols the server answers with, where it cuts its answer
+    /// silently (gopls: 100; clangd: `--limit-results`, 100; rust-analyzer:
+    /// `workspace.symbol.search.limit`, 128): an answer that long may not be all.
+    pub symbols_cap: Option<usize>,
 }
 
 impl Flavor {
@@ -42,6 +46,11 @@ impl Flavor {
             ready_log: name.starts_with("pyright").then_some(" source file"),
             pyright: name.starts_with("pyright"),
             pylsp: name.starts_with("pylsp"),
+            symbols_cap: match () {
+                _ if name.starts_with("gopls") || name.starts_with("clangd") => Some(100),
+                _ if name.contains("rust-analyzer") => Some(128),
+                _ => None,
+            },
         }
     }
 
