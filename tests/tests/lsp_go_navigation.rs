@@ -227,3 +227,61 @@ fn go_vet_findings_are_diagnostics_and_a_symbol_list_gopls_cut_says_so() {
         "{v}"
     );
 }
+
+/// A fresh probe on creack/pty: gopls loads only this machine's GOOS and GOARCH, so the
+/// calls in `pty_darwin.go` (and a file behind a custom build tag) were neither listed nor
+/// renamed, and a rename said complete while breaking the darwin build. They are named now.
+#[test]
+fn uses_in_files_another_build_takes_make_references_and_renames_partial() {
+    require_go();
+    require("gopls");
+    let p = project(&[
+        ("go.mod", "module example.com/pty\n\ngo 1.19\n"),
+        (
+            "ioctl.go",
+            "//go:build !windows\n\npackage pty\n\nfunc ioctl(fd, cmd uintptr) error {\n\treturn nil\n}\n",
+        ),
+        (
+            "pty_linux.go",
+            "package pty\n\nfunc open() error {\n\treturn ioctl(0, 1)\n}\n",
+        ),
+        (
+            "pty_darwin.go",
+            "package pty\n\nfunc open() error {\n\t// ioctl in a comment is no use\n\treturn ioctl(0, 2)\n}\n",
+        ),
+        (
+            "tagged.go",
+            "//go:build integration\n\npackage pty\n\nvar probe = ioctl\n",
+        ),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&format!("{}{}", go_env(), lsp_config("")));
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "references", "file": "ioctl.go", "line": 5, "symbol": "ioctl"}),
+    );
+    assert_eq!(v["total"], 2, "the definition and the linux call: {v}");
+    assert_eq!(v["complete"], false, "{v}");
+    let why = v["partial_reason"].as_str().unwrap();
+    assert!(
+        why.contains("pty_darwin.go:5") && why.contains("tagged.go:5"),
+        "{v}"
+    );
+    assert!(!why.contains("pty_darwin.go:4"), "a comment: {v}");
+    let v = ok_in(
+        &d,
+        w,
+        "lsp_rename",
+        json!({"file": "ioctl.go", "line": 5, "symbol": "ioctl", "new_name": "ioctlCall", "dry_run": true}),
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(
+        v["partial_reason"]
+            .as_str()
+            .unwrap()
+            .contains("pty_darwin.go:5"),
+        "{v}"
+    );
+}

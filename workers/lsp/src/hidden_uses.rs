@@ -8,7 +8,8 @@
 //! rust-analyzer likewise does not list uses inside a `macro_rules!` body or under a
 //! `#[cfg(…)]` that is off (a feature not enabled): see [`rust`]; pyright misses uses that
 //! went through a `.pyi` stub when asked from the `.py` side ([`python`]), and
-//! typescript-language-server the projects nested in its root ([`typescript`]). Each is a
+//! typescript-language-server the projects nested in its root ([`typescript`]), gopls the
+//! files another platform's build takes ([`go`]). Each is a
 //! [`Hider`]; [`gap`] picks the server's and words its answer.
 //!
 //! A cheap text scan finds the candidates. For C and C++ ([`CHider`]): every whole-word occurrence of the
@@ -19,6 +20,7 @@
 //! at most [`FILES_MAX`] files of the server's language under its root, each at most
 //! [`FILE_BYTES_MAX`].
 
+mod go;
 pub(crate) mod python;
 mod rust;
 mod typescript;
@@ -491,6 +493,11 @@ pub(crate) async fn gap(
         (
             Box::new(rust::RustHider::new(word)),
             "`macro_rules!` bodies or code under a `#[cfg(…)]` that may be off (a feature not enabled, a module switched off)",
+        )
+    } else if shared.flavor.gopls {
+        (
+            Box::new(go::GoHider::new(word)),
+            "files a build constraint leaves out of this machine's build (a `//go:build` line, or a file name for another GOOS or GOARCH, such as `_darwin.go`)",
         )
     } else if shared.flavor.loads_projects_lazily {
         (

@@ -25,6 +25,8 @@ pub(crate) struct Flavor {
     pub pyright: bool,
     /// pylsp: jedi's references, with no index and a cut search.
     pub pylsp: bool,
+    /// gopls: it loads only the files of this machine's GOOS and GOARCH.
+    pub gopls: bool,
     /// The most workspace symbols the server answers with, where it cuts its answer
     /// silently (gopls: 100; clangd: `--limit-results`, 100; rust-analyzer:
     /// `workspace.symbol.search.limit`, 128): an answer that long may not be all.
@@ -46,6 +48,7 @@ impl Flavor {
             ready_log: name.starts_with("pyright").then_some(" source file"),
             pyright: name.starts_with("pyright"),
             pylsp: name.starts_with("pylsp"),
+            gopls: name.starts_with("gopls"),
             symbols_cap: match () {
                 _ if name.starts_with("gopls") || name.starts_with("clangd") => Some(100),
                 _ if name.contains("rust-analyzer") => Some(128),
