@@ -114,3 +114,43 @@ fn references_and_rename_name_the_uses_clangd_cannot_see() {
     );
     names_each(&v, &left);
 }
+
+/// A fresh probe on bitarray: a function whose name a macro pastes together
+/// (`bitarray_ ## name`, called as `SHIFT_FUNC(lshift, …)`) is defined by a name no text
+/// spells, so clangd's rename of `bitarray_lshift` changed the one call and said complete,
+/// and the file no longer compiled. The rename now names the call that defines it.
+#[test]
+fn a_rename_of_a_name_a_macro_pastes_together_names_the_macro_call() {
+    require("clangd");
+    let p = project(&[
+        ("compile_flags.txt", "-std=c11\n"),
+        (
+            "shift.c",
+            "#define SHIFT_FUNC(name, op) \\\nstatic int bitarray_ ## name(int x) { return x op 1; }\n\nSHIFT_FUNC(lshift, <<)\nSHIFT_FUNC(rshift, >>)\n\nint run(void) {\n    return bitarray_lshift(3) + bitarray_rshift(4);\n}\n",
+        ),
+    ]);
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&lsp_config(""));
+    let args = json!({"file": "shift.c", "line": 8, "symbol": "bitarray_lshift", "new_name": "ba_lshift", "dry_run": true});
+    let v = ok_in(&d, &root, "lsp_rename", args);
+    assert_eq!(v["complete"], false, "{v}");
+    names_each(&v, &["shift.c:4".to_string()]);
+    assert!(
+        !v["partial_reason"].as_str().unwrap().contains("shift.c:5"),
+        "SHIFT_FUNC(rshift) pastes another name: {v}"
+    );
+    // References list the call that defines it (clangd maps the expansion back to it).
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "references", "file": "shift.c", "line": 8, "symbol": "bitarray_lshift"}),
+    );
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("shift.c:4: SHIFT_FUNC(lshift, <<)"),
+        "{v}"
+    );
+}

@@ -131,9 +131,11 @@ pub fn scan(
 }
 
 /// C and C++ (clangd): uses inside a `#define` body or a conditional branch
-/// ([`hidden_lines`]), and in the arguments of a call of a function-like macro whose body
+/// ([`hidden_lines`]), in the arguments of a call of a function-like macro whose body
 /// uses none of its parameters (`#define assert(c) ((void)0)`, `#define DEBUGLOG(...) {}`:
-/// what is passed never reaches the compiler).
+/// what is passed never reaches the compiler), and the calls of a macro that pastes the name
+/// together (`bitarray_ ## name` called as `SHIFT_FUNC(lshift, …)`: no text spells it, so a
+/// rename has nothing to change there).
 pub struct CHider {
     word: String,
     places: Vec<(PathBuf, u32)>,
@@ -141,6 +143,22 @@ pub struct CHider {
     dropping: HashSet<String>,
     /// Each use of the word inside call parentheses: where, and the names called around it.
     in_calls: Vec<(PathBuf, u32, Vec<String>)>,
+    /// Macros that paste a parameter into a name (`bitarray_ ## name`).
+    pasting: Vec<Paste>,
+    /// Calls of an upper-case name (a macro, by C's habit) with an argument that is part of
+    /// the word: where, the name called, the argument's index and text.
+    part_calls: Vec<(PathBuf, u32, String, usize, String)>,
+}
+
+/// A macro whose body pastes its parameter number `param` between `prefix` and `suffix`
+/// (`#define SHIFT_FUNC(name, ...) … bitarray_ ## name (…)`: a call `SHIFT_FUNC(lshift, …)`
+/// defines `bitarray_lshift`, a name no text of the program spells).
+#[derive(Debug, PartialEq)]
+struct Paste {
+    name: String,
+    param: usize,
+    prefix: String,
+    suffix: String,
 }
 
 impl CHider {
@@ -150,14 +168,29 @@ impl CHider {
             places: Vec::new(),
             dropping: HashSet::new(),
             in_calls: Vec::new(),
+            pasting: Vec::new(),
+            part_calls: Vec::new(),
         }
     }
 }
+
+/// Calls held at most by one scan (the calls of upper-case names with an argument that is
+/// part of the word).
+const PART_CALLS_MAX: usize = 10_000;
 
 impl Hider for CHider {
     fn file(&mut self, path: &Path, text: &str) {
         if text.contains("#define") || text.contains("# define") {
             self.dropping.extend(dropping_macros(text));
+            if text.contains("##") {
+                self.pasting.extend(pasting_macros(text));
+            }
+        }
+        if !self.word.is_empty() && self.part_calls.len() < PART_CALLS_MAX {
+            for (line, callee, index, arg) in part_calls(text, &self.word) {
+                self.part_calls
+                    .push((path.to_path_buf(), line, callee, index, arg));
+            }
         }
         if self.word.is_empty() || !text.contains(&self.word) {
             return;
@@ -177,12 +210,92 @@ impl Hider for CHider {
                 out.push((path.clone(), *line));
             }
         }
+        // A call that pastes the word together: where it is defined (or used) by a name
+        // the text never spells.
+        for (path, line, callee, index, arg) in &self.part_calls {
+            let pasted = self.pasting.iter().any(|p| {
+                p.name == *callee
+                    && p.param == *index
+                    && format!("{}{arg}{}", p.prefix, p.suffix) == self.word
+            });
+            if pasted {
+                out.push((path.clone(), *line));
+            }
+        }
         out
     }
 }
 
-/// The function-like macros `text` defines whose body uses none of their parameters.
-fn dropping_macros(text: &str) -> Vec<String> {
+/// The function-like macros `text` defines that paste a parameter into a name: each chain
+/// `a ## b ## …` of their body with one parameter in it, the names around it its prefix and
+/// suffix.
+fn pasting_macros(text: &str) -> Vec<Paste> {
+    let mut out = Vec::new();
+    for (name, params, body) in defines(text) {
+        let tokens = paste_tokens(&body);
+        let mut i = 0;
+        while i < tokens.len() {
+            // A chain: names joined by `##`.
+            let mut chain = vec![tokens[i].clone()];
+            let mut j = i;
+            while j + 2 < tokens.len() && tokens[j + 1] == "##" && tokens[j + 2] != "##" {
+                chain.push(tokens[j + 2].clone());
+                j += 2;
+            }
+            if chain.len() > 1 {
+                let at: Vec<usize> = chain
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| params.contains(t))
+                    .map(|(k, _)| k)
+                    .collect();
+                if let [k] = at[..]
+                    && let Some(param) = params.iter().position(|p| *p == chain[k])
+                {
+                    out.push(Paste {
+                        name: name.clone(),
+                        param,
+                        prefix: chain[..k].concat(),
+                        suffix: chain[k + 1..].concat(),
+                    });
+                }
+            }
+            i = j + 1;
+        }
+    }
+    out
+}
+
+/// A macro body's names and `##` markers, in order (all else left out: a chain is names
+/// joined by `##` only).
+fn paste_tokens(body: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let b = body.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(body[start..i].to_string());
+        } else if c == b'#' && b.get(i + 1) == Some(&b'#') {
+            out.push("##".to_string());
+            i += 2;
+        } else {
+            if !c.is_ascii_whitespace() {
+                out.push(String::new());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Each function-like `#define` of `text`: its name, parameters and body (continuation lines
+/// joined, comments blanked).
+fn defines(text: &str) -> Vec<(String, Vec<String>, String)> {
     let mut out = Vec::new();
     let mut in_comment = false;
     let mut lines = text.lines();
@@ -194,9 +307,7 @@ fn dropping_macros(text: &str) -> Vec<String> {
         let Some(rest) = rest.trim_start().strip_prefix("define") else {
             continue;
         };
-        let rest = rest.trim_start().to_string();
-        // The whole directive, continuation lines joined.
-        let mut directive = rest;
+        let mut directive = rest.trim_start().to_string();
         while code.trim_end().ends_with('\\') {
             directive = directive.trim_end().trim_end_matches('\\').to_string();
             let Some(next) = lines.next() else { break };
@@ -205,32 +316,101 @@ fn dropping_macros(text: &str) -> Vec<String> {
             directive.push_str(&code);
         }
         let name = identifier(&directive).to_string();
-        let after = &directive[name.len()..];
-        // Function-like only when `(` follows the name at once.
-        let Some(params_and_body) = after.strip_prefix('(') else {
+        let Some(after) = directive[name.len()..].strip_prefix('(') else {
             continue;
         };
-        let Some(close) = params_and_body.find(')') else {
+        let Some(close) = after.find(')') else {
             continue;
         };
-        let params: Vec<&str> = params_and_body[..close]
+        let params = after[..close]
             .split(',')
-            .map(str::trim)
+            .map(|p| p.trim().to_string())
             .filter(|p| !p.is_empty())
             .collect();
-        let body = &params_and_body[close + 1..];
-        if params.is_empty() || name.is_empty() {
-            continue;
-        }
-        let used = params.iter().any(|p| match p.trim_end_matches("...") {
-            "" => has_word(body, "__VA_ARGS__") || has_word(body, "__VA_OPT__"),
-            named => has_word(body, named),
-        });
-        if !used {
-            out.push(name);
+        if !name.is_empty() {
+            out.push((name, params, after[close + 1..].to_string()));
         }
     }
     out
+}
+
+/// Each call in `text`'s code (directives left out) of an upper-case name, by C's habit a
+/// macro, with an argument that is a name making up part of `word`: its 1-based line, the name
+/// called, the argument's index and text. Arguments are read on the call's line.
+fn part_calls(text: &str, word: &str) -> Vec<(u32, String, usize, String)> {
+    let mut out = Vec::new();
+    let mut in_comment = false;
+    let mut directive = false;
+    for (i, raw) in text.lines().enumerate() {
+        let code = strip(raw, &mut in_comment);
+        let continues = code.trim_end().ends_with('\\');
+        if directive || code.trim_start().starts_with('#') {
+            directive = continues;
+            continue;
+        }
+        let b = code.as_bytes();
+        let mut j = 0;
+        while j < b.len() {
+            if !(b[j].is_ascii_alphabetic() || b[j] == b'_')
+                || (j > 0 && (b[j - 1].is_ascii_alphanumeric() || b[j - 1] == b'_'))
+            {
+                j += 1;
+                continue;
+            }
+            let start = j;
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
+                j += 1;
+            }
+            let callee = &code[start..j];
+            let upper = callee.bytes().any(|c| c.is_ascii_uppercase())
+                && !callee.bytes().any(|c| c.is_ascii_lowercase());
+            if !upper || !code[j..].trim_start().starts_with('(') {
+                continue;
+            }
+            let open = j + code[j..].find('(').unwrap_or(0) + 1;
+            let mut depth = 0usize;
+            let mut args = vec![String::new()];
+            for c in code[open..].chars() {
+                match c {
+                    '(' => depth += 1,
+                    ')' if depth == 0 => break,
+                    ')' => depth -= 1,
+                    ',' if depth == 0 => {
+                        args.push(String::new());
+                        continue;
+                    }
+                    _ => {}
+                }
+                if let Some(last) = args.last_mut() {
+                    last.push(c);
+                }
+            }
+            for (index, arg) in args.iter().enumerate() {
+                let arg = arg.trim();
+                let name =
+                    !arg.is_empty() && arg.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+                if name && arg.len() < word.len() && word.contains(arg) {
+                    out.push((i as u32 + 1, callee.to_string(), index, arg.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The function-like macros `text` defines whose body uses none of their parameters.
+fn dropping_macros(text: &str) -> Vec<String> {
+    defines(text)
+        .into_iter()
+        .filter(|(_, params, body)| {
+            !params.is_empty()
+                && !params.iter().any(|p| match p.trim_end_matches("...") {
+                    "" => has_word(body, "__VA_ARGS__") || has_word(body, "__VA_OPT__"),
+                    named => has_word(body, named),
+                })
+        })
+        .map(|(name, _, _)| name)
+        .collect()
 }
 
 /// Each line of `text` where `word` stands as a whole word in code inside the parentheses of
@@ -487,7 +667,7 @@ pub(crate) async fn gap(
     let (mut hider, blind_to): (Box<dyn Hider + Send>, &str) = if shared.flavor.clangd {
         (
             Box::new(CHider::new(word)),
-            "`#define` bodies, conditional (`#if`) branches that may be off in this build, or the arguments of macros that drop them",
+            "`#define` bodies, conditional (`#if`) branches that may be off in this build, the arguments of macros that drop them, or the calls of macros that paste a name together (`bitarray_ ## name`)",
         )
     } else if shared.flavor.rust_analyzer {
         (
@@ -652,6 +832,45 @@ mod tests {
             lines,
             vec![9, 10],
             "in assert and DEBUGLOG, not in TWICE or the signature"
+        );
+    }
+
+    #[test]
+    fn a_name_pasted_together_by_a_macro_is_found_where_the_macro_is_called() {
+        let header = "#define SHIFT_FUNC(name, inplace, op) \\\nstatic PyObject * \\\nbitarray_ ## name (PyObject *self) { return op; }\n#define COUNT(oper) int count_ ## oper ## _all(void);\n";
+        assert_eq!(
+            pasting_macros(header),
+            vec![
+                Paste {
+                    name: "SHIFT_FUNC".into(),
+                    param: 0,
+                    prefix: "bitarray_".into(),
+                    suffix: String::new()
+                },
+                Paste {
+                    name: "COUNT".into(),
+                    param: 0,
+                    prefix: "count_".into(),
+                    suffix: "_all".into()
+                },
+            ]
+        );
+        let code =
+            "SHIFT_FUNC(lshift, 0, <<=)\nSHIFT_FUNC(rshift, 0, >>=)\nCOUNT(and)\nint x = lshift;\n";
+        let mut h = CHider::new("bitarray_lshift");
+        h.file(Path::new("/p/a.h"), header);
+        h.file(Path::new("/p/a.c"), code);
+        assert_eq!(
+            h.places(&HashSet::new()),
+            vec![(PathBuf::from("/p/a.c"), 1)]
+        );
+        let mut h = CHider::new("count_and_all");
+        h.file(Path::new("/p/a.c"), code);
+        h.file(Path::new("/p/a.h"), header);
+        assert_eq!(
+            h.places(&HashSet::new()),
+            vec![(PathBuf::from("/p/a.c"), 3)],
+            "the header read after the call"
         );
     }
 
