@@ -161,12 +161,29 @@ pub struct RunState {
     pub terminated: bool,
     /// The adapter's stream ended (why).
     pub closed: Option<String>,
+    /// A `tcp-listen` adapter's stdout, where the program's output arrives (delve's debuggee
+    /// inherits it), is still being read: its last bytes may come after the DAP stream
+    /// closed.
+    pub program_output_open: bool,
     pub end: Option<End>,
 }
 
 /// How long after a session's end its output counts as all in while the adapter is still
 /// up (`Session::output_settled`).
 pub const OUTPUT_GRACE: Duration = Duration::from_secs(2);
+
+/// How long after a session's end a program output pipe still open is waited for (an
+/// adapter that keeps it open after the end).
+pub const PIPE_GRACE: Duration = Duration::from_secs(10);
+
+/// [`Session::output_settled`] of a session that ended `since_end` ago (`None`: it runs),
+/// whose DAP stream `closed`, with a program output pipe still `pipe_open`.
+fn settled(since_end: Option<Duration>, closed: bool, pipe_open: bool) -> bool {
+    since_end.is_some_and(|t| match pipe_open {
+        true => t >= PIPE_GRACE,
+        false => closed || t >= OUTPUT_GRACE,
+    })
+}
 
 /// One session, shared by the actor, its event task and the tool's calls.
 pub struct Session {
@@ -253,6 +270,7 @@ impl Session {
                 exit_code: None,
                 terminated: false,
                 closed: None,
+                program_output_open: false,
                 end: None,
             }),
             changed,
@@ -333,11 +351,17 @@ impl Session {
     /// closed (nothing more can come), or it ended [`OUTPUT_GRACE`] ago (an adapter that
     /// stays up after the end). An adapter may send the program's last output after it says
     /// the program exited (delve reads the program's pipe in its own time).
+    ///
+    /// A program output pipe (delve's stdout) is a stream of its own: its last bytes may be
+    /// read after the DAP stream closed, so while it is open the output is all in only once
+    /// it reaches its end, or [`PIPE_GRACE`] after the session's.
     pub fn output_settled(&self) -> bool {
         let s = lock(&self.state);
-        s.end
-            .as_ref()
-            .is_some_and(|e| s.closed.is_some() || e.at.elapsed() >= OUTPUT_GRACE)
+        settled(
+            s.end.as_ref().map(|e| e.at.elapsed()),
+            s.closed.is_some(),
+            s.program_output_open,
+        )
     }
 
     /// Record why the session ended (the first reason wins).
@@ -903,6 +927,7 @@ async fn read_program_output(
             Ok(n) => session.append_output(&buf[..n]),
         }
     }
+    session.update(|s| s.program_output_open = false);
 }
 
 pub(crate) struct SessionActor;
@@ -986,6 +1011,7 @@ impl Actor for SessionActor {
                     .await
                     {
                         Ok((stream, rest)) => {
+                            session.update(|s| s.program_output_open = true);
                             tokio::spawn(read_program_output(stdout, rest, session.clone()));
                             stream
                         }
@@ -1110,6 +1136,26 @@ impl Actor for SessionActor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_is_all_in_only_once_every_stream_it_comes_by_has_ended() {
+        let ms = Duration::from_millis;
+        assert!(!settled(None, true, false), "a running session");
+        assert!(
+            settled(Some(ms(0)), true, false),
+            "stdio: the stream closed"
+        );
+        assert!(!settled(Some(ms(0)), false, false));
+        assert!(
+            settled(Some(OUTPUT_GRACE), false, false),
+            "an adapter that stays up"
+        );
+        // delve: the DAP connection closed, its stdout (the program's output) not yet read
+        // to its end: its last line may still come.
+        assert!(!settled(Some(ms(0)), true, true));
+        assert!(!settled(Some(OUTPUT_GRACE), true, true));
+        assert!(settled(Some(PIPE_GRACE), true, true));
+    }
 
     #[test]
     fn listen_addresses_are_loopback_host_ports_on_a_line() {
