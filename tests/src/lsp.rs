@@ -101,6 +101,20 @@ pub fn names_each(v: &Json, places: &[String]) {
     }
 }
 
+/// `v`, a workspace symbols answer, is a list of exactly `cap` that a server cut at its own
+/// silent limit, and says so.
+pub fn says_cut_at(v: &Json, cap: u64) {
+    assert_eq!(v["total"], cap, "the server's cut: {v}");
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(
+        v["partial_reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!("at most {cap} workspace symbols")),
+        "{v}"
+    );
+}
+
 pub fn write(root: &Path, path: &str, content: &str) {
     let p = root.join(path);
     if let Some(parent) = p.parent() {

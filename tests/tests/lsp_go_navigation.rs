@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::json;
 use toolvisor_tests::TestDaemon;
 use toolvisor_tests::debug::{go_env, go_vars, require_go};
-use toolvisor_tests::lsp::{lsp_config, ok_in, project, require};
+use toolvisor_tests::lsp::{lsp_config, ok_in, project, require, says_cut_at};
 
 const GO_MOD: &str = "module example.com/calc\n\ngo 1.19\n";
 
@@ -217,15 +217,7 @@ fn go_vet_findings_are_diagnostics_and_a_symbol_list_gopls_cut_says_so() {
         "lsp",
         json!({"op": "symbols", "query": "Value", "file": "main.go"}),
     );
-    assert_eq!(v["total"], 100, "gopls's cut: {v}");
-    assert_eq!(v["complete"], false, "{v}");
-    assert!(
-        v["partial_reason"]
-            .as_str()
-            .unwrap()
-            .contains("at most 100 workspace symbols"),
-        "{v}"
-    );
+    says_cut_at(&v, 100);
 }
 
 /// A fresh probe on creack/pty: gopls loads only this machine's GOOS and GOARCH, so the

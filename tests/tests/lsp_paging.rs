@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 use toolvisor_tests::TestDaemon;
-use toolvisor_tests::lsp::{enlist_package, lsp_config, ok_in, project, require, word_count};
+use toolvisor_tests::lsp::{
+    enlist_package, lsp_config, ok_in, project, require, says_cut_at, word_count,
+};
 
 const MODULES: usize = 60;
 
@@ -204,13 +206,5 @@ fn a_workspace_symbol_list_clangd_cut_at_its_limit_says_so() {
         "lsp",
         json!({"op": "symbols", "query": "pyfun_", "file": "funcs.c"}),
     );
-    assert_eq!(v["total"], 100, "clangd's cut: {v}");
-    assert_eq!(v["complete"], false, "{v}");
-    assert!(
-        v["partial_reason"]
-            .as_str()
-            .unwrap()
-            .contains("at most 100 workspace symbols"),
-        "{v}"
-    );
+    says_cut_at(&v, 100);
 }

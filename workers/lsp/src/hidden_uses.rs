@@ -276,9 +276,7 @@ fn paste_tokens(body: &str) -> Vec<String> {
         let c = b[i];
         if c.is_ascii_alphanumeric() || c == b'_' {
             let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
+            i = ident_end(b, i);
             out.push(body[start..i].to_string());
         } else if c == b'#' && b.get(i + 1) == Some(&b'#') {
             out.push("##".to_string());
@@ -358,9 +356,7 @@ fn part_calls(text: &str, word: &str) -> Vec<(u32, String, usize, String)> {
                 continue;
             }
             let start = j;
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
-                j += 1;
-            }
+            j = ident_end(b, j);
             let callee = &code[start..j];
             let upper = callee.bytes().any(|c| c.is_ascii_uppercase())
                 && !callee.bytes().any(|c| c.is_ascii_lowercase());
@@ -435,9 +431,7 @@ fn call_chains(text: &str, word: &str) -> Vec<(u32, Vec<String>)> {
             let c = b[j];
             if c.is_ascii_alphabetic() || c == b'_' {
                 let start = j;
-                while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
-                    j += 1;
-                }
+                j = ident_end(b, j);
                 if &code[start..j] == word && !stack.is_empty() {
                     out.push((i as u32 + 1, stack.clone()));
                 }
@@ -548,6 +542,14 @@ pub fn hidden_lines(text: &str, word: &str) -> Vec<u32> {
         }
     }
     lines
+}
+
+/// Where the identifier characters (ASCII letters, digits, `_`) from `b[i]` on end.
+fn ident_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+        i += 1;
+    }
+    i
 }
 
 /// The identifier at the start of `s`.

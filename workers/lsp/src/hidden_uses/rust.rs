@@ -306,9 +306,7 @@ fn strip(text: &str) -> String {
             }
             c if c.is_ascii_alphanumeric() || c == b'_' => {
                 // Skip the identifier whole, so the `r` or `b` ending one is no literal prefix.
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                    i += 1;
-                }
+                i = super::ident_end(b, i);
             }
             _ => i += 1,
         }
