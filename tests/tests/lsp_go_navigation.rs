@@ -277,3 +277,40 @@ fn uses_in_files_another_build_takes_make_references_and_renames_partial() {
         "{v}"
     );
 }
+
+/// A fresh probe on google/uuid: `go vet` stops at the first type error of a package, so
+/// `diagnostics "*"` gave 1 of 6 (and cut the error's `have`/`want` lines) with no sign of a
+/// gap. The answer now says it may miss more and how to list them.
+#[test]
+fn go_vets_first_type_error_is_said_to_be_maybe_not_the_only_one() {
+    require_go();
+    require("gopls");
+    let p = project(&[
+        ("go.mod", GO_MOD),
+        (
+            "calc.go",
+            "package main\n\nfunc Must(a, b, c int) int {\n\treturn a + b + c\n}\n",
+        ),
+        (
+            "main.go",
+            "package main\n\nfunc main() {\n\t_ = Must(1, 2)\n\t_ = Must(3, 4)\n}\n",
+        ),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&format!("{}{}", go_env(), lsp_config("")));
+    let v = ok_in(&d, w, "lsp", json!({"op": "diagnostics", "file": "*"}));
+    assert!(v["total"].as_u64().unwrap() >= 1, "{v}");
+    let first = v["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(
+        first.contains("not enough arguments") && first.contains("want (int, int, int)"),
+        "the message with its have/want lines: {v}"
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(
+        v["partial_reason"]
+            .as_str()
+            .unwrap()
+            .contains("go build -gcflags=-e ./..."),
+        "{v}"
+    );
+}

@@ -74,3 +74,33 @@ fn a_failing_checker_that_reports_nothing_is_an_error() {
         "{e}"
     );
 }
+
+/// A fresh probe on neverthrow: tsc's errors of no file (`error TS2318: Cannot find global
+/// type …`, a missing type library) were dropped, so `diagnostics "*"` said 7 where tsc said
+/// 8 (and here, where it is the only one, "did not check"). They stand at the tsconfig.json.
+#[test]
+fn a_tsc_error_of_no_file_is_a_diagnostic_of_the_tsconfig() {
+    require("tsc");
+    let d = TestDaemon::start(&lsp_config(""));
+    let p = project(&[
+        (
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true, \"types\": [\"no-such-types\"]}}\n",
+        ),
+        ("src/a.ts", "export const n: number = 1;\n"),
+    ]);
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "diagnostics", "file": "*"}),
+    );
+    assert_eq!(v["total"], 1, "{v}");
+    let diag = &v["diagnostics"][0];
+    assert_eq!(diag["path"], "tsconfig.json", "{v}");
+    assert_eq!(diag["code"], "TS2688", "{v}");
+    assert!(
+        diag["message"].as_str().unwrap().contains("no-such-types"),
+        "{v}"
+    );
+}

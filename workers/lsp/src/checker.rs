@@ -91,7 +91,23 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
         }
         "tsc" => {
             // src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.
+            // An error of no file (`error TS2318: Cannot find global type '…'.`: the
+            // project's lib or types) stands at the project's tsconfig.json, line 1.
             for line in out.lines() {
+                if let Some(rest) = line.strip_prefix("error TS") {
+                    let (code, message) = rest.split_once(": ").unwrap_or((rest, ""));
+                    diags.push(Diag {
+                        path: root.join("tsconfig.json"),
+                        line: 1,
+                        column: 1,
+                        severity: 1,
+                        code: format!("TS{code}"),
+                        message: message.to_string(),
+                        source: "tsc".into(),
+                        at: String::new(),
+                    });
+                    continue;
+                }
                 let Some((loc, rest)) = line.split_once("): ") else {
                     continue;
                 };
@@ -122,6 +138,16 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
             // vet: an analyzer's finding, a warning, and a type error it prefixes with `vet: `,
             // an error).
             for line in out.lines() {
+                // A message's further lines (go's `have (…)`/`want (…)`) are indented by a
+                // tab: they belong to the one before.
+                if line.starts_with('\t')
+                    && let Some(last) = diags.last_mut()
+                    && !line.trim().is_empty()
+                {
+                    last.message.push('\n');
+                    last.message.push_str(line.trim());
+                    continue;
+                }
                 let (line, unmarked) = match line.strip_prefix("vet: ") {
                     Some(rest) => (rest, 1),
                     None => (line, 2),
@@ -261,7 +287,10 @@ impl LanguageServers {
                 r if r.is_empty() => ".".to_string(),
                 r => r,
             };
-            return Ok(json!({
+            // `go vet` type-checks each package and stops at its first type error.
+            let stopped =
+                cmd.iter().any(|c| c == "vet") && run.err.lines().any(|l| l.starts_with("vet: "));
+            let mut answer = json!({
                 "text": text,
                 "checker": shown_cmd,
                 "root": shown_root,
@@ -269,7 +298,16 @@ impl LanguageServers {
                 "total": total,
                 "output_truncated": discarded > 0,
                 "diagnostics": diags.iter().take(SHOWN_MAX).map(|d| d.to_json(&ctx.workdir)).collect::<Vec<_>>(),
-            }));
+            });
+            if stopped {
+                crate::coverage::mark_coverage(
+                    &mut answer,
+                    Some(
+                        "go vet stops at the first type error of each package, so a package may have more: `go build -gcflags=-e ./...` lists them all, or ask `lsp diagnostics` of its files".into(),
+                    ),
+                );
+            }
+            return Ok(answer);
         }
         if let Some(refusal) = withheld {
             return Err(refusal);
@@ -471,5 +509,27 @@ mod tests {
             ]
         );
         assert_eq!(d[1].path, Path::new("/r/a.go"));
+        // A type error's further lines go with it.
+        let d = parse(
+            "gcc",
+            "vet: ./hash.go:15:68: not enough arguments in call to Must\n\thave (UUID, error)\n\twant (UUID, error, int)\n",
+            root,
+        );
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            d[0].message,
+            "not enough arguments in call to Must\nhave (UUID, error)\nwant (UUID, error, int)"
+        );
+        // tsc's error of no file: at the project's tsconfig.json.
+        let d = parse(
+            "tsc",
+            "error TS2318: Cannot find global type 'AsyncIterableIterator'.\nsrc/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n",
+            root,
+        );
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(
+            (d[0].path.as_path(), d[0].line, d[0].code.as_str()),
+            (Path::new("/r/tsconfig.json"), 1, "TS2318")
+        );
     }
 }
