@@ -154,3 +154,30 @@ fn a_rename_of_a_name_a_macro_pastes_together_names_the_macro_call() {
         "{v}"
     );
 }
+
+/// A fresh probe on mmh3: clangd's outline of `typedef struct {…} Name;` came with the name
+/// (shown at its line) before the anonymous struct (shown at the `typedef`), out of the
+/// file's order. The outline reads by the lines it shows.
+#[test]
+fn a_typedef_struct_outline_reads_in_the_files_order() {
+    require("clangd");
+    let p = project(&[
+        ("compile_flags.txt", "-std=c11\n"),
+        (
+            "h.c",
+            "typedef struct {\n    int seed;\n    int len;\n} Hasher;\n\nint init(Hasher *h) {\n    return h->seed;\n}\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(&d, p.path(), "lsp", json!({"op": "symbols", "file": "h.c"}));
+    let lines: Vec<u64> = v["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["line"].as_u64().unwrap())
+        .collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert!(lines.len() >= 3, "{v}");
+    assert_eq!(lines, sorted, "{v}");
+}

@@ -328,10 +328,16 @@ pub fn document_symbols(result: &Value) -> Vec<Sym> {
             }
         }
     }
-    /// Siblings in the file's order (typescript-language-server sends them by name).
+    /// Siblings in the file's order (typescript-language-server sends them by name), by the
+    /// line each is shown at: its name's (`selectionRange`), so clangd's `typedef struct {…}
+    /// Name;` (whose range starts at the `typedef`, with the anonymous struct's) reads in
+    /// order.
     fn by_line(items: &[Value]) -> Vec<&Value> {
         let start = |v: &Value| {
-            let r = v.get("range").or_else(|| v.pointer("/location/range"));
+            let r = v
+                .get("selectionRange")
+                .or_else(|| v.get("range"))
+                .or_else(|| v.pointer("/location/range"));
             (
                 r.and_then(|r| r.pointer("/start/line"))
                     .and_then(Value::as_u64),
@@ -499,6 +505,20 @@ impl Diag {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outline_reads_in_the_order_of_the_lines_it_shows() {
+        // clangd: `typedef struct {…} Name;` at 1297–1305 gives the name's symbol (range from
+        // the typedef, name at 1305) and the anonymous struct's (1297), in that order.
+        let at = |l: u64| json!({"start": {"line": l, "character": 0}, "end": {"line": l, "character": 1}});
+        let result = json!([
+            {"name": "MMH3Hasher32", "kind": 5, "range": at(1296), "selectionRange": at(1304)},
+            {"name": "(anonymous struct)", "kind": 23, "range": at(1296), "selectionRange": at(1296)},
+            {"name": "init", "kind": 12, "range": at(1309), "selectionRange": at(1309)},
+        ]);
+        let lines: Vec<usize> = document_symbols(&result).iter().map(|s| s.line).collect();
+        assert_eq!(lines, vec![1297, 1305, 1310]);
+    }
 
     #[test]
     fn an_outline_sent_by_name_is_shown_in_the_files_order() {
