@@ -178,3 +178,60 @@ fn rust_analyzer_reports_what_cargo_check_finds_in_other_files() {
         ],
     );
 }
+
+/// A fresh probe (marshmallow, google/uuid): importers written as `from pkg import (\n …,
+/// core,\n)` were not found (only an import's first line was read), and a Go write checked no
+/// dependent at all (the files of its package import nothing; an `import ( … )` block was not
+/// read either). Both are dependents now.
+#[test]
+fn multi_line_imports_and_a_go_package_are_dependents() {
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", ""),
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/core.py",
+            "def enlist(name: str) -> str:\n    return name\n",
+        ),
+        (
+            "pkg/user.py",
+            "from pkg import (\n    core,\n)\n\nX = core.enlist(\"x\")\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    broken_importers(
+        &d,
+        p.path(),
+        json!({"path": "pkg/core.py", "old_text": "def enlist(name: str)", "new_text": "def enlist(name: str, count: int)"}),
+        &["pkg/user.py"],
+    );
+
+    toolvisor_tests::debug::require_go();
+    require("gopls");
+    let g = project(&[
+        ("go.mod", "module example.com/calc\n\ngo 1.19\n"),
+        (
+            "calc.go",
+            "package calc\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
+        ),
+        (
+            "twice.go",
+            "package calc\n\nfunc Twice(a int) int {\n\treturn Add(a, a)\n}\n",
+        ),
+        (
+            "cmd/main.go",
+            "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/calc\"\n)\n\nfunc main() {\n\tfmt.Println(calc.Add(1, 2))\n}\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&format!(
+        "{}{}",
+        toolvisor_tests::debug::go_env(),
+        lsp_config("")
+    ));
+    broken_importers(
+        &d,
+        g.path(),
+        json!({"path": "calc.go", "old_text": "func Add(a, b int) int", "new_text": "func Add(a, b, c int) int"}),
+        &["cmd/main.go", "twice.go"],
+    );
+}

@@ -47,6 +47,25 @@ pub struct Importers {
 pub fn import_name(path: &Path) -> Option<String> {
     let ext = path.extension()?.to_str()?;
     let file = path.file_name()?.to_str()?;
+    if ext == "go" {
+        // Go imports a package by its path: the module's (go.mod's `module` line) for its
+        // root directory, else ending in the directory's name.
+        let dir = path.parent()?;
+        let module = std::fs::read_to_string(dir.join("go.mod"))
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.trim().strip_prefix("module "))
+                    .and_then(|m| {
+                        m.trim()
+                            .trim_matches('"')
+                            .rsplit('/')
+                            .next()
+                            .map(str::to_string)
+                    })
+            });
+        return module.or_else(|| dir.file_name()?.to_str().map(str::to_string));
+    }
     if matches!(ext, "h" | "hh" | "hpp" | "hxx") {
         return Some(file.to_string());
     }
@@ -59,6 +78,43 @@ pub fn import_name(path: &Path) -> Option<String> {
     }
     Some(stem.to_string())
 }
+
+/// The import statements of `text`, each on one line: a statement whose brackets stay open
+/// takes the lines up to where they close (Python's `from pkg import (\n  core,\n)`,
+/// TypeScript's `import {\n  a,\n} from './core'`, Go's `import (\n\t"m/core"\n)`), at
+/// most [`STATEMENT_LINES_MAX`] lines; every other line stands as it is.
+fn statements(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let open =
+            |l: &str| l.matches(['(', '{']).count() as i64 - l.matches([')', '}']).count() as i64;
+        let mut depth = open(line);
+        let t = line.trim_start();
+        let starts = ["import", "from ", "export ", "use ", "pub use "]
+            .iter()
+            .any(|k| t.starts_with(k));
+        if !starts || depth <= 0 {
+            out.push(line.to_string());
+            continue;
+        }
+        let mut joined = line.to_string();
+        for _ in 0..STATEMENT_LINES_MAX {
+            let Some(next) = lines.next() else { break };
+            joined.push(' ');
+            joined.push_str(next.trim());
+            depth += open(next);
+            if depth <= 0 {
+                break;
+            }
+        }
+        out.push(joined);
+    }
+    out
+}
+
+/// Lines one import statement takes at most ([`statements`]).
+const STATEMENT_LINES_MAX: usize = 200;
 
 /// Whether `line` is an import line naming `name` as a whole word.
 fn imports(line: &str, name: &str) -> bool {
@@ -147,8 +203,20 @@ pub fn importers(root: &Path, written: &[PathBuf], extensions: &[String]) -> Imp
         if e.metadata().is_ok_and(|m| m.len() > FILE_BYTES_MAX) {
             return ControlFlow::Continue(());
         }
+        // A Go file shares its package's names with every file of its directory: it
+        // depends on the written file without importing it.
+        let same_package = path.extension().is_some_and(|x| x == "go")
+            && written
+                .iter()
+                .any(|w| w.extension().is_some_and(|x| x == "go") && w.parent() == path.parent());
+        if same_package {
+            found.files.push(path);
+            return ControlFlow::Continue(());
+        }
         if let Ok(text) = toolvisor_kit::special::read_to_string(&path)
-            && text.lines().any(|l| names.iter().any(|n| imports(l, n)))
+            && statements(&text)
+                .iter()
+                .any(|l| names.iter().any(|n| imports(l, n)))
         {
             found.files.push(path);
         }
@@ -385,6 +453,38 @@ mod tests {
         assert!(imports("use crate::core::enlist;", "core"));
         assert!(!imports("from pkg.core_utils import x", "core"));
         assert!(!imports("x = core(1)", "core"), "not an import line");
+        // Statements over several lines, as they are written (marshmallow, neverthrow, Go).
+        let text = "from marshmallow import (\n    fields,\n    validate,\n)\nimport {\n  combine,\n  other,\n} from './_internals/utils'\nimport (\n\t\"fmt\"\n\t\"example.com/m/core\"\n)\nx = validate(1)\n";
+        let joined = statements(text);
+        assert!(joined.iter().any(|l| imports(l, "validate")), "{joined:?}");
+        assert!(joined.iter().any(|l| imports(l, "utils")), "{joined:?}");
+        assert!(joined.iter().any(|l| imports(l, "core")), "{joined:?}");
+        assert_eq!(joined.last().map(String::as_str), Some("x = validate(1)"));
+        assert_eq!(
+            import_name(Path::new("/r/m/core/core.go")).as_deref(),
+            Some("core"),
+            "a Go package by its directory"
+        );
+    }
+
+    #[test]
+    fn a_go_file_depends_on_the_other_files_of_its_package() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("cmd")).unwrap();
+        std::fs::write(root.join("go.mod"), "module example.com/uuid\n\ngo 1.19\n").unwrap();
+        std::fs::write(root.join("uuid.go"), "package uuid\n").unwrap();
+        std::fs::write(root.join("hash.go"), "package uuid\n").unwrap();
+        std::fs::write(
+            root.join("cmd/main.go"),
+            "package main\n\nimport (\n\t\"fmt\"\n\t\"example.com/uuid\"\n)\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("cmd/other.go"), "package main\n").unwrap();
+        let found = importers(root, &[root.join("uuid.go")], &["go".to_string()]);
+        let mut files = found.files.clone();
+        files.sort();
+        assert_eq!(files, vec![root.join("cmd/main.go"), root.join("hash.go")]);
     }
 
     #[test]
