@@ -314,3 +314,49 @@ fn go_vets_first_type_error_is_said_to_be_maybe_not_the_only_one() {
         "{v}"
     );
 }
+
+/// A fresh probe on google/uuid: a write to `node_js.go` (left out of this build) said "no
+/// new diagnostics" with no note, though it no longer compiled for js. The write now says the
+/// server does not check that file here.
+#[test]
+fn a_write_to_a_file_another_build_takes_says_it_is_not_checked_here() {
+    require_go();
+    require("gopls");
+    let p = project(&[
+        ("go.mod", "module example.com/pty\n\ngo 1.19\n"),
+        (
+            "pty.go",
+            "package pty\n\nfunc Open() int {\n\treturn 1\n}\n",
+        ),
+        (
+            "pty_darwin.go",
+            "package pty\n\nfunc darwinOnly() int {\n\treturn 2\n}\n",
+        ),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&format!("{}{}", go_env(), lsp_config("")));
+    let v = ok_in(
+        &d,
+        w,
+        "edit",
+        json!({"path": "pty_darwin.go", "old_text": "return 2", "new_text": "return undefinedThing"}),
+    );
+    let notes = v["diagnostics"]["notes"].to_string();
+    assert!(
+        notes.contains("pty_darwin.go") && notes.contains("build constraint"),
+        "{v}"
+    );
+    // A file this build takes: no such note.
+    let v = ok_in(
+        &d,
+        w,
+        "edit",
+        json!({"path": "pty.go", "old_text": "return 1", "new_text": "return 3"}),
+    );
+    assert!(
+        !v["diagnostics"]["notes"]
+            .to_string()
+            .contains("build constraint"),
+        "{v}"
+    );
+}

@@ -20,9 +20,9 @@
 //! at most [`FILES_MAX`] files of the server's language under its root, each at most
 //! [`FILE_BYTES_MAX`].
 
-mod go;
+pub(crate) mod go;
 pub(crate) mod python;
-mod rust;
+pub(crate) mod rust;
 mod typescript;
 
 use std::collections::HashSet;
@@ -791,6 +791,30 @@ pub(crate) async fn explain_switched_off(
         ),
         "ask about code that is built, enable the feature for rust-analyzer (its `cargo.features` setting), or grep",
     )
+}
+
+/// Why the server of `shared` does not check the file at `path` in this build, if it does
+/// not: a Go file a build constraint leaves out (gopls), a Rust module switched off by a
+/// `#[cfg(…)]` (rust-analyzer). Blocking (reads the file, walks up its modules).
+pub(crate) fn left_out_of_build(
+    shared: &ServerShared,
+    path: &Path,
+    readable: &dyn Fn(&Path) -> bool,
+) -> Option<String> {
+    if shared.flavor.gopls {
+        let text = toolvisor_kit::special::read_to_string(path).ok()?;
+        return go::left_out(path, &text).then(|| {
+            "a build constraint leaves it out of this machine's build (its `//go:build` line or its file name), and gopls checks only what this build takes".to_string()
+        });
+    }
+    if shared.flavor.rust_analyzer {
+        let declared = rust::switched_off(path, &shared.root, readable)?;
+        return Some(format!(
+            "it is a module switched off by a `#[cfg(…)]` where {} declares it (a feature not enabled), and rust-analyzer does not analyse it",
+            crate::render::show_path(&declared, &shared.root)
+        ));
+    }
+    None
 }
 
 /// Two gaps as one reason.

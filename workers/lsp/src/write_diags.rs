@@ -83,7 +83,27 @@ impl LanguageServers {
                     notes.push(format!("{shown}: no diagnostics: {e}"));
                     continue;
                 }
-                Ok(_) => {}
+                Ok(plan) => {
+                    // A file the server does not check in this build: its silence is no "it
+                    // compiles".
+                    // Only files under the workdir are read to find where a module is
+                    // declared (the written one passed the write's scope).
+                    let (shared, file, within) =
+                        (self.shared(&plan), path.clone(), workdir.to_path_buf());
+                    let left_out = tokio::task::spawn_blocking(move || {
+                        crate::hidden_uses::left_out_of_build(&shared, &file, &|p| {
+                            p.starts_with(&within)
+                        })
+                    })
+                    .await
+                    .ok()
+                    .flatten();
+                    if let Some(why) = left_out {
+                        notes.push(format!(
+                            "{shown}: {why}: no diagnostics here does not mean it compiles; build for its platform or with its feature to check it"
+                        ));
+                    }
+                }
             }
             // A write waits at most `diagnostics_wait_s` for its diagnostics (a server still
             // starting or indexing a large project must not hold the write's answer for the

@@ -225,6 +225,13 @@ pub fn in_build(name: &str, text: &str, os: &str, arch: &str) -> bool {
     plus.into_iter().all(|ok| ok)
 }
 
+/// Whether the Go file at `path` (holding `text`) is left out of this machine's build.
+pub fn left_out(path: &Path, text: &str) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let (os, arch) = host();
+    !in_build(name, text, os, arch)
+}
+
 /// Go (gopls): the uses in files a build constraint leaves out of this build.
 pub struct GoHider {
     word: String,
