@@ -161,4 +161,21 @@ fn a_file_listed_without_a_hash_is_fetched_again_when_the_commit_changes() {
         std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(d.join(model)).unwrap())
     };
     assert_eq!(inode(&dirs[0]), inode(&dirs[1]));
+    // Deleting the older snapshot frees its own config.json, not the file the newer one links.
+    let models = d.ok("c", "list_models", json!({}));
+    let old = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["current"] == false)
+        .unwrap()
+        .clone();
+    let deleted = d.ok("c", "delete_model", json!({"model": old["name"]}));
+    assert_eq!(deleted["bytes_freed"], br#"{"a":1}"#.len(), "{deleted}");
+    let now = PathBuf::from(
+        d.ok("c", "list_models", json!({}))["models"][0]["path"]
+            .as_str()
+            .unwrap(),
+    );
+    assert_eq!(std::fs::read(now.join(model)).unwrap().len(), SIZE);
 }

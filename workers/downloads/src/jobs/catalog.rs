@@ -89,7 +89,10 @@ impl Downloads {
                     std::fs::remove_file(&p)
                         .map_err(|e| DownloadError::io("cannot remove", &p, e))?;
                     removed += 1;
-                    freed += m.len();
+                    // A file another snapshot links (a commit that kept it) keeps its bytes.
+                    if std::os::unix::fs::MetadataExt::nlink(&m) <= 1 {
+                        freed += m.len();
+                    }
                 }
             }
         }
