@@ -153,3 +153,25 @@ fn a_checker_writing_past_the_cap_is_drained_not_left_blocked() {
         ),
     }
 }
+
+/// A fresh probe on cachetools: an edit, undone outside the daemon (`git checkout`), then made
+/// again answered "no new diagnostics": the run's entry for the file was still the one from
+/// the first edit. A file changed since its entry was taken gets its baseline again.
+#[test]
+fn an_edit_undone_outside_and_made_again_is_news_again() {
+    require("pyright-langserver");
+    let good = "def typedkey(*args: int) -> int:\n    return len(args)\n\n\nX = typedkey(1, 2)\n";
+    let p = project(&[("pyproject.toml", ""), ("keys.py", good)]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let edit = json!({"path": "keys.py", "old_text": "def typedkey(*args: int)", "new_text": "def typedkey(arg: int)"});
+    let v = ok_in(&d, w, "edit", edit.clone());
+    assert!(!new_messages(&v).is_empty(), "the first edit's errors: {v}");
+    // Undone outside the daemon, as `git checkout keys.py` would.
+    write(w, "keys.py", good);
+    let v = ok_in(&d, w, "edit", edit);
+    assert!(
+        !new_messages(&v).is_empty(),
+        "the same errors again, after they were gone: {v}"
+    );
+}

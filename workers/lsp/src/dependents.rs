@@ -284,7 +284,10 @@ impl LanguageServers {
                         let Some(path) = uri::to_path(&u) else {
                             continue;
                         };
-                        if written.contains(&path) || self.ledger.knows(run, &path) {
+                        // Its last check stands for every file it published for: an entry
+                        // from before an outside change (a `git checkout`) would hide what
+                        // comes back.
+                        if written.contains(&path) {
                             continue;
                         }
                         let diags = published_diags(&shared, &path, &items);

@@ -10,7 +10,10 @@
 //! order. Scoped per (run, file): the same
 //! message in another file is another diagnostic. After every sync the file's entry becomes
 //! exactly what the server reports now, so a diagnostic that was fixed and comes back is new
-//! again.
+//! again. Each entry remembers the file as it was when taken (size and mtime): a file changed
+//! since by anyone but the write (a `git checkout`, an editor) is no longer known, and the
+//! next write takes its baseline again, so an edit made, undone outside and made again is
+//! news again.
 //!
 //! Runs come and go: a run idle longer than `[lsp] ledger_run_idle_s` is forgotten, and at
 //! most `[lsp] ledger_max_runs` runs are kept (the least recently used leaves first). A
@@ -66,8 +69,19 @@ pub const DEFAULT_MAX_RUNS: usize = 256;
 
 struct Run {
     last: Instant,
-    /// Per file: the line texts of the diagnostics of each key the run was told of.
-    files: HashMap<PathBuf, BTreeMap<Key, Vec<String>>>,
+    /// Per file: the file as it was when the entry was taken ([`stamp`]) and the line texts
+    /// of the diagnostics of each key the run was told of.
+    files: HashMap<PathBuf, (Stamp, BTreeMap<Key, Vec<String>>)>,
+}
+
+/// A file as it is on disk: its size and mtime (`None`: no such file).
+type Stamp = Option<(u64, i64, i64)>;
+
+/// `path`'s [`Stamp`] now.
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.mtime(), m.mtime_nsec()))
 }
 
 pub struct Ledger {
@@ -97,6 +111,7 @@ impl Ledger {
     /// text (see the module doc).
     pub fn fold(&self, run: &str, path: &Path, current: &[Mark]) -> Vec<usize> {
         let now = Instant::now();
+        let taken = stamp(path);
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         if !runs.contains_key(run) {
             self.prune(&mut runs, now, true);
@@ -106,7 +121,8 @@ impl Ledger {
             files: HashMap::new(),
         });
         entry.last = now;
-        let entry = entry.files.entry(path.to_path_buf()).or_default();
+        let (at, entry) = entry.files.entry(path.to_path_buf()).or_default();
+        *at = taken;
         let mut by_key: BTreeMap<&Key, Vec<usize>> = BTreeMap::new();
         for (i, (key, _)) in current.iter().enumerate() {
             by_key.entry(key).or_default().push(i);
@@ -142,12 +158,15 @@ impl Ledger {
         fresh
     }
 
-    /// Whether `run` holds a diagnostics list for `path` (it was told about the file, or took
-    /// the file's diagnostics before a write as its baseline).
+    /// Whether `run` holds a diagnostics list for `path` as it is now (it was told about the
+    /// file, or took the file's diagnostics before a write as its baseline, and nothing
+    /// changed the file since).
     pub fn knows(&self, run: &str, path: &Path) -> bool {
+        let now = stamp(path);
         let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         runs.get(run).is_some_and(|r| {
-            Instant::now().duration_since(r.last) < self.idle && r.files.contains_key(path)
+            Instant::now().duration_since(r.last) < self.idle
+                && r.files.get(path).is_some_and(|(at, _)| *at == now)
         })
     }
 
@@ -231,6 +250,25 @@ mod tests {
             without_positions("expected 2 arguments, found 3"),
             "expected 2 arguments, found 3"
         );
+    }
+
+    #[test]
+    fn a_file_changed_since_its_entry_is_not_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.py");
+        std::fs::write(&path, "def typedkey(arg): ...\n").unwrap();
+        let l = Ledger::default();
+        assert!(!l.knows("r", &path));
+        l.fold("r", &path, &[k("missing argument")]);
+        assert!(l.knows("r", &path));
+        // Put back as it was outside the daemon (`git checkout`): another file now.
+        std::fs::write(&path, "def typedkey(*args, **kwargs): ...\n").unwrap();
+        assert!(
+            !l.knows("r", &path),
+            "an entry of the file before the checkout"
+        );
+        l.fold("r", &path, &[]);
+        assert!(l.knows("r", &path));
     }
 
     #[test]
