@@ -159,3 +159,46 @@ fn a_module_switched_off_by_a_feature_is_searched_whole() {
         "{e}"
     );
 }
+
+/// A fresh probe on strsim: rust-analyzer listed no use of `osa_distance` inside
+/// `assert_eq!(3, osa_distance(…))` in the integration tests (`tests/lib.rs`), and the answer
+/// said complete. Every line of the tests holding the name is now listed or named as a place
+/// the answer may miss.
+#[test]
+fn uses_in_macro_call_arguments_are_listed_or_named() {
+    require("rust-analyzer");
+    let p = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"sims\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn osa_distance(a: &str, b: &str) -> usize {\n    a.len() + b.len()\n}\n",
+        ),
+        (
+            "tests/lib.rs",
+            "use sims::osa_distance;\n\n#[test]\nfn osa() {\n    assert_eq!(5, osa_distance(\"ac\", \"cba\"));\n}\n\nmacro_rules! assert_delta {\n    ($x:expr, $y:expr) => { assert!(($x as i64 - $y as i64).abs() < 2) };\n}\n\n#[test]\nfn delta() {\n    assert_delta!(5, osa_distance(\"ab\", \"abc\"));\n}\n",
+        ),
+    ]);
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "references", "file": "src/lib.rs", "line": 1, "symbol": "osa_distance"}),
+    );
+    let text = v["text"].as_str().unwrap();
+    let reason = v["partial_reason"].as_str().unwrap_or("");
+    for line in [1, 5, 14] {
+        let place = format!("tests/lib.rs:{line}");
+        assert!(
+            text.contains(&format!("{place}:")) || reason.contains(&place),
+            "{place} holds a use the answer neither lists nor names: {v}"
+        );
+    }
+    if !text.contains("tests/lib.rs:14:") {
+        assert_eq!(v["complete"], false, "{v}");
+    }
+}

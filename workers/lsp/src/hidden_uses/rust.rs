@@ -4,7 +4,7 @@
 //! not enabled, another target), which it neither resolves nor renames.
 //!
 //! The scan is textual and cheap. Comments and literals are blanked first; then the regions
-//! are: each `macro_rules!` body (its bracketed group), what each `#[cfg(…)]` attribute applies
+//! are: each `macro_rules!` body (its bracketed group), each macro call's arguments, what each `#[cfg(…)]` attribute applies
 //! to (an item up to its `;` or its closing brace; a field, variant, arm or statement up to
 //! its `,` or `;`; a `cfg_if!` branch with the branches after it), and the rest of the file or
 //! block after an inner `#![cfg(…)]`. Every whole-word occurrence of the name in a region is a
@@ -337,6 +337,31 @@ fn raw_string_at(b: &[u8], i: usize) -> Option<(usize, usize)> {
 fn regions(b: &[u8]) -> Vec<(usize, usize)> {
     let mut out: Vec<(usize, usize)> = cfg_regions(b).into_iter().map(|(f, t, _)| (f, t)).collect();
     out.extend(macro_regions(b));
+    out.extend(macro_call_regions(b));
+    out
+}
+
+/// The arguments of each macro call (`assert_eq!(3, osa_distance(…))`, `vec![…]`): what
+/// rust-analyzer resolves only through the expansion, and in an integration test's
+/// `assert_eq!` it was seen to list no use (strsim's `tests/lib.rs`).
+fn macro_call_regions(b: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'!' && i > 0 && is_ident(b[i - 1]) {
+            let mut start = i;
+            while start > 0 && is_ident(b[start - 1]) {
+                start -= 1;
+            }
+            let j = skip_ws(b, i + 1);
+            let call =
+                &b[start..i] != b"macro_rules" && matches!(b.get(j), Some(b'(' | b'[' | b'{'));
+            if call && let Some(close) = matching(b, j) {
+                out.push((j, close));
+            }
+        }
+        i += 1;
+    }
     out
 }
 
@@ -523,6 +548,12 @@ fn macro_body(b: &[u8], i: usize) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uses_in_macro_call_arguments_are_candidates() {
+        let src = "use strsim::osa_distance;\n\n#[test]\nfn t() {\n    assert_eq!(3, osa_distance(\"ac\", \"cba\"));\n    let v = vec![osa_distance(\"a\", \"b\")];\n    let x = osa_distance(\"a\", \"b\");\n}\n";
+        assert_eq!(hidden_lines(src, "osa_distance"), vec![5, 6]);
+    }
 
     #[test]
     fn uses_in_macro_bodies_and_cfg_items_count_comments_and_literals_do_not() {
