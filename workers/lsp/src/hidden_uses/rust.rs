@@ -127,7 +127,10 @@ impl Hider for RustHider {
             }
         }
         if holds {
-            for (from, to) in macro_regions(bytes) {
+            for (from, to) in macro_regions(bytes)
+                .into_iter()
+                .chain(macro_call_regions(bytes))
+            {
                 for line in word_lines(&code, &self.word, from, to) {
                     self.places.push((path.to_path_buf(), line));
                 }
