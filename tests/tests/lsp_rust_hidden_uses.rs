@@ -203,3 +203,30 @@ fn uses_in_macro_call_arguments_are_listed_or_named() {
         assert_eq!(v["complete"], false, "{v}");
     }
 }
+
+/// A fresh probe on strsim: a rename of `jaro_winkler` said complete while the doc example
+/// above it kept the old name, and `cargo test --doc` failed. A doc test's use is named now.
+#[test]
+fn a_rename_names_the_doc_test_it_does_not_change() {
+    require("rust-analyzer");
+    let p = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"sims\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "/// Like the others.\n///\n/// ```\n/// assert_eq!(2, sims::jaro_winkler(\"a\", \"b\"));\n/// ```\npub fn jaro_winkler(a: &str, b: &str) -> usize {\n    a.len() + b.len()\n}\n\npub fn twice() -> usize {\n    jaro_winkler(\"x\", \"y\") * 2\n}\n",
+        ),
+    ]);
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        &root,
+        "lsp_rename",
+        json!({"file": "src/lib.rs", "line": 6, "symbol": "jaro_winkler", "new_name": "jw", "dry_run": true}),
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    names_each(&v, &["src/lib.rs:4".to_string()]);
+}

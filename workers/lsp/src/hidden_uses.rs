@@ -674,7 +674,7 @@ pub(crate) async fn gap(
     } else if shared.flavor.rust_analyzer {
         (
             Box::new(rust::RustHider::new(word)),
-            "`macro_rules!` bodies, macro calls' arguments it did not resolve, or code under a `#[cfg(…)]` that may be off (a feature not enabled, a module switched off)",
+            "`macro_rules!` bodies, macro calls' arguments it did not resolve, doc-test examples, or code under a `#[cfg(…)]` that may be off (a feature not enabled, a module switched off)",
         )
     } else if shared.flavor.gopls {
         (

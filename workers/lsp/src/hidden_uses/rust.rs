@@ -135,6 +135,9 @@ impl Hider for RustHider {
                     self.places.push((path.to_path_buf(), line));
                 }
             }
+            for line in doc_test_lines(text, &self.word) {
+                self.places.push((path.to_path_buf(), line));
+            }
             let all = word_lines(&code, &self.word, 0, code.len());
             if !all.is_empty() {
                 self.word_lines.push((path.to_path_buf(), all));
@@ -409,6 +412,45 @@ fn macro_regions(b: &[u8]) -> Vec<(usize, usize)> {
     out
 }
 
+/// The 1-based lines of `text`'s doc comments (`///`, `//!`) inside a Rust code fence (a doc
+/// test, which `cargo test --doc` builds) where `word` stands as a whole word: rust-analyzer
+/// neither lists nor renames a use there.
+fn doc_test_lines(text: &str, word: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut fence = false;
+    for (i, raw) in text.lines().enumerate() {
+        let t = raw.trim_start();
+        let Some(doc) = t.strip_prefix("///").or_else(|| t.strip_prefix("//!")) else {
+            fence = false;
+            continue;
+        };
+        let doc = doc.trim_start();
+        if let Some(info) = doc.strip_prefix("```") {
+            // A fence opens a doc test unless its info names another language or `ignore`
+            // / `text` (not built).
+            fence = !fence
+                && info.split(',').map(str::trim).all(|w| {
+                    [
+                        "",
+                        "rust",
+                        "no_run",
+                        "should_panic",
+                        "compile_fail",
+                        "edition2018",
+                        "edition2021",
+                        "edition2024",
+                    ]
+                    .contains(&w)
+                });
+            continue;
+        }
+        if fence && super::has_word(doc, word) {
+            out.push(i as u32 + 1);
+        }
+    }
+    out
+}
+
 fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
@@ -551,6 +593,18 @@ fn macro_body(b: &[u8], i: usize) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uses_in_doc_tests_are_candidates_other_fences_are_not() {
+        let src = "/// Distance.\n///\n/// ```\n/// let d = strsim::osa_distance(\"a\", \"b\");\n/// ```\n///\n/// ```text\n/// osa_distance in text\n/// ```\npub fn osa_distance() {}\n";
+        assert_eq!(doc_test_lines(src, "osa_distance"), vec![4]);
+        let mut h = RustHider::new("osa_distance");
+        h.file(Path::new("/c/src/lib.rs"), src);
+        assert_eq!(
+            h.places(&HashSet::new()),
+            vec![(PathBuf::from("/c/src/lib.rs"), 4)]
+        );
+    }
 
     #[test]
     fn uses_in_macro_call_arguments_are_candidates() {
