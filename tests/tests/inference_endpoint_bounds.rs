@@ -11,8 +11,15 @@ use std::time::Duration;
 use toolvisor_tests::inference::{endpoint, request};
 use toolvisor_tests::{TestDaemon, wait_for};
 
+/// The endpoint with 2 slots, cutting a request unfinished for `read_timeout_s`.
+fn start_with(read_timeout_s: u64) -> TestDaemon {
+    TestDaemon::start(&format!(
+        "[inference]\nmax_connections = 2\nrequest_read_timeout_s = {read_timeout_s}\n"
+    ))
+}
+
 fn start() -> TestDaemon {
-    TestDaemon::start("[inference]\nmax_connections = 2\nrequest_read_timeout_s = 2\n")
+    start_with(2)
 }
 
 /// Everything the endpoint writes on `s` until it closes it (bounded wait; a reset after a
@@ -34,7 +41,11 @@ fn read_until_closed(s: &mut UnixStream) -> String {
 
 #[test]
 fn a_connection_past_the_cap_is_refused_and_served_once_a_slot_is_free() {
-    let d = start();
+    // The held requests must outlive the wait for the refusal: cut after 2 s, they could
+    // free their slots before a third connection found them held, and then no refusal ever
+    // came (seen once in a full run: "timed out after 10s waiting for a connection past the
+    // cap").
+    let d = start_with(120);
     let sock = endpoint(&d);
     assert_eq!(request(&sock, "GET", "/v1/models", None).status, 200);
     // Two clients hold both slots (a request head begun, never finished).
