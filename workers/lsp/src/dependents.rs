@@ -84,11 +84,12 @@ pub fn import_name(path: &Path) -> Option<String> {
 /// TypeScript's `import {\n  a,\n} from './core'`, Go's `import (\n\t"m/core"\n)`), at
 /// most [`STATEMENT_LINES_MAX`] lines; every other line stands as it is.
 fn statements(text: &str) -> Vec<String> {
+    // Brackets a line opens, less those it closes.
+    let open =
+        |l: &str| l.matches(['(', '{']).count() as i64 - l.matches([')', '}']).count() as i64;
     let mut out = Vec::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
-        let open =
-            |l: &str| l.matches(['(', '{']).count() as i64 - l.matches([')', '}']).count() as i64;
         let mut depth = open(line);
         let t = line.trim_start();
         let starts = ["import", "from ", "export ", "use ", "pub use "]

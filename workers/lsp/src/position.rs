@@ -188,12 +188,12 @@ pub fn locate_name(
     symbol: &str,
     occurrence: Option<usize>,
 ) -> Result<(String, usize), ToolError> {
-    let found = line_text(text, line).map(|src| occurrences(src, symbol));
-    let Some(src) = line_text(text, line).filter(|_| found.as_ref().is_some_and(|f| !f.is_empty()))
-    else {
+    let src = line_text(text, line).unwrap_or("");
+    let found = occurrences(src, symbol);
+    if found.is_empty() {
+        // No such line, or not on it: `locate` says which.
         return locate(text, path, line, symbol, occurrence);
-    };
-    let found = found.unwrap_or_default();
+    }
     let whole: Vec<usize> = found
         .iter()
         .copied()

@@ -252,9 +252,7 @@ impl Hider for GoHider {
         if self.word.is_empty() || !text.contains(&self.word) {
             return;
         }
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let (os, arch) = host();
-        if in_build(name, text, os, arch) {
+        if !left_out(path, text) {
             return;
         }
         let mut in_comment = false;
