@@ -683,7 +683,11 @@ pub(crate) async fn gap(
         )
     } else if shared.flavor.loads_projects_lazily {
         (
-            Box::new(typescript::TsHider::new(word, &shared.root)),
+            Box::new(typescript::TsHider::new(
+                word,
+                &shared.root,
+                ctx.may_read(&shared.root.join("tsconfig.json")),
+            )),
             "the projects nested in this one (a `tsconfig.json` below the root: such a project is searched only once a file of it is open) or the files its `tsconfig.json` leaves out (not in its `include` or `files`, or `exclude`d: searched only while open)",
         )
     } else if shared.flavor.pyright

@@ -30,8 +30,11 @@ pub struct TsHider {
     places: Vec<(PathBuf, u32)>,
     /// The nested projects that hold the name.
     projects: Vec<PathBuf>,
-    /// The root's own project, when its `tsconfig.json` says which files it takes.
-    own: Option<Members>,
+    /// The root's own project, when its `tsconfig.json` says which files it takes: read once,
+    /// at the first file (on the scan's blocking thread), and only when the caller may read
+    /// it (`read_config`).
+    own: Option<Option<Members>>,
+    read_config: bool,
 }
 
 /// Which files a `tsconfig.json` takes: `files`, else `include` (default everything), less
@@ -208,14 +211,17 @@ fn jsonc(text: &str) -> String {
 }
 
 impl TsHider {
-    pub fn new(word: &str, root: &Path) -> TsHider {
+    /// A scan for `word` under `root`; `read_config`: whether the caller may read the root's
+    /// `tsconfig.json` (its scope).
+    pub fn new(word: &str, root: &Path, read_config: bool) -> TsHider {
         TsHider {
             word: word.to_string(),
             root: root.to_path_buf(),
             is_project: HashMap::new(),
             places: Vec::new(),
             projects: Vec::new(),
-            own: Members::read(root),
+            own: None,
+            read_config,
         }
     }
 
@@ -243,10 +249,13 @@ impl Hider for TsHider {
             return;
         }
         let nested = self.nested_project(path);
+        let (root, read_config) = (self.root.clone(), self.read_config);
+        let own = self
+            .own
+            .get_or_insert_with(|| read_config.then(|| Members::read(&root)).flatten());
         // A file of the root's project that its tsconfig leaves out.
         let left_out = nested.is_none()
-            && self
-                .own
+            && own
                 .as_ref()
                 .is_some_and(|m| m.source(path) && !m.takes(path));
         if nested.is_none() && !left_out {
@@ -327,7 +336,7 @@ mod tests {
             "{\n  // rxjs-like\n  \"compilerOptions\": {\"outDir\": \"./dist\",},\n  \"include\": [\"src\", \"spec/**/*.spec.ts\"],\n  \"exclude\": [\"src/internal/*.skip.ts\"],\n}\n",
         )
         .unwrap();
-        let mut h = TsHider::new("operate", root);
+        let mut h = TsHider::new("operate", root, true);
         let use_it = "import { operate } from '../src/lift';\noperate();\n";
         for f in [
             "src/lift.ts",
@@ -366,7 +375,7 @@ mod tests {
         // No tsconfig, or one without include and files: everything is the project's.
         assert!(Members::read(&root.join("src")).is_none());
         std::fs::write(root.join("tsconfig.json"), "{}").unwrap();
-        let mut h = TsHider::new("operate", root);
+        let mut h = TsHider::new("operate", root, true);
         h.file(&root.join("scripts/check2.ts"), use_it);
         assert!(h.places(&HashSet::new()).is_empty());
     }
@@ -379,7 +388,7 @@ mod tests {
         std::fs::create_dir_all(root.join("tests/unit")).unwrap();
         std::fs::write(root.join("tsconfig.json"), "{}").unwrap();
         std::fs::write(root.join("tests/tsconfig.json"), "{}").unwrap();
-        let mut h = TsHider::new("NonExhaustiveError", root);
+        let mut h = TsHider::new("NonExhaustiveError", root, true);
         h.file(
             &root.join("src/errors.ts"),
             "export class NonExhaustiveError extends Error {}\n",
