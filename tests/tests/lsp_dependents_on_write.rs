@@ -235,3 +235,47 @@ fn multi_line_imports_and_a_go_package_are_dependents() {
         &["cmd/main.go", "twice.go"],
     );
 }
+
+/// A fifth probe (@tanstack/query-core, neverthrow): a signature change in `queryCache.ts`
+/// reported the errors of the files importing it, not those of `queryObserver.ts`, which
+/// reaches it through `queryClient.ts`, nor those of the files importing a barrel (`from
+/// './'`) that re-exports it. Both are dependents now, counted as reached through others.
+#[test]
+fn importers_of_importers_and_of_a_barrel_are_checked_too() {
+    require("typescript-language-server");
+    let p = project(&[
+        (
+            "tsconfig.json",
+            r#"{"compilerOptions": {"strict": true, "target": "es2020", "module": "commonjs"}, "include": ["src"]}"#,
+        ),
+        (
+            "src/queryCache.ts",
+            "export class QueryCache {\n  build(key: string): number {\n    return key.length;\n  }\n}\n",
+        ),
+        (
+            "src/queryClient.ts",
+            "import { QueryCache } from './queryCache';\n\nexport class QueryClient {\n  cache: QueryCache = new QueryCache();\n}\n",
+        ),
+        (
+            "src/queryObserver.ts",
+            "import { QueryClient } from './queryClient';\n\nexport function observe(client: QueryClient): number {\n  return client.cache.build('q');\n}\n",
+        ),
+        ("src/index.ts", "export * from './queryCache';\n"),
+        (
+            "src/app/main.ts",
+            "import { QueryCache } from '..';\n\nexport const n: number = new QueryCache().build('m');\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = broken_importers(
+        &d,
+        p.path(),
+        json!({"path": "src/queryCache.ts", "old_text": "build(key: string)", "new_text": "build(key: string, depth: number)"}),
+        &["src/app/main.ts", "src/queryObserver.ts"],
+    );
+    let text = v["diagnostics"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("of them through other files"),
+        "the files reached through others are not counted: {v}"
+    );
+}

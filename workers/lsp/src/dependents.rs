@@ -39,6 +39,8 @@ pub struct Importers {
     pub names: Vec<String>,
     /// Whether the search stopped early (the file cap or [`DEPENDENTS_MAX`] importers).
     pub cut: bool,
+    /// How many of `files` import a written file only through other files.
+    pub indirect: usize,
 }
 
 /// The name other files use to import `path`: a header by its file name, a package's
@@ -117,10 +119,11 @@ fn statements(text: &str) -> Vec<String> {
 /// Lines one import statement takes at most ([`statements`]).
 const STATEMENT_LINES_MAX: usize = 200;
 
-/// Whether `line` is an import line naming `name` as a whole word.
-fn imports(line: &str, name: &str) -> bool {
+/// Whether `line` is an import statement (`import`, `from`, `#include`, `use`, `mod`,
+/// `export … from`, `require(`, `import(`).
+fn is_import(line: &str) -> bool {
     let t = line.trim_start();
-    let is_import = t.starts_with("import ")
+    t.starts_with("import ")
         || t.starts_with("from ")
         || t.starts_with("#include")
         || t.starts_with("use ")
@@ -128,14 +131,70 @@ fn imports(line: &str, name: &str) -> bool {
         || t.starts_with("mod ")
         || t.starts_with("export ")
         || line.contains("require(")
-        || line.contains("import(");
-    if !is_import {
+        || line.contains("import(")
+}
+
+/// Whether `line` is an import line naming `name` as a whole word.
+fn imports(line: &str, name: &str) -> bool {
+    if !is_import(line) {
         return false;
     }
     let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$');
     line.match_indices(name).any(|(i, _)| {
         !is_word(line[..i].chars().next_back()) && !is_word(line[i + name.len()..].chars().next())
     })
+}
+
+/// Extensions a relative JavaScript/TypeScript module specifier may leave out.
+const SCRIPT_EXTENSIONS: [&str; 8] = ["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"];
+
+/// Whether the import statement `line` of the script `from` names `target` by a relative
+/// specifier (`'./core'`, `'../core.js'` for core.ts, `'./'` or `'.'` for index.ts): what a
+/// barrel's importers write, which names no file.
+fn imports_relative(line: &str, from: &Path, target: &Path) -> bool {
+    let Some(dir) = from.parent() else {
+        return false;
+    };
+    line.split(['\'', '"', '`'])
+        .skip(1)
+        .step_by(2)
+        .filter(|spec| {
+            matches!(*spec, "." | "..") || spec.starts_with("./") || spec.starts_with("../")
+        })
+        .any(|spec| {
+            let base = lexical(&dir.join(spec));
+            if base == target {
+                return true;
+            }
+            let file = |p: &Path| {
+                SCRIPT_EXTENSIONS.iter().any(|x| {
+                    let mut with = p.as_os_str().to_owned();
+                    with.push(format!(".{x}"));
+                    Path::new(&with) == target || p.join(format!("index.{x}")) == target
+                })
+            };
+            // `./core.js` names core.ts in TypeScript's ESM style.
+            let scripted = base
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| SCRIPT_EXTENSIONS.contains(&x));
+            file(&base) || (scripted && file(&base.with_extension("")))
+        })
+}
+
+/// `path` with `.` and `..` taken away lexically (no file system).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Each regular file under `root` whose extension is one of `extensions`, depth-first with
@@ -175,54 +234,81 @@ pub(crate) fn each_source_file(
     }
 }
 
-/// The files under `root` with one of `extensions` whose import lines name one of
-/// `written` (those excluded), at most [`DEPENDENTS_MAX`], reading at most
-/// [`SCAN_FILES_MAX`] files (hidden directories, `node_modules`, `__pycache__`, `target`
-/// skipped; symbolic links not followed). Blocking.
+/// The files under `root` with one of `extensions` that import one of `written` (those
+/// excluded), directly or through files that do (an importer of an importer: TypeScript's
+/// `queryObserver.ts` reaches `queryCache.ts` through `queryClient.ts`, a barrel's importers
+/// reach the module it re-exports), nearest first, at most [`DEPENDENTS_MAX`], reading at
+/// most [`SCAN_FILES_MAX`] files (hidden directories, `node_modules`, `__pycache__`,
+/// `target` skipped; symbolic links not followed). Blocking.
 pub fn importers(root: &Path, written: &[PathBuf], extensions: &[String]) -> Importers {
     let mut names: Vec<String> = written.iter().filter_map(|p| import_name(p)).collect();
     names.sort();
     names.dedup();
     let mut found = Importers {
-        names: names.clone(),
+        names,
         ..Importers::default()
     };
-    if names.is_empty() {
-        return found;
-    }
-    let mut read = 0usize;
+    // One walk: each file's import statements (only those), for every level of the search.
+    let mut sources: Vec<(PathBuf, Vec<String>)> = Vec::new();
     each_source_file(root, extensions, skipped, |e| {
-        let path = e.path();
-        if written.contains(&path) {
-            return ControlFlow::Continue(());
-        }
-        if read >= SCAN_FILES_MAX || found.files.len() >= DEPENDENTS_MAX {
+        if sources.len() >= SCAN_FILES_MAX {
             found.cut = true;
             return ControlFlow::Break(());
         }
-        read += 1;
-        if e.metadata().is_ok_and(|m| m.len() > FILE_BYTES_MAX) {
+        let path = e.path();
+        if written.contains(&path) || e.metadata().is_ok_and(|m| m.len() > FILE_BYTES_MAX) {
             return ControlFlow::Continue(());
         }
-        // A Go file shares its package's names with every file of its directory: it
-        // depends on the written file without importing it.
-        let same_package = path.extension().is_some_and(|x| x == "go")
-            && written
-                .iter()
-                .any(|w| w.extension().is_some_and(|x| x == "go") && w.parent() == path.parent());
-        if same_package {
-            found.files.push(path);
-            return ControlFlow::Continue(());
-        }
-        if let Ok(text) = toolvisor_kit::special::read_to_string(&path)
-            && statements(&text)
-                .iter()
-                .any(|l| names.iter().any(|n| imports(l, n)))
-        {
-            found.files.push(path);
-        }
+        let text = toolvisor_kit::special::read_to_string(&path).unwrap_or_default();
+        let lines = statements(&text)
+            .into_iter()
+            .filter(|l| is_import(l))
+            .collect();
+        sources.push((path, lines));
         ControlFlow::Continue(())
     });
+    let mut taken = vec![false; sources.len()];
+    let mut level: Vec<PathBuf> = written.to_vec();
+    let mut first = true;
+    while !level.is_empty() && !found.cut {
+        let names: Vec<String> = level.iter().filter_map(|p| import_name(p)).collect();
+        let mut next = Vec::new();
+        for (i, (path, lines)) in sources.iter().enumerate() {
+            if taken[i] {
+                continue;
+            }
+            // A Go file shares its package's names with every file of its directory: it
+            // depends on the written file without importing it.
+            let same_package = first
+                && path.extension().is_some_and(|x| x == "go")
+                && level.iter().any(|w| {
+                    w.extension().is_some_and(|x| x == "go") && w.parent() == path.parent()
+                });
+            let script = path
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| SCRIPT_EXTENSIONS.contains(&x));
+            let imports_one = lines.iter().any(|l| {
+                names.iter().any(|n| imports(l, n))
+                    || (script && level.iter().any(|t| imports_relative(l, path, t)))
+            });
+            if !(same_package || imports_one) {
+                continue;
+            }
+            if found.files.len() >= DEPENDENTS_MAX {
+                found.cut = true;
+                break;
+            }
+            taken[i] = true;
+            found.files.push(path.clone());
+            if !first {
+                found.indirect += 1;
+            }
+            next.push(path.clone());
+        }
+        level = next;
+        first = false;
+    }
     found
 }
 
@@ -374,21 +460,13 @@ impl LanguageServers {
                 }
             }
             // The files checked are in the answer's `dependents.checked`; the text counts them.
-            let n = found.files.len();
-            let names = found.names.join(", ");
-            let line = if checked == n && !found.cut {
-                let files = if n == 1 { "file" } else { "files" };
-                format!("(also checked the {n} {files} that import {names})")
-            } else {
-                format!(
-                    "(also checked {checked} of the {n} files that import {names}{})",
-                    match found.cut {
-                        true => format!("; more may exist: at most {DEPENDENTS_MAX} are looked at"),
-                        false => String::new(),
-                    },
-                )
-            };
-            report.lines.push(line);
+            let has_checker = self
+                .languages()
+                .get(&shared.language)
+                .is_some_and(|l| l.checker.is_some());
+            report
+                .lines
+                .push(importers_line(&found, checked, has_checker));
         }
         report
     }
@@ -407,6 +485,32 @@ impl LanguageServers {
             report.new.push(diags[i].clone());
         }
     }
+}
+
+/// The write's line about the importers of what it wrote: how many were checked, how many
+/// only through other files, and where the search stopped.
+fn importers_line(found: &Importers, checked: usize, has_checker: bool) -> String {
+    let n = found.files.len();
+    let names = found.names.join(", ");
+    let through = match found.indirect {
+        0 => String::new(),
+        k => format!(", {k} of them through other files"),
+    };
+    if checked == n && !found.cut {
+        let files = if n == 1 { "file" } else { "files" };
+        return format!("(also checked the {n} {files} that import {names}{through})");
+    }
+    let mut line = format!("(also checked {checked} of the {n} files that import {names}{through}");
+    if found.cut {
+        line.push_str(&format!(
+            "; more may exist: at most {DEPENDENTS_MAX} are looked at"
+        ));
+        if has_checker {
+            line.push_str("; `lsp diagnostics` with file \"*\" checks the whole project");
+        }
+    }
+    line.push(')');
+    line
 }
 
 fn marks(diags: &[Diag]) -> Vec<crate::ledger::Mark> {
@@ -492,6 +596,74 @@ mod tests {
     }
 
     #[test]
+    fn importers_of_importers_and_of_a_barrel_are_dependents() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src/util")).unwrap();
+        let files = [
+            ("src/queryCache.ts", "export class QueryCache {}\n"),
+            (
+                "src/queryClient.ts",
+                "import type { QueryCache } from './queryCache'\n",
+            ),
+            // Reaches queryCache only through queryClient.
+            (
+                "src/queryObserver.ts",
+                "import type { QueryClient } from './queryClient.js'\n",
+            ),
+            ("src/index.ts", "export * from \"./queryClient\";\n"),
+            // A barrel's importers name no file.
+            ("src/util/user.ts", "import { QueryClient } from '..'\n"),
+            ("src/app.ts", "import { QueryClient } from './'\n"),
+            ("src/other.ts", "import { x } from './queryCacheUtils'\n"),
+        ];
+        for (p, text) in files {
+            std::fs::write(root.join(p), text).unwrap();
+        }
+        let exts = vec!["ts".to_string()];
+        let found = importers(root, &[root.join("src/queryCache.ts")], &exts);
+        let mut got: Vec<_> = found
+            .files
+            .iter()
+            .map(|f| f.strip_prefix(root).unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(got[0], "src/queryClient.ts", "nearest first: {got:?}");
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "src/app.ts",
+                "src/index.ts",
+                "src/queryClient.ts",
+                "src/queryObserver.ts",
+                "src/util/user.ts"
+            ]
+        );
+        assert_eq!(found.indirect, 4);
+        assert!(!found.cut);
+        let line = importers_line(&found, 5, true);
+        assert_eq!(
+            line,
+            "(also checked the 5 files that import queryCache, 4 of them through other files)"
+        );
+        assert!(imports_relative(
+            "import a from '../core.js'",
+            &root.join("src/util/user.ts"),
+            &root.join("src/core.ts")
+        ));
+        assert!(!imports_relative(
+            "import a from './core.service'",
+            &root.join("src/a.ts"),
+            &root.join("src/core.ts")
+        ));
+        assert!(imports_relative(
+            "import a from './core.service'",
+            &root.join("src/a.ts"),
+            &root.join("src/core.service.ts")
+        ));
+    }
+
+    #[test]
     fn importers_are_bounded_and_skip_the_written_files() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
@@ -519,5 +691,11 @@ mod tests {
         );
         let none = importers(root, &[root.join("pkg/other.py")], &exts);
         assert!(none.files.is_empty() && !none.cut);
+        let line = importers_line(&found, 20, true);
+        assert!(
+            line.starts_with("(also checked 20 of the 20 files that import core; more may exist")
+                && line.contains("file \"*\" checks the whole project"),
+            "{line}"
+        );
     }
 }
