@@ -151,6 +151,10 @@ fn typescript_incoming_and_outgoing_calls() {
             "src/main.ts",
             "import { Box, helper } from \"./util\";\n\nexport function run(): number {\n    const box = new Box();\n    box.put(1);\n    return helper(1) + helper(2);\n}\n",
         ),
+        (
+            "src/shapes.ts",
+            "import { helper } from \"./util\";\nclass Circle { area(): number { return 3; } }\nclass Square { area(): number { return 4; } }\nexport function total(shape: Circle | Square, report: (n: number) => void): number {\n    const n = shape.area();\n    report(n);\n    return helper(n);\n}\n",
+        ),
     ]);
     let w = p.path();
     let d = TestDaemon::start(&lsp_config(""));
@@ -188,6 +192,34 @@ fn typescript_incoming_and_outgoing_calls() {
     };
     assert_eq!(counted("helper"), 2, "{v}");
     assert_eq!(counted("put"), 1, "{v}");
+    assert_eq!(
+        v["complete"], true,
+        "every call in run's body is listed: {v}"
+    );
+    assert!(v.get("outgoing_unlisted").is_none(), "{v}");
+
+    // A fifth probe (@tanstack/query-core): a method called on a union-typed receiver is not
+    // in tsserver's outgoing calls, nor is a parameter's call, and the list said complete.
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "src/shapes.ts", "line": 4, "symbol": "total"}),
+    );
+    assert_eq!(callees(&v), ["helper"], "{v}");
+    assert_eq!(v["complete"], false, "{v}");
+    let unlisted: Vec<String> = v["outgoing_unlisted"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no unlisted calls named: {v}"))
+        .iter()
+        .map(|u| format!("{}:{}", u["line"], u["callee"].as_str().unwrap()))
+        .collect();
+    assert_eq!(unlisted, ["5:shape.area", "6:report"], "{v}");
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("`shape.area(…)` at line 5"),
+        "the text does not name the unlisted call: {v}"
+    );
 }
 
 #[test]

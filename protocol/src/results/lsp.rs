@@ -454,6 +454,15 @@ pub struct LspCallHierarchy {
     outgoing_truncated: bool,
     /// Why outgoing calls are not offered, when the server answers only incoming ones.
     outgoing_note: Option<String>,
+    /// Calls in the function's own body the outgoing list leaves out (TypeScript and
+    /// JavaScript: the server cannot tell which declaration a union-typed receiver's method,
+    /// a parameter or an `any` value calls), at most 10; absent when there are none. They
+    /// make the answer `complete: false`.
+    outgoing_unlisted: Option<Vec<LspUnlistedCall>>,
+    /// Unlisted calls in all.
+    outgoing_unlisted_total: Option<u64>,
+    /// Why the answer is known to cover less (callers the index may miss, unlisted calls).
+    partial_reason: Option<String>,
     /// The entries of each list skipped before this page.
     offset: Option<u64>,
     /// Where the next page of either list starts (absent when both are whole).
@@ -464,6 +473,15 @@ pub struct LspCallHierarchy {
     readiness: LspReadiness,
     /// The server's whole answer from a ready server.
     complete: bool,
+}
+
+/// A call the outgoing list leaves out.
+#[derive(JsonSchema)]
+pub struct LspUnlistedCall {
+    /// 1-based.
+    line: u64,
+    /// The callee as written (`shape.area`).
+    callee: String,
 }
 
 /// A line with calls of the function.

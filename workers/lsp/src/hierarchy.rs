@@ -205,6 +205,19 @@ impl LanguageServers {
                 true,
             )
             .await;
+        // Calls in its body the outgoing list leaves out make it partial too, named.
+        let unlisted = answer
+            .get("outgoing_unlisted_line")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let gap = match (gap, unlisted) {
+            (Some(g), Some(u)) => Some(format!("{g}; outgoing: {u}")),
+            (None, Some(u)) => Some(format!("outgoing: {u}")),
+            (g, None) => g,
+        };
+        if let Some(o) = answer.as_object_mut() {
+            o.remove("outgoing_unlisted_line");
+        }
         crate::coverage::mark_coverage(&mut answer, gap);
         Ok(answer)
     }
@@ -259,6 +272,7 @@ impl LanguageServers {
         let mut out_items = Vec::new();
         let (mut out_total, mut out_cut, mut out_note) = (0, false, None);
         let mut out_next = None;
+        let mut unlisted = Vec::new();
         match outgoing {
             Err(why) => {
                 text.push_str(&format!("outgoing calls: not offered ({why})\n"));
@@ -285,6 +299,7 @@ impl LanguageServers {
                     }
                 }
                 callees.sort_by(|(a, _), (b, _)| (&a.path, a.line).cmp(&(&b.path, b.line)));
+                unlisted = unlisted_of(item, &outgoing, opened, &mut sources);
                 out_total = callees.len();
                 let out_page = Page::of(offset, out_total, CALLS_MAX);
                 out_cut = out_page.cut(out_total);
@@ -313,6 +328,16 @@ impl LanguageServers {
             "incoming": in_items, "incoming_total": in_total, "incoming_truncated": in_cut,
             "outgoing": out_items, "outgoing_total": out_total, "outgoing_truncated": out_cut,
             "outgoing_note": out_note, "server": server});
+        if !unlisted.is_empty() {
+            answer["outgoing_unlisted"] = unlisted
+                .iter()
+                .take(crate::unlisted_calls::UNLISTED_SHOWN_MAX)
+                .map(|u| json!({"line": u.line, "callee": u.callee}))
+                .collect();
+            answer["outgoing_unlisted_total"] = json!(unlisted.len());
+            answer["outgoing_unlisted_line"] =
+                json!(crate::unlisted_calls::unlisted_line(&unlisted));
+        }
         if in_cut || out_cut {
             answer["offset"] = json!(in_page.from);
             let next = [in_page.next(callers.len()), out_next]
@@ -404,6 +429,40 @@ fn one_per_overload_set(outgoing: &Value) -> Vec<&Value> {
         .copied()
         .filter(|c| !calls.iter().any(|o| key(o) == key(c) && line(o) > line(c)))
         .collect()
+}
+
+/// The calls in the body of `item` (the function asked about) that `outgoing` does not list
+/// ([`crate::unlisted_calls`]); none where its file cannot be read or its language is not
+/// one whose gaps are known.
+fn unlisted_of(
+    item: &Value,
+    outgoing: &Value,
+    opened: &Opened,
+    sources: &mut Sources<'_>,
+) -> Vec<crate::unlisted_calls::Unlisted> {
+    let Some(path) = item
+        .get("uri")
+        .and_then(Value::as_str)
+        .and_then(uri::to_path)
+    else {
+        return Vec::new();
+    };
+    let Some(decl) = item.get("range") else {
+        return Vec::new();
+    };
+    let listed: Vec<Value> = outgoing
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("fromRanges").and_then(Value::as_array))
+        .flatten()
+        .cloned()
+        .collect();
+    let Some(text) = sources.text(&path) else {
+        return Vec::new();
+    };
+    crate::unlisted_calls::unlisted_calls(&path, text, decl, &listed, opened.conn.encoding)
+        .unwrap_or_default()
 }
 
 /// What `render_calls` shows: the item, its incoming calls, its outgoing calls (or why a

@@ -62,6 +62,7 @@ mod symbol_edit;
 mod symbols;
 mod trust;
 mod type_hierarchy;
+mod unlisted_calls;
 mod uri;
 mod watch;
 mod watched;

@@ -51,7 +51,8 @@ impl<'a> Sources<'a> {
         (self.readable)(path)
     }
 
-    pub fn line(&mut self, path: &Path, line0: usize) -> Option<String> {
+    /// The text of `path` where the scope allows it, read once per answer.
+    pub fn text(&mut self, path: &Path) -> Option<&str> {
         let (open, readable, read) = (self.open, self.readable, self.read);
         let text = self.cache.entry(path.to_path_buf()).or_insert_with(|| {
             if !readable(path) {
@@ -60,6 +61,10 @@ impl<'a> Sources<'a> {
             open(path).or_else(|| read(path))
         });
         text.as_deref()
+    }
+
+    pub fn line(&mut self, path: &Path, line0: usize) -> Option<String> {
+        self.text(path)
             .and_then(|t| line_text(t, line0 + 1))
             .map(str::to_string)
     }

@@ -1,0 +1,240 @@
+//! The calls a function makes that its server's outgoing calls leave out.
+//!
+//! typescript-language-server (the TypeScript LanguageService beneath it) lists a call only
+//! where it can name one declaration called: a method called on a union-typed receiver
+//! (`shape.area()` with `shape: Circle | Square`), a call of a parameter or a value typed
+//! `any`, are not in `callHierarchy/outgoingCalls`, and its list looks whole. The function's
+//! own body is parsed (tree-sitter) and each call whose callee no listed call site covers is
+//! named, so the answer can say which calls it does not account for. Calls inside functions
+//! nested in the body are theirs, not looked at (the service lists some of them and not
+//! others).
+
+use std::path::Path;
+
+use ast_grep_core::Node;
+use ast_grep_core::tree_sitter::StrDoc;
+use ast_grep_language::{LanguageExt, SupportLang};
+use serde_json::Value;
+
+use crate::position::Encoding;
+
+/// Calls named in an answer at most.
+pub(crate) const UNLISTED_SHOWN_MAX: usize = 10;
+/// Characters of a call's callee shown at most.
+const CALLEE_CHARS_MAX: usize = 60;
+
+/// A call in the function's own body that no listed call covers.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Unlisted {
+    /// 1-based.
+    pub line: usize,
+    /// The callee as written (`shape.area`), shortened.
+    pub callee: String,
+}
+
+type SgNode<'r> = Node<'r, StrDoc<SupportLang>>;
+
+/// The languages whose servers' gaps this knows: TypeScript and JavaScript.
+fn language_of(path: &Path) -> Option<SupportLang> {
+    match path.extension()?.to_str()? {
+        "ts" | "mts" | "cts" => Some(SupportLang::TypeScript),
+        "tsx" => Some(SupportLang::Tsx),
+        "js" | "jsx" | "mjs" | "cjs" => Some(SupportLang::JavaScript),
+        _ => None,
+    }
+}
+
+/// Nodes that make a function of their own.
+fn is_function(kind: &str) -> bool {
+    matches!(
+        kind,
+        "function_declaration"
+            | "function_expression"
+            | "function"
+            | "arrow_function"
+            | "method_definition"
+            | "generator_function"
+            | "generator_function_declaration"
+            | "class_declaration"
+            | "class"
+    )
+}
+
+/// The calls in the body of the function whose declaration is `decl` (the call hierarchy
+/// item's `range`) in `text`, none of whose callee's characters a range of `listed` (the
+/// outgoing calls' `fromRanges`, in `enc`) covers; `None` where the language is not one this
+/// knows or no function is declared there.
+pub(crate) fn unlisted_calls(
+    path: &Path,
+    text: &str,
+    decl: &Value,
+    listed: &[Value],
+    enc: Encoding,
+) -> Option<Vec<Unlisted>> {
+    let lang = language_of(path)?;
+    let line_of = |v: &Value, end: &str| {
+        v.pointer(&format!("/{end}/line"))
+            .and_then(Value::as_u64)
+            .map(|l| l as usize)
+    };
+    let (first, last) = (line_of(decl, "start")?, line_of(decl, "end")?);
+    let tree = lang.ast_grep(text);
+    let root = tree.root();
+    // The function: the outermost function node starting on the item's first line.
+    let function = root
+        .dfs()
+        .find(|n| is_function(&n.kind()) && n.start_pos().line() == first)?;
+    if function.end_pos().line() > last {
+        return None;
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    // Each listed site as (line, start column, end column) in bytes; a range over several
+    // lines covers whole lines.
+    let sites: Vec<(usize, usize, usize, usize)> = listed
+        .iter()
+        .filter_map(|r| {
+            let (sl, el) = (line_of(r, "start")?, line_of(r, "end")?);
+            let col = |end: &str, line: usize| {
+                let c = r.pointer(&format!("/{end}/character"))?.as_u64()? as u32;
+                Some(enc.byte(lines.get(line).copied().unwrap_or(""), c))
+            };
+            Some((sl, col("start", sl)?, el, col("end", el)?))
+        })
+        .collect();
+    let covered = |n: &SgNode<'_>| {
+        let (line, from) = n.start_pos().byte_point();
+        let to = from + n.text().len();
+        sites.iter().any(|&(sl, sc, el, ec)| {
+            let after_start = line > sl || (line == sl && to > sc);
+            let before_end = line < el || (line == el && from < ec);
+            after_start && before_end
+        })
+    };
+    let mut out = Vec::new();
+    let mut stack: Vec<SgNode<'_>> = function.children().collect();
+    while let Some(n) = stack.pop() {
+        let kind = n.kind();
+        if is_function(&kind) {
+            continue;
+        }
+        let callee = match kind.as_ref() {
+            "call_expression" => n.field("function"),
+            "new_expression" => n.field("constructor"),
+            _ => None,
+        };
+        if let Some(callee) = callee {
+            // The name called: a member call's property, else the expression.
+            let name = match callee.kind().as_ref() {
+                "member_expression" => callee.field("property").unwrap_or(callee.clone()),
+                _ => callee.clone(),
+            };
+            // `import('x')` and `super(…)` call no declaration of the project.
+            let special = matches!(callee.kind().as_ref(), "import" | "super");
+            if !special && !covered(&name) {
+                let mut shown: String = callee
+                    .text()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if shown.chars().count() > CALLEE_CHARS_MAX {
+                    shown = shown.chars().take(CALLEE_CHARS_MAX).collect::<String>() + "…";
+                }
+                out.push(Unlisted {
+                    line: n.start_pos().line() + 1,
+                    callee: shown,
+                });
+            }
+        }
+        stack.extend(n.children());
+    }
+    out.sort_by(|a, b| (a.line, &a.callee).cmp(&(b.line, &b.callee)));
+    out.dedup();
+    Some(out)
+}
+
+/// The answer's line naming the unlisted calls, at most [`UNLISTED_SHOWN_MAX`].
+pub(crate) fn unlisted_line(unlisted: &[Unlisted]) -> String {
+    let n = unlisted.len();
+    let shown: Vec<String> = unlisted
+        .iter()
+        .take(UNLISTED_SHOWN_MAX)
+        .map(|u| format!("`{}(…)` at line {}", u.callee, u.line))
+        .collect();
+    let more = match n.saturating_sub(UNLISTED_SHOWN_MAX) {
+        0 => String::new(),
+        k => format!(" and {k} more"),
+    };
+    let calls = if n == 1 { "call" } else { "calls" };
+    format!(
+        "{n} {calls} in its body the server does not list (it cannot tell which declaration is called: a union-typed receiver, a parameter, `any`): {}{more}",
+        shown.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SRC: &str = "class A { run(): number { return 1; } }
+class B { run(): number { return 2; } }
+function plain(x: number): number { return x; }
+export function f(cb: (x: number) => void, ab: A | B, anyv: any): void {
+  cb(1);
+  ab.run();
+  anyv.go();
+  console.log(plain(2));
+  const inner = () => cb(3);
+  new A();
+}
+";
+
+    fn range(sl: u64, sc: u64, el: u64, ec: u64) -> Value {
+        json!({"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}})
+    }
+
+    #[test]
+    fn calls_the_server_leaves_out_are_named() {
+        // What tsserver lists for `f`: console.log, plain and A (spans as it gives them:
+        // a member call's from its receiver).
+        let listed = vec![range(7, 2, 7, 13), range(7, 14, 7, 19), range(9, 6, 9, 7)];
+        let decl = range(3, 0, 10, 1);
+        let got = unlisted_calls(Path::new("a.ts"), SRC, &decl, &listed, Encoding::Utf16).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Unlisted {
+                    line: 5,
+                    callee: "cb".into()
+                },
+                Unlisted {
+                    line: 6,
+                    callee: "ab.run".into()
+                },
+                Unlisted {
+                    line: 7,
+                    callee: "anyv.go".into()
+                },
+            ],
+            "the call inside `inner` is inner's"
+        );
+        let line = unlisted_line(&got);
+        assert!(
+            line.starts_with("3 calls in its body the server does not list")
+                && line.contains("`ab.run(…)` at line 6"),
+            "{line}"
+        );
+        // All listed: nothing to say.
+        let all = [
+            listed.clone(),
+            vec![range(4, 2, 4, 4), range(5, 2, 5, 8), range(6, 2, 6, 9)],
+        ]
+        .concat();
+        let none = unlisted_calls(Path::new("a.ts"), SRC, &decl, &all, Encoding::Utf16).unwrap();
+        assert!(none.is_empty(), "{none:?}");
+        assert!(
+            unlisted_calls(Path::new("a.py"), SRC, &decl, &listed, Encoding::Utf16).is_none(),
+            "only the languages whose gaps are known"
+        );
+    }
+}
