@@ -1,7 +1,8 @@
 //! The per-run diagnostics ledger: which diagnostics a run has already been told about.
 //!
 //! Keyed by (severity, code, message) — position deliberately excluded, also where a server
-//! writes it into the message text ([`without_positions`]), so a diagnostic that merely moved
+//! writes it into the message text ([`without_positions`]), and a type pyright prints partly
+//! unknown as one placeholder ([`key_message`]), so a diagnostic that merely moved
 //! is not news — and counted: the file's entry holds, per key, the source line of each
 //! diagnostic of that key the run was told of, so a second diagnostic with the same message as
 //! an old one is news. Which of a key's diagnostics are the new ones: those whose line text
@@ -60,6 +61,29 @@ pub fn without_positions(message: &str) -> String {
         rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+/// `message` as the ledger keys it: [`without_positions`], and each quoted type with an
+/// unknown part (`"list[list[Unknown]]"`) as one placeholder, `"…Unknown…"`. pyright prints
+/// such an inferred type differently from one analysis to the next (how far it got with the
+/// unknown parts), so the same error would otherwise look new after the file came back (a
+/// `git checkout`). Types known in full stay as they are: a new mismatch is news.
+pub fn key_message(message: &str) -> String {
+    let message = without_positions(message);
+    let parts: Vec<&str> = message.split('"').collect();
+    // Balanced quotes only: then every other part is inside a pair.
+    if parts.len().is_multiple_of(2) {
+        return message;
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match i % 2 == 1 && p.contains("Unknown") {
+            true => "…Unknown…",
+            false => p,
+        })
+        .collect::<Vec<_>>()
+        .join("\"")
 }
 
 /// Default `[lsp] ledger_run_idle_s`: a run without diagnostics for this long is forgotten.
@@ -203,6 +227,22 @@ mod tests {
 
     fn at(msg: &str, line: &str) -> Mark {
         ((1, "E1".into(), msg.into()), line.into())
+    }
+
+    #[test]
+    fn a_type_printed_partly_unknown_keys_the_same_each_time() {
+        let a = "Type \"list[list[Unknown]]\" is not assignable to declared type \"int\"";
+        let b = "Type \"list[list[int | Unknown]]\" is not assignable to declared type \"int\"";
+        assert_eq!(key_message(a), key_message(b));
+        assert_eq!(
+            key_message(a),
+            "Type \"…Unknown…\" is not assignable to declared type \"int\""
+        );
+        // Known types stay: another mismatch is another error.
+        let c = "Type \"str\" is not assignable to declared type \"int\"";
+        let d = "Type \"bytes\" is not assignable to declared type \"int\"";
+        assert_ne!(key_message(c), key_message(d));
+        assert_eq!(key_message("odd \" quote Unknown"), "odd \" quote Unknown");
     }
 
     #[test]

@@ -464,7 +464,7 @@ impl Diag {
         (
             self.severity,
             self.code.clone(),
-            crate::ledger::without_positions(&self.message),
+            crate::ledger::key_message(&self.message),
         )
     }
 
