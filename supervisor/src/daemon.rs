@@ -635,6 +635,8 @@ impl Started {
                 "children still not reaped 5 s after their resources stopped; exiting anyway (they die with the daemon: their death signal)"
             );
         }
+        // Each child's scratch directory went with it; this daemon's, empty now, goes too.
+        toolvisor_kit::process::scratch::finish();
     }
 
     /// Stop every live resource of `kind` and wait (up to [`STOP_KIND_WAIT`]) until none is

@@ -121,6 +121,7 @@ mod lsp_rename_across_files;
 mod lsp_rust_check_diagnostics;
 mod lsp_rust_hidden_uses;
 mod lsp_rust_navigation;
+mod lsp_server_temp_files;
 mod lsp_signature_completions;
 mod lsp_status_start_rule;
 mod lsp_type_hierarchy;

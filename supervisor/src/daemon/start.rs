@@ -74,6 +74,13 @@ fn sweep_leftovers(state_dir: &Path, bound: &Bound, config: &Config) -> anyhow::
     let ledger_dir = PathBuf::from(format!("{}.ledger", bound.path.display()));
     let ledger = Ledger::open(&ledger_dir)?;
     let swept = ledger.sweep();
+    let scratch = toolvisor_kit::process::scratch::sweep();
+    if scratch > 0 {
+        tracing::warn!(
+            directories = scratch,
+            "removed the children's temp directories of a daemon that died"
+        );
+    }
     // Escapees of our trees come back to us instead of pid 1, and die within a second.
     if let Err(e) = toolvisor_kit::process::adopt_orphans() {
         tracing::warn!(error = %e, "cannot become a child subreaper: a process that escapes a killed shim's tree will outlive it");

@@ -81,6 +81,7 @@ impl Side {
                     shim: shim.clone(),
                     ledger: None,
                     label: "bench".into(),
+                    scratch: false,
                 };
                 let t = Instant::now();
                 let spawned = process::spawn(spec).await.expect("kit spawn");

@@ -86,6 +86,7 @@ impl Launcher {
             shim: self.shim.clone(),
             ledger: self.ledger.clone(),
             label: label.to_string(),
+            scratch: false,
         }
     }
 }

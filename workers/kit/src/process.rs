@@ -24,6 +24,7 @@ mod ledger;
 mod orphans;
 mod procfs;
 pub mod pty;
+pub mod scratch;
 mod shim;
 mod sockdiag;
 mod spawner;
@@ -72,6 +73,10 @@ pub struct SpawnSpec {
     pub ledger: Option<Ledger>,
     /// Names the child in logs, e.g. `process/p3`.
     pub label: String,
+    /// Give the child a private `TMPDIR`, removed once it is reaped ([`scratch`]): for
+    /// children whose temporary files are their own (language servers), not for commands
+    /// whose files a later command may read.
+    pub scratch: bool,
 }
 
 /// A running child and its pipes.
@@ -168,10 +173,37 @@ pub async fn spawn(spec: SpawnSpec) -> Result<Spawned, SpawnError> {
             message: error.to_string(),
         })?);
     }
+    let scratch = match spec.scratch {
+        true => match scratch::make(&spec.label) {
+            Ok(dir) => {
+                spec.env.retain(|(k, _)| k != "TMPDIR");
+                spec.env.push(("TMPDIR".into(), dir.display().to_string()));
+                Some(dir)
+            }
+            Err(error) => {
+                tracing::warn!(label = %spec.label, %error, "no scratch directory: the child uses the daemon's temp directory");
+                None
+            }
+        },
+        false => None,
+    };
+    let kept = scratch.clone();
     let forked = spawner::run_on_spawner(move || {
-        spawner::fork_child(&spec, &program).map(|forked| (forked, spec))
+        spawner::fork_child(&spec, &program, scratch).map(|forked| (forked, spec))
     })
-    .await??;
+    .await
+    .map_err(SpawnError::from)
+    .and_then(|r| r);
+    let forked = match forked {
+        Ok(forked) => forked,
+        Err(e) => {
+            // Forked or not, the guard (when there was one) removes it again; no fork, no guard.
+            if let Some(dir) = kept {
+                scratch::remove(&dir, "a child that did not start");
+            }
+            return Err(e);
+        }
+    };
     let (forked, spec) = forked;
     let spawner::Forked {
         mut guard,

@@ -165,3 +165,40 @@ async fn leftovers_die_with_the_child_and_no_zombie_is_left() {
     })
     .await;
 }
+
+/// A child with a scratch directory writes its temporary files there (as clangd writes its
+/// `preamble-*.pch`); killed, its directory goes with it — shimmed or not.
+#[tokio::test]
+async fn a_killed_childs_scratch_directory_is_removed() {
+    for shimmed in [false, true] {
+        let mut s = spec(
+            "sh",
+            &[
+                "-c",
+                "echo \"$TMPDIR\"; echo x > \"$TMPDIR/preamble-1.pch\"; sleep 300",
+            ],
+            shimmed,
+        );
+        s.scratch = true;
+        let Spawned {
+            guard,
+            mut exit,
+            stdout,
+            ..
+        } = spawn(s).await.expect("spawn sh");
+        let mut lines = BufReader::new(stdout);
+        let dir = std::path::PathBuf::from(kit::read_line(&mut lines, "the child's TMPDIR").await);
+        assert!(
+            dir.starts_with(toolvisor_kit::process::scratch::base()),
+            "TMPDIR is not a scratch directory: {}",
+            dir.display()
+        );
+        wait_until_async("the child to write its file", || {
+            dir.join("preamble-1.pch").exists()
+        })
+        .await;
+        drop(guard);
+        wait_exit(&mut exit, "the killed sh").await;
+        assert!(!dir.exists(), "{} is left behind", dir.display());
+    }
+}

@@ -120,6 +120,9 @@ impl Actor for ServerActor {
             true,
             &format!("lsp/{}", shared.id),
         );
+        // Its temporary files (clangd's preambles, pyright's and gopls's directories) go when
+        // it does, however it ends.
+        spec.scratch = true;
         for (k, v) in &shared.env {
             spec.env.retain(|(n, _)| n != k);
             spec.env.push((k.clone(), v.clone()));

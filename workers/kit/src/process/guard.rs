@@ -81,6 +81,7 @@ impl ProcessGuard {
         shimmed: bool,
         label: String,
         ledger_record: Option<PathBuf>,
+        scratch: Option<PathBuf>,
     ) -> io::Result<(ProcessGuard, watch::Receiver<Option<ExitStatus>>)> {
         let shared = Arc::new(Shared {
             pid,
@@ -98,7 +99,8 @@ impl ProcessGuard {
             .stack_size(SMALL_STACK)
             .spawn({
                 let record = ledger_record.clone();
-                move || wait_for_exit(&for_waiter, &exit_tx, record.as_ref())
+                let scratch = scratch.clone();
+                move || wait_for_exit(&for_waiter, &exit_tx, record.as_ref(), scratch.as_deref())
             });
         if let Err(error) = started {
             let _ = signal_group(pid, Signal::SIGKILL);
@@ -106,6 +108,9 @@ impl ProcessGuard {
             super::orphans::unregister(pid);
             if let Some(record) = ledger_record {
                 let _ = std::fs::remove_file(record);
+            }
+            if let Some(dir) = scratch {
+                super::scratch::remove(&dir, &shared.label);
             }
             return Err(error);
         }
@@ -215,6 +220,7 @@ fn wait_for_exit(
     shared: &Shared,
     exit_tx: &watch::Sender<Option<ExitStatus>>,
     ledger_record: Option<&PathBuf>,
+    scratch: Option<&std::path::Path>,
 ) {
     let Ok(raw) = i32::try_from(shared.pid) else {
         return;
@@ -249,6 +255,10 @@ fn wait_for_exit(
     // thread covers everything else.
     if status.signal.is_some() {
         super::orphans::reap_orphans();
+    }
+    // The tree is gone: its temporary files go with it.
+    if let Some(dir) = scratch {
+        super::scratch::remove(dir, &shared.label);
     }
     if let Some(record) = ledger_record
         && let Err(error) = std::fs::remove_file(record)

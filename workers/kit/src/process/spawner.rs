@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Mutex, PoisonError};
@@ -99,7 +99,11 @@ pub(crate) struct Forked {
 
 /// Forks and execs the child of `spec` (the shim, or `program` directly). Runs on the spawner
 /// thread only.
-pub(crate) fn fork_child(spec: &SpawnSpec, program: &Path) -> Result<Forked, SpawnError> {
+pub(crate) fn fork_child(
+    spec: &SpawnSpec,
+    program: &Path,
+    scratch: Option<PathBuf>,
+) -> Result<Forked, SpawnError> {
     let daemon = getpid().as_raw();
     let report = match spec.shim {
         Some(_) => Some(pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?),
@@ -187,7 +191,13 @@ pub(crate) fn fork_child(spec: &SpawnSpec, program: &Path) -> Result<Forked, Spa
                 None
             }
         });
-    let (guard, exit) = ProcessGuard::adopt(pid, spec.shim.is_some(), spec.label.clone(), record)?;
+    let (guard, exit) = ProcessGuard::adopt(
+        pid,
+        spec.shim.is_some(),
+        spec.label.clone(),
+        record,
+        scratch,
+    )?;
     drop(spawning);
     let stdin = child.stdin.take().map(OwnedFd::from);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {

@@ -38,6 +38,7 @@ pub fn spec(program: &str, args: &[&str], shimmed: bool) -> SpawnSpec {
         shim: shimmed.then(shim),
         ledger: None::<Ledger>,
         label: format!("test/{program}"),
+        scratch: false,
     }
 }
 
