@@ -279,3 +279,91 @@ fn importers_of_importers_and_of_a_barrel_are_checked_too() {
         "the files reached through others are not counted: {v}"
     );
 }
+
+/// A sixth probe (humanize 4.9, immer 10): an `apply_patch` that deleted a module, or moved
+/// it (`*** Move to:`), reported nothing of the files importing it — a delete gave no
+/// `diagnostics` at all, a move "no new diagnostics" — while pyright and tsc said their
+/// imports no longer resolve. The importers of a deleted or moved-away file are dependents.
+#[test]
+fn a_deleted_or_moved_module_breaks_its_importers_and_the_write_says_so() {
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", ""),
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/filesize.py",
+            "def naturalsize(n: int) -> str:\n    return str(n)\n",
+        ),
+        ("pkg/util.py", "def clamp(n: int) -> int:\n    return n\n"),
+        (
+            "pkg/api.py",
+            "from pkg.filesize import naturalsize\nfrom pkg.util import clamp\n\nX = naturalsize(clamp(1))\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let w = p.path();
+    // Read once, so the importer is open in pyright as an agent's session would have it.
+    ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "diagnostics", "file": "pkg/api.py"}),
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "apply_patch",
+        json!({"patch": "*** Begin Patch\n*** Update File: pkg/filesize.py\n*** Move to: pkg/filesz.py\n*** End Patch\n"}),
+    );
+    assert_eq!(
+        new_paths(&v),
+        ["pkg/api.py"],
+        "a move did not report the importer it broke: {v}"
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "apply_patch",
+        json!({"patch": "*** Begin Patch\n*** Delete File: pkg/util.py\n*** End Patch\n"}),
+    );
+    assert_eq!(
+        new_paths(&v),
+        ["pkg/api.py"],
+        "a delete did not report the importer it broke: {v}"
+    );
+
+    require("typescript-language-server");
+    let t = project(&[
+        (
+            "tsconfig.json",
+            r#"{"compilerOptions": {"strict": true, "target": "es2020", "module": "commonjs"}, "include": ["src"]}"#,
+        ),
+        (
+            "src/utils/errors.ts",
+            "export function die(msg: string): never {\n  throw new Error(msg);\n}\n",
+        ),
+        ("src/internal.ts", "export * from './utils/errors';\n"),
+        (
+            "src/main.ts",
+            "import { die } from './utils/errors';\n\nexport function run(): void {\n  die('x');\n}\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    ok_in(
+        &d,
+        t.path(),
+        "lsp",
+        json!({"op": "diagnostics", "file": "src/main.ts"}),
+    );
+    let v = ok_in(
+        &d,
+        t.path(),
+        "apply_patch",
+        json!({"patch": "*** Begin Patch\n*** Update File: src/utils/errors.ts\n*** Move to: src/utils/errs.ts\n*** End Patch\n"}),
+    );
+    assert_eq!(
+        new_paths(&v),
+        ["src/internal.ts", "src/main.ts"],
+        "a move did not report the importers it broke: {v}"
+    );
+}

@@ -304,3 +304,74 @@ fn a_symbol_found_only_inside_a_longer_name_is_refused_naming_it_never_answered_
     assert_eq!(v["total"], 4, "{v}");
     assert_eq!(v["complete"], true, "{v}");
 }
+
+const PROBE_I18N: &str = "def _gettext(message: str) -> str:\n    return message\n";
+const PROBE_NUMBER: &str = "from .i18n import _gettext as _\n\n\ndef intcomma(value: int) -> str:\n    return _(\"n\") + str(value)\n\n\ndef intword(value: int) -> str:\n    \"\"\"Words.\n\n    >>> intword(100)\n    '100'\n    \"\"\"\n    return intcomma(value)\n";
+const PROBE_TIME: &str = "from .number import intcomma\n\n\ndef natural(v: int) -> str:\n    return intcomma(v)\n\n\ndef other(v: int) -> str:\n    return intcomma(v + 1)\n";
+
+/// A sixth probe (humanize 4.9): pyright answered three questions as complete that were not.
+/// Callers through an import alias (`from .i18n import _gettext as _`, then `_(…)`): "none
+/// found". A rename's doctest lines (`>>> intword(100)`): left with the old name. References
+/// asked where pyright can no longer resolve the name (its import broke): "no references",
+/// complete. Each now says `complete: false` and why.
+#[test]
+fn aliases_doctests_and_an_unresolved_name_make_pyright_answers_partial() {
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", ""),
+        ("pkg/__init__.py", ""),
+        ("pkg/i18n.py", PROBE_I18N),
+        ("pkg/number.py", PROBE_NUMBER),
+        ("pkg/time.py", PROBE_TIME),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "call_hierarchy", "file": "pkg/i18n.py", "line": 1, "symbol": "_gettext"}),
+    );
+    assert_eq!(
+        v["complete"], false,
+        "a call through `_` is not counted: {v}"
+    );
+    let reason = v["partial_reason"].as_str().unwrap();
+    assert!(reason.contains("pkg/number.py:5"), "{v}");
+
+    let v = ok_in(
+        &d,
+        w,
+        "lsp_rename",
+        json!({"file": "pkg/number.py", "line": 8, "symbol": "intword", "new_name": "int_word", "dry_run": true}),
+    );
+    assert_eq!(v["complete"], false, "the doctest keeps the old name: {v}");
+    assert!(
+        v["partial_reason"]
+            .as_str()
+            .unwrap()
+            .contains("pkg/number.py:11"),
+        "{v}"
+    );
+
+    // The definition renamed outside the daemon: `intcomma` in time.py resolves to nothing.
+    std::fs::write(
+        w.join("pkg/number.py"),
+        PROBE_NUMBER.replace("def intcomma(", "def intcomma2("),
+    )
+    .unwrap();
+    let v = ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "references", "file": "pkg/time.py", "line": 5, "symbol": "intcomma"}),
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(
+        v["partial_reason"]
+            .as_str()
+            .unwrap()
+            .contains("leave out the place asked about"),
+        "{v}"
+    );
+}

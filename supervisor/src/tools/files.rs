@@ -515,12 +515,9 @@ async fn after_write(
         tracing::debug!(conversation = ctx.conversation, path = %c.path.display(), status = c.status.as_str(), "file written");
     }
     // Diagnostics on write: sync every written file through its language server and fold in
-    // only what is new for this run (never fails the write; reasons become notes).
-    let paths: Vec<std::path::PathBuf> = changed
-        .iter()
-        .filter(|c| c.status != toolvisor_files::ChangeKind::Deleted)
-        .map(|c| c.path.clone())
-        .collect();
+    // only what is new for this run (never fails the write; reasons become notes). A deleted
+    // file (a move's old name too) has none of its own, but what imported it may break.
+    let paths: Vec<std::path::PathBuf> = changed.iter().map(|c| c.path.clone()).collect();
     if let Some(lsp) = cx.diagnostics
         && !paths.is_empty()
     {

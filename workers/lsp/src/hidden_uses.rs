@@ -76,17 +76,6 @@ fn skip_dir(name: &str) -> bool {
     name.starts_with('.') || ["node_modules", "target", "venv", "__pycache__"].contains(&name)
 }
 
-/// Whether a file ending in `extension` stands under `root` where a scan looks: a directory
-/// walk, no file read, stopped at the first.
-fn any_file(root: &Path, extension: &str) -> bool {
-    let mut found = false;
-    crate::dependents::each_source_file(root, &[extension.to_string()], skip_dir, |_| {
-        found = true;
-        ControlFlow::Break(())
-    });
-    found
-}
-
 /// The hidden uses `hider` finds in the files under `root` ending in one of `extensions`,
 /// less those in `seen` (file, 1-based line) and those in files `readable` refuses. Hidden
 /// directories, `node_modules`, `target`, `venv` and `__pycache__` are skipped; special files
@@ -690,23 +679,17 @@ pub(crate) async fn gap(
             )),
             "the projects nested in this one (a `tsconfig.json` below the root: such a project is searched only once a file of it is open) or the files its `tsconfig.json` leaves out (not in its `include` or `files`, or `exclude`d: searched only while open)",
         )
-    } else if shared.flavor.pyright
-        && !calls
-        && asked.extension().is_some_and(|e| e == "py" || e == "pyi")
-    {
+    } else if shared.flavor.pyright && asked.extension().is_some_and(|e| e == "py" || e == "pyi") {
         extensions = vec!["py".to_string(), "pyi".to_string()];
-        (Box::new(python::PyHider::new(word)), "")
+        (
+            Box::new(python::PyHider::new(word, calls)),
+            "doctest examples (the `>>>` lines of docstrings, which it does not analyse), calls through an alias the name is imported as (`from m import name as other`), or `.pyi` stubs (a use that went through a stub is linked to the stub)",
+        )
     } else {
         return None;
     };
-    let stubs = blind_to.is_empty();
     let (root, ctx_owned) = (shared.root.clone(), ctx.clone());
     let (found, ask_at) = tokio::task::spawn_blocking(move || {
-        // pyright resolves through stubs only where there are some: a project without a
-        // `.pyi` has no place to find, and its Python files are not read.
-        if stubs && !any_file(&root, "pyi") {
-            return (Hidden::default(), None);
-        }
         let found = scan(&root, &extensions, hider.as_mut(), &seen, &|p| {
             ctx_owned.may_read(p)
         });
@@ -726,32 +709,20 @@ pub(crate) async fn gap(
         false => String::new(),
     };
     if found.places.is_empty() {
-        let what = match stubs {
-            true => "uses that pyright resolves through a `.pyi` stub".to_string(),
-            false => format!("uses inside {blind_to}"),
-        };
         return Some(format!(
-            "{} may not list {what}, and not every file could be scanned for them{cut}; grep for `{word}`",
+            "{} may not list uses inside {blind_to}, and not every file could be scanned for them{cut}; grep for `{word}`",
             shared.id
         ));
     }
     let places = show(&found.places, &ctx.workdir);
     let n = found.places.len();
     let plural = if n == 1 { "" } else { "s" };
-    if stubs {
-        let ask = match ask_at {
-            Some((file, line)) => format!(
-                "ask the same question from the stub that declares it (`file`: {}, `line`: {line}), or grep",
-                crate::render::show_path(&file, &ctx.workdir)
-            ),
-            None => "read them (or grep) before relying on this answer".to_string(),
-        };
-        return Some(format!(
-            "{} resolves names through `.pyi` stubs, and `{word}` stands in {n} stub or import line{plural} this answer does not include, {places}: uses that go through them are missing (a line may be another symbol of the same name); {ask}{cut}",
-            shared.id,
-        ));
-    }
     let ask = match ask_at {
+        // pyright: the stub that declares the name.
+        Some((file, line)) if shared.flavor.pyright => format!(
+            "; asked from the stub that declares it (`file`: {}, `line`: {line}), the answer covers the uses that go through it",
+            crate::render::show_path(&file, &ctx.workdir)
+        ),
         Some((file, line)) => format!(
             "; asked from a file there (`file`: {}, `line`: {line}), the answer covers them",
             crate::render::show_path(&file, &ctx.workdir)
@@ -902,22 +873,6 @@ mod tests {
             vec![(PathBuf::from("/p/a.c"), 3)],
             "the header read after the call"
         );
-    }
-
-    #[test]
-    fn a_stub_is_looked_for_where_a_scan_looks() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
-        std::fs::create_dir_all(root.join("venv/lib")).unwrap();
-        std::fs::write(root.join("venv/lib/typing.pyi"), "").unwrap();
-        assert!(
-            !any_file(root, "pyi"),
-            "a virtualenv's stubs are not the project's"
-        );
-        std::fs::create_dir_all(root.join("pkg")).unwrap();
-        std::fs::write(root.join("pkg/__init__.pyi"), "").unwrap();
-        assert!(any_file(root, "pyi"));
     }
 
     #[test]

@@ -273,7 +273,18 @@ impl LanguageServers {
                 let hidden = self
                     .hidden_gap(ctx, &a.opened, word, seen, missed, false)
                     .await;
-                crate::hidden_uses::join(a.gap, hidden)
+                // A list that leaves out the very place asked about is the server's list of
+                // some other thing, or of nothing: it could not tell what the name there is.
+                let asked = locs
+                    .iter()
+                    .any(|l| l.path == a.opened.path && l.line == a.line);
+                let unresolved = (!asked).then(|| {
+                    format!(
+                        "the server's references leave out the place asked about ({}): it could not resolve `{word}` there (an import it cannot follow, a module that is gone, a name it does not know), so its uses elsewhere are not listed; check the import with `lsp diagnostics`, or grep for `{word}`",
+                        a.here
+                    )
+                });
+                crate::hidden_uses::join(crate::hidden_uses::join(a.gap, unresolved), hidden)
             }
             _ => a.gap,
         };

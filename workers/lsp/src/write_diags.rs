@@ -62,15 +62,33 @@ impl LanguageServers {
         }
     }
 
-    /// Sync `paths` (just written) and return the diagnostics new for `run`; where no server
-    /// covers a file, say why. Never fails the write: problems become notes.
+    /// Sync `paths` (just written; a path no longer there was deleted, or moved away) and
+    /// return the diagnostics new for `run`: the written files' own and their dependents'
+    /// (the importers of a deleted file too); where no server covers a file, say why. Never
+    /// fails the write: problems become notes.
     pub async fn after_write(&self, run: &str, workdir: &Path, paths: &[PathBuf]) -> Value {
         let mut text = String::new();
         let mut new_items = Vec::new();
         let mut notes = Vec::new();
         let mut checking_off: Vec<String> = Vec::new();
         let mut involved: Vec<(std::sync::Arc<crate::server::ServerShared>, u64)> = Vec::new();
-        for path in paths {
+        let (written, gone): (Vec<&PathBuf>, Vec<&PathBuf>) =
+            paths.iter().partition(|p| p.exists());
+        for path in gone {
+            // Its server learns of the deletion when a dependent is opened (the root watch
+            // hands every change on disk over first).
+            if let Ok(plan) = self.plan(path, run) {
+                let shared = self.shared(&plan);
+                if !involved
+                    .iter()
+                    .any(|(s, _)| std::sync::Arc::ptr_eq(s, &shared))
+                {
+                    let seq = shared.diags.seq();
+                    involved.push((shared, seq));
+                }
+            }
+        }
+        for path in written {
             let shown = render::show_path(path, workdir);
             match self.plan(path, run) {
                 Err(NoServer::NoLanguage { .. }) => {

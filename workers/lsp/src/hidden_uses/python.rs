@@ -30,6 +30,7 @@ struct Line {
 
 pub struct PyHider {
     word: String,
+    calls: bool,
     any_stub: bool,
     found: Vec<Line>,
     /// Lines declaring the name (`def`, `async def`, `class`), anywhere.
@@ -37,16 +38,26 @@ pub struct PyHider {
     /// Every other line of a `.py` file holding the name in code: where an import of it was
     /// not linked, the file's uses of it are not either.
     uses: Vec<Line>,
+    /// Doctest lines (`>>> name(…)` in a docstring): pyright does not analyse them.
+    doctests: Vec<Line>,
+    /// Uses of an alias the name is imported as (`from .i18n import _gettext as _`, then
+    /// `_(…)`): pyright links them to the alias, not to the name.
+    alias_uses: Vec<Line>,
 }
 
 impl PyHider {
-    pub fn new(word: &str) -> PyHider {
+    /// `calls`: the question is a call hierarchy's callers, which stub and import lines are
+    /// not (doctest calls and calls through an alias are).
+    pub fn new(word: &str, calls: bool) -> PyHider {
         PyHider {
+            calls,
             word: word.to_string(),
             any_stub: false,
             found: Vec::new(),
             declarations: Vec::new(),
             uses: Vec::new(),
+            doctests: Vec::new(),
+            alias_uses: Vec::new(),
         }
     }
 }
@@ -70,9 +81,32 @@ impl Hider for PyHider {
         // Inside `from m import (` … `)`, or `__all__ = [` … `]`.
         let mut in_import = false;
         let mut in_all = false;
+        let mut aliases: Vec<String> = Vec::new();
+        let mut import_lines: HashSet<usize> = HashSet::new();
         for (i, raw) in text.lines().enumerate() {
+            let at = |indented| Line {
+                path: path.to_path_buf(),
+                line: i as u32 + 1,
+                indented,
+                stub,
+            };
+            let doctest = raw.trim_start();
+            if (doctest.starts_with(">>> ") || doctest.starts_with("... "))
+                && has_word(doctest, &self.word)
+            {
+                self.doctests.push(at(true));
+                continue;
+            }
             let code = raw.split('#').next().unwrap_or("");
             let trimmed = code.trim_start();
+            if trimmed.starts_with("import ") || trimmed.starts_with("from ") || in_import {
+                import_lines.insert(i);
+                for alias in aliased(code, &self.word) {
+                    if !aliases.contains(&alias) {
+                        aliases.push(alias);
+                    }
+                }
+            }
             let starts_import = trimmed.starts_with("from ") && trimmed.contains(" import ");
             let starts_all = trimmed.starts_with("__all__");
             let listed = in_import || in_all || starts_import || starts_all;
@@ -105,6 +139,28 @@ impl Hider for PyHider {
                 in_all = false;
             }
         }
+        if aliases.is_empty() || stub {
+            return;
+        }
+        for (i, raw) in text.lines().enumerate() {
+            let code = raw.split('#').next().unwrap_or("");
+            if import_lines.contains(&i) {
+                continue;
+            }
+            let used = aliases.iter().any(|a| match a.chars().count() {
+                // `_` names a throwaway too: only its calls count.
+                1 => has_word(code, a) && code.contains(&format!("{a}(")),
+                _ => has_word(code, a),
+            });
+            if used {
+                self.alias_uses.push(Line {
+                    path: path.to_path_buf(),
+                    line: i as u32 + 1,
+                    indented: raw.starts_with([' ', '\t']),
+                    stub,
+                });
+            }
+        }
     }
 
     fn ask_from(
@@ -116,6 +172,22 @@ impl Hider for PyHider {
     }
 
     fn places(&mut self, seen: &HashSet<(PathBuf, u32)>) -> Vec<(PathBuf, u32)> {
+        let mut out: Vec<(PathBuf, u32)> = self
+            .doctests
+            .iter()
+            .chain(&self.alias_uses)
+            .map(|l| (l.path.clone(), l.line))
+            .collect();
+        if !self.calls {
+            out.extend(self.stub_places(seen));
+        }
+        out
+    }
+}
+
+impl PyHider {
+    /// The places a stub hides (see the module doc), where the project has stubs.
+    fn stub_places(&self, seen: &HashSet<(PathBuf, u32)>) -> Vec<(PathBuf, u32)> {
         if !self.any_stub {
             return Vec::new();
         }
@@ -154,6 +226,29 @@ impl Hider for PyHider {
             .map(|l| (l.path.clone(), l.line))
             .collect()
     }
+}
+
+/// The aliases an import line gives `word` (`word as other`).
+fn aliased(code: &str, word: &str) -> Vec<String> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(word)
+        .filter(|(at, _)| {
+            !code[..*at].chars().next_back().is_some_and(is_word)
+                && !code[at + word.len()..].chars().next().is_some_and(is_word)
+        })
+        .filter_map(|(at, _)| {
+            let rest = code[at + word.len()..].trim_start().strip_prefix("as")?;
+            if !rest.starts_with(char::is_whitespace) {
+                return None;
+            }
+            let alias: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| is_word(*c))
+                .collect();
+            (!alias.is_empty()).then_some(alias)
+        })
+        .collect()
 }
 
 fn declares_line(l: &Line, declarations: &[Line]) -> bool {
@@ -221,7 +316,7 @@ mod tests {
     use super::*;
 
     fn places(files: &[(&str, &str)], word: &str, seen: &[(&str, u32)]) -> Vec<(String, u32)> {
-        let mut h = PyHider::new(word);
+        let mut h = PyHider::new(word, false);
         for (p, t) in files {
             h.file(Path::new(p), t);
         }
@@ -274,6 +369,29 @@ mod tests {
         );
         // No stub anywhere: pyright links imports itself.
         assert!(places(&files[1..], "UnequalIterablesError", &[]).is_empty());
+    }
+
+    #[test]
+    fn doctest_lines_and_calls_through_an_alias_are_hidden_without_stubs() {
+        let number = "def intword(value):\n    \"\"\"Words.\n\n    >>> intword(100)\n    '100'\n    >>> x = [\n    ...     intword(1)]\n    \"\"\"\n    return value\n";
+        let i18n = "def _gettext(message):\n    return message\n";
+        let time = "from .i18n import _gettext as _\nfrom .i18n import (\n    other,\n    _gettext as tr,\n)\n\nfor _ in range(3):\n    pass\nA = _(\"a\")\nB = tr(\"b\")\n";
+        let files = [("number.py", number), ("i18n.py", i18n), ("time.py", time)];
+        assert_eq!(
+            places(&files, "intword", &[("number.py", 1)]),
+            vec![("number.py".to_string(), 4), ("number.py".to_string(), 7)]
+        );
+        assert_eq!(
+            places(
+                &files,
+                "_gettext",
+                &[("i18n.py", 1), ("time.py", 1), ("time.py", 4)]
+            ),
+            vec![("time.py".to_string(), 9), ("time.py".to_string(), 10)],
+            "`for _ in` is not a use of the alias `_`"
+        );
+        assert_eq!(aliased("from m import a as b, c as d", "c"), vec!["d"]);
+        assert!(aliased("from m import a_as_b", "a").is_empty());
     }
 
     #[test]
