@@ -269,59 +269,32 @@ impl LanguageServers {
             text.push_str(&format!("  ({note})\n"));
         }
         // Outgoing: each callee, where it is defined, and how often this symbol calls it.
-        let mut out_items = Vec::new();
-        let (mut out_total, mut out_cut, mut out_note) = (0, false, None);
-        let mut out_next = None;
-        let mut unlisted = Vec::new();
-        match outgoing {
+        let out = match outgoing {
             Err(why) => {
                 text.push_str(&format!("outgoing calls: not offered ({why})\n"));
-                out_note = Some(why);
+                Outgoing {
+                    note: Some(why),
+                    ..Outgoing::default()
+                }
             }
             Ok(outgoing) => {
-                let mut callees = Vec::new();
-                for call in one_per_overload_set(&outgoing) {
-                    let Some(to) = call.get("to") else {
-                        continue;
-                    };
-                    let r = to
-                        .get("selectionRange")
-                        .or_else(|| to.get("range"))
-                        .cloned()
-                        .unwrap_or(Value::Null);
-                    // Each call site once: tsserver gives a method call's span twice.
-                    let calls = call
-                        .get("fromRanges")
-                        .and_then(Value::as_array)
-                        .map_or(1, |r| distinct_starts(r).max(1));
-                    if let Some((s, _)) = site(to, &r, ctx, &mut sources) {
-                        callees.push((s, calls));
-                    }
-                }
-                callees.sort_by(|(a, _), (b, _)| (&a.path, a.line).cmp(&(&b.path, b.line)));
-                unlisted = unlisted_of(item, &outgoing, opened, &mut sources);
-                out_total = callees.len();
-                let out_page = Page::of(offset, out_total, CALLS_MAX);
-                out_cut = out_page.cut(out_total);
-                out_next = out_page.next(out_total);
-                text.push_str(&format!("outgoing calls of {name} ({out_total}):\n"));
-                if callees.is_empty() {
-                    text.push_str("  none found\n");
-                }
-                for (s, calls) in &callees[out_page.from..out_page.to] {
-                    text.push_str(&format!(
-                        "  {} {} ({}:{}, called {calls}×) — {}\n",
-                        s.kind, s.name, s.path, s.line, s.text
-                    ));
-                    out_items.push(json!({"callee": s.name, "kind": s.kind, "path": s.path,
-                        "line": s.line, "calls": calls, "text": if s.outside { "" } else { &s.text },
-                        "outside": s.outside}));
-                }
-                if let Some(note) = out_page.note(out_total, "callees") {
-                    text.push_str(&format!("  ({note})\n"));
+                let out = outgoing_calls(name, &outgoing, offset, ctx, &mut sources);
+                text.push_str(&out.text);
+                Outgoing {
+                    unlisted: unlisted_of(item, &outgoing, opened, &mut sources),
+                    ..out
                 }
             }
-        }
+        };
+        let Outgoing {
+            items: out_items,
+            total: out_total,
+            cut: out_cut,
+            note: out_note,
+            next: out_next,
+            unlisted,
+            ..
+        } = out;
         let mut server = self.server_info_of(opened);
         server["request_ms"] = json!(request_ms);
         let mut answer = json!({"text": text, "symbol": name,
@@ -429,6 +402,79 @@ fn one_per_overload_set(outgoing: &Value) -> Vec<&Value> {
         .copied()
         .filter(|c| !calls.iter().any(|o| key(o) == key(c) && line(o) > line(c)))
         .collect()
+}
+
+/// The outgoing half of a call hierarchy's answer.
+#[derive(Default)]
+struct Outgoing {
+    /// Its lines of the answer's text.
+    text: String,
+    items: Vec<Value>,
+    /// Callees in all.
+    total: usize,
+    cut: bool,
+    /// Why outgoing calls are not offered.
+    note: Option<String>,
+    next: Option<usize>,
+    unlisted: Vec<crate::unlisted_calls::Unlisted>,
+}
+
+/// Each callee of `outgoing` (one per overload set) of the function `name`, where it is
+/// defined and how often it is called, sorted by place, the page from `offset`.
+fn outgoing_calls(
+    name: &str,
+    outgoing: &Value,
+    offset: Option<u64>,
+    ctx: &CallCtx,
+    sources: &mut Sources<'_>,
+) -> Outgoing {
+    let mut callees = Vec::new();
+    for call in one_per_overload_set(outgoing) {
+        let Some(to) = call.get("to") else {
+            continue;
+        };
+        let r = to
+            .get("selectionRange")
+            .or_else(|| to.get("range"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        // Each call site once: tsserver gives a method call's span twice.
+        let calls = call
+            .get("fromRanges")
+            .and_then(Value::as_array)
+            .map_or(1, |r| distinct_starts(r).max(1));
+        if let Some((s, _)) = site(to, &r, ctx, sources) {
+            callees.push((s, calls));
+        }
+    }
+    callees.sort_by(|(a, _), (b, _)| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    let total = callees.len();
+    let page = Page::of(offset, total, CALLS_MAX);
+    let mut out = Outgoing {
+        total,
+        cut: page.cut(total),
+        next: page.next(total),
+        ..Outgoing::default()
+    };
+    out.text
+        .push_str(&format!("outgoing calls of {name} ({total}):\n"));
+    if callees.is_empty() {
+        out.text.push_str("  none found\n");
+    }
+    for (s, calls) in &callees[page.from..page.to] {
+        out.text.push_str(&format!(
+            "  {} {} ({}:{}, called {calls}×) — {}\n",
+            s.kind, s.name, s.path, s.line, s.text
+        ));
+        out.items
+            .push(json!({"callee": s.name, "kind": s.kind, "path": s.path,
+            "line": s.line, "calls": calls, "text": if s.outside { "" } else { &s.text },
+            "outside": s.outside}));
+    }
+    if let Some(note) = page.note(total, "callees") {
+        out.text.push_str(&format!("  ({note})\n"));
+    }
+    out
 }
 
 /// The calls in the body of `item` (the function asked about) that `outgoing` does not list

@@ -9,6 +9,7 @@
 //! introduced. A new write tool that folds in diagnostics (`after_write`) must call it too.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -17,6 +18,7 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 
 use crate::ops::CallCtx;
 use crate::render::{self, Diag};
+use crate::server::ServerShared;
 use crate::servers::{LanguageServers, NoServer, not_ready};
 
 impl LanguageServers {
@@ -67,11 +69,7 @@ impl LanguageServers {
     /// (the importers of a deleted file too); where no server covers a file, say why. Never
     /// fails the write: problems become notes.
     pub async fn after_write(&self, run: &str, workdir: &Path, paths: &[PathBuf]) -> Value {
-        let mut text = String::new();
-        let mut new_items = Vec::new();
-        let mut notes = Vec::new();
-        let mut checking_off: Vec<String> = Vec::new();
-        let mut involved: Vec<(std::sync::Arc<crate::server::ServerShared>, u64)> = Vec::new();
+        let mut got = Gathered::default();
         let (written, gone): (Vec<&PathBuf>, Vec<&PathBuf>) =
             paths.iter().partition(|p| p.exists());
         for path in gone {
@@ -79,128 +77,93 @@ impl LanguageServers {
             // hands every change on disk over first).
             if let Ok(plan) = self.plan(path, run) {
                 let shared = self.shared(&plan);
-                if !involved
-                    .iter()
-                    .any(|(s, _)| std::sync::Arc::ptr_eq(s, &shared))
-                {
-                    let seq = shared.diags.seq();
-                    involved.push((shared, seq));
-                }
+                let seq = shared.diags.seq();
+                got.involve(&shared, seq);
             }
         }
         for path in written {
-            let shown = render::show_path(path, workdir);
-            match self.plan(path, run) {
-                Err(NoServer::NoLanguage { .. }) => {
-                    notes.push(format!(
-                        "{shown}: no diagnostics: no language server covers this file type"
-                    ));
-                    continue;
-                }
-                Err(e) => {
-                    notes.push(format!("{shown}: no diagnostics: {e}"));
-                    continue;
-                }
-                Ok(plan) => {
-                    // A file the server does not check in this build: its silence is no "it
-                    // compiles".
-                    // Only files under the workdir are read to find where a module is
-                    // declared (the written one passed the write's scope).
-                    let (shared, file, within) =
-                        (self.shared(&plan), path.clone(), workdir.to_path_buf());
-                    let left_out = tokio::task::spawn_blocking(move || {
-                        crate::hidden_uses::left_out_of_build(&shared, &file, &|p| {
-                            p.starts_with(&within)
-                        })
-                    })
-                    .await
-                    .ok()
-                    .flatten();
-                    if let Some(why) = left_out {
-                        notes.push(format!(
-                            "{shown}: {why}: no diagnostics here does not mean it compiles; build for its platform or with its feature to check it"
-                        ));
-                    }
-                }
-            }
-            // A write waits at most `diagnostics_wait_s` for its diagnostics (a server still
-            // starting or indexing a large project must not hold the write's answer for the
-            // full `ready_wait_s`); past it the write answers with a note.
-            let wait = Duration::from_secs(self.config.diagnostics_wait_s);
-            let result = tokio::time::timeout(wait, async {
-                let mut opened = self.open(path, run).await?;
-                if !involved
-                    .iter()
-                    .any(|(s, _)| std::sync::Arc::ptr_eq(s, &opened.shared))
-                {
-                    involved.push((opened.shared.clone(), opened.seq_before));
-                }
-                if let Some(off) = opened.shared.checking_off()
-                    && !checking_off.contains(&off)
-                {
-                    checking_off.push(off);
-                }
-                self.file_diagnostics(&mut opened).await
-            })
-            .await
-            .unwrap_or_else(|_| {
-                Err(not_ready(format!(
-                    "the server gave no diagnostics within {} s",
-                    wait.as_secs()
-                )))
-            });
-            match result {
-                Ok(diags) => {
-                    // Hints (unused, deprecated, style) are left to `lsp diagnostics`: a write's
-                    // result carries errors, warnings and information only.
-                    let diags: Vec<Diag> = diags.into_iter().filter(|d| d.severity != 4).collect();
-                    let marks: Vec<_> = diags.iter().map(Diag::mark).collect();
-                    let fresh = self.ledger.fold(run, path, &marks);
-                    for i in fresh {
-                        text.push_str(&diags[i].line_text(workdir));
-                        text.push('\n');
-                        new_items.push(diags[i].to_json(workdir));
-                    }
-                }
-                Err(e) => notes.push(format!(
-                    "{shown}: no diagnostics: {} ({})",
-                    e.message, e.kind
-                )),
-            }
+            self.written_file(run, workdir, path, &mut got).await;
         }
         // The files the write may have broken besides the written ones.
         let wait = Duration::from_secs(self.config.diagnostics_wait_s);
-        let deps = self.dependents_after(run, paths, &involved, wait).await;
-        for d in &deps.new {
-            text.push_str(&d.line_text(workdir));
-            text.push('\n');
-            new_items.push(d.to_json(workdir));
+        let deps = self.dependents_after(run, paths, &got.involved, wait).await;
+        got.answer(&deps, workdir)
+    }
+
+    /// One written file's new diagnostics into `got`, or a note on why there are none.
+    async fn written_file(&self, run: &str, workdir: &Path, path: &Path, got: &mut Gathered) {
+        let shown = render::show_path(path, workdir);
+        match self.plan(path, run) {
+            Err(NoServer::NoLanguage { .. }) => {
+                got.notes.push(format!(
+                    "{shown}: no diagnostics: no language server covers this file type"
+                ));
+                return;
+            }
+            Err(e) => {
+                got.notes.push(format!("{shown}: no diagnostics: {e}"));
+                return;
+            }
+            Ok(plan) => {
+                // A file the server does not check in this build: its silence is no "it
+                // compiles". Only files under the workdir are read to find where a module is
+                // declared (the written one passed the write's scope).
+                let (shared, file, within) = (
+                    self.shared(&plan),
+                    path.to_path_buf(),
+                    workdir.to_path_buf(),
+                );
+                let left_out = tokio::task::spawn_blocking(move || {
+                    crate::hidden_uses::left_out_of_build(&shared, &file, &|p| {
+                        p.starts_with(&within)
+                    })
+                })
+                .await
+                .ok()
+                .flatten();
+                if let Some(why) = left_out {
+                    got.notes.push(format!(
+                        "{shown}: {why}: no diagnostics here does not mean it compiles; build for its platform or with its feature to check it"
+                    ));
+                }
+            }
         }
-        if new_items.is_empty() && notes.is_empty() {
-            text.push_str("no new diagnostics\n");
+        // A write waits at most `diagnostics_wait_s` for its diagnostics (a server still
+        // starting or indexing a large project must not hold the write's answer for the
+        // full `ready_wait_s`); past it the write answers with a note.
+        let wait = Duration::from_secs(self.config.diagnostics_wait_s);
+        let result = tokio::time::timeout(wait, async {
+            let mut opened = self.open(path, run).await?;
+            got.involve(&opened.shared, opened.seq_before);
+            if let Some(off) = opened.shared.checking_off()
+                && !got.checking_off.contains(&off)
+            {
+                got.checking_off.push(off);
+            }
+            self.file_diagnostics(&mut opened).await
+        })
+        .await
+        .unwrap_or_else(|_| {
+            Err(not_ready(format!(
+                "the server gave no diagnostics within {} s",
+                wait.as_secs()
+            )))
+        });
+        match result {
+            Ok(diags) => {
+                // Hints (unused, deprecated, style) are left to `lsp diagnostics`: a write's
+                // result carries errors, warnings and information only.
+                let diags: Vec<Diag> = diags.into_iter().filter(|d| d.severity != 4).collect();
+                let marks: Vec<_> = diags.iter().map(Diag::mark).collect();
+                for i in self.ledger.fold(run, path, &marks) {
+                    got.add_new(&diags[i], workdir);
+                }
+            }
+            Err(e) => got.notes.push(format!(
+                "{shown}: no diagnostics: {} ({})",
+                e.message, e.kind
+            )),
         }
-        for n in &notes {
-            text.push_str(n);
-            text.push('\n');
-        }
-        for line in &deps.lines {
-            text.push_str(line);
-            text.push('\n');
-        }
-        for off in &checking_off {
-            text.push_str(&format!("({off})\n"));
-        }
-        let checked: Vec<String> = deps
-            .checked
-            .iter()
-            .map(|p| render::show_path(p, workdir))
-            .collect();
-        let mut answer = json!({"text": text, "new": new_items, "notes": notes,
-            "dependents": {"checked": checked, "max": crate::dependents::DEPENDENTS_MAX}});
-        if !checking_off.is_empty() {
-            answer["checking_off"] = json!(checking_off);
-        }
-        answer
     }
 
     /// `synced_write {path}`.
@@ -221,5 +184,62 @@ impl LanguageServers {
             json!({"path": render::show_path(&p, &ctx.workdir), "text": diags["text"],
             "diagnostics": diags}),
         )
+    }
+}
+
+/// What [`LanguageServers::after_write`] gathers before it words its answer.
+#[derive(Default)]
+struct Gathered {
+    /// One line per new diagnostic, in the order found.
+    text: String,
+    new_items: Vec<Value>,
+    notes: Vec<String>,
+    /// Why a server's type checking is off, once each.
+    checking_off: Vec<String>,
+    /// Each server of the write with its diagnostics sequence number before the write's sync.
+    involved: Vec<(Arc<ServerShared>, u64)>,
+}
+
+impl Gathered {
+    fn involve(&mut self, shared: &Arc<ServerShared>, seq: u64) {
+        if !self.involved.iter().any(|(s, _)| Arc::ptr_eq(s, shared)) {
+            self.involved.push((shared.clone(), seq));
+        }
+    }
+
+    fn add_new(&mut self, d: &Diag, workdir: &Path) {
+        self.text.push_str(&d.line_text(workdir));
+        self.text.push('\n');
+        self.new_items.push(d.to_json(workdir));
+    }
+
+    /// The write's `diagnostics`: the new ones (the dependents' after the written files'),
+    /// else "no new diagnostics", then the notes, what else was checked, what is off.
+    fn answer(mut self, deps: &crate::dependents::DependentsReport, workdir: &Path) -> Value {
+        for d in &deps.new {
+            self.add_new(d, workdir);
+        }
+        let mut text = self.text;
+        if self.new_items.is_empty() && self.notes.is_empty() {
+            text.push_str("no new diagnostics\n");
+        }
+        for line in self.notes.iter().chain(&deps.lines) {
+            text.push_str(line);
+            text.push('\n');
+        }
+        for off in &self.checking_off {
+            text.push_str(&format!("({off})\n"));
+        }
+        let checked: Vec<String> = deps
+            .checked
+            .iter()
+            .map(|p| render::show_path(p, workdir))
+            .collect();
+        let mut answer = json!({"text": text, "new": self.new_items, "notes": self.notes,
+            "dependents": {"checked": checked, "max": crate::dependents::DEPENDENTS_MAX}});
+        if !self.checking_off.is_empty() {
+            answer["checking_off"] = json!(self.checking_off);
+        }
+        answer
     }
 }
