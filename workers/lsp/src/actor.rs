@@ -95,6 +95,108 @@ fn client_capabilities() -> Value {
     })
 }
 
+/// Starts the server's process: the launcher's spec with the server's own environment, and
+/// V8's heap limit for a node server with a memory limit.
+async fn spawn_server(
+    launcher: &Launcher,
+    shared: &ServerShared,
+) -> Result<process::Spawned, String> {
+    let mut spec = launcher.spec(
+        &shared.program.display().to_string(),
+        &shared.command[1..],
+        &shared.root,
+        true,
+        &format!("lsp/{}", shared.id),
+    );
+    // Its temporary files (clangd's preambles, pyright's and gopls's directories) go when
+    // it does, however it ends.
+    spec.scratch = true;
+    for (k, v) in &shared.env {
+        spec.env.retain(|(n, _)| n != k);
+        spec.env.push((k.clone(), v.clone()));
+    }
+    if let Some(limit) = shared.memory_limit
+        && crate::memory::is_node_program(&shared.program)
+    {
+        // V8 collects garbage before its heap grows past the limit (`crate::memory`).
+        let existing = spec
+            .env
+            .iter()
+            .find(|(n, _)| n == "NODE_OPTIONS")
+            .map(|(_, v)| v.clone());
+        spec.env.retain(|(n, _)| n != "NODE_OPTIONS");
+        spec.env.push((
+            "NODE_OPTIONS".into(),
+            crate::memory::node_options(existing.as_deref(), limit),
+        ));
+    }
+    process::spawn(spec)
+        .await
+        .map_err(|e| format!("cannot start {}: {e}", shared.program.display()))
+}
+
+/// The `initialize` request's parameters: the root as the one workspace folder, the client's
+/// capabilities, the configured initialization options (clangd's file status asked for).
+fn initialize_params(shared: &ServerShared) -> Value {
+    let root_uri = uri::from_path(&shared.root);
+    let name = shared
+        .root
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "root".into());
+    let mut params = json!({
+        "processId": std::process::id(),
+        "clientInfo": {"name": "toolvisor", "version": env!("CARGO_PKG_VERSION")},
+        "rootUri": root_uri,
+        "rootPath": shared.root.display().to_string(),
+        "workspaceFolders": [{"uri": root_uri, "name": name}],
+        "capabilities": client_capabilities(),
+    });
+    if let Some(opts) = &shared.init_options {
+        params["initializationOptions"] = opts.clone();
+    }
+    // clangd reports each file's work (`textDocument/clangd.fileStatus`): a file sent again
+    // with nothing changed is rebuilt without a publish (`ops::rebuilt`).
+    if shared.flavor.clangd {
+        match params.get_mut("initializationOptions") {
+            Some(Value::Object(o)) => {
+                o.entry("clangdFileStatus").or_insert(Value::Bool(true));
+            }
+            _ => params["initializationOptions"] = json!({"clangdFileStatus": true}),
+        }
+    }
+
+    params
+}
+
+/// Sends `initialize`; a server that fails it is an error with the last lines of its stderr.
+async fn initialize(
+    client: &RpcClient,
+    params: Value,
+    shared: &ServerShared,
+) -> Result<Value, ActorProcessingErr> {
+    match client
+        .request("initialize", params, shared.waits.init)
+        .await
+    {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            // Give the stderr logger a moment to catch the last lines of a dying server.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let tail = client.stderr_tail().text();
+            Err(format!(
+                "initialize failed: {e}{}",
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; stderr tail:\n{tail}")
+                }
+            )
+            .into())
+        }
+    }
+}
+
 impl Actor for ServerActor {
     type Msg = ServerMsg;
     type State = ServerState;
@@ -113,38 +215,7 @@ impl Actor for ServerActor {
         lock(&shared.unseen).clear();
         // An incarnation that never comes up keeps no watch (nor its inotify instance).
         let mut unwatch = Unwatch(Some(shared.clone()));
-        let mut spec = args.launcher.spec(
-            &shared.program.display().to_string(),
-            &shared.command[1..],
-            &shared.root,
-            true,
-            &format!("lsp/{}", shared.id),
-        );
-        // Its temporary files (clangd's preambles, pyright's and gopls's directories) go when
-        // it does, however it ends.
-        spec.scratch = true;
-        for (k, v) in &shared.env {
-            spec.env.retain(|(n, _)| n != k);
-            spec.env.push((k.clone(), v.clone()));
-        }
-        if let Some(limit) = shared.memory_limit
-            && crate::memory::is_node_program(&shared.program)
-        {
-            // V8 collects garbage before its heap grows past the limit (`crate::memory`).
-            let existing = spec
-                .env
-                .iter()
-                .find(|(n, _)| n == "NODE_OPTIONS")
-                .map(|(_, v)| v.clone());
-            spec.env.retain(|(n, _)| n != "NODE_OPTIONS");
-            spec.env.push((
-                "NODE_OPTIONS".into(),
-                crate::memory::node_options(existing.as_deref(), limit),
-            ));
-        }
-        let spawned = process::spawn(spec)
-            .await
-            .map_err(|e| format!("cannot start {}: {e}", shared.program.display()))?;
+        let spawned = spawn_server(&args.launcher, &shared).await?;
         let guard = spawned.guard;
         let pid = guard.main_pid();
         if let Some(limit) = shared.memory_limit {
@@ -176,54 +247,8 @@ impl Actor for ServerActor {
             myself.clone(),
             spawned.exit,
         ));
-        let root_uri = uri::from_path(&shared.root);
-        let name = shared
-            .root
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_else(|| "root".into());
-        let mut params = json!({
-            "processId": std::process::id(),
-            "clientInfo": {"name": "toolvisor", "version": env!("CARGO_PKG_VERSION")},
-            "rootUri": root_uri,
-            "rootPath": shared.root.display().to_string(),
-            "workspaceFolders": [{"uri": root_uri, "name": name}],
-            "capabilities": client_capabilities(),
-        });
-        if let Some(opts) = &shared.init_options {
-            params["initializationOptions"] = opts.clone();
-        }
-        // clangd reports each file's work (`textDocument/clangd.fileStatus`): a file sent again
-        // with nothing changed is rebuilt without a publish (`ops::rebuilt`).
-        if shared.flavor.clangd {
-            match params.get_mut("initializationOptions") {
-                Some(Value::Object(o)) => {
-                    o.entry("clangdFileStatus").or_insert(Value::Bool(true));
-                }
-                _ => params["initializationOptions"] = json!({"clangdFileStatus": true}),
-            }
-        }
-
-        let result = match client
-            .request("initialize", params, shared.waits.init)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => {
-                // Give the stderr logger a moment to catch the last lines of a dying server.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let tail = client.stderr_tail().text();
-                return Err(format!(
-                    "initialize failed: {e}{}",
-                    if tail.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; stderr tail:\n{tail}")
-                    }
-                )
-                .into());
-            }
-        };
+        let params = initialize_params(&shared);
+        let result = initialize(&client, params, &shared).await?;
         let caps = result.get("capabilities").cloned().unwrap_or(Value::Null);
         let encoding = caps
             .get("positionEncoding")

@@ -35,152 +35,164 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
     };
     let mut diags = Vec::new();
     match format {
-        "pyright-json" => {
-            let v: Value = serde_json::from_str(out).unwrap_or(Value::Null);
-            for d in v["generalDiagnostics"].as_array().into_iter().flatten() {
-                diags.push(Diag {
-                    path: abs(d["file"].as_str().unwrap_or("")),
-                    line: d
-                        .pointer("/range/start/line")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0) as usize
-                        + 1,
-                    column: d
-                        .pointer("/range/start/character")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0) as usize
-                        + 1,
-                    severity: sev(d["severity"].as_str().unwrap_or("error")),
-                    code: d["rule"].as_str().unwrap_or("").to_string(),
-                    message: d["message"].as_str().unwrap_or("").to_string(),
-                    source: "pyright".into(),
-                    at: String::new(),
-                });
-            }
-        }
-        "cargo-json" => {
-            for line in out.lines() {
-                let Ok(v) = serde_json::from_str::<Value>(line) else {
-                    continue;
-                };
-                if v["reason"] != "compiler-message" {
-                    continue;
-                }
-                let m = &v["message"];
-                let Some(span) = m["spans"]
-                    .as_array()
-                    .and_then(|s| s.iter().find(|s| s["is_primary"] == true))
-                else {
-                    continue;
-                };
-                diags.push(Diag {
-                    path: abs(span["file_name"].as_str().unwrap_or("")),
-                    line: span["line_start"].as_u64().unwrap_or(1) as usize,
-                    column: span["column_start"].as_u64().unwrap_or(1) as usize,
-                    severity: sev(m["level"].as_str().unwrap_or("error")),
-                    code: m
-                        .pointer("/code/code")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    message: m["message"].as_str().unwrap_or("").to_string(),
-                    source: "cargo".into(),
-                    at: String::new(),
-                });
-            }
-        }
-        "tsc" => {
-            // src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.
-            // An error of no file (`error TS2318: Cannot find global type '…'.`: the
-            // project's lib or types) stands at the project's tsconfig.json, line 1.
-            for line in out.lines() {
-                if let Some(rest) = line.strip_prefix("error TS") {
-                    let (code, message) = rest.split_once(": ").unwrap_or((rest, ""));
-                    diags.push(Diag {
-                        path: root.join("tsconfig.json"),
-                        line: 1,
-                        column: 1,
-                        severity: 1,
-                        code: format!("TS{code}"),
-                        message: message.to_string(),
-                        source: "tsc".into(),
-                        at: String::new(),
-                    });
-                    continue;
-                }
-                let Some((loc, rest)) = line.split_once("): ") else {
-                    continue;
-                };
-                let Some((file, lc)) = loc.rsplit_once('(') else {
-                    continue;
-                };
-                let mut nums = lc
-                    .split(',')
-                    .map(|n| n.trim().parse::<usize>().unwrap_or(1));
-                let (l, c) = (nums.next().unwrap_or(1), nums.next().unwrap_or(1));
-                let (head, message) = rest.split_once(": ").unwrap_or((rest, ""));
-                let mut words = head.split_whitespace();
-                let level = words.next().unwrap_or("error");
-                diags.push(Diag {
-                    path: abs(file),
-                    line: l,
-                    column: c,
-                    severity: sev(level),
-                    code: words.next().unwrap_or("").to_string(),
-                    message: message.to_string(),
-                    source: "tsc".into(),
-                    at: String::new(),
-                });
-            }
-        }
-        _ => {
-            // file:line:col: severity: message (gcc, clang), or file:line:col: message (go
-            // vet: an analyzer's finding, a warning, and a type error it prefixes with `vet: `,
-            // an error).
-            for line in out.lines() {
-                // A message's further lines (go's `have (…)`/`want (…)`) are indented by a
-                // tab: they belong to the one before.
-                if line.starts_with('\t')
-                    && let Some(last) = diags.last_mut()
-                    && !line.trim().is_empty()
-                {
-                    last.message.push('\n');
-                    last.message.push_str(line.trim());
-                    continue;
-                }
-                let (line, unmarked) = match line.strip_prefix("vet: ") {
-                    Some(rest) => (rest, 1),
-                    None => (line, 2),
-                };
-                let parts: Vec<&str> = line.splitn(4, ':').collect();
-                if parts.len() < 4 {
-                    continue;
-                }
-                let (Ok(l), Ok(c)) = (
-                    parts[1].trim().parse::<usize>(),
-                    parts[2].trim().parse::<usize>(),
-                ) else {
-                    continue;
-                };
-                let rest = parts[3].trim();
-                let (severity, message) = match rest.split_once(':') {
-                    Some((word, message)) if sev(word.trim()) < 4 => (sev(word.trim()), message),
-                    _ => (unmarked, rest),
-                };
-                diags.push(Diag {
-                    path: abs(parts[0]),
-                    line: l,
-                    column: c,
-                    severity,
-                    code: String::new(),
-                    message: message.trim().to_string(),
-                    source: String::new(),
-                    at: String::new(),
-                });
-            }
-        }
+        "pyright-json" => pyright_json(out, &abs, &mut diags),
+        "cargo-json" => cargo_json(out, &abs, &mut diags),
+        "tsc" => tsc(out, root, &abs, &mut diags),
+        _ => file_line_col(out, &abs, &mut diags),
     }
     diags
+}
+
+/// `pyright --outputjson`: its `generalDiagnostics`.
+fn pyright_json(out: &str, abs: &dyn Fn(&str) -> PathBuf, diags: &mut Vec<Diag>) {
+    let v: Value = serde_json::from_str(out).unwrap_or(Value::Null);
+    for d in v["generalDiagnostics"].as_array().into_iter().flatten() {
+        diags.push(Diag {
+            path: abs(d["file"].as_str().unwrap_or("")),
+            line: d
+                .pointer("/range/start/line")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as usize
+                + 1,
+            column: d
+                .pointer("/range/start/character")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as usize
+                + 1,
+            severity: sev(d["severity"].as_str().unwrap_or("error")),
+            code: d["rule"].as_str().unwrap_or("").to_string(),
+            message: d["message"].as_str().unwrap_or("").to_string(),
+            source: "pyright".into(),
+            at: String::new(),
+        });
+    }
+}
+
+/// `cargo check --message-format=json`: each compiler message at its primary span.
+fn cargo_json(out: &str, abs: &dyn Fn(&str) -> PathBuf, diags: &mut Vec<Diag>) {
+    for line in out.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v["reason"] != "compiler-message" {
+            continue;
+        }
+        let m = &v["message"];
+        let Some(span) = m["spans"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["is_primary"] == true))
+        else {
+            continue;
+        };
+        diags.push(Diag {
+            path: abs(span["file_name"].as_str().unwrap_or("")),
+            line: span["line_start"].as_u64().unwrap_or(1) as usize,
+            column: span["column_start"].as_u64().unwrap_or(1) as usize,
+            severity: sev(m["level"].as_str().unwrap_or("error")),
+            code: m
+                .pointer("/code/code")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            message: m["message"].as_str().unwrap_or("").to_string(),
+            source: "cargo".into(),
+            at: String::new(),
+        });
+    }
+}
+
+/// `tsc --noEmit --pretty false`.
+fn tsc(out: &str, root: &Path, abs: &dyn Fn(&str) -> PathBuf, diags: &mut Vec<Diag>) {
+    // src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.
+    // An error of no file (`error TS2318: Cannot find global type '…'.`: the
+    // project's lib or types) stands at the project's tsconfig.json, line 1.
+    for line in out.lines() {
+        if let Some(rest) = line.strip_prefix("error TS") {
+            let (code, message) = rest.split_once(": ").unwrap_or((rest, ""));
+            diags.push(Diag {
+                path: root.join("tsconfig.json"),
+                line: 1,
+                column: 1,
+                severity: 1,
+                code: format!("TS{code}"),
+                message: message.to_string(),
+                source: "tsc".into(),
+                at: String::new(),
+            });
+            continue;
+        }
+        let Some((loc, rest)) = line.split_once("): ") else {
+            continue;
+        };
+        let Some((file, lc)) = loc.rsplit_once('(') else {
+            continue;
+        };
+        let mut nums = lc
+            .split(',')
+            .map(|n| n.trim().parse::<usize>().unwrap_or(1));
+        let (l, c) = (nums.next().unwrap_or(1), nums.next().unwrap_or(1));
+        let (head, message) = rest.split_once(": ").unwrap_or((rest, ""));
+        let mut words = head.split_whitespace();
+        let level = words.next().unwrap_or("error");
+        diags.push(Diag {
+            path: abs(file),
+            line: l,
+            column: c,
+            severity: sev(level),
+            code: words.next().unwrap_or("").to_string(),
+            message: message.to_string(),
+            source: "tsc".into(),
+            at: String::new(),
+        });
+    }
+}
+
+/// The compilers' `file:line:col: severity: message` lines (gcc, clang, go vet).
+fn file_line_col(out: &str, abs: &dyn Fn(&str) -> PathBuf, diags: &mut Vec<Diag>) {
+    // file:line:col: severity: message (gcc, clang), or file:line:col: message (go
+    // vet: an analyzer's finding, a warning, and a type error it prefixes with `vet: `,
+    // an error).
+    for line in out.lines() {
+        // A message's further lines (go's `have (…)`/`want (…)`) are indented by a
+        // tab: they belong to the one before.
+        if line.starts_with('\t')
+            && let Some(last) = diags.last_mut()
+            && !line.trim().is_empty()
+        {
+            last.message.push('\n');
+            last.message.push_str(line.trim());
+            continue;
+        }
+        let (line, unmarked) = match line.strip_prefix("vet: ") {
+            Some(rest) => (rest, 1),
+            None => (line, 2),
+        };
+        let parts: Vec<&str> = line.splitn(4, ':').collect();
+        if parts.len() < 4 {
+            continue;
+        }
+        let (Ok(l), Ok(c)) = (
+            parts[1].trim().parse::<usize>(),
+            parts[2].trim().parse::<usize>(),
+        ) else {
+            continue;
+        };
+        let rest = parts[3].trim();
+        let (severity, message) = match rest.split_once(':') {
+            Some((word, message)) if sev(word.trim()) < 4 => (sev(word.trim()), message),
+            _ => (unmarked, rest),
+        };
+        diags.push(Diag {
+            path: abs(parts[0]),
+            line: l,
+            column: c,
+            severity,
+            code: String::new(),
+            message: message.trim().to_string(),
+            source: String::new(),
+            at: String::new(),
+        });
+    }
 }
 
 impl LanguageServers {

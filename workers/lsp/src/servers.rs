@@ -733,6 +733,22 @@ impl LanguageServers {
     pub async fn status(&self, from: &Path, run: &str, workdir: &Path) -> Value {
         // Paths in the text are shown from the workdir (the JSON keeps them absolute).
         let dir = |p: &Path| crate::render::show_dir(p, workdir);
+        let (lines, servers) = self.running(workdir).await;
+        let here = self.languages_here(from, run, workdir).await;
+        let mut text = status_text(&lines, &here, &dir(from), run);
+        let trust = self.roots_trust(&here, run);
+        if !trust.iter().all(|t| t["trusted"] == true) {
+            text.push_str(
+                "untrusted roots: trust one with `lsp {\"op\":\"trust\"}` (asks the user; for this run) or list it in the daemon config's [trust] roots\n",
+            );
+        }
+        json!({"text": text, "servers": servers, "languages": here, "trust": trust})
+    }
+
+    /// The servers started so far: one line each for the text (paths from `workdir`), and
+    /// their JSON.
+    async fn running(&self, workdir: &Path) -> (Vec<String>, Vec<Value>) {
+        let dir = |p: &Path| crate::render::show_dir(p, workdir);
         let mut servers = Vec::new();
         let mut lines = Vec::new();
         for s in self.all() {
@@ -781,6 +797,13 @@ impl LanguageServers {
                 "server_name": conn.as_ref().map(|c| c.name.clone()),
             }));
         }
+        (lines, servers)
+    }
+
+    /// Each configured language as seen from `from` for `run`: its state there, why, its
+    /// root and whether that is trusted.
+    async fn languages_here(&self, from: &Path, run: &str, workdir: &Path) -> Vec<Value> {
+        let dir = |p: &Path| crate::render::show_dir(p, workdir);
         let mut here = Vec::new();
         for (language, spec) in &self.languages {
             let (state, reason, root) = match self.plan_for(language, spec, from, run) {
@@ -837,53 +860,12 @@ impl LanguageServers {
                 "untrusted_changes": changes,
             }));
         }
-        let mut text = String::new();
-        if lines.is_empty() {
-            text.push_str("no language server has been started\n");
-        } else {
-            text.push_str("servers:\n");
-            for l in &lines {
-                text.push_str(&format!("  {l}\n"));
-            }
-        }
-        // The run: trust granted with `lsp trust` is for it.
-        text.push_str(&format!("for {} (run {run}):\n", dir(from)));
-        // Languages with no root marker here are one line: a Python project's status is not
-        // a page of "no root" for every other language (`languages` still lists them all).
-        let absent: Vec<&str> = here
-            .iter()
-            .filter(|h| h["state"] == "no root")
-            .filter_map(|h| h["language"].as_str())
-            .collect();
-        for h in here.iter().filter(|h| h["state"] != "no root") {
-            text.push_str(&format!(
-                "  {}: {} — {}\n",
-                h["language"].as_str().unwrap_or(""),
-                h["state"].as_str().unwrap_or(""),
-                h["reason"].as_str().unwrap_or("")
-            ));
-            if let Some(trust) = h["trust"].as_str() {
-                let changes: Vec<&str> = h["untrusted_changes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                if changes.is_empty() {
-                    text.push_str(&format!("    {trust}: project code may run\n"));
-                } else {
-                    text.push_str(&format!("    {trust}: {}\n", changes.join("; ")));
-                }
-            }
-        }
-        if !absent.is_empty() {
-            text.push_str(&format!(
-                "  no root marker here for: {} (`languages` in the answer says what each looks for)\n",
-                absent.join(", ")
-            ));
-        }
-        // Every root seen, once: trusted for this run, by what, and which runs an approval
-        // trusted it for.
+        here
+    }
+
+    /// Every root of `here`, once: trusted for `run`, by what, and which runs an approval
+    /// trusted it for.
+    fn roots_trust(&self, here: &[Value], run: &str) -> Vec<Value> {
         let mut roots: Vec<String> = here
             .iter()
             .filter_map(|h| h["root"].as_str().map(str::to_string))
@@ -907,13 +889,59 @@ impl LanguageServers {
                 })
             })
             .collect();
-        if !trust.iter().all(|t| t["trusted"] == true) {
-            text.push_str(
-                "untrusted roots: trust one with `lsp {\"op\":\"trust\"}` (asks the user; for this run) or list it in the daemon config's [trust] roots\n",
-            );
-        }
-        json!({"text": text, "servers": servers, "languages": here, "trust": trust})
+        trust
     }
+}
+
+/// `lsp status`'s text: the servers started (`lines`), then each language from `shown` (a
+/// language with no root there on one line for all).
+fn status_text(lines: &[String], here: &[Value], shown: &str, run: &str) -> String {
+    let mut text = String::new();
+    if lines.is_empty() {
+        text.push_str("no language server has been started\n");
+    } else {
+        text.push_str("servers:\n");
+        for l in lines {
+            text.push_str(&format!("  {l}\n"));
+        }
+    }
+    // The run: trust granted with `lsp trust` is for it.
+    text.push_str(&format!("for {} (run {run}):\n", shown));
+    // Languages with no root marker here are one line: a Python project's status is not
+    // a page of "no root" for every other language (`languages` still lists them all).
+    let absent: Vec<&str> = here
+        .iter()
+        .filter(|h| h["state"] == "no root")
+        .filter_map(|h| h["language"].as_str())
+        .collect();
+    for h in here.iter().filter(|h| h["state"] != "no root") {
+        text.push_str(&format!(
+            "  {}: {} — {}\n",
+            h["language"].as_str().unwrap_or(""),
+            h["state"].as_str().unwrap_or(""),
+            h["reason"].as_str().unwrap_or("")
+        ));
+        if let Some(trust) = h["trust"].as_str() {
+            let changes: Vec<&str> = h["untrusted_changes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if changes.is_empty() {
+                text.push_str(&format!("    {trust}: project code may run\n"));
+            } else {
+                text.push_str(&format!("    {trust}: {}\n", changes.join("; ")));
+            }
+        }
+    }
+    if !absent.is_empty() {
+        text.push_str(&format!(
+            "  no root marker here for: {} (`languages` in the answer says what each looks for)\n",
+            absent.join(", ")
+        ));
+    }
+    text
 }
 
 #[cfg(test)]
