@@ -245,81 +245,7 @@ impl LanguageServers {
                 tsc_project(&root, &mut args, &cmd)?;
             }
             let run = self.run_checker(&resolved.program, &args, &root).await?;
-            let (out, status, discarded) = (run.out, run.status, run.discarded);
-            let mut diags = parse(&format, &out, &root);
-            if format == "gcc" {
-                // Compilers and `go vet` write their findings to stderr.
-                diags.extend(parse(&format, &run.err, &root));
-            }
-            let shown_cmd = format!("{} {}", cmd[0], args.join(" "));
-            if !run.success && diags.is_empty() && discarded == 0 {
-                // A failing checker that reported nothing did not check (tsc printing its
-                // help, a broken config): never "no diagnostics".
-                return Err(ToolError::new(
-                    ErrorKind::ResourceFailed,
-                    format!(
-                        "`{shown_cmd}` in {} ended with {status} and reported no diagnostics: it did not check the project. Its output: {}",
-                        root.display(),
-                        output_head(&out, &run.err)
-                    ),
-                    "fix what the output names (the checker's config), or check single files with `lsp diagnostics`",
-                ));
-            }
-            if discarded > 0 && diags.is_empty() {
-                // Not "no diagnostics": the output that would hold them was not read whole.
-                return Err(ToolError::new(
-                    ErrorKind::Io,
-                    format!(
-                        "`{}` wrote more than {} MiB; the rest ({discarded} bytes) was not read, and no diagnostics could be parsed from the part that was",
-                        cmd.join(" "),
-                        OUTPUT_MAX >> 20
-                    ),
-                    "check single files with `lsp diagnostics`, or narrow the checker's scope in [lsp.languages.<name>] checker",
-                ));
-            }
-            diags.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
-            let total = diags.len();
-            let mut text: String = diags
-                .iter()
-                .take(SHOWN_MAX)
-                .map(|d| d.line_text(&ctx.workdir) + "\n")
-                .collect();
-            if total == 0 {
-                text = format!("{shown_cmd}: no diagnostics ({status})\n");
-            } else if total > SHOWN_MAX {
-                text.push_str(&format!("(showing {SHOWN_MAX} of {total})\n"));
-            }
-            if discarded > 0 {
-                text.push_str(&format!(
-                    "(the checker wrote more than {} MiB: {discarded} bytes were not read, so this list may be incomplete)\n",
-                    OUTPUT_MAX >> 20
-                ));
-            }
-            let shown_root = match show_path(&root, &ctx.workdir) {
-                r if r.is_empty() => ".".to_string(),
-                r => r,
-            };
-            // `go vet` type-checks each package and stops at its first type error.
-            let stopped =
-                cmd.iter().any(|c| c == "vet") && run.err.lines().any(|l| l.starts_with("vet: "));
-            let mut answer = json!({
-                "text": text,
-                "checker": shown_cmd,
-                "root": shown_root,
-                "exit": status,
-                "total": total,
-                "output_truncated": discarded > 0,
-                "diagnostics": diags.iter().take(SHOWN_MAX).map(|d| d.to_json(&ctx.workdir)).collect::<Vec<_>>(),
-            });
-            if stopped {
-                crate::coverage::mark_coverage(
-                    &mut answer,
-                    Some(
-                        "go vet stops at the first type error of each package, so a package may have more: `go build -gcflags=-e ./...` lists them all, or ask `lsp diagnostics` of its files".into(),
-                    ),
-                );
-            }
-            return Ok(answer);
+            return checker_answer(ctx, &cmd, &args, &format, &root, run);
         }
         if let Some(refusal) = withheld {
             return Err(refusal);
@@ -392,6 +318,93 @@ impl LanguageServers {
             )),
         }
     }
+}
+
+/// The answer of `diagnostics "*"` from the checker's `run` (`cmd` with `args`, its output
+/// read as `format`) in `root`: its diagnostics, at most [`SHOWN_MAX`], or why it did not
+/// check.
+fn checker_answer(
+    ctx: &CallCtx,
+    cmd: &[String],
+    args: &[String],
+    format: &str,
+    root: &Path,
+    run: CheckerRun,
+) -> Result<Value, ToolError> {
+    let (out, status, discarded) = (run.out, run.status, run.discarded);
+    let mut diags = parse(format, &out, root);
+    if format == "gcc" {
+        // Compilers and `go vet` write their findings to stderr.
+        diags.extend(parse(format, &run.err, root));
+    }
+    let shown_cmd = format!("{} {}", cmd[0], args.join(" "));
+    if !run.success && diags.is_empty() && discarded == 0 {
+        // A failing checker that reported nothing did not check (tsc printing its
+        // help, a broken config): never "no diagnostics".
+        return Err(ToolError::new(
+            ErrorKind::ResourceFailed,
+            format!(
+                "`{shown_cmd}` in {} ended with {status} and reported no diagnostics: it did not check the project. Its output: {}",
+                root.display(),
+                output_head(&out, &run.err)
+            ),
+            "fix what the output names (the checker's config), or check single files with `lsp diagnostics`",
+        ));
+    }
+    if discarded > 0 && diags.is_empty() {
+        // Not "no diagnostics": the output that would hold them was not read whole.
+        return Err(ToolError::new(
+            ErrorKind::Io,
+            format!(
+                "`{}` wrote more than {} MiB; the rest ({discarded} bytes) was not read, and no diagnostics could be parsed from the part that was",
+                cmd.join(" "),
+                OUTPUT_MAX >> 20
+            ),
+            "check single files with `lsp diagnostics`, or narrow the checker's scope in [lsp.languages.<name>] checker",
+        ));
+    }
+    diags.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
+    let total = diags.len();
+    let mut text: String = diags
+        .iter()
+        .take(SHOWN_MAX)
+        .map(|d| d.line_text(&ctx.workdir) + "\n")
+        .collect();
+    if total == 0 {
+        text = format!("{shown_cmd}: no diagnostics ({status})\n");
+    } else if total > SHOWN_MAX {
+        text.push_str(&format!("(showing {SHOWN_MAX} of {total})\n"));
+    }
+    if discarded > 0 {
+        text.push_str(&format!(
+            "(the checker wrote more than {} MiB: {discarded} bytes were not read, so this list may be incomplete)\n",
+            OUTPUT_MAX >> 20
+        ));
+    }
+    let shown_root = match show_path(root, &ctx.workdir) {
+        r if r.is_empty() => ".".to_string(),
+        r => r,
+    };
+    // `go vet` type-checks each package and stops at its first type error.
+    let stopped = cmd.iter().any(|c| c == "vet") && run.err.lines().any(|l| l.starts_with("vet: "));
+    let mut answer = json!({
+        "text": text,
+        "checker": shown_cmd,
+        "root": shown_root,
+        "exit": status,
+        "total": total,
+        "output_truncated": discarded > 0,
+        "diagnostics": diags.iter().take(SHOWN_MAX).map(|d| d.to_json(&ctx.workdir)).collect::<Vec<_>>(),
+    });
+    if stopped {
+        crate::coverage::mark_coverage(
+            &mut answer,
+            Some(
+                "go vet stops at the first type error of each package, so a package may have more: `go build -gcflags=-e ./...` lists them all, or ask `lsp diagnostics` of its files".into(),
+            ),
+        );
+    }
+    Ok(answer)
 }
 
 /// What a checker run gave.

@@ -186,141 +186,156 @@ fn v(items: &[&str]) -> Vec<String> {
 
 /// The embedded registry.
 pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
-    let mut m = BTreeMap::new();
-    m.insert(
-        "python".into(),
-        LanguageSpec {
-            extensions: v(&["py", "pyi"]),
-            markers: v(&[
-                "pyproject.toml",
-                "setup.py",
-                "setup.cfg",
-                "requirements.txt",
-                "pyrightconfig.json",
-            ]),
-            servers: vec![v(&["pyright-langserver", "--stdio"]), v(&["pylsp"])],
-            checker: Some(v(&["pyright", "--outputjson"])),
-            checker_format: Some("pyright-json".into()),
-            init_options: None,
-            untrusted_init_options: None,
-            untrusted_note: None,
-            untrusted_env: BTreeMap::new(),
-            server_runs_project_code: false,
-            checker_runs_project_code: false,
-            memory_limit_mb: None,
-        },
-    );
-    m.insert(
-        "typescript".into(),
-        LanguageSpec {
-            extensions: v(&["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"]),
-            markers: v(&["tsconfig.json", "jsconfig.json", "package.json"]),
-            servers: vec![v(&["typescript-language-server", "--stdio"])],
-            checker: Some(v(&["tsc", "--noEmit", "--pretty", "false"])),
-            checker_format: Some("tsc".into()),
-            init_options: None,
-            // `tsserver.path` is added at start: the TypeScript bundled with the server.
-            untrusted_init_options: Some("{}".into()),
-            untrusted_note: Some(
-                "typescript-language-server on its own bundled TypeScript, not the project's node_modules/typescript (its tsserver and tsconfig plugins are project code)".into(),
-            ),
-            untrusted_env: BTreeMap::new(),
-            server_runs_project_code: false,
-            checker_runs_project_code: false,
-            memory_limit_mb: None,
-        },
-    );
-    m.insert(
-        "rust".into(),
-        LanguageSpec {
-            extensions: v(&["rs"]),
-            markers: v(&["Cargo.toml"]),
-            servers: vec![v(&["rust-analyzer"])],
-            // The whole project: every package of the workspace, and its tests, examples and
-            // benches, as `cargo test` would build them.
-            checker: Some(v(&[
-                "cargo",
-                "check",
-                "--workspace",
-                "--all-targets",
-                "--message-format=json",
-            ])),
-            checker_format: Some("cargo-json".into()),
-            init_options: Some(RUST_ANALYZER.into()),
-            untrusted_init_options: Some(RUST_ANALYZER_RESTRICTED.into()),
-            untrusted_note: Some(
-                "rust-analyzer without build scripts, proc macros and check on save, on rustup's default toolchain (not the project's rust-toolchain.toml)".into(),
-            ),
-            // A rust-toolchain.toml may name any toolchain directory (`path = ...`), whose
-            // `rust-analyzer`, `cargo` and `rustc` the rustup proxies would then run.
-            untrusted_env: [(
-                "RUSTUP_TOOLCHAIN".to_string(),
-                RUSTUP_DEFAULT_TOOLCHAIN.to_string(),
-            )]
-            .into(),
-            server_runs_project_code: false,
-            checker_runs_project_code: true,
-            memory_limit_mb: None,
-        },
-    );
-    m.insert(
-        "c".into(),
-        LanguageSpec {
-            extensions: v(&["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"]),
-            markers: v(&[
-                "compile_commands.json",
-                "compile_flags.txt",
-                "CMakeLists.txt",
-                ".clangd",
-            ]),
-            servers: vec![v(&["clangd"])],
-            checker: None,
-            checker_format: None,
-            init_options: None,
-            untrusted_init_options: None,
-            untrusted_note: None,
-            untrusted_env: BTreeMap::new(),
-            server_runs_project_code: false,
-            checker_runs_project_code: false,
-            memory_limit_mb: None,
-        },
-    );
-    m.insert(
-        "go".into(),
-        LanguageSpec {
-            extensions: v(&["go"]),
-            markers: v(&["go.mod"]),
-            servers: vec![v(&["gopls"])],
-            checker: Some(v(&["go", "vet", "./..."])),
-            checker_format: Some("gcc".into()),
-            init_options: None,
-            untrusted_init_options: None,
-            untrusted_note: None,
-            untrusted_env: BTreeMap::new(),
-            server_runs_project_code: false,
-            checker_runs_project_code: false,
-            memory_limit_mb: None,
-        },
-    );
-    m.insert(
-        "dart".into(),
-        LanguageSpec {
-            extensions: v(&["dart"]),
-            markers: v(&["pubspec.yaml"]),
-            servers: vec![v(&["dart", "language-server", "--protocol=lsp"])],
-            checker: Some(v(&["dart", "analyze"])),
-            checker_format: None,
-            init_options: None,
-            untrusted_init_options: None,
-            untrusted_note: None,
-            untrusted_env: BTreeMap::new(),
-            // Analyzer plugins named in analysis_options.yaml run inside the server.
-            server_runs_project_code: true,
-            checker_runs_project_code: true,
-            memory_limit_mb: None,
-        },
-    );
-    m
+    [
+        ("python", python_language()),
+        ("typescript", typescript_language()),
+        ("rust", rust_language()),
+        ("c", c_language()),
+        ("go", go_language()),
+        ("dart", dart_language()),
+    ]
+    .into_iter()
+    .map(|(name, spec)| (name.to_string(), spec))
+    .collect()
+}
+
+/// The `python` entry of [`default_languages`].
+fn python_language() -> LanguageSpec {
+    LanguageSpec {
+        extensions: v(&["py", "pyi"]),
+        markers: v(&[
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "requirements.txt",
+            "pyrightconfig.json",
+        ]),
+        servers: vec![v(&["pyright-langserver", "--stdio"]), v(&["pylsp"])],
+        checker: Some(v(&["pyright", "--outputjson"])),
+        checker_format: Some("pyright-json".into()),
+        init_options: None,
+        untrusted_init_options: None,
+        untrusted_note: None,
+        untrusted_env: BTreeMap::new(),
+        server_runs_project_code: false,
+        checker_runs_project_code: false,
+        memory_limit_mb: None,
+    }
+}
+
+/// The `typescript` entry of [`default_languages`].
+fn typescript_language() -> LanguageSpec {
+    LanguageSpec {
+        extensions: v(&["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"]),
+        markers: v(&["tsconfig.json", "jsconfig.json", "package.json"]),
+        servers: vec![v(&["typescript-language-server", "--stdio"])],
+        checker: Some(v(&["tsc", "--noEmit", "--pretty", "false"])),
+        checker_format: Some("tsc".into()),
+        init_options: None,
+        // `tsserver.path` is added at start: the TypeScript bundled with the server.
+        untrusted_init_options: Some("{}".into()),
+        untrusted_note: Some(
+            "typescript-language-server on its own bundled TypeScript, not the project's node_modules/typescript (its tsserver and tsconfig plugins are project code)".into(),
+        ),
+        untrusted_env: BTreeMap::new(),
+        server_runs_project_code: false,
+        checker_runs_project_code: false,
+        memory_limit_mb: None,
+    }
+}
+
+/// The `rust` entry of [`default_languages`].
+fn rust_language() -> LanguageSpec {
+    LanguageSpec {
+        extensions: v(&["rs"]),
+        markers: v(&["Cargo.toml"]),
+        servers: vec![v(&["rust-analyzer"])],
+        // The whole project: every package of the workspace, and its tests, examples and
+        // benches, as `cargo test` would build them.
+        checker: Some(v(&[
+            "cargo",
+            "check",
+            "--workspace",
+            "--all-targets",
+            "--message-format=json",
+        ])),
+        checker_format: Some("cargo-json".into()),
+        init_options: Some(RUST_ANALYZER.into()),
+        untrusted_init_options: Some(RUST_ANALYZER_RESTRICTED.into()),
+        untrusted_note: Some(
+            "rust-analyzer without build scripts, proc macros and check on save, on rustup's default toolchain (not the project's rust-toolchain.toml)".into(),
+        ),
+        // A rust-toolchain.toml may name any toolchain directory (`path = ...`), whose
+        // `rust-analyzer`, `cargo` and `rustc` the rustup proxies would then run.
+        untrusted_env: [(
+            "RUSTUP_TOOLCHAIN".to_string(),
+            RUSTUP_DEFAULT_TOOLCHAIN.to_string(),
+        )]
+        .into(),
+        server_runs_project_code: false,
+        checker_runs_project_code: true,
+        memory_limit_mb: None,
+    }
+}
+
+/// The `c` entry of [`default_languages`].
+fn c_language() -> LanguageSpec {
+    LanguageSpec {
+        extensions: v(&["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"]),
+        markers: v(&[
+            "compile_commands.json",
+            "compile_flags.txt",
+            "CMakeLists.txt",
+            ".clangd",
+        ]),
+        servers: vec![v(&["clangd"])],
+        checker: None,
+        checker_format: None,
+        init_options: None,
+        untrusted_init_options: None,
+        untrusted_note: None,
+        untrusted_env: BTreeMap::new(),
+        server_runs_project_code: false,
+        checker_runs_project_code: false,
+        memory_limit_mb: None,
+    }
+}
+
+/// The `go` entry of [`default_languages`].
+fn go_language() -> LanguageSpec {
+    LanguageSpec {
+        extensions: v(&["go"]),
+        markers: v(&["go.mod"]),
+        servers: vec![v(&["gopls"])],
+        checker: Some(v(&["go", "vet", "./..."])),
+        checker_format: Some("gcc".into()),
+        init_options: None,
+        untrusted_init_options: None,
+        untrusted_note: None,
+        untrusted_env: BTreeMap::new(),
+        server_runs_project_code: false,
+        checker_runs_project_code: false,
+        memory_limit_mb: None,
+    }
+}
+
+/// The `dart` entry of [`default_languages`].
+fn dart_language() -> LanguageSpec {
+    LanguageSpec {
+        extensions: v(&["dart"]),
+        markers: v(&["pubspec.yaml"]),
+        servers: vec![v(&["dart", "language-server", "--protocol=lsp"])],
+        checker: Some(v(&["dart", "analyze"])),
+        checker_format: None,
+        init_options: None,
+        untrusted_init_options: None,
+        untrusted_note: None,
+        untrusted_env: BTreeMap::new(),
+        // Analyzer plugins named in analysis_options.yaml run inside the server.
+        server_runs_project_code: true,
+        checker_runs_project_code: true,
+        memory_limit_mb: None,
+    }
 }
 
 /// The LSP `languageId` of a file, by extension.

@@ -21,7 +21,7 @@ use toolvisor_protocol::tools::LspRenameArgs;
 
 use toolvisor_files::paths::Access;
 
-use crate::ops::CallCtx;
+use crate::ops::{CallCtx, Opened};
 use crate::position::{self, Encoding};
 use crate::render::show_path;
 use crate::server::ServerShared;
@@ -460,33 +460,9 @@ impl LanguageServers {
         let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
         let doc = json!({"uri": opened.uri});
         let dry_run = args.dry_run == Some(true);
-        if opened.conn.caps.pointer("/renameProvider/prepareProvider") == Some(&Value::Bool(true)) {
-            let prep = self
-                .request(
-                    &mut opened,
-                    "textDocument/prepareRename",
-                    json!({"textDocument": doc, "position": pos}),
-                )
-                .await;
-            let refused = match prep {
-                Ok(Value::Null) => Some(ToolError::new(
-                    ErrorKind::InvalidArgs,
-                    format!(
-                        "`{}` at {shown}:{line} cannot be renamed (the server says so)",
-                        args.symbol
-                    ),
-                    "point at a symbol the project defines",
-                )),
-                Ok(_) => None,
-                Err(e) => Some(e),
-            };
-            if let Some(e) = refused {
-                let e =
-                    crate::hidden_uses::explain_switched_off(ctx, &opened.shared, &opened.path, e)
-                        .await;
-                return Err(e);
-            }
-        }
+        let what = format!("`{}` at {shown}:{line}", args.symbol);
+        self.prepare_rename(ctx, &mut opened, &doc, &pos, &what)
+            .await?;
         let edit = self
             .request(
                 &mut opened,
@@ -516,24 +492,92 @@ impl LanguageServers {
             )
             .await;
         if dry_run {
-            let _sync = opened.shared.sync_lock.lock().await;
-            let changes = plan_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;
-            drop(_sync);
-            self.previews.remember(&ctx.run, &args, &changes);
-            let total: usize = changes.iter().map(|c| c.edits).sum();
-            let (lines, files, left_out) =
-                crate::rename_preview::render(&changes, &ctx.workdir, (&word, &args.new_name));
-            let text = format!(
-                "preview: renaming `{}` to `{}` would make {total} edits in {} files; nothing was written\n{lines}",
-                args.symbol,
-                args.new_name,
-                changes.len()
-            );
-            let mut answer = json!({"text": text, "dry_run": true, "written": false,
-                "files": files, "edits": total, "lines_not_shown": left_out});
-            crate::coverage::mark_coverage(&mut answer, gap);
-            return Ok(answer);
+            return self
+                .preview_rename(ctx, &opened, &args, edit, &word, gap)
+                .await;
         }
+        self.apply_rename(ctx, &opened, &args, edit, gap).await
+    }
+
+    /// Where the server offers `prepareRename`, whether it will rename `what` at `pos` (a
+    /// refusal told why when the file is a module switched off).
+    async fn prepare_rename(
+        &self,
+        ctx: &CallCtx,
+        opened: &mut Opened,
+        doc: &Value,
+        pos: &Value,
+        what: &str,
+    ) -> Result<(), ToolError> {
+        if opened.conn.caps.pointer("/renameProvider/prepareProvider") != Some(&Value::Bool(true)) {
+            return Ok(());
+        }
+        let prep = self
+            .request(
+                opened,
+                "textDocument/prepareRename",
+                json!({"textDocument": doc, "position": pos}),
+            )
+            .await;
+        let refused = match prep {
+            Ok(Value::Null) => Some(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!("{what} cannot be renamed (the server says so)"),
+                "point at a symbol the project defines",
+            )),
+            Ok(_) => None,
+            Err(e) => Some(e),
+        };
+        if let Some(e) = refused {
+            let e = crate::hidden_uses::explain_switched_off(ctx, &opened.shared, &opened.path, e)
+                .await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// `lsp_rename {dry_run: true}`: the edit planned, remembered for the run and shown,
+    /// nothing written.
+    async fn preview_rename(
+        &self,
+        ctx: &CallCtx,
+        opened: &Opened,
+        args: &LspRenameArgs,
+        edit: Value,
+        word: &str,
+        gap: Option<String>,
+    ) -> Result<Value, ToolError> {
+        let enc = opened.conn.encoding;
+        let _sync = opened.shared.sync_lock.lock().await;
+        let changes = plan_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;
+        drop(_sync);
+        self.previews.remember(&ctx.run, args, &changes);
+        let total: usize = changes.iter().map(|c| c.edits).sum();
+        let (lines, files, left_out) =
+            crate::rename_preview::render(&changes, &ctx.workdir, (word, &args.new_name));
+        let text = format!(
+            "preview: renaming `{}` to `{}` would make {total} edits in {} files; nothing was written\n{lines}",
+            args.symbol,
+            args.new_name,
+            changes.len()
+        );
+        let mut answer = json!({"text": text, "dry_run": true, "written": false,
+            "files": files, "edits": total, "lines_not_shown": left_out});
+        crate::coverage::mark_coverage(&mut answer, gap);
+        Ok(answer)
+    }
+
+    /// The rename's edit written (checked against the run's preview, if any) and its new
+    /// diagnostics.
+    async fn apply_rename(
+        &self,
+        ctx: &CallCtx,
+        opened: &Opened,
+        args: &LspRenameArgs,
+        edit: Value,
+        gap: Option<String>,
+    ) -> Result<Value, ToolError> {
+        let enc = opened.conn.encoding;
         // The diagnostics the touched files have now are the run's baseline where it has
         // none, so the rename reports only errors it introduced.
         if let Ok(touched) = touched_files(&edit) {
@@ -545,7 +589,7 @@ impl LanguageServers {
         let _sync = opened.shared.sync_lock.lock().await;
         let expect = Preview {
             previews: &self.previews,
-            args: &args,
+            args,
         };
         let changes =
             apply_checked(ctx, &opened.shared, edit, enc, "lsp_rename", Some(expect)).await;

@@ -13,7 +13,7 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::hierarchy::site;
-use crate::ops::{CallCtx, require};
+use crate::ops::{CallCtx, Opened, require};
 use crate::render::Sources;
 use crate::servers::LanguageServers;
 use crate::uri;
@@ -34,6 +34,39 @@ impl LanguageServers {
         let params =
             json!({"textDocument": {"uri": at.opened.uri}, "position": at.position(at.byte)});
         let asked = std::time::Instant::now();
+        let (item, supers, subs) = self.ask_types(&mut at.opened, params, &here).await?;
+        let request_ms = asked.elapsed().as_secs_f64() * 1000.0;
+        let opened = &at.opened;
+        let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
+        let readable = |p: &Path| ctx.may_read(p);
+        let read = |p: &Path| ctx.read_text(p).ok();
+        let mut sources = Sources::new(&open_text, &readable, &read);
+        let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+        let mut text = String::new();
+        let mut answer = json!({"symbol": name});
+        for (key, list) in [("supertypes", &supers), ("subtypes", &subs)] {
+            let (lines, items, total) = types_of(list, key, name, ctx, &mut sources);
+            text.push_str(&lines);
+            answer[key] = json!(items);
+            answer[format!("{key}_total")] = json!(total);
+            answer[format!("{key}_truncated")] = json!(total > TYPES_MAX);
+        }
+        let mut server = self.server_info_of(opened);
+        server["request_ms"] = json!(request_ms);
+        answer["text"] = json!(text);
+        answer["server"] = server;
+        Ok(answer)
+    }
+
+    /// The type at `params` with its supertypes and subtypes: the standard protocol's three
+    /// requests, else clangd 14's one (both directions, one level deep), remembered per
+    /// incarnation once it answered.
+    async fn ask_types(
+        &self,
+        opened: &mut Opened,
+        params: Value,
+        here: &str,
+    ) -> Result<(Value, Value, Value), ToolError> {
         let not_a_type = || {
             ToolError::new(
                 ErrorKind::InvalidArgs,
@@ -43,15 +76,11 @@ impl LanguageServers {
         };
         // The standard protocol's refusal, returned if the earlier one fails too.
         let mut refused = None;
-        let standard = if at.opened.conn.legacy_type_hierarchy.load(Ordering::Relaxed) {
+        let standard = if opened.conn.legacy_type_hierarchy.load(Ordering::Relaxed) {
             None
         } else {
             match self
-                .request(
-                    &mut at.opened,
-                    "textDocument/prepareTypeHierarchy",
-                    params.clone(),
-                )
+                .request(opened, "textDocument/prepareTypeHierarchy", params.clone())
                 .await
             {
                 Ok(items) => Some(items),
@@ -70,18 +99,10 @@ impl LanguageServers {
                     .cloned()
                     .ok_or_else(not_a_type)?;
                 let supers = self
-                    .request(
-                        &mut at.opened,
-                        "typeHierarchy/supertypes",
-                        json!({"item": item}),
-                    )
+                    .request(opened, "typeHierarchy/supertypes", json!({"item": item}))
                     .await?;
                 let subs = self
-                    .request(
-                        &mut at.opened,
-                        "typeHierarchy/subtypes",
-                        json!({"item": item}),
-                    )
+                    .request(opened, "typeHierarchy/subtypes", json!({"item": item}))
                     .await?;
                 (item, supers, subs)
             }
@@ -92,11 +113,11 @@ impl LanguageServers {
                 legacy["direction"] = json!(2);
                 legacy["resolve"] = json!(1);
                 let item = self
-                    .request(&mut at.opened, "textDocument/typeHierarchy", legacy)
+                    .request(opened, "textDocument/typeHierarchy", legacy)
                     .await
                     .map_err(|e| refused.take().unwrap_or(e))?;
                 if refused.is_some() {
-                    let conn = &at.opened.conn;
+                    let conn = &opened.conn;
                     conn.legacy_type_hierarchy.store(true, Ordering::Relaxed);
                 }
                 if item.is_null() {
@@ -107,60 +128,51 @@ impl LanguageServers {
                 (item, supers, subs)
             }
         };
-        let request_ms = asked.elapsed().as_secs_f64() * 1000.0;
-        let opened = &at.opened;
-        let open_text = |p: &Path| opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
-        let readable = |p: &Path| ctx.may_read(p);
-        let read = |p: &Path| ctx.read_text(p).ok();
-        let mut sources = Sources::new(&open_text, &readable, &read);
-        let name = item.get("name").and_then(Value::as_str).unwrap_or("");
-        let mut text = String::new();
-        let mut answer = json!({"symbol": name});
-        for (key, list, word) in [
-            ("supertypes", &supers, "supertypes"),
-            ("subtypes", &subs, "subtypes"),
-        ] {
-            let mut types = Vec::new();
-            for t in list.as_array().into_iter().flatten() {
-                let range = t
-                    .get("selectionRange")
-                    .or_else(|| t.get("range"))
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                if let Some((s, _)) = site(t, &range, ctx, &mut sources) {
-                    types.push(s);
-                }
-            }
-            types.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
-            let total = types.len();
-            text.push_str(&format!("{word} of {name} ({total}):\n"));
-            if types.is_empty() {
-                text.push_str("  none found\n");
-            }
-            let mut items = Vec::new();
-            for s in types.iter().take(TYPES_MAX) {
-                text.push_str(&format!(
-                    "  {} {} ({}:{}) — {}\n",
-                    s.kind, s.name, s.path, s.line, s.text
-                ));
-                items.push(
-                    json!({"name": s.name, "kind": s.kind, "path": s.path, "line": s.line,
-                    "text": if s.outside { "" } else { &s.text }, "outside": s.outside}),
-                );
-            }
-            if total > TYPES_MAX {
-                text.push_str(&format!(
-                    "  (showing {TYPES_MAX} of {total} {word}; the list was cut)\n"
-                ));
-            }
-            answer[key] = json!(items);
-            answer[format!("{key}_total")] = json!(total);
-            answer[format!("{key}_truncated")] = json!(total > TYPES_MAX);
-        }
-        let mut server = self.server_info_of(opened);
-        server["request_ms"] = json!(request_ms);
-        answer["text"] = json!(text);
-        answer["server"] = server;
-        Ok(answer)
+        Ok((item, supers, subs))
     }
+}
+
+/// One direction's lines of the answer (`word` of `name`), its items (at most [`TYPES_MAX`])
+/// and how many there are.
+fn types_of(
+    list: &Value,
+    word: &str,
+    name: &str,
+    ctx: &CallCtx,
+    sources: &mut Sources<'_>,
+) -> (String, Vec<Value>, usize) {
+    let mut types = Vec::new();
+    for t in list.as_array().into_iter().flatten() {
+        let range = t
+            .get("selectionRange")
+            .or_else(|| t.get("range"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if let Some((s, _)) = site(t, &range, ctx, sources) {
+            types.push(s);
+        }
+    }
+    types.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    let total = types.len();
+    let mut text = format!("{word} of {name} ({total}):\n");
+    if types.is_empty() {
+        text.push_str("  none found\n");
+    }
+    let mut items = Vec::new();
+    for s in types.iter().take(TYPES_MAX) {
+        text.push_str(&format!(
+            "  {} {} ({}:{}) — {}\n",
+            s.kind, s.name, s.path, s.line, s.text
+        ));
+        items.push(
+            json!({"name": s.name, "kind": s.kind, "path": s.path, "line": s.line,
+            "text": if s.outside { "" } else { &s.text }, "outside": s.outside}),
+        );
+    }
+    if total > TYPES_MAX {
+        text.push_str(&format!(
+            "  (showing {TYPES_MAX} of {total} {word}; the list was cut)\n"
+        ));
+    }
+    (text, items, total)
 }
