@@ -367,3 +367,60 @@ fn a_deleted_or_moved_module_breaks_its_importers_and_the_write_says_so() {
         "a move did not report the importers it broke: {v}"
     );
 }
+
+/// A seventh probe (go-cmp 0.5.9): deleting a package's only non-test file with
+/// `apply_patch` answered "no new diagnostics" though every importer now fails to import it:
+/// gopls diagnosed them only after its `diagnosticsDelay`, silently, and the dependents'
+/// lists were taken at the first quiet. The race did not come back on this small module with
+/// the build before the fix (the mechanism's test that fails there is
+/// `lsp_go_navigation::a_callers_diagnostics_follow_a_change_in_the_package_it_imports`);
+/// this one keeps the Go delete's answer right.
+#[test]
+fn deleting_a_go_package_reports_its_importers() {
+    toolvisor_tests::debug::require_go();
+    require("gopls");
+    let p = project(&[
+        ("go.mod", "module example.com/gocmp\n\ngo 1.19\n"),
+        (
+            "internal/function/func.go",
+            "package function\n\nfunc NameOf() string { return \"f\" }\n",
+        ),
+        (
+            "cmp/compare.go",
+            "package cmp\n\nimport \"example.com/gocmp/internal/function\"\n\nfunc Name() string { return function.NameOf() }\n",
+        ),
+    ]);
+    let w = p.path();
+    // Weight, as go-cmp's: gopls takes longer than `settle_ms` to diagnose the importer.
+    for i in 0..120 {
+        let funcs: String = (0..40)
+            .map(|j| format!("func F{i}x{j}(a, b int) int {{\n\tif a > b {{\n\t\treturn a - b\n\t}}\n\treturn b - a\n}}\n\n"))
+            .collect();
+        std::fs::write(
+            w.join(format!("cmp/gen{i}.go")),
+            format!("package cmp\n\n{funcs}"),
+        )
+        .unwrap();
+    }
+    let d = TestDaemon::start(&format!(
+        "{}{}",
+        toolvisor_tests::debug::go_env(),
+        lsp_config("")
+    ));
+    ok_in(
+        &d,
+        w,
+        "lsp",
+        json!({"op": "diagnostics", "file": "cmp/compare.go"}),
+    );
+    let v = ok_in(
+        &d,
+        w,
+        "apply_patch",
+        json!({"patch": "*** Begin Patch\n*** Delete File: internal/function/func.go\n*** End Patch\n"}),
+    );
+    assert!(
+        new_paths(&v).contains(&"cmp/compare.go".to_string()),
+        "the delete did not report the importer it broke: {v}"
+    );
+}

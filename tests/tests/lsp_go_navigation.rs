@@ -360,3 +360,99 @@ fn a_write_to_a_file_another_build_takes_says_it_is_not_checked_here() {
         "{v}"
     );
 }
+
+const VALUE_GO: &str = "package value\n\nfunc TypeString(n int, qualified bool) string {\n\tif qualified {\n\t\treturn \"q\"\n\t}\n\treturn \"\"\n}\n";
+const PATH_GO: &str = "package cmp\n\nimport \"example.com/gocmp/internal/value\"\n\nfunc Name() string {\n\treturn value.TypeString(1, true)\n}\n";
+
+/// A seventh probe (go-cmp 0.5.9): right after a package's signature changed on disk, the
+/// `diagnostics` of a file calling it — open in gopls, itself unchanged — answered its list
+/// from before the change, complete (3 of 16 answers in a loop): gopls diagnoses the packages
+/// that depend on a change only after its `diagnosticsDelay`, with no progress meanwhile, and
+/// the answer took the list once the server had been quiet for `settle_ms`. Now such a list
+/// counts as current only past that delay; each answer of a loop of changes is right.
+#[test]
+fn a_callers_diagnostics_follow_a_change_in_the_package_it_imports() {
+    toolvisor_tests::debug::require_go();
+    require("gopls");
+    let p = project(&[
+        ("go.mod", "module example.com/gocmp\n\ngo 1.19\n"),
+        ("internal/value/name.go", VALUE_GO),
+        ("cmp/path.go", PATH_GO),
+    ]);
+    let w = p.path();
+    // A package with some weight, as go-cmp's: gopls takes longer than `settle_ms` to
+    // diagnose it again.
+    for i in 0..120 {
+        let funcs: String = (0..40)
+            .map(|j| {
+                format!("func F{i}x{j}(a, b int) int {{\n\tif a > b {{\n\t\treturn a - b + len(value.TypeString(a, true))\n\t}}\n\treturn b - a\n}}\n\n")
+            })
+            .collect();
+        std::fs::write(
+            w.join(format!("cmp/gen{i}.go")),
+            format!("package cmp\n\nimport \"example.com/gocmp/internal/value\"\n\n{funcs}"),
+        )
+        .unwrap();
+    }
+    let d = TestDaemon::start(&format!("{}{}", go_env(), lsp_config("")));
+    let errors = |d: &TestDaemon| {
+        let v = ok_in(
+            d,
+            w,
+            "lsp",
+            json!({"op": "diagnostics", "file": "cmp/path.go"}),
+        );
+        assert_eq!(v["complete"], true, "{v}");
+        v["diagnostics"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no diagnostics list: {v}"))
+            .iter()
+            .filter(|x| x["severity"] == "error")
+            .count()
+    };
+    assert_eq!(errors(&d), 0);
+    let broken = VALUE_GO.replace("qualified bool)", "qualified bool, depth int)");
+    for round in 0..5 {
+        std::fs::write(w.join("internal/value/name.go"), &broken).unwrap();
+        assert_eq!(errors(&d), 1, "round {round}: the old list after the break");
+        std::fs::write(w.join("internal/value/name.go"), VALUE_GO).unwrap();
+        assert_eq!(errors(&d), 0, "round {round}: the old list after the fix");
+    }
+}
+
+/// A seventh probe (go-cmp 0.5.9): renaming an interface method (`PathStep.Values`) renamed
+/// its declaration and the calls through it, not the 7 methods implementing it, and said
+/// complete; the build broke. Such a rename now names the implementations it leaves.
+#[test]
+fn renaming_an_interface_method_names_the_implementations_it_leaves() {
+    toolvisor_tests::debug::require_go();
+    require("gopls");
+    let p = project(&[
+        ("go.mod", "module example.com/steps\n\ngo 1.19\n"),
+        (
+            "path.go",
+            "package steps\n\ntype PathStep interface {\n\tValues() int\n}\n\ntype Index struct{}\n\nfunc (Index) Values() int { return 1 }\n\ntype Field struct{}\n\nfunc (Field) Values() int { return 2 }\n\nfunc Sum(steps []PathStep) int {\n\tn := 0\n\tfor _, s := range steps {\n\t\tn += s.Values()\n\t}\n\treturn n\n}\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&format!("{}{}", go_env(), lsp_config("")));
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp_rename",
+        json!({"file": "path.go", "line": 4, "symbol": "Values", "new_name": "ValuePair", "dry_run": true}),
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    let reason = v["partial_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("path.go:9") && reason.contains("path.go:13"),
+        "the implementations are not named: {v}"
+    );
+    // Renaming a type leaves the interfaces it implements alone, rightly: no gap.
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp_rename",
+        json!({"file": "path.go", "line": 7, "symbol": "Index", "new_name": "Position", "dry_run": true}),
+    );
+    assert_eq!(v["complete"], true, "{v}");
+}

@@ -375,3 +375,50 @@ fn aliases_doctests_and_an_unresolved_name_make_pyright_answers_partial() {
         "{v}"
     );
 }
+
+/// A seventh probe (packaging 24.1): `tests/requirements.txt` made `tests/` a pyright root of
+/// its own, which resolved `import packaging` to an installed copy, not the project's `src/`:
+/// a rename's diagnostics and `definition` from a test answered about that copy, complete. A
+/// requirements file below a project is no root of its own.
+#[test]
+fn a_requirements_file_in_tests_makes_no_root_of_its_own() {
+    require("pyright-langserver");
+    let p = project(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"pkg\"\nversion = \"1\"\n",
+        ),
+        ("src/pkg/__init__.py", ""),
+        (
+            "src/pkg/util.py",
+            "def canonicalize(name: str) -> str:\n    return name.lower()\n",
+        ),
+        ("tests/requirements.txt", "pytest\n"),
+        (
+            "tests/test_util.py",
+            "from pkg.util import canonicalize\n\n\ndef test_it() -> None:\n    assert canonicalize(\"A\") == \"a\"\n",
+        ),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "definition", "file": "tests/test_util.py", "line": 5, "symbol": "canonicalize"}),
+    );
+    assert_eq!(
+        v["locations"][0]["path"], "src/pkg/util.py",
+        "the test's root is not the project's: {v}"
+    );
+    let s = ok_in(&d, p.path(), "lsp", json!({"op": "status"}));
+    let roots: Vec<&str> = s["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["root"].as_str())
+        .collect();
+    assert!(
+        roots.iter().all(|r| !r.ends_with("/tests")),
+        "a server was started for tests/: {roots:?}"
+    );
+}

@@ -309,7 +309,9 @@ fn go_language() -> LanguageSpec {
         servers: vec![v(&["gopls"])],
         checker: Some(v(&["go", "vet", "./..."])),
         checker_format: Some("gcc".into()),
-        init_options: None,
+        // Packages that depend on a change are diagnosed at once, not after a second's
+        // debounce, and the diagnosing is reported as progress (`Flavor::dependents_delay`).
+        init_options: Some(r#"{"diagnosticsDelay": "0s", "verboseWorkDoneProgress": true}"#.into()),
         untrusted_init_options: None,
         untrusted_note: None,
         untrusted_env: BTreeMap::new(),

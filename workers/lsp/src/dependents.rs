@@ -436,7 +436,9 @@ impl LanguageServers {
                 }
                 continue;
             }
-            let found = self.importers_of(shared, &written).await;
+            let mut found = self.importers_of(shared, &written).await;
+            // A file two servers of the write both reach (nested roots) is checked once.
+            found.files.retain(|f| !report.checked.contains(f));
             if found.files.is_empty() {
                 continue;
             }

@@ -27,6 +27,25 @@ use crate::servers::{LanguageServers, not_ready};
 /// publishes a file's list only when it is not empty or was not empty before.
 const EMPTY_STAYS_EMPTY: Duration = Duration::from_millis(700);
 
+/// When a document that did not change may count its last list as current after another
+/// changed: the server quiet for `settle`, and past its [`dependents_delay`] since the change.
+///
+/// [`dependents_delay`]: crate::server::Flavor::dependents_delay
+fn quiet_after_change(shared: &crate::server::ServerShared) -> Instant {
+    let quiet = shared.quiet_at();
+    let Some(delay) = shared.flavor.dependents_delay() else {
+        return quiet;
+    };
+    // Such a server reports its diagnosing as progress: while that is open, it is at work.
+    if matches!(shared.readiness(), crate::server::Readiness::Indexing(_)) {
+        return Instant::now() + Duration::from_millis(50);
+    }
+    match shared.diags.changed_at() {
+        Some(at) => quiet.max(at + delay),
+        None => quiet,
+    }
+}
+
 /// A source file changed on disk since the last check (`Checks::outside_pending`): a save of
 /// this document starts a new check, which the caller then waits for, so the check's errors it
 /// merges are of the files as they are on disk.
@@ -248,7 +267,7 @@ impl LanguageServers {
                 }
                 let fresh = if opened.changed {
                     p.seq > opened.seq_before && p.version >= opened.version
-                } else if p.seq <= shared.diags.changed_seq() && now < shared.quiet_at() {
+                } else if p.seq <= shared.diags.changed_seq() && now < quiet_after_change(shared) {
                     // The document is as the server last saw it, but another one changed
                     // after this list was published: its imports may have. Current once
                     // the server publishes it again, or has been quiet for `settle` (it
@@ -286,7 +305,7 @@ impl LanguageServers {
             let quiet = if stays_empty {
                 shared.quiet_at() + EMPTY_STAYS_EMPTY
             } else {
-                shared.quiet_at()
+                quiet_after_change(shared)
             };
             let until = deadline.min(quiet.max(now + Duration::from_millis(10)));
             let _ = tokio::time::timeout_at(until.into(), events.changed()).await;

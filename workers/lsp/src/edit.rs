@@ -491,6 +491,10 @@ impl LanguageServers {
                 false,
             )
             .await;
+        let unrenamed = self
+            .unrenamed_implementations(ctx, &mut opened, &doc, &pos, &edit, &word)
+            .await;
+        let gap = crate::hidden_uses::join(gap, unrenamed);
         if dry_run {
             return self
                 .preview_rename(ctx, &opened, &args, edit, &word, gap)
@@ -534,6 +538,63 @@ impl LanguageServers {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// The implementations of the renamed method the rename's `edit` leaves alone, named:
+    /// gopls renames an interface method's declaration and the calls through the interface,
+    /// not the methods that implement it (go-cmp's `PathStep.Values`: 7 implementations kept
+    /// the old name, and the build broke). `None` where the server has no
+    /// `implementationProvider`, finds none, or the edit changes each.
+    async fn unrenamed_implementations(
+        &self,
+        ctx: &CallCtx,
+        opened: &mut Opened,
+        doc: &Value,
+        pos: &Value,
+        edit: &Value,
+        word: &str,
+    ) -> Option<String> {
+        if !opened.conn.supports("implementationProvider") {
+            return None;
+        }
+        let found = self
+            .request(
+                opened,
+                "textDocument/implementation",
+                json!({"textDocument": doc, "position": pos}),
+            )
+            .await
+            .ok()?;
+        let edited = edit_lines(edit);
+        // Only what bears the name: gopls answers a type's interfaces, and an interface's
+        // types, which a rename of the type leaves alone rightly.
+        let named = |path: &Path, line: u32| {
+            ctx.read_text(path).ok().is_some_and(|text| {
+                position::line_text(&text, line as usize)
+                    .is_some_and(|l| position::whole_word_in(l, word))
+            })
+        };
+        let mut left: Vec<(PathBuf, u32)> = crate::render::locations(&found)
+            .into_iter()
+            .filter_map(|(u, range)| {
+                let line = range.pointer("/start/line")?.as_u64()? as u32 + 1;
+                Some((uri::to_path(&u)?, line))
+            })
+            .filter(|place| !edited.contains(place))
+            .filter(|(path, line)| named(path, *line))
+            .collect();
+        left.sort();
+        left.dedup();
+        if left.is_empty() {
+            return None;
+        }
+        let n = left.len();
+        Some(format!(
+            "{} finds {n} implementation{} of `{word}` the rename does not change, {}: rename each (`lsp_rename` there) or edit them by hand, or the types no longer implement it",
+            opened.shared.id,
+            if n == 1 { "" } else { "s" },
+            crate::hidden_uses::show(&left, &ctx.workdir)
+        ))
     }
 
     /// `lsp_rename {dry_run: true}`: the edit planned, remembered for the run and shown,

@@ -23,20 +23,41 @@ pub fn language_of<'a>(
         .map(|(name, spec)| (name.as_str(), spec))
 }
 
-/// The nearest directory at or above `start` holding one of `markers`.
+/// Markers that make a root only where no directory above holds another marker of the
+/// language: a `requirements.txt` lists what a directory's scripts or tests install, as
+/// packaging 24.1's `tests/requirements.txt` does, and a root there resolved `import
+/// packaging` to the installed copy, not the project's `src/` above it.
+const WEAK_MARKERS: &[&str] = &["requirements.txt"];
+
+/// Directories above a root of weak markers searched for a root of others, at most.
+const ABOVE_WEAK_MAX: usize = 3;
+
+/// The nearest directory at or above `start` holding one of `markers`; one that holds only
+/// weak markers ([`WEAK_MARKERS`]) gives way to a directory at most [`ABOVE_WEAK_MAX`] above
+/// it holding another.
 pub fn find_root(start: &Path, markers: &[String]) -> Option<PathBuf> {
-    let mut dir = if start.is_dir() {
-        Some(start)
+    let start = if start.is_dir() {
+        start
     } else {
-        start.parent()
+        start.parent()?
     };
-    while let Some(d) = dir {
-        if markers.iter().any(|m| d.join(m).exists()) {
-            return Some(d.to_path_buf());
-        }
-        dir = d.parent();
+    let strong = |d: &Path| {
+        markers
+            .iter()
+            .any(|m| !WEAK_MARKERS.contains(&m.as_str()) && d.join(m).exists())
+    };
+    let found = start
+        .ancestors()
+        .find(|d| markers.iter().any(|m| d.join(m).exists()))?;
+    if strong(found) {
+        return Some(found.to_path_buf());
     }
-    None
+    let above = found
+        .ancestors()
+        .skip(1)
+        .take(ABOVE_WEAK_MAX)
+        .find(|d| strong(d));
+    Some(above.unwrap_or(found).to_path_buf())
 }
 
 /// A server binary that resolved, and where.
@@ -164,6 +185,29 @@ fn is_executable(p: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_requirements_file_below_a_project_is_no_root_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("tests/unit")).unwrap();
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        std::fs::write(root.join("pyproject.toml"), "").unwrap();
+        std::fs::write(root.join("tests/requirements.txt"), "pytest\n").unwrap();
+        std::fs::write(root.join("tools/requirements.txt"), "").unwrap();
+        std::fs::write(root.join("tools/pyproject.toml"), "").unwrap();
+        let markers: Vec<String> = ["pyproject.toml", "requirements.txt"]
+            .iter()
+            .map(|m| m.to_string())
+            .collect();
+        let at = |p: &str| find_root(&root.join(p), &markers).unwrap();
+        assert_eq!(at("tests/unit"), root, "packaging's tests/requirements.txt");
+        assert_eq!(at("tools"), root.join("tools"), "a project of its own");
+        // Alone, a requirements file makes the root.
+        let lone = tempfile::tempdir().unwrap();
+        std::fs::write(lone.path().join("requirements.txt"), "").unwrap();
+        assert_eq!(find_root(lone.path(), &markers).unwrap(), lone.path());
+    }
     use crate::config::default_languages;
 
     #[test]

@@ -22,6 +22,8 @@ pub(crate) struct DiagStore {
     /// `seq` when a change to any document was last sent: a publish for a document that did
     /// not change is current only if it came after that (its imports may have).
     changed_seq: AtomicU64,
+    /// When a change was last sent (see `changed_seq`).
+    changed_at: Mutex<Option<Instant>>,
     /// Methods the current incarnation registered dynamically (`client/registerCapability`),
     /// e.g. pyright's `textDocument/diagnostic` (pull diagnostics). Registration id → method
     /// (a server may register anew and then drop the old id), and whether its options say
@@ -49,6 +51,12 @@ impl DiagStore {
     /// every document, not only the changed one.
     pub fn mark_changed(&self) {
         self.changed_seq.store(self.seq(), Ordering::SeqCst);
+        *lock(&self.changed_at) = Some(Instant::now());
+    }
+
+    /// When a change to some document was last sent to the server.
+    pub fn changed_at(&self) -> Option<Instant> {
+        *lock(&self.changed_at)
     }
 
     /// Record a publish for `uri`: `named` is the version the server named, `current` the

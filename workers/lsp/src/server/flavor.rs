@@ -65,6 +65,19 @@ impl Flavor {
         self.loads_projects_lazily
     }
 
+    /// How long after a change the server may take to start diagnosing the documents that
+    /// did not change, with nothing yet to show it is at work; once it is, its progress
+    /// says so. gopls diagnoses the packages that depend on a change only after its
+    /// `diagnosticsDelay` (1 s by default, set to 0 here) and reports it as progress only
+    /// with `verboseWorkDoneProgress` (set here), so a document's list taken at the first
+    /// quiet was its list from before the change (go-cmp: `report_reflect.go` "no
+    /// diagnostics" right after the signature it calls changed). `None`: the server's own
+    /// quiet (`settle_ms`) says it.
+    pub fn dependents_delay(&self) -> Option<std::time::Duration> {
+        self.gopls
+            .then_some(std::time::Duration::from_millis(1_000))
+    }
+
     /// Whether the server keeps an index of files it is not told about and watches no files
     /// itself (clangd: its background index is built once; a file changed on disk is seen
     /// only when it is opened): such files are opened for it (`crate::outside`), a deleted
