@@ -105,102 +105,7 @@ pub enum Command {
     /// harness starts it), Streamable HTTP with --listen (a loopback port needs its bearer
     /// token). Each MCP session is one run on the daemon (on 2026-07-28, a conversation handle
     /// in _meta); approvals as --approvals says, questions through MCP elicitation.
-    Mcp {
-        /// Daemon socket (default: $XDG_RUNTIME_DIR/toolvisor.sock or /tmp/toolvisor-$UID/toolvisor.sock).
-        #[arg(long, env = "TOOLVISOR_SOCKET")]
-        socket: Option<PathBuf>,
-        /// The highest tier the MCP client sees and calls: read, write or exec.
-        #[arg(long, default_value = "exec")]
-        surface: Tier,
-        /// The conversation all calls go to (default: a new one per MCP session).
-        #[arg(long)]
-        conversation: Option<String>,
-        /// The run's id (default: a new one per MCP session).
-        #[arg(long, env = "TOOLVISOR_RUN")]
-        run: Option<String>,
-        /// The run's working directory (default: the current directory).
-        #[arg(long)]
-        workdir: Option<PathBuf>,
-        /// Serve Streamable HTTP instead of stdio, on a loopback address (127.0.0.1:8765;
-        /// port 0 picks one) or a Unix socket path. The URL is printed on stdout.
-        #[arg(long)]
-        listen: Option<toolvisor_mcp::Listen>,
-        /// With --listen: the file holding the bearer token every request must carry
-        /// (`Authorization: Bearer <token>`); made 0600 with a fresh token if it does not exist.
-        /// Default on a loopback port: a fresh token in `toolvisor-mcp-PORT.token` beside the
-        /// daemon's socket, removed at exit. A Unix socket needs none (it serves our uid only).
-        #[arg(long)]
-        token_file: Option<PathBuf>,
-        /// With --listen: the bearer token itself (at least 32 characters; --token-file wins).
-        #[arg(
-            long = "token-from-env",
-            env = "TOOLVISOR_MCP_TOKEN",
-            hide_env_values = true,
-            hide = true
-        )]
-        token_env: Option<String>,
-        /// With --listen: a browser origin allowed to call (`http://localhost:6274`); repeat
-        /// for more. Any other `Origin` header is refused (DNS rebinding); harnesses send none.
-        #[arg(long = "allow-origin")]
-        allow_origin: Vec<String>,
-        /// With --listen: MCP sessions open at once, all clients together.
-        #[arg(long, default_value_t = 64)]
-        max_sessions: usize,
-        /// With --listen: MCP sessions open at once from one client process. 2026-07-28
-        /// conversations (no session) count against this cap and --max-sessions alike.
-        #[arg(long, default_value_t = 16)]
-        max_sessions_per_client: usize,
-        /// With --listen: seconds after which a 2026-07-28 conversation nobody used gives
-        /// its daemon connection and its place under the caps back (its state stays the
-        /// daemon's; the next request with its handle connects again).
-        #[arg(long, default_value_t = 300.0)]
-        run_idle_secs: f64,
-        /// Seconds between looks at the tool list while a session is open (tree changes
-        /// trigger a look too); a change is sent as notifications/tools/list_changed.
-        #[arg(long, default_value_t = 3.0)]
-        poll: f64,
-        /// Who approves calls that need approval: elicit (a person answers each through MCP
-        /// elicitation; the default), harness (the MCP client's tools/call is the approval:
-        /// its own permission prompt or allow-list asked the person), deny (nothing that
-        /// needs approval runs; only read tools are offered). Default: `[mcp] approvals` of
-        /// --config, else elicit.
-        #[arg(long)]
-        approvals: Option<toolvisor_mcp::Approvals>,
-        /// The daemon's config file, for its `[mcp]` section.
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// Where `ask_user` questions go: auto (the MCP client's elicitation form, unless
-        /// the client is one known to decline every form unseen, such as Codex; the
-        /// default), elicit (the form whenever the client declares elicitation) or none (no
-        /// question port). Without a port, a `toolvisor operator` attached to every run
-        /// answers, else `ask_user` answers no_human; a form declined faster than a person
-        /// reads one answers no_human too.
-        #[arg(long, default_value = "auto")]
-        questions: toolvisor_mcp::Questions,
-        /// Typed results for clients that consume them: each result carries its whole JSON
-        /// as `structuredContent`, and the tool list each tool's `outputSchema`. Off by
-        /// default, because harnesses hand the model `structuredContent` in place of the
-        /// rendered text.
-        #[arg(long)]
-        structured: bool,
-        /// Where images in results go: auto (MCP image content, but a file for the clients
-        /// known to drop images, by clientInfo.name: Codex), inline (always image content) or
-        /// file (always a file under the workdir's .toolvisor/images/, named in the text).
-        #[arg(long, default_value = "auto")]
-        images: toolvisor_mcp::Images,
-        /// Print a harness's config for this command instead of serving: claude (a `claude
-        /// mcp add` line) or codex (the `[mcp_servers.toolvisor]` block of
-        /// ~/.codex/config.toml). Made from this binary's tool list, no daemon asked;
-        /// --socket, --workdir, --config, --surface and --approvals given here are carried
-        /// into it.
-        #[arg(long, value_name = "HARNESS", conflicts_with = "listen")]
-        print_config: Option<toolvisor::mcpconfig::Harness>,
-        /// With --print-config: for headless runs (`claude -p`, `codex exec`), where nobody
-        /// can answer a prompt: `--approvals harness` (unless --approvals says otherwise),
-        /// and every tool on the harness's allow list (`--allowedTools`, `approval_mode`).
-        #[arg(long, requires = "print_config")]
-        headless: bool,
-    },
+    Mcp(McpArgs),
     /// What this machine and project lack, on one screen: `toolvisor` on PATH, the daemon
     /// (started if none answers, as `toolvisor mcp` does), the language servers and debug
     /// adapters of the languages found here, and the Claude Code and Codex configs. Exits 1
@@ -248,6 +153,105 @@ pub enum Command {
         #[command(flatten)]
         conn: Conn,
     },
+}
+
+/// The flags of `toolvisor mcp`.
+#[derive(clap::Args)]
+pub struct McpArgs {
+    /// Daemon socket (default: $XDG_RUNTIME_DIR/toolvisor.sock or /tmp/toolvisor-$UID/toolvisor.sock).
+    #[arg(long, env = "TOOLVISOR_SOCKET")]
+    pub socket: Option<PathBuf>,
+    /// The highest tier the MCP client sees and calls: read, write or exec.
+    #[arg(long, default_value = "exec")]
+    pub surface: Tier,
+    /// The conversation all calls go to (default: a new one per MCP session).
+    #[arg(long)]
+    pub conversation: Option<String>,
+    /// The run's id (default: a new one per MCP session).
+    #[arg(long, env = "TOOLVISOR_RUN")]
+    pub run: Option<String>,
+    /// The run's working directory (default: the current directory).
+    #[arg(long)]
+    pub workdir: Option<PathBuf>,
+    /// Serve Streamable HTTP instead of stdio, on a loopback address (127.0.0.1:8765;
+    /// port 0 picks one) or a Unix socket path. The URL is printed on stdout.
+    #[arg(long)]
+    pub listen: Option<toolvisor_mcp::Listen>,
+    /// With --listen: the file holding the bearer token every request must carry
+    /// (`Authorization: Bearer <token>`); made 0600 with a fresh token if it does not exist.
+    /// Default on a loopback port: a fresh token in `toolvisor-mcp-PORT.token` beside the
+    /// daemon's socket, removed at exit. A Unix socket needs none (it serves our uid only).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// With --listen: the bearer token itself (at least 32 characters; --token-file wins).
+    #[arg(
+        long = "token-from-env",
+        env = "TOOLVISOR_MCP_TOKEN",
+        hide_env_values = true,
+        hide = true
+    )]
+    pub token_env: Option<String>,
+    /// With --listen: a browser origin allowed to call (`http://localhost:6274`); repeat
+    /// for more. Any other `Origin` header is refused (DNS rebinding); harnesses send none.
+    #[arg(long = "allow-origin")]
+    pub allow_origin: Vec<String>,
+    /// With --listen: MCP sessions open at once, all clients together.
+    #[arg(long, default_value_t = 64)]
+    pub max_sessions: usize,
+    /// With --listen: MCP sessions open at once from one client process. 2026-07-28
+    /// conversations (no session) count against this cap and --max-sessions alike.
+    #[arg(long, default_value_t = 16)]
+    pub max_sessions_per_client: usize,
+    /// With --listen: seconds after which a 2026-07-28 conversation nobody used gives
+    /// its daemon connection and its place under the caps back (its state stays the
+    /// daemon's; the next request with its handle connects again).
+    #[arg(long, default_value_t = 300.0)]
+    pub run_idle_secs: f64,
+    /// Seconds between looks at the tool list while a session is open (tree changes
+    /// trigger a look too); a change is sent as notifications/tools/list_changed.
+    #[arg(long, default_value_t = 3.0)]
+    pub poll: f64,
+    /// Who approves calls that need approval: elicit (a person answers each through MCP
+    /// elicitation; the default), harness (the MCP client's tools/call is the approval:
+    /// its own permission prompt or allow-list asked the person), deny (nothing that
+    /// needs approval runs; only read tools are offered). Default: `[mcp] approvals` of
+    /// --config, else elicit.
+    #[arg(long)]
+    pub approvals: Option<toolvisor_mcp::Approvals>,
+    /// The daemon's config file, for its `[mcp]` section.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Where `ask_user` questions go: auto (the MCP client's elicitation form, unless
+    /// the client is one known to decline every form unseen, such as Codex; the
+    /// default), elicit (the form whenever the client declares elicitation) or none (no
+    /// question port). Without a port, a `toolvisor operator` attached to every run
+    /// answers, else `ask_user` answers no_human; a form declined faster than a person
+    /// reads one answers no_human too.
+    #[arg(long, default_value = "auto")]
+    pub questions: toolvisor_mcp::Questions,
+    /// Typed results for clients that consume them: each result carries its whole JSON
+    /// as `structuredContent`, and the tool list each tool's `outputSchema`. Off by
+    /// default, because harnesses hand the model `structuredContent` in place of the
+    /// rendered text.
+    #[arg(long)]
+    pub structured: bool,
+    /// Where images in results go: auto (MCP image content, but a file for the clients
+    /// known to drop images, by clientInfo.name: Codex), inline (always image content) or
+    /// file (always a file under the workdir's .toolvisor/images/, named in the text).
+    #[arg(long, default_value = "auto")]
+    pub images: toolvisor_mcp::Images,
+    /// Print a harness's config for this command instead of serving: claude (a `claude
+    /// mcp add` line) or codex (the `[mcp_servers.toolvisor]` block of
+    /// ~/.codex/config.toml). Made from this binary's tool list, no daemon asked;
+    /// --socket, --workdir, --config, --surface and --approvals given here are carried
+    /// into it.
+    #[arg(long, value_name = "HARNESS", conflicts_with = "listen")]
+    pub print_config: Option<toolvisor::mcpconfig::Harness>,
+    /// With --print-config: for headless runs (`claude -p`, `codex exec`), where nobody
+    /// can answer a prompt: `--approvals harness` (unless --approvals says otherwise),
+    /// and every tool on the harness's allow list (`--allowedTools`, `approval_mode`).
+    #[arg(long, requires = "print_config")]
+    pub headless: bool,
 }
 
 #[derive(Subcommand)]

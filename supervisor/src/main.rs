@@ -34,7 +34,7 @@ macro_rules! out {
 }
 
 mod cli;
-use cli::{Cli, Command, Conn, DataOp};
+use cli::{Cli, Command, Conn, DataOp, McpArgs};
 
 fn data_main(op: DataOp, config: Option<PathBuf>) -> ExitCode {
     let config = match Config::load(config.as_deref()) {
@@ -165,337 +165,375 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            let id = match client.start_call(&conversation, &tool, args) {
-                Ok(id) => id,
-                Err(e) => return lost(e),
-            };
-            loop {
-                match client.recv() {
-                    Ok(DaemonFrame::Result { id: got, outcome }) if got == id => {
-                        return match outcome {
-                            Outcome::Ok(v) => {
-                                out!("{}", json!({"ok": true, "result": v.0}));
-                                ExitCode::SUCCESS
-                            }
-                            Outcome::Err(e) => {
-                                out!(
-                                    "{}",
-                                    json!({"ok": false, "error": {"kind": e.kind.as_str(), "message": e.message, "hint": e.hint}})
-                                );
-                                ExitCode::from(1)
-                            }
-                        };
-                    }
-                    Ok(DaemonFrame::Event {
-                        event: toolvisor_protocol::wire::Event::Output { text, .. },
-                        ..
-                    }) if stream => eprint!("{text}"),
-                    Ok(DaemonFrame::ApprovalRequest(req)) => {
-                        eprintln!(
-                            "approval {}: {}",
-                            if approve { "granted" } else { "declined" },
-                            req.summary
-                        );
-                        let answer =
-                            ClientFrame::ApprovalAnswer(toolvisor_protocol::wire::ApprovalAnswer {
-                                request_id: req.request_id,
-                                approved: approve,
-                                reason: (!approve).then(|| {
-                                    "declined: run `toolvisor call` with --approve".into()
-                                }),
-                            });
-                        if let Err(e) = client.send(&answer) {
-                            return lost(e);
-                        }
-                    }
-                    Ok(DaemonFrame::Error(e)) => {
-                        out!(
-                            "{}",
-                            json!({"ok": false, "error": {"kind": e.kind.as_str(), "message": e.message, "hint": e.hint}})
-                        );
-                        return ExitCode::from(1);
-                    }
-                    Ok(_) => {}
-                    Err(e) => return lost(e),
-                }
-            }
+            call_main(&mut client, &conversation, &tool, args, approve, stream)
         }
         Command::Tools {
             surface,
             all,
             json,
             conn,
-        } => {
-            let mut client = match connect(&conn, surface, false) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            match client.request(&ClientFrame::ListTools { all }) {
-                Ok(DaemonFrame::Tools { tools }) => {
-                    if json {
-                        out!(
-                            "{}",
-                            serde_json::to_string_pretty(&tools).unwrap_or_default()
-                        );
-                    } else {
-                        for t in tools {
-                            let why = t
-                                .unavailable_reason
-                                .map(|r| format!("  [unavailable: {r}]"))
-                                .unwrap_or_default();
-                            out!(
-                                "{:<18} {:<5} {:<8} {}{}",
-                                t.name,
-                                t.tier.as_str(),
-                                if t.parallel_safe {
-                                    "parallel"
-                                } else {
-                                    "serial"
-                                },
-                                t.description,
-                                why
-                            );
-                        }
-                    }
-                    ExitCode::SUCCESS
-                }
-                Ok(other) => unexpected(other),
-                Err(e) => lost(e),
-            }
-        }
-        Command::Status { json, conn } => {
-            let mut client = match connect(&conn, Tier::Read, false) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            match client.request(&ClientFrame::Status) {
-                Ok(DaemonFrame::Status(s)) => {
-                    if json {
-                        out!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
-                    } else {
-                        out!(
-                            "toolvisor {} (protocol {}) pid {} up {} s",
-                            s.daemon_version,
-                            s.protocol_version,
-                            s.pid,
-                            s.uptime_ms / 1000
-                        );
-                        out!(
-                            "socket    {}\nstate     {}\nconfig    {}",
-                            s.socket,
-                            s.state_dir,
-                            s.config
-                        );
-                        out!(
-                            "sessions {}  conversations {}  lanes {}  calls {} ({} failed)  rss {} KiB",
-                            s.sessions,
-                            s.conversations,
-                            s.lanes,
-                            s.calls_total,
-                            s.calls_failed,
-                            s.rss_bytes / 1024
-                        );
-                        // Resources that cannot serve, with why (a corrupt data hub database,
-                        // a language server past its restart intensity).
-                        if let Ok(DaemonFrame::Tree(tree)) = client.request(&ClientFrame::Tree) {
-                            let mut failed = Vec::new();
-                            collect_failed(&tree.root, &mut failed);
-                            for line in failed {
-                                out!("problem   {line}");
-                            }
-                        }
-                    }
-                    ExitCode::SUCCESS
-                }
-                Ok(other) => unexpected(other),
-                Err(e) => lost(e),
-            }
-        }
+        } => tools_main(surface, all, json, &conn),
+        Command::Status { json, conn } => status_main(json, &conn),
         Command::Data { op, config } => data_main(op, config),
-        Command::Mcp {
-            socket,
-            surface,
-            conversation,
-            run,
-            workdir,
-            listen,
-            token_file,
-            token_env,
-            allow_origin,
-            max_sessions,
-            max_sessions_per_client,
-            run_idle_secs,
-            poll,
-            approvals,
-            config,
-            questions,
-            structured,
-            images,
-            print_config,
-            headless,
-        } => {
-            if let Some(harness) = print_config {
-                let mut args: Vec<String> = Vec::new();
-                let mut flag = |name: &str, value: Option<String>| {
-                    if let Some(v) = value {
-                        args.push(name.to_string());
-                        args.push(v);
-                    }
-                };
-                // The harness starts `toolvisor mcp` in a directory of its choosing: paths
-                // go into the config absolute.
-                let absolute =
-                    |p: PathBuf| std::path::absolute(&p).unwrap_or(p).display().to_string();
-                let workdir = match workdir.map(|w| mcp_workdir(Some(w))).transpose() {
-                    Ok(w) => w,
-                    Err(e) => {
-                        eprintln!("toolvisor mcp --print-config: {e}");
-                        return ExitCode::from(2);
-                    }
-                };
-                flag("--socket", socket.map(absolute));
-                flag("--workdir", workdir);
-                flag("--config", config.map(absolute));
-                flag(
-                    "--surface",
-                    (surface != Tier::Exec).then(|| surface.as_str().to_string()),
-                );
-                let approvals = approvals.or(headless.then_some(toolvisor_mcp::Approvals::Harness));
-                flag("--approvals", approvals.map(|a| a.as_str().to_string()));
-                let tools = toolvisor::mcpconfig::tool_names(
-                    surface,
-                    approvals == Some(toolvisor_mcp::Approvals::Deny),
-                );
-                print!(
-                    "{}",
-                    toolvisor::mcpconfig::render(harness, headless, &args, &tools)
-                );
-                return ExitCode::SUCCESS;
-            }
-            let approvals = match approvals {
-                Some(a) => a,
-                None => match mcp_config_approvals(config.as_deref()) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        eprintln!("toolvisor mcp: {e}");
-                        return ExitCode::from(2);
-                    }
-                },
-            };
-            let socket = socket.unwrap_or_else(toolvisor::config::default_socket_path);
-            let workdir = match mcp_workdir(workdir) {
-                Ok(w) => w,
-                Err(e) => {
-                    eprintln!("toolvisor mcp: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            // Over stdio a harness started us for its run: no daemon is no use. (An HTTP
-            // listener outlives daemons and connects to one per session, when it is there.)
-            if listen.is_none() {
-                match toolvisor::autostart::ensure_daemon(&socket, config.as_deref()) {
-                    Ok(toolvisor::autostart::Daemon::Started(pid)) => {
-                        eprintln!(
-                            "toolvisor mcp: no daemon answered on {}; started one (pid {pid}, `toolvisor serve`)",
-                            socket.display()
-                        );
-                    }
-                    Ok(toolvisor::autostart::Daemon::Running) => {}
-                    Err(e) => {
-                        eprintln!(
-                            "toolvisor mcp: no daemon answers and none could be started: {e}"
-                        );
-                        return ExitCode::from(2);
-                    }
-                }
-            }
-            mcp_main(
-                toolvisor_mcp::Options {
-                    socket,
-                    surface,
-                    conversation,
-                    run_id: run,
-                    workdir,
-                    poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
-                    approvals,
-                    questions,
-                    structured,
-                    images,
-                    // A vibe worker's harness starts us with the worker's environment: its
-                    // credential makes the daemon pin the session to the worker's tier.
-                    run_token: std::env::var(toolvisor_jobs::vibe::TOKEN_ENV)
-                        .ok()
-                        .filter(|t| !t.is_empty()),
-                },
-                listen.map(|listen| toolvisor_mcp::http::HttpOptions {
-                    listen,
-                    token: token_file
-                        .map(toolvisor_mcp::gate::TokenSource::File)
-                        .or(token_env.map(toolvisor_mcp::gate::TokenSource::Value)),
-                    allowed_origins: allow_origin,
-                    caps: toolvisor_mcp::gate::SessionCaps {
-                        total: max_sessions.max(1),
-                        per_client: max_sessions_per_client.max(1),
-                        run_idle: Duration::from_secs_f64(run_idle_secs.clamp(0.1, 86_400.0)),
-                    },
-                }),
-            )
-        }
+        Command::Mcp(args) => mcp_command(args),
         Command::Drain { timeout, conn } => drain_main(&conn, Duration::from_secs(timeout)),
         Command::Doctor {
             socket,
             config,
             workdir,
         } => doctor_main(socket, config, workdir),
-        Command::Operator { run, conn } => {
-            let options = toolvisor::operator::OperatorOptions {
-                socket: conn
-                    .socket
-                    .clone()
-                    .unwrap_or_else(toolvisor::config::default_socket_path),
-                run_id: run.unwrap_or_default(),
-                codec: conn.codec,
-            };
-            let stdin = Box::new(std::io::BufReader::new(std::io::stdin()));
-            match toolvisor::operator::run(options, stdin, &mut std::io::stdout()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("toolvisor operator: {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        Command::Operator { run, conn } => operator_main(run, &conn),
         Command::Downloads { watch, json, conn } => downloads_main(watch, json, &conn),
-        Command::Tree { json, watch, conn } => {
-            let mut client = match connect(&conn, Tier::Read, false) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            if watch {
-                return match treeview::watch(client) {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => {
-                        eprintln!("toolvisor tree: {e}");
-                        ExitCode::from(2)
+        Command::Tree { json, watch, conn } => tree_main(json, watch, &conn),
+    }
+}
+
+/// `toolvisor call`: start the call, answer its approval requests, print its outcome.
+fn call_main(
+    client: &mut Client,
+    conversation: &str,
+    tool: &str,
+    args: serde_json::Value,
+    approve: bool,
+    stream: bool,
+) -> ExitCode {
+    let id = match client.start_call(conversation, tool, args) {
+        Ok(id) => id,
+        Err(e) => return lost(e),
+    };
+    loop {
+        match client.recv() {
+            Ok(DaemonFrame::Result { id: got, outcome }) if got == id => {
+                return match outcome {
+                    Outcome::Ok(v) => {
+                        out!("{}", json!({"ok": true, "result": v.0}));
+                        ExitCode::SUCCESS
+                    }
+                    Outcome::Err(e) => {
+                        out!(
+                            "{}",
+                            json!({"ok": false, "error": {"kind": e.kind.as_str(), "message": e.message, "hint": e.hint}})
+                        );
+                        ExitCode::from(1)
                     }
                 };
             }
-            match client.request(&ClientFrame::Tree) {
-                Ok(DaemonFrame::Tree(snap)) => {
-                    if json {
-                        out!(
-                            "{}",
-                            serde_json::to_string_pretty(&snap).unwrap_or_default()
-                        );
-                    } else {
-                        print!("{}", treeview::render_text(&snap));
-                    }
-                    ExitCode::SUCCESS
+            Ok(DaemonFrame::Event {
+                event: toolvisor_protocol::wire::Event::Output { text, .. },
+                ..
+            }) if stream => eprint!("{text}"),
+            Ok(DaemonFrame::ApprovalRequest(req)) => {
+                eprintln!(
+                    "approval {}: {}",
+                    if approve { "granted" } else { "declined" },
+                    req.summary
+                );
+                let answer =
+                    ClientFrame::ApprovalAnswer(toolvisor_protocol::wire::ApprovalAnswer {
+                        request_id: req.request_id,
+                        approved: approve,
+                        reason: (!approve)
+                            .then(|| "declined: run `toolvisor call` with --approve".into()),
+                    });
+                if let Err(e) = client.send(&answer) {
+                    return lost(e);
                 }
-                Ok(other) => unexpected(other),
-                Err(e) => lost(e),
+            }
+            Ok(DaemonFrame::Error(e)) => {
+                out!(
+                    "{}",
+                    json!({"ok": false, "error": {"kind": e.kind.as_str(), "message": e.message, "hint": e.hint}})
+                );
+                return ExitCode::from(1);
+            }
+            Ok(_) => {}
+            Err(e) => return lost(e),
+        }
+    }
+}
+
+/// `toolvisor tools`: the surface's tools as a table or as JSON.
+fn tools_main(surface: Tier, all: bool, json: bool, conn: &Conn) -> ExitCode {
+    let mut client = match connect(conn, surface, false) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match client.request(&ClientFrame::ListTools { all }) {
+        Ok(DaemonFrame::Tools { tools }) => {
+            if json {
+                out!(
+                    "{}",
+                    serde_json::to_string_pretty(&tools).unwrap_or_default()
+                );
+            } else {
+                for t in tools {
+                    let why = t
+                        .unavailable_reason
+                        .map(|r| format!("  [unavailable: {r}]"))
+                        .unwrap_or_default();
+                    out!(
+                        "{:<18} {:<5} {:<8} {}{}",
+                        t.name,
+                        t.tier.as_str(),
+                        if t.parallel_safe {
+                            "parallel"
+                        } else {
+                            "serial"
+                        },
+                        t.description,
+                        why
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(other) => unexpected(other),
+        Err(e) => lost(e),
+    }
+}
+
+/// `toolvisor status`: the daemon's facts, and the resources that cannot serve.
+fn status_main(json: bool, conn: &Conn) -> ExitCode {
+    let mut client = match connect(conn, Tier::Read, false) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match client.request(&ClientFrame::Status) {
+        Ok(DaemonFrame::Status(s)) => {
+            if json {
+                out!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+            } else {
+                out!(
+                    "toolvisor {} (protocol {}) pid {} up {} s",
+                    s.daemon_version,
+                    s.protocol_version,
+                    s.pid,
+                    s.uptime_ms / 1000
+                );
+                out!(
+                    "socket    {}\nstate     {}\nconfig    {}",
+                    s.socket,
+                    s.state_dir,
+                    s.config
+                );
+                out!(
+                    "sessions {}  conversations {}  lanes {}  calls {} ({} failed)  rss {} KiB",
+                    s.sessions,
+                    s.conversations,
+                    s.lanes,
+                    s.calls_total,
+                    s.calls_failed,
+                    s.rss_bytes / 1024
+                );
+                // Resources that cannot serve, with why (a corrupt data hub database,
+                // a language server past its restart intensity).
+                if let Ok(DaemonFrame::Tree(tree)) = client.request(&ClientFrame::Tree) {
+                    let mut failed = Vec::new();
+                    collect_failed(&tree.root, &mut failed);
+                    for line in failed {
+                        out!("problem   {line}");
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(other) => unexpected(other),
+        Err(e) => lost(e),
+    }
+}
+
+/// `toolvisor mcp`: print a harness's config, or make sure a daemon runs and serve MCP.
+fn mcp_command(args: McpArgs) -> ExitCode {
+    if let Some(harness) = args.print_config {
+        return mcp_print_config(args, harness);
+    }
+    let McpArgs {
+        socket,
+        surface,
+        conversation,
+        run,
+        workdir,
+        listen,
+        token_file,
+        token_env,
+        allow_origin,
+        max_sessions,
+        max_sessions_per_client,
+        run_idle_secs,
+        poll,
+        approvals,
+        config,
+        questions,
+        structured,
+        images,
+        print_config: _,
+        headless: _,
+    } = args;
+    let approvals = match approvals {
+        Some(a) => a,
+        None => match mcp_config_approvals(config.as_deref()) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("toolvisor mcp: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let socket = socket.unwrap_or_else(toolvisor::config::default_socket_path);
+    let workdir = match mcp_workdir(workdir) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("toolvisor mcp: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Over stdio a harness started us for its run: no daemon is no use. (An HTTP
+    // listener outlives daemons and connects to one per session, when it is there.)
+    if listen.is_none() {
+        match toolvisor::autostart::ensure_daemon(&socket, config.as_deref()) {
+            Ok(toolvisor::autostart::Daemon::Started(pid)) => {
+                eprintln!(
+                    "toolvisor mcp: no daemon answered on {}; started one (pid {pid}, `toolvisor serve`)",
+                    socket.display()
+                );
+            }
+            Ok(toolvisor::autostart::Daemon::Running) => {}
+            Err(e) => {
+                eprintln!("toolvisor mcp: no daemon answers and none could be started: {e}");
+                return ExitCode::from(2);
             }
         }
+    }
+    mcp_main(
+        toolvisor_mcp::Options {
+            socket,
+            surface,
+            conversation,
+            run_id: run,
+            workdir,
+            poll: Duration::from_secs_f64(poll.clamp(0.1, 3600.0)),
+            approvals,
+            questions,
+            structured,
+            images,
+            // A vibe worker's harness starts us with the worker's environment: its
+            // credential makes the daemon pin the session to the worker's tier.
+            run_token: std::env::var(toolvisor_jobs::vibe::TOKEN_ENV)
+                .ok()
+                .filter(|t| !t.is_empty()),
+        },
+        listen.map(|listen| toolvisor_mcp::http::HttpOptions {
+            listen,
+            token: token_file
+                .map(toolvisor_mcp::gate::TokenSource::File)
+                .or(token_env.map(toolvisor_mcp::gate::TokenSource::Value)),
+            allowed_origins: allow_origin,
+            caps: toolvisor_mcp::gate::SessionCaps {
+                total: max_sessions.max(1),
+                per_client: max_sessions_per_client.max(1),
+                run_idle: Duration::from_secs_f64(run_idle_secs.clamp(0.1, 86_400.0)),
+            },
+        }),
+    )
+}
+
+/// `toolvisor mcp --print-config`: the harness's config for this command line.
+fn mcp_print_config(args: McpArgs, harness: toolvisor::mcpconfig::Harness) -> ExitCode {
+    let McpArgs {
+        socket,
+        surface,
+        workdir,
+        approvals,
+        config,
+        headless,
+        ..
+    } = args;
+    let mut args: Vec<String> = Vec::new();
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(v) = value {
+            args.push(name.to_string());
+            args.push(v);
+        }
+    };
+    // The harness starts `toolvisor mcp` in a directory of its choosing: paths
+    // go into the config absolute.
+    let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p).display().to_string();
+    let workdir = match workdir.map(|w| mcp_workdir(Some(w))).transpose() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("toolvisor mcp --print-config: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    flag("--socket", socket.map(absolute));
+    flag("--workdir", workdir);
+    flag("--config", config.map(absolute));
+    flag(
+        "--surface",
+        (surface != Tier::Exec).then(|| surface.as_str().to_string()),
+    );
+    let approvals = approvals.or(headless.then_some(toolvisor_mcp::Approvals::Harness));
+    flag("--approvals", approvals.map(|a| a.as_str().to_string()));
+    let tools = toolvisor::mcpconfig::tool_names(
+        surface,
+        approvals == Some(toolvisor_mcp::Approvals::Deny),
+    );
+    print!(
+        "{}",
+        toolvisor::mcpconfig::render(harness, headless, &args, &tools)
+    );
+    ExitCode::SUCCESS
+}
+
+/// `toolvisor operator`: answer questions at this terminal until stdin ends.
+fn operator_main(run: Option<String>, conn: &Conn) -> ExitCode {
+    let options = toolvisor::operator::OperatorOptions {
+        socket: conn
+            .socket
+            .clone()
+            .unwrap_or_else(toolvisor::config::default_socket_path),
+        run_id: run.unwrap_or_default(),
+        codec: conn.codec,
+    };
+    let stdin = Box::new(std::io::BufReader::new(std::io::stdin()));
+    match toolvisor::operator::run(options, stdin, &mut std::io::stdout()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("toolvisor operator: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `toolvisor tree`: the supervisor tree once, as text or JSON, or redrawn with --watch.
+fn tree_main(json: bool, watch: bool, conn: &Conn) -> ExitCode {
+    let mut client = match connect(conn, Tier::Read, false) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if watch {
+        return match treeview::watch(client) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("toolvisor tree: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    match client.request(&ClientFrame::Tree) {
+        Ok(DaemonFrame::Tree(snap)) => {
+            if json {
+                out!(
+                    "{}",
+                    serde_json::to_string_pretty(&snap).unwrap_or_default()
+                );
+            } else {
+                print!("{}", treeview::render_text(&snap));
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(other) => unexpected(other),
+        Err(e) => lost(e),
     }
 }
 
