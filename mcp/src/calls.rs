@@ -24,7 +24,9 @@ use tokio_util::sync::CancellationToken;
 use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame, Event, JobFollow, Outcome, ToolInfo};
 use toolvisor_protocol::{ErrorKind, ToolError};
 
-use crate::bridge::{Bridge, Elicited, elicit, elicits, listener_client, runs_full, stateless};
+use crate::bridge::{
+    Bridge, Elicited, Shared, elicit, elicits, listener_client, runs_full, stateless,
+};
 use crate::content::Shape;
 use crate::daemon::{CallMsg, DaemonConn};
 use crate::runs::{HANDLE_KEY, Pending, Runs};
@@ -341,30 +343,7 @@ pub(crate) async fn call_tool(
     let meta = req.meta.clone().or_else(|| Some(ctx.meta.clone()));
     let meta = meta.as_ref();
     let tool = req.name.to_string();
-    // An MRTR retry belongs to the run of the call it answers (a retry need not name it).
-    let parked = match &req.request_state {
-        Some(state) => Some(bridge.runs.unpark(state).ok_or_else(|| {
-            ErrorData::invalid_params(
-                format!("requestState {state:?} names no call waiting for an answer (it was answered already, it waited over 10 minutes, or toolvisor mcp restarted)"),
-                Some(json!({"kind": "not_found", "hint": "call the tool again"})),
-            )
-        })?),
-        None => None,
-    };
-    let named = req.meta.as_ref().and_then(|m| m.get(HANDLE_KEY)).is_some()
-        || ctx.meta.get(HANDLE_KEY).is_some();
-    let (shared, handle) = match &parked {
-        Some(p) if !named && p.handle.is_some() => {
-            let h = p.handle.clone().unwrap_or_default();
-            let shared = bridge
-                .runs
-                .run(&h, listener_client(&ctx))
-                .await
-                .map_err(|full| runs_full(&full))?;
-            (shared, Some(h))
-        }
-        _ => bridge.scope(&ctx, req.meta.as_ref()).await?,
-    };
+    let (parked, shared, handle) = call_scope(bridge, &req, &ctx).await?;
     let conn = bridge.conn_of(&shared, &ctx.peer).await?;
     let v2026 = stateless(&ctx);
     let token = req
@@ -378,65 +357,7 @@ pub(crate) async fn call_tool(
     let nobody = Arc::new(AtomicBool::new(false));
     // An MRTR retry: the call is already running; it gets the answer and goes on.
     let (conn, id, rx) = match parked {
-        Some(p) => {
-            let state = req.request_state.clone().unwrap_or_default();
-            if p.tool != tool || p.conversation != shared.conversation {
-                return Err(ErrorData::invalid_params(
-                    format!(
-                        "requestState {state:?} belongs to a {} call of another conversation or tool",
-                        p.tool
-                    ),
-                    Some(
-                        json!({"kind": "invalid_args", "hint": "retry the same call with the same arguments and _meta"}),
-                    ),
-                ));
-            }
-            let answer = req
-                .input_responses
-                .as_ref()
-                .and_then(|r| r.get(APPROVE_INPUT))
-                .cloned();
-            let approved = answer.as_ref().is_some_and(|a| {
-                a.get("action").and_then(Json::as_str) == Some("accept")
-                    && a.pointer("/content/approve").and_then(Json::as_bool) == Some(true)
-            });
-            let took = p.since.elapsed();
-            let action = answer
-                .as_ref()
-                .and_then(|a| a.get("action"))
-                .and_then(Json::as_str)
-                .unwrap_or("");
-            let reason = if approved {
-                format!(
-                    "a person approved in the MCP client {client}'s elicitation form (input request)"
-                )
-            } else if answer.is_none() {
-                nobody.store(true, Ordering::Relaxed);
-                nobody_asked(
-                    &tool,
-                    &client,
-                    "the MCP client's retry carried no answer to the approval form",
-                )
-            } else if action != "accept" && took < UNSEEN {
-                nobody.store(true, Ordering::Relaxed);
-                nobody_asked(
-                    &tool,
-                    &client,
-                    &format!(
-                        "the MCP client {client} answered the approval form with {action:?} after {} ms, faster than a person reads one, so it showed it to nobody (a headless run)",
-                        took.as_millis()
-                    ),
-                )
-            } else if action == "accept" {
-                "the person answered no in the MCP client's approval form".to_string()
-            } else {
-                format!("the person answered the approval form with {action:?} in the MCP client")
-            };
-            let _ = p
-                .conn
-                .answer_approval(p.approval.request_id, approved, Some(reason));
-            (p.conn, p.id, p.rx)
-        }
+        Some(p) => answer_parked(p, &req, &tool, &shared.conversation, &client, &nobody)?,
         None => {
             let args = Json::Object(req.arguments.clone().unwrap_or_default());
             match conn.start_call(&shared.conversation, &tool, args) {
@@ -488,116 +409,264 @@ pub(crate) async fn call_tool(
             finish(&tool, outcome, &handle, &shape)
         }
         Step::Ask(areq, rx) => {
-            let message = format!(
-                "toolvisor asks to approve a {} call: {}",
-                areq.tier, areq.summary
-            );
-            let form = approval_form(&areq);
-            let pending = Pending::new(
-                conn.clone(),
-                id,
+            ask_back(
+                bridge,
+                drive,
+                areq,
                 rx,
-                areq.clone(),
-                tool.clone(),
-                shared.conversation.clone(),
-                handle.clone(),
-            );
-            let state = match bridge.runs.park(pending) {
-                Ok(state) => state,
-                Err(p) => {
-                    let _ = p.conn.answer_approval(
-                        areq.request_id,
-                        false,
-                        Some("too many calls wait for an approval answer in this toolvisor mcp (256); answer those first".into()),
-                    );
-                    let step = Drive {
-                        deadline: None,
-                        mrtr: false,
-                        ..drive
-                    }
-                    .run(p.rx)
-                    .await;
-                    let Step::Done(outcome) = step else {
-                        return Err(ErrorData::internal_error(
-                            "the call neither ended nor waited",
-                            None,
-                        ));
-                    };
-                    return finish(&tool, outcome, &handle, &shape);
-                }
-            };
-            let mut requests = InputRequests::new();
-            let elicitation = serde_json::from_value(json!({
-                "method": "elicitation/create",
-                "params": {"mode": "form", "message": message, "requestedSchema": form},
-            }))
-            .map_err(|e| {
-                ErrorData::internal_error(
-                    format!("toolvisor mcp built a bad input request: {e}"),
-                    None,
-                )
-            })?;
-            requests.insert(APPROVE_INPUT.to_string(), elicitation);
-            let mut input = InputRequiredResult::new(Some(requests), Some(state));
-            if let Some(h) = &handle {
-                input.meta = serde_json::from_value(json!({ HANDLE_KEY: h })).ok();
-            }
-            Ok(CallToolResponse::InputRequired(input))
+                &shared.conversation,
+                &handle,
+                &shape,
+            )
+            .await
         }
-        Step::Running(rx) => {
-            let Some((task_id, cancel)) = bridge.runs.tasks.create(&format!("{tool} is running"))
-            else {
-                // No room for a task: wait for it here, as for a client without tasks.
-                let step = Drive {
-                    deadline: None,
-                    ..drive
-                }
-                .run(rx)
-                .await;
-                let Step::Done(outcome) = step else {
-                    return Err(ErrorData::internal_error(
-                        "the call neither ended nor waited",
-                        None,
-                    ));
-                };
-                return finish(&tool, outcome, &handle, &shape);
-            };
-            let runs = bridge.runs.clone();
-            let conn = conn.clone();
-            let (tool2, id2, task2) = (tool.clone(), id, task_id.clone());
-            let shape2 = shape.clone();
-            tokio::spawn(async move {
-                let drive = Drive {
-                    conn: &conn,
-                    id: id2,
-                    tool: &tool2,
-                    mode,
-                    client,
-                    peer: None,
-                    token: None,
-                    mrtr: false,
-                    cancel,
-                    deadline: None,
-                    nobody: Arc::new(AtomicBool::new(false)),
-                };
-                if let Step::Done(outcome) = drive.run(rx).await {
-                    let cancelled =
-                        matches!(&outcome, Outcome::Err(e) if e.kind == ErrorKind::Cancelled);
-                    if cancelled {
-                        runs.tasks
-                            .cancelled(&task2, &format!("{tool2} was cancelled"));
-                    } else {
-                        runs.tasks.complete(
-                            &task2,
-                            content::outcome_result(&tool2, outcome, &shape2),
-                            &format!("{tool2} ended"),
-                        );
-                    }
-                }
-            });
-            Ok(task_response(task_id, &handle))
-        }
+        Step::Running(rx) => run_as_task(bridge, drive, rx, &handle, &shape).await,
     }
+}
+
+/// The call waiting for this request's answer when it is an MRTR retry, and the run the
+/// call belongs to with its handle.
+async fn call_scope(
+    bridge: &Bridge,
+    req: &CallToolRequestParams,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<(Option<Pending>, Arc<Shared>, Option<String>), ErrorData> {
+    // An MRTR retry belongs to the run of the call it answers (a retry need not name it).
+    let parked = match &req.request_state {
+        Some(state) => Some(bridge.runs.unpark(state).ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("requestState {state:?} names no call waiting for an answer (it was answered already, it waited over 10 minutes, or toolvisor mcp restarted)"),
+                Some(json!({"kind": "not_found", "hint": "call the tool again"})),
+            )
+        })?),
+        None => None,
+    };
+    let named = req.meta.as_ref().and_then(|m| m.get(HANDLE_KEY)).is_some()
+        || ctx.meta.get(HANDLE_KEY).is_some();
+    let (shared, handle) = match &parked {
+        Some(p) if !named && p.handle.is_some() => {
+            let h = p.handle.clone().unwrap_or_default();
+            let shared = bridge
+                .runs
+                .run(&h, listener_client(ctx))
+                .await
+                .map_err(|full| runs_full(&full))?;
+            (shared, Some(h))
+        }
+        _ => bridge.scope(ctx, req.meta.as_ref()).await?,
+    };
+    Ok((parked, shared, handle))
+}
+
+/// Gives the daemon the answer an MRTR retry carries for the approval its parked call waits
+/// on; the call to drive on.
+fn answer_parked(
+    p: Pending,
+    req: &CallToolRequestParams,
+    tool: &str,
+    conversation: &str,
+    client: &str,
+    nobody: &AtomicBool,
+) -> Result<(Arc<DaemonConn>, u64, mpsc::Receiver<CallMsg>), ErrorData> {
+    let state = req.request_state.clone().unwrap_or_default();
+    if p.tool != tool || p.conversation != conversation {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "requestState {state:?} belongs to a {} call of another conversation or tool",
+                p.tool
+            ),
+            Some(
+                json!({"kind": "invalid_args", "hint": "retry the same call with the same arguments and _meta"}),
+            ),
+        ));
+    }
+    let (approved, reason) = retry_answer(req, p.since, tool, client, nobody);
+    let _ = p
+        .conn
+        .answer_approval(p.approval.request_id, approved, Some(reason));
+    Ok((p.conn, p.id, p.rx))
+}
+
+/// Whether an MRTR retry approves the call, and the reason the daemon records (`nobody` set
+/// when no person could have answered the form sent at `since`).
+fn retry_answer(
+    req: &CallToolRequestParams,
+    since: std::time::Instant,
+    tool: &str,
+    client: &str,
+    nobody: &AtomicBool,
+) -> (bool, String) {
+    let answer = req
+        .input_responses
+        .as_ref()
+        .and_then(|r| r.get(APPROVE_INPUT))
+        .cloned();
+    let approved = answer.as_ref().is_some_and(|a| {
+        a.get("action").and_then(Json::as_str) == Some("accept")
+            && a.pointer("/content/approve").and_then(Json::as_bool) == Some(true)
+    });
+    let took = since.elapsed();
+    let action = answer
+        .as_ref()
+        .and_then(|a| a.get("action"))
+        .and_then(Json::as_str)
+        .unwrap_or("");
+    let reason = if approved {
+        format!("a person approved in the MCP client {client}'s elicitation form (input request)")
+    } else if answer.is_none() {
+        nobody.store(true, Ordering::Relaxed);
+        nobody_asked(
+            tool,
+            client,
+            "the MCP client's retry carried no answer to the approval form",
+        )
+    } else if action != "accept" && took < UNSEEN {
+        nobody.store(true, Ordering::Relaxed);
+        nobody_asked(
+            tool,
+            client,
+            &format!(
+                "the MCP client {client} answered the approval form with {action:?} after {} ms, faster than a person reads one, so it showed it to nobody (a headless run)",
+                took.as_millis()
+            ),
+        )
+    } else if action == "accept" {
+        "the person answered no in the MCP client's approval form".to_string()
+    } else {
+        format!("the person answered the approval form with {action:?} in the MCP client")
+    };
+    (approved, reason)
+}
+
+/// Parks a call whose approval a person must answer and asks the client back (MRTR); with
+/// no room to park, denies the approval and waits for the call's end here.
+async fn ask_back(
+    bridge: &Bridge,
+    drive: Drive<'_>,
+    areq: ApprovalRequest,
+    rx: mpsc::Receiver<CallMsg>,
+    conversation: &str,
+    handle: &Option<String>,
+    shape: &Shape,
+) -> Result<CallToolResponse, ErrorData> {
+    let tool = drive.tool;
+    let message = format!(
+        "toolvisor asks to approve a {} call: {}",
+        areq.tier, areq.summary
+    );
+    let form = approval_form(&areq);
+    let pending = Pending::new(
+        drive.conn.clone(),
+        drive.id,
+        rx,
+        areq.clone(),
+        tool.to_string(),
+        conversation.to_string(),
+        handle.clone(),
+    );
+    let state = match bridge.runs.park(pending) {
+        Ok(state) => state,
+        Err(p) => {
+            let _ = p.conn.answer_approval(
+                areq.request_id,
+                false,
+                Some("too many calls wait for an approval answer in this toolvisor mcp (256); answer those first".into()),
+            );
+            let step = Drive {
+                deadline: None,
+                mrtr: false,
+                ..drive
+            }
+            .run(p.rx)
+            .await;
+            let Step::Done(outcome) = step else {
+                return Err(ErrorData::internal_error(
+                    "the call neither ended nor waited",
+                    None,
+                ));
+            };
+            return finish(tool, outcome, handle, shape);
+        }
+    };
+    let mut requests = InputRequests::new();
+    let elicitation = serde_json::from_value(json!({
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": message, "requestedSchema": form},
+    }))
+    .map_err(|e| {
+        ErrorData::internal_error(
+            format!("toolvisor mcp built a bad input request: {e}"),
+            None,
+        )
+    })?;
+    requests.insert(APPROVE_INPUT.to_string(), elicitation);
+    let mut input = InputRequiredResult::new(Some(requests), Some(state));
+    if let Some(h) = handle {
+        input.meta = serde_json::from_value(json!({ HANDLE_KEY: h })).ok();
+    }
+    Ok(CallToolResponse::InputRequired(input))
+}
+
+/// Makes a call still running at the deadline a task, driven to its end in the background;
+/// with no room for a task, waits for its end here.
+async fn run_as_task(
+    bridge: &Bridge,
+    drive: Drive<'_>,
+    rx: mpsc::Receiver<CallMsg>,
+    handle: &Option<String>,
+    shape: &Shape,
+) -> Result<CallToolResponse, ErrorData> {
+    let tool = drive.tool;
+    let Some((task_id, cancel)) = bridge.runs.tasks.create(&format!("{tool} is running")) else {
+        // No room for a task: wait for it here, as for a client without tasks.
+        let step = Drive {
+            deadline: None,
+            ..drive
+        }
+        .run(rx)
+        .await;
+        let Step::Done(outcome) = step else {
+            return Err(ErrorData::internal_error(
+                "the call neither ended nor waited",
+                None,
+            ));
+        };
+        return finish(tool, outcome, handle, shape);
+    };
+    let runs = bridge.runs.clone();
+    let conn = drive.conn.clone();
+    let (tool2, id2, task2) = (tool.to_string(), drive.id, task_id.clone());
+    let (mode, client) = (drive.mode, drive.client);
+    let shape2 = shape.clone();
+    tokio::spawn(async move {
+        let drive = Drive {
+            conn: &conn,
+            id: id2,
+            tool: &tool2,
+            mode,
+            client,
+            peer: None,
+            token: None,
+            mrtr: false,
+            cancel,
+            deadline: None,
+            nobody: Arc::new(AtomicBool::new(false)),
+        };
+        if let Step::Done(outcome) = drive.run(rx).await {
+            let cancelled = matches!(&outcome, Outcome::Err(e) if e.kind == ErrorKind::Cancelled);
+            if cancelled {
+                runs.tasks
+                    .cancelled(&task2, &format!("{tool2} was cancelled"));
+            } else {
+                runs.tasks.complete(
+                    &task2,
+                    content::outcome_result(&tool2, outcome, &shape2),
+                    &format!("{tool2} ended"),
+                );
+            }
+        }
+    });
+    Ok(task_response(task_id, handle))
 }
 
 fn shared_mode(bridge: &Bridge) -> Approvals {
