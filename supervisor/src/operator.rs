@@ -9,9 +9,11 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
+use toolvisor_protocol::ToolError;
 use toolvisor_protocol::client::{Client, ClientError, ClientOptions};
 use toolvisor_protocol::codec::{self, Codec};
 use toolvisor_protocol::wire::{
@@ -217,7 +219,36 @@ pub fn run(
         },
     )?;
     let max_frame = client.welcome().max_frame;
-    let mut writer = client.raw()?;
+    let writer = client.raw()?;
+    let rx = feed(client, input);
+
+    let whose = if options.run_id.is_empty() {
+        "every run".to_string()
+    } else {
+        format!("run {}", options.run_id)
+    };
+    writeln!(
+        out,
+        "toolvisor operator: answering questions of {whose} on {} (Ctrl-D or /quit leaves)",
+        options.socket.display()
+    )?;
+    let mut desk = Desk {
+        out,
+        rx,
+        writer,
+        codec: options.codec,
+        max_frame,
+        waiting: VecDeque::new(),
+        current: None,
+        stash: VecDeque::new(),
+        nonce: 0,
+        idle_said: false,
+    };
+    desk.serve()
+}
+
+/// One channel fed by two threads: the daemon's frames and the person's lines.
+fn feed(client: Client, input: Box<dyn BufRead + Send>) -> mpsc::Receiver<Input> {
     let (tx, rx) = mpsc::channel::<Input>();
     let frames = tx.clone();
     std::thread::spawn(move || {
@@ -249,182 +280,207 @@ pub fn run(
         }
         let _ = tx.send(Input::Eof);
     });
+    rx
+}
 
-    let whose = if options.run_id.is_empty() {
-        "every run".to_string()
-    } else {
-        format!("run {}", options.run_id)
-    };
-    writeln!(
-        out,
-        "toolvisor operator: answering questions of {whose} on {} (Ctrl-D or /quit leaves)",
-        options.socket.display()
-    )?;
-    let mut send = |frame: &ClientFrame| -> Result<(), OperatorError> {
-        codec::write_frame(&mut writer, options.codec, frame, max_frame)
-            .map_err(|e| OperatorError::Lost(e.to_string()))
-    };
-    let mut waiting: VecDeque<Card> = VecDeque::new();
-    let mut current: Option<Card> = None;
-    let mut stash: VecDeque<Input> = VecDeque::new();
-    let mut nonce = 0u64;
-    let mut idle_said = false;
-    loop {
-        if current.is_none() {
-            if let Some(card) = waiting.pop_front() {
-                write!(out, "{}", render_card(&card.question, card.number))?;
-                current = Some(card);
-                idle_said = false;
-            } else if !idle_said {
-                writeln!(out, "\nwaiting for questions…")?;
-                idle_said = true;
+/// The screen and what is behind it: the question shown, the questions queued, and the
+/// inputs set aside while an answer waited for the daemon's word.
+struct Desk<'a> {
+    out: &'a mut dyn Write,
+    rx: mpsc::Receiver<Input>,
+    writer: UnixStream,
+    codec: Codec,
+    max_frame: u32,
+    waiting: VecDeque<Card>,
+    current: Option<Card>,
+    stash: VecDeque<Input>,
+    nonce: u64,
+    idle_said: bool,
+}
+
+impl Desk<'_> {
+    /// The main loop: show the next question, handle the next input, until one ends it.
+    fn serve(&mut self) -> Result<(), OperatorError> {
+        loop {
+            if self.current.is_none() {
+                if let Some(card) = self.waiting.pop_front() {
+                    write!(self.out, "{}", render_card(&card.question, card.number))?;
+                    self.current = Some(card);
+                    self.idle_said = false;
+                } else if !self.idle_said {
+                    writeln!(self.out, "\nwaiting for questions…")?;
+                    self.idle_said = true;
+                }
+                self.out.flush()?;
             }
-            out.flush()?;
+            let next = match self.stash.pop_front() {
+                Some(input) => input,
+                None => self.rx.recv().unwrap_or(Input::Eof),
+            };
+            match next {
+                Input::Frame(DaemonFrame::Question(q)) => self.queue(q)?,
+                Input::Frame(DaemonFrame::Error(e)) => self.daemon_error(&e)?,
+                Input::Frame(_) => {}
+                Input::Lost(e) => {
+                    writeln!(self.out, "\nlost the daemon: {e}")?;
+                    return Err(OperatorError::Lost(e));
+                }
+                Input::Eof => {
+                    writeln!(self.out, "\nbye")?;
+                    return Ok(());
+                }
+                Input::Line(line) if line.trim() == "/quit" => {
+                    writeln!(self.out, "bye")?;
+                    return Ok(());
+                }
+                Input::Line(line) => self.line(&line)?,
+            }
         }
-        let next = match stash.pop_front() {
-            Some(input) => input,
-            None => rx.recv().unwrap_or(Input::Eof),
+    }
+
+    /// Queues a question behind the one on screen (if any, saying so).
+    fn queue(&mut self, q: Question) -> Result<(), OperatorError> {
+        // Numbered by the daemon's id, which its `withdrawn` errors, the logs and the
+        // asking call's result name too.
+        let card = Card {
+            number: q.question_id,
+            question: q,
         };
-        match next {
-            Input::Frame(DaemonFrame::Question(q)) => {
-                // Numbered by the daemon's id, which its `withdrawn` errors, the logs and the
-                // asking call's result name too.
-                let card = Card {
-                    number: q.question_id,
-                    question: q,
-                };
-                if current.is_some() {
-                    write!(
-                        out,
-                        "\n(question #{} is waiting after this one)\n└─> ",
-                        card.number
-                    )?;
-                    out.flush()?;
+        if self.current.is_some() {
+            write!(
+                self.out,
+                "\n(question #{} is waiting after this one)\n└─> ",
+                card.number
+            )?;
+            self.out.flush()?;
+        }
+        self.waiting.push_back(card);
+        Ok(())
+    }
+
+    /// A daemon error outside an answer: a withdrawn question leaves the screen or the
+    /// queue; anything else is shown.
+    fn daemon_error(&mut self, e: &ToolError) -> Result<(), OperatorError> {
+        if let Some(id) = withdrawn_id(&e.message) {
+            let shown = self
+                .current
+                .as_ref()
+                .is_some_and(|c| c.question.question_id == id);
+            if shown {
+                let card = self.current.take().expect("shown");
+                writeln!(
+                    self.out,
+                    "\n✗ question #{} {}",
+                    card.number,
+                    withdrawn_tail(&e.message)
+                )?;
+            } else if let Some(pos) = self
+                .waiting
+                .iter()
+                .position(|c| c.question.question_id == id)
+            {
+                let card = self.waiting.remove(pos).expect("found");
+                writeln!(
+                    self.out,
+                    "\n(question #{} {})",
+                    card.number,
+                    withdrawn_tail(&e.message)
+                )?;
+                if self.current.is_some() {
+                    write!(self.out, "└─> ")?;
                 }
-                waiting.push_back(card);
             }
-            Input::Frame(DaemonFrame::Error(e)) => {
-                if let Some(id) = withdrawn_id(&e.message) {
-                    let shown = current
-                        .as_ref()
-                        .is_some_and(|c| c.question.question_id == id);
-                    if shown {
-                        let card = current.take().expect("shown");
-                        writeln!(
-                            out,
-                            "\n✗ question #{} {}",
-                            card.number,
-                            withdrawn_tail(&e.message)
-                        )?;
-                    } else if let Some(pos) =
-                        waiting.iter().position(|c| c.question.question_id == id)
-                    {
-                        let card = waiting.remove(pos).expect("found");
-                        writeln!(
-                            out,
-                            "\n(question #{} {})",
-                            card.number,
-                            withdrawn_tail(&e.message)
-                        )?;
-                        if current.is_some() {
-                            write!(out, "└─> ")?;
-                        }
-                    }
-                } else {
-                    writeln!(out, "\ndaemon: {e}")?;
-                }
-                out.flush()?;
+        } else {
+            writeln!(self.out, "\ndaemon: {e}")?;
+        }
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// A line the person typed: the answer to the question on screen, sent and confirmed.
+    fn line(&mut self, line: &str) -> Result<(), OperatorError> {
+        let Some(card) = self.current.as_ref() else {
+            if !line.trim().is_empty() {
+                writeln!(self.out, "(no question is waiting; that line was ignored)")?;
             }
-            Input::Frame(_) => {}
-            Input::Lost(e) => {
-                writeln!(out, "\nlost the daemon: {e}")?;
-                return Err(OperatorError::Lost(e));
-            }
-            Input::Eof => {
-                writeln!(out, "\nbye")?;
+            return Ok(());
+        };
+        let answer = match parse_line(&card.question, line) {
+            Parsed::Retry(why) => {
+                write!(self.out, "  ✗ {why}\n└─> ")?;
+                self.out.flush()?;
                 return Ok(());
             }
-            Input::Line(line) if line.trim() == "/quit" => {
-                writeln!(out, "bye")?;
-                return Ok(());
+            Parsed::Answer(a) => a,
+        };
+        let summary = if answer.skipped {
+            "skipped".to_string()
+        } else if let Some(t) = &answer.text {
+            format!("answered {t:?}")
+        } else {
+            format!("answered {}", answer.selected.join(", "))
+        };
+        self.nonce += 1;
+        self.send(&ClientFrame::QuestionAnswer(answer))?;
+        self.send(&ClientFrame::Ping { nonce: self.nonce })?;
+        let Some(refused) = self.confirmation() else {
+            writeln!(
+                self.out,
+                "  ? the connection ended before the daemon confirmed question #{}'s answer",
+                self.current.as_ref().map_or(0, |c| c.number)
+            )?;
+            self.current = None;
+            return Ok(());
+        };
+        match refused {
+            Some(e) if e.kind == toolvisor_protocol::ErrorKind::NotFound => {
+                let card = self.current.take().expect("shown");
+                writeln!(
+                    self.out,
+                    "  ✗ question #{} is no longer pending: {}",
+                    card.number, e.message
+                )?;
             }
-            Input::Line(line) => {
-                let Some(card) = current.as_ref() else {
-                    if !line.trim().is_empty() {
-                        writeln!(out, "(no question is waiting; that line was ignored)")?;
-                    }
-                    continue;
-                };
-                let answer = match parse_line(&card.question, &line) {
-                    Parsed::Retry(why) => {
-                        write!(out, "  ✗ {why}\n└─> ")?;
-                        out.flush()?;
-                        continue;
-                    }
-                    Parsed::Answer(a) => a,
-                };
-                let summary = if answer.skipped {
-                    "skipped".to_string()
-                } else if let Some(t) = &answer.text {
-                    format!("answered {t:?}")
-                } else {
-                    format!("answered {}", answer.selected.join(", "))
-                };
-                nonce += 1;
-                send(&ClientFrame::QuestionAnswer(answer))?;
-                send(&ClientFrame::Ping { nonce })?;
-                // Wait for the pong; an error before it refused the answer.
-                let mut refused = None;
-                let mut confirmed = false;
-                loop {
-                    match rx.recv() {
-                        Ok(Input::Frame(DaemonFrame::Pong { nonce: n })) if n == nonce => {
-                            confirmed = true;
-                            break;
-                        }
-                        Ok(Input::Frame(DaemonFrame::Error(e)))
-                            if withdrawn_id(&e.message).is_none() =>
-                        {
-                            refused = Some(e)
-                        }
-                        Ok(other @ Input::Lost(_)) => {
-                            stash.push_back(other);
-                            break;
-                        }
-                        // End of input: still wait for the daemon's word on this answer.
-                        Ok(other) => stash.push_back(other),
-                        Err(_) => break,
-                    }
-                }
-                if !confirmed {
-                    writeln!(
-                        out,
-                        "  ? the connection ended before the daemon confirmed question #{}'s answer",
-                        current.as_ref().map_or(0, |c| c.number)
-                    )?;
-                    current = None;
-                    continue;
-                }
-                match refused {
-                    Some(e) if e.kind == toolvisor_protocol::ErrorKind::NotFound => {
-                        let card = current.take().expect("shown");
-                        writeln!(
-                            out,
-                            "  ✗ question #{} is no longer pending: {}",
-                            card.number, e.message
-                        )?;
-                    }
-                    Some(e) => {
-                        write!(out, "  ✗ refused: {}\n└─> ", e.message)?;
-                    }
-                    None => {
-                        let card = current.take().expect("shown");
-                        writeln!(out, "  ✓ question #{} {summary}", card.number)?;
-                    }
-                }
-                out.flush()?;
+            Some(e) => {
+                write!(self.out, "  ✗ refused: {}\n└─> ", e.message)?;
+            }
+            None => {
+                let card = self.current.take().expect("shown");
+                writeln!(self.out, "  ✓ question #{} {summary}", card.number)?;
             }
         }
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Waits for the pong of the last ping: `None` when the connection ended first, else
+    /// the error that refused the answer, if one came before it. Other inputs are stashed.
+    fn confirmation(&mut self) -> Option<Option<ToolError>> {
+        // Wait for the pong; an error before it refused the answer.
+        let mut refused = None;
+        loop {
+            match self.rx.recv() {
+                Ok(Input::Frame(DaemonFrame::Pong { nonce: n })) if n == self.nonce => {
+                    return Some(refused);
+                }
+                Ok(Input::Frame(DaemonFrame::Error(e))) if withdrawn_id(&e.message).is_none() => {
+                    refused = Some(e)
+                }
+                Ok(other @ Input::Lost(_)) => {
+                    self.stash.push_back(other);
+                    return None;
+                }
+                // End of input: still wait for the daemon's word on this answer.
+                Ok(other) => self.stash.push_back(other),
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Writes one frame to the daemon.
+    fn send(&mut self, frame: &ClientFrame) -> Result<(), OperatorError> {
+        codec::write_frame(&mut self.writer, self.codec, frame, self.max_frame)
+            .map_err(|e| OperatorError::Lost(e.to_string()))
     }
 }
 
