@@ -31,8 +31,9 @@ use nix::fcntl::{Flock, FlockArg};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
+use crate::choose::Chosen;
 use crate::error::DownloadError;
-use crate::hub::Hub;
+use crate::hub::{Hub, RateFloor};
 use crate::jobs::{FileProgress, FileState};
 use crate::ranged::RangedConfig;
 use crate::store::part_path;
@@ -256,197 +257,21 @@ pub(crate) async fn one_connection(
     let file = &progress.file;
     let final_path = dir.join(&file.name);
     let part: PathBuf = part_path(dir, &file.name);
-    let (size, listed_sha) = (file.size, file.sha256.clone());
-    let p = part.clone();
-    let show = progress.clone();
     // Open, lock, and hash what is on disk already (a resumed transfer).
-    let (mut out, mut have, mut hasher) = blocking(move || {
-        let out = open_part(&p)?;
-        let mut have = out
-            .metadata()
-            .map_err(|e| DownloadError::io("cannot stat", &p, e))?
-            .len();
-        if have > size {
-            out.set_len(0)
-                .map_err(|e| DownloadError::io("cannot truncate", &p, e))?;
-            have = 0;
-        }
-        let mut out = out;
-        let hasher = if have > 0 && listed_sha.is_some() {
-            show.set_state(FileState::Verifying);
-            hash_prefix(&mut out, have, &p)?
-        } else {
-            Sha256::new()
-        };
-        Ok::<_, DownloadError>((out, have, hasher))
-    })
-    .await??;
-    progress.done.store(have, Ordering::Relaxed);
-    if have < file.size {
+    let mut held = resume(&part, progress).await?;
+    progress.done.store(held.have, Ordering::Relaxed);
+    if held.have < file.size {
         progress.set_state(FileState::Downloading);
-        let mut resp = hub.file(repo, revision, &file.name, have).await?;
-        match resp.status().as_u16() {
-            206 => {
-                // The part must start where ours ends, or the bytes would land in the wrong
-                // place (a file listed without a hash would not notice).
-                if range_start(&resp) != Some(have) {
-                    truncate(out, &part, progress).await?;
-                    return Err(DownloadError::Http {
-                        what: file.name.clone(),
-                        cause: format!(
-                            "the endpoint answered the range from byte {have} with {:?}; fetching it again from the start",
-                            resp.headers().get(reqwest::header::CONTENT_RANGE)
-                        ),
-                        transient: true,
-                    });
-                }
-            }
-            416 => {
-                // The endpoint does not take our offset: start the file again.
-                truncate(out, &part, progress).await?;
-                return Err(DownloadError::Http {
-                    what: file.name.clone(),
-                    cause: format!(
-                        "the endpoint refused the range from byte {have}; fetching it again from the start"
-                    ),
-                    transient: true,
-                });
-            }
-            _ => {
-                // A whole answer (200): the range was ignored, so the file starts over.
-                if have > 0 {
-                    out = truncate(out, &part, progress).await?;
-                    hasher = Sha256::new();
-                    have = 0;
-                }
-            }
-        }
-        let (to_writer, for_writer) = mpsc::channel::<Arc<Piece>>(BLOCKS);
-        let (to_hasher, for_hasher) = mpsc::channel::<Arc<Piece>>(BLOCKS);
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut stop_on_drop = StopWriter {
-            stop: stop.clone(),
-            armed: true,
-        };
-        let writer = {
-            let (progress, stop) = (progress.clone(), stop.clone());
-            tokio::task::spawn_blocking(move || write_pieces(out, have, for_writer, progress, stop))
-        };
-        let hashing = tokio::task::spawn_blocking(move || hash_pieces(hasher, for_hasher));
-        let mut blocks = Blocks::new();
-        let mut got = have;
-        let mut floor = hub.rate_floor();
-        let result = loop {
-            // What has come is sent on before waiting for more: a slow download's bytes reach
-            // the disk as they arrive, a fast one's in whole blocks.
-            let next = resp.chunk();
-            tokio::pin!(next);
-            let chunk = match std::future::poll_fn(|cx| Poll::Ready(next.as_mut().poll(cx))).await {
-                Poll::Ready(c) => c,
-                Poll::Pending => {
-                    if !blocks.send(&to_writer, &to_hasher).await {
-                        break Ok(());
-                    }
-                    next.await
-                }
-            };
-            match chunk {
-                Ok(Some(chunk)) => {
-                    if got + chunk.len() as u64 > file.size {
-                        break Err(DownloadError::Verify {
-                            file: file.name.clone(),
-                            cause: format!(
-                                "the endpoint sent more than the listed {} bytes",
-                                file.size
-                            ),
-                        });
-                    }
-                    got += chunk.len() as u64;
-                    let slow = floor.add(chunk.len());
-                    let mut rest: &[u8] = &chunk;
-                    let mut open = true;
-                    while !rest.is_empty() {
-                        let room = BLOCK - blocks.filling.len();
-                        let (now, later) = rest.split_at(room.min(rest.len()));
-                        blocks.filling.extend_from_slice(now);
-                        rest = later;
-                        if blocks.filling.len() == BLOCK
-                            && !blocks.send(&to_writer, &to_hasher).await
-                        {
-                            open = false;
-                            break;
-                        }
-                    }
-                    // A closed queue is a writer that stopped on an error: it says which below.
-                    if !open {
-                        break Ok(());
-                    }
-                    // Too slow: cut like a stall; what came is kept, the retry asks for the rest.
-                    if let Err(why) = slow {
-                        break Err(DownloadError::Http {
-                            what: file.name.clone(),
-                            cause: format!(
-                                "the transfer was cut after {got} of {} bytes: {why}",
-                                file.size
-                            ),
-                            transient: true,
-                        });
-                    }
-                }
-                Ok(None) => break Ok(()),
-                Err(e) => {
-                    break Err(DownloadError::Http {
-                        what: file.name.clone(),
-                        cause: format!(
-                            "the transfer broke after {got} of {} bytes: {}",
-                            file.size,
-                            crate::hub::body_error(&e)
-                        ),
-                        transient: true,
-                    });
-                }
-            }
-        };
-        // A body longer than listed is not written at all (its file is dropped below).
-        if !matches!(result, Err(DownloadError::Verify { .. })) {
-            blocks.send(&to_writer, &to_hasher).await;
-        }
-        // What arrived is written either way: the next attempt resumes after it.
-        drop((to_writer, to_hasher));
-        let (file_back, write_error) = writer.await.map_err(|e| DownloadError::Http {
-            what: file.name.clone(),
-            cause: format!("its writer ended: {e}"),
-            transient: true,
-        })?;
-        stop_on_drop.armed = false;
-        let digest = hashing.await.map_err(|e| DownloadError::Http {
-            what: file.name.clone(),
-            cause: format!("its hasher ended: {e}"),
-            transient: true,
-        })?;
-        if let Some(e) = write_error {
-            return Err(DownloadError::io("cannot write", &part, e));
-        }
-        out = file_back;
-        hasher = digest;
-        if let Err(e) = result {
-            if matches!(e, DownloadError::Verify { .. }) {
-                let _ = tokio::fs::remove_file(&part).await;
-                progress.done.store(0, Ordering::Relaxed);
-            }
-            return Err(e);
-        }
-        if got < file.size {
-            return Err(DownloadError::Http {
-                what: file.name.clone(),
-                cause: format!("the connection closed after {got} of {} bytes", file.size),
-                transient: true,
-            });
-        }
+        let mut resp = hub.file(repo, revision, &file.name, held.have).await?;
+        held = meet_answer(&resp, held, &part, progress).await?;
+        held = receive(hub, &mut resp, held, &part, progress).await?;
     }
     progress.set_state(FileState::Verifying);
     let received = started.elapsed();
     let p = part.clone();
+    let Held {
+        file: out, hasher, ..
+    } = held;
     blocking(move || out.sync_data())
         .await?
         .map_err(|e| DownloadError::io("cannot sync", &p, e))?;
@@ -466,6 +291,270 @@ pub(crate) async fn one_connection(
         }
     }
     into_place(&part, &final_path, progress).await
+}
+
+/// A locked `.part` file and what it holds: its length and the sha256 state of its bytes.
+struct Held {
+    file: Flock<File>,
+    have: u64,
+    hasher: Sha256,
+}
+
+/// The `.part` file opened and locked, and what is on disk already hashed (emptied when
+/// longer than the file).
+async fn resume(part: &Path, progress: &Arc<FileProgress>) -> Result<Held, DownloadError> {
+    let (size, listed_sha) = (progress.file.size, progress.file.sha256.clone());
+    let p = part.to_path_buf();
+    let show = progress.clone();
+    blocking(move || {
+        let out = open_part(&p)?;
+        let mut have = out
+            .metadata()
+            .map_err(|e| DownloadError::io("cannot stat", &p, e))?
+            .len();
+        if have > size {
+            out.set_len(0)
+                .map_err(|e| DownloadError::io("cannot truncate", &p, e))?;
+            have = 0;
+        }
+        let mut out = out;
+        let hasher = if have > 0 && listed_sha.is_some() {
+            show.set_state(FileState::Verifying);
+            hash_prefix(&mut out, have, &p)?
+        } else {
+            Sha256::new()
+        };
+        Ok::<_, DownloadError>(Held {
+            file: out,
+            have,
+            hasher,
+        })
+    })
+    .await?
+}
+
+/// What the endpoint's answer leaves of the `.part`: all of it when the range fits, nothing
+/// when the answer is the whole file; a range that does not fit empties it and fails.
+async fn meet_answer(
+    resp: &reqwest::Response,
+    held: Held,
+    part: &Path,
+    progress: &FileProgress,
+) -> Result<Held, DownloadError> {
+    let have = held.have;
+    let name = &progress.file.name;
+    match resp.status().as_u16() {
+        206 => {
+            // The part must start where ours ends, or the bytes would land in the wrong
+            // place (a file listed without a hash would not notice).
+            if range_start(resp) != Some(have) {
+                truncate(held.file, part, progress).await?;
+                return Err(DownloadError::Http {
+                    what: name.clone(),
+                    cause: format!(
+                        "the endpoint answered the range from byte {have} with {:?}; fetching it again from the start",
+                        resp.headers().get(reqwest::header::CONTENT_RANGE)
+                    ),
+                    transient: true,
+                });
+            }
+            Ok(held)
+        }
+        416 => {
+            // The endpoint does not take our offset: start the file again.
+            truncate(held.file, part, progress).await?;
+            Err(DownloadError::Http {
+                what: name.clone(),
+                cause: format!(
+                    "the endpoint refused the range from byte {have}; fetching it again from the start"
+                ),
+                transient: true,
+            })
+        }
+        _ => {
+            // A whole answer (200): the range was ignored, so the file starts over.
+            if have > 0 {
+                return Ok(Held {
+                    file: truncate(held.file, part, progress).await?,
+                    hasher: Sha256::new(),
+                    have: 0,
+                });
+            }
+            Ok(held)
+        }
+    }
+}
+
+/// Receives the body into the `.part` after what it holds, through the writer and hasher
+/// threads; the file back with its bytes hashed once every listed byte came.
+async fn receive(
+    hub: &Hub,
+    resp: &mut reqwest::Response,
+    held: Held,
+    part: &Path,
+    progress: &Arc<FileProgress>,
+) -> Result<Held, DownloadError> {
+    let file = &progress.file;
+    let Held {
+        file: out,
+        have,
+        hasher,
+    } = held;
+    let (to_writer, for_writer) = mpsc::channel::<Arc<Piece>>(BLOCKS);
+    let (to_hasher, for_hasher) = mpsc::channel::<Arc<Piece>>(BLOCKS);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut stop_on_drop = StopWriter {
+        stop: stop.clone(),
+        armed: true,
+    };
+    let writer = {
+        let (progress, stop) = (progress.clone(), stop.clone());
+        tokio::task::spawn_blocking(move || write_pieces(out, have, for_writer, progress, stop))
+    };
+    let hashing = tokio::task::spawn_blocking(move || hash_pieces(hasher, for_hasher));
+    let mut blocks = Blocks::new();
+    let mut got = have;
+    let floor = hub.rate_floor();
+    let result = pump(
+        resp,
+        &mut blocks,
+        &to_writer,
+        &to_hasher,
+        floor,
+        &mut got,
+        file,
+    )
+    .await;
+    // A body longer than listed is not written at all (its file is dropped below).
+    if !matches!(result, Err(DownloadError::Verify { .. })) {
+        blocks.send(&to_writer, &to_hasher).await;
+    }
+    // What arrived is written either way: the next attempt resumes after it.
+    drop((to_writer, to_hasher));
+    let (file_back, write_error) = writer.await.map_err(|e| DownloadError::Http {
+        what: file.name.clone(),
+        cause: format!("its writer ended: {e}"),
+        transient: true,
+    })?;
+    stop_on_drop.armed = false;
+    let digest = hashing.await.map_err(|e| DownloadError::Http {
+        what: file.name.clone(),
+        cause: format!("its hasher ended: {e}"),
+        transient: true,
+    })?;
+    if let Some(e) = write_error {
+        return Err(DownloadError::io("cannot write", part, e));
+    }
+    if let Err(e) = result {
+        if matches!(e, DownloadError::Verify { .. }) {
+            let _ = tokio::fs::remove_file(part).await;
+            progress.done.store(0, Ordering::Relaxed);
+        }
+        return Err(e);
+    }
+    if got < file.size {
+        return Err(DownloadError::Http {
+            what: file.name.clone(),
+            cause: format!("the connection closed after {got} of {} bytes", file.size),
+            transient: true,
+        });
+    }
+    Ok(Held {
+        file: file_back,
+        have: got,
+        hasher: digest,
+    })
+}
+
+/// Copies the body into blocks for the writer and the hasher until it ends, breaks, runs
+/// too slow or past the listed size, or they go (`Ok`: the writer says why); `got` counts it.
+async fn pump(
+    resp: &mut reqwest::Response,
+    blocks: &mut Blocks,
+    to_writer: &mpsc::Sender<Arc<Piece>>,
+    to_hasher: &mpsc::Sender<Arc<Piece>>,
+    mut floor: RateFloor,
+    got: &mut u64,
+    file: &Chosen,
+) -> Result<(), DownloadError> {
+    loop {
+        // What has come is sent on before waiting for more: a slow download's bytes reach
+        // the disk as they arrive, a fast one's in whole blocks.
+        let next = resp.chunk();
+        tokio::pin!(next);
+        let chunk = match std::future::poll_fn(|cx| Poll::Ready(next.as_mut().poll(cx))).await {
+            Poll::Ready(c) => c,
+            Poll::Pending => {
+                if !blocks.send(to_writer, to_hasher).await {
+                    break Ok(());
+                }
+                next.await
+            }
+        };
+        match chunk {
+            Ok(Some(chunk)) => {
+                if *got + chunk.len() as u64 > file.size {
+                    break Err(DownloadError::Verify {
+                        file: file.name.clone(),
+                        cause: format!(
+                            "the endpoint sent more than the listed {} bytes",
+                            file.size
+                        ),
+                    });
+                }
+                *got += chunk.len() as u64;
+                let slow = floor.add(chunk.len());
+                // A closed queue is a writer that stopped on an error: it says which below.
+                if !fill(blocks, &chunk, to_writer, to_hasher).await {
+                    break Ok(());
+                }
+                // Too slow: cut like a stall; what came is kept, the retry asks for the rest.
+                if let Err(why) = slow {
+                    break Err(DownloadError::Http {
+                        what: file.name.clone(),
+                        cause: format!(
+                            "the transfer was cut after {got} of {} bytes: {why}",
+                            file.size
+                        ),
+                        transient: true,
+                    });
+                }
+            }
+            Ok(None) => break Ok(()),
+            Err(e) => {
+                break Err(DownloadError::Http {
+                    what: file.name.clone(),
+                    cause: format!(
+                        "the transfer broke after {got} of {} bytes: {}",
+                        file.size,
+                        crate::hub::body_error(&e)
+                    ),
+                    transient: true,
+                });
+            }
+        }
+    }
+}
+
+/// Copies `chunk` into the blocks, sending each one it fills; `false` when the writer or
+/// the hasher has gone.
+async fn fill(
+    blocks: &mut Blocks,
+    chunk: &[u8],
+    to_writer: &mpsc::Sender<Arc<Piece>>,
+    to_hasher: &mpsc::Sender<Arc<Piece>>,
+) -> bool {
+    let mut rest = chunk;
+    while !rest.is_empty() {
+        let room = BLOCK - blocks.filling.len();
+        let (now, later) = rest.split_at(room.min(rest.len()));
+        blocks.filling.extend_from_slice(now);
+        rest = later;
+        if blocks.filling.len() == BLOCK && !blocks.send(to_writer, to_hasher).await {
+            return false;
+        }
+    }
+    true
 }
 
 /// Where a `206` answer's `Content-Range` (`bytes S-E/N`) says its bytes start.
