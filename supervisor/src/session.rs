@@ -496,6 +496,74 @@ async fn start_call(
     call: Call,
 ) -> Option<CallFuture> {
     let id = call.id;
+    let (call, cancel_rx) = admit(daemon, session, call).await?;
+    daemon.touch_conversation(&call.conversation);
+    session.viewer.saw(&call.conversation);
+    daemon.count_call();
+    daemon.call_began();
+    let began = std::time::Instant::now();
+    // No tree notification per call: a session's busy/ready flips with every call, and
+    // watchers pick it up on their once-a-second tick instead of redrawing per call.
+    session.in_flight.fetch_add(1, Ordering::Relaxed);
+
+    // The call's one registry lookup: the gates take its answer. Non-parallel-safe tools
+    // take their turn in the conversation's lane, in arrival order. (A tool this session may
+    // not call takes none: the gates refuse it, naming why.)
+    let checked = daemon.registry().check(&call.tool, &session.hello.surface);
+    let serial = checked.as_ref().is_ok_and(|t| !t.parallel_safe);
+    let resource = checked.as_ref().map_or("", |t| t.resource);
+    let turn = serial.then(|| lane_turn(daemon, &call.conversation));
+
+    // Every log line of the call carries its id, conversation, tool and the resource kind
+    // behind it, so logs join with the audit log (`--log-format json` prints the span). The
+    // plain-text log takes them from a label, which costs nothing until a line is logged
+    // (`logtext`); the others from the call's span.
+    let call_label = (logtext::labels() && tracing::enabled!(tracing::Level::INFO)).then(|| {
+        logtext::CallLabel {
+            call: id,
+            session: session.id,
+            conversation: call.conversation.clone(),
+            tool: call.tool.clone(),
+            resource,
+            run: session.hello.run_id.clone(),
+        }
+    });
+    let span = match call_label {
+        Some(_) => tracing::Span::none(),
+        None => tracing::info_span!(
+            "call",
+            call = id,
+            session = session.id,
+            conversation = %call.conversation,
+            tool = %call.tool,
+            resource,
+            run = %session.hello.run_id,
+        ),
+    };
+    let task = run_call(
+        daemon.clone(),
+        session.clone(),
+        call,
+        checked,
+        turn,
+        cancel_rx,
+        began,
+    );
+    Some(match call_label {
+        Some(label) => Box::pin(logtext::in_call(label, task)),
+        None => Box::pin(task.instrument(span)),
+    })
+}
+
+/// The call with its conversation (the session's pin, if any) and its cancel channel, once
+/// registered in flight; `None` once refused (no conversation, draining, at the cap, or its
+/// id in flight), the client told why.
+async fn admit(
+    daemon: &Daemon,
+    session: &Session,
+    call: Call,
+) -> Option<(Call, oneshot::Receiver<()>)> {
+    let id = call.id;
     let reject = |err: ToolError| DaemonFrame::Result {
         id,
         outcome: Outcome::Err(err),
@@ -564,136 +632,102 @@ async fn start_call(
             .await;
         return None;
     }
-    daemon.touch_conversation(&call.conversation);
-    session.viewer.saw(&call.conversation);
-    daemon.count_call();
-    daemon.call_began();
-    let began = std::time::Instant::now();
-    // No tree notification per call: a session's busy/ready flips with every call, and
-    // watchers pick it up on their once-a-second tick instead of redrawing per call.
-    session.in_flight.fetch_add(1, Ordering::Relaxed);
+    Some((call, cancel_rx))
+}
 
-    // The call's one registry lookup: the gates take its answer. Non-parallel-safe tools
-    // take their turn in the conversation's lane, in arrival order. (A tool this session may
-    // not call takes none: the gates refuse it, naming why.)
-    let checked = daemon.registry().check(&call.tool, &session.hello.surface);
-    let serial = checked.as_ref().is_ok_and(|t| !t.parallel_safe);
-    let resource = checked.as_ref().map_or("", |t| t.resource);
-    let turn = if serial {
-        let (turn_tx, turn_rx) = oneshot::channel::<oneshot::Sender<()>>();
-        daemon.lanes().enqueue(
-            &call.conversation,
-            Box::pin(async move {
-                let (done_tx, done_rx) = oneshot::channel();
-                if turn_tx.send(done_tx).is_ok() {
-                    let _ = done_rx.await;
-                }
-            }),
-        );
-        Some(turn_rx)
-    } else {
-        None
-    };
-
-    // Every log line of the call carries its id, conversation, tool and the resource kind
-    // behind it, so logs join with the audit log (`--log-format json` prints the span). The
-    // plain-text log takes them from a label, which costs nothing until a line is logged
-    // (`logtext`); the others from the call's span.
-    let call_label = (logtext::labels() && tracing::enabled!(tracing::Level::INFO)).then(|| {
-        logtext::CallLabel {
-            call: id,
-            session: session.id,
-            conversation: call.conversation.clone(),
-            tool: call.tool.clone(),
-            resource,
-            run: session.hello.run_id.clone(),
-        }
-    });
-    let span = match call_label {
-        Some(_) => tracing::Span::none(),
-        None => tracing::info_span!(
-            "call",
-            call = id,
-            session = session.id,
-            conversation = %call.conversation,
-            tool = %call.tool,
-            resource,
-            run = %session.hello.run_id,
-        ),
-    };
-    let daemon = daemon.clone();
-    let session = session.clone();
-    let task = async move {
-        let ctx = SessionCaller::ctx(
-            &daemon,
-            &session,
-            id,
-            call.conversation.clone(),
-            workdir_of(&session),
-        );
-        let run = async {
-            // Holding `_done` keeps the lane busy until this call ends.
-            let _done = match turn {
-                Some(turn) => match turn.await {
-                    Ok(done) => Some(done),
-                    Err(_) => {
-                        return Err(ToolError::new(
-                            ErrorKind::Internal,
-                            "the conversation's lane went away",
-                            "retry the call",
-                        ));
-                    }
-                },
-                None => None,
-            };
-            execute(&daemon, &session, &ctx, &call.tool, checked, call.args).await
-        };
-        // A handler that panics fails its call, not the connection, and its client hears so
-        // (its id would otherwise stay taken and the client wait for ever).
-        let tool = &call.tool;
-        let run = caught(run, |why| {
-            tracing::error!(panic = why, "a tool's handler panicked");
-            ToolError::new(
-                ErrorKind::Internal,
-                format!(
-                    "`{tool}` failed inside the daemon (its handler panicked: {why}); nothing of this call is known to have happened"
-                ),
-                "report this as a bug with the daemon's log; other calls and resources are unaffected",
-            )
-        });
-        let outcome = tokio::select! {
-            result = run => result,
-            _ = cancel_rx => Err(ToolError::new(ErrorKind::Cancelled, format!("call {id} was cancelled by the client"), "nothing more will come for this call")),
-        };
-        let (outcome, label) = match outcome {
-            Ok(value) => (Outcome::Ok(Value(value)), "ok"),
-            Err(err) => {
-                daemon.count_failure();
-                let label = err.kind.as_str();
-                (Outcome::Err(err), label)
+/// A place in `conversation`'s lane: the receiver hears when it is the call's turn, and the
+/// lane stays busy until the sender it receives is dropped.
+fn lane_turn(daemon: &Daemon, conversation: &str) -> oneshot::Receiver<oneshot::Sender<()>> {
+    let (turn_tx, turn_rx) = oneshot::channel::<oneshot::Sender<()>>();
+    daemon.lanes().enqueue(
+        conversation,
+        Box::pin(async move {
+            let (done_tx, done_rx) = oneshot::channel();
+            if turn_tx.send(done_tx).is_ok() {
+                let _ = done_rx.await;
             }
+        }),
+    );
+    turn_rx
+}
+
+/// A registered call's run: its lane's turn, its tool through the gates (a panic or the
+/// client's cancel fails it), then its result queued and its slot freed.
+async fn run_call(
+    daemon: Arc<Daemon>,
+    session: Arc<Session>,
+    call: Call,
+    checked: Result<Arc<crate::tools::ToolSpec>, ToolError>,
+    turn: Option<oneshot::Receiver<oneshot::Sender<()>>>,
+    cancel_rx: oneshot::Receiver<()>,
+    began: Instant,
+) {
+    let id = call.id;
+    let ctx = SessionCaller::ctx(
+        &daemon,
+        &session,
+        id,
+        call.conversation.clone(),
+        workdir_of(&session),
+    );
+    let run = async {
+        // Holding `_done` keeps the lane busy until this call ends.
+        let _done = match turn {
+            Some(turn) => match turn.await {
+                Ok(done) => Some(done),
+                Err(_) => {
+                    return Err(ToolError::new(
+                        ErrorKind::Internal,
+                        "the conversation's lane went away",
+                        "retry the call",
+                    ));
+                }
+            },
+            None => None,
         };
-        tracing::debug!(
-            outcome = label,
-            ms = began.elapsed().as_millis() as u64,
-            "call ended"
-        );
-        // The id (and its in-flight slot) is freed once the result has its room in the queue
-        // and before the client can read it; again after, should the connection be closed.
-        let _ = session
-            .out
-            .send_then(DaemonFrame::Result { id, outcome }, || {
-                lock(&session.calls).remove(&id);
-            })
-            .await;
-        lock(&session.calls).remove(&id);
-        session.in_flight.fetch_sub(1, Ordering::Relaxed);
-        daemon.call_finished(&call.tool, label, began.elapsed());
+        execute(&daemon, &session, &ctx, &call.tool, checked, call.args).await
     };
-    Some(match call_label {
-        Some(label) => Box::pin(logtext::in_call(label, task)),
-        None => Box::pin(task.instrument(span)),
-    })
+    // A handler that panics fails its call, not the connection, and its client hears so
+    // (its id would otherwise stay taken and the client wait for ever).
+    let tool = &call.tool;
+    let run = caught(run, |why| {
+        tracing::error!(panic = why, "a tool's handler panicked");
+        ToolError::new(
+            ErrorKind::Internal,
+            format!(
+                "`{tool}` failed inside the daemon (its handler panicked: {why}); nothing of this call is known to have happened"
+            ),
+            "report this as a bug with the daemon's log; other calls and resources are unaffected",
+        )
+    });
+    let outcome = tokio::select! {
+        result = run => result,
+        _ = cancel_rx => Err(ToolError::new(ErrorKind::Cancelled, format!("call {id} was cancelled by the client"), "nothing more will come for this call")),
+    };
+    let (outcome, label) = match outcome {
+        Ok(value) => (Outcome::Ok(Value(value)), "ok"),
+        Err(err) => {
+            daemon.count_failure();
+            let label = err.kind.as_str();
+            (Outcome::Err(err), label)
+        }
+    };
+    tracing::debug!(
+        outcome = label,
+        ms = began.elapsed().as_millis() as u64,
+        "call ended"
+    );
+    // The id (and its in-flight slot) is freed once the result has its room in the queue
+    // and before the client can read it; again after, should the connection be closed.
+    let _ = session
+        .out
+        .send_then(DaemonFrame::Result { id, outcome }, || {
+            lock(&session.calls).remove(&id);
+        })
+        .await;
+    lock(&session.calls).remove(&id);
+    session.in_flight.fetch_sub(1, Ordering::Relaxed);
+    daemon.call_finished(&call.tool, label, began.elapsed());
 }
 
 /// `fut`'s output, or `on_panic`'s answer if polling it panics (the future is not polled
