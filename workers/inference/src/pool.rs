@@ -29,15 +29,17 @@ use serde_json::{Value as Json, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 use toolvisor_downloads::fit;
-use toolvisor_downloads::store::Store;
+use toolvisor_downloads::gguf_header::Shape;
+use toolvisor_downloads::store::{Manifest, Store};
 use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process::{self, ExitStatus, ProcessGuard, Spawned};
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
 
-use crate::config::{InferenceConfig, render};
+use crate::config::{InferenceConfig, ModelParams, render};
 use crate::error::InferenceError;
+use crate::resolve::ModelFiles;
 use crate::usage::UsageBook;
 
 mod actor;
@@ -289,6 +291,54 @@ pub struct InferenceArgs {
     pub state_dir: PathBuf,
 }
 
+/// Where the model runs (from its header's shape when there is one, else its weights);
+/// an error when it is too large for this machine's memory.
+fn placement_of(
+    manifest: &Manifest,
+    shape: Option<&Shape>,
+    weights: u64,
+    context: u32,
+    memory: Option<fit::Memory>,
+    accelerators: &[toolvisor_downloads::accel::Accelerator],
+) -> Result<fit::Placement, InferenceError> {
+    let placement = match shape {
+        Some(shape) => fit::placement_for(shape, weights, context as u64, memory, accelerators),
+        None => fit::placement(weights, memory, accelerators),
+    };
+    if placement.fit() == "too_large"
+        && let Some(m) = memory
+    {
+        return Err(InferenceError::TooLarge {
+            model: format!("{}:{}", manifest.repo, manifest.variant),
+            weights,
+            need: placement.need,
+            total: m.total,
+            available: m.available,
+        });
+    }
+    Ok(placement)
+}
+
+/// A GGUF's shape from its header: its layers and KV cache, so the fit counts the context
+/// asked for and can offload part of the layers; `None` (the weights alone decide) for
+/// another format or a header that cannot be read.
+async fn model_shape(files: &ModelFiles) -> Option<Shape> {
+    let path = &files.path;
+    match files.format == "gguf" {
+        true => {
+            let p = path.clone();
+            tokio::task::spawn_blocking(move || toolvisor_downloads::gguf_header::read(&p))
+                .await
+                .ok()
+                .and_then(|r| {
+                    r.map_err(|e| tracing::info!(path = %path.display(), error = %e, "no model shape from its header"))
+                        .ok()
+                })
+        }
+        false => None,
+    }
+}
+
 /// The layers offloaded to the accelerators: all of them (llama.cpp caps the count at the
 /// model's) when the model fits them whole, those that fit on a partial offload, else none.
 pub fn gpu_layers(placement: &fit::Placement) -> u32 {
@@ -487,114 +537,48 @@ impl Inference {
         };
         crate::resolve::check_alias(&alias)?;
         let _serial = self.loading.lock().await;
-        if let Some(existing) = self.get(&alias) {
-            let state = self.state(&existing).await;
-            let same = existing.dir == dir
-                && existing.variant == manifest.variant
-                && existing.embeddings == embeddings;
-            match state {
-                State::Unloaded { .. } => {}
-                _ if same => {
-                    let mut answer = self.describe(&existing, &state);
-                    answer["note"] = json!("already loaded; nothing started");
-                    return Ok(answer);
-                }
-                _ => {
-                    return Err(InferenceError::AliasTaken {
-                        alias,
-                        model: existing.model.clone(),
-                    });
-                }
-            }
+        if let Some(answer) = self
+            .loaded_already(&alias, &dir, &manifest, embeddings)
+            .await?
+        {
+            return Ok(answer);
         }
         let evicted = self.make_room(&alias).await?;
         let weights: u64 = manifest.files.iter().map(|f| f.size).sum();
         let memory = fit::read_memory(&self.meminfo);
         let accelerators = self.accelerators.detect().await;
         let files = crate::resolve::model_files(&dir, &manifest, model)?;
-        let (path, format) = (files.path, files.format);
-        // A GGUF's header says its layers and KV cache: the fit counts the context asked
-        // for and can offload part of the layers; without it, the weights alone decide.
-        let shape = match format == "gguf" {
-            true => {
-                let p = path.clone();
-                tokio::task::spawn_blocking(move || toolvisor_downloads::gguf_header::read(&p))
-                    .await
-                    .ok()
-                    .and_then(|r| {
-                        r.map_err(|e| tracing::info!(path = %path.display(), error = %e, "no model shape from its header"))
-                            .ok()
-                    })
-            }
-            false => None,
-        };
-        // An embeddings server gets the model's own context (its batch is set to it), so a
-        // text the model can take is never refused for the server's defaults.
+        let shape = model_shape(&files).await;
         let params = self
             .config
             .params(&manifest.repo, &manifest.variant)
             .cloned()
             .unwrap_or_default();
-        let context = match (context.or(params.context), embeddings) {
-            (Some(c), _) => c,
-            (None, true) => crate::embed::embedding_context(
-                shape.as_ref().and_then(|s| s.context_trained),
-                self.config.context,
-            ),
-            (None, false) => self.config.context,
-        };
-        let placement = match &shape {
-            Some(shape) => {
-                fit::placement_for(shape, weights, context as u64, memory, &accelerators)
-            }
-            None => fit::placement(weights, memory, &accelerators),
-        };
+        let context = self.context_for(context, &params, embeddings, shape.as_ref());
+        let placement = placement_of(
+            &manifest,
+            shape.as_ref(),
+            weights,
+            context,
+            memory,
+            &accelerators,
+        )?;
         let label = placement.fit();
-        if label == "too_large"
-            && let Some(m) = memory
-        {
-            return Err(InferenceError::TooLarge {
-                model: format!("{}:{}", manifest.repo, manifest.variant),
-                weights,
-                need: placement.need,
-                total: m.total,
-                available: m.available,
-            });
-        }
-        let path_has = |p: &str| self.launcher.finds(p);
-        let mut template =
-            self.config
-                .command(&format, path_has)
-                .ok_or_else(|| InferenceError::NoCommand {
-                    model: model.to_string(),
-                    format: format.clone(),
-                })?;
-        let projector_passed = crate::resolve::give_projector(&mut template, &files.projector);
-        if embeddings {
-            let pooling = shape.as_ref().and_then(|s| s.pooling);
-            let declared = crate::embed::pooling_usable(pooling);
-            let args = crate::embed::embedding_args(&template, &self.config, declared).ok_or_else(
-                || InferenceError::NoEmbeddingArgs {
-                    model: model.to_string(),
-                    program: template[0].clone(),
-                },
-            )?;
-            template.extend(args);
-        }
-        // The model's own arguments last: where a flag is given twice, the servers take the
-        // last one, so they override the fit's `-ngl` or the embedding defaults.
-        template.extend(params.args.iter().cloned());
-        let command = render(
-            &template,
+        let (command, projector_passed) = self.command_for(
+            model,
+            &files,
+            embeddings,
+            shape.as_ref(),
+            &params,
             &[
-                ("path", path.display().to_string()),
+                ("path", files.path.display().to_string()),
                 ("dir", dir.display().to_string()),
                 ("context", context.to_string()),
                 ("alias", alias.clone()),
                 // Every layer on the accelerator when the model fits one whole, else none.
                 ("gpu_layers", gpu_layers(&placement).to_string()),
             ],
-        );
+        )?;
         let status = NodeStatus::new(
             "model",
             &alias,
@@ -608,12 +592,12 @@ impl Inference {
             repo: manifest.repo.clone(),
             revision: manifest.revision.clone(),
             variant: manifest.variant.clone(),
-            path,
+            path: files.path,
             projector: files.projector.map(|p| (p, projector_passed)),
             dir,
             context,
             size: weights,
-            format,
+            format: files.format,
             command,
             embeddings,
             placement: placement.to_json(&accelerators),
@@ -628,6 +612,120 @@ impl Inference {
             waiting: AtomicUsize::new(0),
             ended_by: Mutex::new(None),
         });
+        self.start_served(&served, status).await?;
+        tracing::info!(alias, model, context, "model server started; loading");
+        Ok(self.loading_answer(&served, label, evicted).await)
+    }
+
+    /// The answer to a load just started: the model's state, its fit, what was evicted.
+    async fn loading_answer(&self, served: &Served, label: &str, evicted: Option<Json>) -> Json {
+        let state = self.state(served).await;
+        let mut answer = self.describe(served, &state);
+        answer["fit"] = json!(label);
+        if let Some(e) = evicted {
+            answer["evicted"] = e;
+        }
+        answer["hint"] = json!(
+            "get_inference_status shows when it is ready; requests go to the endpoint with \"model\": the alias"
+        );
+        answer
+    }
+
+    /// The answer when `alias` already serves this model (nothing to start); an error when
+    /// it serves another one; `None` when it is free or unloaded.
+    async fn loaded_already(
+        &self,
+        alias: &str,
+        dir: &Path,
+        manifest: &Manifest,
+        embeddings: bool,
+    ) -> Result<Option<Json>, InferenceError> {
+        let Some(existing) = self.get(alias) else {
+            return Ok(None);
+        };
+        let state = self.state(&existing).await;
+        let same = existing.dir == dir
+            && existing.variant == manifest.variant
+            && existing.embeddings == embeddings;
+        match state {
+            State::Unloaded { .. } => Ok(None),
+            _ if same => {
+                let mut answer = self.describe(&existing, &state);
+                answer["note"] = json!("already loaded; nothing started");
+                Ok(Some(answer))
+            }
+            _ => Err(InferenceError::AliasTaken {
+                alias: alias.to_string(),
+                model: existing.model.clone(),
+            }),
+        }
+    }
+
+    /// The context the server gets: the one asked for, else the model's configured one,
+    /// else (for embeddings) the model's own, else `[inference] context`.
+    fn context_for(
+        &self,
+        asked: Option<u32>,
+        params: &ModelParams,
+        embeddings: bool,
+        shape: Option<&Shape>,
+    ) -> u32 {
+        // An embeddings server gets the model's own context (its batch is set to it), so a
+        // text the model can take is never refused for the server's defaults.
+        match (asked.or(params.context), embeddings) {
+            (Some(c), _) => c,
+            (None, true) => crate::embed::embedding_context(
+                shape.and_then(|s| s.context_trained),
+                self.config.context,
+            ),
+            (None, false) => self.config.context,
+        }
+    }
+
+    /// The server's command for `files`, its placeholders filled from `vars`, and whether
+    /// it was given the model's projector.
+    fn command_for(
+        &self,
+        model: &str,
+        files: &ModelFiles,
+        embeddings: bool,
+        shape: Option<&Shape>,
+        params: &ModelParams,
+        vars: &[(&str, String)],
+    ) -> Result<(Vec<String>, bool), InferenceError> {
+        let path_has = |p: &str| self.launcher.finds(p);
+        let mut template = self
+            .config
+            .command(&files.format, path_has)
+            .ok_or_else(|| InferenceError::NoCommand {
+                model: model.to_string(),
+                format: files.format.clone(),
+            })?;
+        let projector_passed = crate::resolve::give_projector(&mut template, &files.projector);
+        if embeddings {
+            let pooling = shape.and_then(|s| s.pooling);
+            let declared = crate::embed::pooling_usable(pooling);
+            let args = crate::embed::embedding_args(&template, &self.config, declared).ok_or_else(
+                || InferenceError::NoEmbeddingArgs {
+                    model: model.to_string(),
+                    program: template[0].clone(),
+                },
+            )?;
+            template.extend(args);
+        }
+        // The model's own arguments last: where a flag is given twice, the servers take the
+        // last one, so they override the fit's `-ngl` or the embedding defaults.
+        template.extend(params.args.iter().cloned());
+        Ok((render(&template, vars), projector_passed))
+    }
+
+    /// Registers `served` and has the kind supervisor start its server actor.
+    async fn start_served(
+        &self,
+        served: &Arc<Served>,
+        status: Arc<NodeStatus>,
+    ) -> Result<(), InferenceError> {
+        let alias = served.alias.clone();
         lock(&self.models).insert(alias.clone(), served.clone());
         lock(&self.gone).remove(&alias);
         let factory = self.factory(served.clone());
@@ -645,24 +743,13 @@ impl Inference {
             )
             .await;
         match started {
-            Ok(ractor::rpc::CallResult::Success(Ok(()))) => {}
+            Ok(ractor::rpc::CallResult::Success(Ok(()))) => Ok(()),
             Ok(ractor::rpc::CallResult::Success(Err(error))) => {
-                return Err(InferenceError::Start { alias, error });
+                Err(InferenceError::Start { alias, error })
             }
-            Ok(_) => return Err(InferenceError::Supervisor("start timed out".into())),
-            Err(e) => return Err(InferenceError::Supervisor(e.to_string())),
+            Ok(_) => Err(InferenceError::Supervisor("start timed out".into())),
+            Err(e) => Err(InferenceError::Supervisor(e.to_string())),
         }
-        tracing::info!(alias, model, context, "model server started; loading");
-        let state = self.state(&served).await;
-        let mut answer = self.describe(&served, &state);
-        answer["fit"] = json!(label);
-        if let Some(e) = evicted {
-            answer["evicted"] = e;
-        }
-        answer["hint"] = json!(
-            "get_inference_status shows when it is ready; requests go to the endpoint with \"model\": the alias"
-        );
-        Ok(answer)
     }
 
     fn factory(&self, served: Arc<Served>) -> Factory {
