@@ -87,24 +87,7 @@ pub fn read(
     file.read_exact(&mut head)
         .map_err(|e| Error::io(&display, "read", e))?;
     if let Some(format) = img::sniff(&head) {
-        if size > img::MAX_IMAGE_FILE_BYTES {
-            return Err(Error::TooLarge {
-                message: format!(
-                    "{display} is a {size}-byte image, above the {} bytes read decodes",
-                    img::MAX_IMAGE_FILE_BYTES
-                ),
-                hint: "shrink it with bash (e.g. `convert -resize`) and read the copy".into(),
-            });
-        }
-        let _permit = img::image_permit();
-        let mut bytes = head;
-        file.read_to_end(&mut bytes)
-            .map_err(|e| Error::io(&display, "read", e))?;
-        let fitted = img::fit(&bytes, format, images).map_err(|why| Error::Binary {
-            path: display.clone(),
-            why: format!("an image that cannot be decoded: {why}"),
-        })?;
-        return Ok(ReadOutput::Image(fitted));
+        return read_image(file, head, format, size, display, images);
     }
     if let Some(why) = text::binary_reason(&head) {
         return Err(Error::Binary { path: display, why });
@@ -127,36 +110,104 @@ pub fn read(
     let io = |e| Error::io(&display, "read", e);
     let mut buf = vec![0u8; CHUNK];
     // Where the first shown line starts, and its number.
-    let (start_line, start_byte) = match offset.unwrap_or(1) {
-        0 => {
-            return Err(Error::bad(
-                "offset",
-                "0 is not a line: lines are 1-based, and a negative offset counts from the end",
-            ));
-        }
+    let (start_line, start_byte) = first_line(&mut file, offset, size, &display, &mut buf)?;
+    let lines = collect_lines(
+        &mut file, &mut buf, &mut out, start_line, start_byte, limit, limits,
+    )
+    .map_err(io)?;
+    finish_text(&mut out, lines, &mut file, &mut buf, limit, limits).map_err(io)?;
+    Ok(ReadOutput::Text(out))
+}
+
+/// An image file, decoded and fitted to `images` (the rest of its bytes read after `head`).
+fn read_image(
+    mut file: File,
+    head: Vec<u8>,
+    format: ::image::ImageFormat,
+    size: u64,
+    display: String,
+    images: &ImageLimits,
+) -> Result<ReadOutput> {
+    if size > img::MAX_IMAGE_FILE_BYTES {
+        return Err(Error::TooLarge {
+            message: format!(
+                "{display} is a {size}-byte image, above the {} bytes read decodes",
+                img::MAX_IMAGE_FILE_BYTES
+            ),
+            hint: "shrink it with bash (e.g. `convert -resize`) and read the copy".into(),
+        });
+    }
+    let _permit = img::image_permit();
+    let mut bytes = head;
+    file.read_to_end(&mut bytes)
+        .map_err(|e| Error::io(&display, "read", e))?;
+    let fitted = img::fit(&bytes, format, images).map_err(|why| Error::Binary {
+        path: display.clone(),
+        why: format!("an image that cannot be decoded: {why}"),
+    })?;
+    Ok(ReadOutput::Image(fitted))
+}
+
+/// The number of the first line to show and the byte where it starts, for `offset`
+/// (1-based, or negative to count from the end).
+fn first_line(
+    file: &mut File,
+    offset: Option<i64>,
+    size: u64,
+    display: &str,
+    buf: &mut [u8],
+) -> Result<(u64, u64)> {
+    let io = |e| Error::io(display, "read", e);
+    match offset.unwrap_or(1) {
+        0 => Err(Error::bad(
+            "offset",
+            "0 is not a line: lines are 1-based, and a negative offset counts from the end",
+        )),
         n if n > 0 => {
             let n = n as u64;
-            match seek_line(&mut file, n, &mut buf).map_err(io)? {
-                Some(byte) => (n, byte),
+            match seek_line(file, n, buf).map_err(io)? {
+                Some(byte) => Ok((n, byte)),
                 None => {
-                    let total = count_lines(&mut file, 0, size, &mut buf).map_err(io)?;
-                    return Err(Error::bad(
+                    let total = count_lines(file, 0, size, buf).map_err(io)?;
+                    Err(Error::bad(
                         "offset",
                         format!("{n} is past the end: {display} has {total} lines"),
-                    ));
+                    ))
                 }
             }
         }
         n => {
             let back = n.unsigned_abs();
-            let byte = tail_start(&mut file, size, back, &mut buf).map_err(io)?;
-            let before = count_newlines(&mut file, 0, byte, &mut buf).map_err(io)?;
-            (before + 1, byte)
+            let byte = tail_start(file, size, back, buf).map_err(io)?;
+            let before = count_newlines(file, 0, byte, buf).map_err(io)?;
+            Ok((before + 1, byte))
         }
-    };
+    }
+}
 
-    // Collect lines from `start_byte`.
-    file.seek(SeekFrom::Start(start_byte)).map_err(io)?;
+/// The lines collected from `start_byte` on, and where the collecting stopped.
+struct Collected {
+    /// The number of the first line shown.
+    start_line: u64,
+    shown: Vec<(u64, String)>,
+    /// Characters the shown lines add to the content.
+    chars: usize,
+    /// The byte after the last line shown.
+    pos: u64,
+    at_eof: bool,
+}
+
+/// Collect lines from `start_byte` until `limit` lines, `max_chars` characters or the end.
+fn collect_lines(
+    file: &mut File,
+    buf: &mut [u8],
+    out: &mut TextRead,
+    start_line: u64,
+    start_byte: u64,
+    limit: u64,
+    limits: &ReadLimits,
+) -> std::io::Result<Collected> {
+    file.seek(SeekFrom::Start(start_byte))?;
     let mut shown: Vec<(u64, String)> = Vec::new();
     let mut chars = 0usize;
     let mut pos = start_byte;
@@ -173,13 +224,13 @@ pub fn read(
     let mut stop = false;
     let mut at_eof = false;
     while !stop {
-        let n = read_some(&mut file, &mut buf).map_err(io)?;
+        let n = read_some(file, buf)?;
         if n == 0 {
             at_eof = true;
             if !pending.is_empty() {
                 // A last line without a newline.
                 let line = std::mem::take(&mut pending);
-                let add = push_line(&mut out, &mut shown, start_line, &line, dropped, limits);
+                let add = push_line(out, &mut shown, start_line, &line, dropped, limits);
                 chars += add;
                 pos += line.len() as u64 + dropped;
             }
@@ -192,14 +243,7 @@ pub fn read(
             let line_dropped = std::mem::take(&mut dropped);
             let consumed = line.len() as u64 + line_dropped + 1;
             let before = (out.cut_lines, out.invalid_utf8, out.crlf);
-            let add = push_line(
-                &mut out,
-                &mut shown,
-                start_line,
-                &line,
-                line_dropped,
-                limits,
-            );
+            let add = push_line(out, &mut shown, start_line, &line, line_dropped, limits);
             if chars > 0 && chars + add > limits.max_chars {
                 // Over the budget: keep this line for the next read.
                 shown.pop();
@@ -219,6 +263,33 @@ pub fn read(
             keep(&mut pending, &mut dropped, rest);
         }
     }
+    Ok(Collected {
+        start_line,
+        shown,
+        chars,
+        pos,
+        at_eof,
+    })
+}
+
+/// Fills `out` from the collected lines: the numbered content, where the read stands (the
+/// lines after it counted when the file is small enough), and notes on what was cut.
+fn finish_text(
+    out: &mut TextRead,
+    lines: Collected,
+    file: &mut File,
+    buf: &mut [u8],
+    limit: u64,
+    limits: &ReadLimits,
+) -> std::io::Result<()> {
+    let Collected {
+        start_line,
+        shown,
+        chars,
+        pos,
+        at_eof,
+    } = lines;
+    let size = out.size_bytes;
     let shown_count = shown.len() as u64;
     let last = start_line + shown_count.saturating_sub(1);
     let width = last.to_string().len();
@@ -235,7 +306,7 @@ pub fn read(
     out.total_lines = if out.eof {
         Some(start_line + shown_count - 1)
     } else if size <= limits.count_lines_max_bytes {
-        let after = count_lines(&mut file, pos, size, &mut buf).map_err(io)?;
+        let after = count_lines(file, pos, size, buf)?;
         Some(start_line + shown_count - 1 + after)
     } else {
         None
@@ -259,7 +330,7 @@ pub fn read(
             start_line + shown_count
         ));
     }
-    Ok(ReadOutput::Text(out))
+    Ok(())
 }
 
 /// Decode, cut and remember one line; returns the characters it adds.
