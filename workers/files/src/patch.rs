@@ -131,21 +131,7 @@ fn parse(patch: &str) -> Result<Vec<FilePatch>> {
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
-        if line.trim() == "*** Begin Patch" {
-            return Err(syntax(
-                i + 1,
-                "a `*** Begin Patch` patch must start with that line (only whitespace, or a shell heredoc line such as `apply_patch <<'EOF'`, may come before it)",
-            ));
-        }
-        if line.starts_with("rename from ") || line.starts_with("copy from ") {
-            return Err(syntax(
-                i + 1,
-                "renames and copies are not supported; patch the content, then move the file with bash",
-            ));
-        }
-        if line.starts_with("Binary files ") || line.starts_with("GIT binary patch") {
-            return Err(syntax(i + 1, "binary patches are not supported"));
-        }
+        refuse_unsupported(line, i)?;
         if line.starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ ")) {
             let old = parse_path(&line[4..]);
             let new = parse_path(&lines[i + 1][4..]);
@@ -167,128 +153,7 @@ fn parse(patch: &str) -> Result<Vec<FilePatch>> {
                     "a hunk comes before any `--- old` / `+++ new` file header",
                 ));
             };
-            let Some(range) = parse_header(line) else {
-                return Err(syntax(
-                    i + 1,
-                    format!("{line:?} is not a hunk header (`@@ -l,n +l,n @@`)"),
-                ));
-            };
-            let mut hunk = Hunk {
-                index: file.hunks.len() + 1,
-                header: line.to_string(),
-                old_start: range.map(|r| r.0),
-                old_count: range.map(|r| r.1).unwrap_or(0),
-                ops: Vec::new(),
-                old_no_eol: false,
-                new_no_eol: false,
-            };
-            i += 1;
-            let (mut old_left, mut new_left) = range.map(|r| (r.1, r.2)).unwrap_or((0, 0));
-            let counted = range.is_some();
-            while i < lines.len() {
-                let l = lines[i];
-                if counted && old_left == 0 && new_left == 0 {
-                    // Only a no-newline marker may follow a complete hunk.
-                    if l.starts_with('\\') {
-                        mark_no_eol(&mut hunk);
-                        i += 1;
-                    }
-                    let next = lines.get(i).copied().unwrap_or("");
-                    let header = next.starts_with("--- ")
-                        && lines.get(i + 1).is_some_and(|n| n.starts_with("+++ "));
-                    let more_body = next.starts_with([' ', '+', '-']) && !header;
-                    if more_body {
-                        return Err(syntax(
-                            i + 1,
-                            format!(
-                                "hunk {} of {} ({}) has more lines than its header counts; fix the counts",
-                                hunk.index,
-                                file.target(),
-                                hunk.header
-                            ),
-                        ));
-                    }
-                    break;
-                }
-                if !counted
-                    && (l.starts_with("@@") || l.starts_with("--- ") || l.starts_with("diff "))
-                {
-                    break;
-                }
-                let op = match l.as_bytes().first() {
-                    Some(b' ') => Op::Context(l[1..].to_string()),
-                    Some(b'-') => Op::Remove(l[1..].to_string()),
-                    Some(b'+') => Op::Add(l[1..].to_string()),
-                    Some(b'\\') => {
-                        mark_no_eol(&mut hunk);
-                        i += 1;
-                        continue;
-                    }
-                    // Editors strip the space of an empty context line.
-                    None => Op::Context(String::new()),
-                    Some(_) if counted => {
-                        return Err(syntax(
-                            i + 1,
-                            format!(
-                                "hunk {} of {} ({}) ends early: expected {old_left} more old and {new_left} more new line(s), got {l:?}; check the line counts in the header",
-                                hunk.index,
-                                file.target(),
-                                hunk.header
-                            ),
-                        ));
-                    }
-                    Some(_) => break,
-                };
-                if counted {
-                    let (o, n) = match op {
-                        Op::Context(_) => (1, 1),
-                        Op::Remove(_) => (1, 0),
-                        Op::Add(_) => (0, 1),
-                    };
-                    if old_left < o || new_left < n {
-                        return Err(syntax(
-                            i + 1,
-                            format!(
-                                "hunk {} of {} ({}) has more lines than its header counts; fix the counts",
-                                hunk.index,
-                                file.target(),
-                                hunk.header
-                            ),
-                        ));
-                    }
-                    old_left -= o;
-                    new_left -= n;
-                }
-                hunk.ops.push(op);
-                i += 1;
-            }
-            if counted && (old_left > 0 || new_left > 0) {
-                // The patch text ended: a trailing empty context line may have been eaten
-                // by a final newline.
-                let only_blank_missing = old_left == new_left && old_left == 1;
-                if only_blank_missing {
-                    hunk.ops.push(Op::Context(String::new()));
-                } else {
-                    return Err(syntax(
-                        i,
-                        format!(
-                            "hunk {} of {} ({}) ends early: {old_left} old and {new_left} new line(s) missing",
-                            hunk.index,
-                            file.target(),
-                            hunk.header
-                        ),
-                    ));
-                }
-            }
-            if !counted {
-                while matches!(hunk.ops.last(), Some(Op::Context(c)) if c.is_empty()) {
-                    hunk.ops.pop();
-                }
-                hunk.old_count = hunk.ops.iter().filter(|o| !matches!(o, Op::Add(_))).count();
-            }
-            if hunk.ops.is_empty() {
-                return Err(syntax(i, format!("hunk {} is empty", hunk.index)));
-            }
+            let hunk = parse_hunk(&lines, &mut i, file)?;
             file.hunks.push(hunk);
             continue;
         }
@@ -308,6 +173,172 @@ fn parse(patch: &str) -> Result<Vec<FilePatch>> {
     }
     strip_git_prefixes(&mut files);
     Ok(files)
+}
+
+/// Refuses line `i` (0-based) when it starts what this parser does not take: a misplaced
+/// `*** Begin Patch`, a rename or copy, a binary patch.
+fn refuse_unsupported(line: &str, i: usize) -> Result<()> {
+    if line.trim() == "*** Begin Patch" {
+        return Err(syntax(
+            i + 1,
+            "a `*** Begin Patch` patch must start with that line (only whitespace, or a shell heredoc line such as `apply_patch <<'EOF'`, may come before it)",
+        ));
+    }
+    if line.starts_with("rename from ") || line.starts_with("copy from ") {
+        return Err(syntax(
+            i + 1,
+            "renames and copies are not supported; patch the content, then move the file with bash",
+        ));
+    }
+    if line.starts_with("Binary files ") || line.starts_with("GIT binary patch") {
+        return Err(syntax(i + 1, "binary patches are not supported"));
+    }
+    Ok(())
+}
+
+/// The hunk of `file` whose header is at line `*i`; `*i` is left on the line after it.
+fn parse_hunk(lines: &[&str], i: &mut usize, file: &FilePatch) -> Result<Hunk> {
+    let line = lines[*i];
+    let Some(range) = parse_header(line) else {
+        return Err(syntax(
+            *i + 1,
+            format!("{line:?} is not a hunk header (`@@ -l,n +l,n @@`)"),
+        ));
+    };
+    let mut hunk = Hunk {
+        index: file.hunks.len() + 1,
+        header: line.to_string(),
+        old_start: range.map(|r| r.0),
+        old_count: range.map(|r| r.1).unwrap_or(0),
+        ops: Vec::new(),
+        old_no_eol: false,
+        new_no_eol: false,
+    };
+    *i += 1;
+    let counted = range.is_some();
+    let (old_left, new_left) = hunk_body(lines, i, &mut hunk, file, range)?;
+    let i = *i;
+    if counted && (old_left > 0 || new_left > 0) {
+        // The patch text ended: a trailing empty context line may have been eaten
+        // by a final newline.
+        let only_blank_missing = old_left == new_left && old_left == 1;
+        if only_blank_missing {
+            hunk.ops.push(Op::Context(String::new()));
+        } else {
+            return Err(syntax(
+                i,
+                format!(
+                    "hunk {} of {} ({}) ends early: {old_left} old and {new_left} new line(s) missing",
+                    hunk.index,
+                    file.target(),
+                    hunk.header
+                ),
+            ));
+        }
+    }
+    if !counted {
+        while matches!(hunk.ops.last(), Some(Op::Context(c)) if c.is_empty()) {
+            hunk.ops.pop();
+        }
+        hunk.old_count = hunk.ops.iter().filter(|o| !matches!(o, Op::Add(_))).count();
+    }
+    if hunk.ops.is_empty() {
+        return Err(syntax(i, format!("hunk {} is empty", hunk.index)));
+    }
+    Ok(hunk)
+}
+
+/// The lines of `hunk` from `*i` on, until its header's counts are met (or, for a bare `@@`,
+/// the next header); the old and new lines still missing when the patch ended.
+fn hunk_body(
+    lines: &[&str],
+    i: &mut usize,
+    hunk: &mut Hunk,
+    file: &FilePatch,
+    range: Option<(usize, usize, usize)>,
+) -> Result<(usize, usize)> {
+    let (mut old_left, mut new_left) = range.map(|r| (r.1, r.2)).unwrap_or((0, 0));
+    let counted = range.is_some();
+    while *i < lines.len() {
+        let l = lines[*i];
+        if counted && old_left == 0 && new_left == 0 {
+            complete_hunk(lines, i, hunk, file)?;
+            break;
+        }
+        if !counted && (l.starts_with("@@") || l.starts_with("--- ") || l.starts_with("diff ")) {
+            break;
+        }
+        let op = match l.as_bytes().first() {
+            Some(b' ') => Op::Context(l[1..].to_string()),
+            Some(b'-') => Op::Remove(l[1..].to_string()),
+            Some(b'+') => Op::Add(l[1..].to_string()),
+            Some(b'\\') => {
+                mark_no_eol(hunk);
+                *i += 1;
+                continue;
+            }
+            // Editors strip the space of an empty context line.
+            None => Op::Context(String::new()),
+            Some(_) if counted => {
+                return Err(syntax(
+                    *i + 1,
+                    format!(
+                        "hunk {} of {} ({}) ends early: expected {old_left} more old and {new_left} more new line(s), got {l:?}; check the line counts in the header",
+                        hunk.index,
+                        file.target(),
+                        hunk.header
+                    ),
+                ));
+            }
+            Some(_) => break,
+        };
+        if counted {
+            let (o, n) = match op {
+                Op::Context(_) => (1, 1),
+                Op::Remove(_) => (1, 0),
+                Op::Add(_) => (0, 1),
+            };
+            if old_left < o || new_left < n {
+                return Err(too_many_lines(*i, hunk, file));
+            }
+            old_left -= o;
+            new_left -= n;
+        }
+        hunk.ops.push(op);
+        *i += 1;
+    }
+    Ok((old_left, new_left))
+}
+
+/// After a hunk whose counts are met at line `*i`: takes a no-newline marker, and refuses
+/// more body lines (the counts are wrong).
+fn complete_hunk(lines: &[&str], i: &mut usize, hunk: &mut Hunk, file: &FilePatch) -> Result<()> {
+    // Only a no-newline marker may follow a complete hunk.
+    if lines[*i].starts_with('\\') {
+        mark_no_eol(hunk);
+        *i += 1;
+    }
+    let next = lines.get(*i).copied().unwrap_or("");
+    let header =
+        next.starts_with("--- ") && lines.get(*i + 1).is_some_and(|n| n.starts_with("+++ "));
+    let more_body = next.starts_with([' ', '+', '-']) && !header;
+    if more_body {
+        return Err(too_many_lines(*i, hunk, file));
+    }
+    Ok(())
+}
+
+/// A hunk with more lines than its header counts, found at line `i` (0-based).
+fn too_many_lines(i: usize, hunk: &Hunk, file: &FilePatch) -> Error {
+    syntax(
+        i + 1,
+        format!(
+            "hunk {} of {} ({}) has more lines than its header counts; fix the counts",
+            hunk.index,
+            file.target(),
+            hunk.header
+        ),
+    )
 }
 
 fn mark_no_eol(hunk: &mut Hunk) {
