@@ -36,7 +36,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::InferenceError;
-use crate::pool::{InFlight, Inference};
+use crate::pool::{InFlight, Inference, Served};
 use crate::usage::{Scanner, UsageBook};
 
 /// Largest request body accepted (a long chat with its history fits many times over).
@@ -360,67 +360,107 @@ fn has_dot_segment(path: &str) -> bool {
     })
 }
 
+/// A `POST /v1/...`: its body read, sent to the server of the model it names, and that
+/// server's response passed back frame by frame.
 async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
     let (parts, body) = req.into_parts();
+    let (_budget, bytes) = match read_body(pool, &parts, body).await {
+        Ok(read) => read,
+        Err(out) => return out,
+    };
+    let alias = match alias_of(&bytes) {
+        Ok(alias) => alias,
+        Err(out) => return out,
+    };
+    match send(pool, &parts, &bytes, &alias).await {
+        Ok((served, flight, slot, resp)) => relay(pool, &served, alias, flight, slot, resp),
+        Err(out) => out,
+    }
+}
+
+/// The request body, read whole within the read timeout, and its claim on the endpoint's
+/// budget for bodies (held until the response); else the answer saying why not.
+async fn read_body(
+    pool: &Inference,
+    parts: &hyper::http::request::Parts,
+    body: Incoming,
+) -> Result<(OwnedSemaphorePermit, Bytes), Out> {
     let deadline = Duration::from_secs(pool.config().request_read_timeout_s);
     let claim = parts
         .headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         .map_or(MAX_REQUEST, |n| n.min(MAX_REQUEST));
-    let Ok(_budget) = pool
+    let Ok(budget) = pool
         .bodies
         .clone()
         .try_acquire_many_owned((claim >> 10) as u32 + 1)
     else {
-        return error(
+        return Err(error(
             StatusCode::SERVICE_UNAVAILABLE,
             "busy",
             format!(
                 "the endpoint is reading {} MiB of request bodies at once, its most: retry in a moment",
                 BODY_BUDGET >> 20
             ),
-        );
+        ));
     };
-    let bytes = match tokio::time::timeout(deadline, Limited::new(body, MAX_REQUEST).collect())
-        .await
-    {
-        Err(_) => {
-            return error(
-                StatusCode::REQUEST_TIMEOUT,
-                "request_timeout",
-                format!(
-                    "the request body did not arrive within {} s (inference.request_read_timeout_s): send it whole, at once",
-                    deadline.as_secs()
-                ),
-            );
-        }
-        Ok(Ok(b)) => b.to_bytes(),
-        Ok(Err(e)) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid_request",
-                format!("cannot read the request body (at most {MAX_REQUEST} bytes): {e}"),
-            );
-        }
-    };
-    let alias = match model_of(&bytes) {
-        Ok(Some(m)) => m,
-        Ok(None) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                "the request has no \"model\": name a loaded model's alias (GET /v1/models lists them)".into(),
-            );
-        }
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                format!("the request body is not a JSON object: {e}"),
-            );
-        }
-    };
+    match tokio::time::timeout(deadline, Limited::new(body, MAX_REQUEST).collect()).await {
+        Err(_) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the request body did not arrive within {} s (inference.request_read_timeout_s): send it whole, at once",
+                deadline.as_secs()
+            ),
+        )),
+        Ok(Ok(b)) => Ok((budget, b.to_bytes())),
+        Ok(Err(e)) => Err(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request",
+            format!("cannot read the request body (at most {MAX_REQUEST} bytes): {e}"),
+        )),
+    }
+}
+
+/// The alias the body's `"model"` names; else the answer saying what is wrong.
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the response itself, returned at once; boxing it only adds an allocation"
+)]
+fn alias_of(bytes: &[u8]) -> Result<String, Out> {
+    match model_of(bytes) {
+        Ok(Some(m)) => Ok(m),
+        Ok(None) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "the request has no \"model\": name a loaded model's alias (GET /v1/models lists them)"
+                .into(),
+        )),
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("the request body is not a JSON object: {e}"),
+        )),
+    }
+}
+
+/// The request sent to `alias`'s server once it has a slot: the model, the request counted
+/// in flight, the slot, and the response's head; else the answer saying why not.
+async fn send(
+    pool: &Inference,
+    parts: &hyper::http::request::Parts,
+    bytes: &Bytes,
+    alias: &str,
+) -> Result<
+    (
+        Arc<Served>,
+        InFlight,
+        OwnedSemaphorePermit,
+        Response<Incoming>,
+    ),
+    Out,
+> {
     // A server that is not there (killed, crashed, restarting) has not seen the request: wait
     // for it to be ready again and send it then, within the readiness timeout. A server that
     // took the connection but died before any answer (the kill had not landed yet) may have
@@ -430,50 +470,13 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
     let began = tokio::time::Instant::now();
     let mut resent = false;
     let mut slot = None;
-    let (served, flight, resp) = loop {
-        let (served, port) = match pool.route(&alias).await {
+    loop {
+        let (served, port) = match pool.route(alias).await {
             Ok(r) => r,
-            Err(e) => return route_error(e),
+            Err(e) => return Err(route_error(e)),
         };
         if slot.is_none() {
-            let queue = pool.config().queue;
-            // A queued request waits for its slot as long as it would for its model to be
-            // ready, never for ever.
-            let wait = patience.saturating_sub(began.elapsed());
-            match tokio::time::timeout(wait, served.slot(queue)).await {
-                Ok(Some(s)) => slot = Some(s),
-                Err(_) => {
-                    let mut out = error(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "queue_timeout",
-                        format!(
-                            "{alias:?} gave this request no slot within {} s (inference.ready_timeout_s): its {} slots stayed busy (inference.parallel); retry, or load the model under a second alias",
-                            patience.as_secs(),
-                            pool.config().parallel
-                        ),
-                    );
-                    out.headers_mut().insert(
-                        hyper::header::RETRY_AFTER,
-                        hyper::header::HeaderValue::from_static("1"),
-                    );
-                    return out;
-                }
-                Ok(None) => {
-                    let mut out = error(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "queue_full",
-                        format!(
-                            "{alias:?} is serving {} requests and {queue} more wait (inference.parallel, inference.queue): retry after a second",
-                            pool.config().parallel
-                        ),
-                    );
-                    out.headers_mut().insert(
-                        hyper::header::RETRY_AFTER,
-                        hyper::header::HeaderValue::from_static("1"),
-                    );
-                    return out;
-                }
-            }
+            slot = Some(take_slot(pool, &served, alias, patience, began).await?);
             // It waited: the model may have been reloaded meanwhile; route it again.
             continue;
         }
@@ -485,19 +488,22 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
                 continue;
             }
             Err(e) => {
-                return error(
+                return Err(error(
                     StatusCode::BAD_GATEWAY,
                     "model_unreachable",
                     format!(
                         "the server of {alias:?} on 127.0.0.1:{port} did not answer for {} s (inference.ready_timeout_s): {e}; get_inference_status shows its state",
                         patience.as_secs()
                     ),
-                );
+                ));
             }
         };
         let flight = served.begin();
-        match forward(&parts, bytes.clone(), stream, port).await {
-            Ok(resp) => break (served, flight, resp),
+        match forward(parts, bytes.clone(), stream, port).await {
+            Ok(resp) => {
+                let slot = slot.expect("a slot was taken before the request was sent");
+                return Ok((served, flight, slot, resp));
+            }
             Err(e) if !resent && began.elapsed() < patience => {
                 tracing::info!(alias, port, error = %e, "the model server dropped a request without answering; sending it again once");
                 resent = true;
@@ -505,17 +511,68 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(e) => {
-                return error(
+                return Err(error(
                     StatusCode::BAD_GATEWAY,
                     "model_unreachable",
                     format!(
                         "the server of {alias:?} on 127.0.0.1:{port} did not answer{}: {e}; get_inference_status shows its state",
                         if resent { " (twice)" } else { "" }
                     ),
-                );
+                ));
             }
         }
+    }
+}
+
+/// One of `served`'s slots, waited for in its queue at most until `patience` since `began`;
+/// else the answer (retry after a second) saying the queue was full or stayed busy.
+async fn take_slot(
+    pool: &Inference,
+    served: &Served,
+    alias: &str,
+    patience: Duration,
+    began: tokio::time::Instant,
+) -> Result<OwnedSemaphorePermit, Out> {
+    let queue = pool.config().queue;
+    // A queued request waits for its slot as long as it would for its model to be
+    // ready, never for ever.
+    let wait = patience.saturating_sub(began.elapsed());
+    let mut out = match tokio::time::timeout(wait, served.slot(queue)).await {
+        Ok(Some(s)) => return Ok(s),
+        Err(_) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "queue_timeout",
+            format!(
+                "{alias:?} gave this request no slot within {} s (inference.ready_timeout_s): its {} slots stayed busy (inference.parallel); retry, or load the model under a second alias",
+                patience.as_secs(),
+                pool.config().parallel
+            ),
+        ),
+        Ok(None) => error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "queue_full",
+            format!(
+                "{alias:?} is serving {} requests and {queue} more wait (inference.parallel, inference.queue): retry after a second",
+                pool.config().parallel
+            ),
+        ),
     };
+    out.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static("1"),
+    );
+    Err(out)
+}
+
+/// The model server's response passed back frame by frame, its usage counted when it ends.
+fn relay(
+    pool: &Inference,
+    served: &Served,
+    alias: String,
+    flight: InFlight,
+    slot: OwnedSemaphorePermit,
+    resp: Response<Incoming>,
+) -> Out {
     let sse = resp
         .headers()
         .get(hyper::header::CONTENT_TYPE)
@@ -531,9 +588,9 @@ async fn proxy(pool: &Inference, req: Request<Incoming>) -> Out {
         done: Some(Done {
             book: pool.usage.clone(),
             model: served.model.clone(),
-            alias: alias.clone(),
+            alias,
             _flight: flight,
-            _slot: slot.expect("a slot was taken before the request was sent"),
+            _slot: slot,
         }),
         sse,
         ended: false,
