@@ -326,6 +326,161 @@ impl KindSupervisor {
             }
         }
     }
+
+    /// Adds a child and starts it, unless one of that id is still running.
+    fn add(
+        myself: &ActorRef<SupervisorMsg>,
+        state: &mut SupervisorState,
+        spec: ChildSpec,
+        reply: RpcReplyPort<Result<(), String>>,
+    ) {
+        let id = spec.id.clone();
+        if state
+            .children
+            .get(&id)
+            .is_some_and(|c| c.ended_at.is_none())
+        {
+            let _ = reply.send(Err(format!(
+                "a {} named {id:?} is already running",
+                state.kind
+            )));
+            return;
+        }
+        // A fresh record: the restarts and last error of an earlier one (a server
+        // before `lsp reload`, a kernel before it died) are not this one's.
+        spec.status.update(|i| {
+            i.restarts = 0;
+            i.last_error = None;
+        });
+        let mut child = Child {
+            tracker: RestartTracker::new(spec.policy),
+            spec,
+            cell: None,
+            epoch: 0,
+            stopping: None,
+            ended_at: None,
+            backoff_until: None,
+            first_reply: Some(reply),
+        };
+        Self::launch(myself, &id, &mut child);
+        state.children.insert(id, child);
+        state.status.notifier().bump();
+    }
+
+    /// An incarnation's start finished: register it, or apply its policy when it failed,
+    /// already ended, or is no longer wanted (stale or stopping).
+    fn started(
+        myself: &ActorRef<SupervisorMsg>,
+        state: &mut SupervisorState,
+        id: String,
+        epoch: u64,
+        result: Result<ActorCell, String>,
+    ) {
+        let Some(child) = state.children.get_mut(&id) else {
+            if let Ok(cell) = result {
+                cell.stop(Some("removed".into()));
+            }
+            return;
+        };
+        if child.epoch != epoch || child.stopping.is_some() {
+            if let Ok(cell) = result {
+                cell.stop(child.stopping.clone());
+            }
+            if child.stopping.is_some() && child.cell.is_none() && child.ended_at.is_none() {
+                Self::ended(myself, state, &id, Exit::Normal, None);
+            }
+            return;
+        }
+        // It may already have ended: then this is its end, not its start.
+        let early = result.as_ref().ok().and_then(|cell| {
+            let pos = state
+                .early_ends
+                .iter()
+                .position(|(a, _, _)| *a == cell.get_id())?;
+            state.early_ends.remove(pos)
+        });
+        if let Some((_, exit, error)) = early {
+            if let Some(reply) = child.first_reply.take() {
+                let _ = reply.send(Ok(()));
+            }
+            tracing::info!(kind = state.kind, id, "resource started and ended at once");
+            Self::ended(myself, state, &id, exit, error);
+            return;
+        }
+        match result {
+            Ok(cell) => {
+                state.by_actor.insert(cell.get_id(), id.clone());
+                child.cell = Some(cell);
+                // Uptime counts from this incarnation, not the record's first one.
+                child.spec.status.update(|i| {
+                    i.started = Instant::now();
+                    if i.state == NodeState::Starting {
+                        i.state = NodeState::Ready;
+                    }
+                });
+                if let Some(reply) = child.first_reply.take() {
+                    let _ = reply.send(Ok(()));
+                }
+                tracing::info!(
+                    kind = state.kind,
+                    id,
+                    attempt = child.tracker.total(),
+                    "resource started"
+                );
+            }
+            Err(err) => {
+                tracing::warn!(
+                    kind = state.kind,
+                    id,
+                    error = err,
+                    "resource failed to start"
+                );
+                Self::ended(myself, state, &id, Exit::Failed, Some(err));
+            }
+        }
+    }
+
+    /// Where the child `id` stands, for a caller about to use it.
+    fn lookup(state: &SupervisorState, id: &str) -> Lookup {
+        match state.children.get(id) {
+            None => Lookup::Missing,
+            Some(child) => {
+                let info = child.spec.status.get();
+                let last_error = info.last_error.clone().unwrap_or_default();
+                match (&child.cell, info.state) {
+                    (_, NodeState::Failed) => Lookup::Failed { last_error },
+                    (Some(cell), _) => Lookup::Running(cell.clone()),
+                    (None, _) if child.ended_at.is_some() => Lookup::Ended {
+                        last_error: info.last_error,
+                    },
+                    (None, NodeState::Backoff) => Lookup::Backoff {
+                        last_error,
+                        retry_in: child
+                            .backoff_until
+                            .map(|t| t.saturating_duration_since(Instant::now()))
+                            .unwrap_or_default(),
+                    },
+                    (None, _) => Lookup::Starting,
+                }
+            }
+        }
+    }
+
+    /// Drops the records of children ended longer ago than `keep_ended`.
+    fn collect(state: &mut SupervisorState) {
+        let keep = state.keep_ended;
+        let before = state.children.len();
+        state.children.retain(|id, c| {
+            let keep_it = c.ended_at.is_none_or(|t| t.elapsed() < keep);
+            if !keep_it {
+                tracing::info!(kind = state.kind, id, "collected ended resource");
+            }
+            keep_it
+        });
+        if state.children.len() != before {
+            state.status.notifier().bump();
+        }
+    }
 }
 
 impl Actor for KindSupervisor {
@@ -362,103 +517,9 @@ impl Actor for KindSupervisor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SupervisorMsg::Start { spec, reply } => {
-                let id = spec.id.clone();
-                if state
-                    .children
-                    .get(&id)
-                    .is_some_and(|c| c.ended_at.is_none())
-                {
-                    let _ = reply.send(Err(format!(
-                        "a {} named {id:?} is already running",
-                        state.kind
-                    )));
-                    return Ok(());
-                }
-                // A fresh record: the restarts and last error of an earlier one (a server
-                // before `lsp reload`, a kernel before it died) are not this one's.
-                spec.status.update(|i| {
-                    i.restarts = 0;
-                    i.last_error = None;
-                });
-                let mut child = Child {
-                    tracker: RestartTracker::new(spec.policy),
-                    spec,
-                    cell: None,
-                    epoch: 0,
-                    stopping: None,
-                    ended_at: None,
-                    backoff_until: None,
-                    first_reply: Some(reply),
-                };
-                Self::launch(&myself, &id, &mut child);
-                state.children.insert(id, child);
-                state.status.notifier().bump();
-            }
+            SupervisorMsg::Start { spec, reply } => Self::add(&myself, state, spec, reply),
             SupervisorMsg::Started { id, epoch, result } => {
-                let Some(child) = state.children.get_mut(&id) else {
-                    if let Ok(cell) = result {
-                        cell.stop(Some("removed".into()));
-                    }
-                    return Ok(());
-                };
-                if child.epoch != epoch || child.stopping.is_some() {
-                    if let Ok(cell) = result {
-                        cell.stop(child.stopping.clone());
-                    }
-                    if child.stopping.is_some() && child.cell.is_none() && child.ended_at.is_none()
-                    {
-                        Self::ended(&myself, state, &id, Exit::Normal, None);
-                    }
-                    return Ok(());
-                }
-                // It may already have ended: then this is its end, not its start.
-                let early = result.as_ref().ok().and_then(|cell| {
-                    let pos = state
-                        .early_ends
-                        .iter()
-                        .position(|(a, _, _)| *a == cell.get_id())?;
-                    state.early_ends.remove(pos)
-                });
-                if let Some((_, exit, error)) = early {
-                    if let Some(reply) = child.first_reply.take() {
-                        let _ = reply.send(Ok(()));
-                    }
-                    tracing::info!(kind = state.kind, id, "resource started and ended at once");
-                    Self::ended(&myself, state, &id, exit, error);
-                    return Ok(());
-                }
-                match result {
-                    Ok(cell) => {
-                        state.by_actor.insert(cell.get_id(), id.clone());
-                        child.cell = Some(cell);
-                        // Uptime counts from this incarnation, not the record's first one.
-                        child.spec.status.update(|i| {
-                            i.started = Instant::now();
-                            if i.state == NodeState::Starting {
-                                i.state = NodeState::Ready;
-                            }
-                        });
-                        if let Some(reply) = child.first_reply.take() {
-                            let _ = reply.send(Ok(()));
-                        }
-                        tracing::info!(
-                            kind = state.kind,
-                            id,
-                            attempt = child.tracker.total(),
-                            "resource started"
-                        );
-                    }
-                    Err(err) => {
-                        tracing::warn!(
-                            kind = state.kind,
-                            id,
-                            error = err,
-                            "resource failed to start"
-                        );
-                        Self::ended(&myself, state, &id, Exit::Failed, Some(err));
-                    }
-                }
+                Self::started(&myself, state, id, epoch, result)
             }
             SupervisorMsg::RestartNow { id, epoch } => {
                 if let Some(child) = state.children.get_mut(&id)
@@ -472,29 +533,7 @@ impl Actor for KindSupervisor {
                 }
             }
             SupervisorMsg::Lookup { id, reply } => {
-                let lookup = match state.children.get(&id) {
-                    None => Lookup::Missing,
-                    Some(child) => {
-                        let info = child.spec.status.get();
-                        let last_error = info.last_error.clone().unwrap_or_default();
-                        match (&child.cell, info.state) {
-                            (_, NodeState::Failed) => Lookup::Failed { last_error },
-                            (Some(cell), _) => Lookup::Running(cell.clone()),
-                            (None, _) if child.ended_at.is_some() => Lookup::Ended {
-                                last_error: info.last_error,
-                            },
-                            (None, NodeState::Backoff) => Lookup::Backoff {
-                                last_error,
-                                retry_in: child
-                                    .backoff_until
-                                    .map(|t| t.saturating_duration_since(Instant::now()))
-                                    .unwrap_or_default(),
-                            },
-                            (None, _) => Lookup::Starting,
-                        }
-                    }
-                };
-                let _ = reply.send(lookup);
+                let _ = reply.send(Self::lookup(state, &id));
             }
             SupervisorMsg::Expire { id, reason } => {
                 crate::status::count_event(&state.kind, "ttl_expiry");
@@ -518,20 +557,7 @@ impl Actor for KindSupervisor {
                     .collect();
                 let _ = reply.send(node);
             }
-            SupervisorMsg::Collect => {
-                let keep = state.keep_ended;
-                let before = state.children.len();
-                state.children.retain(|id, c| {
-                    let keep_it = c.ended_at.is_none_or(|t| t.elapsed() < keep);
-                    if !keep_it {
-                        tracing::info!(kind = state.kind, id, "collected ended resource");
-                    }
-                    keep_it
-                });
-                if state.children.len() != before {
-                    state.status.notifier().bump();
-                }
-            }
+            SupervisorMsg::Collect => Self::collect(state),
         }
         Ok(())
     }
