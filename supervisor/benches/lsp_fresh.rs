@@ -4,7 +4,7 @@
 //! daemon, as a `git checkout` would, and back, `TOOLVISOR_BENCH_ROUNDS` times each way
 //! (default 5). Each change is timed from the write to an `lsp diagnostics` answer of the
 //! importing file that is `complete` and has errors on exactly the lines the compiler reports
-//! (pyright's CLI, tsc, `cc -fsyntax-only`, `cargo check`, each run once per state before the
+//! (pyright's CLI, tsc, `cc -fsyntax-only`, `cargo check`, `go build -gcflags=-e`, each run once per state before the
 //! rounds). The first answer after each change is checked: the bench prints how many were
 //! already right, and how many were wrong while saying `complete: true` (the answers issue 45
 //! is about); a wrong answer is asked again every 50 ms, at most 60 s. Nothing is asserted
@@ -128,6 +128,25 @@ fn cases() -> Vec<Case> {
             truth: cargo_lines,
             trusted: true,
         },
+        Case {
+            server: "gopls",
+            files: vec![
+                ("go.mod".into(), "module example.com/fresh\n\ngo 1.19\n".into()),
+                (
+                    "uses/uses.go".into(),
+                    format!(
+                        "package uses\n\nimport \"example.com/fresh/core\"\n\n{}",
+                        calls(&|i| format!("func U{i}() string {{\n\treturn core.Enlist(\"m{i}\")\n}}\n"))
+                    ),
+                ),
+            ],
+            dependency: "core/core.go",
+            good: "package core\n\nfunc Enlist(name string) string {\n\treturn name\n}\n".into(),
+            broken: "package core\n\nfunc Enlist(name int) string {\n\treturn \"\"\n}\n".into(),
+            asked: "uses/uses.go",
+            truth: go_lines,
+            trusted: false,
+        },
     ]
 }
 
@@ -184,6 +203,35 @@ fn cc_lines(root: &Path, file: &str) -> BTreeSet<u64> {
         &format!("{file}:"),
         ':',
         ": error:",
+    )
+}
+
+/// The go command's environment in the Go case: the test dependencies' build cache and
+/// GOPATH, no network.
+fn go_vars() -> Vec<(&'static str, String)> {
+    let go = deps().join("go");
+    vec![
+        ("GOCACHE", go.join("cache").display().to_string()),
+        ("GOPATH", go.join("path").display().to_string()),
+        ("GOFLAGS", "-mod=mod".into()),
+        ("GOTOOLCHAIN", "local".into()),
+        ("GOPROXY", "off".into()),
+    ]
+}
+
+fn go_lines(root: &Path, file: &str) -> BTreeSet<u64> {
+    // Every error (`-e`: not only the first ten), as `uses/uses.go:6:21: cannot use …`.
+    let out = Command::new("go")
+        .args(["build", "-gcflags=-e", "./..."])
+        .envs(go_vars())
+        .current_dir(root)
+        .output()
+        .expect("go runs");
+    lines_of(
+        &String::from_utf8_lossy(&out.stderr),
+        &format!("{file}:"),
+        ':',
+        ": ",
     )
 }
 
@@ -276,6 +324,16 @@ fn run(case: &Case, rounds: usize) -> Figures {
         bin("node_modules/.bin"),
         bin("lsp-venv/bin")
     );
+    if case.server == "gopls" {
+        let vars: Vec<String> = go_vars()
+            .iter()
+            .map(|(k, v)| format!("{k} = {v:?}"))
+            .collect();
+        config.push_str(&format!(
+            "[env]\nset = {{ PYTHONDONTWRITEBYTECODE = \"1\", {} }}\n",
+            vars.join(", ")
+        ));
+    }
     if case.trusted {
         config.push_str(&format!(
             "[trust]\nroots = [{:?}]\n",
