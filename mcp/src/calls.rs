@@ -119,6 +119,30 @@ struct Drive<'a> {
 }
 
 impl Drive<'_> {
+    /// Drives the call to its end here, with no deadline (no room to park it, or for a
+    /// task), and answers it as `tool`'s result.
+    async fn drive_to_end(
+        self,
+        rx: mpsc::Receiver<CallMsg>,
+        handle: &Option<String>,
+        shape: &Shape,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tool = self.tool;
+        let step = Drive {
+            deadline: None,
+            ..self
+        }
+        .run(rx)
+        .await;
+        let Step::Done(outcome) = step else {
+            return Err(ErrorData::internal_error(
+                "the call neither ended nor waited",
+                None,
+            ));
+        };
+        finish(tool, outcome, handle, shape)
+    }
+
     async fn run(&self, mut rx: mpsc::Receiver<CallMsg>) -> Step {
         // If this future is dropped before the outcome (the transport went away, the
         // session ended), the daemon still hears `cancel`, so nothing the call started
@@ -572,20 +596,13 @@ async fn ask_back(
                 false,
                 Some("too many calls wait for an approval answer in this toolvisor mcp (256); answer those first".into()),
             );
-            let step = Drive {
-                deadline: None,
+            // The approval it waits for is not asked back as a form again.
+            return Drive {
                 mrtr: false,
                 ..drive
             }
-            .run(p.rx)
+            .drive_to_end(p.rx, handle, shape)
             .await;
-            let Step::Done(outcome) = step else {
-                return Err(ErrorData::internal_error(
-                    "the call neither ended nor waited",
-                    None,
-                ));
-            };
-            return finish(tool, outcome, handle, shape);
         }
     };
     let mut requests = InputRequests::new();
@@ -619,19 +636,7 @@ async fn run_as_task(
     let tool = drive.tool;
     let Some((task_id, cancel)) = bridge.runs.tasks.create(&format!("{tool} is running")) else {
         // No room for a task: wait for it here, as for a client without tasks.
-        let step = Drive {
-            deadline: None,
-            ..drive
-        }
-        .run(rx)
-        .await;
-        let Step::Done(outcome) = step else {
-            return Err(ErrorData::internal_error(
-                "the call neither ended nor waited",
-                None,
-            ));
-        };
-        return finish(tool, outcome, handle, shape);
+        return drive.drive_to_end(rx, handle, shape).await;
     };
     let runs = bridge.runs.clone();
     let conn = drive.conn.clone();

@@ -199,20 +199,15 @@ pub fn default_languages() -> BTreeMap<String, LanguageSpec> {
     .collect()
 }
 
-/// The `python` entry of [`default_languages`].
-fn python_language() -> LanguageSpec {
+/// A language of [`default_languages`] with nothing but its files, root markers and
+/// servers: no checker, no options, neither its server nor a checker running project code.
+fn plain(extensions: &[&str], markers: &[&str], servers: &[&[&str]]) -> LanguageSpec {
     LanguageSpec {
-        extensions: v(&["py", "pyi"]),
-        markers: v(&[
-            "pyproject.toml",
-            "setup.py",
-            "setup.cfg",
-            "requirements.txt",
-            "pyrightconfig.json",
-        ]),
-        servers: vec![v(&["pyright-langserver", "--stdio"]), v(&["pylsp"])],
-        checker: Some(v(&["pyright", "--outputjson"])),
-        checker_format: Some("pyright-json".into()),
+        extensions: v(extensions),
+        markers: v(markers),
+        servers: servers.iter().map(|s| v(s)).collect(),
+        checker: None,
+        checker_format: None,
         init_options: None,
         untrusted_init_options: None,
         untrusted_note: None,
@@ -223,33 +218,46 @@ fn python_language() -> LanguageSpec {
     }
 }
 
+/// The `python` entry of [`default_languages`].
+fn python_language() -> LanguageSpec {
+    LanguageSpec {
+        checker: Some(v(&["pyright", "--outputjson"])),
+        checker_format: Some("pyright-json".into()),
+        ..plain(
+            &["py", "pyi"],
+            &[
+                "pyproject.toml",
+                "setup.py",
+                "setup.cfg",
+                "requirements.txt",
+                "pyrightconfig.json",
+            ],
+            &[&["pyright-langserver", "--stdio"], &["pylsp"]],
+        )
+    }
+}
+
 /// The `typescript` entry of [`default_languages`].
 fn typescript_language() -> LanguageSpec {
     LanguageSpec {
-        extensions: v(&["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"]),
-        markers: v(&["tsconfig.json", "jsconfig.json", "package.json"]),
-        servers: vec![v(&["typescript-language-server", "--stdio"])],
         checker: Some(v(&["tsc", "--noEmit", "--pretty", "false"])),
         checker_format: Some("tsc".into()),
-        init_options: None,
         // `tsserver.path` is added at start: the TypeScript bundled with the server.
         untrusted_init_options: Some("{}".into()),
         untrusted_note: Some(
             "typescript-language-server on its own bundled TypeScript, not the project's node_modules/typescript (its tsserver and tsconfig plugins are project code)".into(),
         ),
-        untrusted_env: BTreeMap::new(),
-        server_runs_project_code: false,
-        checker_runs_project_code: false,
-        memory_limit_mb: None,
+        ..plain(
+            &["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"],
+            &["tsconfig.json", "jsconfig.json", "package.json"],
+            &[&["typescript-language-server", "--stdio"]],
+        )
     }
 }
 
 /// The `rust` entry of [`default_languages`].
 fn rust_language() -> LanguageSpec {
     LanguageSpec {
-        extensions: v(&["rs"]),
-        markers: v(&["Cargo.toml"]),
-        servers: vec![v(&["rust-analyzer"])],
         // The whole project: every package of the workspace, and its tests, examples and
         // benches, as `cargo test` would build them.
         checker: Some(v(&[
@@ -272,71 +280,49 @@ fn rust_language() -> LanguageSpec {
             RUSTUP_DEFAULT_TOOLCHAIN.to_string(),
         )]
         .into(),
-        server_runs_project_code: false,
         checker_runs_project_code: true,
-        memory_limit_mb: None,
+        ..plain(&["rs"], &["Cargo.toml"], &[&["rust-analyzer"]])
     }
 }
 
 /// The `c` entry of [`default_languages`].
 fn c_language() -> LanguageSpec {
-    LanguageSpec {
-        extensions: v(&["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"]),
-        markers: v(&[
+    plain(
+        &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"],
+        &[
             "compile_commands.json",
             "compile_flags.txt",
             "CMakeLists.txt",
             ".clangd",
-        ]),
-        servers: vec![v(&["clangd"])],
-        checker: None,
-        checker_format: None,
-        init_options: None,
-        untrusted_init_options: None,
-        untrusted_note: None,
-        untrusted_env: BTreeMap::new(),
-        server_runs_project_code: false,
-        checker_runs_project_code: false,
-        memory_limit_mb: None,
-    }
+        ],
+        &[&["clangd"]],
+    )
 }
 
 /// The `go` entry of [`default_languages`].
 fn go_language() -> LanguageSpec {
     LanguageSpec {
-        extensions: v(&["go"]),
-        markers: v(&["go.mod"]),
-        servers: vec![v(&["gopls"])],
         checker: Some(v(&["go", "vet", "./..."])),
         checker_format: Some("gcc".into()),
         // Packages that depend on a change are diagnosed at once, not after a second's
         // debounce, and the diagnosing is reported as progress (`Flavor::dependents_delay`).
         init_options: Some(r#"{"diagnosticsDelay": "0s", "verboseWorkDoneProgress": true}"#.into()),
-        untrusted_init_options: None,
-        untrusted_note: None,
-        untrusted_env: BTreeMap::new(),
-        server_runs_project_code: false,
-        checker_runs_project_code: false,
-        memory_limit_mb: None,
+        ..plain(&["go"], &["go.mod"], &[&["gopls"]])
     }
 }
 
 /// The `dart` entry of [`default_languages`].
 fn dart_language() -> LanguageSpec {
     LanguageSpec {
-        extensions: v(&["dart"]),
-        markers: v(&["pubspec.yaml"]),
-        servers: vec![v(&["dart", "language-server", "--protocol=lsp"])],
         checker: Some(v(&["dart", "analyze"])),
-        checker_format: None,
-        init_options: None,
-        untrusted_init_options: None,
-        untrusted_note: None,
-        untrusted_env: BTreeMap::new(),
         // Analyzer plugins named in analysis_options.yaml run inside the server.
         server_runs_project_code: true,
         checker_runs_project_code: true,
-        memory_limit_mb: None,
+        ..plain(
+            &["dart"],
+            &["pubspec.yaml"],
+            &[&["dart", "language-server", "--protocol=lsp"]],
+        )
     }
 }
 
