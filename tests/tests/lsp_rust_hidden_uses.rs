@@ -230,3 +230,52 @@ fn a_rename_names_the_doc_test_it_does_not_change() {
     assert_eq!(v["complete"], false, "{v}");
     names_each(&v, &["src/lib.rs:4".to_string()]);
 }
+
+/// An eighth probe (base64 0.22): a write to `src/write.rs`, declared
+/// `#[cfg(any(feature = "std", test))] mod write;` with `std` a default feature, said the file
+/// was switched off and not analysed — in the same answer as rust-analyzer's error there. A
+/// cfg known to be on (`test`, the default features, this host) switches nothing off.
+#[test]
+fn a_module_under_a_default_feature_or_test_is_not_said_to_be_switched_off() {
+    require("rust-analyzer");
+    let p = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"b64\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[features]\ndefault = [\"std\"]\nstd = []\nextra = []\n\n[workspace]\n",
+        ),
+        (
+            "src/lib.rs",
+            "#[cfg(any(feature = \"std\", test))]\nmod write;\n#[cfg(feature = \"extra\")]\nmod more;\n",
+        ),
+        ("src/write.rs", "pub fn w() -> u32 {\n    1\n}\n"),
+        ("src/more.rs", "pub fn m() -> u32 {\n    1\n}\n"),
+    ]);
+    let root = p.path().canonicalize().unwrap();
+    let d = TestDaemon::start(&format!(
+        "[trust]\nroots = [{:?}]\n{}",
+        root.display().to_string(),
+        lsp_config("")
+    ));
+    let v = ok_in(
+        &d,
+        &root,
+        "edit",
+        json!({"path": "src/write.rs", "old_text": "    1\n", "new_text": "    let s: u32 = \"x\";\n    s\n"}),
+    );
+    let text = v["diagnostics"]["text"].as_str().unwrap();
+    assert!(
+        !text.contains("switched off"),
+        "an analysed module said to be switched off: {v}"
+    );
+    let v = ok_in(
+        &d,
+        &root,
+        "edit",
+        json!({"path": "src/more.rs", "old_text": "    1\n", "new_text": "    2\n"}),
+    );
+    let text = v["diagnostics"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("switched off"),
+        "a module under a feature that is off is no longer named: {v}"
+    );
+}

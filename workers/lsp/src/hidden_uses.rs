@@ -662,7 +662,10 @@ pub(crate) async fn gap(
         )
     } else if shared.flavor.rust_analyzer {
         (
-            Box::new(rust::RustHider::new(word)),
+            Box::new(rust::RustHider::new(word).reading_manifests({
+                let ctx = ctx.clone();
+                std::sync::Arc::new(move |p: &Path| ctx.may_read(p))
+            })),
             "`macro_rules!` bodies, macro calls' arguments it did not resolve, doc-test examples, or code under a `#[cfg(…)]` that may be off (a feature not enabled, a module switched off)",
         )
     } else if shared.flavor.gopls {

@@ -493,9 +493,6 @@ fn unlisted_of(
     else {
         return Vec::new();
     };
-    let Some(decl) = item.get("range") else {
-        return Vec::new();
-    };
     let listed: Vec<Value> = outgoing
         .as_array()
         .into_iter()
@@ -507,7 +504,7 @@ fn unlisted_of(
     let Some(text) = sources.text(&path) else {
         return Vec::new();
     };
-    crate::unlisted_calls::unlisted_calls(&path, text, decl, &listed, opened.conn.encoding)
+    crate::unlisted_calls::unlisted_calls(&path, text, item, &listed, opened.conn.encoding)
         .unwrap_or_default()
 }
 

@@ -615,7 +615,7 @@ impl Page {
             return None;
         }
         let shown = if self.from == self.to {
-            format!("none of {total} {what} from offset {}", self.from)
+            format!("none of {total} {what}: this page starts past its end")
         } else {
             format!("{}–{} of {total} {what}", self.from + 1, self.to)
         };

@@ -5,9 +5,11 @@
 //! (`shape.area()` with `shape: Circle | Square`), a call of a parameter or a value typed
 //! `any`, are not in `callHierarchy/outgoingCalls`, and its list looks whole. The function's
 //! own body is parsed (tree-sitter) and each call whose callee no listed call site covers is
-//! named, so the answer can say which calls it does not account for. Calls inside functions
-//! nested in the body are theirs, not looked at (the service lists some of them and not
-//! others).
+//! named, so the answer can say which calls it does not account for. The body is read as the
+//! service reads it (`collectCallSites`): a nested declaration of its own — a function or
+//! class declaration, a method, a named function expression, a function assigned to a `const`
+//! or a class field — is not entered; an anonymous callback or returned arrow is, its calls
+//! being the function's.
 
 use std::path::Path;
 
@@ -44,7 +46,7 @@ fn language_of(path: &Path) -> Option<SupportLang> {
     }
 }
 
-/// Nodes that make a function of their own.
+/// Nodes a call hierarchy item can be: a function of some kind, or a class.
 fn is_function(kind: &str) -> bool {
     matches!(
         kind,
@@ -60,8 +62,8 @@ fn is_function(kind: &str) -> bool {
     )
 }
 
-/// The calls in the body of the function whose declaration is `decl` (the call hierarchy
-/// item's `range`) in `text`, none of whose callee's characters a range of `listed` (the
+/// The calls in the body of the function the call hierarchy item `decl` names (its `range`
+/// and `selectionRange`; a bare range stands for both) in `text`, none of whose callee's characters a range of `listed` (the
 /// outgoing calls' `fromRanges`, in `enc`) covers; `None` where the language is not one this
 /// knows or no function is declared there.
 pub(crate) fn unlisted_calls(
@@ -77,17 +79,15 @@ pub(crate) fn unlisted_calls(
             .and_then(Value::as_u64)
             .map(|l| l as usize)
     };
-    let (first, last) = (line_of(decl, "start")?, line_of(decl, "end")?);
+    let range = decl.get("range").unwrap_or(decl);
+    let (first, last) = (line_of(range, "start")?, line_of(range, "end")?);
+    let lines: Vec<&str> = text.split('\n').collect();
     let tree = lang.ast_grep(text);
     let root = tree.root();
-    // The function: the outermost function node starting on the item's first line.
-    let function = root
-        .dfs()
-        .find(|n| is_function(&n.kind()) && n.start_pos().line() == first)?;
-    if function.end_pos().line() > last {
+    let function = declared_at(&root, decl, &lines, enc)?;
+    if function.start_pos().line() < first || function.end_pos().line() > last {
         return None;
     }
-    let lines: Vec<&str> = text.split('\n').collect();
     // Each listed site as (line, start column, end column) in bytes; a range over several
     // lines covers whole lines.
     let sites: Vec<(usize, usize, usize, usize)> = listed
@@ -114,7 +114,7 @@ pub(crate) fn unlisted_calls(
     let mut stack: Vec<SgNode<'_>> = function.children().collect();
     while let Some(n) = stack.pop() {
         let kind = n.kind();
-        if is_function(&kind) {
+        if declares_own(&n) {
             continue;
         }
         let callee = match kind.as_ref() {
@@ -150,6 +150,77 @@ pub(crate) fn unlisted_calls(
     out.sort_by(|a, b| (a.line, &a.callee).cmp(&(b.line, &b.callee)));
     out.dedup();
     Some(out)
+}
+
+/// The function the item `decl` names: the innermost function node holding its name (its
+/// `selectionRange`: a function's or a method's name is inside it), else the outermost
+/// starting on the name's line (an arrow function assigned to a `const`, whose name is the
+/// declarator's). Its `range` is no guide to where the node starts: it takes in the comments
+/// above the function.
+fn declared_at<'r>(
+    root: &SgNode<'r>,
+    decl: &Value,
+    lines: &[&str],
+    enc: Encoding,
+) -> Option<SgNode<'r>> {
+    let at = decl
+        .get("selectionRange")
+        .or_else(|| decl.get("range"))
+        .unwrap_or(decl);
+    let line = at.pointer("/start/line")?.as_u64()? as usize;
+    let column = at.pointer("/start/character")?.as_u64()? as u32;
+    let byte = enc.byte(lines.get(line).copied().unwrap_or(""), column);
+    let offset = lines[..line.min(lines.len())]
+        .iter()
+        .map(|l| l.len() + 1)
+        .sum::<usize>()
+        + byte;
+    let functions = || root.dfs().filter(|n| is_function(&n.kind()));
+    functions()
+        .filter(|n| n.range().contains(&offset))
+        .last()
+        .or_else(|| functions().find(|n| n.start_pos().line() == line))
+}
+
+/// Whether `n`, met in a function's body, is a declaration of its own whose calls are not
+/// the function's (the TypeScript service's `isValidCallHierarchyDeclaration`).
+fn declares_own(n: &SgNode<'_>) -> bool {
+    match n.kind().as_ref() {
+        "function_declaration"
+        | "generator_function_declaration"
+        | "class_declaration"
+        | "abstract_class_declaration"
+        | "method_definition"
+        | "class_static_block" => true,
+        "function_expression" | "function" | "generator_function" => {
+            n.field("name").is_some() || assigned(n)
+        }
+        "arrow_function" | "class" => assigned(n),
+        _ => false,
+    }
+}
+
+/// Whether `n` is the value of a `const` declarator with a plain name, or of a class field.
+fn assigned(n: &SgNode<'_>) -> bool {
+    let Some(parent) = n.parent() else {
+        return false;
+    };
+    let is_value = parent
+        .field("value")
+        .is_some_and(|v| v.range() == n.range());
+    match parent.kind().as_ref() {
+        "variable_declarator" => {
+            is_value
+                && parent
+                    .field("name")
+                    .is_some_and(|name| name.kind() == "identifier")
+                && parent.parent().is_some_and(|d| {
+                    d.kind() == "lexical_declaration" && d.text().starts_with("const")
+                })
+        }
+        "public_field_definition" | "field_definition" => is_value,
+        _ => false,
+    }
 }
 
 /// The answer's line naming the unlisted calls, at most [`UNLISTED_SHOWN_MAX`].
@@ -235,6 +306,46 @@ export function f(cb: (x: number) => void, ab: A | B, anyv: any): void {
         assert!(
             unlisted_calls(Path::new("a.py"), SRC, &decl, &listed, Encoding::Utf16).is_none(),
             "only the languages whose gaps are known"
+        );
+    }
+
+    #[test]
+    fn a_comment_above_and_anonymous_functions_inside_are_read_as_the_service_reads_them() {
+        // An eighth probe (@tanstack/table-core): with a comment above it, the function was
+        // not found (its range starts at the comment), and a returned arrow's calls, which
+        // tsserver counts as the function's, were never looked at.
+        let src = "/** doc */\nexport function mk(f: () => number) {\n  return () => {\n    const t = Date.now();\n    return f() + t;\n  };\n}\nclass K {\n  // run it\n  run(g: () => void) {\n    [1].map((x) => g());\n  }\n}\n";
+        let item = |sl, sc, el, ec, nl, nc| json!({"range": range(sl, sc, el, ec), "selectionRange": range(nl, nc, nl, nc + 2)});
+        // tsserver lists `Date.now` (spans from the receiver) for mk, `map` for run.
+        let got = unlisted_calls(
+            Path::new("a.ts"),
+            src,
+            &item(0, 0, 6, 1, 1, 16),
+            &[range(3, 14, 3, 22)],
+            Encoding::Utf16,
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![Unlisted {
+                line: 5,
+                callee: "f".into()
+            }]
+        );
+        let got = unlisted_calls(
+            Path::new("a.ts"),
+            src,
+            &item(8, 2, 11, 3, 9, 2),
+            &[range(10, 4, 10, 12)],
+            Encoding::Utf16,
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![Unlisted {
+                line: 11,
+                callee: "g".into()
+            }]
         );
     }
 }

@@ -10,10 +10,15 @@
 //! block after an inner `#![cfg(…)]`. Every whole-word occurrence of the name in a region is a
 //! candidate; the server's own locations are taken out by the caller. A module declared
 //! under a `#[cfg(…)]` (`#[cfg(feature = "alloc")] mod tinyvec;`) is off whole: its file and
-//! directory are scanned as one region ([`RustHider`]).
+//! directory are scanned as one region ([`RustHider`]). A `#[cfg(…)]` known to be on where
+//! rust-analyzer runs as configured here ([`Cfgs`]: `test`, `debug_assertions`, this host's
+//! target, the crate's default features) is no region: base64's `#[cfg(test)] mod tests;` and
+//! `#[cfg(any(feature = "std", test))] mod write;` are analysed, and a write there was said
+//! to be in a module rust-analyzer does not analyse.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::Hider;
 
@@ -85,7 +90,13 @@ pub struct RustHider {
     off: Vec<PathBuf>,
     /// Each file's lines holding the word in code.
     word_lines: Vec<(PathBuf, Vec<u32>)>,
+    /// Which manifests may be read for the cfgs known to be on (`None`: none, and every
+    /// `#[cfg(…)]` may be off), and those read so far, by manifest.
+    manifests: Option<(Readable, HashMap<PathBuf, Cfgs>)>,
 }
+
+/// Which files a scan may read.
+pub type Readable = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
 
 impl RustHider {
     pub fn new(word: &str) -> RustHider {
@@ -94,8 +105,154 @@ impl RustHider {
             places: Vec::new(),
             off: Vec::new(),
             word_lines: Vec::new(),
+            manifests: None,
         }
     }
+
+    /// Reading each file's crate manifest (the nearest `Cargo.toml` above it, where
+    /// `readable` allows) for the cfgs known to be on, else every `#[cfg(…)]` may be off.
+    pub fn reading_manifests(mut self, readable: Readable) -> RustHider {
+        self.manifests = Some((readable, HashMap::new()));
+        self
+    }
+
+    /// The cfgs known to be on for `path`'s crate.
+    fn cfgs_for(&mut self, path: &Path) -> Option<Cfgs> {
+        let (readable, read) = self.manifests.as_mut()?;
+        let manifest = path
+            .ancestors()
+            .skip(1)
+            .map(|d| d.join("Cargo.toml"))
+            .find(|m| readable(m) && m.is_file())?;
+        let cfgs = read
+            .entry(manifest.clone())
+            .or_insert_with(|| Cfgs::of(&manifest, readable.as_ref()));
+        Some(cfgs.clone())
+    }
+}
+
+/// What is known to be on where rust-analyzer runs as configured here: `test` (local crates),
+/// `debug_assertions` (`cargo.cfgs`), this host's target, and the crate's default features
+/// with the features they enable.
+#[derive(Clone, Debug, Default)]
+pub struct Cfgs {
+    features: HashSet<String>,
+}
+
+impl Cfgs {
+    /// The cfgs of the crate of `manifest` (its `Cargo.toml`, read if `readable` allows).
+    pub fn of(manifest: &Path, readable: &dyn Fn(&Path) -> bool) -> Cfgs {
+        let table = readable(manifest)
+            .then(|| toolvisor_kit::special::read_to_string(manifest).ok())
+            .flatten()
+            .and_then(|t| t.parse::<toml::Table>().ok());
+        let declared = table
+            .as_ref()
+            .and_then(|t| t.get("features"))
+            .and_then(|f| f.as_table());
+        let mut features = HashSet::new();
+        let mut todo = vec!["default".to_string()];
+        while let Some(f) = todo.pop() {
+            if !features.insert(f.clone()) {
+                continue;
+            }
+            for e in declared
+                .and_then(|d| d.get(&f))
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str())
+            {
+                // `dep:x` and `x/y` name dependencies' features, not this crate's.
+                if !e.contains('/') && !e.starts_with("dep:") {
+                    todo.push(e.to_string());
+                }
+            }
+        }
+        Cfgs { features }
+    }
+
+    /// Whether the predicate of a `cfg(…)` is on: `Some(true)` when known on, `Some(false)`
+    /// when known off, `None` when it names what is not known here.
+    pub fn eval(&self, pred: &str) -> Option<bool> {
+        let pred = pred.trim();
+        for (op, all) in [("any", false), ("all", true)] {
+            if let Some(args) = call_args(pred, op) {
+                let mut unknown = false;
+                for a in split_top(args) {
+                    match self.eval(a) {
+                        Some(v) if v != all => return Some(v),
+                        Some(_) => {}
+                        None => unknown = true,
+                    }
+                }
+                return if unknown { None } else { Some(all) };
+            }
+        }
+        if let Some(arg) = call_args(pred, "not") {
+            return self.eval(arg).map(|v| !v);
+        }
+        if let Some((key, value)) = pred.split_once('=') {
+            let value = value.trim().trim_matches('"');
+            return match key.trim() {
+                "feature" => Some(self.features.contains(value)),
+                "target_os" => Some(value == std::env::consts::OS),
+                "target_family" => Some(value == std::env::consts::FAMILY),
+                "target_arch" => Some(value == std::env::consts::ARCH),
+                "target_pointer_width" => Some(value == (usize::BITS).to_string()),
+                "target_endian" => Some(
+                    value
+                        == if cfg!(target_endian = "little") {
+                            "little"
+                        } else {
+                            "big"
+                        },
+                ),
+                _ => None,
+            };
+        }
+        match pred {
+            "test" | "debug_assertions" => Some(true),
+            "unix" => Some(cfg!(unix)),
+            "windows" => Some(cfg!(windows)),
+            "miri" | "doc" | "docsrs" => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// The inside of `name(…)` when `pred` is that call.
+fn call_args<'p>(pred: &'p str, name: &str) -> Option<&'p str> {
+    let rest = pred.strip_prefix(name)?.trim_start();
+    rest.strip_prefix('(')?.strip_suffix(')')
+}
+
+/// `args` split at its top-level commas.
+fn split_top(args: &str) -> Vec<&str> {
+    let (mut out, mut depth, mut from, mut quoted) = (Vec::new(), 0i32, 0, false);
+    for (i, c) in args.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                out.push(&args[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&args[from..]);
+    out.into_iter().filter(|a| !a.trim().is_empty()).collect()
+}
+
+/// The predicate of the `cfg` attribute in `attr` (`#[cfg(feature = "std")]` →
+/// `feature = "std"`), from the text as written (literals not blanked).
+fn cfg_predicate(attr: &str) -> Option<&str> {
+    let at = attr.find("cfg")?;
+    let rest = attr[at + 3..].trim_start().strip_prefix('(')?;
+    let close = rest.rfind(')')?;
+    Some(&rest[..close])
 }
 
 impl Hider for RustHider {
@@ -112,7 +269,14 @@ impl Hider for RustHider {
             Some(stem) => path.parent().map(|p| p.join(stem)),
             None => None,
         };
-        for (from, to, outer) in cfg_regions(bytes) {
+        let cfgs = self.cfgs_for(path);
+        for (attr, from, to, outer) in cfg_regions(bytes) {
+            let on = cfgs.as_ref().is_some_and(|c| {
+                cfg_predicate(&text[attr..from]).and_then(|p| c.eval(p)) == Some(true)
+            });
+            if on {
+                continue;
+            }
             if outer
                 && let Some(name) = module_declared(&code[from..to])
                 && let Some(dir) = &dir
@@ -181,7 +345,15 @@ pub fn switched_off(path: &Path, root: &Path, readable: &dyn Fn(&Path) -> bool) 
             let Ok(text) = toolvisor_kit::special::read_to_string(c) else {
                 continue;
             };
-            let mut hider = RustHider::new("");
+            let readable: Readable = {
+                let allowed: Vec<PathBuf> = [c.clone()]
+                    .into_iter()
+                    .chain(c.ancestors().skip(1).map(|d| d.join("Cargo.toml")))
+                    .filter(|m| readable(m))
+                    .collect();
+                Arc::new(move |p: &Path| allowed.iter().any(|a| a == p))
+            };
+            let mut hider = RustHider::new("").reading_manifests(readable);
             hider.file(c, &text);
             if hider.off.iter().any(|off| module.starts_with(off)) {
                 return Some(c.clone());
@@ -341,7 +513,10 @@ fn raw_string_at(b: &[u8], i: usize) -> Option<(usize, usize)> {
 /// The byte ranges of the scanned regions in stripped code.
 #[cfg(test)]
 fn regions(b: &[u8]) -> Vec<(usize, usize)> {
-    let mut out: Vec<(usize, usize)> = cfg_regions(b).into_iter().map(|(f, t, _)| (f, t)).collect();
+    let mut out: Vec<(usize, usize)> = cfg_regions(b)
+        .into_iter()
+        .map(|(_, f, t, _)| (f, t))
+        .collect();
     out.extend(macro_regions(b));
     out.extend(macro_call_regions(b));
     out
@@ -373,7 +548,7 @@ fn macro_call_regions(b: &[u8]) -> Vec<(usize, usize)> {
 
 /// What each `#[cfg(…)]` applies to, and whether the attribute is an outer one (`#[…]`, not
 /// `#![…]`).
-fn cfg_regions(b: &[u8]) -> Vec<(usize, usize, bool)> {
+fn cfg_regions(b: &[u8]) -> Vec<(usize, usize, usize, bool)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
@@ -385,7 +560,7 @@ fn cfg_regions(b: &[u8]) -> Vec<(usize, usize, bool)> {
             } else {
                 attributed_end(b, after)
             };
-            out.push((after, end, !inner));
+            out.push((i, after, end, !inner));
             i = after;
             continue;
         }
@@ -593,6 +768,50 @@ fn macro_body(b: &[u8], i: usize) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cfgs_known_on_are_no_regions() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(
+            root.join("Cargo.toml"),
+            "[package]\nname = \"b\"\n\n[features]\ndefault = [\"std\"]\nstd = [\"alloc\", \"dep:x\"]\nalloc = []\nextra = []\n",
+        )
+        .unwrap();
+        let cfgs = Cfgs::of(&root.join("Cargo.toml"), &|_| true);
+        for (pred, want) in [
+            ("test", Some(true)),
+            ("any(feature = \"std\", test)", Some(true)),
+            ("feature = \"alloc\"", Some(true)),
+            ("feature = \"extra\"", Some(false)),
+            (
+                "all(feature = \"std\", not(feature = \"extra\"))",
+                Some(true),
+            ),
+            ("not(test)", Some(false)),
+            ("miri", Some(false)),
+            ("target_os = \"linux\"", Some(cfg!(target_os = "linux"))),
+            ("fuzzing", None),
+            ("any(fuzzing, test)", Some(true)),
+            ("all(fuzzing, test)", None),
+        ] {
+            assert_eq!(cfgs.eval(pred), want, "{pred}");
+        }
+        // base64: a write in `#[cfg(any(feature = "std", test))] mod write;` is analysed.
+        let lib = root.join("src/lib.rs");
+        std::fs::write(
+            &lib,
+            "#[cfg(any(feature = \"std\", test))]\nmod write;\n#[cfg(feature = \"extra\")]\nmod more;\n",
+        )
+        .unwrap();
+        let all: &dyn Fn(&Path) -> bool = &|_| true;
+        assert_eq!(switched_off(&root.join("src/write.rs"), root, all), None);
+        assert_eq!(
+            switched_off(&root.join("src/more.rs"), root, all),
+            Some(lib.clone())
+        );
+    }
 
     #[test]
     fn uses_in_doc_tests_are_candidates_other_fences_are_not() {
