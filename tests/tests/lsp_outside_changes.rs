@@ -285,3 +285,60 @@ fn typescript_sees_a_new_module_on_the_first_query() {
     let root = p.path().canonicalize().unwrap();
     checkouts(typescript(), &root);
 }
+
+/// A ninth probe (lz4 from python-lz4 4.4.5): a line added at the top of `lz4.c` by `sed`,
+/// then `definition` of a function it defines, asked from `main.c` — another translation
+/// unit — answered the old line, complete (5 of 7 tries) while `lz4.c` was open: clangd
+/// answers across units from its index, which takes the unit's new text once it rebuilt it.
+/// Each answer of five such edits in a row is now the new line.
+#[test]
+fn clangd_definition_in_another_unit_follows_an_edit_on_disk() {
+    require("clangd");
+    let p = toolvisor_tests::lsp::project(&[
+        ("lib.h", "int compress_default(int n);\n"),
+        (
+            "lib.c",
+            "#include \"lib.h\"\n\nstatic int helper(int n) { return n * 2; }\n\nint compress_default(int n) {\n  return helper(n);\n}\n",
+        ),
+        (
+            "main.c",
+            "#include \"lib.h\"\n\nint main(void) {\n  return compress_default(1);\n}\n",
+        ),
+    ]);
+    let root = p.path().canonicalize().unwrap();
+    let dir = root.display().to_string();
+    let db = json!([
+        {"directory": dir, "file": format!("{dir}/lib.c"), "arguments": ["cc", "-c", "lib.c"]},
+        {"directory": dir, "file": format!("{dir}/main.c"), "arguments": ["cc", "-c", "main.c"]},
+    ]);
+    std::fs::write(root.join("compile_commands.json"), db.to_string()).unwrap();
+    let d = TestDaemon::start(&lsp_config(""));
+    // lib.c open in clangd, as after any question asked from it.
+    ok_in(
+        &d,
+        &root,
+        "lsp",
+        json!({"op": "references", "file": "lib.c", "line": 5, "symbol": "compress_default"}),
+    );
+    let mut text = std::fs::read_to_string(root.join("lib.c")).unwrap();
+    for round in 1..=5 {
+        text = format!("/* {round} */\n{text}");
+        std::fs::write(root.join("lib.c"), &text).unwrap();
+        let v = ok_in(
+            &d,
+            &root,
+            "lsp",
+            json!({"op": "definition", "file": "main.c", "line": 4, "symbol": "compress_default"}),
+        );
+        let at: Vec<String> = v["locations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| format!("{}:{}", l["path"].as_str().unwrap(), l["line"]))
+            .collect();
+        assert!(
+            at.contains(&format!("lib.c:{}", 5 + round)),
+            "round {round}: the definition's old line: {at:?} {v}"
+        );
+    }
+}

@@ -231,6 +231,12 @@ impl LanguageServers {
                         "check the path (relative paths start at the workdir)",
                     )
                 })?;
+            // clangd answers about another translation unit from its index, which takes a
+            // changed unit's new text only once it rebuilt it: a `definition` into `lz4.c`
+            // right after a line was added at its top answered the old line.
+            if shared.flavor.opens_unwatched() && !synced.refreshed.is_empty() {
+                self.wait_rebuilt(&shared, &synced.refreshed).await;
+            }
             match synced.outside {
                 Ok(changes) => self.catch_up(&shared, &conn, changes).await,
                 Err(crate::watch::Lost::Overflow) => {

@@ -143,12 +143,30 @@ impl LanguageServers {
             files = opened.len(),
             "opened files changed on disk in a server that does not watch files"
         );
+        self.wait_published(shared, &opened, |d| d.opened_seq).await;
+    }
+
+    /// Until the server has published diagnostics for each of `uris` (open documents whose
+    /// changed text was just sent) since that change: it has rebuilt them, and its index has
+    /// their new text. Bounded by the diagnostics wait.
+    pub(crate) async fn wait_rebuilt(&self, shared: &Arc<ServerShared>, uris: &[String]) {
+        self.wait_published(shared, uris, |d| d.changed_seq).await;
+    }
+
+    /// Until each of `uris` has a publish after its `since` (a diagnostics sequence number of
+    /// its document), at most the diagnostics wait.
+    async fn wait_published(
+        &self,
+        shared: &Arc<ServerShared>,
+        uris: &[String],
+        since: fn(&crate::server::Doc) -> u64,
+    ) {
         let deadline = Instant::now() + shared.waits.diagnostics;
         let mut events = shared.subscribe();
         loop {
             events.borrow_and_update();
-            let waiting = opened.iter().any(|u| {
-                let since = shared.doc(u).map_or(0, |d| d.opened_seq);
+            let waiting = uris.iter().any(|u| {
+                let since = shared.doc(u).map_or(0, |d| since(&d));
                 shared.diags.get(u).is_none_or(|p| p.seq <= since)
             });
             if !waiting || Instant::now() >= deadline {

@@ -69,6 +69,8 @@ pub struct Synced {
     /// What changed on disk under the root before the sync, taken once the root watch
     /// caught up with the disk (none without a watch), for the caller to hand to the server.
     pub outside: Result<Vec<(std::path::PathBuf, crate::watch::Change)>, crate::watch::Lost>,
+    /// The other open documents whose text changed on disk and was sent again.
+    pub refreshed: Vec<String>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

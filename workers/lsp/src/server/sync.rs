@@ -76,13 +76,14 @@ impl ServerShared {
                 None => Ok(Vec::new()),
             };
             let seq_before = shared.diags.seq();
-            shared.refresh_open(&scope, &conn, &uri::from_path(&path));
+            let refreshed = shared.refresh_open(&scope, &conn, &uri::from_path(&path));
             let result = shared.sync_text(&conn, &path, &text, &language_id);
             Ok(Synced {
                 text,
                 seq_before,
                 result,
                 outside,
+                refreshed,
             })
         })
         .await
@@ -217,10 +218,15 @@ impl ServerShared {
     /// now leads through a symbolic link is left as the server last saw it.
     ///
     /// Callers hold `sync_lock`.
-    fn refresh_open(&self, scope: &toolvisor_files::Scope, conn: &Conn, except: &str) {
+    fn refresh_open(
+        &self,
+        scope: &toolvisor_files::Scope,
+        conn: &Conn,
+        except: &str,
+    ) -> Vec<String> {
         let mut docs = lock(&self.docs);
         let mut closed = Vec::new();
-        let mut sent = false;
+        let mut refreshed = Vec::new();
         for (u, doc) in docs.iter_mut() {
             if u == except || doc.generation != conn.generation {
                 continue;
@@ -253,7 +259,7 @@ impl ServerShared {
                     doc.saved = lock(&self.checks).saved();
                     self.note_header(&path);
                     doc.seen_changes = self.header_changes();
-                    sent = true;
+                    refreshed.push(u.clone());
                 }
                 Err(e)
                     if e.kind() == std::io::ErrorKind::NotFound
@@ -273,7 +279,7 @@ impl ServerShared {
                         );
                         self.note_header(&path);
                         doc.seen_changes = self.header_changes();
-                        sent = true;
+                        refreshed.push(u.clone());
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -285,7 +291,7 @@ impl ServerShared {
                 Err(_) => {}
             }
         }
-        sent |= !closed.is_empty();
+        let sent = !refreshed.is_empty() || !closed.is_empty();
         for u in closed {
             docs.remove(&u);
         }
@@ -293,6 +299,7 @@ impl ServerShared {
         if sent {
             self.note_change();
         }
+        refreshed
     }
 
     /// Re-open every document known to this server in a new incarnation.
