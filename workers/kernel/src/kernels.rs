@@ -35,7 +35,7 @@ use toolvisor_protocol::tree::NodeState;
 use toolvisor_protocol::wire::Stream;
 
 use crate::interpreter::{self, LaunchPlan, Probes};
-use crate::kernel::{Event, Incarnation, KernelActor, KernelArgs, KernelMsg, Slot, lock};
+use crate::kernel::{Event, Incarnation, KernelActor, KernelArgs, KernelMsg, Port, Slot, lock};
 use crate::output::{Collector, OutputLimits};
 use crate::pipe::{FromKernel, ToKernel, encode};
 use crate::{KernelError, Language, Result, magic};
@@ -238,6 +238,206 @@ fn bridge_reply(id: u64, result: Result<Json, ToolError>) -> Vec<u8> {
         ),
     };
     encode(&ToKernel::BridgeResult { id, ok, err })
+}
+
+/// A finished bridge call: its id and what the tool answered.
+type BridgeDone = (u64, Result<Json, ToolError>);
+
+/// One cell on its way to its end: what `Kernels::drive` tracks between the kernel's events.
+struct CellRun<'a> {
+    slot: &'a Slot,
+    inc: &'a Incarnation,
+    cell: u64,
+    bridge: &'a Arc<dyn Bridge>,
+    output: &'a Option<mpsc::Sender<(Stream, String)>>,
+    last_activity: Instant,
+    interrupted_at: Option<Instant>,
+    last_interrupt: Instant,
+    done: Option<(String, Instant)>,
+    synced: bool,
+}
+
+impl<'a> CellRun<'a> {
+    /// A cell just sent, with nothing heard from it yet.
+    fn new(
+        slot: &'a Slot,
+        inc: &'a Incarnation,
+        cell: u64,
+        bridge: &'a Arc<dyn Bridge>,
+        output: &'a Option<mpsc::Sender<(Stream, String)>>,
+    ) -> Self {
+        CellRun {
+            slot,
+            inc,
+            cell,
+            bridge,
+            output,
+            last_activity: Instant::now(),
+            interrupted_at: None,
+            last_interrupt: Instant::now(),
+            done: None,
+            synced: false,
+        }
+    }
+
+    /// The cell is done and its fd-level output is in (or waited for long enough).
+    fn settled(&self) -> bool {
+        matches!(&self.done, Some((_, at)) if self.synced || at.elapsed() >= SYNC_WAIT)
+    }
+
+    /// When to act if nothing comes: the end of the sync wait, the next interrupt, or the
+    /// end of the inactivity budget (which does not run while bridge calls are in flight).
+    fn deadline(&self, grace: Duration, inactivity: Duration, no_bridges: bool) -> Instant {
+        let far = Duration::from_secs(365 * 24 * 3600);
+        match (&self.done, self.interrupted_at) {
+            (Some((_, at)), _) => *at + SYNC_WAIT,
+            (None, Some(at)) => (at + grace).min(self.last_interrupt + REINTERRUPT),
+            (None, None) if no_bridges => self.last_activity + inactivity,
+            (None, None) => Instant::now() + far,
+        }
+    }
+
+    /// Streams `text` to the caller, if it asked for output as it comes.
+    async fn forward(&self, stream: Stream, text: String) {
+        if let Some(tx) = self.output.clone() {
+            let _ = tx.send((stream, text)).await;
+        }
+    }
+
+    /// Takes one event of the kernel: the cell's output, a `tool()` call from it (refused or
+    /// started), its end, its sync marker, or a broken pipe.
+    async fn on_event(
+        &mut self,
+        event: Event,
+        collector: &mut Collector,
+        stdin: &mpsc::Sender<Vec<u8>>,
+        bridges: &mut JoinSet<BridgeDone>,
+    ) -> std::result::Result<(), Stop> {
+        let cell = self.cell;
+        let event = match fold_output(collector, cell, event) {
+            Ok(fwd) => {
+                self.last_activity = Instant::now();
+                if let Some((stream, text)) = fwd {
+                    self.forward(stream, text).await;
+                }
+                return Ok(());
+            }
+            Err(other) => other,
+        };
+        match event {
+            Event::Frame(FromKernel::Bridge {
+                cell: c,
+                id,
+                tool,
+                args,
+            }) => {
+                self.last_activity = Instant::now();
+                if c != Some(cell) {
+                    let err = ToolError::new(
+                        ErrorKind::Cancelled,
+                        "the cell that made this tool() call has ended",
+                        "",
+                    );
+                    let _ = stdin.send(bridge_reply(id, Err(err))).await;
+                } else if tool == "eval" {
+                    let err = ToolError::new(
+                        ErrorKind::InvalidArgs,
+                        "tool(\"eval\") from inside an eval cell is refused: this cell already holds the conversation's eval turn, so the nested cell would wait on itself",
+                        "run that code directly in this cell",
+                    );
+                    let _ = stdin.send(bridge_reply(id, Err(err))).await;
+                } else {
+                    tracing::info!(kernel = self.slot.id, cell, tool, "bridge call from a cell");
+                    let fut = self.bridge.call(tool, args);
+                    bridges.spawn(async move { (id, fut.await) });
+                }
+            }
+            Event::Frame(FromKernel::Done { cell: c, status }) if c == cell => {
+                self.done = Some((status, Instant::now()));
+            }
+            Event::Sync(c) if c == cell => self.synced = true,
+            Event::Broken(why) => {
+                self.inc
+                    .set_verdict(format!("broke the kernel pipe ({why}) and was ended"));
+                return Err(Stop::Died);
+            }
+            other => tracing::debug!(
+                kernel = self.slot.id,
+                cell,
+                ?other,
+                "ignoring a frame of another cell"
+            ),
+        }
+        Ok(())
+    }
+
+    /// Hands a finished bridge call's answer to the cell.
+    async fn on_bridge_done(
+        &mut self,
+        joined: std::result::Result<BridgeDone, tokio::task::JoinError>,
+        stdin: &mpsc::Sender<Vec<u8>>,
+    ) -> std::result::Result<(), Stop> {
+        self.last_activity = Instant::now();
+        let (id, result) = match joined {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::error!(kernel = self.slot.id, error = %e, "a bridge call task failed");
+                return Ok(());
+            }
+        };
+        if stdin.send(bridge_reply(id, result)).await.is_err() {
+            return Err(Stop::Died);
+        }
+        Ok(())
+    }
+
+    /// Takes what the cell wrote just before its kernel died.
+    async fn drain_after_death(
+        &self,
+        events: &mut mpsc::Receiver<Event>,
+        collector: &mut Collector,
+    ) {
+        // What the cell wrote just before the death may still be in the pipes
+        // (the exit can be seen first): take it, for a bounded time (a
+        // grandchild may hold stderr open), so the answer shows it.
+        let until = tokio::time::Instant::now() + DEATH_DRAIN;
+        while let Ok(Some(event)) = tokio::time::timeout_at(until, events.recv()).await {
+            if let Ok(Some((stream, text))) = fold_output(collector, self.cell, event) {
+                self.forward(stream, text).await;
+            }
+        }
+    }
+
+    /// The deadline passed with nothing heard: interrupts the cell (again), or gives up on it
+    /// once the interrupt's grace is over.
+    fn on_deadline(
+        &mut self,
+        grace: Duration,
+        inactivity: Duration,
+    ) -> std::result::Result<(), Stop> {
+        if self.done.is_some() {
+            return Ok(()); // the sync marker never came: finish with what arrived
+        }
+        match self.interrupted_at {
+            None => {
+                tracing::info!(
+                    kernel = self.slot.id,
+                    cell = self.cell,
+                    budget_s = inactivity.as_secs(),
+                    "cell silent past its budget; interrupting"
+                );
+                self.interrupted_at = Some(Instant::now());
+                self.last_interrupt = Instant::now();
+                let _ = self.inc.actor.cast(KernelMsg::Interrupt);
+            }
+            Some(at) if at.elapsed() < grace => {
+                self.last_interrupt = Instant::now();
+                let _ = self.inc.actor.cast(KernelMsg::Interrupt);
+            }
+            Some(_) => return Err(Stop::Stuck),
+        }
+        Ok(())
+    }
 }
 
 /// Removes every slot nothing else uses any more: no cell, start or stop holds it (the map's
@@ -453,6 +653,68 @@ impl Kernels {
     ) -> Result<(u64, String, Collector), (Stop, Collector)> {
         let mut collector = Collector::new(self.limits.output);
         let mut port = inc.port.lock().await;
+        let Some(cell) = self.send_cell(slot, inc, &mut port, code, req).await else {
+            return Err((Stop::Died, collector));
+        };
+        let mut interrupt_on_drop = InterruptOnDrop {
+            actor: inc.actor.clone(),
+            stdin: port.stdin.clone(),
+            cell,
+            armed: true,
+        };
+        let mut bridges: JoinSet<BridgeDone> = JoinSet::new();
+        let mut exit = inc.exit.clone();
+        let mut run = CellRun::new(slot, inc, cell, &bridge, &output);
+        loop {
+            if run.settled() {
+                break;
+            }
+            let deadline = run.deadline(
+                self.limits.interrupt_grace,
+                req.inactivity,
+                bridges.is_empty(),
+            );
+            tokio::select! {
+                event = port.events.recv() => {
+                    let Some(event) = event else {
+                        return Err((Stop::Died, collector));
+                    };
+                    if let Err(stop) = run.on_event(event, &mut collector, &port.stdin, &mut bridges).await {
+                        return Err((stop, collector));
+                    }
+                }
+                Some(joined) = bridges.join_next(), if !bridges.is_empty() => {
+                    if let Err(stop) = run.on_bridge_done(joined, &port.stdin).await {
+                        return Err((stop, collector));
+                    }
+                }
+                _ = async { let _ = exit.wait_for(Option::is_some).await; } => {
+                    run.drain_after_death(&mut port.events, &mut collector).await;
+                    return Err((Stop::Died, collector));
+                }
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    if let Err(stop) = run.on_deadline(self.limits.interrupt_grace, req.inactivity) {
+                        interrupt_on_drop.armed = false;
+                        return Err((stop, collector));
+                    }
+                }
+            }
+        }
+        interrupt_on_drop.armed = false;
+        drop(port);
+        self.outcome(inc, run, collector).await
+    }
+
+    /// Drops output that came between cells and sends this cell to the kernel: its number, or
+    /// `None` when the kernel is gone.
+    async fn send_cell(
+        &self,
+        slot: &Slot,
+        inc: &Incarnation,
+        port: &mut Port,
+        code: &str,
+        req: &CellRequest,
+    ) -> Option<u64> {
         while let Ok(stale) = port.events.try_recv() {
             tracing::debug!(
                 kernel = slot.id,
@@ -469,139 +731,19 @@ impl Kernels {
             typescript: req.typescript,
         });
         if !inc.alive() || port.stdin.send(exec).await.is_err() {
-            return Err((Stop::Died, collector));
+            return None;
         }
-        let mut interrupt_on_drop = InterruptOnDrop {
-            actor: inc.actor.clone(),
-            stdin: port.stdin.clone(),
-            cell,
-            armed: true,
-        };
-        let mut bridges: JoinSet<(u64, Result<Json, ToolError>)> = JoinSet::new();
-        let mut exit = inc.exit.clone();
-        let far = Duration::from_secs(365 * 24 * 3600);
-        let mut last_activity = Instant::now();
-        let mut interrupted_at: Option<Instant> = None;
-        let mut last_interrupt = Instant::now();
-        let mut done: Option<(String, Instant)> = None;
-        let mut synced = false;
-        let forward = |text: Option<String>, stream: Stream| {
-            let output = output.clone();
-            async move {
-                if let (Some(tx), Some(text)) = (output, text) {
-                    let _ = tx.send((stream, text)).await;
-                }
-            }
-        };
-        loop {
-            if let Some((_, at)) = &done
-                && (synced || at.elapsed() >= SYNC_WAIT)
-            {
-                break;
-            }
-            let deadline = match (&done, interrupted_at) {
-                (Some((_, at)), _) => *at + SYNC_WAIT,
-                (None, Some(at)) => {
-                    (at + self.limits.interrupt_grace).min(last_interrupt + REINTERRUPT)
-                }
-                (None, None) if bridges.is_empty() => last_activity + req.inactivity,
-                (None, None) => Instant::now() + far,
-            };
-            tokio::select! {
-                event = port.events.recv() => {
-                    let Some(event) = event else {
-                        return Err((Stop::Died, collector));
-                    };
-                    let event = match fold_output(&mut collector, cell, event) {
-                        Ok(fwd) => {
-                            last_activity = Instant::now();
-                            if let Some((stream, text)) = fwd {
-                                forward(Some(text), stream).await;
-                            }
-                            continue;
-                        }
-                        Err(other) => other,
-                    };
-                    match event {
-                        Event::Frame(FromKernel::Bridge { cell: c, id, tool, args }) => {
-                            last_activity = Instant::now();
-                            if c != Some(cell) {
-                                let err = ToolError::new(ErrorKind::Cancelled, "the cell that made this tool() call has ended", "");
-                                let _ = port.stdin.send(bridge_reply(id, Err(err))).await;
-                            } else if tool == "eval" {
-                                let err = ToolError::new(
-                                    ErrorKind::InvalidArgs,
-                                    "tool(\"eval\") from inside an eval cell is refused: this cell already holds the conversation's eval turn, so the nested cell would wait on itself",
-                                    "run that code directly in this cell",
-                                );
-                                let _ = port.stdin.send(bridge_reply(id, Err(err))).await;
-                            } else {
-                                tracing::info!(kernel = slot.id, cell, tool, "bridge call from a cell");
-                                let fut = bridge.call(tool, args);
-                                bridges.spawn(async move { (id, fut.await) });
-                            }
-                        }
-                        Event::Frame(FromKernel::Done { cell: c, status }) if c == cell => {
-                            done = Some((status, Instant::now()));
-                        }
-                        Event::Sync(c) if c == cell => synced = true,
-                        Event::Broken(why) => {
-                            inc.set_verdict(format!("broke the kernel pipe ({why}) and was ended"));
-                            return Err((Stop::Died, collector));
-                        }
-                        other => tracing::debug!(kernel = slot.id, cell, ?other, "ignoring a frame of another cell"),
-                    }
-                }
-                Some(joined) = bridges.join_next(), if !bridges.is_empty() => {
-                    last_activity = Instant::now();
-                    let (id, result) = match joined {
-                        Ok(pair) => pair,
-                        Err(e) => {
-                            tracing::error!(kernel = slot.id, error = %e, "a bridge call task failed");
-                            continue;
-                        }
-                    };
-                    if port.stdin.send(bridge_reply(id, result)).await.is_err() {
-                        return Err((Stop::Died, collector));
-                    }
-                }
-                _ = async { let _ = exit.wait_for(Option::is_some).await; } => {
-                    // What the cell wrote just before the death may still be in the pipes
-                    // (the exit can be seen first): take it, for a bounded time (a
-                    // grandchild may hold stderr open), so the answer shows it.
-                    let until = tokio::time::Instant::now() + DEATH_DRAIN;
-                    while let Ok(Some(event)) = tokio::time::timeout_at(until, port.events.recv()).await {
-                        if let Ok(Some((stream, text))) = fold_output(&mut collector, cell, event) {
-                            forward(Some(text), stream).await;
-                        }
-                    }
-                    return Err((Stop::Died, collector));
-                }
-                _ = tokio::time::sleep_until(deadline.into()) => {
-                    if done.is_some() {
-                        continue; // the sync marker never came: finish with what arrived
-                    }
-                    match interrupted_at {
-                        None => {
-                            tracing::info!(kernel = slot.id, cell, budget_s = req.inactivity.as_secs(), "cell silent past its budget; interrupting");
-                            interrupted_at = Some(Instant::now());
-                            last_interrupt = Instant::now();
-                            let _ = inc.actor.cast(KernelMsg::Interrupt);
-                        }
-                        Some(at) if at.elapsed() < self.limits.interrupt_grace => {
-                            last_interrupt = Instant::now();
-                            let _ = inc.actor.cast(KernelMsg::Interrupt);
-                        }
-                        Some(_) => {
-                            interrupt_on_drop.armed = false;
-                            return Err((Stop::Stuck, collector));
-                        }
-                    }
-                }
-            }
-        }
-        interrupt_on_drop.armed = false;
-        drop(port);
+        Some(cell)
+    }
+
+    /// The end of a cell that stopped on its own or after an interrupt: a kernel over its
+    /// memory cap is ended, an interrupted cell reported as such, else the cell's status.
+    async fn outcome(
+        &self,
+        inc: &Incarnation,
+        run: CellRun<'_>,
+        collector: Collector,
+    ) -> Result<(u64, String, Collector), (Stop, Collector)> {
         // The cap holds at every cell's end, not only at the next tick.
         if let Some(cap) = self.limits.memory_bytes
             && process::rss_bytes(inc.pid).is_some_and(|rss| rss > cap)
@@ -612,11 +754,11 @@ impl Kernels {
                 tokio::time::timeout(Duration::from_secs(5), exit.wait_for(Option::is_some)).await;
             return Err((Stop::Died, collector));
         }
-        if interrupted_at.is_some() {
+        if run.interrupted_at.is_some() {
             return Err((Stop::Interrupted, collector));
         }
-        let (status, _) = done.unwrap_or_else(|| ("error".into(), Instant::now()));
-        Ok((cell, status, collector))
+        let (status, _) = run.done.unwrap_or_else(|| ("error".into(), Instant::now()));
+        Ok((run.cell, status, collector))
     }
 
     /// The live incarnation of `slot`, starting one if there is none. The second value is
