@@ -236,38 +236,9 @@ pub(crate) async fn attempt(
     let part = part_path(dir, &file.name);
     let n = config.connections;
     let p = part.clone();
-    let out = blocking(move || {
-        let out = open_part(&p)?;
-        let len = out
-            .metadata()
-            .map_err(|e| DownloadError::io("cannot stat", &p, e))?
-            .len();
-        // A map is trusted only with the file it describes.
-        let map = match read_map(&p, size) {
-            Some(map) if len == size => map,
-            _ => {
-                let map = RangeMap::new(size, n * RANGES_PER_CONNECTION);
-                write_map(&p, &map)?;
-                out.set_len(0)
-                    .and_then(|()| out.set_len(size))
-                    .map_err(|e| DownloadError::io("cannot size", &p, e))?;
-                map
-            }
-        };
-        Ok::<_, DownloadError>((out, map))
-    })
-    .await??;
+    let out = blocking(move || open_mapped(&p, size, n)).await??;
     let (out, map) = out;
-    let spans: Arc<Vec<Live>> = Arc::new(
-        map.ranges
-            .iter()
-            .map(|s| Live {
-                start: s.start,
-                end: s.end,
-                written: AtomicU64::new(s.done),
-            })
-            .collect(),
-    );
+    let spans: Arc<Vec<Live>> = Arc::new(live_spans(&map));
     progress.done.store(map.have(), Ordering::Relaxed);
     progress.set_state(FileState::Downloading);
     let shared = Arc::new(Shared {
@@ -289,58 +260,9 @@ pub(crate) async fn attempt(
         let p = part.clone();
         tokio::task::spawn_blocking(move || follow(&file, &spans, &stop, size, &p))
     });
-    // `connections` workers take the ranges in file order, so the ranges complete roughly in
-    // order and the hash keeps up with them (with one range per connection the hash could
-    // only start on the second range when the first was done, at the end).
-    let next = Arc::new(AtomicUsize::new(0));
-    let pending = spans.iter().filter(|s| !s.complete()).count();
-    for _ in 0..n.min(pending) {
-        let (shared, spans, next) = (shared.clone(), spans.clone(), next.clone());
-        let retries = config.retries;
-        running.ranges.spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(span) = spans.get(i) else {
-                    return Ok(());
-                };
-                if !span.complete() {
-                    fetch_range(&shared, span, retries).await?;
-                }
-            }
-        });
-    }
-    running.checkpoints = Some({
-        let (file, spans, p) = (shared.file.clone(), spans.clone(), part.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(CHECKPOINT).await;
-                let (file, spans, p) = (file.clone(), spans.clone(), p.clone());
-                match blocking(move || checkpoint(&file, &p, size, &spans)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) | Err(e) => {
-                        tracing::warn!(error = %e, "a range map checkpoint failed")
-                    }
-                }
-            }
-        })
-    });
-    let mut failed: Option<RangeEnd> = None;
-    while let Some(joined) = running.ranges.join_next().await {
-        let result = joined.unwrap_or_else(|e| {
-            Err(RangeEnd::Failed(DownloadError::Http {
-                what: shared.name.clone(),
-                cause: format!("a range's task ended: {e}"),
-                transient: true,
-            }))
-        });
-        // The first end is the one said (the others were stopped for it).
-        if let Err(end) = result
-            && failed.is_none()
-        {
-            failed = Some(end);
-            running.ranges.abort_all();
-        }
-    }
+    spawn_workers(&mut running.ranges, &shared, &spans, n, config.retries);
+    running.checkpoints = Some(spawn_checkpoints(&shared.file, &spans, &part, size));
+    let failed = first_end(&mut running.ranges, &shared.name).await;
     if let Some(c) = running.checkpoints.take() {
         c.abort();
         let _ = c.await;
@@ -353,49 +275,182 @@ pub(crate) async fn attempt(
         if let RangeEnd::Failed(e) = end {
             return Err(e);
         }
-        {
-            // Back to one connection: no map, an empty `.part`.
-            let p = part.clone();
-            let f = shared.file.clone();
-            blocking(move || {
-                let _ = std::fs::remove_file(map_path(&p));
-                f.set_len(0)
-            })
-            .await?
-            .map_err(|e| DownloadError::io("cannot truncate", &part, e))?;
-            progress.done.store(0, Ordering::Relaxed);
-            tracing::warn!(
-                file = shared.name,
-                "the endpoint ignores byte ranges (it answered the whole file); fetching it over one connection"
-            );
-            drop(running);
-            drop(shared);
-            return crate::transfer::one_connection(hub, repo, revision, dir, progress).await;
-        }
+        empty_part(&part, &shared, progress).await?;
+        drop(running);
+        drop(shared);
+        return crate::transfer::one_connection(hub, repo, revision, dir, progress).await;
     }
     recorded?;
     progress.set_state(FileState::Verifying);
     if let (Some(expected), Some(hashing)) = (&file.sha256, hashing) {
-        let digest = hashing.await.map_err(|e| DownloadError::Http {
-            what: file.name.clone(),
-            cause: format!("its hasher ended: {e}"),
-            transient: true,
-        })??;
-        let got = hex(&digest.finalize());
-        if &got != expected {
-            let p = part.clone();
-            let _ = blocking(move || {
-                let _ = std::fs::remove_file(map_path(&p));
-                std::fs::remove_file(&p)
-            })
-            .await;
-            progress.done.store(0, Ordering::Relaxed);
-            return Err(hash_mismatch(&file.name, &got, expected));
-        }
+        verify_hash(hashing, expected, &part, progress).await?;
     }
     drop(running);
     into_place(&part, &final_path, progress).await?;
     let _ = tokio::fs::remove_file(map_path(&part)).await;
+    Ok(())
+}
+
+/// Opens the `.part` file with its range map, or with a fresh map and the file emptied to
+/// its size when the map is missing or not for this file.
+fn open_mapped(
+    part: &Path,
+    size: u64,
+    connections: usize,
+) -> Result<(Flock<File>, RangeMap), DownloadError> {
+    let out = open_part(part)?;
+    let len = out
+        .metadata()
+        .map_err(|e| DownloadError::io("cannot stat", part, e))?
+        .len();
+    // A map is trusted only with the file it describes.
+    let map = match read_map(part, size) {
+        Some(map) if len == size => map,
+        _ => {
+            let map = RangeMap::new(size, connections * RANGES_PER_CONNECTION);
+            write_map(part, &map)?;
+            out.set_len(0)
+                .and_then(|()| out.set_len(size))
+                .map_err(|e| DownloadError::io("cannot size", part, e))?;
+            map
+        }
+    };
+    Ok((out, map))
+}
+
+/// The ranges of `map` as the transfer tracks them, each written as far as the map says.
+fn live_spans(map: &RangeMap) -> Vec<Live> {
+    map.ranges
+        .iter()
+        .map(|s| Live {
+            start: s.start,
+            end: s.end,
+            written: AtomicU64::new(s.done),
+        })
+        .collect()
+}
+
+/// Starts the workers that fetch the ranges not complete yet.
+fn spawn_workers(
+    ranges: &mut JoinSet<Result<(), RangeEnd>>,
+    shared: &Arc<Shared>,
+    spans: &Arc<Vec<Live>>,
+    connections: usize,
+    retries: u32,
+) {
+    // `connections` workers take the ranges in file order, so the ranges complete roughly in
+    // order and the hash keeps up with them (with one range per connection the hash could
+    // only start on the second range when the first was done, at the end).
+    let next = Arc::new(AtomicUsize::new(0));
+    let pending = spans.iter().filter(|s| !s.complete()).count();
+    for _ in 0..connections.min(pending) {
+        let (shared, spans, next) = (shared.clone(), spans.clone(), next.clone());
+        ranges.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(span) = spans.get(i) else {
+                    return Ok(());
+                };
+                if !span.complete() {
+                    fetch_range(&shared, span, retries).await?;
+                }
+            }
+        });
+    }
+}
+
+/// Starts the task that brings the range map up to date every [`CHECKPOINT`].
+fn spawn_checkpoints(
+    file: &Arc<Flock<File>>,
+    spans: &Arc<Vec<Live>>,
+    part: &Path,
+    size: u64,
+) -> tokio::task::JoinHandle<()> {
+    let (file, spans, p) = (file.clone(), spans.clone(), part.to_path_buf());
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(CHECKPOINT).await;
+            let (file, spans, p) = (file.clone(), spans.clone(), p.clone());
+            match blocking(move || checkpoint(&file, &p, size, &spans)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) | Err(e) => {
+                    tracing::warn!(error = %e, "a range map checkpoint failed")
+                }
+            }
+        }
+    })
+}
+
+/// Waits for every range worker; the first early end, when there was one (the other workers
+/// are stopped for it).
+async fn first_end(ranges: &mut JoinSet<Result<(), RangeEnd>>, name: &str) -> Option<RangeEnd> {
+    let mut failed: Option<RangeEnd> = None;
+    while let Some(joined) = ranges.join_next().await {
+        let result = joined.unwrap_or_else(|e| {
+            Err(RangeEnd::Failed(DownloadError::Http {
+                what: name.to_string(),
+                cause: format!("a range's task ended: {e}"),
+                transient: true,
+            }))
+        });
+        // The first end is the one said (the others were stopped for it).
+        if let Err(end) = result
+            && failed.is_none()
+        {
+            failed = Some(end);
+            ranges.abort_all();
+        }
+    }
+    failed
+}
+
+/// Back to one connection for an endpoint that ignores ranges: no map, an empty `.part`.
+async fn empty_part(
+    part: &Path,
+    shared: &Shared,
+    progress: &FileProgress,
+) -> Result<(), DownloadError> {
+    let p = part.to_path_buf();
+    let f = shared.file.clone();
+    blocking(move || {
+        let _ = std::fs::remove_file(map_path(&p));
+        f.set_len(0)
+    })
+    .await?
+    .map_err(|e| DownloadError::io("cannot truncate", part, e))?;
+    progress.done.store(0, Ordering::Relaxed);
+    tracing::warn!(
+        file = shared.name,
+        "the endpoint ignores byte ranges (it answered the whole file); fetching it over one connection"
+    );
+    Ok(())
+}
+
+/// Checks the hasher's digest against `expected`; on a mismatch the `.part` file and its map
+/// are removed.
+async fn verify_hash(
+    hashing: tokio::task::JoinHandle<Result<Sha256, DownloadError>>,
+    expected: &str,
+    part: &Path,
+    progress: &FileProgress,
+) -> Result<(), DownloadError> {
+    let file = &progress.file;
+    let digest = hashing.await.map_err(|e| DownloadError::Http {
+        what: file.name.clone(),
+        cause: format!("its hasher ended: {e}"),
+        transient: true,
+    })??;
+    let got = hex(&digest.finalize());
+    if got != expected {
+        let p = part.to_path_buf();
+        let _ = blocking(move || {
+            let _ = std::fs::remove_file(map_path(&p));
+            std::fs::remove_file(&p)
+        })
+        .await;
+        progress.done.store(0, Ordering::Relaxed);
+        return Err(hash_mismatch(&file.name, &got, expected));
+    }
     Ok(())
 }
 
