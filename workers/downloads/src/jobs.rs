@@ -30,7 +30,7 @@ use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
 use toolvisor_protocol::tree::NodeState;
 
-use crate::choose::{self, Chosen};
+use crate::choose::{self, Chosen, FileSet};
 use crate::error::DownloadError;
 use crate::hub::Hub;
 use crate::rate::{RateWindow, human, id_order};
@@ -550,33 +550,7 @@ impl Downloads {
             .iter()
             .map(|f| json!({"name": f.name, "size": f.size, "sha256": f.sha256}))
             .collect();
-        // Already complete in the store: nothing to start. A file counts when its bytes are
-        // the listed ones (`Store::verify`: its record, else its hash read again); a file an
-        // older snapshot holds with the listed hash is linked here first.
-        let verified: Vec<Option<Verified>> = {
-            let previous = self.store.read_manifest(&dir, &set.variant);
-            let (store, dir, files, commit, repo) = (
-                self.store.clone(),
-                dir.clone(),
-                set.files.clone(),
-                commit.clone(),
-                repo.to_string(),
-            );
-            crate::transfer::blocking(move || {
-                let linked = store.link_kept_files(&repo, &dir, &files);
-                files
-                    .iter()
-                    .map(|f| {
-                        let record = linked
-                            .iter()
-                            .find(|v| v.name == f.name)
-                            .or_else(|| previous.as_ref().and_then(|m| m.verified(&f.name)));
-                        store.verify(&dir, f, record, commit.as_deref())
-                    })
-                    .collect()
-            })
-            .await?
-        };
+        let verified = self.verify_kept(repo, &dir, &set, &commit).await?;
         let present: Vec<(u64, bool)> = set
             .files
             .iter()
@@ -610,20 +584,7 @@ impl Downloads {
             }));
         }
         // The same file set already in flight: that job is the answer.
-        let running = lock(&self.jobs)
-            .values()
-            .find(|j| {
-                let r = lock(&j.record);
-                r.state.unfinished()
-                    && j.dir == dir
-                    && r.variant == set.variant
-                    && r.files
-                        .iter()
-                        .map(|f| &f.name)
-                        .eq(set.files.iter().map(|f| &f.name))
-            })
-            .cloned();
-        if let Some(job) = running {
+        if let Some(job) = self.in_flight(&dir, &set) {
             let mut v = job.view();
             v["already_running"] = json!(true);
             return Ok(v);
@@ -637,6 +598,78 @@ impl Downloads {
         // The free space counts the bytes every unfinished job has still to write as taken:
         // the check and the registration are one step (`admit`), with no await between.
         let admitted = lock(&self.admit);
+        self.check_free(needed)?;
+        self.store.prepare(&dir, &set.files)?;
+        self.store.write_manifest(&dir, &manifest(false, records))?;
+        let job = self.register(repo, revision, &set, commit)?;
+        drop(admitted);
+        // On disk before the answer: a restart from here on resumes it.
+        self.persist(&job);
+        self.spawn(job.clone()).await;
+        let mut v = job.view();
+        v["hint"] = json!(format!(
+            "started in the background; poll list_downloads {{\"job_id\": \"{}\"}}",
+            lock(&job.record).id
+        ));
+        Ok(v)
+    }
+
+    /// The verified record of each file of `set` that `dir` already holds with the listed
+    /// bytes, after linking in the ones an older snapshot holds.
+    async fn verify_kept(
+        &self,
+        repo: &str,
+        dir: &Path,
+        set: &FileSet,
+        commit: &Option<String>,
+    ) -> Result<Vec<Option<Verified>>, DownloadError> {
+        // Already complete in the store: nothing to start. A file counts when its bytes are
+        // the listed ones (`Store::verify`: its record, else its hash read again); a file an
+        // older snapshot holds with the listed hash is linked here first.
+        let previous = self.store.read_manifest(dir, &set.variant);
+        let (store, dir, files, commit, repo) = (
+            self.store.clone(),
+            dir.to_path_buf(),
+            set.files.clone(),
+            commit.clone(),
+            repo.to_string(),
+        );
+        crate::transfer::blocking(move || {
+            let linked = store.link_kept_files(&repo, &dir, &files);
+            files
+                .iter()
+                .map(|f| {
+                    let record = linked
+                        .iter()
+                        .find(|v| v.name == f.name)
+                        .or_else(|| previous.as_ref().and_then(|m| m.verified(&f.name)));
+                    store.verify(&dir, f, record, commit.as_deref())
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// The unfinished job of the same file set into `dir`, if there is one.
+    fn in_flight(&self, dir: &Path, set: &FileSet) -> Option<Arc<Job>> {
+        lock(&self.jobs)
+            .values()
+            .find(|j| {
+                let r = lock(&j.record);
+                r.state.unfinished()
+                    && j.dir == dir
+                    && r.variant == set.variant
+                    && r.files
+                        .iter()
+                        .map(|f| &f.name)
+                        .eq(set.files.iter().map(|f| &f.name))
+            })
+            .cloned()
+    }
+
+    /// Refuses `needed` more bytes when the free space, less what the unfinished jobs have
+    /// still to write, is short of them.
+    fn check_free(&self, needed: u64) -> Result<(), DownloadError> {
         let available = match self.config.free_bytes {
             Some(free) => free,
             None => self.store.available()?,
@@ -666,8 +699,17 @@ impl Downloads {
                 by: by.join(", "),
             });
         }
-        self.store.prepare(&dir, &set.files)?;
-        self.store.write_manifest(&dir, &manifest(false, records))?;
+        Ok(())
+    }
+
+    /// Registers a new queued job for `set` under the next job id.
+    fn register(
+        &self,
+        repo: &str,
+        revision: &str,
+        set: &FileSet,
+        commit: Option<String>,
+    ) -> Result<Arc<Job>, DownloadError> {
         let n = self
             .ids
             .next()
@@ -685,17 +727,7 @@ impl Downloads {
             commit,
             snapshot: true,
         };
-        let job = self.make_job(rec);
-        drop(admitted);
-        // On disk before the answer: a restart from here on resumes it.
-        self.persist(&job);
-        self.spawn(job.clone()).await;
-        let mut v = job.view();
-        v["hint"] = json!(format!(
-            "started in the background; poll list_downloads {{\"job_id\": \"{}\"}}",
-            lock(&job.record).id
-        ));
-        Ok(v)
+        Ok(self.make_job(rec))
     }
 
     /// Start a job's actor under the `downloads` supervisor.
