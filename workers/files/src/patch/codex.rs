@@ -184,6 +184,7 @@ fn is_unified_range(context: &str) -> bool {
             .all(|c| c.is_ascii_digit() || matches!(c, ',' | ' ' | '+' | '-' | '@'))
 }
 
+/// The file operations of a patch's body, in order.
 pub(super) fn parse(body: &[Numbered<'_>]) -> Result<Vec<FileOp>> {
     let mut ops = Vec::new();
     let mut i = 0;
@@ -196,147 +197,14 @@ pub(super) fn parse(body: &[Numbered<'_>]) -> Result<Vec<FileOp>> {
         }
         if let Some(rest) = line.strip_prefix(ADD) {
             let path = path_of(n, ADD, rest)?;
-            let mut lines = Vec::new();
-            while i < body.len() {
-                let l = body[i].1;
-                if let Some(text) = l.strip_prefix('+') {
-                    lines.push(text.to_string());
-                    i += 1;
-                    continue;
-                }
-                // Blank lines between `+` lines are empty lines of the file (the `+` was
-                // dropped); blank lines before a marker or the end separate sections.
-                let blanks = body[i..]
-                    .iter()
-                    .take_while(|(_, l)| l.trim().is_empty())
-                    .count();
-                if blanks > 0
-                    && body
-                        .get(i + blanks)
-                        .is_some_and(|(_, l)| l.starts_with('+'))
-                {
-                    lines.extend(std::iter::repeat_n(String::new(), blanks));
-                    i += blanks;
-                    continue;
-                }
-                break;
-            }
+            let lines = add_lines(body, &mut i);
             ops.push(FileOp::Add { path, lines });
         } else if let Some(rest) = line.strip_prefix(DELETE) {
             ops.push(FileOp::Delete {
                 path: path_of(n, DELETE, rest)?,
             });
         } else if let Some(rest) = line.strip_prefix(UPDATE) {
-            let path = path_of(n, UPDATE, rest)?;
-            let mut move_to = None;
-            if let Some(rest) = body.get(i).and_then(|(_, l)| l.trim().strip_prefix(MOVE)) {
-                move_to = Some(path_of(body[i].0, MOVE, rest)?);
-                i += 1;
-            }
-            let mut sections: Vec<Section> = Vec::new();
-            while i < body.len() {
-                let (n, l) = body[i];
-                let t = l.trim();
-                if t == END_OF_FILE {
-                    match sections.last_mut() {
-                        Some(s) if !s.ops.is_empty() => s.end_of_file = true,
-                        _ => {
-                            return Err(syntax(
-                                n,
-                                format!(
-                                    "`{END_OF_FILE}` ends a section of {path} that has no lines"
-                                ),
-                            ));
-                        }
-                    }
-                    i += 1;
-                    continue;
-                }
-                // The next file's marker ends the update; a context line that merely starts
-                // with `***` after its space (Markdown, a comment) does not.
-                if l.starts_with("***")
-                    || [ADD, DELETE, UPDATE, MOVE, END]
-                        .iter()
-                        .any(|m| t.starts_with(m))
-                {
-                    break;
-                }
-                if let Some(context) = l.strip_prefix("@@") {
-                    let context = context.trim();
-                    let context = if is_unified_range(context) {
-                        ""
-                    } else {
-                        context
-                    };
-                    // `@@ class A` then `@@ def f`: the second narrows the first.
-                    let narrows = sections
-                        .last()
-                        .is_some_and(|s| s.ops.is_empty() && !s.contexts.is_empty());
-                    if !narrows {
-                        sections.push(Section {
-                            index: sections.len() + 1,
-                            line: n,
-                            ..Section::default()
-                        });
-                    }
-                    if !context.is_empty() {
-                        let s = sections.last_mut().expect("pushed above");
-                        s.contexts.push(context.to_string());
-                    }
-                    i += 1;
-                    continue;
-                }
-                if l.is_empty() && sections.last().is_none_or(|s| s.ops.is_empty()) {
-                    // Blank lines before a section's first line separate sections.
-                    i += 1;
-                    continue;
-                }
-                let op = match l.as_bytes().first() {
-                    None => Op::Context(String::new()),
-                    Some(b' ') => Op::Context(l[1..].to_string()),
-                    Some(b'-') => Op::Remove(l[1..].to_string()),
-                    Some(b'+') => Op::Add(l[1..].to_string()),
-                    Some(_) => {
-                        return Err(syntax(
-                            n,
-                            format!(
-                                "{l:?} in the update of {path} starts with none of ' ' (context), '-' (removed), '+' (added), `@@` (a section) or `***` (the next file)"
-                            ),
-                        ));
-                    }
-                };
-                if sections.last().is_none_or(|s| s.end_of_file) {
-                    sections.push(Section {
-                        index: sections.len() + 1,
-                        line: n,
-                        ..Section::default()
-                    });
-                }
-                sections.last_mut().expect("pushed above").ops.push(op);
-                i += 1;
-            }
-            sections.retain(|s| !s.ops.is_empty() || !s.contexts.is_empty());
-            if let Some(s) = sections.iter().find(|s| s.ops.is_empty()) {
-                return Err(syntax(
-                    s.line,
-                    format!(
-                        "section {} of {path} ({}) has no lines",
-                        s.index,
-                        s.header()
-                    ),
-                ));
-            }
-            if sections.is_empty() && move_to.is_none() {
-                return Err(syntax(
-                    n,
-                    format!("the update of {path} has no sections (`@@` then lines)"),
-                ));
-            }
-            ops.push(FileOp::Update {
-                path,
-                move_to,
-                sections,
-            });
+            ops.push(parse_update(body, &mut i, n, rest)?);
         } else {
             return Err(syntax(
                 n,
@@ -352,6 +220,167 @@ pub(super) fn parse(body: &[Numbered<'_>]) -> Result<Vec<FileOp>> {
         });
     }
     Ok(ops)
+}
+
+/// The lines of an Add from `body[*i]` on, with `*i` moved past them.
+fn add_lines(body: &[Numbered<'_>], i: &mut usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    while *i < body.len() {
+        let l = body[*i].1;
+        if let Some(text) = l.strip_prefix('+') {
+            lines.push(text.to_string());
+            *i += 1;
+            continue;
+        }
+        // Blank lines between `+` lines are empty lines of the file (the `+` was
+        // dropped); blank lines before a marker or the end separate sections.
+        let blanks = body[*i..]
+            .iter()
+            .take_while(|(_, l)| l.trim().is_empty())
+            .count();
+        if blanks > 0
+            && body
+                .get(*i + blanks)
+                .is_some_and(|(_, l)| l.starts_with('+'))
+        {
+            lines.extend(std::iter::repeat_n(String::new(), blanks));
+            *i += blanks;
+            continue;
+        }
+        break;
+    }
+    lines
+}
+
+/// The Update whose marker (patch line `n`, naming `rest`) came just before `body[*i]`: its
+/// Move to and sections, with `*i` moved past them.
+fn parse_update(body: &[Numbered<'_>], i: &mut usize, n: usize, rest: &str) -> Result<FileOp> {
+    let path = path_of(n, UPDATE, rest)?;
+    let mut move_to = None;
+    if let Some(rest) = body.get(*i).and_then(|(_, l)| l.trim().strip_prefix(MOVE)) {
+        move_to = Some(path_of(body[*i].0, MOVE, rest)?);
+        *i += 1;
+    }
+    let mut sections = update_sections(body, i, &path)?;
+    sections.retain(|s| !s.ops.is_empty() || !s.contexts.is_empty());
+    if let Some(s) = sections.iter().find(|s| s.ops.is_empty()) {
+        return Err(syntax(
+            s.line,
+            format!(
+                "section {} of {path} ({}) has no lines",
+                s.index,
+                s.header()
+            ),
+        ));
+    }
+    if sections.is_empty() && move_to.is_none() {
+        return Err(syntax(
+            n,
+            format!("the update of {path} has no sections (`@@` then lines)"),
+        ));
+    }
+    Ok(FileOp::Update {
+        path,
+        move_to,
+        sections,
+    })
+}
+
+/// The `@@` sections of the update of `path` from `body[*i]` to the next file's marker, with
+/// `*i` moved to that marker.
+fn update_sections(body: &[Numbered<'_>], i: &mut usize, path: &str) -> Result<Vec<Section>> {
+    let mut sections: Vec<Section> = Vec::new();
+    while *i < body.len() {
+        let (n, l) = body[*i];
+        let t = l.trim();
+        if t == END_OF_FILE {
+            match sections.last_mut() {
+                Some(s) if !s.ops.is_empty() => s.end_of_file = true,
+                _ => {
+                    return Err(syntax(
+                        n,
+                        format!("`{END_OF_FILE}` ends a section of {path} that has no lines"),
+                    ));
+                }
+            }
+            *i += 1;
+            continue;
+        }
+        // The next file's marker ends the update; a context line that merely starts
+        // with `***` after its space (Markdown, a comment) does not.
+        if l.starts_with("***")
+            || [ADD, DELETE, UPDATE, MOVE, END]
+                .iter()
+                .any(|m| t.starts_with(m))
+        {
+            break;
+        }
+        if let Some(context) = l.strip_prefix("@@") {
+            open_section(&mut sections, n, context);
+            *i += 1;
+            continue;
+        }
+        if l.is_empty() && sections.last().is_none_or(|s| s.ops.is_empty()) {
+            // Blank lines before a section's first line separate sections.
+            *i += 1;
+            continue;
+        }
+        let op = section_op(n, l, path)?;
+        if sections.last().is_none_or(|s| s.end_of_file) {
+            sections.push(Section {
+                index: sections.len() + 1,
+                line: n,
+                ..Section::default()
+            });
+        }
+        sections.last_mut().expect("pushed above").ops.push(op);
+        *i += 1;
+    }
+    Ok(sections)
+}
+
+/// An `@@ <context>` line (patch line `n`): a new section, or a narrower context of the last
+/// one when it has no lines yet.
+fn open_section(sections: &mut Vec<Section>, n: usize, context: &str) {
+    let context = context.trim();
+    let context = if is_unified_range(context) {
+        ""
+    } else {
+        context
+    };
+    // `@@ class A` then `@@ def f`: the second narrows the first.
+    let narrows = sections
+        .last()
+        .is_some_and(|s| s.ops.is_empty() && !s.contexts.is_empty());
+    if !narrows {
+        sections.push(Section {
+            index: sections.len() + 1,
+            line: n,
+            ..Section::default()
+        });
+    }
+    if !context.is_empty() {
+        let s = sections.last_mut().expect("pushed above");
+        s.contexts.push(context.to_string());
+    }
+}
+
+/// A section's line `l` (patch line `n`) in the update of `path`: context, removed or added.
+fn section_op(n: usize, l: &str, path: &str) -> Result<Op> {
+    Ok(match l.as_bytes().first() {
+        None => Op::Context(String::new()),
+        Some(b' ') => Op::Context(l[1..].to_string()),
+        Some(b'-') => Op::Remove(l[1..].to_string()),
+        Some(b'+') => Op::Add(l[1..].to_string()),
+        Some(_) => {
+            return Err(syntax(
+                n,
+                format!(
+                    "{l:?} in the update of {path} starts with none of ' ' (context), '-' (removed), '+' (added), `@@` (a section) or `***` (the next file)"
+                ),
+            ));
+        }
+    })
 }
 
 /// How loosely old lines matched the file.
