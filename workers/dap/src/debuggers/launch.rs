@@ -44,87 +44,15 @@ impl Debuggers {
         args: &DebugArgs,
     ) -> Result<Value, ToolError> {
         self.refuse_second(slot, "launch")?;
-        let cwd = match &args.cwd {
-            Some(dir) => {
-                let dir = absolute(&call.workdir, dir);
-                if !dir.is_dir() {
-                    return Err(err(
-                        ErrorKind::NotFound,
-                        format!("debug launch: no such directory {} (`cwd`)", dir.display()),
-                        "`cwd` is relative to the workdir and must be an existing directory",
-                    ));
-                }
-                std::fs::canonicalize(&dir).unwrap_or(dir)
-            }
-            None => call.workdir.clone(),
-        };
+        let cwd = launch_cwd(call, args)?;
         let env = launch_env(args.env.as_ref())?;
-        let module = match (&args.module, &args.program) {
-            (Some(_), Some(_)) => {
-                return Err(err(
-                    ErrorKind::InvalidArgs,
-                    "debug launch: give `program` or `module`, not both",
-                    "`module` runs `python -m MODULE` in `cwd`; `program` runs a file",
-                ));
-            }
-            (Some(m), None) => Some(module_name(m)?),
-            (None, _) => None,
-        };
+        let module = launch_module(args)?;
         // The program, or for a module the directory it runs in (which finds the module).
         let path = match &module {
             Some(_) => cwd.clone(),
-            None => {
-                let program = need("launch", "program", &args.program)?;
-                let path = absolute(&call.workdir, &program);
-                if !path.is_file() {
-                    return Err(err(
-                        ErrorKind::NotFound,
-                        format!("debug launch: no such program {}", path.display()),
-                        "paths are relative to the workdir; build the program first (e.g. `gcc -g`)",
-                    ));
-                }
-                std::fs::canonicalize(&path).unwrap_or(path)
-            }
+            None => launch_program(call, args)?,
         };
-        let by_name = match (&args.adapter, &module) {
-            (Some(name), _) => Some(name.clone()),
-            (None, Some(_)) => Some("debugpy".to_string()),
-            (None, None) => None,
-        };
-        let (name, spec) = match &by_name {
-            Some(name) => match self.adapters.get_key_value(name) {
-                Some(found) => found,
-                None => {
-                    return Err(err(
-                        ErrorKind::InvalidArgs,
-                        format!("debug launch: no adapter named {name:?}"),
-                        format!("adapters here: {}", self.adapters.keys().cloned().collect::<Vec<_>>().join(", ")),
-                    ));
-                }
-            },
-            None => adapters::pick(&self.adapters, &path).ok_or_else(|| {
-                err(
-                    ErrorKind::InvalidArgs,
-                    format!("debug launch: cannot tell which adapter debugs {}", path.display()),
-                    "name one with `adapter` (`adapters` lists them); .py goes to debugpy, native executables to lldb",
-                )
-            })?,
-        };
-        // Options only debugpy has: refused by name for any other adapter.
-        if Flavor::of(name) != Flavor::Debugpy {
-            for (given, what) in [
-                (module.is_some(), "running a Python module (`module`)"),
-                (args.just_my_code.is_some(), "`just_my_code`"),
-            ] {
-                if given {
-                    return Err(err(
-                        ErrorKind::NotAvailable,
-                        format!("debug launch: the {name} adapter does not support {what}"),
-                        "`module` and `just_my_code` are debugpy's (Python); launch the program by path",
-                    ));
-                }
-            }
-        }
+        let (name, spec) = self.launch_adapter(args, module.is_some(), &path)?;
         let root = adapters::find_root(&path, &spec.markers);
         let project = root.unwrap_or_else(|| call.workdir.clone());
         let search = self.search(&project, &call.workdir);
@@ -138,48 +66,16 @@ impl Debuggers {
         let flavor = resolved.flavor;
         let launch_args = args.args.clone().unwrap_or_default();
         let stop_on_entry = slot.nothing_set();
-        let mut request = Map::new();
-        match &module {
-            Some(m) => {
-                request.insert("module".into(), json!(m));
-            }
-            None => {
-                request.insert("program".into(), json!(path.display().to_string()));
-            }
-        }
-        request.insert("args".into(), json!(launch_args));
-        request.insert("cwd".into(), json!(cwd.display().to_string()));
-        if stop_on_entry {
-            request.insert("stopOnEntry".into(), json!(true));
-        }
-        if !env.is_empty() {
-            // lldb-dap takes `KEY=VALUE` strings (and adds them to the environment it
-            // inherited); the others take an object merged onto theirs.
-            let value = match flavor {
-                Flavor::Lldb => json!(
-                    env.iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                ),
-                _ => json!(env),
-            };
-            request.insert("env".into(), value);
-        }
-        match flavor {
-            Flavor::Debugpy => {
-                request.insert("console".into(), json!("internalConsole"));
-                if let Some(python) = &resolved.python {
-                    request.insert("python".into(), json!([python.display().to_string()]));
-                }
-                if let Some(mine) = args.just_my_code {
-                    request.insert("justMyCode".into(), json!(mine));
-                }
-            }
-            Flavor::Delve => {
-                request.insert("mode".into(), json!("debug"));
-            }
-            Flavor::Lldb | Flavor::Dart | Flavor::Generic => {}
-        }
+        let mut request = launch_request(
+            &module,
+            &path,
+            &launch_args,
+            &cwd,
+            stop_on_entry,
+            &env,
+            flavor,
+        );
+        flavor_options(&mut request, &resolved, args);
         let target = Target::Launch {
             program: path.clone(),
             args: launch_args,
@@ -201,6 +97,56 @@ impl Debuggers {
             .store(stop_on_entry, std::sync::atomic::Ordering::SeqCst);
         self.handshake(&session, slot, "launch", Value::Object(request), true)
             .await
+    }
+
+    /// The adapter a launch uses: the one named, debugpy for a module, else the one for the
+    /// program's kind; debugpy-only options are refused for any other.
+    fn launch_adapter(
+        &self,
+        args: &DebugArgs,
+        module: bool,
+        path: &Path,
+    ) -> Result<(&String, &AdapterSpec), ToolError> {
+        let by_name = match (&args.adapter, module) {
+            (Some(name), _) => Some(name.clone()),
+            (None, true) => Some("debugpy".to_string()),
+            (None, false) => None,
+        };
+        let (name, spec) = match &by_name {
+            Some(name) => match self.adapters.get_key_value(name) {
+                Some(found) => found,
+                None => {
+                    return Err(err(
+                        ErrorKind::InvalidArgs,
+                        format!("debug launch: no adapter named {name:?}"),
+                        format!("adapters here: {}", self.adapters.keys().cloned().collect::<Vec<_>>().join(", ")),
+                    ));
+                }
+            },
+            None => adapters::pick(&self.adapters, path).ok_or_else(|| {
+                err(
+                    ErrorKind::InvalidArgs,
+                    format!("debug launch: cannot tell which adapter debugs {}", path.display()),
+                    "name one with `adapter` (`adapters` lists them); .py goes to debugpy, native executables to lldb",
+                )
+            })?,
+        };
+        // Options only debugpy has: refused by name for any other adapter.
+        if Flavor::of(name) != Flavor::Debugpy {
+            for (given, what) in [
+                (module, "running a Python module (`module`)"),
+                (args.just_my_code.is_some(), "`just_my_code`"),
+            ] {
+                if given {
+                    return Err(err(
+                        ErrorKind::NotAvailable,
+                        format!("debug launch: the {name} adapter does not support {what}"),
+                        "`module` and `just_my_code` are debugpy's (Python); launch the program by path",
+                    ));
+                }
+            }
+        }
+        Ok((name, spec))
     }
 
     /// `restart`: ends the current session (if it still runs) and launches the last launch
@@ -521,6 +467,117 @@ impl Debuggers {
         }
         out["session"] = summary(session);
         Ok(out)
+    }
+}
+
+/// The directory a launched program runs in: `cwd` (made absolute and real), else the workdir.
+fn launch_cwd(call: &DebugCall, args: &DebugArgs) -> Result<PathBuf, ToolError> {
+    Ok(match &args.cwd {
+        Some(dir) => {
+            let dir = absolute(&call.workdir, dir);
+            if !dir.is_dir() {
+                return Err(err(
+                    ErrorKind::NotFound,
+                    format!("debug launch: no such directory {} (`cwd`)", dir.display()),
+                    "`cwd` is relative to the workdir and must be an existing directory",
+                ));
+            }
+            std::fs::canonicalize(&dir).unwrap_or(dir)
+        }
+        None => call.workdir.clone(),
+    })
+}
+
+/// The Python module a launch runs, when it names one (and no `program`).
+fn launch_module(args: &DebugArgs) -> Result<Option<String>, ToolError> {
+    Ok(match (&args.module, &args.program) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                ErrorKind::InvalidArgs,
+                "debug launch: give `program` or `module`, not both",
+                "`module` runs `python -m MODULE` in `cwd`; `program` runs a file",
+            ));
+        }
+        (Some(m), None) => Some(module_name(m)?),
+        (None, _) => None,
+    })
+}
+
+/// The program a launch runs: `program`, made absolute and real, which must be a file.
+fn launch_program(call: &DebugCall, args: &DebugArgs) -> Result<PathBuf, ToolError> {
+    let program = need("launch", "program", &args.program)?;
+    let path = absolute(&call.workdir, &program);
+    if !path.is_file() {
+        return Err(err(
+            ErrorKind::NotFound,
+            format!("debug launch: no such program {}", path.display()),
+            "paths are relative to the workdir; build the program first (e.g. `gcc -g`)",
+        ));
+    }
+    Ok(std::fs::canonicalize(&path).unwrap_or(path))
+}
+
+/// The `launch` request's arguments every adapter takes: what runs, with which arguments,
+/// where, whether it stops on entry, and its added environment.
+fn launch_request(
+    module: &Option<String>,
+    path: &Path,
+    launch_args: &[String],
+    cwd: &Path,
+    stop_on_entry: bool,
+    env: &BTreeMap<String, String>,
+    flavor: Flavor,
+) -> Map<String, Value> {
+    let mut request = Map::new();
+    match module {
+        Some(m) => {
+            request.insert("module".into(), json!(m));
+        }
+        None => {
+            request.insert("program".into(), json!(path.display().to_string()));
+        }
+    }
+    request.insert("args".into(), json!(launch_args));
+    request.insert("cwd".into(), json!(cwd.display().to_string()));
+    if stop_on_entry {
+        request.insert("stopOnEntry".into(), json!(true));
+    }
+    if !env.is_empty() {
+        // lldb-dap takes `KEY=VALUE` strings (and adds them to the environment it
+        // inherited); the others take an object merged onto theirs.
+        let value = match flavor {
+            Flavor::Lldb => json!(
+                env.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+            ),
+            _ => json!(env),
+        };
+        request.insert("env".into(), value);
+    }
+    request
+}
+
+/// Adds the `launch` arguments only the resolved adapter's kind takes.
+fn flavor_options(
+    request: &mut Map<String, Value>,
+    resolved: &adapters::Resolved,
+    args: &DebugArgs,
+) {
+    match resolved.flavor {
+        Flavor::Debugpy => {
+            request.insert("console".into(), json!("internalConsole"));
+            if let Some(python) = &resolved.python {
+                request.insert("python".into(), json!([python.display().to_string()]));
+            }
+            if let Some(mine) = args.just_my_code {
+                request.insert("justMyCode".into(), json!(mine));
+            }
+        }
+        Flavor::Delve => {
+            request.insert("mode".into(), json!("debug"));
+        }
+        Flavor::Lldb | Flavor::Dart | Flavor::Generic => {}
     }
 }
 
