@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::convert::{self, Section};
-use crate::original::{NotRead, Root};
+use crate::original::{NotRead, Opened, Root};
 
 mod handles;
 mod search;
@@ -324,31 +324,8 @@ impl Store {
         max_bytes: u64,
         who: &Who,
     ) -> Result<Option<i64>> {
-        if !convert::supported(source) {
-            // Not an original, but a link is still named among the warnings (a linked
-            // directory, say): the hub enters none.
-            if std::fs::symlink_metadata(source).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(DataError::NotFollowed {
-                    path: source.display().to_string(),
-                    why: NotRead::Link.why(),
-                });
-            }
+        let Some(opened) = open_original(root, source)? else {
             return Ok(None);
-        }
-        let io = |what, source_err| DataError::Io {
-            what,
-            path: source.display().to_string(),
-            source: source_err,
-        };
-        let opened = match root.open(source) {
-            Ok(opened) => opened,
-            Err(NotRead::Io(e)) => return Err(io("cannot read", e)),
-            Err(not) => {
-                return Err(DataError::NotFollowed {
-                    path: source.display().to_string(),
-                    why: not.why(),
-                });
-            }
         };
         let meta = &opened.meta;
         let size = meta.len();
@@ -358,24 +335,7 @@ impl Store {
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as u64);
         let key = source.display().to_string();
-        let known: Option<(i64, i64, i64, String, i64, Option<i64>)> = self
-            .conn
-            .query_row(
-                "SELECT id, size, mtime_ms, collection, converter, deleted_ms FROM docs WHERE source = ?1",
-                [&key],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                },
-            )
-            .optional()
-            .map_err(self.db())?;
+        let known = self.known(&key)?;
         // In the trash because its original was removed, and the original is back: it comes
         // back with it. In the trash for any other reason (`delete_data`): it stays there.
         let trashed = known.as_ref().is_some_and(|k| k.5.is_some());
@@ -401,64 +361,63 @@ impl Store {
             );
             return Ok(None);
         }
-        let bytes = opened.read(max_bytes).map_err(|e| io("cannot read", e))?;
+        let bytes = opened.read(max_bytes).map_err(|e| read_error(source, e))?;
         let text = String::from_utf8_lossy(&bytes);
         let c = convert::convert(source, &text);
-        let now = now_ms();
-        let sections = serde_json::to_string(&c.sections).unwrap_or_else(|_| "[]".into());
-        let tags = serde_json::to_string(&c.tags).unwrap_or_else(|_| "[]".into());
+        let row = DocRow {
+            collection,
+            key: &key,
+            note,
+            size,
+            mtime_ms,
+            now: now_ms(),
+            sections: serde_json::to_string(&c.sections).unwrap_or_else(|_| "[]".into()),
+            tags: serde_json::to_string(&c.tags).unwrap_or_else(|_| "[]".into()),
+            c: &c,
+        };
         // A trashed document that does not return is converted again like any other, and
         // stays in the trash: out of the index (so out of every search) until it is restored,
         // which indexes it.
         let stays_trashed = trashed && !returns;
+        self.save(known.map(|k| k.0), &row, returns, stays_trashed, who)
+            .map(Some)
+    }
+
+    /// What `docs` holds of the original at `key`: id, size, mtime, collection, converter
+    /// version and when it was trashed.
+    fn known(&self, key: &str) -> Result<Option<Known>> {
+        self.conn
+            .query_row(
+                "SELECT id, size, mtime_ms, collection, converter, deleted_ms FROM docs WHERE source = ?1",
+                [key],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(self.db())
+    }
+
+    /// Writes a converted original in one transaction: its row (the `known` one updated, or a
+    /// new one), its return from the trash, its index entry, and the revision saying so.
+    fn save(
+        &mut self,
+        known: Option<i64>,
+        row: &DocRow<'_>,
+        returns: bool,
+        stays_trashed: bool,
+        who: &Who,
+    ) -> Result<i64> {
         let db = self.db_owned();
         let tx = self.conn.transaction().map_err(&db)?;
-        let id = match known {
-            Some((id, ..)) => {
-                tx.execute(
-                    "UPDATE docs SET collection=?2, size=?3, mtime_ms=?4, updated_ms=?5, title=?6,
-                     summary=?7, tags=?8, sections=?9, body=?10, converter=?11 WHERE id=?1",
-                    params![
-                        id,
-                        collection,
-                        size as i64,
-                        mtime_ms as i64,
-                        now as i64,
-                        c.title,
-                        c.summary,
-                        tags,
-                        sections,
-                        c.body,
-                        convert::VERSION
-                    ],
-                )
-                .map_err(&db)?;
-                id
-            }
-            None => {
-                tx.execute(
-                    "INSERT INTO docs (collection, source, note, size, mtime_ms, created_ms,
-                     updated_ms, title, summary, tags, sections, body, converter)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                    params![
-                        collection,
-                        key,
-                        note as i64,
-                        size as i64,
-                        mtime_ms as i64,
-                        now as i64,
-                        c.title,
-                        c.summary,
-                        tags,
-                        sections,
-                        c.body,
-                        convert::VERSION
-                    ],
-                )
-                .map_err(&db)?;
-                tx.last_insert_rowid()
-            }
-        };
+        let id = write_row(&tx, known, row).map_err(&db)?;
         if returns {
             tx.execute("UPDATE docs SET deleted_ms = NULL WHERE id = ?1", [id])
                 .map_err(&db)?;
@@ -466,7 +425,7 @@ impl Store {
         if !stays_trashed {
             index(&tx, id).map_err(&db)?;
         }
-        let mut change = json!({"converted": {"size": size, "title": c.title}});
+        let mut change = json!({"converted": {"size": row.size, "title": row.c.title}});
         if stays_trashed {
             change["in_trash"] = json!(true);
         }
@@ -475,7 +434,7 @@ impl Store {
         }
         revision(&tx, id, who, &change).map_err(&db)?;
         tx.commit().map_err(&db)?;
-        Ok(Some(id))
+        Ok(id)
     }
 
     /// Whether trashed document `id` went to the trash because its original was removed
@@ -753,6 +712,109 @@ impl Store {
         let row = self.row(reach, id)?;
         Ok((row.source, row.note))
     }
+}
+
+/// A document's row as `docs` has it for an original: id, size, mtime (ms), collection,
+/// converter version, and when it went to the trash.
+type Known = (i64, i64, i64, String, i64, Option<i64>);
+
+/// An original converted, as a row of `docs`.
+struct DocRow<'a> {
+    collection: &'a str,
+    key: &'a str,
+    note: bool,
+    size: u64,
+    mtime_ms: u64,
+    now: u64,
+    sections: String,
+    tags: String,
+    c: &'a convert::Converted,
+}
+
+/// `cannot read` of the original at `source`.
+fn read_error(source: &Path, e: std::io::Error) -> DataError {
+    DataError::Io {
+        what: "cannot read",
+        path: source.display().to_string(),
+        source: e,
+    }
+}
+
+/// The original at `source` opened through `root`, or `None` when it is not a format the
+/// pipeline converts; a link among those is refused, so the hub names it among its warnings.
+fn open_original(root: &Root, source: &Path) -> Result<Option<Opened>> {
+    if !convert::supported(source) {
+        // Not an original, but a link is still named among the warnings (a linked
+        // directory, say): the hub enters none.
+        if std::fs::symlink_metadata(source).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(DataError::NotFollowed {
+                path: source.display().to_string(),
+                why: NotRead::Link.why(),
+            });
+        }
+        return Ok(None);
+    }
+    match root.open(source) {
+        Ok(opened) => Ok(Some(opened)),
+        Err(NotRead::Io(e)) => Err(read_error(source, e)),
+        Err(not) => Err(DataError::NotFollowed {
+            path: source.display().to_string(),
+            why: not.why(),
+        }),
+    }
+}
+
+/// Updates the `known` document's row to `row`, or inserts `row` as a new document; its id.
+fn write_row(
+    tx: &rusqlite::Transaction<'_>,
+    known: Option<i64>,
+    row: &DocRow<'_>,
+) -> rusqlite::Result<i64> {
+    let c = row.c;
+    Ok(match known {
+        Some(id) => {
+            tx.execute(
+                "UPDATE docs SET collection=?2, size=?3, mtime_ms=?4, updated_ms=?5, title=?6,
+                     summary=?7, tags=?8, sections=?9, body=?10, converter=?11 WHERE id=?1",
+                params![
+                    id,
+                    row.collection,
+                    row.size as i64,
+                    row.mtime_ms as i64,
+                    row.now as i64,
+                    c.title,
+                    c.summary,
+                    row.tags,
+                    row.sections,
+                    c.body,
+                    convert::VERSION
+                ],
+            )?;
+            id
+        }
+        None => {
+            tx.execute(
+                "INSERT INTO docs (collection, source, note, size, mtime_ms, created_ms,
+                     updated_ms, title, summary, tags, sections, body, converter)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    row.collection,
+                    row.key,
+                    row.note as i64,
+                    row.size as i64,
+                    row.mtime_ms as i64,
+                    row.now as i64,
+                    c.title,
+                    c.summary,
+                    row.tags,
+                    row.sections,
+                    c.body,
+                    convert::VERSION
+                ],
+            )?;
+            tx.last_insert_rowid()
+        }
+    })
 }
 
 /// (Re)write document `id`'s index entry from its effective card and body.
