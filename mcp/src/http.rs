@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -104,143 +104,218 @@ pub async fn serve_http(
         manager.clone(),
         config,
     );
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let strangers = Strangers::new();
-    let refuse = |e: String| BridgeError::Io(std::io::Error::other(e));
+    let conns = Conns {
+        strangers: Strangers::new(),
+        slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+        service,
+    };
     match http.listen {
         Listen::Tcp(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr).await?;
-            let local = listener.local_addr()?;
-            let socket_dir = opts
-                .socket
-                .parent()
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("."));
-            let source = http.token.clone().unwrap_or(TokenSource::Generate);
-            let resolved = resolve_token(&source, &socket_dir, local.port()).map_err(refuse)?;
-            let token_at = match &resolved.file {
-                Some(f) => format!("in {}", f.display()),
-                None => "in TOOLVISOR_MCP_TOKEN where toolvisor mcp was started".to_string(),
-            };
-            let _remove = RemoveOnDrop(
-                resolved
-                    .remove_at_exit
-                    .then(|| resolved.file.clone())
-                    .flatten(),
-            );
-            let gate = Arc::new(Gate::new(Some(resolved.token), token_at, ledger));
-            ready(&Ready {
-                url: format!("http://{local}{PATH}"),
-                token_file: resolved.file.clone(),
-            });
-            loop {
-                let (stream, remote) = tokio::select! {
-                    _ = stop.cancelled() => return Ok(()),
-                    accepted = listener.accept() => match accepted {
-                        Ok(x) => x,
-                        Err(e) => { tracing::warn!(error = %e, "accept failed"); continue; }
-                    },
-                };
-                let Ok(slot) = slots.clone().try_acquire_owned() else {
-                    tracing::warn!(%remote, "refused a connection past {MAX_CONNECTIONS} open");
-                    continue;
-                };
-                // Small JSON-RPC answers must not wait for the client's delayed ACK (Nagle's
-                // algorithm: about 40 ms per call).
-                let _ = stream.set_nodelay(true);
-                // Its process is looked up only when it opens a session (a walk of /proc); its
-                // user at once, for the cap on connections without the token.
-                let peer = ConnPeer::Tcp { local, remote };
-                let (service, gate, strangers) = (service.clone(), gate.clone(), strangers.clone());
-                tokio::spawn(async move {
-                    let uid = tokio::task::spawn_blocking(move || tcp_peer_uid(local, remote))
-                        .await
-                        .ok()
-                        .flatten();
-                    let Some(place) = strangers.enter(uid) else {
-                        tracing::warn!(%remote, ?uid, "refused a connection past {MAX_STRANGERS_PER_USER} without the token from one user");
-                        return;
-                    };
-                    spawn_conn(stream, peer, service, gate, slot, Some(place));
-                });
-            }
+            serve_tcp(
+                addr,
+                &opts,
+                http.token.as_ref(),
+                ledger,
+                conns,
+                &stop,
+                ready,
+            )
+            .await
         }
         Listen::Unix(path) => {
-            if let Ok(meta) = std::fs::symlink_metadata(&path) {
-                use std::os::unix::fs::FileTypeExt;
-                if !meta.file_type().is_socket() {
-                    return Err(refuse(format!(
-                        "{} exists and is not a socket; refusing to replace it",
-                        path.display()
-                    )));
-                }
-                std::fs::remove_file(&path)?;
-            }
-            // A token on a Unix socket only when the operator asked for one.
-            let resolved = match &http.token {
-                Some(TokenSource::Generate) | None => None,
-                Some(source) => Some(resolve_token(source, &path, 0).map_err(refuse)?),
-            };
-            let token_file = resolved.as_ref().and_then(|r| r.file.clone());
-            let token_at = match &token_file {
-                Some(f) => format!("in {}", f.display()),
-                None => "in TOOLVISOR_MCP_TOKEN where toolvisor mcp was started".to_string(),
-            };
-            let gate = Arc::new(Gate::new(resolved.map(|r| r.token), token_at, ledger));
-            let listener = tokio::net::UnixListener::bind(&path)?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-            ready(&Ready {
-                url: format!("http://localhost{PATH} on {}", path.display()),
-                token_file,
-            });
-            let our_uid = nix::unistd::geteuid().as_raw();
-            loop {
-                let stream = tokio::select! {
-                    _ = stop.cancelled() => { let _ = std::fs::remove_file(&path); return Ok(()) }
-                    accepted = listener.accept() => match accepted {
-                        Ok((stream, _)) => stream,
-                        Err(e) => { tracing::warn!(error = %e, "accept failed"); continue; }
-                    },
-                };
-                let peer = unix_peer(&stream);
-                match peer.uid() {
-                    Some(uid) if uid == our_uid || uid == 0 => {}
-                    Some(uid) => {
-                        tracing::warn!(uid, "refused a peer of another uid");
-                        continue;
-                    }
-                    None => {
-                        tracing::warn!("cannot read the peer's credentials; refused");
-                        continue;
-                    }
-                }
-                let Ok(slot) = slots.clone().try_acquire_owned() else {
-                    tracing::warn!("refused a connection past {MAX_CONNECTIONS} open");
-                    continue;
-                };
-                // Without a token the uid check was the authentication.
-                let place = if gate.needs_token() {
-                    match strangers.enter(peer.uid()) {
-                        Some(place) => Some(place),
-                        None => {
-                            tracing::warn!(%peer, "refused a connection past {MAX_STRANGERS_PER_USER} without the token from one user");
-                            continue;
-                        }
-                    }
-                } else {
-                    None
-                };
-                spawn_conn(
-                    stream,
-                    ConnPeer::Known(peer),
-                    service.clone(),
-                    gate.clone(),
-                    slot,
-                    place,
-                );
-            }
+            serve_unix(path, http.token.as_ref(), ledger, conns, &stop, ready).await
         }
     }
+}
+
+/// What every accepted connection is served with.
+struct Conns {
+    strangers: Arc<Strangers>,
+    slots: Arc<Semaphore>,
+    service: Svc,
+}
+
+/// A listener's refusal to start, as an I/O error.
+fn refuse(e: String) -> BridgeError {
+    BridgeError::Io(std::io::Error::other(e))
+}
+
+/// Serves on loopback port `addr`, behind the bearer token, until `stop` is cancelled.
+async fn serve_tcp(
+    addr: std::net::SocketAddr,
+    opts: &Options,
+    token: Option<&TokenSource>,
+    ledger: Arc<Ledger>,
+    conns: Conns,
+    stop: &CancellationToken,
+    ready: impl FnOnce(&Ready),
+) -> Result<(), BridgeError> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let (_remove, gate, token_file) = tcp_gate(opts, token, local, ledger)?;
+    ready(&Ready {
+        url: format!("http://{local}{PATH}"),
+        token_file,
+    });
+    loop {
+        let (stream, remote) = tokio::select! {
+            _ = stop.cancelled() => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok(x) => x,
+                Err(e) => { tracing::warn!(error = %e, "accept failed"); continue; }
+            },
+        };
+        let Ok(slot) = conns.slots.clone().try_acquire_owned() else {
+            tracing::warn!(%remote, "refused a connection past {MAX_CONNECTIONS} open");
+            continue;
+        };
+        // Small JSON-RPC answers must not wait for the client's delayed ACK (Nagle's
+        // algorithm: about 40 ms per call).
+        let _ = stream.set_nodelay(true);
+        // Its process is looked up only when it opens a session (a walk of /proc); its
+        // user at once, for the cap on connections without the token.
+        let peer = ConnPeer::Tcp { local, remote };
+        let (service, gate, strangers) =
+            (conns.service.clone(), gate.clone(), conns.strangers.clone());
+        tokio::spawn(async move {
+            let uid = tokio::task::spawn_blocking(move || tcp_peer_uid(local, remote))
+                .await
+                .ok()
+                .flatten();
+            let Some(place) = strangers.enter(uid) else {
+                tracing::warn!(%remote, ?uid, "refused a connection past {MAX_STRANGERS_PER_USER} without the token from one user");
+                return;
+            };
+            spawn_conn(stream, peer, service, gate, slot, Some(place));
+        });
+    }
+}
+
+/// The gate of a loopback listener on `local`: its token (generated unless one was given,
+/// its file beside the daemon's socket), what removes a generated token's file when the
+/// listener stops, and that file.
+fn tcp_gate(
+    opts: &Options,
+    token: Option<&TokenSource>,
+    local: std::net::SocketAddr,
+    ledger: Arc<Ledger>,
+) -> Result<(RemoveOnDrop, Arc<Gate>, Option<PathBuf>), BridgeError> {
+    let socket_dir = opts
+        .socket
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let source = token.cloned().unwrap_or(TokenSource::Generate);
+    let resolved = resolve_token(&source, &socket_dir, local.port()).map_err(refuse)?;
+    let token_at = match &resolved.file {
+        Some(f) => format!("in {}", f.display()),
+        None => "in TOOLVISOR_MCP_TOKEN where toolvisor mcp was started".to_string(),
+    };
+    let remove = RemoveOnDrop(
+        resolved
+            .remove_at_exit
+            .then(|| resolved.file.clone())
+            .flatten(),
+    );
+    let gate = Arc::new(Gate::new(Some(resolved.token), token_at, ledger));
+    Ok((remove, gate, resolved.file.clone()))
+}
+
+/// Serves on the Unix socket `path`, to our own uid (and root) only, until `stop` is
+/// cancelled.
+async fn serve_unix(
+    path: PathBuf,
+    token: Option<&TokenSource>,
+    ledger: Arc<Ledger>,
+    conns: Conns,
+    stop: &CancellationToken,
+    ready: impl FnOnce(&Ready),
+) -> Result<(), BridgeError> {
+    let (gate, token_file) = unix_gate(&path, token, ledger)?;
+    let listener = tokio::net::UnixListener::bind(&path)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    ready(&Ready {
+        url: format!("http://localhost{PATH} on {}", path.display()),
+        token_file,
+    });
+    let our_uid = nix::unistd::geteuid().as_raw();
+    loop {
+        let stream = tokio::select! {
+            _ = stop.cancelled() => { let _ = std::fs::remove_file(&path); return Ok(()) }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => { tracing::warn!(error = %e, "accept failed"); continue; }
+            },
+        };
+        let peer = unix_peer(&stream);
+        match peer.uid() {
+            Some(uid) if uid == our_uid || uid == 0 => {}
+            Some(uid) => {
+                tracing::warn!(uid, "refused a peer of another uid");
+                continue;
+            }
+            None => {
+                tracing::warn!("cannot read the peer's credentials; refused");
+                continue;
+            }
+        }
+        let Ok(slot) = conns.slots.clone().try_acquire_owned() else {
+            tracing::warn!("refused a connection past {MAX_CONNECTIONS} open");
+            continue;
+        };
+        // Without a token the uid check was the authentication.
+        let place = if gate.needs_token() {
+            match conns.strangers.enter(peer.uid()) {
+                Some(place) => Some(place),
+                None => {
+                    tracing::warn!(%peer, "refused a connection past {MAX_STRANGERS_PER_USER} without the token from one user");
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        spawn_conn(
+            stream,
+            ConnPeer::Known(peer),
+            conns.service.clone(),
+            gate.clone(),
+            slot,
+            place,
+        );
+    }
+}
+
+/// Clears the way for a Unix listener at `path` (a stale socket goes, anything else is
+/// refused) and makes its gate: a token only when the operator asked for one; with the
+/// token's file.
+fn unix_gate(
+    path: &Path,
+    token: Option<&TokenSource>,
+    ledger: Arc<Ledger>,
+) -> Result<(Arc<Gate>, Option<PathBuf>), BridgeError> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_socket() {
+            return Err(refuse(format!(
+                "{} exists and is not a socket; refusing to replace it",
+                path.display()
+            )));
+        }
+        std::fs::remove_file(path)?;
+    }
+    // A token on a Unix socket only when the operator asked for one.
+    let resolved = match token {
+        Some(TokenSource::Generate) | None => None,
+        Some(source) => Some(resolve_token(source, path, 0).map_err(refuse)?),
+    };
+    let token_file = resolved.as_ref().and_then(|r| r.file.clone());
+    let token_at = match &token_file {
+        Some(f) => format!("in {}", f.display()),
+        None => "in TOOLVISOR_MCP_TOKEN where toolvisor mcp was started".to_string(),
+    };
+    let gate = Arc::new(Gate::new(resolved.map(|r| r.token), token_at, ledger));
+    Ok((gate, token_file))
 }
 
 /// Connections open per user that have not shown the token yet.
