@@ -425,44 +425,14 @@ impl Session {
     ) -> Next {
         let out_tx = &self.out;
         match frame {
-            ClientFrame::Call(call) => {
-                // Finished calls hold their task until joined: reap them as we go, or a
-                // long-lived connection would keep every call it ever made.
-                while reading.call_tasks.try_join_next().is_some() {}
-                if let Some(mut task) = start_call(daemon, self, call).await {
-                    // Run here until the call first waits: a call that waits on nothing (a
-                    // listing, a lookup) ends in this one poll and costs no task (its spawn,
-                    // wakeups and join were a third of the daemon's own time per call, issue
-                    // 33); one that waits goes on in its own task from where it stopped.
-                    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-                    if task.as_mut().poll(&mut cx).is_pending() {
-                        reading.call_tasks.spawn(task);
-                    }
-                }
-            }
+            ClientFrame::Call(call) => self.call(daemon, call, reading).await,
             ClientFrame::Cancel { id } => {
                 let cancel = lock(&self.calls).get_mut(&id).and_then(Option::take);
                 if let Some(cancel) = cancel {
                     let _ = cancel.send(());
                 }
             }
-            ClientFrame::ApprovalAnswer(answer) => {
-                let waiter = lock(&self.approvals).remove(&answer.request_id);
-                match waiter {
-                    Some(tx) => {
-                        let _ = tx.send(answer);
-                    }
-                    None => {
-                        let _ = out_tx
-                            .send(DaemonFrame::Error(ToolError::new(
-                                ErrorKind::NotFound,
-                                format!("no approval request {} is pending", answer.request_id),
-                                "answer only requests this connection received, once",
-                            )))
-                            .await;
-                    }
-                }
-            }
+            ClientFrame::ApprovalAnswer(answer) => self.approval_answer(answer).await,
             ClientFrame::QuestionAnswer(a) => {
                 // Valid: the asking call gets it. Invalid: the answerer hears why and the
                 // question stays pending.
@@ -471,21 +441,7 @@ impl Session {
                 }
             }
             ClientFrame::BridgeResult { bridge_id, outcome } => {
-                let waiter = lock(&self.bridges).remove(&bridge_id);
-                match waiter {
-                    Some(tx) => {
-                        let _ = tx.send(outcome);
-                    }
-                    None => {
-                        let _ = out_tx
-                            .send(DaemonFrame::Error(ToolError::new(
-                                ErrorKind::NotFound,
-                                format!("no bridge call {bridge_id} is pending"),
-                                "answer only bridge calls this connection received, once",
-                            )))
-                            .await;
-                    }
-                }
+                self.bridge_result(bridge_id, outcome).await
             }
             ClientFrame::ListTools { all } => {
                 let tools = if all {
@@ -495,18 +451,7 @@ impl Session {
                 };
                 let _ = out_tx.send(DaemonFrame::Tools { tools }).await;
             }
-            ClientFrame::Tree => {
-                let Ok(permit) = reading.snapshots.clone().acquire_owned().await else {
-                    return Next::Stop;
-                };
-                let d = daemon.clone();
-                let tx = out_tx.clone();
-                let viewer = self.viewer.clone();
-                tokio::spawn(async move {
-                    let _ = tx.send(DaemonFrame::Tree(d.tree_for(&viewer).await)).await;
-                    drop(permit);
-                });
-            }
+            ClientFrame::Tree => return self.send_tree(daemon, reading).await,
             ClientFrame::Subscribe { topic: Topic::Tree } => {
                 if reading.tree_watch.is_none() {
                     reading.tree_watch = Some(tokio::spawn(watch_tree(
@@ -521,50 +466,12 @@ impl Session {
                     task.abort();
                 }
             }
-            ClientFrame::Status => {
-                let Ok(permit) = reading.snapshots.clone().acquire_owned().await else {
-                    return Next::Stop;
-                };
-                let d = daemon.clone();
-                let tx = out_tx.clone();
-                tokio::spawn(async move {
-                    let _ = tx.send(DaemonFrame::Status(d.status().await)).await;
-                    drop(permit);
-                });
-            }
+            ClientFrame::Status => return self.send_status(daemon, reading).await,
             ClientFrame::Ping { nonce } => {
                 let _ = out_tx.send(DaemonFrame::Pong { nonce }).await;
             }
             ClientFrame::EndConversation { conversation } => {
-                // Only a conversation this connection made calls in: a client cannot end
-                // another's (a vibe worker's calls all run in its pinned conversation).
-                let own = self.conversation_pin.is_none()
-                    && lock(&self.viewer.conversations).contains(&conversation);
-                if !own {
-                    let err = if self.conversation_pin.is_some() {
-                        ToolError::new(
-                            ErrorKind::NotFound,
-                            format!(
-                                "a vibe worker's connection cannot end conversation {conversation:?}; nothing was ended"
-                            ),
-                            "a worker's conversation ends with the worker (vibe_kill, or its run ending)",
-                        )
-                    } else {
-                        ToolError::new(
-                            ErrorKind::NotFound,
-                            format!(
-                                "conversation {conversation:?} made no call on this connection; nothing was ended"
-                            ),
-                            "send end_conversation for a conversation this connection made calls in, once its run is over",
-                        )
-                    };
-                    let _ = out_tx.send(DaemonFrame::Error(err)).await;
-                    return Next::More;
-                }
-                // Its own task: the ending finishes after the connection closes (the client
-                // sends this as it goes away).
-                let d = daemon.clone();
-                tokio::spawn(async move { d.end_conversation(&conversation).await });
+                self.end_conversation(daemon, conversation).await
             }
             ClientFrame::Hello(_) => {
                 let _ = out_tx
@@ -577,6 +484,127 @@ impl Session {
             }
         }
         Next::More
+    }
+
+    /// Starts a call: run here until it first waits, then in its own task.
+    async fn call(self: &Arc<Self>, daemon: &Arc<Daemon>, call: Call, reading: &mut Reading) {
+        // Finished calls hold their task until joined: reap them as we go, or a
+        // long-lived connection would keep every call it ever made.
+        while reading.call_tasks.try_join_next().is_some() {}
+        if let Some(mut task) = start_call(daemon, self, call).await {
+            // Run here until the call first waits: a call that waits on nothing (a
+            // listing, a lookup) ends in this one poll and costs no task (its spawn,
+            // wakeups and join were a third of the daemon's own time per call); one that
+            // waits goes on in its own task from where it stopped.
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            if task.as_mut().poll(&mut cx).is_pending() {
+                reading.call_tasks.spawn(task);
+            }
+        }
+    }
+
+    /// Hands an approval answer to the call waiting for it, or says none is.
+    async fn approval_answer(&self, answer: ApprovalAnswer) {
+        let waiter = lock(&self.approvals).remove(&answer.request_id);
+        match waiter {
+            Some(tx) => {
+                let _ = tx.send(answer);
+            }
+            None => {
+                let _ = self
+                    .out
+                    .send(DaemonFrame::Error(ToolError::new(
+                        ErrorKind::NotFound,
+                        format!("no approval request {} is pending", answer.request_id),
+                        "answer only requests this connection received, once",
+                    )))
+                    .await;
+            }
+        }
+    }
+
+    /// Hands a bridge call's result to the cell waiting for it, or says none is.
+    async fn bridge_result(&self, bridge_id: u64, outcome: Outcome) {
+        let waiter = lock(&self.bridges).remove(&bridge_id);
+        match waiter {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+            }
+            None => {
+                let _ = self
+                    .out
+                    .send(DaemonFrame::Error(ToolError::new(
+                        ErrorKind::NotFound,
+                        format!("no bridge call {bridge_id} is pending"),
+                        "answer only bridge calls this connection received, once",
+                    )))
+                    .await;
+            }
+        }
+    }
+
+    /// Sends the tree as this connection may see it, from its own task (one of the
+    /// connection's snapshot permits held meanwhile).
+    async fn send_tree(&self, daemon: &Arc<Daemon>, reading: &mut Reading) -> Next {
+        let Ok(permit) = reading.snapshots.clone().acquire_owned().await else {
+            return Next::Stop;
+        };
+        let d = daemon.clone();
+        let tx = self.out.clone();
+        let viewer = self.viewer.clone();
+        tokio::spawn(async move {
+            let _ = tx.send(DaemonFrame::Tree(d.tree_for(&viewer).await)).await;
+            drop(permit);
+        });
+        Next::More
+    }
+
+    /// Sends the daemon's status, from its own task (one of the connection's snapshot
+    /// permits held meanwhile).
+    async fn send_status(&self, daemon: &Arc<Daemon>, reading: &mut Reading) -> Next {
+        let Ok(permit) = reading.snapshots.clone().acquire_owned().await else {
+            return Next::Stop;
+        };
+        let d = daemon.clone();
+        let tx = self.out.clone();
+        tokio::spawn(async move {
+            let _ = tx.send(DaemonFrame::Status(d.status().await)).await;
+            drop(permit);
+        });
+        Next::More
+    }
+
+    /// Ends `conversation` when this connection made calls in it; otherwise says why not.
+    async fn end_conversation(&self, daemon: &Arc<Daemon>, conversation: String) {
+        // Only a conversation this connection made calls in: a client cannot end
+        // another's (a vibe worker's calls all run in its pinned conversation).
+        let own = self.conversation_pin.is_none()
+            && lock(&self.viewer.conversations).contains(&conversation);
+        if !own {
+            let err = if self.conversation_pin.is_some() {
+                ToolError::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "a vibe worker's connection cannot end conversation {conversation:?}; nothing was ended"
+                    ),
+                    "a worker's conversation ends with the worker (vibe_kill, or its run ending)",
+                )
+            } else {
+                ToolError::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "conversation {conversation:?} made no call on this connection; nothing was ended"
+                    ),
+                    "send end_conversation for a conversation this connection made calls in, once its run is over",
+                )
+            };
+            let _ = self.out.send(DaemonFrame::Error(err)).await;
+            return;
+        }
+        // Its own task: the ending finishes after the connection closes (the client
+        // sends this as it goes away).
+        let d = daemon.clone();
+        tokio::spawn(async move { d.end_conversation(&conversation).await });
     }
 }
 
