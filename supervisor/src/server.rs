@@ -18,10 +18,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::net::{UnixListener, UnixStream};
+use toolvisor_kit::systemd::Notifier;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
 use crate::admission::{Admission, ReserveFd, refuse};
 use crate::config::Config;
+use crate::daemon::Daemon;
 pub use crate::daemon::ServeOptions;
 use crate::listener::Bound;
 
@@ -49,29 +52,9 @@ pub async fn serve(
             .take_listener()
             .ok_or_else(|| anyhow::anyhow!("the socket's listener was already taken"))?,
     )?;
-    let metrics = match &daemon.config().metrics.listen {
-        Some(listen) => {
-            let endpoint =
-                crate::metrics::Endpoint::parse(listen).map_err(|e| anyhow::anyhow!(e))?;
-            let metrics = crate::metrics::Listener::bind(&endpoint).await?;
-            tracing::info!(endpoint = listen, "serving metrics at /metrics");
-            Some(tokio::spawn(metrics.serve(daemon.clone())))
-        }
-        None => None,
-    };
+    let metrics = serve_metrics(&daemon).await?;
     let manager = Arc::new(toolvisor_kit::systemd::Notifier::from_env());
-    let watchdog = toolvisor_kit::systemd::watchdog_interval()
-        .filter(|_| manager.active())
-        .map(|every| {
-            let manager = manager.clone();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(every);
-                loop {
-                    tick.tick().await;
-                    manager.notify("WATCHDOG=1");
-                }
-            })
-        });
+    let watchdog = start_watchdog(&manager);
     tracing::info!(socket = %bound.path.display(), pid = std::process::id(), config = daemon.config().source, inherited = bound.inherited, "toolvisor serving");
     manager.notify(&format!(
         "READY=1\nMAINPID={}\nSTATUS=serving on {}",
@@ -86,73 +69,9 @@ pub async fn serve(
         reserve.refill();
         tokio::select! {
             _ = &mut shutdown => break,
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(pair) => pair,
-                    Err(e) if matches!(e.raw_os_error(), Some(libc_errno::EMFILE | libc_errno::ENFILE)) => {
-                        // Out of fds. Connections that never said Hello go first; if there
-                        // are none, the reserve fd lets one client in to hear `busy`.
-                        let shed = admission.shed(8, crate::admission::SHED_WHEN_OUT_OF_FDS);
-                        if shed == 0 {
-                            reserve.release();
-                            if let Ok((stream, _)) = listener.accept().await {
-                                tracing::warn!("out of file descriptors: refused a connection");
-                                tokio::spawn(refuse(stream, ToolError::new(
-                                    ErrorKind::Busy,
-                                    "the daemon has run out of file descriptors (RLIMIT_NOFILE)",
-                                    "close idle connections and retry, or raise the daemon's open-file limit (`ulimit -n`) or lower `max_sessions` under `[limits]`",
-                                )));
-                            }
-                        } else {
-                            tracing::warn!(shed, "out of file descriptors: closed connections that had not said Hello");
-                        }
-                        // Let the closed connections' fds go before accepting again.
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                let cred = stream.peer_cred();
-                match cred {
-                    Ok(cred) if cred.uid() == my_uid => {
-                        let daemon = daemon.clone();
-                        let pid = cred.pid().and_then(|p| u32::try_from(p).ok());
-                        match admission.try_admit() {
-                            Some(admitted) => {
-                                tokio::spawn(crate::session::run(daemon, stream, pid, admitted));
-                            }
-                            None => {
-                                // At the cap: a place may free up shortly (connections that
-                                // never said Hello are shed); else `busy`, never a stall.
-                                let admission = admission.clone();
-                                tokio::spawn(async move {
-                                    match admission.admit_within(ADMIT_WAIT).await {
-                                        Some(admitted) => crate::session::run(daemon, stream, pid, admitted).await,
-                                        None => {
-                                            tracing::warn!(cap = admission.cap, "session cap reached: refused a connection");
-                                            refuse(stream, admission.busy()).await;
-                                        }
-                                    }
-                                });
-                            }
-                        }
-                    }
-                    other => {
-                        let who = match &other {
-                            Ok(c) => match c.pid() {
-                                Some(pid) => format!("uid {} (pid {pid})", c.uid()),
-                                None => format!("uid {}", c.uid()),
-                            },
-                            Err(e) => format!("unknown peer ({e})"),
-                        };
-                        tracing::warn!(peer = who, daemon_uid = my_uid, "refused a connection from another user");
-                        tokio::spawn(crate::session::refuse_peer(stream, who, my_uid));
-                    }
-                }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => admit(stream, &daemon, &admission, my_uid),
+                Err(e) => accept_failed(e, &listener, &admission, &mut reserve).await,
             }
         }
     }
@@ -160,6 +79,149 @@ pub async fn serve(
     // start), new calls on open ones get `shutting_down`, calls in flight finish up to the
     // deadline, then the resources stop kind by kind.
     drop(listener);
+    drain(&daemon, &manager).await;
+    manager.notify("STATUS=stopping resources");
+    if let Some(task) = watchdog {
+        task.abort();
+    }
+    if let Some(task) = metrics {
+        task.abort();
+    }
+    drop(daemon);
+    started.shutdown().await;
+    bound.cleanup();
+    tracing::info!("drained and stopped");
+    Ok(())
+}
+
+/// Starts the metrics endpoint when `[metrics] listen` names one.
+async fn serve_metrics(
+    daemon: &Arc<Daemon>,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    Ok(match &daemon.config().metrics.listen {
+        Some(listen) => {
+            let endpoint =
+                crate::metrics::Endpoint::parse(listen).map_err(|e| anyhow::anyhow!(e))?;
+            let metrics = crate::metrics::Listener::bind(&endpoint).await?;
+            tracing::info!(endpoint = listen, "serving metrics at /metrics");
+            Some(tokio::spawn(metrics.serve(daemon.clone())))
+        }
+        None => None,
+    })
+}
+
+/// Starts the task that tells an active service manager's watchdog we are alive.
+fn start_watchdog(manager: &Arc<Notifier>) -> Option<tokio::task::JoinHandle<()>> {
+    toolvisor_kit::systemd::watchdog_interval()
+        .filter(|_| manager.active())
+        .map(|every| {
+            let manager = manager.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                loop {
+                    tick.tick().await;
+                    manager.notify("WATCHDOG=1");
+                }
+            })
+        })
+}
+
+/// An accepted connection: our own user's goes to its session under the session cap (or
+/// hears `busy`), another user's is refused.
+fn admit(stream: UnixStream, daemon: &Arc<Daemon>, admission: &Arc<Admission>, my_uid: u32) {
+    let cred = stream.peer_cred();
+    match cred {
+        Ok(cred) if cred.uid() == my_uid => {
+            let daemon = daemon.clone();
+            let pid = cred.pid().and_then(|p| u32::try_from(p).ok());
+            match admission.try_admit() {
+                Some(admitted) => {
+                    tokio::spawn(crate::session::run(daemon, stream, pid, admitted));
+                }
+                None => {
+                    // At the cap: a place may free up shortly (connections that
+                    // never said Hello are shed); else `busy`, never a stall.
+                    let admission = admission.clone();
+                    tokio::spawn(async move {
+                        match admission.admit_within(ADMIT_WAIT).await {
+                            Some(admitted) => {
+                                crate::session::run(daemon, stream, pid, admitted).await
+                            }
+                            None => {
+                                tracing::warn!(
+                                    cap = admission.cap,
+                                    "session cap reached: refused a connection"
+                                );
+                                refuse(stream, admission.busy()).await;
+                            }
+                        }
+                    });
+                }
+            }
+        }
+        other => {
+            let who = match &other {
+                Ok(c) => match c.pid() {
+                    Some(pid) => format!("uid {} (pid {pid})", c.uid()),
+                    None => format!("uid {}", c.uid()),
+                },
+                Err(e) => format!("unknown peer ({e})"),
+            };
+            tracing::warn!(
+                peer = who,
+                daemon_uid = my_uid,
+                "refused a connection from another user"
+            );
+            tokio::spawn(crate::session::refuse_peer(stream, who, my_uid));
+        }
+    }
+}
+
+/// A failed accept: out of descriptors, room is made (or one client hears `busy`); then a
+/// short pause before the next accept.
+async fn accept_failed(
+    e: std::io::Error,
+    listener: &UnixListener,
+    admission: &Admission,
+    reserve: &mut ReserveFd,
+) {
+    if matches!(
+        e.raw_os_error(),
+        Some(libc_errno::EMFILE | libc_errno::ENFILE)
+    ) {
+        // Out of fds. Connections that never said Hello go first; if there
+        // are none, the reserve fd lets one client in to hear `busy`.
+        let shed = admission.shed(8, crate::admission::SHED_WHEN_OUT_OF_FDS);
+        if shed == 0 {
+            reserve.release();
+            if let Ok((stream, _)) = listener.accept().await {
+                tracing::warn!("out of file descriptors: refused a connection");
+                tokio::spawn(refuse(
+                    stream,
+                    ToolError::new(
+                        ErrorKind::Busy,
+                        "the daemon has run out of file descriptors (RLIMIT_NOFILE)",
+                        "close idle connections and retry, or raise the daemon's open-file limit (`ulimit -n`) or lower `max_sessions` under `[limits]`",
+                    ),
+                ));
+            }
+        } else {
+            tracing::warn!(
+                shed,
+                "out of file descriptors: closed connections that had not said Hello"
+            );
+        }
+        // Let the closed connections' fds go before accepting again.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        return;
+    }
+    tracing::warn!(error = %e, "accept failed");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+}
+
+/// New calls get `shutting_down`; the calls in flight run up to `limits.drain_timeout_s`,
+/// then the answers already queued are flushed to their clients.
+async fn drain(daemon: &Daemon, manager: &Notifier) {
     daemon.begin_drain();
     let running = daemon.calls_in_flight();
     let timeout = Duration::from_secs(daemon.config().limits.drain_timeout_s);
@@ -181,18 +243,6 @@ pub async fn serve(
     }
     // Answers already queued reach their clients before the connections close.
     daemon.outboxes_flushed(Instant::now() + OUTBOX_FLUSH).await;
-    manager.notify("STATUS=stopping resources");
-    if let Some(task) = watchdog {
-        task.abort();
-    }
-    if let Some(task) = metrics {
-        task.abort();
-    }
-    drop(daemon);
-    started.shutdown().await;
-    bound.cleanup();
-    tracing::info!("drained and stopped");
-    Ok(())
 }
 
 /// How long a drain waits for queued answers to be written to their clients.
