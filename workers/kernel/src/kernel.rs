@@ -242,107 +242,18 @@ impl Actor for KernelActor {
     ) -> Result<KernelState, ActorProcessingErr> {
         let slot = args.slot;
         let label = format!("kernel/{}", slot.id);
-        let mut spec = args.launcher.spec(
-            &args.plan.program,
-            &args.plan.args,
-            &args.workdir,
-            true,
-            &label,
-        );
-        for (key, value) in &args.plan.env {
-            spec.env.retain(|(k, _)| k != key);
-            spec.env.push((key.clone(), value.clone()));
-        }
-        let spawned = process::spawn(spec)
-            .await
-            .map_err(|e| format!("{}: {e}", args.plan.interpreter))?;
-        let guard = spawned.guard;
-        let (events_tx, mut events_rx) = mpsc::channel(256);
-        let (stdin_tx, stdin_rx) = mpsc::channel::<Vec<u8>>(64);
-        if let Some(stdin) = spawned.stdin {
-            tokio::spawn(feed(stdin, stdin_rx));
-        }
-        tokio::spawn(read_frames(
-            spawned.stdout,
-            events_tx.clone(),
-            myself.clone(),
-        ));
-        let tail = Arc::new(Mutex::new(String::new()));
-        let (closed_tx, closed_rx) = watch::channel(false);
-        tokio::spawn(read_stderr(
-            spawned.stderr,
-            events_tx,
-            tail.clone(),
-            closed_tx,
-            label.clone(),
-        ));
-        let exit = spawned.exit;
-        {
-            let mut exit = exit.clone();
-            let me = myself.clone();
-            tokio::spawn(async move {
-                if let Ok(status) = exit.wait_for(Option::is_some).await
-                    && let Some(status) = *status
-                {
-                    let _ = me.cast(KernelMsg::Exited(status));
-                }
-            });
-        }
-        // The driver says `ready` first; anything on stderr before it explains a failure.
-        let mut early = String::new();
-        let ready = tokio::time::timeout(args.start_timeout, async {
-            while let Some(event) = events_rx.recv().await {
-                match event {
-                    Event::Frame(FromKernel::Ready {
-                        pid,
-                        version,
-                        executable,
-                    }) => return Ok((pid, version, executable)),
-                    Event::Stderr(text) => early.push_str(&text),
-                    Event::Broken(why) => return Err(why),
-                    _ => {}
-                }
-            }
-            Err("it exited before it was ready".to_string())
-        })
-        .await;
-        let (pid, version, executable) = match ready {
-            Ok(Ok(ready)) => ready,
-            Ok(Err(why)) => {
-                let mut exit = exit.clone();
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(2), exit.wait_for(Option::is_some))
-                        .await;
-                let status = exit.borrow().map(|s| format!(" ({s})")).unwrap_or_default();
-                let early = early.trim();
-                let early: String = early
-                    .chars()
-                    .rev()
-                    .take(1500)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                return Err(format!(
-                    "{} {why}{status}{}",
-                    args.plan.interpreter,
-                    if early.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; it said: {early}")
-                    }
-                )
-                .into());
-            }
-            Err(_) => {
-                return Err(format!(
-                    "{} did not report ready within {} s",
-                    args.plan.interpreter,
-                    args.start_timeout.as_secs()
-                )
-                .into());
-            }
-        };
+        let mut launched =
+            launch(&myself, &args.launcher, &args.plan, &args.workdir, &label).await?;
+        let (pid, version, executable) =
+            wait_ready(&mut launched, &args.plan, args.start_timeout).await?;
+        let Launched {
+            exit,
+            stderr_closed,
+            stderr_tail,
+            stdin,
+            events,
+            guard,
+        } = launched;
         let inc = Arc::new(Incarnation {
             number: args.number,
             pid: if pid > 1 { pid } else { guard.main_pid() },
@@ -350,13 +261,13 @@ impl Actor for KernelActor {
             executable,
             actor: myself.clone(),
             port: tokio::sync::Mutex::new(Port {
-                stdin: stdin_tx,
-                events: events_rx,
+                stdin,
+                events,
                 next_cell: 0,
             }),
             exit,
-            stderr_tail: tail,
-            stderr_closed: closed_rx,
+            stderr_tail,
+            stderr_closed,
             verdict: Mutex::new(None),
             reported: AtomicBool::new(false),
             cells: AtomicU64::new(0),
@@ -463,6 +374,137 @@ impl Actor for KernelActor {
                 }
             }
         }
+    }
+}
+
+/// An interpreter just spawned, its pipes wired, before it said `ready`.
+struct Launched {
+    exit: watch::Receiver<Option<ExitStatus>>,
+    stderr_closed: watch::Receiver<bool>,
+    stderr_tail: Arc<Mutex<String>>,
+    stdin: mpsc::Sender<Vec<u8>>,
+    events: mpsc::Receiver<Event>,
+    guard: ProcessGuard,
+}
+
+/// Spawns the interpreter of `plan` and starts the tasks around it: its stdin feed, its
+/// frame and stderr readers, and the watch that tells `actor` of its exit.
+async fn launch(
+    actor: &ActorRef<KernelMsg>,
+    launcher: &Launcher,
+    plan: &LaunchPlan,
+    workdir: &std::path::Path,
+    label: &str,
+) -> Result<Launched, ActorProcessingErr> {
+    let mut spec = launcher.spec(&plan.program, &plan.args, workdir, true, label);
+    for (key, value) in &plan.env {
+        spec.env.retain(|(k, _)| k != key);
+        spec.env.push((key.clone(), value.clone()));
+    }
+    let spawned = process::spawn(spec)
+        .await
+        .map_err(|e| format!("{}: {e}", plan.interpreter))?;
+    let guard = spawned.guard;
+    let (events_tx, events_rx) = mpsc::channel(256);
+    let (stdin_tx, stdin_rx) = mpsc::channel::<Vec<u8>>(64);
+    if let Some(stdin) = spawned.stdin {
+        tokio::spawn(feed(stdin, stdin_rx));
+    }
+    tokio::spawn(read_frames(
+        spawned.stdout,
+        events_tx.clone(),
+        actor.clone(),
+    ));
+    let tail = Arc::new(Mutex::new(String::new()));
+    let (closed_tx, closed_rx) = watch::channel(false);
+    tokio::spawn(read_stderr(
+        spawned.stderr,
+        events_tx,
+        tail.clone(),
+        closed_tx,
+        label.to_string(),
+    ));
+    let exit = spawned.exit;
+    {
+        let mut exit = exit.clone();
+        let me = actor.clone();
+        tokio::spawn(async move {
+            if let Ok(status) = exit.wait_for(Option::is_some).await
+                && let Some(status) = *status
+            {
+                let _ = me.cast(KernelMsg::Exited(status));
+            }
+        });
+    }
+    Ok(Launched {
+        exit,
+        stderr_closed: closed_rx,
+        stderr_tail: tail,
+        stdin: stdin_tx,
+        events: events_rx,
+        guard,
+    })
+}
+
+/// Waits for the driver's `ready` (pid, version, executable); a failure says why, with what
+/// the interpreter wrote on stderr before it.
+async fn wait_ready(
+    launched: &mut Launched,
+    plan: &LaunchPlan,
+    start_timeout: Duration,
+) -> Result<(u32, String, String), ActorProcessingErr> {
+    // The driver says `ready` first; anything on stderr before it explains a failure.
+    let mut early = String::new();
+    let events = &mut launched.events;
+    let ready = tokio::time::timeout(start_timeout, async {
+        while let Some(event) = events.recv().await {
+            match event {
+                Event::Frame(FromKernel::Ready {
+                    pid,
+                    version,
+                    executable,
+                }) => return Ok((pid, version, executable)),
+                Event::Stderr(text) => early.push_str(&text),
+                Event::Broken(why) => return Err(why),
+                _ => {}
+            }
+        }
+        Err("it exited before it was ready".to_string())
+    })
+    .await;
+    match ready {
+        Ok(Ok(ready)) => Ok(ready),
+        Ok(Err(why)) => {
+            let mut exit = launched.exit.clone();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(2), exit.wait_for(Option::is_some)).await;
+            let status = exit.borrow().map(|s| format!(" ({s})")).unwrap_or_default();
+            let early = early.trim();
+            let early: String = early
+                .chars()
+                .rev()
+                .take(1500)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            Err(format!(
+                "{} {why}{status}{}",
+                plan.interpreter,
+                if early.is_empty() {
+                    String::new()
+                } else {
+                    format!("; it said: {early}")
+                }
+            )
+            .into())
+        }
+        Err(_) => Err(format!(
+            "{} did not report ready within {} s",
+            plan.interpreter,
+            start_timeout.as_secs()
+        )
+        .into()),
     }
 }
 
