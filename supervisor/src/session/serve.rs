@@ -69,102 +69,9 @@ async fn handshake(
     peer_pid: Option<u32>,
 ) -> Option<(Hello, Option<String>)> {
     let max = daemon.config().max_frame;
-    let limits = &daemon.config().limits;
-    let frame_deadline = Duration::from_secs(limits.frame_deadline_s);
-    let hello_timeout = Duration::from_secs(limits.hello_timeout_s);
-    // The first frame's first byte tells its codec.
-    let first = tokio::select! {
-        read = tokio::time::timeout(hello_timeout, reader.frame(max, frame_deadline)) => read,
-        _ = &mut pre_hello.shed => {
-            let err = ToolError::new(
-                ErrorKind::Busy,
-                "the daemon is at its connection limit and this connection had not sent its Hello",
-                "send a Hello frame right after connecting, then retry",
-            );
-            // In the codec of the Hello if part of it is here (JSON otherwise).
-            let codec = match reader.buf.get(4..5) {
-                Some(first_byte) => Codec::sniff(first_byte),
-                None => Codec::Json,
-            };
-            refuse(writer, codec, max, err).await;
-            return None;
-        }
-    };
-    let first = match first {
-        Ok(Ok(payload)) => payload,
-        Ok(Err(ReadError::Codec(CodecError::Closed))) => return None,
-        Ok(Err(ReadError::Stalled { got, .. })) => {
-            let err = ToolError::new(
-                ErrorKind::Timeout,
-                format!(
-                    "the Hello frame was not complete within {} s ({got} bytes arrived)",
-                    frame_deadline.as_secs()
-                ),
-                "send each frame whole: its 4-byte length, then that many bytes",
-            );
-            refuse(writer, Codec::Json, max, err).await;
-            return None;
-        }
-        Ok(Err(ReadError::OverBudget { got, want, budget })) => {
-            tracing::warn!(
-                got,
-                want,
-                budget,
-                "Hello frame past the daemon's budget for unfinished frames; closing the connection"
-            );
-            refuse(
-                writer,
-                Codec::Json,
-                max,
-                ReadError::over_budget(got, want, budget),
-            )
-            .await;
-            return None;
-        }
-        Ok(Err(ReadError::Codec(e))) => {
-            let err = ToolError::new(
-                ErrorKind::Protocol,
-                format!("bad first frame: {e}"),
-                "send a Hello frame first (see docs/PROTOCOL.md)",
-            );
-            refuse(writer, Codec::Json, max, err).await;
-            return None;
-        }
-        Err(_) => {
-            let err = ToolError::new(
-                ErrorKind::Timeout,
-                format!("no Hello within {} s", hello_timeout.as_secs()),
-                "send a Hello frame right after connecting",
-            );
-            refuse(writer, Codec::Json, max, err).await;
-            return None;
-        }
-    };
+    let first = first_frame(daemon, reader, writer, &mut pre_hello).await?;
     let sniffed = Codec::sniff(&first);
-    let hello = match toolvisor_protocol::wire::decode_first(sniffed, &first) {
-        Ok(ClientFrame::Hello(hello)) => hello,
-        Ok(other) => {
-            let err = ToolError::new(
-                ErrorKind::Protocol,
-                format!(
-                    "the first frame must be a Hello, got {}",
-                    frame_name(&other)
-                ),
-                "send a Hello frame first (see docs/PROTOCOL.md)",
-            );
-            refuse(writer, sniffed, max, err).await;
-            return None;
-        }
-        Err(e) => {
-            let err = ToolError::new(
-                ErrorKind::Protocol,
-                format!("cannot decode the Hello: {e}"),
-                "send a Hello frame first, as JSON or bincode (see docs/PROTOCOL.md)",
-            );
-            refuse(writer, sniffed, max, err).await;
-            return None;
-        }
-    };
+    let hello = decode_hello(&first, sniffed, writer, max).await?;
     // Refusals go out in the codec the client demonstrably speaks (that of its Hello).
     if hello.protocol_version != PROTOCOL_VERSION {
         let err = ToolError::new(
@@ -204,6 +111,106 @@ async fn handshake(
             None
         }
     }
+}
+
+/// The first frame's payload; `None` when the client closed, or after the refusal of a
+/// frame that did not come whole and in time, or of a connection shed before it came.
+async fn first_frame(
+    daemon: &Daemon,
+    reader: &mut FrameReader,
+    writer: &mut OwnedWriteHalf,
+    pre_hello: &mut crate::admission::PreHello,
+) -> Option<Vec<u8>> {
+    let max = daemon.config().max_frame;
+    let limits = &daemon.config().limits;
+    let frame_deadline = Duration::from_secs(limits.frame_deadline_s);
+    let hello_timeout = Duration::from_secs(limits.hello_timeout_s);
+    // The first frame's first byte tells its codec.
+    let first = tokio::select! {
+        read = tokio::time::timeout(hello_timeout, reader.frame(max, frame_deadline)) => read,
+        _ = &mut pre_hello.shed => {
+            let err = ToolError::new(
+                ErrorKind::Busy,
+                "the daemon is at its connection limit and this connection had not sent its Hello",
+                "send a Hello frame right after connecting, then retry",
+            );
+            // In the codec of the Hello if part of it is here (JSON otherwise).
+            let codec = match reader.buf.get(4..5) {
+                Some(first_byte) => Codec::sniff(first_byte),
+                None => Codec::Json,
+            };
+            refuse(writer, codec, max, err).await;
+            return None;
+        }
+    };
+    let err = match first {
+        Ok(Ok(payload)) => return Some(payload),
+        Ok(Err(ReadError::Codec(CodecError::Closed))) => return None,
+        Ok(Err(e)) => unread_hello(e, frame_deadline),
+        Err(_) => ToolError::new(
+            ErrorKind::Timeout,
+            format!("no Hello within {} s", hello_timeout.as_secs()),
+            "send a Hello frame right after connecting",
+        ),
+    };
+    refuse(writer, Codec::Json, max, err).await;
+    None
+}
+
+/// The refusal of a first frame that could not be read whole.
+fn unread_hello(e: ReadError, frame_deadline: Duration) -> ToolError {
+    match e {
+        ReadError::Stalled { got, .. } => ToolError::new(
+            ErrorKind::Timeout,
+            format!(
+                "the Hello frame was not complete within {} s ({got} bytes arrived)",
+                frame_deadline.as_secs()
+            ),
+            "send each frame whole: its 4-byte length, then that many bytes",
+        ),
+        ReadError::OverBudget { got, want, budget } => {
+            tracing::warn!(
+                got,
+                want,
+                budget,
+                "Hello frame past the daemon's budget for unfinished frames; closing the connection"
+            );
+            ReadError::over_budget(got, want, budget)
+        }
+        ReadError::Codec(e) => ToolError::new(
+            ErrorKind::Protocol,
+            format!("bad first frame: {e}"),
+            "send a Hello frame first (see docs/PROTOCOL.md)",
+        ),
+    }
+}
+
+/// The Hello the first frame holds, in the codec it was `sniffed` to be; `None` after the
+/// refusal of anything else.
+async fn decode_hello(
+    first: &[u8],
+    sniffed: Codec,
+    writer: &mut OwnedWriteHalf,
+    max: u32,
+) -> Option<Hello> {
+    let err = match toolvisor_protocol::wire::decode_first(sniffed, first) {
+        Ok(ClientFrame::Hello(hello)) => return Some(hello),
+        Ok(other) => ToolError::new(
+            ErrorKind::Protocol,
+            format!(
+                "the first frame must be a Hello, got {}",
+                frame_name(&other)
+            ),
+            "send a Hello frame first (see docs/PROTOCOL.md)",
+        ),
+        Err(e) => ToolError::new(
+            ErrorKind::Protocol,
+            format!("cannot decode the Hello: {e}"),
+            "send a Hello frame first, as JSON or bincode (see docs/PROTOCOL.md)",
+        ),
+    };
+    refuse(writer, sniffed, max, err).await;
+    None
 }
 
 /// A welcomed connection: its session, and the task writing the client's frames.
