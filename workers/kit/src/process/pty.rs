@@ -12,9 +12,9 @@
 
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
@@ -94,6 +94,55 @@ fn set_size(master: &OwnedFd, cols: u16, rows: u16) {
 }
 
 fn relay(args: Vec<OsString>) -> io::Result<i32> {
+    let (mut child, master) = spawn_on_pty(&args)?;
+    let stdin = io::stdin();
+    let mut stdout = io::stdout();
+    let mut relay = Relay {
+        master,
+        from_daemon: Vec::new(),
+        to_terminal: Vec::new(),
+        daemon_open: true,
+        terminal_open: true,
+        buf: vec![0u8; 64 * 1024],
+    };
+    let mut exited: Option<(i32, Instant)> = None;
+    loop {
+        if exited.is_none()
+            && let Some(status) = child.try_wait()?
+        {
+            use std::os::unix::process::ExitStatusExt;
+            let code = status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+            exited = Some((code, Instant::now()));
+        }
+        // After the program's end, relay what the terminal still holds (a background job
+        // may keep it open: give it a moment, not forever).
+        if let Some((code, at)) = exited
+            && (!relay.terminal_open || at.elapsed() > Duration::from_millis(200))
+        {
+            let _ = stdout.flush();
+            return Ok(code);
+        }
+        let stdin_fd = stdin.as_fd();
+        let Some((master_ready, stdin_ready)) = relay.poll(stdin_fd)? else {
+            continue;
+        };
+        if master_ready.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
+            relay.read_terminal(&mut stdout)?;
+        }
+        if master_ready.contains(PollFlags::POLLOUT) && !relay.to_terminal.is_empty() {
+            relay.write_terminal();
+        }
+        if stdin_ready.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
+            relay.read_daemon(stdin_fd)?;
+        }
+    }
+}
+
+/// Starts `args`' program (after COLS and ROWS) as a session leader on a new terminal of that
+/// size; the child and the terminal's master, non-blocking.
+fn spawn_on_pty(args: &[OsString]) -> io::Result<(Child, OwnedFd)> {
     let cols = size_arg(args.first(), "COLS")?;
     let rows = size_arg(args.get(1), "ROWS")?;
     let Some(program) = args.get(2) else {
@@ -120,119 +169,124 @@ fn relay(args: Vec<OsString>) -> io::Result<i32> {
             Ok(())
         });
     }
-    let mut child = command.spawn()?;
+    let child = command.spawn()?;
     // Only the program's session holds the terminal now: EOF (EIO) on the master means all
     // of it has gone.
     drop(slave);
     fcntl(&master, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).map_err(io::Error::from)?;
+    Ok((child, master))
+}
 
-    let stdin = io::stdin();
-    let mut stdout = io::stdout();
-    let mut from_daemon: Vec<u8> = Vec::new();
-    let mut to_terminal: Vec<u8> = Vec::new();
-    let mut daemon_open = true;
-    let mut terminal_open = true;
-    let mut exited: Option<(i32, Instant)> = None;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        if exited.is_none()
-            && let Some(status) = child.try_wait()?
-        {
-            use std::os::unix::process::ExitStatusExt;
-            let code = status
-                .code()
-                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-            exited = Some((code, Instant::now()));
-        }
-        // After the program's end, relay what the terminal still holds (a background job
-        // may keep it open: give it a moment, not forever).
-        if let Some((code, at)) = exited
-            && (!terminal_open || at.elapsed() > Duration::from_millis(200))
-        {
-            let _ = stdout.flush();
-            return Ok(code);
-        }
+/// The relay's two sides: the terminal's master and the daemon's frames, with what is on its
+/// way between them.
+struct Relay {
+    master: OwnedFd,
+    /// Bytes from the daemon not yet taken as whole frames.
+    from_daemon: Vec<u8>,
+    /// Bytes typed at the terminal not yet written to it.
+    to_terminal: Vec<u8>,
+    daemon_open: bool,
+    terminal_open: bool,
+    buf: Vec<u8>,
+}
+
+impl Relay {
+    /// Waits (up to 50 ms) for the open sides; what each is ready for, or `None` when a
+    /// signal interrupted the wait.
+    fn poll(&self, stdin_fd: BorrowedFd<'_>) -> io::Result<Option<(PollFlags, PollFlags)>> {
         let mut fds = Vec::with_capacity(2);
-        let master_events = if to_terminal.is_empty() {
+        let master_events = if self.to_terminal.is_empty() {
             PollFlags::POLLIN
         } else {
             PollFlags::POLLIN | PollFlags::POLLOUT
         };
-        if terminal_open {
-            fds.push(PollFd::new(master.as_fd(), master_events));
+        if self.terminal_open {
+            fds.push(PollFd::new(self.master.as_fd(), master_events));
         }
-        let stdin_fd = stdin.as_fd();
-        if daemon_open {
+        if self.daemon_open {
             fds.push(PollFd::new(stdin_fd, PollFlags::POLLIN));
         }
         match poll(&mut fds, PollTimeout::from(50u8)) {
             Ok(_) => {}
-            Err(nix::errno::Errno::EINTR) => continue,
+            Err(nix::errno::Errno::EINTR) => return Ok(None),
             Err(e) => return Err(e.into()),
         }
         let revents = |i: usize| fds[i].revents().unwrap_or(PollFlags::empty());
-        let master_ready = if terminal_open {
+        let master_ready = if self.terminal_open {
             revents(0)
         } else {
             PollFlags::empty()
         };
-        let stdin_ready = if daemon_open {
-            revents(usize::from(terminal_open))
+        let stdin_ready = if self.daemon_open {
+            revents(usize::from(self.terminal_open))
         } else {
             PollFlags::empty()
         };
-        drop(fds);
-        if master_ready.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
-            match nix::unistd::read(&master, &mut buf) {
-                Ok(0) | Err(nix::errno::Errno::EIO) => terminal_open = false,
-                Ok(n) => stdout.write_all(&buf[..n]).and_then(|()| stdout.flush())?,
-                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {}
-                Err(e) => return Err(e.into()),
-            }
+        Ok(Some((master_ready, stdin_ready)))
+    }
+
+    /// Relays what the terminal showed to stdout; its end closes the terminal side.
+    fn read_terminal(&mut self, stdout: &mut io::Stdout) -> io::Result<()> {
+        match nix::unistd::read(&self.master, &mut self.buf) {
+            Ok(0) | Err(nix::errno::Errno::EIO) => self.terminal_open = false,
+            Ok(n) => stdout
+                .write_all(&self.buf[..n])
+                .and_then(|()| stdout.flush())?,
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
         }
-        if master_ready.contains(PollFlags::POLLOUT) && !to_terminal.is_empty() {
-            match nix::unistd::write(&master, &to_terminal) {
-                Ok(n) => {
-                    to_terminal.drain(..n);
-                }
-                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {}
-                Err(_) => to_terminal.clear(),
+        Ok(())
+    }
+
+    /// Writes what it can of the bytes typed at the terminal; a terminal that refuses them
+    /// drops them.
+    fn write_terminal(&mut self) {
+        match nix::unistd::write(&self.master, &self.to_terminal) {
+            Ok(n) => {
+                self.to_terminal.drain(..n);
             }
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {}
+            Err(_) => self.to_terminal.clear(),
         }
-        if stdin_ready.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
-            // The raw fd, not `Stdin`'s buffer: poll must see everything not yet read.
-            match nix::unistd::read(stdin_fd, &mut buf) {
-                Ok(0) => daemon_open = false,
-                Ok(n) => from_daemon.extend_from_slice(&buf[..n]),
-                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {}
-                Err(_) => daemon_open = false,
-            }
-            while from_daemon.len() >= 5 {
-                let len = u32::from_be_bytes([
-                    from_daemon[1],
-                    from_daemon[2],
-                    from_daemon[3],
-                    from_daemon[4],
-                ]) as usize;
-                if len > FRAME_MAX {
-                    return Err(io::Error::other(format!("a frame of {len} bytes")));
-                }
-                if from_daemon.len() < 5 + len {
-                    break;
-                }
-                let payload = from_daemon[5..5 + len].to_vec();
-                match from_daemon[0] {
-                    FRAME_DATA => to_terminal.extend_from_slice(&payload),
-                    FRAME_RESIZE if payload.len() == 4 => set_size(
-                        &master,
-                        u16::from_be_bytes([payload[0], payload[1]]).max(1),
-                        u16::from_be_bytes([payload[2], payload[3]]).max(1),
-                    ),
-                    kind => return Err(io::Error::other(format!("an unknown frame kind {kind}"))),
-                }
-                from_daemon.drain(..5 + len);
-            }
+    }
+
+    /// Reads the daemon's frames and acts on the whole ones: typed bytes are queued for the
+    /// terminal, a resize applied.
+    fn read_daemon(&mut self, stdin_fd: BorrowedFd<'_>) -> io::Result<()> {
+        // The raw fd, not `Stdin`'s buffer: poll must see everything not yet read.
+        match nix::unistd::read(stdin_fd, &mut self.buf) {
+            Ok(0) => self.daemon_open = false,
+            Ok(n) => self.from_daemon.extend_from_slice(&self.buf[..n]),
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {}
+            Err(_) => self.daemon_open = false,
         }
+        let from_daemon = &mut self.from_daemon;
+        while from_daemon.len() >= 5 {
+            let len = u32::from_be_bytes([
+                from_daemon[1],
+                from_daemon[2],
+                from_daemon[3],
+                from_daemon[4],
+            ]) as usize;
+            if len > FRAME_MAX {
+                return Err(io::Error::other(format!("a frame of {len} bytes")));
+            }
+            if from_daemon.len() < 5 + len {
+                break;
+            }
+            let payload = from_daemon[5..5 + len].to_vec();
+            match from_daemon[0] {
+                FRAME_DATA => self.to_terminal.extend_from_slice(&payload),
+                FRAME_RESIZE if payload.len() == 4 => set_size(
+                    &self.master,
+                    u16::from_be_bytes([payload[0], payload[1]]).max(1),
+                    u16::from_be_bytes([payload[2], payload[3]]).max(1),
+                ),
+                kind => return Err(io::Error::other(format!("an unknown frame kind {kind}"))),
+            }
+            from_daemon.drain(..5 + len);
+        }
+        Ok(())
     }
 }
 
