@@ -100,8 +100,46 @@ impl Debuggers {
             )
         })?;
         let found = attachable(pid, &call.workdir, &self.config.ptrace_scope_file)?;
-        let python = found
-            .exe
+        let (name, spec) = self.pid_adapter(args, &found.exe)?;
+        let flavor = Flavor::of(name);
+        let request = self.pid_request(call, args, pid, name, flavor).await?;
+        let search = self.search(&call.workdir, &call.workdir);
+        let resolved = adapters::resolve(name, spec, &search).map_err(|why| {
+            err(
+                ErrorKind::NotAvailable,
+                format!("debug attach: the {name} adapter cannot run here: {why}"),
+                "install it (scripts/install-test-deps installs debugpy, lldb-dap and delve), or point `[debug] search_path` at it; `adapters` shows what works",
+            )
+        })?;
+        let command = resolved.command_line();
+        let connect = Connect::Spawn {
+            resolved: Box::new(resolved),
+            cwd: call.workdir.clone(),
+            launcher: self.launcher.clone(),
+            address_wait: self.config.start_timeout(),
+        };
+        let session = self
+            .start_session(
+                call,
+                slot,
+                name,
+                flavor,
+                Target::AttachPid { pid },
+                command,
+                connect,
+            )
+            .await?;
+        self.attach_watching(&session, slot, pid, request).await
+    }
+
+    /// The adapter that attaches to the process running `exe`: the one named, else debugpy
+    /// for a Python interpreter and lldb for anything else.
+    fn pid_adapter(
+        &self,
+        args: &DebugArgs,
+        exe: &Path,
+    ) -> Result<(&String, &AdapterSpec), ToolError> {
+        let python = exe
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("python"));
         let name = match &args.adapter {
@@ -109,7 +147,7 @@ impl Debuggers {
             None if python => "debugpy".into(),
             None => "lldb".into(),
         };
-        let Some((name, spec)) = self.adapters.get_key_value(&name) else {
+        let Some(found) = self.adapters.get_key_value(&name) else {
             return Err(err(
                 ErrorKind::InvalidArgs,
                 format!("debug attach: no adapter named {name:?}"),
@@ -119,7 +157,19 @@ impl Debuggers {
                 ),
             ));
         };
-        let flavor = Flavor::of(name);
+        Ok(found)
+    }
+
+    /// The `attach` request's arguments for process `pid` with the adapter `name`, refused
+    /// for an adapter that cannot attach by pid here or an option it does not take.
+    async fn pid_request(
+        &self,
+        call: &DebugCall,
+        args: &DebugArgs,
+        pid: u32,
+        name: &str,
+        flavor: Flavor,
+    ) -> Result<Map<String, Value>, ToolError> {
         let mut request = Map::new();
         match flavor {
             Flavor::Debugpy => {
@@ -171,40 +221,21 @@ impl Debuggers {
                 "`just_my_code` is debugpy's (Python)",
             ));
         }
-        let search = self.search(&call.workdir, &call.workdir);
-        let resolved = adapters::resolve(name, spec, &search).map_err(|why| {
-            err(
-                ErrorKind::NotAvailable,
-                format!("debug attach: the {name} adapter cannot run here: {why}"),
-                "install it (scripts/install-test-deps installs debugpy, lldb-dap and delve), or point `[debug] search_path` at it; `adapters` shows what works",
-            )
-        })?;
-        let command = resolved.command_line();
-        let connect = Connect::Spawn {
-            resolved: Box::new(resolved),
-            cwd: call.workdir.clone(),
-            launcher: self.launcher.clone(),
-            address_wait: self.config.start_timeout(),
-        };
-        let session = self
-            .start_session(
-                call,
-                slot,
-                name,
-                flavor,
-                Target::AttachPid { pid },
-                command,
-                connect,
-            )
-            .await?;
+        Ok(request)
+    }
+
+    /// The attach handshake, given up (and the session ended) when process `pid` exits
+    /// before it is done.
+    async fn attach_watching(
+        &self,
+        session: &Arc<Session>,
+        slot: &Arc<Slot>,
+        pid: u32,
+        request: Map<String, Value>,
+    ) -> Result<Value, ToolError> {
         let expect_stop = !slot.nothing_set();
-        let handshake = self.handshake(
-            &session,
-            slot,
-            "attach",
-            Value::Object(request),
-            expect_stop,
-        );
+        let handshake =
+            self.handshake(session, slot, "attach", Value::Object(request), expect_stop);
         // The target is not the daemon's child: its end is seen in /proc, not by a wait.
         let died = async {
             while process::alive(pid) {
