@@ -24,6 +24,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use toolvisor_protocol::tree::TreeSnapshot;
 
 use crate::daemon::Daemon;
 
@@ -138,8 +139,19 @@ pub async fn render(daemon: &Daemon) -> String {
         Unit::Seconds,
         m.durations.clone(),
     );
-
     let snapshot = daemon.snapshot().await;
+    register_resources(&mut registry, &snapshot);
+    register_resource_events(&mut registry);
+    register_daemon_gauges(&mut registry, daemon, &snapshot);
+    let mut text = String::new();
+    if let Err(e) = encode(&mut text, &registry) {
+        tracing::error!(error = %e, "cannot encode the metrics");
+    }
+    text
+}
+
+/// The resources under each kind supervisor, by state, and each live one's memory.
+fn register_resources(registry: &mut Registry, snapshot: &TreeSnapshot) {
     let resources = gauge_family();
     let rss = gauge_family();
     for sup in snapshot
@@ -177,7 +189,10 @@ pub async fn render(daemon: &Daemon) -> String {
         Unit::Bytes,
         rss,
     );
+}
 
+/// The supervisors' restarts and TTL expiries so far, by kind.
+fn register_resource_events(registry: &mut Registry) {
     let restarts: Family<Labels, Counter> = Family::default();
     let expiries: Family<Labels, Counter> = Family::default();
     for (kind, event, n) in toolvisor_kit::status::events() {
@@ -198,7 +213,11 @@ pub async fn render(daemon: &Daemon) -> String {
         "Resources stopped because their idle or hard TTL expired, by kind",
         expiries,
     );
+}
 
+/// The daemon's own gauges: sessions, calls in flight, lane queue, result store, memory,
+/// draining.
+fn register_daemon_gauges(registry: &mut Registry, daemon: &Daemon, snapshot: &TreeSnapshot) {
     // The one snapshot serves the session count too (`status` would take a second one).
     let sessions = snapshot
         .root
@@ -215,54 +234,42 @@ pub async fn render(daemon: &Daemon) -> String {
             None => registry.register(name, help, gauge),
         }
     };
+    plain(registry, "sessions", "Connected clients", None, sessions);
     plain(
-        &mut registry,
-        "sessions",
-        "Connected clients",
-        None,
-        sessions,
-    );
-    plain(
-        &mut registry,
+        registry,
         "calls_in_flight",
         "Calls running now, over every session",
         None,
         daemon.calls_in_flight(),
     );
     plain(
-        &mut registry,
+        registry,
         "lane_queue_depth",
         "Calls of serial tools (debug, eval) waiting for their conversation's lane",
         None,
         daemon.lanes().queued(),
     );
     plain(
-        &mut registry,
+        registry,
         "result_store",
         "Stored large results on disk",
         Some(Unit::Bytes),
         daemon.services().files.store.bytes(),
     );
     plain(
-        &mut registry,
+        registry,
         "daemon_rss",
         "Resident memory of the daemon itself",
         Some(Unit::Bytes),
         toolvisor_kit::process::rss_bytes(std::process::id()).unwrap_or(0),
     );
     plain(
-        &mut registry,
+        registry,
         "draining",
         "1 while the daemon drains before it exits",
         None,
         u64::from(daemon.is_draining()),
     );
-
-    let mut text = String::new();
-    if let Err(e) = encode(&mut text, &registry) {
-        tracing::error!(error = %e, "cannot encode the metrics");
-    }
-    text
 }
 
 pub use crate::config::metrics::Endpoint;
