@@ -686,6 +686,175 @@ fn show(shared: &Shared, store: &Mutex<Store>) {
     });
 }
 
+/// Opens the database at `db_path`, making its private directory first.
+async fn open_store(db_path: PathBuf) -> Result<Store, ActorProcessingErr> {
+    let opened = tokio::task::spawn_blocking(move || {
+        if let Some(dir) = db_path.parent() {
+            toolvisor_kit::private::ensure_private_dir(dir, "the data hub's directory")
+                .map_err(|e| e.to_string())?;
+        }
+        Store::open(&db_path).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| format!("opening the data hub's database: {e}"))??;
+    Ok(opened)
+}
+
+/// What the watcher of the originals reports, and the collections' roots it watches.
+struct Changes {
+    /// Paths that changed, bounded: past the queue, `overflow` is set instead.
+    rx: mpsc::Receiver<PathBuf>,
+    overflow: Arc<AtomicBool>,
+    roots: Vec<(String, Root)>,
+}
+
+/// Starts watching every collection's folder; a folder that cannot be watched is logged,
+/// its changes then seen at the next start.
+fn watch_originals(
+    config: &DataConfig,
+) -> Result<(notify::RecommendedWatcher, Changes), ActorProcessingErr> {
+    // Changes to originals, bounded: past the queue, one full rescan instead.
+    let (tx, rx) = mpsc::channel::<PathBuf>(WATCH_QUEUE);
+    let overflow = Arc::new(AtomicBool::new(false));
+    let watch_overflow = overflow.clone();
+    use notify::Watcher;
+    // A linked directory is not entered: its files are not the collection's.
+    let mut watcher = notify::RecommendedWatcher::new(
+        move |res: notify::Result<notify::Event>| {
+            if let Ok(event) = res {
+                for path in event.paths {
+                    if tx.try_send(path).is_err() {
+                        watch_overflow.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+        },
+        notify::Config::default().with_follow_symlinks(false),
+    )
+    .map_err(|e| format!("cannot watch the data hub's originals: {e}"))?;
+    // The real form of each root is taken now: a root swapped for a link later leads
+    // nowhere (every original under it then reads as reached through a link).
+    let mut roots: Vec<(String, Root)> = Vec::new();
+    for (name, c) in &config.collections {
+        if let Some(root) = c.path.as_deref().and_then(Root::of) {
+            roots.push((name.clone(), root));
+        }
+    }
+    for (name, root) in &roots {
+        let root = &root.configured;
+        if let Err(e) = watcher.watch(root, notify::RecursiveMode::Recursive) {
+            tracing::warn!(collection = name, path = %root.display(), error = %e, "data hub: cannot watch a collection's folder; changes there are seen at the next start");
+        }
+    }
+    Ok((
+        watcher,
+        Changes {
+            rx,
+            overflow,
+            roots,
+        },
+    ))
+}
+
+/// The first conversion of every collection (then the hub is ready), then the changes to
+/// originals as they come, in debounced batches.
+async fn follow_originals(
+    store: Arc<Mutex<Store>>,
+    config: DataConfig,
+    notes_dir: PathBuf,
+    shared: Arc<Shared>,
+    changes: Changes,
+) {
+    let Changes {
+        mut rx,
+        overflow,
+        roots,
+    } = changes;
+    let began = Instant::now();
+    let (s2, sh2, c0, n0) = (
+        store.clone(),
+        shared.clone(),
+        config.clone(),
+        notes_dir.clone(),
+    );
+    let _ = tokio::task::spawn_blocking(move || full_scan(&s2, &c0, &n0, &sh2)).await;
+    shared.ready.store(true, Ordering::SeqCst);
+    shared.changed.notify_one();
+    show(&shared, &store);
+    tracing::info!(
+        documents = shared.converted.load(Ordering::Relaxed),
+        ms = began.elapsed().as_millis() as u64,
+        "data hub ready"
+    );
+    let who = Who {
+        conversation: "data hub".into(),
+        tool: "watch".into(),
+    };
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        tokio::time::sleep(DEBOUNCE).await;
+        while let Ok(p) = rx.try_recv() {
+            batch.push(p);
+        }
+        batch.sort();
+        batch.dedup();
+        let rescan = overflow.swap(false, Ordering::SeqCst);
+        let (s2, c2, roots2, who2) = (store.clone(), config.clone(), roots.clone(), who.clone());
+        let n2 = notes_dir.clone();
+        let sh2 = shared.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if rescan {
+                full_scan(&s2, &c2, &n2, &sh2);
+                return;
+            }
+            take_changes(&s2, &sh2, &roots2, batch, c2.max_file_bytes, &who2);
+        })
+        .await;
+        shared.changed.notify_one();
+        show(&shared, &store);
+    }
+}
+
+/// Takes in the originals at `batch`'s paths: a removed one's document goes to the trash,
+/// a new or changed one is converted; paths outside every root and folders are skipped.
+fn take_changes(
+    store: &Mutex<Store>,
+    shared: &Shared,
+    roots: &[(String, Root)],
+    batch: Vec<PathBuf>,
+    max_bytes: u64,
+    who: &Who,
+) {
+    for path in batch {
+        let Some((name, root)) = roots
+            .iter()
+            .find(|(_, root)| path.starts_with(&root.configured))
+        else {
+            continue;
+        };
+        let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+        // What is at the path itself, not where a link there leads.
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                shared.not_read().remove(&path);
+                if let Err(e) = store.original_removed(&path, who) {
+                    tracing::warn!(path = %path.display(), error = %e, "data hub: cannot trash a removed original");
+                }
+            }
+            Ok(meta) if meta.is_dir() => {}
+            _ => {
+                let found = Found {
+                    collection: name.clone(),
+                    root: root.clone(),
+                    path,
+                    note: false,
+                };
+                take_in(&mut store, shared, &found, max_bytes, who);
+            }
+        }
+    }
+}
+
 impl Actor for StoreActor {
     type Msg = ();
     type State = StoreState;
@@ -696,132 +865,22 @@ impl Actor for StoreActor {
         _myself: ActorRef<()>,
         args: StoreArgs,
     ) -> Result<StoreState, ActorProcessingErr> {
-        let db_path = args.db_path.clone();
-        let opened = tokio::task::spawn_blocking(move || {
-            if let Some(dir) = db_path.parent() {
-                toolvisor_kit::private::ensure_private_dir(dir, "the data hub's directory")
-                    .map_err(|e| e.to_string())?;
-            }
-            Store::open(&db_path).map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| format!("opening the data hub's database: {e}"))??;
+        let opened = open_store(args.db_path.clone()).await?;
         let store = Arc::new(Mutex::new(opened));
         let shared = args.shared.clone();
         shared.ready.store(false, Ordering::SeqCst);
         shared.converted.store(0, Ordering::Relaxed);
         *shared.store.lock().unwrap_or_else(|p| p.into_inner()) = Some(store.clone());
         show(&shared, &store);
-
-        // Changes to originals, bounded: past the queue, one full rescan instead.
-        let (tx, mut rx) = mpsc::channel::<PathBuf>(WATCH_QUEUE);
-        let overflow = Arc::new(AtomicBool::new(false));
-        let watch_overflow = overflow.clone();
-        use notify::Watcher;
-        // A linked directory is not entered: its files are not the collection's.
-        let mut watcher = notify::RecommendedWatcher::new(
-            move |res: notify::Result<notify::Event>| {
-                if let Ok(event) = res {
-                    for path in event.paths {
-                        if tx.try_send(path).is_err() {
-                            watch_overflow.store(true, Ordering::SeqCst);
-                        }
-                    }
-                }
-            },
-            notify::Config::default().with_follow_symlinks(false),
-        )
-        .map_err(|e| format!("cannot watch the data hub's originals: {e}"))?;
-        // The real form of each root is taken now: a root swapped for a link later leads
-        // nowhere (every original under it then reads as reached through a link).
-        let mut roots: Vec<(String, Root)> = Vec::new();
-        for (name, c) in &args.config.collections {
-            if let Some(root) = c.path.as_deref().and_then(Root::of) {
-                roots.push((name.clone(), root));
-            }
-        }
-        for (name, root) in &roots {
-            let root = &root.configured;
-            if let Err(e) = watcher.watch(root, notify::RecursiveMode::Recursive) {
-                tracing::warn!(collection = name, path = %root.display(), error = %e, "data hub: cannot watch a collection's folder; changes there are seen at the next start");
-            }
-        }
-
-        let mut tasks = Vec::new();
+        let (watcher, changes) = watch_originals(&args.config)?;
         // The first conversion, then the changes as they come.
-        let (s, c, n, sh) = (
+        let tasks = vec![tokio::spawn(follow_originals(
             store.clone(),
             args.config.clone(),
             args.notes_dir.clone(),
             shared.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let began = Instant::now();
-            let (s2, sh2, c0, n0) = (s.clone(), sh.clone(), c.clone(), n.clone());
-            let _ = tokio::task::spawn_blocking(move || full_scan(&s2, &c0, &n0, &sh2)).await;
-            sh.ready.store(true, Ordering::SeqCst);
-            sh.changed.notify_one();
-            show(&sh, &s);
-            tracing::info!(
-                documents = sh.converted.load(Ordering::Relaxed),
-                ms = began.elapsed().as_millis() as u64,
-                "data hub ready"
-            );
-            let who = Who {
-                conversation: "data hub".into(),
-                tool: "watch".into(),
-            };
-            while let Some(first) = rx.recv().await {
-                let mut batch = vec![first];
-                tokio::time::sleep(DEBOUNCE).await;
-                while let Ok(p) = rx.try_recv() {
-                    batch.push(p);
-                }
-                batch.sort();
-                batch.dedup();
-                let rescan = overflow.swap(false, Ordering::SeqCst);
-                let (s2, c2, roots2, who2) = (s.clone(), c.clone(), roots.clone(), who.clone());
-                let n2 = n.clone();
-                let sh2 = sh.clone();
-                let _ = tokio::task::spawn_blocking(move || {
-                    if rescan {
-                        full_scan(&s2, &c2, &n2, &sh2);
-                        return;
-                    }
-                    for path in batch {
-                        let Some((name, root)) = roots2
-                            .iter()
-                            .find(|(_, root)| path.starts_with(&root.configured))
-                        else {
-                            continue;
-                        };
-                        let mut store = s2.lock().unwrap_or_else(|p| p.into_inner());
-                        // What is at the path itself, not where a link there leads.
-                        match std::fs::symlink_metadata(&path) {
-                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                                sh2.not_read().remove(&path);
-                                if let Err(e) = store.original_removed(&path, &who2) {
-                                    tracing::warn!(path = %path.display(), error = %e, "data hub: cannot trash a removed original");
-                                }
-                            }
-                            Ok(meta) if meta.is_dir() => {}
-                            _ => {
-                                let found = Found {
-                                    collection: name.clone(),
-                                    root: root.clone(),
-                                    path,
-                                    note: false,
-                                };
-                                take_in(&mut store, &sh2, &found, c2.max_file_bytes, &who2);
-                            }
-                        }
-                    }
-                })
-                .await;
-                sh.changed.notify_one();
-                show(&sh, &s);
-            }
-        }));
+            changes,
+        ))];
         Ok(StoreState {
             _watcher: Some(watcher),
             tasks,
