@@ -399,101 +399,9 @@ impl Vibes {
     ) -> Result<VibeInfo, ToolError> {
         let r = &self.roster;
         r.collect();
-        if brief.trim().is_empty() {
-            return Err(ToolError::new(
-                ErrorKind::InvalidArgs,
-                "vibe_spawn: `brief` is empty",
-                "say what the worker should do, with the files and the done-criterion",
-            ));
-        }
-        if label.trim().is_empty() {
-            return Err(ToolError::new(
-                ErrorKind::InvalidArgs,
-                "vibe_spawn: `label` is empty",
-                "give the worker a short name, e.g. \"rename-config\"",
-            ));
-        }
-        if !r.limits.tiers.contains_key(&tier) {
-            let configured: Vec<_> = self.tiers().iter().map(|t| t.as_str()).collect();
-            return Err(ToolError::new(
-                ErrorKind::NotAvailable,
-                format!("vibe tier `{tier}` has no worker command configured here"),
-                format!(
-                    "use a configured tier ({}), or ask the operator to set [vibe.tiers.{tier}] command",
-                    configured.join(", ")
-                ),
-            ));
-        }
-        {
-            let table = lock(&r.table);
-            if table.active >= r.limits.max_running && table.queue.len() >= r.limits.max_queued {
-                return Err(ToolError::new(
-                    ErrorKind::Busy,
-                    format!(
-                        "{} vibe workers run and {} wait in the queue (the limits)",
-                        table.active,
-                        table.queue.len()
-                    ),
-                    "wait for a worker to finish (vibe_wait) or stop one (vibe_kill), then spawn again",
-                ));
-            }
-        }
-        let num = r.ids.next().map_err(|e| {
-            ToolError::new(
-                ErrorKind::Io,
-                format!("cannot reserve an id for the new worker: {e}"),
-                "check that the daemon's state dir is writable (disk full?); nothing was started",
-            )
-        })?;
-        let id = format!("w{num}");
-        let status = NodeStatus::owned(
-            "vibe",
-            &id,
-            conversation,
-            format!("{conversation}: {label} [{tier}] queued"),
-            r.notifier.clone(),
-        );
-        let now = Instant::now();
-        let (changed, _) = watch::channel(0);
-        let token = new_token().map_err(|e| {
-            ToolError::new(
-                ErrorKind::Io,
-                format!("cannot make the worker's credential: {e}"),
-                "the daemon could not read /dev/urandom; check the machine",
-            )
-        })?;
-        let worker = Arc::new(Worker {
-            id: id.clone(),
-            num,
-            conversation: conversation.to_string(),
-            label,
-            tier,
-            cwd,
-            token: Token(token),
-            status,
-            run: Mutex::new(Run {
-                brief,
-                messages: 0,
-                state: VibeState::Queued,
-                attempts: 0,
-                live: None,
-                launching: false,
-                in_supervisor: false,
-                killed: false,
-                timed_out: false,
-                rerun: false,
-                since: now,
-                ended_at: None,
-                last_touch: now,
-                pid: None,
-                exit: None,
-                error: None,
-                stderr_tail: None,
-                result: None,
-                result_cut: false,
-            }),
-            changed,
-        });
+        self.check_spawn(&brief, &label, tier)?;
+        let worker = self.new_worker(conversation, cwd, brief, label, tier)?;
+        let (id, num) = (worker.id.clone(), worker.num);
         {
             let mut table = lock(&r.table);
             table.workers.insert(num, worker.clone());
@@ -524,6 +432,118 @@ impl Vibes {
             ));
         }
         Ok(info)
+    }
+
+    /// Refuses a spawn without a brief or a label, of a tier with no command, or past the
+    /// running and queued limits.
+    fn check_spawn(&self, brief: &str, label: &str, tier: VibeTier) -> Result<(), ToolError> {
+        let r = &self.roster;
+        if brief.trim().is_empty() {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                "vibe_spawn: `brief` is empty",
+                "say what the worker should do, with the files and the done-criterion",
+            ));
+        }
+        if label.trim().is_empty() {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                "vibe_spawn: `label` is empty",
+                "give the worker a short name, e.g. \"rename-config\"",
+            ));
+        }
+        if !r.limits.tiers.contains_key(&tier) {
+            let configured: Vec<_> = self.tiers().iter().map(|t| t.as_str()).collect();
+            return Err(ToolError::new(
+                ErrorKind::NotAvailable,
+                format!("vibe tier `{tier}` has no worker command configured here"),
+                format!(
+                    "use a configured tier ({}), or ask the operator to set [vibe.tiers.{tier}] command",
+                    configured.join(", ")
+                ),
+            ));
+        }
+        let table = lock(&r.table);
+        if table.active >= r.limits.max_running && table.queue.len() >= r.limits.max_queued {
+            return Err(ToolError::new(
+                ErrorKind::Busy,
+                format!(
+                    "{} vibe workers run and {} wait in the queue (the limits)",
+                    table.active,
+                    table.queue.len()
+                ),
+                "wait for a worker to finish (vibe_wait) or stop one (vibe_kill), then spawn again",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A new queued worker under the next id, with its own credential.
+    fn new_worker(
+        &self,
+        conversation: &str,
+        cwd: PathBuf,
+        brief: String,
+        label: String,
+        tier: VibeTier,
+    ) -> Result<Arc<Worker>, ToolError> {
+        let r = &self.roster;
+        let num = r.ids.next().map_err(|e| {
+            ToolError::new(
+                ErrorKind::Io,
+                format!("cannot reserve an id for the new worker: {e}"),
+                "check that the daemon's state dir is writable (disk full?); nothing was started",
+            )
+        })?;
+        let id = format!("w{num}");
+        let status = NodeStatus::owned(
+            "vibe",
+            &id,
+            conversation,
+            format!("{conversation}: {label} [{tier}] queued"),
+            r.notifier.clone(),
+        );
+        let now = Instant::now();
+        let (changed, _) = watch::channel(0);
+        let token = new_token().map_err(|e| {
+            ToolError::new(
+                ErrorKind::Io,
+                format!("cannot make the worker's credential: {e}"),
+                "the daemon could not read /dev/urandom; check the machine",
+            )
+        })?;
+        Ok(Arc::new(Worker {
+            id,
+            num,
+            conversation: conversation.to_string(),
+            label,
+            tier,
+            cwd,
+            token: Token(token),
+            status,
+            run: Mutex::new(Run {
+                brief,
+                messages: 0,
+                state: VibeState::Queued,
+                attempts: 0,
+                live: None,
+                launching: false,
+                in_supervisor: false,
+                killed: false,
+                timed_out: false,
+                rerun: false,
+                since: now,
+                ended_at: None,
+                last_touch: now,
+                pid: None,
+                exit: None,
+                error: None,
+                stderr_tail: None,
+                result: None,
+                result_cut: false,
+            }),
+            changed,
+        }))
     }
 
     /// Append `message` to the worker's brief and run it again: a running attempt is stopped
