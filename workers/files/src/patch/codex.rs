@@ -506,132 +506,180 @@ fn apply_sections(
     let (mut added, mut removed) = (0, 0);
     let mut from = 0usize;
     for s in sections {
-        let fail = |what: String, hint: String| Error::PatchConflict {
-            message: format!(
-                "section {} of {display} ({}, patch line {}) does not apply, nothing was written: {what}",
-                s.index,
-                s.header(),
-                s.line
-            ),
-            hint,
+        let (at, drop_blank) = {
+            let have: Vec<Cow<'_, str>> = lines
+                .lines
+                .iter()
+                .map(|(t, _)| String::from_utf8_lossy(t))
+                .collect();
+            from = seek_contexts(&have, s, from, display)?;
+            locate(&have, s, from, display, notes)?
         };
-        let have: Vec<Cow<'_, str>> = lines
-            .lines
-            .iter()
-            .map(|(t, _)| String::from_utf8_lossy(t))
-            .collect();
-        for context in &s.contexts {
-            match seek(&have, &[context.as_str()], from, false) {
-                Some((at, _)) => from = at + 1,
-                None => {
-                    let earlier = seek(&have, &[context.as_str()], 0, false).map(|(at, _)| at + 1);
-                    return Err(fail(
-                        format!(
-                            "its context line {context:?} is not in the file{}",
-                            if from > 0 {
-                                format!(" after line {from}")
-                            } else {
-                                String::new()
-                            }
-                        ),
-                        match earlier {
-                            Some(at) => format!(
-                                "it is at line {at}, before the previous section's end; put the sections in file order"
-                            ),
-                            None => "read the file again and take the `@@` line from its current text (a function or class line), or use a bare `@@`".into(),
-                        },
-                    ));
-                }
-            }
-        }
-        let mut drop_blank = false;
-        let mut old = s.old(false);
-        let place = if old.is_empty() {
-            // Pure insertion: after the context line, else at the end of the file.
-            Some(if s.contexts.is_empty() {
-                have.len()
-            } else {
-                from
-            })
-        } else {
-            let mut found = seek(&have, &old, from, s.end_of_file);
-            if found.is_none() && s.trailing_blank_context() > 0 {
-                drop_blank = true;
-                old = s.old(true);
-                found = if old.is_empty() {
-                    None
-                } else {
-                    seek(&have, &old, from, s.end_of_file)
-                };
-            }
-            if let Some((at, level)) = found
-                && level != Level::Exact
-            {
-                notes.push(format!(
-                    "section {} of {display} matched at line {} {}",
-                    s.index,
-                    at + 1,
-                    level.says()
-                ));
-            }
-            found.map(|(at, _)| at)
-        };
-        let Some(at) = place else {
-            let old = s.old(false);
-            let near = closest(&have, &old, from);
-            let earlier = seek(&have, &old, 0, false).map(|(at, _)| at + 1);
-            return Err(fail(
-                format!(
-                    "its context and removed lines were not found{}.\nThe section expects:\n{}\nThe file has at line {}:\n{}",
-                    if from > 0 {
-                        format!(" after line {from}")
-                    } else {
-                        String::new()
-                    },
-                    indent(old.iter(), old.len()),
-                    near + 1,
-                    indent(have.iter().skip(near).take(old.len()), old.len()),
-                ),
-                match earlier {
-                    Some(at) => format!(
-                        "they are at line {at}, before the previous section's end or `@@` context; put the sections in file order"
-                    ),
-                    None => "read the file again and regenerate the section from its current text"
-                        .into(),
-                },
-            ));
-        };
-        drop(have);
-        // Build the replacement of lines[at .. at + old.len()]: context keeps the file's bytes.
-        let ops = if drop_blank {
-            &s.ops[..s.ops.len() - s.trailing_blank_context()]
-        } else {
-            &s.ops[..]
-        };
-        let mut replacement = lines.replacement(ops, at, &mut added, &mut removed);
-        // The old lines the section spans: its context and removed lines.
-        let end = at + ops.iter().filter(|o| !matches!(o, Op::Add(_))).count();
-        // The file's last line keeps whether it had a line ending.
-        if end == lines.lines.len() {
-            let final_newline = lines.lines.last().is_none_or(|l| l.1.is_some());
-            match replacement.last_mut() {
-                Some(last) if final_newline => last.1 = Some(last.1.unwrap_or(lines.eol)),
-                Some(last) => last.1 = None,
-                None if at > 0 && !final_newline => lines.lines[at - 1].1 = None,
-                None => {}
-            }
-        }
-        let new_len = replacement.len();
-        lines.lines.splice(at..end, replacement);
-        // A former last line without a line ending that is no longer last gets one.
-        let last = lines.lines.len().saturating_sub(1);
-        let eol = lines.eol;
-        for l in &mut lines.lines[at.saturating_sub(1)..(at + new_len).min(last)] {
-            l.1.get_or_insert(eol);
-        }
-        from = at + new_len;
+        from = splice_section(lines, s, at, drop_blank, &mut added, &mut removed);
     }
     Ok((added, removed))
+}
+
+/// Section `s` of `display` does not apply: `what` went wrong, `hint` says what to do.
+fn section_conflict(s: &Section, display: &str, what: String, hint: String) -> Error {
+    Error::PatchConflict {
+        message: format!(
+            "section {} of {display} ({}, patch line {}) does not apply, nothing was written: {what}",
+            s.index,
+            s.header(),
+            s.line
+        ),
+        hint,
+    }
+}
+
+/// Finds the section's `@@` context lines in order at or after `from`; the line after the
+/// last one found.
+fn seek_contexts(
+    have: &[Cow<'_, str>],
+    s: &Section,
+    mut from: usize,
+    display: &str,
+) -> Result<usize> {
+    for context in &s.contexts {
+        match seek(have, &[context.as_str()], from, false) {
+            Some((at, _)) => from = at + 1,
+            None => {
+                let earlier = seek(have, &[context.as_str()], 0, false).map(|(at, _)| at + 1);
+                return Err(section_conflict(
+                    s,
+                    display,
+                    format!(
+                        "its context line {context:?} is not in the file{}",
+                        if from > 0 {
+                            format!(" after line {from}")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    match earlier {
+                        Some(at) => format!(
+                            "it is at line {at}, before the previous section's end; put the sections in file order"
+                        ),
+                        None => "read the file again and take the `@@` line from its current text (a function or class line), or use a bare `@@`".into(),
+                    },
+                ));
+            }
+        }
+    }
+    Ok(from)
+}
+
+/// Where the section's old lines are at or after `from` (a looser match is noted), and
+/// whether they matched only without the section's trailing blank context lines.
+fn locate(
+    have: &[Cow<'_, str>],
+    s: &Section,
+    from: usize,
+    display: &str,
+    notes: &mut Vec<String>,
+) -> Result<(usize, bool)> {
+    let mut drop_blank = false;
+    let mut old = s.old(false);
+    let place = if old.is_empty() {
+        // Pure insertion: after the context line, else at the end of the file.
+        Some(if s.contexts.is_empty() {
+            have.len()
+        } else {
+            from
+        })
+    } else {
+        let mut found = seek(have, &old, from, s.end_of_file);
+        if found.is_none() && s.trailing_blank_context() > 0 {
+            drop_blank = true;
+            old = s.old(true);
+            found = if old.is_empty() {
+                None
+            } else {
+                seek(have, &old, from, s.end_of_file)
+            };
+        }
+        if let Some((at, level)) = found
+            && level != Level::Exact
+        {
+            notes.push(format!(
+                "section {} of {display} matched at line {} {}",
+                s.index,
+                at + 1,
+                level.says()
+            ));
+        }
+        found.map(|(at, _)| at)
+    };
+    let Some(at) = place else {
+        let old = s.old(false);
+        let near = closest(have, &old, from);
+        let earlier = seek(have, &old, 0, false).map(|(at, _)| at + 1);
+        return Err(section_conflict(
+            s,
+            display,
+            format!(
+                "its context and removed lines were not found{}.\nThe section expects:\n{}\nThe file has at line {}:\n{}",
+                if from > 0 {
+                    format!(" after line {from}")
+                } else {
+                    String::new()
+                },
+                indent(old.iter(), old.len()),
+                near + 1,
+                indent(have.iter().skip(near).take(old.len()), old.len()),
+            ),
+            match earlier {
+                Some(at) => format!(
+                    "they are at line {at}, before the previous section's end or `@@` context; put the sections in file order"
+                ),
+                None => {
+                    "read the file again and regenerate the section from its current text".into()
+                }
+            },
+        ));
+    };
+    Ok((at, drop_blank))
+}
+
+/// Replaces the old lines section `s` spans from line `at` with its new ones, counting them
+/// in `added` and `removed`; the line after the replacement.
+fn splice_section(
+    lines: &mut Lines,
+    s: &Section,
+    at: usize,
+    drop_blank: bool,
+    added: &mut usize,
+    removed: &mut usize,
+) -> usize {
+    // Build the replacement of lines[at .. at + old.len()]: context keeps the file's bytes.
+    let ops = if drop_blank {
+        &s.ops[..s.ops.len() - s.trailing_blank_context()]
+    } else {
+        &s.ops[..]
+    };
+    let mut replacement = lines.replacement(ops, at, added, removed);
+    // The old lines the section spans: its context and removed lines.
+    let end = at + ops.iter().filter(|o| !matches!(o, Op::Add(_))).count();
+    // The file's last line keeps whether it had a line ending.
+    if end == lines.lines.len() {
+        let final_newline = lines.lines.last().is_none_or(|l| l.1.is_some());
+        match replacement.last_mut() {
+            Some(last) if final_newline => last.1 = Some(last.1.unwrap_or(lines.eol)),
+            Some(last) => last.1 = None,
+            None if at > 0 && !final_newline => lines.lines[at - 1].1 = None,
+            None => {}
+        }
+    }
+    let new_len = replacement.len();
+    lines.lines.splice(at..end, replacement);
+    // A former last line without a line ending that is no longer last gets one.
+    let last = lines.lines.len().saturating_sub(1);
+    let eol = lines.eol;
+    for l in &mut lines.lines[at.saturating_sub(1)..(at + new_len).min(last)] {
+        l.1.get_or_insert(eol);
+    }
+    at + new_len
 }
 
 /// Apply `ops` in memory, in order (a later operation sees what an earlier one did to the
