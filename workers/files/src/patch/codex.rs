@@ -687,33 +687,10 @@ fn splice_section(
 pub(super) fn apply(scope: &Scope, ops: &[FileOp]) -> Result<(Vec<Applied>, Vec<String>)> {
     let mut files: Vec<Applied> = Vec::new();
     let mut notes = Vec::new();
-    // The index in `files` of `path`, loaded from disk the first time it is named.
-    let slot = |files: &mut Vec<Applied>, path: &str| -> Result<usize> {
-        let target = scope.resolve(path, Access::Write)?;
-        if let Some(i) = files.iter().position(|a| a.target.real == target.real) {
-            return Ok(i);
-        }
-        let before = match load(&target) {
-            Ok(b) => Some(b),
-            Err(Error::NotFound { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        files.push(Applied {
-            display: target.display.clone(),
-            target,
-            after: before.clone(),
-            before,
-            hunks: 0,
-            added: 0,
-            removed: 0,
-            moved_from: None,
-        });
-        Ok(files.len() - 1)
-    };
     for op in ops {
         match op {
             FileOp::Add { path, lines } => {
-                let i = slot(&mut files, path)?;
+                let i = slot(scope, &mut files, path)?;
                 let a = &mut files[i];
                 if a.after.is_some() {
                     return Err(Error::PatchConflict {
@@ -736,7 +713,7 @@ pub(super) fn apply(scope: &Scope, ops: &[FileOp]) -> Result<(Vec<Applied>, Vec<
                 a.added += lines.len();
             }
             FileOp::Delete { path } => {
-                let i = slot(&mut files, path)?;
+                let i = slot(scope, &mut files, path)?;
                 let a = &mut files[i];
                 let Some(current) = a.after.take() else {
                     return Err(Error::PatchConflict {
@@ -754,56 +731,14 @@ pub(super) fn apply(scope: &Scope, ops: &[FileOp]) -> Result<(Vec<Applied>, Vec<
                 path,
                 move_to,
                 sections,
-            } => {
-                let i = slot(&mut files, path)?;
-                let display = files[i].display.clone();
-                let Some(current) = files[i].after.as_deref() else {
-                    return Err(Error::PatchConflict {
-                        message: format!(
-                            "the patch updates {display}, which does not exist; nothing was written"
-                        ),
-                        hint: format!(
-                            "check the path; a new file is `{ADD} {path}` with every line starting with '+'"
-                        ),
-                    });
-                };
-                let mut lines = Lines::parse(current);
-                let (added, removed) = apply_sections(&mut lines, sections, &display, &mut notes)?;
-                let after = lines.bytes();
-                let dest = match move_to {
-                    Some(to) => {
-                        let j = slot(&mut files, to)?;
-                        (j != i).then_some(j)
-                    }
-                    None => None,
-                };
-                let k = match dest {
-                    Some(j) => {
-                        if files[j].after.is_some() {
-                            return Err(Error::PatchConflict {
-                                message: format!(
-                                    "the patch moves {display} to {}, which already exists; nothing was written",
-                                    files[j].display
-                                ),
-                                hint: format!(
-                                    "delete it first in the same patch (`{DELETE} {}`), or move to another name",
-                                    move_to.as_deref().unwrap_or_default()
-                                ),
-                            });
-                        }
-                        files[i].after = None;
-                        files[j].moved_from = Some(display.clone());
-                        notes.push(format!("moved {display} to {}", files[j].display));
-                        j
-                    }
-                    None => i,
-                };
-                let a = &mut files[k];
-                a.after = Some(after);
-                a.hunks += sections.len();
-                a.added += added;
-                a.removed += removed;
-            }
+            } => apply_update(
+                scope,
+                &mut files,
+                &mut notes,
+                path,
+                move_to.as_deref(),
+                sections,
+            )?,
         }
     }
     let (changed, same): (Vec<Applied>, Vec<Applied>) =
@@ -812,4 +747,89 @@ pub(super) fn apply(scope: &Scope, ops: &[FileOp]) -> Result<(Vec<Applied>, Vec<
         notes.push(format!("{} is unchanged by the patch", a.display));
     }
     Ok((changed, notes))
+}
+
+/// The index in `files` of `path`, loaded from disk the first time it is named.
+fn slot(scope: &Scope, files: &mut Vec<Applied>, path: &str) -> Result<usize> {
+    let target = scope.resolve(path, Access::Write)?;
+    if let Some(i) = files.iter().position(|a| a.target.real == target.real) {
+        return Ok(i);
+    }
+    let before = match load(&target) {
+        Ok(b) => Some(b),
+        Err(Error::NotFound { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    files.push(Applied {
+        display: target.display.clone(),
+        target,
+        after: before.clone(),
+        before,
+        hunks: 0,
+        added: 0,
+        removed: 0,
+        moved_from: None,
+    });
+    Ok(files.len() - 1)
+}
+
+/// Applies an Update's sections to `path` as `files` has it now, then moves the result to
+/// `move_to` when it names another file (which must not exist).
+fn apply_update(
+    scope: &Scope,
+    files: &mut Vec<Applied>,
+    notes: &mut Vec<String>,
+    path: &str,
+    move_to: Option<&str>,
+    sections: &[Section],
+) -> Result<()> {
+    let i = slot(scope, files, path)?;
+    let display = files[i].display.clone();
+    let Some(current) = files[i].after.as_deref() else {
+        return Err(Error::PatchConflict {
+            message: format!(
+                "the patch updates {display}, which does not exist; nothing was written"
+            ),
+            hint: format!(
+                "check the path; a new file is `{ADD} {path}` with every line starting with '+'"
+            ),
+        });
+    };
+    let mut lines = Lines::parse(current);
+    let (added, removed) = apply_sections(&mut lines, sections, &display, notes)?;
+    let after = lines.bytes();
+    let dest = match move_to {
+        Some(to) => {
+            let j = slot(scope, files, to)?;
+            (j != i).then_some(j)
+        }
+        None => None,
+    };
+    let k = match dest {
+        Some(j) => {
+            if files[j].after.is_some() {
+                return Err(Error::PatchConflict {
+                    message: format!(
+                        "the patch moves {display} to {}, which already exists; nothing was written",
+                        files[j].display
+                    ),
+                    hint: format!(
+                        "delete it first in the same patch (`{DELETE} {}`), or move to another name",
+                        move_to.unwrap_or_default()
+                    ),
+                });
+            }
+            files[i].after = None;
+            files[j].moved_from = Some(display.clone());
+            notes.push(format!("moved {display} to {}", files[j].display));
+            j
+        }
+        None => i,
+    };
+    let a = &mut files[k];
+    a.after = Some(after);
+    a.hunks += sections.len();
+    a.added += added;
+    a.removed += removed;
+    Ok(())
 }
