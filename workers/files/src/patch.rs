@@ -557,72 +557,8 @@ fn apply_unified(scope: &Scope, patch: &str) -> Result<(Vec<Applied>, Vec<String
                 Err(e) => return Err(e),
             },
         };
-        let mut lines = match (&fp.old, &current) {
-            (None, Some(_)) => {
-                return Err(Error::PatchConflict {
-                    message: format!("the patch creates {display}, which already exists; nothing was written"),
-                    hint: "patch the existing file (a `--- a/path` header with context), or write it whole".into(),
-                });
-            }
-            (Some(_), None) => {
-                return Err(Error::PatchConflict {
-                    message: format!(
-                        "the patch changes {display}, which does not exist; nothing was written"
-                    ),
-                    hint: "check the path; a new file's patch starts with `--- /dev/null`".into(),
-                });
-            }
-            (None, None) => Lines {
-                lines: Vec::new(),
-                eol: b"\n",
-            },
-            (Some(_), Some(bytes)) => Lines::parse(bytes),
-        };
-        let (mut added, mut removed) = (0, 0);
-        let mut delta: isize = 0;
-        let mut floor = 0usize;
-        for h in &fp.hunks {
-            let old: Vec<&str> = h
-                .ops
-                .iter()
-                .filter_map(|o| match o {
-                    Op::Context(t) | Op::Remove(t) => Some(t.as_str()),
-                    Op::Add(_) => None,
-                })
-                .collect();
-            let at = locate(&lines, h, &old, delta, floor, &display)?;
-            if let Some(start) = h.old_start {
-                let stated = if h.old_count == 0 {
-                    start
-                } else {
-                    start.saturating_sub(1)
-                };
-                let expected = (stated as isize + delta).max(0) as usize;
-                if at != expected {
-                    notes.push(format!(
-                        "hunk {} of {display} applied at line {} (offset {:+} lines)",
-                        h.index,
-                        at + 1,
-                        at as isize - expected as isize
-                    ));
-                }
-            }
-            // Build the replacement for lines[at .. at + old.len()].
-            let mut replacement = lines.replacement(&h.ops, at, &mut added, &mut removed);
-            let end = at + old.len();
-            let touches_end = end == lines.lines.len();
-            if touches_end && let Some(last) = replacement.last_mut() {
-                if h.new_no_eol {
-                    last.1 = None;
-                } else if last.1.is_none() {
-                    last.1 = Some(lines.eol);
-                }
-            }
-            let new_len = replacement.len();
-            lines.lines.splice(at..end, replacement);
-            delta += new_len as isize - old.len() as isize;
-            floor = at + new_len;
-        }
+        let mut lines = starting_lines(fp, &display, current.as_deref())?;
+        let (added, removed) = apply_hunks(&mut lines, fp, &display, &mut notes)?;
         let after = lines.bytes();
         let deleting = fp.new.is_none();
         if deleting && !after.is_empty() {
@@ -656,6 +592,88 @@ fn apply_unified(scope: &Scope, patch: &str) -> Result<(Vec<Applied>, Vec<String
     }
 
     Ok((applied, notes))
+}
+
+/// The lines a file's hunks apply to: its `current` bytes, or none for a file the patch
+/// creates; a patch that creates an existing file or changes a missing one is refused.
+fn starting_lines(fp: &FilePatch, display: &str, current: Option<&[u8]>) -> Result<Lines> {
+    Ok(match (&fp.old, current) {
+        (None, Some(_)) => {
+            return Err(Error::PatchConflict {
+                message: format!("the patch creates {display}, which already exists; nothing was written"),
+                hint: "patch the existing file (a `--- a/path` header with context), or write it whole".into(),
+            });
+        }
+        (Some(_), None) => {
+            return Err(Error::PatchConflict {
+                message: format!(
+                    "the patch changes {display}, which does not exist; nothing was written"
+                ),
+                hint: "check the path; a new file's patch starts with `--- /dev/null`".into(),
+            });
+        }
+        (None, None) => Lines {
+            lines: Vec::new(),
+            eol: b"\n",
+        },
+        (Some(_), Some(bytes)) => Lines::parse(bytes),
+    })
+}
+
+/// Applies a file's hunks to `lines` in order, each located from its stated line (an
+/// offset is noted); returns (added, removed).
+fn apply_hunks(
+    lines: &mut Lines,
+    fp: &FilePatch,
+    display: &str,
+    notes: &mut Vec<String>,
+) -> Result<(usize, usize)> {
+    let (mut added, mut removed) = (0, 0);
+    let mut delta: isize = 0;
+    let mut floor = 0usize;
+    for h in &fp.hunks {
+        let old: Vec<&str> = h
+            .ops
+            .iter()
+            .filter_map(|o| match o {
+                Op::Context(t) | Op::Remove(t) => Some(t.as_str()),
+                Op::Add(_) => None,
+            })
+            .collect();
+        let at = locate(lines, h, &old, delta, floor, display)?;
+        if let Some(start) = h.old_start {
+            let stated = if h.old_count == 0 {
+                start
+            } else {
+                start.saturating_sub(1)
+            };
+            let expected = (stated as isize + delta).max(0) as usize;
+            if at != expected {
+                notes.push(format!(
+                    "hunk {} of {display} applied at line {} (offset {:+} lines)",
+                    h.index,
+                    at + 1,
+                    at as isize - expected as isize
+                ));
+            }
+        }
+        // Build the replacement for lines[at .. at + old.len()].
+        let mut replacement = lines.replacement(&h.ops, at, &mut added, &mut removed);
+        let end = at + old.len();
+        let touches_end = end == lines.lines.len();
+        if touches_end && let Some(last) = replacement.last_mut() {
+            if h.new_no_eol {
+                last.1 = None;
+            } else if last.1.is_none() {
+                last.1 = Some(lines.eol);
+            }
+        }
+        let new_len = replacement.len();
+        lines.lines.splice(at..end, replacement);
+        delta += new_len as isize - old.len() as isize;
+        floor = at + new_len;
+    }
+    Ok((added, removed))
 }
 
 /// Where hunk `h` applies: at its stated line when it matches there, else the nearest
