@@ -230,6 +230,59 @@ pub fn json_chars_bound(v: &Json) -> usize {
     }
 }
 
+/// The stored text's bytes from the checkpoint at or before `offset`, enough for `limit`
+/// characters after the ones to skip to reach `offset`; with how many to skip.
+fn read_span(
+    f: &mut File,
+    meta: &Json,
+    reference: &str,
+    offset: usize,
+    limit: usize,
+    size: u64,
+) -> Result<(Vec<u8>, usize)> {
+    let points: Vec<u64> = meta["checkpoints"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Json::as_u64).collect())
+        .unwrap_or_else(|| vec![0]);
+    let cp = (offset / CHECKPOINT_CHARS).min(points.len().saturating_sub(1));
+    let start_byte = points.get(cp).copied().unwrap_or(0);
+    let skip = offset - cp * CHECKPOINT_CHARS;
+    let want = ((skip + limit) as u64 * 4).min(size - start_byte.min(size));
+    f.seek(SeekFrom::Start(start_byte))
+        .map_err(|e| Error::io(reference, "read", e))?;
+    let mut buf = vec![0u8; want as usize];
+    f.read_exact(&mut buf).map_err(|e| Error::NotAvailable {
+        reference: reference.into(),
+        why: format!("its stored text cannot be read ({e})"),
+    })?;
+    Ok((buf, skip))
+}
+
+/// `buf` as text; a character the cut split at its end is left out.
+fn valid_prefix(buf: &[u8]) -> std::result::Result<&str, std::str::Utf8Error> {
+    match std::str::from_utf8(buf) {
+        Ok(s) => Ok(s),
+        Err(e) if e.error_len().is_none() => {
+            Ok(std::str::from_utf8(&buf[..e.valid_up_to()]).expect("valid prefix"))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `taken` cut to keep the encoded answer within one frame of `max_frame` bytes (JSON
+/// escaping counted at its worst), and whether it was cut.
+fn clamp_to_frame(taken: &str, max_frame: usize) -> (&str, bool) {
+    let budget = max_frame.saturating_sub(4096);
+    let mut used = 0;
+    for (i, c) in taken.char_indices() {
+        used += encoded_len(c);
+        if used > budget {
+            return (&taken[..i], true);
+        }
+    }
+    (taken, false)
+}
+
 /// Bytes `c` takes in a JSON string.
 fn encoded_len(c: char) -> usize {
     match c {
@@ -716,6 +769,63 @@ impl ResultStore {
         let offset = offset.unwrap_or(0);
         let key = conv_key(conversation);
         let dir = self.cfg.dir.join(&key);
+        let meta = self.inspectable_record(conversation, reference, &dir)?;
+        let kind = meta["storage_kind"].as_str().unwrap_or("");
+        let total_chars = meta["total_chars"].as_u64().unwrap_or(0) as usize;
+        let bytes = meta["bytes"].as_u64().unwrap_or(0);
+        let incomplete = |why: String| Error::NotAvailable {
+            reference: reference.into(),
+            why,
+        };
+        let mut f = toolvisor_kit::special::open_read(&dir.join(format!("{reference}.txt")))
+            .map_err(|e| incomplete(format!("its stored text is missing ({e})")))?;
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if size != bytes {
+            return Err(incomplete(format!(
+                "its stored text is incomplete ({size} of {bytes} bytes)"
+            )));
+        }
+        if offset > total_chars {
+            return Err(Error::bad(
+                "offset",
+                format!("{offset} is past the end: the result has {total_chars} characters"),
+            ));
+        }
+        let (buf, skip) = read_span(&mut f, &meta, reference, offset, limit, size)?;
+        let valid = valid_prefix(&buf)
+            .map_err(|e| incomplete(format!("its stored text is not UTF-8 ({e})")))?;
+        let mut chars = valid.char_indices().skip(skip);
+        let from = chars.next().map(|(i, _)| i).unwrap_or(valid.len());
+        let taken = text::prefix_chars(&valid[from..], limit);
+        let (taken, envelope_clamped) = clamp_to_frame(taken, max_frame);
+        let n = taken.chars().count();
+        let next_offset = offset + n;
+        let masked = meta["masked"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Slice {
+            reference: reference.into(),
+            text: taken.to_string(),
+            offset,
+            next_offset,
+            total_chars,
+            eof: next_offset >= total_chars,
+            source_tool: meta["source_tool"].as_str().unwrap_or("").into(),
+            content_type: meta["content_type"].as_str().unwrap_or("").into(),
+            storage_kind: kind.into(),
+            masked,
+            envelope_clamped,
+        })
+    }
+
+    /// The record of `reference` in `dir`, when it is `conversation`'s and its text was
+    /// stored whole.
+    fn inspectable_record(&self, conversation: &str, reference: &str, dir: &Path) -> Result<Json> {
         let meta_path = dir.join(format!("{reference}.json"));
         let meta = match toolvisor_kit::special::read(&meta_path) {
             Ok(b) => serde_json::from_slice::<Json>(&b).map_err(|e| Error::NotAvailable {
@@ -742,88 +852,7 @@ impl ResultStore {
                     .to_string(),
             });
         }
-        let total_chars = meta["total_chars"].as_u64().unwrap_or(0) as usize;
-        let bytes = meta["bytes"].as_u64().unwrap_or(0);
-        let incomplete = |why: String| Error::NotAvailable {
-            reference: reference.into(),
-            why,
-        };
-        let mut f = toolvisor_kit::special::open_read(&dir.join(format!("{reference}.txt")))
-            .map_err(|e| incomplete(format!("its stored text is missing ({e})")))?;
-        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if size != bytes {
-            return Err(incomplete(format!(
-                "its stored text is incomplete ({size} of {bytes} bytes)"
-            )));
-        }
-        if offset > total_chars {
-            return Err(Error::bad(
-                "offset",
-                format!("{offset} is past the end: the result has {total_chars} characters"),
-            ));
-        }
-        let points: Vec<u64> = meta["checkpoints"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Json::as_u64).collect())
-            .unwrap_or_else(|| vec![0]);
-        let cp = (offset / CHECKPOINT_CHARS).min(points.len().saturating_sub(1));
-        let start_byte = points.get(cp).copied().unwrap_or(0);
-        let skip = offset - cp * CHECKPOINT_CHARS;
-        let want = ((skip + limit) as u64 * 4).min(size - start_byte.min(size));
-        f.seek(SeekFrom::Start(start_byte))
-            .map_err(|e| Error::io(reference, "read", e))?;
-        let mut buf = vec![0u8; want as usize];
-        f.read_exact(&mut buf)
-            .map_err(|e| incomplete(format!("its stored text cannot be read ({e})")))?;
-        // The cut may split the last character: decode only the valid prefix.
-        let valid = match std::str::from_utf8(&buf) {
-            Ok(s) => s,
-            Err(e) if e.error_len().is_none() => {
-                std::str::from_utf8(&buf[..e.valid_up_to()]).expect("valid prefix")
-            }
-            Err(e) => {
-                return Err(incomplete(format!("its stored text is not UTF-8 ({e})")));
-            }
-        };
-        let mut chars = valid.char_indices().skip(skip);
-        let from = chars.next().map(|(i, _)| i).unwrap_or(valid.len());
-        let mut taken = &valid[from..];
-        taken = text::prefix_chars(taken, limit);
-        // Keep the encoded answer within one frame (JSON escaping counted at its worst).
-        let budget = max_frame.saturating_sub(4096);
-        let mut envelope_clamped = false;
-        let mut used = 0;
-        for (i, c) in taken.char_indices() {
-            used += encoded_len(c);
-            if used > budget {
-                taken = &taken[..i];
-                envelope_clamped = true;
-                break;
-            }
-        }
-        let n = taken.chars().count();
-        let next_offset = offset + n;
-        let masked = meta["masked"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(Slice {
-            reference: reference.into(),
-            text: taken.to_string(),
-            offset,
-            next_offset,
-            total_chars,
-            eof: next_offset >= total_chars,
-            source_tool: meta["source_tool"].as_str().unwrap_or("").into(),
-            content_type: meta["content_type"].as_str().unwrap_or("").into(),
-            storage_kind: kind.into(),
-            masked,
-            envelope_clamped,
-        })
+        Ok(meta)
     }
 
     /// The error for a ref not in the caller's conversation: out of scope when another
