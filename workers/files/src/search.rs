@@ -359,23 +359,7 @@ pub fn grep(
             kind,
         });
     }
-    let matcher = RegexMatcherBuilder::new()
-        .case_insensitive(req.case == Case::Insensitive)
-        .case_smart(req.case == Case::Smart)
-        // `^` and `$` match at line boundaries, as in ripgrep; a line-oriented search also
-        // forbids `\n` in a match, which only a multi-line one may have.
-        .multi_line(true)
-        .line_terminator((!req.multiline).then_some(b'\n'))
-        .build(req.pattern)
-        .map_err(|e| {
-            let e = e.to_string();
-            let more = if !req.multiline && e.contains(r#""\n""#) {
-                " (a match spans lines only with `multiline: true`)"
-            } else {
-                ""
-            };
-            Error::bad("pattern", format!("not a valid regex: {e}{more}"))
-        })?;
+    let matcher = grep_matcher(req)?;
     let protected = Arc::new(AtomicUsize::new(0));
     let wb = walker(
         &resolved.real,
@@ -418,16 +402,9 @@ pub fn grep(
     let truncated = shared.truncated.into_inner();
     let (timed_out, errors) = control.finish()?;
     found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut output = String::with_capacity(found.iter().map(|f| f.1.len() + 3).sum());
-    for (i, (_, text, _)) in found.iter().enumerate() {
-        if i > 0 && req.context > 0 {
-            output.push_str("--\n");
-        }
-        output.push_str(text);
-    }
     let mut result = GrepResult {
         path: resolved.display.clone(),
-        output,
+        output: grep_output(&found, req.context),
         matches: found.iter().map(|f| f.2).sum(),
         files_with_matches: found.len(),
         files_searched,
@@ -438,6 +415,52 @@ pub fn grep(
         notes: Vec::new(),
         skipped_protected: protected.load(Ordering::Relaxed),
     };
+    add_grep_notes(&mut result, req, limits, meta.is_dir(), &resolved.display);
+    Ok(result)
+}
+
+/// The regex matcher of `req`'s pattern and case; `^` and `$` match at line boundaries.
+fn grep_matcher(req: &GrepRequest<'_>) -> Result<RegexMatcher> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(req.case == Case::Insensitive)
+        .case_smart(req.case == Case::Smart)
+        // `^` and `$` match at line boundaries, as in ripgrep; a line-oriented search also
+        // forbids `\n` in a match, which only a multi-line one may have.
+        .multi_line(true)
+        .line_terminator((!req.multiline).then_some(b'\n'))
+        .build(req.pattern)
+        .map_err(|e| {
+            let e = e.to_string();
+            let more = if !req.multiline && e.contains(r#""\n""#) {
+                " (a match spans lines only with `multiline: true`)"
+            } else {
+                ""
+            };
+            Error::bad("pattern", format!("not a valid regex: {e}{more}"))
+        })
+}
+
+/// Every file's output in path order, with `--` between files when context lines are shown.
+fn grep_output(found: &[(String, String, usize)], context: usize) -> String {
+    let mut output = String::with_capacity(found.iter().map(|f| f.1.len() + 3).sum());
+    for (i, (_, text, _)) in found.iter().enumerate() {
+        if i > 0 && context > 0 {
+            output.push_str("--\n");
+        }
+        output.push_str(text);
+    }
+    output
+}
+
+/// Says why the result is partial (`max_results`, the timeout), what binary files were not
+/// searched, and that protected paths were left out.
+fn add_grep_notes(
+    result: &mut GrepResult,
+    req: &GrepRequest<'_>,
+    limits: &SearchLimits,
+    is_dir: bool,
+    display: &str,
+) {
     if result.truncated {
         result.notes.push(format!(
             "stopped at max_results = {}: files are searched in parallel, so these are the matches found first, not the first in path order; narrow the pattern, path or glob, or raise max_results",
@@ -450,11 +473,10 @@ pub fn grep(
             limits.timeout.as_secs()
         ));
     }
-    if !meta.is_dir() && result.skipped_binary > 0 {
-        result.notes.push(format!(
-            "{} is a binary file; it was not searched",
-            resolved.display
-        ));
+    if !is_dir && result.skipped_binary > 0 {
+        result
+            .notes
+            .push(format!("{display} is a binary file; it was not searched"));
     } else if result.skipped_binary > 0 {
         result
             .notes
@@ -463,7 +485,6 @@ pub fn grep(
     if result.skipped_protected > 0 {
         result.notes.push(skipped_note(result.skipped_protected));
     }
-    Ok(result)
 }
 
 struct GrepShared<'s> {
