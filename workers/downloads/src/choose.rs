@@ -294,13 +294,6 @@ fn check_whole_as(files: &[&Sibling], who: &str) -> Result<(), DownloadError> {
 pub fn choose(siblings: &[Sibling], variant: Option<&str>) -> Result<FileSet, DownloadError> {
     let labels = labelled(siblings);
     let offered: Vec<FileSet> = labels.iter().map(|(_, set)| set.clone()).collect();
-    let names = || {
-        offered
-            .iter()
-            .map(|v| v.variant.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let pick: Vec<&Sibling> = match variant {
         None => match offered.len() {
             0 => {
@@ -312,86 +305,11 @@ pub fn choose(siblings: &[Sibling], variant: Option<&str>) -> Result<FileSet, Do
             _ => {
                 return Err(DownloadError::Choice(format!(
                     "the repo offers several variants ({}); name one with `variant`",
-                    names()
+                    variant_names(&offered)
                 )));
             }
         },
-        Some(v) => {
-            // A file name (a shard, a single GGUF): its whole group, plus companions for
-            // safetensors.
-            if let Some(file) = siblings.iter().find(|s| s.name == v) {
-                let key = group_key(&file.name);
-                if gguf::is_gguf(&file.name) {
-                    match gguf::role(&file.name) {
-                        Role::Model => {}
-                        Role::Projector => {
-                            return Err(DownloadError::Choice(format!(
-                                "{v} is a multimodal projector, not a model: name the model's variant ({}); its projector comes with it",
-                                names()
-                            )));
-                        }
-                        Role::Other(what) => {
-                            return Err(DownloadError::Choice(format!(
-                                "{v} is {what}, not a model: name a variant ({})",
-                                names()
-                            )));
-                        }
-                    }
-                }
-                if file.name.ends_with(".safetensors") {
-                    let set = offered.iter().find(|o| o.variant == "safetensors");
-                    set.map(|s| pick_set(siblings, s)).unwrap_or_default()
-                } else {
-                    let mut set: Vec<&Sibling> = siblings
-                        .iter()
-                        .filter(|s| group_key(&s.name) == key)
-                        .collect();
-                    // The projector that comes with the variant this file is of.
-                    if let Some(o) = offered.iter().find(|o| o.files.iter().any(|f| f.name == v)) {
-                        set.extend(siblings.iter().filter(|s| {
-                            gguf::role(&s.name) == Role::Projector
-                                && o.files.iter().any(|f| f.name == s.name)
-                        }));
-                    }
-                    set
-                }
-            } else if let Some(set) = offered.iter().find(|o| o.variant.eq_ignore_ascii_case(v)) {
-                pick_set(siblings, set)
-            } else if labels
-                .iter()
-                .filter(|(label, _)| label.eq_ignore_ascii_case(v))
-                .count()
-                > 1
-            {
-                // A label that several unrelated models share names none of them.
-                let which: Vec<String> = labels
-                    .iter()
-                    .filter(|(label, _)| label.eq_ignore_ascii_case(v))
-                    .map(|(_, set)| {
-                        let files: Vec<&str> = set
-                            .files
-                            .iter()
-                            .filter(|f| gguf::role(&f.name) == Role::Model)
-                            .map(|f| f.name.as_str())
-                            .collect();
-                        format!("{} ({})", set.variant, files.join(", "))
-                    })
-                    .collect();
-                return Err(DownloadError::Choice(format!(
-                    "variant {v:?} names several models of the repo: {}; name one by its variant or file name",
-                    which.join("; ")
-                )));
-            } else {
-                return Err(DownloadError::Choice(format!(
-                    "variant {v:?} is not in the repo; it offers: {}",
-                    if offered.is_empty() {
-                        "nothing downloadable".to_string()
-                    } else {
-                        names()
-                    }
-                )));
-            }
-        }
+        Some(v) => pick_named(siblings, &labels, &offered, v)?,
     };
     check_whole(&pick)?;
     let files = pick
@@ -412,6 +330,111 @@ pub fn choose(siblings: &[Sibling], variant: Option<&str>) -> Result<FileSet, Do
         None => offered[0].variant.clone(),
     };
     Ok(FileSet { variant, files })
+}
+
+/// The offered variants' names, for messages.
+fn variant_names(offered: &[FileSet]) -> String {
+    offered
+        .iter()
+        .map(|v| v.variant.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The files `v` names: a file's whole group (a model file's, with its projector), a
+/// variant's set, or a refusal saying what the repo offers.
+fn pick_named<'a>(
+    siblings: &'a [Sibling],
+    labels: &[(String, FileSet)],
+    offered: &[FileSet],
+    v: &str,
+) -> Result<Vec<&'a Sibling>, DownloadError> {
+    // A file name (a shard, a single GGUF): its whole group, plus companions for
+    // safetensors.
+    if let Some(file) = siblings.iter().find(|s| s.name == v) {
+        return pick_file(siblings, offered, file, v);
+    }
+    if let Some(set) = offered.iter().find(|o| o.variant.eq_ignore_ascii_case(v)) {
+        return Ok(pick_set(siblings, set));
+    }
+    if labels
+        .iter()
+        .filter(|(label, _)| label.eq_ignore_ascii_case(v))
+        .count()
+        > 1
+    {
+        // A label that several unrelated models share names none of them.
+        let which: Vec<String> = labels
+            .iter()
+            .filter(|(label, _)| label.eq_ignore_ascii_case(v))
+            .map(|(_, set)| {
+                let files: Vec<&str> = set
+                    .files
+                    .iter()
+                    .filter(|f| gguf::role(&f.name) == Role::Model)
+                    .map(|f| f.name.as_str())
+                    .collect();
+                format!("{} ({})", set.variant, files.join(", "))
+            })
+            .collect();
+        return Err(DownloadError::Choice(format!(
+            "variant {v:?} names several models of the repo: {}; name one by its variant or file name",
+            which.join("; ")
+        )));
+    }
+    Err(DownloadError::Choice(format!(
+        "variant {v:?} is not in the repo; it offers: {}",
+        if offered.is_empty() {
+            "nothing downloadable".to_string()
+        } else {
+            variant_names(offered)
+        }
+    )))
+}
+
+/// The files that come with `file` (named `v`): a model file's whole shard group and its
+/// variant's projector, or the safetensors set; a projector or another non-model GGUF is
+/// refused.
+fn pick_file<'a>(
+    siblings: &'a [Sibling],
+    offered: &[FileSet],
+    file: &Sibling,
+    v: &str,
+) -> Result<Vec<&'a Sibling>, DownloadError> {
+    let key = group_key(&file.name);
+    if gguf::is_gguf(&file.name) {
+        match gguf::role(&file.name) {
+            Role::Model => {}
+            Role::Projector => {
+                return Err(DownloadError::Choice(format!(
+                    "{v} is a multimodal projector, not a model: name the model's variant ({}); its projector comes with it",
+                    variant_names(offered)
+                )));
+            }
+            Role::Other(what) => {
+                return Err(DownloadError::Choice(format!(
+                    "{v} is {what}, not a model: name a variant ({})",
+                    variant_names(offered)
+                )));
+            }
+        }
+    }
+    Ok(if file.name.ends_with(".safetensors") {
+        let set = offered.iter().find(|o| o.variant == "safetensors");
+        set.map(|s| pick_set(siblings, s)).unwrap_or_default()
+    } else {
+        let mut set: Vec<&Sibling> = siblings
+            .iter()
+            .filter(|s| group_key(&s.name) == key)
+            .collect();
+        // The projector that comes with the variant this file is of.
+        if let Some(o) = offered.iter().find(|o| o.files.iter().any(|f| f.name == v)) {
+            set.extend(siblings.iter().filter(|s| {
+                gguf::role(&s.name) == Role::Projector && o.files.iter().any(|f| f.name == s.name)
+            }));
+        }
+        set
+    })
 }
 
 /// Globs of file names at most, in `include` and in `exclude` each.
