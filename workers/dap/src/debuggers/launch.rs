@@ -9,6 +9,7 @@
 //! object merged onto theirs), never instead of it.
 
 use super::*;
+use crate::client::DapClient;
 
 impl Debuggers {
     // ---- launch and attach ----------------------------------------------------------------
@@ -363,24 +364,7 @@ impl Debuggers {
         })?;
         let start = self.config.start_timeout();
         let started = Instant::now();
-        let mut init = Map::new();
-        init.insert("clientID".into(), json!("toolvisor"));
-        init.insert("clientName".into(), json!("toolvisor"));
-        init.insert("adapterID".into(), json!(session.adapter));
-        init.insert("locale".into(), json!("en-US"));
-        init.insert("linesStartAt1".into(), json!(true));
-        init.insert("columnsStartAt1".into(), json!(true));
-        init.insert("pathFormat".into(), json!("path"));
-        init.insert("supportsVariableType".into(), json!(true));
-        let caps = client
-            .request("initialize", Some(Value::Object(init)), start)
-            .await;
-        let caps = match caps {
-            Ok(c) => c,
-            Err(e) => return Err(self.dap_error(session, request, e).await),
-        };
-        client.set_supports_cancel(caps["supportsCancelRequest"].as_bool().unwrap_or(false));
-        *lock(&session.capabilities) = caps.clone();
+        let caps = self.initialize(session, &client, request, start).await?;
         let pending = match client.send(request, Some(arguments)) {
             Ok(p) => p,
             Err(e) => return Err(self.dap_error(session, request, e).await),
@@ -395,25 +379,8 @@ impl Debuggers {
         if let Some(Err(e)) = answered {
             return Err(self.dap_error(session, request, e).await);
         }
-        let left = start.saturating_sub(started.elapsed());
-        if !session
-            .wait_until(left, |s| s.initialized || s.closed.is_some())
-            .await
-        {
-            return Err(err(
-                ErrorKind::Timeout,
-                format!(
-                    "debug {request}: the adapter did not say `initialized` within {} s",
-                    start.as_secs()
-                ),
-                "the adapter may be hung or the program may not start; `[debug] start_timeout_s` sets the wait",
-            ));
-        }
-        if session.state().closed.is_some() {
-            return Err(self
-                .dap_error(session, request, DapError::Closed(String::new()))
-                .await);
-        }
+        self.await_initialized(session, request, start, started)
+            .await?;
         // Configuration: breakpoints, function breakpoints, exception filters, done.
         let (verdicts, function_verdicts) = self.configure(session, slot, request).await?;
         if caps["supportsConfigurationDoneRequest"]
@@ -424,24 +391,8 @@ impl Debuggers {
                 .await?;
         }
         if answered.is_none() {
-            let left = start
-                .saturating_sub(started.elapsed())
-                .max(Duration::from_secs(1));
-            let a = tokio::time::timeout(left, &mut answer).await;
-            match a {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Err(self.dap_error(session, request, e).await),
-                Err(_) => {
-                    return Err(err(
-                        ErrorKind::Timeout,
-                        format!(
-                            "debug {request}: the adapter did not answer `{request}` within {} s",
-                            start.as_secs()
-                        ),
-                        "`[debug] start_timeout_s` sets the wait",
-                    ));
-                }
-            }
+            self.late_answer(session, request, answer, start, started)
+                .await?;
         }
         session.update(|s| {
             if s.phase == Phase::Starting {
@@ -467,6 +418,93 @@ impl Debuggers {
         }
         out["session"] = summary(session);
         Ok(out)
+    }
+
+    /// `initialize`: the adapter's capabilities, kept on the session.
+    async fn initialize(
+        &self,
+        session: &Arc<Session>,
+        client: &DapClient,
+        request: &str,
+        start: Duration,
+    ) -> Result<Value, ToolError> {
+        let mut init = Map::new();
+        init.insert("clientID".into(), json!("toolvisor"));
+        init.insert("clientName".into(), json!("toolvisor"));
+        init.insert("adapterID".into(), json!(session.adapter));
+        init.insert("locale".into(), json!("en-US"));
+        init.insert("linesStartAt1".into(), json!(true));
+        init.insert("columnsStartAt1".into(), json!(true));
+        init.insert("pathFormat".into(), json!("path"));
+        init.insert("supportsVariableType".into(), json!(true));
+        let caps = client
+            .request("initialize", Some(Value::Object(init)), start)
+            .await;
+        let caps = match caps {
+            Ok(c) => c,
+            Err(e) => return Err(self.dap_error(session, request, e).await),
+        };
+        client.set_supports_cancel(caps["supportsCancelRequest"].as_bool().unwrap_or(false));
+        *lock(&session.capabilities) = caps.clone();
+        Ok(caps)
+    }
+
+    /// Waits for the adapter's `initialized` event, within what is left of the start timeout.
+    async fn await_initialized(
+        &self,
+        session: &Arc<Session>,
+        request: &str,
+        start: Duration,
+        started: Instant,
+    ) -> Result<(), ToolError> {
+        let left = start.saturating_sub(started.elapsed());
+        if !session
+            .wait_until(left, |s| s.initialized || s.closed.is_some())
+            .await
+        {
+            return Err(err(
+                ErrorKind::Timeout,
+                format!(
+                    "debug {request}: the adapter did not say `initialized` within {} s",
+                    start.as_secs()
+                ),
+                "the adapter may be hung or the program may not start; `[debug] start_timeout_s` sets the wait",
+            ));
+        }
+        if session.state().closed.is_some() {
+            return Err(self
+                .dap_error(session, request, DapError::Closed(String::new()))
+                .await);
+        }
+        Ok(())
+    }
+
+    /// Waits for the answer to `request` that had not come before the configuration, for
+    /// what is left of the start timeout (at least a second).
+    async fn late_answer(
+        &self,
+        session: &Arc<Session>,
+        request: &str,
+        answer: std::pin::Pin<&mut impl std::future::Future<Output = Result<Value, DapError>>>,
+        start: Duration,
+        started: Instant,
+    ) -> Result<(), ToolError> {
+        let left = start
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_secs(1));
+        let a = tokio::time::timeout(left, answer).await;
+        match a {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(self.dap_error(session, request, e).await),
+            Err(_) => Err(err(
+                ErrorKind::Timeout,
+                format!(
+                    "debug {request}: the adapter did not answer `{request}` within {} s",
+                    start.as_secs()
+                ),
+                "`[debug] start_timeout_s` sets the wait",
+            )),
+        }
     }
 }
 
