@@ -107,39 +107,14 @@ impl<'a> AskUser<'a> {
     }
 }
 
+/// `ask_user`: the question goes to the run's question port; the answer is the person's
+/// answer or skip, or why nobody answered.
 pub async fn ask_user(
     cx: &AskUser<'_>,
     ctx: &CallCtx,
     args: AskUserArgs,
 ) -> Result<Json, ToolError> {
-    if args.question.trim().is_empty() {
-        return Err(invalid(
-            "`question` is empty".into(),
-            "ask one clear question",
-        ));
-    }
-    let mut seen = std::collections::HashSet::new();
-    for (i, o) in args.options.iter().enumerate() {
-        if o.label.trim().is_empty() {
-            return Err(invalid(
-                format!("option {} has an empty label", i + 1),
-                "give every option a short, distinct label",
-            ));
-        }
-        if !seen.insert(o.label.as_str()) {
-            return Err(invalid(
-                format!("two options are labelled {:?}", o.label),
-                "give every option a distinct label",
-            ));
-        }
-    }
-    let allow_free_text = args.allow_free_text.unwrap_or(args.options.is_empty());
-    if args.options.is_empty() && !allow_free_text {
-        return Err(invalid(
-            "no options and `allow_free_text: false`: nothing could answer this question".into(),
-            "give options, or allow free text",
-        ));
-    }
+    let allow_free_text = check_question(&args)?;
     let run_id = ctx.run_id.clone();
     let question = Question {
         question_id: 0,
@@ -173,48 +148,8 @@ pub async fn ask_user(
     let limit = cx.timeout;
     let resolution = tokio::time::timeout(limit, &mut asked.rx).await;
     match resolution {
-        Ok(Ok(Resolution::Answered(a))) if a.skipped => to_json(&AskUserOutput {
-            question_id,
-            selected: Vec::new(),
-            text: None,
-            skipped: true,
-            guidance: Some(format!("The person skipped this question: {GUIDANCE}.")),
-        }),
-        Ok(Ok(Resolution::Answered(a))) => to_json(&AskUserOutput {
-            question_id,
-            selected: a.selected,
-            text: a.text,
-            skipped: false,
-            guidance: None,
-        }),
-        Ok(Ok(Resolution::Refused(why))) => Err(ToolError::new(
-            ErrorKind::InvalidArgs,
-            format!(
-                "the person's client sent {MAX_REFUSED_ANSWERS} answers to question {question_id} that this question does not accept (the last: {why})"
-            ),
-            "ask again with options that cover what the person wants to say, or with allow_free_text: true",
-        )),
-        Ok(Ok(Resolution::NoPerson(why))) => {
-            tracing::info!(question = question_id, %why, "ask_user: no person saw the question");
-            let mut err = no_human(&run_id);
-            err.message = format!(
-                "no person saw question {question_id}, so nobody skipped it: {why}; {}",
-                err.message
-            );
-            Err(err)
-        }
-        Ok(Ok(Resolution::PortGone)) | Ok(Err(_)) => {
-            tracing::info!(
-                question = question_id,
-                "ask_user: the port left with the question pending"
-            );
-            let mut err = no_human(&run_id);
-            err.message = format!(
-                "the person's client disconnected while question {question_id} was pending; {}",
-                err.message
-            );
-            Err(err)
-        }
+        Ok(Ok(resolution)) => resolved(resolution, question_id, &run_id),
+        Ok(Err(_)) => Err(port_gone(question_id, &run_id)),
         Err(_) => {
             tracing::info!(
                 question = question_id,
@@ -232,6 +167,91 @@ pub async fn ask_user(
             ))
         }
     }
+}
+
+/// Refuses a question that is empty, has an option without a label or two with the same
+/// one, or that nothing could answer; whether it takes free text.
+fn check_question(args: &AskUserArgs) -> Result<bool, ToolError> {
+    if args.question.trim().is_empty() {
+        return Err(invalid(
+            "`question` is empty".into(),
+            "ask one clear question",
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, o) in args.options.iter().enumerate() {
+        if o.label.trim().is_empty() {
+            return Err(invalid(
+                format!("option {} has an empty label", i + 1),
+                "give every option a short, distinct label",
+            ));
+        }
+        if !seen.insert(o.label.as_str()) {
+            return Err(invalid(
+                format!("two options are labelled {:?}", o.label),
+                "give every option a distinct label",
+            ));
+        }
+    }
+    let allow_free_text = args.allow_free_text.unwrap_or(args.options.is_empty());
+    if args.options.is_empty() && !allow_free_text {
+        return Err(invalid(
+            "no options and `allow_free_text: false`: nothing could answer this question".into(),
+            "give options, or allow free text",
+        ));
+    }
+    Ok(allow_free_text)
+}
+
+/// What the question's resolution answers the model.
+fn resolved(resolution: Resolution, question_id: u64, run_id: &str) -> Result<Json, ToolError> {
+    match resolution {
+        Resolution::Answered(a) if a.skipped => to_json(&AskUserOutput {
+            question_id,
+            selected: Vec::new(),
+            text: None,
+            skipped: true,
+            guidance: Some(format!("The person skipped this question: {GUIDANCE}.")),
+        }),
+        Resolution::Answered(a) => to_json(&AskUserOutput {
+            question_id,
+            selected: a.selected,
+            text: a.text,
+            skipped: false,
+            guidance: None,
+        }),
+        Resolution::Refused(why) => Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!(
+                "the person's client sent {MAX_REFUSED_ANSWERS} answers to question {question_id} that this question does not accept (the last: {why})"
+            ),
+            "ask again with options that cover what the person wants to say, or with allow_free_text: true",
+        )),
+        Resolution::NoPerson(why) => {
+            tracing::info!(question = question_id, %why, "ask_user: no person saw the question");
+            let mut err = no_human(run_id);
+            err.message = format!(
+                "no person saw question {question_id}, so nobody skipped it: {why}; {}",
+                err.message
+            );
+            Err(err)
+        }
+        Resolution::PortGone => Err(port_gone(question_id, run_id)),
+    }
+}
+
+/// The person's client went away with question `question_id` pending.
+fn port_gone(question_id: u64, run_id: &str) -> ToolError {
+    tracing::info!(
+        question = question_id,
+        "ask_user: the port left with the question pending"
+    );
+    let mut err = no_human(run_id);
+    err.message = format!(
+        "the person's client disconnected while question {question_id} was pending; {}",
+        err.message
+    );
+    err
 }
 
 /// The tier commands of the configuration.
