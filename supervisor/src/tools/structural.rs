@@ -16,12 +16,12 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{AstEditArgs, AstGrepArgs, ResolveAction, ResolveArgs};
 use toolvisor_structural::Error;
-use toolvisor_structural::rewrite::{self, shown};
+use toolvisor_structural::rewrite::{self, Proposal, shown};
 use toolvisor_structural::search::{self, SearchRequest};
 
 use toolvisor_files::Files;
 use toolvisor_lsp::LanguageServers;
-use toolvisor_structural::store::EditStore;
+use toolvisor_structural::store::{EditStore, Staged};
 
 use super::{CallCtx, Services};
 
@@ -396,55 +396,11 @@ pub(crate) async fn ast_edit(
         .iter()
         .map(|f| json!({"path": shown(&f.path, &workdir), "replacements": f.replacements}))
         .collect();
-    let mut notes = Vec::new();
-    if proposal.nested > 0 {
-        notes.push(format!(
-            "{} match(es) lie inside another replaced match and were not rewritten on their own (the outer rewrite keeps their original text); accept, then run ast_edit again to rewrite them",
-            proposal.nested
-        ));
-    }
-    if proposal.unchanged > 0 {
-        notes.push(format!(
-            "{} match(es) already read as the rewrite: nothing to change there",
-            proposal.unchanged
-        ));
-    }
+    let notes = proposal_notes(&proposal);
     let Some(staged) = staged else {
-        return Ok(json!({
-            "edit_id": null,
-            "summary": format!(
-                "(proposed) 0 replacements: nothing to change in {} {} files; nothing was staged",
-                proposal.files_searched, proposal.language
-            ),
-            "replacements": 0,
-            "files": files,
-            "language": proposal.language,
-            "language_note": proposal.language_note,
-            "pattern_context": proposal.pattern_context,
-            "notes": notes,
-            "files_searched": proposal.files_searched,
-            "skipped": skipped_json(&proposal.skipped, &workdir),
-            "skipped_total": proposal.skipped_total,
-        }));
+        return Ok(nothing_staged(&proposal, files, notes, &workdir));
     };
-    let mut named: Vec<String> = proposal
-        .files
-        .iter()
-        .take(SUMMARY_FILES)
-        .map(|f| format!("{} {}", shown(&f.path, &workdir), f.replacements))
-        .collect();
-    if proposal.files.len() > SUMMARY_FILES {
-        named.push("…".into());
-    }
-    let summary = format!(
-        "(proposed) {} replacement{} in {} file{} ({}); nothing is written yet … call resolve with edit_id \"{}\" (action \"accept\" writes every file or none, \"discard\" drops it)",
-        staged.replacements,
-        if staged.replacements == 1 { "" } else { "s" },
-        staged.files,
-        if staged.files == 1 { "" } else { "s" },
-        named.join(", "),
-        staged.id
-    );
+    let summary = staged_summary(&staged, &proposal, &workdir);
     Ok(json!({
         "edit_id": staged.id,
         "summary": summary,
@@ -460,6 +416,72 @@ pub(crate) async fn ast_edit(
         "skipped": skipped_json(&proposal.skipped, &workdir),
         "skipped_total": proposal.skipped_total,
     }))
+}
+
+/// The answer when the rewrite changes nothing: no edit is staged.
+fn nothing_staged(
+    proposal: &Proposal,
+    files: Vec<Json>,
+    notes: Vec<String>,
+    workdir: &Path,
+) -> Json {
+    json!({
+        "edit_id": null,
+        "summary": format!(
+            "(proposed) 0 replacements: nothing to change in {} {} files; nothing was staged",
+            proposal.files_searched, proposal.language
+        ),
+        "replacements": 0,
+        "files": files,
+        "language": proposal.language,
+        "language_note": proposal.language_note,
+        "pattern_context": proposal.pattern_context,
+        "notes": notes,
+        "files_searched": proposal.files_searched,
+        "skipped": skipped_json(&proposal.skipped, workdir),
+        "skipped_total": proposal.skipped_total,
+    })
+}
+
+/// What the model should know about matches the proposal left alone: nested in another
+/// replaced match, or already reading as the rewrite.
+fn proposal_notes(proposal: &Proposal) -> Vec<String> {
+    let mut notes = Vec::new();
+    if proposal.nested > 0 {
+        notes.push(format!(
+            "{} match(es) lie inside another replaced match and were not rewritten on their own (the outer rewrite keeps their original text); accept, then run ast_edit again to rewrite them",
+            proposal.nested
+        ));
+    }
+    if proposal.unchanged > 0 {
+        notes.push(format!(
+            "{} match(es) already read as the rewrite: nothing to change there",
+            proposal.unchanged
+        ));
+    }
+    notes
+}
+
+/// The staged edit in one line: its replacements and first files, and how to resolve it.
+fn staged_summary(staged: &Staged, proposal: &Proposal, workdir: &Path) -> String {
+    let mut named: Vec<String> = proposal
+        .files
+        .iter()
+        .take(SUMMARY_FILES)
+        .map(|f| format!("{} {}", shown(&f.path, workdir), f.replacements))
+        .collect();
+    if proposal.files.len() > SUMMARY_FILES {
+        named.push("…".into());
+    }
+    format!(
+        "(proposed) {} replacement{} in {} file{} ({}); nothing is written yet … call resolve with edit_id \"{}\" (action \"accept\" writes every file or none, \"discard\" drops it)",
+        staged.replacements,
+        if staged.replacements == 1 { "" } else { "s" },
+        staged.files,
+        if staged.files == 1 { "" } else { "s" },
+        named.join(", "),
+        staged.id
+    )
 }
 
 pub(crate) async fn resolve(
