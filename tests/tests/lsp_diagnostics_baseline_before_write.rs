@@ -111,3 +111,39 @@ fn an_ast_edit_accept_reports_no_pre_existing_typescript_error() {
     );
     assert!(v["text"].as_str().unwrap().contains("perimeter"), "{v}");
 }
+
+/// A tenth probe (wcwidth 0.9.5): after `lsp_rename` of `width` to `text_width`, an error that
+/// was there before — its message naming the function (`in function "width"`) — came back as
+/// new, now naming `text_width`. What the run was told of the renamed files is renamed too.
+#[test]
+fn a_rename_does_not_report_an_old_error_under_the_new_name() {
+    require("pyright-langserver");
+    let p = project(&[
+        ("pyproject.toml", ""),
+        ("pkg/__init__.py", ""),
+        ("pkg/w.py", "def width(s: str) -> int:\n    return len(s)\n"),
+        ("pkg/t.py", "from pkg.w import width\n\nX = width(1)\n"),
+    ]);
+    let d = TestDaemon::start(&lsp_config(""));
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp",
+        json!({"op": "diagnostics", "file": "pkg/t.py"}),
+    );
+    assert!(
+        v["text"].as_str().unwrap().contains("\"width\""),
+        "the old error names the function: {v}"
+    );
+    let v = ok_in(
+        &d,
+        p.path(),
+        "lsp_rename",
+        json!({"file": "pkg/w.py", "line": 1, "symbol": "width", "new_name": "text_width"}),
+    );
+    assert_eq!(
+        v["diagnostics"]["new"],
+        json!([]),
+        "an old error under the new name is reported as new: {v}"
+    );
+}

@@ -500,7 +500,8 @@ impl LanguageServers {
                 .preview_rename(ctx, &opened, &args, edit, &word, gap)
                 .await;
         }
-        self.apply_rename(ctx, &opened, &args, edit, gap).await
+        self.apply_rename(ctx, &opened, &args, edit, &word, gap)
+            .await
     }
 
     /// Where the server offers `prepareRename`, whether it will rename `what` at `pos` (a
@@ -636,6 +637,7 @@ impl LanguageServers {
         opened: &Opened,
         args: &LspRenameArgs,
         edit: Value,
+        word: &str,
         gap: Option<String>,
     ) -> Result<Value, ToolError> {
         let enc = opened.conn.encoding;
@@ -669,6 +671,8 @@ impl LanguageServers {
             &ctx.workdir,
         );
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
+        // What the run was told of these files now names the new name.
+        self.ledger.renamed(&ctx.run, &paths, word, &args.new_name);
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
         text.push_str(diags["text"].as_str().unwrap_or(""));
         let mut answer =

@@ -86,6 +86,25 @@ pub fn key_message(message: &str) -> String {
         .join("\"")
 }
 
+/// `text` with each whole-word `old` made `new`.
+fn replace_word(text: &str, old: &str, new: &str) -> String {
+    if old.is_empty() {
+        return text.to_string();
+    }
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(old) {
+        let whole = !rest[..at].chars().next_back().is_some_and(is_word)
+            && !rest[at + old.len()..].chars().next().is_some_and(is_word);
+        out.push_str(&rest[..at]);
+        out.push_str(if whole { new } else { old });
+        rest = &rest[at + old.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Default `[lsp] ledger_run_idle_s`: a run without diagnostics for this long is forgotten.
 pub const DEFAULT_RUN_IDLE: Duration = Duration::from_secs(6 * 60 * 60);
 /// Default `[lsp] ledger_max_runs`.
@@ -182,6 +201,31 @@ impl Ledger {
         fresh
     }
 
+    /// A rename of `old` to `new` wrote `paths`: what `run` was told of them is told again with
+    /// the new name (in each message and line text, as a whole word), so an error that only
+    /// names the renamed symbol (pyright: "`width` is not a known attribute") is not news
+    /// after the rename.
+    pub fn renamed(&self, run: &str, paths: &[PathBuf], old: &str, new: &str) {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(entry) = runs.get_mut(run) else {
+            return;
+        };
+        let swap = |s: &str| replace_word(s, old, new);
+        for path in paths {
+            if let Some((_, keys)) = entry.files.get_mut(path) {
+                *keys = std::mem::take(keys)
+                    .into_iter()
+                    .map(|((sev, code, message), lines)| {
+                        (
+                            (sev, code, swap(&message)),
+                            lines.iter().map(|l| swap(l)).collect(),
+                        )
+                    })
+                    .collect();
+            }
+        }
+    }
+
     /// Whether `run` holds a diagnostics list for `path` as it is now (it was told about the
     /// file, or took the file's diagnostics before a write as its baseline, and nothing
     /// changed the file since).
@@ -227,6 +271,25 @@ mod tests {
 
     fn at(msg: &str, line: &str) -> Mark {
         ((1, "E1".into(), msg.into()), line.into())
+    }
+
+    #[test]
+    fn a_rename_tells_the_run_its_old_errors_with_the_new_name() {
+        let l = Ledger::default();
+        let p = Path::new("/t.py");
+        let e = "\"width\" is not a known attribute of module";
+        assert_eq!(l.fold("r", p, &[at(e, "x = w.width(s)")]), vec![0]);
+        l.renamed("r", &[p.to_path_buf()], "width", "text_width");
+        let renamed = "\"text_width\" is not a known attribute of module";
+        assert!(
+            l.fold("r", p, &[at(renamed, "x = w.text_width(s)")])
+                .is_empty(),
+            "the old error with the new name is news"
+        );
+        assert_eq!(
+            replace_word("width widths _width width", "width", "w2"),
+            "w2 widths _width w2"
+        );
     }
 
     #[test]
