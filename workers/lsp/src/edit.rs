@@ -572,7 +572,7 @@ impl LanguageServers {
         let named = |path: &Path, line: u32| {
             ctx.read_text(path).ok().is_some_and(|text| {
                 position::line_text(&text, line as usize)
-                    .is_some_and(|l| position::whole_word_in(l, word))
+                    .is_some_and(|l| crate::hidden_uses::has_word(l, word))
             })
         };
         let mut left: Vec<(PathBuf, u32)> = crate::render::locations(&found)

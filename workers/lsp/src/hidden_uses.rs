@@ -551,7 +551,7 @@ fn identifier(s: &str) -> &str {
 }
 
 /// Whether `word` stands in `code` as a whole word.
-fn has_word(code: &str, word: &str) -> bool {
+pub(crate) fn has_word(code: &str, word: &str) -> bool {
     let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
     code.match_indices(word).any(|(at, _)| {
         !is_word(code[..at].chars().next_back()) && !is_word(code[at + word.len()..].chars().next())

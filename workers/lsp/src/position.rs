@@ -81,15 +81,6 @@ pub fn occurrences(line: &str, symbol: &str) -> Vec<usize> {
     line.match_indices(symbol).map(|(i, _)| i).collect()
 }
 
-/// Whether `word` stands in `line` as a whole identifier.
-pub fn whole_word_in(line: &str, word: &str) -> bool {
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    occurrences(line, word).into_iter().any(|i| {
-        !line[..i].chars().next_back().is_some_and(is_word)
-            && !line[i + word.len()..].chars().next().is_some_and(is_word)
-    })
-}
-
 /// The identifier the span `byte..byte + len` of `line` lies in, when it is longer than the
 /// span (`Segment` in `Segments`): what a server answers about at that position.
 pub fn enclosing_word(line: &str, byte: usize, len: usize) -> Option<String> {

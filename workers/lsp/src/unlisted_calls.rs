@@ -13,8 +13,8 @@
 
 use std::path::Path;
 
-use ast_grep_core::Node;
 use ast_grep_core::tree_sitter::StrDoc;
+use ast_grep_core::{Language, Node};
 use ast_grep_language::{LanguageExt, SupportLang};
 use serde_json::Value;
 
@@ -38,12 +38,12 @@ type SgNode<'r> = Node<'r, StrDoc<SupportLang>>;
 
 /// The languages whose servers' gaps this knows: TypeScript and JavaScript.
 fn language_of(path: &Path) -> Option<SupportLang> {
-    match path.extension()?.to_str()? {
-        "ts" | "mts" | "cts" => Some(SupportLang::TypeScript),
-        "tsx" => Some(SupportLang::Tsx),
-        "js" | "jsx" | "mjs" | "cjs" => Some(SupportLang::JavaScript),
-        _ => None,
-    }
+    SupportLang::from_path(path).filter(|l| {
+        matches!(
+            l,
+            SupportLang::TypeScript | SupportLang::Tsx | SupportLang::JavaScript
+        )
+    })
 }
 
 /// Nodes a call hierarchy item can be: a function of some kind, or a class.

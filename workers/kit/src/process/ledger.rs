@@ -101,7 +101,7 @@ impl Record {
 }
 
 /// This process's pid and start time, which identify it as a record's owner.
-fn this_process() -> (u32, u64) {
+pub(super) fn this_process() -> (u32, u64) {
     static START: OnceLock<u64> = OnceLock::new();
     let pid = std::process::id();
     (pid, *START.get_or_init(|| start_time(pid).unwrap_or(0)))

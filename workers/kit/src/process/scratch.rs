@@ -31,8 +31,8 @@ pub fn base() -> PathBuf {
 
 /// This daemon's directory in [`base`]: `<pid>.<start time>`.
 fn incarnation() -> PathBuf {
-    let pid = std::process::id();
-    base().join(format!("{pid}.{}", start_time(pid).unwrap_or(0)))
+    let (pid, start) = super::ledger::this_process();
+    base().join(format!("{pid}.{start}"))
 }
 
 /// Makes a new scratch directory for the child labelled `label`.
