@@ -5,8 +5,8 @@
 //! Rules, one renderer for every tool:
 //! - A header line of the result's scalar facts (`total: 12 · complete: true`), nulls left
 //!   out, and `false` left out for the flags whose absence says it (`truncated`, `timed_out`,
-//!   `outside`, `eof` is kept); `readiness` only when the server was not ready (with what it
-//!   was doing) for an answer not complete; the language server block only as `server: NAME starting` on a result
+//!   `outside`, `eof` is kept); `readiness` only when the server was not ready (with how far
+//!   along it is, when it gives a count) for an answer not complete; the language server block only as `server: NAME starting` on a result
 //!   without `readiness`.
 //! - The result's own rendering when it has one (`text`: lsp's `path:line: text` lines, a
 //!   write's diagnostics), else its main body (`content` of `read`, `output` of `grep`,
@@ -96,7 +96,9 @@ pub fn render(tool: &str, value: &Json) -> String {
                     .get("server")
                     .and_then(|o| o.get("indexing"))
                     .and_then(Json::as_str)
-                    .filter(|d| !d.is_empty());
+                    // How far along, when the server says (`23 files to analyze`); a phase
+                    // without a count (`scanning the workspace…`) adds nothing to `indexing`.
+                    .filter(|d| d.chars().any(|c| c.is_ascii_digit()));
                 let complete = map.get("complete") == Some(&Json::Bool(true));
                 match doing {
                     _ if s == "ready" || complete => {}
@@ -368,6 +370,13 @@ mod tests {
             "lsp: complete: false · readiness: indexing (23 files to analyze) · total: 0\nno references found"
         );
         // An edit's server, whatever its state, is not the model's business; one starting is.
+        let phase = json!({"complete": false, "readiness": "indexing", "total": 1,
+            "server": {"name": "pyright-langserver", "state": "indexing", "indexing": "scanning the workspace for source files"},
+            "text": "a.py:3: def f():\n"});
+        assert_eq!(
+            render("lsp", &phase),
+            "lsp: complete: false · readiness: indexing · total: 1\na.py:3: def f():"
+        );
         let edit = json!({"edits": 1, "server": {"name": "pyright-langserver", "state": "indexing"}, "text": "done\n"});
         assert_eq!(render("lsp_edit", &edit), "lsp_edit: edits: 1\ndone");
         let starting = json!({"edits": 1, "server": {"name": "pyright-langserver", "state": "starting"}, "text": "done\n"});

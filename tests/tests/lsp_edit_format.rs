@@ -27,7 +27,10 @@ fn clangd_formats_a_file() {
         "{main}\n{v}"
     );
     assert!(
-        v["text"].as_str().unwrap().starts_with("formatted main.c:"),
+        v["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("formatted main.c\n"),
         "{v}"
     );
     let v = ok_in(&d, w, "lsp_edit", json!({"op": "format", "file": "main.c"}));

@@ -44,7 +44,7 @@ fn pyright_replaces_and_inserts_by_symbol_path() {
         v["text"]
             .as_str()
             .unwrap()
-            .starts_with("replaced method `Greeter/greet` (app/models.py:4-5): 1 edit"),
+            .starts_with("replaced method `Greeter/greet` (app/models.py:4-5)\n"),
         "{v}"
     );
     // The caller in the other file imports the edited one: the edit reports its new error

@@ -490,26 +490,27 @@ impl LanguageServers {
 }
 
 /// The write's line about the importers of what it wrote: how many were checked, how many
-/// only through other files, and where the search stopped.
+/// only through other files, and where the search stopped. The modules imported are what
+/// the write wrote (the files themselves are the answer's `dependents.checked`).
 fn importers_line(found: &Importers, checked: usize, has_checker: bool) -> String {
     let n = found.files.len();
-    let names = found.names.join(", ");
+    let it = if found.names.len() > 1 { "them" } else { "it" };
     let through = match found.indirect {
         0 => String::new(),
-        k => format!(", {k} of them through other files"),
+        k => format!(", {k} indirectly"),
     };
-    if checked == n && !found.cut {
-        let files = if n == 1 { "file" } else { "files" };
-        return format!("(also checked the {n} {files} that import {names}{through})");
-    }
-    let mut line = format!("(also checked {checked} of the {n} files that import {names}{through}");
-    if found.cut {
-        line.push_str(&format!(
-            "; more may exist: at most {DEPENDENTS_MAX} are looked at"
-        ));
-        if has_checker {
-            line.push_str("; `lsp diagnostics` with file \"*\" checks the whole project");
+    let files = if n == 1 { "file" } else { "files" };
+    let mut line = match checked == n {
+        true if !found.cut => {
+            return format!("(also checked the {n} {files} importing {it}{through})");
         }
+        true => format!("(also checked {n} {files} importing {it}{through}, and stopped there"),
+        false => format!("(also checked {checked} of the {n} {files} importing {it}{through}"),
+    };
+    if found.cut && has_checker {
+        line.push_str(": `lsp diagnostics` with file \"*\" checks the whole project");
+    } else if found.cut {
+        line.push_str(&format!("; at most {DEPENDENTS_MAX} are looked at"));
     }
     line.push(')');
     line
@@ -646,7 +647,7 @@ mod tests {
         let line = importers_line(&found, 5, true);
         assert_eq!(
             line,
-            "(also checked the 5 files that import queryCache, 4 of them through other files)"
+            "(also checked the 5 files importing it, 4 indirectly)"
         );
         assert!(imports_relative(
             "import a from '../core.js'",
@@ -695,8 +696,7 @@ mod tests {
         assert!(none.files.is_empty() && !none.cut);
         let line = importers_line(&found, 20, true);
         assert!(
-            line.starts_with("(also checked 20 of the 20 files that import core; more may exist")
-                && line.contains("file \"*\" checks the whole project"),
+            line == "(also checked 20 files importing it, and stopped there: `lsp diagnostics` with file \"*\" checks the whole project)",
             "{line}"
         );
     }

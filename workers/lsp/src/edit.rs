@@ -685,17 +685,16 @@ impl LanguageServers {
 /// Files listed by name in [`edits_line`], at most (the JSON's `files` has them all).
 const EDITED_FILES_SHOWN: usize = 10;
 
-/// What an edit wrote, one line: `{what}: 1 edit` when `what` names the one file changed (else
-/// `… in PATH`), `{what}: 13 edits in 3 files: a.py (1), b.py (3), c.py (9)` for several.
+/// What an edit wrote, one line (the count of edits is the answer's `edits`): `{what}` when
+/// `what` names the one file changed (else `… in PATH`), `{what} in 3 files: a.py (1), b.py
+/// (3), c.py (9)` for several.
 pub(crate) fn edits_line(what: &str, changes: &[FileChange], workdir: &Path) -> String {
-    let total: usize = changes.iter().map(|c| c.edits).sum();
-    let edits = if total == 1 { "edit" } else { "edits" };
     match changes {
         [one] => {
             let shown = show_path(&one.path, workdir);
             match what.contains(&shown) {
-                true => format!("{what}: {total} {edits}\n"),
-                false => format!("{what}: {total} {edits} in {shown}\n"),
+                true => format!("{what}\n"),
+                false => format!("{what} in {shown}\n"),
             }
         }
         _ => {
@@ -707,11 +706,7 @@ pub(crate) fn edits_line(what: &str, changes: &[FileChange], workdir: &Path) -> 
             if changes.len() > EDITED_FILES_SHOWN {
                 files.push(format!("and {} more", changes.len() - EDITED_FILES_SHOWN));
             }
-            format!(
-                "{what}: {total} {edits} in {} files: {}\n",
-                changes.len(),
-                files.join(", ")
-            )
+            format!("{what} in {} files: {}\n", changes.len(), files.join(", "))
         }
     }
 }

@@ -70,9 +70,7 @@ impl LanguageServers {
         }
         if shown.iter().any(|(_, m)| *m > 0) {
             let deeper = depth.unwrap_or(0) + 1;
-            text.push_str(&format!(
-                "(members not shown: `depth: {deeper}` lists them)\n"
-            ));
+            text.push_str(&format!("(`depth: {deeper}` lists the members)\n"));
         }
         let mut answer = json!({"text": text, "symbols": items, "total": total,
             "truncated": page.cut(total), "server": self.server_info(&opened)});
