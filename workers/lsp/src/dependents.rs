@@ -35,8 +35,6 @@ const FILE_BYTES_MAX: u64 = 1 << 20;
 #[derive(Debug, Default)]
 pub struct Importers {
     pub files: Vec<PathBuf>,
-    /// The names looked for (`core`, `core.h`).
-    pub names: Vec<String>,
     /// Whether the search stopped early (the file cap or [`DEPENDENTS_MAX`] importers).
     pub cut: bool,
     /// How many of `files` import a written file only through other files.
@@ -241,13 +239,7 @@ pub(crate) fn each_source_file(
 /// most [`SCAN_FILES_MAX`] files (hidden directories, `node_modules`, `__pycache__`,
 /// `target` skipped; symbolic links not followed). Blocking.
 pub fn importers(root: &Path, written: &[PathBuf], extensions: &[String]) -> Importers {
-    let mut names: Vec<String> = written.iter().filter_map(|p| import_name(p)).collect();
-    names.sort();
-    names.dedup();
-    let mut found = Importers {
-        names,
-        ..Importers::default()
-    };
+    let mut found = Importers::default();
     // One walk: each file's import statements (only those), for every level of the search.
     let mut sources: Vec<(PathBuf, Vec<String>)> = Vec::new();
     each_source_file(root, extensions, skipped, |e| {
@@ -490,25 +482,22 @@ impl LanguageServers {
 }
 
 /// The write's line about the importers of what it wrote: how many were checked, how many
-/// only through other files, and where the search stopped. The modules imported are what
-/// the write wrote (the files themselves are the answer's `dependents.checked`).
+/// only through other files, and where the search stopped (the files themselves are the
+/// answer's `dependents.checked`).
 fn importers_line(found: &Importers, checked: usize, has_checker: bool) -> String {
     let n = found.files.len();
-    let it = if found.names.len() > 1 { "them" } else { "it" };
     let through = match found.indirect {
         0 => String::new(),
         k => format!(", {k} indirectly"),
     };
     let files = if n == 1 { "file" } else { "files" };
     let mut line = match checked == n {
-        true if !found.cut => {
-            return format!("(also checked the {n} {files} importing {it}{through})");
-        }
-        true => format!("(also checked {n} {files} importing {it}{through}, and stopped there"),
-        false => format!("(also checked {checked} of the {n} {files} importing {it}{through}"),
+        true if !found.cut => return format!("(also checked the {n} importing {files}{through})"),
+        true => format!("(also checked {n} importing {files}{through}"),
+        false => format!("(also checked {checked} of the {n} importing {files}{through}"),
     };
     if found.cut && has_checker {
-        line.push_str(": `lsp diagnostics` with file \"*\" checks the whole project");
+        line.push_str("; for the rest: `lsp diagnostics` file \"*\"");
     } else if found.cut {
         line.push_str(&format!("; at most {DEPENDENTS_MAX} are looked at"));
     }
@@ -645,10 +634,7 @@ mod tests {
         assert_eq!(found.indirect, 4);
         assert!(!found.cut);
         let line = importers_line(&found, 5, true);
-        assert_eq!(
-            line,
-            "(also checked the 5 files importing it, 4 indirectly)"
-        );
+        assert_eq!(line, "(also checked the 5 importing files, 4 indirectly)");
         assert!(imports_relative(
             "import a from '../core.js'",
             &root.join("src/util/user.ts"),
@@ -696,7 +682,7 @@ mod tests {
         assert!(none.files.is_empty() && !none.cut);
         let line = importers_line(&found, 20, true);
         assert!(
-            line == "(also checked 20 files importing it, and stopped there: `lsp diagnostics` with file \"*\" checks the whole project)",
+            line == "(also checked 20 importing files; for the rest: `lsp diagnostics` file \"*\")",
             "{line}"
         );
     }
