@@ -316,10 +316,16 @@ fn pair(k: &str, v: &Json) -> Option<String> {
 }
 
 fn object(out: &mut String, o: &Map<String, Json>, indent: &str) {
-    // As at the top: an object with its own `text` rendering is not repeated by its lists.
-    let has_text = o.get("text").is_some_and(Json::is_string);
+    // An object with its own `text` (a write's `diagnostics`) reads as that text, its lists
+    // and objects (the diagnostics, the dependents checked) being what the text renders.
+    let text = o.get("text").and_then(Json::as_str);
+    if let Some(text) = text {
+        for l in text.lines() {
+            out.push_str(&format!("{indent}{l}\n"));
+        }
+    }
     for (k, v) in o {
-        if (has_text && v.is_array()) || unused(o, k) {
+        if (text.is_some() && (k == "text" || v.is_array() || v.is_object())) || unused(o, k) {
             continue;
         }
         match v {
@@ -406,6 +412,18 @@ mod tests {
         let mut other = v.clone();
         other["text"] = json!("replaced function `f`\n");
         assert!(render("lsp_edit", &other).contains("diagnostics:\n"));
+    }
+
+    #[test]
+    fn a_part_with_its_own_text_reads_as_that_text() {
+        // As `edit` answered it: the dependents checked are the text's last line, not a list.
+        let v = json!({"path": "m.py", "replacements": 1, "diff": "--- a/m.py\n+++ b/m.py\n",
+            "diagnostics": {"dependents": {"checked": ["a.py", "b.py"], "max": 20}, "new": [],
+                "notes": [], "text": "no new diagnostics\n(also checked the 2 importing files)\n"}});
+        assert_eq!(
+            render("edit", &v),
+            "edit: path: m.py · replacements: 1\ndiagnostics:\n  no new diagnostics\n  (also checked the 2 importing files)\ndiff:\n--- a/m.py\n+++ b/m.py"
+        );
     }
 
     #[test]
