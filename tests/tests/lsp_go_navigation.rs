@@ -456,3 +456,94 @@ fn renaming_an_interface_method_names_the_implementations_it_leaves() {
     );
     assert_eq!(v["complete"], true, "{v}");
 }
+
+const VETTED_A: &str = "package main
+
+import \"fmt\"
+
+func label() int {
+\tfmt.Sprintf(\"unused %d\", 1)
+\treturn Add(4, 5)
+}
+";
+
+const VETTED_B: &str = "package main
+
+import \"fmt\"
+
+func show() {
+\tfmt.Printf(\"%d\\n\", \"not a number\")
+}
+";
+
+/// A tenth probe's leftover (kr/text): gopls runs no analyzer on a package with type errors,
+/// so the write that broke the package made its vet warnings go, and the write that fixed it
+/// reported them back as new though the run had been told of them before the break. A
+/// warning that went while an error was there is not news when the fix brings it back.
+#[test]
+fn the_fix_of_a_type_error_does_not_report_the_packages_old_warnings_as_new() {
+    require_go();
+    require("gopls");
+    let p = project(&[
+        ("go.mod", GO_MOD),
+        ("calc.go", CALC),
+        ("label.go", VETTED_A),
+        ("show.go", VETTED_B),
+        ("main.go", MAIN),
+    ]);
+    let w = p.path();
+    let d = TestDaemon::start(&format!("{}{}", go_env(), lsp_config("")));
+    let warnings = |file: &str| {
+        let v = ok_in(&d, w, "lsp", json!({"op": "diagnostics", "file": file}));
+        v["diagnostics"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no diagnostics list: {v}"))
+            .iter()
+            .filter(|x| x["severity"] == "warning")
+            .count()
+    };
+    // The analyzers' warnings, as the run first sees them.
+    assert!(warnings("label.go") >= 1 && warnings("show.go") >= 1);
+    let new_of = |v: &serde_json::Value| {
+        v["diagnostics"]["new"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no new diagnostics list: {v}"))
+            .iter()
+            .map(|x| format!("{}:{}: {}", x["path"], x["line"], x["message"]))
+            .collect::<Vec<_>>()
+    };
+    for round in 0..2 {
+        let broke = ok_in(
+            &d,
+            w,
+            "edit",
+            json!({"path": "label.go", "old_text": "Add(4, 5)", "new_text": "Add(\"4\", 5)"}),
+        );
+        let new = new_of(&broke);
+        assert!(
+            new.len() == 1 && new[0].contains("label.go"),
+            "round {round}: the break's one error: {new:?}"
+        );
+        let fixed = ok_in(
+            &d,
+            w,
+            "edit",
+            json!({"path": "label.go", "old_text": "Add(\"4\", 5)", "new_text": "Add(4, 5)"}),
+        );
+        assert!(
+            new_of(&fixed).is_empty(),
+            "round {round}: the warnings from before the break came back as new: {fixed}"
+        );
+    }
+    // A warning the fix did not bring back, added later, is news again.
+    let added = ok_in(
+        &d,
+        w,
+        "edit",
+        json!({"path": "show.go", "old_text": "func show() {", "new_text": "func show() {\n\tfmt.Printf(\"%s\\n\", 3)"}),
+    );
+    assert!(
+        new_of(&added).iter().any(|m| m.contains("show.go")),
+        "a new warning is news: {added}"
+    );
+}

@@ -11,7 +11,11 @@
 //! order. Scoped per (run, file): the same
 //! message in another file is another diagnostic. After every sync the file's entry becomes
 //! exactly what the server reports now, so a diagnostic that was fixed and comes back is new
-//! again. Each entry remembers the file as it was when taken (size and mtime): a file changed
+//! again — except a warning or information that went while its file or a file beside it had
+//! an error: servers skip their analyzers on code that does not type-check (gopls runs no
+//! analyzer on a package with type errors), so such a diagnostic is kept aside, and when it
+//! comes back with the fix it is not news; once no file there has an error, what did not
+//! come back is dropped. Each entry remembers the file as it was when taken (size and mtime): a file changed
 //! since by anyone but the write (a `git checkout`, an editor) is no longer known, and the
 //! next write takes its baseline again, so an edit made, undone outside and made again is
 //! news again.
@@ -114,7 +118,29 @@ struct Run {
     last: Instant,
     /// Per file: the file as it was when the entry was taken ([`stamp`]) and the line texts
     /// of the diagnostics of each key the run was told of.
-    files: HashMap<PathBuf, (Stamp, BTreeMap<Key, Vec<String>>)>,
+    files: HashMap<PathBuf, Entry>,
+}
+
+/// The line texts of diagnostics, per key.
+type Lines = BTreeMap<Key, Vec<String>>;
+
+/// What a run was told of one file.
+#[derive(Default)]
+struct Entry {
+    at: Stamp,
+    /// Reported now.
+    told: Lines,
+    /// Warnings and information that went while an error was there or beside (see the
+    /// module doc): not news when they come back.
+    aside: Lines,
+}
+
+/// LSP's `DiagnosticSeverity::Error`.
+const ERROR: u8 = 1;
+
+/// Whether `lines` holds an error.
+fn has_error(lines: &Lines) -> bool {
+    lines.keys().any(|(severity, _, _)| *severity == ERROR)
 }
 
 /// A file as it is on disk: its size and mtime (`None`: no such file).
@@ -164,15 +190,26 @@ impl Ledger {
             files: HashMap::new(),
         });
         entry.last = now;
-        let (at, entry) = entry.files.entry(path.to_path_buf()).or_default();
-        *at = taken;
+        // An error now in this file or one beside it (a Go package is a directory).
+        let dir = path.parent();
+        let erring = current
+            .iter()
+            .any(|((severity, _, _), _)| *severity == ERROR)
+            || entry
+                .files
+                .iter()
+                .any(|(p, e)| p != path && p.parent() == dir && has_error(&e.told));
+        let file = entry.files.entry(path.to_path_buf()).or_default();
+        file.at = taken;
         let mut by_key: BTreeMap<&Key, Vec<usize>> = BTreeMap::new();
         for (i, (key, _)) in current.iter().enumerate() {
             by_key.entry(key).or_default().push(i);
         }
         let mut fresh = Vec::new();
+        let mut gone: Lines = BTreeMap::new();
         for (key, indices) in &by_key {
-            let mut old: Vec<&str> = entry
+            let mut old: Vec<&str> = file
+                .told
                 .get(*key)
                 .map(|lines| lines.iter().map(String::as_str).collect())
                 .unwrap_or_default();
@@ -187,17 +224,57 @@ impl Ledger {
             }
             // Old ones whose line was rewritten account for as many of the unmatched.
             let carried = old.len().min(unmatched.len());
-            fresh.extend_from_slice(&unmatched[carried..]);
+            let mut unmatched = unmatched.split_off(carried);
+            // Those kept aside while an error was there are back, not new.
+            if let Some(aside) = file.aside.get_mut(*key) {
+                unmatched.retain(|&i| match aside.iter().position(|l| *l == current[i].1) {
+                    Some(at) => {
+                        aside.swap_remove(at);
+                        false
+                    }
+                    None => true,
+                });
+            }
+            fresh.extend_from_slice(&unmatched);
+        }
+        // Warnings and information no longer reported while an error is there or beside.
+        for (key, lines) in &file.told {
+            if key.0 == ERROR || !erring {
+                continue;
+            }
+            let now: Vec<&String> = current
+                .iter()
+                .filter(|(k, _)| k == key)
+                .map(|(_, l)| l)
+                .collect();
+            let mut left: Vec<&String> = lines.iter().collect();
+            for line in &now {
+                if let Some(at) = left.iter().position(|l| l == line) {
+                    left.swap_remove(at);
+                }
+            }
+            // As many went as are fewer now (the others' lines were rewritten).
+            left.truncate(lines.len().saturating_sub(now.len()));
+            gone.entry(key.clone())
+                .or_default()
+                .extend(left.into_iter().cloned());
         }
         fresh.sort_unstable();
-        let mut reported_now: BTreeMap<Key, Vec<String>> = BTreeMap::new();
+        let mut reported_now: Lines = BTreeMap::new();
         for (key, line) in current {
             reported_now
                 .entry(key.clone())
                 .or_default()
                 .push(line.clone());
         }
-        *entry = reported_now;
+        file.told = reported_now;
+        if erring {
+            for (key, lines) in gone {
+                file.aside.entry(key).or_default().extend(lines);
+            }
+        } else {
+            file.aside.clear();
+        }
         fresh
     }
 
@@ -212,16 +289,18 @@ impl Ledger {
         };
         let swap = |s: &str| replace_word(s, old, new);
         for path in paths {
-            if let Some((_, keys)) = entry.files.get_mut(path) {
-                *keys = std::mem::take(keys)
-                    .into_iter()
-                    .map(|((sev, code, message), lines)| {
-                        (
-                            (sev, code, swap(&message)),
-                            lines.iter().map(|l| swap(l)).collect(),
-                        )
-                    })
-                    .collect();
+            if let Some(file) = entry.files.get_mut(path) {
+                for keys in [&mut file.told, &mut file.aside] {
+                    *keys = std::mem::take(keys)
+                        .into_iter()
+                        .map(|((sev, code, message), lines)| {
+                            (
+                                (sev, code, swap(&message)),
+                                lines.iter().map(|l| swap(l)).collect(),
+                            )
+                        })
+                        .collect();
+                }
             }
         }
     }
@@ -234,7 +313,7 @@ impl Ledger {
         let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         runs.get(run).is_some_and(|r| {
             Instant::now().duration_since(r.last) < self.idle
-                && r.files.get(path).is_some_and(|(at, _)| *at == now)
+                && r.files.get(path).is_some_and(|e| e.at == now)
         })
     }
 
@@ -415,6 +494,41 @@ mod tests {
             l.fold("r", p, &[k("undefined x"), k("undefined y")]),
             vec![0, 1]
         );
+    }
+
+    fn warn(msg: &str, line: &str) -> Mark {
+        ((2, "W1".into(), msg.into()), line.into())
+    }
+
+    #[test]
+    fn a_warning_gone_while_an_error_was_there_is_not_news_when_it_comes_back() {
+        let l = Ledger::default();
+        let (a, b) = (Path::new("/p/a.go"), Path::new("/p/b.go"));
+        let w = warn("unusedresult", "fmt.Sprintf(\"x\")");
+        assert_eq!(l.fold("r", a, std::slice::from_ref(&w)), vec![0]);
+        assert_eq!(l.fold("r", b, &[warn("printf", "log.Printf(x)")]), vec![0]);
+        // The edit breaks a.go: its error is news, the analyzers' warnings go (gopls).
+        assert_eq!(l.fold("r", a, &[at("undefined: y", "y()")]), vec![0]);
+        assert!(l.fold("r", b, &[]).is_empty());
+        // The fix: the warnings come back, the error goes: nothing is news.
+        assert!(l.fold("r", a, std::slice::from_ref(&w)).is_empty());
+        assert!(
+            l.fold("r", b, &[warn("printf", "log.Printf(x)")])
+                .is_empty()
+        );
+        // Gone with no error around, a warning back later is news again.
+        assert!(l.fold("r", a, &[]).is_empty());
+        assert_eq!(l.fold("r", a, std::slice::from_ref(&w)), vec![0]);
+        // An error fixed and back is news, error or not around.
+        assert_eq!(l.fold("r", a, &[w.clone(), at("e", "x")]), vec![1]);
+        assert!(l.fold("r", a, std::slice::from_ref(&w)).is_empty());
+        assert_eq!(l.fold("r", a, &[w, at("e", "x")]), vec![1]);
+        // A file elsewhere does not count as beside.
+        let c = Path::new("/q/c.go");
+        let v = warn("shadow", "x := 1");
+        assert_eq!(l.fold("r", c, std::slice::from_ref(&v)), vec![0]);
+        assert!(l.fold("r", c, &[]).is_empty());
+        assert_eq!(l.fold("r", c, &[v]), vec![0]);
     }
 
     #[tokio::test(start_paused = true)]
