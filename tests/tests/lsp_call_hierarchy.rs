@@ -135,6 +135,62 @@ fn clangd_incoming_calls_across_files() {
     }
 }
 
+/// A ninth probe's leftover (lz4.c, whole inside `#ifndef LZ4_COMMONDEFS_ONLY`): asked from
+/// the header's prototype, the call hierarchy named the function's own definition in the
+/// source file as a call clangd might miss (the scan names every use inside a conditional
+/// branch the server did not list). A definition or declaration is no call: the answer is
+/// complete.
+#[test]
+fn clangd_callers_asked_from_a_prototype_do_not_count_the_definition_as_a_missed_call() {
+    require("clangd");
+    let p = project(&[
+        ("lz.h", "int lz_pack(int n);\n"),
+        (
+            "lz.c",
+            "#ifndef LZ_COMMONDEFS_ONLY\n#include \"lz.h\"\n\nint lz_pack(int n) {\n    return n + 1;\n}\n\nint lz_twice(int n) {\n    return lz_pack(lz_pack(n));\n}\n#endif\n",
+        ),
+        (
+            "main.c",
+            "#include \"lz.h\"\n\nint main(void) {\n    return lz_pack(1);\n}\n",
+        ),
+    ]);
+    let w = p.path();
+    // A compilation database, as lz4's build has: clangd indexes both sources (and takes
+    // the header for C, as the sources that include it).
+    let entries: Vec<Value> = ["lz.c", "main.c"]
+        .iter()
+        .map(|f| json!({"directory": w, "file": f, "arguments": ["cc", "-c", f]}))
+        .collect();
+    std::fs::write(
+        w.join("compile_commands.json"),
+        serde_json::to_string(&entries).unwrap(),
+    )
+    .unwrap();
+    let d = TestDaemon::start(&lsp_config(""));
+    // clangd indexes in the background: ask until its index has both callers.
+    let ask = || {
+        ok_in(
+            &d,
+            w,
+            "lsp",
+            json!({"op": "call_hierarchy", "file": "lz.h", "line": 1, "symbol": "lz_pack"}),
+        )
+    };
+    let mut v = ask();
+    for _ in 0..50 {
+        if callers(&v).len() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        v = ask();
+    }
+    let got = callers(&v);
+    for want in ["main.c:4:main", "lz.c:9:lz_twice"] {
+        assert!(got.contains(&want.to_string()), "missing {want}: {v}");
+    }
+    assert_eq!(v["complete"], true, "the definition is no missed call: {v}");
+}
+
 #[test]
 fn typescript_incoming_and_outgoing_calls() {
     require("typescript-language-server");

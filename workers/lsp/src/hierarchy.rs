@@ -148,7 +148,11 @@ impl LanguageServers {
         let params = json!({"textDocument": {"uri": opened.uri}, "position": pos});
         let asked = Instant::now();
         let items = self
-            .request(&mut opened, "textDocument/prepareCallHierarchy", params)
+            .request(
+                &mut opened,
+                "textDocument/prepareCallHierarchy",
+                params.clone(),
+            )
             .await?;
         let Some(item) = items.as_array().and_then(|a| a.first()).cloned() else {
             let e = ToolError::new(
@@ -195,12 +199,18 @@ impl LanguageServers {
         // Callers are index-wide: what the server's index misses, and the uses it cannot
         // see (a module switched off, a macro, a nested project), make them partial.
         let word = position::word_at(&src, byte, symbol.len());
+        let mut seen = call_sites(&item, &incoming);
+        // clangd's item is the declaration asked from (a header's prototype): the definition
+        // in a source file is no call either, even in a conditional branch the scan names.
+        if opened.shared.flavor.clangd {
+            seen.extend(self.definitions(&mut opened, &params).await);
+        }
         let gap = self
             .use_gap(
                 ctx,
                 &opened,
                 word,
-                call_sites(&item, &incoming),
+                seen,
                 "read them (or grep) before relying on the incoming calls",
                 true,
             )
@@ -220,6 +230,30 @@ impl LanguageServers {
         }
         crate::coverage::mark_coverage(&mut answer, gap);
         Ok(answer)
+    }
+
+    /// The (file, 1-based line) of every definition and declaration the server names at
+    /// `params`' position; none when it answers neither.
+    async fn definitions(
+        &self,
+        opened: &mut Opened,
+        params: &Value,
+    ) -> std::collections::HashSet<(PathBuf, u32)> {
+        let mut lines = std::collections::HashSet::new();
+        for method in ["textDocument/definition", "textDocument/declaration"] {
+            let Ok(answer) = self.request(opened, method, params.clone()).await else {
+                continue;
+            };
+            for (uri, range) in crate::render::locations(&answer) {
+                if let (Some(path), Some(line)) = (
+                    uri::to_path(&uri),
+                    range.pointer("/start/line").and_then(Value::as_u64),
+                ) {
+                    lines.insert((path, line as u32 + 1));
+                }
+            }
+        }
+        lines
     }
 
     fn render_calls(
