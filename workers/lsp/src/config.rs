@@ -81,6 +81,9 @@ pub struct LspConfig {
     pub settle_ms: u64,
     /// Longest wait for pushed diagnostics of the current version.
     pub diagnostics_wait_s: u64,
+    /// A write's dependents opened and asked for their diagnostics at once, at most (1: one
+    /// at a time).
+    pub dependents_at_once: usize,
     /// Longest run of a project checker (`diagnostics "*"`).
     pub checker_timeout_s: u64,
     /// The diagnostics ledger forgets a run with no diagnostics call for this long.
@@ -103,6 +106,7 @@ impl Default for LspConfig {
             ready_wait_s: 60,
             settle_ms: 300,
             diagnostics_wait_s: 30,
+            dependents_at_once: crate::dependents::DEPENDENTS_AT_ONCE,
             checker_timeout_s: 600,
             ledger_run_idle_s: crate::ledger::DEFAULT_RUN_IDLE.as_secs(),
             ledger_max_runs: crate::ledger::DEFAULT_MAX_RUNS,
