@@ -141,7 +141,7 @@ pub fn check_command(command: &[String], env: &[(String, String)]) -> Result<(),
     if program.contains('/') {
         return Ok(());
     }
-    let path = toolvisor_kit::launch::env_path(env).unwrap_or("");
+    let path = toolvisor_kit::process::env_path(env).unwrap_or("");
     if path
         .split(':')
         .filter(|d| !d.is_empty())

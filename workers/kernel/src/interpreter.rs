@@ -33,7 +33,7 @@ pub(crate) struct LaunchPlan {
 pub(crate) struct Probes(Mutex<HashMap<PathBuf, PathBuf>>);
 
 fn path_of(env: &[(String, String)]) -> String {
-    toolvisor_kit::launch::env_path(env)
+    toolvisor_kit::process::env_path(env)
         .unwrap_or_default()
         .to_string()
 }

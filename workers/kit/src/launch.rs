@@ -3,11 +3,11 @@
 //!
 //! Children start with an allowlisted environment (`[env] allow`) plus `[env] set` (by default
 //! `PYTHONDONTWRITEBYTECODE=1`, so no child writes `__pycache__/` into the user's tree), never the
-//! daemon's whole environment; `env_path` is the `PATH` a child searches.
+//! daemon's whole environment; [`env_path`] is the `PATH` a child searches.
 
 use std::path::{Path, PathBuf};
 
-use crate::process::{Ledger, SpawnSpec};
+use crate::process::{Ledger, SpawnSpec, env_path};
 
 /// Environment variables a child inherits from the daemon unless configured otherwise.
 /// Anything else (tokens, `NODE_EXTRA_CA_CERTS`, `PYTHONPATH` of the operator's shell) stays
@@ -20,15 +20,6 @@ pub const DEFAULT_ENV_ALLOWLIST: &[&str] = &[
 /// Variables set on every child by default (`[env] set`): Python writes no `__pycache__/`
 /// into the user's tree (servers, kernels, debuggees and commands run in it).
 pub const DEFAULT_ENV_SET: &[(&str, &str)] = &[("PYTHONDONTWRITEBYTECODE", "1")];
-
-/// The `PATH` a child with environment `env` searches (like its own `execvp`, the last
-/// `PATH` entry wins); `None` when it has none.
-pub fn env_path(env: &[(String, String)]) -> Option<&str> {
-    env.iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_str())
-}
 
 /// Shared recipe for starting children.
 #[derive(Clone, Debug, Default)]

@@ -241,6 +241,15 @@ pub async fn spawn(spec: SpawnSpec) -> Result<Spawned, SpawnError> {
     })
 }
 
+/// The `PATH` a child with environment `env` searches (like its own `execvp`, the last
+/// `PATH` entry wins); `None` when it has none.
+pub fn env_path(env: &[(String, String)]) -> Option<&str> {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+}
+
 fn check_cwd(cwd: &Path) -> Result<(), SpawnError> {
     let problem = match std::fs::metadata(cwd) {
         Ok(meta) if meta.is_dir() => return Ok(()),
@@ -294,7 +303,7 @@ fn resolve_program(
         };
     }
     // Like the child's own execvp: the last PATH entry of its environment wins.
-    let Some(search) = crate::launch::env_path(env) else {
+    let Some(search) = env_path(env) else {
         return Err(SpawnError::NotFound {
             program: program.to_owned(),
             searched: "nothing: PATH is not set in the child's environment".to_owned(),
