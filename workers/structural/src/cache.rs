@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::search::Match;
+use crate::Match;
 
 /// Matches remembered per file at least (the tool's cap on shown matches), so a later call
 /// asking for more than the first one did is still answered from the cache.

@@ -19,9 +19,31 @@ pub mod rewrite;
 pub mod search;
 pub mod store;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use serde::Serialize;
+
 pub use ast_grep_language::SupportLang;
+
+/// One match of a pattern: what a search answers and its cache remembers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Match {
+    pub path: PathBuf,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    /// The matched text, at most [`search::MATCH_TEXT_CHARS`] characters.
+    pub text: String,
+    /// Metavariable → captured text (`$$$A` captures the run's text from its first node to
+    /// its last), at most [`search::CAPTURE_CHARS`] characters each.
+    pub captures: BTreeMap<String, String>,
+    #[serde(skip)]
+    pub byte: usize,
+}
 
 /// Everything that can go wrong in this crate; each variant names what was wrong.
 #[derive(Debug, thiserror::Error)]

@@ -29,7 +29,7 @@ use toolvisor_files::Scope;
 use crate::budget::{self, Limits, Refused};
 use crate::cache::{Outcome, SearchCache};
 use crate::lang::{self, CompiledPattern};
-use crate::{Error, Result, bounded};
+use crate::{Error, Match, Result, bounded};
 
 /// Files larger than this are not parsed (listed in `skipped`).
 pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
@@ -75,25 +75,6 @@ impl Target {
     pub fn lang(&self) -> SupportLang {
         self.compiled.lang
     }
-}
-
-/// One match.
-#[derive(Clone, Debug, Serialize)]
-pub struct Match {
-    pub path: PathBuf,
-    /// 1-based.
-    pub line: usize,
-    /// 1-based, in characters.
-    pub column: usize,
-    pub end_line: usize,
-    pub end_column: usize,
-    /// The matched text, at most [`MATCH_TEXT_CHARS`] characters.
-    pub text: String,
-    /// Metavariable → captured text (`$$$A` captures the run's text from its first node to
-    /// its last), at most [`CAPTURE_CHARS`] characters each.
-    pub captures: BTreeMap<String, String>,
-    #[serde(skip)]
-    pub byte: usize,
 }
 
 /// A file that was not searched, and why.
