@@ -82,7 +82,7 @@ pub(crate) struct PoolEmbedder {
 }
 
 impl toolvisor_data::Embedder for PoolEmbedder {
-    fn embed<'a>(&'a self, texts: &'a [String]) -> toolvisor_data::embedding::Embedded<'a> {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> toolvisor_data::embedder::Embedded<'a> {
         Box::pin(async move {
             self.pool.embed(&self.model, texts).await.map_err(|e| {
                 let refused = matches!(e, InferenceError::EmbeddingsRefused { .. });

@@ -5,7 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::store::{DataError, Result};
+/// A database file that could not be made private: which one, and why.
+#[derive(Debug)]
+pub(crate) struct NotPrivate {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
 
 /// The files SQLite keeps beside a database in WAL mode (and the rollback journal an older
 /// mode may have left).
@@ -13,10 +18,9 @@ const SIDE_FILES: &[&str] = &["-wal", "-shm", "-journal"];
 
 /// Create `db` 0600 if missing and narrow it and its side files to 0600; a symbolic link or
 /// a file of another user in their place is refused, naming it.
-pub(crate) fn make_private(db: &Path) -> Result<()> {
-    let fail = |path: &Path, e: toolvisor_kit::private::PrivateError| DataError::Io {
-        what: "cannot make private",
-        path: path.display().to_string(),
+pub(crate) fn make_private(db: &Path) -> Result<(), NotPrivate> {
+    let fail = |path: &Path, e: toolvisor_kit::private::PrivateError| NotPrivate {
+        path: path.to_path_buf(),
         source: std::io::Error::other(e.to_string()),
     };
     toolvisor_kit::private::open_private_file(db, "the data hub's database")

@@ -5,14 +5,13 @@
 //! the store, a server that fails) is retried with a growing pause, and its error is what a
 //! hybrid search that cannot be answered says.
 
-use std::future::Future;
-use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use toolvisor_protocol::error::ToolError;
 
+use crate::embedder::{EmbedFailure, Embedder};
 use crate::hub::{DataHub, HubError};
 
 /// Chunks embedded per request to the model.
@@ -24,74 +23,6 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 /// The pause after a failure, doubled up to [`RETRY_MAX`].
 const RETRY_FIRST: Duration = Duration::from_secs(2);
 const RETRY_MAX: Duration = Duration::from_secs(60);
-
-/// Why a batch of texts got no vectors.
-#[derive(Clone, Debug)]
-pub enum EmbedFailure {
-    /// The model's server answered and refused the texts (one longer than its context, most
-    /// often): the same texts fail again, others may not.
-    Refused(ToolError),
-    /// The model could not be asked (not in the store, its server failed or did not answer).
-    Failed(ToolError),
-}
-
-impl From<EmbedFailure> for ToolError {
-    fn from(f: EmbedFailure) -> ToolError {
-        match f {
-            EmbedFailure::Refused(e) | EmbedFailure::Failed(e) => e,
-        }
-    }
-}
-
-/// The vectors of a batch of texts, or why not.
-pub type Embedded<'a> =
-    Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, EmbedFailure>> + Send + 'a>>;
-
-/// What gives texts their vectors (the daemon's inference pool): one unit vector per text, in
-/// order; an error names the model and what to do.
-pub trait Embedder: Send + Sync + 'static {
-    fn embed<'a>(&'a self, texts: &'a [String]) -> Embedded<'a>;
-}
-
-/// The instruction some embedding families were trained with before a search query.
-const SEARCH_INSTRUCTION: &str = "Represent this sentence for searching relevant passages: ";
-
-/// The prefixes (query, document) a model family was trained with, by the model's name
-/// (`owner/name` as the store names it, any case): nomic-embed `search_query: ` and
-/// `search_document: `; e5 `query: ` and `passage: `; bge v1.5 (English and Chinese),
-/// mxbai-embed-large and snowflake-arctic-embed an instruction before queries only; none for
-/// any other (all-MiniLM, gte, bge-m3 take plain text). `[data] query_prefix` and
-/// `document_prefix` override them.
-pub fn known_prefixes(model: &str) -> (&'static str, &'static str) {
-    let name = model.to_ascii_lowercase();
-    let name = name.rsplit('/').next().unwrap_or(&name);
-    if name.contains("nomic-embed") {
-        ("search_query: ", "search_document: ")
-    } else if name.starts_with("e5-") || name.contains("-e5-") || name.contains("_e5-") {
-        ("query: ", "passage: ")
-    } else if (name.starts_with("bge-") && name.contains("v1.5") && !name.contains("m3"))
-        || name.contains("mxbai-embed-large")
-        || name.contains("snowflake-arctic-embed")
-    {
-        (SEARCH_INSTRUCTION, "")
-    } else {
-        ("", "")
-    }
-}
-
-/// The worker's last failure, shown by a hybrid search that cannot be answered.
-#[derive(Default)]
-pub struct LastError(Mutex<Option<ToolError>>);
-
-impl LastError {
-    pub fn get(&self) -> Option<ToolError> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn set(&self, e: Option<ToolError>) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = e;
-    }
-}
 
 impl DataHub {
     /// Start the embedding worker (once, after the inference pool is up); nothing without
@@ -259,60 +190,4 @@ fn store_failed(m: String) -> ToolError {
         format!("the data hub's store: {m}"),
         "`toolvisor status` shows the data hub's state",
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn known_families_get_their_prefixes_and_others_none() {
-        assert_eq!(
-            known_prefixes("nomic-ai/nomic-embed-text-v1.5-GGUF"),
-            ("search_query: ", "search_document: ")
-        );
-        assert_eq!(
-            known_prefixes("intfloat/multilingual-e5-small"),
-            ("query: ", "passage: ")
-        );
-        assert_eq!(
-            known_prefixes("intfloat/e5-base-v2"),
-            ("query: ", "passage: ")
-        );
-        assert_eq!(
-            known_prefixes("BAAI/bge-small-en-v1.5"),
-            (SEARCH_INSTRUCTION, "")
-        );
-        assert_eq!(
-            known_prefixes("mixedbread-ai/mxbai-embed-large-v1"),
-            (SEARCH_INSTRUCTION, "")
-        );
-        for plain in [
-            "BAAI/bge-m3",
-            "sentence-transformers/all-MiniLM-L6-v2",
-            "thenlper/gte-small",
-            "tester/embed",
-            "someone/shoe5-model",
-        ] {
-            assert_eq!(known_prefixes(plain), ("", ""), "{plain}");
-        }
-    }
-
-    #[test]
-    fn configured_prefixes_win_and_a_document_prefix_keys_the_vectors() {
-        let mut c = crate::hub::DataConfig {
-            embedding_model: Some("nomic-ai/nomic-embed-text-v1.5".into()),
-            ..Default::default()
-        };
-        assert_eq!(
-            c.vector_key().unwrap(),
-            "nomic-ai/nomic-embed-text-v1.5 (document prefix \"search_document: \")"
-        );
-        c.query_prefix = Some(String::new());
-        c.document_prefix = Some(String::new());
-        assert_eq!(c.prefixes(), (String::new(), String::new()));
-        assert_eq!(c.vector_key().unwrap(), "nomic-ai/nomic-embed-text-v1.5");
-        c.embedding_model = None;
-        assert!(c.vector_key().is_none());
-    }
 }

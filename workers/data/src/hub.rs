@@ -23,7 +23,7 @@ use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
 use toolvisor_protocol::tree::NodeState;
 
-use crate::embedding::{Embedder, LastError};
+use crate::embedder::{Embedder, LastError};
 use crate::original::Root;
 use crate::store::{DataError, Reach, Store, Who};
 
@@ -44,7 +44,7 @@ pub struct DataConfig {
     /// collection that is not sensitive, for `search_data {mode: "hybrid"}`; none by default.
     pub embedding_model: Option<String>,
     /// Put before a query's text when it is embedded; default the model family's own
-    /// (`crate::embedding::known_prefixes`: nomic-embed, e5, bge v1.5 and others), else none.
+    /// (`crate::embedder::known_prefixes`: nomic-embed, e5, bge v1.5 and others), else none.
     pub query_prefix: Option<String>,
     /// Put before each chunk's text when it is embedded; default as for `query_prefix`.
     /// Changing it embeds every chunk again.
@@ -121,7 +121,7 @@ impl DataConfig {
     /// else its family's.
     pub fn prefixes(&self) -> (String, String) {
         let model = self.embedding_model.as_deref().unwrap_or_default();
-        let (query, document) = crate::embedding::known_prefixes(model);
+        let (query, document) = crate::embedder::known_prefixes(model);
         (
             self.query_prefix
                 .clone()

@@ -6,10 +6,11 @@
 
 pub mod convert;
 mod dbfile;
+pub mod embedder;
 pub mod embedding;
 pub mod hub;
 pub mod original;
 pub mod store;
 
-pub use embedding::{EmbedFailure, Embedder};
+pub use embedder::{EmbedFailure, Embedder};
 pub use hub::{DataConfig, DataHub, HubError};

@@ -205,7 +205,11 @@ impl Store {
             path: path.display().to_string(),
             source,
         };
-        crate::dbfile::make_private(path)?;
+        crate::dbfile::make_private(path).map_err(|e| DataError::Io {
+            what: "cannot make private",
+            path: e.path.display().to_string(),
+            source: e.source,
+        })?;
         let conn = Connection::open(path).map_err(db)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
         conn.pragma_update(None, "journal_mode", "WAL")
