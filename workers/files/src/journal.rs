@@ -1,5 +1,5 @@
-//! The crash journal of multi-file writes (`apply_patch`, `lsp_rename`, `resolve accept`,
-//! through `write::write_all`): before the first write, every
+//! Multi-file writes, all or nothing: `write_all` (the one multi-file writer: `apply_patch`,
+//! `lsp_rename`, `lsp_edit`, `resolve accept`) and its crash journal. Before the first write, every
 //! target's real path, its original bytes (or "did not exist") and the bytes about to be
 //! written (or "to be deleted") go to one 0600 file under `<state_dir>/journal/`, fsynced;
 //! then the files are written; then the journal is removed. A daemon that finds a journal at
@@ -22,7 +22,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value as Json, json};
 
 use crate::error::Error;
-use crate::paths::{Access, Scope};
+use crate::paths::{Access, Resolved, Scope};
+use crate::write::write_atomic;
 
 /// One target of a journaled write.
 #[derive(Clone, Debug)]
@@ -73,6 +74,108 @@ pub enum Outcome {
     Failed(PathBuf, String),
 }
 
+/// One file of an all-or-nothing write: where, what it held (`None`: it did not exist) and
+/// what it gets (`None`: it is deleted).
+pub struct Planned<'a> {
+    pub target: &'a Resolved,
+    pub before: Option<&'a [u8]>,
+    pub after: Option<&'a [u8]>,
+}
+
+/// How one planned file is written: [`write_one`] in the daemon; tests inject failures.
+pub type WriteOne<'a> = &'a dyn Fn(&Resolved, Option<&[u8]>) -> crate::error::Result<()>;
+
+/// Write `bytes` to `target` with [`write_atomic`], or delete it (`None`).
+pub fn write_one(target: &Resolved, bytes: Option<&[u8]>) -> crate::error::Result<()> {
+    match bytes {
+        Some(bytes) => write_atomic(target, bytes),
+        None => target.remove_file(),
+    }
+}
+
+/// How an all-or-nothing write failed, and what became of the files written before.
+#[derive(Debug)]
+pub struct Failed {
+    /// The file whose write failed (its real path); `None`: the journal could not be
+    /// written, so no file was touched.
+    pub real: Option<std::path::PathBuf>,
+    pub error: Error,
+    /// Files written before the failure and put back as they were.
+    pub restored: Vec<std::path::PathBuf>,
+    /// Files written before the failure whose restore failed too, with why.
+    pub unrestored: Vec<(std::path::PathBuf, Error)>,
+}
+
+/// Write every planned file or none — the one multi-file writer (`apply_patch`,
+/// `lsp_rename`, `resolve accept`). With a journal, every target's before and after is on
+/// disk before the first write, so a daemon killed mid-way has the files rolled back at its
+/// next start; a write that fails puts back, in process, what was already written.
+pub fn write_all(
+    tool: &str,
+    root: &Path,
+    planned: &[Planned<'_>],
+    journal: Option<&Journal>,
+) -> crate::error::Result<()> {
+    write_all_with(tool, root, planned, journal, &write_one).map_err(|f| f.error)
+}
+
+/// [`write_all`], each file written by `write`, reporting what was put back on a failure.
+pub fn write_all_with(
+    tool: &str,
+    root: &Path,
+    planned: &[Planned<'_>],
+    journal: Option<&Journal>,
+    write: WriteOne<'_>,
+) -> Result<(), Box<Failed>> {
+    let mark = match journal {
+        Some(j) => {
+            let entries: Vec<Entry> = planned
+                .iter()
+                .map(|p| Entry {
+                    real: p.target.real.clone(),
+                    before: p.before.map(<[u8]>::to_vec),
+                    after: p.after.map(<[u8]>::to_vec),
+                })
+                .collect();
+            Some(j.begin(tool, root, &entries).map_err(|e| {
+                Box::new(Failed {
+                    real: None,
+                    error: Error::io("the write journal", "record", e),
+                    restored: Vec::new(),
+                    unrestored: Vec::new(),
+                })
+            })?)
+        }
+        None => None,
+    };
+    for (i, p) in planned.iter().enumerate() {
+        if let Err(error) = write(p.target, p.after) {
+            let mut restored = Vec::new();
+            let mut unrestored = Vec::new();
+            for prev in planned[..i].iter().rev() {
+                match write(prev.target, prev.before) {
+                    Ok(()) => restored.push(prev.target.real.clone()),
+                    Err(e) => unrestored.push((prev.target.real.clone(), e)),
+                }
+            }
+            restored.reverse();
+            if let Some(mark) = mark {
+                mark.finish();
+            }
+            return Err(Box::new(Failed {
+                real: Some(p.target.real.clone()),
+                error,
+                restored,
+                unrestored,
+            }));
+        }
+    }
+    if let Some(mark) = mark {
+        mark.finish();
+    }
+    Ok(())
+}
+
 fn b64(bytes: &Option<Vec<u8>>) -> Json {
     bytes.as_ref().map_or(Json::Null, |b| json!(B64.encode(b)))
 }
@@ -85,17 +188,10 @@ fn un_b64(v: &Json) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
-/// Create `dir` (and its parents) 0700, or narrow one an older version left wider, and check
-/// it is ours (`kit::private`): what the file tools keep under the state directory is ours
-/// alone.
-pub(crate) fn private_dir(dir: &Path, what: &'static str) -> std::io::Result<()> {
-    toolvisor_kit::private::ensure_own_dir(dir, what).map_err(std::io::Error::other)
-}
-
 impl Journal {
     /// Open (creating, 0700) the journal directory `dir`.
     pub fn open(dir: &Path) -> std::io::Result<Journal> {
-        private_dir(dir, "the write journal directory")?;
+        crate::private_dir(dir, "the write journal directory")?;
         toolvisor_kit::private::remove_stale_temps(dir);
         Ok(Journal {
             dir: dir.to_path_buf(),
@@ -234,7 +330,7 @@ pub fn restore(scope: &Scope, real: &Path, before: Option<&[u8]>, after: Option<
         return Outcome::ChangedSince(real.to_path_buf());
     }
     let done = match before {
-        Some(bytes) => crate::write::write_atomic(&target, bytes),
+        Some(bytes) => write_atomic(&target, bytes),
         None => target.remove_file(),
     };
     match done {
@@ -247,6 +343,52 @@ pub fn restore(scope: &Scope, real: &Path, before: Option<&[u8]>, after: Option<
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_failed_write_puts_back_the_files_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Scope::new(dir.path(), &[], false).unwrap();
+        for n in ["a", "b", "c"] {
+            std::fs::write(dir.path().join(n), format!("old {n}")).unwrap();
+        }
+        let targets: Vec<Resolved> = ["a", "b", "c", "new"]
+            .iter()
+            .map(|n| s.resolve(n, Access::Write).unwrap())
+            .collect();
+        let planned: Vec<Planned> = targets
+            .iter()
+            .zip([Some(&b"old a"[..]), Some(b"old b"), Some(b"old c"), None])
+            .map(|(t, before)| Planned {
+                target: t,
+                before,
+                after: Some(b"new"),
+            })
+            .collect();
+        let failing = |t: &Resolved, bytes: Option<&[u8]>| {
+            if t.real.ends_with("c") && bytes == Some(b"new") {
+                return Err(Error::io("c", "write", std::io::Error::other("disk full")));
+            }
+            write_one(t, bytes)
+        };
+        let failed = write_all_with("test", s.root(), &planned, None, &failing).unwrap_err();
+        assert_eq!(failed.real.as_deref(), Some(targets[2].real.as_path()));
+        assert_eq!(
+            failed.restored,
+            vec![targets[0].real.clone(), targets[1].real.clone()]
+        );
+        assert!(failed.unrestored.is_empty());
+        for n in ["a", "b", "c"] {
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join(n)).unwrap(),
+                format!("old {n}")
+            );
+        }
+        assert!(!dir.path().join("new").exists());
+        write_all("test", s.root(), &planned, None).unwrap();
+        for n in ["a", "b", "c", "new"] {
+            assert_eq!(std::fs::read_to_string(dir.path().join(n)).unwrap(), "new");
+        }
+    }
 
     #[test]
     fn rolls_back_written_files_and_leaves_changed_ones() {

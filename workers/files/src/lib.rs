@@ -20,6 +20,7 @@ pub mod patch;
 pub mod paths;
 pub mod protect;
 pub mod read;
+mod real;
 pub mod search;
 pub mod secrets;
 pub mod store;
@@ -55,6 +56,13 @@ impl ChangeKind {
             ChangeKind::Deleted => "deleted",
         }
     }
+}
+
+/// Create `dir` (and its parents) 0700, or narrow one an older version left wider, and check
+/// it is ours (`kit::private`): what the file tools keep under the state directory is ours
+/// alone.
+pub(crate) fn private_dir(dir: &std::path::Path, what: &'static str) -> std::io::Result<()> {
+    toolvisor_kit::private::ensure_own_dir(dir, what).map_err(std::io::Error::other)
 }
 
 /// A cancellation flag shared between a call's future and the blocking work it started:

@@ -10,8 +10,8 @@
 use crate::edit::load;
 use crate::error::{Error, Result};
 use crate::journal::Journal;
+use crate::journal::{Planned, write_all};
 use crate::paths::{Access, Resolved, Scope};
-use crate::write::{Planned, write_all};
 use crate::{ChangeKind, Changed};
 
 mod codex;

@@ -27,7 +27,7 @@ impl Protected {
         let mut real: Vec<PathBuf> = paths
             .iter()
             .filter_map(|p| std::path::absolute(p).ok())
-            .filter_map(|p| crate::paths::real_path(&p).ok())
+            .filter_map(|p| crate::real::real_path(&p).ok())
             .collect();
         real.sort();
         real.dedup();

@@ -352,7 +352,7 @@ impl ResultStore {
         // A projection must leave room for the rest of the result.
         cfg.projection_chars = cfg.projection_chars.min(cfg.inline_chars / 2);
         // Stored results are whole tool outputs: ours alone, whatever an older version left.
-        crate::journal::private_dir(&cfg.dir, "the result store")?;
+        crate::private_dir(&cfg.dir, "the result store")?;
         let store = ResultStore {
             cfg,
             secrets,

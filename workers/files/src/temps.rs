@@ -42,7 +42,7 @@ pub fn temp_name(name: &std::ffi::OsStr) -> String {
 /// every dead daemon recorded there, and record this daemon's directories from now on.
 /// Returns how many leftovers were removed. Call at start, before any write.
 pub fn open(dir: &Path) -> std::io::Result<usize> {
-    crate::journal::private_dir(dir, "the temp-file log directory")?;
+    crate::private_dir(dir, "the temp-file log directory")?;
     let uid = std::fs::metadata(dir)?.uid();
     let removed = sweep(dir, uid);
     let _ = LOG.set(TempLog {

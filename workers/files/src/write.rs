@@ -9,16 +9,13 @@
 //! writing would be; a FIFO, socket or device is refused (`Error::NotRegular`), never opened. The target's directory is noted in the temp log (`crate::temps`) before the
 //! temp file exists, so every write to the user's tree is covered by the start-up sweep.
 //!
-//! `write_all` is the one multi-file writer (`apply_patch`, `lsp_rename`, `lsp_edit`,
-//! `resolve accept`): with a `Journal`, every target's real path, original bytes (or absence) and
-//! new bytes (or deletion) are on disk before the first write (`crate::journal`), and a write that
-//! fails puts back the files already written. The daemon's own state files are a different
-//! contract, written by `kit::private::write_private_file`; the two share only the temp-file form.
+//! The one multi-file writer, built on `write_atomic`, is `journal::write_all`. The daemon's own
+//! state files are a different contract, written by `kit::private::write_private_file`; the two
+//! share only the temp-file form.
 //! `[testing] pause_after_writes` is the crash tests' hook.
 
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -126,108 +123,6 @@ pub fn write_atomic(target: &Resolved, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// One file of an all-or-nothing write: where, what it held (`None`: it did not exist) and
-/// what it gets (`None`: it is deleted).
-pub struct Planned<'a> {
-    pub target: &'a Resolved,
-    pub before: Option<&'a [u8]>,
-    pub after: Option<&'a [u8]>,
-}
-
-/// How one planned file is written: [`write_one`] in the daemon; tests inject failures.
-pub type WriteOne<'a> = &'a dyn Fn(&Resolved, Option<&[u8]>) -> Result<()>;
-
-/// Write `bytes` to `target` with [`write_atomic`], or delete it (`None`).
-pub fn write_one(target: &Resolved, bytes: Option<&[u8]>) -> Result<()> {
-    match bytes {
-        Some(bytes) => write_atomic(target, bytes),
-        None => target.remove_file(),
-    }
-}
-
-/// How an all-or-nothing write failed, and what became of the files written before.
-#[derive(Debug)]
-pub struct Failed {
-    /// The file whose write failed (its real path); `None`: the journal could not be
-    /// written, so no file was touched.
-    pub real: Option<std::path::PathBuf>,
-    pub error: Error,
-    /// Files written before the failure and put back as they were.
-    pub restored: Vec<std::path::PathBuf>,
-    /// Files written before the failure whose restore failed too, with why.
-    pub unrestored: Vec<(std::path::PathBuf, Error)>,
-}
-
-/// Write every planned file or none — the one multi-file writer (`apply_patch`,
-/// `lsp_rename`, `resolve accept`). With a journal, every target's before and after is on
-/// disk before the first write, so a daemon killed mid-way has the files rolled back at its
-/// next start; a write that fails puts back, in process, what was already written.
-pub fn write_all(
-    tool: &str,
-    root: &Path,
-    planned: &[Planned<'_>],
-    journal: Option<&crate::journal::Journal>,
-) -> Result<()> {
-    write_all_with(tool, root, planned, journal, &write_one).map_err(|f| f.error)
-}
-
-/// [`write_all`], each file written by `write`, reporting what was put back on a failure.
-pub fn write_all_with(
-    tool: &str,
-    root: &Path,
-    planned: &[Planned<'_>],
-    journal: Option<&crate::journal::Journal>,
-    write: WriteOne<'_>,
-) -> std::result::Result<(), Box<Failed>> {
-    let mark = match journal {
-        Some(j) => {
-            let entries: Vec<crate::journal::Entry> = planned
-                .iter()
-                .map(|p| crate::journal::Entry {
-                    real: p.target.real.clone(),
-                    before: p.before.map(<[u8]>::to_vec),
-                    after: p.after.map(<[u8]>::to_vec),
-                })
-                .collect();
-            Some(j.begin(tool, root, &entries).map_err(|e| {
-                Box::new(Failed {
-                    real: None,
-                    error: Error::io("the write journal", "record", e),
-                    restored: Vec::new(),
-                    unrestored: Vec::new(),
-                })
-            })?)
-        }
-        None => None,
-    };
-    for (i, p) in planned.iter().enumerate() {
-        if let Err(error) = write(p.target, p.after) {
-            let mut restored = Vec::new();
-            let mut unrestored = Vec::new();
-            for prev in planned[..i].iter().rev() {
-                match write(prev.target, prev.before) {
-                    Ok(()) => restored.push(prev.target.real.clone()),
-                    Err(e) => unrestored.push((prev.target.real.clone(), e)),
-                }
-            }
-            restored.reverse();
-            if let Some(mark) = mark {
-                mark.finish();
-            }
-            return Err(Box::new(Failed {
-                real: Some(p.target.real.clone()),
-                error,
-                restored,
-                unrestored,
-            }));
-        }
-    }
-    if let Some(mark) = mark {
-        mark.finish();
-    }
-    Ok(())
-}
-
 #[derive(Clone, Debug)]
 pub struct WriteResult {
     pub changed: Changed,
@@ -300,52 +195,6 @@ mod tests {
             Err(Error::Outside { .. })
         ));
         assert!(matches!(write(&s, "a", "x"), Err(Error::IsDir { .. })));
-    }
-
-    #[test]
-    fn a_failed_write_puts_back_the_files_written_before_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Scope::new(dir.path(), &[], false).unwrap();
-        for n in ["a", "b", "c"] {
-            std::fs::write(dir.path().join(n), format!("old {n}")).unwrap();
-        }
-        let targets: Vec<Resolved> = ["a", "b", "c", "new"]
-            .iter()
-            .map(|n| s.resolve(n, Access::Write).unwrap())
-            .collect();
-        let planned: Vec<Planned> = targets
-            .iter()
-            .zip([Some(&b"old a"[..]), Some(b"old b"), Some(b"old c"), None])
-            .map(|(t, before)| Planned {
-                target: t,
-                before,
-                after: Some(b"new"),
-            })
-            .collect();
-        let failing = |t: &Resolved, bytes: Option<&[u8]>| {
-            if t.real.ends_with("c") && bytes == Some(b"new") {
-                return Err(Error::io("c", "write", std::io::Error::other("disk full")));
-            }
-            write_one(t, bytes)
-        };
-        let failed = write_all_with("test", s.root(), &planned, None, &failing).unwrap_err();
-        assert_eq!(failed.real.as_deref(), Some(targets[2].real.as_path()));
-        assert_eq!(
-            failed.restored,
-            vec![targets[0].real.clone(), targets[1].real.clone()]
-        );
-        assert!(failed.unrestored.is_empty());
-        for n in ["a", "b", "c"] {
-            assert_eq!(
-                std::fs::read_to_string(dir.path().join(n)).unwrap(),
-                format!("old {n}")
-            );
-        }
-        assert!(!dir.path().join("new").exists());
-        write_all("test", s.root(), &planned, None).unwrap();
-        for n in ["a", "b", "c", "new"] {
-            assert_eq!(std::fs::read_to_string(dir.path().join(n)).unwrap(), "new");
-        }
     }
 
     #[test]

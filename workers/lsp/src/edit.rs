@@ -6,7 +6,7 @@
 //! through the one path `apply_off_thread`, on the blocking pool: `check_scope` (every file the
 //! edit touches, created, renamed and deleted ones included, checked against the caller's scope
 //! before anything is read or written), `plan_edit` (every new text computed and version-checked
-//! first) and `write_all` (`toolvisor_files::write::write_all`, the one multi-file writer
+//! first) and `write_all` (`toolvisor_files::journal::write_all`, the one multi-file writer
 //! `apply_patch` and `resolve accept` use too: journaled, each file by `write_atomic` beneath the
 //! scope's handle, earlier files put back when a later write fails). `lsp_rename`'s reads go
 //! through the call's `Scope` (`CallCtx::read_text`).
@@ -342,16 +342,16 @@ pub fn write_all(ctx: &CallCtx, changes: &[FileChange], tool: &str) -> Result<()
         }
         targets.push(target);
     }
-    let planned: Vec<toolvisor_files::write::Planned<'_>> = changes
+    let planned: Vec<toolvisor_files::journal::Planned<'_>> = changes
         .iter()
         .zip(&targets)
-        .map(|(c, target)| toolvisor_files::write::Planned {
+        .map(|(c, target)| toolvisor_files::journal::Planned {
             target,
             before: Some(c.old.as_bytes()),
             after: Some(c.new.as_bytes()),
         })
         .collect();
-    toolvisor_files::write::write_all(tool, ctx.scope.root(), &planned, ctx.journal.as_deref())
+    toolvisor_files::journal::write_all(tool, ctx.scope.root(), &planned, ctx.journal.as_deref())
         .map_err(|e| e.to_tool_error(tool))
 }
 

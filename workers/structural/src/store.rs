@@ -3,7 +3,7 @@
 //! new content. Accept resolves every file through the accepting call's file scope, reads it
 //! beneath the scope's root and compares it with its snapshot, and rejects the whole change if
 //! any differs; otherwise it writes every file through the file tools' one multi-file writer
-//! (`toolvisor_files::write::write_all`: journaled, so a crash in the middle is rolled back at
+//! (`toolvisor_files::journal::write_all`: journaled, so a crash in the middle is rolled back at
 //! the next start, and a failed write puts back the files already written).
 //!
 //! On disk (`dir`): `next_id` (the next edit number, so ids stay unique across restarts) and
@@ -28,9 +28,9 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use toolvisor_files::Scope;
 use toolvisor_files::journal::{self, Journal};
 use toolvisor_files::paths::{Access, Resolved};
-use toolvisor_files::{Scope, write};
 
 use crate::rewrite::Proposal;
 use crate::{Error, Result};
@@ -372,7 +372,7 @@ impl EditStore {
         scope: &Scope,
         journal: Option<&Journal>,
     ) -> Result<Accepted> {
-        self.accept_with(conversation, id, scope, journal, &write::write_one)
+        self.accept_with(conversation, id, scope, journal, &journal::write_one)
     }
 
     /// Accept: every file must resolve for writing in `scope` (else [`Error::Refused`],
@@ -387,7 +387,7 @@ impl EditStore {
         id: &str,
         scope: &Scope,
         journal: Option<&Journal>,
-        write: write::WriteOne<'_>,
+        write: journal::WriteOne<'_>,
     ) -> Result<Accepted> {
         let _resolving = self.resolving.lock().unwrap_or_else(|p| p.into_inner());
         let (n, info) = self.staged(conversation, id)?;
@@ -457,18 +457,18 @@ impl EditStore {
         // again at the next open (its files rolled back by the journal).
         record.state = EditState::Accepting;
         self.save(n, &record)?;
-        let planned: Vec<write::Planned<'_>> = record
+        let planned: Vec<journal::Planned<'_>> = record
             .files
             .iter()
             .zip(&targets)
-            .map(|(file, target)| write::Planned {
+            .map(|(file, target)| journal::Planned {
                 target,
                 before: Some(file.before.as_deref().unwrap_or_default().as_bytes()),
                 after: Some(file.after.as_deref().unwrap_or_default().as_bytes()),
             })
             .collect();
         if let Err(failed) =
-            write::write_all_with("resolve", scope.root(), &planned, journal, write)
+            journal::write_all_with("resolve", scope.root(), &planned, journal, write)
         {
             let failed = *failed;
             let mut back = record.clone();

@@ -160,7 +160,7 @@ impl Faulty {
                 std::io::Error::other("disk full (simulated)"),
             ));
         }
-        toolvisor_files::write::write_one(target, bytes)
+        toolvisor_files::journal::write_one(target, bytes)
     }
 }
 
