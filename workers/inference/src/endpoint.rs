@@ -36,15 +36,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::InferenceError;
-use crate::pool::{InFlight, Inference, Served};
+use crate::pool::{BODY_BUDGET, InFlight, Inference, Served};
 use crate::usage::{Scanner, UsageBook};
 
 /// Largest request body accepted (a long chat with its history fits many times over).
 const MAX_REQUEST: usize = 32 << 20;
-/// The request bodies the endpoint reads and holds at once, over all connections: a body
-/// claims its `content-length` (a chunked one, [`MAX_REQUEST`]) before it is read, and a
-/// request past the budget is answered 503 at once instead of adding to the daemon's memory.
-pub(crate) const BODY_BUDGET: usize = 256 << 20;
 
 type Out = Response<BoxBody<Bytes, hyper::Error>>;
 

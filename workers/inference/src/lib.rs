@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod embed;
+pub mod embedding_server;
 pub mod endpoint;
 pub mod error;
 pub mod pool;

@@ -221,6 +221,11 @@ impl State {
     }
 }
 
+/// The request bodies the endpoint reads and holds at once, over all connections: a body
+/// claims its `content-length` (a chunked one, `endpoint::MAX_REQUEST`) before it is read, and a
+/// request past the budget is answered 503 at once instead of adding to the daemon's memory.
+pub(crate) const BODY_BUDGET: usize = 256 << 20;
+
 /// The pool of model servers.
 pub struct Inference {
     config: InferenceConfig,
@@ -243,7 +248,7 @@ pub struct Inference {
     /// Where the routing endpoint listens, for the status.
     pub endpoint: Mutex<Json>,
     /// The endpoint's budget for request bodies being read at once, in KiB
-    /// ([`crate::endpoint::BODY_BUDGET`]).
+    /// ([`BODY_BUDGET`]).
     pub(crate) bodies: Arc<tokio::sync::Semaphore>,
 }
 
@@ -374,9 +379,7 @@ impl Inference {
             gone: Mutex::new(BTreeMap::new()),
             loading: tokio::sync::Mutex::new(()),
             endpoint: Mutex::new(Json::Null),
-            bodies: Arc::new(tokio::sync::Semaphore::new(
-                crate::endpoint::BODY_BUDGET >> 10,
-            )),
+            bodies: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET >> 10)),
         })
     }
 
@@ -674,7 +677,7 @@ impl Inference {
         // text the model can take is never refused for the server's defaults.
         match (asked.or(params.context), embeddings) {
             (Some(c), _) => c,
-            (None, true) => crate::embed::embedding_context(
+            (None, true) => crate::embedding_server::embedding_context(
                 shape.and_then(|s| s.context_trained),
                 self.config.context,
             ),
@@ -704,13 +707,12 @@ impl Inference {
         let projector_passed = crate::resolve::give_projector(&mut template, &files.projector);
         if embeddings {
             let pooling = shape.and_then(|s| s.pooling);
-            let declared = crate::embed::pooling_usable(pooling);
-            let args = crate::embed::embedding_args(&template, &self.config, declared).ok_or_else(
-                || InferenceError::NoEmbeddingArgs {
-                    model: model.to_string(),
-                    program: template[0].clone(),
-                },
-            )?;
+            let declared = crate::embedding_server::pooling_usable(pooling);
+            let args = crate::embedding_server::embedding_args(&template, &self.config, declared)
+                .ok_or_else(|| InferenceError::NoEmbeddingArgs {
+                model: model.to_string(),
+                program: template[0].clone(),
+            })?;
             template.extend(args);
         }
         // The model's own arguments last: where a flag is given twice, the servers take the
