@@ -79,6 +79,10 @@ pub struct DebugConfig {
     pub ptrace_scope_file: std::path::PathBuf,
 }
 
+/// Where the kernel says who may ptrace whom (absent without the Yama LSM: then the
+/// classic rule, same user, applies).
+pub const PTRACE_SCOPE: &str = "/proc/sys/kernel/yama/ptrace_scope";
+
 impl Default for DebugConfig {
     fn default() -> Self {
         DebugConfig {
@@ -91,7 +95,7 @@ impl Default for DebugConfig {
             stop_wait_s: 30,
             output_bytes: 1024 * 1024,
             pause_on_uncaught: true,
-            ptrace_scope_file: crate::debuggers::PTRACE_SCOPE.into(),
+            ptrace_scope_file: PTRACE_SCOPE.into(),
         }
     }
 }

@@ -31,7 +31,6 @@ use crate::config::{AdapterSpec, DebugConfig};
 use crate::session::{Connect, EndKind, Phase, Session, SessionActor, SessionArgs, Target, lock};
 
 mod attach;
-pub use attach::PTRACE_SCOPE;
 mod breakpoints;
 mod exceptions;
 mod inspect;

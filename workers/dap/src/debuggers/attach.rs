@@ -11,10 +11,6 @@
 
 use super::*;
 
-/// Where the kernel says who may ptrace whom (absent without the Yama LSM: then the
-/// classic rule, same user, applies).
-pub const PTRACE_SCOPE: &str = "/proc/sys/kernel/yama/ptrace_scope";
-
 /// What `attach {pid}` found out about the process before attaching.
 #[derive(Debug)]
 pub(crate) struct Attachable {
