@@ -507,7 +507,7 @@ pub fn select(
         .collect::<Result<Vec<_>, _>>()?;
     let mut names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
     names.sort_unstable();
-    let digest = crate::transfer::hex(&sha2::Sha256::digest(names.join("\n").as_bytes()));
+    let digest = crate::hex(&sha2::Sha256::digest(names.join("\n").as_bytes()));
     Ok(FileSet {
         variant: format!("{label}-{}", &digest[..8]),
         files,

@@ -33,6 +33,7 @@ use toolvisor_protocol::tree::NodeState;
 use crate::choose::{self, Chosen, FileSet};
 use crate::error::DownloadError;
 use crate::hub::Hub;
+use crate::progress::{FileProgress, FileState};
 use crate::rate::{RateWindow, human, id_order};
 use crate::store::{Manifest, Store, Verified};
 
@@ -103,28 +104,6 @@ impl JobState {
     }
 }
 
-/// One file's state inside a job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileState {
-    Queued,
-    Downloading,
-    Verifying,
-    Done,
-    Failed,
-}
-
-impl FileState {
-    fn as_str(self) -> &'static str {
-        match self {
-            FileState::Queued => "queued",
-            FileState::Downloading => "downloading",
-            FileState::Verifying => "verifying",
-            FileState::Done => "done",
-            FileState::Failed => "failed",
-        }
-    }
-}
-
 /// The persisted record of a job.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct JobRecord {
@@ -144,27 +123,6 @@ struct JobRecord {
     /// older build has none and keeps its revision's directory (`Store::legacy_dir`).
     #[serde(default)]
     snapshot: bool,
-}
-
-/// Live progress of one file.
-pub struct FileProgress {
-    pub(crate) file: Chosen,
-    pub(crate) done: AtomicU64,
-    state: Mutex<FileState>,
-    error: Mutex<Option<String>>,
-    /// Bytes fetched over the network in this run (the job's rate counts these).
-    fetched: Arc<AtomicU64>,
-}
-
-impl FileProgress {
-    pub(crate) fn set_state(&self, s: FileState) {
-        *lock(&self.state) = s;
-    }
-
-    pub(crate) fn add(&self, n: u64) {
-        self.done.fetch_add(n, Ordering::Relaxed);
-        self.fetched.fetch_add(n, Ordering::Relaxed);
-    }
 }
 
 /// One job: its record and its live progress.
@@ -195,6 +153,22 @@ impl Drop for Counted {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// One attempt at one file; `Ok` once it is verified and in place. A large file goes over
+/// several connections (`ranged.rs`) unless its `.part` is one connection's to continue.
+async fn attempt_file(
+    hub: &Hub,
+    repo: &str,
+    revision: &str,
+    dir: &Path,
+    progress: &Arc<FileProgress>,
+    ranged: &crate::ranged::RangedConfig,
+) -> Result<(), DownloadError> {
+    if crate::ranged::wanted(ranged, dir, &progress.file.name, progress.file.size) {
+        return crate::ranged::attempt(hub, repo, revision, dir, progress, ranged).await;
+    }
+    crate::transfer::one_connection(hub, repo, revision, dir, progress).await
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -813,7 +787,7 @@ impl Downloads {
                 };
                 let mut attempt = 0u32;
                 loop {
-                    match crate::transfer::attempt(&me.hub, &repo, &revision, &job.dir, &f, &me.config.ranged).await {
+                    match attempt_file(&me.hub, &repo, &revision, &job.dir, &f, &me.config.ranged).await {
                         Ok(()) => {
                             *lock(&f.error) = None;
                             me.record_verified(&job, &f.file);

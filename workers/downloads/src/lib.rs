@@ -10,6 +10,8 @@ pub mod gguf_header;
 pub mod hub;
 mod jobs;
 pub mod listing;
+mod partial;
+mod progress;
 pub mod ranged;
 pub mod rate;
 pub mod store;
@@ -18,3 +20,8 @@ mod transfer;
 pub use error::DownloadError;
 pub use jobs::{Downloads, DownloadsConfig, JobActor};
 pub use rate::{human, id_order};
+
+/// Lower-case hex of `bytes` (how a sha256 is written in listings and records).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

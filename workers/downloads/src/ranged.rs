@@ -18,24 +18,23 @@
 //! hash. The file is renamed into place only when its hash (or, unlisted, its size) matched,
 //! like a one-connection transfer (`transfer.rs`).
 
-use std::ffi::OsString;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use nix::fcntl::Flock;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
 use crate::error::DownloadError;
+use crate::hex;
 use crate::hub::Hub;
-use crate::jobs::{FileProgress, FileState};
-use crate::store::part_path;
-use crate::transfer::{blocking, hash_mismatch, hex, into_place, open_part, range_start};
+use crate::partial::{RangeMap, Span, map_path, part_path, read_map, write_map};
+use crate::progress::{FileProgress, FileState};
+use crate::transfer::{blocking, hash_mismatch, into_place, open_part, range_start};
 
 /// Bytes a range collects before they are written at their place.
 const BLOCK: usize = 1 << 20;
@@ -59,21 +58,6 @@ pub struct RangedConfig {
     pub retries: u32,
 }
 
-/// The range map: the file's size and, per range, its bytes `[start, end)` and how many from
-/// its start are on disk and synced.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct RangeMap {
-    size: u64,
-    ranges: Vec<Span>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-struct Span {
-    start: u64,
-    end: u64,
-    done: u64,
-}
-
 impl RangeMap {
     /// `size` cut into `n` ranges of equal length (the last takes the rest), none shorter
     /// than [`MIN_SPAN`] unless the file is.
@@ -89,53 +73,6 @@ impl RangeMap {
             .collect();
         RangeMap { size, ranges }
     }
-
-    /// The ranges cover `[0, size)` in order, each `done` within its range.
-    fn valid(&self, size: u64) -> bool {
-        let mut at = 0;
-        for s in &self.ranges {
-            if s.start != at || s.end < s.start || s.done > s.end - s.start {
-                return false;
-            }
-            at = s.end;
-        }
-        self.size == size && at == size && !self.ranges.is_empty()
-    }
-
-    fn have(&self) -> u64 {
-        self.ranges.iter().map(|s| s.done).sum()
-    }
-}
-
-/// `<dir>/<name>.part.ranges`.
-pub fn map_path(part: &Path) -> PathBuf {
-    let mut name = OsString::from(part.as_os_str());
-    name.push(".ranges");
-    PathBuf::from(name)
-}
-
-/// The range map of `part` when it is one for a file of `size` bytes.
-fn read_map(part: &Path, size: u64) -> Option<RangeMap> {
-    let text = std::fs::read(map_path(part)).ok()?;
-    let map: RangeMap = serde_json::from_slice(&text).ok()?;
-    map.valid(size).then_some(map)
-}
-
-/// The bytes of a file a ranged transfer has on disk: `None` when there is no range map.
-pub fn have(part: &Path, size: u64) -> Option<u64> {
-    read_map(part, size).map(|m| m.have())
-}
-
-fn write_map(part: &Path, map: &RangeMap) -> Result<(), DownloadError> {
-    let path = map_path(part);
-    let bytes = serde_json::to_vec(map).expect("a range map encodes");
-    toolvisor_kit::private::write_private_file(
-        &path,
-        &bytes,
-        "a download's range map",
-        toolvisor_kit::private::Durability::Synced,
-    )
-    .map_err(|e| DownloadError::io("cannot write", &path, e))
 }
 
 /// Whether `file` goes over several connections: ranged transfers are on, it is large
@@ -645,6 +582,7 @@ fn follow(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::partial::have;
 
     #[test]
     fn a_file_is_cut_into_equal_ranges_that_cover_it_and_small_files_into_fewer() {

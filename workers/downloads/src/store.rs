@@ -35,6 +35,7 @@ use toolvisor_kit::private::{Durability, write_private_file};
 
 use crate::choose::Chosen;
 use crate::error::DownloadError;
+use crate::partial::part_path;
 
 /// What a variant's manifest says.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -376,7 +377,7 @@ impl Store {
             .ok()?;
         let mut hasher = sha2::Sha256::new();
         std::io::copy(&mut f, &mut hasher).ok()?;
-        let got = crate::transfer::hex(&hasher.finalize());
+        let got = crate::hex(&hasher.finalize());
         // Changed while it was read: not what was hashed.
         if &got != expected || stat(&path) != Some(before) {
             return None;
@@ -392,7 +393,7 @@ impl Store {
             return (file.size, true);
         }
         let part = part_path(dir, &file.name);
-        if let Some(have) = crate::ranged::have(&part, file.size) {
+        if let Some(have) = crate::partial::have(&part, file.size) {
             return (have, false);
         }
         match std::fs::symlink_metadata(&part) {
@@ -676,11 +677,6 @@ pub fn at(m: &Manifest) -> String {
         .unwrap_or_else(|| m.revision.clone())
 }
 
-/// `<dir>/<name>.part`.
-pub fn part_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.part"))
-}
-
 trait PrivateMode {
     fn mode_private(&mut self) -> &mut Self;
 }
@@ -769,7 +765,7 @@ mod tests {
     fn a_revision_that_moved_keeps_its_old_snapshot_named_by_commit_and_links_kept_files() {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(&tmp.path().join("models")).unwrap();
-        let hash = |b: &[u8]| crate::transfer::hex(&sha2::Sha256::digest(b));
+        let hash = |b: &[u8]| crate::hex(&sha2::Sha256::digest(b));
         let kept = Chosen {
             name: "w.gguf".into(),
             size: 4,
@@ -916,7 +912,7 @@ mod tests {
     fn a_file_is_complete_only_when_its_bytes_are_the_listed_ones() {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(&tmp.path().join("models")).unwrap();
-        let hash = |b: &[u8]| crate::transfer::hex(&sha2::Sha256::digest(b));
+        let hash = |b: &[u8]| crate::hex(&sha2::Sha256::digest(b));
         let old = Chosen {
             name: "a.gguf".into(),
             size: 4,

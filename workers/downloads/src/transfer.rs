@@ -33,10 +33,10 @@ use tokio::sync::mpsc;
 
 use crate::choose::Chosen;
 use crate::error::DownloadError;
+use crate::hex;
 use crate::hub::{Hub, RateFloor};
-use crate::jobs::{FileProgress, FileState};
-use crate::ranged::RangedConfig;
-use crate::store::part_path;
+use crate::partial::part_path;
+use crate::progress::{FileProgress, FileState};
 
 /// The size of a block of the body.
 const BLOCK: usize = 1 << 20;
@@ -46,10 +46,6 @@ const BLOCKS: usize = 8;
 const WRITEBACK: u64 = 16 << 20;
 /// The buffer the prefix on disk is read with when a transfer resumes.
 const READ_BUF: usize = 4 << 20;
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// A block of the body, shared by the writer and the hasher; its buffer goes back to the pool
 /// when both are done with it.
@@ -227,22 +223,6 @@ fn hash_pieces(mut hasher: Sha256, mut pieces: mpsc::Receiver<Arc<Piece>>) -> Sh
         hasher.update(&piece.bytes);
     }
     hasher
-}
-
-/// One attempt at one file; `Ok` once it is verified and in place. A large file goes over
-/// several connections (`ranged.rs`) unless its `.part` is one connection's to continue.
-pub(crate) async fn attempt(
-    hub: &Hub,
-    repo: &str,
-    revision: &str,
-    dir: &Path,
-    progress: &Arc<FileProgress>,
-    ranged: &RangedConfig,
-) -> Result<(), DownloadError> {
-    if crate::ranged::wanted(ranged, dir, &progress.file.name, progress.file.size) {
-        return crate::ranged::attempt(hub, repo, revision, dir, progress, ranged).await;
-    }
-    one_connection(hub, repo, revision, dir, progress).await
 }
 
 /// One attempt at one file over one connection, resuming its `.part` by `Range`.

@@ -80,7 +80,7 @@ impl Downloads {
             let path = dir.join(&f.name);
             for p in [
                 path.clone(),
-                crate::store::part_path(dir, &f.name),
+                crate::partial::part_path(dir, &f.name),
                 PathBuf::from(format!("{}.part.ranges", path.display())),
             ] {
                 if let Ok(m) = std::fs::symlink_metadata(&p)
