@@ -133,7 +133,7 @@ pub struct Daemon {
     call_ended: tokio::sync::Notify,
     /// Set once a drain began: new calls are refused with `shutting_down`.
     draining: std::sync::atomic::AtomicBool,
-    metrics: crate::metrics::Metrics,
+    metrics: crate::metrics::calls::Metrics,
 }
 
 /// Bursts of fewer sessions than this leave too little behind to be worth a trim.
@@ -212,7 +212,7 @@ impl Daemon {
         self.calls_in_flight.load(Ordering::SeqCst)
     }
 
-    pub fn metrics(&self) -> &crate::metrics::Metrics {
+    pub fn metrics(&self) -> &crate::metrics::calls::Metrics {
         &self.metrics
     }
 

@@ -390,7 +390,7 @@ fn assemble(
         calls_in_flight: AtomicU64::new(0),
         call_ended: tokio::sync::Notify::new(),
         draining: std::sync::atomic::AtomicBool::new(false),
-        metrics: crate::metrics::Metrics::default(),
+        metrics: crate::metrics::calls::Metrics::default(),
         config,
     }
 }
