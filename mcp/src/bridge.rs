@@ -1,36 +1,26 @@
-//! The MCP server handler: one MCP session bridged to one daemon connection (one run).
-//! `tools/list` is the daemon's list for the run's surface; `tools/call` is a daemon call
-//! whose approval requests and `ask_user` questions become elicitations, whose output events
-//! become progress notifications and whose cancellation is the daemon's `Cancel`.
+//! One MCP session bridged to one daemon connection (one run): the session's state
+//! ([`Bridge`]), the run a request belongs to (the session's, or a 2026-07-28 client's handle in
+//! [`Runs`]), the MCP tool entries of the daemon's tools, and a watcher that sends
+//! `notifications/tools/list_changed` when the daemon's list changes. The MCP methods on it are
+//! `handler.rs`; `tools/call` is `calls.rs`.
 //!
 //! The daemon connection is made after `initialize` (so the `Hello` can say whether the client
-//! answers questions) and again after the daemon went away. `resources/read` of
-//! `toolvisor://result/<ref>` goes through `tool_result_read`, and a watcher sends
-//! `notifications/tools/list_changed` when the daemon's list changes.
+//! answers questions) and again after the daemon went away.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ElicitRequestParams, GetTaskParams,
-    GetTaskResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerConfig, TASKS_EXTENSION_ID,
-};
-use rmcp::service::{ElicitationMode, RequestContext};
-use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use rmcp::model::ProtocolVersion;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::{Value as Json, json};
-use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
-use toolvisor_protocol::ErrorKind;
-use toolvisor_protocol::answer::{MAX_REFUSED_ANSWERS, check_answer};
-use toolvisor_protocol::wire::{ClientFrame, Outcome, Question, QuestionAnswer, Surface, ToolInfo};
+use toolvisor_protocol::wire::ToolInfo;
 
-use crate::content;
-use crate::daemon::{DaemonConn, HelloParts};
-use crate::runs::{HANDLE_KEY, Runs, valid_handle};
-use crate::{Approvals, BridgeError, Options};
+use crate::daemon::DaemonConn;
+use crate::runs::{Runs, Shared, valid_handle};
+use crate::{BridgeError, HANDLE_KEY, Options};
 
 /// One MCP session's handler (for a 2026-07-28 client over HTTP, one request's). Dropping it
 /// (the session ended) stops its tool-list watcher and closes its daemon connection; the
@@ -44,20 +34,6 @@ pub struct Bridge {
     single: bool,
     stop: CancellationToken,
     watching: std::sync::Once,
-}
-
-/// One run's daemon connection and names, shared by the handler, its tool-list watcher and
-/// (for 2026 clients) every request naming the run's handle.
-pub(crate) struct Shared {
-    opts: Arc<Options>,
-    run_id: String,
-    pub(crate) conversation: String,
-    /// A 2026-07-28 run: no session, so no server-to-client requests (elicitation, list
-    /// changes) and no question port.
-    stateless: bool,
-    /// The live connection; replaced when the daemon went away (a restart, a new policy)
-    /// and a later request or the watcher connects again.
-    conn: Mutex<Option<Arc<DaemonConn>>>,
 }
 
 impl Drop for Bridge {
@@ -128,7 +104,7 @@ impl Bridge {
                 run_id,
                 conversation,
                 stateless: false,
-                conn: Mutex::new(None),
+                conn: tokio::sync::Mutex::new(None),
             }),
             runs,
             stop: CancellationToken::new(),
@@ -214,87 +190,6 @@ impl Bridge {
     }
 }
 
-impl Shared {
-    /// The run of a 2026 client's handle: the handle names both run and conversation unless
-    /// `--run` / `--conversation` fixed them.
-    pub(crate) fn for_handle(opts: Arc<Options>, handle: &str) -> Shared {
-        Shared {
-            run_id: opts.run_id.clone().unwrap_or_else(|| handle.to_string()),
-            conversation: opts
-                .conversation
-                .clone()
-                .unwrap_or_else(|| handle.to_string()),
-            opts,
-            stateless: true,
-            conn: Mutex::new(None),
-        }
-    }
-
-    /// Whether its daemon connection is in use beyond this run (a call's task, a call
-    /// waiting for an MRTR answer, a request connecting now).
-    pub(crate) fn busy(&self) -> bool {
-        match self.conn.try_lock() {
-            Ok(conn) => conn.as_ref().is_some_and(|c| Arc::strong_count(c) > 1),
-            Err(_) => true,
-        }
-    }
-
-    /// Close the daemon connection; the conversation stays (a 2026 handle can come back).
-    pub(crate) async fn close(&self) {
-        self.close_ending(None).await;
-    }
-
-    /// Close the daemon connection, ending `end`'s conversation first if this connection
-    /// made calls in it.
-    pub(crate) async fn close_ending(&self, end: Option<&str>) {
-        let conn = self.conn.lock().await.take();
-        if let Some(conn) = conn {
-            conn.close(end).await;
-        }
-    }
-
-    async fn connect(&self, peer: &Peer<RoleServer>) -> Result<Arc<DaemonConn>, BridgeError> {
-        let mut slot = self.conn.lock().await;
-        if let Some(conn) = slot.as_ref()
-            && conn.closed().is_none()
-        {
-            return Ok(conn.clone());
-        }
-        // A 2026 client cannot be asked a question from outside a request: no question port.
-        let elicits = !self.stateless && question_port(self.opts.questions, peer);
-        let (qtx, qrx) = mpsc::unbounded_channel();
-        // `deny`: nothing above the read tier is offered or callable.
-        let max_tier = match self.opts.approvals {
-            Approvals::Deny => self.opts.surface.min(toolvisor_protocol::wire::Tier::Read),
-            _ => self.opts.surface,
-        };
-        let conn = DaemonConn::connect(
-            HelloParts {
-                run_id: self.run_id.clone(),
-                workdir: self.opts.workdir.clone(),
-                surface: Surface {
-                    max_tier,
-                    // Approval requests always reach us: we ask through elicitation or
-                    // deny, saying why.
-                    approvals: true,
-                    questions: elicits,
-                    bridge_tools: Vec::new(),
-                },
-                socket: &self.opts.socket,
-                run_token: self.opts.run_token.clone(),
-            },
-            qtx,
-        )
-        .await?;
-        let conn = Arc::new(conn);
-        if elicits {
-            tokio::spawn(answer_questions(conn.clone(), peer.clone(), qrx));
-        }
-        *slot = Some(conn.clone());
-        Ok(conn)
-    }
-}
-
 /// The client of a request that came through the HTTP listener (`http::handle` puts it in
 /// the request's extensions); `None` over stdio.
 pub(crate) fn listener_client(ctx: &RequestContext<RoleServer>) -> Option<crate::peer::Peer> {
@@ -319,23 +214,6 @@ pub(crate) fn daemon_unreachable(e: &BridgeError) -> ErrorData {
         Some(json!({"kind": "resource_failed", "message": e.to_string(),
             "hint": "start the daemon (`toolvisor serve`) or pass the right --socket"})),
     )
-}
-
-/// Whether this session is a question port (`--questions`): see [`crate::Questions`].
-fn question_port(mode: crate::Questions, peer: &Peer<RoleServer>) -> bool {
-    match mode {
-        crate::Questions::None => false,
-        crate::Questions::Elicit => elicits(peer),
-        crate::Questions::Auto => {
-            elicits(peer)
-                && !crate::calls::headless(crate::calls::client_name(peer, None).as_deref())
-        }
-    }
-}
-
-pub(crate) fn elicits(peer: &Peer<RoleServer>) -> bool {
-    peer.supported_elicitation_modes()
-        .contains(&ElicitationMode::Form)
 }
 
 /// The MCP tool entry of a daemon tool: its name, description and schema as declared, and
@@ -402,7 +280,7 @@ pub fn lean_schema(schema: &Json) -> Json {
     walk(schema, false, false)
 }
 
-fn visible(tools: &[ToolInfo]) -> Vec<&ToolInfo> {
+pub(crate) fn visible(tools: &[ToolInfo]) -> Vec<&ToolInfo> {
     tools.iter().filter(|t| t.available).collect()
 }
 
@@ -456,328 +334,6 @@ async fn watch_tools(
     }
 }
 
-/// `ask_user` questions routed to this run: asked through elicitation; a declined or
-/// cancelled elicitation skips the question, unless it came back faster than a person reads a
-/// form: then no person saw it, and the answer says so (`no_person`; `ask_user` answers
-/// `no_human`). An answer the question does not accept (a
-/// choice outside its options, typed into a client that does not enforce the form's enum)
-/// is sent on, so the daemon counts it, and the person is asked again saying what was
-/// wrong; the daemon ends the question after `MAX_REFUSED_ANSWERS` of them, and the asking
-/// call gets an error naming the last, instead of waiting for its timeout.
-async fn answer_questions(
-    conn: Arc<DaemonConn>,
-    peer: Peer<RoleServer>,
-    mut questions: mpsc::UnboundedReceiver<Question>,
-) {
-    while let Some(q) = questions.recv().await {
-        let conn = conn.clone();
-        let peer = peer.clone();
-        tokio::spawn(async move {
-            let mut refused: Option<String> = None;
-            for _ in 0..MAX_REFUSED_ANSWERS {
-                let answer = ask(&peer, &q, refused.as_deref()).await;
-                let verdict = match answer.no_person {
-                    Some(_) => Ok(answer.clone()),
-                    None => check_answer(&q, answer.clone()),
-                };
-                if conn.send(&ClientFrame::QuestionAnswer(answer)).is_err() {
-                    return;
-                }
-                match verdict {
-                    Ok(_) => return,
-                    Err(why) => refused = Some(why),
-                }
-            }
-        });
-    }
-}
-
-async fn ask(peer: &Peer<RoleServer>, q: &Question, refused: Option<&str>) -> QuestionAnswer {
-    let skipped = QuestionAnswer {
-        question_id: q.question_id,
-        selected: Vec::new(),
-        text: None,
-        skipped: true,
-        no_person: None,
-    };
-    let labels: Vec<&str> = q.options.iter().map(|o| o.label.as_str()).collect();
-    let mut properties = serde_json::Map::new();
-    let mut required = Vec::new();
-    if !labels.is_empty() {
-        if q.multi_select {
-            properties.insert(
-                "choices".into(),
-                json!({"type": "string", "title": "Choices",
-                    "description": format!("comma-separated, among: {}", labels.join(", "))}),
-            );
-        } else {
-            let names: Vec<String> = q
-                .options
-                .iter()
-                .map(|o| match &o.description {
-                    Some(d) => format!("{} — {d}", o.label),
-                    None => o.label.clone(),
-                })
-                .collect();
-            properties.insert(
-                "choice".into(),
-                json!({"type": "string", "title": "Choice", "enum": labels, "enumNames": names}),
-            );
-            if !q.allow_free_text {
-                required.push("choice");
-            }
-        }
-    }
-    if q.allow_free_text || labels.is_empty() {
-        properties.insert("text".into(), json!({"type": "string", "title": "Answer"}));
-    }
-    let mut message = match &q.context {
-        Some(c) if !c.is_empty() => format!("{}\n\n{c}", q.question),
-        _ => q.question.clone(),
-    };
-    if let Some(why) = refused {
-        message =
-            format!("Your last answer could not be used: {why}. Please answer again.\n\n{message}");
-    }
-    let result = match elicit(
-        peer,
-        message,
-        json!({"type": "object", "properties": properties, "required": required}),
-    )
-    .await
-    {
-        Elicited::Accepted(result) => result,
-        Elicited::Refused { unseen: None } => return skipped,
-        Elicited::Refused { unseen: Some(why) } => {
-            return QuestionAnswer {
-                no_person: Some(why),
-                skipped: false,
-                ..skipped
-            };
-        }
-    };
-    let mut selected = Vec::new();
-    if let Some(choice) = result.get("choice").and_then(Json::as_str) {
-        selected.push(choice.to_string());
-    }
-    if let Some(choices) = result.get("choices").and_then(Json::as_str) {
-        selected.extend(
-            choices
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from),
-        );
-    }
-    let text = result
-        .get("text")
-        .and_then(Json::as_str)
-        .filter(|t| !t.is_empty())
-        .map(String::from);
-    QuestionAnswer {
-        question_id: q.question_id,
-        selected,
-        text,
-        skipped: false,
-        no_person: None,
-    }
-}
-
-/// How a form elicitation ended.
-pub(crate) enum Elicited {
-    /// A person accepted the form, with this content.
-    Accepted(Json),
-    /// Declined, cancelled, or the request failed: `unseen` says how we know no person saw
-    /// the form (it came back faster than a person reads one, [`crate::calls::UNSEEN`]);
-    /// `None`: a person may have refused it.
-    Refused { unseen: Option<String> },
-}
-
-/// Ask the client through a form elicitation.
-pub(crate) async fn elicit(peer: &Peer<RoleServer>, message: String, schema: Json) -> Elicited {
-    let params: ElicitRequestParams = match serde_json::from_value(json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": schema,
-    })) {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::warn!(error = %e, "could not build an elicitation request");
-            return Elicited::Refused {
-                unseen: Some(format!("toolvisor mcp could not build the form: {e}")),
-            };
-        }
-    };
-    let client = crate::calls::client_of(peer, None);
-    let asked = std::time::Instant::now();
-    let result = peer.create_elicitation(params).await;
-    let took = asked.elapsed();
-    let unseen = |what: &str| {
-        (took < crate::calls::UNSEEN).then(|| {
-            format!(
-                "the MCP client {client} {what} the form after {} ms, faster than a person reads one, so it showed it to nobody (a headless run)",
-                took.as_millis()
-            )
-        })
-    };
-    let result = match result {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::info!(error = %e, "the elicitation failed");
-            return Elicited::Refused {
-                unseen: Some(format!(
-                    "the MCP client {client} failed the form request ({e})"
-                )),
-            };
-        }
-    };
-    let result = serde_json::to_value(result).unwrap_or_default();
-    let action = result.get("action").and_then(Json::as_str).unwrap_or("?");
-    if action != "accept" {
-        let what = if action == "cancel" {
-            "cancelled"
-        } else {
-            "declined"
-        };
-        return Elicited::Refused {
-            unseen: unseen(what),
-        };
-    }
-    Elicited::Accepted(result.get("content").cloned().unwrap_or(json!({})))
-}
-
-/// The server instructions, which harnesses pass on to the model (Claude Code does): only what changes what
-/// a model does (how to get the rest of a result cut short, where relative paths start). What
-/// a client program needs (the 2026 conversation handle, resource links) is in
-/// docs/OPERATIONS.md, not in every prompt.
-pub const INSTRUCTIONS: &str = "A large result comes back cut short, with a ref (tr_…) to the whole: call tool_result_read with that ref (offset to page on) when you need the rest. Relative paths start at the run's workdir.";
-
-impl ServerHandler for Bridge {
-    fn get_info(&self) -> ServerConfig {
-        serde_json::from_value(json!({
-            "protocolVersion": ProtocolVersion::V_2026_07_28,
-            "capabilities": {
-                "tools": {"listChanged": true},
-                "resources": {},
-                "extensions": {TASKS_EXTENSION_ID: {}},
-            },
-            "serverInfo": {"name": "toolvisor", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": INSTRUCTIONS,
-        }))
-        .unwrap_or_default()
-    }
-
-    /// 2026-07-28 (stateless: no initialize, per-request `_meta`, `server/discover`, MRTR,
-    /// the Tasks extension) and every revision before it, negotiated per request.
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let (shared, handle) = self
-            .scope(&ctx, request.as_ref().and_then(|r| r.meta.as_ref()))
-            .await?;
-        let conn = self.conn_of(&shared, &ctx.peer).await?;
-        let tools = conn
-            .list_tools()
-            .await
-            .map_err(|e| daemon_unreachable(&e))?;
-        let list: Vec<Json> = visible(&tools)
-            .into_iter()
-            .map(|t| mcp_tool(t, self.runs.opts().structured))
-            .collect();
-        let mut result = json!({ "tools": list, "resultType": "complete" });
-        if let Some(h) = handle {
-            result["_meta"] = json!({ HANDLE_KEY: h });
-        }
-        serde_json::from_value(result).map_err(|e| {
-            ErrorData::internal_error(format!("a daemon tool did not fit MCP's Tool: {e}"), None)
-        })
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        crate::calls::call_tool(self, request, ctx).await
-    }
-
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        _ctx: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        self.runs.tasks.get(&request.task_id)
-    }
-
-    async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        _ctx: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.runs.tasks.cancel(&request.task_id)
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        // Stored results are reached by the links in call results, not enumerated.
-        serde_json::from_value(json!({"resources": [], "resultType": "complete"}))
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        serde_json::from_value(json!({"resourceTemplates": [{
-            "uriTemplate": "toolvisor://result/{ref}{?offset,limit}",
-            "name": "stored result",
-            "description": "A large tool result stored by the daemon, read by pages of characters (tool_result_read).",
-            "mimeType": "text/plain",
-        }], "resultType": "complete"}))
-        .map_err(|e| ErrorData::internal_error(e.to_string(), None))
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        let page = content::parse_result_uri(&request.uri).map_err(|e| {
-            ErrorData::invalid_params(e.message.clone(), Some(content::error_json(&e)))
-        })?;
-        let (shared, _) = self.scope(&ctx, request.meta.as_ref()).await?;
-        let conn = self.conn_of(&shared, &ctx.peer).await?;
-        let outcome = conn
-            .call(&shared.conversation, "tool_result_read", page.args())
-            .await
-            .map_err(|e| daemon_unreachable(&e))?;
-        match outcome {
-            Outcome::Ok(v) => {
-                let read: ReadResourceResult =
-                    serde_json::from_value(content::resource_page(&request.uri, &page, &v.0))
-                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                Ok(read.into())
-            }
-            Outcome::Err(e) => Err(match e.kind {
-                ErrorKind::NotFound | ErrorKind::InvalidRef | ErrorKind::Expired => {
-                    ErrorData::resource_not_found(e.to_string(), Some(content::error_json(&e)))
-                }
-                _ => ErrorData::invalid_params(e.to_string(), Some(content::error_json(&e))),
-            }),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -805,37 +361,6 @@ mod tests {
                     "env": {"type": "object", "additionalProperties": {"type": "string"}},
                     "points": {"type": "array", "items": {"type": "object",
                         "properties": {"line": {"description": "1-based."}}}}}})
-        );
-    }
-
-    #[test]
-    fn the_instructions_say_only_what_changes_what_a_model_does() {
-        let opts = Arc::new(crate::Options {
-            socket: "/nonexistent".into(),
-            surface: toolvisor_protocol::wire::Tier::Read,
-            conversation: None,
-            run_id: None,
-            workdir: "/w".into(),
-            poll: Duration::from_secs(1),
-            approvals: crate::Approvals::Elicit,
-            questions: crate::Questions::None,
-            structured: false,
-            images: crate::Images::Auto,
-            run_token: None,
-        });
-        let info =
-            serde_json::to_value(Bridge::new(opts.clone(), Runs::new(opts)).get_info()).unwrap();
-        let text = info["instructions"].as_str().unwrap();
-        assert!(text.contains("tool_result_read"), "{text}");
-        // Client plumbing a model never sends: 2026 handles, resources/read.
-        assert!(
-            !text.contains("_meta") && !text.contains("resources/read"),
-            "{text}"
-        );
-        assert!(
-            text.chars().count() <= 200,
-            "{} characters: {text}",
-            text.chars().count()
         );
     }
 }

@@ -24,36 +24,19 @@ use tokio_util::sync::CancellationToken;
 use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame, Event, JobFollow, Outcome, ToolInfo};
 use toolvisor_protocol::{ErrorKind, ToolError};
 
-use crate::bridge::{
-    Bridge, Elicited, Shared, elicit, elicits, listener_client, runs_full, stateless,
-};
+use crate::bridge::{Bridge, listener_client, runs_full, stateless};
+use crate::client::{Elicited, UNSEEN, client_name, client_of, elicit, elicits, headless};
 use crate::content::Shape;
 use crate::daemon::{CallMsg, DaemonConn};
-use crate::runs::{HANDLE_KEY, Pending, Runs};
+use crate::runs::{Pending, Runs, Shared};
 use crate::tasks::{INLINE_WAIT, POLL};
-use crate::{Approvals, BridgeError, content};
+use crate::{Approvals, BridgeError, HANDLE_KEY, content};
 
 /// How long a cancelled call may take to answer `cancelled` before we stop waiting.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
 /// The key of the approval form in an MRTR `inputRequests`.
 const APPROVE_INPUT: &str = "toolvisor_approval";
-
-/// A form declined or cancelled sooner than this after it was sent was shown to no person:
-/// nobody reads a form and decides in under a second, while a headless harness answers in
-/// milliseconds. Such an approval is denied saying no person could be asked, and such a
-/// question answers `no_human`, never "the person refused" or "skipped".
-pub const UNSEEN: Duration = Duration::from_secs(1);
-
-/// MCP clients (`clientInfo.name` prefixes) that declare elicitation but decline every form
-/// without showing it: Codex (`codex-mcp-client`), in `codex exec` and its TUI alike. They
-/// are not asked at all.
-pub const HEADLESS_CLIENTS: &[&str] = &["codex"];
-
-/// Whether a client of this `clientInfo.name` declines every form unseen.
-pub(crate) fn headless(name: Option<&str>) -> bool {
-    name.is_some_and(|n| HEADLESS_CLIENTS.iter().any(|p| n.starts_with(p)))
-}
 
 /// The hint of an approval denied because no person could be asked (it replaces the daemon's
 /// "change the plan or ask the user", which presumes someone refused).
@@ -65,28 +48,6 @@ fn nobody_asked(tool: &str, client: &str, why: &str) -> String {
     format!(
         "no person could be asked, so nobody refused it: {why}. toolvisor mcp runs with --approvals elicit (the default), where a person approves each such call in the MCP client {client}'s form, and denies it when none can be asked. For a headless run the operator starts toolvisor mcp with --approvals harness and puts the tool on the harness's allow list (Claude Code: --allowedTools mcp__toolvisor__{tool}; Codex: approval_mode = \"approve\" under [mcp_servers.toolvisor.tools.{tool}])"
     )
-}
-
-/// The MCP client, as it named itself (`initialize`, or a 2026 request's `_meta`).
-pub(crate) fn client_of(peer: &Peer<RoleServer>, meta: Option<&RequestMetaObject>) -> String {
-    if let Some(info) = meta.and_then(|m| m.client_info()) {
-        return format!("{} {}", info.name, info.version);
-    }
-    match peer.peer_info() {
-        Some(info) => format!("{} {}", info.client_info.name, info.client_info.version),
-        None => "(a client that named itself nowhere)".to_string(),
-    }
-}
-
-/// The MCP client's `clientInfo.name` (`initialize`, or a 2026 request's `_meta`).
-pub(crate) fn client_name(
-    peer: &Peer<RoleServer>,
-    meta: Option<&RequestMetaObject>,
-) -> Option<String> {
-    if let Some(info) = meta.and_then(|m| m.client_info()) {
-        return Some(info.name.clone());
-    }
-    peer.peer_info().map(|info| info.client_info.name.clone())
 }
 
 /// What happened to a call driven for a while.

@@ -277,7 +277,7 @@ impl Ledger {
                 ),
                 hint: format!(
                     "close sessions you no longer use (HTTP DELETE with their Mcp-Session-Id; idle ones close after 5 minutes), send back the `{}` handle of an earlier result instead of starting a new conversation (idle ones give their place back after {} s), or raise --max-sessions-per-client",
-                    crate::runs::HANDLE_KEY,
+                    crate::HANDLE_KEY,
                     self.caps.run_idle.as_secs()
                 ),
             })

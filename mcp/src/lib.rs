@@ -33,9 +33,11 @@ use toolvisor_protocol::wire::Tier;
 
 pub mod bridge;
 pub mod calls;
+pub mod client;
 pub mod content;
 pub mod daemon;
 pub mod gate;
+pub mod handler;
 pub mod http;
 pub use toolvisor_kit::peer;
 pub mod render;
@@ -43,6 +45,9 @@ pub mod runs;
 pub mod tasks;
 
 pub use bridge::Bridge;
+/// The `_meta` key of the conversation handle (request and result).
+pub const HANDLE_KEY: &str = "toolvisor/conversation";
+
 /// Cancels `http::serve_http`.
 pub use tokio_util::sync::CancellationToken as StopToken;
 
@@ -79,12 +84,12 @@ pub struct Options {
 }
 
 /// Where `ask_user` questions go (`toolvisor mcp --questions`). Whatever the mode, a form the
-/// client declines faster than a person can read it ([`calls::UNSEEN`]) answers `no_human`:
+/// client declines faster than a person can read it ([`client::UNSEEN`]) answers `no_human`:
 /// a skip is only ever a person's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Questions {
     /// A question port when the client declares form elicitation and is not one known to
-    /// decline every form unseen ([`calls::HEADLESS_CLIENTS`]); otherwise none, so a
+    /// decline every form unseen ([`client::HEADLESS_CLIENTS`]); otherwise none, so a
     /// `toolvisor operator` attached to every run gets the question, or `ask_user` answers
     /// `no_human`.
     #[default]

@@ -5,7 +5,8 @@
 //! kept here under it. Behind a listener each run takes a place under the same caps as MCP
 //! sessions (per client and in all, [`Ledger`]), and one nobody used for `--run-idle-secs`
 //! gives its daemon connection and its place back (a sweeper looks, so a client that never
-//! comes back does not hold them). Also here: the calls waiting for a client's answer to an approval
+//! comes back does not hold them). A run's daemon connection and names are a [`Shared`], made
+//! on first use and again after the daemon went away. Also here: the calls waiting for a client's answer to an approval
 //! asked as a multi round-trip request (MRTR: `inputRequests` + `requestState`), and tasks.
 
 use std::collections::HashMap;
@@ -15,15 +16,113 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use toolvisor_protocol::wire::{ApprovalRequest, ClientFrame};
 
-use crate::Options;
-use crate::bridge::Shared;
-use crate::daemon::{CallMsg, DaemonConn};
+use rmcp::RoleServer;
+use toolvisor_protocol::wire::Surface;
+
+use crate::client::{answer_questions, question_port};
+use crate::daemon::{CallMsg, DaemonConn, HelloParts};
 use crate::gate::{CapsFull, Ledger, RunPlace};
 use crate::peer::Peer;
 use crate::tasks::Tasks;
+use crate::{Approvals, BridgeError, Options};
 
-/// The `_meta` key of the conversation handle (request and result).
-pub const HANDLE_KEY: &str = "toolvisor/conversation";
+/// One run's daemon connection and names, shared by the handler, its tool-list watcher and
+/// (for 2026 clients) every request naming the run's handle.
+pub(crate) struct Shared {
+    pub(crate) opts: Arc<Options>,
+    pub(crate) run_id: String,
+    pub(crate) conversation: String,
+    /// A 2026-07-28 run: no session, so no server-to-client requests (elicitation, list
+    /// changes) and no question port.
+    pub(crate) stateless: bool,
+    /// The live connection; replaced when the daemon went away (a restart, a new policy)
+    /// and a later request or the watcher connects again.
+    pub(crate) conn: tokio::sync::Mutex<Option<Arc<DaemonConn>>>,
+}
+
+impl Shared {
+    /// The run of a 2026 client's handle: the handle names both run and conversation unless
+    /// `--run` / `--conversation` fixed them.
+    pub(crate) fn for_handle(opts: Arc<Options>, handle: &str) -> Shared {
+        Shared {
+            run_id: opts.run_id.clone().unwrap_or_else(|| handle.to_string()),
+            conversation: opts
+                .conversation
+                .clone()
+                .unwrap_or_else(|| handle.to_string()),
+            opts,
+            stateless: true,
+            conn: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether its daemon connection is in use beyond this run (a call's task, a call
+    /// waiting for an MRTR answer, a request connecting now).
+    pub(crate) fn busy(&self) -> bool {
+        match self.conn.try_lock() {
+            Ok(conn) => conn.as_ref().is_some_and(|c| Arc::strong_count(c) > 1),
+            Err(_) => true,
+        }
+    }
+
+    /// Close the daemon connection; the conversation stays (a 2026 handle can come back).
+    pub(crate) async fn close(&self) {
+        self.close_ending(None).await;
+    }
+
+    /// Close the daemon connection, ending `end`'s conversation first if this connection
+    /// made calls in it.
+    pub(crate) async fn close_ending(&self, end: Option<&str>) {
+        let conn = self.conn.lock().await.take();
+        if let Some(conn) = conn {
+            conn.close(end).await;
+        }
+    }
+
+    pub(crate) async fn connect(
+        &self,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> Result<Arc<DaemonConn>, BridgeError> {
+        let mut slot = self.conn.lock().await;
+        if let Some(conn) = slot.as_ref()
+            && conn.closed().is_none()
+        {
+            return Ok(conn.clone());
+        }
+        // A 2026 client cannot be asked a question from outside a request: no question port.
+        let elicits = !self.stateless && question_port(self.opts.questions, peer);
+        let (qtx, qrx) = mpsc::unbounded_channel();
+        // `deny`: nothing above the read tier is offered or callable.
+        let max_tier = match self.opts.approvals {
+            Approvals::Deny => self.opts.surface.min(toolvisor_protocol::wire::Tier::Read),
+            _ => self.opts.surface,
+        };
+        let conn = DaemonConn::connect(
+            HelloParts {
+                run_id: self.run_id.clone(),
+                workdir: self.opts.workdir.clone(),
+                surface: Surface {
+                    max_tier,
+                    // Approval requests always reach us: we ask through elicitation or
+                    // deny, saying why.
+                    approvals: true,
+                    questions: elicits,
+                    bridge_tools: Vec::new(),
+                },
+                socket: &self.opts.socket,
+                run_token: self.opts.run_token.clone(),
+            },
+            qtx,
+        )
+        .await?;
+        let conn = Arc::new(conn);
+        if elicits {
+            tokio::spawn(answer_questions(conn.clone(), peer.clone(), qrx));
+        }
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+}
 
 /// Over stdio, a run nobody used this long gives its daemon connection back (the
 /// conversation's state stays the daemon's: the next request with its handle connects
