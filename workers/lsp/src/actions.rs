@@ -1,63 +1,21 @@
-//! `code_actions` answers that say which line each action is for, and the memory of the last
-//! answer per run that `lsp_edit apply_code_action` applies an action of by its index.
+//! `code_actions` answers that say which line each action is for; the last answer of each run,
+//! which `lsp_edit apply_code_action` applies an action of by its index, is kept in [`memory`].
 //!
 //! The request carries the diagnostics of the asked line and its neighbours (a parser reports
 //! a missing token on the next line), so a server answers with fixes for those neighbours too;
 //! each action names its range, and one for another line is listed after the asked line's,
 //! labelled with its line.
 
-use std::collections::VecDeque;
-use std::path::PathBuf;
-use std::sync::Mutex;
-
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspEditArgs;
 
-use crate::ops::CallCtx;
+use crate::call::CallCtx;
 use crate::render::show_path;
 use crate::servers::LanguageServers;
 
-/// Runs whose last `code_actions` answer is remembered; the oldest is forgotten first.
-pub const REMEMBERED_RUNS: usize = 256;
-
-/// One `code_actions` answer as listed: the actions in the order of their indexes.
-#[derive(Clone, Debug)]
-pub struct Listed {
-    /// The server that offered them (`ServerShared::id`).
-    pub server: String,
-    pub path: PathBuf,
-    pub uri: String,
-    /// The document version the actions were computed for.
-    pub version: i32,
-    /// The server's actions (`CodeAction` or `Command`), raw, in index order.
-    pub actions: Vec<Value>,
-}
-
-/// The last `code_actions` answer of each run (bounded by [`REMEMBERED_RUNS`]).
-#[derive(Debug, Default)]
-pub struct Memory {
-    runs: Mutex<VecDeque<(String, Listed)>>,
-}
-
-impl Memory {
-    pub fn remember(&self, run: &str, listed: Listed) {
-        let mut runs = crate::server::lock(&self.runs);
-        runs.retain(|(r, _)| r != run);
-        runs.push_back((run.to_string(), listed));
-        while runs.len() > REMEMBERED_RUNS {
-            runs.pop_front();
-        }
-    }
-
-    pub fn get(&self, run: &str) -> Option<Listed> {
-        crate::server::lock(&self.runs)
-            .iter()
-            .find(|(r, _)| r == run)
-            .map(|(_, l)| l.clone())
-    }
-}
+pub(crate) mod memory;
 
 /// A bare `Command` (its `command` is the command's name) rather than a `CodeAction`.
 pub fn is_bare_command(a: &Value) -> bool {
@@ -332,25 +290,5 @@ mod tests {
         let (ordered, _, items) = render(vec![json!({"title": "a"}); 5], uri, 1, 3, "x");
         assert_eq!(ordered.len(), 3);
         assert_eq!(items[2]["index"], 2);
-    }
-
-    #[test]
-    fn memory_keeps_the_last_answer_per_run_and_is_bounded() {
-        let m = Memory::default();
-        let listed = |n: usize| Listed {
-            server: "s".into(),
-            path: PathBuf::from("/a"),
-            uri: "file:///a".into(),
-            version: n as i32,
-            actions: vec![],
-        };
-        m.remember("r", listed(1));
-        m.remember("r", listed(2));
-        assert_eq!(m.get("r").unwrap().version, 2);
-        for i in 0..REMEMBERED_RUNS {
-            m.remember(&format!("other{i}"), listed(0));
-        }
-        assert!(m.get("r").is_none(), "the oldest run is forgotten");
-        assert!(m.get("other1").is_some());
     }
 }

@@ -16,8 +16,9 @@ use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
 use toolvisor_kit::supervise::SupervisorMsg;
 use toolvisor_protocol::tree::NodeState;
 
+use crate::lock;
 use crate::position::Encoding;
-use crate::server::{Conn, ServerShared, lock};
+use crate::server::{Conn, ServerShared};
 use crate::uri;
 
 /// The actor of one incarnation of a language server.

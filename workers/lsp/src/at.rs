@@ -11,7 +11,8 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
-use crate::ops::{CallCtx, Opened, is_empty};
+use crate::call::{CallCtx, Opened};
+use crate::ops::is_empty;
 use crate::position;
 use crate::render;
 use crate::servers::LanguageServers;

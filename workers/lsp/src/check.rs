@@ -13,10 +13,11 @@ use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
 
+use crate::call::{CallCtx, Opened};
 use crate::config::language_id;
-use crate::ops::{CallCtx, Opened};
+use crate::lock;
 use crate::render::{self, Diag};
-use crate::server::{Conn, Published, ServerShared, lock};
+use crate::server::{Conn, Published, ServerShared};
 use crate::servers::LanguageServers;
 use crate::uri;
 

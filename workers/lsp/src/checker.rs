@@ -10,8 +10,8 @@ use tokio::io::AsyncReadExt;
 use toolvisor_kit::process;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
+use crate::call::CallCtx;
 use crate::locate;
-use crate::ops::CallCtx;
 use crate::render::{Diag, show_path};
 use crate::servers::LanguageServers;
 

@@ -15,9 +15,10 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::locate;
+use crate::lock;
 use crate::outside::OPENED_PER_QUERY_MAX;
 use crate::render::{show_dir, show_path};
-use crate::server::{ServerShared, lock};
+use crate::server::ServerShared;
 use crate::servers::LanguageServers;
 
 impl LanguageServers {
@@ -94,8 +95,8 @@ impl LanguageServers {
     /// saying what a miss means, `calls` for a call hierarchy's callers).
     pub(crate) async fn use_gap(
         &self,
-        ctx: &crate::ops::CallCtx,
-        opened: &crate::ops::Opened,
+        ctx: &crate::call::CallCtx,
+        opened: &crate::call::Opened,
         word: &str,
         seen: std::collections::HashSet<(std::path::PathBuf, u32)>,
         missed: &str,
@@ -122,8 +123,8 @@ impl LanguageServers {
     /// means, `calls` for a call hierarchy's callers.
     pub(crate) async fn hidden_gap(
         &self,
-        ctx: &crate::ops::CallCtx,
-        opened: &crate::ops::Opened,
+        ctx: &crate::call::CallCtx,
+        opened: &crate::call::Opened,
         word: &str,
         seen: std::collections::HashSet<(std::path::PathBuf, u32)>,
         missed: &str,

@@ -18,9 +18,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::lock;
 use crate::position::Encoding;
 use crate::render::Diag;
-use crate::server::{ServerShared, lock, read_doc, root_scope};
+use crate::server::{ServerShared, read_doc, root_scope};
 use crate::servers::LanguageServers;
 use crate::uri;
 use crate::watch::skipped;

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolvisor_protocol::error::ToolError;
 
+use crate::call::Opened;
 use crate::checks::same;
-use crate::ops::Opened;
+use crate::lock;
 use crate::render::Diag;
-use crate::server::lock;
 use crate::servers::{LanguageServers, not_ready};
 
 /// How long past `settle` a server that drops unchanged empty lists must have been quiet

@@ -21,21 +21,13 @@ use toolvisor_protocol::tools::LspRenameArgs;
 
 use toolvisor_files::paths::Access;
 
-use crate::ops::{CallCtx, Opened};
+use crate::call::{CallCtx, Opened};
+use crate::change::FileChange;
 use crate::position::{self, Encoding};
 use crate::render::show_path;
 use crate::server::ServerShared;
 use crate::servers::LanguageServers;
 use crate::uri;
-
-/// One file's part of a workspace edit.
-#[derive(Debug)]
-pub struct FileChange {
-    pub path: PathBuf,
-    pub old: String,
-    pub new: String,
-    pub edits: usize,
-}
 
 fn conflict(msg: String) -> ToolError {
     ToolError::new(

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use toolvisor_protocol::error::ToolError;
 
-use crate::ops::CallCtx;
+use crate::call::CallCtx;
 use crate::server::ServerShared;
 use crate::servers::LanguageServers;
 

@@ -10,7 +10,8 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
 
-use crate::ops::{CallCtx, Opened, Page, require};
+use crate::call::{CallCtx, Opened};
+use crate::ops::{Page, require};
 use crate::position;
 use crate::render::{self, Sources};
 use crate::servers::LanguageServers;

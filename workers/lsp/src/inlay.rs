@@ -8,7 +8,8 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
 
-use crate::ops::{CallCtx, require};
+use crate::call::CallCtx;
+use crate::ops::require;
 use crate::position::line_text;
 use crate::render;
 use crate::servers::LanguageServers;

@@ -31,6 +31,8 @@
 mod actions;
 mod actor;
 mod at;
+mod call;
+mod change;
 mod check;
 mod checker;
 mod checks;
@@ -69,6 +71,12 @@ mod watched;
 mod workspace_diags;
 mod write_diags;
 
+pub use call::CallCtx;
 pub use config::LspConfig;
-pub use ops::CallCtx;
 pub use servers::LanguageServers;
+
+/// A mutex's guard, also when a panic poisoned it (the state is plain data, valid at every
+/// step).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

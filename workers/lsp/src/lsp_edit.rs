@@ -11,8 +11,9 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
+use crate::call::{CallCtx, Opened};
 use crate::edit::apply_off_thread;
-use crate::ops::{CallCtx, Opened, require};
+use crate::ops::require;
 use crate::render::show_path;
 use crate::servers::LanguageServers;
 

@@ -24,7 +24,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::server::{ServerShared, lock};
+use crate::lock;
+use crate::server::ServerShared;
 
 /// Default `[lsp] memory_limit_mb`: pyright grew to 4.4 GiB on a 43 MB file before it
 /// aborted; a server past this is broken for the agent anyway.

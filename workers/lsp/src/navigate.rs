@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
+use crate::call::{CallCtx, Opened};
 use crate::coverage::mark_coverage;
-use crate::ops::{CODE_ACTIONS_MAX, CallCtx, Opened, Page, REFERENCES_MAX};
+use crate::ops::{CODE_ACTIONS_MAX, Page, REFERENCES_MAX};
 use crate::position;
 use crate::render::{self, Sources};
 use crate::servers::LanguageServers;
@@ -214,7 +215,7 @@ impl LanguageServers {
             crate::actions::render(raw, &a.opened.uri, a.line as u64, CODE_ACTIONS_MAX, &a.here);
         self.actions.remember(
             &ctx.run,
-            crate::actions::Listed {
+            crate::actions::memory::Listed {
                 server: a.opened.shared.id.clone(),
                 path: a.opened.path.clone(),
                 uri: a.opened.uri.clone(),

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::config::language_id;
-use crate::server::{Conn, ServerShared, lock, read_doc, root_scope};
+use crate::lock;
+use crate::server::{Conn, ServerShared, read_doc, root_scope};
 use crate::servers::LanguageServers;
 use crate::uri;
 use crate::watch::Change;

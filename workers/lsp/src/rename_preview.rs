@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspRenameArgs;
 
-use crate::edit::FileChange;
+use crate::change::FileChange;
+use crate::lock;
 use crate::render::show_path;
-use crate::server::lock;
 
 /// Runs whose last preview is remembered.
 const REMEMBERED_RUNS: usize = 256;

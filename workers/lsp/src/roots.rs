@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::ops::{CallCtx, Opened};
+use crate::call::{CallCtx, Opened};
 use crate::render::show_dir;
 use crate::servers::LanguageServers;
 

@@ -35,7 +35,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -45,6 +45,7 @@ use toolvisor_kit::status::NodeStatus;
 use toolvisor_kit::ttl::Ttl;
 use toolvisor_protocol::tree::NodeState;
 
+use crate::lock;
 use crate::position::Encoding;
 use crate::uri;
 
@@ -71,10 +72,6 @@ pub struct Synced {
     pub outside: Result<Vec<(std::path::PathBuf, crate::watch::Change)>, crate::watch::Lost>,
     /// The other open documents whose text changed on disk and was sent again.
     pub refreshed: Vec<String>,
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Timeouts and waits of one server.

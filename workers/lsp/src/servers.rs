@@ -29,7 +29,8 @@ use crate::actor::{ServerActor, ServerStart};
 use crate::config::{LanguageSpec, LspConfig};
 use crate::ledger::Ledger;
 use crate::locate::{self, NotFound};
-use crate::server::{Conn, Readiness, ServerShared, Waits, lock};
+use crate::lock;
+use crate::server::{Conn, Readiness, ServerShared, Waits};
 use crate::trust::{Trust, TrustedBy};
 
 /// Why no server covers a file.
@@ -246,7 +247,7 @@ pub struct LanguageServers {
     table: Mutex<HashMap<String, Arc<ServerShared>>>,
     pub ledger: Ledger,
     /// The last `code_actions` answer of each run, for `lsp_edit apply_code_action`.
-    pub actions: crate::actions::Memory,
+    pub actions: crate::actions::memory::Memory,
     /// Each run's last `lsp_rename` preview, which its real rename must equal.
     pub(crate) previews: crate::rename_preview::Previews,
     /// Which roots each run may let servers and checkers execute code of.
@@ -312,7 +313,7 @@ impl LanguageServers {
             policy: policy.with_restart(Restart::Transient),
             table: Mutex::new(HashMap::new()),
             ledger,
-            actions: crate::actions::Memory::default(),
+            actions: crate::actions::memory::Memory::default(),
             previews: Default::default(),
             trust: Trust::new(trusted_roots),
             rustup_default,

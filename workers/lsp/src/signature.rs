@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
 
-use crate::ops::{CallCtx, require};
+use crate::call::CallCtx;
+use crate::ops::require;
 use crate::position::Encoding;
 use crate::render;
 use crate::servers::LanguageServers;

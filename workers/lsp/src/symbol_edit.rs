@@ -9,8 +9,9 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
+use crate::call::CallCtx;
 use crate::lsp_edit::need;
-use crate::ops::{CallCtx, require};
+use crate::ops::require;
 use crate::render::{self, show_path};
 use crate::servers::LanguageServers;
 

@@ -7,10 +7,9 @@ use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
+use crate::call::{CallCtx, Opened};
 use crate::coverage::mark_coverage;
-use crate::ops::{
-    CallCtx, DOCUMENT_SYMBOLS_MAX, Opened, Page, WORKSPACE_SYMBOLS_MAX, is_empty, require,
-};
+use crate::ops::{DOCUMENT_SYMBOLS_MAX, Page, WORKSPACE_SYMBOLS_MAX, is_empty, require};
 use crate::render::{self, Sources};
 use crate::servers::LanguageServers;
 use crate::uri;

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::server::lock;
+use crate::lock;
 
 /// Why a root is (not) trusted for a run.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::LspArgs;
 
+use crate::call::{CallCtx, Opened};
 use crate::hierarchy::site;
-use crate::ops::{CallCtx, Opened, require};
+use crate::ops::require;
 use crate::render::Sources;
 use crate::servers::LanguageServers;
 use crate::uri;

@@ -33,7 +33,7 @@ use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, InotifyEvent, WatchDescriptor};
 
-use crate::server::lock;
+use crate::lock;
 
 /// Directories watched per root at most; past it, changes in the rest are not seen and
 /// index-wide answers say so.

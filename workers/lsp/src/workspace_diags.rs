@@ -11,8 +11,8 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::ToolError;
 use toolvisor_protocol::tools::LspArgs;
 
+use crate::call::{CallCtx, Opened};
 use crate::checker::SHOWN_MAX;
-use crate::ops::{CallCtx, Opened};
 use crate::render::Diag;
 use crate::servers::LanguageServers;
 use crate::uri;

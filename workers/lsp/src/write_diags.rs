@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 
-use crate::ops::CallCtx;
+use crate::call::CallCtx;
 use crate::render::{self, Diag};
 use crate::server::ServerShared;
 use crate::servers::{LanguageServers, NoServer, not_ready};

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{Conn, Published, lock};
+use super::{Conn, Published};
+use crate::lock;
 
 /// One server's published diagnostics and its registered methods.
 #[derive(Debug, Default)]

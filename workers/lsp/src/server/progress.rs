@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use super::flavor::Flavor;
-use super::lock;
+use crate::lock;
 
 /// A `$/progress` notification, read.
 pub(crate) enum Step {

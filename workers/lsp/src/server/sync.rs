@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{Conn, Doc, ServerShared, Synced, lock};
+use super::{Conn, Doc, ServerShared, Synced};
+use crate::lock;
 use crate::uri;
 
 /// The server root's file scope: every document of a server lies under its root (the root
