@@ -109,7 +109,7 @@ fn every_tool_declares_its_results_and_the_documented_answers_conform() {
         .collect();
     assert!(
         undeclared.is_empty(),
-        "tools without `.returns::<R>()`: {}",
+        "tools without a declared result type: {}",
         undeclared.join(", ")
     );
     let mut failures = Vec::new();

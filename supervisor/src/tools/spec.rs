@@ -4,17 +4,25 @@
 //! next to their handlers (`tools/<family>.rs`, `declare()`); [`crate::tools::all`]
 //! assembles them and [`crate::registry`] holds the rules of visibility.
 //!
-//! A tool is declared once, next to its handler, and its schema is never written by hand: the
-//! handler is typed over its arguments
-//! (`ToolSpec::new(name, tier, resource, description, |s, ctx, a| Box::pin(handler(s, ctx, a)))`),
-//! and that argument type `A` is both the type the schema is derived from (`schema_of`) and the
-//! type the one parse of a call's arguments feeds, so the two cannot drift. Approval and per-op
-//! tier rules are typed over the arguments' op enum (`Approval::Ops(&[LspOp::Trust])`), never
-//! strings; `.summary` gives an approval prompt that says more than the arguments.
+//! A tool is declared once, next to its handler, and its schemas are never written by hand:
+//! the handler is typed over its arguments and its result
+//! (`ToolSpec::new(name, tier, resource, description, |s, ctx, a| Box::pin(handler(s, ctx, a)))`).
+//! The argument type `A` is both the type the schema is derived from (`schema_of`) and the
+//! type the one parse of a call's arguments feeds; the result type `R` (in
+//! `protocol::results`, `Serialize + JsonSchema`) is both the output schema clients see and
+//! what the result leaves as (`serde_json::to_value`, once, in the erased handler), so
+//! neither can drift. Approval and per-op tier rules are typed over the arguments' op enum
+//! (`Approval::Ops(&[LspOp::Trust])`), never strings; `.summary` gives an approval prompt
+//! that says more than the arguments.
+//!
+//! Transitional: a handler that still answers JSON built by hand (`R = serde_json::Value`)
+//! names its result type with `.returns::<X>()` in its family's `declare()`. A debug build
+//! checks every result, typed or not, against its output schema (`check_output`).
 //!
 //! To add a tool: its argument struct in `protocol::tools` (derive `JsonSchema`,
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
-//! its handler (`async fn x(cx, ctx, a: XArgs) -> Result<Json, ToolError>`) and its `ToolSpec::new`
+//! its result type in `protocol::results` (derive `Serialize` and `JsonSchema`); its handler
+//! (`async fn x(cx, ctx, a: XArgs) -> Result<XResult, ToolError>`) and its `ToolSpec::new`
 //! in its family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`,
 //! `.summary`, `.follows`, `.long_running`, `.passage`, the hints); an example call in
 //! `docs/TOOLS.md`. Nothing else parses or lists it. Which calls start a job a client
@@ -22,6 +30,7 @@
 //! to clients in `ToolInfo` (`toolvisor mcp` makes MCP tasks of them from it); how results
 //! pass the result store is spec data too (`Passage`).
 
+use std::any::{Any, TypeId};
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
@@ -29,6 +38,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
@@ -37,12 +47,12 @@ use toolvisor_protocol::wire::{JobFollow, Tier, ToolInfo};
 
 use super::{CallCtx, Services};
 
-/// What a handler answers.
-pub type ToolResult = Result<Json, ToolError>;
+/// What a handler answers: its result type `R`, or the JSON it leaves as.
+pub type ToolResult<R = Json> = Result<R, ToolError>;
 /// A handler's future.
-pub type BoxFut<'a> = Pin<Box<dyn Future<Output = ToolResult> + Send + 'a>>;
-/// A handler typed over its arguments: `|s, ctx, a| Box::pin(read(s, ctx, a))`.
-pub type Handler<A> = for<'a> fn(&'a Services, &'a CallCtx, A) -> BoxFut<'a>;
+pub type BoxFut<'a, R = Json> = Pin<Box<dyn Future<Output = ToolResult<R>> + Send + 'a>>;
+/// A handler typed over its arguments and its result: `|s, ctx, a| Box::pin(read(s, ctx, a))`.
+pub type Handler<A, R> = for<'a> fn(&'a Services, &'a CallCtx, A) -> BoxFut<'a, R>;
 
 type Erased = Arc<dyn for<'a> Fn(&'a Services, &'a CallCtx, Json) -> BoxFut<'a> + Send + Sync>;
 
@@ -154,9 +164,33 @@ pub struct OpTier {
     pub tier: Tier,
 }
 
+/// The JSON a handler's result leaves as: `serde_json::to_value` of it, once, here (a handler
+/// that still answers JSON has it passed through as it is).
+fn to_json<R: Serialize + 'static>(tool: &str, result: R) -> ToolResult {
+    let mut slot = Some(result);
+    if let Some(json) = (&mut slot as &mut dyn Any).downcast_mut::<Option<Json>>() {
+        return Ok(json.take().unwrap_or_default());
+    }
+    // `Some(r)` serializes as `r`.
+    serde_json::to_value(&slot).map_err(|e| {
+        ToolError::new(
+            ErrorKind::Internal,
+            format!("{tool}: cannot encode the result: {e}"),
+            "report this as a bug",
+        )
+    })
+}
+
+/// Whether `R` is plain JSON: a handler not yet typed over its result, whose shape
+/// `.returns::<X>()` declares.
+fn is_json<R: 'static>() -> bool {
+    TypeId::of::<R>() == TypeId::of::<Json>()
+}
+
 /// One tool, as one value: its name, tier, parallel safety, approval rule, attachment, the
-/// schema of its arguments and the handler typed over them. Built with [`ToolSpec::new`],
-/// which derives the schema and the one parse of the arguments from the handler's type.
+/// schemas of its arguments and results and the handler typed over them. Built with
+/// [`ToolSpec::new`], which derives both schemas and the one parse of the arguments from the
+/// handler's types.
 #[derive(Clone, Debug)]
 pub struct ToolSpec {
     pub name: &'static str,
@@ -185,7 +219,7 @@ pub struct ToolSpec {
     handler: Run,
     /// The line an approval request shows, where the tool says more than its arguments.
     summary: Option<Summarize>,
-    /// The JSON schema of the handler's results (`.returns::<R>()`, from a type in
+    /// The JSON schema of the handler's results, derived from its result type (a type in
     /// `protocol::results`); a debug build checks every result against it.
     pub output: Option<Json>,
     /// A call starts a job a client may follow (`.follows`): `download_model`, `load_model`,
@@ -211,18 +245,23 @@ pub enum Passage {
 }
 
 impl ToolSpec {
-    /// A tool whose handler takes its arguments as `A`: the schema is `A`'s, and the one
-    /// parse of a call's arguments (after the schema validated them) feeds the handler.
-    /// Parallel safe, no approval, attached, until the builder methods say otherwise.
-    pub fn new<A>(
+    /// A tool whose handler takes its arguments as `A` and answers `R`: the schema is `A`'s,
+    /// the one parse of a call's arguments (after the schema validated them) feeds the
+    /// handler, the output schema is `R`'s and its result leaves as `R`'s JSON. Parallel
+    /// safe, no approval, attached, until the builder methods say otherwise.
+    ///
+    /// Transitional: a handler that answers `serde_json::Value` (built by hand) declares its
+    /// result type with [`ToolSpec::returns`] instead.
+    pub fn new<A, R>(
         name: &'static str,
         tier: Tier,
         resource: &'static str,
         description: &'static str,
-        handler: Handler<A>,
+        handler: Handler<A, R>,
     ) -> Self
     where
         A: JsonSchema + DeserializeOwned + Send + 'static,
+        R: JsonSchema + Serialize + Send + 'static,
     {
         ToolSpec {
             name,
@@ -243,12 +282,15 @@ impl ToolSpec {
             open_world: false,
             handler: Run(erase(move |services, ctx, args| {
                 match parse_args::<A>(name, args) {
-                    Ok(a) => handler(services, ctx, a),
+                    Ok(a) => {
+                        let answer = handler(services, ctx, a);
+                        Box::pin(async move { to_json(name, answer.await?) })
+                    }
                     Err(e) => Box::pin(std::future::ready(Err(e))),
                 }
             })),
             summary: None,
-            output: None,
+            output: (!is_json::<R>()).then(toolvisor_protocol::results::schema_of::<R>),
             follow: None,
             long_running: false,
             passage: Passage::Stored,
@@ -275,10 +317,16 @@ impl ToolSpec {
         self
     }
 
-    /// The shape of the handler's results: `R`'s schema (a type in `protocol::results`),
-    /// advertised as the tool's output schema and checked against every result in a debug
-    /// build, so a handler whose results drift from it fails the suite.
+    /// Transitional, for a handler that answers JSON built by hand: the shape of its results,
+    /// `R`'s schema (a type in `protocol::results`), advertised as the tool's output schema
+    /// and checked against every result in a debug build, so a handler whose results drift
+    /// from it fails the suite. A typed handler's result type says this itself.
     pub fn returns<R: JsonSchema>(mut self) -> Self {
+        assert!(
+            self.output.is_none(),
+            "`{}` answers a typed result: its output schema is that type's",
+            self.name
+        );
         self.output = Some(toolvisor_protocol::results::schema_of::<R>());
         self
     }
