@@ -21,7 +21,6 @@ mod debug;
 mod eval;
 #[allow(dead_code, clippy::large_enum_variant)]
 mod files;
-#[allow(dead_code, clippy::large_enum_variant)]
 mod human;
 #[allow(dead_code, clippy::large_enum_variant)]
 mod jobs;

@@ -5,17 +5,18 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{Value as Json, json};
 use toolvisor_jobs::vibe::{self, VibeLimits, Vibes};
 use toolvisor_kit::launch::Launcher;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::VibeListResult;
 use toolvisor_protocol::tools::{
-    AskUserArgs, AskUserOutput, VibeKillArgs, VibeSendArgs, VibeSpawnArgs, VibeTier, VibeWaitArgs,
+    AskUserArgs, AskUserOutput, VibeInfo, VibeKillArgs, VibeSendArgs, VibeSpawnArgs, VibeTier,
+    VibeWaitArgs,
 };
 use toolvisor_protocol::wire::Question;
 
 use super::spec::Attachment;
-use super::{CallCtx, Services, to_json};
+use super::{CallCtx, Services};
 use crate::config::{Config, VibeConfig};
 use crate::questions::{MAX_REFUSED_ANSWERS, QuestionPorts, Resolution, no_human};
 
@@ -37,14 +38,12 @@ pub(crate) async fn run_vibe_spawn(
     vibes: &Vibes,
     ctx: &CallCtx,
     a: VibeSpawnArgs,
-) -> Result<Json, ToolError> {
+) -> Result<VibeInfo, ToolError> {
     let conv = ctx.conversation.as_str();
     let tier = a.tier.unwrap_or_default();
-    to_json(
-        &vibes
-            .spawn(conv, ctx.workdir.clone(), a.brief, a.label, tier)
-            .await?,
-    )
+    vibes
+        .spawn(conv, ctx.workdir.clone(), a.brief, a.label, tier)
+        .await
 }
 
 /// `vibe_send`.
@@ -52,9 +51,9 @@ pub(crate) async fn run_vibe_send(
     vibes: &Vibes,
     ctx: &CallCtx,
     a: VibeSendArgs,
-) -> Result<Json, ToolError> {
+) -> Result<VibeInfo, ToolError> {
     let conv = ctx.conversation.as_str();
-    to_json(&vibes.send(conv, &a.worker_id, a.message).await?)
+    vibes.send(conv, &a.worker_id, a.message).await
 }
 
 /// `vibe_wait`.
@@ -62,10 +61,10 @@ pub(crate) async fn run_vibe_wait(
     vibes: &Vibes,
     ctx: &CallCtx,
     a: VibeWaitArgs,
-) -> Result<Json, ToolError> {
+) -> Result<VibeInfo, ToolError> {
     let conv = ctx.conversation.as_str();
     let timeout = Duration::from_secs(a.timeout_seconds.unwrap_or(VIBE_WAIT_DEFAULT_S));
-    to_json(&vibes.wait(conv, &a.worker_id, timeout).await?)
+    vibes.wait(conv, &a.worker_id, timeout).await
 }
 
 /// `vibe_kill`.
@@ -73,9 +72,9 @@ pub(crate) async fn run_vibe_kill(
     vibes: &Vibes,
     ctx: &CallCtx,
     a: VibeKillArgs,
-) -> Result<Json, ToolError> {
+) -> Result<VibeInfo, ToolError> {
     let conv = ctx.conversation.as_str();
-    to_json(&vibes.kill(conv, &a.worker_id).await?)
+    vibes.kill(conv, &a.worker_id).await
 }
 
 /// `vibe_list`.
@@ -83,9 +82,11 @@ pub(crate) async fn run_vibe_list(
     vibes: &Vibes,
     ctx: &CallCtx,
     toolvisor_protocol::tools::VibeListArgs {}: toolvisor_protocol::tools::VibeListArgs,
-) -> Result<Json, ToolError> {
+) -> Result<VibeListResult, ToolError> {
     let conv = ctx.conversation.as_str();
-    Ok(json!({ "workers": to_json(&vibes.list(conv))? }))
+    Ok(VibeListResult {
+        workers: vibes.list(conv),
+    })
 }
 
 fn invalid(message: String, hint: &str) -> ToolError {
@@ -113,7 +114,7 @@ pub async fn ask_user(
     cx: &AskUser<'_>,
     ctx: &CallCtx,
     args: AskUserArgs,
-) -> Result<Json, ToolError> {
+) -> Result<AskUserOutput, ToolError> {
     let allow_free_text = check_question(&args)?;
     let run_id = ctx.run_id.clone();
     let question = Question {
@@ -204,16 +205,20 @@ fn check_question(args: &AskUserArgs) -> Result<bool, ToolError> {
 }
 
 /// What the question's resolution answers the model.
-fn resolved(resolution: Resolution, question_id: u64, run_id: &str) -> Result<Json, ToolError> {
+fn resolved(
+    resolution: Resolution,
+    question_id: u64,
+    run_id: &str,
+) -> Result<AskUserOutput, ToolError> {
     match resolution {
-        Resolution::Answered(a) if a.skipped => to_json(&AskUserOutput {
+        Resolution::Answered(a) if a.skipped => Ok(AskUserOutput {
             question_id,
             selected: Vec::new(),
             text: None,
             skipped: true,
             guidance: Some(format!("The person skipped this question: {GUIDANCE}.")),
         }),
-        Resolution::Answered(a) => to_json(&AskUserOutput {
+        Resolution::Answered(a) => Ok(AskUserOutput {
             question_id,
             selected: a.selected,
             text: a.text,
@@ -322,7 +327,6 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             "Ask the user a question and wait for the answer.",
             |s, ctx, a| Box::pin(async move { ask_user(&AskUser::of(s), ctx, a).await }),
         )
-        .returns::<toolvisor_protocol::tools::AskUserOutput>()
         .idempotent(false),
         roster(
             ToolSpec::new(
@@ -332,7 +336,6 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
                 "Start a background worker on a brief; returns a worker id at once.",
                 |s, ctx, a| Box::pin(run_vibe_spawn(&s.vibes, ctx, a)),
             )
-            .returns::<toolvisor_protocol::tools::VibeInfo>()
             .idempotent(false)
             .open_world()
             .follows(super::spec::follow(
@@ -355,7 +358,6 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
                 "Append a message to a worker's brief and rerun it.",
                 |s, ctx, a| Box::pin(run_vibe_send(&s.vibes, ctx, a)),
             )
-            .returns::<toolvisor_protocol::tools::VibeInfo>()
             .idempotent(false)
             .open_world(),
         ),
@@ -365,8 +367,7 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             "vibe_roster",
             "Wait for a worker to finish (or the timeout) and return its state and last result.",
             |s, ctx, a| Box::pin(run_vibe_wait(&s.vibes, ctx, a)),
-        )
-        .returns::<toolvisor_protocol::tools::VibeInfo>()),
+        )),
         roster(
             ToolSpec::new(
                 "vibe_kill",
@@ -375,7 +376,6 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
                 "Stop a worker and its whole process group.",
                 |s, ctx, a| Box::pin(run_vibe_kill(&s.vibes, ctx, a)),
             )
-            .returns::<toolvisor_protocol::tools::VibeInfo>()
             .idempotent(false),
         ),
         roster(ToolSpec::new(
@@ -384,7 +384,6 @@ pub(crate) fn declare(vibe: &Attachment) -> Vec<super::spec::ToolSpec> {
             "vibe_roster",
             "List workers: tier, state, elapsed, last result.",
             |s, ctx, a| Box::pin(run_vibe_list(&s.vibes, ctx, a)),
-        )
-        .returns::<toolvisor_protocol::results::VibeListResult>()),
+        )),
     ]
 }
