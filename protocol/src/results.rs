@@ -22,7 +22,6 @@ mod eval;
 #[allow(dead_code, clippy::large_enum_variant)]
 mod files;
 mod human;
-#[allow(dead_code, clippy::large_enum_variant)]
 mod jobs;
 #[allow(dead_code, clippy::large_enum_variant)]
 mod lsp;

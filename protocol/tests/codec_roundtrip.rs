@@ -289,17 +289,6 @@ fn tool_types_round_trip() {
         command: "ls".into(),
         timeout_s: Some(3),
     });
-    both(&BashOutput {
-        stdout: "a".into(),
-        stderr: String::new(),
-        exit_code: None,
-        signal: Some(9),
-        wall_ms: 1,
-        timed_out: true,
-        truncated: false,
-        stdout_bytes: 1,
-        stderr_bytes: 0,
-    });
     for op in [
         ProcessOp::Start,
         ProcessOp::List,
@@ -327,37 +316,6 @@ fn tool_types_round_trip() {
     for mode in [RestartMode::No, RestartMode::OnFailure, RestartMode::Always] {
         both(&mode);
     }
-    both(&ProcessInfo {
-        id: "p1".into(),
-        label: "l".into(),
-        command: "c".into(),
-        pid: Some(1),
-        state: "running".into(),
-        exit_code: None,
-        signal: None,
-        restarts: 0,
-        last_error: None,
-        uptime_ms: 1,
-        ttl_left_ms: Some(5),
-        output_bytes: 2,
-    });
-    both(&ProcessOutput {
-        id: "p1".into(),
-        text: "t".into(),
-        offset: 0,
-        next_offset: 1,
-        dropped: 0,
-        eof: false,
-        state: "running".into(),
-        exit_code: Some(0),
-        signal: None,
-        screen: Some(TerminalScreen {
-            cols: 80,
-            rows: 24,
-            text: ">>> 1+1\n2".into(),
-            cursor: [2, 4],
-        }),
-    });
     for s in [
         NodeState::Starting,
         NodeState::Ready,

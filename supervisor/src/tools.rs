@@ -36,7 +36,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use tokio::sync::mpsc;
 use toolvisor_files::secrets::Secrets;
 use toolvisor_jobs::bash::{self, BashRequest};
@@ -44,6 +44,7 @@ use toolvisor_jobs::tracked::{PTY_DEFAULT_SIZE, Processes, StartOptions};
 use toolvisor_kernel::Bridge;
 use toolvisor_kit::launch::Launcher;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{BashResult, ProbeResult, ProcessList, ProcessResult};
 use toolvisor_protocol::tools::{BashArgs, ProcessArgs, ProcessOp, RestartMode};
 use toolvisor_protocol::wire::{Event, Tier};
 
@@ -144,16 +145,6 @@ impl Services {
 
 #[cfg(test)]
 pub(crate) use spec::parse_args as parse;
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<Json, ToolError> {
-    serde_json::to_value(value).map_err(|e| {
-        ToolError::new(
-            ErrorKind::Internal,
-            format!("cannot encode the result: {e}"),
-            "report this as a bug",
-        )
-    })
-}
 
 fn need<'a>(
     tool: &str,
@@ -266,7 +257,11 @@ pub(crate) struct BashTool<'a> {
     pub secrets: &'a Secrets,
 }
 
-async fn run_bash(cx: &BashTool<'_>, ctx: &CallCtx, args: BashArgs) -> Result<Json, ToolError> {
+async fn run_bash(
+    cx: &BashTool<'_>,
+    ctx: &CallCtx,
+    args: BashArgs,
+) -> Result<BashResult, ToolError> {
     let limits = cx.limits;
     let timeout_s = args.timeout_s.unwrap_or(limits.bash_timeout_s);
     if timeout_s == 0 || timeout_s > limits.bash_timeout_max_s {
@@ -301,29 +296,32 @@ async fn run_bash(cx: &BashTool<'_>, ctx: &CallCtx, args: BashArgs) -> Result<Js
         let text = files::mask_stream(cx.secrets, text);
         ctx.event(Event::Output { stream, text }).await;
     }
-    let output = result.map_err(|e| {
+    let mut output = result.map_err(|e| {
         ToolError::new(
             ErrorKind::Io,
             format!("bash could not start: {e}"),
             "check that the workdir exists and a shell is installed",
         )
     })?;
-    let mut value = to_json(&output)?;
     if output.timed_out {
-        value["note"] = json!(format!(
+        output.note = Some(format!(
             "killed after the {timeout_s} s timeout; output up to then is shown"
         ));
     }
-    Ok(value)
+    Ok(output)
 }
 
-async fn run_process(p: &Processes, ctx: &CallCtx, args: ProcessArgs) -> Result<Json, ToolError> {
+async fn run_process(
+    p: &Processes,
+    ctx: &CallCtx,
+    args: ProcessArgs,
+) -> Result<ProcessResult, ToolError> {
     let conv = ctx.conversation.as_str();
-    match args.op {
+    Ok(match args.op {
         ProcessOp::Start => {
             let command = need("process", "start", "command", &args.command)?.to_string();
-            to_json(
-                &p.start(
+            ProcessResult::Info(
+                p.start(
                     conv,
                     ctx.workdir.clone(),
                     command,
@@ -340,19 +338,21 @@ async fn run_process(p: &Processes, ctx: &CallCtx, args: ProcessArgs) -> Result<
                 .await?,
             )
         }
-        ProcessOp::List => to_json(&json!({ "processes": p.list(conv) })),
+        ProcessOp::List => ProcessResult::List(ProcessList {
+            processes: p.list(conv),
+        }),
         ProcessOp::Read => {
             let id = need("process", "read", "id", &args.id)?;
-            to_json(&p.read(conv, id, args.offset, args.limit)?)
+            ProcessResult::Output(p.read(conv, id, args.offset, args.limit)?)
         }
         ProcessOp::Write => {
             let id = need("process", "write", "id", &args.id)?;
             let data = args.data.clone().unwrap_or_default();
-            to_json(&p.write(conv, id, data, args.eof.unwrap_or(false)).await?)
+            ProcessResult::Info(p.write(conv, id, data, args.eof.unwrap_or(false)).await?)
         }
         ProcessOp::Kill => {
             let id = need("process", "kill", "id", &args.id)?;
-            to_json(&p.kill(conv, id).await?)
+            ProcessResult::Info(p.kill(conv, id).await?)
         }
         ProcessOp::Resize => {
             let id = need("process", "resize", "id", &args.id)?;
@@ -365,9 +365,9 @@ async fn run_process(p: &Processes, ctx: &CallCtx, args: ProcessArgs) -> Result<
             };
             let cols = args.cols.ok_or_else(|| missing("cols"))?;
             let rows = args.rows.ok_or_else(|| missing("rows"))?;
-            to_json(&p.resize(conv, id, cols, rows).await?)
+            ProcessResult::Info(p.resize(conv, id, cols, rows).await?)
         }
-    }
+    })
 }
 
 fn now_us() -> u64 {
@@ -381,7 +381,7 @@ fn now_us() -> u64 {
 async fn probe(
     ctx: &CallCtx,
     args: toolvisor_protocol::tools::ProbeArgs,
-) -> Result<Json, ToolError> {
+) -> Result<ProbeResult, ToolError> {
     let (tag, sleep_ms) = (args.tag, args.sleep_ms.unwrap_or(0));
     let start_us = now_us();
     if sleep_ms > 0 {
@@ -404,9 +404,12 @@ async fn probe(
     if args.panic == Some(true) {
         panic!("_probe asked to panic (tag {tag})");
     }
-    Ok(
-        json!({"tag": tag, "conversation": ctx.conversation, "start_us": start_us, "end_us": now_us()}),
-    )
+    Ok(ProbeResult {
+        tag,
+        conversation: ctx.conversation.clone(),
+        start_us,
+        end_us: now_us(),
+    })
 }
 
 /// The approval prompt's line of `bash`.
@@ -443,7 +446,6 @@ fn jobs() -> Vec<ToolSpec> {
                 })
             },
         )
-        .returns::<toolvisor_protocol::results::BashResult>()
         .long_running()
         .open_world()
         .approval(Approval::Always)
@@ -455,7 +457,6 @@ fn jobs() -> Vec<ToolSpec> {
             "Background processes: start, list, read, write stdin, kill, resize.",
             |s, ctx, a| Box::pin(run_process(&s.processes, ctx, a)),
         )
-        .returns::<toolvisor_protocol::results::ProcessResult>()
         .open_world()
         .approval(Approval::Ops(&[
             ProcessOp::Start,
@@ -477,7 +478,6 @@ fn probes() -> Vec<ToolSpec> {
             "Test tool: sleeps, then reports when it started and ended.",
             |_, ctx, a| Box::pin(probe(ctx, a)),
         )
-        .returns::<toolvisor_protocol::results::ProbeResult>()
     };
     vec![
         declare("_probe_serial").serial(),

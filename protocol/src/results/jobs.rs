@@ -2,35 +2,37 @@
 //! (`_probe_serial`, `_probe_parallel`).
 
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// The result of `bash`: the command's output and how it ended.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct BashResult {
     /// Standard output (head and tail kept within `limits.bash_output_bytes`).
-    stdout: String,
+    pub stdout: String,
     /// Standard error (head and tail kept within `limits.bash_output_bytes`).
-    stderr: String,
+    pub stderr: String,
     /// Exit code; null when the command was killed by a signal.
-    exit_code: Option<i32>,
+    pub exit_code: Option<i32>,
     /// The signal that ended the command; null when it exited.
-    signal: Option<i32>,
+    pub signal: Option<i32>,
     /// Wall time in milliseconds.
-    wall_ms: u64,
+    pub wall_ms: u64,
     /// Killed after `timeout_s`.
-    timed_out: bool,
+    pub timed_out: bool,
     /// `stdout` or `stderr` was cut; the `*_bytes` fields give the full sizes.
-    truncated: bool,
+    pub truncated: bool,
     /// Bytes the command wrote to stdout.
-    stdout_bytes: u64,
+    pub stdout_bytes: u64,
     /// Bytes the command wrote to stderr.
-    stderr_bytes: u64,
+    pub stderr_bytes: u64,
     /// Said when the command timed out.
-    note: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The result of `process`: the process's info (`start`, `write`, `kill`, `resize`), the
 /// conversation's processes (`list`), or an output slice (`read`).
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ProcessResult {
     Info(TrackedProcess),
@@ -39,81 +41,81 @@ pub enum ProcessResult {
 }
 
 /// `process list`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProcessList {
     /// The conversation's processes, in the order they were started.
-    processes: Vec<TrackedProcess>,
+    pub processes: Vec<TrackedProcess>,
 }
 
 /// One tracked process, as `start`, `list`, `write`, `kill` and `resize` report it.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TrackedProcess {
     /// Process id (`p1`, `p2`, ...).
-    id: String,
+    pub id: String,
     /// Short name shown in lists.
-    label: String,
+    pub label: String,
     /// The shell command line.
-    command: String,
+    pub command: String,
     /// The program's pid while it runs.
-    pid: Option<u32>,
+    pub pid: Option<u32>,
     /// Where it is in its life.
-    state: ProcessState,
+    pub state: ProcessState,
     /// Exit code of the last run; null while running or when ended by a signal.
-    exit_code: Option<i32>,
+    pub exit_code: Option<i32>,
     /// The signal that ended the last run.
-    signal: Option<i32>,
+    pub signal: Option<i32>,
     /// Restarts so far.
-    restarts: u32,
+    pub restarts: u32,
     /// Why the last run failed or ended.
-    last_error: Option<String>,
+    pub last_error: Option<String>,
     /// Milliseconds since it started.
-    uptime_ms: u64,
+    pub uptime_ms: u64,
     /// Milliseconds before the idle or hard TTL stops it (while running).
-    ttl_left_ms: Option<u64>,
+    pub ttl_left_ms: Option<u64>,
     /// Bytes of output produced so far (the next read offset at the end).
-    output_bytes: u64,
+    pub output_bytes: u64,
 }
 
 /// `process read`: a slice of the combined output.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProcessSlice {
     /// Process id.
-    id: String,
+    pub id: String,
     /// Output from `offset` to `next_offset` (stdout and stderr interleaved as they came).
-    text: String,
+    pub text: String,
     /// Byte offset of `text` in the output.
-    offset: u64,
+    pub offset: u64,
     /// The offset that reads on.
-    next_offset: u64,
+    pub next_offset: u64,
     /// Bytes before `offset` that were dropped from the buffer and can no longer be read.
-    dropped: u64,
+    pub dropped: u64,
     /// The process ended and all its output was read.
-    eof: bool,
+    pub eof: bool,
     /// Where it is in its life.
-    state: ProcessState,
+    pub state: ProcessState,
     /// Exit code of the last run; null while running or when ended by a signal.
-    exit_code: Option<i32>,
+    pub exit_code: Option<i32>,
     /// The signal that ended the last run.
-    signal: Option<i32>,
+    pub signal: Option<i32>,
     /// A `pty` process's screen as a terminal shows it now; null without `pty`.
-    screen: Option<ProcessScreen>,
+    pub screen: Option<ProcessScreen>,
 }
 
 /// The screen of a `pty` process.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProcessScreen {
     /// Terminal width.
-    cols: u16,
+    pub cols: u16,
     /// Terminal height.
-    rows: u16,
+    pub rows: u16,
     /// The visible text, one line per row, trailing blanks trimmed.
-    text: String,
+    pub text: String,
     /// Where the cursor is: `[row, col]`, from 0.
-    cursor: [u16; 2],
+    pub cursor: [u16; 2],
 }
 
 /// The state of a tracked process.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessState {
     Starting,
@@ -126,15 +128,37 @@ pub enum ProcessState {
     Failed,
 }
 
+impl ProcessState {
+    /// The state as the result spells it (`running`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcessState::Starting => "starting",
+            ProcessState::Running => "running",
+            ProcessState::Backoff => "backoff",
+            ProcessState::Stopping => "stopping",
+            ProcessState::Exited => "exited",
+            ProcessState::Killed => "killed",
+            ProcessState::Expired => "expired",
+            ProcessState::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for ProcessState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The result of `_probe_serial` and `_probe_parallel`: when the call started and ended.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeResult {
     /// The `tag` of the call.
-    tag: String,
+    pub tag: String,
     /// The calling conversation.
-    conversation: String,
+    pub conversation: String,
     /// When the call started, in microseconds since the Unix epoch.
-    start_us: u64,
+    pub start_us: u64,
     /// When the call ended, in microseconds since the Unix epoch.
-    end_us: u64,
+    pub end_us: u64,
 }

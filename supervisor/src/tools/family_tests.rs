@@ -319,7 +319,7 @@ async fn bash_streams_its_output_to_the_caller_with_the_launcher_and_limits_only
     let ctx = call(work.path(), "c1", &caller);
     let args = super::parse("bash", json!({"command": "echo streamed"})).unwrap();
     let result = super::run_bash(&cx, &ctx, args).await.expect("bash runs");
-    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(result.exit_code, Some(0), "{result:?}");
     let events = caller.events.lock().unwrap();
     assert!(
         events.iter().any(|(id, e)| *id == 7
@@ -356,15 +356,18 @@ async fn process_tools_need_only_the_processes() {
     )
     .await
     .expect("start a process");
+    let started = serde_json::to_value(started).unwrap();
     let id = started["id"].as_str().expect("a process id").to_string();
     let listed = super::run_process(&processes, &mine, args(json!({"op": "list"})))
         .await
         .unwrap();
+    let listed = serde_json::to_value(listed).unwrap();
     assert!(listed.to_string().contains(&id), "{listed}");
     let theirs = call(work.path(), "theirs", &caller);
     let other = super::run_process(&processes, &theirs, args(json!({"op": "list"})))
         .await
         .unwrap();
+    let other = serde_json::to_value(other).unwrap();
     assert!(!other.to_string().contains(&id), "{other}");
     super::run_process(&processes, &mine, args(json!({"op": "kill", "id": id})))
         .await

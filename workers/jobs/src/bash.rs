@@ -8,7 +8,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process::{self, SpawnError};
-use toolvisor_protocol::tools::BashOutput;
+use toolvisor_protocol::results::BashResult;
 use toolvisor_protocol::wire::Stream;
 
 use crate::output::{HeadTail, Utf8Stream};
@@ -41,7 +41,7 @@ pub async fn run(
     launcher: &Launcher,
     req: BashRequest,
     events: Option<mpsc::Sender<(Stream, String)>>,
-) -> Result<BashOutput, SpawnError> {
+) -> Result<BashResult, SpawnError> {
     let started = Instant::now();
     let spec = launcher.spec(
         shell(),
@@ -97,7 +97,7 @@ pub async fn run(
     };
     let (stdout, stderr) = (collect(out_task).await, collect(err_task).await);
     drop(guard);
-    Ok(BashOutput {
+    Ok(BashResult {
         stdout: stdout.text(),
         stderr: stderr.text(),
         exit_code: status.and_then(|s| s.code),
@@ -107,6 +107,7 @@ pub async fn run(
         truncated: stdout.truncated() || stderr.truncated(),
         stdout_bytes: stdout.total(),
         stderr_bytes: stderr.total(),
+        note: None,
     })
 }
 

@@ -23,7 +23,8 @@ use toolvisor_kit::status::{NodeStatus, TreeNotifier, duration_ms};
 use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
 use toolvisor_kit::ttl::Ttl;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::tools::{ProcessInfo, ProcessOutput, RestartMode, TerminalScreen};
+use toolvisor_protocol::results::{self, ProcessScreen, ProcessSlice, TrackedProcess};
+use toolvisor_protocol::tools::RestartMode;
 use toolvisor_protocol::tree::NodeState;
 
 use crate::output::OutputLog;
@@ -115,10 +116,10 @@ impl Terminal {
         }
     }
 
-    fn screen(&self) -> TerminalScreen {
+    fn screen(&self) -> ProcessScreen {
         let screen = self.parser.screen();
         let (row, col) = screen.cursor_position();
-        TerminalScreen {
+        ProcessScreen {
             cols: self.cols,
             rows: self.rows,
             text: screen.contents(),
@@ -147,16 +148,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ProcessShared {
-    fn state_word(&self) -> &'static str {
+    fn state(&self) -> results::ProcessState {
         match self.status.state() {
-            NodeState::Starting => "starting",
-            NodeState::Ready | NodeState::Busy => "running",
-            NodeState::Backoff => "backoff",
-            NodeState::Failed => "failed",
-            NodeState::Stopping => "stopping",
-            NodeState::Exited if lock(&self.run).killed => "killed",
-            NodeState::Exited if lock(&self.run).expired => "expired",
-            NodeState::Exited => "exited",
+            NodeState::Starting => results::ProcessState::Starting,
+            NodeState::Ready | NodeState::Busy => results::ProcessState::Running,
+            NodeState::Backoff => results::ProcessState::Backoff,
+            NodeState::Failed => results::ProcessState::Failed,
+            NodeState::Stopping => results::ProcessState::Stopping,
+            NodeState::Exited if lock(&self.run).killed => results::ProcessState::Killed,
+            NodeState::Exited if lock(&self.run).expired => results::ProcessState::Expired,
+            NodeState::Exited => results::ProcessState::Exited,
         }
     }
 
@@ -193,15 +194,15 @@ impl ProcessShared {
         matches!(self.status.state(), NodeState::Exited | NodeState::Failed)
     }
 
-    pub fn info(&self) -> ProcessInfo {
+    pub fn info(&self) -> TrackedProcess {
         let node = self.status.get();
         let exit = self.reported_exit();
-        ProcessInfo {
+        TrackedProcess {
             id: self.id.clone(),
             label: self.label.clone(),
             command: self.command.clone(),
             pid: node.pid,
-            state: self.state_word().to_string(),
+            state: self.state(),
             exit_code: exit.and_then(|e| e.code),
             signal: exit.and_then(|e| e.signal),
             restarts: node.restarts,
@@ -486,7 +487,7 @@ impl Processes {
         cwd: PathBuf,
         command: String,
         options: StartOptions,
-    ) -> Result<ProcessInfo, ToolError> {
+    ) -> Result<TrackedProcess, ToolError> {
         let StartOptions {
             label,
             restart,
@@ -588,7 +589,7 @@ impl Processes {
         }
     }
 
-    pub fn list(&self, conversation: &str) -> Vec<ProcessInfo> {
+    pub fn list(&self, conversation: &str) -> Vec<TrackedProcess> {
         self.collect();
         let mut out: Vec<_> = lock(&self.table)
             .values()
@@ -608,7 +609,7 @@ impl Processes {
         id: &str,
         offset: Option<u64>,
         limit: Option<u64>,
-    ) -> Result<ProcessOutput, ToolError> {
+    ) -> Result<ProcessSlice, ToolError> {
         let p = self.get(conversation, id)?;
         p.touch();
         let limit = limit.unwrap_or(READ_DEFAULT).clamp(1, READ_MAX) as usize;
@@ -620,7 +621,7 @@ impl Processes {
         // under load found that). The state before the exit, too: the exit is recorded
         // before the state says exited.
         let over = p.is_over();
-        let state = p.state_word().to_string();
+        let state = p.state();
         let drained = lock(&p.run)
             .pumps_open
             .load(std::sync::atomic::Ordering::Acquire)
@@ -633,7 +634,7 @@ impl Processes {
         let (exit_code, signal) = (exit.and_then(|e| e.code), exit.and_then(|e| e.signal));
         lock(&p.run).cursor = slice.next_offset;
         let screen = p.terminal.as_ref().map(|t| lock(t).screen());
-        Ok(ProcessOutput {
+        Ok(ProcessSlice {
             screen,
             id: id.to_string(),
             text: slice.text,
@@ -653,13 +654,13 @@ impl Processes {
         id: &str,
         data: String,
         eof: bool,
-    ) -> Result<ProcessInfo, ToolError> {
+    ) -> Result<TrackedProcess, ToolError> {
         let p = self.get(conversation, id)?;
         p.touch();
         let Some(tx) = lock(&p.run).stdin.clone() else {
             return Err(ToolError::new(
                 ErrorKind::NotAvailable,
-                format!("process {id} is {} and has no open stdin", p.state_word()),
+                format!("process {id} is {} and has no open stdin", p.state()),
                 "start it again, or read its output",
             ));
         };
@@ -700,7 +701,7 @@ impl Processes {
         id: &str,
         cols: u16,
         rows: u16,
-    ) -> Result<ProcessInfo, ToolError> {
+    ) -> Result<TrackedProcess, ToolError> {
         let p = self.get(conversation, id)?;
         p.touch();
         let Some(terminal) = &p.terminal else {
@@ -713,10 +714,7 @@ impl Processes {
         let Some(tx) = lock(&p.run).stdin.clone() else {
             return Err(ToolError::new(
                 ErrorKind::NotAvailable,
-                format!(
-                    "process {id} is {} and its terminal is gone",
-                    p.state_word()
-                ),
+                format!("process {id} is {} and its terminal is gone", p.state()),
                 "start it again",
             ));
         };
@@ -740,7 +738,7 @@ impl Processes {
         Ok(p.info())
     }
 
-    pub async fn kill(&self, conversation: &str, id: &str) -> Result<ProcessInfo, ToolError> {
+    pub async fn kill(&self, conversation: &str, id: &str) -> Result<TrackedProcess, ToolError> {
         let p = self.get(conversation, id)?;
         if p.is_over() {
             return Ok(p.info());
