@@ -19,7 +19,6 @@ mod data;
 mod debug;
 #[allow(dead_code, clippy::large_enum_variant)]
 mod eval;
-#[allow(dead_code, clippy::large_enum_variant)]
 mod files;
 mod human;
 mod jobs;

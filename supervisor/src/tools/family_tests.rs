@@ -105,10 +105,14 @@ async fn file_tools_need_only_the_files_state_and_stay_in_their_scope() {
     )
     .await
     .expect("write inside the workdir");
-    assert_eq!(wrote["status"], "created", "{wrote}");
+    assert_eq!(
+        wrote.status,
+        toolvisor_protocol::results::ChangeStatus::Created,
+        "{wrote:?}"
+    );
     assert!(
-        wrote.get("diagnostics").is_none(),
-        "no language servers, no diagnostics: {wrote}"
+        wrote.diagnostics.is_none(),
+        "no language servers, no diagnostics: {wrote:?}"
     );
     let read = super::files::run_read(
         &cx,
@@ -117,10 +121,10 @@ async fn file_tools_need_only_the_files_state_and_stay_in_their_scope() {
     )
     .await
     .expect("read it back");
-    assert_eq!(
-        read["content"].as_str().map(|c| c.contains("two")),
-        Some(true)
-    );
+    let toolvisor_protocol::results::ReadResult::Text(read) = read else {
+        panic!("a text file reads as text: {read:?}");
+    };
+    assert!(read.content.contains("two"), "{read:?}");
     let outside = super::files::run_write(
         &cx,
         &ctx,
@@ -169,11 +173,11 @@ async fn tool_result_read_pages_a_stored_result_for_its_own_conversation_only() 
         )
         .await
         .expect("the conversation that made the result reads it");
-        text.push_str(page["text"].as_str().unwrap());
-        if page["eof"] == true {
+        text.push_str(&page.text);
+        if page.eof {
             break;
         }
-        offset = page["next_offset"].as_u64().unwrap() as usize;
+        offset = page.next_offset as usize;
     }
     assert_eq!(text, big, "the pages put together are the stored text");
     let theirs = super::files::run_tool_result_read(

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use toolvisor_files::image::ImageLimits;
 use toolvisor_files::paths::Access;
 use toolvisor_files::read::{ReadLimits, ReadOutput};
@@ -17,6 +17,11 @@ use toolvisor_files::secrets::Secrets;
 use toolvisor_files::store::{ResultStore, StoreConfig};
 use toolvisor_files::{Cancel, Changed, Files, FilesConfig};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{
+    ApplyPatchResult, EditResult, FindResult, GrepResult, ImageKind, ImageOmittedKind, ImageSource,
+    LineEndings, LsEntry, LsResult, PatchedFile, ReadImage, ReadImageOmitted, ReadResult, ReadText,
+    TextKind, ToolResultReadResult, WriteResult,
+};
 use toolvisor_protocol::tools::{
     ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, GrepCase, LsArgs, ReadArgs, ToolResultReadArgs,
     WriteArgs,
@@ -199,7 +204,7 @@ pub(crate) async fn run_read(
         offset,
         limit,
     }: ReadArgs,
-) -> Result<Json, ToolError> {
+) -> Result<ReadResult, ToolError> {
     let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
@@ -208,7 +213,7 @@ pub(crate) async fn run_read(
         let scope = files.scope(&workdir)?;
         let c = &files.config;
         let out = toolvisor_files::read::read(&scope, &path, offset, limit, &c.read, &c.images)?;
-        Ok(read_json(out))
+        Ok(read_result(out))
     })
     .await
 }
@@ -218,7 +223,7 @@ pub(crate) async fn run_ls(
     cx: &FileTools<'_>,
     ctx: &CallCtx,
     LsArgs { path }: LsArgs,
-) -> Result<Json, ToolError> {
+) -> Result<LsResult, ToolError> {
     let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
@@ -226,27 +231,26 @@ pub(crate) async fn run_ls(
     blocking("ls", move || {
         let scope = files.scope(&workdir)?;
         let l = toolvisor_files::list::ls(&scope, path.as_deref(), files.config.ls_max_entries)?;
-        let entries: Vec<Json> = l
+        let entries = l
             .entries
-            .iter()
-            .map(|e| {
-                let mut v = json!({"name": e.name, "type": e.kind});
-                if let Some(size) = e.size {
-                    v["size"] = json!(size);
-                }
-                if let Some(t) = &e.target {
-                    v["target"] = json!(t);
-                }
-                if e.executable {
-                    v["executable"] = json!(true);
-                }
-                v
+            .into_iter()
+            .map(|e| LsEntry {
+                name: e.name,
+                kind: e.kind,
+                size: e.size,
+                target: e.target,
+                executable: e.executable.then_some(true),
             })
             .collect();
-        let mut v =
-            json!({"path": l.path, "entries": entries, "total": l.total, "truncated": l.truncated});
-        protected_note(&mut v, l.skipped_protected);
-        Ok(v)
+        let (skipped_protected, notes) = protected_note(l.skipped_protected);
+        Ok(LsResult {
+            path: l.path,
+            entries,
+            total: l.total as u64,
+            truncated: l.truncated,
+            skipped_protected,
+            notes,
+        })
     })
     .await
 }
@@ -256,7 +260,7 @@ pub(crate) async fn run_find(
     cx: &FileTools<'_>,
     ctx: &CallCtx,
     args: FindArgs,
-) -> Result<Json, ToolError> {
+) -> Result<FindResult, ToolError> {
     let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
@@ -276,21 +280,23 @@ pub(crate) async fn run_find(
                 max_results,
             };
             let r = toolvisor_files::search::find(&scope, &req, &files.config.search, cancel)?;
-            let mut v = json!({
-                "path": r.path, "pattern": pattern, "paths": r.paths, "total": r.total,
-                "truncated": r.truncated, "timed_out": r.timed_out,
-            });
-            if !r.errors.is_empty() {
-                v["errors"] = json!(r.errors);
-            }
-            protected_note(&mut v, r.skipped_protected);
-            if r.truncated {
-                v["note"] = json!(format!(
-                    "{} paths matched; the first {max_results} in path order are listed (raise max_results or narrow the pattern)",
-                    r.total
-                ));
-            }
-            Ok(v)
+            let (skipped_protected, notes) = protected_note(r.skipped_protected);
+            let note = r.truncated.then(|| format!(
+                "{} paths matched; the first {max_results} in path order are listed (raise max_results or narrow the pattern)",
+                r.total
+            ));
+            Ok(FindResult {
+                path: r.path,
+                pattern,
+                paths: r.paths,
+                total: r.total as u64,
+                truncated: r.truncated,
+                timed_out: r.timed_out,
+                errors: some(r.errors),
+                skipped_protected,
+                notes,
+                note,
+            })
         })
         .await
 }
@@ -300,7 +306,7 @@ pub(crate) async fn run_grep(
     cx: &FileTools<'_>,
     ctx: &CallCtx,
     args: GrepArgs,
-) -> Result<Json, ToolError> {
+) -> Result<GrepResult, ToolError> {
     let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
@@ -331,21 +337,20 @@ pub(crate) async fn run_grep(
             multiline,
         };
         let r = toolvisor_files::search::grep(&scope, &req, &files.config.search, cancel)?;
-        let mut v = json!({
-            "path": r.path, "pattern": pattern, "output": r.output, "matches": r.matches,
-            "files_with_matches": r.files_with_matches, "files_searched": r.files_searched,
-            "skipped_binary": r.skipped_binary, "truncated": r.truncated, "timed_out": r.timed_out,
-        });
-        if !r.errors.is_empty() {
-            v["errors"] = json!(r.errors);
-        }
-        if !r.notes.is_empty() {
-            v["notes"] = json!(r.notes);
-        }
-        if r.skipped_protected > 0 {
-            v["skipped_protected"] = json!(r.skipped_protected);
-        }
-        Ok(v)
+        Ok(GrepResult {
+            path: r.path,
+            pattern,
+            output: r.output,
+            matches: r.matches as u64,
+            files_with_matches: r.files_with_matches as u64,
+            files_searched: r.files_searched as u64,
+            skipped_binary: r.skipped_binary as u64,
+            truncated: r.truncated,
+            timed_out: r.timed_out,
+            errors: some(r.errors),
+            notes: some(r.notes),
+            skipped_protected: (r.skipped_protected > 0).then_some(r.skipped_protected as u64),
+        })
     })
     .await
 }
@@ -355,23 +360,28 @@ pub(crate) async fn run_write(
     cx: &FileTools<'_>,
     ctx: &CallCtx,
     WriteArgs { path, content }: WriteArgs,
-) -> Result<Json, ToolError> {
+) -> Result<WriteResult, ToolError> {
     let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
     let _stop_on_drop = CancelOnDrop(cancel.clone());
     before_write(cx, ctx, vec![path.clone()]).await;
-    let (value, changed) = blocking("write", move || {
+    let (mut result, changed) = blocking("write", move || {
         let scope = files.scope(&workdir)?;
         let w = toolvisor_files::write::write(&scope, &path, &content)?;
-        let v = json!({
-            "path": w.changed.display, "status": w.changed.status.as_str(),
-            "bytes": w.bytes, "lines": w.lines, "previous_bytes": w.previous_bytes,
-        });
-        Ok((v, vec![w.changed]))
+        let result = WriteResult {
+            path: w.changed.display.clone(),
+            status: w.changed.status,
+            bytes: w.bytes,
+            lines: w.lines,
+            previous_bytes: w.previous_bytes,
+            diagnostics: None,
+        };
+        Ok((result, vec![w.changed]))
     })
     .await?;
-    after_write(cx, ctx, &changed, value).await
+    result.diagnostics = after_write(cx, ctx, &changed).await;
+    Ok(result)
 }
 
 /// `edit`.
@@ -384,27 +394,29 @@ pub(crate) async fn run_edit(
         new_text,
         replace_all,
     }: EditArgs,
-) -> Result<Json, ToolError> {
+) -> Result<EditResult, ToolError> {
     let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
     let _stop_on_drop = CancelOnDrop(cancel.clone());
     let replace_all = replace_all.unwrap_or(false);
     before_write(cx, ctx, vec![path.clone()]).await;
-    let (value, changed) = blocking("edit", move || {
+    let (mut result, changed) = blocking("edit", move || {
         let scope = files.scope(&workdir)?;
         let e = toolvisor_files::edit::edit(&scope, &path, &old_text, &new_text, replace_all)?;
-        let mut v = json!({
-            "path": e.changed.display, "replacements": e.replacements, "lines": e.lines,
-            "diff": e.diff,
-        });
-        if !e.notes.is_empty() {
-            v["notes"] = json!(e.notes);
-        }
-        Ok((v, vec![e.changed]))
+        let result = EditResult {
+            path: e.changed.display.clone(),
+            replacements: e.replacements as u64,
+            lines: e.lines.iter().map(|&l| l as u64).collect(),
+            diff: e.diff,
+            notes: some(e.notes),
+            diagnostics: None,
+        };
+        Ok((result, vec![e.changed]))
     })
     .await?;
-    after_write(cx, ctx, &changed, value).await
+    result.diagnostics = after_write(cx, ctx, &changed).await;
+    Ok(result)
 }
 
 /// `apply_patch`.
@@ -412,35 +424,37 @@ pub(crate) async fn run_apply_patch(
     cx: &FileTools<'_>,
     ctx: &CallCtx,
     ApplyPatchArgs { patch }: ApplyPatchArgs,
-) -> Result<Json, ToolError> {
+) -> Result<ApplyPatchResult, ToolError> {
     let files = cx.files.clone();
     let workdir: PathBuf = ctx.workdir.clone();
     let cancel = Cancel::default();
     let _stop_on_drop = CancelOnDrop(cancel.clone());
     before_write(cx, ctx, toolvisor_files::patch::targets(&patch)).await;
-    let (value, changed) = blocking("apply_patch", move || {
+    let (mut result, changed) = blocking("apply_patch", move || {
         let scope = files.scope(&workdir)?;
         let r = toolvisor_files::patch::apply_patch(&scope, &patch, files.journal.as_deref())?;
-        let list: Vec<Json> = r
-            .files
-            .iter()
-            .map(|f| {
-                let mut v = json!({"path": f.changed.display, "status": f.changed.status.as_str(),
-                        "hunks": f.hunks, "added": f.added, "removed": f.removed});
-                if let Some(from) = &f.moved_from {
-                    v["moved_from"] = json!(from);
-                }
-                v
-            })
-            .collect();
-        let mut v = json!({"files": list});
-        if !r.notes.is_empty() {
-            v["notes"] = json!(r.notes);
-        }
-        Ok((v, r.changed()))
+        let changed = r.changed();
+        let result = ApplyPatchResult {
+            files: r
+                .files
+                .into_iter()
+                .map(|f| PatchedFile {
+                    path: f.changed.display,
+                    status: f.changed.status,
+                    hunks: f.hunks as u64,
+                    added: f.added as u64,
+                    removed: f.removed as u64,
+                    moved_from: f.moved_from,
+                })
+                .collect(),
+            notes: some(r.notes),
+            diagnostics: None,
+        };
+        Ok((result, changed))
     })
     .await?;
-    after_write(cx, ctx, &changed, value).await
+    result.diagnostics = after_write(cx, ctx, &changed).await;
+    Ok(result)
 }
 
 /// `tool_result_read`.
@@ -448,7 +462,7 @@ pub(crate) async fn run_tool_result_read(
     cx: &FileTools<'_>,
     ctx: &CallCtx,
     args: ToolResultReadArgs,
-) -> Result<Json, ToolError> {
+) -> Result<ToolResultReadResult, ToolError> {
     let files = cx.files.clone();
     let cancel = Cancel::default();
     let _stop_on_drop = CancelOnDrop(cancel.clone());
@@ -463,13 +477,19 @@ pub(crate) async fn run_tool_result_read(
         let sl = files
             .store
             .read(&conversation, &reference, offset, limit, max_frame)?;
-        Ok(json!({
-            "ref": sl.reference, "text": sl.text, "offset": sl.offset,
-            "next_offset": sl.next_offset, "total_chars": sl.total_chars, "eof": sl.eof,
-            "source_tool": sl.source_tool, "content_type": sl.content_type,
-            "storage_kind": sl.storage_kind, "masked": sl.masked,
-            "envelope_clamped": sl.envelope_clamped,
-        }))
+        Ok(ToolResultReadResult {
+            reference: sl.reference,
+            text: sl.text,
+            offset: sl.offset as u64,
+            next_offset: sl.next_offset as u64,
+            total_chars: sl.total_chars as u64,
+            eof: sl.eof,
+            source_tool: sl.source_tool,
+            content_type: sl.content_type,
+            storage_kind: sl.storage_kind,
+            masked: sl.masked,
+            envelope_clamped: sl.envelope_clamped,
+        })
     })
     .await
 }
@@ -503,14 +523,9 @@ async fn before_write(cx: &FileTools<'_>, ctx: &CallCtx, paths: Vec<String>) {
 }
 
 /// Where every write-tier file tool ends, with the files it changed (`Changed`: the real
-/// path, how it is shown, created / modified / deleted) and the result it is about to
-/// return: the one place diagnostics on write are folded in.
-async fn after_write(
-    cx: &FileTools<'_>,
-    ctx: &CallCtx,
-    changed: &[Changed],
-    mut value: Json,
-) -> Result<Json, ToolError> {
+/// path, how it is shown, created / modified / deleted): the one place diagnostics on write
+/// are made, for its result's `diagnostics` (`None` without language servers or files).
+async fn after_write(cx: &FileTools<'_>, ctx: &CallCtx, changed: &[Changed]) -> Option<Json> {
     for c in changed {
         tracing::debug!(conversation = ctx.conversation, path = %c.path.display(), status = c.status.as_str(), "file written");
     }
@@ -518,60 +533,71 @@ async fn after_write(
     // only what is new for this run (never fails the write; reasons become notes). A deleted
     // file (a move's old name too) has none of its own, but what imported it may break.
     let paths: Vec<std::path::PathBuf> = changed.iter().map(|c| c.path.clone()).collect();
-    if let Some(lsp) = cx.diagnostics
-        && !paths.is_empty()
-    {
-        let diagnostics = lsp
-            .after_write(&ctx.run(), &ctx.real_workdir(), &paths)
-            .await;
-        if let Some(map) = value.as_object_mut() {
-            map.insert("diagnostics".into(), diagnostics);
-        }
-    }
-    Ok(value)
+    let lsp = cx.diagnostics.filter(|_| !paths.is_empty())?;
+    Some(
+        lsp.after_write(&ctx.run(), &ctx.real_workdir(), &paths)
+            .await,
+    )
 }
 
 /// `ls` and `find` left protected paths out: how many (`skipped_protected`) and why, in
-/// `notes` (`grep` says it in its own notes).
-fn protected_note(v: &mut Json, skipped: usize) {
-    if skipped > 0 {
-        v["skipped_protected"] = json!(skipped);
-        v["notes"] = json!([toolvisor_files::protect::skipped_note(skipped)]);
+/// `notes` (`grep` says it in its own notes); both absent when none was.
+fn protected_note(skipped: usize) -> (Option<u64>, Option<Vec<String>>) {
+    if skipped == 0 {
+        return (None, None);
     }
+    (
+        Some(skipped as u64),
+        Some(vec![toolvisor_files::protect::skipped_note(skipped)]),
+    )
 }
 
-fn read_json(out: ReadOutput) -> Json {
+/// A list a result leaves out when it is empty.
+fn some<T>(list: Vec<T>) -> Option<Vec<T>> {
+    (!list.is_empty()).then_some(list)
+}
+
+fn read_result(out: ReadOutput) -> ReadResult {
+    let positive = |n: u64| (n > 0).then_some(n);
     match out {
-        ReadOutput::Text(t) => {
-            let mut v = json!({
-                "path": t.path, "kind": "text", "content": t.content, "offset": t.offset,
-                "lines": t.lines, "total_lines": t.total_lines, "next_offset": t.next_offset,
-                "eof": t.eof, "size_bytes": t.size_bytes,
-            });
-            if t.cut_lines > 0 {
-                v["cut_lines"] = json!(t.cut_lines);
-            }
-            if t.invalid_utf8 > 0 {
-                v["invalid_utf8"] = json!(t.invalid_utf8);
-            }
-            if t.crlf {
-                v["line_endings"] = json!("crlf");
-            }
-            if !t.notes.is_empty() {
-                v["notes"] = json!(t.notes);
-            }
-            v
-        }
+        ReadOutput::Text(t) => ReadResult::Text(ReadText {
+            path: t.path,
+            kind: TextKind::Text,
+            content: t.content,
+            offset: t.offset,
+            lines: t.lines,
+            total_lines: t.total_lines,
+            next_offset: t.next_offset,
+            eof: t.eof,
+            size_bytes: t.size_bytes,
+            cut_lines: positive(t.cut_lines),
+            invalid_utf8: positive(t.invalid_utf8),
+            line_endings: t.crlf.then_some(LineEndings::Crlf),
+            notes: some(t.notes),
+        }),
         ReadOutput::Image(i) => {
-            let source = json!({"format": i.source_format, "width": i.source_width,
-                "height": i.source_height, "bytes": i.source_bytes});
+            let source = ImageSource {
+                format: i.source_format.to_string(),
+                width: i.source_width,
+                height: i.source_height,
+                bytes: i.source_bytes,
+            };
             match i.image {
-                Some(img) => json!({
-                    "kind": "image", "mime_type": img.mime_type, "data": img.data,
-                    "width": img.width, "height": img.height, "transformed": img.transformed,
-                    "source": source, "note": i.note,
+                Some(img) => ReadResult::Image(ReadImage {
+                    kind: ImageKind::Image,
+                    mime_type: img.mime_type.to_string(),
+                    data: img.data,
+                    width: img.width,
+                    height: img.height,
+                    transformed: img.transformed,
+                    source,
+                    note: i.note,
                 }),
-                None => json!({"kind": "image_omitted", "source": source, "note": i.note}),
+                None => ReadResult::ImageOmitted(ReadImageOmitted {
+                    kind: ImageOmittedKind::ImageOmitted,
+                    source,
+                    note: i.note,
+                }),
             }
         }
     }
@@ -649,7 +675,6 @@ pub async fn finish(
 /// The file and search tools' declarations, and `tool_result_read` (all in-process:
 /// attached).
 pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
-    use toolvisor_protocol::results;
     use toolvisor_protocol::wire::Tier;
 
     use super::spec::{Approval, ToolSpec};
@@ -661,32 +686,28 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "files",
             "Read a text file with line numbers, or an image (PNG, JPEG, GIF, WebP).",
             |s, ctx, a| Box::pin(async move { run_read(&FileTools::of(s), ctx, a).await }),
-        )
-        .returns::<results::ReadResult>(),
+        ),
         ToolSpec::new(
             "ls",
             Tier::Read,
             "files",
             "List a directory: name (dirs end in /), type, size, link target.",
             |s, ctx, a| Box::pin(async move { run_ls(&FileTools::of(s), ctx, a).await }),
-        )
-        .returns::<results::LsResult>(),
+        ),
         ToolSpec::new(
             "find",
             Tier::Read,
             "files",
             "Find files by glob (`*.rs` names, `src/**/*.rs` paths); ignored and hidden ones only if asked.",
             |s, ctx, a| Box::pin(async move { run_find(&FileTools::of(s), ctx, a).await }),
-        )
-        .returns::<results::FindResult>(),
+        ),
         ToolSpec::new(
             "grep",
             Tier::Read,
             "files",
             "Regex search (Rust syntax) in files, skipping ignored, hidden and binary ones.",
             |s, ctx, a| Box::pin(async move { run_grep(&FileTools::of(s), ctx, a).await }),
-        )
-        .returns::<results::GrepResult>(),
+        ),
         ToolSpec::new(
             "write",
             Tier::Write,
@@ -694,7 +715,6 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Create or replace a file; parent directories are created.",
             |s, ctx, a| Box::pin(async move { run_write(&FileTools::of(s), ctx, a).await }),
         )
-        .returns::<results::WriteResult>()
         .idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new(
@@ -704,7 +724,6 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Replace an exact text in a file (once, or every occurrence); returns a diff.",
             |s, ctx, a| Box::pin(async move { run_edit(&FileTools::of(s), ctx, a).await }),
         )
-        .returns::<results::EditResult>()
         .approval(Approval::Always),
         ToolSpec::new(
             "apply_patch",
@@ -713,7 +732,6 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Apply a unified diff or a `*** Begin Patch` patch; every hunk applies or nothing is written.",
             |s, ctx, a| Box::pin(async move { run_apply_patch(&FileTools::of(s), ctx, a).await }),
         )
-        .returns::<results::ApplyPatchResult>()
         .approval(Approval::Always),
         ToolSpec::new(
             "tool_result_read",
@@ -722,7 +740,6 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Read more of a result cut short, by its ref.",
             |s, ctx, a| Box::pin(async move { run_tool_result_read(&FileTools::of(s), ctx, a).await }),
         )
-        .passage(Passage::Whole)
-        .returns::<results::ToolResultReadResult>(),
+        .passage(Passage::Whole),
     ]
 }

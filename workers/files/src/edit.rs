@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::paths::{Access, Resolved, Scope};
 use crate::text;
 use crate::write::write_atomic;
-use crate::{ChangeKind, Changed};
+use crate::{ChangeStatus, Changed};
 
 /// Files larger than this are not edited in memory.
 pub const MAX_EDIT_BYTES: u64 = 256 * 1024 * 1024;
@@ -104,7 +104,7 @@ pub fn edit(
         changed: Changed {
             path: resolved.real.clone(),
             display,
-            status: ChangeKind::Modified,
+            status: ChangeStatus::Modified,
         },
         replacements: found.len(),
         lines,

@@ -38,25 +38,11 @@ pub struct Changed {
     pub path: std::path::PathBuf,
     /// The path as the caller sees it (relative to the workdir when inside it).
     pub display: String,
-    pub status: ChangeKind,
+    pub status: ChangeStatus,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChangeKind {
-    Created,
-    Modified,
-    Deleted,
-}
-
-impl ChangeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::Created => "created",
-            ChangeKind::Modified => "modified",
-            ChangeKind::Deleted => "deleted",
-        }
-    }
-}
+/// What a write did to a file (`created`, `modified`, `deleted`), as results say it.
+pub use toolvisor_protocol::results::ChangeStatus;
 
 /// Create `dir` (and its parents) 0700, or narrow one an older version left wider, and check
 /// it is ours (`kit::private`): what the file tools keep under the state directory is ours

@@ -5,6 +5,8 @@ use std::os::unix::fs::MetadataExt;
 
 use rustix::fs::{AtFlags, FileType};
 
+use toolvisor_protocol::results::EntryType;
+
 use crate::error::Result;
 use crate::paths::{Access, Scope};
 
@@ -12,8 +14,8 @@ use crate::paths::{Access, Scope};
 pub struct Entry {
     /// The name; directories end in `/`.
     pub name: String,
-    /// `file`, `dir`, `symlink` or `other`.
-    pub kind: &'static str,
+    /// A file, a directory, a symlink (not followed) or other.
+    pub kind: EntryType,
     /// Bytes, for files.
     pub size: Option<u64>,
     /// Where a symlink points.
@@ -84,7 +86,7 @@ pub fn ls(scope: &Scope, path: Option<&str>, max_entries: usize) -> Result<Listi
             // Gone since it was listed.
             Err(_) => Entry {
                 name: name.to_string_lossy().into_owned(),
-                kind: "other",
+                kind: EntryType::Other,
                 size: None,
                 target: None,
                 executable: false,
@@ -109,13 +111,13 @@ pub fn ls(scope: &Scope, path: Option<&str>, max_entries: usize) -> Result<Listi
 fn entry_of(mut name: String, (mode, len): (u32, u64), target: Option<String>) -> Entry {
     let ft = FileType::from_raw_mode(mode);
     let (kind, size, target) = match ft {
-        FileType::Symlink => ("symlink", None, target),
+        FileType::Symlink => (EntryType::Symlink, None, target),
         FileType::Directory => {
             name.push('/');
-            ("dir", None, None)
+            (EntryType::Dir, None, None)
         }
-        FileType::RegularFile => ("file", Some(len), None),
-        _ => ("other", None, None),
+        FileType::RegularFile => (EntryType::File, Some(len), None),
+        _ => (EntryType::Other, None, None),
     };
     Entry {
         name,

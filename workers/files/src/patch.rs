@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::journal::Journal;
 use crate::journal::{Planned, write_all};
 use crate::paths::{Access, Resolved, Scope};
-use crate::{ChangeKind, Changed};
+use crate::{ChangeStatus, Changed};
 
 mod codex;
 
@@ -513,9 +513,9 @@ pub fn apply_patch(scope: &Scope, patch: &str, journal: Option<&Journal>) -> Res
         .map(|a| FileChange {
             changed: Changed {
                 status: match (&a.before, &a.after) {
-                    (None, _) => ChangeKind::Created,
-                    (_, None) => ChangeKind::Deleted,
-                    _ => ChangeKind::Modified,
+                    (None, _) => ChangeStatus::Created,
+                    (_, None) => ChangeStatus::Deleted,
+                    _ => ChangeStatus::Modified,
                 },
                 path: a.target.real,
                 display: a.display,
@@ -856,9 +856,9 @@ mod tests {
         assert_eq!(
             kinds,
             [
-                ("src/a.txt", ChangeKind::Modified),
-                ("new/b.txt", ChangeKind::Created),
-                ("gone.txt", ChangeKind::Deleted)
+                ("src/a.txt", ChangeStatus::Modified),
+                ("new/b.txt", ChangeStatus::Created),
+                ("gone.txt", ChangeStatus::Deleted)
             ]
         );
         assert_eq!((r.files[0].added, r.files[0].removed), (2, 1));

@@ -22,7 +22,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::error::{Error, Result};
 use crate::paths::{Access, Resolved, Scope};
-use crate::{ChangeKind, Changed};
+use crate::{ChangeStatus, Changed};
 
 /// Test hook (`[testing] pause_after_writes`): the write that follows this many atomic writes
 /// of the daemon stops for good after its temp file is written and before the rename, so a
@@ -150,9 +150,9 @@ pub fn write(scope: &Scope, path: &str, content: &str) -> Result<WriteResult> {
             path: resolved.real.clone(),
             display,
             status: if previous_bytes.is_some() {
-                ChangeKind::Modified
+                ChangeStatus::Modified
             } else {
-                ChangeKind::Created
+                ChangeStatus::Created
             },
         },
         bytes: content.len() as u64,
@@ -173,12 +173,12 @@ mod tests {
         std::fs::write(&script, "old").unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o751)).unwrap();
         let r = write(&s, "run.sh", "#!/bin/sh\necho hi\n").unwrap();
-        assert_eq!(r.changed.status, ChangeKind::Modified);
+        assert_eq!(r.changed.status, ChangeStatus::Modified);
         assert_eq!((r.bytes, r.lines, r.previous_bytes), (18, 2, Some(3)));
         let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o751);
         let r = write(&s, "a/b/c.txt", "x").unwrap();
-        assert_eq!(r.changed.status, ChangeKind::Created);
+        assert_eq!(r.changed.status, ChangeStatus::Created);
         assert_eq!(r.changed.display, "a/b/c.txt");
         assert_eq!(
             std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),

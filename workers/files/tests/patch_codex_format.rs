@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use toolvisor_files::patch::{PatchResult, apply_patch};
-use toolvisor_files::{ChangeKind, Scope};
+use toolvisor_files::{ChangeStatus, Scope};
 use toolvisor_protocol::ErrorKind;
 
 fn setup(files: &[(&str, &str)]) -> (tempfile::TempDir, Scope) {
@@ -84,9 +84,9 @@ fn add_delete_and_update_with_several_sections() {
     assert_eq!(
         files,
         [
-            ("pkg/new/b.py", ChangeKind::Created, 1, 3, 0),
-            ("old.txt", ChangeKind::Deleted, 1, 0, 2),
-            ("pkg/a.py", ChangeKind::Modified, 3, 3, 3),
+            ("pkg/new/b.py", ChangeStatus::Created, 1, 3, 0),
+            ("old.txt", ChangeStatus::Deleted, 1, 0, 2),
+            ("pkg/a.py", ChangeStatus::Modified, 3, 3, 3),
         ]
     );
     assert!(r.notes.is_empty(), "{:?}", r.notes);
@@ -110,11 +110,11 @@ fn move_to_writes_the_new_path_and_removes_the_old() {
         .find(|f| f.changed.display == "src/bin/new.rs")
         .unwrap();
     assert_eq!(moved.moved_from.as_deref(), Some("src/old.rs"));
-    assert_eq!(moved.changed.status, ChangeKind::Created);
+    assert_eq!(moved.changed.status, ChangeStatus::Created);
     assert!(
         r.files
             .iter()
-            .any(|f| f.changed.display == "src/old.rs" && f.changed.status == ChangeKind::Deleted)
+            .any(|f| f.changed.display == "src/old.rs" && f.changed.status == ChangeStatus::Deleted)
     );
 
     // A pure rename has no sections.
