@@ -10,6 +10,10 @@ use std::process::Command;
 
 use anyhow::Context;
 
+/// The words the fixture's data document holds (and no other document does), and its title.
+pub const DOC_WORDS: &str = "zebra quartz";
+pub const DOC_TITLE: &str = "Chaos runbook";
+
 /// The kinds of resource the load reaches, as named in the report.
 pub const KINDS: [&str; 15] = [
     "bash",
@@ -318,8 +322,7 @@ pub fn generate(dir: &Path, work: &Path, clients: usize) -> anyhow::Result<PathB
         "runbook.md",
         &format!(
             "# {}\n\nThe {} steps for a bad night.\n\n## Rollback\n\nUndo the last release.\n",
-            crate::load::DOC_TITLE,
-            crate::load::DOC_WORDS
+            DOC_TITLE, DOC_WORDS
         ),
     )?;
     write(

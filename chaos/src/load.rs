@@ -18,7 +18,7 @@ use toolvisor_protocol::client::Client;
 use toolvisor_protocol::codec::Codec;
 use toolvisor_protocol::wire::Outcome;
 
-use crate::fixture::{self, Deps};
+use crate::fixture::{self, DOC_WORDS, Deps};
 use crate::life::Life;
 use crate::net::{self, Miss};
 use crate::rng::Rng;
@@ -28,7 +28,7 @@ mod files;
 mod hubs;
 pub mod inference;
 
-pub use hubs::{DOC_TITLE, DOC_WORDS, HUB_RATE};
+pub use hubs::HUB_RATE;
 
 /// How long a connect + handshake may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value as Json, json};
 
 use super::Load;
+use crate::fixture::{DOC_TITLE, DOC_WORDS};
 
 /// Shards per model, and bytes per shard (the hub throttles each transfer to
 /// [`HUB_RATE`], so a job takes about two seconds and a daemon kill finds some in flight).
@@ -23,10 +24,6 @@ const JOB_DEADLINE: Duration = Duration::from_secs(120);
 const SEARCHABLE_WITHIN: Duration = Duration::from_secs(20);
 /// Notes a client keeps to read back after a daemon restart.
 const KEPT_NOTES: usize = 3;
-
-/// The words the fixture's data document holds (and no other document does).
-pub const DOC_WORDS: &str = "zebra quartz";
-pub const DOC_TITLE: &str = "Chaos runbook";
 
 /// A download job this client started and has not seen end.
 pub struct Job {
