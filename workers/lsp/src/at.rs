@@ -114,7 +114,7 @@ impl LanguageServers {
         let mut asked = Instant::now();
         let mut result = self.request(opened, method, params.clone()).await?;
         if (is_empty(&result) || empty(&result)) && !opened.shared.settled() {
-            self.ready(&opened.shared).await?;
+            self.servers.ready(&opened.shared).await?;
             asked = Instant::now();
             result = self.request(opened, method, params).await?;
         }

@@ -203,14 +203,14 @@ impl LanguageServers {
     pub async fn project_check(&self, ctx: &CallCtx) -> Result<Value, ToolError> {
         let mut reasons = Vec::new();
         let mut withheld: Option<ToolError> = None;
-        for (language, spec) in self.languages() {
+        for (language, spec) in self.servers.languages() {
             let Some(cmd) = spec.checker.clone().filter(|c| !c.is_empty()) else {
                 continue;
             };
             let Some(root) = locate::find_root(&ctx.workdir, &spec.markers) else {
                 continue;
             };
-            let trust = self.trust.check(&root, &ctx.run);
+            let trust = self.servers.trust.check(&root, &ctx.run);
             if spec.checker_runs_project_code && !trust.trusted() {
                 tracing::info!(
                     language,
@@ -225,11 +225,11 @@ impl LanguageServers {
                 servers: vec![cmd.clone()],
                 ..spec.clone()
             };
-            let path_var = self.launcher_path();
+            let path_var = self.servers.launcher_path();
             let resolved = match locate::resolve_binary(
                 &probe,
                 &root,
-                &self.config.search_path,
+                &self.servers.config.search_path,
                 &path_var,
                 trust.trusted(),
             ) {
@@ -271,7 +271,7 @@ impl LanguageServers {
         root: &Path,
     ) -> Result<CheckerRun, ToolError> {
         let io = |m: String| ToolError::new(ErrorKind::Io, m, "check the checker command");
-        let spec = self.launcher().spec(
+        let spec = self.servers.launcher().spec(
             &program.display().to_string(),
             args,
             root,
@@ -285,7 +285,7 @@ impl LanguageServers {
         let mut stdout = spawned.stdout;
         let mut stderr = spawned.stderr;
         let mut exit = spawned.exit;
-        let timeout = Duration::from_secs(self.config.checker_timeout_s);
+        let timeout = Duration::from_secs(self.servers.config.checker_timeout_s);
         let run = async {
             let mut out = Vec::new();
             let mut err = Vec::new();

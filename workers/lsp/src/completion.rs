@@ -123,7 +123,9 @@ impl LanguageServers {
         let mut at = self.open_at(ctx, args, NEED).await?;
         require(&at.opened, "completionProvider", "completions")?;
         // Members of an imported type depend on the project: wait until it is loaded.
-        self.ready_for(&at.opened.shared, &at.opened.uri).await?;
+        self.servers
+            .ready_for(&at.opened.shared, &at.opened.uri)
+            .await?;
         let end = at.byte + at.symbol.len();
         let last = at
             .symbol

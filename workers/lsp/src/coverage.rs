@@ -61,7 +61,7 @@ impl LanguageServers {
             ));
         }
         if !enclosing_searched
-            && let Some(spec) = self.languages().get(&shared.language)
+            && let Some(spec) = self.servers.languages().get(&shared.language)
             && let Some(outer) = shared
                 .root
                 .parent()
@@ -132,7 +132,7 @@ impl LanguageServers {
     ) -> Option<String> {
         crate::hidden_uses::gap(
             ctx,
-            self,
+            &self.servers,
             &opened.shared,
             crate::hidden_uses::Question {
                 asked: &opened.path,

@@ -329,6 +329,7 @@ impl LanguageServers {
             return Importers::default();
         }
         let extensions = self
+            .servers
             .languages()
             .get(&shared.language)
             .map(|s| s.extensions.clone())
@@ -343,10 +344,10 @@ impl LanguageServers {
     fn servers_of(&self, run: &str, paths: &[PathBuf]) -> Vec<(Arc<ServerShared>, Vec<PathBuf>)> {
         let mut out: Vec<(Arc<ServerShared>, Vec<PathBuf>)> = Vec::new();
         for p in paths {
-            let Ok(plan) = self.plan(p, run) else {
+            let Ok(plan) = self.servers.plan(p, run) else {
                 continue;
             };
-            let shared = self.shared(&plan);
+            let shared = self.servers.shared(&plan);
             match out.iter_mut().find(|(s, _)| Arc::ptr_eq(s, &shared)) {
                 Some((_, ps)) => ps.push(p.clone()),
                 None => out.push((shared, vec![p.clone()])),
@@ -389,7 +390,7 @@ impl LanguageServers {
                     .map(|dep| self.baseline(run, dep, wait))
                     .collect();
                 futures_util::stream::iter(baselines)
-                    .buffer_unordered(self.config.dependents_at_once.max(1))
+                    .buffer_unordered(self.servers.config.dependents_at_once.max(1))
                     .collect::<()>()
                     .await;
             }
@@ -462,7 +463,7 @@ impl LanguageServers {
                 })
                 .collect();
             let results: Vec<_> = futures_util::stream::iter(checks)
-                .buffered(self.config.dependents_at_once.max(1))
+                .buffered(self.servers.config.dependents_at_once.max(1))
                 .collect()
                 .await;
             for (dep, got) in found.files.iter().zip(results) {
@@ -479,6 +480,7 @@ impl LanguageServers {
             }
             // The files checked are in the answer's `dependents.checked`; the text counts them.
             let has_checker = self
+                .servers
                 .languages()
                 .get(&shared.language)
                 .is_some_and(|l| l.checker.is_some());

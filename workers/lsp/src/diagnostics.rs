@@ -180,7 +180,7 @@ impl LanguageServers {
     /// server pushed for the document since its text last changed (the check's errors), the
     /// same diagnostic once.
     pub async fn diagnostic_items(&self, opened: &mut Opened) -> Result<Vec<Value>, ToolError> {
-        self.ready(&opened.shared).await?;
+        self.servers.ready(&opened.shared).await?;
         if opened.shared.checks_on_save() {
             save_for_outside_changes(opened);
             self.wait_check(opened).await?;
@@ -241,7 +241,7 @@ impl LanguageServers {
             let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
         }
         // Its publishes come as it ends: wait for quiet.
-        self.ready(shared).await
+        self.servers.ready(shared).await
     }
 
     pub(crate) async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {

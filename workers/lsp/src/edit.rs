@@ -447,7 +447,7 @@ impl LanguageServers {
                 "use ast_edit, or edit by hand",
             ));
         }
-        self.ready_for(&opened.shared, &opened.uri).await?;
+        self.servers.ready_for(&opened.shared, &opened.uri).await?;
         let enc = opened.conn.encoding;
         let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
         let doc = json!({"uri": opened.uri});

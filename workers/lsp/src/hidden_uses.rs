@@ -33,7 +33,7 @@ use toolvisor_protocol::error::ToolError;
 
 use crate::call::CallCtx;
 use crate::server::ServerShared;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 
 /// Files read per scan, at most.
 pub const FILES_MAX: usize = 5_000;
@@ -636,7 +636,7 @@ pub(crate) struct Question<'a> {
 /// the answer ("the rename does not change them"). The scan runs on the blocking pool.
 pub(crate) async fn gap(
     ctx: &CallCtx,
-    servers: &LanguageServers,
+    servers: &Servers,
     shared: &ServerShared,
     question: Question<'_>,
 ) -> Option<String> {

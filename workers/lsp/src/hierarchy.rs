@@ -142,7 +142,7 @@ impl LanguageServers {
         )?;
         require(&opened, "callHierarchyProvider", "call hierarchy")?;
         // Callers are index-wide: a list from a server still indexing looks complete.
-        self.ready(&opened.shared).await?;
+        self.servers.ready(&opened.shared).await?;
         let enc = opened.conn.encoding;
         let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
         let here = format!("`{symbol}` at {shown}:{line}");

@@ -124,7 +124,7 @@ impl LanguageServers {
             unreachable!("require refuses a server without the capability")
         };
         // Inferred types depend on the whole project: wait until it is loaded.
-        self.ready_for(&opened.shared, &opened.uri).await?;
+        self.servers.ready_for(&opened.shared, &opened.uri).await?;
         let enc = opened.conn.encoding;
         let end_src = line_text(&opened.text, last).unwrap_or("");
         let range = json!({"start": {"line": first - 1, "character": 0},

@@ -106,7 +106,7 @@ impl LanguageServers {
         // it waits for readiness first. File-local answers are asked at once; an empty one
         // from a server that is not ready and settled waits and is asked again.
         if op.index_wide() {
-            self.ready_for(&opened.shared, &opened.uri).await?;
+            self.servers.ready_for(&opened.shared, &opened.uri).await?;
         }
         let mut params = json!({"textDocument": {"uri": opened.uri}, "position": pos});
         match op {

@@ -108,7 +108,7 @@ impl LanguageServers {
     /// Read `path` from disk and make the view of `run`'s server (full or restricted, by the
     /// run's trust in the root) equal it.
     pub async fn open(&self, path: &Path, run: &str) -> Result<Opened, ToolError> {
-        let plan = self.plan(path, run).map_err(|e| e.to_error())?;
+        let plan = self.servers.plan(path, run).map_err(|e| e.to_error())?;
         self.open_planned(&plan, path, run).await
     }
 
@@ -120,11 +120,11 @@ impl LanguageServers {
         path: &Path,
         run: &str,
     ) -> Result<Opened, ToolError> {
-        let shared = self.shared(plan);
+        let shared = self.servers.shared(plan);
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let lang_id = language_id(&plan.language, ext);
         for attempt in 0..2 {
-            let conn = self.ensure(&shared).await?;
+            let conn = self.servers.ensure(&shared).await?;
             let sync = shared.sync_lock.lock().await;
             // The watcher's catch-up, the read and the sync in one trip to the blocking pool;
             // what else changed on disk is handed over below, before any request.
@@ -175,7 +175,8 @@ impl LanguageServers {
                         server = shared.id,
                         "more files changed on disk at once than the watcher holds; restarting the server so it reads the disk anew"
                     );
-                    self.stop(&shared, "restarted: too many files changed on disk at once")
+                    self.servers
+                        .stop(&shared, "restarted: too many files changed on disk at once")
                         .await;
                     continue;
                 }
@@ -253,14 +254,14 @@ impl LanguageServers {
                     let path = opened.path.clone();
                     let run = opened.run.clone();
                     *opened = self.open(&path, &run).await?;
-                    self.ready(&opened.shared).await?;
+                    self.servers.ready(&opened.shared).await?;
                 }
                 Err(RpcError::Server {
                     code: -32801 | -32802,
                     ..
                 }) if !retried => {
                     retried = true;
-                    self.ready(&shared).await?;
+                    self.servers.ready(&shared).await?;
                 }
                 Err(e) => return Err(rpc_error(&shared, e)),
             }
@@ -314,7 +315,7 @@ impl LanguageServers {
                     Some(f) => ctx.resolve("lsp", f, Access::Read)?,
                     None => ctx.workdir.clone(),
                 };
-                Ok(self.status(&from, &ctx.run, &ctx.workdir).await)
+                Ok(self.servers.status(&from, &ctx.run, &ctx.workdir).await)
             }
             LspOp::Reload => self.reload(ctx, args.file.as_deref()).await,
             LspOp::Trust => self.trust_roots_for_run(ctx, args.file.as_deref()),
@@ -382,7 +383,7 @@ impl LanguageServers {
             None => ctx.workdir.clone(),
         };
         let mut roots: Vec<(PathBuf, Vec<String>)> = Vec::new();
-        for (language, spec) in self.languages() {
+        for (language, spec) in self.servers.languages() {
             let Some(root) = crate::locate::find_root(&from, &spec.markers) else {
                 continue;
             };
@@ -411,7 +412,7 @@ impl LanguageServers {
         let mut text = String::new();
         let mut roots = Vec::new();
         for (root, languages) in &targets {
-            let newly = self.trust.grant(root, &ctx.run);
+            let newly = self.servers.trust.grant(root, &ctx.run);
             text.push_str(&format!(
                 "{} {} for run {} ({}): language servers and checkers may run its project code\n",
                 root.display(),
@@ -434,10 +435,14 @@ impl LanguageServers {
         let targets: Vec<Arc<ServerShared>> = match file {
             Some(f) => {
                 let path = ctx.resolve("lsp", f, Access::Read)?;
-                let plan = self.plan(&path, &ctx.run).map_err(|e| e.to_error())?;
-                vec![self.shared(&plan)]
+                let plan = self
+                    .servers
+                    .plan(&path, &ctx.run)
+                    .map_err(|e| e.to_error())?;
+                vec![self.servers.shared(&plan)]
             }
             None => self
+                .servers
                 .all()
                 .into_iter()
                 .filter(|s| ctx.workdir.starts_with(&s.root) || s.root.starts_with(&ctx.workdir))
@@ -450,8 +455,8 @@ impl LanguageServers {
         }
         let mut done = Vec::new();
         for s in targets {
-            self.stop(&s, "reloaded by `lsp reload`").await;
-            self.ensure_inner(&s, true).await?;
+            self.servers.stop(&s, "reloaded by `lsp reload`").await;
+            self.servers.ensure_inner(&s, true).await?;
             done.push(s.id.clone());
         }
         Ok(json!({"text": format!("restarted: {}\n", done.join(", ")), "reloaded": done}))

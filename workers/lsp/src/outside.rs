@@ -43,6 +43,7 @@ impl LanguageServers {
             return;
         }
         let extensions = self
+            .servers
             .languages()
             .get(&shared.language)
             .map(|s| s.extensions.clone())

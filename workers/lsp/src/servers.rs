@@ -1,8 +1,10 @@
-//! The language-server manager: one server per (language, root, mode), shared by every
-//! conversation on that root whose run trusts it the same way (full or restricted mode), each
-//! an actor under the `language_servers` supervisor.
-//! Decides whether a server may start (the start rule), starts it through the supervisor,
-//! waits for it (bounded), and reports why a server does not run.
+//! The language-server manager ([`LanguageServers`]) and the servers and roots it holds
+//! ([`Servers`]): one server per (language, root, mode), shared by every conversation on that
+//! root whose run trusts it the same way (full or restricted mode), each an actor under the
+//! `language_servers` supervisor. `Servers` decides whether a server may start (the start
+//! rule), starts it through the supervisor, waits for it (bounded), and reports why a server
+//! does not run; the manager adds what the other concerns keep across calls (the diagnostics
+//! ledger, code actions and rename previews).
 //!
 //! A call's plan says which server answers it: the language and root by the start rule, the mode by
 //! the run's trust in the root (`crate::trust`: restricted options and environment for an untrusted
@@ -237,7 +239,21 @@ pub fn untrusted_changes(spec: &LanguageSpec) -> Vec<String> {
     changes
 }
 
+/// The language-server manager: the servers and their roots ([`Servers`]), and what the other
+/// concerns keep across calls: the diagnostics ledger, the code actions and rename previews of
+/// each run. Its ops live beside their concern (`ops.rs` documents and sync, `navigate.rs`…).
 pub struct LanguageServers {
+    pub servers: Servers,
+    pub ledger: Ledger,
+    /// The last `code_actions` answer of each run, for `lsp_edit apply_code_action`.
+    pub actions: crate::actions::memory::Memory,
+    /// Each run's last `lsp_rename` preview, which its real rename must equal.
+    pub(crate) previews: crate::rename_preview::Previews,
+}
+
+/// The servers and their roots: one server per (language, root, mode) in the table, the start
+/// rule, the roots each run trusts, and starting, waiting for and stopping servers.
+pub struct Servers {
     supervisor: ActorRef<SupervisorMsg>,
     launcher: Launcher,
     pub config: LspConfig,
@@ -245,11 +261,6 @@ pub struct LanguageServers {
     notifier: TreeNotifier,
     policy: RestartPolicy,
     table: Mutex<HashMap<String, Arc<ServerShared>>>,
-    pub ledger: Ledger,
-    /// The last `code_actions` answer of each run, for `lsp_edit apply_code_action`.
-    pub actions: crate::actions::memory::Memory,
-    /// Each run's last `lsp_rename` preview, which its real rename must equal.
-    pub(crate) previews: crate::rename_preview::Previews,
     /// Which roots each run may let servers and checkers execute code of.
     pub trust: Trust,
     /// rustup's default toolchain, for `{rustup_default_toolchain}` in `untrusted_env`.
@@ -305,21 +316,25 @@ impl LanguageServers {
             config.ledger_max_runs,
         );
         LanguageServers {
-            supervisor,
-            launcher,
-            languages: config.languages(),
-            config,
-            notifier,
-            policy: policy.with_restart(Restart::Transient),
-            table: Mutex::new(HashMap::new()),
+            servers: Servers {
+                supervisor,
+                launcher,
+                languages: config.languages(),
+                config,
+                notifier,
+                policy: policy.with_restart(Restart::Transient),
+                table: Mutex::new(HashMap::new()),
+                trust: Trust::new(trusted_roots),
+                rustup_default,
+            },
             ledger,
             actions: crate::actions::memory::Memory::default(),
             previews: Default::default(),
-            trust: Trust::new(trusted_roots),
-            rustup_default,
         }
     }
+}
 
+impl Servers {
     pub fn languages(&self) -> &BTreeMap<String, LanguageSpec> {
         &self.languages
     }

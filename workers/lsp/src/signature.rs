@@ -66,7 +66,9 @@ impl LanguageServers {
         require(&at.opened, "signatureHelpProvider", "signature help")?;
         // What a call offers depends on the project (an imported function): a server still
         // loading it would answer from part of it.
-        self.ready_for(&at.opened.shared, &at.opened.uri).await?;
+        self.servers
+            .ready_for(&at.opened.shared, &at.opened.uri)
+            .await?;
         let params = json!({"textDocument": {"uri": at.opened.uri},
             "position": at.position(paren + 1),
             "context": {"triggerKind": 1, "isRetrigger": false}});

@@ -258,7 +258,7 @@ impl LanguageServers {
             .request(&mut opened, "textDocument/documentSymbol", params.clone())
             .await?;
         if result.as_array().is_none_or(Vec::is_empty) && !opened.shared.settled() {
-            self.ready(&opened.shared).await?;
+            self.servers.ready(&opened.shared).await?;
             result = self
                 .request(&mut opened, "textDocument/documentSymbol", params)
                 .await?;

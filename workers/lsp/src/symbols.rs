@@ -31,7 +31,7 @@ impl LanguageServers {
             .request(&mut opened, "textDocument/documentSymbol", params.clone())
             .await?;
         if is_empty(&result) && !opened.shared.settled() {
-            self.ready(&opened.shared).await?;
+            self.servers.ready(&opened.shared).await?;
             result = self
                 .request(&mut opened, "textDocument/documentSymbol", params)
                 .await?;
@@ -98,7 +98,7 @@ impl LanguageServers {
             "workspaceSymbolProvider",
             "workspace symbols (`symbols` with `query`)",
         )?;
-        self.ready_for(&opened.shared, &opened.uri).await?;
+        self.servers.ready_for(&opened.shared, &opened.uri).await?;
         let result = self
             .request(&mut opened, "workspace/symbol", json!({"query": query}))
             .await?;
@@ -180,19 +180,19 @@ impl LanguageServers {
     /// A server for the workdir when no file is named: one already running for it, else the
     /// first language that would start there (a source file of it is opened).
     async fn open_any(&self, ctx: &CallCtx) -> Result<Opened, ToolError> {
-        let running = self.all().into_iter().find(|s| {
+        let running = self.servers.all().into_iter().find(|s| {
             s.conn().is_some()
                 && (ctx.workdir.starts_with(&s.root) || s.root.starts_with(&ctx.workdir))
         });
         let mut reasons = Vec::new();
         let candidates: Vec<String> = match &running {
             Some(s) => vec![s.language.clone()],
-            None => self.languages().keys().cloned().collect(),
+            None => self.servers.languages().keys().cloned().collect(),
         };
         for language in candidates {
-            let spec = &self.languages()[&language];
+            let spec = &self.servers.languages()[&language];
             match find_source_off_thread(ctx, &spec.extensions).await {
-                Some(file) => match self.plan(&file, &ctx.run) {
+                Some(file) => match self.servers.plan(&file, &ctx.run) {
                     Ok(_) => return self.open(&file, &ctx.run).await,
                     Err(e) => reasons.push(e.to_string()),
                 },

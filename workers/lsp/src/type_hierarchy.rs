@@ -30,7 +30,7 @@ impl LanguageServers {
         let mut at = self.open_at(ctx, args, NEED).await?;
         require(&at.opened, "typeHierarchyProvider", "type hierarchy")?;
         // Subtypes are index-wide: a list from a server still indexing looks complete.
-        self.ready(&at.opened.shared).await?;
+        self.servers.ready(&at.opened.shared).await?;
         let here = at.here();
         let params =
             json!({"textDocument": {"uri": at.opened.uri}, "position": at.position(at.byte)});

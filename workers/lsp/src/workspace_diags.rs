@@ -55,7 +55,7 @@ impl LanguageServers {
     /// `unchanged` one cannot be, since no previous result ids are sent), bounded.
     async fn pull_workspace(&self, ctx: &CallCtx, opened: &mut Opened) -> Result<Value, ToolError> {
         // The whole project's answer: only from a server that has loaded it.
-        self.ready_for(&opened.shared, &opened.uri).await?;
+        self.servers.ready_for(&opened.shared, &opened.uri).await?;
         let asked = Instant::now();
         let result = self
             .request(

@@ -29,9 +29,12 @@ impl LanguageServers {
     /// `diagnostics_wait_s` gets no baseline (the write then reports all its diagnostics).
     /// Never fails: the write goes ahead whatever happens here.
     pub async fn before_write(&self, run: &str, paths: &[PathBuf]) {
-        let wait = Duration::from_secs(self.config.diagnostics_wait_s);
+        let wait = Duration::from_secs(self.servers.config.diagnostics_wait_s);
         for path in paths {
-            if self.ledger.knows(run, path) || !path.is_file() || self.plan(path, run).is_err() {
+            if self.ledger.knows(run, path)
+                || !path.is_file()
+                || self.servers.plan(path, run).is_err()
+            {
                 continue;
             }
             self.baseline(run, path, wait).await;
@@ -75,8 +78,8 @@ impl LanguageServers {
         for path in gone {
             // Its server learns of the deletion when a dependent is opened (the root watch
             // hands every change on disk over first).
-            if let Ok(plan) = self.plan(path, run) {
-                let shared = self.shared(&plan);
+            if let Ok(plan) = self.servers.plan(path, run) {
+                let shared = self.servers.shared(&plan);
                 let seq = shared.diags.seq();
                 got.involve(&shared, seq);
             }
@@ -85,7 +88,7 @@ impl LanguageServers {
             self.written_file(run, workdir, path, &mut got).await;
         }
         // The files the write may have broken besides the written ones.
-        let wait = Duration::from_secs(self.config.diagnostics_wait_s);
+        let wait = Duration::from_secs(self.servers.config.diagnostics_wait_s);
         let deps = self.dependents_after(run, paths, &got.involved, wait).await;
         got.answer(&deps, workdir)
     }
@@ -93,7 +96,7 @@ impl LanguageServers {
     /// One written file's new diagnostics into `got`, or a note on why there are none.
     async fn written_file(&self, run: &str, workdir: &Path, path: &Path, got: &mut Gathered) {
         let shown = render::show_path(path, workdir);
-        match self.plan(path, run) {
+        match self.servers.plan(path, run) {
             Err(NoServer::NoLanguage { .. }) => {
                 got.notes.push(format!(
                     "{shown}: no diagnostics: no language server covers this file type"
@@ -109,7 +112,7 @@ impl LanguageServers {
                 // compiles". Only files under the workdir are read to find where a module is
                 // declared (the written one passed the write's scope).
                 let (shared, file, within) = (
-                    self.shared(&plan),
+                    self.servers.shared(&plan),
                     path.to_path_buf(),
                     workdir.to_path_buf(),
                 );
@@ -131,7 +134,7 @@ impl LanguageServers {
         // A write waits at most `diagnostics_wait_s` for its diagnostics (a server still
         // starting or indexing a large project must not hold the write's answer for the
         // full `ready_wait_s`); past it the write answers with a note.
-        let wait = Duration::from_secs(self.config.diagnostics_wait_s);
+        let wait = Duration::from_secs(self.servers.config.diagnostics_wait_s);
         let result = tokio::time::timeout(wait, async {
             let mut opened = self.open(path, run).await?;
             got.involve(&opened.shared, opened.seq_before);
