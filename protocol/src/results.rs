@@ -26,7 +26,6 @@ mod jobs;
 mod lsp;
 #[allow(dead_code, clippy::large_enum_variant)]
 mod models;
-#[allow(dead_code, clippy::large_enum_variant)]
 mod structural;
 
 pub use data::*;

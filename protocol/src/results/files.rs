@@ -246,6 +246,7 @@ pub struct WriteResult {
     pub previous_bytes: Option<u64>,
     /// New diagnostics of the written file, from its language server.
     #[serde(skip_serializing_if = "Option::is_none")]
+    // The language servers build it as JSON (`LanguageServers::after_write`).
     #[schemars(with = "Option<WriteDiagnostics>")]
     pub diagnostics: Option<Json>,
 }
@@ -266,6 +267,7 @@ pub struct EditResult {
     pub notes: Option<Vec<String>>,
     /// New diagnostics of the edited file, from its language server.
     #[serde(skip_serializing_if = "Option::is_none")]
+    // The language servers build it as JSON (`LanguageServers::after_write`).
     #[schemars(with = "Option<WriteDiagnostics>")]
     pub diagnostics: Option<Json>,
 }
@@ -282,6 +284,7 @@ pub struct ApplyPatchResult {
     /// New diagnostics of the files written, from their language servers (absent when the
     /// patch only deleted).
     #[serde(skip_serializing_if = "Option::is_none")]
+    // The language servers build it as JSON (`LanguageServers::after_write`).
     #[schemars(with = "Option<WriteDiagnostics>")]
     pub diagnostics: Option<Json>,
 }

@@ -3,12 +3,14 @@
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 
 use crate::tools::ResolveAction;
 
 /// The result of `ast_grep`: the matches listed (the first `max_results`, by path and
 /// position), the total count and what was searched.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AstGrepResult {
     /// One line: how many matches in how many files (and whether the list was cut).
     pub summary: String,
@@ -41,7 +43,7 @@ pub struct AstGrepResult {
 }
 
 /// One structural match.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AstMatch {
     /// `path:line:column`, 1-based.
     pub location: String,
@@ -62,7 +64,7 @@ pub struct AstMatch {
 }
 
 /// A file that was not searched.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AstSkipped {
     /// The file, relative to the workdir when under it.
     pub path: String,
@@ -72,7 +74,7 @@ pub struct AstSkipped {
 
 /// The result of `ast_edit`: the staged edit (nothing is written until `resolve`), or
 /// `edit_id` null when nothing would change.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AstEditResult {
     /// The staged edit's id for `resolve` (`edit_N`); null when nothing was staged.
     pub edit_id: Option<String>,
@@ -83,8 +85,10 @@ pub struct AstEditResult {
     /// The files the edit changes, with their replacements.
     pub files: Vec<AstEditFile>,
     /// The unified diff (two lines of context), cut after about 6000 characters; absent when nothing was staged.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<String>,
     /// Whether `preview` was cut; absent when nothing was staged.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub preview_truncated: Option<bool>,
     /// The grammar id searched.
     pub language: String,
@@ -103,7 +107,7 @@ pub struct AstEditResult {
 }
 
 /// One file of a staged edit.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AstEditFile {
     /// The file, relative to the workdir when under it.
     pub path: String,
@@ -112,7 +116,7 @@ pub struct AstEditFile {
 }
 
 /// The result of `resolve`: the edit accepted (every file written) or discarded.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResolveResult {
     /// The edit resolved.
     pub edit_id: String,
@@ -121,11 +125,17 @@ pub struct ResolveResult {
     /// One line: what was written or dropped.
     pub summary: String,
     /// discard: the files the dropped edit would have changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<Vec<String>>,
     /// accept: the files written.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub written: Option<Vec<String>>,
     /// accept: replacements written.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub replacements: Option<u64>,
     /// accept: the language servers' diagnostics new for this run in the written files and their dependents.
-    pub diagnostics: Option<super::lsp::WriteDiagnostics>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    // The language servers build it as JSON (`LanguageServers::after_write`).
+    #[schemars(with = "Option<super::lsp::WriteDiagnostics>")]
+    pub diagnostics: Option<Json>,
 }

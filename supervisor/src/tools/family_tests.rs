@@ -221,7 +221,7 @@ async fn structural_tools_stage_and_accept_with_files_and_the_edit_store_only() 
     )
     .await
     .expect("stage the edit");
-    let id = staged["edit_id"].as_str().expect("an edit id").to_string();
+    let id = staged.edit_id.expect("an edit id");
     let accepted = super::structural::resolve(
         &cx,
         &ctx,
@@ -229,7 +229,7 @@ async fn structural_tools_stage_and_accept_with_files_and_the_edit_store_only() 
     )
     .await
     .expect("accept the edit");
-    assert_eq!(accepted["replacements"], 1, "{accepted}");
+    assert_eq!(accepted.replacements, Some(1), "{accepted:?}");
     assert_eq!(
         std::fs::read_to_string(work.path().join("m.py")).unwrap(),
         "print(new(1))\n"

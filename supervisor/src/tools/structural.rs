@@ -10,10 +10,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::{Value as Json, json};
 use toolvisor_files::Scope;
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{
+    AstEditFile, AstEditResult, AstGrepResult, AstMatch, AstSkipped, ResolveResult,
+};
 use toolvisor_protocol::tools::{AstEditArgs, AstGrepArgs, ResolveAction, ResolveArgs};
 use toolvisor_structural::Error;
 use toolvisor_structural::rewrite::{self, Proposal, shown};
@@ -235,20 +237,21 @@ fn max_results(value: Option<u64>) -> usize {
     value.map_or(DEFAULT_MAX_RESULTS, |n| n.clamp(1, 10_000) as usize)
 }
 
-fn skipped_json(skipped: &[search::Skipped], workdir: &Path) -> Json {
-    Json::Array(
-        skipped
-            .iter()
-            .map(|s| json!({"path": shown(&s.path, workdir), "why": s.why}))
-            .collect(),
-    )
+fn skipped_list(skipped: &[search::Skipped], workdir: &Path) -> Vec<AstSkipped> {
+    skipped
+        .iter()
+        .map(|s| AstSkipped {
+            path: shown(&s.path, workdir),
+            why: s.why.clone(),
+        })
+        .collect()
 }
 
 pub(crate) async fn ast_grep(
     cx: &StructuralTools<'_>,
     ctx: &CallCtx,
     args: AstGrepArgs,
-) -> Result<Json, ToolError> {
+) -> Result<AstGrepResult, ToolError> {
     let given = ctx.workdir.clone();
     let files = cx.files.clone();
     let max = max_results(args.max_results);
@@ -283,21 +286,21 @@ pub(crate) async fn ast_grep(
         Ok((workdir, result))
     })
     .await?;
-    let matches: Vec<Json> = result
+    let matches: Vec<AstMatch> = result
         .matches
         .iter()
         .map(|m| {
             let path = shown(&m.path, &workdir);
-            json!({
-                "location": format!("{path}:{}:{}", m.line, m.column),
-                "path": path,
-                "line": m.line,
-                "column": m.column,
-                "end_line": m.end_line,
-                "end_column": m.end_column,
-                "text": m.text,
-                "captures": m.captures,
-            })
+            AstMatch {
+                location: format!("{path}:{}:{}", m.line, m.column),
+                path,
+                line: m.line as u64,
+                column: m.column as u64,
+                end_line: m.end_line as u64,
+                end_column: m.end_column as u64,
+                text: m.text.clone(),
+                captures: m.captures.clone(),
+            }
         })
         .collect();
     let summary = if result.total == 0 {
@@ -321,29 +324,29 @@ pub(crate) async fn ast_grep(
             if result.files_matched == 1 { "" } else { "s" }
         )
     };
-    Ok(json!({
-        "summary": summary,
-        "language": result.language,
-        "language_note": result.language_note,
-        "pattern_context": result.pattern_context,
-        "matches": matches,
-        "total": result.total,
-        "shown": result.matches.len(),
-        "truncated": result.truncated,
-        "files_searched": result.files_searched,
-        "files_parsed": result.files_parsed,
-        "files_cached": result.files_cached,
-        "files_matched": result.files_matched,
-        "skipped": skipped_json(&result.skipped, &workdir),
-        "skipped_total": result.skipped_total,
-    }))
+    Ok(AstGrepResult {
+        summary,
+        language: result.language.to_string(),
+        language_note: result.language_note,
+        pattern_context: result.pattern_context,
+        shown: matches.len() as u64,
+        matches,
+        total: result.total as u64,
+        truncated: result.truncated,
+        files_searched: result.files_searched as u64,
+        files_parsed: result.files_parsed as u64,
+        files_cached: result.files_cached as u64,
+        files_matched: result.files_matched as u64,
+        skipped: skipped_list(&result.skipped, &workdir),
+        skipped_total: result.skipped_total as u64,
+    })
 }
 
 pub(crate) async fn ast_edit(
     cx: &StructuralTools<'_>,
     ctx: &CallCtx,
     args: AstEditArgs,
-) -> Result<Json, ToolError> {
+) -> Result<AstEditResult, ToolError> {
     let given = ctx.workdir.clone();
     let files = cx.files.clone();
     let max = max_results(args.max_results);
@@ -391,56 +394,61 @@ pub(crate) async fn ast_edit(
         Ok((workdir, proposal, staged, preview))
     })
     .await?;
-    let files: Vec<Json> = proposal
+    let files: Vec<AstEditFile> = proposal
         .files
         .iter()
-        .map(|f| json!({"path": shown(&f.path, &workdir), "replacements": f.replacements}))
+        .map(|f| AstEditFile {
+            path: shown(&f.path, &workdir),
+            replacements: f.replacements as u64,
+        })
         .collect();
     let notes = proposal_notes(&proposal);
     let Some(staged) = staged else {
         return Ok(nothing_staged(&proposal, files, notes, &workdir));
     };
     let summary = staged_summary(&staged, &proposal, &workdir);
-    Ok(json!({
-        "edit_id": staged.id,
-        "summary": summary,
-        "replacements": staged.replacements,
-        "files": files,
-        "preview": preview.diff,
-        "preview_truncated": preview.truncated,
-        "language": proposal.language,
-        "language_note": proposal.language_note,
-        "pattern_context": proposal.pattern_context,
-        "notes": notes,
-        "files_searched": proposal.files_searched,
-        "skipped": skipped_json(&proposal.skipped, &workdir),
-        "skipped_total": proposal.skipped_total,
-    }))
+    Ok(AstEditResult {
+        edit_id: Some(staged.id),
+        summary,
+        replacements: staged.replacements as u64,
+        files,
+        preview: Some(preview.diff),
+        preview_truncated: Some(preview.truncated),
+        language: proposal.language.to_string(),
+        language_note: proposal.language_note,
+        pattern_context: proposal.pattern_context,
+        notes,
+        files_searched: proposal.files_searched as u64,
+        skipped: skipped_list(&proposal.skipped, &workdir),
+        skipped_total: proposal.skipped_total as u64,
+    })
 }
 
 /// The answer when the rewrite changes nothing: no edit is staged.
 fn nothing_staged(
     proposal: &Proposal,
-    files: Vec<Json>,
+    files: Vec<AstEditFile>,
     notes: Vec<String>,
     workdir: &Path,
-) -> Json {
-    json!({
-        "edit_id": null,
-        "summary": format!(
+) -> AstEditResult {
+    AstEditResult {
+        edit_id: None,
+        summary: format!(
             "(proposed) 0 replacements: nothing to change in {} {} files; nothing was staged",
             proposal.files_searched, proposal.language
         ),
-        "replacements": 0,
-        "files": files,
-        "language": proposal.language,
-        "language_note": proposal.language_note,
-        "pattern_context": proposal.pattern_context,
-        "notes": notes,
-        "files_searched": proposal.files_searched,
-        "skipped": skipped_json(&proposal.skipped, workdir),
-        "skipped_total": proposal.skipped_total,
-    })
+        replacements: 0,
+        files,
+        preview: None,
+        preview_truncated: None,
+        language: proposal.language.to_string(),
+        language_note: proposal.language_note.clone(),
+        pattern_context: proposal.pattern_context.clone(),
+        notes,
+        files_searched: proposal.files_searched as u64,
+        skipped: skipped_list(&proposal.skipped, workdir),
+        skipped_total: proposal.skipped_total as u64,
+    }
 }
 
 /// What the model should know about matches the proposal left alone: nested in another
@@ -488,7 +496,7 @@ pub(crate) async fn resolve(
     cx: &StructuralTools<'_>,
     ctx: &CallCtx,
     args: ResolveArgs,
-) -> Result<Json, ToolError> {
+) -> Result<ResolveResult, ToolError> {
     let given = ctx.workdir.clone();
     let files = cx.files.clone();
     let store = cx.edits.clone();
@@ -504,15 +512,20 @@ pub(crate) async fn resolve(
                 Ok((workdir, info))
             })
             .await?;
-            Ok(json!({
-                "edit_id": info.id,
-                "action": "discard",
-                "summary": format!(
+            Ok(ResolveResult {
+                summary: format!(
                     "discarded {}: nothing was written ({} replacements in {} files dropped)",
-                    info.id, info.replacements, info.files.len()
+                    info.id,
+                    info.replacements,
+                    info.files.len()
                 ),
-                "files": info.files.iter().map(|(p, _)| shown(p, &workdir)).collect::<Vec<_>>(),
-            }))
+                edit_id: info.id,
+                action: ResolveAction::Discard,
+                files: Some(info.files.iter().map(|(p, _)| shown(p, &workdir)).collect()),
+                written: None,
+                replacements: None,
+                diagnostics: None,
+            })
         }
         ResolveAction::Accept => {
             // The diagnostics the staged files have now are the run's baseline where it has
@@ -544,23 +557,34 @@ pub(crate) async fn resolve(
                 Ok((workdir, accepted))
             })
             .await?;
-            let mut value = json!({
-                "edit_id": accepted.id,
-                "action": "accept",
-                "summary": format!(
-                    "accepted {}: wrote {} replacements in {} files",
-                    accepted.id, accepted.replacements, accepted.written.len()
-                ),
-                "written": accepted.written.iter().map(|p| shown(p, &workdir)).collect::<Vec<_>>(),
-                "replacements": accepted.replacements,
-            });
             // The same path as `write`/`edit`/`apply_patch`: only diagnostics new for this run.
-            if let Some(lsp) = cx.diagnostics {
-                value["diagnostics"] = lsp
-                    .after_write(&ctx.run(), &ctx.real_workdir(), &accepted.written)
-                    .await;
-            }
-            Ok(value)
+            let diagnostics = match cx.diagnostics {
+                Some(lsp) => Some(
+                    lsp.after_write(&ctx.run(), &ctx.real_workdir(), &accepted.written)
+                        .await,
+                ),
+                None => None,
+            };
+            Ok(ResolveResult {
+                summary: format!(
+                    "accepted {}: wrote {} replacements in {} files",
+                    accepted.id,
+                    accepted.replacements,
+                    accepted.written.len()
+                ),
+                edit_id: accepted.id,
+                action: ResolveAction::Accept,
+                files: None,
+                written: Some(
+                    accepted
+                        .written
+                        .iter()
+                        .map(|p| shown(p, &workdir))
+                        .collect(),
+                ),
+                replacements: Some(accepted.replacements as u64),
+                diagnostics,
+            })
         }
     }
 }
@@ -578,8 +602,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "structural",
             "Structural code search (ast-grep): `$NAME` one node, `$$$NAME` siblings, `$_` any node; matches with captures.",
             |s, ctx, a| Box::pin(async move { ast_grep(&StructuralTools::of(s), ctx, a).await }),
-        )
-        .returns::<toolvisor_protocol::results::AstGrepResult>(),
+        ),
         ToolSpec::new(
             "ast_edit",
             Tier::Write,
@@ -587,7 +610,6 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Stage a structural rewrite (ast-grep pattern to template); returns an edit_id and a diff for resolve.",
             |s, ctx, a| Box::pin(async move { ast_edit(&StructuralTools::of(s), ctx, a).await }),
         ).additive()
-        .returns::<toolvisor_protocol::results::AstEditResult>()
         .approval(Approval::Always)
         .summary(edit_summary),
         ToolSpec::new(
@@ -598,7 +620,6 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             |s, ctx, a| Box::pin(async move { resolve(&StructuralTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always)
-        .summary(resolve_summary)
-        .returns::<toolvisor_protocol::results::ResolveResult>(),
+        .summary(resolve_summary),
     ]
 }
