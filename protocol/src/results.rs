@@ -17,7 +17,6 @@
 mod data;
 #[allow(dead_code, clippy::large_enum_variant)]
 mod debug;
-#[allow(dead_code, clippy::large_enum_variant)]
 mod eval;
 mod files;
 mod human;

@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 /// The result of `eval`: what the cell printed and displayed, in order and bounded, its
 /// error if it raised, and the kernel it ran on.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalResult {
     /// Everything the cell produced as plain text, in order (past the limit: its first and last halves).
     pub text: String,
@@ -20,6 +21,7 @@ pub struct EvalResult {
     /// Whether any output was cut or dropped by the limits.
     pub truncated: bool,
     /// What to know: the output was bounded, the kernel was reset or restarted.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// `ok`, or `error` when the cell raised.
     pub status: EvalStatus,
@@ -34,7 +36,7 @@ pub struct EvalResult {
 }
 
 /// One rich output of a cell, by `type`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EvalOutput {
     /// A figure: its entry in `images`.
@@ -70,7 +72,7 @@ pub enum EvalOutput {
 }
 
 /// A figure a cell displayed.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalImage {
     /// Its format.
     pub mime: EvalImageMime,
@@ -83,11 +85,24 @@ pub struct EvalImage {
     /// Height in pixels (PNG only; null otherwise).
     pub height: Option<u32>,
     /// The chart's data where the figure came with it, or `{error}` when it was too large.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub chart: Option<Json>,
 }
 
+impl EvalOutput {
+    /// Where it appeared: its character offset in `text`.
+    pub fn at_mut(&mut self) -> &mut u64 {
+        match self {
+            EvalOutput::Image { at, .. }
+            | EvalOutput::Result { at, .. }
+            | EvalOutput::Display { at, .. }
+            | EvalOutput::Error { at, .. } => at,
+        }
+    }
+}
+
 /// An image's format.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum EvalImageMime {
     #[serde(rename = "image/png")]
     Png,
@@ -96,7 +111,7 @@ pub enum EvalImageMime {
 }
 
 /// What a cell raised.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalError {
     /// The exception's class.
     pub ename: String,
@@ -107,7 +122,7 @@ pub struct EvalError {
 }
 
 /// How a cell ended.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EvalStatus {
     Ok,
@@ -115,7 +130,7 @@ pub enum EvalStatus {
 }
 
 /// A kernel's language.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EvalKernelLanguage {
     Python,
@@ -123,7 +138,7 @@ pub enum EvalKernelLanguage {
 }
 
 /// The kernel a cell ran on.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalKernel {
     /// The interpreter's process id.
     pub pid: u32,

@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value as Json;
 use tokio::sync::mpsc;
 use toolvisor_files::secrets::Secrets;
 use toolvisor_kernel::{Bridge, CellRequest, Kernels, Language};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::EvalResult;
 use toolvisor_protocol::tools::{EvalArgs, EvalLanguage};
 use toolvisor_protocol::wire::Event;
 
@@ -52,7 +52,7 @@ pub(crate) async fn run(
     cx: &EvalTools<'_>,
     ctx: &CallCtx,
     args: EvalArgs,
-) -> Result<Json, ToolError> {
+) -> Result<EvalResult, ToolError> {
     let config = cx.config;
     let timeout_s = args.timeout_s.unwrap_or(config.inactivity_s);
     if timeout_s == 0 || timeout_s > config.inactivity_max_s {
@@ -117,7 +117,6 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
         .passage(super::spec::Passage::FieldWhole("images"))
         .serial()
         .approval(Approval::Always)
-        .summary(summary)
-        .returns::<toolvisor_protocol::results::EvalResult>(),
+        .summary(summary),
     ]
 }

@@ -297,7 +297,7 @@ async fn eval_runs_a_cell_whose_tool_calls_reach_the_bridge_its_caller_gave() {
     let result = super::eval::run(&cx, &ctx, super::parse("eval", json!({"code": "r = tool('echo_tool', {'n': 21})\nprint(r['n'] * 2)", "description": "bridge"})).unwrap())
     .await
     .expect("the cell runs");
-    assert!(result.to_string().contains("42"), "{result}");
+    assert!(result.text.contains("42"), "{result:?}");
     assert_eq!(
         *caller.bridged.lock().unwrap(),
         vec![("echo_tool".to_string(), json!({"n": 21}))],

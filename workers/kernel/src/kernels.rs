@@ -31,6 +31,7 @@ use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{EvalKernel, EvalKernelLanguage, EvalResult, EvalStatus};
 use toolvisor_protocol::tree::NodeState;
 use toolvisor_protocol::wire::Stream;
 
@@ -542,7 +543,7 @@ impl Kernels {
         req: CellRequest,
         bridge: Arc<dyn Bridge>,
         output: Option<mpsc::Sender<(Stream, String)>>,
-    ) -> Result<Json> {
+    ) -> Result<EvalResult> {
         let started = Instant::now();
         let code = match req.language {
             Language::Python => magic::rewrite_python(&req.code)?,
@@ -608,37 +609,34 @@ impl Kernels {
         };
         let cells = inc.cells.fetch_add(1, Ordering::Relaxed) + 1;
         slot.show(&inc);
-        let mut result = collector.finish();
-        if let Some(note) = result
-            .remove("note")
-            .and_then(|n| n.as_str().map(str::to_string))
-        {
-            notes.push(note);
-        }
-        result.insert(
-            "status".into(),
-            json!(if status == "ok" { "ok" } else { "error" }),
-        );
-        result.insert("language".into(), json!(req.language.as_str()));
-        result.insert("cell".into(), json!(cell));
-        result.insert(
-            "wall_ms".into(),
-            json!(started.elapsed().as_millis() as u64),
-        );
-        result.insert(
-            "kernel".into(),
-            json!({
-                "pid": inc.pid,
-                "version": inc.version,
-                "executable": inc.executable,
-                "cells": cells,
-                "fresh": fresh,
-            }),
-        );
-        if !notes.is_empty() {
-            result.insert("note".into(), json!(notes.join("; ")));
-        }
-        Ok(Json::Object(result))
+        let collected = collector.finish();
+        notes.extend(collected.note);
+        Ok(EvalResult {
+            text: collected.text,
+            outputs: collected.outputs,
+            images: collected.images,
+            error: collected.error,
+            truncated: collected.truncated,
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+            status: if status == "ok" {
+                EvalStatus::Ok
+            } else {
+                EvalStatus::Error
+            },
+            language: match req.language {
+                Language::Python => EvalKernelLanguage::Python,
+                Language::Javascript => EvalKernelLanguage::Javascript,
+            },
+            cell,
+            wall_ms: started.elapsed().as_millis() as u64,
+            kernel: EvalKernel {
+                pid: inc.pid,
+                version: inc.version.clone(),
+                executable: inc.executable.clone(),
+                cells,
+                fresh,
+            },
+        })
     }
 
     /// Send the cell and follow it to its end.

@@ -3,6 +3,7 @@
 //! end-of-cell sync markers.
 
 use serde_json::{Map, Value as Json, json};
+use toolvisor_protocol::results::{EvalError, EvalImage, EvalImageMime, EvalOutput};
 
 /// Limits on one cell's result.
 #[derive(Clone, Copy, Debug)]
@@ -41,10 +42,10 @@ pub(crate) struct Collector {
     /// Characters in `head` when it filled up.
     head_chars: Option<usize>,
     /// Rich items and the character position (in the whole text) where each appeared.
-    items: Vec<(usize, Json)>,
-    images: Vec<Json>,
+    items: Vec<(usize, EvalOutput)>,
+    images: Vec<EvalImage>,
     image_total: usize,
-    error: Option<Json>,
+    error: Option<EvalError>,
     truncated: bool,
     /// The text so far ends a line (or is empty).
     at_line_start: bool,
@@ -126,7 +127,6 @@ impl Collector {
 
     /// A MIME bundle from `display()` or the echo of the last expression.
     pub(crate) fn display(&mut self, mut data: Map<String, Json>, result: bool) {
-        let kind = if result { "result" } else { "display" };
         self.break_line();
         let pos = self.total_chars;
         let image = ["image/png", "image/jpeg"]
@@ -154,24 +154,32 @@ impl Collector {
                 _ => (None, None),
             };
             let index = self.images.len();
-            let mut entry = json!({
-                "mime": mime, "data": b64, "bytes": bytes, "width": width, "height": height,
-            });
-            let about = chart.map(|chart| {
+            let chart = chart.map(|chart| {
                 let size = serde_json::to_string(&chart).map_or(0, |s| s.len());
                 if size > self.limits.html_bytes {
                     self.truncated = true;
-                    entry["chart"] = json!({"error": format!(
+                    json!({"error": format!(
                         "the chart's data ({} KiB) is over the {} KiB limit of one rendering",
                         size / 1024,
                         self.limits.html_bytes / 1024
-                    )});
+                    )})
                 } else {
-                    entry["chart"] = chart;
+                    chart
                 }
-                chart_summary(&entry["chart"], index)
             });
-            self.images.push(entry);
+            let about = chart.as_ref().map(|chart| chart_summary(chart, index));
+            self.images.push(EvalImage {
+                mime: if mime == "image/png" {
+                    EvalImageMime::Png
+                } else {
+                    EvalImageMime::Jpeg
+                },
+                data: b64,
+                bytes: bytes as u64,
+                width,
+                height,
+                chart,
+            });
             let size = match (width, height) {
                 (Some(w), Some(h)) => format!(" {w}x{h}"),
                 _ => String::new(),
@@ -182,8 +190,13 @@ impl Collector {
                 bytes / 1024,
                 about.unwrap_or_default()
             ));
-            self.items
-                .push((pos, json!({"type": "image", "image": index})));
+            self.items.push((
+                pos,
+                EvalOutput::Image {
+                    image: index as u64,
+                    at: 0,
+                },
+            ));
             return;
         }
         for value in data.values_mut() {
@@ -208,7 +221,13 @@ impl Collector {
             });
         plain.push('\n');
         self.push_text(&plain);
-        self.items.push((pos, json!({"type": kind, "data": data})));
+        let data = data.into_iter().collect();
+        let item = if result {
+            EvalOutput::Result { data, at: 0 }
+        } else {
+            EvalOutput::Display { data, at: 0 }
+        };
+        self.items.push((pos, item));
     }
 
     pub(crate) fn error(&mut self, ename: String, evalue: String, traceback: String) {
@@ -221,9 +240,17 @@ impl Collector {
         self.push_text(&text);
         self.items.push((
             pos,
-            json!({"type": "error", "ename": ename, "evalue": evalue}),
+            EvalOutput::Error {
+                ename: ename.clone(),
+                evalue: evalue.clone(),
+                at: 0,
+            },
         ));
-        self.error = Some(json!({"ename": ename, "evalue": evalue, "traceback": traceback}));
+        self.error = Some(EvalError {
+            ename,
+            evalue,
+            traceback,
+        });
     }
 
     /// The final text, and how a position in the whole text maps into it.
@@ -265,36 +292,32 @@ impl Collector {
         text[cut..].to_string()
     }
 
-    /// The result fields that describe the outputs.
-    pub(crate) fn finish(self) -> Map<String, Json> {
+    /// What the outputs make of the cell's result.
+    pub(crate) fn finish(self) -> Collected {
         let (text, map_pos) = self.text_and_map();
-        let outputs: Vec<Json> = self
+        let outputs = self
             .items
             .iter()
             .map(|(pos, item)| {
                 let mut item = item.clone();
-                item["at"] = json!(map_pos(*pos));
+                *item.at_mut() = map_pos(*pos) as u64;
                 item
             })
             .collect();
-        let mut out = Map::new();
-        out.insert("text".into(), Json::String(text));
-        out.insert("outputs".into(), Json::Array(outputs));
-        out.insert("images".into(), Json::Array(self.images.clone()));
-        out.insert("error".into(), self.error.clone().unwrap_or(Json::Null));
-        out.insert("truncated".into(), Json::Bool(self.truncated));
-        if self.truncated {
-            out.insert(
-                "note".into(),
-                Json::String(format!(
-                    "output was bounded: {} KiB of text (first and last halves kept), {} KiB of images, {} KiB per rendering; print less or write large results to a file",
-                    self.limits.text_bytes / 1024,
-                    self.limits.image_bytes / 1024,
-                    self.limits.html_bytes / 1024
-                )),
-            );
+        let note = self.truncated.then(|| format!(
+            "output was bounded: {} KiB of text (first and last halves kept), {} KiB of images, {} KiB per rendering; print less or write large results to a file",
+            self.limits.text_bytes / 1024,
+            self.limits.image_bytes / 1024,
+            self.limits.html_bytes / 1024
+        ));
+        Collected {
+            text,
+            outputs,
+            images: self.images.clone(),
+            error: self.error.clone(),
+            truncated: self.truncated,
+            note,
         }
-        out
     }
 }
 
@@ -443,6 +466,19 @@ impl Utf8Carry {
     }
 }
 
+/// The fields of a cell's result that describe its outputs (`EvalResult`'s).
+#[derive(serde::Serialize)]
+pub(crate) struct Collected {
+    pub text: String,
+    pub outputs: Vec<EvalOutput>,
+    pub images: Vec<EvalImage>,
+    pub error: Option<EvalError>,
+    pub truncated: bool,
+    /// Said when the output was bounded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
 /// The MIME key under which the Python driver sends a figure's data beside its PNG.
 pub(crate) const CHART_MIME: &str = "application/vnd.toolvisor.chart+json";
 
@@ -544,7 +580,7 @@ mod tests {
         let mut data = Map::new();
         data.insert("text/plain".into(), json!("last"));
         c.display(data, false);
-        let map = c.finish();
+        let map = serde_json::to_value(c.finish()).unwrap();
         let text = map["text"].as_str().unwrap();
         assert!(text.starts_with("abcdef\n42\n01\n[..."), "{text}");
         assert!(text.ends_with("9end\nlast\n"), "{text}");
@@ -568,7 +604,7 @@ mod tests {
         data.insert("image/png".into(), json!(encode_b64(&head)));
         data.insert("text/plain".into(), json!("<Figure>"));
         c.display(data, false);
-        let map = c.finish();
+        let map = serde_json::to_value(c.finish()).unwrap();
         assert_eq!(map["text"], "before\n[image 1: image/png 640x480, 0 KiB]\n");
         assert_eq!(map["images"][0]["width"], 640);
         assert_eq!(
