@@ -13,7 +13,6 @@
 //! One file per family of tools (`results/<family>.rs`), like the arguments in `tools`. The
 //! types are never built, so neither dead code nor their sizes matter.
 
-#[allow(dead_code, clippy::large_enum_variant)]
 mod data;
 #[allow(dead_code, clippy::large_enum_variant)]
 mod debug;

@@ -2,9 +2,10 @@
 //! `delete_data`.
 
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// One search hit of `search_data`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DataHit {
     /// The document's handle (`D-5c0e91a2f7`).
     pub handle: String,
@@ -18,15 +19,18 @@ pub struct DataHit {
     /// Relevance, higher is better: BM25 (keyword), the fused reciprocal-rank score (hybrid).
     pub score: f64,
     /// Hybrid: the rank by BM25, where the words matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub keyword_rank: Option<u64>,
     /// Hybrid: the rank by the best chunk's similarity, where among the best 50.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub vector_rank: Option<u64>,
     /// Hybrid: the document's chunk most like the query, where it has vectors.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub chunk: Option<DataChunk>,
 }
 
 /// A hybrid hit's citation.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DataChunk {
     /// The section's heading (empty for the text before the first heading).
     pub section: String,
@@ -39,7 +43,7 @@ pub struct DataChunk {
 }
 
 /// How far the embedding of the searched documents is (hybrid).
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DataEmbedding {
     /// `[data] embedding_model`.
     pub model: String,
@@ -52,13 +56,15 @@ pub struct DataEmbedding {
     pub computed: u64,
     /// Chunks the model refused (longer than its context, most often): ranked by BM25
     /// alone until their text changes. Absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<u64>,
     /// The model's last refusal of a skipped chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped_because: Option<String>,
 }
 
 /// The result of `search_data`: the hits, best first.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchDataResult {
     /// The query as given.
     pub query: String,
@@ -67,16 +73,19 @@ pub struct SearchDataResult {
     /// How many hits.
     pub count: u64,
     /// `keyword` or `hybrid`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// Hybrid: the embedding's progress.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub embedding: Option<DataEmbedding>,
     /// Hybrid: false while chunks of the searched collections wait for vectors, or when the
     /// model refused some (`embedding.skipped`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub complete: Option<bool>,
 }
 
 /// A document's card: what the pipeline made, with what tools changed on top.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DataCard {
     /// The document's handle (`D-5c0e91a2f7`).
     pub handle: String,
@@ -107,7 +116,7 @@ pub struct DataCard {
 }
 
 /// One section of a body: the text under one heading.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DataSection {
     /// The heading (empty for the text before the first heading).
     pub title: String,
@@ -118,18 +127,20 @@ pub struct DataSection {
 }
 
 /// The result of `read_data`: the card, with the body or one section when asked.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReadDataResult {
     /// The document's card.
     pub card: DataCard,
     /// view body: the whole converted body.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
     /// view section: the section asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub section: Option<DataSection>,
 }
 
 /// A card in brief, as `list_data` lists it.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DataBrief {
     /// The document's handle (`D-5c0e91a2f7`).
     pub handle: String,
@@ -144,7 +155,7 @@ pub struct DataBrief {
 }
 
 /// A reachable collection and its size.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DataCollection {
     /// The collection's name.
     pub name: String,
@@ -153,7 +164,7 @@ pub struct DataCollection {
 }
 
 /// The result of `list_data`: cards in brief, newest change first.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ListDataResult {
     /// The cards of this page.
     pub documents: Vec<DataBrief>,
@@ -162,25 +173,28 @@ pub struct ListDataResult {
     /// Cards skipped.
     pub offset: u64,
     /// Without a filter: the reachable collections with their sizes.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub collections: Option<Vec<DataCollection>>,
     /// Originals of the reachable collections found and not read (a symbolic link, a FIFO),
     /// each with why: the hub follows no links.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
 }
 
 /// The result of `write_data`: the changed or created card.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WriteDataResult {
     /// The card as it is now.
     pub card: DataCard,
     /// A new note was created (false: a card was changed).
     pub created: bool,
     /// The card already said what the update asked: nothing was written, no revision made.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub unchanged: Option<bool>,
 }
 
 /// The result of `delete_data`: the document moved to the trash.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DeleteDataResult {
     /// The document's handle (`D-5c0e91a2f7`).
     pub handle: String,

@@ -2,11 +2,14 @@
 //! `delete_data`): each call's reach is the collections its surface may see
 //! (`DataConfig::reach`), resolved here and enforced by the store in SQL.
 
-use serde_json::{Value as Json, json};
-use toolvisor_data::store::{CardUpdate, DataError, Reach, Who};
+use toolvisor_data::store::{CardUpdate, DataCard, DataError, Reach, Who};
 use toolvisor_data::{DataHub, EmbedFailure, HubError};
 use toolvisor_inference::InferenceError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{
+    DataBrief, DataCollection, DataEmbedding, DataSection, DeleteDataResult, ListDataResult,
+    ReadDataResult, SearchDataResult, WriteDataResult,
+};
 use toolvisor_protocol::tools::{
     DataView, DeleteDataArgs, ListDataArgs, ReadDataArgs, SearchDataArgs, SearchMode, WriteDataArgs,
 };
@@ -64,14 +67,14 @@ fn who(ctx: &CallCtx, tool: &str) -> Who {
     }
 }
 
-fn brief(card: &toolvisor_data::store::Card) -> Json {
-    json!({
-        "handle": card.handle,
-        "collection": card.collection,
-        "title": card.title,
-        "summary": card.summary,
-        "tags": card.tags,
-    })
+fn brief(card: DataCard) -> DataBrief {
+    DataBrief {
+        handle: card.handle,
+        collection: card.collection,
+        title: card.title,
+        summary: card.summary,
+        tags: card.tags,
+    }
 }
 
 /// The data hub's embeddings from the inference pool: `[data] embedding_model` served for
@@ -102,7 +105,7 @@ pub(crate) async fn run_search_data(
     hub: &DataHub,
     ctx: &CallCtx,
     a: SearchDataArgs,
-) -> Result<Json, ToolError> {
+) -> Result<SearchDataResult, ToolError> {
     let reach = hub.config().reach(ctx.surface.as_str());
     let within = reach.narrow(a.collection.as_deref()).map_err(data_error)?;
     let limit = a.limit.unwrap_or(10) as usize;
@@ -114,7 +117,14 @@ pub(crate) async fn run_search_data(
         .with_store(move |s| s.search(&within, &query, limit))
         .await
         .map_err(error)?;
-    Ok(json!({"query": a.query, "hits": hits, "count": hits.len()}))
+    Ok(SearchDataResult {
+        query: a.query,
+        count: hits.len() as u64,
+        hits,
+        mode: None,
+        embedding: None,
+        complete: None,
+    })
 }
 
 /// `search_data {mode: "hybrid"}`: the query embedded by `[data] embedding_model`, BM25 and
@@ -125,7 +135,7 @@ async fn hybrid(
     within: Reach,
     query: String,
     limit: usize,
-) -> Result<Json, ToolError> {
+) -> Result<SearchDataResult, ToolError> {
     let Some(model) = hub.config().embedding_model.clone() else {
         return Err(ToolError::new(
             ErrorKind::NotAvailable,
@@ -197,20 +207,27 @@ async fn hybrid(
         .with_store(move |s| s.hybrid(&within, &q, &vector, &m, limit))
         .await
         .map_err(error)?;
-    let mut embedding = json!({"model": model, "embedded": progress.embedded,
-        "pending": progress.pending, "computed": hub.vectors_computed()});
     // Chunks the model refused are found by keyword only: said, with why, so a miss by
     // meaning is not taken for an answer.
-    if progress.skipped > 0 {
-        embedding["skipped"] = json!(progress.skipped);
-        if let Some(e) = hub.embedding_skip_reason() {
-            embedding["skipped_because"] = json!(e.message);
-        }
-    }
-    Ok(
-        json!({"query": query, "mode": "hybrid", "hits": hits, "count": hits.len(),
-        "embedding": embedding, "complete": progress.pending == 0 && progress.skipped == 0}),
-    )
+    let skipped = (progress.skipped > 0).then_some(progress.skipped);
+    let embedding = DataEmbedding {
+        model,
+        embedded: progress.embedded,
+        pending: progress.pending,
+        computed: hub.vectors_computed(),
+        skipped,
+        skipped_because: skipped
+            .and_then(|_| hub.embedding_skip_reason())
+            .map(|e| e.message),
+    };
+    Ok(SearchDataResult {
+        query,
+        mode: Some("hybrid".into()),
+        count: hits.len() as u64,
+        hits,
+        embedding: Some(embedding),
+        complete: Some(progress.pending == 0 && progress.skipped == 0),
+    })
 }
 
 /// The document id `handle` names (handles are the store's own: `store::Handles`).
@@ -226,7 +243,7 @@ pub(crate) async fn run_read_data(
     hub: &DataHub,
     ctx: &CallCtx,
     a: ReadDataArgs,
-) -> Result<Json, ToolError> {
+) -> Result<ReadDataResult, ToolError> {
     let reach = hub.config().reach(ctx.surface.as_str());
     let id = id_of(hub, &a.handle).await?;
     match a.view.unwrap_or_default() {
@@ -235,14 +252,22 @@ pub(crate) async fn run_read_data(
                 .with_store(move |s| s.card(&reach, id))
                 .await
                 .map_err(error)?;
-            Ok(json!({"card": card}))
+            Ok(ReadDataResult {
+                card,
+                body: None,
+                section: None,
+            })
         }
         DataView::Body => {
             let (card, body) = hub
                 .with_store(move |s| s.body(&reach, id))
                 .await
                 .map_err(error)?;
-            Ok(json!({"card": card, "body": body}))
+            Ok(ReadDataResult {
+                card,
+                body: Some(body),
+                section: None,
+            })
         }
         DataView::Section => {
             let which = a.section.clone().ok_or_else(|| {
@@ -256,7 +281,15 @@ pub(crate) async fn run_read_data(
                 .with_store(move |s| s.section(&reach, id, &which))
                 .await
                 .map_err(error)?;
-            Ok(json!({"card": card, "section": section}))
+            Ok(ReadDataResult {
+                card,
+                body: None,
+                section: Some(DataSection {
+                    title: section.title,
+                    level: section.level,
+                    text: section.text,
+                }),
+            })
         }
     }
 }
@@ -266,7 +299,7 @@ pub(crate) async fn run_list_data(
     hub: &DataHub,
     ctx: &CallCtx,
     a: ListDataArgs,
-) -> Result<Json, ToolError> {
+) -> Result<ListDataResult, ToolError> {
     let reach = hub.config().reach(ctx.surface.as_str());
     let within = reach.narrow(a.collection.as_deref()).map_err(data_error)?;
     let (limit, offset) = (
@@ -288,22 +321,19 @@ pub(crate) async fn run_list_data(
         })
         .await
         .map_err(error)?;
-    let mut out = json!({
-        "documents": cards.iter().map(brief).collect::<Vec<_>>(),
-        "total": total,
-        "offset": offset,
-    });
-    if let Some(counts) = counts {
-        out["collections"] = counts
-            .into_iter()
-            .map(|(name, documents)| json!({"name": name, "documents": documents}))
-            .collect();
-    }
     let warnings = hub.warnings(&reach);
-    if !warnings.is_empty() {
-        out["warnings"] = json!(warnings);
-    }
-    Ok(out)
+    Ok(ListDataResult {
+        documents: cards.into_iter().map(brief).collect(),
+        total,
+        offset: offset as u64,
+        collections: counts.map(|counts| {
+            counts
+                .into_iter()
+                .map(|(name, documents)| DataCollection { name, documents })
+                .collect()
+        }),
+        warnings: (!warnings.is_empty()).then_some(warnings),
+    })
 }
 
 /// `delete_data`.
@@ -311,7 +341,7 @@ pub(crate) async fn run_delete_data(
     hub: &DataHub,
     ctx: &CallCtx,
     a: DeleteDataArgs,
-) -> Result<Json, ToolError> {
+) -> Result<DeleteDataResult, ToolError> {
     let tool = "delete_data";
     let reach = hub.config().reach(ctx.surface.as_str());
     let id = id_of(hub, &a.handle).await?;
@@ -320,12 +350,15 @@ pub(crate) async fn run_delete_data(
         .with_store(move |s| s.trash(&reach, id, &who))
         .await
         .map_err(error)?;
-    Ok(json!({
-        "handle": card.handle,
-        "title": card.title,
-        "trashed": true,
-        "restore": format!("the operator can restore it: toolvisor data restore {}", card.handle),
-    }))
+    Ok(DeleteDataResult {
+        restore: format!(
+            "the operator can restore it: toolvisor data restore {}",
+            card.handle
+        ),
+        handle: card.handle,
+        title: card.title,
+        trashed: true,
+    })
 }
 
 async fn write(
@@ -333,7 +366,7 @@ async fn write(
     ctx: &CallCtx,
     reach: &Reach,
     a: WriteDataArgs,
-) -> Result<Json, ToolError> {
+) -> Result<WriteDataResult, ToolError> {
     let who = who(ctx, "write_data");
     match (a.handle, a.card, a.note) {
         (Some(handle), card, note) => {
@@ -378,11 +411,11 @@ async fn write(
                 .with_store(move |s| s.update_card(&r, id, &update, &who))
                 .await
                 .map_err(error)?;
-            let mut answer = json!({"card": card, "created": false});
-            if !changed {
-                answer["unchanged"] = json!(true);
-            }
-            Ok(answer)
+            Ok(WriteDataResult {
+                card,
+                created: false,
+                unchanged: (!changed).then_some(true),
+            })
         }
         (None, None, Some(note)) => {
             if note.title.trim().is_empty() {
@@ -401,7 +434,11 @@ async fn write(
                 .with_store(move |s| s.card(&r, id))
                 .await
                 .map_err(error)?;
-            Ok(json!({"card": card, "created": true}))
+            Ok(WriteDataResult {
+                card,
+                created: true,
+                unchanged: None,
+            })
         }
         (None, Some(_), _) => Err(ToolError::new(
             ErrorKind::InvalidArgs,
@@ -429,31 +466,28 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "data_hub",
             "Search the user's document collections: full text ranked by BM25, or mode \"hybrid\" (keywords and meaning fused; needs [data] embedding_model), whose hits also cite their best chunk (section, lines). Hits have a handle (D-5c0e91a2f7), title and a snippet with the match between « ».",
             |s, ctx, a| Box::pin(run_search_data(&s.data, ctx, a)),
-        )
-        .returns::<toolvisor_protocol::results::SearchDataResult>(),
+        ),
         ToolSpec::new(
             "read_data",
             Tier::Read,
             "data_hub",
             "Read a document by handle: its card (default), its whole body, or one section by title or index.",
             |s, ctx, a| Box::pin(run_read_data(&s.data, ctx, a)),
-        )
-        .returns::<toolvisor_protocol::results::ReadDataResult>(),
+        ),
         ToolSpec::new(
             "list_data",
             Tier::Read,
             "data_hub",
             "List documents (newest change first), by collection or tag; without a filter also the reachable collections with their sizes.",
             |s, ctx, a| Box::pin(run_list_data(&s.data, ctx, a)),
-        )
-        .returns::<toolvisor_protocol::results::ListDataResult>(),
+        ),
         ToolSpec::new(
             "write_data",
             Tier::Write,
             "data_hub",
             "Change a document's card (title, summary, tags, annotation), or create a note in a collection. A body is never edited: it is converted from its original.",
             |s, ctx, a| Box::pin(async move { let reach = s.data.config().reach(ctx.surface.as_str()); write(&s.data, ctx, &reach, a).await }),
-        ).returns::<toolvisor_protocol::results::WriteDataResult>()
+        )
         .additive()
         .approval(Approval::Always),
         ToolSpec::new(
@@ -462,7 +496,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "data_hub",
             "Move a document to the trash (the operator can restore it).",
             |s, ctx, a| Box::pin(run_delete_data(&s.data, ctx, a)),
-        ).returns::<toolvisor_protocol::results::DeleteDataResult>()
+        )
         .idempotent(true)
         .approval(Approval::Always),
     ];

@@ -32,7 +32,8 @@ mod vectors;
 
 pub use handles::Handles;
 pub use search::{fts_query, fts_query_any};
-pub use vectors::{CHUNK_CHARS, Chunk, Cited, Progress, chunks};
+pub use toolvisor_protocol::results::{DataCard, DataChunk, DataHit};
+pub use vectors::{CHUNK_CHARS, Chunk, Progress, chunks};
 
 /// How long a statement waits for another connection's lock (the operator's CLI) before it
 /// fails: never a hang.
@@ -122,47 +123,6 @@ impl Reach {
             )),
         }
     }
-}
-
-/// A document's card: what the pipeline made, with what tools changed on top.
-#[derive(Clone, Debug, Serialize)]
-pub struct Card {
-    pub handle: String,
-    pub collection: String,
-    pub title: String,
-    pub summary: String,
-    pub tags: Vec<String>,
-    pub annotation: String,
-    /// The original's path (a note's original is kept by the hub).
-    pub source: String,
-    pub note: bool,
-    pub size: u64,
-    pub modified_ms: u64,
-    pub created_ms: u64,
-    pub updated_ms: u64,
-    /// Section titles, in order (read one with `view: "section"`).
-    pub sections: Vec<String>,
-}
-
-/// One search hit.
-#[derive(Clone, Debug, Serialize)]
-pub struct Hit {
-    pub handle: String,
-    pub collection: String,
-    pub title: String,
-    /// The best passage, matches between `«` and `»`.
-    pub snippet: String,
-    /// BM25 (keyword search); the fused RRF score (hybrid search).
-    pub score: f64,
-    /// Hybrid search: the document's rank by BM25, if it matched the words.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub keyword_rank: Option<u64>,
-    /// Hybrid search: its rank by its best chunk's similarity, if among the best.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vector_rank: Option<u64>,
-    /// Hybrid search: its chunk most like the query, where it has vectors.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub chunk: Option<Cited>,
 }
 
 /// What a tool may change on a card (never the body).
@@ -560,19 +520,19 @@ impl Store {
             })
     }
 
-    pub fn card(&self, reach: &Reach, id: i64) -> Result<Card> {
+    pub fn card(&self, reach: &Reach, id: i64) -> Result<DataCard> {
         Ok(self.row(reach, id)?.card(&self.handles))
     }
 
     /// The card and the whole body.
-    pub fn body(&self, reach: &Reach, id: i64) -> Result<(Card, String)> {
+    pub fn body(&self, reach: &Reach, id: i64) -> Result<(DataCard, String)> {
         let row = self.row(reach, id)?;
         let body = row.body.clone();
         Ok((row.card(&self.handles), body))
     }
 
     /// One section, by title (case-insensitive; the first match) or by index.
-    pub fn section(&self, reach: &Reach, id: i64, which: &str) -> Result<(Card, Section)> {
+    pub fn section(&self, reach: &Reach, id: i64, which: &str) -> Result<(DataCard, Section)> {
         let row = self.row(reach, id)?;
         let sections = row.sections();
         let found = match which.parse::<usize>() {
@@ -599,7 +559,7 @@ impl Store {
         tag: Option<&str>,
         limit: usize,
         offset: usize,
-    ) -> Result<(Vec<Card>, u64)> {
+    ) -> Result<(Vec<DataCard>, u64)> {
         let mut stmt = self
             .conn
             .prepare(
@@ -653,7 +613,7 @@ impl Store {
         id: i64,
         update: &CardUpdate,
         who: &Who,
-    ) -> Result<(Card, bool)> {
+    ) -> Result<(DataCard, bool)> {
         let row = self.row(reach, id)?;
         let now = row.card(&self.handles);
         let mut over = overrides(&row.card_json);
@@ -930,14 +890,14 @@ impl Row {
         serde_json::from_str(&self.sections).unwrap_or_default()
     }
 
-    fn card(&self, handles: &Handles) -> Card {
+    fn card(&self, handles: &Handles) -> DataCard {
         let over = overrides(&self.card_json);
         let text = |k: &str, base: &str| {
             over.get(k)
                 .and_then(|v| v.as_str())
                 .map_or(base.to_string(), str::to_string)
         };
-        Card {
+        DataCard {
             handle: handles.show(self.id),
             collection: self.collection.clone(),
             title: text("title", &self.title),

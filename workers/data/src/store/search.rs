@@ -38,7 +38,7 @@ pub fn fts_query_any(text: &str) -> Option<String> {
 
 impl Store {
     /// Full-text search within `reach`, ranked by BM25 (title weighs most, then tags).
-    pub fn search(&self, reach: &Reach, query: &str, limit: usize) -> Result<Vec<Hit>> {
+    pub fn search(&self, reach: &Reach, query: &str, limit: usize) -> Result<Vec<DataHit>> {
         self.search_fts(reach, query, fts_query(query), limit)
     }
 
@@ -49,7 +49,7 @@ impl Store {
         query: &str,
         fts: Option<String>,
         limit: usize,
-    ) -> Result<Vec<Hit>> {
+    ) -> Result<Vec<DataHit>> {
         let Some(fts) = fts else {
             return Err(DataError::InvalidArgs {
                 message: format!("the query {query:?} has no words to search for"),
@@ -122,7 +122,7 @@ impl Store {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })
                 .map_err(self.db())?;
-            hits.push(Hit {
+            hits.push(DataHit {
                 handle: self.handle(id),
                 collection,
                 title: shown_title(&card, title),

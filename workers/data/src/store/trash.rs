@@ -6,7 +6,7 @@ use super::*;
 
 impl Store {
     /// Move a document to the trash (restorable).
-    pub fn trash(&mut self, reach: &Reach, id: i64, who: &Who) -> Result<Card> {
+    pub fn trash(&mut self, reach: &Reach, id: i64, who: &Who) -> Result<DataCard> {
         let card = self.card(reach, id)?;
         self.set_deleted(id, Some(now_ms()), who, &json!({"deleted": true}))?;
         Ok(card)

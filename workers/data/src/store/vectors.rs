@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{Hit, Reach, Result, Store, fts_query_any, shown_title};
+use super::{DataChunk, DataHit, Reach, Result, Store, fts_query_any, shown_title};
 use crate::convert::Section;
 
 /// The most characters of one chunk (a longer paragraph is cut at its lines; a longer line
@@ -45,17 +45,6 @@ pub struct Chunk {
     pub line_start: u32,
     pub line_end: u32,
     pub text: String,
-}
-
-/// A hit's citation: the document's chunk most like the query.
-#[derive(Clone, Debug, Serialize)]
-pub struct Cited {
-    pub section: String,
-    /// `[first, last]`, 1-based, inclusive, in the converted body.
-    pub lines: [u32; 2],
-    pub text: String,
-    /// Cosine similarity to the query (1 is the same direction).
-    pub similarity: f64,
 }
 
 /// How far the embedding of the reachable documents is, for `model`.
@@ -394,15 +383,16 @@ impl Store {
     }
 
     /// The citation of chunk `id`.
-    fn cite(&self, id: i64, similarity: f64) -> Result<Cited> {
+    fn cite(&self, id: i64, similarity: f64) -> Result<DataChunk> {
         self.conn
             .prepare_cached("SELECT section, line_start, line_end, text FROM chunks WHERE id = ?1")
             .map_err(self.db())?
             .query_row([id], |r| {
                 let text: String = r.get(3)?;
-                Ok(Cited {
+                let (first, last): (u32, u32) = (r.get(1)?, r.get(2)?);
+                Ok(DataChunk {
                     section: r.get(0)?,
-                    lines: [r.get(1)?, r.get(2)?],
+                    lines: vec![first.into(), last.into()],
                     text: text.chars().take(CITED_CHARS).collect(),
                     similarity,
                 })
@@ -419,7 +409,7 @@ impl Store {
         vector: &[f32],
         model: &str,
         limit: usize,
-    ) -> Result<Vec<Hit>> {
+    ) -> Result<Vec<DataHit>> {
         if reach.names().is_empty() {
             return Ok(Vec::new());
         }
@@ -443,7 +433,7 @@ impl Store {
         let mut order: Vec<(i64, Fused)> = fused.into_iter().collect();
         order.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then(a.0.cmp(&b.0)));
         order.truncate(limit);
-        let mut keyword: HashMap<i64, Hit> = keyword
+        let mut keyword: HashMap<i64, DataHit> = keyword
             .into_iter()
             .filter_map(|h| Some((self.id_of(&h.handle).ok()?, h)))
             .collect();
@@ -464,7 +454,7 @@ impl Store {
                     let (collection, title, card): (String, String, String) = brief
                         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                         .map_err(self.db())?;
-                    Hit {
+                    DataHit {
                         handle: self.handle(id),
                         collection,
                         title: shown_title(&card, title),
@@ -680,8 +670,8 @@ yellow fruit, ripe
         );
         let c = hits[0].chunk.as_ref().unwrap();
         assert_eq!(
-            (c.section.as_str(), c.lines, c.text.as_str()),
-            ("Zebra", [3, 3], "stripes zzz")
+            (c.section.as_str(), c.lines.as_slice(), c.text.as_str()),
+            ("Zebra", &[3, 3][..], "stripes zzz")
         );
         // a matches no word, only by its vector: ranked, without a keyword rank.
         let a_hit = hits.iter().find(|h| h.handle == s.handle(ida)).unwrap();
