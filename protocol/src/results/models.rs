@@ -3,11 +3,12 @@
 //! (`load_model`, `unload_model`, `get_inference_status`, `get_token_usage_stats`).
 
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 // ---- Downloads ----
 
 /// A download job's state, or one of its files'.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DownloadState {
     Queued,
@@ -19,7 +20,7 @@ pub enum DownloadState {
 }
 
 /// One file of a download job, with its progress.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DownloadFile {
     /// The file's name in the repo.
     pub name: String,
@@ -36,7 +37,7 @@ pub struct DownloadFile {
 }
 
 /// One download job: a variant's whole file set, and its progress.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DownloadJob {
     /// The job's id (`dl3`).
     pub job_id: String,
@@ -67,18 +68,20 @@ pub struct DownloadJob {
 }
 
 /// `download_model`'s answer when a job was started, or one was already running.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DownloadModelJob {
     #[serde(flatten)]
     pub job: DownloadJob,
     /// The same file set was already in flight: this is that job.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub already_running: Option<bool>,
     /// How to follow a job just started.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
 }
 
 /// One file of a chosen file set.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChosenFile {
     /// The file's name in the repo.
     pub name: String,
@@ -89,7 +92,7 @@ pub struct ChosenFile {
 }
 
 /// `download_model`'s answer when the file set is already complete in the store.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DownloadAlreadyComplete {
     /// Always done.
     pub state: DownloadState,
@@ -113,7 +116,7 @@ pub struct DownloadAlreadyComplete {
 
 /// The result of `download_model`: the job (started, or already running), or the model
 /// already complete in the store.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum DownloadModelResult {
     /// A job started, or the one already in flight.
@@ -123,14 +126,14 @@ pub enum DownloadModelResult {
 }
 
 /// The result of `list_downloads`: jobs in flight and recent, or the one asked for.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ListDownloadsResult {
     /// The jobs, oldest first.
     pub jobs: Vec<DownloadJob>,
 }
 
 /// The result of `cancel_download`: the job stopped, or why it was not.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CancelDownloadResult {
     /// The job's id.
     pub job_id: String,
@@ -139,12 +142,16 @@ pub struct CancelDownloadResult {
     /// The job was stopped by this call.
     pub cancelled: bool,
     /// Not cancelled: the job had already ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// Cancelled: bytes on disk (kept for a resume).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_done: Option<u64>,
     /// Cancelled: bytes of all files.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_total: Option<u64>,
     /// Cancelled: how to resume.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
 }
 

@@ -9,6 +9,7 @@ use serde_json::Value as Json;
 use toolvisor_downloads::Downloads;
 use toolvisor_protocol::error::ErrorKind;
 use toolvisor_protocol::error::ToolError;
+use toolvisor_protocol::results::{CancelDownloadResult, DownloadModelResult};
 use toolvisor_protocol::tools::{
     CancelDownloadArgs, DeleteModelArgs, DownloadModelArgs, ListDownloadsArgs, ListModelsArgs,
     SearchModelsArgs,
@@ -26,7 +27,7 @@ async fn download_model(
     s: &Services,
     ctx: &CallCtx,
     a: DownloadModelArgs,
-) -> Result<Json, ToolError> {
+) -> Result<DownloadModelResult, ToolError> {
     let downloads = manager(s, "download_model")?;
     tracing::info!(conversation = ctx.conversation, call = ctx.id, repo = a.repo, revision = ?a.revision, variant = ?a.variant, glob = ?a.glob, "download_model");
     let (include, exclude) = a.globs();
@@ -45,7 +46,7 @@ async fn cancel_download(
     s: &Services,
     ctx: &CallCtx,
     a: CancelDownloadArgs,
-) -> Result<Json, ToolError> {
+) -> Result<CancelDownloadResult, ToolError> {
     let downloads = manager(s, "cancel_download")?;
     tracing::info!(
         conversation = ctx.conversation,
@@ -121,7 +122,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "downloads",
             "Download a model variant from the hub to the store in the background; poll list_downloads.",
             |s, ctx, a| Box::pin(download_model(s, ctx, a)),
-        ).returns::<toolvisor_protocol::results::DownloadModelResult>()
+        )
         .additive().idempotent(true).open_world()
         .approval(Approval::Always)
         .follows(follow(
@@ -138,15 +139,14 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "downloads",
             "Download jobs: progress, rate, ETA, state, error.",
             |s, _, a: ListDownloadsArgs| Box::pin(async move { Ok(manager(s, "list_downloads")?.list(a.job_id.as_deref())?) }),
-        )
-        .returns::<toolvisor_protocol::results::ListDownloadsResult>(),
+        ),
         ToolSpec::new(
             "cancel_download",
             Tier::Write,
             "downloads",
             "Stop a download job; download_model resumes it.",
             |s, ctx, a| Box::pin(cancel_download(s, ctx, a)),
-        ).returns::<toolvisor_protocol::results::CancelDownloadResult>()
+        )
         .idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new(

@@ -21,13 +21,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value as Json, json};
 use tokio::sync::Semaphore;
 use toolvisor_kit::ids::IdCounter;
 use toolvisor_kit::private::{Durability, write_private_file};
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_protocol::results::{
+    CancelDownloadResult, ChosenFile, DownloadAlreadyComplete, DownloadFile, DownloadJob,
+    DownloadModelJob, DownloadModelResult, DownloadState, ListDownloadsResult,
+};
 use toolvisor_protocol::tree::NodeState;
 
 use crate::choose::{self, Chosen, FileSet};
@@ -93,6 +96,18 @@ impl JobState {
             JobState::Done => "done",
             JobState::Failed => "failed",
             JobState::Cancelled => "cancelled",
+        }
+    }
+
+    /// The state as results show it.
+    fn shown(self) -> DownloadState {
+        match self {
+            JobState::Queued => DownloadState::Queued,
+            JobState::Downloading => DownloadState::Downloading,
+            JobState::Verifying => DownloadState::Verifying,
+            JobState::Done => DownloadState::Done,
+            JobState::Failed => DownloadState::Failed,
+            JobState::Cancelled => DownloadState::Cancelled,
         }
     }
 
@@ -235,7 +250,7 @@ impl Job {
         }
     }
 
-    fn view(&self) -> Json {
+    fn view(&self) -> DownloadJob {
         let mut rec = lock(&self.record).clone();
         rec.state = self.shown_state(rec.state);
         let (done, total) = self.totals();
@@ -244,7 +259,7 @@ impl Job {
         } else {
             (None, None)
         };
-        let files: Vec<Json> = self
+        let files = self
             .files
             .iter()
             .map(|f| {
@@ -253,38 +268,42 @@ impl Job {
                         if *lock(&f.state) != FileState::Done =>
                     {
                         if lock(&f.error).is_some() {
-                            "failed"
+                            DownloadState::Failed
                         } else {
-                            rec.state.as_str()
+                            rec.state.shown()
                         }
                     }
-                    _ => lock(&f.state).as_str(),
+                    _ => lock(&f.state).shown(),
                 };
-                json!({
-                    "name": f.file.name,
-                    "size": f.file.size,
-                    "bytes_done": f.done.load(Ordering::Relaxed),
-                    "sha256": f.file.sha256,
-                    "state": state,
-                    "error": *lock(&f.error),
-                })
+                DownloadFile {
+                    name: f.file.name.clone(),
+                    size: f.file.size,
+                    bytes_done: f.done.load(Ordering::Relaxed),
+                    sha256: f.file.sha256.clone(),
+                    state,
+                    error: lock(&f.error).clone(),
+                }
             })
             .collect();
-        json!({
-            "job_id": rec.id,
-            "repo": rec.repo,
-            "revision": rec.revision,
-            "variant": rec.variant,
-            "state": rec.state.as_str(),
-            "error": rec.error,
-            "bytes_done": done,
-            "bytes_total": total,
-            "percent": if total == 0 { 100.0 } else { (done as f64 * 1000.0 / total as f64).floor() / 10.0 },
-            "rate_bytes_per_s": rate,
-            "eta_s": eta,
-            "path": self.dir.display().to_string(),
-            "files": files,
-        })
+        DownloadJob {
+            job_id: rec.id,
+            repo: rec.repo,
+            revision: rec.revision,
+            variant: rec.variant,
+            state: rec.state.shown(),
+            error: rec.error,
+            bytes_done: done,
+            bytes_total: total,
+            percent: if total == 0 {
+                100.0
+            } else {
+                (done as f64 * 1000.0 / total as f64).floor() / 10.0
+            },
+            rate_bytes_per_s: rate,
+            eta_s: eta,
+            path: self.dir.display().to_string(),
+            files,
+        }
     }
 
     /// The tree node's one-line detail.
@@ -506,7 +525,7 @@ impl Downloads {
         variant: Option<&str>,
         include: &[String],
         exclude: &[String],
-    ) -> Result<Json, DownloadError> {
+    ) -> Result<DownloadModelResult, DownloadError> {
         let revision = revision.unwrap_or("main");
         choose::check_repo(repo)?;
         choose::check_revision(revision)?;
@@ -519,10 +538,14 @@ impl Downloads {
         // The snapshot of the commit the listing is at: a revision that moved is a new one.
         let commit = crate::store::commit_id(info.sha.as_deref());
         let dir = self.store.snapshot_dir(repo, revision, commit.as_deref());
-        let files_json: Vec<Json> = set
+        let chosen: Vec<ChosenFile> = set
             .files
             .iter()
-            .map(|f| json!({"name": f.name, "size": f.size, "sha256": f.sha256}))
+            .map(|f| ChosenFile {
+                name: f.name.clone(),
+                size: f.size,
+                sha256: f.sha256.clone(),
+            })
             .collect();
         let verified = self.verify_kept(repo, &dir, &set, &commit).await?;
         let present: Vec<(u64, bool)> = set
@@ -545,23 +568,27 @@ impl Downloads {
         if present.iter().all(|(_, complete)| *complete) {
             self.store.write_manifest(&dir, &manifest(true, records))?;
             self.store.set_ref(repo, revision, &dir)?;
-            return Ok(json!({
-                "state": "done",
-                "already_complete": true,
-                "repo": repo,
-                "revision": revision,
-                "commit": commit,
-                "variant": set.variant,
-                "path": dir.display().to_string(),
-                "bytes_total": set.total(),
-                "files": files_json,
-            }));
+            return Ok(DownloadModelResult::AlreadyComplete(
+                DownloadAlreadyComplete {
+                    state: DownloadState::Done,
+                    already_complete: true,
+                    repo: repo.into(),
+                    revision: revision.into(),
+                    commit,
+                    variant: set.variant.clone(),
+                    path: dir.display().to_string(),
+                    bytes_total: set.total(),
+                    files: chosen,
+                },
+            ));
         }
         // The same file set already in flight: that job is the answer.
         if let Some(job) = self.in_flight(&dir, &set) {
-            let mut v = job.view();
-            v["already_running"] = json!(true);
-            return Ok(v);
+            return Ok(DownloadModelResult::Job(DownloadModelJob {
+                job: job.view(),
+                already_running: Some(true),
+                hint: None,
+            }));
         }
         let needed: u64 = set
             .files
@@ -580,12 +607,15 @@ impl Downloads {
         // On disk before the answer: a restart from here on resumes it.
         self.persist(&job);
         self.spawn(job.clone()).await;
-        let mut v = job.view();
-        v["hint"] = json!(format!(
+        let hint = format!(
             "started in the background; poll list_downloads {{\"job_id\": \"{}\"}}",
             lock(&job.record).id
-        ));
-        Ok(v)
+        );
+        Ok(DownloadModelResult::Job(DownloadModelJob {
+            job: job.view(),
+            already_running: None,
+            hint: Some(hint),
+        }))
     }
 
     /// The verified record of each file of `set` that `dir` already holds with the listed
@@ -882,7 +912,7 @@ impl Downloads {
     }
 
     /// `list_downloads`: every job in flight or recent, or one.
-    pub fn list(&self, job_id: Option<&str>) -> Result<Json, DownloadError> {
+    pub fn list(&self, job_id: Option<&str>) -> Result<ListDownloadsResult, DownloadError> {
         self.prune();
         let jobs = lock(&self.jobs);
         match job_id {
@@ -890,29 +920,36 @@ impl Downloads {
                 let job = jobs
                     .get(id)
                     .ok_or_else(|| DownloadError::NoJob(id.into()))?;
-                Ok(json!({"jobs": [job.view()]}))
+                Ok(ListDownloadsResult {
+                    jobs: vec![job.view()],
+                })
             }
             None => {
                 let mut ids: Vec<&String> = jobs.keys().collect();
                 ids.sort_by_key(|id| id_order(id));
-                let views: Vec<Json> = ids.into_iter().map(|id| jobs[id].view()).collect();
-                Ok(json!({ "jobs": views }))
+                let jobs = ids.into_iter().map(|id| jobs[id].view()).collect();
+                Ok(ListDownloadsResult { jobs })
             }
         }
     }
 
     /// `cancel_download`: stop the job; its `.part` files stay for a later resume.
-    pub async fn cancel(&self, job_id: &str) -> Result<Json, DownloadError> {
+    pub async fn cancel(&self, job_id: &str) -> Result<CancelDownloadResult, DownloadError> {
         let job = lock(&self.jobs)
             .get(job_id)
             .cloned()
             .ok_or_else(|| DownloadError::NoJob(job_id.into()))?;
         let before = job.state();
         if !before.unfinished() {
-            return Ok(
-                json!({"job_id": job_id, "state": before.as_str(), "cancelled": false,
-                "message": format!("the job had already ended ({})", before.as_str())}),
-            );
+            return Ok(CancelDownloadResult {
+                job_id: job_id.into(),
+                state: before.shown(),
+                cancelled: false,
+                message: Some(format!("the job had already ended ({})", before.as_str())),
+                bytes_done: None,
+                bytes_total: None,
+                hint: None,
+            });
         }
         self.set_state(&job, JobState::Cancelled, None);
         let _ = self
@@ -933,14 +970,15 @@ impl Downloads {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let (done, total) = job.totals();
-        Ok(json!({
-            "job_id": job_id,
-            "state": "cancelled",
-            "cancelled": true,
-            "bytes_done": done,
-            "bytes_total": total,
-            "hint": "partial files are kept; download_model with the same repo, revision and variant resumes them",
-        }))
+        Ok(CancelDownloadResult {
+            job_id: job_id.into(),
+            state: DownloadState::Cancelled,
+            cancelled: true,
+            message: None,
+            bytes_done: Some(done),
+            bytes_total: Some(total),
+            hint: Some("partial files are kept; download_model with the same repo, revision and variant resumes them".into()),
+        })
     }
 }
 

@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use toolvisor_protocol::results::DownloadState;
+
 use crate::choose::Chosen;
 
 /// One file's state inside a job.
@@ -17,13 +19,14 @@ pub enum FileState {
 }
 
 impl FileState {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The state as results show it.
+    pub(crate) fn shown(self) -> DownloadState {
         match self {
-            FileState::Queued => "queued",
-            FileState::Downloading => "downloading",
-            FileState::Verifying => "verifying",
-            FileState::Done => "done",
-            FileState::Failed => "failed",
+            FileState::Queued => DownloadState::Queued,
+            FileState::Downloading => DownloadState::Downloading,
+            FileState::Verifying => DownloadState::Verifying,
+            FileState::Done => DownloadState::Done,
+            FileState::Failed => DownloadState::Failed,
         }
     }
 }
