@@ -635,8 +635,11 @@ impl Started {
                 "children still not reaped 5 s after their resources stopped; exiting anyway (they die with the daemon: their death signal)"
             );
         }
-        // Each child's scratch directory went with it; this daemon's, empty now, goes too.
-        toolvisor_kit::process::scratch::finish();
+        // Each child's scratch directory goes with it; this daemon's, empty then, goes too.
+        let _ = tokio::task::spawn_blocking(|| {
+            toolvisor_kit::process::scratch::finish(Duration::from_secs(2))
+        })
+        .await;
     }
 
     /// Stop every live resource of `kind` and wait (up to [`STOP_KIND_WAIT`]) until none is

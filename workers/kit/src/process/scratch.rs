@@ -16,7 +16,7 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use nix::unistd::geteuid;
@@ -35,6 +35,10 @@ fn incarnation() -> PathBuf {
     base().join(format!("{pid}.{start}"))
 }
 
+/// Scratch directories made and not yet removed: a child's waiter removes its directory
+/// just after the reap, so [`finish`] waits for this, not only for the reaps.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
 /// Makes a new scratch directory for the child labelled `label`.
 pub(crate) fn make(label: &str) -> io::Result<PathBuf> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -49,12 +53,20 @@ pub(crate) fn make(label: &str) -> io::Result<PathBuf> {
         .collect();
     let dir = parent.join(format!("{name}-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
     fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    LIVE.fetch_add(1, Ordering::SeqCst);
     Ok(dir)
 }
 
 /// Removes `dir` and everything in it; a process of the tree still finishing a write when
 /// it was killed can add a file during the removal, so it is tried a few times.
 pub(crate) fn remove(dir: &Path, label: &str) {
+    struct Gone;
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            LIVE.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    let _gone = Gone;
     let mut last = None;
     for attempt in 0..3 {
         if attempt > 0 {
@@ -71,9 +83,14 @@ pub(crate) fn remove(dir: &Path, label: &str) {
     }
 }
 
-/// At a clean stop, once every child is reaped: removes this daemon's directory if empty
-/// (a child still dying keeps it, for the next daemon's [`sweep`]).
-pub fn finish() {
+/// At a clean stop, once every child is reaped: removes this daemon's directory once its
+/// children's are gone (each waiter removes its child's right after the reap), waiting at
+/// most `wait`; a child still dying keeps it, for the next daemon's [`sweep`].
+pub fn finish(wait: Duration) {
+    let deadline = std::time::Instant::now() + wait;
+    while LIVE.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let _ = fs::remove_dir(incarnation());
 }
 
