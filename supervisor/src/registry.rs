@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::wire::{Surface, ToolInfo};
 
-pub use crate::tools::spec::{Approval, Attachment, OpSet, OpTier, ToolSpec, schema_of};
+pub use crate::tools::spec::{Approval, Attachment, OpOf, OpTier, Rule, ToolSpec, schema_of};
 
 /// Tools by name, with the rules of visibility.
 pub struct Registry {

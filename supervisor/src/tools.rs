@@ -168,9 +168,9 @@ pub async fn run(
     services: &Services,
     ctx: &CallCtx,
     spec: &ToolSpec,
-    args: Json,
+    call: spec::Parsed,
 ) -> Result<Json, ToolError> {
-    let result = match spec.run(services, ctx, args).await {
+    let result = match spec.run(services, ctx, call).await {
         Ok(result) => spec.check_output(result)?,
         Err(e) => return Err(files::mask_error(&services.files, e)),
     };
@@ -458,7 +458,7 @@ fn jobs() -> Vec<ToolSpec> {
             |s, ctx, a| Box::pin(run_process(&s.processes, ctx, a)),
         )
         .open_world()
-        .approval(Approval::Ops(&[
+        .approval(Approval::ops(&[
             ProcessOp::Start,
             ProcessOp::Write,
             ProcessOp::Kill,

@@ -789,7 +789,8 @@ impl World {
         };
         let task = tokio::spawn(async move {
             let spec = daemon.registry().get(tool).expect("a registered tool");
-            toolvisor::tools::run(daemon.services(), &ctx, spec, args).await
+            let call = spec.prepare(&args)?;
+            toolvisor::tools::run(daemon.services(), &ctx, spec, call).await
         });
         match tokio::time::timeout(CALL_LIMIT, task).await {
             Err(_) => Err(format!("no answer within {} s", CALL_LIMIT.as_secs())),

@@ -1,5 +1,6 @@
 //! The gates every call passes before its tool runs — registry (unknown tool, policy,
-//! surface, attachment), argument schema, per-operation tier, approval — each denial audited.
+//! surface, attachment), argument schema, the one parse of the arguments (which the
+//! per-operation tier and the approval rule read), approval — each denial audited.
 //! Calls from the wire and `tool()` calls from eval cells both come through [`execute`].
 
 use super::*;
@@ -51,7 +52,9 @@ pub(crate) async fn execute(
     };
     let args = args.into_inner();
     validate(tool, &spec.schema, &args)?;
-    let tier = spec.call_tier(&args);
+    // The one parse: the handler, the tier and the approval rule all read its result.
+    let call = spec.prepare(&args)?;
+    let tier = call.tier;
     if tier > session.hello.surface.max_tier {
         let err = ToolError::new(
             ErrorKind::SurfaceDenied,
@@ -67,8 +70,8 @@ pub(crate) async fn execute(
         audit("surface_denied", &err.message);
         return Err(err);
     }
-    if spec.needs_approval(&args) {
-        let by = approve(daemon, session, ctx, tier, &spec, &args)
+    if call.needs_approval {
+        let by = approve(daemon, session, ctx, tier, &spec, &call, &args)
             .await
             .inspect_err(|err| {
                 tracing::info!(
@@ -84,7 +87,7 @@ pub(crate) async fn execute(
         // MCP client the operator delegated approval to.
         audit("approved", &by);
     }
-    crate::tools::run(daemon.services(), ctx, &spec, args).await
+    crate::tools::run(daemon.services(), ctx, &spec, call).await
 }
 
 async fn approve(
@@ -93,6 +96,7 @@ async fn approve(
     ctx: &CallCtx,
     tier: toolvisor_protocol::wire::Tier,
     spec: &crate::tools::ToolSpec,
+    call: &crate::tools::spec::Parsed,
     args: &serde_json::Value,
 ) -> Result<String, ToolError> {
     let tool = spec.name;
@@ -128,7 +132,7 @@ async fn approve(
         conversation: ctx.conversation.clone(),
         tool: tool.to_string(),
         tier,
-        summary: spec.approval_summary(daemon.services(), ctx, args),
+        summary: spec.approval_summary(daemon.services(), ctx, call, args),
         args: Value(args.clone()),
     });
     if session.out.send(request).await.is_err() {

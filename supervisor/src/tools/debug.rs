@@ -41,7 +41,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             |s, ctx, a: DebugArgs| Box::pin(run(&s.debug, ctx, a)),
         ).open_world()
         .serial()
-        .approval(Approval::Ops(&[
+        .approval(Approval::ops(&[
             DebugOp::Launch,
             DebugOp::Attach,
             DebugOp::Continue,

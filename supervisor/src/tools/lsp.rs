@@ -151,8 +151,9 @@ pub(crate) async fn synced_write(
 }
 
 /// A rename's preview writes nothing: it needs no approval.
-static PREVIEW: super::spec::Exempt<LspRenameArgs> =
-    super::spec::Exempt(|a: &LspRenameArgs| a.dry_run == Some(true));
+fn preview(a: &LspRenameArgs) -> bool {
+    a.dry_run == Some(true)
+}
 
 /// What the user is asked to approve for a rename: the symbol, the new name, and the
 /// previewed edit's size when this run previewed it.
@@ -184,7 +185,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Language-server queries at a 1-based line and a symbol on it; diagnostics of \"*\": the project; check_edit: an edit's diagnostics.",
             |s, ctx, a| Box::pin(async move { lsp(&LspTools::of(s), ctx, a).await }),
         )
-        .approval(Approval::Ops(&[LspOp::Trust]))
+        .approval(Approval::ops(&[LspOp::Trust]))
         .op_tier(&[LspOp::Trust], Tier::Write)
         .summary(lsp_summary)
         .returns::<toolvisor_protocol::results::LspResult>(),
@@ -195,7 +196,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Rename a symbol project-wide through the language server, all files or none; dry_run previews.",
             |s, ctx, a| Box::pin(async move { rename(&LspTools::of(s), ctx, a).await }),
         )
-        .approval(Approval::Unless(&PREVIEW))
+        .approval(Approval::unless(preview))
         .summary(rename_summary)
         .returns::<toolvisor_protocol::results::LspRenameResult>(),
         // Its own write-tier tool, not write ops of `lsp`: a read-tier surface is then not

@@ -12,7 +12,7 @@
 //! `protocol::results`, `Serialize + JsonSchema`) is both the output schema clients see and
 //! what the result leaves as (`serde_json::to_value`, once, in the erased handler), so
 //! neither can drift. Approval and per-op tier rules are typed over the arguments' op enum
-//! (`Approval::Ops(&[LspOp::Trust])`), never strings; `.summary` gives an approval prompt
+//! (`Approval::ops(&[LspOp::Trust])`, read from the one parse), never strings; `.summary` gives an approval prompt
 //! that says more than the arguments.
 //!
 //! Transitional: a handler that still answers JSON built by hand (`R = serde_json::Value`)
@@ -54,13 +54,28 @@ pub type BoxFut<'a, R = Json> = Pin<Box<dyn Future<Output = ToolResult<R>> + Sen
 /// A handler typed over its arguments and its result: `|s, ctx, a| Box::pin(read(s, ctx, a))`.
 pub type Handler<A, R> = for<'a> fn(&'a Services, &'a CallCtx, A) -> BoxFut<'a, R>;
 
-type Erased = Arc<dyn for<'a> Fn(&'a Services, &'a CallCtx, Json) -> BoxFut<'a> + Send + Sync>;
+/// A call's arguments parsed into its handler's type, erased until the handler takes them.
+type Args = Box<dyn Any + Send + Sync>;
+
+type Erased = Arc<dyn for<'a> Fn(&'a Services, &'a CallCtx, Args) -> BoxFut<'a> + Send + Sync>;
 
 fn erase<F>(f: F) -> Erased
 where
-    F: for<'a> Fn(&'a Services, &'a CallCtx, Json) -> BoxFut<'a> + Send + Sync + 'static,
+    F: for<'a> Fn(&'a Services, &'a CallCtx, Args) -> BoxFut<'a> + Send + Sync + 'static,
 {
     Arc::new(f)
+}
+
+/// The one parse of a call's arguments into the handler's type, erased.
+type ParseFn = dyn Fn(&Json) -> Result<Args, serde_json::Error> + Send + Sync;
+
+#[derive(Clone)]
+struct Parse(Arc<ParseFn>);
+
+impl Debug for Parse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<parse>")
+    }
 }
 
 /// The type-erased handler of a [`ToolSpec`].
@@ -73,7 +88,7 @@ impl Debug for Run {
     }
 }
 
-type SummarizeFn = dyn Fn(&Services, &CallCtx, &Json) -> Option<String> + Send + Sync;
+type SummarizeFn = dyn Fn(&Services, &CallCtx, &dyn Any) -> Option<String> + Send + Sync;
 
 #[derive(Clone)]
 struct Summarize(Arc<SummarizeFn>);
@@ -86,13 +101,15 @@ impl Debug for Summarize {
 
 /// The one parse of a call's arguments into its handler's type (the schema already passed).
 pub fn parse_args<T: DeserializeOwned>(tool: &str, args: Json) -> Result<T, ToolError> {
-    serde_json::from_value(args).map_err(|e| {
-        ToolError::new(
-            ErrorKind::InvalidArgs,
-            format!("{tool}: {e}"),
-            format!("`toolvisor tools --json` shows the schema of `{tool}`"),
-        )
-    })
+    serde_json::from_value(args).map_err(|e| unparsed(tool, e))
+}
+
+fn unparsed(tool: &str, e: serde_json::Error) -> ToolError {
+    ToolError::new(
+        ErrorKind::InvalidArgs,
+        format!("{tool}: {e}"),
+        format!("`toolvisor tools --json` shows the schema of `{tool}`"),
+    )
 }
 
 /// Whether the resource behind a tool is attached to this daemon.
@@ -106,62 +123,105 @@ pub enum Attachment {
     Detached(String),
 }
 
-/// A set of one tool's operations, typed by its arguments' `op` enum: `&[ProcessOp::Start]`.
-pub trait OpSet: Debug + Send + Sync {
-    /// Whether the call's `op` is in the set; `None` when `args` has no `op` of the enum.
-    fn holds(&self, args: &Json) -> Option<bool>;
+/// A tool's operation enum and how its arguments name one: `LspOp` of `LspArgs`. Rules over
+/// operations (`Approval::ops`, `ToolSpec::op_tier`) are read from the parsed arguments.
+pub trait OpOf: PartialEq + Copy + Debug + Send + Sync + 'static {
+    type Args: 'static;
+    fn of(args: &Self::Args) -> Self;
 }
 
-impl<T, const N: usize> OpSet for [T; N]
-where
-    T: DeserializeOwned + PartialEq + Debug + Send + Sync,
-{
-    fn holds(&self, args: &Json) -> Option<bool> {
-        let op = T::deserialize(args.get("op")?).ok()?;
-        Some(self.contains(&op))
+impl OpOf for toolvisor_protocol::tools::LspOp {
+    type Args = toolvisor_protocol::tools::LspArgs;
+    fn of(args: &Self::Args) -> Self {
+        args.op
+    }
+}
+
+impl OpOf for toolvisor_protocol::tools::ProcessOp {
+    type Args = toolvisor_protocol::tools::ProcessArgs;
+    fn of(args: &Self::Args) -> Self {
+        args.op
+    }
+}
+
+impl OpOf for toolvisor_protocol::tools::DebugOp {
+    type Args = toolvisor_protocol::tools::DebugArgs;
+    fn of(args: &Self::Args) -> Self {
+        args.op
+    }
+}
+
+/// A predicate over one tool's parsed arguments, erased; `true` for arguments of another
+/// type (a rule never exempts what it cannot read).
+#[derive(Clone)]
+pub struct Rule {
+    args: TypeId,
+    args_type: &'static str,
+    test: Arc<TestFn>,
+}
+
+type TestFn = dyn Fn(&dyn Any) -> bool + Send + Sync;
+
+impl Rule {
+    fn new<A: 'static>(test: impl Fn(&A) -> bool + Send + Sync + 'static) -> Rule {
+        Rule {
+            args: TypeId::of::<A>(),
+            args_type: std::any::type_name::<A>(),
+            test: Arc::new(move |a: &dyn Any| a.downcast_ref::<A>().is_none_or(&test)),
+        }
+    }
+
+    fn ops<T: OpOf>(ops: &'static [T]) -> Rule {
+        Rule::new(move |a: &T::Args| ops.contains(&T::of(a)))
+    }
+
+    fn holds(&self, args: &dyn Any) -> bool {
+        (self.test)(args)
+    }
+}
+
+impl Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Rule<{}>", self.args_type)
     }
 }
 
 /// When a call needs the client's approval.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Approval {
     Never,
     Always,
-    /// Only calls whose `op` is one of these (state-changing operations); a call without a
-    /// readable `op` needs approval too (the validator refuses it first anyway).
-    Ops(&'static dyn OpSet),
-    /// Every call but those the rule exempts on their typed arguments (a preview that writes
-    /// nothing: `lsp_rename {dry_run: true}`); a call whose arguments do not parse needs
-    /// approval.
-    Unless(&'static dyn Exemption),
+    /// The calls the rule holds for (`Approval::ops`, `Approval::unless`).
+    When(Rule),
 }
 
-/// Calls of one tool that need no approval, decided on its typed arguments.
-pub trait Exemption: Debug + Send + Sync {
-    /// Whether the call is exempt; false when `args` do not parse.
-    fn exempts(&self, args: &Json) -> bool;
-}
-
-/// An [`Exemption`] as a predicate over the tool's argument type `A`.
-pub struct Exempt<A>(pub fn(&A) -> bool);
-
-impl<A> Debug for Exempt<A> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Exempt<{}>", std::any::type_name::<A>())
+impl Approval {
+    /// Only calls whose `op` is one of these (state-changing operations).
+    pub fn ops<T: OpOf>(ops: &'static [T]) -> Approval {
+        Approval::When(Rule::ops(ops))
     }
-}
 
-impl<A: DeserializeOwned> Exemption for Exempt<A> {
-    fn exempts(&self, args: &Json) -> bool {
-        A::deserialize(args).is_ok_and(|a| (self.0)(&a))
+    /// Every call but those `exempt` holds for (a preview that writes nothing:
+    /// `lsp_rename {dry_run: true}`).
+    pub fn unless<A: 'static>(exempt: fn(&A) -> bool) -> Approval {
+        Approval::When(Rule::new(move |a: &A| !exempt(a)))
     }
 }
 
 /// A tier above the tool's for some of its operations.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct OpTier {
-    pub ops: &'static dyn OpSet,
+    pub ops: Rule,
     pub tier: Tier,
+}
+
+/// A call's arguments, parsed once into its handler's type, and what the gates decide from
+/// them: its tier and whether it needs approval.
+pub struct Parsed {
+    args: Args,
+    /// The tier of this call (above the tool's for some operations: `lsp trust`).
+    pub tier: Tier,
+    pub needs_approval: bool,
 }
 
 /// The JSON a handler's result leaves as: `serde_json::to_value` of it, once, here (a handler
@@ -205,8 +265,9 @@ pub struct ToolSpec {
     pub schema: Json,
     /// The Rust type the handler parses the arguments into.
     pub args_type: &'static str,
-    /// That parse, for tests and the fuzz: what the validator accepts must pass it.
-    parse: fn(&Json) -> Result<(), String>,
+    /// The one parse of a call's arguments into the handler's type (`prepare`).
+    parse: Parse,
+    args_id: TypeId,
     pub attachment: Attachment,
     /// May change or remove what exists (a file's content, a process, a document); false:
     /// only adds (a staged edit, a new download). Meaningful above the read tier.
@@ -260,7 +321,7 @@ impl ToolSpec {
         handler: Handler<A, R>,
     ) -> Self
     where
-        A: JsonSchema + DeserializeOwned + Send + 'static,
+        A: JsonSchema + DeserializeOwned + Send + Sync + 'static,
         R: JsonSchema + Serialize + Send + 'static,
     {
         ToolSpec {
@@ -273,7 +334,10 @@ impl ToolSpec {
             resource,
             schema: schema_of::<A>(),
             args_type: std::any::type_name::<A>(),
-            parse: |args| A::deserialize(args).map(drop).map_err(|e| e.to_string()),
+            parse: Parse(Arc::new(|args| {
+                A::deserialize(args).map(|a| Box::new(a) as Args)
+            })),
+            args_id: TypeId::of::<A>(),
             attachment: Attachment::Attached,
             // Until the builder says otherwise: a read changes nothing (so again is the same);
             // a write or exec may change or remove, and again may do more.
@@ -281,12 +345,16 @@ impl ToolSpec {
             idempotent: tier == Tier::Read,
             open_world: false,
             handler: Run(erase(move |services, ctx, args| {
-                match parse_args::<A>(name, args) {
+                match args.downcast::<A>() {
                     Ok(a) => {
-                        let answer = handler(services, ctx, a);
+                        let answer = handler(services, ctx, *a);
                         Box::pin(async move { to_json(name, answer.await?) })
                     }
-                    Err(e) => Box::pin(std::future::ready(Err(e))),
+                    Err(_) => Box::pin(std::future::ready(Err(ToolError::new(
+                        ErrorKind::Internal,
+                        format!("{name}: arguments parsed into another type than its handler's"),
+                        "report this as a bug",
+                    )))),
                 }
             })),
             summary: None,
@@ -363,26 +431,51 @@ impl ToolSpec {
             self.name
         );
         self.summary = Some(Summarize(Arc::new(move |services, ctx, args| {
-            A::deserialize(args)
-                .ok()
-                .map(|a| summarize(services, ctx, &a))
+            args.downcast_ref::<A>()
+                .map(|a| summarize(services, ctx, a))
         })));
         self
     }
 
+    /// The one parse of a call's arguments (`args`, which passed the schema) into the
+    /// handler's type, and the call's tier and approval decided from it.
+    pub fn prepare(&self, args: &Json) -> Result<Parsed, ToolError> {
+        let args = (self.parse.0)(args).map_err(|e| unparsed(self.name, e))?;
+        let tier = match &self.op_tier {
+            Some(raised) if raised.ops.holds(args.as_ref()) => raised.tier,
+            _ => self.tier,
+        };
+        let needs_approval = match &self.approval {
+            Approval::Never => false,
+            Approval::Always => true,
+            Approval::When(rule) => rule.holds(args.as_ref()),
+        };
+        Ok(Parsed {
+            args,
+            tier,
+            needs_approval,
+        })
+    }
+
     /// Run the call (its arguments passed the gates).
-    pub fn run<'a>(&self, services: &'a Services, ctx: &'a CallCtx, args: Json) -> BoxFut<'a> {
-        (self.handler.0)(services, ctx, args)
+    pub fn run<'a>(&self, services: &'a Services, ctx: &'a CallCtx, call: Parsed) -> BoxFut<'a> {
+        (self.handler.0)(services, ctx, call.args)
     }
 
     /// The line an approval request shows: the tool's own summary where it has one, else
-    /// the tool and its arguments; at most 300 characters.
-    pub fn approval_summary(&self, services: &Services, ctx: &CallCtx, args: &Json) -> String {
+    /// the tool and its arguments (`json`, as the call sent them); at most 300 characters.
+    pub fn approval_summary(
+        &self,
+        services: &Services,
+        ctx: &CallCtx,
+        call: &Parsed,
+        json: &Json,
+    ) -> String {
         let text = self
             .summary
             .as_ref()
-            .and_then(|s| (s.0)(services, ctx, args))
-            .unwrap_or_else(|| format!("{} {args}", self.name));
+            .and_then(|s| (s.0)(services, ctx, call.args.as_ref()))
+            .unwrap_or_else(|| format!("{} {json}", self.name));
         text.chars().take(300).collect()
     }
 
@@ -405,8 +498,23 @@ impl ToolSpec {
     }
 
     pub fn approval(mut self, approval: Approval) -> Self {
+        if let Approval::When(rule) = &approval {
+            self.check_rule(rule);
+        }
         self.approval = approval;
         self
+    }
+
+    /// A rule reads the handler's own argument type (another is a bug its declaration's
+    /// test finds at once).
+    fn check_rule(&self, rule: &Rule) {
+        assert!(
+            rule.args == self.args_id,
+            "a rule of `{}` reads {}, its handler takes {}",
+            self.name,
+            rule.args_type,
+            self.args_type
+        );
     }
 
     /// Calls run one at a time per conversation, in order (a lane).
@@ -415,7 +523,9 @@ impl ToolSpec {
         self
     }
 
-    pub fn op_tier(mut self, ops: &'static dyn OpSet, tier: Tier) -> Self {
+    pub fn op_tier<T: OpOf>(mut self, ops: &'static [T], tier: Tier) -> Self {
+        let ops = Rule::ops(ops);
+        self.check_rule(&ops);
         self.op_tier = Some(OpTier { ops, tier });
         self
     }
@@ -427,26 +537,18 @@ impl ToolSpec {
 
     /// The typed parse the handler does (after validation), without its result.
     pub fn parses(&self, args: &Json) -> Result<(), String> {
-        (self.parse)(args)
+        (self.parse.0)(args).map(drop).map_err(|e| e.to_string())
     }
 
-    /// The tier of this particular call when it is above the tool's: `lsp trust` lets later
-    /// read calls run project code, so it needs a write-tier surface (and approval).
+    /// The tier of this call, from its parsed arguments (tests: `prepare` decides it).
     pub fn call_tier(&self, args: &Json) -> Tier {
-        match self.op_tier {
-            Some(raised) if raised.ops.holds(args) == Some(true) => raised.tier,
-            _ => self.tier,
-        }
+        self.prepare(args).map_or(self.tier, |p| p.tier)
     }
 
-    /// Does this particular call need approval?
+    /// Does this call need approval (tests: `prepare` decides it; arguments that do not
+    /// parse need it).
     pub fn needs_approval(&self, args: &Json) -> bool {
-        match self.approval {
-            Approval::Never => false,
-            Approval::Always => true,
-            Approval::Ops(ops) => ops.holds(args).unwrap_or(true),
-            Approval::Unless(rule) => !rule.exempts(args),
-        }
+        self.prepare(args).map_or(true, |p| p.needs_approval)
     }
 
     pub(crate) fn info(&self, available: bool, reason: Option<String>) -> ToolInfo {
