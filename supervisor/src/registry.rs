@@ -376,58 +376,47 @@ mod tests {
                 .map(|i| i.name)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(
-            names(Tier::Exec),
-            vec![
-                "apply_patch",
-                "ask_user",
-                "ast_edit",
-                "ast_grep",
-                "bash",
-                "cancel_download",
-                "debug",
-                "delete_model",
-                "download_model",
-                "edit",
-                "eval",
-                "find",
-                "get_inference_status",
-                "get_token_usage_stats",
-                "grep",
-                "list_downloads",
-                "list_models",
-                "load_model",
-                "ls",
-                "lsp",
-                "lsp_edit",
-                "lsp_rename",
-                "read",
-                "resolve",
-                "search_huggingface_models",
-                "synced_write",
-                "tool_result_read",
-                "unload_model",
-                "write"
-            ]
-        );
-        assert_eq!(
-            names(Tier::Read),
-            vec![
-                "ask_user",
-                "ast_grep",
-                "find",
-                "get_inference_status",
-                "get_token_usage_stats",
-                "grep",
-                "list_downloads",
-                "list_models",
-                "ls",
-                "lsp",
-                "read",
-                "search_huggingface_models",
-                "synced_write",
-                "tool_result_read"
-            ]
+        // What a surface of `t` is shown: every attached tool at or below `t` the policy
+        // does not deny, by name.
+        let expected = |t: Tier| {
+            let mut v: Vec<String> = crate::tools::all(false)
+                .iter()
+                .filter(|s| s.attachment == Attachment::Attached)
+                .filter(|s| s.tier <= t && s.name != "process")
+                .map(|s| s.name.to_string())
+                .collect();
+            v.sort();
+            v
+        };
+        for t in [Tier::Read, Tier::Write, Tier::Exec] {
+            assert_eq!(names(t), expected(t), "{t}");
+        }
+        let (exec, read) = (names(Tier::Exec), names(Tier::Read));
+        for tool in [
+            "bash",
+            "debug",
+            "eval",
+            "write",
+            "lsp_rename",
+            "download_model",
+        ] {
+            assert!(exec.iter().any(|n| n == tool), "{tool} at exec");
+            assert!(!read.iter().any(|n| n == tool), "{tool} not at read");
+        }
+        for tool in [
+            "lsp",
+            "read",
+            "grep",
+            "ast_grep",
+            "tool_result_read",
+            "ask_user",
+        ] {
+            assert!(read.iter().any(|n| n == tool), "{tool} at read");
+        }
+        assert!(
+            !exec
+                .iter()
+                .any(|n| n == "process" || n.starts_with("vibe_"))
         );
         assert_eq!(
             reg.check("process", &surface(Tier::Exec)).unwrap_err().kind,
