@@ -30,11 +30,6 @@ use crate::watch::skipped;
 pub const DEPENDENTS_MAX: usize = 20;
 /// Files read per search for importers at most.
 pub const SCAN_FILES_MAX: usize = 5_000;
-/// Default `[lsp] dependents_at_once`: a write's dependents opened and asked for their
-/// diagnostics at once, at most. The server checks one while the next is opened and asked
-/// for: on click (pyright, 20 dependents) a write took 5.8 s one at a time, 2.1–2.7 s eight
-/// at a time (docs/BENCHMARKS.md).
-pub const DEPENDENTS_AT_ONCE: usize = 8;
 /// Larger files are not read for imports.
 const FILE_BYTES_MAX: u64 = 1 << 20;
 
