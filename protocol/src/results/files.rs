@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value as Json;
 
 use super::lsp::WriteDiagnostics;
 
@@ -246,9 +245,7 @@ pub struct WriteResult {
     pub previous_bytes: Option<u64>,
     /// New diagnostics of the written file, from its language server.
     #[serde(skip_serializing_if = "Option::is_none")]
-    // The language servers build it as JSON (`LanguageServers::after_write`).
-    #[schemars(with = "Option<WriteDiagnostics>")]
-    pub diagnostics: Option<Json>,
+    pub diagnostics: Option<WriteDiagnostics>,
 }
 
 /// The result of `edit`.
@@ -267,9 +264,7 @@ pub struct EditResult {
     pub notes: Option<Vec<String>>,
     /// New diagnostics of the edited file, from its language server.
     #[serde(skip_serializing_if = "Option::is_none")]
-    // The language servers build it as JSON (`LanguageServers::after_write`).
-    #[schemars(with = "Option<WriteDiagnostics>")]
-    pub diagnostics: Option<Json>,
+    pub diagnostics: Option<WriteDiagnostics>,
 }
 
 /// The result of `apply_patch`.
@@ -284,9 +279,7 @@ pub struct ApplyPatchResult {
     /// New diagnostics of the files written, from their language servers (absent when the
     /// patch only deleted).
     #[serde(skip_serializing_if = "Option::is_none")]
-    // The language servers build it as JSON (`LanguageServers::after_write`).
-    #[schemars(with = "Option<WriteDiagnostics>")]
-    pub diagnostics: Option<Json>,
+    pub diagnostics: Option<WriteDiagnostics>,
 }
 
 /// One file `apply_patch` changed.

@@ -6,6 +6,7 @@
 //! checker's run (`diagnostics "*"`, `workspace_diagnostics` from the checker) carry none.
 
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 // ---- shared shapes ----
 
@@ -91,26 +92,26 @@ pub struct LspLocation {
 }
 
 /// One diagnostic.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspDiagnostic {
     /// The file, relative to the workdir when under it.
-    path: String,
+    pub path: String,
     /// 1-based line.
-    line: u64,
+    pub line: u64,
     /// 1-based column.
-    column: u64,
+    pub column: u64,
     /// Severity.
-    severity: LspSeverity,
+    pub severity: LspSeverity,
     /// The diagnostic's code (empty when none).
-    code: String,
+    pub code: String,
     /// The message.
-    message: String,
+    pub message: String,
     /// What reported it (empty when unnamed).
-    source: String,
+    pub source: String,
 }
 
 /// A diagnostic's severity.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspSeverity {
     Error,
@@ -130,27 +131,28 @@ pub struct LspCheckedDiagnostic {
 
 /// The diagnostics new for the run after a write, folded into every writing tool's result
 /// (`write`, `edit`, `apply_patch`, `resolve`, `lsp_rename`, `synced_write`).
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WriteDiagnostics {
     /// The new diagnostics, the notes and what else was checked, as lines.
-    text: String,
+    pub text: String,
     /// Diagnostics new for this run, in the written files and their dependents (no hints).
-    new: Vec<LspDiagnostic>,
+    pub new: Vec<LspDiagnostic>,
     /// Why a file has no diagnostics (no server covers it, none within the wait).
-    notes: Vec<String>,
+    pub notes: Vec<String>,
     /// The dependents of the write that were checked too.
-    dependents: LspDependents,
+    pub dependents: LspDependents,
     /// Why a server's type checking is off (rust-analyzer untrusted or without check on save).
-    checking_off: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checking_off: Option<Vec<String>>,
 }
 
 /// The dependents of a write.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspDependents {
     /// The files checked besides the written ones.
-    checked: Vec<String>,
+    pub checked: Vec<String>,
     /// Dependent files checked per write at most.
-    max: u64,
+    pub max: u64,
 }
 
 /// One file of a written edit.

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value as Json;
 
 use crate::tools::ResolveAction;
 
@@ -135,7 +134,5 @@ pub struct ResolveResult {
     pub replacements: Option<u64>,
     /// accept: the language servers' diagnostics new for this run in the written files and their dependents.
     #[serde(skip_serializing_if = "Option::is_none")]
-    // The language servers build it as JSON (`LanguageServers::after_write`).
-    #[schemars(with = "Option<super::lsp::WriteDiagnostics>")]
-    pub diagnostics: Option<Json>,
+    pub diagnostics: Option<super::lsp::WriteDiagnostics>,
 }

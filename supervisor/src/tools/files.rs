@@ -525,7 +525,11 @@ async fn before_write(cx: &FileTools<'_>, ctx: &CallCtx, paths: Vec<String>) {
 /// Where every write-tier file tool ends, with the files it changed (`Changed`: the real
 /// path, how it is shown, created / modified / deleted): the one place diagnostics on write
 /// are made, for its result's `diagnostics` (`None` without language servers or files).
-async fn after_write(cx: &FileTools<'_>, ctx: &CallCtx, changed: &[Changed]) -> Option<Json> {
+async fn after_write(
+    cx: &FileTools<'_>,
+    ctx: &CallCtx,
+    changed: &[Changed],
+) -> Option<toolvisor_protocol::results::WriteDiagnostics> {
     for c in changed {
         tracing::debug!(conversation = ctx.conversation, path = %c.path.display(), status = c.status.as_str(), "file written");
     }

@@ -666,7 +666,7 @@ impl LanguageServers {
         // What the run was told of these files now names the new name.
         self.ledger.renamed(&ctx.run, &paths, word, &args.new_name);
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
-        text.push_str(diags["text"].as_str().unwrap_or(""));
+        text.push_str(&diags.text);
         let mut answer =
             json!({"text": text, "files": files, "edits": total, "diagnostics": diags});
         crate::coverage::mark_coverage(&mut answer, gap);

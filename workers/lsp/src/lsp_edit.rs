@@ -73,7 +73,7 @@ impl LanguageServers {
         let mut text = crate::edit::edits_line(&what, &changes, &ctx.workdir);
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
-        text.push_str(diags["text"].as_str().unwrap_or(""));
+        text.push_str(&diags.text);
         Ok(
             json!({"text": text, "files": files, "edits": total, "diagnostics": diags,
             "server": self.server_info_of(opened)}),

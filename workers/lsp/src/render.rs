@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use toolvisor_protocol::results::{LspDiagnostic, LspSeverity};
 
 use crate::position::{Encoding, line_text};
 use crate::uri;
@@ -495,15 +496,25 @@ impl Diag {
     }
 
     pub fn to_json(&self, base: &Path) -> Value {
-        json!({
-            "path": show_path(&self.path, base),
-            "line": self.line,
-            "column": self.column,
-            "severity": severity_word(self.severity as u64),
-            "code": self.code,
-            "message": self.message,
-            "source": self.source,
-        })
+        serde_json::to_value(self.to_result(base)).unwrap_or_default()
+    }
+
+    /// As results carry it.
+    pub fn to_result(&self, base: &Path) -> LspDiagnostic {
+        LspDiagnostic {
+            path: show_path(&self.path, base),
+            line: self.line as u64,
+            column: self.column as u64,
+            severity: match self.severity {
+                2 => LspSeverity::Warning,
+                3 => LspSeverity::Info,
+                4 => LspSeverity::Hint,
+                _ => LspSeverity::Error,
+            },
+            code: self.code.clone(),
+            message: self.message.clone(),
+            source: self.source.clone(),
+        }
     }
 }
 

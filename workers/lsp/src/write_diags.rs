@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspDependents, LspDiagnostic, WriteDiagnostics};
 
 use crate::call::CallCtx;
 use crate::render::{self, Diag};
@@ -71,7 +72,12 @@ impl LanguageServers {
     /// return the diagnostics new for `run`: the written files' own and their dependents'
     /// (the importers of a deleted file too); where no server covers a file, say why. Never
     /// fails the write: problems become notes.
-    pub async fn after_write(&self, run: &str, workdir: &Path, paths: &[PathBuf]) -> Value {
+    pub async fn after_write(
+        &self,
+        run: &str,
+        workdir: &Path,
+        paths: &[PathBuf],
+    ) -> WriteDiagnostics {
         let mut got = Gathered::default();
         let (written, gone): (Vec<&PathBuf>, Vec<&PathBuf>) =
             paths.iter().partition(|p| p.exists());
@@ -184,7 +190,7 @@ impl LanguageServers {
             .after_write(&ctx.run, &ctx.workdir, std::slice::from_ref(&p))
             .await;
         Ok(
-            json!({"path": render::show_path(&p, &ctx.workdir), "text": diags["text"],
+            json!({"path": render::show_path(&p, &ctx.workdir), "text": diags.text,
             "diagnostics": diags}),
         )
     }
@@ -195,7 +201,7 @@ impl LanguageServers {
 struct Gathered {
     /// One line per new diagnostic, in the order found.
     text: String,
-    new_items: Vec<Value>,
+    new_items: Vec<LspDiagnostic>,
     notes: Vec<String>,
     /// Why a server's type checking is off, once each.
     checking_off: Vec<String>,
@@ -213,12 +219,16 @@ impl Gathered {
     fn add_new(&mut self, d: &Diag, workdir: &Path) {
         self.text.push_str(&d.line_text(workdir));
         self.text.push('\n');
-        self.new_items.push(d.to_json(workdir));
+        self.new_items.push(d.to_result(workdir));
     }
 
     /// The write's `diagnostics`: the new ones (the dependents' after the written files'),
     /// else "no new diagnostics", then the notes, what else was checked, what is off.
-    fn answer(mut self, deps: &crate::dependents::DependentsReport, workdir: &Path) -> Value {
+    fn answer(
+        mut self,
+        deps: &crate::dependents::DependentsReport,
+        workdir: &Path,
+    ) -> WriteDiagnostics {
         for d in &deps.new {
             self.add_new(d, workdir);
         }
@@ -238,11 +248,15 @@ impl Gathered {
             .iter()
             .map(|p| render::show_path(p, workdir))
             .collect();
-        let mut answer = json!({"text": text, "new": self.new_items, "notes": self.notes,
-            "dependents": {"checked": checked, "max": crate::dependents::DEPENDENTS_MAX}});
-        if !self.checking_off.is_empty() {
-            answer["checking_off"] = json!(self.checking_off);
+        WriteDiagnostics {
+            text,
+            new: self.new_items,
+            notes: self.notes,
+            dependents: LspDependents {
+                checked,
+                max: crate::dependents::DEPENDENTS_MAX as u64,
+            },
+            checking_off: (!self.checking_off.is_empty()).then_some(self.checking_off),
         }
-        answer
     }
 }
