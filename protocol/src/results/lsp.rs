@@ -948,12 +948,12 @@ pub struct LspFormattingOptions {
 // ---- synced_write ----
 
 /// The result of `synced_write`: the diagnostics new for the run in the file written.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SyncedWriteResult {
     /// The file, relative to the workdir when under it.
-    path: String,
+    pub path: String,
     /// The new diagnostics and notes, as lines (`diagnostics.text`).
-    text: String,
+    pub text: String,
     /// The diagnostics new for the run.
-    diagnostics: WriteDiagnostics,
+    pub diagnostics: WriteDiagnostics,
 }

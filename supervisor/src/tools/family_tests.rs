@@ -271,7 +271,7 @@ async fn lsp_tools_confine_paths_with_the_servers_and_the_files_state_only() {
     )
     .await
     .expect("a file no server serves is synced with nothing to report");
-    assert_eq!(synced["path"], "notes.txt", "{synced}");
+    assert_eq!(synced.path, "notes.txt", "{synced:?}");
 }
 
 #[tokio::test]

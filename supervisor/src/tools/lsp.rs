@@ -145,7 +145,7 @@ pub(crate) async fn synced_write(
     cx: &LspTools<'_>,
     ctx: &CallCtx,
     a: SyncedWriteArgs,
-) -> Result<Json, ToolError> {
+) -> Result<toolvisor_protocol::results::SyncedWriteResult, ToolError> {
     let lsp_ctx = lsp_ctx(cx.files, ctx, "synced_write")?;
     cx.lsp.synced_write(&lsp_ctx, &a.path).await
 }
@@ -217,7 +217,6 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "language_servers",
             "Tell the language servers the harness wrote a file; returns new diagnostics.",
             |s, ctx, a| Box::pin(async move { synced_write(&LspTools::of(s), ctx, a).await }),
-        )
-        .returns::<toolvisor_protocol::results::SyncedWriteResult>(),
+        ),
     ]
 }

@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{LspDependents, LspDiagnostic, WriteDiagnostics};
+use toolvisor_protocol::results::{
+    LspDependents, LspDiagnostic, SyncedWriteResult, WriteDiagnostics,
+};
 
 use crate::call::CallCtx;
 use crate::render::{self, Diag};
@@ -176,7 +177,11 @@ impl LanguageServers {
     }
 
     /// `synced_write {path}`.
-    pub async fn synced_write(&self, ctx: &CallCtx, path: &str) -> Result<Value, ToolError> {
+    pub async fn synced_write(
+        &self,
+        ctx: &CallCtx,
+        path: &str,
+    ) -> Result<SyncedWriteResult, ToolError> {
         // It reads the file and shows its diagnostics: a read, confined like `read`.
         let p = ctx.resolve("synced_write", path, Access::Read)?;
         if !p.is_file() {
@@ -189,10 +194,11 @@ impl LanguageServers {
         let diags = self
             .after_write(&ctx.run, &ctx.workdir, std::slice::from_ref(&p))
             .await;
-        Ok(
-            json!({"path": render::show_path(&p, &ctx.workdir), "text": diags.text,
-            "diagnostics": diags}),
-        )
+        Ok(SyncedWriteResult {
+            path: render::show_path(&p, &ctx.workdir),
+            text: diags.text.clone(),
+            diagnostics: diags,
+        })
     }
 }
 
