@@ -11,30 +11,32 @@ use serde::{Deserialize, Serialize};
 // ---- shared shapes ----
 
 /// The server that answered, as it was when it answered.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspServer {
     /// The server's id: `language:root`, with ` (restricted)` for its restricted mode.
-    id: String,
+    pub id: String,
     /// Its language.
-    language: String,
+    pub language: String,
     /// Its project root (absolute).
-    root: String,
+    pub root: String,
     /// The server's program name (as it calls itself).
-    name: String,
+    pub name: String,
     /// Its process id.
-    pid: u32,
+    pub pid: u32,
     /// Its state when the request was sent.
-    state: LspServerState,
+    pub state: LspServerState,
     /// The negotiated position encoding.
-    position_encoding: LspEncoding,
+    pub position_encoding: LspEncoding,
     /// What it was doing while indexing (its `$/progress`), when `state` is `indexing`.
-    indexing: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub indexing: Option<String>,
     /// The server's own share of the call in ms (request sent → answer parsed).
-    request_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_ms: Option<f64>,
 }
 
 /// A server's readiness.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspServerState {
     /// No live connection (starting or restarting).
@@ -60,7 +62,7 @@ pub enum LspReadiness {
 }
 
 /// A position encoding.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum LspEncoding {
     #[serde(rename = "utf-8")]
     Utf8,
@@ -156,12 +158,12 @@ pub struct LspDependents {
 }
 
 /// One file of a written edit.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspEditedFile {
     /// The file, relative to the workdir when under it.
-    path: String,
+    pub path: String,
     /// Text edits in it.
-    edits: u64,
+    pub edits: u64,
 }
 
 // ---- lsp ----
@@ -911,38 +913,41 @@ pub struct LspRenamed {
 // ---- lsp_edit ----
 
 /// The result of `lsp_edit`: the files edited, all or none, and the diagnostics new for the run.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspEditResult {
     /// The edit, the files and the new diagnostics, as lines.
-    text: String,
+    pub text: String,
     /// The files edited (format: none when already formatted).
-    files: Vec<LspEditedFile>,
+    pub files: Vec<LspEditedFile>,
     /// Text edits over all files.
-    edits: u64,
+    pub edits: u64,
     /// The diagnostics new for the run after the write (absent when nothing was written).
-    diagnostics: Option<WriteDiagnostics>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<WriteDiagnostics>,
     /// The server that computed the edit.
-    server: LspServer,
+    pub server: LspServer,
     /// apply_code_action: the action's command, which was not run.
-    command_not_run: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command_not_run: Option<String>,
     /// format: the formatting options sent.
-    options: Option<LspFormattingOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<LspFormattingOptions>,
 }
 
 /// The formatting options `lsp_edit format` sent (LSP `FormattingOptions`).
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LspFormattingOptions {
     /// The indentation step (spaces) or a tab's width.
-    tab_size: u64,
+    pub tab_size: u64,
     /// Indent with spaces (false: tabs).
-    insert_spaces: bool,
+    pub insert_spaces: bool,
     /// Trim trailing whitespace on every line.
-    trim_trailing_whitespace: bool,
+    pub trim_trailing_whitespace: bool,
     /// End the file with a newline.
-    insert_final_newline: bool,
+    pub insert_final_newline: bool,
     /// Trim the newlines after the final one.
-    trim_final_newlines: bool,
+    pub trim_final_newlines: bool,
 }
 
 // ---- synced_write ----

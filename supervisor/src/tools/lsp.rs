@@ -136,7 +136,7 @@ pub(crate) async fn edit(
     cx: &LspTools<'_>,
     ctx: &CallCtx,
     a: LspEditArgs,
-) -> Result<Json, ToolError> {
+) -> Result<toolvisor_protocol::results::LspEditResult, ToolError> {
     let lsp_ctx = lsp_ctx(cx.files, ctx, "lsp_edit")?;
     cx.lsp.lsp_edit(&lsp_ctx, a).await
 }
@@ -209,8 +209,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             |s, ctx, a| Box::pin(async move { edit(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::Always)
-        .summary(edit_summary)
-        .returns::<toolvisor_protocol::results::LspEditResult>(),
+        .summary(edit_summary),
         ToolSpec::new(
             "synced_write",
             Tier::Read,

@@ -155,7 +155,7 @@ impl LanguageServers {
         &self,
         ctx: &CallCtx,
         args: &LspEditArgs,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<toolvisor_protocol::results::LspEditResult, ToolError> {
         let index = args.index.ok_or_else(|| {
             ToolError::new(
                 ErrorKind::InvalidArgs,
@@ -243,8 +243,8 @@ impl LanguageServers {
             let note = format!(
                 "the action's command `{c}` was not run (toolvisor runs no server commands)\n"
             );
-            out["text"] = json!(format!("{}{note}", out["text"].as_str().unwrap_or("")));
-            out["command_not_run"] = json!(c);
+            out.text.push_str(&note);
+            out.command_not_run = Some(c);
         }
         Ok(out)
     }

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspEditResult, LspEditedFile, LspFormattingOptions};
 use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
 use crate::call::{CallCtx, Opened};
@@ -37,7 +38,11 @@ pub(crate) fn need<'a>(
 
 impl LanguageServers {
     /// `lsp_edit {op, ...}`.
-    pub async fn lsp_edit(&self, ctx: &CallCtx, args: LspEditArgs) -> Result<Value, ToolError> {
+    pub async fn lsp_edit(
+        &self,
+        ctx: &CallCtx,
+        args: LspEditArgs,
+    ) -> Result<LspEditResult, ToolError> {
         match args.op {
             LspEditOp::ApplyCodeAction => self.apply_code_action(ctx, &args).await,
             LspEditOp::ReplaceSymbolBody
@@ -55,7 +60,7 @@ impl LanguageServers {
         opened: &Opened,
         edit: Value,
         what: String,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<LspEditResult, ToolError> {
         let enc = opened.conn.encoding;
         // The diagnostics the touched files have now are the run's baseline where it has
         // none, so the edit reports only errors it introduced (as `lsp_rename` does).
@@ -66,22 +71,30 @@ impl LanguageServers {
         let changes = apply_off_thread(ctx, &opened.shared, edit, enc, "lsp_edit").await?;
         drop(sync);
         let total: usize = changes.iter().map(|c| c.edits).sum();
-        let files: Vec<Value> = changes
+        let files: Vec<LspEditedFile> = changes
             .iter()
-            .map(|c| json!({"path": show_path(&c.path, &ctx.workdir), "edits": c.edits}))
+            .map(|c| LspEditedFile {
+                path: show_path(&c.path, &ctx.workdir),
+                edits: c.edits as u64,
+            })
             .collect();
         let mut text = crate::edit::edits_line(&what, &changes, &ctx.workdir);
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
         text.push_str(&diags.text);
-        Ok(
-            json!({"text": text, "files": files, "edits": total, "diagnostics": diags,
-            "server": self.server_info_of(opened)}),
-        )
+        Ok(LspEditResult {
+            text,
+            files,
+            edits: total as u64,
+            diagnostics: Some(diags),
+            server: self.server_of(opened),
+            command_not_run: None,
+            options: None,
+        })
     }
 
     /// `lsp_edit format {file}`: `textDocument/formatting`, written like any edit.
-    async fn format(&self, ctx: &CallCtx, args: &LspEditArgs) -> Result<Value, ToolError> {
+    async fn format(&self, ctx: &CallCtx, args: &LspEditArgs) -> Result<LspEditResult, ToolError> {
         let file = need(&args.file, args.op, "file")?;
         let path = ctx.resolve("lsp_edit", file, Access::Write)?;
         let mut opened = self.open(&path, &ctx.run).await?;
@@ -99,19 +112,24 @@ impl LanguageServers {
             true => format!("indentation: {n} spaces (from {indent_from})"),
             false => format!("indentation: tabs of width {n} (from {indent_from})"),
         };
+        let sent = serde_json::from_value::<LspFormattingOptions>(options.clone()).ok();
         if edits.is_empty() {
-            return Ok(
-                json!({"text": format!("{shown} is already formatted: nothing written\n{indent}\n"),
-                "files": [], "edits": 0, "options": options, "server": self.server_info_of(&opened)}),
-            );
+            return Ok(LspEditResult {
+                text: format!("{shown} is already formatted: nothing written\n{indent}\n"),
+                files: Vec::new(),
+                edits: 0,
+                diagnostics: None,
+                server: self.server_of(&opened),
+                command_not_run: None,
+                options: sent,
+            });
         }
         let edit = json!({"changes": {opened.uri.clone(): edits}});
         let mut answer = self
             .write_edit(ctx, &opened, edit, format!("formatted {shown}"))
             .await?;
-        let text = answer["text"].as_str().unwrap_or("").to_string();
-        answer["text"] = json!(format!("{text}{indent}\n"));
-        answer["options"] = options;
+        answer.text.push_str(&format!("{indent}\n"));
+        answer.options = sent;
         Ok(answer)
     }
 }

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspEncoding, LspServer, LspServerState};
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
 use crate::call::{CallCtx, Opened};
@@ -274,23 +275,39 @@ impl LanguageServers {
     }
 
     pub(crate) fn server_info(&self, opened: &Opened) -> Value {
+        serde_json::to_value(self.server_of(opened)).unwrap_or_default()
+    }
+
+    /// The server that answers for `opened`, as it was when the request was sent.
+    pub(crate) fn server_of(&self, opened: &Opened) -> LspServer {
+        use crate::position::Encoding;
+        use crate::server::Readiness;
         let readiness = opened
             .asked
             .clone()
             .unwrap_or_else(|| opened.shared.readiness());
-        let mut info = json!({
-            "id": opened.shared.id,
-            "language": opened.shared.language,
-            "root": opened.shared.root.display().to_string(),
-            "name": opened.conn.name,
-            "pid": opened.conn.pid,
-            "state": readiness.word(),
-            "position_encoding": opened.conn.encoding.name(),
-        });
-        if let crate::server::Readiness::Indexing(what) = readiness {
-            info["indexing"] = json!(what);
+        LspServer {
+            id: opened.shared.id.clone(),
+            language: opened.shared.language.clone(),
+            root: opened.shared.root.display().to_string(),
+            name: opened.conn.name.clone(),
+            pid: opened.conn.pid,
+            state: match readiness {
+                Readiness::Starting => LspServerState::Starting,
+                Readiness::Indexing(_) => LspServerState::Indexing,
+                Readiness::Ready => LspServerState::Ready,
+            },
+            position_encoding: match opened.conn.encoding {
+                Encoding::Utf8 => LspEncoding::Utf8,
+                Encoding::Utf16 => LspEncoding::Utf16,
+                Encoding::Utf32 => LspEncoding::Utf32,
+            },
+            indexing: match readiness {
+                Readiness::Indexing(what) => Some(what),
+                _ => None,
+            },
+            request_ms: None,
         }
-        info
     }
 
     /// `lsp {op, ...}`: every answer from a server says what it rests on (`readiness`,

@@ -244,7 +244,7 @@ impl LanguageServers {
         &self,
         ctx: &CallCtx,
         args: &LspEditArgs,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<toolvisor_protocol::results::LspEditResult, ToolError> {
         let op = args.op;
         let file = need(&args.file, op, "file")?;
         let wanted = need(&args.symbol_path, op, "symbol_path")?;
