@@ -313,7 +313,7 @@ pub struct ListModelsResult {
 }
 
 /// The result of `delete_model`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DeleteModelResult {
     /// `owner/name@revision:variant`.
     pub model: String,

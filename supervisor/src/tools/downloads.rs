@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use toolvisor_downloads::Downloads;
 use toolvisor_protocol::error::ErrorKind;
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::results::{CancelDownloadResult, DownloadModelResult};
+use toolvisor_protocol::results::{CancelDownloadResult, DeleteModelResult, DownloadModelResult};
 use toolvisor_protocol::tools::{
     CancelDownloadArgs, DeleteModelArgs, DownloadModelArgs, ListDownloadsArgs, ListModelsArgs,
     SearchModelsArgs,
@@ -59,7 +59,11 @@ async fn cancel_download(
 
 /// `delete_model`: refused while the inference pool serves the model (unload it first) or a
 /// download job of it runs; else its files go.
-async fn delete_model(s: &Services, ctx: &CallCtx, a: DeleteModelArgs) -> Result<Json, ToolError> {
+async fn delete_model(
+    s: &Services,
+    ctx: &CallCtx,
+    a: DeleteModelArgs,
+) -> Result<DeleteModelResult, ToolError> {
     let downloads = manager(s, "delete_model")?.clone();
     let (dir, manifest) = downloads.find_stored(&a.model)?;
     if let Some(pool) = &s.inference
@@ -163,7 +167,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "downloads",
             "Remove a stored model from the store.",
             |s, ctx, a| Box::pin(delete_model(s, ctx, a)),
-        ).returns::<toolvisor_protocol::results::DeleteModelResult>()
+        )
         .approval(Approval::Always),
         ToolSpec::new(
             "search_huggingface_models",

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value as Json, json};
+use toolvisor_protocol::results::DeleteModelResult;
 
 use super::{Downloads, lock};
 use crate::error::DownloadError;
@@ -39,7 +40,11 @@ impl Downloads {
     /// manifest, and the directories left empty. Refused while a download job of it has not
     /// ended (the caller refuses a loaded one). Blocking file work: call it off the async
     /// threads.
-    pub fn delete_stored(&self, dir: &Path, manifest: &Manifest) -> Result<Json, DownloadError> {
+    pub fn delete_stored(
+        &self,
+        dir: &Path,
+        manifest: &Manifest,
+    ) -> Result<DeleteModelResult, DownloadError> {
         let running: Vec<String> = lock(&self.jobs)
             .values()
             .filter_map(|j| {
@@ -117,13 +122,18 @@ impl Downloads {
         for d in [snapshots, repo_dir.join("refs"), repo_dir] {
             let _ = std::fs::remove_dir(d);
         }
-        Ok(json!({
-            "model": format!("{}@{}:{}", manifest.repo, crate::store::at(manifest), manifest.variant),
-            "path": dir.display().to_string(),
-            "files_removed": removed,
-            "bytes_freed": freed,
-            "kept": kept,
-        }))
+        Ok(DeleteModelResult {
+            model: format!(
+                "{}@{}:{}",
+                manifest.repo,
+                crate::store::at(manifest),
+                manifest.variant
+            ),
+            path: dir.display().to_string(),
+            files_removed: removed,
+            bytes_freed: freed,
+            kept,
+        })
     }
 
     fn memory(&self) -> Option<fit::Memory> {
