@@ -1,17 +1,22 @@
-//! The shapes of the tools' results, as JSON schemas for clients (MCP `outputSchema`,
-//! `ToolInfo.output_schema`). The handlers build their results as JSON; each tool declares
-//! the type here that describes them (`ToolSpec::returns`), and a debug build of the daemon
-//! checks every result a handler returns against its tool's schema before it leaves (so the
-//! whole test suite catches a result that drifted from its declaration).
+//! The tools' results: one type per tool, which its handler returns (`Serialize`, turned into
+//! the JSON that leaves once, by `ToolSpec`) and whose schema clients see (MCP
+//! `outputSchema`, `ToolInfo.output_schema`, derived here by [`schema_of`]). A debug build of
+//! the daemon also checks every result against its tool's schema before it leaves
+//! ([`conforms`]), so the whole test suite catches a result that drifted from its
+//! declaration, and `docs/TOOLS.md`'s answers are checked against them too.
 //!
-//! The types are descriptions, never parsed into: a field that is not always there is an
-//! `Option` (absent or `null`), a free-form value is `serde_json::Value`, and unknown fields
-//! are allowed (a result may carry more than its schema names; a client must not rely on
-//! what it does not name). Enums are closed: a value the declaration does not list fails the
-//! debug check.
+//! How a result spells absence is part of its type: a field the handler leaves out when it
+//! has nothing to say is `#[serde(skip_serializing_if = "Option::is_none")]`, a plain
+//! `Option` is written as `null`. A free-form value is `serde_json::Value`; enums are closed
+//! (a value the declaration does not list fails the debug check). Clients must allow unknown
+//! fields (a result may carry more than its schema names: the result store adds `masked`
+//! and `projected`, see [`outward`]). The built types derive `Deserialize` too, for clients and
+//! the tests that parse recorded results (`protocol/tests/results_recorded.rs`).
 //!
-//! One file per family of tools (`results/<family>.rs`), like the arguments in `tools`. The
-//! types are never built, so neither dead code nor their sizes matter.
+//! One file per family of tools (`results/<family>.rs`), like the arguments in `tools`.
+//! Transitional: the types of the tools whose handlers still build their JSON by hand
+//! (`lsp*`, `synced_write`, `debug`, `list_models`, `search_huggingface_models` and the
+//! inference pool's) are descriptions only, named by `.returns::<R>()` and never built.
 
 mod data;
 #[allow(dead_code, clippy::large_enum_variant)]

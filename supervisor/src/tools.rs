@@ -216,10 +216,9 @@ pub fn all(probe_tools: bool) -> Vec<ToolSpec> {
 }
 
 /// Every tool: each family's declarations. `probe_tools` adds the two lane-probing test
-/// tools. To add a tool: its argument type (protocol), its handler and its declaration in
-/// its family's `declare()` (the end of `tools/<family>.rs`), and its TOOLS.md entry; a tool
-/// that starts a background job or may run long is also named in `toolvisor mcp`'s task
-/// tables (see `tools::spec`'s module doc).
+/// tools. To add a tool: its argument and result types (protocol), its handler and its
+/// declaration in its family's `declare()` (the end of `tools/<family>.rs`), and its TOOLS.md
+/// entry (see `tools::spec`'s module doc).
 pub fn all_with(probe_tools: bool, attached: &Attachments) -> Vec<ToolSpec> {
     let mut tools = [
         jobs(),
