@@ -15,8 +15,8 @@
 //!
 //! One file per family of tools (`results/<family>.rs`), like the arguments in `tools`.
 //! Transitional: the types of the tools whose handlers still build their JSON by hand
-//! (`lsp*`, `synced_write`, `debug`, `list_models`, `search_huggingface_models` and the
-//! inference pool's) are descriptions only, named by `.returns::<R>()` and never built.
+//! (`lsp*`, `synced_write`, `debug` and the inference pool's) are descriptions only, named
+//! by `.returns::<R>()` and never built.
 
 mod data;
 #[allow(dead_code, clippy::large_enum_variant)]

@@ -156,7 +156,7 @@ pub struct CancelDownloadResult {
 }
 
 /// The machine's memory, from `/proc/meminfo`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryFacts {
     /// Total memory in bytes.
     pub total_bytes: u64,
@@ -165,7 +165,7 @@ pub struct MemoryFacts {
 }
 
 /// An accelerator's vendor.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AcceleratorKind {
     Nvidia,
@@ -173,7 +173,7 @@ pub enum AcceleratorKind {
 }
 
 /// An accelerator found on this machine.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Accelerator {
     /// nvidia or amd.
     pub kind: AcceleratorKind,
@@ -184,11 +184,12 @@ pub struct Accelerator {
     /// Its free memory in bytes, when known.
     pub memory_free_bytes: Option<u64>,
     /// get_inference_status: its memory in use now (total less free), by any process.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_used_bytes: Option<u64>,
 }
 
 /// Whether a model fits this machine's memory.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Fit {
     /// In what is available now (memory or an accelerator).
@@ -200,8 +201,26 @@ pub enum Fit {
     Unknown,
 }
 
+impl Fit {
+    /// As results spell it (`too_large`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fit::Fits => "fits",
+            Fit::Tight => "tight",
+            Fit::TooLarge => "too_large",
+            Fit::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for Fit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Where a model fits.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PlacementLabel {
     /// In the accelerators' free memory, all layers offloaded: one accelerator, or split
@@ -217,8 +236,22 @@ pub enum PlacementLabel {
     Unknown,
 }
 
+impl PlacementLabel {
+    /// The fit it is: `fits` wherever it fits.
+    pub fn fit(self) -> Fit {
+        match self {
+            PlacementLabel::FitsGpu | PlacementLabel::FitsCpu | PlacementLabel::FitsPartial => {
+                Fit::Fits
+            }
+            PlacementLabel::Tight => Fit::Tight,
+            PlacementLabel::TooLarge => Fit::TooLarge,
+            PlacementLabel::Unknown => Fit::Unknown,
+        }
+    }
+}
+
 /// Where a model fits, and the numbers it was decided on.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Placement {
     /// fits_gpu, fits_cpu, fits_partial, tight, too_large or unknown.
     pub label: PlacementLabel,
@@ -228,15 +261,18 @@ pub struct Placement {
     /// fits_gpu on one accelerator: its name.
     pub accelerator: Option<String>,
     /// The accelerators the layers are split over (fits_gpu over several, fits_partial).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub split_over: Option<Vec<String>>,
     /// fits_partial with the model's layers known: how many are offloaded (`-ngl`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_layers: Option<u64>,
     /// The KV cache of the context asked for, when the model's header was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_cache_bytes: Option<u64>,
 }
 
 /// A stored model's load state in the inference pool.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadState {
     NotLoaded,
@@ -247,8 +283,28 @@ pub enum LoadState {
     Unloaded,
 }
 
+impl LoadState {
+    /// As results spell it (`not_loaded`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadState::NotLoaded => "not_loaded",
+            LoadState::Loading => "loading",
+            LoadState::Ready => "ready",
+            LoadState::Restarting => "restarting",
+            LoadState::Failed => "failed",
+            LoadState::Unloaded => "unloaded",
+        }
+    }
+}
+
+impl std::fmt::Display for LoadState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One file of a stored model.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StoredFile {
     /// The file's name.
     pub name: String,
@@ -261,7 +317,7 @@ pub struct StoredFile {
 }
 
 /// One model of the local store.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StoredModel {
     /// The shortest name that picks it (`owner/name[@revision][:variant]`), for load_model.
     pub name: String,
@@ -289,13 +345,14 @@ pub struct StoredModel {
     /// not_loaded, or its state in the inference pool.
     pub load_state: LoadState,
     /// The alias it is loaded under, when the pool knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
     /// Its files.
     pub files: Vec<StoredFile>,
 }
 
 /// The result of `list_models`: the local store's models, with this machine's memory.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ListModelsResult {
     /// The store's root directory.
     pub store: String,
@@ -327,14 +384,14 @@ pub struct DeleteModelResult {
 }
 
 /// A file in the model store no model lists.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OrphanFile {
     pub path: String,
     pub bytes: u64,
 }
 
 /// Whether a repo is gated, as the hub spells it.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Gated {
     /// false: anyone may download it.
@@ -344,7 +401,7 @@ pub enum Gated {
 }
 
 /// One downloadable variant of a hub model.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HubVariant {
     /// The variant's name (`Q4_K_M`, `safetensors`), for download_model.
     pub variant: String,
@@ -361,7 +418,7 @@ pub struct HubVariant {
 }
 
 /// One hub model found by `search_huggingface_models`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HubModel {
     /// The repo, `owner/name`.
     pub repo: String,
@@ -378,7 +435,7 @@ pub struct HubModel {
 }
 
 /// The result of `search_huggingface_models`: candidates with each variant's size and fit.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchModelsResult {
     /// The query as given.
     pub query: String,

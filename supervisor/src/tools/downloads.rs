@@ -5,11 +5,13 @@
 
 use std::sync::Arc;
 
-use serde_json::Value as Json;
 use toolvisor_downloads::Downloads;
 use toolvisor_protocol::error::ErrorKind;
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::results::{CancelDownloadResult, DeleteModelResult, DownloadModelResult};
+use toolvisor_protocol::results::{
+    CancelDownloadResult, DeleteModelResult, DownloadModelResult, ListModelsResult, LoadState,
+    SearchModelsResult,
+};
 use toolvisor_protocol::tools::{
     CancelDownloadArgs, DeleteModelArgs, DownloadModelArgs, ListDownloadsArgs, ListModelsArgs,
     SearchModelsArgs,
@@ -68,7 +70,7 @@ async fn delete_model(
     let (dir, manifest) = downloads.find_stored(&a.model)?;
     if let Some(pool) = &s.inference
         && let Some((alias, state)) = pool.load_state(&dir, &manifest.variant).await
-        && !matches!(state, "unloaded" | "failed")
+        && !matches!(state, LoadState::Unloaded | LoadState::Failed)
     {
         return Err(ToolError::new(
             ErrorKind::Busy,
@@ -95,7 +97,7 @@ async fn delete_model(
 }
 
 /// The store's models, with their load state from the inference pool when it runs.
-async fn list_models(s: &Services) -> Result<Json, ToolError> {
+async fn list_models(s: &Services) -> Result<ListModelsResult, ToolError> {
     let models = manager(s, "list_models")?.models().await;
     Ok(match &s.inference {
         Some(pool) => super::inference::annotate_models(pool, models).await,
@@ -103,7 +105,7 @@ async fn list_models(s: &Services) -> Result<Json, ToolError> {
     })
 }
 
-async fn search(s: &Services, a: SearchModelsArgs) -> Result<Json, ToolError> {
+async fn search(s: &Services, a: SearchModelsArgs) -> Result<SearchModelsResult, ToolError> {
     let limit = a.limit.unwrap_or(10).clamp(1, 50) as usize;
     Ok(manager(s, "search_huggingface_models")?
         .search(&a.query, limit)
@@ -159,8 +161,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "downloads",
             "Models in the local store: size, completeness, fit here.",
             |s, _, _: ListModelsArgs| Box::pin(list_models(s)),
-        )
-        .returns::<toolvisor_protocol::results::ListModelsResult>(),
+        ),
         ToolSpec::new(
             "delete_model",
             Tier::Write,
@@ -175,7 +176,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "downloads",
             "Search the model hub: variants, sizes, fit here.",
             |s, _, a| Box::pin(search(s, a)),
-        ).returns::<toolvisor_protocol::results::SearchModelsResult>()
+        )
         .open_world(),
     ];
     tools

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 use toolvisor_inference::Inference;
 use toolvisor_protocol::error::ToolError;
+use toolvisor_protocol::results::ListModelsResult;
 use toolvisor_protocol::tools::{
     InferenceStatusArgs, LoadModelArgs, TokenUsageArgs, UnloadModelArgs,
 };
@@ -40,15 +41,12 @@ async fn unload_model(s: &Services, ctx: &CallCtx, a: UnloadModelArgs) -> Result
 }
 
 /// Fill `list_models`' `load_state` (and `alias`) from the pool.
-pub async fn annotate_models(pool: &Inference, mut models: Json) -> Json {
-    if let Some(list) = models.get_mut("models").and_then(Json::as_array_mut) {
-        for m in list {
-            let dir = std::path::PathBuf::from(m["path"].as_str().unwrap_or_default());
-            let variant = m["variant"].as_str().unwrap_or_default().to_string();
-            if let Some((alias, state)) = pool.load_state(&dir, &variant).await {
-                m["load_state"] = state.into();
-                m["alias"] = alias.into();
-            }
+pub async fn annotate_models(pool: &Inference, mut models: ListModelsResult) -> ListModelsResult {
+    for m in &mut models.models {
+        let dir = std::path::PathBuf::from(&m.path);
+        if let Some((alias, state)) = pool.load_state(&dir, &m.variant).await {
+            m.load_state = state;
+            m.alias = Some(alias);
         }
     }
     models

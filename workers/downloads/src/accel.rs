@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value as Json, json};
 use tokio::io::AsyncReadExt;
 use toolvisor_kit::launch::Launcher;
+use toolvisor_protocol::results::{self, AcceleratorKind};
 
 /// How long a detection is reused.
 const FRESH: Duration = Duration::from_secs(10);
@@ -24,17 +24,22 @@ const SMI_TIMEOUT: Duration = Duration::from_secs(5);
 /// One accelerator and its memory (bytes; `None` where the source does not say).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Accelerator {
-    /// `nvidia` or `amd`.
-    pub kind: &'static str,
+    pub kind: AcceleratorKind,
     pub name: String,
     pub memory_total: Option<u64>,
     pub memory_free: Option<u64>,
 }
 
 impl Accelerator {
-    pub fn to_json(&self) -> Json {
-        json!({"kind": self.kind, "name": self.name,
-            "memory_total_bytes": self.memory_total, "memory_free_bytes": self.memory_free})
+    /// As results show it (`memory_used_bytes` is the inference pool's to add).
+    pub fn shown(&self) -> results::Accelerator {
+        results::Accelerator {
+            kind: self.kind,
+            name: self.name.clone(),
+            memory_total_bytes: self.memory_total,
+            memory_free_bytes: self.memory_free,
+            memory_used_bytes: None,
+        }
     }
 }
 
@@ -141,7 +146,7 @@ pub fn parse_smi(text: &str) -> Vec<Accelerator> {
             let total: u64 = fields.next()?.parse().ok()?;
             let name = fields.next()?.to_string();
             (!name.is_empty()).then(|| Accelerator {
-                kind: "nvidia",
+                kind: AcceleratorKind::Nvidia,
                 name,
                 memory_total: Some(total * 1024 * 1024),
                 memory_free: Some(free * 1024 * 1024),
@@ -165,7 +170,7 @@ fn nvidia_proc(dir: &Path) -> Vec<Accelerator> {
                 .trim()
                 .to_string();
             Some(Accelerator {
-                kind: "nvidia",
+                kind: AcceleratorKind::Nvidia,
                 name: model,
                 memory_total: None,
                 memory_free: None,
@@ -206,7 +211,7 @@ fn amd_sysfs(drm: &Path) -> Vec<Accelerator> {
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| format!("AMD GPU ({card})"));
             Some(Accelerator {
-                kind: "amd",
+                kind: AcceleratorKind::Amd,
                 name,
                 memory_total: Some(total),
                 memory_free: used.map(|u| total.saturating_sub(u)),
@@ -244,7 +249,7 @@ mod tests {
         assert_eq!(
             amd,
             vec![Accelerator {
-                kind: "amd",
+                kind: AcceleratorKind::Amd,
                 name: "AMD GPU (card1)".into(),
                 memory_total: Some(17_163_091_968),
                 memory_free: Some(17_000_000_000),

@@ -5,6 +5,8 @@
 //! offloaded; `fits_cpu`: in available system memory; `tight`: only in the machine's total
 //! memory or an accelerator's total; `too_large`), with the numbers it was decided on.
 
+use toolvisor_protocol::results::{self, Fit, PlacementLabel};
+
 /// Memory facts the label is computed from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Memory {
@@ -42,17 +44,17 @@ pub fn needed(weights: u64) -> u64 {
 /// `fits` when it fits in what is available now, `tight` when only in the machine's total
 /// memory, `too_large` otherwise (or when the memory is unknown and nothing can be said,
 /// `unknown`).
-pub fn label(weights: u64, memory: Option<Memory>) -> &'static str {
+pub fn label(weights: u64, memory: Option<Memory>) -> Fit {
     let Some(m) = memory else {
-        return "unknown";
+        return Fit::Unknown;
     };
     let need = needed(weights);
     if need <= m.available {
-        "fits"
+        Fit::Fits
     } else if need <= m.total {
-        "tight"
+        Fit::Tight
     } else {
-        "too_large"
+        Fit::TooLarge
     }
 }
 
@@ -62,7 +64,7 @@ pub struct Placement {
     /// `fits_gpu` (every layer on accelerators: one, or split over several), `fits_partial`
     /// (some layers on accelerators, the rest in system memory), `fits_cpu`, `tight`,
     /// `too_large` or `unknown`.
-    pub label: &'static str,
+    pub label: PlacementLabel,
     pub need: u64,
     /// The one accelerator it fits on whole (index into the list given), for `fits_gpu`.
     pub accelerator: Option<usize>,
@@ -76,43 +78,38 @@ pub struct Placement {
 
 impl Placement {
     /// The seed's label: `fits` wherever it fits.
-    pub fn fit(&self) -> &'static str {
-        match self.label {
-            "fits_gpu" | "fits_cpu" | "fits_partial" => "fits",
-            other => other,
-        }
+    pub fn fit(&self) -> Fit {
+        self.label.fit()
     }
 
     /// The `-ngl` for llama.cpp: every layer (999, capped by llama.cpp at the model's) when
     /// it fits the accelerators whole, the layers that fit on a partial offload, else none.
     pub fn gpu_layers_flag(&self) -> u32 {
         match self.label {
-            "fits_gpu" => 999,
-            "fits_partial" => self.gpu_layers.unwrap_or(0),
+            PlacementLabel::FitsGpu => 999,
+            PlacementLabel::FitsPartial => self.gpu_layers.unwrap_or(0),
             _ => 0,
         }
     }
 
-    pub fn to_json(&self, accelerators: &[crate::accel::Accelerator]) -> serde_json::Value {
+    /// As results show it, the accelerators named (`accelerators` is the list it was
+    /// decided on).
+    pub fn shown(&self, accelerators: &[crate::accel::Accelerator]) -> results::Placement {
         let gpu = self.accelerator.and_then(|i| accelerators.get(i));
-        let split: Vec<&String> = self
+        let split: Vec<String> = self
             .split
             .iter()
             .filter_map(|i| accelerators.get(*i))
-            .map(|a| &a.name)
+            .map(|a| a.name.clone())
             .collect();
-        let mut v = serde_json::json!({"label": self.label, "need_bytes": self.need,
-            "accelerator": gpu.map(|a| &a.name)});
-        if !split.is_empty() {
-            v["split_over"] = serde_json::json!(split);
+        results::Placement {
+            label: self.label,
+            need_bytes: self.need,
+            accelerator: gpu.map(|a| a.name.clone()),
+            split_over: (!split.is_empty()).then_some(split),
+            gpu_layers: self.gpu_layers.map(u64::from),
+            kv_cache_bytes: self.kv_bytes,
         }
-        if let Some(n) = self.gpu_layers {
-            v["gpu_layers"] = serde_json::json!(n);
-        }
-        if let Some(kv) = self.kv_bytes {
-            v["kv_cache_bytes"] = serde_json::json!(kv);
-        }
-        v
     }
 }
 
@@ -150,18 +147,19 @@ fn on_gpus(
 /// totals together would hold it.
 fn off_gpus(
     need: u64,
-    weights_label: &'static str,
+    weights_fit: Fit,
     memory: Option<Memory>,
     accelerators: &[crate::accel::Accelerator],
-) -> &'static str {
+) -> PlacementLabel {
     let gpu_total: u64 = accelerators.iter().filter_map(|a| a.memory_total).sum();
     let all_total = memory.map_or(0, |m| m.total).saturating_add(gpu_total);
-    match weights_label {
-        "fits" => "fits_cpu",
-        "unknown" if gpu_total > 0 && need <= gpu_total => "tight",
-        "unknown" => "unknown",
-        _ if gpu_total > 0 && need <= all_total => "tight",
-        other => other,
+    match weights_fit {
+        Fit::Fits => PlacementLabel::FitsCpu,
+        Fit::Unknown if gpu_total > 0 && need <= gpu_total => PlacementLabel::Tight,
+        Fit::Unknown => PlacementLabel::Unknown,
+        _ if gpu_total > 0 && need <= all_total => PlacementLabel::Tight,
+        Fit::Tight => PlacementLabel::Tight,
+        Fit::TooLarge => PlacementLabel::TooLarge,
     }
 }
 
@@ -175,7 +173,7 @@ pub fn placement(
 ) -> Placement {
     let need = needed(weights);
     let mut place = Placement {
-        label: "unknown",
+        label: PlacementLabel::Unknown,
         need,
         accelerator: None,
         split: Vec::new(),
@@ -183,7 +181,7 @@ pub fn placement(
         kv_bytes: None,
     };
     if let Some((one, split)) = on_gpus(need, accelerators) {
-        place.label = "fits_gpu";
+        place.label = PlacementLabel::FitsGpu;
         place.accelerator = one;
         place.split = split;
         return place;
@@ -195,7 +193,7 @@ pub fn placement(
         && need > m.available
         && need <= m.available.saturating_add(gpu_free)
     {
-        place.label = "fits_partial";
+        place.label = PlacementLabel::FitsPartial;
         place.split = free_gpus(accelerators).iter().map(|(i, _)| *i).collect();
         return place;
     }
@@ -226,7 +224,7 @@ pub fn placement_for(
     let runtime = runtime_bytes(weights);
     let need = weights.saturating_add(kv).saturating_add(runtime);
     let mut place = Placement {
-        label: "unknown",
+        label: PlacementLabel::Unknown,
         need,
         accelerator: None,
         split: Vec::new(),
@@ -234,7 +232,7 @@ pub fn placement_for(
         kv_bytes: Some(kv),
     };
     if let Some((one, split)) = on_gpus(need, accelerators) {
-        place.label = "fits_gpu";
+        place.label = PlacementLabel::FitsGpu;
         place.accelerator = one;
         place.split = split;
         return place;
@@ -255,17 +253,17 @@ pub fn placement_for(
     {
         let rest = need.saturating_sub(on_gpu * per_layer + runtime / 2);
         if rest <= m.available {
-            place.label = "fits_partial";
+            place.label = PlacementLabel::FitsPartial;
             place.gpu_layers = Some(on_gpu as u32);
             place.split = free.iter().map(|(i, _)| *i).collect();
             return place;
         }
     }
     let in_ram = match memory {
-        None => "unknown",
-        Some(m) if need <= m.available => "fits",
-        Some(m) if need <= m.total => "tight",
-        Some(_) => "too_large",
+        None => Fit::Unknown,
+        Some(m) if need <= m.available => Fit::Fits,
+        Some(m) if need <= m.total => Fit::Tight,
+        Some(_) => Fit::TooLarge,
     };
     place.label = off_gpus(need, in_ram, memory, accelerators);
     place
@@ -274,12 +272,13 @@ pub fn placement_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolvisor_protocol::results::AcceleratorKind;
 
     #[test]
     fn placement_prefers_the_accelerator_with_room() {
         use crate::accel::Accelerator;
         let gpu = |name: &str, total: u64, free: u64| Accelerator {
-            kind: "nvidia",
+            kind: AcceleratorKind::Nvidia,
             name: name.into(),
             memory_total: Some(total),
             memory_free: Some(free),
@@ -293,17 +292,20 @@ mod tests {
         let p = placement(5_000, m, &gpus);
         assert_eq!(
             (p.label, p.accelerator, p.fit()),
-            ("fits_gpu", Some(1), "fits")
+            (PlacementLabel::FitsGpu, Some(1), Fit::Fits)
         );
         // Too big for any GPU's free memory: system memory decides.
-        assert_eq!(placement(5_000, m, &gpus[..1]).label, "fits_cpu");
+        assert_eq!(
+            placement(5_000, m, &gpus[..1]).label,
+            PlacementLabel::FitsCpu
+        );
         // Only a GPU's total would hold it (its memory is in use): tight, not too large.
         let busy = [gpu("busy", 24_000, 1_000)];
-        assert_eq!(placement(15_000, m, &busy).label, "tight");
-        assert_eq!(placement(15_000, m, &[]).label, "too_large");
+        assert_eq!(placement(15_000, m, &busy).label, PlacementLabel::Tight);
+        assert_eq!(placement(15_000, m, &[]).label, PlacementLabel::TooLarge);
         // No accelerator: the seed's labels with where.
-        assert_eq!(placement(1_000, m, &[]).label, "fits_cpu");
-        assert_eq!(placement(1, None, &[]).label, "unknown");
+        assert_eq!(placement(1_000, m, &[]).label, PlacementLabel::FitsCpu);
+        assert_eq!(placement(1, None, &[]).label, PlacementLabel::Unknown);
     }
 
     #[test]
@@ -312,7 +314,7 @@ mod tests {
         use crate::gguf_header::Shape;
         const GB: u64 = 1 << 30;
         let gpu = |total: u64, free: u64| Accelerator {
-            kind: "nvidia",
+            kind: AcceleratorKind::Nvidia,
             name: "H100".into(),
             memory_total: Some(total * GB),
             memory_free: Some(free * GB),
@@ -325,9 +327,9 @@ mod tests {
         let p = placement(75 * GB, ram, &[gpu(80, 79), gpu(80, 79)]);
         assert_eq!(
             (p.label, p.accelerator, p.split.clone()),
-            ("fits_gpu", None, vec![0, 1])
+            (PlacementLabel::FitsGpu, None, vec![0, 1])
         );
-        assert_eq!(p.fit(), "fits");
+        assert_eq!(p.fit(), Fit::Fits);
         assert_eq!(p.gpu_layers_flag(), 999);
         // 80 layers of 0.9 GB, 3 GB outside them, GQA KV cache (8 KV heads of 128).
         let shape = Shape {
@@ -341,19 +343,19 @@ mod tests {
         let weights = 75 * GB;
         let short = placement_for(&shape, weights, 2048, ram, &[gpu(80, 79), gpu(80, 79)]);
         let long = placement_for(&shape, weights, 131_072, ram, &[gpu(80, 79), gpu(80, 79)]);
-        assert_eq!(short.label, "fits_gpu");
+        assert_eq!(short.label, PlacementLabel::FitsGpu);
         // The context's KV cache counts: 40 GiB more at 131,072 tokens.
         assert_eq!(long.need - short.need, shape.kv_bytes(131_072 - 2048));
         assert_eq!(long.kv_bytes, Some(80 * 8 * 256 * 2 * 131_072));
         // One 24 GB GPU: as many layers as it holds, the rest in system memory.
         let partial = placement_for(&shape, weights, 4096, ram, &[gpu(24, 23)]);
-        assert_eq!(partial.label, "fits_partial", "{partial:?}");
+        assert_eq!(partial.label, PlacementLabel::FitsPartial, "{partial:?}");
         let n = partial.gpu_layers.unwrap();
         assert!((20..=25).contains(&n), "{n} layers of 0.9 GB in 23 GB");
         assert_eq!(partial.gpu_layers_flag(), n);
         // No room anywhere: the weights alone exceed every memory there is.
         let huge = placement_for(&shape, 900 * GB, 4096, ram, &[gpu(24, 23)]);
-        assert_eq!(huge.label, "too_large");
+        assert_eq!(huge.label, PlacementLabel::TooLarge);
     }
 
     #[test]
@@ -377,10 +379,10 @@ mod tests {
             total: 12_000,
             available: 6_000,
         });
-        assert_eq!(label(5_000, m), "fits");
-        assert_eq!(label(5_001, m), "tight");
-        assert_eq!(label(10_000, m), "tight");
-        assert_eq!(label(10_001, m), "too_large");
-        assert_eq!(label(1, None), "unknown");
+        assert_eq!(label(5_000, m), Fit::Fits);
+        assert_eq!(label(5_001, m), Fit::Tight);
+        assert_eq!(label(10_000, m), Fit::Tight);
+        assert_eq!(label(10_001, m), Fit::TooLarge);
+        assert_eq!(label(1, None), Fit::Unknown);
     }
 }

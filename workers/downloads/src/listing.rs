@@ -48,12 +48,13 @@ impl Gated {
     }
 
     /// As the Hub spells it: `false`, `"auto"`, `"manual"`.
-    pub fn to_json(&self) -> Json {
+    pub fn shown(&self) -> toolvisor_protocol::results::Gated {
+        use toolvisor_protocol::results::Gated as Shown;
         match self {
-            Gated::No => Json::Bool(false),
-            Gated::Auto => "auto".into(),
-            Gated::Manual => "manual".into(),
-            Gated::Other(s) => s.as_str().into(),
+            Gated::No => Shown::Open(false),
+            Gated::Auto => Shown::Gated("auto".into()),
+            Gated::Manual => Shown::Gated("manual".into()),
+            Gated::Other(s) => Shown::Gated(s.clone()),
         }
     }
 }
@@ -225,8 +226,9 @@ mod tests {
             let info = repo_info(&parse(&format!(r#"{{"id":"o/m","gated":{v}}}"#)), "o/m").unwrap();
             assert_eq!(info.gated, want, "{v}");
         }
-        assert_eq!(Gated::Manual.to_json(), Json::from("manual"));
-        assert_eq!(Gated::No.to_json(), Json::Bool(false));
+        let shown = |g: Gated| serde_json::to_value(g.shown()).unwrap();
+        assert_eq!(shown(Gated::Manual), Json::from("manual"));
+        assert_eq!(shown(Gated::No), Json::Bool(false));
     }
 
     #[test]

@@ -36,6 +36,7 @@ use toolvisor_kit::process::{self, ExitStatus, ProcessGuard, Spawned};
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
+use toolvisor_protocol::results::{Fit, LoadState};
 
 use crate::config::{InferenceConfig, ModelParams, render};
 use crate::error::InferenceError;
@@ -99,9 +100,9 @@ pub struct Served {
     command: Vec<String>,
     /// Started for embeddings only (the data hub's `[data] embedding_model`).
     pub embeddings: bool,
-    /// Where the fit placed it when it was loaded (`Placement::to_json`: label, need, the
-    /// accelerators and layers it was given).
-    placement: Json,
+    /// Where the fit placed it when it was loaded (label, need, the accelerators and layers
+    /// it was given).
+    placement: toolvisor_protocol::results::Placement,
     pub status: Arc<NodeStatus>,
     live: Mutex<Live>,
     changed: watch::Sender<u64>,
@@ -219,6 +220,17 @@ impl State {
             State::Unloaded { .. } => "unloaded",
         }
     }
+
+    /// As `list_models` shows a stored model the pool serves.
+    pub fn load_state(&self) -> LoadState {
+        match self {
+            State::Loading => LoadState::Loading,
+            State::Ready(_) => LoadState::Ready,
+            State::Restarting { .. } => LoadState::Restarting,
+            State::Failed { .. } => LoadState::Failed,
+            State::Unloaded { .. } => LoadState::Unloaded,
+        }
+    }
 }
 
 /// The request bodies the endpoint reads and holds at once, over all connections: a body
@@ -310,7 +322,7 @@ fn placement_of(
         Some(shape) => fit::placement_for(shape, weights, context as u64, memory, accelerators),
         None => fit::placement(weights, memory, accelerators),
     };
-    if placement.fit() == "too_large"
+    if placement.fit() == Fit::TooLarge
         && let Some(m) = memory
     {
         return Err(InferenceError::TooLarge {
@@ -603,7 +615,7 @@ impl Inference {
             format: files.format,
             command,
             embeddings,
-            placement: placement.to_json(&accelerators),
+            placement: placement.shown(&accelerators),
             status: status.clone(),
             live: Mutex::new(Live::default()),
             changed,
@@ -621,10 +633,10 @@ impl Inference {
     }
 
     /// The answer to a load just started: the model's state, its fit, what was evicted.
-    async fn loading_answer(&self, served: &Served, label: &str, evicted: Option<Json>) -> Json {
+    async fn loading_answer(&self, served: &Served, fit: Fit, evicted: Option<Json>) -> Json {
         let state = self.state(served).await;
         let mut answer = self.describe(served, &state);
-        answer["fit"] = json!(label);
+        answer["fit"] = json!(fit);
         if let Some(e) = evicted {
             answer["evicted"] = e;
         }
@@ -887,17 +899,17 @@ impl Inference {
         // (what `nvidia-smi` or the kernel's amdgpu files say, whoever holds it).
         let memory = fit::read_memory(&self.meminfo)
             .map(|m| json!({"total_bytes": m.total, "available_bytes": m.available}));
-        let accelerators: Vec<Json> = self
+        let accelerators: Vec<_> = self
             .accelerators
             .detect()
             .await
             .iter()
             .map(|a| {
-                let mut v = a.to_json();
+                let mut shown = a.shown();
                 if let (Some(total), Some(free)) = (a.memory_total, a.memory_free) {
-                    v["memory_used_bytes"] = json!(total.saturating_sub(free));
+                    shown.memory_used_bytes = Some(total.saturating_sub(free));
                 }
-                v
+                shown
             })
             .collect();
         json!({
@@ -914,14 +926,14 @@ impl Inference {
 
     /// The alias and state of the stored model `variant` in the model directory `dir` (its
     /// snapshot) if the pool serves it.
-    pub async fn load_state(&self, dir: &Path, variant: &str) -> Option<(String, &'static str)> {
+    pub async fn load_state(&self, dir: &Path, variant: &str) -> Option<(String, LoadState)> {
         let models: Vec<_> = lock(&self.models).values().cloned().collect();
         let mut found = None;
         for s in models {
             if s.dir == dir && s.variant == variant {
-                let word = self.state(&s).await.word();
-                if word != "unloaded" || found.is_none() {
-                    found = Some((s.alias.clone(), word));
+                let state = self.state(&s).await.load_state();
+                if state != LoadState::Unloaded || found.is_none() {
+                    found = Some((s.alias.clone(), state));
                 }
             }
         }

@@ -4,8 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value as Json, json};
-use toolvisor_protocol::results::DeleteModelResult;
+use toolvisor_protocol::results::{
+    DeleteModelResult, Fit, HubModel, HubVariant, ListModelsResult, LoadState, MemoryFacts,
+    OrphanFile, PlacementLabel, SearchModelsResult, StoredFile, StoredModel,
+};
 
 use super::{Downloads, lock};
 use crate::error::DownloadError;
@@ -141,20 +143,25 @@ impl Downloads {
     }
 
     /// `list_models`: the store's models with size, files, completeness and fit label.
-    pub async fn models(&self) -> Json {
+    pub async fn models(&self) -> ListModelsResult {
         let memory = self.memory();
         let accelerators = self.config.accelerators.detect().await;
         let manifests = self.store.manifests();
         let all: Vec<&Manifest> = manifests.iter().map(|(_, m)| m).collect();
-        let models: Vec<Json> = manifests
+        let models = manifests
             .iter()
             .map(|(dir, m)| {
-                let files: Vec<Json> = m
+                let files = m
                     .files
                     .iter()
                     .map(|f| {
                         let (have, complete) = self.store.present(dir, f, m.verified(&f.name));
-                        json!({"name": f.name, "size": f.size, "bytes_present": have, "complete": complete})
+                        StoredFile {
+                            name: f.name.clone(),
+                            size: f.size,
+                            bytes_present: have,
+                            complete,
+                        }
                     })
                     .collect();
                 let size: u64 = m.files.iter().map(|f| f.size).sum();
@@ -163,21 +170,22 @@ impl Downloads {
                     .iter()
                     .all(|f| self.store.present(dir, f, m.verified(&f.name)).1);
                 let placement = fit::placement(size, memory, &accelerators);
-                json!({
-                    "name": crate::store::short_name(m, &all),
-                    "repo": m.repo,
-                    "revision": m.revision,
-                    "commit": m.commit,
-                    "current": !m.refs.is_empty(),
-                    "variant": m.variant,
-                    "path": dir.display().to_string(),
-                    "size_bytes": size,
-                    "complete": complete,
-                    "fit": placement.fit(),
-                    "placement": placement.to_json(&accelerators),
-                    "load_state": "not_loaded",
-                    "files": files,
-                })
+                StoredModel {
+                    name: crate::store::short_name(m, &all),
+                    repo: m.repo.clone(),
+                    revision: m.revision.clone(),
+                    commit: m.commit.clone(),
+                    current: !m.refs.is_empty(),
+                    variant: m.variant.clone(),
+                    path: dir.display().to_string(),
+                    size_bytes: size,
+                    complete,
+                    fit: placement.fit(),
+                    placement: placement.shown(&accelerators),
+                    load_state: LoadState::NotLoaded,
+                    alias: None,
+                    files,
+                }
             })
             .collect();
         let store = self.store.clone();
@@ -185,18 +193,28 @@ impl Downloads {
             .await
             .unwrap_or_default();
         let orphan_bytes: u64 = orphans.iter().map(|(_, b)| b).sum();
-        json!({
-            "store": self.store.root().display().to_string(),
-            "memory": memory.map(|m| json!({"total_bytes": m.total, "available_bytes": m.available})),
-            "accelerators": accelerators.iter().map(|a| a.to_json()).collect::<Vec<_>>(),
-            "models": models,
-            "orphans": orphans.iter().map(|(p, b)| json!({"path": p, "bytes": b})).collect::<Vec<_>>(),
-            "orphan_bytes": orphan_bytes,
-        })
+        ListModelsResult {
+            store: self.store.root().display().to_string(),
+            memory: memory.map(|m| MemoryFacts {
+                total_bytes: m.total,
+                available_bytes: m.available,
+            }),
+            accelerators: accelerators.iter().map(|a| a.shown()).collect(),
+            models,
+            orphans: orphans
+                .into_iter()
+                .map(|(path, bytes)| OrphanFile { path, bytes })
+                .collect(),
+            orphan_bytes,
+        }
     }
 
     /// `search_huggingface_models`: candidates with each variant's size and fit label.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Json, DownloadError> {
+    pub async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<SearchModelsResult, DownloadError> {
         let hits = self.hub.search(query, limit).await?;
         let memory = self.memory();
         let accelerators = self.config.accelerators.detect().await;
@@ -229,18 +247,18 @@ impl Downloads {
             .filter(|(_, m)| m.complete)
             .map(|(_, m)| (m.repo, m.variant))
             .collect();
-        let order = |l: &str| match l {
-            "fits_gpu" => 0,
-            "fits_cpu" => 1,
-            "fits_partial" => 2,
-            "tight" => 3,
-            "too_large" => 4,
-            _ => 5,
+        let order = |l: &PlacementLabel| match l {
+            PlacementLabel::FitsGpu => 0,
+            PlacementLabel::FitsCpu => 1,
+            PlacementLabel::FitsPartial => 2,
+            PlacementLabel::Tight => 3,
+            PlacementLabel::TooLarge => 4,
+            PlacementLabel::Unknown => 5,
         };
-        let models: Vec<Json> = rows
+        let models = rows
             .into_iter()
             .map(|(_, hit, siblings)| {
-                let variants: Vec<Json> = choose::variants(&siblings)
+                let variants: Vec<HubVariant> = choose::variants(&siblings)
                     .into_iter()
                     .map(|v| {
                         // Unknown when the endpoint listed a file without its size: no
@@ -248,38 +266,49 @@ impl Downloads {
                         let bytes: Option<u64> = v
                             .files
                             .iter()
-                            .map(|f| siblings.iter().find(|s| s.name == f.name).and_then(|s| s.size))
+                            .map(|f| {
+                                siblings
+                                    .iter()
+                                    .find(|s| s.name == f.name)
+                                    .and_then(|s| s.size)
+                            })
                             .sum();
                         let projector = v.files.iter().find(|f| {
                             crate::gguf::is_gguf(&f.name)
                                 && crate::gguf::role(&f.name) == crate::gguf::Role::Projector
                         });
                         let placement = bytes.map(|b| fit::placement(b, memory, &accelerators));
-                        json!({
-                            "variant": v.variant,
-                            "bytes": bytes,
-                            "projector": projector.map(|f| &f.name),
-                            "fit": placement.as_ref().map_or("unknown", |p| p.fit()),
-                            "placement": placement.map(|p| p.to_json(&accelerators)),
-                            "downloaded": downloaded.iter().any(|(r, var)| r == &hit.id && var == &v.variant),
-                        })
+                        HubVariant {
+                            downloaded: downloaded
+                                .iter()
+                                .any(|(r, var)| r == &hit.id && var == &v.variant),
+                            variant: v.variant,
+                            bytes,
+                            projector: projector.map(|f| f.name.clone()),
+                            fit: placement.as_ref().map_or(Fit::Unknown, |p| p.fit()),
+                            placement: placement.map(|p| p.shown(&accelerators)),
+                        }
                     })
                     .collect();
                 let best = variants
                     .iter()
-                    .filter_map(|v| v.pointer("/placement/label").and_then(Json::as_str))
-                    .min_by_key(|l| order(l))
-                    .unwrap_or("unknown")
-                    .to_string();
-                let fit = match best.as_str() {
-                    "fits_gpu" | "fits_cpu" | "fits_partial" => "fits",
-                    other => other,
-                };
-                json!({"repo": hit.id, "downloads": hit.downloads, "gated": hit.gated.to_json(), "fit": fit, "placement": best, "variants": variants})
+                    .filter_map(|v| v.placement.as_ref().map(|p| p.label))
+                    .min_by_key(order)
+                    .unwrap_or(PlacementLabel::Unknown);
+                HubModel {
+                    repo: hit.id,
+                    downloads: hit.downloads,
+                    gated: hit.gated.shown(),
+                    fit: best.fit(),
+                    placement: best,
+                    variants,
+                }
             })
             .collect();
-        Ok(
-            json!({"query": query, "accelerators": accelerators.iter().map(|a| a.to_json()).collect::<Vec<_>>(), "models": models}),
-        )
+        Ok(SearchModelsResult {
+            query: query.to_string(),
+            accelerators: accelerators.iter().map(|a| a.shown()).collect(),
+            models,
+        })
     }
 }
