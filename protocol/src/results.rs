@@ -15,8 +15,8 @@
 //!
 //! One file per family of tools (`results/<family>.rs`), like the arguments in `tools`.
 //! Transitional: the types of the tools whose handlers still build their JSON by hand
-//! (`lsp*`, `synced_write`, `debug` and the inference pool's) are descriptions only, named
-//! by `.returns::<R>()` and never built.
+//! (`lsp`, `lsp_rename`, `lsp_edit`, `synced_write`, `debug`) are descriptions only, named by
+//! `.returns::<R>()` and never built.
 
 mod data;
 #[allow(dead_code, clippy::large_enum_variant)]
@@ -27,7 +27,6 @@ mod human;
 mod jobs;
 #[allow(dead_code, clippy::large_enum_variant)]
 mod lsp;
-#[allow(dead_code, clippy::large_enum_variant)]
 mod models;
 mod structural;
 

@@ -448,7 +448,7 @@ pub struct SearchModelsResult {
 // ---- Inference ----
 
 /// Where a loaded model stands.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelState {
     /// Its server was spawned and does not answer yet.
@@ -463,7 +463,7 @@ pub enum ModelState {
 }
 
 /// One model of the inference pool.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoadedModel {
     /// The name requests use in `"model"`.
     pub alias: String,
@@ -501,33 +501,45 @@ pub struct LoadedModel {
     /// given).
     pub placement: Placement,
     /// The variant's multimodal projector, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub projector: Option<String>,
     /// With a projector: whether the server command was given it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub projector_passed: Option<bool>,
     /// The server's loopback port, while one runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// The server's own URL, while one runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// The server's pid, while it runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// The server's resident memory in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
     /// Spawn to ready, of the latest incarnation that became ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub load_ms: Option<u64>,
     /// Loading: milliseconds since the spawn.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub loading_ms: Option<u64>,
     /// Loading: the limit it must be ready within.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ready_timeout_s: Option<u64>,
     /// Restarting or failed: how the server ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// Unloaded: why, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Restarting or failed: the server's last output lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stderr_tail: Option<Vec<String>>,
 }
 
 /// The model unloaded to make room.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Evicted {
     /// Its alias.
     pub alias: String,
@@ -541,22 +553,26 @@ pub struct Evicted {
 
 /// The result of `load_model`: the model's status entry, started (state `loading`) or
 /// already loaded.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoadModelResult {
     #[serde(flatten)]
     pub model: LoadedModel,
     /// Started: fits, tight or unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub fit: Option<Fit>,
     /// Started at max_loaded: the model unloaded to make room.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub evicted: Option<Evicted>,
     /// Started: how to follow it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
     /// Already loaded: nothing started.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// The result of `unload_model`: the model stopped and its port freed.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UnloadModelResult {
     /// The alias unloaded.
     pub alias: String,
@@ -571,7 +587,7 @@ pub struct UnloadModelResult {
 }
 
 /// Where the inference endpoint listens.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InferenceEndpoint {
     /// Its Unix socket.
     pub socket: String,
@@ -582,7 +598,7 @@ pub struct InferenceEndpoint {
 }
 
 /// The result of `get_inference_status`: the pool's models and its endpoint.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InferenceStatusResult {
     /// Every model the pool knows.
     pub models: Vec<LoadedModel>,
@@ -604,7 +620,7 @@ pub struct InferenceStatusResult {
 }
 
 /// An alias the pool no longer serves.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GoneAlias {
     pub alias: String,
     /// The model it served.
@@ -620,7 +636,7 @@ pub struct GoneAlias {
 }
 
 /// Requests and tokens through the inference endpoint.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TokenCounts {
     /// Requests.
     pub requests: u64,
@@ -637,7 +653,7 @@ pub struct TokenCounts {
 }
 
 /// One UTC day's usage.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DayUsage {
     /// The day, `YYYY-MM-DD` (UTC).
     pub date: String,
@@ -646,7 +662,7 @@ pub struct DayUsage {
 }
 
 /// One model's usage.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModelUsage {
     /// The model as load_model named it.
     pub model: String,
@@ -655,7 +671,7 @@ pub struct ModelUsage {
 }
 
 /// One model's usage on one UTC day.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DayModelUsage {
     /// The day, `YYYY-MM-DD` (UTC).
     pub date: String,
@@ -666,7 +682,7 @@ pub struct DayModelUsage {
 }
 
 /// The result of `get_token_usage_stats`: totals, per day, per model, per day and model.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TokenUsageResult {
     /// All requests counted.
     pub totals: TokenCounts,

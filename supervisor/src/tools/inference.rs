@@ -5,10 +5,9 @@
 
 use std::sync::Arc;
 
-use serde_json::Value as Json;
 use toolvisor_inference::Inference;
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::results::ListModelsResult;
+use toolvisor_protocol::results::{ListModelsResult, LoadModelResult, UnloadModelResult};
 use toolvisor_protocol::tools::{
     InferenceStatusArgs, LoadModelArgs, TokenUsageArgs, UnloadModelArgs,
 };
@@ -21,7 +20,11 @@ fn pool<'a>(s: &'a Services, tool: &str) -> Result<&'a Arc<Inference>, ToolError
     s.inference.as_ref().ok_or_else(|| super::no_worker(tool))
 }
 
-async fn load_model(s: &Services, ctx: &CallCtx, a: LoadModelArgs) -> Result<Json, ToolError> {
+async fn load_model(
+    s: &Services,
+    ctx: &CallCtx,
+    a: LoadModelArgs,
+) -> Result<LoadModelResult, ToolError> {
     let pool = pool(s, "load_model")?;
     tracing::info!(conversation = ctx.conversation, call = ctx.id, model = a.model, alias = ?a.alias, context = ?a.context, "load_model");
     Ok(pool
@@ -29,7 +32,11 @@ async fn load_model(s: &Services, ctx: &CallCtx, a: LoadModelArgs) -> Result<Jso
         .await?)
 }
 
-async fn unload_model(s: &Services, ctx: &CallCtx, a: UnloadModelArgs) -> Result<Json, ToolError> {
+async fn unload_model(
+    s: &Services,
+    ctx: &CallCtx,
+    a: UnloadModelArgs,
+) -> Result<UnloadModelResult, ToolError> {
     let pool = pool(s, "unload_model")?;
     tracing::info!(
         conversation = ctx.conversation,
@@ -65,7 +72,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "inference",
             "Serve a stored model on the OpenAI-compatible endpoint; poll get_inference_status until ready.",
             |s, ctx, a| Box::pin(load_model(s, ctx, a)),
-        ).returns::<toolvisor_protocol::results::LoadModelResult>()
+        )
         .additive().idempotent(true)
         .approval(Approval::Always)
         .follows(super::spec::follow(
@@ -82,7 +89,7 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "inference",
             "Stop a loaded model's server.",
             |s, ctx, a| Box::pin(unload_model(s, ctx, a)),
-        ).returns::<toolvisor_protocol::results::UnloadModelResult>()
+        )
         .idempotent(true)
         .approval(Approval::Always),
         ToolSpec::new(
@@ -91,16 +98,14 @@ pub(crate) fn declare(attached: &super::spec::Attachment) -> Vec<super::spec::To
             "inference",
             "Loaded models (alias, state, memory, last error) and the endpoint address.",
             |s, _, _: InferenceStatusArgs| Box::pin(async move { Ok(pool(s, "get_inference_status")?.status().await) }),
-        )
-        .returns::<toolvisor_protocol::results::InferenceStatusResult>(),
+        ),
         ToolSpec::new(
             "get_token_usage_stats",
             Tier::Read,
             "inference",
             "Tokens through the inference endpoint, per day and model.",
             |s, _, a: TokenUsageArgs| Box::pin(async move { Ok(pool(s, "get_token_usage_stats")?.usage.stats(a.model.as_deref(), a.days)) }),
-        )
-        .returns::<toolvisor_protocol::results::TokenUsageResult>(),
+        ),
     ];
     tools
         .into_iter()

@@ -883,11 +883,12 @@ pub fn serve(
             }
         });
     }
-    *pool.endpoint.lock().unwrap_or_else(|p| p.into_inner()) = json!({
-        "socket": socket.display().to_string(),
-        "listen": bound.map(|a| format!("http://{a}/v1")),
-        "listen_needs_key": bound.is_some() && pool.config().api_key().is_some(),
-    });
+    *pool.endpoint.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some(toolvisor_protocol::results::InferenceEndpoint {
+            socket: socket.display().to_string(),
+            listen: bound.map(|a| format!("http://{a}/v1")),
+            listen_needs_key: bound.is_some() && pool.config().api_key().is_some(),
+        });
     Ok(Endpoint {
         socket: socket.to_path_buf(),
         listen: bound,
@@ -903,9 +904,8 @@ impl Inference {
             .endpoint
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get("socket")
-            .and_then(Json::as_str)
-            .map(PathBuf::from);
+            .as_ref()
+            .map(|e| PathBuf::from(&e.socket));
         if let Some(socket) = socket
             && std::fs::symlink_metadata(&socket).is_ok_and(|m| m.file_type().is_socket())
         {

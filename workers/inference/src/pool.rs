@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use serde_json::{Value as Json, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 use toolvisor_downloads::fit;
@@ -36,7 +35,10 @@ use toolvisor_kit::process::{self, ExitStatus, ProcessGuard, Spawned};
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
-use toolvisor_protocol::results::{Fit, LoadState};
+use toolvisor_protocol::results::{
+    Evicted, Fit, GoneAlias, InferenceEndpoint, InferenceStatusResult, LoadModelResult, LoadState,
+    LoadedModel, MemoryFacts, ModelState, UnloadModelResult,
+};
 
 use crate::config::{InferenceConfig, ModelParams, render};
 use crate::error::InferenceError;
@@ -221,6 +223,17 @@ impl State {
         }
     }
 
+    /// As the pool's results show it.
+    pub fn model_state(&self) -> ModelState {
+        match self {
+            State::Loading => ModelState::Loading,
+            State::Ready(_) => ModelState::Ready,
+            State::Restarting { .. } => ModelState::Restarting,
+            State::Failed { .. } => ModelState::Failed,
+            State::Unloaded { .. } => ModelState::Unloaded,
+        }
+    }
+
     /// As `list_models` shows a stored model the pool serves.
     pub fn load_state(&self) -> LoadState {
         match self {
@@ -258,7 +271,7 @@ pub struct Inference {
     loading: tokio::sync::Mutex<()>,
     pub usage: Arc<UsageBook>,
     /// Where the routing endpoint listens, for the status.
-    pub endpoint: Mutex<Json>,
+    pub endpoint: Mutex<Option<InferenceEndpoint>>,
     /// The endpoint's budget for request bodies being read at once, in KiB
     /// ([`BODY_BUDGET`]).
     pub(crate) bodies: Arc<tokio::sync::Semaphore>,
@@ -390,7 +403,7 @@ impl Inference {
             models: Mutex::new(BTreeMap::new()),
             gone: Mutex::new(BTreeMap::new()),
             loading: tokio::sync::Mutex::new(()),
-            endpoint: Mutex::new(Json::Null),
+            endpoint: Mutex::new(None),
             bodies: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET >> 10)),
         })
     }
@@ -452,7 +465,7 @@ impl Inference {
     /// nothing happens; at it, the least recently used model that is not pinned and has no
     /// request in flight is unloaded and described (what was evicted, idle how long), or the
     /// load is refused `busy` saying why none could be.
-    async fn make_room(&self, alias: &str) -> Result<Option<Json>, InferenceError> {
+    async fn make_room(&self, alias: &str) -> Result<Option<Evicted>, InferenceError> {
         let models: Vec<_> = lock(&self.models).values().cloned().collect();
         let mut live = Vec::new();
         for m in models {
@@ -510,10 +523,14 @@ impl Inference {
             format!("evicted to make room for {alias:?} (inference.max_loaded {max})"),
         )
         .await?;
-        Ok(Some(
-            json!({"alias": victim_alias, "model": victim_model, "idle_s": idle_s,
-            "why": format!("max_loaded ({max}) reached; it was the least recently used model not pinned and not serving")}),
-        ))
+        Ok(Some(Evicted {
+            alias: victim_alias,
+            model: victim_model,
+            idle_s,
+            why: format!(
+                "max_loaded ({max}) reached; it was the least recently used model not pinned and not serving"
+            ),
+        }))
     }
 
     /// `load_model`: check, then start the server and answer at once with `loading`. At
@@ -525,7 +542,7 @@ impl Inference {
         alias: Option<&str>,
         context: Option<u32>,
         pin: bool,
-    ) -> Result<Json, InferenceError> {
+    ) -> Result<LoadModelResult, InferenceError> {
         self.load_with(model, alias, context, pin, false).await
     }
 
@@ -539,7 +556,7 @@ impl Inference {
         context: Option<u32>,
         pin: bool,
         embeddings: bool,
-    ) -> Result<Json, InferenceError> {
+    ) -> Result<LoadModelResult, InferenceError> {
         let (manifest, dir) = crate::resolve::resolve(&self.store, model)?;
         let alias = match alias {
             Some(a) => a.to_string(),
@@ -633,17 +650,22 @@ impl Inference {
     }
 
     /// The answer to a load just started: the model's state, its fit, what was evicted.
-    async fn loading_answer(&self, served: &Served, fit: Fit, evicted: Option<Json>) -> Json {
+    async fn loading_answer(
+        &self,
+        served: &Served,
+        fit: Fit,
+        evicted: Option<Evicted>,
+    ) -> LoadModelResult {
         let state = self.state(served).await;
-        let mut answer = self.describe(served, &state);
-        answer["fit"] = json!(fit);
-        if let Some(e) = evicted {
-            answer["evicted"] = e;
+        LoadModelResult {
+            model: self.describe(served, &state),
+            fit: Some(fit),
+            evicted,
+            hint: Some(
+                "get_inference_status shows when it is ready; requests go to the endpoint with \"model\": the alias".into(),
+            ),
+            note: None,
         }
-        answer["hint"] = json!(
-            "get_inference_status shows when it is ready; requests go to the endpoint with \"model\": the alias"
-        );
-        answer
     }
 
     /// The answer when `alias` already serves this model (nothing to start); an error when
@@ -654,7 +676,7 @@ impl Inference {
         dir: &Path,
         manifest: &Manifest,
         embeddings: bool,
-    ) -> Result<Option<Json>, InferenceError> {
+    ) -> Result<Option<LoadModelResult>, InferenceError> {
         let Some(existing) = self.get(alias) else {
             return Ok(None);
         };
@@ -664,11 +686,13 @@ impl Inference {
             && existing.embeddings == embeddings;
         match state {
             State::Unloaded { .. } => Ok(None),
-            _ if same => {
-                let mut answer = self.describe(&existing, &state);
-                answer["note"] = json!("already loaded; nothing started");
-                Ok(Some(answer))
-            }
+            _ if same => Ok(Some(LoadModelResult {
+                model: self.describe(&existing, &state),
+                fit: None,
+                evicted: None,
+                hint: None,
+                note: Some("already loaded; nothing started".into()),
+            })),
             _ => Err(InferenceError::AliasTaken {
                 alias: alias.to_string(),
                 model: existing.model.clone(),
@@ -815,70 +839,58 @@ impl Inference {
     }
 
     /// One model's status entry.
-    pub fn describe(&self, s: &Served, state: &State) -> Json {
+    pub fn describe(&self, s: &Served, state: &State) -> LoadedModel {
         let live = s.live();
         let info = s.status.get();
-        let mut out = json!({
-            "alias": s.alias,
-            "model": s.model,
-            "repo": s.repo,
-            "revision": s.revision,
-            "variant": s.variant,
-            "path": s.path.display().to_string(),
-            "format": s.format,
-            "context": s.context,
-            "size_bytes": s.size,
-            "state": state.word(),
-            "restarts": info.restarts,
-            "idle_s": s.idle_for().as_secs(),
-            "requests_in_flight": s.in_flight.load(Ordering::SeqCst),
-            "pinned": s.pinned,
-            "queue_depth": s.waiting.load(Ordering::SeqCst),
-            "slots_free": s.slots.available_permits(),
-            "placement": s.placement,
-        });
-        if let Some((p, passed)) = &s.projector {
-            out["projector"] = json!(p.display().to_string());
-            out["projector_passed"] = json!(passed);
-        }
-        if live.port != 0 {
-            out["port"] = json!(live.port);
-            out["url"] = json!(format!("http://127.0.0.1:{}/v1", live.port));
-        }
-        if let Some(pid) = live.pid {
-            out["pid"] = json!(pid);
-            if let Some(rss) = process::rss_bytes(pid) {
-                out["rss_bytes"] = json!(rss);
-            }
-        }
-        if let Some(ms) = live.load_ms {
-            out["load_ms"] = json!(ms);
-        }
+        let pid = live.pid;
+        let port = (live.port != 0).then_some(live.port);
         // How far a load is: the time since its spawn against the readiness timeout (a
         // model server reports no progress of its own while it loads).
-        if matches!(state, State::Loading)
-            && let Some(at) = live.spawned
-        {
-            out["loading_ms"] = json!(at.elapsed().as_millis() as u64);
-            out["ready_timeout_s"] = json!(self.config.ready_timeout_s);
+        let loading = live.spawned.filter(|_| matches!(state, State::Loading));
+        let troubled = matches!(state, State::Failed { .. } | State::Restarting { .. });
+        LoadedModel {
+            alias: s.alias.clone(),
+            model: s.model.clone(),
+            repo: s.repo.clone(),
+            revision: s.revision.clone(),
+            variant: s.variant.clone(),
+            path: s.path.display().to_string(),
+            format: s.format.clone(),
+            context: s.context,
+            size_bytes: s.size,
+            state: state.model_state(),
+            restarts: info.restarts,
+            idle_s: s.idle_for().as_secs(),
+            requests_in_flight: s.in_flight.load(Ordering::SeqCst) as u64,
+            pinned: s.pinned,
+            queue_depth: s.waiting.load(Ordering::SeqCst) as u64,
+            slots_free: s.slots.available_permits() as u64,
+            placement: s.placement.clone(),
+            projector: s.projector.as_ref().map(|(p, _)| p.display().to_string()),
+            projector_passed: s.projector.as_ref().map(|(_, passed)| *passed),
+            port,
+            url: port.map(|port| format!("http://127.0.0.1:{port}/v1")),
+            pid,
+            rss_bytes: pid.and_then(process::rss_bytes),
+            load_ms: live.load_ms,
+            loading_ms: loading.map(|at| at.elapsed().as_millis() as u64),
+            ready_timeout_s: loading.map(|_| self.config.ready_timeout_s),
+            last_error: match state {
+                State::Failed { last_error } | State::Restarting { last_error } => {
+                    Some(last_error.clone())
+                }
+                _ => None,
+            },
+            reason: match state {
+                State::Unloaded { reason } => reason.clone(),
+                _ => None,
+            },
+            stderr_tail: troubled.then(|| s.tail()),
         }
-        match state {
-            State::Failed { last_error } | State::Restarting { last_error } => {
-                out["last_error"] = json!(last_error);
-            }
-            State::Unloaded {
-                reason: Some(reason),
-            } => out["reason"] = json!(reason),
-            _ => {}
-        }
-        if matches!(state, State::Failed { .. } | State::Restarting { .. }) {
-            out["stderr_tail"] = json!(s.tail());
-        }
-        out
     }
 
     /// `get_inference_status`: every model the pool knows, the endpoint.
-    pub async fn status(&self) -> Json {
+    pub async fn status(&self) -> InferenceStatusResult {
         let models: Vec<_> = lock(&self.models).values().cloned().collect();
         let mut out = Vec::new();
         for s in models {
@@ -887,18 +899,22 @@ impl Inference {
         }
         // Aliases unloaded or evicted are not gone without a word: each says why and what
         // a request for it does now.
-        let gone: Vec<Json> = lock(&self.gone)
+        let gone = lock(&self.gone)
             .iter()
-            .map(|(alias, g)| {
-                json!({"alias": alias, "model": g.model, "why": g.why,
-                    "gone_s": g.at.elapsed().as_secs(),
-                    "reloads_on_request": self.config.on_demand})
+            .map(|(alias, g)| GoneAlias {
+                alias: alias.clone(),
+                model: g.model.clone(),
+                why: g.why.clone(),
+                gone_s: g.at.elapsed().as_secs(),
+                reloads_on_request: self.config.on_demand,
             })
             .collect();
         // The memory the fit sees, as it is now: the host's, and each accelerator's in use
         // (what `nvidia-smi` or the kernel's amdgpu files say, whoever holds it).
-        let memory = fit::read_memory(&self.meminfo)
-            .map(|m| json!({"total_bytes": m.total, "available_bytes": m.available}));
+        let memory = fit::read_memory(&self.meminfo).map(|m| MemoryFacts {
+            total_bytes: m.total,
+            available_bytes: m.available,
+        });
         let accelerators: Vec<_> = self
             .accelerators
             .detect()
@@ -912,16 +928,16 @@ impl Inference {
                 shown
             })
             .collect();
-        json!({
-            "models": out,
-            "memory": memory,
-            "accelerators": accelerators,
-            "gone": gone,
-            "endpoint": lock(&self.endpoint).clone(),
-            "idle_ttl_s": self.config.idle_ttl_s,
-            "on_demand": self.config.on_demand,
-            "max_loaded": self.config.max_loaded,
-        })
+        InferenceStatusResult {
+            models: out,
+            memory,
+            accelerators,
+            gone,
+            endpoint: lock(&self.endpoint).clone(),
+            idle_ttl_s: self.config.idle_ttl_s,
+            on_demand: self.config.on_demand,
+            max_loaded: self.config.max_loaded as u64,
+        }
     }
 
     /// The alias and state of the stored model `variant` in the model directory `dir` (its
@@ -942,13 +958,17 @@ impl Inference {
 
     /// `unload_model`: stop the server (SIGTERM, then the guard's kill after the grace) and
     /// wait until its port is free.
-    pub async fn unload(&self, alias: &str) -> Result<Json, InferenceError> {
+    pub async fn unload(&self, alias: &str) -> Result<UnloadModelResult, InferenceError> {
         self.unload_because(alias, "unloaded by unload_model".into())
             .await
     }
 
     /// [`Inference::unload`], remembering `why` for a later request naming the alias.
-    async fn unload_because(&self, alias: &str, why: String) -> Result<Json, InferenceError> {
+    async fn unload_because(
+        &self,
+        alias: &str,
+        why: String,
+    ) -> Result<UnloadModelResult, InferenceError> {
         let served = self.get(alias).ok_or_else(|| InferenceError::NotLoaded {
             alias: alias.to_string(),
         })?;
@@ -996,13 +1016,13 @@ impl Inference {
             },
         );
         tracing::info!(alias, "model unloaded");
-        Ok(json!({
-            "alias": alias,
-            "model": served.model,
-            "unloaded": true,
-            "was": before.word(),
-            "port_freed": (port != 0).then_some(port),
-        }))
+        Ok(UnloadModelResult {
+            alias: alias.to_string(),
+            model: served.model.clone(),
+            unloaded: true,
+            was: before.model_state(),
+            port_freed: (port != 0).then_some(port),
+        })
     }
 
     /// The port of `alias` once ready, loading it first where `[inference] on_demand` allows:

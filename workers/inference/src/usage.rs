@@ -9,8 +9,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use toolvisor_kit::private::{Durability, write_private_file};
+use toolvisor_protocol::results::{
+    DayModelUsage, DayUsage, ModelUsage, TokenCounts, TokenUsageResult,
+};
 
 /// Tokens one response reported.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -224,15 +227,15 @@ impl Counts {
         self.cached_prompt_tokens += o.cached_prompt_tokens;
     }
 
-    fn to_json(self) -> Json {
-        json!({
-            "requests": self.requests,
-            "requests_without_usage": self.requests_without_usage,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.prompt_tokens + self.completion_tokens,
-            "cached_prompt_tokens": self.cached_prompt_tokens,
-        })
+    fn shown(self) -> TokenCounts {
+        TokenCounts {
+            requests: self.requests,
+            requests_without_usage: self.requests_without_usage,
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            total_tokens: self.prompt_tokens + self.completion_tokens,
+            cached_prompt_tokens: self.cached_prompt_tokens,
+        }
     }
 }
 
@@ -366,7 +369,7 @@ impl UsageBook {
 
     /// `get_token_usage_stats`: totals, per day, per model and per day and model, optionally
     /// for one model and the last `days` days.
-    pub fn stats(&self, model: Option<&str>, days: Option<u32>) -> Json {
+    pub fn stats(&self, model: Option<&str>, days: Option<u32>) -> TokenUsageResult {
         let book = lock(&self.book);
         let first = days.map(|n| {
             let now = SystemTime::now()
@@ -390,33 +393,33 @@ impl UsageBook {
                 }
                 day_total.add(c);
                 per_model.entry(m).or_default().add(c);
-                let mut row = c.to_json();
-                row["date"] = json!(day);
-                row["model"] = json!(m);
-                per_day_model.push(row);
+                per_day_model.push(DayModelUsage {
+                    date: day.clone(),
+                    model: m.clone(),
+                    counts: c.shown(),
+                });
             }
             if day_total.requests > 0 {
                 total.add(&day_total);
-                let mut row = day_total.to_json();
-                row["date"] = json!(day);
-                per_day.push(row);
+                per_day.push(DayUsage {
+                    date: day.clone(),
+                    counts: day_total.shown(),
+                });
             }
         }
-        let per_model: Vec<Json> = per_model
-            .into_iter()
-            .map(|(m, c)| {
-                let mut row = c.to_json();
-                row["model"] = json!(m);
-                row
-            })
-            .collect();
-        json!({
-            "totals": total.to_json(),
-            "per_day": per_day,
-            "per_model": per_model,
-            "per_day_model": per_day_model,
-            "file": self.path.display().to_string(),
-        })
+        TokenUsageResult {
+            totals: total.shown(),
+            per_day,
+            per_model: per_model
+                .into_iter()
+                .map(|(m, c)| ModelUsage {
+                    model: m.to_string(),
+                    counts: c.shown(),
+                })
+                .collect(),
+            per_day_model,
+            file: self.path.display().to_string(),
+        }
     }
 }
 
@@ -454,7 +457,7 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         let reread = UsageBook::open(&path);
-        assert_eq!(reread.stats(Some("m"), None)["totals"]["requests"], 2000);
+        assert_eq!(reread.stats(Some("m"), None).totals.requests, 2000);
     }
 
     #[test]
@@ -584,11 +587,11 @@ mod tests {
         book.record("b", None);
         book.save();
         let again = UsageBook::open(&path);
-        let s = again.stats(None, None);
+        let s = serde_json::to_value(again.stats(None, None)).unwrap();
         assert_eq!(s["totals"]["requests"], 2);
         assert_eq!(s["totals"]["total_tokens"], 10);
         assert_eq!(s["per_model"][1]["requests_without_usage"], 1);
         assert_eq!(s["per_day"][0]["date"], today());
-        assert_eq!(again.stats(Some("a"), Some(1))["totals"]["requests"], 1);
+        assert_eq!(again.stats(Some("a"), Some(1)).totals.requests, 1);
     }
 }
