@@ -1,6 +1,6 @@
 //! The vocabulary of tools: [`ToolSpec`], one value per tool — name, tier, parallel safety,
-//! approval rule, attachment, hints, the schema derived from the handler's argument type,
-//! and the handler itself behind one parse of the arguments. Each family declares its tools
+//! approval rule, attachment, hints, the schemas derived from the handler's argument and
+//! result types, and the handler itself behind one parse of the arguments. Each family declares its tools
 //! next to their handlers (`tools/<family>.rs`, `declare()`); [`crate::tools::all`]
 //! assembles them and [`crate::registry`] holds the rules of visibility.
 //!
@@ -15,9 +15,10 @@
 //! (`Approval::ops(&[LspOp::Trust])`, read from the one parse), never strings; `.summary` gives an approval prompt
 //! that says more than the arguments.
 //!
-//! Transitional: a handler that still answers JSON built by hand (`R = serde_json::Value`)
-//! names its result type with `.returns::<X>()` in its family's `declare()`. A debug build
-//! checks every result, typed or not, against its output schema (`check_output`).
+//! Transitional: a handler that still answers JSON built by hand (`R = serde_json::Value`:
+//! `lsp`, `lsp_rename`, `lsp_edit`, `synced_write`, `debug`) names its result type with
+//! `.returns::<X>()` in its family's `declare()`. A debug build checks every result, typed or
+//! not, against its output schema (`check_output`).
 //!
 //! To add a tool: its argument struct in `protocol::tools` (derive `JsonSchema`,
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
