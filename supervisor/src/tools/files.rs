@@ -474,22 +474,9 @@ pub(crate) async fn run_tool_result_read(
     let conversation = ctx.conversation.clone();
     let max_frame = cx.max_frame;
     blocking("tool_result_read", move || {
-        let sl = files
+        files
             .store
-            .read(&conversation, &reference, offset, limit, max_frame)?;
-        Ok(ToolResultReadResult {
-            reference: sl.reference,
-            text: sl.text,
-            offset: sl.offset as u64,
-            next_offset: sl.next_offset as u64,
-            total_chars: sl.total_chars as u64,
-            eof: sl.eof,
-            source_tool: sl.source_tool,
-            content_type: sl.content_type,
-            storage_kind: sl.storage_kind,
-            masked: sl.masked,
-            envelope_clamped: sl.envelope_clamped,
-        })
+            .read(&conversation, &reference, offset, limit, max_frame)
     })
     .await
 }

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value as Json, json};
+use toolvisor_protocol::results::ToolResultReadResult;
 
 use crate::error::{Error, Result};
 use crate::secrets::Secrets;
@@ -94,24 +95,6 @@ pub struct ResultStore {
     secrets: Secrets,
     index: Mutex<Index>,
     seq: AtomicU64,
-}
-
-/// One page of a stored result.
-#[derive(Clone, Debug)]
-pub struct Slice {
-    pub reference: String,
-    pub text: String,
-    pub offset: usize,
-    pub next_offset: usize,
-    pub total_chars: usize,
-    pub eof: bool,
-    pub source_tool: String,
-    pub content_type: String,
-    pub storage_kind: String,
-    /// Secret names masked in the stored text, with counts.
-    pub masked: BTreeMap<String, u64>,
-    /// The limit was lowered so the answer fits one frame.
-    pub envelope_clamped: bool,
 }
 
 fn now_ms() -> u64 {
@@ -757,7 +740,7 @@ impl ResultStore {
         offset: Option<usize>,
         limit: Option<usize>,
         max_frame: usize,
-    ) -> Result<Slice> {
+    ) -> Result<ToolResultReadResult> {
         check_ref(reference)?;
         let limit = limit.unwrap_or(DEFAULT_READ_CHARS);
         if limit == 0 || limit > MAX_READ_CHARS {
@@ -808,12 +791,12 @@ impl ResultStore {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(Slice {
+        Ok(ToolResultReadResult {
             reference: reference.into(),
             text: taken.to_string(),
-            offset,
-            next_offset,
-            total_chars,
+            offset: offset as u64,
+            next_offset: next_offset as u64,
+            total_chars: total_chars as u64,
             eof: next_offset >= total_chars,
             source_tool: meta["source_tool"].as_str().unwrap_or("").into(),
             content_type: meta["content_type"].as_str().unwrap_or("").into(),

@@ -15,9 +15,9 @@ fn page_all(s: &ResultStore, conv: &str, r: &str, limit: usize) -> String {
         let sl = s
             .read(conv, r, Some(offset), Some(limit), 16 << 20)
             .unwrap();
-        assert_eq!(sl.offset, offset);
+        assert_eq!(sl.offset, offset as u64);
         out.push_str(&sl.text);
-        offset = sl.next_offset;
+        offset = sl.next_offset as usize;
         if sl.eof {
             break;
         }
