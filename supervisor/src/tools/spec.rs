@@ -12,11 +12,11 @@
 //! `protocol::results`, `Serialize + JsonSchema`) is both the output schema clients see and
 //! what the result leaves as (`serde_json::to_value`, once, in the erased handler), so
 //! neither can drift. Approval and per-op tier rules are typed over the arguments' op enum
-//! (`Approval::ops(&[LspOp::Trust])`, read from the one parse), never strings; `.summary` gives an approval prompt
-//! that says more than the arguments.
+//! (`Approval::ops(&[LspOp::Trust])`, read from the one parse), never strings; `.summary`
+//! gives an approval prompt that says more than the arguments.
 //!
 //! Transitional: a handler that still answers JSON built by hand (`R = serde_json::Value`:
-//! `lsp`, `lsp_rename`, `lsp_edit`, `synced_write`, `debug`) names its result type with
+//! `lsp`, `lsp_rename`, `debug`) names its result type with
 //! `.returns::<X>()` in its family's `declare()`. A debug build checks every result, typed or
 //! not, against its output schema (`check_output`).
 //!
