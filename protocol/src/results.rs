@@ -15,8 +15,8 @@
 //!
 //! One file per family of tools (`results/<family>.rs`), like the arguments in `tools`.
 //! Transitional: the types of the tools whose handlers still build their JSON by hand
-//! (`lsp`, `lsp_rename`, `debug`) are descriptions only, named by `.returns::<R>()` and
-//! never built (the lsp shapes that `lsp_edit` and `synced_write` build are typed).
+//! (`lsp`, `debug`) are descriptions only, named by `.returns::<R>()` and never built (the
+//! lsp shapes that `lsp_rename`, `lsp_edit` and `synced_write` build are typed).
 
 mod data;
 #[allow(dead_code, clippy::large_enum_variant)]

@@ -843,7 +843,7 @@ pub struct LspTrustedRoot {
 // ---- lsp_rename ----
 
 /// The result of `lsp_rename`: the preview (`dry_run`) or the rename written.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum LspRenameResult {
     Preview(LspRenamePreview),
@@ -851,63 +851,65 @@ pub enum LspRenameResult {
 }
 
 /// The result of `lsp_rename` with `dry_run: true`: the whole edit per file; nothing written.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspRenamePreview {
     /// Every changed line, old then new.
-    text: String,
+    pub text: String,
     /// True: a preview.
-    dry_run: bool,
+    pub dry_run: bool,
     /// False: nothing was written.
-    written: bool,
+    pub written: bool,
     /// The files the rename would edit.
-    files: Vec<LspPreviewedFile>,
+    pub files: Vec<LspPreviewedFile>,
     /// Text edits over all files.
-    edits: u64,
+    pub edits: u64,
     /// Changed lines not shown (past 200 over all files).
-    lines_not_shown: u64,
+    pub lines_not_shown: u64,
     /// No gap in the server's index is known.
-    complete: bool,
+    pub complete: bool,
     /// Why the rename may miss files.
-    partial_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
 }
 
 /// One file of a rename preview.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspPreviewedFile {
     /// The file, relative to the workdir when under it.
-    path: String,
+    pub path: String,
     /// Text edits in it.
-    edits: u64,
+    pub edits: u64,
     /// Its changed lines shown (none when the edit changes its line count).
-    lines: Vec<LspChangedLine>,
+    pub lines: Vec<LspChangedLine>,
 }
 
 /// A line a rename would change.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspChangedLine {
     /// 1-based line.
-    line: u64,
+    pub line: u64,
     /// The line now.
-    old: String,
+    pub old: String,
     /// The line after the rename.
-    new: String,
+    pub new: String,
 }
 
 /// The result of `lsp_rename` written: the files edited and the diagnostics new for the run.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspRenamed {
     /// The rename, the files and the new diagnostics, as lines.
-    text: String,
+    pub text: String,
     /// The files edited.
-    files: Vec<LspEditedFile>,
+    pub files: Vec<LspEditedFile>,
     /// Text edits over all files.
-    edits: u64,
+    pub edits: u64,
     /// The diagnostics new for the run after the write.
-    diagnostics: WriteDiagnostics,
+    pub diagnostics: WriteDiagnostics,
     /// No gap in the server's index is known.
-    complete: bool,
+    pub complete: bool,
     /// Why the rename may have missed files.
-    partial_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
 }
 
 // ---- lsp_edit ----

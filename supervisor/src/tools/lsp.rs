@@ -127,7 +127,7 @@ pub(crate) async fn rename(
     cx: &LspTools<'_>,
     ctx: &CallCtx,
     a: LspRenameArgs,
-) -> Result<Json, ToolError> {
+) -> Result<toolvisor_protocol::results::LspRenameResult, ToolError> {
     let lsp_ctx = lsp_ctx(cx.files, ctx, "lsp_rename")?;
     cx.lsp.rename(&lsp_ctx, a).await
 }
@@ -197,8 +197,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             |s, ctx, a| Box::pin(async move { rename(&LspTools::of(s), ctx, a).await }),
         )
         .approval(Approval::unless(preview))
-        .summary(rename_summary)
-        .returns::<toolvisor_protocol::results::LspRenameResult>(),
+        .summary(rename_summary),
         // Its own write-tier tool, not write ops of `lsp`: a read-tier surface is then not
         // even shown a tool that writes, and every op of it asks for approval.
         ToolSpec::new(

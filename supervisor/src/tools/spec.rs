@@ -16,9 +16,9 @@
 //! gives an approval prompt that says more than the arguments.
 //!
 //! Transitional: a handler that still answers JSON built by hand (`R = serde_json::Value`:
-//! `lsp`, `lsp_rename`, `debug`) names its result type with
-//! `.returns::<X>()` in its family's `declare()`. A debug build checks every result, typed or
-//! not, against its output schema (`check_output`).
+//! `lsp`, `debug`) names its result type with `.returns::<X>()` in its family's `declare()`.
+//! A debug build checks every result, typed or not, against its output schema
+//! (`check_output`).
 //!
 //! To add a tool: its argument struct in `protocol::tools` (derive `JsonSchema`,
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);

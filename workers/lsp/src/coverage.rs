@@ -266,6 +266,15 @@ fn jedi_gap(root: &Path, symbol: &str) -> Option<String> {
 
 /// Adds `complete` (and `partial_reason`) to an index-wide answer, and says so in its text.
 /// An empty partial answer is never worded as "none": it says the list may miss some.
+/// A typed answer's coverage: `complete` when no gap is known; the gap, if any, said at the end
+/// of `text` (as [`mark_coverage`] says it) and returned as the `partial_reason`.
+pub(crate) fn covered(text: &mut String, gap: Option<String>) -> (bool, Option<String>) {
+    if let Some(reason) = &gap {
+        text.push_str(&format!("(partial: {reason})\n"));
+    }
+    (gap.is_none(), gap)
+}
+
 pub(crate) fn mark_coverage(answer: &mut Value, gap: Option<String>) {
     answer["complete"] = json!(gap.is_none());
     if let Some(reason) = gap {

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspEditedFile, LspRenamePreview, LspRenameResult, LspRenamed};
 use toolvisor_protocol::tools::LspRenameArgs;
 
 use toolvisor_files::paths::Access;
@@ -426,7 +427,11 @@ impl LanguageServers {
         self.previews.previewed(run, args)
     }
 
-    pub async fn rename(&self, ctx: &CallCtx, args: LspRenameArgs) -> Result<Value, ToolError> {
+    pub async fn rename(
+        &self,
+        ctx: &CallCtx,
+        args: LspRenameArgs,
+    ) -> Result<LspRenameResult, ToolError> {
         // The named file is written too (it holds the symbol).
         let path = ctx.resolve("lsp_rename", &args.file, Access::Write)?;
         let mut opened = self.open(&path, &ctx.run).await?;
@@ -600,7 +605,7 @@ impl LanguageServers {
         edit: Value,
         word: &str,
         gap: Option<String>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<LspRenameResult, ToolError> {
         let enc = opened.conn.encoding;
         let _sync = opened.shared.sync_lock.lock().await;
         let changes = plan_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;
@@ -609,16 +614,23 @@ impl LanguageServers {
         let total: usize = changes.iter().map(|c| c.edits).sum();
         let (lines, files, left_out) =
             crate::rename_preview::render(&changes, &ctx.workdir, (word, &args.new_name));
-        let text = format!(
+        let mut text = format!(
             "preview: renaming `{}` to `{}` would make {total} edits in {} files; nothing was written\n{lines}",
             args.symbol,
             args.new_name,
             changes.len()
         );
-        let mut answer = json!({"text": text, "dry_run": true, "written": false,
-            "files": files, "edits": total, "lines_not_shown": left_out});
-        crate::coverage::mark_coverage(&mut answer, gap);
-        Ok(answer)
+        let (complete, partial_reason) = crate::coverage::covered(&mut text, gap);
+        Ok(LspRenameResult::Preview(LspRenamePreview {
+            text,
+            dry_run: true,
+            written: false,
+            files,
+            edits: total as u64,
+            lines_not_shown: left_out as u64,
+            complete,
+            partial_reason,
+        }))
     }
 
     /// The rename's edit written (checked against the run's preview, if any) and its new
@@ -631,7 +643,7 @@ impl LanguageServers {
         edit: Value,
         word: &str,
         gap: Option<String>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<LspRenameResult, ToolError> {
         let enc = opened.conn.encoding;
         // The diagnostics the touched files have now are the run's baseline where it has
         // none, so the rename reports only errors it introduced.
@@ -653,9 +665,12 @@ impl LanguageServers {
         let changes = changes?;
         self.previews.forget(&ctx.run);
         let total: usize = changes.iter().map(|c| c.edits).sum();
-        let files: Vec<Value> = changes
+        let files: Vec<LspEditedFile> = changes
             .iter()
-            .map(|c| json!({"path": show_path(&c.path, &ctx.workdir), "edits": c.edits}))
+            .map(|c| LspEditedFile {
+                path: show_path(&c.path, &ctx.workdir),
+                edits: c.edits as u64,
+            })
             .collect();
         let mut text = edits_line(
             &format!("renamed `{}` to `{}`", args.symbol, args.new_name),
@@ -667,10 +682,15 @@ impl LanguageServers {
         self.ledger.renamed(&ctx.run, &paths, word, &args.new_name);
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
         text.push_str(&diags.text);
-        let mut answer =
-            json!({"text": text, "files": files, "edits": total, "diagnostics": diags});
-        crate::coverage::mark_coverage(&mut answer, gap);
-        Ok(answer)
+        let (complete, partial_reason) = crate::coverage::covered(&mut text, gap);
+        Ok(LspRenameResult::Renamed(LspRenamed {
+            text,
+            files,
+            edits: total as u64,
+            diagnostics: diags,
+            complete,
+            partial_reason,
+        }))
     }
 }
 

@@ -9,8 +9,8 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspChangedLine, LspPreviewedFile};
 use toolvisor_protocol::tools::LspRenameArgs;
 
 use crate::change::FileChange;
@@ -185,7 +185,7 @@ pub fn render(
     changes: &[FileChange],
     workdir: &Path,
     renamed: (&str, &str),
-) -> (String, Vec<Value>, usize) {
+) -> (String, Vec<LspPreviewedFile>, usize) {
     let mut text = String::new();
     let mut files = Vec::new();
     let mut shown = 0usize;
@@ -209,7 +209,11 @@ pub fn render(
                     text.push_str(&format!("{path}:{}: {}\n", i + 1, clip(o.trim_start())));
                 }
                 text.push_str(&format!("{path}:{}: → {}\n", i + 1, clip(n.trim_start())));
-                lines.push(json!({"line": i + 1, "old": clip(o), "new": clip(n)}));
+                lines.push(LspChangedLine {
+                    line: i as u64 + 1,
+                    old: clip(o),
+                    new: clip(n),
+                });
             }
         } else {
             text.push_str(&format!(
@@ -219,7 +223,11 @@ pub fn render(
                 new.len()
             ));
         }
-        files.push(json!({"path": path, "edits": c.edits, "lines": lines}));
+        files.push(LspPreviewedFile {
+            path,
+            edits: c.edits as u64,
+            lines,
+        });
     }
     if left_out > 0 {
         text.push_str(&format!(
@@ -266,7 +274,7 @@ mod tests {
             text,
             "a.py:1: def f():\na.py:1: → def g():\na.py:3: f()\na.py:3: → g()\n"
         );
-        assert_eq!(files[0]["lines"].as_array().unwrap().len(), 2);
+        assert_eq!(files[0].lines.len(), 2);
         // Lines where only the name changed are shown once, as they would read; a line
         // changed otherwise (`ff` is not `f`) shows both.
         let c = [change(
