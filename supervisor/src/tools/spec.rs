@@ -421,16 +421,8 @@ impl ToolSpec {
 
     /// The approval prompt's line, from the same argument type the handler takes (checked:
     /// a summary of another type is a bug the declaration's own test finds at once).
-    pub fn summary<A>(mut self, summarize: fn(&Services, &CallCtx, &A) -> String) -> Self
-    where
-        A: DeserializeOwned + 'static,
-    {
-        assert_eq!(
-            std::any::type_name::<A>(),
-            self.args_type,
-            "the summary of `{}` takes other arguments than its handler",
-            self.name
-        );
+    pub fn summary<A: 'static>(mut self, summarize: fn(&Services, &CallCtx, &A) -> String) -> Self {
+        self.check_args(TypeId::of::<A>(), std::any::type_name::<A>(), "summary");
         self.summary = Some(Summarize(Arc::new(move |services, ctx, args| {
             args.downcast_ref::<A>()
                 .map(|a| summarize(services, ctx, a))
@@ -500,20 +492,19 @@ impl ToolSpec {
 
     pub fn approval(mut self, approval: Approval) -> Self {
         if let Approval::When(rule) = &approval {
-            self.check_rule(rule);
+            self.check_args(rule.args, rule.args_type, "approval rule");
         }
         self.approval = approval;
         self
     }
 
-    /// A rule reads the handler's own argument type (another is a bug its declaration's
-    /// test finds at once).
-    fn check_rule(&self, rule: &Rule) {
+    /// A rule or summary reads the handler's own argument type (another is a bug its
+    /// declaration's test finds at once).
+    fn check_args(&self, id: TypeId, name: &str, what: &str) {
         assert!(
-            rule.args == self.args_id,
-            "a rule of `{}` reads {}, its handler takes {}",
+            id == self.args_id,
+            "the {what} of `{}` reads {name}, its handler takes {}",
             self.name,
-            rule.args_type,
             self.args_type
         );
     }
@@ -526,7 +517,7 @@ impl ToolSpec {
 
     pub fn op_tier<T: OpOf>(mut self, ops: &'static [T], tier: Tier) -> Self {
         let ops = Rule::ops(ops);
-        self.check_rule(&ops);
+        self.check_args(ops.args, ops.args_type, "tier rule");
         self.op_tier = Some(OpTier { ops, tier });
         self
     }
@@ -541,13 +532,14 @@ impl ToolSpec {
         (self.parse.0)(args).map(drop).map_err(|e| e.to_string())
     }
 
-    /// The tier of this call, from its parsed arguments (tests: `prepare` decides it).
+    /// The tier of this call, from its parsed arguments (tests and the handlers' fuzz:
+    /// `prepare` decides it for a call).
     pub fn call_tier(&self, args: &Json) -> Tier {
         self.prepare(args).map_or(self.tier, |p| p.tier)
     }
 
-    /// Does this call need approval (tests: `prepare` decides it; arguments that do not
-    /// parse need it).
+    /// Does this call need approval (tests: `prepare` decides it for a call; arguments that
+    /// do not parse need it).
     pub fn needs_approval(&self, args: &Json) -> bool {
         self.prepare(args).map_or(true, |p| p.needs_approval)
     }

@@ -222,7 +222,7 @@ impl LanguageServers {
             text_out.push_str(&format!("and clear {gone} of the current ones\n"));
         }
         text_out.push_str("(nothing was written; the server has the disk text again)\n");
-        let mut server = self.server_info_of(&opened);
+        let mut server = self.server_info(&opened);
         server["request_ms"] = json!(request_ms);
         Ok(
             json!({"text": text_out, "diagnostics": items, "new": new_count, "cleared": gone,

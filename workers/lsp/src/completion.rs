@@ -204,7 +204,7 @@ impl LanguageServers {
                 "(the server says this list is incomplete: type more of the name and ask again)\n",
             );
         }
-        let mut server = self.server_info_of(&at.opened);
+        let mut server = self.server_info(&at.opened);
         server["request_ms"] = json!(request_ms);
         Ok(
             json!({"text": text, "items": listed, "total": total, "truncated": cut,

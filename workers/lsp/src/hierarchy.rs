@@ -330,7 +330,7 @@ impl LanguageServers {
             unlisted,
             ..
         } = out;
-        let mut server = self.server_info_of(opened);
+        let mut server = self.server_info(opened);
         server["request_ms"] = json!(request_ms);
         let mut answer = json!({"text": text, "symbol": name,
             "incoming": in_items, "incoming_total": in_total, "incoming_truncated": in_cut,

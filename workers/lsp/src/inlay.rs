@@ -187,7 +187,7 @@ impl LanguageServers {
             .iter()
             .map(|h| json!({"line": h.line0 + 1, "column": h.column, "kind": h.kind, "label": h.label.trim()}))
             .collect();
-        let mut server = self.server_info_of(&opened);
+        let mut server = self.server_info(&opened);
         server["request_ms"] = json!(request_ms);
         Ok(
             json!({"text": text, "hints": items, "total": total, "truncated": cut,

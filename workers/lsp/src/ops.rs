@@ -270,10 +270,6 @@ impl LanguageServers {
     }
 
     /// The `server` object of an answer (for the ops in other modules).
-    pub(crate) fn server_info_of(&self, opened: &Opened) -> Value {
-        self.server_info(opened)
-    }
-
     pub(crate) fn server_info(&self, opened: &Opened) -> Value {
         serde_json::to_value(self.server_of(opened)).unwrap_or_default()
     }

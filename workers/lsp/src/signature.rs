@@ -155,7 +155,7 @@ impl LanguageServers {
                 sigs.len()
             ));
         }
-        let mut server = self.server_info_of(&at.opened);
+        let mut server = self.server_info(&at.opened);
         server["request_ms"] = json!(request_ms);
         Ok(
             json!({"text": text, "signatures": items, "total": sigs.len(),

@@ -52,7 +52,7 @@ impl LanguageServers {
             answer[format!("{key}_total")] = json!(total);
             answer[format!("{key}_truncated")] = json!(total > TYPES_MAX);
         }
-        let mut server = self.server_info_of(opened);
+        let mut server = self.server_info(opened);
         server["request_ms"] = json!(request_ms);
         answer["text"] = json!(text);
         answer["server"] = server;

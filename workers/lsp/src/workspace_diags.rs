@@ -117,7 +117,7 @@ impl LanguageServers {
             "(source: the server's workspace pull, {})\n",
             opened.conn.name
         ));
-        let mut server = self.server_info_of(opened);
+        let mut server = self.server_info(opened);
         server["request_ms"] = json!(request_ms);
         // Cut at the bound: said, so the answer is not complete.
         Ok(
