@@ -25,7 +25,7 @@ mod eval;
 mod files;
 mod human;
 mod jobs;
-#[allow(dead_code, clippy::large_enum_variant)]
+#[allow(clippy::large_enum_variant)]
 mod lsp;
 mod models;
 mod structural;

@@ -31,10 +31,11 @@ fn recorded_results_serialize_again_to_the_same_json() {
             "grep" => again::<GrepResult>(result),
             "write" => again::<WriteResult>(result),
             "ast_grep" => again::<AstGrepResult>(result),
+            "lsp" => again::<LspResult>(result),
             _ => continue,
         };
         assert_eq!(&again, result, "{}", entry.path().display());
         checked.push(entry.file_name());
     }
-    assert!(checked.len() >= 7, "only {checked:?}");
+    assert!(checked.len() >= 12, "only {checked:?}");
 }

@@ -1,8 +1,8 @@
 //! The results of the lsp tools: `lsp` (one shape per op), `lsp_rename`, `lsp_edit` and
 //! `synced_write`.
 //!
-//! Every `lsp` answer from a server carries `server`, `readiness` and `complete`
-//! (`coverage::stamp_readiness` in the lsp worker); `status`, `reload`, `trust` and a project
+//! Every `lsp` answer from a server carries `server`, `readiness` and `complete`, set where
+//! the worker builds it (`coverage::rests`); `status`, `reload`, `trust` and a project
 //! checker's run (`diagnostics "*"`, `workspace_diagnostics` from the checker) carry none.
 
 use schemars::JsonSchema;
@@ -48,7 +48,7 @@ pub enum LspServerState {
 }
 
 /// What an answer rests on.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspReadiness {
     /// The server had no live connection.
@@ -73,24 +73,26 @@ pub enum LspEncoding {
 }
 
 /// A location in a file, with its source line.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspLocation {
     /// The file, relative to the workdir when under it.
-    path: String,
+    pub path: String,
     /// The file's absolute path.
-    abs_path: String,
+    pub abs_path: String,
     /// 1-based line.
-    line: u64,
+    pub line: u64,
     /// 1-based column in characters (outside the scope: the server's unit count plus one).
-    column: u64,
+    pub column: u64,
     /// The source line (cut around the match when long); empty when `outside`.
-    text: String,
+    pub text: String,
     /// Outside the caller's file scope: named, its text not read.
-    outside: bool,
+    pub outside: bool,
     /// The line was longer than 200 characters and is cut around the match.
-    text_cut: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_cut: Option<bool>,
     /// The cut line's length in characters.
-    line_chars: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_chars: Option<u64>,
 }
 
 /// One diagnostic.
@@ -123,12 +125,12 @@ pub enum LspSeverity {
 }
 
 /// A diagnostic of `check_edit`, with whether the edit brings it.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspCheckedDiagnostic {
     #[serde(flatten)]
-    diagnostic: LspDiagnostic,
+    pub diagnostic: LspDiagnostic,
     /// The disk text does not have it (same severity, code and message): the edit brings it.
-    new: bool,
+    pub new: bool,
 }
 
 /// The diagnostics new for the run after a write, folded into every writing tool's result
@@ -169,7 +171,7 @@ pub struct LspEditedFile {
 // ---- lsp ----
 
 /// The result of `lsp`: one shape per op.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum LspResult {
     Locations(LspLocations),
@@ -193,88 +195,93 @@ pub enum LspResult {
 
 /// The result of `lsp definition`, `type_definition`, `implementation` and `references`:
 /// the locations found.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspLocations {
     /// One `path:line: source line` per location, and notes.
-    text: String,
+    pub text: String,
     /// The locations (references: at most 50, from `offset`).
-    locations: Vec<LspLocation>,
+    pub locations: Vec<LspLocation>,
     /// Locations found, listed or not.
-    total: u64,
+    pub total: u64,
     /// The list was cut (references past 50, or a page after the first).
-    truncated: bool,
+    pub truncated: bool,
     /// references: the entries skipped before this page.
-    offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
     /// references: where the next page starts (absent on the last page).
-    next_offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server, nothing cut, no gap known.
-    complete: bool,
+    pub complete: bool,
     /// references, implementation: why the answer may cover less than the project.
-    partial_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
     /// references, implementation: the roots whose servers' answers were merged, innermost first.
-    roots: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roots: Option<Vec<String>>,
     /// references, implementation: the answers of enclosing roots' servers were merged.
-    merged: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged: Option<bool>,
 }
 
 /// The result of `lsp hover`: the server's hover as markdown.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspHover {
     /// The markdown, or a line saying there is none.
-    text: String,
+    pub text: String,
     /// The hover contents as markdown (empty when none).
-    markdown: String,
+    pub markdown: String,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server.
-    complete: bool,
+    pub complete: bool,
 }
 
 /// The result of `lsp code_actions`: the actions offered, by index for `lsp_edit
 /// apply_code_action`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspCodeActions {
     /// One `[index] line N: title (kind) [preferred]` per action.
-    text: String,
+    pub text: String,
     /// The actions (at most 50), the asked line's first.
-    actions: Vec<LspCodeAction>,
+    pub actions: Vec<LspCodeAction>,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server.
-    complete: bool,
+    pub complete: bool,
 }
 
 /// One code action offered.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspCodeAction {
     /// Its index, for `lsp_edit apply_code_action`.
-    index: u64,
+    pub index: u64,
     /// Its title.
-    title: String,
+    pub title: String,
     /// Its kind (`quickfix`, `refactor`, …), when the server names one.
-    kind: Option<String>,
+    pub kind: Option<String>,
     /// The server marks it preferred.
-    preferred: bool,
+    pub preferred: bool,
     /// The first line it is for (1-based).
-    line: u64,
+    pub line: u64,
     /// The last line it is for (1-based).
-    end_line: u64,
+    pub end_line: u64,
     /// It is for the asked line (else a neighbouring line's diagnostic).
-    on_line: bool,
+    pub on_line: bool,
     /// How it applies.
-    applies: LspActionApplies,
+    pub applies: LspActionApplies,
 }
 
 /// How a code action applies.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspActionApplies {
     /// It carries its edit.
@@ -286,96 +293,113 @@ pub enum LspActionApplies {
 }
 
 /// The result of `lsp symbols` with `file`: the document outline.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspDocumentSymbols {
     /// One indented `line: kind name` per symbol.
-    text: String,
+    pub text: String,
     /// The symbols, depth-first (at most 200).
-    symbols: Vec<LspOutlineSymbol>,
+    pub symbols: Vec<LspOutlineSymbol>,
     /// Symbols in the outline, listed or not.
-    total: u64,
+    pub total: u64,
     /// The list was cut.
-    truncated: bool,
+    pub truncated: bool,
+    /// The entries skipped before this page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Where the next page starts (absent on the last page).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
-    /// The server's whole answer from a ready server, nothing cut.
-    complete: bool,
+    pub readiness: LspReadiness,
+    /// Nothing cut: the server reads an outline from the file alone, so it is whole while
+    /// the server still indexes the project.
+    pub complete: bool,
 }
 
 /// One symbol of a document outline.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspOutlineSymbol {
     /// Its name.
-    name: String,
+    pub name: String,
     /// Its kind (`class`, `method`, `function`, …).
-    kind: String,
+    pub kind: String,
     /// 1-based line.
-    line: u64,
+    pub line: u64,
     /// Nesting depth (0: top level).
-    depth: u64,
+    pub depth: u64,
+    /// Its members below the asked depth (absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members: Option<u64>,
 }
 
 /// The result of `lsp symbols` with `query`: the workspace symbols matching it.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspWorkspaceSymbols {
     /// One `path:line: kind name (in container) — source line` per symbol.
-    text: String,
+    pub text: String,
     /// The symbols (at most 100).
-    symbols: Vec<LspWorkspaceSymbol>,
+    pub symbols: Vec<LspWorkspaceSymbol>,
     /// Symbols found, listed or not.
-    total: u64,
+    pub total: u64,
     /// The list was cut.
-    truncated: bool,
+    pub truncated: bool,
+    /// The entries skipped before this page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Where the next page starts (absent on the last page).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server, nothing cut, no gap known.
-    complete: bool,
+    pub complete: bool,
     /// Why the answer may cover less than the project.
-    partial_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
 }
 
 /// One workspace symbol.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspWorkspaceSymbol {
     /// Its name.
-    name: String,
+    pub name: String,
     /// Its kind (`class`, `method`, `function`, …).
-    kind: String,
+    pub kind: String,
     /// Its file, relative to the workdir when under it (empty when the server named none).
-    path: String,
+    pub path: String,
     /// 1-based line (0 when the server gave none).
-    line: u64,
+    pub line: u64,
     /// The symbol it is in, when the server names one.
-    container: Option<String>,
+    pub container: Option<String>,
     /// Outside the caller's file scope: its text not read.
-    outside: bool,
+    pub outside: bool,
 }
 
 /// The result of `lsp diagnostics` of one file.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspFileDiagnostics {
     /// One `path:line:col: severity: message [code] (source)` per diagnostic.
-    text: String,
+    pub text: String,
     /// Every diagnostic of the file.
-    diagnostics: Vec<LspDiagnostic>,
+    pub diagnostics: Vec<LspDiagnostic>,
     /// Whether the server's type checking is on.
-    checking: LspChecking,
+    pub checking: LspChecking,
     /// Why type checking is off, when it is.
-    checking_off: Option<String>,
+    pub checking_off: Option<String>,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server.
-    complete: bool,
+    pub complete: bool,
 }
 
 /// Whether a server's type checking is on.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspChecking {
     On,
@@ -383,7 +407,7 @@ pub enum LspChecking {
 }
 
 /// Where whole-project diagnostics come from.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspDiagnosticsSource {
     /// The server's `workspace/diagnostic` pull.
@@ -394,288 +418,302 @@ pub enum LspDiagnosticsSource {
 
 /// The result of `lsp diagnostics` with `file: "*"`, and of `workspace_diagnostics` answered
 /// by the project checker: the checker's findings.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspProjectCheck {
     /// One line per diagnostic shown, and notes.
-    text: String,
+    pub text: String,
     /// The checker command as run.
-    checker: String,
+    pub checker: String,
     /// The root it ran in, relative to the workdir (`.` for the workdir).
-    root: String,
+    pub root: String,
     /// How the checker exited (`exit status: 1`, `unknown exit`).
-    exit: String,
+    pub exit: String,
     /// Diagnostics found, shown or not.
-    total: u64,
+    pub total: u64,
     /// The checker's output was longer than 32 MiB and the rest not read.
-    output_truncated: bool,
+    pub output_truncated: bool,
     /// The diagnostics (at most 200).
-    diagnostics: Vec<LspDiagnostic>,
+    pub diagnostics: Vec<LspDiagnostic>,
+    /// False when the checker is known to stop early (`go vet` at a package's first type
+    /// error; `partial_reason` says so); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
+    /// Why the checker's list may be incomplete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
     /// workspace_diagnostics: `checker`.
-    source: Option<LspDiagnosticsSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<LspDiagnosticsSource>,
     /// workspace_diagnostics: why the checker answered rather than a server's pull.
-    source_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_reason: Option<String>,
 }
 
 /// The result of `lsp workspace_diagnostics` answered by the server's workspace pull.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspWorkspacePull {
     /// One line per diagnostic shown, and notes.
-    text: String,
+    pub text: String,
     /// `server`.
-    source: LspDiagnosticsSource,
+    pub source: LspDiagnosticsSource,
     /// Diagnostics found, shown or not.
-    total: u64,
+    pub total: u64,
     /// The diagnostics (at most 200).
-    diagnostics: Vec<LspDiagnostic>,
+    pub diagnostics: Vec<LspDiagnostic>,
     /// More were found than are shown (then `complete` is false).
-    truncated: bool,
+    pub truncated: bool,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server.
-    complete: bool,
+    pub complete: bool,
 }
 
 /// The result of `lsp call_hierarchy`: who calls the function and what it calls.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspCallHierarchy {
     /// The callers and callees, one line each.
-    text: String,
+    pub text: String,
     /// The function's name, as the server names it.
-    symbol: String,
+    pub symbol: String,
     /// One entry per caller and source line with calls (at most 50).
-    incoming: Vec<LspIncomingCall>,
+    pub incoming: Vec<LspIncomingCall>,
     /// Call sites, listed or not.
-    incoming_total: u64,
+    pub incoming_total: u64,
     /// The incoming list was cut.
-    incoming_truncated: bool,
+    pub incoming_truncated: bool,
     /// The callees (at most 50).
-    outgoing: Vec<LspOutgoingCall>,
+    pub outgoing: Vec<LspOutgoingCall>,
     /// Callees, listed or not.
-    outgoing_total: u64,
+    pub outgoing_total: u64,
     /// The outgoing list was cut.
-    outgoing_truncated: bool,
+    pub outgoing_truncated: bool,
     /// Why outgoing calls are not offered, when the server answers only incoming ones.
-    outgoing_note: Option<String>,
+    pub outgoing_note: Option<String>,
     /// Calls in the function's own body the outgoing list leaves out (TypeScript and
     /// JavaScript: the server cannot tell which declaration a union-typed receiver's method,
     /// a parameter or an `any` value calls), at most 10; absent when there are none. They
     /// make the answer `complete: false`.
-    outgoing_unlisted: Option<Vec<LspUnlistedCall>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outgoing_unlisted: Option<Vec<LspUnlistedCall>>,
     /// Unlisted calls in all.
-    outgoing_unlisted_total: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outgoing_unlisted_total: Option<u64>,
     /// Why the answer is known to cover less (callers the index may miss, unlisted calls).
-    partial_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
     /// The entries of each list skipped before this page.
-    offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
     /// Where the next page of either list starts (absent when both are whole).
-    next_offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server.
-    complete: bool,
+    pub complete: bool,
 }
 
 /// A call the outgoing list leaves out.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspUnlistedCall {
     /// 1-based.
-    line: u64,
+    pub line: u64,
     /// The callee as written (`shape.area`).
-    callee: String,
+    pub callee: String,
 }
 
 /// A line with calls of the function.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspIncomingCall {
     /// The file, relative to the workdir when under it.
-    path: String,
+    pub path: String,
     /// 1-based line of the calls.
-    line: u64,
+    pub line: u64,
     /// The calling function.
-    caller: String,
+    pub caller: String,
     /// Call sites on that line.
-    calls: u64,
+    pub calls: u64,
     /// The caller's kind (`function`, `method`, …).
-    kind: String,
+    pub kind: String,
     /// The source line (empty when `outside`).
-    text: String,
+    pub text: String,
     /// Outside the caller's file scope: its text not read.
-    outside: bool,
+    pub outside: bool,
 }
 
 /// A function the function calls.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspOutgoingCall {
     /// The called function.
-    callee: String,
+    pub callee: String,
     /// Its kind (`function`, `method`, …).
-    kind: String,
+    pub kind: String,
     /// Its definition's file, relative to the workdir when under it.
-    path: String,
+    pub path: String,
     /// Its definition's 1-based line.
-    line: u64,
+    pub line: u64,
     /// How often it is called.
-    calls: u64,
+    pub calls: u64,
     /// The definition's source line (empty when `outside`).
-    text: String,
+    pub text: String,
     /// Outside the caller's file scope: its text not read.
-    outside: bool,
+    pub outside: bool,
 }
 
 /// The result of `lsp type_hierarchy`: the type's direct supertypes and subtypes.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspTypeHierarchy {
     /// The supertypes and subtypes, one line each.
-    text: String,
+    pub text: String,
     /// The type's name, as the server names it.
-    symbol: String,
+    pub symbol: String,
     /// The direct supertypes (at most 50).
-    supertypes: Vec<LspHierarchyType>,
+    pub supertypes: Vec<LspHierarchyType>,
     /// Supertypes, listed or not.
-    supertypes_total: u64,
+    pub supertypes_total: u64,
     /// The supertypes list was cut.
-    supertypes_truncated: bool,
+    pub supertypes_truncated: bool,
     /// The direct subtypes (at most 50).
-    subtypes: Vec<LspHierarchyType>,
+    pub subtypes: Vec<LspHierarchyType>,
     /// Subtypes, listed or not.
-    subtypes_total: u64,
+    pub subtypes_total: u64,
     /// The subtypes list was cut.
-    subtypes_truncated: bool,
+    pub subtypes_truncated: bool,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server.
-    complete: bool,
+    pub complete: bool,
 }
 
 /// A type of a type hierarchy.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspHierarchyType {
     /// Its name.
-    name: String,
+    pub name: String,
     /// Its kind (`class`, `struct`, `interface`, …).
-    kind: String,
+    pub kind: String,
     /// Its file, relative to the workdir when under it.
-    path: String,
+    pub path: String,
     /// 1-based line.
-    line: u64,
+    pub line: u64,
     /// The source line (empty when `outside`).
-    text: String,
+    pub text: String,
     /// Outside the caller's file scope: its text not read.
-    outside: bool,
+    pub outside: bool,
 }
 
 /// The result of `lsp signature_help`: the signatures of the call.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspSignatureHelp {
     /// The signatures, the active parameter and the documentation.
-    text: String,
+    pub text: String,
     /// The signatures (at most 20).
-    signatures: Vec<LspSignature>,
+    pub signatures: Vec<LspSignature>,
     /// Signatures offered, listed or not.
-    total: u64,
+    pub total: u64,
     /// The index of the active signature (null when none).
-    active_signature: Option<u64>,
+    pub active_signature: Option<u64>,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server.
-    complete: bool,
+    pub complete: bool,
 }
 
 /// One signature of a call.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspSignature {
     /// The signature's label.
-    label: String,
+    pub label: String,
     /// Its parameters' labels.
-    parameters: Vec<String>,
+    pub parameters: Vec<String>,
     /// It is the active signature.
-    active: bool,
+    pub active: bool,
     /// The 0-based index of the active parameter (null when none).
-    active_parameter: Option<u64>,
+    pub active_parameter: Option<u64>,
     /// Its documentation as text (empty when none).
-    documentation: String,
+    pub documentation: String,
     /// The active parameter's documentation (empty when none).
-    parameter_documentation: String,
+    pub parameter_documentation: String,
 }
 
 /// The result of `lsp completions`: what the server completes there.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspCompletions {
     /// One `label (kind) — detail` per item.
-    text: String,
+    pub text: String,
     /// The items, ranked as the server ranks them (at most 50).
-    items: Vec<LspCompletion>,
+    pub items: Vec<LspCompletion>,
     /// Matching items, listed or not.
-    total: u64,
+    pub total: u64,
     /// How many items were left out.
-    truncated: u64,
+    pub truncated: u64,
     /// Neither cut nor said incomplete by the server, from a ready server.
-    complete: bool,
+    pub complete: bool,
     /// The server says the list is incomplete (`isIncomplete`).
-    server_incomplete: bool,
+    pub server_incomplete: bool,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
 }
 
 /// One completion item.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspCompletion {
     /// Its label.
-    label: String,
+    pub label: String,
     /// Its kind (`method`, `function`, …; empty when none).
-    kind: String,
+    pub kind: String,
     /// Its detail (empty when none).
-    detail: String,
+    pub detail: String,
 }
 
 /// The result of `lsp inlay_hints`: the hints in the line range.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspInlayHints {
     /// Each line with hints, the hints inserted as `⟨label⟩`.
-    text: String,
+    pub text: String,
     /// The hints (at most 200).
-    hints: Vec<LspInlayHint>,
+    pub hints: Vec<LspInlayHint>,
     /// Hints found, listed or not.
-    total: u64,
+    pub total: u64,
     /// How many hints were left out.
-    truncated: u64,
+    pub truncated: u64,
     /// The first line of the range (1-based).
-    line: u64,
+    pub line: u64,
     /// The last line of the range (1-based, inclusive).
-    end_line: u64,
+    pub end_line: u64,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server, nothing cut.
-    complete: bool,
+    pub complete: bool,
 }
 
 /// One inlay hint.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspInlayHint {
     /// 1-based line.
-    line: u64,
+    pub line: u64,
     /// 1-based column in characters.
-    column: u64,
+    pub column: u64,
     /// What it shows.
-    kind: LspHintKind,
+    pub kind: LspHintKind,
     /// Its label.
-    label: String,
+    pub label: String,
 }
 
 /// What an inlay hint shows.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspHintKind {
     /// An inferred type.
@@ -688,72 +726,72 @@ pub enum LspHintKind {
 }
 
 /// The result of `lsp check_edit`: the diagnostics the edit would bring; nothing written.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspCheckEdit {
     /// The new diagnostics, as lines.
-    text: String,
+    pub text: String,
     /// Every diagnostic of the proposed text.
-    diagnostics: Vec<LspCheckedDiagnostic>,
+    pub diagnostics: Vec<LspCheckedDiagnostic>,
     /// Diagnostics the edit brings.
-    new: u64,
+    pub new: u64,
     /// Current diagnostics the edit clears.
-    cleared: u64,
+    pub cleared: u64,
     /// The server that answered.
-    server: LspServer,
+    pub server: LspServer,
     /// What the answer rests on.
-    readiness: LspReadiness,
+    pub readiness: LspReadiness,
     /// The server's whole answer from a ready server.
-    complete: bool,
+    pub complete: bool,
 }
 
 /// The result of `lsp status`: the servers running, and for the workdir (or file) every
 /// configured language.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspStatus {
     /// The servers, languages and trust, as lines.
-    text: String,
+    pub text: String,
     /// Every known server.
-    servers: Vec<LspServerStatus>,
+    pub servers: Vec<LspServerStatus>,
     /// Every configured language, as it would start here.
-    languages: Vec<LspLanguageStatus>,
+    pub languages: Vec<LspLanguageStatus>,
     /// Every root seen, and whether the calling run trusts it.
-    trust: Vec<LspRootTrust>,
+    pub trust: Vec<LspRootTrust>,
 }
 
 /// A known server.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspServerStatus {
     /// What it writes into its root that cannot be kept out (`.cache/clangd/`).
-    writes: Vec<String>,
+    pub writes: Vec<String>,
     /// Its language.
-    language: String,
+    pub language: String,
     /// Its project root (absolute).
-    root: String,
+    pub root: String,
     /// Its command line.
-    command: Vec<String>,
+    pub command: Vec<String>,
     /// Its mode.
-    mode: LspMode,
+    pub mode: LspMode,
     /// Its state: `ready`, `indexing`, `starting`, `restarting`, `failed`, `stopped`,
     /// `not started` or `unknown`.
-    state: String,
+    pub state: String,
     /// More on the state (what it indexes, the last error), when there is more.
-    detail: Option<String>,
+    pub detail: Option<String>,
     /// Its process id, when connected.
-    pid: Option<u32>,
+    pub pid: Option<u32>,
     /// Seconds since it started, when running.
-    uptime_s: Option<u64>,
+    pub uptime_s: Option<u64>,
     /// Restarts so far.
-    restarts: u32,
+    pub restarts: u32,
     /// Its last error, when it had one.
-    last_error: Option<String>,
+    pub last_error: Option<String>,
     /// The negotiated position encoding, when connected.
-    position_encoding: Option<LspEncoding>,
+    pub position_encoding: Option<LspEncoding>,
     /// The server's program name (as it calls itself), when connected.
-    server_name: Option<String>,
+    pub server_name: Option<String>,
 }
 
 /// A server's mode.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspMode {
     /// Full: the root is trusted, or the language has no restricted mode.
@@ -763,42 +801,42 @@ pub enum LspMode {
 }
 
 /// A configured language, as it would start from the workdir (or file).
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspLanguageStatus {
     /// The language.
-    language: String,
+    pub language: String,
     /// `available` (starts on first use), a running server's state, `no root`,
     /// `binary not found`, `untrusted` or `unavailable`.
-    state: String,
+    pub state: String,
     /// Why, in words: the root and program, or what is missing.
-    reason: String,
+    pub reason: String,
     /// Its root, when found.
-    root: Option<String>,
+    pub root: Option<String>,
     /// The calling run trusts the root (null without a root).
-    trusted: Option<bool>,
+    pub trusted: Option<bool>,
     /// How the root is trusted, in words (null without a root).
-    trust: Option<String>,
+    pub trust: Option<String>,
     /// What an untrusted root withholds, one phrase each (empty when trusted).
-    untrusted_changes: Vec<String>,
+    pub untrusted_changes: Vec<String>,
 }
 
 /// A root and the calling run's trust in it.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspRootTrust {
     /// The root (absolute).
-    root: String,
+    pub root: String,
     /// The calling run trusts it.
-    trusted: bool,
+    pub trusted: bool,
     /// What trusts it.
-    by: LspTrustedBy,
+    pub by: LspTrustedBy,
     /// How it is trusted, in words.
-    detail: String,
+    pub detail: String,
     /// The runs an approval trusted it for.
-    approved_runs: Vec<String>,
+    pub approved_runs: Vec<String>,
 }
 
 /// What trusts a root.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspTrustedBy {
     /// The daemon config's `[trust] roots`.
@@ -810,34 +848,34 @@ pub enum LspTrustedBy {
 }
 
 /// The result of `lsp reload`: the servers restarted.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspReload {
     /// The servers restarted, or that there was none.
-    text: String,
+    pub text: String,
     /// The ids of the servers restarted.
-    reloaded: Vec<String>,
+    pub reloaded: Vec<String>,
 }
 
 /// The result of `lsp trust`: the roots trusted for the calling run.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspTrust {
     /// One line per root trusted.
-    text: String,
+    pub text: String,
     /// The run they are trusted for.
-    run: String,
+    pub run: String,
     /// The roots.
-    trusted: Vec<LspTrustedRoot>,
+    pub trusted: Vec<LspTrustedRoot>,
 }
 
 /// A root `lsp trust` trusted.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspTrustedRoot {
     /// The root (absolute).
-    root: String,
+    pub root: String,
     /// The languages it is the root of.
-    languages: Vec<String>,
+    pub languages: Vec<String>,
     /// Trusted by this call (false: it was already trusted).
-    newly: bool,
+    pub newly: bool,
 }
 
 // ---- lsp_rename ----

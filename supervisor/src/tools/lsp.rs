@@ -2,7 +2,6 @@
 //! `toolvisor-lsp`; this module parses arguments and names the caller (workdir, run, and the
 //! file tools' scope every path of these tools goes through).
 
-use serde_json::Value as Json;
 use toolvisor_files::Files;
 use toolvisor_lsp::CallCtx as LspCtx;
 use toolvisor_lsp::LanguageServers;
@@ -118,7 +117,11 @@ fn edit_summary(s: &Services, ctx: &CallCtx, a: &LspEditArgs) -> String {
     )
 }
 
-pub(crate) async fn lsp(cx: &LspTools<'_>, ctx: &CallCtx, a: LspArgs) -> Result<Json, ToolError> {
+pub(crate) async fn lsp(
+    cx: &LspTools<'_>,
+    ctx: &CallCtx,
+    a: LspArgs,
+) -> Result<toolvisor_protocol::results::LspResult, ToolError> {
     let lsp_ctx = lsp_ctx(cx.files, ctx, "lsp")?;
     cx.lsp.lsp(&lsp_ctx, a).await
 }
@@ -187,8 +190,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
         )
         .approval(Approval::ops(&[LspOp::Trust]))
         .op_tier(&[LspOp::Trust], Tier::Write)
-        .summary(lsp_summary)
-        .returns::<toolvisor_protocol::results::LspResult>(),
+        .summary(lsp_summary),
         ToolSpec::new(
             "lsp_rename",
             Tier::Write,

@@ -6,9 +6,10 @@
 //! each action names its range, and one for another line is listed after the asked line's,
 //! labelled with its line.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspActionApplies, LspCodeAction};
 use toolvisor_protocol::tools::LspEditArgs;
 
 use crate::call::CallCtx;
@@ -60,7 +61,7 @@ pub fn render(
     line: u64,
     max: usize,
     here: &str,
-) -> (Vec<Value>, String, Vec<Value>) {
+) -> (Vec<Value>, String, Vec<LspCodeAction>) {
     let asked = line - 1;
     let (mut on, mut off): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
     for a in actions {
@@ -84,13 +85,13 @@ pub fn render(
         let (start, end) = lines.map_or((line, line), |(s, e)| (s + 1, e + 1));
         let on_line = i < total_on;
         let applies = if is_bare_command(a) {
-            "command"
+            LspActionApplies::Command
         } else if a.get("edit").is_some() {
-            "edit"
+            LspActionApplies::Edit
         } else if a.get("command").is_some() {
-            "command"
+            LspActionApplies::Command
         } else {
-            "resolve"
+            LspActionApplies::Resolve
         };
         let span = if end > start {
             format!("lines {start}-{end}")
@@ -107,10 +108,16 @@ pub fn render(
             kind.map(|k| format!(" ({k})")).unwrap_or_default(),
             if preferred { " [preferred]" } else { "" }
         ));
-        items.push(
-            json!({"index": i, "title": title, "kind": kind, "preferred": preferred,
-            "line": start, "end_line": end, "on_line": on_line, "applies": applies}),
-        );
+        items.push(LspCodeAction {
+            index: i as u64,
+            title: title.to_string(),
+            kind: kind.map(str::to_string),
+            preferred,
+            line: start,
+            end_line: end,
+            on_line,
+            applies,
+        });
     }
     if ordered.is_empty() {
         text = format!("no code actions offered for {here}\n");
@@ -253,6 +260,7 @@ impl LanguageServers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn range(l: u64) -> Value {
         json!({"start": {"line": l, "character": 0}, "end": {"line": l, "character": 1}})
@@ -277,18 +285,16 @@ mod tests {
             titles,
             ["fix here", "refactor", "cmd", "fix next", "by edit"]
         );
-        assert_eq!(items[0]["line"], 2);
-        assert_eq!(items[0]["on_line"], true);
-        assert_eq!(items[3]["line"], 3);
-        assert_eq!(items[3]["on_line"], false);
-        assert_eq!(items[4]["line"], 4);
-        assert_eq!(items[2]["applies"], "command");
-        assert_eq!(items[1]["applies"], "resolve");
+        assert_eq!((items[0].line, items[0].on_line), (2, true));
+        assert_eq!((items[3].line, items[3].on_line), (3, false));
+        assert_eq!(items[4].line, 4);
+        assert_eq!(items[2].applies, LspActionApplies::Command);
+        assert_eq!(items[1].applies, LspActionApplies::Resolve);
         assert!(text.contains("[0] line 2: fix here [preferred]"), "{text}");
         assert!(text.contains("[3] line 3 (not line 2"), "{text}");
         // Cut at max, indexes stay the listing's.
         let (ordered, _, items) = render(vec![json!({"title": "a"}); 5], uri, 1, 3, "x");
         assert_eq!(ordered.len(), 3);
-        assert_eq!(items[2]["index"], 2);
+        assert_eq!(items[2].index, 2);
     }
 }

@@ -11,10 +11,12 @@ use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspCheckEdit, LspCheckedDiagnostic};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::{CallCtx, Opened};
 use crate::config::language_id;
+use crate::coverage::rests;
 use crate::lock;
 use crate::render::{self, Diag};
 use crate::server::{Conn, Published, ServerShared};
@@ -172,7 +174,7 @@ impl LanguageServers {
         &self,
         ctx: &CallCtx,
         args: &LspArgs,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<LspCheckEdit, ToolError> {
         let file = args.file.as_deref().ok_or_else(|| {
             invalid(
                 "lsp check_edit: missing required argument `file`".into(),
@@ -208,9 +210,10 @@ impl LanguageServers {
                 new_text.push_str(&d.line_text(base));
                 new_text.push('\n');
             }
-            let mut item = d.to_json(base);
-            item["new"] = json!(is_new);
-            items.push(item);
+            items.push(LspCheckedDiagnostic {
+                diagnostic: d.to_result(base),
+                new: is_new,
+            });
         }
         let gone = known.len();
         let mut text_out = if new_count == 0 {
@@ -222,12 +225,18 @@ impl LanguageServers {
             text_out.push_str(&format!("and clear {gone} of the current ones\n"));
         }
         text_out.push_str("(nothing was written; the server has the disk text again)\n");
-        let mut server = self.server_info(&opened);
-        server["request_ms"] = json!(request_ms);
-        Ok(
-            json!({"text": text_out, "diagnostics": items, "new": new_count, "cleared": gone,
-            "server": server}),
-        )
+        let mut server = self.server_of(&opened);
+        server.request_ms = Some(request_ms);
+        let (readiness, complete) = rests(&server, false, false);
+        Ok(LspCheckEdit {
+            text: text_out,
+            diagnostics: items,
+            new: new_count,
+            cleared: gone as u64,
+            server,
+            readiness,
+            complete,
+        })
     }
 
     /// The diagnostics of `text` shown to the server as an unsaved version of `opened`'s

@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use toolvisor_kit::process;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::LspProjectCheck;
 
 use crate::call::CallCtx;
 use crate::locate;
@@ -200,7 +201,7 @@ impl LanguageServers {
     /// checker binary resolves. A checker that executes project code (`cargo check` runs
     /// build scripts) runs only where the calling run trusts the root; otherwise the call is
     /// refused (`policy_denied`) naming what would run and how to trust the root.
-    pub async fn project_check(&self, ctx: &CallCtx) -> Result<Value, ToolError> {
+    pub async fn project_check(&self, ctx: &CallCtx) -> Result<LspProjectCheck, ToolError> {
         let mut reasons = Vec::new();
         let mut withheld: Option<ToolError> = None;
         for (language, spec) in self.servers.languages() {
@@ -330,7 +331,7 @@ fn checker_answer(
     format: &str,
     root: &Path,
     run: CheckerRun,
-) -> Result<Value, ToolError> {
+) -> Result<LspProjectCheck, ToolError> {
     let (out, status, discarded) = (run.out, run.status, run.discarded);
     let mut diags = parse(format, &out, root);
     if format == "gcc" {
@@ -387,24 +388,34 @@ fn checker_answer(
     };
     // `go vet` type-checks each package and stops at its first type error.
     let stopped = cmd.iter().any(|c| c == "vet") && run.err.lines().any(|l| l.starts_with("vet: "));
-    let mut answer = json!({
-        "text": text,
-        "checker": shown_cmd,
-        "root": shown_root,
-        "exit": status,
-        "total": total,
-        "output_truncated": discarded > 0,
-        "diagnostics": diags.iter().take(SHOWN_MAX).map(|d| d.to_json(&ctx.workdir)).collect::<Vec<_>>(),
-    });
+    let mut partial_reason = None;
     if stopped {
-        crate::coverage::mark_coverage(
-            &mut answer,
+        crate::coverage::mark_partial(
+            &mut text,
+            total == 0,
+            &mut partial_reason,
             Some(
                 "go vet stops at the first type error of each package, so a package may have more: `go build -gcflags=-e ./...` lists them all, or ask `lsp diagnostics` of its files".into(),
             ),
         );
     }
-    Ok(answer)
+    Ok(LspProjectCheck {
+        text,
+        checker: shown_cmd,
+        root: shown_root,
+        exit: status,
+        total: total as u64,
+        output_truncated: discarded > 0,
+        diagnostics: diags
+            .iter()
+            .take(SHOWN_MAX)
+            .map(|d| d.to_result(&ctx.workdir))
+            .collect(),
+        complete: stopped.then_some(false),
+        partial_reason,
+        source: None,
+        source_reason: None,
+    })
 }
 
 /// What a checker run gave.

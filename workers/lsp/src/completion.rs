@@ -4,9 +4,11 @@
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::ToolError;
+use toolvisor_protocol::results::{LspCompletion, LspCompletions};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::CallCtx;
+use crate::coverage::rests;
 use crate::ops::require;
 use crate::servers::LanguageServers;
 
@@ -119,7 +121,11 @@ fn matches(v: &Value, prefix: &str) -> bool {
 
 impl LanguageServers {
     /// `lsp completions {file, line, symbol, occurrence?}`.
-    pub async fn completions(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
+    pub async fn completions(
+        &self,
+        ctx: &CallCtx,
+        args: &LspArgs,
+    ) -> Result<LspCompletions, ToolError> {
         let mut at = self.open_at(ctx, args, NEED).await?;
         require(&at.opened, "completionProvider", "completions")?;
         // Members of an imported type depend on the project: wait until it is loaded.
@@ -189,7 +195,11 @@ impl LanguageServers {
                 format!(" — {}", i.detail.replace('\n', " "))
             };
             text.push_str(&format!("{}{kind}{detail}\n", i.label));
-            listed.push(json!({"label": i.label, "kind": i.kind, "detail": i.detail}));
+            listed.push(LspCompletion {
+                label: i.label.clone(),
+                kind: i.kind.to_string(),
+                detail: i.detail.clone(),
+            });
         }
         let here = format!("the end of {}", at.here());
         if total == 0 {
@@ -204,13 +214,20 @@ impl LanguageServers {
                 "(the server says this list is incomplete: type more of the name and ask again)\n",
             );
         }
-        let mut server = self.server_info(&at.opened);
-        server["request_ms"] = json!(request_ms);
-        Ok(
-            json!({"text": text, "items": listed, "total": total, "truncated": cut,
-            "complete": !incomplete && cut == 0, "server_incomplete": incomplete,
-            "server": server}),
-        )
+        let mut server = self.server_of(&at.opened);
+        server.request_ms = Some(request_ms);
+        // Cut at its bound, or said incomplete by the server: not the whole list.
+        let (readiness, complete) = rests(&server, false, cut > 0 || incomplete);
+        Ok(LspCompletions {
+            text,
+            items: listed,
+            total: total as u64,
+            truncated: cut as u64,
+            complete,
+            server_incomplete: incomplete,
+            server,
+            readiness,
+        })
     }
 }
 

@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use toolvisor_protocol::results::{LspReadiness, LspServer, LspServerState};
 
 use crate::locate;
 use crate::lock;
@@ -264,10 +264,8 @@ fn jedi_gap(root: &Path, symbol: &str) -> Option<String> {
     None
 }
 
-/// Adds `complete` (and `partial_reason`) to an index-wide answer, and says so in its text.
-/// An empty partial answer is never worded as "none": it says the list may miss some.
-/// A typed answer's coverage: `complete` when no gap is known; the gap, if any, said at the end
-/// of `text` (as [`mark_coverage`] says it) and returned as the `partial_reason`.
+/// A rename's coverage: `complete` when no gap is known; the gap, if any, said at the end of
+/// `text` (as [`mark_partial`] says it) and returned as the `partial_reason`.
 pub(crate) fn covered(text: &mut String, gap: Option<String>) -> (bool, Option<String>) {
     if let Some(reason) = &gap {
         text.push_str(&format!("(partial: {reason})\n"));
@@ -275,124 +273,103 @@ pub(crate) fn covered(text: &mut String, gap: Option<String>) -> (bool, Option<S
     (gap.is_none(), gap)
 }
 
-pub(crate) fn mark_coverage(answer: &mut Value, gap: Option<String>) {
-    answer["complete"] = json!(gap.is_none());
+/// Marks an index-wide answer with a known gap (`partial_reason`, and a `(partial: …)` text
+/// line); a list found `empty` says the server found none but may have missed some.
+pub(crate) fn mark_partial(
+    text: &mut String,
+    empty: bool,
+    partial_reason: &mut Option<String>,
+    gap: Option<String>,
+) {
     if let Some(reason) = gap {
-        let mut text = answer["text"].as_str().unwrap_or("").to_string();
-        if answer["total"].as_u64() == Some(0) {
-            text = format!(
+        if empty {
+            *text = format!(
                 "{}: the server found none, but its answer is partial, so there may be some\n",
                 text.trim_end()
             );
         }
-        answer["text"] = json!(format!("{text}(partial: {reason})\n"));
-        answer["partial_reason"] = json!(reason);
+        text.push_str(&format!("(partial: {reason})\n"));
+        *partial_reason = Some(reason);
     }
 }
 
-/// Stamps an answer that came from a server with what it rests on, so a caller can tell
-/// "none" from "none yet": `readiness` is `partial` when the answer is known to cover less
-/// than the project (`partial_reason` says why), else the server's state when it answered
-/// (`ready`, or `indexing` with what it was doing in `server.indexing`); `complete` is true
-/// only for the server's whole answer from a ready server, with nothing cut by toolvisor's
-/// bounds (`truncated`). Answers with no server (`status`, `reload`, `trust`, a checker's
-/// run) are left as they are.
-pub(crate) fn stamp_readiness(answer: &mut Value) {
-    let Some(state) = answer.pointer("/server/state").and_then(Value::as_str) else {
-        return;
+/// What an answer from `server` rests on, set where the answer is built, so a caller can
+/// tell "none" from "none yet": `readiness` is `partial` when the answer is known to cover
+/// less than the project (`partial`: it carries a `partial_reason`), else the server's state
+/// when it answered (`ready`, or `indexing` with what it was doing in `server.indexing`);
+/// `complete` is true only for the server's whole answer from a ready server, nothing cut by
+/// toolvisor's bounds or left out by the server (`cut`). Answers with no server (`status`,
+/// `reload`, `trust`, a checker's run) carry neither.
+pub(crate) fn rests(server: &LspServer, partial: bool, cut: bool) -> (LspReadiness, bool) {
+    let readiness = match (partial, server.state) {
+        (true, _) => LspReadiness::Partial,
+        (false, LspServerState::Starting) => LspReadiness::Starting,
+        (false, LspServerState::Indexing) => LspReadiness::Indexing,
+        (false, LspServerState::Ready) => LspReadiness::Ready,
     };
-    let state = state.to_string();
-    // Known to cover less than the project (`mark_coverage`).
-    let partial = answer.get("partial_reason").is_some_and(|r| !r.is_null());
-    // Not the whole list for another reason the op knows (a server's `isIncomplete`).
-    let short = answer.get("complete").and_then(Value::as_bool) == Some(false);
-    // Cut at toolvisor's bound: `truncated` (or a list's `…_truncated`) is `true` or the
-    // count left out.
-    let cut = |v: &Value| match v {
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_u64() != Some(0),
-        _ => false,
-    };
-    let truncated = answer.as_object().is_some_and(|o| {
-        o.iter()
-            .any(|(k, v)| (k == "truncated" || k.ends_with("_truncated")) && cut(v))
-    });
-    let readiness = if partial { "partial" } else { state.as_str() };
-    answer["readiness"] = json!(readiness);
-    answer["complete"] = json!(!partial && !short && !truncated && state == "ready");
+    let ready = server.state == LspServerState::Ready;
+    (readiness, !partial && !cut && ready)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolvisor_protocol::results::LspEncoding;
 
-    #[test]
-    fn an_answer_says_what_it_rests_on() {
-        let ready = json!({"state": "ready"});
-        let mut whole = json!({"text": "a\n", "total": 1, "truncated": false, "server": ready});
-        stamp_readiness(&mut whole);
-        assert_eq!(
-            (whole["readiness"].clone(), whole["complete"].clone()),
-            (json!("ready"), json!(true))
-        );
-
-        // A call hierarchy with one of its lists cut is not complete either.
-        let mut calls = json!({"text": "a\n", "incoming_truncated": true,
-            "outgoing_truncated": false, "server": ready});
-        stamp_readiness(&mut calls);
-        assert_eq!(calls["complete"], false, "{calls}");
-        let mut cut = json!({"text": "a\n", "total": 60, "truncated": true, "server": ready});
-        stamp_readiness(&mut cut);
-        assert_eq!(
-            (cut["readiness"].clone(), cut["complete"].clone()),
-            (json!("ready"), json!(false))
-        );
-
-        let mut busy =
-            json!({"text": "x\n", "server": {"state": "indexing", "indexing": "Indexing 3/10"}});
-        stamp_readiness(&mut busy);
-        assert_eq!(
-            (busy["readiness"].clone(), busy["complete"].clone()),
-            (json!("indexing"), json!(false))
-        );
-
-        let mut status = json!({"text": "servers\n"});
-        stamp_readiness(&mut status);
-        assert!(status.get("readiness").is_none() && status.get("complete").is_none());
+    fn server(state: LspServerState) -> LspServer {
+        LspServer {
+            id: "python:/w".into(),
+            language: "python".into(),
+            root: "/w".into(),
+            name: "pyright".into(),
+            pid: 1,
+            state,
+            position_encoding: LspEncoding::Utf16,
+            indexing: None,
+            request_ms: None,
+        }
     }
 
     #[test]
-    fn a_list_the_server_says_is_incomplete_is_not_complete_nor_partial() {
-        let mut answer = json!({"text": "a\n", "complete": false, "server": {"state": "ready"}});
-        stamp_readiness(&mut answer);
+    fn an_answer_says_what_it_rests_on() {
+        let ready = server(LspServerState::Ready);
+        assert_eq!(rests(&ready, false, false), (LspReadiness::Ready, true));
+        // A list cut at toolvisor's bound (or one of a call hierarchy's lists) is not complete.
+        assert_eq!(rests(&ready, false, true), (LspReadiness::Ready, false));
+        let busy = server(LspServerState::Indexing);
+        assert_eq!(rests(&busy, false, false), (LspReadiness::Indexing, false));
+        let starting = server(LspServerState::Starting);
         assert_eq!(
-            (answer["readiness"].clone(), answer["complete"].clone()),
-            (json!("ready"), json!(false))
+            rests(&starting, false, false),
+            (LspReadiness::Starting, false)
         );
+        // Known to cover less than the project: partial, whatever the server's state.
+        assert_eq!(rests(&ready, true, false), (LspReadiness::Partial, false));
     }
 
     #[test]
     fn an_empty_partial_answer_is_never_worded_as_none() {
-        let mut answer = json!({"text": "no references found for `f` at a.c:3\n", "total": 0,
-            "truncated": false, "server": {"state": "ready"}});
-        mark_coverage(
-            &mut answer,
+        let mut text = "no references found for `f` at a.c:3\n".to_string();
+        let mut reason = None;
+        mark_partial(
+            &mut text,
+            true,
+            &mut reason,
             Some("clangd has no compilation database".into()),
         );
-        stamp_readiness(&mut answer);
-        let text = answer["text"].as_str().unwrap();
         assert!(text.contains("there may be some"), "{text}");
         assert!(
             text.contains("(partial: clangd has no compilation database)"),
             "{text}"
         );
         assert_eq!(
-            (answer["readiness"].clone(), answer["complete"].clone()),
-            (json!("partial"), json!(false))
+            reason.as_deref(),
+            Some("clangd has no compilation database")
         );
-        assert_eq!(
-            answer["partial_reason"],
-            json!("clangd has no compilation database")
-        );
+        // No gap: nothing said.
+        let mut whole = "a.c:3: f()\n".to_string();
+        let mut none = None;
+        mark_partial(&mut whole, false, &mut none, None);
+        assert_eq!((whole.as_str(), none), ("a.c:3: f()\n", None));
     }
 }

@@ -8,7 +8,12 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{
+    LspCallHierarchy, LspIncomingCall, LspOutgoingCall, LspReadiness, LspUnlistedCall,
+};
 use toolvisor_protocol::tools::LspArgs;
+
+use crate::coverage::{mark_partial, rests};
 
 use crate::call::{CallCtx, Opened};
 use crate::ops::{Page, require};
@@ -122,7 +127,11 @@ fn incoming_sites(
 
 impl LanguageServers {
     /// `lsp call_hierarchy {file, line, symbol, occurrence?}`.
-    pub async fn call_hierarchy(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
+    pub async fn call_hierarchy(
+        &self,
+        ctx: &CallCtx,
+        args: &LspArgs,
+    ) -> Result<LspCallHierarchy, ToolError> {
         let file = args.file.as_deref().ok_or_else(|| missing("file"))?;
         let line = args.line.ok_or_else(|| missing("line"))? as usize;
         let symbol = args
@@ -196,7 +205,7 @@ impl LanguageServers {
             outgoing,
             offset: args.offset,
         };
-        let mut answer = self.render_calls(ctx, &opened, calls, request_ms);
+        let (mut answer, unlisted) = self.render_calls(ctx, &opened, calls, request_ms);
         // Callers are index-wide: what the server's index misses, and the uses it cannot
         // see (a module switched off, a macro, a nested project), make them partial.
         let word = position::word_at(&src, byte, symbol.len());
@@ -217,19 +226,15 @@ impl LanguageServers {
             )
             .await;
         // Calls in its body the outgoing list leaves out make it partial too, named.
-        let unlisted = answer
-            .get("outgoing_unlisted_line")
-            .and_then(Value::as_str)
-            .map(str::to_string);
         let gap = match (gap, unlisted) {
             (Some(g), Some(u)) => Some(format!("{g}; outgoing: {u}")),
             (None, Some(u)) => Some(format!("outgoing: {u}")),
             (g, None) => g,
         };
-        if let Some(o) = answer.as_object_mut() {
-            o.remove("outgoing_unlisted_line");
-        }
-        crate::coverage::mark_coverage(&mut answer, gap);
+        mark_partial(&mut answer.text, false, &mut answer.partial_reason, gap);
+        let cut = answer.incoming_truncated || answer.outgoing_truncated;
+        let partial = answer.partial_reason.is_some();
+        (answer.readiness, answer.complete) = rests(&answer.server, partial, cut);
         Ok(answer)
     }
 
@@ -263,7 +268,7 @@ impl LanguageServers {
         opened: &Opened,
         calls: Calls<'_>,
         request_ms: f64,
-    ) -> Value {
+    ) -> (LspCallHierarchy, Option<String>) {
         let Calls {
             item,
             incoming,
@@ -297,8 +302,19 @@ impl LanguageServers {
                 "  {}:{}: in {} {}{times} — {}\n",
                 s.path, s.line, s.kind, s.name, s.text
             ));
-            in_items.push(json!({"path": s.path, "line": s.line, "caller": s.name, "calls": calls,
-                "kind": s.kind, "text": if s.outside { "" } else { &s.text }, "outside": s.outside}));
+            in_items.push(LspIncomingCall {
+                path: s.path.clone(),
+                line: s.line,
+                caller: s.name.clone(),
+                calls: *calls as u64,
+                kind: s.kind.to_string(),
+                text: if s.outside {
+                    String::new()
+                } else {
+                    s.text.clone()
+                },
+                outside: s.outside,
+            });
         }
         if let Some(note) = in_page.note(callers.len(), "lines with calls") {
             text.push_str(&format!("  ({note})\n"));
@@ -330,33 +346,51 @@ impl LanguageServers {
             unlisted,
             ..
         } = out;
-        let mut server = self.server_info(opened);
-        server["request_ms"] = json!(request_ms);
-        let mut answer = json!({"text": text, "symbol": name,
-            "incoming": in_items, "incoming_total": in_total, "incoming_truncated": in_cut,
-            "outgoing": out_items, "outgoing_total": out_total, "outgoing_truncated": out_cut,
-            "outgoing_note": out_note, "server": server});
-        if !unlisted.is_empty() {
-            answer["outgoing_unlisted"] = unlisted
+        let mut server = self.server_of(opened);
+        server.request_ms = Some(request_ms);
+        let (offset, next_offset) = match in_cut || out_cut {
+            true => {
+                let next = [in_page.next(callers.len()), out_next]
+                    .into_iter()
+                    .flatten()
+                    .max();
+                (Some(in_page.from as u64), next.map(|n| n as u64))
+            }
+            false => (None, None),
+        };
+        let listed = (!unlisted.is_empty()).then(|| {
+            unlisted
                 .iter()
                 .take(crate::unlisted_calls::UNLISTED_SHOWN_MAX)
-                .map(|u| json!({"line": u.line, "callee": u.callee}))
-                .collect();
-            answer["outgoing_unlisted_total"] = json!(unlisted.len());
-            answer["outgoing_unlisted_line"] =
-                json!(crate::unlisted_calls::unlisted_line(&unlisted));
-        }
-        if in_cut || out_cut {
-            answer["offset"] = json!(in_page.from);
-            let next = [in_page.next(callers.len()), out_next]
-                .into_iter()
-                .flatten()
-                .max();
-            if let Some(next) = next {
-                answer["next_offset"] = json!(next);
-            }
-        }
-        answer
+                .map(|u| LspUnlistedCall {
+                    line: u.line as u64,
+                    callee: u.callee.clone(),
+                })
+                .collect()
+        });
+        let unlisted_line =
+            (!unlisted.is_empty()).then(|| crate::unlisted_calls::unlisted_line(&unlisted));
+        // What it rests on is set by the caller, once it knows what the answer may miss.
+        let answer = LspCallHierarchy {
+            text,
+            symbol: name.to_string(),
+            incoming: in_items,
+            incoming_total: in_total as u64,
+            incoming_truncated: in_cut,
+            outgoing: out_items,
+            outgoing_total: out_total as u64,
+            outgoing_truncated: out_cut,
+            outgoing_note: out_note,
+            outgoing_unlisted: listed,
+            outgoing_unlisted_total: (!unlisted.is_empty()).then_some(unlisted.len() as u64),
+            partial_reason: None,
+            offset,
+            next_offset,
+            server,
+            readiness: LspReadiness::Ready,
+            complete: false,
+        };
+        (answer, unlisted_line)
     }
 }
 
@@ -444,7 +478,7 @@ fn one_per_overload_set(outgoing: &Value) -> Vec<&Value> {
 struct Outgoing {
     /// Its lines of the answer's text.
     text: String,
-    items: Vec<Value>,
+    items: Vec<LspOutgoingCall>,
     /// Callees in all.
     total: usize,
     cut: bool,
@@ -501,10 +535,19 @@ fn outgoing_calls(
             "  {} {} ({}:{}, called {calls}×) — {}\n",
             s.kind, s.name, s.path, s.line, s.text
         ));
-        out.items
-            .push(json!({"callee": s.name, "kind": s.kind, "path": s.path,
-            "line": s.line, "calls": calls, "text": if s.outside { "" } else { &s.text },
-            "outside": s.outside}));
+        out.items.push(LspOutgoingCall {
+            callee: s.name.clone(),
+            kind: s.kind.to_string(),
+            path: s.path.clone(),
+            line: s.line,
+            calls: *calls as u64,
+            text: if s.outside {
+                String::new()
+            } else {
+                s.text.clone()
+            },
+            outside: s.outside,
+        });
     }
     if let Some(note) = page.note(total, "callees") {
         out.text.push_str(&format!("  ({note})\n"));

@@ -6,9 +6,11 @@
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspHintKind, LspInlayHint, LspInlayHints};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::CallCtx;
+use crate::coverage::rests;
 use crate::ops::require;
 use crate::position::line_text;
 use crate::render;
@@ -27,7 +29,7 @@ struct Hint {
     line0: usize,
     byte: usize,
     column: usize,
-    kind: &'static str,
+    kind: LspHintKind,
     label: String,
 }
 
@@ -51,13 +53,13 @@ fn label(v: &Value) -> String {
 
 /// Kind 1 / `"type"` is a type, 2 / `"parameter"` a parameter name (clangd's own protocol
 /// names them).
-fn kind(v: &Value) -> &'static str {
+fn kind(v: &Value) -> LspHintKind {
     match v.get("kind") {
-        Some(Value::Number(n)) if n.as_u64() == Some(1) => "type",
-        Some(Value::Number(n)) if n.as_u64() == Some(2) => "parameter",
-        Some(Value::String(s)) if s == "type" => "type",
-        Some(Value::String(s)) if s == "parameter" => "parameter",
-        _ => "",
+        Some(Value::Number(n)) if n.as_u64() == Some(1) => LspHintKind::Type,
+        Some(Value::Number(n)) if n.as_u64() == Some(2) => LspHintKind::Parameter,
+        Some(Value::String(s)) if s == "type" => LspHintKind::Type,
+        Some(Value::String(s)) if s == "parameter" => LspHintKind::Parameter,
+        _ => LspHintKind::Other,
     }
 }
 
@@ -79,7 +81,11 @@ fn inline(src: &str, hints: &[&Hint]) -> String {
 
 impl LanguageServers {
     /// `lsp inlay_hints {file, line?, end_line?}`.
-    pub async fn inlay_hints(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
+    pub async fn inlay_hints(
+        &self,
+        ctx: &CallCtx,
+        args: &LspArgs,
+    ) -> Result<LspInlayHints, ToolError> {
         let file = args.file.as_deref().ok_or_else(|| {
             bad(
                 "lsp inlay_hints: missing required argument `file`".into(),
@@ -183,16 +189,29 @@ impl LanguageServers {
                 "(showing {HINTS_MAX} of {total} hints; the list was cut: ask for a line range with `line` and `end_line`)\n"
             ));
         }
-        let items: Vec<Value> = hints
+        let items = hints
             .iter()
-            .map(|h| json!({"line": h.line0 + 1, "column": h.column, "kind": h.kind, "label": h.label.trim()}))
+            .map(|h| LspInlayHint {
+                line: (h.line0 + 1) as u64,
+                column: h.column as u64,
+                kind: h.kind,
+                label: h.label.trim().to_string(),
+            })
             .collect();
-        let mut server = self.server_info(&opened);
-        server["request_ms"] = json!(request_ms);
-        Ok(
-            json!({"text": text, "hints": items, "total": total, "truncated": cut,
-            "line": first, "end_line": last, "server": server}),
-        )
+        let mut server = self.server_of(&opened);
+        server.request_ms = Some(request_ms);
+        let (readiness, complete) = rests(&server, false, cut > 0);
+        Ok(LspInlayHints {
+            text,
+            hints: items,
+            total: total as u64,
+            truncated: cut as u64,
+            line: first as u64,
+            end_line: last as u64,
+            server,
+            readiness,
+            complete,
+        })
     }
 }
 
@@ -206,7 +225,7 @@ mod tests {
             line0: 0,
             byte,
             column: byte + 1,
-            kind: "",
+            kind: LspHintKind::Other,
             label: label.into(),
         };
         let (a, b) = (h(5, ": i32"), h(13, "n: "));
@@ -218,7 +237,7 @@ mod tests {
             label(&json!({"label": [{"value": "count"}, {"value": ":"}], "paddingRight": true})),
             "count: "
         );
-        assert_eq!(kind(&json!({"kind": 2})), "parameter");
-        assert_eq!(kind(&json!({"kind": "type"})), "type");
+        assert_eq!(kind(&json!({"kind": 2})), LspHintKind::Parameter);
+        assert_eq!(kind(&json!({"kind": "type"})), LspHintKind::Type);
     }
 }

@@ -9,10 +9,11 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspCodeActions, LspHover, LspLocations, LspResult, LspServer};
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
 use crate::call::{CallCtx, Opened};
-use crate::coverage::mark_coverage;
+use crate::coverage::{mark_partial, rests};
 use crate::ops::{CODE_ACTIONS_MAX, Page, REFERENCES_MAX};
 use crate::position;
 use crate::render::{self, Sources};
@@ -55,8 +56,8 @@ impl Position for LspOp {
 struct Asked<'a> {
     opened: Opened,
     result: Value,
-    /// The server facts the answer carries (`server_info`, with the request's milliseconds).
-    server: Value,
+    /// The server facts the answer carries (`server_of`, with the request's milliseconds).
+    server: LspServer,
     /// "`symbol` at file:line", for the texts.
     here: String,
     shown: String,
@@ -73,7 +74,11 @@ impl LanguageServers {
     /// A position op: the symbol located on its line, the server asked (an index-wide
     /// question waits for the index and is asked of enclosing roots too), the answer rendered
     /// as the op reads.
-    pub(crate) async fn navigate(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
+    pub(crate) async fn navigate(
+        &self,
+        ctx: &CallCtx,
+        args: &LspArgs,
+    ) -> Result<LspResult, ToolError> {
         let op = args.op;
         let crate::at::At {
             mut opened,
@@ -126,10 +131,10 @@ impl LanguageServers {
             self.ask_settled(&mut opened, method, params.clone(), |_| false)
                 .await?
         };
-        let mut server = self.server_info(&opened);
+        let mut server = self.server_of(&opened);
         // The server's own share of the call (request sent → answer parsed), for the
         // added-latency figure in docs/BENCHMARKS.md.
-        server["request_ms"] = json!(request_ms);
+        server.request_ms = Some(request_ms);
         let (merged, gap) = match op.index_wide() {
             true => {
                 let at = crate::roots::At {
@@ -175,9 +180,11 @@ impl LanguageServers {
             merged,
         };
         match op {
-            LspOp::Hover => Ok(hover(asked)),
-            LspOp::CodeActions => Ok(self.code_actions(ctx, asked)),
-            _ => self.locations(ctx, args, asked).await,
+            LspOp::Hover => Ok(LspResult::Hover(hover(asked))),
+            LspOp::CodeActions => Ok(LspResult::CodeActions(self.code_actions(ctx, asked))),
+            _ => Ok(LspResult::Locations(
+                self.locations(ctx, args, asked).await?,
+            )),
         }
     }
 
@@ -209,7 +216,7 @@ impl LanguageServers {
     }
 
     /// Code actions, numbered and remembered for the run (`lsp_edit apply_code_action`).
-    fn code_actions(&self, ctx: &CallCtx, a: Asked<'_>) -> Value {
+    fn code_actions(&self, ctx: &CallCtx, a: Asked<'_>) -> LspCodeActions {
         let raw = a.result.as_array().cloned().unwrap_or_default();
         let (ordered, text, actions) =
             crate::actions::render(raw, &a.opened.uri, a.line as u64, CODE_ACTIONS_MAX, &a.here);
@@ -223,7 +230,14 @@ impl LanguageServers {
                 actions: ordered,
             },
         );
-        json!({"text": text, "actions": actions, "server": a.server})
+        let (readiness, complete) = rests(&a.server, false, false);
+        LspCodeActions {
+            text,
+            actions,
+            server: a.server,
+            readiness,
+            complete,
+        }
     }
 
     /// Locations (definition, type_definition, implementation, references), paged where the
@@ -235,7 +249,7 @@ impl LanguageServers {
         ctx: &CallCtx,
         args: &LspArgs,
         a: Asked<'_>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<LspLocations, ToolError> {
         let op = args.op;
         let base = &ctx.workdir;
         let enc = a.opened.conn.encoding;
@@ -289,13 +303,14 @@ impl LanguageServers {
             }
             _ => a.gap,
         };
-        let mut answer = json!({"text": text, "locations": items, "total": total, "truncated": page.cut(total), "server": a.server});
-        page.stamp(&mut answer, total);
+        let (mut roots, mut merged) = (None, None);
         if let Some(m) = a.merged.filter(|m| !m.roots.is_empty()) {
-            crate::roots::say_merged(&mut answer, &a.opened.shared.root, &m, base);
+            let shown = crate::roots::say_merged(&mut text, &a.opened.shared.root, &m, base);
+            (roots, merged) = (Some(shown), Some(true));
         }
+        let mut partial_reason = None;
         if op.index_wide() {
-            mark_coverage(&mut answer, gap);
+            mark_partial(&mut text, total == 0, &mut partial_reason, gap);
         }
         // pyright links a name imported from a module with a stub through the stub; one the
         // stub lacks is linked to nothing, and "no definition" is not so.
@@ -309,20 +324,38 @@ impl LanguageServers {
             && let Some((at, module)) =
                 crate::hidden_uses::python::imported_at(&a.opened.text, word)
         {
-            mark_coverage(
-                &mut answer,
+            mark_partial(
+                &mut text,
+                true,
+                &mut partial_reason,
                 Some(format!(
                     "`{word}` is imported here from `{module}` ({}:{at}), and pyright linked that import to nothing: a stub of `{module}` that does not declare it hides the module's own definition; grep for `def {word}` or `class {word}` in that module",
                     a.shown
                 )),
             );
         }
-        Ok(answer)
+        let truncated = page.cut(total);
+        let (readiness, complete) = rests(&a.server, partial_reason.is_some(), truncated);
+        let (offset, next_offset) = page.offsets(total);
+        Ok(LspLocations {
+            text,
+            locations: items,
+            total: total as u64,
+            truncated,
+            offset,
+            next_offset,
+            server: a.server,
+            readiness,
+            complete,
+            partial_reason,
+            roots,
+            merged,
+        })
     }
 }
 
 /// Hover: the server's markdown, or that it has none.
-fn hover(a: Asked<'_>) -> Value {
+fn hover(a: Asked<'_>) -> LspHover {
     let md = match a.result.is_null() {
         true => String::new(),
         false => render::hover_markdown(&a.result),
@@ -331,5 +364,12 @@ fn hover(a: Asked<'_>) -> Value {
         true => format!("no hover information for {}\n", a.here),
         false => md.clone() + "\n",
     };
-    json!({"text": text, "markdown": md, "server": a.server})
+    let (readiness, complete) = rests(&a.server, false, false);
+    LspHover {
+        text,
+        markdown: md,
+        server: a.server,
+        readiness,
+        complete,
+    }
 }

@@ -17,11 +17,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolvisor_files::paths::Access;
 use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{LspEncoding, LspServer, LspServerState};
+use toolvisor_protocol::results::{
+    LspChecking, LspFileDiagnostics, LspReload, LspResult, LspServer, LspServerState, LspTrust,
+    LspTrustedRoot,
+};
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
 use crate::call::{CallCtx, Opened};
@@ -269,14 +272,8 @@ impl LanguageServers {
         }
     }
 
-    /// The `server` object of an answer (for the ops in other modules).
-    pub(crate) fn server_info(&self, opened: &Opened) -> Value {
-        serde_json::to_value(self.server_of(opened)).unwrap_or_default()
-    }
-
     /// The server that answers for `opened`, as it was when the request was sent.
     pub(crate) fn server_of(&self, opened: &Opened) -> LspServer {
-        use crate::position::Encoding;
         use crate::server::Readiness;
         let readiness = opened
             .asked
@@ -293,11 +290,7 @@ impl LanguageServers {
                 Readiness::Indexing(_) => LspServerState::Indexing,
                 Readiness::Ready => LspServerState::Ready,
             },
-            position_encoding: match opened.conn.encoding {
-                Encoding::Utf8 => LspEncoding::Utf8,
-                Encoding::Utf16 => LspEncoding::Utf16,
-                Encoding::Utf32 => LspEncoding::Utf32,
-            },
+            position_encoding: opened.conn.encoding.into(),
             indexing: match readiness {
                 Readiness::Indexing(what) => Some(what),
                 _ => None,
@@ -307,35 +300,28 @@ impl LanguageServers {
     }
 
     /// `lsp {op, ...}`: every answer from a server says what it rests on (`readiness`,
-    /// `complete`: [`crate::coverage::stamp_readiness`]).
-    ///
-    /// A file's outline is the exception: the server reads it from the file alone, so it is
-    /// whole (unless paged) while the server still indexes the project.
-    pub async fn lsp(&self, ctx: &CallCtx, args: LspArgs) -> Result<Value, ToolError> {
-        let outline = args.op == LspOp::Symbols && args.query.is_none();
-        let mut answer = self.lsp_op(ctx, args).await?;
-        crate::coverage::stamp_readiness(&mut answer);
-        if outline && answer.get("server").is_some() {
-            answer["complete"] = json!(answer["truncated"] != json!(true));
-        }
-        Ok(answer)
-    }
-
-    async fn lsp_op(&self, ctx: &CallCtx, args: LspArgs) -> Result<Value, ToolError> {
+    /// `complete`: [`crate::coverage::rests`], set where each answer is built).
+    pub async fn lsp(&self, ctx: &CallCtx, args: LspArgs) -> Result<LspResult, ToolError> {
         match args.op {
             LspOp::Status => {
                 let from = match args.file.as_deref() {
                     Some(f) => ctx.resolve("lsp", f, Access::Read)?,
                     None => ctx.workdir.clone(),
                 };
-                Ok(self.servers.status(&from, &ctx.run, &ctx.workdir).await)
+                Ok(LspResult::Status(
+                    self.servers.status(&from, &ctx.run, &ctx.workdir).await,
+                ))
             }
-            LspOp::Reload => self.reload(ctx, args.file.as_deref()).await,
-            LspOp::Trust => self.trust_roots_for_run(ctx, args.file.as_deref()),
+            LspOp::Reload => Ok(LspResult::Reload(
+                self.reload(ctx, args.file.as_deref()).await?,
+            )),
+            LspOp::Trust => Ok(LspResult::Trust(
+                self.trust_roots_for_run(ctx, args.file.as_deref())?,
+            )),
             LspOp::Diagnostics => {
                 let file = need(&args.file, "diagnostics", "file")?;
                 if file == "*" {
-                    return self.project_check(ctx).await;
+                    return Ok(LspResult::ProjectCheck(self.project_check(ctx).await?));
                 }
                 let path = ctx.resolve("lsp", file, Access::Read)?;
                 let mut opened = self.open(&path, &ctx.run).await?;
@@ -349,18 +335,30 @@ impl LanguageServers {
                 if let Some(off) = &off {
                     text.push_str(&format!("({off})\n"));
                 }
-                Ok(
-                    json!({"text": text, "diagnostics": diags.iter().map(|d| d.to_json(base)).collect::<Vec<_>>(),
-                    "checking": if off.is_some() { "off" } else { "on" }, "checking_off": off,
-                    "server": self.server_info(&opened)}),
-                )
+                let server = self.server_of(&opened);
+                let (readiness, complete) = crate::coverage::rests(&server, false, false);
+                Ok(LspResult::Diagnostics(LspFileDiagnostics {
+                    text,
+                    diagnostics: diags.iter().map(|d| d.to_result(base)).collect(),
+                    checking: match off {
+                        Some(_) => LspChecking::Off,
+                        None => LspChecking::On,
+                    },
+                    checking_off: off,
+                    server,
+                    readiness,
+                    complete,
+                }))
             }
             LspOp::Symbols => match (&args.query, &args.file) {
-                (Some(q), _) => {
+                (Some(q), _) => Ok(LspResult::WorkspaceSymbols(
                     self.workspace_symbols(ctx, q, args.file.as_deref(), args.offset)
-                        .await
-                }
-                (None, Some(f)) => self.document_symbols(ctx, f, args.offset, args.depth).await,
+                        .await?,
+                )),
+                (None, Some(f)) => Ok(LspResult::DocumentSymbols(
+                    self.document_symbols(ctx, f, args.offset, args.depth)
+                        .await?,
+                )),
                 (None, None) => Err(invalid(
                     "lsp symbols: give `query` (workspace search) or `file` (document outline)"
                         .into(),
@@ -373,13 +371,19 @@ impl LanguageServers {
             | LspOp::References
             | LspOp::Hover
             | LspOp::CodeActions => self.navigate(ctx, &args).await,
-            LspOp::CallHierarchy => self.call_hierarchy(ctx, &args).await,
-            LspOp::TypeHierarchy => self.type_hierarchy(ctx, &args).await,
-            LspOp::SignatureHelp => self.signature_help(ctx, &args).await,
-            LspOp::Completions => self.completions(ctx, &args).await,
-            LspOp::InlayHints => self.inlay_hints(ctx, &args).await,
+            LspOp::CallHierarchy => Ok(LspResult::CallHierarchy(
+                self.call_hierarchy(ctx, &args).await?,
+            )),
+            LspOp::TypeHierarchy => Ok(LspResult::TypeHierarchy(
+                self.type_hierarchy(ctx, &args).await?,
+            )),
+            LspOp::SignatureHelp => Ok(LspResult::SignatureHelp(
+                self.signature_help(ctx, &args).await?,
+            )),
+            LspOp::Completions => Ok(LspResult::Completions(self.completions(ctx, &args).await?)),
+            LspOp::InlayHints => Ok(LspResult::InlayHints(self.inlay_hints(ctx, &args).await?)),
             LspOp::WorkspaceDiagnostics => self.workspace_diagnostics(ctx, &args).await,
-            LspOp::CheckEdit => self.check_edit(ctx, &args).await,
+            LspOp::CheckEdit => Ok(LspResult::CheckEdit(self.check_edit(ctx, &args).await?)),
         }
     }
 
@@ -413,7 +417,11 @@ impl LanguageServers {
     /// The daemon asks the user first (the approval gate); from then on this run's servers
     /// for those roots start in full mode and `diagnostics "*"` runs the project's checker.
     /// Other runs keep their restricted servers: trust is per run.
-    fn trust_roots_for_run(&self, ctx: &CallCtx, file: Option<&str>) -> Result<Value, ToolError> {
+    fn trust_roots_for_run(
+        &self,
+        ctx: &CallCtx,
+        file: Option<&str>,
+    ) -> Result<LspTrust, ToolError> {
         let targets = self.trust_targets(ctx, file)?;
         if targets.is_empty() {
             return Err(ToolError::new(
@@ -437,14 +445,20 @@ impl LanguageServers {
                 ctx.run,
                 languages.join(", ")
             ));
-            roots.push(
-                json!({"root": root.display().to_string(), "languages": languages, "newly": newly}),
-            );
+            roots.push(LspTrustedRoot {
+                root: root.display().to_string(),
+                languages: languages.clone(),
+                newly,
+            });
         }
-        Ok(json!({"text": text, "run": ctx.run, "trusted": roots}))
+        Ok(LspTrust {
+            text,
+            run: ctx.run.clone(),
+            trusted: roots,
+        })
     }
 
-    async fn reload(&self, ctx: &CallCtx, file: Option<&str>) -> Result<Value, ToolError> {
+    async fn reload(&self, ctx: &CallCtx, file: Option<&str>) -> Result<LspReload, ToolError> {
         let targets: Vec<Arc<ServerShared>> = match file {
             Some(f) => {
                 let path = ctx.resolve("lsp", f, Access::Read)?;
@@ -462,9 +476,10 @@ impl LanguageServers {
                 .collect(),
         };
         if targets.is_empty() {
-            return Ok(
-                json!({"text": "no language server runs for this workdir; nothing to reload\n", "reloaded": []}),
-            );
+            return Ok(LspReload {
+                text: "no language server runs for this workdir; nothing to reload\n".into(),
+                reloaded: Vec::new(),
+            });
         }
         let mut done = Vec::new();
         for s in targets {
@@ -472,7 +487,10 @@ impl LanguageServers {
             self.servers.ensure_inner(&s, true).await?;
             done.push(s.id.clone());
         }
-        Ok(json!({"text": format!("restarted: {}\n", done.join(", ")), "reloaded": done}))
+        Ok(LspReload {
+            text: format!("restarted: {}\n", done.join(", ")),
+            reloaded: done,
+        })
     }
 }
 
@@ -579,13 +597,11 @@ impl Page {
         })
     }
 
-    /// `offset` and `next_offset` on the answer, when the list is paged.
-    pub fn stamp(&self, answer: &mut Value, total: usize) {
-        if self.cut(total) {
-            answer["offset"] = json!(self.from);
-            if let Some(next) = self.next(total) {
-                answer["next_offset"] = json!(next);
-            }
+    /// The answer's `offset` and `next_offset`, when the list is paged.
+    pub fn offsets(&self, total: usize) -> (Option<u64>, Option<u64>) {
+        match self.cut(total) {
+            true => (Some(self.from as u64), self.next(total).map(|n| n as u64)),
+            false => (None, None),
         }
     }
 }

@@ -12,6 +12,17 @@ pub enum Encoding {
     Utf32,
 }
 
+impl From<Encoding> for toolvisor_protocol::results::LspEncoding {
+    fn from(e: Encoding) -> Self {
+        use toolvisor_protocol::results::LspEncoding;
+        match e {
+            Encoding::Utf8 => LspEncoding::Utf8,
+            Encoding::Utf16 => LspEncoding::Utf16,
+            Encoding::Utf32 => LspEncoding::Utf32,
+        }
+    }
+}
+
 impl Encoding {
     pub fn from_name(name: &str) -> Option<Encoding> {
         match name {

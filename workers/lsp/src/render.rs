@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
-use toolvisor_protocol::results::{LspDiagnostic, LspSeverity};
+use serde_json::Value;
+use toolvisor_protocol::results::{LspDiagnostic, LspLocation, LspSeverity};
 
 use crate::position::{Encoding, line_text};
 use crate::uri;
@@ -186,7 +186,7 @@ pub fn cut_note() -> String {
     format!("(lines longer than {LINE_SHOWN_MAX} characters are cut around the match: …)\n")
 }
 
-pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<Value>) {
+pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<LspLocation>) {
     let mut text = String::new();
     let mut items = Vec::new();
     let mut any_cut = false;
@@ -204,14 +204,16 @@ pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<Value>) {
             text.push_str(&this);
         }
         last = this;
-        let mut item = json!({"path": shown, "abs_path": l.path.display().to_string(),
-            "line": l.line, "column": l.column, "text": if cut { line } else { l.text.clone() },
-            "outside": l.outside});
-        if cut {
-            item["text_cut"] = json!(true);
-            item["line_chars"] = json!(l.text.chars().count());
-        }
-        items.push(item);
+        items.push(LspLocation {
+            path: shown,
+            abs_path: l.path.display().to_string(),
+            line: l.line as u64,
+            column: l.column as u64,
+            text: if cut { line } else { l.text.clone() },
+            outside: l.outside,
+            text_cut: cut.then_some(true),
+            line_chars: cut.then(|| l.text.chars().count() as u64),
+        });
     }
     if any_cut {
         text.push_str(&cut_note());
@@ -521,6 +523,7 @@ impl Diag {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn an_outline_reads_in_the_order_of_the_lines_it_shows() {
@@ -613,9 +616,9 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("secret"), "{text}");
-        assert_eq!(items[1]["outside"], true);
-        assert_eq!(items[1]["text"], "");
-        assert_eq!(items[1]["column"], 5);
+        assert!(items[1].outside);
+        assert_eq!(items[1].text, "");
+        assert_eq!(items[1].column, 5);
         assert_eq!(sources.line(&outside, 0), None);
     }
 

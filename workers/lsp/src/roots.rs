@@ -158,20 +158,23 @@ pub(crate) fn merge_into(result: &mut Value, others: &[Value]) {
     *result = Value::Array(all);
 }
 
-/// Say in the answer which roots it covers: `roots` (innermost first) and `merged`, and a
-/// line in its text.
-pub(crate) fn say_merged(answer: &mut Value, inner: &Path, m: &Merged, workdir: &Path) {
+/// Says in the answer's text which roots it covers, and returns them (its `roots`, the
+/// innermost first).
+pub(crate) fn say_merged(
+    text: &mut String,
+    inner: &Path,
+    m: &Merged,
+    workdir: &Path,
+) -> Vec<String> {
     let mut roots = vec![show_dir(inner, workdir)];
     roots.extend(m.roots.iter().map(|r| show_dir(r, workdir)));
-    let text = answer["text"].as_str().unwrap_or("").to_string();
-    answer["text"] = json!(format!(
-        "{text}(merged: the answers of the servers of {} — {} is nested inside {})\n",
+    text.push_str(&format!(
+        "(merged: the answers of the servers of {} — {} is nested inside {})\n",
         roots.join(", "),
         roots[0],
         roots[1..].join(" and ")
     ));
-    answer["roots"] = json!(roots);
-    answer["merged"] = json!(true);
+    roots
 }
 
 #[cfg(test)]

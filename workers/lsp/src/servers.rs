@@ -26,6 +26,9 @@ use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
 use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{
+    LspLanguageStatus, LspMode, LspRootTrust, LspServerStatus, LspStatus, LspTrustedBy,
+};
 
 use crate::actor::{ServerActor, ServerStart};
 use crate::config::{LanguageSpec, LspConfig};
@@ -746,24 +749,29 @@ impl Servers {
     /// `status`: every known server, and for `from` (a file or the workdir) every configured
     /// language with whether it would start there for `run` and exactly why not, and whether
     /// `run` trusts its root and what that changes.
-    pub async fn status(&self, from: &Path, run: &str, workdir: &Path) -> Value {
+    pub async fn status(&self, from: &Path, run: &str, workdir: &Path) -> LspStatus {
         // Paths in the text are shown from the workdir (the JSON keeps them absolute).
         let dir = |p: &Path| crate::render::show_dir(p, workdir);
         let (lines, servers) = self.running(workdir).await;
         let here = self.languages_here(from, run, workdir).await;
         let mut text = status_text(&lines, &here, &dir(from), run);
         let trust = self.roots_trust(&here, run);
-        if !trust.iter().all(|t| t["trusted"] == true) {
+        if !trust.iter().all(|t| t.trusted) {
             text.push_str(
                 "untrusted roots: trust one with `lsp {\"op\":\"trust\"}` (asks the user; for this run) or list it in the daemon config's [trust] roots\n",
             );
         }
-        json!({"text": text, "servers": servers, "languages": here, "trust": trust})
+        LspStatus {
+            text,
+            servers,
+            languages: here,
+            trust,
+        }
     }
 
     /// The servers started so far: one line each for the text (paths from `workdir`), and
     /// their JSON.
-    async fn running(&self, workdir: &Path) -> (Vec<String>, Vec<Value>) {
+    async fn running(&self, workdir: &Path) -> (Vec<String>, Vec<LspServerStatus>) {
         let dir = |p: &Path| crate::render::show_dir(p, workdir);
         let mut servers = Vec::new();
         let mut lines = Vec::new();
@@ -797,28 +805,36 @@ impl Servers {
                     writes.join(", ")
                 ));
             }
-            servers.push(json!({
-                "writes": writes,
-                "language": s.language,
-                "root": s.root.display().to_string(),
-                "command": s.command,
-                "mode": if s.restricted.is_some() { "restricted" } else { "full" },
-                "state": state,
-                "detail": why,
-                "pid": conn.as_ref().map(|c| c.pid),
-                "uptime_s": s.uptime().map(|u| u.as_secs()),
-                "restarts": info.restarts,
-                "last_error": info.last_error,
-                "position_encoding": conn.as_ref().map(|c| c.encoding.name()),
-                "server_name": conn.as_ref().map(|c| c.name.clone()),
-            }));
+            servers.push(LspServerStatus {
+                writes: writes.iter().map(|w| w.to_string()).collect(),
+                language: s.language.clone(),
+                root: s.root.display().to_string(),
+                command: s.command.clone(),
+                mode: match s.restricted {
+                    Some(_) => LspMode::Restricted,
+                    None => LspMode::Full,
+                },
+                state,
+                detail: why,
+                pid: conn.as_ref().map(|c| c.pid),
+                uptime_s: s.uptime().map(|u| u.as_secs()),
+                restarts: info.restarts,
+                last_error: info.last_error,
+                position_encoding: conn.as_ref().map(|c| c.encoding.into()),
+                server_name: conn.as_ref().map(|c| c.name.clone()),
+            });
         }
         (lines, servers)
     }
 
     /// Each configured language as seen from `from` for `run`: its state there, why, its
     /// root and whether that is trusted.
-    async fn languages_here(&self, from: &Path, run: &str, workdir: &Path) -> Vec<Value> {
+    async fn languages_here(
+        &self,
+        from: &Path,
+        run: &str,
+        workdir: &Path,
+    ) -> Vec<LspLanguageStatus> {
         let dir = |p: &Path| crate::render::show_dir(p, workdir);
         let mut here = Vec::new();
         for (language, spec) in &self.languages {
@@ -866,52 +882,48 @@ impl Servers {
                 Some(TrustedBy::No) => untrusted_changes(spec),
                 _ => Vec::new(),
             };
-            here.push(json!({
-                "language": language,
-                "state": state,
-                "reason": reason,
-                "root": root,
-                "trusted": trust.as_ref().map(TrustedBy::trusted),
-                "trust": trust.as_ref().map(TrustedBy::describe),
-                "untrusted_changes": changes,
-            }));
+            here.push(LspLanguageStatus {
+                language: language.clone(),
+                state,
+                reason,
+                root,
+                trusted: trust.as_ref().map(TrustedBy::trusted),
+                trust: trust.as_ref().map(TrustedBy::describe),
+                untrusted_changes: changes,
+            });
         }
         here
     }
 
     /// Every root of `here`, once: trusted for `run`, by what, and which runs an approval
     /// trusted it for.
-    fn roots_trust(&self, here: &[Value], run: &str) -> Vec<Value> {
-        let mut roots: Vec<String> = here
-            .iter()
-            .filter_map(|h| h["root"].as_str().map(str::to_string))
-            .collect();
+    fn roots_trust(&self, here: &[LspLanguageStatus], run: &str) -> Vec<LspRootTrust> {
+        let mut roots: Vec<String> = here.iter().filter_map(|h| h.root.clone()).collect();
         roots.sort();
         roots.dedup();
-        let trust: Vec<Value> = roots
+        roots
             .iter()
             .map(|r| {
                 let t = self.trust.check(Path::new(r), run);
-                json!({
-                    "root": r,
-                    "trusted": t.trusted(),
-                    "by": match &t {
-                        TrustedBy::Config(_) => "config",
-                        TrustedBy::Approval(_) => "approval",
-                        TrustedBy::No => "no",
+                LspRootTrust {
+                    root: r.clone(),
+                    trusted: t.trusted(),
+                    by: match &t {
+                        TrustedBy::Config(_) => LspTrustedBy::Config,
+                        TrustedBy::Approval(_) => LspTrustedBy::Approval,
+                        TrustedBy::No => LspTrustedBy::No,
                     },
-                    "detail": t.describe(),
-                    "approved_runs": self.trust.granted_runs(Path::new(r)),
-                })
+                    detail: t.describe(),
+                    approved_runs: self.trust.granted_runs(Path::new(r)),
+                }
             })
-            .collect();
-        trust
+            .collect()
     }
 }
 
 /// `lsp status`'s text: the servers started (`lines`), then each language from `shown` (a
 /// language with no root there on one line for all).
-fn status_text(lines: &[String], here: &[Value], shown: &str, run: &str) -> String {
+fn status_text(lines: &[String], here: &[LspLanguageStatus], shown: &str, run: &str) -> String {
     let mut text = String::new();
     if lines.is_empty() {
         text.push_str("no language server has been started\n");
@@ -927,23 +939,13 @@ fn status_text(lines: &[String], here: &[Value], shown: &str, run: &str) -> Stri
     // a page of "no root" for every other language (`languages` still lists them all).
     let absent: Vec<&str> = here
         .iter()
-        .filter(|h| h["state"] == "no root")
-        .filter_map(|h| h["language"].as_str())
+        .filter(|h| h.state == "no root")
+        .map(|h| h.language.as_str())
         .collect();
-    for h in here.iter().filter(|h| h["state"] != "no root") {
-        text.push_str(&format!(
-            "  {}: {} — {}\n",
-            h["language"].as_str().unwrap_or(""),
-            h["state"].as_str().unwrap_or(""),
-            h["reason"].as_str().unwrap_or("")
-        ));
-        if let Some(trust) = h["trust"].as_str() {
-            let changes: Vec<&str> = h["untrusted_changes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+    for h in here.iter().filter(|h| h.state != "no root") {
+        text.push_str(&format!("  {}: {} — {}\n", h.language, h.state, h.reason));
+        if let Some(trust) = &h.trust {
+            let changes = &h.untrusted_changes;
             if changes.is_empty() {
                 text.push_str(&format!("    {trust}: project code may run\n"));
             } else {

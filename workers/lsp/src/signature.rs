@@ -4,9 +4,11 @@
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspSignature, LspSignatureHelp};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::CallCtx;
+use crate::coverage::rests;
 use crate::ops::require;
 use crate::position::Encoding;
 use crate::render;
@@ -49,7 +51,11 @@ fn no_signatures(v: &Value) -> bool {
 
 impl LanguageServers {
     /// `lsp signature_help {file, line, symbol, occurrence?}`.
-    pub async fn signature_help(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
+    pub async fn signature_help(
+        &self,
+        ctx: &CallCtx,
+        args: &LspArgs,
+    ) -> Result<LspSignatureHelp, ToolError> {
         let mut at = self.open_at(ctx, args, NEED).await?;
         let after = at.byte + at.symbol.len();
         let Some(paren) = at.src[after..].find('(').map(|i| after + i) else {
@@ -144,8 +150,14 @@ impl LanguageServers {
             for l in doc.lines() {
                 text.push_str(&format!("  {l}\n"));
             }
-            items.push(json!({"label": label, "parameters": params, "active": active,
-                "active_parameter": param, "documentation": doc, "parameter_documentation": param_doc}));
+            items.push(LspSignature {
+                label: label.to_string(),
+                parameters: params,
+                active,
+                active_parameter: param.map(|p| p as u64),
+                documentation: doc,
+                parameter_documentation: param_doc,
+            });
         }
         if sigs.is_empty() {
             text = format!("no signature help for a call of {}\n", at.here());
@@ -155,13 +167,19 @@ impl LanguageServers {
                 sigs.len()
             ));
         }
-        let mut server = self.server_info(&at.opened);
-        server["request_ms"] = json!(request_ms);
-        Ok(
-            json!({"text": text, "signatures": items, "total": sigs.len(),
-            "active_signature": if sigs.is_empty() { None } else { Some(active_sig.min(sigs.len() - 1)) },
-            "server": server}),
-        )
+        let mut server = self.server_of(&at.opened);
+        server.request_ms = Some(request_ms);
+        // A list cut at its bound is not the server's whole answer.
+        let (readiness, complete) = rests(&server, false, sigs.len() > SIGNATURES_MAX);
+        Ok(LspSignatureHelp {
+            text,
+            signatures: items,
+            total: sigs.len() as u64,
+            active_signature: (!sigs.is_empty()).then(|| active_sig.min(sigs.len() - 1) as u64),
+            server,
+            readiness,
+            complete,
+        })
     }
 }
 

@@ -3,12 +3,15 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{
+    LspDocumentSymbols, LspOutlineSymbol, LspWorkspaceSymbol, LspWorkspaceSymbols,
+};
 
 use crate::call::{CallCtx, Opened};
-use crate::coverage::mark_coverage;
+use crate::coverage::{mark_partial, rests};
 use crate::ops::{DOCUMENT_SYMBOLS_MAX, Page, WORKSPACE_SYMBOLS_MAX, is_empty, require};
 use crate::render::{self, Sources};
 use crate::servers::LanguageServers;
@@ -23,7 +26,7 @@ impl LanguageServers {
         file: &str,
         offset: Option<u64>,
         depth: Option<u64>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<LspDocumentSymbols, ToolError> {
         let path = ctx.resolve("lsp", file, Access::Read)?;
         let mut opened = self.open(&path, &ctx.run).await?;
         let params = json!({"textDocument": {"uri": opened.uri}});
@@ -55,12 +58,13 @@ impl LanguageServers {
                 s.kind,
                 s.name
             ));
-            let mut item =
-                json!({"name": s.name, "kind": s.kind, "line": s.line, "depth": s.depth});
-            if *members > 0 {
-                item["members"] = json!(members);
-            }
-            items.push(item);
+            items.push(LspOutlineSymbol {
+                name: s.name.clone(),
+                kind: s.kind.to_string(),
+                line: s.line as u64,
+                depth: s.depth as u64,
+                members: (*members > 0).then_some(*members as u64),
+            });
         }
         if total == 0 {
             text = format!("no symbols in {}\n", render::show_path(&path, &ctx.workdir));
@@ -71,10 +75,23 @@ impl LanguageServers {
             let deeper = depth.unwrap_or(0) + 1;
             text.push_str(&format!("(`depth: {deeper}` lists the members)\n"));
         }
-        let mut answer = json!({"text": text, "symbols": items, "total": total,
-            "truncated": page.cut(total), "server": self.server_info(&opened)});
-        page.stamp(&mut answer, total);
-        Ok(answer)
+        // The server reads an outline from the file alone: it is whole (unless paged) while
+        // the server still indexes the project.
+        let server = self.server_of(&opened);
+        let truncated = page.cut(total);
+        let (readiness, _) = rests(&server, false, truncated);
+        let (offset, next_offset) = page.offsets(total);
+        Ok(LspDocumentSymbols {
+            text,
+            symbols: items,
+            total: total as u64,
+            truncated,
+            offset,
+            next_offset,
+            server,
+            readiness,
+            complete: !truncated,
+        })
     }
 
     pub(crate) async fn workspace_symbols(
@@ -83,7 +100,7 @@ impl LanguageServers {
         query: &str,
         file: Option<&str>,
         offset: Option<u64>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<LspWorkspaceSymbols, ToolError> {
         // The server to ask: the one covering `file`, else the servers running for the workdir,
         // else the first language whose root and binary are found from the workdir.
         let mut opened = match file {
@@ -147,10 +164,14 @@ impl LanguageServers {
                     .unwrap_or_default(),
                 render::cut_line(&src, 1).0
             ));
-            items.push(
-                json!({"name": s.name, "kind": s.kind, "path": shown, "line": s.line,
-                "container": s.container, "outside": outside}),
-            );
+            items.push(LspWorkspaceSymbol {
+                name: s.name.clone(),
+                kind: s.kind.to_string(),
+                path: shown,
+                line: s.line as u64,
+                container: s.container.clone(),
+                outside,
+            });
         }
         if total == 0 {
             text = format!("no workspace symbols match {query:?}\n");
@@ -170,11 +191,25 @@ impl LanguageServers {
                     opened.shared.id
                 )
             });
-        let mut answer = json!({"text": text, "symbols": items, "total": total,
-            "truncated": page.cut(total), "server": self.server_info(&opened)});
-        page.stamp(&mut answer, total);
-        mark_coverage(&mut answer, crate::hidden_uses::join(gap, cut));
-        Ok(answer)
+        let mut partial_reason = None;
+        let gap = crate::hidden_uses::join(gap, cut);
+        mark_partial(&mut text, total == 0, &mut partial_reason, gap);
+        let server = self.server_of(&opened);
+        let truncated = page.cut(total);
+        let (readiness, complete) = rests(&server, partial_reason.is_some(), truncated);
+        let (offset, next_offset) = page.offsets(total);
+        Ok(LspWorkspaceSymbols {
+            text,
+            symbols: items,
+            total: total as u64,
+            truncated,
+            offset,
+            next_offset,
+            server,
+            readiness,
+            complete,
+            partial_reason,
+        })
     }
 
     /// A server for the workdir when no file is named: one already running for it, else the

@@ -10,7 +10,10 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{LspHierarchyType, LspTypeHierarchy};
 use toolvisor_protocol::tools::LspArgs;
+
+use crate::coverage::rests;
 
 use crate::call::{CallCtx, Opened};
 use crate::hierarchy::site;
@@ -26,7 +29,11 @@ const NEED: &str = "type_hierarchy needs `file`, `line` (1-based) and `symbol` (
 
 impl LanguageServers {
     /// `lsp type_hierarchy {file, line, symbol, occurrence?}`.
-    pub async fn type_hierarchy(&self, ctx: &CallCtx, args: &LspArgs) -> Result<Value, ToolError> {
+    pub async fn type_hierarchy(
+        &self,
+        ctx: &CallCtx,
+        args: &LspArgs,
+    ) -> Result<LspTypeHierarchy, ToolError> {
         let mut at = self.open_at(ctx, args, NEED).await?;
         require(&at.opened, "typeHierarchyProvider", "type hierarchy")?;
         // Subtypes are index-wide: a list from a server still indexing looks complete.
@@ -43,20 +50,28 @@ impl LanguageServers {
         let read = |p: &Path| ctx.read_text(p).ok();
         let mut sources = Sources::new(&open_text, &readable, &read);
         let name = item.get("name").and_then(Value::as_str).unwrap_or("");
-        let mut text = String::new();
-        let mut answer = json!({"symbol": name});
-        for (key, list) in [("supertypes", &supers), ("subtypes", &subs)] {
-            let (lines, items, total) = types_of(list, key, name, ctx, &mut sources);
-            text.push_str(&lines);
-            answer[key] = json!(items);
-            answer[format!("{key}_total")] = json!(total);
-            answer[format!("{key}_truncated")] = json!(total > TYPES_MAX);
-        }
-        let mut server = self.server_info(opened);
-        server["request_ms"] = json!(request_ms);
-        answer["text"] = json!(text);
-        answer["server"] = server;
-        Ok(answer)
+        let (mut text, supertypes, supertypes_total) =
+            types_of(&supers, "supertypes", name, ctx, &mut sources);
+        let (lines, subtypes, subtypes_total) =
+            types_of(&subs, "subtypes", name, ctx, &mut sources);
+        text.push_str(&lines);
+        let mut server = self.server_of(opened);
+        server.request_ms = Some(request_ms);
+        let cut = supertypes_total > TYPES_MAX || subtypes_total > TYPES_MAX;
+        let (readiness, complete) = rests(&server, false, cut);
+        Ok(LspTypeHierarchy {
+            text,
+            symbol: name.to_string(),
+            supertypes,
+            supertypes_total: supertypes_total as u64,
+            supertypes_truncated: supertypes_total > TYPES_MAX,
+            subtypes,
+            subtypes_total: subtypes_total as u64,
+            subtypes_truncated: subtypes_total > TYPES_MAX,
+            server,
+            readiness,
+            complete,
+        })
     }
 
     /// The type at `params` with its supertypes and subtypes: the standard protocol's three
@@ -141,7 +156,7 @@ fn types_of(
     name: &str,
     ctx: &CallCtx,
     sources: &mut Sources<'_>,
-) -> (String, Vec<Value>, usize) {
+) -> (String, Vec<LspHierarchyType>, usize) {
     let mut types = Vec::new();
     for t in list.as_array().into_iter().flatten() {
         let range = t
@@ -165,10 +180,18 @@ fn types_of(
             "  {} {} ({}:{}) — {}\n",
             s.kind, s.name, s.path, s.line, s.text
         ));
-        items.push(
-            json!({"name": s.name, "kind": s.kind, "path": s.path, "line": s.line,
-            "text": if s.outside { "" } else { &s.text }, "outside": s.outside}),
-        );
+        items.push(LspHierarchyType {
+            name: s.name.clone(),
+            kind: s.kind.to_string(),
+            path: s.path.clone(),
+            line: s.line,
+            text: if s.outside {
+                String::new()
+            } else {
+                s.text.clone()
+            },
+            outside: s.outside,
+        });
     }
     if total > TYPES_MAX {
         text.push_str(&format!(

@@ -9,10 +9,12 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::ToolError;
+use toolvisor_protocol::results::{LspDiagnosticsSource, LspResult, LspWorkspacePull};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::{CallCtx, Opened};
 use crate::checker::SHOWN_MAX;
+use crate::coverage::rests;
 use crate::render::Diag;
 use crate::servers::LanguageServers;
 use crate::uri;
@@ -24,14 +26,15 @@ impl LanguageServers {
         &self,
         ctx: &CallCtx,
         args: &LspArgs,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<LspResult, ToolError> {
         let why = match args.file.as_deref().filter(|f| *f != "*") {
             None => "no `file` was given to pick a server (give one to ask its server)".to_string(),
             Some(f) => {
                 let path = ctx.resolve("lsp", f, Access::Read)?;
                 let mut opened = self.open(&path, &ctx.run).await?;
                 if opened.shared.diags.pulls_workspace(&opened.conn) {
-                    return self.pull_workspace(ctx, &mut opened).await;
+                    let pulled = self.pull_workspace(ctx, &mut opened).await?;
+                    return Ok(LspResult::WorkspacePull(pulled));
                 }
                 format!(
                     "{} ({}) offers no workspace pull: it does not advertise `diagnosticProvider.workspaceDiagnostics`",
@@ -40,20 +43,22 @@ impl LanguageServers {
             }
         };
         let mut answer = self.project_check(ctx).await?;
-        let checker = answer["checker"].as_str().unwrap_or("").to_string();
-        let mut text = answer["text"].as_str().unwrap_or("").to_string();
-        text.push_str(&format!(
-            "(source: the project checker `{checker}`; {why})\n"
+        answer.text.push_str(&format!(
+            "(source: the project checker `{}`; {why})\n",
+            answer.checker
         ));
-        answer["text"] = json!(text);
-        answer["source"] = json!("checker");
-        answer["source_reason"] = json!(why);
-        Ok(answer)
+        answer.source = Some(LspDiagnosticsSource::Checker);
+        answer.source_reason = Some(why);
+        Ok(LspResult::ProjectCheck(answer))
     }
 
     /// The server's `workspace/diagnostic` answer, every document's full report (an
     /// `unchanged` one cannot be, since no previous result ids are sent), bounded.
-    async fn pull_workspace(&self, ctx: &CallCtx, opened: &mut Opened) -> Result<Value, ToolError> {
+    async fn pull_workspace(
+        &self,
+        ctx: &CallCtx,
+        opened: &mut Opened,
+    ) -> Result<LspWorkspacePull, ToolError> {
         // The whole project's answer: only from a server that has loaded it.
         self.servers.ready_for(&opened.shared, &opened.uri).await?;
         let asked = Instant::now();
@@ -117,13 +122,23 @@ impl LanguageServers {
             "(source: the server's workspace pull, {})\n",
             opened.conn.name
         ));
-        let mut server = self.server_info(opened);
-        server["request_ms"] = json!(request_ms);
+        let mut server = self.server_of(opened);
+        server.request_ms = Some(request_ms);
         // Cut at the bound: said, so the answer is not complete.
-        Ok(
-            json!({"text": text, "source": "server", "total": total, "truncated": total > SHOWN_MAX,
-            "diagnostics": diags.iter().take(SHOWN_MAX).map(|d| d.to_json(base)).collect::<Vec<_>>(),
-            "server": server}),
-        )
+        let (readiness, complete) = rests(&server, false, total > SHOWN_MAX);
+        Ok(LspWorkspacePull {
+            text,
+            source: LspDiagnosticsSource::Server,
+            total: total as u64,
+            diagnostics: diags
+                .iter()
+                .take(SHOWN_MAX)
+                .map(|d| d.to_result(base))
+                .collect(),
+            truncated: total > SHOWN_MAX,
+            server,
+            readiness,
+            complete,
+        })
     }
 }
