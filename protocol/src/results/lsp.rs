@@ -61,6 +61,38 @@ pub enum LspReadiness {
     Partial,
 }
 
+/// The server that answered an `lsp` op, and what its answer rests on: set where the answer
+/// is built ([`LspServed::of`]), so a caller can tell "none" from "none yet".
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LspServed {
+    /// The server that answered.
+    pub server: LspServer,
+    /// What the answer rests on.
+    pub readiness: LspReadiness,
+    /// The server's whole answer from a ready server: nothing cut, no gap known (an outline:
+    /// nothing cut).
+    pub complete: bool,
+}
+
+impl LspServed {
+    /// `server`'s answer, `partial` when a gap is known (the answer carries its
+    /// `partial_reason`), `cut` when toolvisor's bound or the server left some out.
+    pub fn of(server: LspServer, partial: bool, cut: bool) -> LspServed {
+        let readiness = match (partial, server.state) {
+            (true, _) => LspReadiness::Partial,
+            (false, LspServerState::Starting) => LspReadiness::Starting,
+            (false, LspServerState::Indexing) => LspReadiness::Indexing,
+            (false, LspServerState::Ready) => LspReadiness::Ready,
+        };
+        let complete = !partial && !cut && server.state == LspServerState::Ready;
+        LspServed {
+            server,
+            readiness,
+            complete,
+        }
+    }
+}
+
 /// A position encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum LspEncoding {
@@ -211,12 +243,9 @@ pub struct LspLocations {
     /// references: where the next page starts (absent on the last page).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server, nothing cut, no gap known.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
     /// references, implementation: why the answer may cover less than the project.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial_reason: Option<String>,
@@ -235,12 +264,9 @@ pub struct LspHover {
     pub text: String,
     /// The hover contents as markdown (empty when none).
     pub markdown: String,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// The result of `lsp code_actions`: the actions offered, by index for `lsp_edit
@@ -251,12 +277,9 @@ pub struct LspCodeActions {
     pub text: String,
     /// The actions (at most 50), the asked line's first.
     pub actions: Vec<LspCodeAction>,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// One code action offered.
@@ -309,13 +332,9 @@ pub struct LspDocumentSymbols {
     /// Where the next page starts (absent on the last page).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// Nothing cut: the server reads an outline from the file alone, so it is whole while
-    /// the server still indexes the project.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// One symbol of a document outline.
@@ -351,12 +370,9 @@ pub struct LspWorkspaceSymbols {
     /// Where the next page starts (absent on the last page).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server, nothing cut, no gap known.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
     /// Why the answer may cover less than the project.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial_reason: Option<String>,
@@ -390,12 +406,9 @@ pub struct LspFileDiagnostics {
     pub checking: LspChecking,
     /// Why type checking is off, when it is.
     pub checking_off: Option<String>,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// Whether a server's type checking is on.
@@ -462,12 +475,9 @@ pub struct LspWorkspacePull {
     pub diagnostics: Vec<LspDiagnostic>,
     /// More were found than are shown (then `complete` is false).
     pub truncated: bool,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// The result of `lsp call_hierarchy`: who calls the function and what it calls.
@@ -509,12 +519,9 @@ pub struct LspCallHierarchy {
     /// Where the next page of either list starts (absent when both are whole).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// A call the outgoing list leaves out.
@@ -583,12 +590,9 @@ pub struct LspTypeHierarchy {
     pub subtypes_total: u64,
     /// The subtypes list was cut.
     pub subtypes_truncated: bool,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// A type of a type hierarchy.
@@ -619,12 +623,9 @@ pub struct LspSignatureHelp {
     pub total: u64,
     /// The index of the active signature (null when none).
     pub active_signature: Option<u64>,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// One signature of a call.
@@ -655,14 +656,11 @@ pub struct LspCompletions {
     pub total: u64,
     /// How many items were left out.
     pub truncated: u64,
-    /// Neither cut nor said incomplete by the server, from a ready server.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
     /// The server says the list is incomplete (`isIncomplete`).
     pub server_incomplete: bool,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
 }
 
 /// One completion item.
@@ -691,12 +689,9 @@ pub struct LspInlayHints {
     pub line: u64,
     /// The last line of the range (1-based, inclusive).
     pub end_line: u64,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server, nothing cut.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// One inlay hint.
@@ -736,12 +731,9 @@ pub struct LspCheckEdit {
     pub new: u64,
     /// Current diagnostics the edit clears.
     pub cleared: u64,
-    /// The server that answered.
-    pub server: LspServer,
-    /// What the answer rests on.
-    pub readiness: LspReadiness,
-    /// The server's whole answer from a ready server.
-    pub complete: bool,
+    /// The server that answered, and what the answer rests on.
+    #[serde(flatten)]
+    pub served: LspServed,
 }
 
 /// The result of `lsp status`: the servers running, and for the workdir (or file) every
@@ -1001,4 +993,62 @@ pub struct SyncedWriteResult {
     pub text: String,
     /// The diagnostics new for the run.
     pub diagnostics: WriteDiagnostics,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(state: LspServerState) -> LspServer {
+        LspServer {
+            id: "python:/w".into(),
+            language: "python".into(),
+            root: "/w".into(),
+            name: "pyright".into(),
+            pid: 1,
+            state,
+            position_encoding: LspEncoding::Utf16,
+            indexing: None,
+            request_ms: None,
+        }
+    }
+
+    fn rests(state: LspServerState, partial: bool, cut: bool) -> (LspReadiness, bool) {
+        let served = LspServed::of(server(state), partial, cut);
+        (served.readiness, served.complete)
+    }
+
+    #[test]
+    fn an_answer_says_what_it_rests_on() {
+        use LspServerState::{Indexing, Ready, Starting};
+        assert_eq!(rests(Ready, false, false), (LspReadiness::Ready, true));
+        // A list cut at toolvisor's bound (or one of a call hierarchy's lists) is not complete.
+        assert_eq!(rests(Ready, false, true), (LspReadiness::Ready, false));
+        assert_eq!(
+            rests(Indexing, false, false),
+            (LspReadiness::Indexing, false)
+        );
+        assert_eq!(
+            rests(Starting, false, false),
+            (LspReadiness::Starting, false)
+        );
+        // Known to cover less than the project: partial, whatever the server's state.
+        assert_eq!(rests(Ready, true, false), (LspReadiness::Partial, false));
+    }
+
+    #[test]
+    fn what_an_answer_rests_on_reads_as_its_own_fields() {
+        let served = LspServed::of(server(LspServerState::Ready), false, false);
+        let hover = LspHover {
+            text: "x\n".into(),
+            markdown: "x".into(),
+            served,
+        };
+        let json = serde_json::to_value(&hover).unwrap();
+        assert_eq!(json["readiness"], "ready");
+        assert_eq!(json["complete"], true);
+        assert_eq!(json["server"]["state"], "ready");
+        let back: LspHover = serde_json::from_value(json).unwrap();
+        assert_eq!(back, hover);
+    }
 }

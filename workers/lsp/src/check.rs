@@ -11,12 +11,11 @@ use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{LspCheckEdit, LspCheckedDiagnostic};
+use toolvisor_protocol::results::{LspCheckEdit, LspCheckedDiagnostic, LspServed};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::{CallCtx, Opened};
 use crate::config::language_id;
-use crate::coverage::rests;
 use crate::lock;
 use crate::render::{self, Diag};
 use crate::server::{Conn, Published, ServerShared};
@@ -227,15 +226,13 @@ impl LanguageServers {
         text_out.push_str("(nothing was written; the server has the disk text again)\n");
         let mut server = self.server_of(&opened);
         server.request_ms = Some(request_ms);
-        let (readiness, complete) = rests(&server, false, false);
+        let served = LspServed::of(server, false, false);
         Ok(LspCheckEdit {
             text: text_out,
             diagnostics: items,
             new: new_count,
             cleared: gone as u64,
-            server,
-            readiness,
-            complete,
+            served,
         })
     }
 

@@ -4,11 +4,10 @@
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::results::{LspCompletion, LspCompletions};
+use toolvisor_protocol::results::{LspCompletion, LspCompletions, LspServed};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::CallCtx;
-use crate::coverage::rests;
 use crate::ops::require;
 use crate::servers::LanguageServers;
 
@@ -217,16 +216,14 @@ impl LanguageServers {
         let mut server = self.server_of(&at.opened);
         server.request_ms = Some(request_ms);
         // Cut at its bound, or said incomplete by the server: not the whole list.
-        let (readiness, complete) = rests(&server, false, cut > 0 || incomplete);
+        let served = LspServed::of(server, false, cut > 0 || incomplete);
         Ok(LspCompletions {
             text,
             items: listed,
             total: total as u64,
             truncated: cut as u64,
-            complete,
+            served,
             server_incomplete: incomplete,
-            server,
-            readiness,
         })
     }
 }

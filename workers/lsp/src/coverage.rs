@@ -12,8 +12,6 @@
 
 use std::path::Path;
 
-use toolvisor_protocol::results::{LspReadiness, LspServer, LspServerState};
-
 use crate::locate;
 use crate::lock;
 use crate::outside::OPENED_PER_QUERY_MAX;
@@ -293,59 +291,9 @@ pub(crate) fn mark_partial(
     }
 }
 
-/// What an answer from `server` rests on, set where the answer is built, so a caller can
-/// tell "none" from "none yet": `readiness` is `partial` when the answer is known to cover
-/// less than the project (`partial`: it carries a `partial_reason`), else the server's state
-/// when it answered (`ready`, or `indexing` with what it was doing in `server.indexing`);
-/// `complete` is true only for the server's whole answer from a ready server, nothing cut by
-/// toolvisor's bounds or left out by the server (`cut`). Answers with no server (`status`,
-/// `reload`, `trust`, a checker's run) carry neither.
-pub(crate) fn rests(server: &LspServer, partial: bool, cut: bool) -> (LspReadiness, bool) {
-    let readiness = match (partial, server.state) {
-        (true, _) => LspReadiness::Partial,
-        (false, LspServerState::Starting) => LspReadiness::Starting,
-        (false, LspServerState::Indexing) => LspReadiness::Indexing,
-        (false, LspServerState::Ready) => LspReadiness::Ready,
-    };
-    let ready = server.state == LspServerState::Ready;
-    (readiness, !partial && !cut && ready)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolvisor_protocol::results::LspEncoding;
-
-    fn server(state: LspServerState) -> LspServer {
-        LspServer {
-            id: "python:/w".into(),
-            language: "python".into(),
-            root: "/w".into(),
-            name: "pyright".into(),
-            pid: 1,
-            state,
-            position_encoding: LspEncoding::Utf16,
-            indexing: None,
-            request_ms: None,
-        }
-    }
-
-    #[test]
-    fn an_answer_says_what_it_rests_on() {
-        let ready = server(LspServerState::Ready);
-        assert_eq!(rests(&ready, false, false), (LspReadiness::Ready, true));
-        // A list cut at toolvisor's bound (or one of a call hierarchy's lists) is not complete.
-        assert_eq!(rests(&ready, false, true), (LspReadiness::Ready, false));
-        let busy = server(LspServerState::Indexing);
-        assert_eq!(rests(&busy, false, false), (LspReadiness::Indexing, false));
-        let starting = server(LspServerState::Starting);
-        assert_eq!(
-            rests(&starting, false, false),
-            (LspReadiness::Starting, false)
-        );
-        // Known to cover less than the project: partial, whatever the server's state.
-        assert_eq!(rests(&ready, true, false), (LspReadiness::Partial, false));
-    }
 
     #[test]
     fn an_empty_partial_answer_is_never_worded_as_none() {

@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{
-    LspCallHierarchy, LspIncomingCall, LspOutgoingCall, LspReadiness, LspUnlistedCall,
+    LspCallHierarchy, LspIncomingCall, LspOutgoingCall, LspServed, LspUnlistedCall,
 };
 use toolvisor_protocol::tools::LspArgs;
 
-use crate::coverage::{mark_partial, rests};
+use crate::coverage::mark_partial;
 
 use crate::call::{CallCtx, Opened};
 use crate::ops::{Page, require};
@@ -234,7 +234,8 @@ impl LanguageServers {
         mark_partial(&mut answer.text, false, &mut answer.partial_reason, gap);
         let cut = answer.incoming_truncated || answer.outgoing_truncated;
         let partial = answer.partial_reason.is_some();
-        (answer.readiness, answer.complete) = rests(&answer.server, partial, cut);
+        let server = answer.served.server.clone();
+        answer.served = LspServed::of(server, partial, cut);
         Ok(answer)
     }
 
@@ -386,9 +387,7 @@ impl LanguageServers {
             partial_reason: None,
             offset,
             next_offset,
-            server,
-            readiness: LspReadiness::Ready,
-            complete: false,
+            served: LspServed::of(server, false, true),
         };
         (answer, unlisted_line)
     }

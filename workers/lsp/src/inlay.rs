@@ -6,11 +6,10 @@
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{LspHintKind, LspInlayHint, LspInlayHints};
+use toolvisor_protocol::results::{LspHintKind, LspInlayHint, LspInlayHints, LspServed};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::CallCtx;
-use crate::coverage::rests;
 use crate::ops::require;
 use crate::position::line_text;
 use crate::render;
@@ -200,7 +199,7 @@ impl LanguageServers {
             .collect();
         let mut server = self.server_of(&opened);
         server.request_ms = Some(request_ms);
-        let (readiness, complete) = rests(&server, false, cut > 0);
+        let served = LspServed::of(server, false, cut > 0);
         Ok(LspInlayHints {
             text,
             hints: items,
@@ -208,9 +207,7 @@ impl LanguageServers {
             truncated: cut as u64,
             line: first as u64,
             end_line: last as u64,
-            server,
-            readiness,
-            complete,
+            served,
         })
     }
 }

@@ -9,11 +9,13 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{LspCodeActions, LspHover, LspLocations, LspResult, LspServer};
+use toolvisor_protocol::results::{
+    LspCodeActions, LspHover, LspLocations, LspResult, LspServed, LspServer,
+};
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
 use crate::call::{CallCtx, Opened};
-use crate::coverage::{mark_partial, rests};
+use crate::coverage::mark_partial;
 use crate::ops::{CODE_ACTIONS_MAX, Page, REFERENCES_MAX};
 use crate::position;
 use crate::render::{self, Sources};
@@ -230,13 +232,11 @@ impl LanguageServers {
                 actions: ordered,
             },
         );
-        let (readiness, complete) = rests(&a.server, false, false);
+        let served = LspServed::of(a.server, false, false);
         LspCodeActions {
             text,
             actions,
-            server: a.server,
-            readiness,
-            complete,
+            served,
         }
     }
 
@@ -335,7 +335,7 @@ impl LanguageServers {
             );
         }
         let truncated = page.cut(total);
-        let (readiness, complete) = rests(&a.server, partial_reason.is_some(), truncated);
+        let served = LspServed::of(a.server, partial_reason.is_some(), truncated);
         let (offset, next_offset) = page.offsets(total);
         Ok(LspLocations {
             text,
@@ -344,9 +344,7 @@ impl LanguageServers {
             truncated,
             offset,
             next_offset,
-            server: a.server,
-            readiness,
-            complete,
+            served,
             partial_reason,
             roots,
             merged,
@@ -364,12 +362,10 @@ fn hover(a: Asked<'_>) -> LspHover {
         true => format!("no hover information for {}\n", a.here),
         false => md.clone() + "\n",
     };
-    let (readiness, complete) = rests(&a.server, false, false);
+    let served = LspServed::of(a.server, false, false);
     LspHover {
         text,
         markdown: md,
-        server: a.server,
-        readiness,
-        complete,
+        served,
     }
 }

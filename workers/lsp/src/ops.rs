@@ -22,8 +22,8 @@ use toolvisor_files::paths::Access;
 use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{
-    LspChecking, LspFileDiagnostics, LspReload, LspResult, LspServer, LspServerState, LspTrust,
-    LspTrustedRoot,
+    LspChecking, LspFileDiagnostics, LspReload, LspResult, LspServed, LspServer, LspServerState,
+    LspTrust, LspTrustedRoot,
 };
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
@@ -336,7 +336,7 @@ impl LanguageServers {
                     text.push_str(&format!("({off})\n"));
                 }
                 let server = self.server_of(&opened);
-                let (readiness, complete) = crate::coverage::rests(&server, false, false);
+                let served = LspServed::of(server, false, false);
                 Ok(LspResult::Diagnostics(LspFileDiagnostics {
                     text,
                     diagnostics: diags.iter().map(|d| d.to_result(base)).collect(),
@@ -345,9 +345,7 @@ impl LanguageServers {
                         None => LspChecking::On,
                     },
                     checking_off: off,
-                    server,
-                    readiness,
-                    complete,
+                    served,
                 }))
             }
             LspOp::Symbols => match (&args.query, &args.file) {

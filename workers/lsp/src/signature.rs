@@ -4,11 +4,10 @@
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{LspSignature, LspSignatureHelp};
+use toolvisor_protocol::results::{LspServed, LspSignature, LspSignatureHelp};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::CallCtx;
-use crate::coverage::rests;
 use crate::ops::require;
 use crate::position::Encoding;
 use crate::render;
@@ -170,15 +169,13 @@ impl LanguageServers {
         let mut server = self.server_of(&at.opened);
         server.request_ms = Some(request_ms);
         // A list cut at its bound is not the server's whole answer.
-        let (readiness, complete) = rests(&server, false, sigs.len() > SIGNATURES_MAX);
+        let served = LspServed::of(server, false, sigs.len() > SIGNATURES_MAX);
         Ok(LspSignatureHelp {
             text,
             signatures: items,
             total: sigs.len() as u64,
             active_signature: (!sigs.is_empty()).then(|| active_sig.min(sigs.len() - 1) as u64),
-            server,
-            readiness,
-            complete,
+            served,
         })
     }
 }

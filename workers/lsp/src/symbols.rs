@@ -7,11 +7,11 @@ use serde_json::json;
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{
-    LspDocumentSymbols, LspOutlineSymbol, LspWorkspaceSymbol, LspWorkspaceSymbols,
+    LspDocumentSymbols, LspOutlineSymbol, LspServed, LspWorkspaceSymbol, LspWorkspaceSymbols,
 };
 
 use crate::call::{CallCtx, Opened};
-use crate::coverage::{mark_partial, rests};
+use crate::coverage::mark_partial;
 use crate::ops::{DOCUMENT_SYMBOLS_MAX, Page, WORKSPACE_SYMBOLS_MAX, is_empty, require};
 use crate::render::{self, Sources};
 use crate::servers::LanguageServers;
@@ -79,7 +79,8 @@ impl LanguageServers {
         // the server still indexes the project.
         let server = self.server_of(&opened);
         let truncated = page.cut(total);
-        let (readiness, _) = rests(&server, false, truncated);
+        let mut served = LspServed::of(server, false, truncated);
+        served.complete = !truncated;
         let (offset, next_offset) = page.offsets(total);
         Ok(LspDocumentSymbols {
             text,
@@ -88,9 +89,7 @@ impl LanguageServers {
             truncated,
             offset,
             next_offset,
-            server,
-            readiness,
-            complete: !truncated,
+            served,
         })
     }
 
@@ -196,7 +195,7 @@ impl LanguageServers {
         mark_partial(&mut text, total == 0, &mut partial_reason, gap);
         let server = self.server_of(&opened);
         let truncated = page.cut(total);
-        let (readiness, complete) = rests(&server, partial_reason.is_some(), truncated);
+        let served = LspServed::of(server, partial_reason.is_some(), truncated);
         let (offset, next_offset) = page.offsets(total);
         Ok(LspWorkspaceSymbols {
             text,
@@ -205,9 +204,7 @@ impl LanguageServers {
             truncated,
             offset,
             next_offset,
-            server,
-            readiness,
-            complete,
+            served,
             partial_reason,
         })
     }

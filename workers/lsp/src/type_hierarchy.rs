@@ -10,10 +10,8 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{LspHierarchyType, LspTypeHierarchy};
+use toolvisor_protocol::results::{LspHierarchyType, LspServed, LspTypeHierarchy};
 use toolvisor_protocol::tools::LspArgs;
-
-use crate::coverage::rests;
 
 use crate::call::{CallCtx, Opened};
 use crate::hierarchy::site;
@@ -58,7 +56,7 @@ impl LanguageServers {
         let mut server = self.server_of(opened);
         server.request_ms = Some(request_ms);
         let cut = supertypes_total > TYPES_MAX || subtypes_total > TYPES_MAX;
-        let (readiness, complete) = rests(&server, false, cut);
+        let served = LspServed::of(server, false, cut);
         Ok(LspTypeHierarchy {
             text,
             symbol: name.to_string(),
@@ -68,9 +66,7 @@ impl LanguageServers {
             subtypes,
             subtypes_total: subtypes_total as u64,
             subtypes_truncated: subtypes_total > TYPES_MAX,
-            server,
-            readiness,
-            complete,
+            served,
         })
     }
 

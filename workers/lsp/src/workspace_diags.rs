@@ -9,12 +9,11 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::results::{LspDiagnosticsSource, LspResult, LspWorkspacePull};
+use toolvisor_protocol::results::{LspDiagnosticsSource, LspResult, LspServed, LspWorkspacePull};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::{CallCtx, Opened};
 use crate::checker::SHOWN_MAX;
-use crate::coverage::rests;
 use crate::render::Diag;
 use crate::servers::LanguageServers;
 use crate::uri;
@@ -125,7 +124,7 @@ impl LanguageServers {
         let mut server = self.server_of(opened);
         server.request_ms = Some(request_ms);
         // Cut at the bound: said, so the answer is not complete.
-        let (readiness, complete) = rests(&server, false, total > SHOWN_MAX);
+        let served = LspServed::of(server, false, total > SHOWN_MAX);
         Ok(LspWorkspacePull {
             text,
             source: LspDiagnosticsSource::Server,
@@ -136,9 +135,7 @@ impl LanguageServers {
                 .map(|d| d.to_result(base))
                 .collect(),
             truncated: total > SHOWN_MAX,
-            server,
-            readiness,
-            complete,
+            served,
         })
     }
 }
