@@ -1,11 +1,20 @@
 //! The results of the debug tools: `debug`, one shape per op.
+//!
+//! A field marked `skip_serializing_if` is left out when there is nothing to say, the others
+//! are written as `null`, as the answers have always spelled it. `exit_code` of a stop and
+//! `restarted_from` of a launch are either (`Option<Option<T>>`): absent where they do not
+//! apply (the session has not ended; a launch that is no restart), `null` where they apply
+//! but are not known.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// The result of `debug`: the shape depends on the op.
-#[derive(JsonSchema)]
+// Built once per call and serialized at once: the size of `Launch` costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum DebugResult {
     /// `launch`, `attach`, `restart`: where the program stopped (or that it runs), the breakpoint verdicts and the session.
@@ -43,39 +52,54 @@ pub enum DebugResult {
 }
 
 /// Where things are after an op that runs or stops the program.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugStopResult {
     /// The session's state now.
     pub state: DebugState,
     /// One line: `stopped at FILE:LINE in FUNC (REASON)`, `running`, or how the session ended.
     pub text: String,
     /// Where and why it stopped; absent when it runs or ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<DebugStop>,
     /// Once the session ended: the program's exit code (null when unknown).
-    pub exit_code: Option<i64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub exit_code: Option<Option<i64>>,
     /// Once the session ended: bytes of output the program wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub output_bytes: Option<u64>,
     /// What to know: it did not stop within `stop_wait_s`, or it was already stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// The answer of `launch`, `attach` and `restart`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugLaunchResult {
     #[serde(flatten)]
     pub stop: DebugStopResult,
     /// File → the adapter's verdict on each of its breakpoints; absent when none are set.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub breakpoints: Option<BTreeMap<String, Vec<DebugSourceBreakpoint>>>,
     /// The adapter's verdict on each function breakpoint; absent when none are set.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub functions: Option<Vec<DebugFunctionBreakpoint>>,
     /// The new session.
     pub session: DebugSession,
     /// `restart`: the id of the session it replaced (null when there was none).
-    pub restarted_from: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub restarted_from: Option<Option<String>>,
 }
 
 /// The answer of `run_to`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugRunToResult {
     #[serde(flatten)]
     pub stop: DebugStopResult,
@@ -84,7 +108,7 @@ pub struct DebugRunToResult {
 }
 
 /// What `run_to` did.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugRunTo {
     /// The file run to (absolute).
     pub file: String,
@@ -97,83 +121,105 @@ pub struct DebugRunTo {
     /// Whether the temporary breakpoint is gone again.
     pub removed: bool,
     /// Why it stays (until the program stops or the session ends).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// The adapter's verdict on `run_to`'s temporary breakpoint.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugTemporaryBreakpoint {
     /// The line asked for; absent when a breakpoint of yours is on that line.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     /// Whether the adapter verified it.
     pub verified: bool,
     /// The line the adapter moved it to.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub actual_line: Option<u64>,
     /// The adapter's message about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The adapter's breakpoint id.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<i64>,
     /// Why none was needed (a breakpoint of yours is on that line).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// A stop: why, on which thread, and where.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugStop {
     /// The adapter's reason (`breakpoint`, `step`, `entry`, `exception`, `pause`, …).
     pub reason: String,
     /// The thread that stopped (null when the adapter did not say).
     pub thread_id: Option<i64>,
     /// The adapter's description of the stop.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// reason `exception`: what was raised.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exception: Option<DebugException>,
     /// The stop event's text (cut at 400 characters), other than for exceptions.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// Whether `detail` was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub detail_truncated: Option<bool>,
     /// Characters of the whole `detail`, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub detail_chars: Option<u64>,
     /// The top frame it stopped in.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub frame: Option<DebugFrame>,
     /// Why the top frame is not known (the adapter's stack answer failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub frame_error: Option<String>,
 }
 
 /// An exception the program stopped on.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugException {
     /// The adapter's exception id (debugpy: the class; lldb-dap: `cpp_throw`, `signal`, …).
     pub id: Option<String>,
     /// The message (cut at 400 characters).
     pub description: Option<String>,
     /// Whether `description` was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description_truncated: Option<bool>,
     /// Characters of the whole description, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description_chars: Option<u64>,
     /// The exception's type name, where the adapter says it (cut at 400 characters).
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// Whether `type` was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub type_truncated: Option<bool>,
     /// Characters of the whole type name, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub type_chars: Option<u64>,
     /// The adapter's traceback text, its last 4000 characters; null when it gives none.
     pub stack_trace_text: Option<String>,
     /// Whether `stack_trace_text` was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stack_trace_text_truncated: Option<bool>,
     /// Characters of the whole traceback, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stack_trace_text_chars: Option<u64>,
     /// The adapter's break mode (`unhandled`, `always`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub break_mode: Option<String>,
     /// Why the adapter's `exceptionInfo` failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub info_error: Option<String>,
     /// The adapter has no `exceptionInfo`: only what its stop event said.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// A stack frame, as the adapter gave it.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugFrame {
     /// The frame id (for `scopes`, `evaluate`), valid until the program runs again.
     pub id: Option<i64>,
@@ -186,11 +232,12 @@ pub struct DebugFrame {
     /// 1-based column.
     pub column: Option<i64>,
     /// Why there is no `file`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// A session's state.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DebugState {
     Starting,
@@ -204,7 +251,7 @@ pub enum DebugState {
 }
 
 /// How a session ended.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DebugEndKind {
     Terminated,
@@ -215,7 +262,7 @@ pub enum DebugEndKind {
 }
 
 /// A debug session's facts.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugSession {
     /// `<conversation>#N`.
     pub id: String,
@@ -236,29 +283,39 @@ pub struct DebugSession {
     /// Bytes of output the program wrote.
     pub output_bytes: u64,
     /// A launched program (absolute).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
     /// A launched Python module (`python -m`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
     /// A launched module's working directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// A launched program's arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     /// An attached session's port on 127.0.0.1.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// An attached session's process id (`attach {pid}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// Milliseconds left of the hard TTL (live sessions).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl_left_ms: Option<u64>,
     /// The frame it is stopped in.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub at: Option<DebugFrame>,
     /// The exception it is stopped on.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exception: Option<DebugException>,
     /// Once over: how and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<DebugEnd>,
 }
 
 /// How a session ended.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugEnd {
     /// The kind of end.
     pub kind: DebugEndKind,
@@ -267,66 +324,85 @@ pub struct DebugEnd {
 }
 
 /// A source breakpoint with its options and the adapter's verdict.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugSourceBreakpoint {
     /// The 1-based line asked for.
     pub line: u64,
     /// Stop only when this expression is true.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub condition: Option<String>,
     /// Stop only when the hit count satisfies this.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hit_condition: Option<String>,
     /// A logpoint's message.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub log_message: Option<String>,
     /// Whether the adapter verified it (absent until a session got it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
     /// The line the adapter moved it to.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub actual_line: Option<u64>,
     /// The adapter's message about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The adapter's breakpoint id.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<i64>,
 }
 
 /// A function breakpoint and the adapter's verdict.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugFunctionBreakpoint {
     /// The function's name.
     pub name: String,
     /// Whether the adapter verified it (absent until a session got it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
     /// The line the adapter put it on.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     /// The file the adapter put it in.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// The adapter's message about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The adapter's breakpoint id.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<i64>,
 }
 
 /// The answer of `breakpoints` with `file`, `functions` or `exceptions`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugBreakpointsResult {
     /// The file whose breakpoints were set (absolute).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// Its breakpoint lines now, sorted (empty: cleared).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lines: Option<Vec<u64>>,
     /// The adapter's verdict per breakpoint of `file`, when applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub breakpoints: Option<Vec<DebugSourceBreakpoint>>,
     /// The function breakpoints now.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub function_names: Option<Vec<String>>,
     /// The adapter's verdict per function breakpoint, when applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub functions: Option<Vec<DebugFunctionBreakpoint>>,
     /// The exception filters now.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exceptions: Option<Vec<String>>,
     /// Whether a live session got them (else they are kept for the next launch).
     pub applied: bool,
     /// Kept for the next launch, when no session runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// The answer of `breakpoints` alone: everything set.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugBreakpointListResult {
     /// File → its breakpoints, with the adapter's last verdicts.
     pub files: BTreeMap<String, Vec<DebugSourceBreakpoint>>,
@@ -341,7 +417,7 @@ pub struct DebugBreakpointListResult {
 }
 
 /// The exception filters of the listing.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugExceptionFilters {
     /// The filters set; null: the adapter's defaults.
     pub set: Option<Vec<String>>,
@@ -352,7 +428,7 @@ pub struct DebugExceptionFilters {
 }
 
 /// An exception filter an adapter offers.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugExceptionFilter {
     /// The filter's id, for `exceptions`.
     pub filter: Option<String>,
@@ -363,7 +439,7 @@ pub struct DebugExceptionFilter {
 }
 
 /// The answer of `adapters`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugAdaptersResult {
     /// Every configured adapter.
     pub adapters: Vec<DebugAdapter>,
@@ -372,7 +448,7 @@ pub struct DebugAdaptersResult {
 }
 
 /// One adapter, and whether it can run here.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugAdapter {
     /// Its name (for `adapter`).
     pub name: String,
@@ -383,12 +459,15 @@ pub struct DebugAdapter {
     /// The project root found from the workdir (null when no marker).
     pub root: Option<String>,
     /// Why there is no root.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub root_note: Option<String>,
     /// The command line it runs with (or would: its first candidate).
     pub command: Option<String>,
     /// debugpy: the Python interpreter it runs on.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub python: Option<String>,
     /// debugpy: its version.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// Whether it can run here.
     pub available: bool,
@@ -397,7 +476,7 @@ pub struct DebugAdapter {
 }
 
 /// The answer of `status`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugStatusResult {
     /// The current or last session (null when none).
     pub session: Option<DebugSession>,
@@ -410,7 +489,7 @@ pub struct DebugStatusResult {
 }
 
 /// The answer of `threads`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugThreadsResult {
     /// The program's threads.
     pub threads: Vec<DebugThread>,
@@ -421,7 +500,7 @@ pub struct DebugThreadsResult {
 }
 
 /// A thread, as the adapter gave it.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugThread {
     /// The thread id (for `thread_id`).
     pub id: Option<i64>,
@@ -430,7 +509,7 @@ pub struct DebugThread {
 }
 
 /// The answer of `stack`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugStackResult {
     /// The thread whose stack this is.
     pub thread_id: i64,
@@ -443,7 +522,7 @@ pub struct DebugStackResult {
 }
 
 /// The answer of `scopes`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugScopesResult {
     /// The frame whose scopes these are.
     pub frame_id: i64,
@@ -452,7 +531,7 @@ pub struct DebugScopesResult {
 }
 
 /// A scope of a frame.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugScope {
     /// Its name (`Locals`, `Globals`, …).
     pub name: Option<String>,
@@ -463,7 +542,7 @@ pub struct DebugScope {
 }
 
 /// The answer of `variables`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugVariablesResult {
     /// The container listed.
     pub reference: i64,
@@ -474,21 +553,25 @@ pub struct DebugVariablesResult {
     /// Whether children were left out.
     pub truncated: bool,
     /// How many are shown, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// A variable.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugVariable {
     /// Its name.
     pub name: Option<String>,
     /// Its value as the adapter shows it (cut at 400 characters).
     pub value: String,
     /// Whether `value` was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value_truncated: Option<bool>,
     /// Characters of the whole value, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value_chars: Option<u64>,
     /// Its type, where the adapter says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// Its children's reference (for `variables`; 0: none).
@@ -496,17 +579,20 @@ pub struct DebugVariable {
 }
 
 /// The answer of `evaluate`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugEvaluateResult {
     /// The expression evaluated.
     pub expression: String,
     /// Its value as the adapter shows it (cut at 400 characters).
     pub result: String,
     /// Whether `result` was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result_truncated: Option<bool>,
     /// Characters of the whole result, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result_chars: Option<u64>,
     /// Its type, where the adapter says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// Its children's reference (for `variables`; 0: none).
@@ -516,17 +602,20 @@ pub struct DebugEvaluateResult {
 }
 
 /// The answer of `set_variable`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugSetVariableResult {
     /// The variable set.
     pub name: String,
     /// Its new value as the adapter shows it (cut at 400 characters).
     pub value: String,
     /// Whether `value` was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value_truncated: Option<bool>,
     /// Characters of the whole value, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value_chars: Option<u64>,
     /// Its type, where the adapter says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// Its children's reference (for `variables`; 0: none).
@@ -534,7 +623,7 @@ pub struct DebugSetVariableResult {
 }
 
 /// A watch (data breakpoint) as set.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugWatch {
     /// What is watched.
     pub expression: String,
@@ -547,22 +636,24 @@ pub struct DebugWatch {
     /// Whether the adapter verified it.
     pub verified: bool,
     /// The adapter's message about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
 /// The answer of `watch`: the new watch, and every watch of the session.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugWatchResult {
     #[serde(flatten)]
     pub watch: DebugWatch,
     /// Every watch of the session, this one last.
     pub watches: Vec<DebugWatch>,
     /// Why it may not trigger, when the adapter did not verify it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// The answer of `output`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugOutputResult {
     /// The session read.
     pub session: String,
@@ -585,12 +676,24 @@ pub struct DebugOutputResult {
 }
 
 /// The answer of `terminate`.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DebugTerminateResult {
     /// Whether this call ended a running session.
     pub terminated: bool,
     /// Why nothing was terminated.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// The session, as it ended (absent when there was none).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<DebugSession>,
+}
+
+/// A field the handler writes as `null` when it has nothing to say, and leaves out where it
+/// does not apply (`Option<Option<T>>`): present, even as `null`, reads as `Some`.
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
 }
