@@ -15,11 +15,10 @@
 //!
 //! One file per family of tools (`results/<family>.rs`), like the arguments in `tools`.
 //! Transitional: the types of the tools whose handlers still build their JSON by hand
-//! (`lsp`, `debug`) are descriptions only, named by `.returns::<R>()` and never built (the
+//! (`lsp`) are descriptions only, named by `.returns::<R>()` and never built (the
 //! lsp shapes that `lsp_rename`, `lsp_edit` and `synced_write` build are typed).
 
 mod data;
-#[allow(dead_code, clippy::large_enum_variant)]
 mod debug;
 mod eval;
 mod files;

@@ -2,9 +2,9 @@
 //! the work is in `toolvisor-dap`. Runs in the conversation's lane (`debug` is not
 //! parallel-safe), so one conversation's ops reach its session strictly in order.
 
-use serde_json::Value as Json;
 use toolvisor_dap::{DebugCall, Debuggers};
 use toolvisor_protocol::error::ToolError;
+use toolvisor_protocol::results::DebugResult;
 use toolvisor_protocol::tools::DebugArgs;
 
 use super::CallCtx;
@@ -14,7 +14,7 @@ pub(crate) async fn run(
     debug: &Debuggers,
     ctx: &CallCtx,
     args: DebugArgs,
-) -> Result<Json, ToolError> {
+) -> Result<DebugResult, ToolError> {
     let call = DebugCall {
         conversation: ctx.conversation.clone(),
         workdir: ctx.workdir.clone(),
@@ -54,7 +54,6 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             DebugOp::Restart,
             DebugOp::SetVariable,
             DebugOp::RunTo,
-        ]))
-        .returns::<toolvisor_protocol::results::DebugResult>(),
+        ])),
     ]
 }

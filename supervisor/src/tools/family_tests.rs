@@ -398,7 +398,13 @@ async fn debug_needs_only_the_debuggers() {
     )
     .await
     .expect("list the adapters");
-    assert!(adapters.to_string().contains("debugpy"), "{adapters}");
+    let toolvisor_protocol::results::DebugResult::Adapters(adapters) = adapters else {
+        panic!("`adapters` answers the adapters: {adapters:?}");
+    };
+    assert!(
+        adapters.adapters.iter().any(|a| a.name == "debugpy"),
+        "{adapters:?}"
+    );
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@
 //! gives an approval prompt that says more than the arguments.
 //!
 //! Transitional: a handler that still answers JSON built by hand (`R = serde_json::Value`:
-//! `lsp`, `debug`) names its result type with `.returns::<X>()` in its family's `declare()`.
+//! `lsp`) names its result type with `.returns::<X>()` in its family's `declare()`.
 //! A debug build checks every result, typed or not, against its output schema
 //! (`check_output`).
 //!

@@ -23,6 +23,15 @@ use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier, duration_ms};
 use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::results::{
+    DebugAdapter, DebugAdaptersResult, DebugBreakpointListResult, DebugBreakpointsResult, DebugEnd,
+    DebugEvaluateResult, DebugException, DebugExceptionFilter, DebugExceptionFilters, DebugFrame,
+    DebugFunctionBreakpoint, DebugLaunchResult, DebugOutputResult, DebugResult, DebugRunTo,
+    DebugRunToResult, DebugScope, DebugScopesResult, DebugSession, DebugSetVariableResult,
+    DebugSourceBreakpoint, DebugStackResult, DebugStatusResult, DebugStop, DebugStopResult,
+    DebugTemporaryBreakpoint, DebugTerminateResult, DebugThread, DebugThreadsResult, DebugVariable,
+    DebugVariablesResult, DebugWatch, DebugWatchResult,
+};
 use toolvisor_protocol::tools::{DebugArgs, DebugBreakpoint, DebugOp};
 
 use crate::DapError;
@@ -65,8 +74,10 @@ struct Slot {
     functions: Mutex<Vec<String>>,
     /// Exception filters as last set; `None`: the adapter's defaults.
     exceptions: Mutex<Option<Vec<String>>>,
-    /// The adapter's last verdicts: file path (or `functions`) → one per breakpoint.
-    verdicts: Mutex<BTreeMap<String, Vec<Value>>>,
+    /// The adapter's last verdicts: file path → one per breakpoint.
+    verdicts: Mutex<BTreeMap<String, Vec<DebugSourceBreakpoint>>>,
+    /// The adapter's last verdicts on the function breakpoints, one per name.
+    function_verdicts: Mutex<Option<Vec<DebugFunctionBreakpoint>>>,
     /// The last `launch` (caller and arguments), which `restart` repeats.
     last_launch: Mutex<Option<(DebugCall, DebugArgs)>>,
     current: Mutex<Option<Arc<Session>>>,
@@ -114,17 +125,39 @@ fn need<T: Clone>(op: &str, field: &str, v: &Option<T>) -> Result<T, ToolError> 
     })
 }
 
-/// A value cut to [`MAX_VALUE_CHARS`], saying so.
-fn cut_value(out: &mut Map<String, Value>, key: &str, value: &str) {
-    let chars = value.chars().count();
-    if chars > MAX_VALUE_CHARS {
-        let cut: String = value.chars().take(MAX_VALUE_CHARS).collect();
-        out.insert(key.into(), json!(cut));
-        out.insert(format!("{key}_truncated"), json!(true));
-        out.insert(format!("{key}_chars"), json!(chars));
-    } else {
-        out.insert(key.into(), json!(value));
+/// A text as a result shows it: whole, or cut, saying so (`truncated` and the whole
+/// text's `chars` are there only when it was cut: a result's `KEY_truncated`, `KEY_chars`).
+pub(crate) struct Cut {
+    pub(crate) text: String,
+    pub(crate) truncated: Option<bool>,
+    pub(crate) chars: Option<u64>,
+}
+
+impl Cut {
+    /// `text`, or the part `keep` makes of it when it is longer than `max` characters.
+    fn of(text: &str, max: usize, keep: impl FnOnce(&str, usize) -> String) -> Cut {
+        let chars = text.chars().count();
+        if chars > max {
+            Cut {
+                text: keep(text, chars),
+                truncated: Some(true),
+                chars: Some(chars as u64),
+            }
+        } else {
+            Cut {
+                text: text.to_string(),
+                truncated: None,
+                chars: None,
+            }
+        }
     }
+}
+
+/// A value cut to [`MAX_VALUE_CHARS`], saying so.
+fn cut_value(value: &str) -> Cut {
+    Cut::of(value, MAX_VALUE_CHARS, |text, _| {
+        text.chars().take(MAX_VALUE_CHARS).collect()
+    })
 }
 
 fn op_name(op: DebugOp) -> &'static str {
@@ -200,6 +233,7 @@ impl Debuggers {
                     functions: Mutex::new(Vec::new()),
                     exceptions: Mutex::new(None),
                     verdicts: Mutex::new(BTreeMap::new()),
+                    function_verdicts: Mutex::new(None),
                     last_launch: Mutex::new(None),
                     current: Mutex::new(None),
                     run_to: Mutex::new(None),
@@ -223,7 +257,7 @@ impl Debuggers {
     }
 
     /// Runs one call; the value is the tool's result.
-    pub async fn run(&self, call: &DebugCall, args: DebugArgs) -> Result<Value, ToolError> {
+    pub async fn run(&self, call: &DebugCall, args: DebugArgs) -> Result<DebugResult, ToolError> {
         let slot = self.slot(&call.conversation);
         // A stop since `run_to` armed its temporary breakpoint takes it out before anything
         // else reaches the session (the program is stopped: it cannot hit it meanwhile).
@@ -233,47 +267,60 @@ impl Debuggers {
         ) {
             self.disarm_run_to(&slot).await;
         }
-        match args.op {
-            DebugOp::Adapters => Ok(self.adapters_report(&call.workdir).await),
-            DebugOp::Status => Ok(self.status(&slot)),
-            DebugOp::Breakpoints => self.breakpoints(call, &slot, &args).await,
-            DebugOp::Launch => self.launch(call, &slot, &args).await,
-            DebugOp::Attach => self.attach(call, &slot, &args).await,
-            DebugOp::Output => self.output(&slot, &args),
-            DebugOp::Terminate => self.terminate(&slot).await,
-            DebugOp::Restart => self.restart(&slot).await,
+        Ok(match args.op {
+            DebugOp::Adapters => DebugResult::Adapters(self.adapters_report(&call.workdir).await),
+            DebugOp::Status => DebugResult::Status(self.status(&slot)),
+            DebugOp::Breakpoints => self.breakpoints(call, &slot, &args).await?,
+            DebugOp::Launch => DebugResult::Launch(self.launch(call, &slot, &args).await?),
+            DebugOp::Attach => DebugResult::Launch(self.attach(call, &slot, &args).await?),
+            DebugOp::Output => DebugResult::Output(self.output(&slot, &args)?),
+            DebugOp::Terminate => DebugResult::Terminate(self.terminate(&slot).await),
+            DebugOp::Restart => DebugResult::Launch(self.restart(&slot).await?),
             op => {
                 let session = self.live(&slot, op).await?;
                 // Counted on the session's node while it runs (the tree's CALLS column).
                 let _call = session.status.enqueue();
                 match op {
                     DebugOp::Continue | DebugOp::StepOver | DebugOp::StepIn | DebugOp::StepOut => {
-                        self.resume(&session, op, args.thread_id).await
+                        DebugResult::Stop(self.resume(&session, op, args.thread_id).await?)
                     }
-                    DebugOp::Pause => self.pause(&session, args.thread_id).await,
-                    DebugOp::Threads => self.threads(&session).await,
-                    DebugOp::Stack => self.stack(&session, args.thread_id).await,
-                    DebugOp::Scopes => self.scopes(&session, args.frame_id).await,
+                    DebugOp::Pause => {
+                        DebugResult::Stop(self.pause(&session, args.thread_id).await?)
+                    }
+                    DebugOp::Threads => DebugResult::Threads(self.threads(&session).await?),
+                    DebugOp::Stack => {
+                        DebugResult::Stack(self.stack(&session, args.thread_id).await?)
+                    }
+                    DebugOp::Scopes => {
+                        DebugResult::Scopes(self.scopes(&session, args.frame_id).await?)
+                    }
                     DebugOp::Variables => {
                         let reference = need("variables", "reference", &args.reference)?;
-                        self.variables(&session, reference).await
+                        DebugResult::Variables(self.variables(&session, reference).await?)
                     }
                     DebugOp::Evaluate => {
                         let expression = need("evaluate", "expression", &args.expression)?;
-                        self.evaluate(&session, &expression, args.frame_id).await
+                        DebugResult::Evaluate(
+                            self.evaluate(&session, &expression, args.frame_id).await?,
+                        )
                     }
                     DebugOp::SetVariable => {
                         let reference = need("set_variable", "reference", &args.reference)?;
                         let name = need("set_variable", "name", &args.name)?;
                         let value = need("set_variable", "value", &args.value)?;
-                        self.set_variable(&session, reference, &name, &value).await
+                        DebugResult::SetVariable(
+                            self.set_variable(&session, reference, &name, &value)
+                                .await?,
+                        )
                     }
-                    DebugOp::RunTo => self.run_to(call, &slot, &session, &args).await,
-                    DebugOp::Watch => self.watch(&session, &args).await,
+                    DebugOp::RunTo => {
+                        DebugResult::RunTo(self.run_to(call, &slot, &session, &args).await?)
+                    }
+                    DebugOp::Watch => DebugResult::Watch(self.watch(&session, &args).await?),
                     _ => unreachable!("handled above"),
                 }
             }
-        }
+        })
     }
 
     /// The conversation's running session, or an error saying why there is none.
@@ -374,62 +421,56 @@ impl Debuggers {
 
     // ---- adapters, status, output -------------------------------------------------------
 
-    async fn adapters_report(&self, workdir: &Path) -> Value {
+    async fn adapters_report(&self, workdir: &Path) -> DebugAdaptersResult {
         let mut list = Vec::new();
         for (name, spec) in &self.adapters {
             let root = adapters::find_root(workdir, &spec.markers);
             let project = root.clone().unwrap_or_else(|| workdir.to_path_buf());
             let search = self.search(&project, workdir);
-            let mut entry = Map::new();
-            entry.insert("name".into(), json!(name));
-            entry.insert("markers".into(), json!(spec.markers));
-            entry.insert("extensions".into(), json!(spec.extensions));
-            entry.insert(
-                "root".into(),
-                json!(root.as_ref().map(|r| r.display().to_string())),
-            );
-            if root.is_none() {
-                entry.insert(
-                    "root_note".into(),
-                    json!(format!(
+            let mut entry = DebugAdapter {
+                name: name.clone(),
+                markers: spec.markers.clone(),
+                extensions: spec.extensions.clone(),
+                root: root.as_ref().map(|r| r.display().to_string()),
+                root_note: root.is_none().then(|| {
+                    format!(
                         "no root marker ({}) in {} or any parent; launching a program directly still works",
                         spec.markers.join(", "),
                         workdir.display()
-                    )),
-                );
-            }
+                    )
+                }),
+                command: None,
+                python: None,
+                version: None,
+                available: false,
+                reason: None,
+            };
             match adapters::resolve(name, spec, &search) {
                 Ok(resolved) => {
-                    entry.insert("command".into(), json!(resolved.command_line()));
-                    let mut available = true;
-                    let mut reason = None;
+                    entry.command = Some(resolved.command_line());
+                    entry.available = true;
                     if let Some(python) = &resolved.python {
-                        entry.insert("python".into(), json!(python.display().to_string()));
+                        entry.python = Some(python.display().to_string());
                         match self.debugpy_version(python, workdir).await {
-                            Ok(version) => {
-                                entry.insert("version".into(), json!(version));
-                            }
+                            Ok(version) => entry.version = Some(version),
                             Err(why) => {
-                                available = false;
-                                reason = Some(why);
+                                entry.available = false;
+                                entry.reason = Some(why);
                             }
                         }
                     }
-                    entry.insert("available".into(), json!(available));
-                    entry.insert("reason".into(), json!(reason));
                 }
                 Err(why) => {
-                    entry.insert(
-                        "command".into(),
-                        json!(spec.commands.first().map(|c| c.join(" "))),
-                    );
-                    entry.insert("available".into(), json!(false));
-                    entry.insert("reason".into(), json!(why));
+                    entry.command = spec.commands.first().map(|c| c.join(" "));
+                    entry.reason = Some(why);
                 }
             }
-            list.push(Value::Object(entry));
+            list.push(entry);
         }
-        json!({"adapters": list, "workdir": workdir.display().to_string()})
+        DebugAdaptersResult {
+            adapters: list,
+            workdir: workdir.display().to_string(),
+        }
     }
 
     /// `python -c 'import debugpy'`: its version, or why not. Successes are cached.
@@ -489,7 +530,7 @@ impl Debuggers {
         }
     }
 
-    fn status(&self, slot: &Slot) -> Value {
+    fn status(&self, slot: &Slot) -> DebugStatusResult {
         let breakpoints: BTreeMap<String, Vec<u64>> = lock(&slot.breakpoints)
             .iter()
             .map(|(f, points)| {
@@ -500,15 +541,15 @@ impl Debuggers {
             })
             .collect();
         let current = lock(&slot.current).clone();
-        json!({
-            "session": current.as_ref().map(summary),
-            "breakpoints": breakpoints,
-            "function_breakpoints": lock(&slot.functions).clone(),
-            "exception_filters": lock(&slot.exceptions).clone(),
-        })
+        DebugStatusResult {
+            session: current.as_ref().map(summary),
+            breakpoints,
+            function_breakpoints: lock(&slot.functions).clone(),
+            exception_filters: lock(&slot.exceptions).clone(),
+        }
     }
 
-    fn output(&self, slot: &Slot, args: &DebugArgs) -> Result<Value, ToolError> {
+    fn output(&self, slot: &Slot, args: &DebugArgs) -> Result<DebugOutputResult, ToolError> {
         let Some(session) = lock(&slot.current).clone() else {
             return Err(err(
                 ErrorKind::NotFound,
@@ -528,17 +569,17 @@ impl Debuggers {
         let slice = session.output_read(offset, limit);
         *lock(&session.cursor) = slice.next_offset;
         let end = session.output_end();
-        Ok(json!({
-            "session": session.id,
-            "text": slice.text,
-            "offset": slice.offset,
-            "next_offset": slice.next_offset,
-            "dropped": slice.dropped,
-            "total_bytes": end,
-            "eof": settled && slice.next_offset >= end,
-            "state": session.state_word(),
-            "console": session.console_lines(),
-        }))
+        Ok(DebugOutputResult {
+            session: session.id.clone(),
+            text: slice.text,
+            offset: slice.offset,
+            next_offset: slice.next_offset,
+            dropped: slice.dropped,
+            total_bytes: end,
+            eof: settled && slice.next_offset >= end,
+            state: session.state_now(),
+            console: session.console_lines(),
+        })
     }
 
     // ---- the end --------------------------------------------------------------------------
@@ -552,25 +593,27 @@ impl Debuggers {
         let live = lock(&slot.current)
             .as_ref()
             .is_some_and(|s| s.ended().is_none());
-        let _ = self.terminate(&slot).await;
+        self.terminate(&slot).await;
         live
     }
 
-    async fn terminate(&self, slot: &Slot) -> Result<Value, ToolError> {
+    async fn terminate(&self, slot: &Slot) -> DebugTerminateResult {
         let current = lock(&slot.current).clone();
         let Some(session) = current else {
-            return Ok(
-                json!({"terminated": false, "note": "no debug session in this conversation"}),
-            );
+            return DebugTerminateResult {
+                terminated: false,
+                note: Some("no debug session in this conversation".into()),
+                session: None,
+            };
         };
         if let Some(end) = session.ended() {
             // Ended on its own (or is winding down): make sure nothing is left, say how.
             session.shutdown(end.kind, end.message.clone()).await;
-            return Ok(json!({
-                "terminated": false,
-                "note": format!("the session had already ended: {}", end.message),
-                "session": summary(&session),
-            }));
+            return DebugTerminateResult {
+                terminated: false,
+                note: Some(format!("the session had already ended: {}", end.message)),
+                session: Some(summary(&session)),
+            };
         }
         let message = match &session.target {
             Target::Launch { .. } => "terminated by `terminate` (adapter and program killed)",
@@ -579,49 +622,62 @@ impl Debuggers {
             }
         };
         session.shutdown(EndKind::Terminated, message.into()).await;
-        Ok(json!({"terminated": true, "session": summary(&session)}))
+        DebugTerminateResult {
+            terminated: true,
+            note: None,
+            session: Some(summary(&session)),
+        }
     }
 }
 
 /// A frame as the tool shows it.
-fn frame_json(f: &Value) -> Value {
+fn frame_of(f: &Value) -> DebugFrame {
     let source = &f["source"];
     let file = source["path"]
         .as_str()
         .filter(|p| !p.is_empty())
         .or_else(|| source["name"].as_str());
-    let mut out = json!({
-        "id": f["id"],
-        "name": f["name"],
-        "file": file,
-        "line": f["line"],
-        "column": f["column"],
-    });
-    if file.is_none() {
-        out["note"] = json!("no source (a frame in code without debug information)");
+    DebugFrame {
+        id: f["id"].as_i64(),
+        name: f["name"].as_str().map(str::to_string),
+        file: file.map(str::to_string),
+        line: f["line"].as_i64(),
+        column: f["column"].as_i64(),
+        note: file
+            .is_none()
+            .then(|| "no source (a frame in code without debug information)".into()),
     }
-    out
+}
+
+/// A frame's line as a text shows it (`null` when the adapter gave none).
+fn line_text(f: &DebugFrame) -> String {
+    f.line.map_or_else(|| "null".into(), |l| l.to_string())
 }
 
 /// A session's facts for `status` and results.
-fn summary(session: &Arc<Session>) -> Value {
+fn summary(session: &Arc<Session>) -> DebugSession {
     let s = session.state();
-    let mut out = json!({
-        "id": session.id,
-        "adapter": session.adapter,
-        "command": session.command,
-        "state": match (&s.end, s.phase) {
-            (Some(e), _) => e.kind.as_str(),
-            (None, Phase::Starting) => "starting",
-            (None, Phase::Running) => "running",
-            (None, Phase::Stopped) => "stopped",
-        },
-        "adapter_pid": session.adapter_pid(),
-        "debuggee_pid": s.debuggee_pid,
-        "exit_code": s.exit_code,
-        "uptime_ms": duration_ms(session.started.elapsed()),
-        "output_bytes": session.output_end(),
-    });
+    let mut out = DebugSession {
+        id: session.id.clone(),
+        adapter: session.adapter.clone(),
+        command: session.command.clone(),
+        state: s.debug_state(),
+        adapter_pid: session.adapter_pid(),
+        debuggee_pid: s.debuggee_pid,
+        exit_code: s.exit_code,
+        uptime_ms: duration_ms(session.started.elapsed()),
+        output_bytes: session.output_end(),
+        program: None,
+        module: None,
+        cwd: None,
+        args: None,
+        port: None,
+        pid: None,
+        ttl_left_ms: None,
+        at: None,
+        exception: None,
+        ended: None,
+    };
     match &session.target {
         Target::Launch {
             program,
@@ -630,35 +686,36 @@ fn summary(session: &Arc<Session>) -> Value {
         } => {
             match module {
                 Some(m) => {
-                    out["module"] = json!(m);
-                    out["cwd"] = json!(program.display().to_string());
+                    out.module = Some(m.clone());
+                    out.cwd = Some(program.display().to_string());
                 }
-                None => out["program"] = json!(program.display().to_string()),
+                None => out.program = Some(program.display().to_string()),
             }
-            out["args"] = json!(args);
+            out.args = Some(args.clone());
         }
-        Target::Attach { port } => out["port"] = json!(port),
-        Target::AttachPid { pid } => out["pid"] = json!(pid),
+        Target::Attach { port } => out.port = Some(*port),
+        Target::AttachPid { pid } => out.pid = Some(*pid),
     }
     if let Some(end) = &s.end {
-        out["ended"] = json!({"kind": end.kind.as_str(), "message": end.message});
+        out.ended = Some(DebugEnd {
+            kind: end.kind.into(),
+            message: end.message.clone(),
+        });
     } else {
-        if let Some(deadline) = session.deadline() {
-            out["ttl_left_ms"] = json!(duration_ms(
-                deadline.saturating_duration_since(Instant::now())
-            ));
-        }
+        out.ttl_left_ms = session
+            .deadline()
+            .map(|deadline| duration_ms(deadline.saturating_duration_since(Instant::now())));
         if let Some((n, f)) = &s.top
             && *n == s.stops
             && s.phase == Phase::Stopped
         {
-            out["at"] = f.clone();
+            out.at = Some(f.clone());
         }
         if let Some((n, e)) = &s.exception
             && *n == s.stops
             && s.phase == Phase::Stopped
         {
-            out["exception"] = e.clone();
+            out.exception = Some(e.clone());
         }
     }
     out

@@ -11,7 +11,8 @@
 //! - `config.rs` the adapter registry as data (`[debug]`); `adapters.rs` roots, binaries and
 //!   debugpy's interpreter.
 //! - `session.rs` the session actor and the state its events fold into; `debuggers.rs` the
-//!   tool's ops; the debuggee's bounded output is a `toolvisor_kit::output::OutputLog`.
+//!   tool's ops, each answering its `toolvisor_protocol::results::DebugResult` typed; the
+//!   debuggee's bounded output is a `toolvisor_kit::output::OutputLog`.
 
 #![forbid(unsafe_code)]
 

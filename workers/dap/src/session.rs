@@ -34,6 +34,9 @@ use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
 use toolvisor_kit::status::NodeStatus;
 use toolvisor_kit::supervise::SupervisorMsg;
+use toolvisor_protocol::results::{
+    DebugEndKind, DebugException, DebugFrame, DebugState, DebugWatch,
+};
 use toolvisor_protocol::tree::NodeState;
 
 use crate::adapters::{Flavor, Resolved};
@@ -118,6 +121,18 @@ impl EndKind {
     }
 }
 
+impl From<EndKind> for DebugEndKind {
+    fn from(kind: EndKind) -> Self {
+        match kind {
+            EndKind::Terminated => DebugEndKind::Terminated,
+            EndKind::Exited => DebugEndKind::Exited,
+            EndKind::Crashed => DebugEndKind::Crashed,
+            EndKind::Expired => DebugEndKind::Expired,
+            EndKind::Failed => DebugEndKind::Failed,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct End {
     pub kind: EndKind,
@@ -151,11 +166,10 @@ pub struct RunState {
     /// answer of the request that caused it is never missed.
     pub stops: u64,
     pub stop: Option<StopInfo>,
-    /// The top frame of the current stop, once asked for: (stops, frame as JSON).
-    pub top: Option<(u64, Value)>,
-    /// What the exception of the current stop is (reason `exception`), once asked for:
-    /// (stops, `{id, description, type, stack_trace_text, ...}`).
-    pub exception: Option<(u64, Value)>,
+    /// The top frame of the current stop, once asked for: (stops, frame).
+    pub top: Option<(u64, DebugFrame)>,
+    /// What the exception of the current stop is (reason `exception`), once asked for.
+    pub exception: Option<(u64, DebugException)>,
     pub debuggee_pid: Option<u32>,
     pub exit_code: Option<i64>,
     pub terminated: bool,
@@ -166,6 +180,24 @@ pub struct RunState {
     /// closed.
     pub program_output_open: bool,
     pub end: Option<End>,
+}
+
+impl RunState {
+    /// The session's state as results say it: how it ended, else where the program is.
+    pub fn debug_state(&self) -> DebugState {
+        match (&self.end, self.phase) {
+            (Some(e), _) => match e.kind {
+                EndKind::Terminated => DebugState::Terminated,
+                EndKind::Exited => DebugState::Exited,
+                EndKind::Crashed => DebugState::Crashed,
+                EndKind::Expired => DebugState::Expired,
+                EndKind::Failed => DebugState::Failed,
+            },
+            (None, Phase::Starting) => DebugState::Starting,
+            (None, Phase::Running) => DebugState::Running,
+            (None, Phase::Stopped) => DebugState::Stopped,
+        }
+    }
 }
 
 /// How long after a session's end its output counts as all in while the adapter is still
@@ -216,7 +248,7 @@ pub struct Session {
     pub(crate) breakpoint_changes: Mutex<HashMap<i64, Value>>,
     /// `watch`'s data breakpoints, as sent (`setDataBreakpoints` replaces the set), each
     /// with what the tool shows of it: (DAP breakpoint, shown).
-    pub(crate) watches: Mutex<Vec<(Value, Value)>>,
+    pub(crate) watches: Mutex<Vec<(Value, DebugWatch)>>,
     /// Launched with `stopOnEntry` and not stopped yet: lldb-dap (19) reports that first stop
     /// as reason `exception`, `signal SIGSTOP`; it is the entry.
     pub(crate) entry_pending: AtomicBool,
@@ -434,6 +466,11 @@ impl Session {
         parts.join("\n")
     }
 
+    /// The session's state now, as results say it.
+    pub fn state_now(&self) -> DebugState {
+        lock(&self.state).debug_state()
+    }
+
     /// Phase as one word for callers and the tree.
     pub fn state_word(&self) -> &'static str {
         let s = lock(&self.state);
@@ -458,8 +495,8 @@ impl Session {
                 .and_then(|(_, f)| {
                     Some(format!(
                         " at {}:{}",
-                        f.get("file")?.as_str()?.rsplit('/').next()?,
-                        f.get("line")?
+                        f.file.as_deref()?.rsplit('/').next()?,
+                        f.line.map_or_else(|| "null".into(), |l| l.to_string())
                     ))
                 })
                 .unwrap_or_default();

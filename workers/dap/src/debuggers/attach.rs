@@ -24,7 +24,7 @@ impl Debuggers {
         call: &DebugCall,
         slot: &Arc<Slot>,
         args: &DebugArgs,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugLaunchResult, ToolError> {
         self.refuse_second(slot, "attach")?;
         match (args.port, args.pid) {
             (Some(_), Some(_)) => {
@@ -87,7 +87,7 @@ impl Debuggers {
         slot: &Arc<Slot>,
         args: &DebugArgs,
         pid: u64,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugLaunchResult, ToolError> {
         let pid = u32::try_from(pid).map_err(|_| {
             err(
                 ErrorKind::InvalidArgs,
@@ -228,7 +228,7 @@ impl Debuggers {
         slot: &Arc<Slot>,
         pid: u32,
         request: Map<String, Value>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugLaunchResult, ToolError> {
         let expect_stop = !slot.nothing_set();
         let handshake =
             self.handshake(session, slot, "attach", Value::Object(request), expect_stop);

@@ -30,19 +30,17 @@ pub(super) fn require_capability(
     ))
 }
 
-/// The exception filters an adapter advertises: `{filter, label, default}` each.
-fn advertised_filters(caps: &Value) -> Vec<Value> {
+/// The exception filters an adapter advertises.
+fn advertised_filters(caps: &Value) -> Vec<DebugExceptionFilter> {
     caps["exceptionBreakpointFilters"]
         .as_array()
         .map(|filters| {
             filters
                 .iter()
-                .map(|f| {
-                    json!({
-                        "filter": f["filter"],
-                        "label": f["label"],
-                        "default": f["default"].as_bool().unwrap_or(false),
-                    })
+                .map(|f| DebugExceptionFilter {
+                    filter: f["filter"].as_str().map(str::to_string),
+                    label: f["label"].as_str().map(str::to_string),
+                    default: f["default"].as_bool().unwrap_or(false),
                 })
                 .collect()
         })
@@ -133,7 +131,7 @@ fn check_exceptions(session: &Session, op: &str, filters: &[String]) -> Result<(
     }
     let names: Vec<&str> = available
         .iter()
-        .filter_map(|f| f["filter"].as_str())
+        .filter_map(|f| f.filter.as_deref())
         .collect();
     if let Some(bad) = filters.iter().find(|f| !names.contains(&f.as_str())) {
         return Err(err(
@@ -148,81 +146,103 @@ fn check_exceptions(session: &Session, op: &str, filters: &[String]) -> Result<(
     Ok(())
 }
 
-/// One breakpoint's verdict from the adapter's answer (or a later `breakpoint` event).
-fn verdict(mut v: Map<String, Value>, answered: &Value, asked_line: Option<u64>) -> Value {
-    v.insert(
-        "verified".into(),
-        json!(answered["verified"].as_bool().unwrap_or(false)),
-    );
-    if let Some(line) = answered["line"].as_u64() {
-        match asked_line {
-            Some(asked) if asked == line => {}
-            Some(_) => {
-                v.insert("actual_line".into(), json!(line));
-            }
-            None => {
-                v.insert("line".into(), json!(line));
-            }
-        }
+/// A source breakpoint as set, before the adapter said anything of it.
+fn point(p: &DebugBreakpoint) -> DebugSourceBreakpoint {
+    DebugSourceBreakpoint {
+        line: p.line,
+        condition: p.condition.clone(),
+        hit_condition: p.hit_condition.clone(),
+        log_message: p.log_message.clone(),
+        verified: None,
+        actual_line: None,
+        message: None,
+        id: None,
     }
-    if asked_line.is_none()
-        && let Some(file) = answered["source"]["path"].as_str()
-    {
-        v.insert("file".into(), json!(file));
-    }
-    if let Some(m) = answered["message"].as_str() {
-        v.insert("message".into(), json!(m));
-    }
-    if let Some(id) = answered["id"].as_i64() {
-        v.insert("id".into(), json!(id));
-    }
-    Value::Object(v)
 }
 
-fn point_json(p: &DebugBreakpoint) -> Map<String, Value> {
-    let mut v = Map::new();
-    v.insert("line".into(), json!(p.line));
-    for (key, value) in [
-        ("condition", &p.condition),
-        ("hit_condition", &p.hit_condition),
-        ("log_message", &p.log_message),
-    ] {
-        if let Some(value) = value {
-            v.insert(key.into(), json!(value));
-        }
-    }
-    v
+/// The line the adapter put a breakpoint asked for on line `asked` on, when it moved it.
+fn moved(answered: &Value, asked: u64) -> Option<u64> {
+    answered["line"].as_u64().filter(|line| *line != asked)
 }
 
-/// A verdict updated by the adapter's `breakpoint` events since it was given.
-fn refreshed(v: &Value, session: Option<&Arc<Session>>) -> Value {
-    let (Some(session), Some(id)) = (session, v["id"].as_i64()) else {
-        return v.clone();
+/// A source breakpoint with the adapter's verdict on it (its `setBreakpoints` answer).
+fn source_verdict(p: &DebugBreakpoint, answered: &Value) -> DebugSourceBreakpoint {
+    DebugSourceBreakpoint {
+        verified: Some(answered["verified"].as_bool().unwrap_or(false)),
+        actual_line: moved(answered, p.line),
+        message: answered["message"].as_str().map(str::to_string),
+        id: answered["id"].as_i64(),
+        ..point(p)
+    }
+}
+
+/// A function breakpoint with the adapter's verdict on it: where it put it, too.
+fn function_verdict(name: &str, answered: &Value) -> DebugFunctionBreakpoint {
+    DebugFunctionBreakpoint {
+        name: name.to_string(),
+        verified: Some(answered["verified"].as_bool().unwrap_or(false)),
+        line: answered["line"].as_u64(),
+        file: answered["source"]["path"].as_str().map(str::to_string),
+        message: answered["message"].as_str().map(str::to_string),
+        id: answered["id"].as_i64(),
+    }
+}
+
+/// `run_to`'s temporary breakpoint on `line` with the adapter's verdict on it.
+fn temporary_verdict(line: u64, answered: &Value) -> DebugTemporaryBreakpoint {
+    DebugTemporaryBreakpoint {
+        line: Some(line),
+        verified: answered["verified"].as_bool().unwrap_or(false),
+        actual_line: moved(answered, line),
+        message: answered["message"].as_str().map(str::to_string),
+        id: answered["id"].as_i64(),
+        note: None,
+    }
+}
+
+/// The adapter's `breakpoint` event on the breakpoint `id` since its verdict was given.
+fn change_of(id: Option<i64>, session: Option<&Arc<Session>>) -> Option<Value> {
+    lock(&session?.breakpoint_changes).get(&id?).cloned()
+}
+
+/// A source breakpoint's verdict updated by the adapter's `breakpoint` events since.
+fn refreshed(v: &DebugSourceBreakpoint, session: Option<&Arc<Session>>) -> DebugSourceBreakpoint {
+    let mut out = v.clone();
+    let Some(changed) = change_of(v.id, session) else {
+        return out;
     };
-    let Some(changed) = lock(&session.breakpoint_changes).get(&id).cloned() else {
-        return v.clone();
-    };
-    let mut out = v.as_object().cloned().unwrap_or_default();
     if let Some(verified) = changed["verified"].as_bool() {
-        out.insert("verified".into(), json!(verified));
+        out.verified = Some(verified);
     }
     if let Some(line) = changed["line"].as_u64() {
-        if out.contains_key("name") {
-            out.insert("line".into(), json!(line));
-        } else if out["line"].as_u64() != Some(line) {
-            out.insert("actual_line".into(), json!(line));
-        } else {
-            out.remove("actual_line");
-        }
+        out.actual_line = (out.line != line).then_some(line);
     }
     if let Some(m) = changed["message"].as_str() {
-        out.insert("message".into(), json!(m));
+        out.message = Some(m.to_string());
     }
-    Value::Object(out)
+    out
 }
 
-/// Key of the function breakpoints' verdicts in [`Slot::verdicts`].
-const FUNCTIONS: &str = "functions";
+/// A function breakpoint's verdict updated by the adapter's `breakpoint` events since.
+fn refreshed_function(
+    v: &DebugFunctionBreakpoint,
+    session: Option<&Arc<Session>>,
+) -> DebugFunctionBreakpoint {
+    let mut out = v.clone();
+    let Some(changed) = change_of(v.id, session) else {
+        return out;
+    };
+    if let Some(verified) = changed["verified"].as_bool() {
+        out.verified = Some(verified);
+    }
+    if let Some(line) = changed["line"].as_u64() {
+        out.line = Some(line);
+    }
+    if let Some(m) = changed["message"].as_str() {
+        out.message = Some(m.to_string());
+    }
+    out
+}
 
 impl Debuggers {
     pub(super) async fn breakpoints(
@@ -230,7 +250,7 @@ impl Debuggers {
         call: &DebugCall,
         slot: &Slot,
         args: &DebugArgs,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugResult, ToolError> {
         if args.file.is_none() && (args.lines.is_some() || args.points.is_some()) {
             return Err(err(
                 ErrorKind::InvalidArgs,
@@ -239,12 +259,23 @@ impl Debuggers {
             ));
         }
         if args.file.is_none() && args.functions.is_none() && args.exceptions.is_none() {
-            return Ok(self.breakpoint_listing(slot));
+            return Ok(DebugResult::BreakpointList(self.breakpoint_listing(slot)));
         }
         let live = lock(&slot.current)
             .clone()
             .filter(|s| s.is_live() && s.state().phase != Phase::Starting);
-        let mut out = Map::new();
+        let mut out = DebugBreakpointsResult {
+            file: None,
+            lines: None,
+            breakpoints: None,
+            function_names: None,
+            functions: None,
+            exceptions: None,
+            applied: live.is_some(),
+            note: live
+                .is_none()
+                .then(|| "kept for the next launch (no session is running)".into()),
+        };
         // Everything is checked before anything is kept or sent.
         let source = match &args.file {
             Some(file) => {
@@ -303,40 +334,28 @@ impl Debuggers {
                 }
             }
             lock(&slot.verdicts).remove(&key);
-            out.insert("file".into(), json!(key));
-            out.insert(
-                "lines".into(),
-                json!(points.iter().map(|p| p.line).collect::<Vec<_>>()),
-            );
+            out.file = Some(key);
+            out.lines = Some(points.iter().map(|p| p.line).collect());
             if let Some(session) = &live {
-                let verified = self.set_breakpoints(session, slot, &path, &points).await?;
-                out.insert("breakpoints".into(), verified);
+                out.breakpoints = Some(self.set_breakpoints(session, slot, &path, &points).await?);
             }
         }
         if let Some(names) = functions {
             *lock(&slot.functions) = names.clone();
-            lock(&slot.verdicts).remove(FUNCTIONS);
-            out.insert("function_names".into(), json!(names));
+            lock(&slot.function_verdicts).take();
+            out.function_names = Some(names);
             if let Some(session) = &live {
-                let verified = self.set_function_breakpoints(session, slot).await?;
-                out.insert("functions".into(), verified);
+                out.functions = Some(self.set_function_breakpoints(session, slot).await?);
             }
         }
         if let Some(filters) = &args.exceptions {
             *lock(&slot.exceptions) = Some(filters.clone());
-            out.insert("exceptions".into(), json!(filters));
+            out.exceptions = Some(filters.clone());
             if let Some(session) = &live {
                 self.set_exceptions(session, slot, "breakpoints").await?;
             }
         }
-        out.insert("applied".into(), json!(live.is_some()));
-        if live.is_none() {
-            out.insert(
-                "note".into(),
-                json!("kept for the next launch (no session is running)"),
-            );
-        }
-        Ok(Value::Object(out))
+        Ok(DebugResult::Breakpoints(out))
     }
 
     /// `setBreakpoints` for one file; the adapter's verdict per line (kept for the listing).
@@ -346,7 +365,7 @@ impl Debuggers {
         slot: &Slot,
         path: &Path,
         points: &[DebugBreakpoint],
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Vec<DebugSourceBreakpoint>, ToolError> {
         let asked: Vec<Value> = points
             .iter()
             .map(|p| {
@@ -385,21 +404,16 @@ impl Debuggers {
         if let Some(i) = temporary
             && let Some(temp) = lock(&slot.run_to).as_mut()
         {
-            let mut v = Map::new();
-            v.insert("line".into(), json!(temp.line));
-            let b = answered.get(i).cloned().unwrap_or(Value::Null);
-            temp.verdict = Some(verdict(v, &b, Some(temp.line)));
+            let b = answered.get(i).unwrap_or(&Value::Null);
+            temp.verdict = Some(temporary_verdict(temp.line, b));
         }
-        let verdicts: Vec<Value> = points
+        let verdicts: Vec<DebugSourceBreakpoint> = points
             .iter()
             .enumerate()
-            .map(|(i, p)| {
-                let b = answered.get(i).cloned().unwrap_or(Value::Null);
-                verdict(point_json(p), &b, Some(p.line))
-            })
+            .map(|(i, p)| source_verdict(p, answered.get(i).unwrap_or(&Value::Null)))
             .collect();
         lock(&slot.verdicts).insert(path.display().to_string(), verdicts.clone());
-        Ok(json!(verdicts))
+        Ok(verdicts)
     }
 
     /// `setFunctionBreakpoints` with the conversation's names; the verdict per name.
@@ -407,7 +421,7 @@ impl Debuggers {
         &self,
         session: &Arc<Session>,
         slot: &Slot,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Vec<DebugFunctionBreakpoint>, ToolError> {
         let names = lock(&slot.functions).clone();
         let body = self
             .request(
@@ -420,17 +434,13 @@ impl Debuggers {
             )
             .await?;
         let answered = body["breakpoints"].as_array().cloned().unwrap_or_default();
-        let verdicts: Vec<Value> = names
+        let verdicts: Vec<DebugFunctionBreakpoint> = names
             .iter()
             .enumerate()
-            .map(|(i, name)| {
-                let mut v = Map::new();
-                v.insert("name".into(), json!(name));
-                verdict(v, answered.get(i).unwrap_or(&Value::Null), None)
-            })
+            .map(|(i, name)| function_verdict(name, answered.get(i).unwrap_or(&Value::Null)))
             .collect();
-        lock(&slot.verdicts).insert(FUNCTIONS.into(), verdicts.clone());
-        Ok(json!(verdicts))
+        *lock(&slot.function_verdicts) = Some(verdicts.clone());
+        Ok(verdicts)
     }
 
     /// `setExceptionBreakpoints`: the conversation's filters, or the adapter's defaults with
@@ -467,7 +477,13 @@ impl Debuggers {
         session: &Arc<Session>,
         slot: &Slot,
         request: &str,
-    ) -> Result<(Map<String, Value>, Option<Value>), ToolError> {
+    ) -> Result<
+        (
+            BTreeMap<String, Vec<DebugSourceBreakpoint>>,
+            Option<Vec<DebugFunctionBreakpoint>>,
+        ),
+        ToolError,
+    > {
         let breakpoints = lock(&slot.breakpoints).clone();
         let functions = lock(&slot.functions).clone();
         let exceptions = lock(&slot.exceptions).clone();
@@ -485,7 +501,7 @@ impl Debuggers {
         if let Some(filters) = &exceptions {
             check_exceptions(session, request, filters)?;
         }
-        let mut verdicts = Map::new();
+        let mut verdicts = BTreeMap::new();
         for (file, points) in &breakpoints {
             let v = self.set_breakpoints(session, slot, file, points).await?;
             verdicts.insert(file.display().to_string(), v);
@@ -500,45 +516,49 @@ impl Debuggers {
     }
 
     /// What is set, and what the adapter of the current (or last) session said of it.
-    fn breakpoint_listing(&self, slot: &Slot) -> Value {
+    fn breakpoint_listing(&self, slot: &Slot) -> DebugBreakpointListResult {
         let current = lock(&slot.current).clone();
         let live = current.as_ref().filter(|s| s.is_live());
         let verdicts = lock(&slot.verdicts).clone();
-        let files: Map<String, Value> = lock(&slot.breakpoints)
+        let files = lock(&slot.breakpoints)
             .iter()
             .map(|(path, points)| {
                 let key = path.display().to_string();
-                let list: Vec<Value> = match verdicts.get(&key) {
+                let list = match verdicts.get(&key) {
                     Some(given) => given.iter().map(|v| refreshed(v, live)).collect(),
-                    None => points
-                        .iter()
-                        .map(|p| Value::Object(point_json(p)))
-                        .collect(),
+                    None => points.iter().map(point).collect(),
                 };
-                (key, json!(list))
+                (key, list)
             })
             .collect();
-        let functions: Vec<Value> = match verdicts.get(FUNCTIONS) {
-            Some(given) => given.iter().map(|v| refreshed(v, live)).collect(),
+        let functions = match lock(&slot.function_verdicts).clone() {
+            Some(given) => given.iter().map(|v| refreshed_function(v, live)).collect(),
             None => lock(&slot.functions)
                 .iter()
-                .map(|n| json!({"name": n}))
+                .map(|n| DebugFunctionBreakpoint {
+                    name: n.clone(),
+                    verified: None,
+                    line: None,
+                    file: None,
+                    message: None,
+                    id: None,
+                })
                 .collect(),
         };
         let available = current
             .as_ref()
             .map(|s| advertised_filters(&lock(&s.capabilities)));
-        json!({
-            "files": files,
-            "functions": functions,
-            "exceptions": {
-                "set": lock(&slot.exceptions).clone(),
-                "available": available,
-                "note": "`set` null: the adapter's defaults (those with `default: true`); `available` is known once a session has started",
+        DebugBreakpointListResult {
+            files,
+            functions,
+            exceptions: DebugExceptionFilters {
+                set: lock(&slot.exceptions).clone(),
+                available,
+                note: "`set` null: the adapter's defaults (those with `default: true`); `available` is known once a session has started".into(),
             },
-            "applied": live.is_some(),
-            "session": current.as_ref().map(|s| s.id.clone()),
-        })
+            applied: live.is_some(),
+            session: current.as_ref().map(|s| s.id.clone()),
+        }
     }
 }
 
@@ -569,31 +589,43 @@ mod tests {
 
     #[test]
     fn a_moved_breakpoint_says_where_and_a_function_says_its_line() {
-        let asked = point_json(&DebugBreakpoint {
+        let asked = DebugBreakpoint {
             line: 8,
             condition: None,
             hit_condition: None,
             log_message: None,
-        });
-        let v = verdict(
-            asked,
-            &json!({"id": 3, "verified": true, "line": 9}),
-            Some(8),
-        );
+        };
+        let v = source_verdict(&asked, &json!({"id": 3, "verified": true, "line": 9}));
         assert_eq!(
-            v,
+            serde_json::to_value(v).unwrap(),
             json!({"line": 8, "verified": true, "actual_line": 9, "id": 3})
         );
-        let mut named = Map::new();
-        named.insert("name".into(), json!("f"));
-        let v = verdict(
-            named,
+        let v = source_verdict(&asked, &json!({"verified": false, "line": 8}));
+        assert_eq!(
+            serde_json::to_value(v).unwrap(),
+            json!({"line": 8, "verified": false})
+        );
+        let set = point(&DebugBreakpoint {
+            condition: Some("i > 1".into()),
+            ..asked
+        });
+        assert_eq!(
+            serde_json::to_value(set).unwrap(),
+            json!({"line": 8, "condition": "i > 1"}),
+            "nothing of a verdict before the adapter gave one"
+        );
+        let v = function_verdict(
+            "f",
             &json!({"verified": true, "line": 4, "source": {"path": "/p/a.c"}}),
-            None,
         );
         assert_eq!(
-            v,
+            serde_json::to_value(v).unwrap(),
             json!({"name": "f", "verified": true, "line": 4, "file": "/p/a.c"})
+        );
+        let v = temporary_verdict(9, &json!({"verified": true, "line": 10, "id": 5}));
+        assert_eq!(
+            serde_json::to_value(v).unwrap(),
+            json!({"line": 9, "verified": true, "actual_line": 10, "id": 5})
         );
     }
 }

@@ -31,17 +31,11 @@ pub(super) fn default_filters(caps: &Value, pause_on_uncaught: bool) -> Vec<Valu
         .collect()
 }
 
-/// `text` cut to its last `max` characters, saying so under `key_truncated`/`key_chars`.
-fn keep_tail(out: &mut Map<String, Value>, key: &str, text: &str, max: usize) {
-    let chars = text.chars().count();
-    if chars > max {
-        let tail: String = text.chars().skip(chars - max).collect();
-        out.insert(key.into(), json!(tail));
-        out.insert(format!("{key}_truncated"), json!(true));
-        out.insert(format!("{key}_chars"), json!(chars));
-    } else {
-        out.insert(key.into(), json!(text));
-    }
+/// `text` cut to its last `max` characters, saying so.
+fn keep_tail(text: &str, max: usize) -> Cut {
+    Cut::of(text, max, |text, chars| {
+        text.chars().skip(chars - max).collect()
+    })
 }
 
 impl Debuggers {
@@ -52,7 +46,7 @@ impl Debuggers {
         session: &Arc<Session>,
         op: &str,
         stop: &StopInfo,
-    ) -> Value {
+    ) -> DebugException {
         let stops = session.state().stops;
         if let Some((n, e)) = session.state().exception.clone()
             && n == stops
@@ -62,7 +56,21 @@ impl Debuggers {
         let supported = lock(&session.capabilities)["supportsExceptionInfoRequest"]
             .as_bool()
             .unwrap_or(false);
-        let mut out = Map::new();
+        let mut out = DebugException {
+            id: None,
+            description: None,
+            description_truncated: None,
+            description_chars: None,
+            kind: None,
+            type_truncated: None,
+            type_chars: None,
+            stack_trace_text: None,
+            stack_trace_text_truncated: None,
+            stack_trace_text_chars: None,
+            break_mode: None,
+            info_error: None,
+            note: None,
+        };
         let mut info = Value::Null;
         match (supported, stop.thread_id) {
             (true, Some(thread)) => {
@@ -76,20 +84,15 @@ impl Debuggers {
                     .await
                 {
                     Ok(body) => info = body,
-                    Err(e) => {
-                        out.insert("info_error".into(), json!(e.message));
-                    }
+                    Err(e) => out.info_error = Some(e.message),
                 }
             }
             (true, None) => {}
             (false, _) => {
-                out.insert(
-                    "note".into(),
-                    json!(format!(
-                        "the {} adapter does not advertise `supportsExceptionInfoRequest`: only what its stop event said",
-                        session.adapter
-                    )),
-                );
+                out.note = Some(format!(
+                    "the {} adapter does not advertise `supportsExceptionInfoRequest`: only what its stop event said",
+                    session.adapter
+                ));
             }
         }
         let details = &info["details"];
@@ -102,43 +105,40 @@ impl Debuggers {
         let kind = text(&details["typeName"])
             .or_else(|| text(&details["fullTypeName"]))
             .or_else(|| stop.text.clone());
-        out.insert("id".into(), json!(id));
-        match &description {
-            Some(d) => cut_value(&mut out, "description", d),
-            None => {
-                out.insert("description".into(), Value::Null);
-            }
+        out.id = id;
+        if let Some(d) = &description {
+            let cut = cut_value(d);
+            out.description = Some(cut.text);
+            out.description_truncated = cut.truncated;
+            out.description_chars = cut.chars;
         }
-        match &kind {
-            Some(t) => cut_value(&mut out, "type", t),
-            None => {
-                out.insert("type".into(), Value::Null);
-            }
+        if let Some(t) = &kind {
+            let cut = cut_value(t);
+            out.kind = Some(cut.text);
+            out.type_truncated = cut.truncated;
+            out.type_chars = cut.chars;
         }
-        match text(&details["stackTrace"]) {
-            Some(trace) => keep_tail(&mut out, "stack_trace_text", &trace, MAX_TRACE_CHARS),
-            None => {
-                out.insert("stack_trace_text".into(), Value::Null);
-            }
+        if let Some(trace) = text(&details["stackTrace"]) {
+            let cut = keep_tail(&trace, MAX_TRACE_CHARS);
+            out.stack_trace_text = Some(cut.text);
+            out.stack_trace_text_truncated = cut.truncated;
+            out.stack_trace_text_chars = cut.chars;
         }
-        if let Some(mode) = text(&info["breakMode"]) {
-            out.insert("break_mode".into(), json!(mode));
-        }
-        let value = Value::Object(out);
-        let kept = value.clone();
+        out.break_mode = text(&info["breakMode"]);
+        let kept = out.clone();
         session.update(|s| {
             if s.stops == stops {
                 s.exception = Some((stops, kept));
             }
         });
-        value
+        out
     }
 }
 
 /// The stop's reason as the answer's `text` says it: `exception ValueError: bad value 3`.
-pub(super) fn exception_reason(exception: &Value) -> String {
-    let short = |v: &Value| {
-        v.as_str().map(|s| {
+pub(super) fn exception_reason(exception: &DebugException) -> String {
+    let short = |v: &Option<String>| {
+        v.as_deref().map(|s| {
             let line = s.lines().next().unwrap_or("");
             if line.chars().count() > 120 {
                 format!("{}…", line.chars().take(120).collect::<String>())
@@ -147,7 +147,7 @@ pub(super) fn exception_reason(exception: &Value) -> String {
             }
         })
     };
-    match (short(&exception["type"]), short(&exception["description"])) {
+    match (short(&exception.kind), short(&exception.description)) {
         (Some(t), Some(d)) if t != d => format!("exception {t}: {d}"),
         (Some(t), _) => format!("exception {t}"),
         (None, Some(d)) => format!("exception: {d}"),
@@ -179,19 +179,39 @@ mod tests {
 
     #[test]
     fn a_long_trace_keeps_its_end() {
-        let mut out = Map::new();
         let trace = format!("{}ValueError: bad", "x".repeat(5000));
-        keep_tail(&mut out, "t", &trace, 100);
-        assert!(out["t"].as_str().unwrap().ends_with("ValueError: bad"));
-        assert_eq!(out["t"].as_str().unwrap().chars().count(), 100);
-        assert_eq!(out["t_chars"], json!(5015));
+        let cut = keep_tail(&trace, 100);
+        assert!(cut.text.ends_with("ValueError: bad"));
+        assert_eq!(cut.text.chars().count(), 100);
+        assert_eq!((cut.truncated, cut.chars), (Some(true), Some(5015)));
+        let whole = keep_tail("short", 100);
+        assert_eq!(
+            (whole.text.as_str(), whole.truncated, whole.chars),
+            ("short", None, None)
+        );
+    }
+
+    fn exception(kind: Option<&str>, description: &str) -> DebugException {
+        serde_json::from_value(json!({
+            "id": null, "type": kind, "description": description, "stack_trace_text": null,
+        }))
+        .unwrap()
     }
 
     #[test]
     fn the_reason_names_type_and_message() {
-        let e = json!({"type": "ValueError", "description": "bad value 3"});
+        let e = exception(Some("ValueError"), "bad value 3");
         assert_eq!(exception_reason(&e), "exception ValueError: bad value 3");
-        let e = json!({"type": null, "description": "signal SIGABRT"});
+        let e = exception(None, "signal SIGABRT");
         assert_eq!(exception_reason(&e), "exception: signal SIGABRT");
+    }
+
+    #[test]
+    fn an_exception_says_null_for_what_it_does_not_know_and_leaves_out_the_rest() {
+        let e = exception(None, "signal SIGABRT");
+        assert_eq!(
+            serde_json::to_value(e).unwrap(),
+            json!({"id": null, "type": null, "description": "signal SIGABRT", "stack_trace_text": null})
+        );
     }
 }

@@ -56,7 +56,7 @@ impl Debuggers {
         session: &Arc<Session>,
         op: DebugOp,
         thread: Option<i64>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugStopResult, ToolError> {
         let name = op_name(op);
         self.require_stopped(session, name)?;
         let thread = self.thread(session, name, thread).await?;
@@ -82,10 +82,10 @@ impl Debuggers {
         &self,
         session: &Arc<Session>,
         thread: Option<i64>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugStopResult, ToolError> {
         if session.state().phase == Phase::Stopped {
             let mut out = self.describe(session, "pause", None).await;
-            out["note"] = json!("already stopped");
+            out.note = Some("already stopped".into());
             return Ok(out);
         }
         let thread = self.thread(session, "pause", thread).await?;
@@ -102,7 +102,7 @@ impl Debuggers {
         session: &Arc<Session>,
         op: &str,
         before: u64,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugStopResult, ToolError> {
         let stopped = session
             .wait_until(self.config.stop_wait(), |s| {
                 s.stops > before || s.terminated || s.closed.is_some() || s.end.is_some()
@@ -144,33 +144,48 @@ impl Debuggers {
         session: &Arc<Session>,
         op: &str,
         note: Option<String>,
-    ) -> Value {
-        let mut out = Map::new();
-        out.insert("state".into(), json!(session.state_word()));
+    ) -> DebugStopResult {
+        let state = session.state_now();
         let (phase, stop, exit_code, end) = {
             let s = session.state();
             (s.phase, s.stop.clone(), s.exit_code, s.end.clone())
         };
+        let mut out = DebugStopResult {
+            state,
+            text: "running".into(),
+            stopped: None,
+            exit_code: None,
+            output_bytes: None,
+            note,
+        };
         if let Some(end) = &end {
-            out.insert("exit_code".into(), json!(exit_code));
-            out.insert("text".into(), json!(end.message));
-            out.insert("output_bytes".into(), json!(session.output_end()));
+            out.exit_code = Some(exit_code);
+            out.text = end.message.clone();
+            out.output_bytes = Some(session.output_end());
         } else if phase == Phase::Stopped
             && let Some(stop) = stop
         {
-            let mut stopped = Map::new();
-            stopped.insert("reason".into(), json!(stop.reason));
-            stopped.insert("thread_id".into(), json!(stop.thread_id));
-            if let Some(d) = &stop.description {
-                stopped.insert("description".into(), json!(d));
-            }
+            let mut stopped = DebugStop {
+                reason: stop.reason.clone(),
+                thread_id: stop.thread_id,
+                description: stop.description.clone(),
+                exception: None,
+                detail: None,
+                detail_truncated: None,
+                detail_chars: None,
+                frame: None,
+                frame_error: None,
+            };
             let mut reason = stop.reason.clone();
             if stop.reason == "exception" {
                 let exception = self.exception(session, op, &stop).await;
                 reason = super::exceptions::exception_reason(&exception);
-                stopped.insert("exception".into(), exception);
+                stopped.exception = Some(exception);
             } else if let Some(t) = &stop.text {
-                cut_value(&mut stopped, "detail", t);
+                let cut = cut_value(t);
+                stopped.detail = Some(cut.text);
+                stopped.detail_truncated = cut.truncated;
+                stopped.detail_chars = cut.chars;
             }
             // Where it stopped; when the adapter cannot say, the answer says why rather than
             // look like a stop without a place.
@@ -181,34 +196,24 @@ impl Debuggers {
                 },
                 None => (None, None),
             };
-            let text = match (&top, &unknown) {
+            out.text = match (&top, &unknown) {
                 (Some(f), _) => format!(
                     "stopped at {}:{} in {} ({})",
-                    f["file"].as_str().unwrap_or("<no source>"),
-                    f["line"],
-                    f["name"].as_str().unwrap_or("?"),
+                    f.file.as_deref().unwrap_or("<no source>"),
+                    line_text(f),
+                    f.name.as_deref().unwrap_or("?"),
                     reason
                 ),
-                (None, Some(why)) => {
-                    stopped.insert("frame_error".into(), json!(why));
-                    format!(
-                        "stopped ({reason}); where is not known: the adapter's stack answer failed ({why}); `debug stack` asks again"
-                    )
-                }
+                (None, Some(why)) => format!(
+                    "stopped ({reason}); where is not known: the adapter's stack answer failed ({why}); `debug stack` asks again"
+                ),
                 (None, None) => format!("stopped ({reason})"),
             };
-            if let Some(f) = top {
-                stopped.insert("frame".into(), f);
-            }
-            out.insert("stopped".into(), Value::Object(stopped));
-            out.insert("text".into(), json!(text));
-        } else {
-            out.insert("text".into(), json!("running"));
+            stopped.frame = top;
+            stopped.frame_error = unknown;
+            out.stopped = Some(stopped);
         }
-        if let Some(n) = note {
-            out.insert("note".into(), json!(n));
-        }
-        Value::Object(out)
+        out
     }
 
     /// The top frame of `thread` at the current stop (asked once per stop).
@@ -217,7 +222,7 @@ impl Debuggers {
         session: &Arc<Session>,
         op: &str,
         thread: i64,
-    ) -> Result<Option<Value>, ToolError> {
+    ) -> Result<Option<DebugFrame>, ToolError> {
         let stops = session.state().stops;
         if let Some((n, f)) = session.state().top.clone()
             && n == stops
@@ -235,7 +240,7 @@ impl Debuggers {
         let frame = body["stackFrames"]
             .as_array()
             .and_then(|f| f.first())
-            .map(frame_json);
+            .map(frame_of);
         if let Some(f) = &frame {
             let f = f.clone();
             session.update(|s| {
@@ -249,24 +254,36 @@ impl Debuggers {
 
     // ---- inspection -----------------------------------------------------------------------
 
-    pub(super) async fn threads(&self, session: &Arc<Session>) -> Result<Value, ToolError> {
+    pub(super) async fn threads(
+        &self,
+        session: &Arc<Session>,
+    ) -> Result<DebugThreadsResult, ToolError> {
         let body = self.request(session, "threads", "threads", None).await?;
-        let threads: Vec<Value> = body["threads"]
+        let threads = body["threads"]
             .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|t| json!({"id": t["id"], "name": t["name"]}))
-            .collect();
+            .map(|threads| {
+                threads
+                    .iter()
+                    .map(|t| DebugThread {
+                        id: t["id"].as_i64(),
+                        name: t["name"].as_str().map(str::to_string),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let stopped = session.state().stop.as_ref().and_then(|s| s.thread_id);
-        Ok(json!({"threads": threads, "stopped_thread": stopped, "state": session.state_word()}))
+        Ok(DebugThreadsResult {
+            threads,
+            stopped_thread: stopped,
+            state: session.state_now(),
+        })
     }
 
     pub(super) async fn stack(
         &self,
         session: &Arc<Session>,
         thread: Option<i64>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugStackResult, ToolError> {
         self.require_stopped(session, "stack")?;
         let thread = self.thread(session, "stack", thread).await?;
         let body = self
@@ -282,14 +299,14 @@ impl Debuggers {
             .as_u64()
             .unwrap_or(all.len() as u64)
             .max(all.len() as u64);
-        let frames: Vec<Value> = all.iter().take(MAX_FRAMES).map(frame_json).collect();
+        let frames: Vec<DebugFrame> = all.iter().take(MAX_FRAMES).map(frame_of).collect();
         let truncated = total as usize > frames.len();
-        Ok(json!({
-            "thread_id": thread,
-            "frames": frames,
-            "total_frames": total,
-            "truncated": truncated,
-        }))
+        Ok(DebugStackResult {
+            thread_id: thread,
+            frames,
+            total_frames: total,
+            truncated,
+        })
     }
 
     /// The frame to use: the one given, else the top frame of the stopped thread.
@@ -312,14 +329,14 @@ impl Debuggers {
         Ok(self
             .top_frame(session, op, thread)
             .await?
-            .and_then(|f| f["id"].as_i64()))
+            .and_then(|f| f.id))
     }
 
     pub(super) async fn scopes(
         &self,
         session: &Arc<Session>,
         frame: Option<i64>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugScopesResult, ToolError> {
         self.require_stopped(session, "scopes")?;
         let Some(frame) = self.frame(session, "scopes", frame).await? else {
             return Err(err(
@@ -331,27 +348,30 @@ impl Debuggers {
         let body = self
             .request(session, "scopes", "scopes", Some(json!({"frameId": frame})))
             .await?;
-        let scopes: Vec<Value> = body["scopes"]
+        let scopes = body["scopes"]
             .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|s| {
-                json!({
-                    "name": s["name"],
-                    "reference": s["variablesReference"],
-                    "expensive": s["expensive"].as_bool().unwrap_or(false),
-                })
+            .map(|scopes| {
+                scopes
+                    .iter()
+                    .map(|s| DebugScope {
+                        name: s["name"].as_str().map(str::to_string),
+                        reference: s["variablesReference"].as_i64(),
+                        expensive: s["expensive"].as_bool().unwrap_or(false),
+                    })
+                    .collect()
             })
-            .collect();
-        Ok(json!({"frame_id": frame, "scopes": scopes}))
+            .unwrap_or_default();
+        Ok(DebugScopesResult {
+            frame_id: frame,
+            scopes,
+        })
     }
 
     pub(super) async fn variables(
         &self,
         session: &Arc<Session>,
         reference: i64,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugVariablesResult, ToolError> {
         self.require_stopped(session, "variables")?;
         if reference <= 0 {
             return Err(err(
@@ -369,37 +389,34 @@ impl Debuggers {
             )
             .await?;
         let all = body["variables"].as_array().cloned().unwrap_or_default();
-        let variables: Vec<Value> = all
+        let variables: Vec<DebugVariable> = all
             .iter()
             .take(MAX_CHILDREN)
             .map(|v| {
-                let mut out = Map::new();
-                out.insert("name".into(), v["name"].clone());
-                cut_value(&mut out, "value", v["value"].as_str().unwrap_or(""));
-                if let Some(t) = v["type"].as_str().filter(|t| !t.is_empty()) {
-                    out.insert("type".into(), json!(t));
+                let value = cut_value(v["value"].as_str().unwrap_or(""));
+                DebugVariable {
+                    name: v["name"].as_str().map(str::to_string),
+                    value: value.text,
+                    value_truncated: value.truncated,
+                    value_chars: value.chars,
+                    kind: type_of(v),
+                    reference: v["variablesReference"].as_i64().unwrap_or(0),
                 }
-                out.insert(
-                    "reference".into(),
-                    json!(v["variablesReference"].as_i64().unwrap_or(0)),
-                );
-                Value::Object(out)
             })
             .collect();
         let truncated = all.len() > variables.len();
-        let mut out = json!({
-            "reference": reference,
-            "variables": variables,
-            "total": all.len(),
-            "truncated": truncated,
-        });
-        if truncated {
-            out["note"] = json!(format!(
-                "only the first {MAX_CHILDREN} of {} children are shown",
-                all.len()
-            ));
-        }
-        Ok(out)
+        Ok(DebugVariablesResult {
+            reference,
+            variables,
+            total: all.len() as u64,
+            truncated,
+            note: truncated.then(|| {
+                format!(
+                    "only the first {MAX_CHILDREN} of {} children are shown",
+                    all.len()
+                )
+            }),
+        })
     }
 
     pub(super) async fn evaluate(
@@ -407,7 +424,7 @@ impl Debuggers {
         session: &Arc<Session>,
         expression: &str,
         frame: Option<i64>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugEvaluateResult, ToolError> {
         let frame = self.frame(session, "evaluate", frame).await?;
         // lldb-dap's "repl" context runs lldb commands; "watch" evaluates an expression.
         let context = match session.flavor {
@@ -421,18 +438,16 @@ impl Debuggers {
         let body = self
             .request(session, "evaluate", "evaluate", Some(request))
             .await?;
-        let mut out = Map::new();
-        out.insert("expression".into(), json!(expression));
-        cut_value(&mut out, "result", body["result"].as_str().unwrap_or(""));
-        if let Some(t) = body["type"].as_str().filter(|t| !t.is_empty()) {
-            out.insert("type".into(), json!(t));
-        }
-        out.insert(
-            "reference".into(),
-            json!(body["variablesReference"].as_i64().unwrap_or(0)),
-        );
-        out.insert("frame_id".into(), json!(frame));
-        Ok(Value::Object(out))
+        let result = cut_value(body["result"].as_str().unwrap_or(""));
+        Ok(DebugEvaluateResult {
+            expression: expression.to_string(),
+            result: result.text,
+            result_truncated: result.truncated,
+            result_chars: result.chars,
+            kind: type_of(&body),
+            reference: body["variablesReference"].as_i64().unwrap_or(0),
+            frame_id: frame,
+        })
     }
 
     /// `setVariable`: `name` in the container `reference` (from `scopes` or `variables`)
@@ -444,7 +459,7 @@ impl Debuggers {
         reference: i64,
         name: &str,
         value: &str,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugSetVariableResult, ToolError> {
         self.require_stopped(session, "set_variable")?;
         super::breakpoints::require_capability(
             session,
@@ -460,22 +475,28 @@ impl Debuggers {
                 Some(json!({"variablesReference": reference, "name": name, "value": value})),
             )
             .await?;
-        let mut out = Map::new();
-        out.insert("name".into(), json!(name));
         // lldb-dap (19) names the new value `result`, not the spec's `value`.
         let new = body["value"]
             .as_str()
             .filter(|v| !v.is_empty())
             .or_else(|| body["result"].as_str())
             .unwrap_or("");
-        cut_value(&mut out, "value", new);
-        if let Some(t) = body["type"].as_str().filter(|t| !t.is_empty()) {
-            out.insert("type".into(), json!(t));
-        }
-        out.insert(
-            "reference".into(),
-            json!(body["variablesReference"].as_i64().unwrap_or(0)),
-        );
-        Ok(Value::Object(out))
+        let new = cut_value(new);
+        Ok(DebugSetVariableResult {
+            name: name.to_string(),
+            value: new.text,
+            value_truncated: new.truncated,
+            value_chars: new.chars,
+            kind: type_of(&body),
+            reference: body["variablesReference"].as_i64().unwrap_or(0),
+        })
     }
+}
+
+/// A value's type, where the adapter says it (an empty one is none).
+fn type_of(v: &Value) -> Option<String> {
+    v["type"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
 }

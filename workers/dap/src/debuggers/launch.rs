@@ -43,7 +43,7 @@ impl Debuggers {
         call: &DebugCall,
         slot: &Arc<Slot>,
         args: &DebugArgs,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugLaunchResult, ToolError> {
         self.refuse_second(slot, "launch")?;
         let cwd = launch_cwd(call, args)?;
         let env = launch_env(args.env.as_ref())?;
@@ -152,7 +152,7 @@ impl Debuggers {
 
     /// `restart`: ends the current session (if it still runs) and launches the last launch
     /// again, same caller and arguments; breakpoints carry over. A new session id.
-    pub(super) async fn restart(&self, slot: &Arc<Slot>) -> Result<Value, ToolError> {
+    pub(super) async fn restart(&self, slot: &Arc<Slot>) -> Result<DebugLaunchResult, ToolError> {
         let current = lock(&slot.current).clone();
         if let Some(session) = &current {
             let hint =
@@ -203,7 +203,7 @@ impl Debuggers {
             }
         }
         let mut out = self.launch(&call, slot, &args).await?;
-        out["restarted_from"] = json!(previous);
+        out.restarted_from = Some(previous);
         Ok(out)
     }
 
@@ -325,7 +325,7 @@ impl Debuggers {
         request: &str,
         arguments: Value,
         expect_stop: bool,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugLaunchResult, ToolError> {
         match self
             .handshake_inner(session, slot, request, arguments, expect_stop)
             .await
@@ -354,7 +354,7 @@ impl Debuggers {
         request: &str,
         arguments: Value,
         expect_stop: bool,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugLaunchResult, ToolError> {
         let client = session.client().cloned().ok_or_else(|| {
             err(
                 ErrorKind::Internal,
@@ -405,19 +405,18 @@ impl Debuggers {
         });
         session.arm_ttl();
         tracing::info!(session = session.id, request, "debug session configured");
-        let mut out = if expect_stop {
+        let stop = if expect_stop {
             self.settle(session, request, 0).await?
         } else {
             self.describe(session, request, None).await
         };
-        if !verdicts.is_empty() {
-            out["breakpoints"] = Value::Object(verdicts);
-        }
-        if let Some(functions) = function_verdicts {
-            out["functions"] = functions;
-        }
-        out["session"] = summary(session);
-        Ok(out)
+        Ok(DebugLaunchResult {
+            stop,
+            breakpoints: (!verdicts.is_empty()).then_some(verdicts),
+            functions: function_verdicts,
+            session: summary(session),
+            restarted_from: None,
+        })
     }
 
     /// `initialize`: the adapter's capabilities, kept on the session.

@@ -15,7 +15,7 @@ pub(super) struct RunTo {
     /// The session's stop count when it was armed: a later stop disarms it.
     pub(super) before: u64,
     /// The adapter's verdict on it, once sent.
-    pub(super) verdict: Option<Value>,
+    pub(super) verdict: Option<DebugTemporaryBreakpoint>,
 }
 
 /// The breakpoints sent for `path`: the conversation's `asked`, with the temporary line of
@@ -50,7 +50,7 @@ impl Debuggers {
         slot: &Slot,
         session: &Arc<Session>,
         args: &DebugArgs,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugRunToResult, ToolError> {
         let file = need("run_to", "file", &args.file)?;
         let line = need("run_to", "line", &args.line)?;
         if line == 0 {
@@ -99,9 +99,14 @@ impl Debuggers {
         let verdict = lock(&slot.run_to)
             .as_ref()
             .and_then(|t| t.verdict.clone())
-            .unwrap_or_else(
-                || json!({"verified": true, "note": "a breakpoint of yours is on that line"}),
-            );
+            .unwrap_or_else(|| DebugTemporaryBreakpoint {
+                line: None,
+                verified: true,
+                actual_line: None,
+                message: None,
+                id: None,
+                note: Some("a breakpoint of yours is on that line".into()),
+            });
         if let Err(e) = self
             .request(
                 session,
@@ -119,28 +124,31 @@ impl Debuggers {
                 s.phase = Phase::Running;
             }
         });
-        let mut out = self.settle(session, "run_to", before).await?;
+        let stop = self.settle(session, "run_to", before).await?;
         let removed = self.disarm_run_to(slot).await;
-        let actual = verdict["actual_line"].as_u64().unwrap_or(line);
-        let at = &out["stopped"]["frame"];
-        let reached = at["line"].as_u64() == Some(actual)
-            && at["file"]
-                .as_str()
-                .is_some_and(|f| std::fs::canonicalize(f).is_ok_and(|f| f == path));
-        let mut run_to = json!({
-            "file": path.display().to_string(),
-            "line": line,
-            "reached": reached,
-            "temporary_breakpoint": verdict,
-            "removed": removed || own,
+        let actual = verdict.actual_line.unwrap_or(line);
+        let at = stop.stopped.as_ref().and_then(|s| s.frame.as_ref());
+        let reached = at.is_some_and(|at| {
+            at.line.and_then(|l| u64::try_from(l).ok()) == Some(actual)
+                && at
+                    .file
+                    .as_deref()
+                    .is_some_and(|f| std::fs::canonicalize(f).is_ok_and(|f| f == path))
         });
-        if !removed && !own && session.is_live() {
-            run_to["note"] = json!(
-                "the temporary breakpoint stays until the program stops (`pause`, a breakpoint) or the session ends"
-            );
-        }
-        out["run_to"] = run_to;
-        Ok(out)
+        let note = (!removed && !own && session.is_live()).then(|| {
+            "the temporary breakpoint stays until the program stops (`pause`, a breakpoint) or the session ends".into()
+        });
+        Ok(DebugRunToResult {
+            stop,
+            run_to: DebugRunTo {
+                file: path.display().to_string(),
+                line,
+                reached,
+                temporary_breakpoint: verdict,
+                removed: removed || own,
+                note,
+            },
+        })
     }
 
     /// Takes out `run_to`'s temporary breakpoint once the program stopped after it was armed

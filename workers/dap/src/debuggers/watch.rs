@@ -13,7 +13,7 @@ impl Debuggers {
         &self,
         session: &Arc<Session>,
         args: &DebugArgs,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<DebugWatchResult, ToolError> {
         let expression = need("watch", "expression", &args.expression)?
             .trim()
             .to_string();
@@ -84,32 +84,27 @@ impl Debuggers {
             .await?;
         let answered = body["breakpoints"].as_array().cloned().unwrap_or_default();
         let answer = answered.last().cloned().unwrap_or(Value::Null);
-        let mut shown = Map::new();
-        shown.insert("expression".into(), json!(expression));
-        shown.insert("data_id".into(), json!(data_id));
-        shown.insert("description".into(), json!(description));
-        shown.insert("access_type".into(), json!(access));
-        shown.insert(
-            "verified".into(),
-            json!(answer["verified"].as_bool().unwrap_or(false)),
-        );
-        if let Some(m) = answer["message"].as_str() {
-            shown.insert("message".into(), json!(m));
-        }
-        let shown = Value::Object(shown);
-        let all: Vec<Value> = {
+        let shown = DebugWatch {
+            expression,
+            data_id: data_id.to_string(),
+            description,
+            access_type: access,
+            verified: answer["verified"].as_bool().unwrap_or(false),
+            message: answer["message"].as_str().map(str::to_string),
+        };
+        let watches: Vec<DebugWatch> = {
             let mut watches = lock(&session.watches);
             watches.push((dap.last().cloned().unwrap_or(Value::Null), shown.clone()));
             watches.iter().map(|(_, s)| s.clone()).collect()
         };
-        let mut out = shown;
-        out["watches"] = json!(all);
-        if out["verified"] != true {
-            out["note"] = json!(
-                "the adapter did not verify the watch (a hardware watchpoint may be unavailable here: its message says why)"
-            );
-        }
-        Ok(out)
+        let note = (!shown.verified).then(|| {
+            "the adapter did not verify the watch (a hardware watchpoint may be unavailable here: its message says why)".into()
+        });
+        Ok(DebugWatchResult {
+            watch: shown,
+            watches,
+            note,
+        })
     }
 
     /// The scope of `frame` that holds a variable named `name` (at most the non-expensive
