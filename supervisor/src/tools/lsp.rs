@@ -198,7 +198,7 @@ pub(crate) fn declare() -> Vec<super::spec::ToolSpec> {
             "Rename a symbol project-wide through the language server, all files or none; dry_run previews.",
             |s, ctx, a| Box::pin(async move { rename(&LspTools::of(s), ctx, a).await }),
         )
-        .approval(Approval::unless(preview))
+        .approval(Approval::unless(preview, "`dry_run` is true"))
         .summary(rename_summary),
         // Its own write-tier tool, not write ops of `lsp`: a read-tier surface is then not
         // even shown a tool that writes, and every op of it asks for approval.

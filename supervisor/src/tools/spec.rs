@@ -126,7 +126,7 @@ pub enum Attachment {
 
 /// A tool's operation enum and how its arguments name one: `LspOp` of `LspArgs`. Rules over
 /// operations (`Approval::ops`, `ToolSpec::op_tier`) are read from the parsed arguments.
-pub trait OpOf: PartialEq + Copy + Debug + Send + Sync + 'static {
+pub trait OpOf: PartialEq + Copy + Debug + Serialize + Send + Sync + 'static {
     type Args: 'static;
     fn of(args: &Self::Args) -> Self;
 }
@@ -153,27 +153,46 @@ impl OpOf for toolvisor_protocol::tools::DebugOp {
 }
 
 /// A predicate over one tool's parsed arguments, erased; `true` for arguments of another
-/// type (a rule never exempts what it cannot read).
+/// type (a rule never exempts what it cannot read). It says what it holds for in words
+/// (``ops `trust` ``), which the tools' reference in `docs/TOOLS.md` shows.
 #[derive(Clone)]
 pub struct Rule {
     args: TypeId,
     args_type: &'static str,
     test: Arc<TestFn>,
+    says: String,
 }
 
 type TestFn = dyn Fn(&dyn Any) -> bool + Send + Sync;
 
 impl Rule {
-    fn new<A: 'static>(test: impl Fn(&A) -> bool + Send + Sync + 'static) -> Rule {
+    fn new<A: 'static>(says: String, test: impl Fn(&A) -> bool + Send + Sync + 'static) -> Rule {
         Rule {
             args: TypeId::of::<A>(),
             args_type: std::any::type_name::<A>(),
             test: Arc::new(move |a: &dyn Any| a.downcast_ref::<A>().is_none_or(&test)),
+            says,
         }
     }
 
     fn ops<T: OpOf>(ops: &'static [T]) -> Rule {
-        Rule::new(move |a: &T::Args| ops.contains(&T::of(a)))
+        let names: Vec<String> = ops
+            .iter()
+            .map(|op| match serde_json::to_value(op) {
+                Ok(Json::String(name)) => format!("`{name}`"),
+                _ => format!("`{op:?}`"),
+            })
+            .collect();
+        let plural = if names.len() == 1 { "op" } else { "ops" };
+        Rule::new(
+            format!("{plural} {}", names.join(", ")),
+            move |a: &T::Args| ops.contains(&T::of(a)),
+        )
+    }
+
+    /// What the rule holds for, in words: ``ops `start`, `write` ``, ``unless `dry_run` is true``.
+    pub fn says(&self) -> &str {
+        &self.says
     }
 
     fn holds(&self, args: &dyn Any) -> bool {
@@ -203,9 +222,20 @@ impl Approval {
     }
 
     /// Every call but those `exempt` holds for (a preview that writes nothing:
-    /// `lsp_rename {dry_run: true}`).
-    pub fn unless<A: 'static>(exempt: fn(&A) -> bool) -> Approval {
-        Approval::When(Rule::new(move |a: &A| !exempt(a)))
+    /// `lsp_rename {dry_run: true}`), which `exempt_says` says in words (`` `dry_run` is true``).
+    pub fn unless<A: 'static>(exempt: fn(&A) -> bool, exempt_says: &str) -> Approval {
+        Approval::When(Rule::new(format!("unless {exempt_says}"), move |a: &A| {
+            !exempt(a)
+        }))
+    }
+
+    /// The rule in words: `never`, `always`, or what its rule says.
+    pub fn says(&self) -> &str {
+        match self {
+            Approval::Never => "never",
+            Approval::Always => "always",
+            Approval::When(rule) => rule.says(),
+        }
     }
 }
 
