@@ -24,6 +24,7 @@ pub(crate) mod files;
 pub(crate) mod human;
 pub(crate) mod inference;
 pub(crate) mod lsp;
+pub mod reference;
 pub mod spec;
 pub(crate) mod structural;
 

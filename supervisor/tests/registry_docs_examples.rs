@@ -1,9 +1,11 @@
-//! Ties each tool's three places together: the example calls `docs/TOOLS.md` shows, the
-//! schema the registry derives from the typed argument struct, and the handler's typed parse.
-//! Every example passes the validator and the parse; every tool has an example; for every
-//! tool and every property (nested ones included) a value of the wrong type is refused by
-//! both, and the validator's message names the field; and every schema uses only keywords
-//! the validator checks or that only annotate.
+//! Ties each tool's places together: the example calls `docs/TOOLS.md` shows, the
+//! schema the registry derives from the typed argument struct, the handler's typed parse, and
+//! the reference TOOLS.md holds for it, generated from its spec (`tools::reference`).
+//! Every example passes the validator and the parse; every tool has an example and a
+//! reference block that is what its spec renders now (`TOOLVISOR_BLESS=1` rewrites them:
+//! `tools::reference::BLESS`); for every tool and every property (nested ones included) a
+//! value of the wrong type is refused by both, and the validator's message names the field;
+//! and every schema uses only keywords the validator checks or that only annotate.
 
 use std::collections::BTreeMap;
 
@@ -403,4 +405,30 @@ fn a_value_outside_a_bound_or_an_enum_is_refused_naming_the_field() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(checked > 40, "only {checked} bounds and enums checked");
+}
+
+/// Every tool's reference block in TOOLS.md (`<!-- generated: <tool> -->`) is what
+/// `tools::reference` renders from its spec now; `TOOLVISOR_BLESS=1` rewrites them.
+#[test]
+fn generated_reference_is_current() {
+    use toolvisor::tools::reference;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/TOOLS.md");
+    let doc = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let (fresh, changed) =
+        reference::regenerate(&doc, &tools()).unwrap_or_else(|e| panic!("docs/TOOLS.md: {e}"));
+    if std::env::var_os("TOOLVISOR_BLESS").is_some_and(|v| v == "1") {
+        if fresh != doc {
+            // Whole or not at all: the other tests of this file may be reading it.
+            let tmp = format!("{path}.bless");
+            std::fs::write(&tmp, &fresh).unwrap();
+            std::fs::rename(&tmp, path).unwrap();
+        }
+        return;
+    }
+    assert!(
+        changed.is_empty(),
+        "docs/TOOLS.md: the generated reference of {} differs from the specs; run `{}`",
+        changed.join(", "),
+        reference::BLESS
+    );
 }

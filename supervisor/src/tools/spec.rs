@@ -26,7 +26,8 @@
 //! (`async fn x(cx, ctx, a: XArgs) -> Result<XResult, ToolError>`) and its `ToolSpec::new`
 //! in its family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`,
 //! `.summary`, `.follows`, `.long_running`, `.passage`, the hints); an example call in
-//! `docs/TOOLS.md`. Nothing else parses or lists it. Which calls start a job a client
+//! `docs/TOOLS.md`, and there its reference, generated from this spec (`tools::reference`: add
+//! the marker lines, then run its `BLESS` command). Nothing else parses or lists it. Which calls start a job a client
 //! follows, and how (its poll and stop tools), and which may run long, is spec data carried
 //! to clients in `ToolInfo` (`toolvisor mcp` makes MCP tasks of them from it); how results
 //! pass the result store is spec data too (`Passage`).
