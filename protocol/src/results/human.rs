@@ -1,7 +1,7 @@
 //! The results of the human tools: `ask_user` and the `vibe_*` background workers.
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::tools::VibeInfo;
 
@@ -9,7 +9,7 @@ use crate::tools::VibeInfo;
 // `tools::AskUserOutput` and `tools::VibeInfo`, which derive their schemas.
 
 /// The result of `vibe_list`: this conversation's workers, oldest first.
-#[derive(Serialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VibeListResult {
     /// Each worker's info, its result cut to a preview.
     pub workers: Vec<VibeInfo>,

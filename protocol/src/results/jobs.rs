@@ -32,7 +32,7 @@ pub struct BashResult {
 
 /// The result of `process`: the process's info (`start`, `write`, `kill`, `resize`), the
 /// conversation's processes (`list`), or an output slice (`read`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ProcessResult {
     Info(TrackedProcess),

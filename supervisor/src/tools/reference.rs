@@ -78,11 +78,9 @@ fn block(spec: &ToolSpec, specs: &[ToolSpec]) -> String {
         None => out += &arguments(&spec.schema),
     }
     out += "\n";
-    let same = earlier().find(|s| s.output.is_some() && s.output == spec.output);
-    match (&spec.output, same) {
-        (Some(_), Some(earlier)) => out += &format!("**Result**: as `{}`'s.\n", earlier.name),
-        (Some(schema), None) => out += &results(spec.name, schema),
-        (None, _) => out += "**Result**: not declared.\n",
+    match earlier().find(|s| s.output == spec.output) {
+        Some(earlier) => out += &format!("**Result**: as `{}`'s.\n", earlier.name),
+        None => out += &results(spec.name, &spec.output),
     }
     out += "\n";
     out += &errors(spec);
@@ -243,8 +241,10 @@ fn results(tool: &str, schema: &Json) -> String {
         intro if intro.is_empty() => "**Result**:".to_string(),
         intro => format!("**Result**: {intro}"),
     };
+    // The fields by name (`?`: may be absent); what each means is in the output schema
+    // (`toolvisor tools --json`) and its type in `protocol/src/results/`.
     let Some(alternatives) = alternatives else {
-        return format!("{head}\n\n{}", field_table(resolve(schema, root), root));
+        return format!("{head} Fields: {}.\n", field_names(resolve(schema, root)));
     };
     let mut out = format!("{head} One of:\n\n");
     for alt in alternatives {
@@ -257,115 +257,27 @@ fn results(tool: &str, schema: &Json) -> String {
             .as_str()
             .or_else(|| target["description"].as_str())
             .unwrap_or_default();
-        let fields: Vec<String> = ordered(target)
-            .into_iter()
-            .map(|(f, _)| {
-                let optional = !names(&target["required"]).contains(&f);
-                format!("`{f}`{}", if optional { "?" } else { "" })
-            })
-            .collect();
         let label = if name.is_empty() {
             String::new()
         } else {
             format!("`{name}`: ")
         };
-        out += &format!("- {label}{} Fields: {}.\n", cell(says), fields.join(", "));
+        out += &format!("- {label}{} Fields: {}.\n", cell(says), field_names(target));
     }
     out
 }
 
-fn field_table(schema: &Json, root: &Json) -> String {
-    let required = names(&schema["required"]);
-    let mut out = String::from("| field | type | description |\n|---|---|---|\n");
-    for (name, prop) in ordered(schema) {
-        let optional = if required.contains(&name) { "" } else { "?" };
-        out += &format!(
-            "| `{name}`{optional} | {} | {} |\n",
-            cell(&result_type(prop, root)),
-            cell(prop["description"].as_str().unwrap_or_default())
-        );
-    }
-    out
-}
-
-/// A result field's type for a reader: `integer or null`, `array of {path, line, …}`, the
-/// values of an enum.
-fn result_type(prop: &Json, root: &Json) -> String {
-    let target = resolve(prop, root);
-    if let Some(alts) = target
-        .get("anyOf")
-        .or_else(|| target.get("oneOf"))
-        .and_then(Json::as_array)
-    {
-        // An enum some of whose values have docs, maybe nullable: one list of values.
-        let nullable = alts.iter().any(|a| a["type"] == "null");
-        let values: Option<Vec<String>> = alts
-            .iter()
-            .filter(|a| a["type"] != "null")
-            .map(|a| values_of(resolve(a, root)))
-            .collect::<Option<Vec<_>>>()
-            .map(|lists| lists.concat());
-        if let Some(values) = values {
-            let null = if nullable { " or null" } else { "" };
-            return format!("one of {}{null}", values.join(", "));
-        }
-        let kinds: Vec<String> = alts.iter().map(|a| result_type(a, root)).collect();
-        return kinds.join(" or ");
-    }
-    if let Some(values) = values_of(target) {
-        return format!("one of {}", values.join(", "));
-    }
-    let types: Vec<&str> = match &target["type"] {
-        Json::String(t) => vec![t.as_str()],
-        Json::Array(ts) => ts.iter().filter_map(Json::as_str).collect(),
-        _ if target.get("properties").is_some() => vec!["object"],
-        _ => vec![],
-    };
-    if types.is_empty() {
-        return "any".into();
-    }
-    types
-        .iter()
-        .map(|t| match *t {
-            "array" => match target.get("items") {
-                Some(items) => format!("array of {}", result_type(items, root)),
-                None => "array".into(),
-            },
-            "object" if target.get("properties").is_some() => fields_in_brief(target),
-            "object" => match target.get("additionalProperties").filter(|v| v.is_object()) {
-                Some(values) => format!("map of {}", result_type(values, root)),
-                None => "object".into(),
-            },
-            other => other.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" or ")
-}
-
-/// The values a schema allows, shown, when it is a `const` or an `enum`.
-fn values_of(schema: &Json) -> Option<Vec<String>> {
-    match (schema.get("const"), schema["enum"].as_array()) {
-        (Some(one), _) => Some(vec![shown(one)]),
-        (None, Some(many)) => Some(many.iter().filter(|v| !v.is_null()).map(shown).collect()),
-        (None, None) => None,
-    }
-}
-
-/// An object's field names, the first few: `{path, line, column, …}`.
-fn fields_in_brief(schema: &Json) -> String {
-    const SHOWN: usize = 6;
-    let all: Vec<String> = ordered(schema)
+/// A result object's fields by name, in order, `?` after one that may be absent.
+fn field_names(target: &Json) -> String {
+    let required = names(&target["required"]);
+    let fields: Vec<String> = ordered(target)
         .into_iter()
-        .map(|(f, p)| match p.get("const") {
-            Some(value) => format!("{f}: {}", shown(value)),
-            None => f,
+        .map(|(f, _)| {
+            let optional = !required.contains(&f);
+            format!("`{f}`{}", if optional { "?" } else { "" })
         })
         .collect();
-    let mut shown: Vec<String> = all.iter().take(SHOWN).cloned().collect();
-    if all.len() > SHOWN {
-        shown.push("…".into());
-    }
-    format!("{{{}}}", shown.join(", "))
+    fields.join(", ")
 }
 
 /// `schema`, or what its `$ref` (into the root's `$defs`) points at.

@@ -15,11 +15,6 @@
 //! (`Approval::ops(&[LspOp::Trust])`, read from the one parse), never strings; `.summary`
 //! gives an approval prompt that says more than the arguments.
 //!
-//! Transitional: a handler that still answers JSON built by hand (`R = serde_json::Value`:
-//! `lsp`) names its result type with `.returns::<X>()` in its family's `declare()`.
-//! A debug build checks every result, typed or not, against its output schema
-//! (`check_output`).
-//!
 //! To add a tool: its argument struct in `protocol::tools` (derive `JsonSchema`,
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
 //! its result type in `protocol::results` (derive `Serialize` and `JsonSchema`); its handler
@@ -256,15 +251,9 @@ pub struct Parsed {
     pub needs_approval: bool,
 }
 
-/// The JSON a handler's result leaves as: `serde_json::to_value` of it, once, here (a handler
-/// that still answers JSON has it passed through as it is).
-fn to_json<R: Serialize + 'static>(tool: &str, result: R) -> ToolResult {
-    let mut slot = Some(result);
-    if let Some(json) = (&mut slot as &mut dyn Any).downcast_mut::<Option<Json>>() {
-        return Ok(json.take().unwrap_or_default());
-    }
-    // `Some(r)` serializes as `r`.
-    serde_json::to_value(&slot).map_err(|e| {
+/// The JSON a handler's result leaves as: `serde_json::to_value` of it, once, here.
+fn to_json<R: Serialize>(tool: &str, result: R) -> ToolResult {
+    serde_json::to_value(&result).map_err(|e| {
         ToolError::new(
             ErrorKind::Internal,
             format!("{tool}: cannot encode the result: {e}"),
@@ -273,10 +262,11 @@ fn to_json<R: Serialize + 'static>(tool: &str, result: R) -> ToolResult {
     })
 }
 
-/// Whether `R` is plain JSON: a handler not yet typed over its result, whose shape
-/// `.returns::<X>()` declares.
-fn is_json<R: 'static>() -> bool {
-    TypeId::of::<R>() == TypeId::of::<Json>()
+/// Parses `result` into the result type `R` (the tests check documented answers with it).
+fn decode<R: DeserializeOwned>(result: &Json) -> Result<(), String> {
+    serde_json::from_value::<R>(result.clone())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// One tool, as one value: its name, tier, parallel safety, approval rule, attachment, the
@@ -313,8 +303,11 @@ pub struct ToolSpec {
     /// The line an approval request shows, where the tool says more than its arguments.
     summary: Option<Summarize>,
     /// The JSON schema of the handler's results, derived from its result type (a type in
-    /// `protocol::results`); a debug build checks every result against it.
-    pub output: Option<Json>,
+    /// `protocol::results`).
+    pub output: Json,
+    /// Parses a result into the handler's result type: serde decides whether an answer is
+    /// one (the docs test reads TOOLS.md's answers with it).
+    pub decode: fn(&Json) -> Result<(), String>,
     /// A call starts a job a client may follow (`.follows`): `download_model`, `load_model`,
     /// `vibe_spawn`.
     pub follow: Option<JobFollow>,
@@ -354,8 +347,12 @@ impl ToolSpec {
     ) -> Self
     where
         A: JsonSchema + DeserializeOwned + Send + Sync + 'static,
-        R: JsonSchema + Serialize + Send + 'static,
+        R: JsonSchema + Serialize + DeserializeOwned + Send + 'static,
     {
+        assert!(
+            TypeId::of::<R>() != TypeId::of::<Json>(),
+            "`{name}`: a handler answers its result type (in protocol::results), not JSON"
+        );
         ToolSpec {
             name,
             description,
@@ -390,7 +387,8 @@ impl ToolSpec {
                 }
             })),
             summary: None,
-            output: (!is_json::<R>()).then(toolvisor_protocol::results::schema_of::<R>),
+            output: toolvisor_protocol::results::schema_of::<R>(),
+            decode: decode::<R>,
             follow: None,
             long_running: false,
             passage: Passage::Stored,
@@ -415,39 +413,6 @@ impl ToolSpec {
     pub fn long_running(mut self) -> Self {
         self.long_running = true;
         self
-    }
-
-    /// Transitional, for a handler that answers JSON built by hand: the shape of its results,
-    /// `R`'s schema (a type in `protocol::results`), advertised as the tool's output schema
-    /// and checked against every result in a debug build, so a handler whose results drift
-    /// from it fails the suite. A typed handler's result type says this itself.
-    pub fn returns<R: JsonSchema>(mut self) -> Self {
-        assert!(
-            self.output.is_none(),
-            "`{}` answers a typed result: its output schema is that type's",
-            self.name
-        );
-        self.output = Some(toolvisor_protocol::results::schema_of::<R>());
-        self
-    }
-
-    /// In a debug build, a result that does not conform to the declared output schema is an
-    /// `internal` error naming where (a release build sends it as it is).
-    pub fn check_output(&self, result: Json) -> ToolResult {
-        if cfg!(debug_assertions)
-            && let Some(schema) = &self.output
-            && let Err(why) = toolvisor_protocol::results::conforms(schema, &result)
-        {
-            return Err(ToolError::new(
-                ErrorKind::Internal,
-                format!(
-                    "{}: the result does not conform to its declared output schema: {why}",
-                    self.name
-                ),
-                "report this as a bug: the handler and protocol::results disagree",
-            ));
-        }
-        Ok(result)
     }
 
     /// The approval prompt's line, from the same argument type the handler takes (checked:
@@ -578,10 +543,7 @@ impl ToolSpec {
     pub(crate) fn info(&self, available: bool, reason: Option<String>) -> ToolInfo {
         ToolInfo {
             schema: Value(self.schema.clone()),
-            output_schema: self
-                .output
-                .as_ref()
-                .map(|s| Value(toolvisor_protocol::results::outward(s))),
+            output_schema: Some(Value(toolvisor_protocol::results::outward(&self.output))),
             ..self.brief(available, reason)
         }
     }
