@@ -288,38 +288,8 @@ impl LanguageServers {
         let (callers, in_total) = incoming_sites(incoming, ctx, &mut sources);
         let in_page = Page::of(offset, callers.len(), CALLS_MAX);
         let in_cut = in_page.cut(callers.len());
-        text.push_str(&format!("incoming calls of {name} ({in_total}):\n"));
-        if callers.is_empty() {
-            text.push_str("  none found\n");
-        }
-        let mut in_items = Vec::new();
-        for (s, calls) in &callers[in_page.from..in_page.to] {
-            let times = if *calls > 1 {
-                format!(" ({calls} calls)")
-            } else {
-                String::new()
-            };
-            text.push_str(&format!(
-                "  {}:{}: in {} {}{times} — {}\n",
-                s.path, s.line, s.kind, s.name, s.text
-            ));
-            in_items.push(LspIncomingCall {
-                path: s.path.clone(),
-                line: s.line,
-                caller: s.name.clone(),
-                calls: *calls as u64,
-                kind: s.kind.to_string(),
-                text: if s.outside {
-                    String::new()
-                } else {
-                    s.text.clone()
-                },
-                outside: s.outside,
-            });
-        }
-        if let Some(note) = in_page.note(callers.len(), "lines with calls") {
-            text.push_str(&format!("  ({note})\n"));
-        }
+        let (lines, in_items) = incoming_lines(name, &callers, in_total, in_page);
+        text.push_str(&lines);
         // Outgoing: each callee, where it is defined, and how often this symbol calls it.
         let out = match outgoing {
             Err(why) => {
@@ -485,6 +455,50 @@ struct Outgoing {
     note: Option<String>,
     next: Option<usize>,
     unlisted: Vec<crate::unlisted_calls::Unlisted>,
+}
+
+/// The incoming part of the text (the callers of `name`, `total` call sites in all, the
+/// page `page` of `callers`' lines) and its items.
+fn incoming_lines(
+    name: &str,
+    callers: &[(Site, usize)],
+    in_total: usize,
+    in_page: Page,
+) -> (String, Vec<LspIncomingCall>) {
+    let mut out = String::new();
+    out.push_str(&format!("incoming calls of {name} ({in_total}):\n"));
+    if callers.is_empty() {
+        out.push_str("  none found\n");
+    }
+    let mut in_items = Vec::new();
+    for (s, calls) in &callers[in_page.from..in_page.to] {
+        let times = if *calls > 1 {
+            format!(" ({calls} calls)")
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "  {}:{}: in {} {}{times} — {}\n",
+            s.path, s.line, s.kind, s.name, s.text
+        ));
+        in_items.push(LspIncomingCall {
+            path: s.path.clone(),
+            line: s.line,
+            caller: s.name.clone(),
+            calls: *calls as u64,
+            kind: s.kind.to_string(),
+            text: if s.outside {
+                String::new()
+            } else {
+                s.text.clone()
+            },
+            outside: s.outside,
+        });
+    }
+    if let Some(note) = in_page.note(callers.len(), "lines with calls") {
+        out.push_str(&format!("  ({note})\n"));
+    }
+    (out, in_items)
 }
 
 /// Each callee of `outgoing` (one per overload set) of the function `name`, where it is

@@ -62,6 +62,22 @@ fn kind(v: &Value) -> LspHintKind {
     }
 }
 
+/// Each line of `doc` with hints (sorted by place), the hints inserted: `N: line`.
+fn lines_with_hints(hints: &[Hint], doc: &str) -> String {
+    let mut text = String::new();
+    let mut i = 0;
+    while i < hints.len() {
+        let line0 = hints[i].line0;
+        let on_line: Vec<&Hint> = hints[i..].iter().take_while(|h| h.line0 == line0).collect();
+        i += on_line.len();
+        let src = line_text(doc, line0 + 1).unwrap_or("");
+        let shown_line = inline(src, &on_line);
+        let (shown_line, _) = render::cut_line(shown_line.trim_end(), on_line[0].column);
+        text.push_str(&format!("{}: {}\n", line0 + 1, shown_line));
+    }
+    text
+}
+
 /// The source line with its hints inserted as `⟨label⟩`.
 fn inline(src: &str, hints: &[&Hint]) -> String {
     let mut out = String::new();
@@ -163,17 +179,7 @@ impl LanguageServers {
         let total = hints.len();
         let cut = total.saturating_sub(HINTS_MAX);
         hints.truncate(HINTS_MAX);
-        let mut text = String::new();
-        let mut i = 0;
-        while i < hints.len() {
-            let line0 = hints[i].line0;
-            let on_line: Vec<&Hint> = hints[i..].iter().take_while(|h| h.line0 == line0).collect();
-            i += on_line.len();
-            let src = line_text(&opened.text, line0 + 1).unwrap_or("");
-            let shown_line = inline(src, &on_line);
-            let (shown_line, _) = render::cut_line(shown_line.trim_end(), on_line[0].column);
-            text.push_str(&format!("{}: {}\n", line0 + 1, shown_line));
-        }
+        let mut text = lines_with_hints(&hints, &opened.text);
         let span = if first == 1 && last == total_lines {
             shown.clone()
         } else if first == last {

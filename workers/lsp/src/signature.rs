@@ -97,66 +97,12 @@ impl LanguageServers {
         let top_param = result.get("activeParameter").and_then(Value::as_u64);
         let mut text = String::new();
         let mut items = Vec::new();
+        let name = crate::completion::typed_prefix(&at.symbol);
         for (i, s) in sigs.iter().enumerate().take(SIGNATURES_MAX) {
-            let label = s.get("label").and_then(Value::as_str).unwrap_or("");
-            let params: Vec<String> = s
-                .get("parameters")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|p| param_label(label, p))
-                .collect();
             let active = i == active_sig.min(sigs.len().saturating_sub(1));
-            // A signature's own activeParameter overrides the answer's.
-            let param = s
-                .get("activeParameter")
-                .and_then(Value::as_u64)
-                .or(top_param)
-                .map(|p| p as usize)
-                .filter(|p| *p < params.len());
-            let doc = doc_text(s.get("documentation"));
-            let param_doc = param
-                .and_then(|p| s.pointer(&format!("/parameters/{p}/documentation")))
-                .map(|d| doc_text(Some(d)))
-                .unwrap_or_default();
-            // pyright's label leaves the name out (`(name: str) -> str`): the text puts it in.
-            let name = if label.starts_with('(') {
-                crate::completion::typed_prefix(&at.symbol)
-            } else {
-                ""
-            };
-            text.push_str(&format!(
-                "{name}{label}{}\n",
-                if active && sigs.len() > 1 {
-                    "  (active)"
-                } else {
-                    ""
-                }
-            ));
-            if active && let Some(p) = param {
-                text.push_str(&format!(
-                    "  active parameter {} of {}: {}{}\n",
-                    p + 1,
-                    params.len(),
-                    params[p],
-                    if param_doc.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" — {}", param_doc.replace('\n', " "))
-                    }
-                ));
-            }
-            for l in doc.lines() {
-                text.push_str(&format!("  {l}\n"));
-            }
-            items.push(LspSignature {
-                label: label.to_string(),
-                parameters: params,
-                active,
-                active_parameter: param.map(|p| p as u64),
-                documentation: doc,
-                parameter_documentation: param_doc,
-            });
+            let (lines, item) = signature(s, active, top_param, name, sigs.len() > 1);
+            text.push_str(&lines);
+            items.push(item);
         }
         if sigs.is_empty() {
             text = format!("no signature help for a call of {}\n", at.here());
@@ -178,6 +124,71 @@ impl LanguageServers {
             served,
         })
     }
+}
+
+/// One signature of the answer: its lines of the text (the active one marked when there are
+/// `several`, its active parameter and documentation) and its item. `name` is put before a
+/// label that leaves it out (pyright's `(name: str) -> str`).
+fn signature(
+    s: &Value,
+    active: bool,
+    top_param: Option<u64>,
+    name: &str,
+    several: bool,
+) -> (String, LspSignature) {
+    let mut text = String::new();
+    let label = s.get("label").and_then(Value::as_str).unwrap_or("");
+    let params: Vec<String> = s
+        .get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| param_label(label, p))
+        .collect();
+    // A signature's own activeParameter overrides the answer's.
+    let param = s
+        .get("activeParameter")
+        .and_then(Value::as_u64)
+        .or(top_param)
+        .map(|p| p as usize)
+        .filter(|p| *p < params.len());
+    let doc = doc_text(s.get("documentation"));
+    let param_doc = param
+        .and_then(|p| s.pointer(&format!("/parameters/{p}/documentation")))
+        .map(|d| doc_text(Some(d)))
+        .unwrap_or_default();
+    let name = if label.starts_with('(') { name } else { "" };
+    text.push_str(&format!(
+        "{name}{label}{}\n",
+        if active && several { "  (active)" } else { "" }
+    ));
+    if active && let Some(p) = param {
+        text.push_str(&format!(
+            "  active parameter {} of {}: {}{}\n",
+            p + 1,
+            params.len(),
+            params[p],
+            if param_doc.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", param_doc.replace('\n', " "))
+            }
+        ));
+    }
+    for l in doc.lines() {
+        text.push_str(&format!("  {l}\n"));
+    }
+    (
+        text,
+        LspSignature {
+            label: label.to_string(),
+            parameters: params,
+            active,
+            active_parameter: param.map(|p| p as u64),
+            documentation: doc,
+            parameter_documentation: param_doc,
+        },
+    )
 }
 
 #[cfg(test)]
