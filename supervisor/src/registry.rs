@@ -220,8 +220,8 @@ fn check_value(path: &str, prop: &Json, value: &Json) -> Result<(), String> {
             names.join(", ")
         ));
     }
-    // Compared as i128, so a u64 past `i64::MAX` is above a maximum of `i64::MAX` (it used to
-    // be read as equal to it, and reached a handler that could not hold it).
+    // Compared as i128, so a u64 past `i64::MAX` is above a maximum of `i64::MAX` (read as
+    // equal to it, it would reach a handler that cannot hold it).
     if let Some(n) = integer(value) {
         if let Some(min) = prop.get("minimum").and_then(integer)
             && n < min
@@ -506,8 +506,8 @@ mod tests {
 
     #[test]
     fn integers_past_i64_are_compared_not_clamped() {
-        // A u64 past `i64::MAX` used to be read as `i64::MAX`, passed a maximum of
-        // `i64::MAX`, and reached a handler that could not hold it.
+        // A u64 past `i64::MAX` read as `i64::MAX` would pass a maximum of `i64::MAX` and
+        // reach a handler that cannot hold it.
         let reg = Registry::new(crate::tools::all(false), vec![]);
         let big = json!(9_223_372_036_854_775_808u64);
         let err = |tool: &str, args: Json| {
