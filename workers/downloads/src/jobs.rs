@@ -511,8 +511,10 @@ impl Downloads {
                 rec.finished_unix_s = Some(now_s());
             }
         }
-        self.persist(job);
+        // The tree says it before the record is written to disk: a caller that saw the new
+        // state (`list_downloads`) and looks at the tree at once finds it there too.
         job.status.update(|i| i.detail = job.detail());
+        self.persist(job);
     }
 
     /// `download_model`: validate, read the listing, choose the whole file set (the
