@@ -19,8 +19,8 @@ use toolvisor_files::{Cancel, Changed, Files, FilesConfig};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{
     ApplyPatchResult, EditResult, FindResult, GrepResult, ImageKind, ImageOmittedKind, ImageSource,
-    LineEndings, LsEntry, LsResult, PatchedFile, ReadImage, ReadImageOmitted, ReadResult, ReadText,
-    TextKind, ToolResultReadResult, WriteResult,
+    LsEntry, LsResult, PatchedFile, ReadImage, ReadImageOmitted, ReadResult, ToolResultReadResult,
+    WriteResult,
 };
 use toolvisor_protocol::tools::{
     ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, GrepCase, LsArgs, ReadArgs, ToolResultReadArgs,
@@ -549,23 +549,8 @@ fn some<T>(list: Vec<T>) -> Option<Vec<T>> {
 }
 
 fn read_result(out: ReadOutput) -> ReadResult {
-    let positive = |n: u64| (n > 0).then_some(n);
     match out {
-        ReadOutput::Text(t) => ReadResult::Text(ReadText {
-            path: t.path,
-            kind: TextKind::Text,
-            content: t.content,
-            offset: t.offset,
-            lines: t.lines,
-            total_lines: t.total_lines,
-            next_offset: t.next_offset,
-            eof: t.eof,
-            size_bytes: t.size_bytes,
-            cut_lines: positive(t.cut_lines),
-            invalid_utf8: positive(t.invalid_utf8),
-            line_endings: t.crlf.then_some(LineEndings::Crlf),
-            notes: some(t.notes),
-        }),
+        ReadOutput::Text(t) => ReadResult::Text(t),
         ReadOutput::Image(i) => {
             let source = ImageSource {
                 format: i.source_format.to_string(),

@@ -5,6 +5,8 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
+use toolvisor_protocol::results::{LineEndings, ReadText, TextKind};
+
 use crate::error::{Error, Result};
 use crate::image::{self as img, ImageLimits, ImageRead};
 use crate::paths::{Access, Scope};
@@ -35,32 +37,11 @@ impl Default for ReadLimits {
     }
 }
 
+/// What `read` found: a text file's lines as the tool answers them, or an image.
 #[derive(Clone, Debug)]
 pub enum ReadOutput {
-    Text(TextRead),
+    Text(ReadText),
     Image(ImageRead),
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct TextRead {
-    pub path: String,
-    /// The lines, each as `<number>\t<text>\n` (line endings normalised to `\n`).
-    pub content: String,
-    /// The first line shown (1-based); 0 for an empty file.
-    pub offset: u64,
-    pub lines: u64,
-    pub total_lines: Option<u64>,
-    /// The line to pass as `offset` to go on; `None` at the end.
-    pub next_offset: Option<u64>,
-    pub eof: bool,
-    pub size_bytes: u64,
-    /// Lines cut at `max_line_chars`.
-    pub cut_lines: u64,
-    /// Invalid UTF-8 sequences shown as U+FFFD.
-    pub invalid_utf8: u64,
-    /// Some shown line ended in `\r\n`.
-    pub crlf: bool,
-    pub notes: Vec<String>,
 }
 
 const CHUNK: usize = 256 * 1024;
@@ -96,27 +77,40 @@ pub fn read(
     if limit == 0 {
         return Err(Error::bad("limit", "must be at least 1"));
     }
-    let mut out = TextRead {
-        path: display.clone(),
-        size_bytes: size,
-        ..TextRead::default()
-    };
     if size == 0 {
-        out.eof = true;
-        out.total_lines = Some(0);
-        out.notes.push("the file is empty".into());
-        return Ok(ReadOutput::Text(out));
+        return Ok(ReadOutput::Text(ReadText {
+            path: display,
+            kind: TextKind::Text,
+            content: String::new(),
+            offset: 0,
+            lines: 0,
+            total_lines: Some(0),
+            next_offset: None,
+            eof: true,
+            size_bytes: 0,
+            cut_lines: None,
+            invalid_utf8: None,
+            line_endings: None,
+            notes: Some(vec!["the file is empty".into()]),
+        }));
     }
     let io = |e| Error::io(&display, "read", e);
     let mut buf = vec![0u8; CHUNK];
     // Where the first shown line starts, and its number.
     let (start_line, start_byte) = first_line(&mut file, offset, size, &display, &mut buf)?;
-    let lines = collect_lines(
-        &mut file, &mut buf, &mut out, start_line, start_byte, limit, limits,
+    let lines =
+        collect_lines(&mut file, &mut buf, start_line, start_byte, limit, limits).map_err(io)?;
+    let text = finish_text(
+        display.clone(),
+        size,
+        lines,
+        &mut file,
+        &mut buf,
+        limit,
+        limits,
     )
     .map_err(io)?;
-    finish_text(&mut out, lines, &mut file, &mut buf, limit, limits).map_err(io)?;
-    Ok(ReadOutput::Text(out))
+    Ok(ReadOutput::Text(text))
 }
 
 /// An image file, decoded and fitted to `images` (the rest of its bytes read after `head`).
@@ -185,11 +179,23 @@ fn first_line(
     }
 }
 
+/// What the shown lines had that the read remarks on.
+#[derive(Clone, Copy, Debug, Default)]
+struct Marks {
+    /// Lines cut at `max_line_chars`.
+    cut_lines: u64,
+    /// Invalid UTF-8 sequences shown as U+FFFD.
+    invalid_utf8: u64,
+    /// Some shown line ended in `\r\n`.
+    crlf: bool,
+}
+
 /// The lines collected from `start_byte` on, and where the collecting stopped.
 struct Collected {
     /// The number of the first line shown.
     start_line: u64,
     shown: Vec<(u64, String)>,
+    marks: Marks,
     /// Characters the shown lines add to the content.
     chars: usize,
     /// The byte after the last line shown.
@@ -201,7 +207,6 @@ struct Collected {
 fn collect_lines(
     file: &mut File,
     buf: &mut [u8],
-    out: &mut TextRead,
     start_line: u64,
     start_byte: u64,
     limit: u64,
@@ -209,6 +214,7 @@ fn collect_lines(
 ) -> std::io::Result<Collected> {
     file.seek(SeekFrom::Start(start_byte))?;
     let mut shown: Vec<(u64, String)> = Vec::new();
+    let mut marks = Marks::default();
     let mut chars = 0usize;
     let mut pos = start_byte;
     // Bytes of the current line kept (enough for `max_line_chars` characters) and dropped:
@@ -230,7 +236,7 @@ fn collect_lines(
             if !pending.is_empty() {
                 // A last line without a newline.
                 let line = std::mem::take(&mut pending);
-                let add = push_line(out, &mut shown, start_line, &line, dropped, limits);
+                let add = push_line(&mut marks, &mut shown, start_line, &line, dropped, limits);
                 chars += add;
                 pos += line.len() as u64 + dropped;
             }
@@ -242,12 +248,19 @@ fn collect_lines(
             let line = std::mem::take(&mut pending);
             let line_dropped = std::mem::take(&mut dropped);
             let consumed = line.len() as u64 + line_dropped + 1;
-            let before = (out.cut_lines, out.invalid_utf8, out.crlf);
-            let add = push_line(out, &mut shown, start_line, &line, line_dropped, limits);
+            let before = marks;
+            let add = push_line(
+                &mut marks,
+                &mut shown,
+                start_line,
+                &line,
+                line_dropped,
+                limits,
+            );
             if chars > 0 && chars + add > limits.max_chars {
                 // Over the budget: keep this line for the next read.
                 shown.pop();
-                (out.cut_lines, out.invalid_utf8, out.crlf) = before;
+                marks = before;
                 stop = true;
                 break;
             }
@@ -266,30 +279,33 @@ fn collect_lines(
     Ok(Collected {
         start_line,
         shown,
+        marks,
         chars,
         pos,
         at_eof,
     })
 }
 
-/// Fills `out` from the collected lines: the numbered content, where the read stands (the
-/// lines after it counted when the file is small enough), and notes on what was cut.
+/// The read of `path` (`size` bytes) from the collected lines: the numbered content, where
+/// the read stands (the lines after it counted when the file is small enough), and notes on
+/// what was cut.
 fn finish_text(
-    out: &mut TextRead,
+    path: String,
+    size: u64,
     lines: Collected,
     file: &mut File,
     buf: &mut [u8],
     limit: u64,
     limits: &ReadLimits,
-) -> std::io::Result<()> {
+) -> std::io::Result<ReadText> {
     let Collected {
         start_line,
         shown,
+        marks,
         chars,
         pos,
         at_eof,
     } = lines;
-    let size = out.size_bytes;
     let shown_count = shown.len() as u64;
     let last = start_line + shown_count.saturating_sub(1);
     let width = last.to_string().len();
@@ -297,13 +313,8 @@ fn finish_text(
     for (n, line) in &shown {
         content.push_str(&format!("{n:>width$}\t{line}\n"));
     }
-    out.content = content;
-    out.offset = start_line;
-    out.lines = shown_count;
-    let rest_empty = pos >= size;
-    out.eof = at_eof || rest_empty;
-    out.next_offset = (!out.eof).then_some(start_line + shown_count);
-    out.total_lines = if out.eof {
+    let eof = at_eof || pos >= size;
+    let total_lines = if eof {
         Some(start_line + shown_count - 1)
     } else if size <= limits.count_lines_max_bytes {
         let after = count_lines(file, pos, size, buf)?;
@@ -311,31 +322,46 @@ fn finish_text(
     } else {
         None
     };
-    if out.cut_lines > 0 {
-        out.notes.push(format!(
+    let mut notes = Vec::new();
+    if marks.cut_lines > 0 {
+        notes.push(format!(
             "{} line(s) longer than {} characters were cut; grep or bash show them whole",
-            out.cut_lines, limits.max_line_chars
+            marks.cut_lines, limits.max_line_chars
         ));
     }
-    if out.invalid_utf8 > 0 {
-        out.notes.push(format!(
+    if marks.invalid_utf8 > 0 {
+        notes.push(format!(
             "not valid UTF-8: {} invalid byte sequence(s) are shown as U+FFFD",
-            out.invalid_utf8
+            marks.invalid_utf8
         ));
     }
-    if !out.eof && shown_count < limit {
-        out.notes.push(format!(
+    if !eof && shown_count < limit {
+        notes.push(format!(
             "stopped at {} characters; go on with offset {}",
             limits.max_chars,
             start_line + shown_count
         ));
     }
-    Ok(())
+    Ok(ReadText {
+        path,
+        kind: TextKind::Text,
+        content,
+        offset: start_line,
+        lines: shown_count,
+        total_lines,
+        next_offset: (!eof).then_some(start_line + shown_count),
+        eof,
+        size_bytes: size,
+        cut_lines: (marks.cut_lines > 0).then_some(marks.cut_lines),
+        invalid_utf8: (marks.invalid_utf8 > 0).then_some(marks.invalid_utf8),
+        line_endings: marks.crlf.then_some(LineEndings::Crlf),
+        notes: (!notes.is_empty()).then_some(notes),
+    })
 }
 
 /// Decode, cut and remember one line; returns the characters it adds.
 fn push_line(
-    out: &mut TextRead,
+    marks: &mut Marks,
     shown: &mut Vec<(u64, String)>,
     start_line: u64,
     bytes: &[u8],
@@ -344,16 +370,16 @@ fn push_line(
 ) -> usize {
     let bytes = match bytes.strip_suffix(b"\r") {
         Some(b) if dropped == 0 => {
-            out.crlf = true;
+            marks.crlf = true;
             b
         }
         _ => bytes,
     };
     let (decoded, bad) = text::decode_lossy(bytes);
-    out.invalid_utf8 += bad as u64;
+    marks.invalid_utf8 += bad as u64;
     let (line, cut) = text::cut_line(&decoded, limits.max_line_chars);
     let line = if dropped > 0 {
-        out.cut_lines += 1;
+        marks.cut_lines += 1;
         format!(
             "{}… [line cut: it has {} bytes]",
             text::prefix_chars(&decoded, limits.max_line_chars),
@@ -361,7 +387,7 @@ fn push_line(
         )
     } else {
         if cut > 0 {
-            out.cut_lines += 1;
+            marks.cut_lines += 1;
         }
         line.into_owned()
     };
@@ -476,7 +502,7 @@ mod tests {
         (dir, scope)
     }
 
-    fn text(scope: &Scope, offset: Option<i64>, limit: Option<u64>) -> TextRead {
+    fn text(scope: &Scope, offset: Option<i64>, limit: Option<u64>) -> ReadText {
         text_with(scope, offset, limit, &ReadLimits::default())
     }
 
@@ -485,7 +511,7 @@ mod tests {
         offset: Option<i64>,
         limit: Option<u64>,
         l: &ReadLimits,
-    ) -> TextRead {
+    ) -> ReadText {
         match read(scope, "f.txt", offset, limit, l, &ImageLimits::default()).unwrap() {
             ReadOutput::Text(t) => t,
             ReadOutput::Image(_) => panic!("image"),
@@ -526,7 +552,7 @@ mod tests {
         let (_d, s) = setup(b"a\r\nb\r\nc");
         let t = text(&s, None, None);
         assert_eq!(t.content, "1\ta\n2\tb\n3\tc\n");
-        assert!(t.crlf && t.eof);
+        assert!(t.line_endings == Some(LineEndings::Crlf) && t.eof);
         assert_eq!(t.total_lines, Some(3));
         let t = text(&s, Some(-1), None);
         assert_eq!(t.content, "3\tc\n");
@@ -543,7 +569,12 @@ mod tests {
         let t = text_with(&s, None, None, &l);
         assert_eq!(t.lines, 10);
         assert_eq!(t.next_offset, Some(11));
-        assert!(t.notes.iter().any(|n| n.contains("go on with offset 11")));
+        assert!(
+            t.notes
+                .iter()
+                .flatten()
+                .any(|n| n.contains("go on with offset 11"))
+        );
     }
 
     #[test]
@@ -551,7 +582,7 @@ mod tests {
         let (d, s) = setup(b"caf\xe9\n");
         let t = text(&s, None, None);
         assert_eq!(t.content, "1\tcaf\u{FFFD}\n");
-        assert_eq!(t.invalid_utf8, 1);
+        assert_eq!(t.invalid_utf8, Some(1));
         std::fs::write(d.path().join("f.txt"), b"ELF\0\x01\x02").unwrap();
         let e = read(
             &s,
@@ -585,7 +616,7 @@ mod tests {
     fn long_lines_are_cut() {
         let (_d, s) = setup(format!("{}\n", "y".repeat(5000)).as_bytes());
         let t = text(&s, None, None);
-        assert_eq!(t.cut_lines, 1);
+        assert_eq!(t.cut_lines, Some(1));
         assert!(t.content.contains("[3000 more characters]"));
     }
 }
