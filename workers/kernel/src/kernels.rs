@@ -609,34 +609,24 @@ impl Kernels {
         };
         let cells = inc.cells.fetch_add(1, Ordering::Relaxed) + 1;
         slot.show(&inc);
-        let collected = collector.finish();
-        notes.extend(collected.note);
-        Ok(EvalResult {
-            text: collected.text,
-            outputs: collected.outputs,
-            images: collected.images,
-            error: collected.error,
-            truncated: collected.truncated,
-            note: (!notes.is_empty()).then(|| notes.join("; ")),
-            status: if status == "ok" {
-                EvalStatus::Ok
-            } else {
-                EvalStatus::Error
-            },
-            language: match req.language {
-                Language::Python => EvalKernelLanguage::Python,
-                Language::Javascript => EvalKernelLanguage::Javascript,
-            },
-            cell,
-            wall_ms: started.elapsed().as_millis() as u64,
-            kernel: EvalKernel {
-                pid: inc.pid,
-                version: inc.version.clone(),
-                executable: inc.executable.clone(),
-                cells,
-                fresh,
-            },
-        })
+        let status = if status == "ok" {
+            EvalStatus::Ok
+        } else {
+            EvalStatus::Error
+        };
+        let language = match req.language {
+            Language::Python => EvalKernelLanguage::Python,
+            Language::Javascript => EvalKernelLanguage::Javascript,
+        };
+        let kernel = EvalKernel {
+            pid: inc.pid,
+            version: inc.version.clone(),
+            executable: inc.executable.clone(),
+            cells,
+            fresh,
+        };
+        let wall_ms = started.elapsed().as_millis() as u64;
+        Ok(collector.finish(notes, status, language, cell, wall_ms, kernel))
     }
 
     /// Send the cell and follow it to its end.

@@ -3,7 +3,10 @@
 //! end-of-cell sync markers.
 
 use serde_json::{Map, Value as Json, json};
-use toolvisor_protocol::results::{EvalError, EvalImage, EvalImageMime, EvalOutput};
+use toolvisor_protocol::results::{
+    EvalError, EvalImage, EvalImageMime, EvalKernel, EvalKernelLanguage, EvalOutput, EvalResult,
+    EvalStatus,
+};
 
 /// Limits on one cell's result.
 #[derive(Clone, Copy, Debug)]
@@ -292,31 +295,51 @@ impl Collector {
         text[cut..].to_string()
     }
 
-    /// What the outputs make of the cell's result.
-    pub(crate) fn finish(self) -> Collected {
-        let (text, map_pos) = self.text_and_map();
-        let outputs = self
-            .items
-            .iter()
-            .map(|(pos, item)| {
-                let mut item = item.clone();
-                *item.at_mut() = map_pos(*pos) as u64;
-                item
-            })
-            .collect();
-        let note = self.truncated.then(|| format!(
-            "output was bounded: {} KiB of text (first and last halves kept), {} KiB of images, {} KiB per rendering; print less or write large results to a file",
-            self.limits.text_bytes / 1024,
-            self.limits.image_bytes / 1024,
-            self.limits.html_bytes / 1024
-        ));
-        Collected {
+    /// The cell's result: what its outputs make of it, beside how it ended, its number, its
+    /// wall-clock time and its kernel. `notes` lead its `note`; the bound follows them when
+    /// the output was bounded.
+    pub(crate) fn finish(
+        self,
+        mut notes: Vec<String>,
+        status: EvalStatus,
+        language: EvalKernelLanguage,
+        cell: u64,
+        wall_ms: u64,
+        kernel: EvalKernel,
+    ) -> EvalResult {
+        let (text, outputs) = {
+            let (text, map_pos) = self.text_and_map();
+            let outputs = self
+                .items
+                .iter()
+                .map(|(pos, item)| {
+                    let mut item = item.clone();
+                    *item.at_mut() = map_pos(*pos) as u64;
+                    item
+                })
+                .collect();
+            (text, outputs)
+        };
+        if self.truncated {
+            notes.push(format!(
+                "output was bounded: {} KiB of text (first and last halves kept), {} KiB of images, {} KiB per rendering; print less or write large results to a file",
+                self.limits.text_bytes / 1024,
+                self.limits.image_bytes / 1024,
+                self.limits.html_bytes / 1024
+            ));
+        }
+        EvalResult {
             text,
             outputs,
-            images: self.images.clone(),
-            error: self.error.clone(),
+            images: self.images,
+            error: self.error,
             truncated: self.truncated,
-            note,
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+            status,
+            language,
+            cell,
+            wall_ms,
+            kernel,
         }
     }
 }
@@ -466,19 +489,6 @@ impl Utf8Carry {
     }
 }
 
-/// The fields of a cell's result that describe its outputs (`EvalResult`'s).
-#[derive(serde::Serialize)]
-pub(crate) struct Collected {
-    pub text: String,
-    pub outputs: Vec<EvalOutput>,
-    pub images: Vec<EvalImage>,
-    pub error: Option<EvalError>,
-    pub truncated: bool,
-    /// Said when the output was bounded.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
 /// The MIME key under which the Python driver sends a figure's data beside its PNG.
 pub(crate) const CHART_MIME: &str = "application/vnd.toolvisor.chart+json";
 
@@ -527,6 +537,26 @@ fn chart_summary(chart: &Json, index: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The result of a cell that ran on a made-up kernel, as JSON.
+    fn finish(c: Collector) -> Json {
+        let kernel = EvalKernel {
+            pid: 1,
+            version: "3".into(),
+            executable: "python3".into(),
+            cells: 1,
+            fresh: true,
+        };
+        let result = c.finish(
+            Vec::new(),
+            EvalStatus::Ok,
+            EvalKernelLanguage::Python,
+            1,
+            0,
+            kernel,
+        );
+        serde_json::to_value(result).unwrap()
+    }
 
     #[test]
     fn sync_markers_are_found_across_reads() {
@@ -580,7 +610,7 @@ mod tests {
         let mut data = Map::new();
         data.insert("text/plain".into(), json!("last"));
         c.display(data, false);
-        let map = serde_json::to_value(c.finish()).unwrap();
+        let map = finish(c);
         let text = map["text"].as_str().unwrap();
         assert!(text.starts_with("abcdef\n42\n01\n[..."), "{text}");
         assert!(text.ends_with("9end\nlast\n"), "{text}");
@@ -604,7 +634,7 @@ mod tests {
         data.insert("image/png".into(), json!(encode_b64(&head)));
         data.insert("text/plain".into(), json!("<Figure>"));
         c.display(data, false);
-        let map = serde_json::to_value(c.finish()).unwrap();
+        let map = finish(c);
         assert_eq!(map["text"], "before\n[image 1: image/png 640x480, 0 KiB]\n");
         assert_eq!(map["images"][0]["width"], 640);
         assert_eq!(
