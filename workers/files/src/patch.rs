@@ -23,6 +23,16 @@ enum Op {
     Add(String),
 }
 
+/// The old lines of a hunk's (or a section's) `ops`: its context and removed lines, in order.
+fn old_lines(ops: &[Op]) -> Vec<&str> {
+    ops.iter()
+        .filter_map(|o| match o {
+            Op::Context(t) | Op::Remove(t) => Some(t.as_str()),
+            Op::Add(_) => None,
+        })
+        .collect()
+}
+
 #[derive(Clone, Debug)]
 struct Hunk {
     /// 1-based within its file.
@@ -632,14 +642,7 @@ fn apply_hunks(
     let mut delta: isize = 0;
     let mut floor = 0usize;
     for h in &fp.hunks {
-        let old: Vec<&str> = h
-            .ops
-            .iter()
-            .filter_map(|o| match o {
-                Op::Context(t) | Op::Remove(t) => Some(t.as_str()),
-                Op::Add(_) => None,
-            })
-            .collect();
+        let old = old_lines(&h.ops);
         let at = locate(lines, h, &old, delta, floor, display)?;
         if let Some(start) = h.old_start {
             let stated = if h.old_count == 0 {

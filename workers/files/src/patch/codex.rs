@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use super::{Applied, Lines, Op};
+use super::{Applied, Lines, Op, old_lines};
 use crate::edit::load;
 use crate::error::{Error, Result};
 use crate::paths::{Access, Scope};
@@ -114,14 +114,7 @@ pub(super) struct Section {
 
 impl Section {
     fn old(&self, drop_trailing_blank: bool) -> Vec<&str> {
-        let mut old: Vec<&str> = self
-            .ops
-            .iter()
-            .filter_map(|o| match o {
-                Op::Context(t) | Op::Remove(t) => Some(t.as_str()),
-                Op::Add(_) => None,
-            })
-            .collect();
+        let mut old = old_lines(&self.ops);
         if drop_trailing_blank {
             old.truncate(old.len() - self.trailing_blank_context());
         }
@@ -659,8 +652,8 @@ fn splice_section(
         &s.ops[..]
     };
     let mut replacement = lines.replacement(ops, at, added, removed);
-    // The old lines the section spans: its context and removed lines.
-    let end = at + ops.iter().filter(|o| !matches!(o, Op::Add(_))).count();
+    // The section replaces its old lines.
+    let end = at + old_lines(ops).len();
     // The file's last line keeps whether it had a line ending.
     if end == lines.lines.len() {
         let final_newline = lines.lines.last().is_none_or(|l| l.1.is_some());
