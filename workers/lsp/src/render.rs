@@ -401,13 +401,13 @@ pub fn workspace_symbols(result: &Value) -> Vec<Sym> {
         .unwrap_or_default()
 }
 
-pub fn severity_word(s: u64) -> &'static str {
+/// How a diagnostic's line names its severity: the severity's name in results.
+fn severity_word(s: LspSeverity) -> &'static str {
     match s {
-        1 => "error",
-        2 => "warning",
-        3 => "info",
-        4 => "hint",
-        _ => "error",
+        LspSeverity::Error => "error",
+        LspSeverity::Warning => "warning",
+        LspSeverity::Info => "info",
+        LspSeverity::Hint => "hint",
     }
 }
 
@@ -482,7 +482,7 @@ impl Diag {
             show_path(&self.path, base),
             self.line,
             self.column,
-            severity_word(self.severity as u64),
+            severity_word(self.lsp_severity()),
             self.message.replace('\n', " "),
             if self.code.is_empty() {
                 String::new()
@@ -501,18 +501,24 @@ impl Diag {
         serde_json::to_value(self.to_result(base)).unwrap_or_default()
     }
 
+    /// Its severity as results carry it: LSP's 1 error, 2 warning, 3 info, 4 hint (any other
+    /// number: error).
+    pub fn lsp_severity(&self) -> LspSeverity {
+        match self.severity {
+            2 => LspSeverity::Warning,
+            3 => LspSeverity::Info,
+            4 => LspSeverity::Hint,
+            _ => LspSeverity::Error,
+        }
+    }
+
     /// As results carry it.
     pub fn to_result(&self, base: &Path) -> LspDiagnostic {
         LspDiagnostic {
             path: show_path(&self.path, base),
             line: self.line as u64,
             column: self.column as u64,
-            severity: match self.severity {
-                2 => LspSeverity::Warning,
-                3 => LspSeverity::Info,
-                4 => LspSeverity::Hint,
-                _ => LspSeverity::Error,
-            },
+            severity: self.lsp_severity(),
             code: self.code.clone(),
             message: self.message.clone(),
             source: self.source.clone(),
@@ -665,5 +671,26 @@ mod tests {
             .map(|s| s.name.clone())
             .collect();
         assert_eq!(names, ["CONST", "C", "attr", "m", "f", "inner"]);
+    }
+
+    #[test]
+    fn a_diagnostic_line_names_its_severity_as_results_do() {
+        for n in 0..=5u8 {
+            let severity = Diag {
+                path: PathBuf::from("/w/a.rs"),
+                line: 1,
+                column: 1,
+                severity: n,
+                code: String::new(),
+                message: "m".into(),
+                source: String::new(),
+                at: String::new(),
+            }
+            .lsp_severity();
+            assert_eq!(
+                json!(severity_word(severity)),
+                serde_json::to_value(severity).unwrap()
+            );
+        }
     }
 }
