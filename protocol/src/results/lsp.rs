@@ -2,7 +2,7 @@
 //! `synced_write`.
 //!
 //! Every `lsp` answer from a server carries `server`, `readiness` and `complete`, set where
-//! the worker builds it (`coverage::rests`); `status`, `reload`, `trust` and a project
+//! the worker builds it ([`LspServed::of`]); `status`, `reload`, `trust` and a project
 //! checker's run (`diagnostics "*"`, `workspace_diagnostics` from the checker) carry none.
 
 use schemars::JsonSchema;

@@ -220,9 +220,9 @@ fn limits(prop: &Json) -> String {
     out.join("; ")
 }
 
-/// The results of `tool`: a table of the fields of an object, or one line per alternative
-/// with its fields; a `?` after a field (TOOLS.md's opening says so) marks one that may be
-/// null or left out.
+/// The results of `tool`: the fields of an object by name, or one line per alternative with
+/// its fields; a `?` after a field (TOOLS.md's opening says so) marks one that may be null or
+/// left out.
 fn results(tool: &str, schema: &Json) -> String {
     let root = schema;
     let intro = schema["description"].as_str().unwrap_or("The result.");
@@ -241,7 +241,7 @@ fn results(tool: &str, schema: &Json) -> String {
         intro if intro.is_empty() => "**Result**:".to_string(),
         intro => format!("**Result**: {intro}"),
     };
-    // The fields by name (`?`: may be absent); what each means is in the output schema
+    // The fields by name (`?`: may be null or left out); what each means is in the output schema
     // (`toolvisor tools --json`) and its type in `protocol/src/results/`.
     let Some(alternatives) = alternatives else {
         return format!("{head} Fields: {}.\n", field_names(resolve(schema, root)));
@@ -267,7 +267,7 @@ fn results(tool: &str, schema: &Json) -> String {
     out
 }
 
-/// A result object's fields by name, in order, `?` after one that may be absent.
+/// A result object's fields by name, in order, `?` after one that may be null or left out.
 fn field_names(target: &Json) -> String {
     let required = names(&target["required"]);
     let fields: Vec<String> = ordered(target)

@@ -17,7 +17,7 @@
 //!
 //! To add a tool: its argument struct in `protocol::tools` (derive `JsonSchema`,
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
-//! its result type in `protocol::results` (derive `Serialize` and `JsonSchema`); its handler
+//! its result type in `protocol::results` (derive `Serialize`, `Deserialize`, `JsonSchema`); its handler
 //! (`async fn x(cx, ctx, a: XArgs) -> Result<XResult, ToolError>`) and its `ToolSpec::new`
 //! in its family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`,
 //! `.summary`, `.follows`, `.long_running`, `.passage`, the hints); an example call in

@@ -390,9 +390,11 @@ fn checker_answer(
     let stopped = cmd.iter().any(|c| c == "vet") && run.err.lines().any(|l| l.starts_with("vet: "));
     let mut partial_reason = None;
     if stopped {
+        // Its own line says "no diagnostics" and the reason says there may be more: not
+        // "the server found none" (a checker answered).
         crate::coverage::mark_partial(
             &mut text,
-            total == 0,
+            false,
             &mut partial_reason,
             Some(
                 "go vet stops at the first type error of each package, so a package may have more: `go build -gcflags=-e ./...` lists them all, or ask `lsp diagnostics` of its files".into(),

@@ -308,32 +308,29 @@ impl LanguageServers {
             let shown = crate::roots::say_merged(&mut text, &a.opened.shared.root, &m, base);
             (roots, merged) = (Some(shown), Some(true));
         }
-        let mut partial_reason = None;
-        if op.index_wide() {
-            mark_partial(&mut text, total == 0, &mut partial_reason, gap);
-        }
         // pyright links a name imported from a module with a stub through the stub; one the
         // stub lacks is linked to nothing, and "no definition" is not so.
         let defines = matches!(
             op,
             LspOp::Definition | LspOp::TypeDefinition | LspOp::Implementation
         );
-        if total == 0
+        let stub = if total == 0
             && defines
             && a.opened.shared.flavor.pyright
             && let Some((at, module)) =
                 crate::hidden_uses::python::imported_at(&a.opened.text, word)
         {
-            mark_partial(
-                &mut text,
-                true,
-                &mut partial_reason,
-                Some(format!(
-                    "`{word}` is imported here from `{module}` ({}:{at}), and pyright linked that import to nothing: a stub of `{module}` that does not declare it hides the module's own definition; grep for `def {word}` or `class {word}` in that module",
-                    a.shown
-                )),
-            );
-        }
+            Some(format!(
+                "`{word}` is imported here from `{module}` ({}:{at}), and pyright linked that import to nothing: a stub of `{module}` that does not declare it hides the module's own definition; grep for `def {word}` or `class {word}` in that module",
+                a.shown
+            ))
+        } else {
+            None
+        };
+        // What an index-wide answer may miss and the stub's gap, said once together.
+        let gap = crate::hidden_uses::join(gap.filter(|_| op.index_wide()), stub);
+        let mut partial_reason = None;
+        mark_partial(&mut text, total == 0, &mut partial_reason, gap);
         let truncated = page.cut(total);
         let served = LspServed::of(a.server, partial_reason.is_some(), truncated);
         let (offset, next_offset) = page.offsets(total);

@@ -300,7 +300,7 @@ impl LanguageServers {
     }
 
     /// `lsp {op, ...}`: every answer from a server says what it rests on (`readiness`,
-    /// `complete`: [`crate::coverage::rests`], set where each answer is built).
+    /// `complete`: `LspServed::of`, set where each answer is built).
     pub async fn lsp(&self, ctx: &CallCtx, args: LspArgs) -> Result<LspResult, ToolError> {
         match args.op {
             LspOp::Status => {

@@ -497,10 +497,6 @@ impl Diag {
         )
     }
 
-    pub fn to_json(&self, base: &Path) -> Value {
-        serde_json::to_value(self.to_result(base)).unwrap_or_default()
-    }
-
     /// Its severity as results carry it: LSP's 1 error, 2 warning, 3 info, 4 hint (any other
     /// number: error).
     pub fn lsp_severity(&self) -> LspSeverity {
