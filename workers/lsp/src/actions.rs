@@ -13,8 +13,8 @@ use toolvisor_protocol::results::{LspActionApplies, LspCodeAction};
 use toolvisor_protocol::tools::LspEditArgs;
 
 use crate::call::CallCtx;
+use crate::manager::LanguageServers;
 use crate::render::show_path;
-use crate::servers::LanguageServers;
 
 pub(crate) mod memory;
 
@@ -198,7 +198,7 @@ impl LanguageServers {
             .to_string();
         let file = listed.path.to_str().unwrap_or_default().to_string();
         let path = ctx.resolve("lsp_edit", &file, Access::Write)?;
-        let mut opened = self.open(&path, &ctx.run).await?;
+        let mut opened = self.servers.open(&path, &ctx.run).await?;
         if opened.shared.id != listed.server || opened.version != listed.version {
             return Err(stale(format!(
                 "{shown} changed since `code_actions` listed [{index}] \"{title}\" (version {} then, {} now)",
@@ -213,6 +213,7 @@ impl LanguageServers {
             == Some(&Value::Bool(true));
         if !is_bare_command(&action) && action.get("edit").is_none() && resolves {
             action = self
+                .servers
                 .request(&mut opened, "codeAction/resolve", action)
                 .await?;
         }

@@ -15,7 +15,7 @@ use crate::call::{CallCtx, Opened};
 use crate::ops::is_empty;
 use crate::position;
 use crate::render;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 
 /// A file opened for a position op, with the symbol located on its line.
 pub struct At {
@@ -56,7 +56,7 @@ pub fn missing(op: &str, field: &str, what: &str) -> ToolError {
     )
 }
 
-impl LanguageServers {
+impl Servers {
     /// `file`, `line` and `symbol` of `args`, resolved for reading through the call's scope,
     /// synced to the server and located; `need` says what the op needs, for the errors.
     pub(crate) async fn open_at(
@@ -114,7 +114,7 @@ impl LanguageServers {
         let mut asked = Instant::now();
         let mut result = self.request(opened, method, params.clone()).await?;
         if (is_empty(&result) || empty(&result)) && !opened.shared.settled() {
-            self.servers.ready(&opened.shared).await?;
+            self.ready(&opened.shared).await?;
             asked = Instant::now();
             result = self.request(opened, method, params).await?;
         }

@@ -19,7 +19,7 @@ use crate::config::language_id;
 use crate::lock;
 use crate::render::{self, Diag};
 use crate::server::{Conn, Published, ServerShared};
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 use crate::uri;
 
 fn invalid(msg: String, hint: &str) -> ToolError {
@@ -167,7 +167,7 @@ pub fn proposed(disk: &str, shown: &str, args: &LspArgs) -> Result<String, ToolE
     }
 }
 
-impl LanguageServers {
+impl Servers {
     /// `lsp check_edit {file, new_text, old_text?}`.
     pub(crate) async fn check_edit(
         &self,

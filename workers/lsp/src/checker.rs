@@ -14,7 +14,7 @@ use toolvisor_protocol::results::LspProjectCheck;
 use crate::call::CallCtx;
 use crate::locate;
 use crate::render::{Diag, show_path};
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 
 const OUTPUT_MAX: usize = 32 * 1024 * 1024;
 pub(crate) const SHOWN_MAX: usize = 200;
@@ -196,7 +196,7 @@ fn file_line_col(out: &str, abs: &dyn Fn(&str) -> PathBuf, diags: &mut Vec<Diag>
     }
 }
 
-impl LanguageServers {
+impl Servers {
     /// Run the checker of the first language whose root is found from the workdir and whose
     /// checker binary resolves. A checker that executes project code (`cargo check` runs
     /// build scripts) runs only where the calling run trusts the root; otherwise the call is
@@ -204,14 +204,14 @@ impl LanguageServers {
     pub async fn project_check(&self, ctx: &CallCtx) -> Result<LspProjectCheck, ToolError> {
         let mut reasons = Vec::new();
         let mut withheld: Option<ToolError> = None;
-        for (language, spec) in self.servers.languages() {
+        for (language, spec) in self.languages() {
             let Some(cmd) = spec.checker.clone().filter(|c| !c.is_empty()) else {
                 continue;
             };
             let Some(root) = locate::find_root(&ctx.workdir, &spec.markers) else {
                 continue;
             };
-            let trust = self.servers.trust.check(&root, &ctx.run);
+            let trust = self.trust.check(&root, &ctx.run);
             if spec.checker_runs_project_code && !trust.trusted() {
                 tracing::info!(
                     language,
@@ -226,11 +226,11 @@ impl LanguageServers {
                 servers: vec![cmd.clone()],
                 ..spec.clone()
             };
-            let path_var = self.servers.launcher_path();
+            let path_var = self.launcher_path();
             let resolved = match locate::resolve_binary(
                 &probe,
                 &root,
-                &self.servers.config.search_path,
+                &self.config.search_path,
                 &path_var,
                 trust.trusted(),
             ) {
@@ -272,7 +272,7 @@ impl LanguageServers {
         root: &Path,
     ) -> Result<CheckerRun, ToolError> {
         let io = |m: String| ToolError::new(ErrorKind::Io, m, "check the checker command");
-        let spec = self.servers.launcher().spec(
+        let spec = self.launcher().spec(
             &program.display().to_string(),
             args,
             root,
@@ -286,7 +286,7 @@ impl LanguageServers {
         let mut stdout = spawned.stdout;
         let mut stderr = spawned.stderr;
         let mut exit = spawned.exit;
-        let timeout = Duration::from_secs(self.servers.config.checker_timeout_s);
+        let timeout = Duration::from_secs(self.config.checker_timeout_s);
         let run = async {
             let mut out = Vec::new();
             let mut err = Vec::new();

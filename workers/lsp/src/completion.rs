@@ -9,7 +9,7 @@ use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::CallCtx;
 use crate::ops::require;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 
 /// Items listed; the rest are counted in `truncated`.
 pub const COMPLETIONS_MAX: usize = 50;
@@ -118,7 +118,7 @@ fn matches(v: &Value, prefix: &str) -> bool {
     key.to_lowercase().starts_with(&prefix.to_lowercase())
 }
 
-impl LanguageServers {
+impl Servers {
     /// `lsp completions {file, line, symbol, occurrence?}`.
     pub async fn completions(
         &self,
@@ -128,9 +128,7 @@ impl LanguageServers {
         let mut at = self.open_at(ctx, args, NEED).await?;
         require(&at.opened, "completionProvider", "completions")?;
         // Members of an imported type depend on the project: wait until it is loaded.
-        self.servers
-            .ready_for(&at.opened.shared, &at.opened.uri)
-            .await?;
+        self.ready_for(&at.opened.shared, &at.opened.uri).await?;
         let end = at.byte + at.symbol.len();
         let last = at
             .symbol

@@ -17,9 +17,9 @@ use crate::lock;
 use crate::outside::OPENED_PER_QUERY_MAX;
 use crate::render::{show_dir, show_path};
 use crate::server::ServerShared;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 
-impl LanguageServers {
+impl Servers {
     /// Why an index-wide answer about `path` from `shared`, asked from `workdir`, may cover
     /// less than the project, and what fixes it; `None` when no gap is known. `symbol` is the
     /// identifier asked about (the word at the position, never the query's spelling);
@@ -59,7 +59,7 @@ impl LanguageServers {
             ));
         }
         if !enclosing_searched
-            && let Some(spec) = self.servers.languages().get(&shared.language)
+            && let Some(spec) = self.languages().get(&shared.language)
             && let Some(outer) = shared
                 .root
                 .parent()
@@ -88,7 +88,7 @@ impl LanguageServers {
     }
 
     /// What an answer about `word` asked from `opened` may miss, as one reason: the index's
-    /// gaps ([`LanguageServers::index_gap`], its stubs left to the scan) and the uses the
+    /// gaps ([`Servers::index_gap`], its stubs left to the scan) and the uses the
     /// server cannot see (`hidden_uses::gap`, given the answer's own lines `seen`, `missed`
     /// saying what a miss means, `calls` for a call hierarchy's callers).
     pub(crate) async fn use_gap(
@@ -130,7 +130,7 @@ impl LanguageServers {
     ) -> Option<String> {
         crate::hidden_uses::gap(
             ctx,
-            &self.servers,
+            self,
             &opened.shared,
             crate::hidden_uses::Question {
                 asked: &opened.path,

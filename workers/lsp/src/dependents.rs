@@ -19,10 +19,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::lock;
+use crate::manager::LanguageServers;
 use crate::position::Encoding;
 use crate::render::Diag;
 use crate::server::{ServerShared, read_doc, root_scope};
-use crate::servers::LanguageServers;
 use crate::uri;
 use crate::watch::skipped;
 
@@ -451,8 +451,8 @@ impl LanguageServers {
                 .iter()
                 .map(|dep| async move {
                     tokio::time::timeout_at(deadline, async {
-                        let mut opened = self.open(dep, run).await?;
-                        self.file_diagnostics(&mut opened).await
+                        let mut opened = self.servers.open(dep, run).await?;
+                        self.servers.file_diagnostics(&mut opened).await
                     })
                     .await
                 })

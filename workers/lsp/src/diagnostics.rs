@@ -19,7 +19,7 @@ use crate::call::Opened;
 use crate::checks::same;
 use crate::lock;
 use crate::render::Diag;
-use crate::servers::{LanguageServers, not_ready};
+use crate::servers::{Servers, not_ready};
 
 /// How long past `settle` a server that drops unchanged empty lists must have been quiet
 /// after a change before a document's empty list counts as still empty: typescript-language-
@@ -160,7 +160,7 @@ pub(crate) async fn tsserver_items(opened: &Opened) -> Result<Option<Vec<Value>>
     Ok(Some(items))
 }
 
-impl LanguageServers {
+impl Servers {
     /// The current diagnostics of an opened file: pulled where the server supports it, else
     /// the push for the current version (waited for, then settled).
     pub async fn file_diagnostics(&self, opened: &mut Opened) -> Result<Vec<Diag>, ToolError> {
@@ -180,7 +180,7 @@ impl LanguageServers {
     /// server pushed for the document since its text last changed (the check's errors), the
     /// same diagnostic once.
     pub async fn diagnostic_items(&self, opened: &mut Opened) -> Result<Vec<Value>, ToolError> {
-        self.servers.ready(&opened.shared).await?;
+        self.ready(&opened.shared).await?;
         if opened.shared.checks_on_save() {
             save_for_outside_changes(opened);
             self.wait_check(opened).await?;
@@ -241,7 +241,7 @@ impl LanguageServers {
             let _ = tokio::time::timeout_at(deadline.into(), events.changed()).await;
         }
         // Its publishes come as it ends: wait for quiet.
-        self.servers.ready(shared).await
+        self.ready(shared).await
     }
 
     pub(crate) async fn pushed(&self, opened: &Opened) -> Result<Vec<Value>, ToolError> {

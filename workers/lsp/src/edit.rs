@@ -24,10 +24,10 @@ use toolvisor_files::paths::Access;
 
 use crate::call::{CallCtx, Opened};
 use crate::change::FileChange;
+use crate::manager::LanguageServers;
 use crate::position::{self, Encoding};
 use crate::render::show_path;
 use crate::server::ServerShared;
-use crate::servers::LanguageServers;
 use crate::uri;
 
 fn conflict(msg: String) -> ToolError {
@@ -434,7 +434,7 @@ impl LanguageServers {
     ) -> Result<LspRenameResult, ToolError> {
         // The named file is written too (it holds the symbol).
         let path = ctx.resolve("lsp_rename", &args.file, Access::Write)?;
-        let mut opened = self.open(&path, &ctx.run).await?;
+        let mut opened = self.servers.open(&path, &ctx.run).await?;
         let shown = show_path(&path, &ctx.workdir);
         let line = args.line as usize;
         let (src, byte) = position::locate_name(
@@ -461,6 +461,7 @@ impl LanguageServers {
         self.prepare_rename(ctx, &mut opened, &doc, &pos, &what)
             .await?;
         let edit = self
+            .servers
             .request(
                 &mut opened,
                 "textDocument/rename",
@@ -479,6 +480,7 @@ impl LanguageServers {
         }
         // A server whose index misses files renames only where it looked: say so.
         let gap = self
+            .servers
             .use_gap(
                 ctx,
                 &opened,
@@ -515,6 +517,7 @@ impl LanguageServers {
             return Ok(());
         }
         let prep = self
+            .servers
             .request(
                 opened,
                 "textDocument/prepareRename",
@@ -556,6 +559,7 @@ impl LanguageServers {
             return None;
         }
         let found = self
+            .servers
             .request(
                 opened,
                 "textDocument/implementation",

@@ -19,7 +19,7 @@ use crate::call::{CallCtx, Opened};
 use crate::ops::{Page, require};
 use crate::position;
 use crate::render::{self, Sources};
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 use crate::uri;
 
 /// Calls listed per direction; the total is always counted.
@@ -125,7 +125,7 @@ fn incoming_sites(
     (lines, total)
 }
 
-impl LanguageServers {
+impl Servers {
     /// `lsp call_hierarchy {file, line, symbol, occurrence?}`.
     pub async fn call_hierarchy(
         &self,
@@ -151,7 +151,7 @@ impl LanguageServers {
         )?;
         require(&opened, "callHierarchyProvider", "call hierarchy")?;
         // Callers are index-wide: a list from a server still indexing looks complete.
-        self.servers.ready(&opened.shared).await?;
+        self.ready(&opened.shared).await?;
         let enc = opened.conn.encoding;
         let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
         let here = format!("`{symbol}` at {shown}:{line}");

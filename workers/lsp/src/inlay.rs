@@ -13,7 +13,7 @@ use crate::call::CallCtx;
 use crate::ops::require;
 use crate::position::line_text;
 use crate::render;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 
 /// Hints listed; the rest are counted in `truncated`.
 pub const HINTS_MAX: usize = 200;
@@ -94,7 +94,7 @@ fn inline(src: &str, hints: &[&Hint]) -> String {
     out
 }
 
-impl LanguageServers {
+impl Servers {
     /// `lsp inlay_hints {file, line?, end_line?}`.
     pub async fn inlay_hints(
         &self,
@@ -145,7 +145,7 @@ impl LanguageServers {
             unreachable!("require refuses a server without the capability")
         };
         // Inferred types depend on the whole project: wait until it is loaded.
-        self.servers.ready_for(&opened.shared, &opened.uri).await?;
+        self.ready_for(&opened.shared, &opened.uri).await?;
         let enc = opened.conn.encoding;
         let end_src = line_text(&opened.text, last).unwrap_or("");
         let range = json!({"start": {"line": first - 1, "character": 0},

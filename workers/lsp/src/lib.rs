@@ -3,9 +3,10 @@
 //!
 //! One server per (language, root, mode), shared by every conversation on that root whose run
 //! has the same trust in it ([`trust`]: an untrusted root gets the restricted mode), each an
-//! actor ([`server::ServerActor`]) under the daemon's `language_servers` kind supervisor; the
-//! [`servers::LanguageServers`] manager applies the start rule (root marker AND binary),
-//! starts servers, waits for readiness, and answers the ops ([`ops`], [`edit`], [`checker`],
+//! actor ([`server::ServerActor`]) under the daemon's `language_servers` kind supervisor;
+//! [`servers::Servers`] applies the start rule (root marker AND binary), starts servers, waits
+//! for readiness, and the [`manager::LanguageServers`] manager answers the ops by concern
+//! ([`ops`], [`edit`], [`checker`],
 //! [`hierarchy`], [`type_hierarchy`], [`signature`], [`completion`], [`inlay`],
 //! [`workspace_diags`], [`check`], [`lsp_edit`], [`symbol_edit`], [`actions`]). Every server
 //! runs under a memory limit, killed and restarted past it ([`memory`]).
@@ -49,6 +50,7 @@ mod inlay;
 mod ledger;
 mod locate;
 mod lsp_edit;
+mod manager;
 mod memory;
 mod navigate;
 mod ops;
@@ -73,7 +75,7 @@ mod write_diags;
 
 pub use call::CallCtx;
 pub use config::LspConfig;
-pub use servers::LanguageServers;
+pub use manager::LanguageServers;
 
 /// A mutex's guard, also when a panic poisoned it (the state is plain data, valid at every
 /// step).

@@ -14,9 +14,9 @@ use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
 use crate::call::{CallCtx, Opened};
 use crate::edit::apply_off_thread;
+use crate::manager::LanguageServers;
 use crate::ops::require;
 use crate::render::show_path;
-use crate::servers::LanguageServers;
 
 pub(crate) fn need<'a>(
     v: &'a Option<String>,
@@ -87,7 +87,7 @@ impl LanguageServers {
             files,
             edits: total as u64,
             diagnostics: Some(diags),
-            server: self.server_of(opened),
+            server: self.servers.server_of(opened),
             command_not_run: None,
             options: None,
         })
@@ -97,12 +97,13 @@ impl LanguageServers {
     async fn format(&self, ctx: &CallCtx, args: &LspEditArgs) -> Result<LspEditResult, ToolError> {
         let file = need(&args.file, args.op, "file")?;
         let path = ctx.resolve("lsp_edit", file, Access::Write)?;
-        let mut opened = self.open(&path, &ctx.run).await?;
+        let mut opened = self.servers.open(&path, &ctx.run).await?;
         require(&opened, "documentFormattingProvider", "formatting")?;
         // The file's `.editorconfig`, else its own indentation: a 2-space file stays 2-space.
         let (options, indent_from) = crate::indent::formatting_options(&path, &opened.text);
         let params = json!({"textDocument": {"uri": opened.uri}, "options": options});
         let edits = self
+            .servers
             .request(&mut opened, "textDocument/formatting", params)
             .await?;
         let shown = show_path(&path, &ctx.workdir);
@@ -119,7 +120,7 @@ impl LanguageServers {
                 files: Vec::new(),
                 edits: 0,
                 diagnostics: None,
-                server: self.server_of(&opened),
+                server: self.servers.server_of(&opened),
                 command_not_run: None,
                 options: sent,
             });

@@ -1,5 +1,5 @@
 //! The position ops of `lsp` — definition, type_definition, implementation, references,
-//! hover, code_actions — as one question to the server ([`LanguageServers::navigate`]) and one
+//! hover, code_actions — as one question to the server ([`Servers::navigate`]) and one
 //! answer per kind: hover's markdown, code actions, or locations. What varies per op (the LSP
 //! request and the capability it needs, whether the answer is index-wide, how long a list it
 //! shows) is [`Position`]'s, matched on the op enum, never on its name.
@@ -14,12 +14,13 @@ use toolvisor_protocol::results::{
 };
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
+use crate::actions::memory::Memory;
 use crate::call::{CallCtx, Opened};
 use crate::coverage::mark_partial;
 use crate::ops::{CODE_ACTIONS_MAX, Page, REFERENCES_MAX};
 use crate::position;
 use crate::render::{self, Sources};
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 use crate::uri;
 
 /// What a position op asks and how its answer reads.
@@ -72,14 +73,16 @@ struct Asked<'a> {
     merged: Option<crate::roots::Merged>,
 }
 
-impl LanguageServers {
+impl Servers {
     /// A position op: the symbol located on its line, the server asked (an index-wide
     /// question waits for the index and is asked of enclosing roots too), the answer rendered
     /// as the op reads.
+    /// Code actions listed are remembered for the run in `actions`.
     pub(crate) async fn navigate(
         &self,
         ctx: &CallCtx,
         args: &LspArgs,
+        actions: &Memory,
     ) -> Result<LspResult, ToolError> {
         let op = args.op;
         let crate::at::At {
@@ -113,7 +116,7 @@ impl LanguageServers {
         // it waits for readiness first. File-local answers are asked at once; an empty one
         // from a server that is not ready and settled waits and is asked again.
         if op.index_wide() {
-            self.servers.ready_for(&opened.shared, &opened.uri).await?;
+            self.ready_for(&opened.shared, &opened.uri).await?;
         }
         let mut params = json!({"textDocument": {"uri": opened.uri}, "position": pos});
         match op {
@@ -183,7 +186,7 @@ impl LanguageServers {
         };
         match op {
             LspOp::Hover => Ok(LspResult::Hover(hover(asked))),
-            LspOp::CodeActions => Ok(LspResult::CodeActions(self.code_actions(ctx, asked))),
+            LspOp::CodeActions => Ok(LspResult::CodeActions(code_actions(ctx, asked, actions))),
             _ => Ok(LspResult::Locations(
                 self.locations(ctx, args, asked).await?,
             )),
@@ -215,29 +218,6 @@ impl LanguageServers {
             json!({"textDocument": {"uri": opened.uri}, "range": {"start": start, "end": end},
             "context": {"diagnostics": diags}}),
         )
-    }
-
-    /// Code actions, numbered and remembered for the run (`lsp_edit apply_code_action`).
-    fn code_actions(&self, ctx: &CallCtx, a: Asked<'_>) -> LspCodeActions {
-        let raw = a.result.as_array().cloned().unwrap_or_default();
-        let (ordered, text, actions) =
-            crate::actions::render(raw, &a.opened.uri, a.line as u64, CODE_ACTIONS_MAX, &a.here);
-        self.actions.remember(
-            &ctx.run,
-            crate::actions::memory::Listed {
-                server: a.opened.shared.id.clone(),
-                path: a.opened.path.clone(),
-                uri: a.opened.uri.clone(),
-                version: a.opened.version,
-                actions: ordered,
-            },
-        );
-        let served = LspServed::of(a.server, false, false);
-        LspCodeActions {
-            text,
-            actions,
-            served,
-        }
     }
 
     /// Locations (definition, type_definition, implementation, references), paged where the
@@ -363,6 +343,29 @@ fn hover(a: Asked<'_>) -> LspHover {
     LspHover {
         text,
         markdown: md,
+        served,
+    }
+}
+
+/// Code actions, numbered and remembered for the run in `memory` (`lsp_edit apply_code_action`).
+fn code_actions(ctx: &CallCtx, a: Asked<'_>, memory: &Memory) -> LspCodeActions {
+    let raw = a.result.as_array().cloned().unwrap_or_default();
+    let (ordered, text, actions) =
+        crate::actions::render(raw, &a.opened.uri, a.line as u64, CODE_ACTIONS_MAX, &a.here);
+    memory.remember(
+        &ctx.run,
+        crate::actions::memory::Listed {
+            server: a.opened.shared.id.clone(),
+            path: a.opened.path.clone(),
+            uri: a.opened.uri.clone(),
+            version: a.opened.version,
+            actions: ordered,
+        },
+    );
+    let served = LspServed::of(a.server, false, false);
+    LspCodeActions {
+        text,
+        actions,
         served,
     }
 }

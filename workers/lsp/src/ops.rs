@@ -1,10 +1,12 @@
-//! The `lsp` op dispatch (matched on the op enum) and document sync before every request;
-//! each op has its own module (the position ops: `navigate.rs`). Every answer names the server
-//! and its state; an empty answer comes only from a server that is ready and settled.
+//! Document sync before every request (`Servers::open`, `Servers::request`), the server an
+//! answer names (`Servers::server_of`), `lsp reload` and `lsp trust`; the `lsp` op dispatch is
+//! the manager's (`manager.rs`), each op in its own module (the position ops: `navigate.rs`).
+//! Every answer names the server and its state; an empty answer comes only from a server that
+//! is ready and settled.
 //!
 //! Before every query, every change made on disk under the server's root, by anyone, is handed to
 //! the server first (`ServerShared::sync_from_disk`: the root's `RootWatch` caught up with the disk, in the
-//! same trip to the blocking pool as the file's read; then `LanguageServers::catch_up` in
+//! same trip to the blocking pool as the file's read; then `Servers::catch_up` in
 //! `outside.rs`: `workspace/didChangeWatchedFiles` for what the server watches, or the file opened in a
 //! server that watches nothing, clangd), or the answer says it could not be (`complete: false`). No
 //! read-tier op writes a file: the language-server edits are the write-tier tools `lsp_rename` and
@@ -21,17 +23,13 @@ use serde_json::Value;
 use toolvisor_files::paths::Access;
 use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{
-    LspChecking, LspFileDiagnostics, LspReload, LspResult, LspServed, LspServer, LspServerState,
-    LspTrust, LspTrustedRoot,
-};
-use toolvisor_protocol::tools::{LspArgs, LspOp};
+use toolvisor_protocol::results::{LspReload, LspServer, LspServerState, LspTrust, LspTrustedRoot};
 
 use crate::call::{CallCtx, Opened};
 use crate::config::language_id;
 use crate::render;
 use crate::server::ServerShared;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 use crate::uri;
 
 pub const REFERENCES_MAX: usize = 50;
@@ -39,7 +37,7 @@ pub const WORKSPACE_SYMBOLS_MAX: usize = 100;
 pub const DOCUMENT_SYMBOLS_MAX: usize = 200;
 pub const CODE_ACTIONS_MAX: usize = 50;
 
-fn invalid(msg: String, hint: &str) -> ToolError {
+pub(crate) fn invalid(msg: String, hint: &str) -> ToolError {
     ToolError::new(ErrorKind::InvalidArgs, msg, hint)
 }
 
@@ -108,15 +106,15 @@ pub(crate) fn rpc_error(shared: &ServerShared, e: RpcError) -> ToolError {
     }
 }
 
-impl LanguageServers {
+impl Servers {
     /// Read `path` from disk and make the view of `run`'s server (full or restricted, by the
     /// run's trust in the root) equal it.
     pub async fn open(&self, path: &Path, run: &str) -> Result<Opened, ToolError> {
-        let plan = self.servers.plan(path, run).map_err(|e| e.to_error())?;
+        let plan = self.plan(path, run).map_err(|e| e.to_error())?;
         self.open_planned(&plan, path, run).await
     }
 
-    /// [`LanguageServers::open`] in the server of `plan` (another root's than the innermost
+    /// [`Servers::open`] in the server of `plan` (another root's than the innermost
     /// one, for a merged answer).
     pub(crate) async fn open_planned(
         &self,
@@ -124,11 +122,11 @@ impl LanguageServers {
         path: &Path,
         run: &str,
     ) -> Result<Opened, ToolError> {
-        let shared = self.servers.shared(plan);
+        let shared = self.shared(plan);
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let lang_id = language_id(&plan.language, ext);
         for attempt in 0..2 {
-            let conn = self.servers.ensure(&shared).await?;
+            let conn = self.ensure(&shared).await?;
             let sync = shared.sync_lock.lock().await;
             // The watcher's catch-up, the read and the sync in one trip to the blocking pool;
             // what else changed on disk is handed over below, before any request.
@@ -179,8 +177,7 @@ impl LanguageServers {
                         server = shared.id,
                         "more files changed on disk at once than the watcher holds; restarting the server so it reads the disk anew"
                     );
-                    self.servers
-                        .stop(&shared, "restarted: too many files changed on disk at once")
+                    self.stop(&shared, "restarted: too many files changed on disk at once")
                         .await;
                     continue;
                 }
@@ -258,14 +255,14 @@ impl LanguageServers {
                     let path = opened.path.clone();
                     let run = opened.run.clone();
                     *opened = self.open(&path, &run).await?;
-                    self.servers.ready(&opened.shared).await?;
+                    self.ready(&opened.shared).await?;
                 }
                 Err(RpcError::Server {
                     code: -32801 | -32802,
                     ..
                 }) if !retried => {
                     retried = true;
-                    self.servers.ready(&shared).await?;
+                    self.ready(&shared).await?;
                 }
                 Err(e) => return Err(rpc_error(&shared, e)),
             }
@@ -299,92 +296,6 @@ impl LanguageServers {
         }
     }
 
-    /// `lsp {op, ...}`: every answer from a server says what it rests on (`readiness`,
-    /// `complete`: `LspServed::of`, set where each answer is built).
-    pub async fn lsp(&self, ctx: &CallCtx, args: LspArgs) -> Result<LspResult, ToolError> {
-        match args.op {
-            LspOp::Status => {
-                let from = match args.file.as_deref() {
-                    Some(f) => ctx.resolve("lsp", f, Access::Read)?,
-                    None => ctx.workdir.clone(),
-                };
-                Ok(LspResult::Status(
-                    self.servers.status(&from, &ctx.run, &ctx.workdir).await,
-                ))
-            }
-            LspOp::Reload => Ok(LspResult::Reload(
-                self.reload(ctx, args.file.as_deref()).await?,
-            )),
-            LspOp::Trust => Ok(LspResult::Trust(
-                self.trust_roots_for_run(ctx, args.file.as_deref())?,
-            )),
-            LspOp::Diagnostics => {
-                let file = need(&args.file, "diagnostics", "file")?;
-                if file == "*" {
-                    return Ok(LspResult::ProjectCheck(self.project_check(ctx).await?));
-                }
-                let path = ctx.resolve("lsp", file, Access::Read)?;
-                let mut opened = self.open(&path, &ctx.run).await?;
-                let diags = self.file_diagnostics(&mut opened).await?;
-                let base = &ctx.workdir;
-                let mut text: String = diags.iter().map(|d| d.line_text(base) + "\n").collect();
-                if diags.is_empty() {
-                    text = format!("no diagnostics in {}\n", render::show_path(&path, base));
-                }
-                let off = opened.shared.checking_off();
-                if let Some(off) = &off {
-                    text.push_str(&format!("({off})\n"));
-                }
-                let server = self.server_of(&opened);
-                let served = LspServed::of(server, false, false);
-                Ok(LspResult::Diagnostics(LspFileDiagnostics {
-                    text,
-                    diagnostics: diags.iter().map(|d| d.to_result(base)).collect(),
-                    checking: match off {
-                        Some(_) => LspChecking::Off,
-                        None => LspChecking::On,
-                    },
-                    checking_off: off,
-                    served,
-                }))
-            }
-            LspOp::Symbols => match (&args.query, &args.file) {
-                (Some(q), _) => Ok(LspResult::WorkspaceSymbols(
-                    self.workspace_symbols(ctx, q, args.file.as_deref(), args.offset)
-                        .await?,
-                )),
-                (None, Some(f)) => Ok(LspResult::DocumentSymbols(
-                    self.document_symbols(ctx, f, args.offset, args.depth)
-                        .await?,
-                )),
-                (None, None) => Err(invalid(
-                    "lsp symbols: give `query` (workspace search) or `file` (document outline)"
-                        .into(),
-                    "e.g. {\"op\":\"symbols\",\"query\":\"Parser\"} or {\"op\":\"symbols\",\"file\":\"src/app.py\"}",
-                )),
-            },
-            LspOp::Definition
-            | LspOp::TypeDefinition
-            | LspOp::Implementation
-            | LspOp::References
-            | LspOp::Hover
-            | LspOp::CodeActions => self.navigate(ctx, &args).await,
-            LspOp::CallHierarchy => Ok(LspResult::CallHierarchy(
-                self.call_hierarchy(ctx, &args).await?,
-            )),
-            LspOp::TypeHierarchy => Ok(LspResult::TypeHierarchy(
-                self.type_hierarchy(ctx, &args).await?,
-            )),
-            LspOp::SignatureHelp => Ok(LspResult::SignatureHelp(
-                self.signature_help(ctx, &args).await?,
-            )),
-            LspOp::Completions => Ok(LspResult::Completions(self.completions(ctx, &args).await?)),
-            LspOp::InlayHints => Ok(LspResult::InlayHints(self.inlay_hints(ctx, &args).await?)),
-            LspOp::WorkspaceDiagnostics => self.workspace_diagnostics(ctx, &args).await,
-            LspOp::CheckEdit => Ok(LspResult::CheckEdit(self.check_edit(ctx, &args).await?)),
-        }
-    }
-
     /// The roots `lsp trust` would trust: every language's root found from `file` (or the
     /// workdir), each with the languages it is the root of.
     /// `file` goes through the call's scope like every other path.
@@ -398,7 +309,7 @@ impl LanguageServers {
             None => ctx.workdir.clone(),
         };
         let mut roots: Vec<(PathBuf, Vec<String>)> = Vec::new();
-        for (language, spec) in self.servers.languages() {
+        for (language, spec) in self.languages() {
             let Some(root) = crate::locate::find_root(&from, &spec.markers) else {
                 continue;
             };
@@ -415,7 +326,7 @@ impl LanguageServers {
     /// The daemon asks the user first (the approval gate); from then on this run's servers
     /// for those roots start in full mode and `diagnostics "*"` runs the project's checker.
     /// Other runs keep their restricted servers: trust is per run.
-    fn trust_roots_for_run(
+    pub(crate) fn trust_roots_for_run(
         &self,
         ctx: &CallCtx,
         file: Option<&str>,
@@ -431,7 +342,7 @@ impl LanguageServers {
         let mut text = String::new();
         let mut roots = Vec::new();
         for (root, languages) in &targets {
-            let newly = self.servers.trust.grant(root, &ctx.run);
+            let newly = self.trust.grant(root, &ctx.run);
             text.push_str(&format!(
                 "{} {} for run {} ({}): language servers and checkers may run its project code\n",
                 root.display(),
@@ -456,18 +367,18 @@ impl LanguageServers {
         })
     }
 
-    async fn reload(&self, ctx: &CallCtx, file: Option<&str>) -> Result<LspReload, ToolError> {
+    pub(crate) async fn reload(
+        &self,
+        ctx: &CallCtx,
+        file: Option<&str>,
+    ) -> Result<LspReload, ToolError> {
         let targets: Vec<Arc<ServerShared>> = match file {
             Some(f) => {
                 let path = ctx.resolve("lsp", f, Access::Read)?;
-                let plan = self
-                    .servers
-                    .plan(&path, &ctx.run)
-                    .map_err(|e| e.to_error())?;
-                vec![self.servers.shared(&plan)]
+                let plan = self.plan(&path, &ctx.run).map_err(|e| e.to_error())?;
+                vec![self.shared(&plan)]
             }
             None => self
-                .servers
                 .all()
                 .into_iter()
                 .filter(|s| ctx.workdir.starts_with(&s.root) || s.root.starts_with(&ctx.workdir))
@@ -481,8 +392,8 @@ impl LanguageServers {
         }
         let mut done = Vec::new();
         for s in targets {
-            self.servers.stop(&s, "reloaded by `lsp reload`").await;
-            self.servers.ensure_inner(&s, true).await?;
+            self.stop(&s, "reloaded by `lsp reload`").await;
+            self.ensure_inner(&s, true).await?;
             done.push(s.id.clone());
         }
         Ok(LspReload {
@@ -630,7 +541,7 @@ pub fn require(opened: &Opened, cap: &str, what: &str) -> Result<(), ToolError> 
     ))
 }
 
-fn need<'a>(v: &'a Option<String>, op: &str, field: &str) -> Result<&'a str, ToolError> {
+pub(crate) fn need<'a>(v: &'a Option<String>, op: &str, field: &str) -> Result<&'a str, ToolError> {
     v.as_deref().ok_or_else(|| {
         invalid(
             format!("lsp {op}: missing required argument `{field}`"),

@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::config::language_id;
 use crate::lock;
 use crate::server::{Conn, ServerShared, read_doc, root_scope};
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 use crate::uri;
 use crate::watch::Change;
 
@@ -26,7 +26,7 @@ pub const OPENED_PER_QUERY_MAX: usize = 64;
 /// directory tree, a stream of events).
 pub const WATCH_WAIT: Duration = Duration::from_secs(2);
 
-impl LanguageServers {
+impl Servers {
     /// Hand the server `changes`, every change made on disk before this call, taken once
     /// the root watch caught up with the disk (`ServerShared::sync_from_disk`; see the module doc). An
     /// overflow (more changed than the watcher holds) is the caller's: it restarts the server
@@ -43,7 +43,6 @@ impl LanguageServers {
             return;
         }
         let extensions = self
-            .servers
             .languages()
             .get(&shared.language)
             .map(|s| s.extensions.clone())
@@ -89,7 +88,7 @@ impl LanguageServers {
             );
             shared.note_change();
             // A server that checks only after a save (rust-analyzer's `cargo check`) is sent
-            // one before the next diagnostics are read (`LanguageServers::diagnostic_items`).
+            // one before the next diagnostics are read (`Servers::diagnostic_items`).
             if sources_changed && shared.checks_on_save() {
                 lock(&shared.checks).outside_pending = true;
             }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::call::{CallCtx, Opened};
 use crate::render::show_dir;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 
 /// Enclosing roots asked at most.
 const ENCLOSING_MAX: usize = 3;
@@ -40,11 +40,11 @@ pub(crate) struct Merged {
     pub covered: bool,
 }
 
-impl LanguageServers {
+impl Servers {
     /// The roots of `opened`'s language enclosing its server's root within the workdir,
     /// innermost first (at most [`ENCLOSING_MAX`]).
     fn enclosing_roots(&self, workdir: &Path, opened: &Opened) -> Vec<PathBuf> {
-        let Some(spec) = self.servers.languages().get(&opened.shared.language) else {
+        let Some(spec) = self.languages().get(&opened.shared.language) else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -79,23 +79,17 @@ impl LanguageServers {
             failed: Vec::new(),
             covered: true,
         };
-        let Some(spec) = self
-            .servers
-            .languages()
-            .get(&opened.shared.language)
-            .cloned()
-        else {
+        let Some(spec) = self.languages().get(&opened.shared.language).cloned() else {
             return merged;
         };
         for root in self.enclosing_roots(&ctx.workdir, opened) {
             let shown = show_dir(&root, &ctx.workdir);
             let answer = async {
                 let plan = self
-                    .servers
                     .plan_for(&opened.shared.language, &spec, &root, &ctx.run)
                     .map_err(|e| e.to_error())?;
                 let mut other = self.open_planned(&plan, &opened.path, &ctx.run).await?;
-                self.servers.ready_for(&other.shared, &other.uri).await?;
+                self.ready_for(&other.shared, &other.uri).await?;
                 let mut params = params.clone();
                 let column = other.conn.encoding.column(at.src, at.byte);
                 params["position"] = json!({"line": at.line, "character": column});

@@ -1,10 +1,12 @@
-//! The language-server manager ([`LanguageServers`]) and the servers and roots it holds
-//! ([`Servers`]): one server per (language, root, mode), shared by every conversation on that
-//! root whose run trusts it the same way (full or restricted mode), each an actor under the
-//! `language_servers` supervisor. `Servers` decides whether a server may start (the start
-//! rule), starts it through the supervisor, waits for it (bounded), and reports why a server
-//! does not run; the manager adds what the other concerns keep across calls (the diagnostics
-//! ledger, code actions and rename previews).
+//! The servers and their roots ([`Servers`]): one server per (language, root, mode), shared by
+//! every conversation on that root whose run trusts it the same way (full or restricted mode),
+//! each an actor under the `language_servers` supervisor. `Servers` decides whether a server may
+//! start (the start rule), starts it through the supervisor, waits for it (bounded), and reports
+//! why a server does not run. What touches only the servers and their documents is a method of
+//! `Servers` beside its concern: document sync (`ops.rs`, `at.rs`, `outside.rs`), navigation
+//! (`navigate.rs`, `symbols.rs`, `hierarchy.rs`…) and the checks that keep nothing across calls
+//! (`diagnostics.rs`, `check.rs`, `checker.rs`, `workspace_diags.rs`); the manager
+//! (`manager.rs`) adds what the other concerns keep across calls.
 //!
 //! A call's plan says which server answers it: the language and root by the start rule, the mode by
 //! the run's trust in the root (`crate::trust`: restricted options and environment for an untrusted
@@ -32,7 +34,6 @@ use toolvisor_protocol::results::{
 
 use crate::actor::{ServerActor, ServerStart};
 use crate::config::{LanguageSpec, LspConfig};
-use crate::ledger::Ledger;
 use crate::locate::{self, NotFound};
 use crate::lock;
 use crate::server::{Conn, Readiness, ServerShared, Waits};
@@ -242,18 +243,6 @@ pub fn untrusted_changes(spec: &LanguageSpec) -> Vec<String> {
     changes
 }
 
-/// The language-server manager: the servers and their roots ([`Servers`]), and what the other
-/// concerns keep across calls: the diagnostics ledger, the code actions and rename previews of
-/// each run. Its ops live beside their concern (`ops.rs` documents and sync, `navigate.rs`…).
-pub struct LanguageServers {
-    pub servers: Servers,
-    pub ledger: Ledger,
-    /// The last `code_actions` answer of each run, for `lsp_edit apply_code_action`.
-    pub actions: crate::actions::memory::Memory,
-    /// Each run's last `lsp_rename` preview, which its real rename must equal.
-    pub(crate) previews: crate::rename_preview::Previews,
-}
-
 /// The servers and their roots: one server per (language, root, mode) in the table, the start
 /// rule, the roots each run trusts, and starting, waiting for and stopping servers.
 pub struct Servers {
@@ -303,7 +292,7 @@ pub fn failed(id: &str, error: &str) -> ToolError {
     )
 }
 
-impl LanguageServers {
+impl Servers {
     pub fn new(
         supervisor: ActorRef<SupervisorMsg>,
         launcher: Launcher,
@@ -314,30 +303,19 @@ impl LanguageServers {
     ) -> Self {
         let rustup_default = crate::config::rustup_default_toolchain(&launcher.env)
             .unwrap_or_else(|| "stable".into());
-        let ledger = Ledger::new(
-            Duration::from_secs(config.ledger_run_idle_s.max(1)),
-            config.ledger_max_runs,
-        );
-        LanguageServers {
-            servers: Servers {
-                supervisor,
-                launcher,
-                languages: config.languages(),
-                config,
-                notifier,
-                policy: policy.with_restart(Restart::Transient),
-                table: Mutex::new(HashMap::new()),
-                trust: Trust::new(trusted_roots),
-                rustup_default,
-            },
-            ledger,
-            actions: crate::actions::memory::Memory::default(),
-            previews: Default::default(),
+        Servers {
+            supervisor,
+            launcher,
+            languages: config.languages(),
+            config,
+            notifier,
+            policy: policy.with_restart(Restart::Transient),
+            table: Mutex::new(HashMap::new()),
+            trust: Trust::new(trusted_roots),
+            rustup_default,
         }
     }
-}
 
-impl Servers {
     pub fn languages(&self) -> &BTreeMap<String, LanguageSpec> {
         &self.languages
     }
@@ -677,7 +655,7 @@ impl Servers {
         }
     }
 
-    /// [`LanguageServers::ready`] for an index-wide answer about document `uri`: also waits
+    /// [`Servers::ready`] for an index-wide answer about document `uri`: also waits
     /// until a server that loads projects lazily has loaded the document's project
     /// (`ServerShared::wait_ready_for`).
     pub async fn ready_for(&self, shared: &Arc<ServerShared>, uri: &str) -> Result<(), ToolError> {

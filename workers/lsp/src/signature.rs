@@ -11,7 +11,7 @@ use crate::call::CallCtx;
 use crate::ops::require;
 use crate::position::Encoding;
 use crate::render;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 
 /// Signatures listed (overloads); the total is always counted.
 pub const SIGNATURES_MAX: usize = 20;
@@ -48,7 +48,7 @@ fn no_signatures(v: &Value) -> bool {
         .is_none_or(Vec::is_empty)
 }
 
-impl LanguageServers {
+impl Servers {
     /// `lsp signature_help {file, line, symbol, occurrence?}`.
     pub async fn signature_help(
         &self,
@@ -71,9 +71,7 @@ impl LanguageServers {
         require(&at.opened, "signatureHelpProvider", "signature help")?;
         // What a call offers depends on the project (an imported function): a server still
         // loading it would answer from part of it.
-        self.servers
-            .ready_for(&at.opened.shared, &at.opened.uri)
-            .await?;
+        self.ready_for(&at.opened.shared, &at.opened.uri).await?;
         let params = json!({"textDocument": {"uri": at.opened.uri},
             "position": at.position(paren + 1),
             "context": {"triggerKind": 1, "isRetrigger": false}});

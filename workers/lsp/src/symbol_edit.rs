@@ -11,9 +11,9 @@ use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
 use crate::call::CallCtx;
 use crate::lsp_edit::need;
+use crate::manager::LanguageServers;
 use crate::ops::require;
 use crate::render::{self, show_path};
-use crate::servers::LanguageServers;
 
 /// Candidates named in a "no such symbol" answer.
 const LISTED_MAX: usize = 40;
@@ -250,16 +250,18 @@ impl LanguageServers {
         let wanted = need(&args.symbol_path, op, "symbol_path")?;
         let text = need(&args.text, op, "text")?;
         let path = ctx.resolve("lsp_edit", file, Access::Write)?;
-        let mut opened = self.open(&path, &ctx.run).await?;
+        let mut opened = self.servers.open(&path, &ctx.run).await?;
         require(&opened, "documentSymbolProvider", "document symbols")?;
         let shown = show_path(&path, &ctx.workdir);
         let params = json!({"textDocument": {"uri": opened.uri}});
         let mut result = self
+            .servers
             .request(&mut opened, "textDocument/documentSymbol", params.clone())
             .await?;
         if result.as_array().is_none_or(Vec::is_empty) && !opened.shared.settled() {
             self.servers.ready(&opened.shared).await?;
             result = self
+                .servers
                 .request(&mut opened, "textDocument/documentSymbol", params)
                 .await?;
         }

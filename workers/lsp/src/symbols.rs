@@ -14,10 +14,10 @@ use crate::call::{CallCtx, Opened};
 use crate::coverage::mark_partial;
 use crate::ops::{DOCUMENT_SYMBOLS_MAX, Page, WORKSPACE_SYMBOLS_MAX, is_empty, require};
 use crate::render::{self, Sources};
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 use crate::uri;
 
-impl LanguageServers {
+impl Servers {
     /// The outline of `file`, `depth` levels deep (0: top level only, the default), each
     /// symbol with members below that depth saying how many it has.
     pub(crate) async fn document_symbols(
@@ -34,7 +34,7 @@ impl LanguageServers {
             .request(&mut opened, "textDocument/documentSymbol", params.clone())
             .await?;
         if is_empty(&result) && !opened.shared.settled() {
-            self.servers.ready(&opened.shared).await?;
+            self.ready(&opened.shared).await?;
             result = self
                 .request(&mut opened, "textDocument/documentSymbol", params)
                 .await?;
@@ -114,7 +114,7 @@ impl LanguageServers {
             "workspaceSymbolProvider",
             "workspace symbols (`symbols` with `query`)",
         )?;
-        self.servers.ready_for(&opened.shared, &opened.uri).await?;
+        self.ready_for(&opened.shared, &opened.uri).await?;
         let result = self
             .request(&mut opened, "workspace/symbol", json!({"query": query}))
             .await?;
@@ -212,19 +212,19 @@ impl LanguageServers {
     /// A server for the workdir when no file is named: one already running for it, else the
     /// first language that would start there (a source file of it is opened).
     async fn open_any(&self, ctx: &CallCtx) -> Result<Opened, ToolError> {
-        let running = self.servers.all().into_iter().find(|s| {
+        let running = self.all().into_iter().find(|s| {
             s.conn().is_some()
                 && (ctx.workdir.starts_with(&s.root) || s.root.starts_with(&ctx.workdir))
         });
         let mut reasons = Vec::new();
         let candidates: Vec<String> = match &running {
             Some(s) => vec![s.language.clone()],
-            None => self.servers.languages().keys().cloned().collect(),
+            None => self.languages().keys().cloned().collect(),
         };
         for language in candidates {
-            let spec = &self.servers.languages()[&language];
+            let spec = &self.languages()[&language];
             match find_source_off_thread(ctx, &spec.extensions).await {
-                Some(file) => match self.servers.plan(&file, &ctx.run) {
+                Some(file) => match self.plan(&file, &ctx.run) {
                     Ok(_) => return self.open(&file, &ctx.run).await,
                     Err(e) => reasons.push(e.to_string()),
                 },

@@ -17,7 +17,7 @@ use crate::call::{CallCtx, Opened};
 use crate::hierarchy::site;
 use crate::ops::require;
 use crate::render::Sources;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 use crate::uri;
 
 /// Types listed per direction; the total is always counted.
@@ -25,7 +25,7 @@ pub const TYPES_MAX: usize = 50;
 
 const NEED: &str = "type_hierarchy needs `file`, `line` (1-based) and `symbol` (a substring on that line naming a class, struct or interface)";
 
-impl LanguageServers {
+impl Servers {
     /// `lsp type_hierarchy {file, line, symbol, occurrence?}`.
     pub async fn type_hierarchy(
         &self,
@@ -35,7 +35,7 @@ impl LanguageServers {
         let mut at = self.open_at(ctx, args, NEED).await?;
         require(&at.opened, "typeHierarchyProvider", "type hierarchy")?;
         // Subtypes are index-wide: a list from a server still indexing looks complete.
-        self.servers.ready(&at.opened.shared).await?;
+        self.ready(&at.opened.shared).await?;
         let here = at.here();
         let params =
             json!({"textDocument": {"uri": at.opened.uri}, "position": at.position(at.byte)});

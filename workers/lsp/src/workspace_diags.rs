@@ -15,10 +15,10 @@ use toolvisor_protocol::tools::LspArgs;
 use crate::call::{CallCtx, Opened};
 use crate::checker::SHOWN_MAX;
 use crate::render::Diag;
-use crate::servers::LanguageServers;
+use crate::servers::Servers;
 use crate::uri;
 
-impl LanguageServers {
+impl Servers {
     /// `lsp workspace_diagnostics {file?}`: `file` picks the server (its language and root);
     /// without it, or when that server has no workspace pull, the project checker answers.
     pub async fn workspace_diagnostics(
@@ -59,7 +59,7 @@ impl LanguageServers {
         opened: &mut Opened,
     ) -> Result<LspWorkspacePull, ToolError> {
         // The whole project's answer: only from a server that has loaded it.
-        self.servers.ready_for(&opened.shared, &opened.uri).await?;
+        self.ready_for(&opened.shared, &opened.uri).await?;
         let asked = Instant::now();
         let result = self
             .request(

@@ -19,9 +19,10 @@ use toolvisor_protocol::results::{
 };
 
 use crate::call::CallCtx;
+use crate::manager::LanguageServers;
 use crate::render::{self, Diag};
 use crate::server::ServerShared;
-use crate::servers::{LanguageServers, NoServer, not_ready};
+use crate::servers::{NoServer, not_ready};
 
 impl LanguageServers {
     /// Before a write: the diagnostics each of `paths` has now (its text before the write)
@@ -47,8 +48,8 @@ impl LanguageServers {
     /// `path`'s diagnostics now become `run`'s baseline for it (at most `wait`).
     pub(crate) async fn baseline(&self, run: &str, path: &Path, wait: Duration) {
         let taken = tokio::time::timeout(wait, async {
-            let mut opened = self.open(path, run).await?;
-            self.file_diagnostics(&mut opened).await
+            let mut opened = self.servers.open(path, run).await?;
+            self.servers.file_diagnostics(&mut opened).await
         })
         .await;
         match taken {
@@ -143,14 +144,14 @@ impl LanguageServers {
         // full `ready_wait_s`); past it the write answers with a note.
         let wait = Duration::from_secs(self.servers.config.diagnostics_wait_s);
         let result = tokio::time::timeout(wait, async {
-            let mut opened = self.open(path, run).await?;
+            let mut opened = self.servers.open(path, run).await?;
             got.involve(&opened.shared, opened.seq_before);
             if let Some(off) = opened.shared.checking_off()
                 && !got.checking_off.contains(&off)
             {
                 got.checking_off.push(off);
             }
-            self.file_diagnostics(&mut opened).await
+            self.servers.file_diagnostics(&mut opened).await
         })
         .await
         .unwrap_or_else(|_| {

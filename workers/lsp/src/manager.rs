@@ -1,0 +1,174 @@
+//! The language-server manager ([`LanguageServers`]): one field per concern, each owning its
+//! state — the servers and their documents ([`Servers`]: the table, start rule, trust, document
+//! sync, and the read-only ops that ask the servers), the diagnostics ledger, and what the
+//! edits keep across calls (code actions and rename previews). It answers the tools' entry
+//! points (`lsp`, `lsp_rename`, `lsp_edit`, `synced_write`, the write diagnostics) by handing
+//! each to the concern that owns it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ractor::ActorRef;
+use toolvisor_files::paths::Access;
+use toolvisor_kit::launch::Launcher;
+use toolvisor_kit::restart::RestartPolicy;
+use toolvisor_kit::status::TreeNotifier;
+use toolvisor_kit::supervise::SupervisorMsg;
+use toolvisor_protocol::error::ToolError;
+use toolvisor_protocol::results::{LspChecking, LspFileDiagnostics, LspResult, LspServed};
+use toolvisor_protocol::tools::{LspArgs, LspOp};
+
+use crate::call::CallCtx;
+use crate::config::LspConfig;
+use crate::ledger::Ledger;
+use crate::ops::{invalid, need};
+use crate::render;
+use crate::servers::Servers;
+
+/// The language-server manager: the servers and their roots ([`Servers`]), and what the other
+/// concerns keep across calls: the diagnostics ledger, the code actions and rename previews of
+/// each run.
+pub struct LanguageServers {
+    pub servers: Servers,
+    pub ledger: Ledger,
+    /// The last `code_actions` answer of each run, for `lsp_edit apply_code_action`.
+    pub actions: crate::actions::memory::Memory,
+    /// Each run's last `lsp_rename` preview, which its real rename must equal.
+    pub(crate) previews: crate::rename_preview::Previews,
+}
+
+impl LanguageServers {
+    pub fn new(
+        supervisor: ActorRef<SupervisorMsg>,
+        launcher: Launcher,
+        config: LspConfig,
+        notifier: TreeNotifier,
+        policy: RestartPolicy,
+        trusted_roots: &[PathBuf],
+    ) -> Self {
+        let ledger = Ledger::new(
+            Duration::from_secs(config.ledger_run_idle_s.max(1)),
+            config.ledger_max_runs,
+        );
+        LanguageServers {
+            servers: Servers::new(
+                supervisor,
+                launcher,
+                config,
+                notifier,
+                policy,
+                trusted_roots,
+            ),
+            ledger,
+            actions: crate::actions::memory::Memory::default(),
+            previews: Default::default(),
+        }
+    }
+
+    /// `lsp {op, ...}`: every answer from a server says what it rests on (`readiness`,
+    /// `complete`: `LspServed::of`, set where each answer is built).
+    pub async fn lsp(&self, ctx: &CallCtx, args: LspArgs) -> Result<LspResult, ToolError> {
+        match args.op {
+            LspOp::Status => {
+                let from = match args.file.as_deref() {
+                    Some(f) => ctx.resolve("lsp", f, Access::Read)?,
+                    None => ctx.workdir.clone(),
+                };
+                Ok(LspResult::Status(
+                    self.servers.status(&from, &ctx.run, &ctx.workdir).await,
+                ))
+            }
+            LspOp::Reload => Ok(LspResult::Reload(
+                self.servers.reload(ctx, args.file.as_deref()).await?,
+            )),
+            LspOp::Trust => Ok(LspResult::Trust(
+                self.servers
+                    .trust_roots_for_run(ctx, args.file.as_deref())?,
+            )),
+            LspOp::Diagnostics => {
+                let file = need(&args.file, "diagnostics", "file")?;
+                if file == "*" {
+                    return Ok(LspResult::ProjectCheck(
+                        self.servers.project_check(ctx).await?,
+                    ));
+                }
+                let path = ctx.resolve("lsp", file, Access::Read)?;
+                let mut opened = self.servers.open(&path, &ctx.run).await?;
+                let diags = self.servers.file_diagnostics(&mut opened).await?;
+                let base = &ctx.workdir;
+                let mut text: String = diags.iter().map(|d| d.line_text(base) + "\n").collect();
+                if diags.is_empty() {
+                    text = format!("no diagnostics in {}\n", render::show_path(&path, base));
+                }
+                let off = opened.shared.checking_off();
+                if let Some(off) = &off {
+                    text.push_str(&format!("({off})\n"));
+                }
+                let server = self.servers.server_of(&opened);
+                let served = LspServed::of(server, false, false);
+                Ok(LspResult::Diagnostics(LspFileDiagnostics {
+                    text,
+                    diagnostics: diags.iter().map(|d| d.to_result(base)).collect(),
+                    checking: match off {
+                        Some(_) => LspChecking::Off,
+                        None => LspChecking::On,
+                    },
+                    checking_off: off,
+                    served,
+                }))
+            }
+            LspOp::Symbols => match (&args.query, &args.file) {
+                (Some(q), _) => Ok(LspResult::WorkspaceSymbols(
+                    self.servers
+                        .workspace_symbols(ctx, q, args.file.as_deref(), args.offset)
+                        .await?,
+                )),
+                (None, Some(f)) => Ok(LspResult::DocumentSymbols(
+                    self.servers
+                        .document_symbols(ctx, f, args.offset, args.depth)
+                        .await?,
+                )),
+                (None, None) => Err(invalid(
+                    "lsp symbols: give `query` (workspace search) or `file` (document outline)"
+                        .into(),
+                    "e.g. {\"op\":\"symbols\",\"query\":\"Parser\"} or {\"op\":\"symbols\",\"file\":\"src/app.py\"}",
+                )),
+            },
+            LspOp::Definition
+            | LspOp::TypeDefinition
+            | LspOp::Implementation
+            | LspOp::References
+            | LspOp::Hover
+            | LspOp::CodeActions => self.servers.navigate(ctx, &args, &self.actions).await,
+            LspOp::CallHierarchy => Ok(LspResult::CallHierarchy(
+                self.servers.call_hierarchy(ctx, &args).await?,
+            )),
+            LspOp::TypeHierarchy => Ok(LspResult::TypeHierarchy(
+                self.servers.type_hierarchy(ctx, &args).await?,
+            )),
+            LspOp::SignatureHelp => Ok(LspResult::SignatureHelp(
+                self.servers.signature_help(ctx, &args).await?,
+            )),
+            LspOp::Completions => Ok(LspResult::Completions(
+                self.servers.completions(ctx, &args).await?,
+            )),
+            LspOp::InlayHints => Ok(LspResult::InlayHints(
+                self.servers.inlay_hints(ctx, &args).await?,
+            )),
+            LspOp::WorkspaceDiagnostics => self.servers.workspace_diagnostics(ctx, &args).await,
+            LspOp::CheckEdit => Ok(LspResult::CheckEdit(
+                self.servers.check_edit(ctx, &args).await?,
+            )),
+        }
+    }
+
+    /// The roots `lsp trust` would trust from `file` (or the workdir), each with its languages
+    /// ([`Servers::trust_targets`]).
+    pub fn trust_targets(
+        &self,
+        ctx: &CallCtx,
+        file: Option<&str>,
+    ) -> Result<Vec<(PathBuf, Vec<String>)>, ToolError> {
+        self.servers.trust_targets(ctx, file)
+    }
+}
