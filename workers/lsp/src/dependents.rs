@@ -8,7 +8,8 @@
 //! import`, `import … "./core"`, `#include "core.h"`, `use crate::core`; a bounded walk of the
 //! root, at most [`SCAN_FILES_MAX`] files) and asked for their diagnostics. Before the write
 //! their diagnostics become the run's baseline, as the written files' do, so only what the
-//! write introduced is reported.
+//! write introduced is reported. The ledger's work is [`Diagnostics`]'; finding the servers and
+//! importers of the written files is [`Servers`]'.
 
 use futures_util::StreamExt;
 use std::ops::ControlFlow;
@@ -18,11 +19,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::diagnostics::Diagnostics;
 use crate::lock;
-use crate::manager::LanguageServers;
 use crate::position::Encoding;
 use crate::render::Diag;
 use crate::server::{ServerShared, read_doc, root_scope};
+use crate::servers::Servers;
 use crate::uri;
 use crate::watch::skipped;
 
@@ -316,7 +318,7 @@ pub struct DependentsReport {
     pub lines: Vec<String>,
 }
 
-impl LanguageServers {
+impl Servers {
     /// The files to check besides `paths` for `shared`: where it publishes for files it was
     /// not asked about, none (they come as publishes); else the importers of `paths`.
     async fn importers_of(&self, shared: &ServerShared, paths: &[PathBuf]) -> Importers {
@@ -324,7 +326,6 @@ impl LanguageServers {
             return Importers::default();
         }
         let extensions = self
-            .servers
             .languages()
             .get(&shared.language)
             .map(|s| s.extensions.clone())
@@ -339,10 +340,10 @@ impl LanguageServers {
     fn servers_of(&self, run: &str, paths: &[PathBuf]) -> Vec<(Arc<ServerShared>, Vec<PathBuf>)> {
         let mut out: Vec<(Arc<ServerShared>, Vec<PathBuf>)> = Vec::new();
         for p in paths {
-            let Ok(plan) = self.servers.plan(p, run) else {
+            let Ok(plan) = self.plan(p, run) else {
                 continue;
             };
-            let shared = self.servers.shared(&plan);
+            let shared = self.shared(&plan);
             match out.iter_mut().find(|(s, _)| Arc::ptr_eq(s, &shared)) {
                 Some((_, ps)) => ps.push(p.clone()),
                 None => out.push((shared, vec![p.clone()])),
@@ -350,12 +351,20 @@ impl LanguageServers {
         }
         out
     }
+}
 
+impl Diagnostics {
     /// Before a write: the diagnostics the dependents of `paths` have now become `run`'s
     /// baseline where it holds none (as the written files' do), all within `wait`.
-    pub(crate) async fn dependents_before(&self, run: &str, paths: &[PathBuf], wait: Duration) {
+    pub(crate) async fn dependents_before(
+        &self,
+        servers: &Servers,
+        run: &str,
+        paths: &[PathBuf],
+        wait: Duration,
+    ) {
         let work = async {
-            for (shared, written) in self.servers_of(run, paths) {
+            for (shared, written) in servers.servers_of(run, paths) {
                 if shared.checks_on_save() {
                     // What it published so far (its last check) is where the run stands.
                     let published: Vec<(String, Vec<Value>)> = lock(&shared.diags.published)
@@ -373,19 +382,19 @@ impl LanguageServers {
                             continue;
                         }
                         let diags = published_diags(&shared, &path, &items);
-                        self.ledger.fold(run, &path, &marks(&diags));
+                        self.ledger().fold(run, &path, &marks(&diags));
                     }
                     continue;
                 }
-                let found = self.importers_of(&shared, &written).await;
+                let found = servers.importers_of(&shared, &written).await;
                 let baselines: Vec<_> = found
                     .files
                     .iter()
-                    .filter(|d| !self.ledger.knows(run, d))
-                    .map(|dep| self.baseline(run, dep, wait))
+                    .filter(|d| !self.ledger().knows(run, d))
+                    .map(|dep| self.baseline(servers, run, dep, wait))
                     .collect();
                 futures_util::stream::iter(baselines)
-                    .buffer_unordered(self.servers.config.dependents_at_once.max(1))
+                    .buffer_unordered(servers.config.dependents_at_once.max(1))
                     .collect::<()>()
                     .await;
             }
@@ -400,6 +409,7 @@ impl LanguageServers {
     /// write's sync; at most [`DEPENDENTS_MAX`] files, within `wait`.
     pub(crate) async fn dependents_after(
         &self,
+        servers: &Servers,
         run: &str,
         paths: &[PathBuf],
         involved: &[(Arc<ServerShared>, u64)],
@@ -436,7 +446,7 @@ impl LanguageServers {
                 }
                 continue;
             }
-            let mut found = self.importers_of(shared, &written).await;
+            let mut found = servers.importers_of(shared, &written).await;
             // A file two servers of the write both reach (nested roots) is checked once.
             found.files.retain(|f| !report.checked.contains(f));
             if found.files.is_empty() {
@@ -451,14 +461,14 @@ impl LanguageServers {
                 .iter()
                 .map(|dep| async move {
                     tokio::time::timeout_at(deadline, async {
-                        let mut opened = self.servers.open(dep, run).await?;
-                        self.servers.file_diagnostics(&mut opened).await
+                        let mut opened = servers.open(dep, run).await?;
+                        servers.file_diagnostics(&mut opened).await
                     })
                     .await
                 })
                 .collect();
             let results: Vec<_> = futures_util::stream::iter(checks)
-                .buffered(self.servers.config.dependents_at_once.max(1))
+                .buffered(servers.config.dependents_at_once.max(1))
                 .collect()
                 .await;
             for (dep, got) in found.files.iter().zip(results) {
@@ -474,8 +484,7 @@ impl LanguageServers {
                 }
             }
             // The files checked are in the answer's `dependents.checked`; the text counts them.
-            let has_checker = self
-                .servers
+            let has_checker = servers
                 .languages()
                 .get(&shared.language)
                 .is_some_and(|l| l.checker.is_some());
@@ -494,7 +503,7 @@ impl LanguageServers {
         report: &mut DependentsReport,
     ) {
         let diags: Vec<Diag> = diags.into_iter().filter(|d| d.severity != 4).collect();
-        let fresh = self.ledger.fold(run, path, &marks(&diags));
+        let fresh = self.ledger().fold(run, path, &marks(&diags));
         report.checked.push(path.to_path_buf());
         for i in fresh {
             report.new.push(diags[i].clone());

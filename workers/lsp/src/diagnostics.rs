@@ -9,7 +9,13 @@
 //! quiet for `settle` (`pushed`). typescript-language-server, which offers no pull, is asked
 //! through tsserver itself (`tsserver_items`): its publishes lag a change to an imported file
 //! by seconds, and an empty list that stays empty is never published.
+//!
+//! The diagnostics concern's state is [`Diagnostics`]: the run ledger (`ledger.rs`), what the
+//! diagnostics folded into writes are told apart by (new for the run or already told). Its
+//! methods, which take the [`Servers`] they ask, are in `write_diags.rs` (the written files
+//! and `synced_write`) and `dependents.rs` (the files a write may have broken).
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -17,9 +23,37 @@ use toolvisor_protocol::error::ToolError;
 
 use crate::call::Opened;
 use crate::checks::same;
+use crate::config::LspConfig;
+use crate::ledger::Ledger;
 use crate::lock;
 use crate::render::Diag;
 use crate::servers::{Servers, not_ready};
+
+/// Diagnostics and checks across calls: each run's ledger of what it was told, so a write
+/// reports only what is new for the run.
+pub struct Diagnostics {
+    ledger: Ledger,
+}
+
+impl Diagnostics {
+    pub fn new(config: &LspConfig) -> Self {
+        Diagnostics {
+            ledger: Ledger::new(
+                Duration::from_secs(config.ledger_run_idle_s.max(1)),
+                config.ledger_max_runs,
+            ),
+        }
+    }
+
+    pub(crate) fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// What `run` was told of `paths` now names `new` for `old` (after a rename).
+    pub(crate) fn renamed(&self, run: &str, paths: &[PathBuf], old: &str, new: &str) {
+        self.ledger.renamed(run, paths, old, new);
+    }
+}
 
 /// How long past `settle` a server that drops unchanged empty lists must have been quiet
 /// after a change before a document's empty list counts as still empty: typescript-language-

@@ -683,7 +683,8 @@ impl LanguageServers {
         );
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
         // What the run was told of these files now names the new name.
-        self.ledger.renamed(&ctx.run, &paths, word, &args.new_name);
+        self.diagnostics
+            .renamed(&ctx.run, &paths, word, &args.new_name);
         let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
         text.push_str(&diags.text);
         let (complete, partial_reason) = crate::coverage::covered(&mut text, gap);

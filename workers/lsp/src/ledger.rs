@@ -24,8 +24,8 @@
 //! most `[lsp] ledger_max_runs` runs are kept (the least recently used leaves first). A
 //! forgotten run that comes back is told every current diagnostic again.
 //!
-//! The ledger lives in the manager (`LanguageServers`), not in a server actor, so a server crash
-//! loses none of it.
+//! The ledger lives in the manager's diagnostics (`Diagnostics`, `diagnostics.rs`), not in a
+//! server actor, so a server crash loses none of it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -318,6 +318,7 @@ impl Ledger {
     }
 
     /// Runs held now, after dropping the idle ones.
+    #[cfg(test)]
     pub fn runs(&self) -> usize {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         self.prune(&mut runs, Instant::now(), false);

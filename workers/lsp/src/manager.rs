@@ -5,8 +5,7 @@
 //! points (`lsp`, `lsp_rename`, `lsp_edit`, `synced_write`, the write diagnostics) by handing
 //! each to the concern that owns it.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use ractor::ActorRef;
 use toolvisor_files::paths::Access;
@@ -15,12 +14,14 @@ use toolvisor_kit::restart::RestartPolicy;
 use toolvisor_kit::status::TreeNotifier;
 use toolvisor_kit::supervise::SupervisorMsg;
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::results::{LspChecking, LspFileDiagnostics, LspResult, LspServed};
+use toolvisor_protocol::results::{
+    LspChecking, LspFileDiagnostics, LspResult, LspServed, SyncedWriteResult, WriteDiagnostics,
+};
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
 use crate::call::CallCtx;
 use crate::config::LspConfig;
-use crate::ledger::Ledger;
+use crate::diagnostics::Diagnostics;
 use crate::ops::{invalid, need};
 use crate::render;
 use crate::servers::Servers;
@@ -30,7 +31,8 @@ use crate::servers::Servers;
 /// each run.
 pub struct LanguageServers {
     pub servers: Servers,
-    pub ledger: Ledger,
+    /// The diagnostics ledger of each run: what a write newly brings.
+    pub diagnostics: Diagnostics,
     /// The last `code_actions` answer of each run, for `lsp_edit apply_code_action`.
     pub actions: crate::actions::memory::Memory,
     /// Each run's last `lsp_rename` preview, which its real rename must equal.
@@ -46,10 +48,7 @@ impl LanguageServers {
         policy: RestartPolicy,
         trusted_roots: &[PathBuf],
     ) -> Self {
-        let ledger = Ledger::new(
-            Duration::from_secs(config.ledger_run_idle_s.max(1)),
-            config.ledger_max_runs,
-        );
+        let diagnostics = Diagnostics::new(&config);
         LanguageServers {
             servers: Servers::new(
                 supervisor,
@@ -59,7 +58,7 @@ impl LanguageServers {
                 policy,
                 trusted_roots,
             ),
-            ledger,
+            diagnostics,
             actions: crate::actions::memory::Memory::default(),
             previews: Default::default(),
         }
@@ -170,5 +169,35 @@ impl LanguageServers {
         file: Option<&str>,
     ) -> Result<Vec<(PathBuf, Vec<String>)>, ToolError> {
         self.servers.trust_targets(ctx, file)
+    }
+
+    /// Before a write of `paths` ([`Diagnostics::before_write`]).
+    pub async fn before_write(&self, run: &str, paths: &[PathBuf]) {
+        self.diagnostics
+            .before_write(&self.servers, run, paths)
+            .await
+    }
+
+    /// After a write of `paths`: the diagnostics new for `run` ([`Diagnostics::after_write`]).
+    pub async fn after_write(
+        &self,
+        run: &str,
+        workdir: &Path,
+        paths: &[PathBuf],
+    ) -> WriteDiagnostics {
+        self.diagnostics
+            .after_write(&self.servers, run, workdir, paths)
+            .await
+    }
+
+    /// `synced_write {path}` ([`Diagnostics::synced_write`]).
+    pub async fn synced_write(
+        &self,
+        ctx: &CallCtx,
+        path: &str,
+    ) -> Result<SyncedWriteResult, ToolError> {
+        self.diagnostics
+            .synced_write(&self.servers, ctx, path)
+            .await
     }
 }

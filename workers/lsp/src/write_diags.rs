@@ -1,5 +1,6 @@
-//! Diagnostics folded into file writes: the baseline taken before a write (`before_write`),
-//! the diagnostics new for the run after it (`after_write`), and `synced_write`.
+//! Diagnostics folded into file writes, methods of [`Diagnostics`] (the run ledger's owner)
+//! given the [`Servers`] they ask: the baseline taken before a write (`before_write`), the
+//! diagnostics new for the run after it (`after_write`), and `synced_write`.
 //!
 //! Every write tool calls `before_write` with the files it is about to write, before it writes
 //! them: `write`, `edit` and `apply_patch` (`supervisor/src/tools/files.rs`), `lsp_rename`
@@ -19,37 +20,35 @@ use toolvisor_protocol::results::{
 };
 
 use crate::call::CallCtx;
-use crate::manager::LanguageServers;
+use crate::diagnostics::Diagnostics;
 use crate::render::{self, Diag};
 use crate::server::ServerShared;
-use crate::servers::{NoServer, not_ready};
+use crate::servers::{NoServer, Servers, not_ready};
 
-impl LanguageServers {
+impl Diagnostics {
     /// Before a write: the diagnostics each of `paths` has now (its text before the write)
     /// become `run`'s baseline for it, where the run holds none yet, so a first write reports
     /// only what it introduced, not what was already there. A file that does not exist yet,
     /// that no server covers or whose server gives no diagnostics within
     /// `diagnostics_wait_s` gets no baseline (the write then reports all its diagnostics).
     /// Never fails: the write goes ahead whatever happens here.
-    pub async fn before_write(&self, run: &str, paths: &[PathBuf]) {
-        let wait = Duration::from_secs(self.servers.config.diagnostics_wait_s);
+    pub async fn before_write(&self, servers: &Servers, run: &str, paths: &[PathBuf]) {
+        let wait = Duration::from_secs(servers.config.diagnostics_wait_s);
         for path in paths {
-            if self.ledger.knows(run, path)
-                || !path.is_file()
-                || self.servers.plan(path, run).is_err()
+            if self.ledger().knows(run, path) || !path.is_file() || servers.plan(path, run).is_err()
             {
                 continue;
             }
-            self.baseline(run, path, wait).await;
+            self.baseline(servers, run, path, wait).await;
         }
-        self.dependents_before(run, paths, wait).await;
+        self.dependents_before(servers, run, paths, wait).await;
     }
 
     /// `path`'s diagnostics now become `run`'s baseline for it (at most `wait`).
-    pub(crate) async fn baseline(&self, run: &str, path: &Path, wait: Duration) {
+    pub(crate) async fn baseline(&self, servers: &Servers, run: &str, path: &Path, wait: Duration) {
         let taken = tokio::time::timeout(wait, async {
-            let mut opened = self.servers.open(path, run).await?;
-            self.servers.file_diagnostics(&mut opened).await
+            let mut opened = servers.open(path, run).await?;
+            servers.file_diagnostics(&mut opened).await
         })
         .await;
         match taken {
@@ -59,7 +58,7 @@ impl LanguageServers {
                     .filter(|d| d.severity != 4)
                     .map(Diag::mark)
                     .collect();
-                self.ledger.fold(run, path, &marks);
+                self.ledger().fold(run, path, &marks);
             }
             Ok(Err(e)) => {
                 tracing::info!(path = %path.display(), error = %e.message, "no diagnostics baseline before the write");
@@ -76,6 +75,7 @@ impl LanguageServers {
     /// fails the write: problems become notes.
     pub async fn after_write(
         &self,
+        servers: &Servers,
         run: &str,
         workdir: &Path,
         paths: &[PathBuf],
@@ -86,25 +86,35 @@ impl LanguageServers {
         for path in gone {
             // Its server learns of the deletion when a dependent is opened (the root watch
             // hands every change on disk over first).
-            if let Ok(plan) = self.servers.plan(path, run) {
-                let shared = self.servers.shared(&plan);
+            if let Ok(plan) = servers.plan(path, run) {
+                let shared = servers.shared(&plan);
                 let seq = shared.diags.seq();
                 got.involve(&shared, seq);
             }
         }
         for path in written {
-            self.written_file(run, workdir, path, &mut got).await;
+            self.written_file(servers, run, workdir, path, &mut got)
+                .await;
         }
         // The files the write may have broken besides the written ones.
-        let wait = Duration::from_secs(self.servers.config.diagnostics_wait_s);
-        let deps = self.dependents_after(run, paths, &got.involved, wait).await;
+        let wait = Duration::from_secs(servers.config.diagnostics_wait_s);
+        let deps = self
+            .dependents_after(servers, run, paths, &got.involved, wait)
+            .await;
         got.answer(&deps, workdir)
     }
 
     /// One written file's new diagnostics into `got`, or a note on why there are none.
-    async fn written_file(&self, run: &str, workdir: &Path, path: &Path, got: &mut Gathered) {
+    async fn written_file(
+        &self,
+        servers: &Servers,
+        run: &str,
+        workdir: &Path,
+        path: &Path,
+        got: &mut Gathered,
+    ) {
         let shown = render::show_path(path, workdir);
-        match self.servers.plan(path, run) {
+        match servers.plan(path, run) {
             Err(NoServer::NoLanguage { .. }) => {
                 got.notes.push(format!(
                     "{shown}: no diagnostics: no language server covers this file type"
@@ -120,7 +130,7 @@ impl LanguageServers {
                 // compiles". Only files under the workdir are read to find where a module is
                 // declared (the written one passed the write's scope).
                 let (shared, file, within) = (
-                    self.servers.shared(&plan),
+                    servers.shared(&plan),
                     path.to_path_buf(),
                     workdir.to_path_buf(),
                 );
@@ -142,16 +152,16 @@ impl LanguageServers {
         // A write waits at most `diagnostics_wait_s` for its diagnostics (a server still
         // starting or indexing a large project must not hold the write's answer for the
         // full `ready_wait_s`); past it the write answers with a note.
-        let wait = Duration::from_secs(self.servers.config.diagnostics_wait_s);
+        let wait = Duration::from_secs(servers.config.diagnostics_wait_s);
         let result = tokio::time::timeout(wait, async {
-            let mut opened = self.servers.open(path, run).await?;
+            let mut opened = servers.open(path, run).await?;
             got.involve(&opened.shared, opened.seq_before);
             if let Some(off) = opened.shared.checking_off()
                 && !got.checking_off.contains(&off)
             {
                 got.checking_off.push(off);
             }
-            self.servers.file_diagnostics(&mut opened).await
+            servers.file_diagnostics(&mut opened).await
         })
         .await
         .unwrap_or_else(|_| {
@@ -166,7 +176,7 @@ impl LanguageServers {
                 // result carries errors, warnings and information only.
                 let diags: Vec<Diag> = diags.into_iter().filter(|d| d.severity != 4).collect();
                 let marks: Vec<_> = diags.iter().map(Diag::mark).collect();
-                for i in self.ledger.fold(run, path, &marks) {
+                for i in self.ledger().fold(run, path, &marks) {
                     got.add_new(&diags[i], workdir);
                 }
             }
@@ -180,6 +190,7 @@ impl LanguageServers {
     /// `synced_write {path}`.
     pub async fn synced_write(
         &self,
+        servers: &Servers,
         ctx: &CallCtx,
         path: &str,
     ) -> Result<SyncedWriteResult, ToolError> {
@@ -193,7 +204,7 @@ impl LanguageServers {
             ));
         }
         let diags = self
-            .after_write(&ctx.run, &ctx.workdir, std::slice::from_ref(&p))
+            .after_write(servers, &ctx.run, &ctx.workdir, std::slice::from_ref(&p))
             .await;
         Ok(SyncedWriteResult {
             path: render::show_path(&p, &ctx.workdir),
@@ -203,7 +214,7 @@ impl LanguageServers {
     }
 }
 
-/// What [`LanguageServers::after_write`] gathers before it words its answer.
+/// What [`Diagnostics::after_write`] gathers before it words its answer.
 #[derive(Default)]
 struct Gathered {
     /// One line per new diagnostic, in the order found.
