@@ -13,8 +13,10 @@ use toolvisor_protocol::results::{LspActionApplies, LspCodeAction};
 use toolvisor_protocol::tools::LspEditArgs;
 
 use crate::call::CallCtx;
-use crate::manager::LanguageServers;
+use crate::diagnostics::Diagnostics;
+use crate::edit::Edits;
 use crate::render::show_path;
+use crate::servers::Servers;
 
 pub(crate) mod memory;
 
@@ -125,11 +127,11 @@ pub fn render(
     (ordered.into_iter().map(|(a, _)| a).collect(), text, items)
 }
 
-impl LanguageServers {
+impl Edits {
     /// The file and the action titles of `run`'s last `code_actions` answer, in index order
     /// (for the approval line of `lsp_edit apply_code_action`).
     pub fn actions_of(&self, run: &str) -> Option<(String, Vec<String>)> {
-        let listed = self.actions.get(run)?;
+        let listed = self.actions().get(run)?;
         let titles = listed
             .actions
             .iter()
@@ -152,7 +154,7 @@ fn stale(what: String) -> ToolError {
     )
 }
 
-impl LanguageServers {
+impl Edits {
     /// `lsp_edit apply_code_action {index}`: the action `index` of the run's last
     /// `code_actions` answer, resolved (`codeAction/resolve`) when it came without its edit
     /// and the server resolves actions, then written all or nothing like `lsp_rename`.
@@ -160,6 +162,8 @@ impl LanguageServers {
     /// `workspace/applyEdit` request, outside the all-or-nothing write.
     pub(crate) async fn apply_code_action(
         &self,
+        servers: &Servers,
+        diagnostics: &Diagnostics,
         ctx: &CallCtx,
         args: &LspEditArgs,
     ) -> Result<toolvisor_protocol::results::LspEditResult, ToolError> {
@@ -170,7 +174,7 @@ impl LanguageServers {
                 "give the `[index]` of an action from this run's last `lsp code_actions` answer",
             )
         })? as usize;
-        let listed = self.actions.get(&ctx.run).ok_or_else(|| {
+        let listed = self.actions().get(&ctx.run).ok_or_else(|| {
             ToolError::new(
                 ErrorKind::InvalidArgs,
                 format!(
@@ -198,7 +202,7 @@ impl LanguageServers {
             .to_string();
         let file = listed.path.to_str().unwrap_or_default().to_string();
         let path = ctx.resolve("lsp_edit", &file, Access::Write)?;
-        let mut opened = self.servers.open(&path, &ctx.run).await?;
+        let mut opened = servers.open(&path, &ctx.run).await?;
         if opened.shared.id != listed.server || opened.version != listed.version {
             return Err(stale(format!(
                 "{shown} changed since `code_actions` listed [{index}] \"{title}\" (version {} then, {} now)",
@@ -212,8 +216,7 @@ impl LanguageServers {
             .pointer("/codeActionProvider/resolveProvider")
             == Some(&Value::Bool(true));
         if !is_bare_command(&action) && action.get("edit").is_none() && resolves {
-            action = self
-                .servers
+            action = servers
                 .request(&mut opened, "codeAction/resolve", action)
                 .await?;
         }
@@ -245,7 +248,14 @@ impl LanguageServers {
             ));
         };
         let mut out = self
-            .write_edit(ctx, &opened, edit, format!("applied [{index}] \"{title}\""))
+            .write_edit(
+                servers,
+                diagnostics,
+                ctx,
+                &opened,
+                edit,
+                format!("applied [{index}] \"{title}\""),
+            )
             .await?;
         if let Some(c) = command {
             let note = format!(

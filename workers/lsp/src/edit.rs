@@ -10,6 +10,12 @@
 //! `apply_patch` and `resolve accept` use too: journaled, each file by `write_atomic` beneath the
 //! scope's handle, earlier files put back when a later write fails). `lsp_rename`'s reads go
 //! through the call's `Scope` (`CallCtx::read_text`).
+//!
+//! The edits concern's state is [`Edits`]: each run's last code actions (`actions.rs`) and
+//! rename preview (`rename_preview.rs`). Its methods (`lsp_rename` here; `lsp_edit` in
+//! `lsp_edit.rs`, `actions.rs` and `symbol_edit.rs`) take the [`Servers`] they ask and the
+//! [`Diagnostics`] a write folds in; what asks only the server (`prepareRename`, the
+//! implementations a rename leaves alone) is a method of `Servers`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,12 +28,15 @@ use toolvisor_protocol::tools::LspRenameArgs;
 
 use toolvisor_files::paths::Access;
 
+use crate::actions::memory::Memory;
 use crate::call::{CallCtx, Opened};
 use crate::change::FileChange;
-use crate::manager::LanguageServers;
+use crate::diagnostics::Diagnostics;
 use crate::position::{self, Encoding};
+use crate::rename_preview::Previews;
 use crate::render::show_path;
 use crate::server::ServerShared;
+use crate::servers::Servers;
 use crate::uri;
 
 fn conflict(msg: String) -> ToolError {
@@ -363,7 +372,7 @@ pub async fn apply_off_thread(
 
 /// The preview a rename must equal (see `rename_preview`).
 struct Preview<'a> {
-    previews: &'a crate::rename_preview::Previews,
+    previews: &'a Previews,
     args: &'a LspRenameArgs,
 }
 
@@ -419,22 +428,48 @@ async fn off_thread<T: Send + 'static>(
     })
 }
 
-impl LanguageServers {
-    /// `lsp_rename {file, line, symbol, new_name}`.
+/// A rename the server answered: its edit of `word`, and what it may miss (`gap`).
+struct Answered<'a> {
+    opened: &'a Opened,
+    args: &'a LspRenameArgs,
+    edit: Value,
+    word: &'a str,
+    gap: Option<String>,
+}
+
+/// Edits and renames across calls: each run's last `code_actions` answer (what
+/// `lsp_edit apply_code_action` applies) and its last `lsp_rename` preview (what its real
+/// rename must equal). Its methods take the [`Servers`] they ask and the [`Diagnostics`] a
+/// write folds in.
+#[derive(Default)]
+pub struct Edits {
+    actions: Memory,
+    previews: Previews,
+}
+
+impl Edits {
+    /// The run's last `code_actions` answers.
+    pub(crate) fn actions(&self) -> &Memory {
+        &self.actions
+    }
+
     /// The (edits, files) of `run`'s preview of this rename, if it previewed it (for the
     /// approval's summary).
     pub fn previewed(&self, run: &str, args: &LspRenameArgs) -> Option<(usize, usize)> {
         self.previews.previewed(run, args)
     }
 
+    /// `lsp_rename {file, line, symbol, new_name}`.
     pub async fn rename(
         &self,
+        servers: &Servers,
+        diagnostics: &Diagnostics,
         ctx: &CallCtx,
         args: LspRenameArgs,
     ) -> Result<LspRenameResult, ToolError> {
         // The named file is written too (it holds the symbol).
         let path = ctx.resolve("lsp_rename", &args.file, Access::Write)?;
-        let mut opened = self.servers.open(&path, &ctx.run).await?;
+        let mut opened = servers.open(&path, &ctx.run).await?;
         let shown = show_path(&path, &ctx.workdir);
         let line = args.line as usize;
         let (src, byte) = position::locate_name(
@@ -452,16 +487,16 @@ impl LanguageServers {
                 "use ast_edit, or edit by hand",
             ));
         }
-        self.servers.ready_for(&opened.shared, &opened.uri).await?;
+        servers.ready_for(&opened.shared, &opened.uri).await?;
         let enc = opened.conn.encoding;
         let pos = json!({"line": line - 1, "character": enc.column(&src, byte)});
         let doc = json!({"uri": opened.uri});
         let dry_run = args.dry_run == Some(true);
         let what = format!("`{}` at {shown}:{line}", args.symbol);
-        self.prepare_rename(ctx, &mut opened, &doc, &pos, &what)
+        servers
+            .prepare_rename(ctx, &mut opened, &doc, &pos, &what)
             .await?;
-        let edit = self
-            .servers
+        let edit = servers
             .request(
                 &mut opened,
                 "textDocument/rename",
@@ -479,8 +514,7 @@ impl LanguageServers {
             ));
         }
         // A server whose index misses files renames only where it looked: say so.
-        let gap = self
-            .servers
+        let gap = servers
             .use_gap(
                 ctx,
                 &opened,
@@ -490,19 +524,132 @@ impl LanguageServers {
                 false,
             )
             .await;
-        let unrenamed = self
+        let unrenamed = servers
             .unrenamed_implementations(ctx, &mut opened, &doc, &pos, &edit, &word)
             .await;
-        let gap = crate::hidden_uses::join(gap, unrenamed);
+        let answered = Answered {
+            opened: &opened,
+            args: &args,
+            edit,
+            word: &word,
+            gap: crate::hidden_uses::join(gap, unrenamed),
+        };
         if dry_run {
-            return self
-                .preview_rename(ctx, &opened, &args, edit, &word, gap)
-                .await;
+            return self.preview_rename(ctx, answered).await;
         }
-        self.apply_rename(ctx, &opened, &args, edit, &word, gap)
-            .await
+        self.apply_rename(servers, diagnostics, ctx, answered).await
     }
 
+    /// `lsp_rename {dry_run: true}`: the edit planned, remembered for the run and shown,
+    /// nothing written.
+    async fn preview_rename(
+        &self,
+        ctx: &CallCtx,
+        answered: Answered<'_>,
+    ) -> Result<LspRenameResult, ToolError> {
+        let Answered {
+            opened,
+            args,
+            edit,
+            word,
+            gap,
+        } = answered;
+        let enc = opened.conn.encoding;
+        let _sync = opened.shared.sync_lock.lock().await;
+        let changes = plan_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;
+        drop(_sync);
+        self.previews.remember(&ctx.run, args, &changes);
+        let total: usize = changes.iter().map(|c| c.edits).sum();
+        let (lines, files, left_out) =
+            crate::rename_preview::render(&changes, &ctx.workdir, (word, &args.new_name));
+        let mut text = format!(
+            "preview: renaming `{}` to `{}` would make {total} edits in {} files; nothing was written\n{lines}",
+            args.symbol,
+            args.new_name,
+            changes.len()
+        );
+        let (complete, partial_reason) = crate::coverage::covered(&mut text, gap);
+        Ok(LspRenameResult::Preview(LspRenamePreview {
+            text,
+            dry_run: true,
+            written: false,
+            files,
+            edits: total as u64,
+            lines_not_shown: left_out as u64,
+            complete,
+            partial_reason,
+        }))
+    }
+
+    /// The rename's edit written (checked against the run's preview, if any) and its new
+    /// diagnostics.
+    async fn apply_rename(
+        &self,
+        servers: &Servers,
+        diagnostics: &Diagnostics,
+        ctx: &CallCtx,
+        answered: Answered<'_>,
+    ) -> Result<LspRenameResult, ToolError> {
+        let Answered {
+            opened,
+            args,
+            edit,
+            word,
+            gap,
+        } = answered;
+        let enc = opened.conn.encoding;
+        // The diagnostics the touched files have now are the run's baseline where it has
+        // none, so the rename reports only errors it introduced.
+        if let Ok(touched) = touched_files(&edit) {
+            diagnostics.before_write(servers, &ctx.run, &touched).await;
+        }
+        // The server's root may be above the workdir: its edit can reach files the caller
+        // may not write. All of them are checked before anything is read or written; a
+        // rename this run previewed must be the edit it was shown.
+        let _sync = opened.shared.sync_lock.lock().await;
+        let expect = Preview {
+            previews: &self.previews,
+            args,
+        };
+        let changes =
+            apply_checked(ctx, &opened.shared, edit, enc, "lsp_rename", Some(expect)).await;
+        drop(_sync);
+        // A rename refused for differing from its preview stays refused until previewed again.
+        let changes = changes?;
+        self.previews.forget(&ctx.run);
+        let total: usize = changes.iter().map(|c| c.edits).sum();
+        let files: Vec<LspEditedFile> = changes
+            .iter()
+            .map(|c| LspEditedFile {
+                path: show_path(&c.path, &ctx.workdir),
+                edits: c.edits as u64,
+            })
+            .collect();
+        let mut text = edits_line(
+            &format!("renamed `{}` to `{}`", args.symbol, args.new_name),
+            &changes,
+            &ctx.workdir,
+        );
+        let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
+        // What the run was told of these files now names the new name.
+        diagnostics.renamed(&ctx.run, &paths, word, &args.new_name);
+        let diags = diagnostics
+            .after_write(servers, &ctx.run, &ctx.workdir, &paths)
+            .await;
+        text.push_str(&diags.text);
+        let (complete, partial_reason) = crate::coverage::covered(&mut text, gap);
+        Ok(LspRenameResult::Renamed(LspRenamed {
+            text,
+            files,
+            edits: total as u64,
+            diagnostics: diags,
+            complete,
+            partial_reason,
+        }))
+    }
+}
+
+impl Servers {
     /// Where the server offers `prepareRename`, whether it will rename `what` at `pos` (a
     /// refusal told why when the file is a module switched off).
     async fn prepare_rename(
@@ -517,7 +664,6 @@ impl LanguageServers {
             return Ok(());
         }
         let prep = self
-            .servers
             .request(
                 opened,
                 "textDocument/prepareRename",
@@ -559,7 +705,6 @@ impl LanguageServers {
             return None;
         }
         let found = self
-            .servers
             .request(
                 opened,
                 "textDocument/implementation",
@@ -597,105 +742,6 @@ impl LanguageServers {
             if n == 1 { "" } else { "s" },
             crate::hidden_uses::show(&left, &ctx.workdir)
         ))
-    }
-
-    /// `lsp_rename {dry_run: true}`: the edit planned, remembered for the run and shown,
-    /// nothing written.
-    async fn preview_rename(
-        &self,
-        ctx: &CallCtx,
-        opened: &Opened,
-        args: &LspRenameArgs,
-        edit: Value,
-        word: &str,
-        gap: Option<String>,
-    ) -> Result<LspRenameResult, ToolError> {
-        let enc = opened.conn.encoding;
-        let _sync = opened.shared.sync_lock.lock().await;
-        let changes = plan_off_thread(ctx, &opened.shared, edit, enc, "lsp_rename").await?;
-        drop(_sync);
-        self.previews.remember(&ctx.run, args, &changes);
-        let total: usize = changes.iter().map(|c| c.edits).sum();
-        let (lines, files, left_out) =
-            crate::rename_preview::render(&changes, &ctx.workdir, (word, &args.new_name));
-        let mut text = format!(
-            "preview: renaming `{}` to `{}` would make {total} edits in {} files; nothing was written\n{lines}",
-            args.symbol,
-            args.new_name,
-            changes.len()
-        );
-        let (complete, partial_reason) = crate::coverage::covered(&mut text, gap);
-        Ok(LspRenameResult::Preview(LspRenamePreview {
-            text,
-            dry_run: true,
-            written: false,
-            files,
-            edits: total as u64,
-            lines_not_shown: left_out as u64,
-            complete,
-            partial_reason,
-        }))
-    }
-
-    /// The rename's edit written (checked against the run's preview, if any) and its new
-    /// diagnostics.
-    async fn apply_rename(
-        &self,
-        ctx: &CallCtx,
-        opened: &Opened,
-        args: &LspRenameArgs,
-        edit: Value,
-        word: &str,
-        gap: Option<String>,
-    ) -> Result<LspRenameResult, ToolError> {
-        let enc = opened.conn.encoding;
-        // The diagnostics the touched files have now are the run's baseline where it has
-        // none, so the rename reports only errors it introduced.
-        if let Ok(touched) = touched_files(&edit) {
-            self.before_write(&ctx.run, &touched).await;
-        }
-        // The server's root may be above the workdir: its edit can reach files the caller
-        // may not write. All of them are checked before anything is read or written; a
-        // rename this run previewed must be the edit it was shown.
-        let _sync = opened.shared.sync_lock.lock().await;
-        let expect = Preview {
-            previews: &self.previews,
-            args,
-        };
-        let changes =
-            apply_checked(ctx, &opened.shared, edit, enc, "lsp_rename", Some(expect)).await;
-        drop(_sync);
-        // A rename refused for differing from its preview stays refused until previewed again.
-        let changes = changes?;
-        self.previews.forget(&ctx.run);
-        let total: usize = changes.iter().map(|c| c.edits).sum();
-        let files: Vec<LspEditedFile> = changes
-            .iter()
-            .map(|c| LspEditedFile {
-                path: show_path(&c.path, &ctx.workdir),
-                edits: c.edits as u64,
-            })
-            .collect();
-        let mut text = edits_line(
-            &format!("renamed `{}` to `{}`", args.symbol, args.new_name),
-            &changes,
-            &ctx.workdir,
-        );
-        let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
-        // What the run was told of these files now names the new name.
-        self.diagnostics
-            .renamed(&ctx.run, &paths, word, &args.new_name);
-        let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
-        text.push_str(&diags.text);
-        let (complete, partial_reason) = crate::coverage::covered(&mut text, gap);
-        Ok(LspRenameResult::Renamed(LspRenamed {
-            text,
-            files,
-            edits: total as u64,
-            diagnostics: diags,
-            complete,
-            partial_reason,
-        }))
     }
 }
 

@@ -13,10 +13,12 @@ use toolvisor_protocol::results::{LspEditResult, LspEditedFile, LspFormattingOpt
 use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
 use crate::call::{CallCtx, Opened};
+use crate::diagnostics::Diagnostics;
+use crate::edit::Edits;
 use crate::edit::apply_off_thread;
-use crate::manager::LanguageServers;
 use crate::ops::require;
 use crate::render::show_path;
+use crate::servers::Servers;
 
 pub(crate) fn need<'a>(
     v: &'a Option<String>,
@@ -36,19 +38,26 @@ pub(crate) fn need<'a>(
     })
 }
 
-impl LanguageServers {
+impl Edits {
     /// `lsp_edit {op, ...}`.
     pub async fn lsp_edit(
         &self,
+        servers: &Servers,
+        diagnostics: &Diagnostics,
         ctx: &CallCtx,
         args: LspEditArgs,
     ) -> Result<LspEditResult, ToolError> {
         match args.op {
-            LspEditOp::ApplyCodeAction => self.apply_code_action(ctx, &args).await,
+            LspEditOp::ApplyCodeAction => {
+                self.apply_code_action(servers, diagnostics, ctx, &args)
+                    .await
+            }
             LspEditOp::ReplaceSymbolBody
             | LspEditOp::InsertBeforeSymbol
-            | LspEditOp::InsertAfterSymbol => self.symbol_edit(ctx, &args).await,
-            LspEditOp::Format => self.format(ctx, &args).await,
+            | LspEditOp::InsertAfterSymbol => {
+                self.symbol_edit(servers, diagnostics, ctx, &args).await
+            }
+            LspEditOp::Format => self.format(servers, diagnostics, ctx, &args).await,
         }
     }
 
@@ -56,6 +65,8 @@ impl LanguageServers {
     /// the files, the edit count and the diagnostics new for the run. `what` leads the text.
     pub(crate) async fn write_edit(
         &self,
+        servers: &Servers,
+        diagnostics: &Diagnostics,
         ctx: &CallCtx,
         opened: &Opened,
         edit: Value,
@@ -65,7 +76,7 @@ impl LanguageServers {
         // The diagnostics the touched files have now are the run's baseline where it has
         // none, so the edit reports only errors it introduced (as `lsp_rename` does).
         if let Ok(touched) = crate::edit::touched_files(&edit) {
-            self.before_write(&ctx.run, &touched).await;
+            diagnostics.before_write(servers, &ctx.run, &touched).await;
         }
         let sync = opened.shared.sync_lock.lock().await;
         let changes = apply_off_thread(ctx, &opened.shared, edit, enc, "lsp_edit").await?;
@@ -80,30 +91,37 @@ impl LanguageServers {
             .collect();
         let mut text = crate::edit::edits_line(&what, &changes, &ctx.workdir);
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
-        let diags = self.after_write(&ctx.run, &ctx.workdir, &paths).await;
+        let diags = diagnostics
+            .after_write(servers, &ctx.run, &ctx.workdir, &paths)
+            .await;
         text.push_str(&diags.text);
         Ok(LspEditResult {
             text,
             files,
             edits: total as u64,
             diagnostics: Some(diags),
-            server: self.servers.server_of(opened),
+            server: servers.server_of(opened),
             command_not_run: None,
             options: None,
         })
     }
 
     /// `lsp_edit format {file}`: `textDocument/formatting`, written like any edit.
-    async fn format(&self, ctx: &CallCtx, args: &LspEditArgs) -> Result<LspEditResult, ToolError> {
+    async fn format(
+        &self,
+        servers: &Servers,
+        diagnostics: &Diagnostics,
+        ctx: &CallCtx,
+        args: &LspEditArgs,
+    ) -> Result<LspEditResult, ToolError> {
         let file = need(&args.file, args.op, "file")?;
         let path = ctx.resolve("lsp_edit", file, Access::Write)?;
-        let mut opened = self.servers.open(&path, &ctx.run).await?;
+        let mut opened = servers.open(&path, &ctx.run).await?;
         require(&opened, "documentFormattingProvider", "formatting")?;
         // The file's `.editorconfig`, else its own indentation: a 2-space file stays 2-space.
         let (options, indent_from) = crate::indent::formatting_options(&path, &opened.text);
         let params = json!({"textDocument": {"uri": opened.uri}, "options": options});
-        let edits = self
-            .servers
+        let edits = servers
             .request(&mut opened, "textDocument/formatting", params)
             .await?;
         let shown = show_path(&path, &ctx.workdir);
@@ -120,14 +138,21 @@ impl LanguageServers {
                 files: Vec::new(),
                 edits: 0,
                 diagnostics: None,
-                server: self.servers.server_of(&opened),
+                server: servers.server_of(&opened),
                 command_not_run: None,
                 options: sent,
             });
         }
         let edit = json!({"changes": {opened.uri.clone(): edits}});
         let mut answer = self
-            .write_edit(ctx, &opened, edit, format!("formatted {shown}"))
+            .write_edit(
+                servers,
+                diagnostics,
+                ctx,
+                &opened,
+                edit,
+                format!("formatted {shown}"),
+            )
             .await?;
         answer.text.push_str(&format!("{indent}\n"));
         answer.options = sent;

@@ -1,9 +1,11 @@
 //! The language-server manager ([`LanguageServers`]): one field per concern, each owning its
-//! state — the servers and their documents ([`Servers`]: the table, start rule, trust, document
-//! sync, and the read-only ops that ask the servers), the diagnostics ledger, and what the
-//! edits keep across calls (code actions and rename previews). It answers the tools' entry
-//! points (`lsp`, `lsp_rename`, `lsp_edit`, `synced_write`, the write diagnostics) by handing
-//! each to the concern that owns it.
+//! state — the servers and their documents ([`Servers`]: the table, the start rule, trust,
+//! document sync, and the ops that ask the servers and keep nothing: navigation and the checks),
+//! the diagnostics ([`Diagnostics`]: the run ledger, and the write diagnostics), the edits and
+//! renames ([`Edits`]: each run's last code actions and rename preview). Its methods are the
+//! entry points the daemon calls (`lsp`, `lsp_rename`, `lsp_edit`, `synced_write`, the write
+//! diagnostics, `trust_targets`, `previewed`, `actions_of`), each handed to the concern that
+//! owns it with the others it needs.
 
 use std::path::{Path, PathBuf};
 
@@ -15,28 +17,27 @@ use toolvisor_kit::status::TreeNotifier;
 use toolvisor_kit::supervise::SupervisorMsg;
 use toolvisor_protocol::error::ToolError;
 use toolvisor_protocol::results::{
-    LspChecking, LspFileDiagnostics, LspResult, LspServed, SyncedWriteResult, WriteDiagnostics,
+    LspChecking, LspEditResult, LspFileDiagnostics, LspRenameResult, LspResult, LspServed,
+    SyncedWriteResult, WriteDiagnostics,
 };
-use toolvisor_protocol::tools::{LspArgs, LspOp};
+use toolvisor_protocol::tools::{LspArgs, LspEditArgs, LspOp, LspRenameArgs};
 
 use crate::call::CallCtx;
 use crate::config::LspConfig;
 use crate::diagnostics::Diagnostics;
+use crate::edit::Edits;
 use crate::ops::{invalid, need};
 use crate::render;
 use crate::servers::Servers;
 
-/// The language-server manager: the servers and their roots ([`Servers`]), and what the other
-/// concerns keep across calls: the diagnostics ledger, the code actions and rename previews of
-/// each run.
+/// The language-server manager: the servers and their roots ([`Servers`]), the diagnostics
+/// ledger ([`Diagnostics`]) and the edits' memories ([`Edits`]).
 pub struct LanguageServers {
-    pub servers: Servers,
+    servers: Servers,
     /// The diagnostics ledger of each run: what a write newly brings.
-    pub diagnostics: Diagnostics,
-    /// The last `code_actions` answer of each run, for `lsp_edit apply_code_action`.
-    pub actions: crate::actions::memory::Memory,
-    /// Each run's last `lsp_rename` preview, which its real rename must equal.
-    pub(crate) previews: crate::rename_preview::Previews,
+    diagnostics: Diagnostics,
+    /// Each run's last `code_actions` answer and `lsp_rename` preview.
+    edits: Edits,
 }
 
 impl LanguageServers {
@@ -59,8 +60,7 @@ impl LanguageServers {
                 trusted_roots,
             ),
             diagnostics,
-            actions: crate::actions::memory::Memory::default(),
-            previews: Default::default(),
+            edits: Edits::default(),
         }
     }
 
@@ -138,7 +138,11 @@ impl LanguageServers {
             | LspOp::Implementation
             | LspOp::References
             | LspOp::Hover
-            | LspOp::CodeActions => self.servers.navigate(ctx, &args, &self.actions).await,
+            | LspOp::CodeActions => {
+                self.servers
+                    .navigate(ctx, &args, self.edits.actions())
+                    .await
+            }
             LspOp::CallHierarchy => Ok(LspResult::CallHierarchy(
                 self.servers.call_hierarchy(ctx, &args).await?,
             )),
@@ -199,5 +203,39 @@ impl LanguageServers {
         self.diagnostics
             .synced_write(&self.servers, ctx, path)
             .await
+    }
+
+    /// `lsp_rename {file, line, symbol, new_name}` ([`Edits::rename`]).
+    pub async fn rename(
+        &self,
+        ctx: &CallCtx,
+        args: LspRenameArgs,
+    ) -> Result<LspRenameResult, ToolError> {
+        self.edits
+            .rename(&self.servers, &self.diagnostics, ctx, args)
+            .await
+    }
+
+    /// The (edits, files) of `run`'s preview of this rename, if it previewed it (for the
+    /// approval's summary).
+    pub fn previewed(&self, run: &str, args: &LspRenameArgs) -> Option<(usize, usize)> {
+        self.edits.previewed(run, args)
+    }
+
+    /// `lsp_edit {op, ...}` ([`Edits::lsp_edit`]).
+    pub async fn lsp_edit(
+        &self,
+        ctx: &CallCtx,
+        args: LspEditArgs,
+    ) -> Result<LspEditResult, ToolError> {
+        self.edits
+            .lsp_edit(&self.servers, &self.diagnostics, ctx, args)
+            .await
+    }
+
+    /// The file and the action titles of `run`'s last `code_actions` answer, in index order
+    /// (for the approval line of `lsp_edit apply_code_action`).
+    pub fn actions_of(&self, run: &str) -> Option<(String, Vec<String>)> {
+        self.edits.actions_of(run)
     }
 }

@@ -357,7 +357,6 @@ fn code_actions(ctx: &CallCtx, a: Asked<'_>, memory: &Memory) -> LspCodeActions 
         crate::actions::memory::Listed {
             server: a.opened.shared.id.clone(),
             path: a.opened.path.clone(),
-            uri: a.opened.uri.clone(),
             version: a.opened.version,
             actions: ordered,
         },

@@ -356,10 +356,6 @@ impl ServerShared {
         lock(&self.checks).restart();
     }
 
-    pub fn stderr_tail(&self) -> String {
-        lock(&self.stderr).text()
-    }
-
     pub fn uptime(&self) -> Option<Duration> {
         lock(&self.started).map(|t| t.elapsed())
     }

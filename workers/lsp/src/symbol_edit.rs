@@ -2,7 +2,7 @@
 //! `insert_after_symbol`, addressed by a symbol path from the server's document symbols
 //! (`Class/method`), so a whole definition is edited without reproducing its old text.
 //! The edit becomes a one-file `WorkspaceEdit` written by the same all-or-nothing path as
-//! `lsp_rename` ([`LanguageServers::write_edit`]).
+//! `lsp_rename` ([`Edits::write_edit`]).
 
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
@@ -10,10 +10,12 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
 use crate::call::CallCtx;
+use crate::diagnostics::Diagnostics;
+use crate::edit::Edits;
 use crate::lsp_edit::need;
-use crate::manager::LanguageServers;
 use crate::ops::require;
 use crate::render::{self, show_path};
+use crate::servers::Servers;
 
 /// Candidates named in a "no such symbol" answer.
 const LISTED_MAX: usize = 40;
@@ -238,10 +240,12 @@ pub fn text_edit(doc: &str, found: &Found, op: LspEditOp, text: &str) -> Value {
     json!({"range": {"start": start, "end": end}, "newText": body})
 }
 
-impl LanguageServers {
+impl Edits {
     /// `lsp_edit replace_symbol_body | insert_before_symbol | insert_after_symbol`.
     pub(crate) async fn symbol_edit(
         &self,
+        servers: &Servers,
+        diagnostics: &Diagnostics,
         ctx: &CallCtx,
         args: &LspEditArgs,
     ) -> Result<toolvisor_protocol::results::LspEditResult, ToolError> {
@@ -250,18 +254,16 @@ impl LanguageServers {
         let wanted = need(&args.symbol_path, op, "symbol_path")?;
         let text = need(&args.text, op, "text")?;
         let path = ctx.resolve("lsp_edit", file, Access::Write)?;
-        let mut opened = self.servers.open(&path, &ctx.run).await?;
+        let mut opened = servers.open(&path, &ctx.run).await?;
         require(&opened, "documentSymbolProvider", "document symbols")?;
         let shown = show_path(&path, &ctx.workdir);
         let params = json!({"textDocument": {"uri": opened.uri}});
-        let mut result = self
-            .servers
+        let mut result = servers
             .request(&mut opened, "textDocument/documentSymbol", params.clone())
             .await?;
         if result.as_array().is_none_or(Vec::is_empty) && !opened.shared.settled() {
-            self.servers.ready(&opened.shared).await?;
-            result = self
-                .servers
+            servers.ready(&opened.shared).await?;
+            result = servers
                 .request(&mut opened, "textDocument/documentSymbol", params)
                 .await?;
         }
@@ -285,7 +287,8 @@ impl LanguageServers {
                 found.kind, found.path
             ),
         };
-        self.write_edit(ctx, &opened, edit, what).await
+        self.write_edit(servers, diagnostics, ctx, &opened, edit, what)
+            .await
     }
 }
 

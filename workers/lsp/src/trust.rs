@@ -96,11 +96,6 @@ impl Trust {
             .map(|r| r.iter().cloned().collect())
             .unwrap_or_default()
     }
-
-    /// The configured roots.
-    pub fn config_roots(&self) -> &[PathBuf] {
-        &self.roots
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The last `code_actions` answer of each run, as listed: what `lsp_edit apply_code_action`
-//! applies an action of by its index. The language-server manager holds it.
+//! applies an action of by its index. [`crate::edit::Edits`] holds it.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -16,7 +16,6 @@ pub struct Listed {
     /// The server that offered them (`ServerShared::id`).
     pub server: String,
     pub path: PathBuf,
-    pub uri: String,
     /// The document version the actions were computed for.
     pub version: i32,
     /// The server's actions (`CodeAction` or `Command`), raw, in index order.
@@ -57,7 +56,6 @@ mod tests {
         let listed = |n: usize| Listed {
             server: "s".into(),
             path: PathBuf::from("/a"),
-            uri: "file:///a".into(),
             version: n as i32,
             actions: vec![],
         };
