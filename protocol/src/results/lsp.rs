@@ -93,6 +93,21 @@ impl LspServed {
     }
 }
 
+/// Where a paged list stands: how many there are, and the page shown.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LspPage {
+    /// Found, listed or not.
+    pub total: u64,
+    /// Not every entry is on this page (cut at the op's bound, or a page after the first).
+    pub truncated: bool,
+    /// The entries skipped before this page (absent when the list is whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Where the next page starts (absent on the last page).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+}
+
 /// A position encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum LspEncoding {
@@ -233,16 +248,9 @@ pub struct LspLocations {
     pub text: String,
     /// The locations (references: at most 50, from `offset`).
     pub locations: Vec<LspLocation>,
-    /// Locations found, listed or not.
-    pub total: u64,
-    /// The list was cut (references past 50, or a page after the first).
-    pub truncated: bool,
-    /// references: the entries skipped before this page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offset: Option<u64>,
-    /// references: where the next page starts (absent on the last page).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_offset: Option<u64>,
+    /// How many there are, and the page shown.
+    #[serde(flatten)]
+    pub page: LspPage,
     /// The server that answered, and what the answer rests on.
     #[serde(flatten)]
     pub served: LspServed,
@@ -322,16 +330,9 @@ pub struct LspDocumentSymbols {
     pub text: String,
     /// The symbols, depth-first (at most 200).
     pub symbols: Vec<LspOutlineSymbol>,
-    /// Symbols in the outline, listed or not.
-    pub total: u64,
-    /// The list was cut.
-    pub truncated: bool,
-    /// The entries skipped before this page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offset: Option<u64>,
-    /// Where the next page starts (absent on the last page).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_offset: Option<u64>,
+    /// How many there are, and the page shown.
+    #[serde(flatten)]
+    pub page: LspPage,
     /// The server that answered, and what the answer rests on.
     #[serde(flatten)]
     pub served: LspServed,
@@ -360,16 +361,9 @@ pub struct LspWorkspaceSymbols {
     pub text: String,
     /// The symbols (at most 100).
     pub symbols: Vec<LspWorkspaceSymbol>,
-    /// Symbols found, listed or not.
-    pub total: u64,
-    /// The list was cut.
-    pub truncated: bool,
-    /// The entries skipped before this page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offset: Option<u64>,
-    /// Where the next page starts (absent on the last page).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_offset: Option<u64>,
+    /// How many there are, and the page shown.
+    #[serde(flatten)]
+    pub page: LspPage,
     /// The server that answered, and what the answer rests on.
     #[serde(flatten)]
     pub served: LspServed,

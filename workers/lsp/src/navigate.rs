@@ -311,16 +311,12 @@ impl Servers {
         let gap = crate::hidden_uses::join(gap.filter(|_| op.index_wide()), stub);
         let mut partial_reason = None;
         mark_partial(&mut text, total == 0, &mut partial_reason, gap);
-        let truncated = page.cut(total);
-        let served = LspServed::of(a.server, partial_reason.is_some(), truncated);
-        let (offset, next_offset) = page.offsets(total);
+        let page = page.of_total(total);
+        let served = LspServed::of(a.server, partial_reason.is_some(), page.truncated);
         Ok(LspLocations {
             text,
             locations: items,
-            total: total as u64,
-            truncated,
-            offset,
-            next_offset,
+            page,
             served,
             partial_reason,
             roots,

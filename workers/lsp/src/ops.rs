@@ -23,7 +23,9 @@ use serde_json::Value;
 use toolvisor_files::paths::Access;
 use toolvisor_jsonrpc::RpcError;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{LspReload, LspServer, LspServerState, LspTrust, LspTrustedRoot};
+use toolvisor_protocol::results::{
+    LspPage, LspReload, LspServer, LspServerState, LspTrust, LspTrustedRoot,
+};
 
 use crate::call::{CallCtx, Opened};
 use crate::config::language_id;
@@ -506,11 +508,15 @@ impl Page {
         })
     }
 
-    /// The answer's `offset` and `next_offset`, when the list is paged.
-    pub fn offsets(&self, total: usize) -> (Option<u64>, Option<u64>) {
-        match self.cut(total) {
-            true => (Some(self.from as u64), self.next(total).map(|n| n as u64)),
-            false => (None, None),
+    /// Where the answer stands in a list of `total` (its `offset` and `next_offset` only when
+    /// paged).
+    pub fn of_total(&self, total: usize) -> LspPage {
+        let cut = self.cut(total);
+        LspPage {
+            total: total as u64,
+            truncated: cut,
+            offset: cut.then_some(self.from as u64),
+            next_offset: self.next(total).map(|n| n as u64),
         }
     }
 }

@@ -78,17 +78,13 @@ impl Servers {
         // The server reads an outline from the file alone: it is whole (unless paged) while
         // the server still indexes the project.
         let server = self.server_of(&opened);
-        let truncated = page.cut(total);
-        let mut served = LspServed::of(server, false, truncated);
-        served.complete = !truncated;
-        let (offset, next_offset) = page.offsets(total);
+        let page = page.of_total(total);
+        let mut served = LspServed::of(server, false, page.truncated);
+        served.complete = !page.truncated;
         Ok(LspDocumentSymbols {
             text,
             symbols: items,
-            total: total as u64,
-            truncated,
-            offset,
-            next_offset,
+            page,
             served,
         })
     }
@@ -194,16 +190,12 @@ impl Servers {
         let gap = crate::hidden_uses::join(gap, cut);
         mark_partial(&mut text, total == 0, &mut partial_reason, gap);
         let server = self.server_of(&opened);
-        let truncated = page.cut(total);
-        let served = LspServed::of(server, partial_reason.is_some(), truncated);
-        let (offset, next_offset) = page.offsets(total);
+        let page = page.of_total(total);
+        let served = LspServed::of(server, partial_reason.is_some(), page.truncated);
         Ok(LspWorkspaceSymbols {
             text,
             symbols: items,
-            total: total as u64,
-            truncated,
-            offset,
-            next_offset,
+            page,
             served,
             partial_reason,
         })
