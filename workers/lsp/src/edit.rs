@@ -618,13 +618,7 @@ impl Edits {
         let changes = changes?;
         self.previews.forget(&ctx.run);
         let total: usize = changes.iter().map(|c| c.edits).sum();
-        let files: Vec<LspEditedFile> = changes
-            .iter()
-            .map(|c| LspEditedFile {
-                path: show_path(&c.path, &ctx.workdir),
-                edits: c.edits as u64,
-            })
-            .collect();
+        let files = edited_files(&changes, &ctx.workdir);
         let mut text = edits_line(
             &format!("renamed `{}` to `{}`", args.symbol, args.new_name),
             &changes,
@@ -747,6 +741,17 @@ impl Servers {
 
 /// Files listed by name in [`edits_line`], at most (the JSON's `files` has them all).
 const EDITED_FILES_SHOWN: usize = 10;
+
+/// The files an edit wrote, as its answer lists them.
+pub(crate) fn edited_files(changes: &[FileChange], workdir: &Path) -> Vec<LspEditedFile> {
+    changes
+        .iter()
+        .map(|c| LspEditedFile {
+            path: show_path(&c.path, workdir),
+            edits: c.edits as u64,
+        })
+        .collect()
+}
 
 /// What an edit wrote, one line (the count of edits is the answer's `edits`): `{what}` when
 /// `what` names the one file changed (else `… in PATH`), `{what} in 3 files: a.py (1), b.py

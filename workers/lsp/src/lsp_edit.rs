@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::{LspEditResult, LspEditedFile, LspFormattingOptions};
+use toolvisor_protocol::results::{LspEditResult, LspFormattingOptions};
 use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
 use crate::call::{CallCtx, Opened};
@@ -82,13 +82,7 @@ impl Edits {
         let changes = apply_off_thread(ctx, &opened.shared, edit, enc, "lsp_edit").await?;
         drop(sync);
         let total: usize = changes.iter().map(|c| c.edits).sum();
-        let files: Vec<LspEditedFile> = changes
-            .iter()
-            .map(|c| LspEditedFile {
-                path: show_path(&c.path, &ctx.workdir),
-                edits: c.edits as u64,
-            })
-            .collect();
+        let files = crate::edit::edited_files(&changes, &ctx.workdir);
         let mut text = crate::edit::edits_line(&what, &changes, &ctx.workdir);
         let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
         let diags = diagnostics
