@@ -11,16 +11,15 @@ use std::time::Duration;
 use serde_json::Value as Json;
 use toolvisor_files::image::ImageLimits;
 use toolvisor_files::paths::Access;
-use toolvisor_files::read::{ReadLimits, ReadOutput};
+use toolvisor_files::read::ReadLimits;
 use toolvisor_files::search::{Case, FindRequest, GrepRequest, SearchLimits, Visibility};
 use toolvisor_files::secrets::Secrets;
 use toolvisor_files::store::{ResultStore, StoreConfig};
 use toolvisor_files::{Cancel, Changed, Files, FilesConfig};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{
-    ApplyPatchResult, EditResult, FindResult, GrepResult, ImageKind, ImageOmittedKind, ImageSource,
-    LsEntry, LsResult, PatchedFile, ReadImage, ReadImageOmitted, ReadResult, ToolResultReadResult,
-    WriteResult,
+    ApplyPatchResult, EditResult, FindResult, GrepResult, LsEntry, LsResult, PatchedFile,
+    ReadResult, ToolResultReadResult, WriteResult,
 };
 use toolvisor_protocol::tools::{
     ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, GrepCase, LsArgs, ReadArgs, ToolResultReadArgs,
@@ -212,8 +211,7 @@ pub(crate) async fn run_read(
     blocking("read", move || {
         let scope = files.scope(&workdir)?;
         let c = &files.config;
-        let out = toolvisor_files::read::read(&scope, &path, offset, limit, &c.read, &c.images)?;
-        Ok(read_result(out))
+        toolvisor_files::read::read(&scope, &path, offset, limit, &c.read, &c.images)
     })
     .await
 }
@@ -546,37 +544,6 @@ fn protected_note(skipped: usize) -> (Option<u64>, Option<Vec<String>>) {
 /// A list a result leaves out when it is empty.
 fn some<T>(list: Vec<T>) -> Option<Vec<T>> {
     (!list.is_empty()).then_some(list)
-}
-
-fn read_result(out: ReadOutput) -> ReadResult {
-    match out {
-        ReadOutput::Text(t) => ReadResult::Text(t),
-        ReadOutput::Image(i) => {
-            let source = ImageSource {
-                format: i.source_format.to_string(),
-                width: i.source_width,
-                height: i.source_height,
-                bytes: i.source_bytes,
-            };
-            match i.image {
-                Some(img) => ReadResult::Image(ReadImage {
-                    kind: ImageKind::Image,
-                    mime_type: img.mime_type.to_string(),
-                    data: img.data,
-                    width: img.width,
-                    height: img.height,
-                    transformed: img.transformed,
-                    source,
-                    note: i.note,
-                }),
-                None => ReadResult::ImageOmitted(ReadImageOmitted {
-                    kind: ImageOmittedKind::ImageOmitted,
-                    source,
-                    note: i.note,
-                }),
-            }
-        }
-    }
 }
 
 /// Streamed output (`event` frames) on its way to the client: known secrets masked, as in

@@ -6,6 +6,9 @@ use std::io::Cursor;
 
 use base64::Engine;
 use image::{DynamicImage, ImageFormat, ImageReader};
+use toolvisor_protocol::results::{
+    ImageKind, ImageOmittedKind, ImageSource, ReadImage, ReadImageOmitted, ReadResult,
+};
 
 /// The model's image limits. `max_bytes` counts the base64 text, not the raw bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +142,35 @@ fn b64_len(n: usize) -> usize {
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+impl ImageRead {
+    /// As `read` answers it: the image fitted, or omitted with why.
+    pub fn into_result(self) -> ReadResult {
+        let source = ImageSource {
+            format: self.source_format.to_string(),
+            width: self.source_width,
+            height: self.source_height,
+            bytes: self.source_bytes,
+        };
+        match self.image {
+            Some(img) => ReadResult::Image(ReadImage {
+                kind: ImageKind::Image,
+                mime_type: img.mime_type.to_string(),
+                data: img.data,
+                width: img.width,
+                height: img.height,
+                transformed: img.transformed,
+                source,
+                note: self.note,
+            }),
+            None => ReadResult::ImageOmitted(ReadImageOmitted {
+                kind: ImageOmittedKind::ImageOmitted,
+                source,
+                note: self.note,
+            }),
+        }
+    }
 }
 
 /// Fit the image in `bytes` (already sniffed as `format`) to `limits`.

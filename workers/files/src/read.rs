@@ -5,10 +5,10 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
-use toolvisor_protocol::results::{LineEndings, ReadText, TextKind};
+use toolvisor_protocol::results::{LineEndings, ReadResult, ReadText, TextKind};
 
 use crate::error::{Error, Result};
-use crate::image::{self as img, ImageLimits, ImageRead};
+use crate::image::{self as img, ImageLimits};
 use crate::paths::{Access, Scope};
 use crate::text;
 
@@ -37,13 +37,6 @@ impl Default for ReadLimits {
     }
 }
 
-/// What `read` found: a text file's lines as the tool answers them, or an image.
-#[derive(Clone, Debug)]
-pub enum ReadOutput {
-    Text(ReadText),
-    Image(ImageRead),
-}
-
 const CHUNK: usize = 256 * 1024;
 
 /// Read `path` in `scope`. `offset` is a 1-based first line, or negative to count from the
@@ -55,7 +48,7 @@ pub fn read(
     limit: Option<u64>,
     limits: &ReadLimits,
     images: &ImageLimits,
-) -> Result<ReadOutput> {
+) -> Result<ReadResult> {
     let resolved = scope.resolve(path, Access::Read)?;
     let mut file = resolved.open()?;
     let meta = file.metadata().map_err(|e| resolved.error("stat", e))?;
@@ -78,7 +71,7 @@ pub fn read(
         return Err(Error::bad("limit", "must be at least 1"));
     }
     if size == 0 {
-        return Ok(ReadOutput::Text(ReadText {
+        return Ok(ReadResult::Text(ReadText {
             path: display,
             kind: TextKind::Text,
             content: String::new(),
@@ -110,7 +103,7 @@ pub fn read(
         limits,
     )
     .map_err(io)?;
-    Ok(ReadOutput::Text(text))
+    Ok(ReadResult::Text(text))
 }
 
 /// An image file, decoded and fitted to `images` (the rest of its bytes read after `head`).
@@ -121,7 +114,7 @@ fn read_image(
     size: u64,
     display: String,
     images: &ImageLimits,
-) -> Result<ReadOutput> {
+) -> Result<ReadResult> {
     if size > img::MAX_IMAGE_FILE_BYTES {
         return Err(Error::TooLarge {
             message: format!(
@@ -139,7 +132,7 @@ fn read_image(
         path: display.clone(),
         why: format!("an image that cannot be decoded: {why}"),
     })?;
-    Ok(ReadOutput::Image(fitted))
+    Ok(fitted.into_result())
 }
 
 /// The number of the first line to show and the byte where it starts, for `offset`
@@ -513,8 +506,8 @@ mod tests {
         l: &ReadLimits,
     ) -> ReadText {
         match read(scope, "f.txt", offset, limit, l, &ImageLimits::default()).unwrap() {
-            ReadOutput::Text(t) => t,
-            ReadOutput::Image(_) => panic!("image"),
+            ReadResult::Text(t) => t,
+            _ => panic!("image"),
         }
     }
 

@@ -14,9 +14,10 @@ use std::thread;
 
 use rustix::fs::{CWD, RenameFlags};
 use toolvisor_files::image::ImageLimits;
-use toolvisor_files::read::{ReadLimits, ReadOutput};
+use toolvisor_files::read::ReadLimits;
 use toolvisor_files::search::{FindRequest, GrepRequest, SearchLimits, Visibility};
 use toolvisor_files::{Cancel, Error, Scope};
+use toolvisor_protocol::results::ReadResult;
 
 const READERS: u64 = 3;
 const WRITERS: u64 = 2;
@@ -210,8 +211,8 @@ fn a_directory_swapped_for_a_symlink_never_leads_outside() {
                         _ => match toolvisor_files::read::read(
                             &scope, "d/f.txt", None, None, &limits, &images,
                         ) {
-                            Ok(ReadOutput::Text(text)) => text.content.contains(SECRET),
-                            Ok(ReadOutput::Image(_)) => panic!("d/f.txt read as an image"),
+                            Ok(ReadResult::Text(text)) => text.content.contains(SECRET),
+                            Ok(_) => panic!("d/f.txt read as an image"),
                             Err(e) => {
                                 tally.error("read", &e);
                                 continue;
