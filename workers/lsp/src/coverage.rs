@@ -265,10 +265,9 @@ fn jedi_gap(root: &Path, symbol: &str) -> Option<String> {
 /// A rename's coverage: `complete` when no gap is known; the gap, if any, said at the end of
 /// `text` (as [`mark_partial`] says it) and returned as the `partial_reason`.
 pub(crate) fn covered(text: &mut String, gap: Option<String>) -> (bool, Option<String>) {
-    if let Some(reason) = &gap {
-        text.push_str(&format!("(partial: {reason})\n"));
-    }
-    (gap.is_none(), gap)
+    let mut partial_reason = None;
+    mark_partial(text, false, &mut partial_reason, gap);
+    (partial_reason.is_none(), partial_reason)
 }
 
 /// Marks an index-wide answer with a known gap (`partial_reason`, and a `(partial: …)` text

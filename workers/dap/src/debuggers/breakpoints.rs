@@ -200,46 +200,48 @@ fn temporary_verdict(line: u64, answered: &Value) -> DebugTemporaryBreakpoint {
     }
 }
 
-/// The adapter's `breakpoint` event on the breakpoint `id` since its verdict was given.
-fn change_of(id: Option<i64>, session: Option<&Arc<Session>>) -> Option<Value> {
-    lock(&session?.breakpoint_changes).get(&id?).cloned()
+/// What the adapter's `breakpoint` events said of the breakpoint `id` since its verdict was
+/// given (each fact it did not mention is `None`).
+struct Change {
+    verified: Option<bool>,
+    line: Option<u64>,
+    message: Option<String>,
 }
 
-/// A source breakpoint's verdict updated by the adapter's `breakpoint` events since.
+fn change_of(id: Option<i64>, session: Option<&Arc<Session>>) -> Option<Change> {
+    let changed = lock(&session?.breakpoint_changes).get(&id?).cloned()?;
+    Some(Change {
+        verified: changed["verified"].as_bool(),
+        line: changed["line"].as_u64(),
+        message: changed["message"].as_str().map(str::to_string),
+    })
+}
+
+/// A source breakpoint's verdict updated by the adapter's `breakpoint` events since: a line
+/// the event moves it to is its `actual_line` (none when it is the asked line).
 fn refreshed(v: &DebugSourceBreakpoint, session: Option<&Arc<Session>>) -> DebugSourceBreakpoint {
     let mut out = v.clone();
-    let Some(changed) = change_of(v.id, session) else {
-        return out;
-    };
-    if let Some(verified) = changed["verified"].as_bool() {
-        out.verified = Some(verified);
-    }
-    if let Some(line) = changed["line"].as_u64() {
-        out.actual_line = (out.line != line).then_some(line);
-    }
-    if let Some(m) = changed["message"].as_str() {
-        out.message = Some(m.to_string());
+    if let Some(c) = change_of(v.id, session) {
+        out.verified = c.verified.or(out.verified);
+        if let Some(line) = c.line {
+            out.actual_line = (out.line != line).then_some(line);
+        }
+        out.message = c.message.or(out.message);
     }
     out
 }
 
-/// A function breakpoint's verdict updated by the adapter's `breakpoint` events since.
+/// A function breakpoint's verdict updated by the adapter's `breakpoint` events since (the
+/// line the event names is the function's).
 fn refreshed_function(
     v: &DebugFunctionBreakpoint,
     session: Option<&Arc<Session>>,
 ) -> DebugFunctionBreakpoint {
     let mut out = v.clone();
-    let Some(changed) = change_of(v.id, session) else {
-        return out;
-    };
-    if let Some(verified) = changed["verified"].as_bool() {
-        out.verified = Some(verified);
-    }
-    if let Some(line) = changed["line"].as_u64() {
-        out.line = Some(line);
-    }
-    if let Some(m) = changed["message"].as_str() {
-        out.message = Some(m.to_string());
+    if let Some(c) = change_of(v.id, session) {
+        out.verified = c.verified.or(out.verified);
+        out.line = c.line.or(out.line);
+        out.message = c.message.or(out.message);
     }
     out
 }
