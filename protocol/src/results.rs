@@ -22,6 +22,7 @@ mod human;
 mod jobs;
 #[allow(clippy::large_enum_variant)]
 mod lsp;
+mod lsp_edits;
 mod models;
 mod structural;
 
@@ -32,6 +33,7 @@ pub use files::*;
 pub use human::*;
 pub use jobs::*;
 pub use lsp::*;
+pub use lsp_edits::*;
 pub use models::*;
 pub use structural::*;
 
