@@ -168,20 +168,16 @@ async fn server_gap(shared: &ServerShared, path: &Path, symbol: Option<&str>) ->
     if !shared.flavor.clangd {
         return None;
     }
-    let (root, path) = (shared.root.clone(), path.to_path_buf());
-    let has_database = tokio::task::spawn_blocking(move || {
-        path.ancestors()
-            .skip(1)
-            .take_while(|d| d.starts_with(&root))
-            .any(|d| {
-                d.join("compile_commands.json").is_file()
-                    || d.join("build/compile_commands.json").is_file()
-            })
-    })
-    .await
-    .unwrap_or(false);
+    let (databases, root, path) = (
+        shared.databases.clone(),
+        shared.root.clone(),
+        path.to_path_buf(),
+    );
+    let has_database = tokio::task::spawn_blocking(move || databases.lists_files(&root, &path))
+        .await
+        .unwrap_or(false);
     (!has_database).then(|| {
-        "clangd indexes only the files listed in a compile_commands.json and this project has none (compile_flags.txt alone is not a list of files): the answer covers only the files open in the server and what they include; create compile_commands.json in the root or build/ (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; make: `bear -- make`), then `lsp reload`".to_string()
+        "clangd indexes only the files listed in a compile_commands.json and this project has none that lists a file (compile_flags.txt alone is not a list of files): the answer covers only the files open in the server and what they include; create compile_commands.json in the root or build/ (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; make: `bear -- make`), then `lsp reload`".to_string()
     })
 }
 

@@ -15,8 +15,11 @@
 //! implementations, workspace symbols), comes only from a server that is ready and settled, else
 //! the caller gets `not_ready`, `timeout` or `resource_failed`. Ready means connected, no
 //! `$/progress` open, the configured ready log line seen when there is one (pyright's "Found N
-//! source files"), and quiescent when the server reports status (rust-analyzer's
-//! `experimental/serverStatus`); settled adds `settle_ms` of quiet. A server that loads projects
+//! source files"), quiescent when the server reports status (rust-analyzer's
+//! `experimental/serverStatus`), and for clangd, once a file under a compilation database that
+//! lists files is opened, its first background index pass ended (`server/progress.rs`: its
+//! first word of it can come after the settle on a loaded machine); settled adds `settle_ms` of
+//! quiet. A server that loads projects
 //! lazily (typescript-language-server) must also have published diagnostics for the document since
 //! it was opened in this incarnation before an index-wide answer about it (`project_loaded`):
 //! measured, tsserver loads a project only after the first `didOpen`, its "Initializing JS/TS
@@ -49,6 +52,7 @@ use crate::lock;
 use crate::position::Encoding;
 use crate::uri;
 
+mod cdb;
 mod diags;
 mod flavor;
 mod progress;
@@ -227,6 +231,8 @@ pub struct ServerShared {
     pub(crate) checks: Mutex<crate::checks::Checks>,
     /// The server's own account of its work in this incarnation.
     progress: Progress,
+    /// What clangd's compilation databases list (`server/cdb.rs`).
+    pub(crate) databases: Arc<cdb::Databases>,
     /// Which server this is, where that changes how it is read.
     pub(crate) flavor: Flavor,
     last_activity: Mutex<Instant>,
@@ -273,7 +279,7 @@ impl ServerShared {
         idle_ttl: Option<Duration>,
         memory_limit: Option<u64>,
     ) -> Arc<Self> {
-        let flavor = Flavor::of(&program);
+        let flavor = Flavor::of(&program, command.get(1..).unwrap_or_default());
         Arc::new(ServerShared {
             id,
             language,
@@ -296,6 +302,7 @@ impl ServerShared {
             unseen: Mutex::new(Default::default()),
             checks: Mutex::new(Default::default()),
             progress: Progress::new(&flavor),
+            databases: Default::default(),
             flavor,
             last_activity: Mutex::new(Instant::now()),
             header_changes: AtomicU64::new(0),
@@ -461,7 +468,11 @@ impl ServerShared {
                         return Err(other);
                     }
                     // Work open and the server quiet: maybe it waits to be asked.
-                    let mut until = deadline;
+                    let mut until = self
+                        .progress
+                        .gives_up_at()
+                        .unwrap_or(deadline)
+                        .min(deadline);
                     if matches!(other, Readiness::Indexing(_)) {
                         let quiet_at = self.quiet_at();
                         if now >= quiet_at {

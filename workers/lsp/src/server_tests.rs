@@ -129,6 +129,46 @@ async fn typescript_projects_count_as_loaded_once_the_document_has_diagnostics()
     assert!(p.project_loaded("file:///tmp/never-opened.py"));
 }
 
+/// Found under load: clangd's first word of its background index came after the settle, and
+/// `references` was answered from the open file alone, marked complete. A document opened
+/// under a `compile_commands.json` keeps clangd indexing until that pass has ended.
+#[tokio::test]
+async fn clangd_opened_under_a_compilation_database_is_indexing_until_its_pass_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("main.c"), "int main(void) { return 0; }\n").unwrap();
+    let s = shared_in("clangd", root);
+    let _peer = connect(&s);
+    let conn = s.conn().unwrap();
+    // Without a database: ready once settled, as before.
+    s.sync_text(
+        &conn,
+        &root.join("main.c"),
+        "int main(void) { return 0; }\n",
+        "c",
+    )
+    .unwrap();
+    assert_eq!(s.readiness(), Readiness::Ready);
+    // With one: a document opened under it waits for the pass.
+    std::fs::create_dir(root.join("sub")).unwrap();
+    let entry = r#"[{"directory": "/p", "file": "unit.c", "arguments": ["cc", "-c", "unit.c"]}]"#;
+    std::fs::write(root.join("sub/compile_commands.json"), entry).unwrap();
+    let unit = root.join("sub/unit.c");
+    s.sync_text(&conn, &unit, "int unit;\n", "c").unwrap();
+    let short = Instant::now() + Duration::from_millis(500);
+    let r = s.wait_ready(short).await;
+    assert!(
+        matches!(&r, Err(Readiness::Indexing(w)) if w.contains("compile_commands.json")),
+        "{r:?}"
+    );
+    s.progress(&json!({"token": "backgroundIndexProgress", "value": {"kind": "begin", "title": "indexing"}}));
+    assert_eq!(s.readiness(), Readiness::Indexing("indexing".into()));
+    s.progress(&json!({"token": "backgroundIndexProgress", "value": {"kind": "end"}}));
+    s.wait_ready(Instant::now() + Duration::from_secs(5))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn pull_diagnostics_follow_dynamic_registrations_by_id() {
     let s = shared("pyright-langserver");

@@ -18,6 +18,11 @@ pub(crate) struct Flavor {
     /// clangd: its background index is built once, and a file changed on disk is seen only
     /// when it is opened.
     pub clangd: bool,
+    /// clangd with its background index on (the default; off with `--background-index=false`):
+    /// the first document opened under a compilation database starts a pass over every file
+    /// the database lists, reported as `$/progress` `backgroundIndexProgress`
+    /// (`Progress::opened_with_database`).
+    pub background_index: bool,
     /// A log line some servers write when their workspace scan is done (pyright: "Found N
     /// source files"); until it comes, the server counts as indexing.
     pub ready_log: Option<&'static str>,
@@ -34,12 +39,18 @@ pub(crate) struct Flavor {
 }
 
 impl Flavor {
-    pub fn of(program: &Path) -> Flavor {
+    /// The flavor of `program`, started with `args` (the command after the program).
+    pub fn of(program: &Path, args: &[String]) -> Flavor {
         let name = program
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
+        let index_off = args.iter().any(|a| {
+            let a = a.trim_start_matches('-');
+            ["background-index=false", "background-index=0"].contains(&a)
+        });
         Flavor {
+            background_index: name.starts_with("clangd") && !index_off,
             rust_analyzer: name.contains("rust-analyzer"),
             loads_projects_lazily: name.contains("typescript-language-server"),
             clangd: name.starts_with("clangd"),

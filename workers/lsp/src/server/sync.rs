@@ -106,6 +106,10 @@ impl ServerShared {
         // The lock is held across the sends (they only queue bytes), and the document is
         // changed only once they are queued: a dead connection leaves it as the live server
         // last saw it, and re-opening after a restart sends exactly that.
+        // Read before the lock, and only until clangd's first index pass is expected.
+        let under_database = self.flavor.background_index
+            && !self.progress.first_index_expected()
+            && self.databases.lists_files(&self.root, path);
         let mut docs = lock(&self.docs);
         if conn.client.is_closed() {
             return Err(toolvisor_jsonrpc::RpcError::StreamClosed);
@@ -152,6 +156,9 @@ impl ServerShared {
                     false => self.diags.seq(),
                 };
                 let existing_saved = existing.map_or(0, |d| d.saved);
+                if under_database {
+                    self.progress.opened_with_database();
+                }
                 conn.client.notify(
                     "textDocument/didOpen",
                     json!({"textDocument": {"uri": uri, "languageId": language_id,
@@ -307,6 +314,9 @@ impl ServerShared {
     pub(crate) fn reopen_all(&self, conn: &Conn) {
         let mut docs = lock(&self.docs);
         let seq = self.diags.seq();
+        if !docs.is_empty() {
+            self.progress.reopened();
+        }
         for (uri, doc) in docs.iter_mut() {
             doc.version += 1;
             doc.generation = conn.generation;
