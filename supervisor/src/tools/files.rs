@@ -18,8 +18,8 @@ use toolvisor_files::store::{ResultStore, StoreConfig};
 use toolvisor_files::{Cancel, Changed, Files, FilesConfig};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{
-    ApplyPatchResult, EditResult, FindResult, GrepResult, LsEntry, LsResult, PatchedFile,
-    ReadResult, ToolResultReadResult, WriteResult,
+    ApplyPatchResult, EditResult, FindResult, GrepResult, LsEntry, LsResult, ReadResult,
+    ToolResultReadResult, WriteResult,
 };
 use toolvisor_protocol::tools::{
     ApplyPatchArgs, EditArgs, FindArgs, GrepArgs, GrepCase, LsArgs, ReadArgs, ToolResultReadArgs,
@@ -431,24 +431,12 @@ pub(crate) async fn run_apply_patch(
     let (mut result, changed) = blocking("apply_patch", move || {
         let scope = files.scope(&workdir)?;
         let r = toolvisor_files::patch::apply_patch(&scope, &patch, files.journal.as_deref())?;
-        let changed = r.changed();
         let result = ApplyPatchResult {
-            files: r
-                .files
-                .into_iter()
-                .map(|f| PatchedFile {
-                    path: f.changed.display,
-                    status: f.changed.status,
-                    hunks: f.hunks as u64,
-                    added: f.added as u64,
-                    removed: f.removed as u64,
-                    moved_from: f.moved_from,
-                })
-                .collect(),
+            files: r.files,
             notes: some(r.notes),
             diagnostics: None,
         };
-        Ok((result, changed))
+        Ok((result, r.changed))
     })
     .await?;
     result.diagnostics = after_write(cx, ctx, &changed).await;

@@ -13,6 +13,7 @@ use crate::journal::Journal;
 use crate::journal::{Planned, write_all};
 use crate::paths::{Access, Resolved, Scope};
 use crate::{ChangeStatus, Changed};
+use toolvisor_protocol::results::PatchedFile;
 
 mod codex;
 
@@ -61,29 +62,15 @@ impl FilePatch {
     }
 }
 
-/// One file the patch changed.
-#[derive(Clone, Debug)]
-pub struct FileChange {
-    pub changed: Changed,
-    /// The file's shown path before a `*** Move to:` moved it here.
-    pub moved_from: Option<String>,
-    pub hunks: usize,
-    pub added: usize,
-    pub removed: usize,
-}
-
+/// What a patch did: each file as `apply_patch` answers it, the same files as the
+/// diagnostics-on-write take them, and remarks.
 #[derive(Clone, Debug)]
 pub struct PatchResult {
-    pub files: Vec<FileChange>,
+    pub files: Vec<PatchedFile>,
+    /// Every file changed, for diagnostics-on-write (in the order of `files`).
+    pub changed: Vec<Changed>,
     /// Hunks that applied away from their stated line, and similar remarks.
     pub notes: Vec<String>,
-}
-
-impl PatchResult {
-    /// Every file changed, for diagnostics-on-write.
-    pub fn changed(&self) -> Vec<Changed> {
-        self.files.iter().map(|f| f.changed.clone()).collect()
-    }
 }
 
 fn syntax(line: usize, message: impl std::fmt::Display) -> Error {
@@ -518,10 +505,10 @@ pub fn apply_patch(scope: &Scope, patch: &str, journal: Option<&Journal>) -> Res
         })
         .collect();
     write_all("apply_patch", scope.root(), &planned, journal)?;
-    let files = applied
+    let (files, changed) = applied
         .into_iter()
-        .map(|a| FileChange {
-            changed: Changed {
+        .map(|a| {
+            let changed = Changed {
                 status: match (&a.before, &a.after) {
                     (None, _) => ChangeStatus::Created,
                     (_, None) => ChangeStatus::Deleted,
@@ -529,14 +516,23 @@ pub fn apply_patch(scope: &Scope, patch: &str, journal: Option<&Journal>) -> Res
                 },
                 path: a.target.real,
                 display: a.display,
-            },
-            moved_from: a.moved_from,
-            hunks: a.hunks,
-            added: a.added,
-            removed: a.removed,
+            };
+            let file = PatchedFile {
+                path: changed.display.clone(),
+                status: changed.status,
+                hunks: a.hunks as u64,
+                added: a.added as u64,
+                removed: a.removed as u64,
+                moved_from: a.moved_from,
+            };
+            (file, changed)
         })
-        .collect();
-    Ok(PatchResult { files, notes })
+        .unzip();
+    Ok(PatchResult {
+        files,
+        changed,
+        notes,
+    })
 }
 
 /// A unified diff's hunks applied in memory: every file's new bytes, or the first hunk that
@@ -854,7 +850,7 @@ mod tests {
         let kinds: Vec<_> = r
             .files
             .iter()
-            .map(|f| (f.changed.display.as_str(), f.changed.status))
+            .map(|f| (f.path.as_str(), f.status))
             .collect();
         assert_eq!(
             kinds,

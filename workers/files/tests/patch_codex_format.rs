@@ -71,15 +71,7 @@ fn add_delete_and_update_with_several_sections() {
     let files: Vec<_> = r
         .files
         .iter()
-        .map(|f| {
-            (
-                f.changed.display.as_str(),
-                f.changed.status,
-                f.hunks,
-                f.added,
-                f.removed,
-            )
-        })
+        .map(|f| (f.path.as_str(), f.status, f.hunks, f.added, f.removed))
         .collect();
     assert_eq!(
         files,
@@ -104,17 +96,13 @@ fn move_to_writes_the_new_path_and_removes_the_old() {
         body(d.path(), "src/bin/new.rs"),
         "fn run() {\n    let a = 2;\n}\n"
     );
-    let moved = r
-        .files
-        .iter()
-        .find(|f| f.changed.display == "src/bin/new.rs")
-        .unwrap();
+    let moved = r.files.iter().find(|f| f.path == "src/bin/new.rs").unwrap();
     assert_eq!(moved.moved_from.as_deref(), Some("src/old.rs"));
-    assert_eq!(moved.changed.status, ChangeStatus::Created);
+    assert_eq!(moved.status, ChangeStatus::Created);
     assert!(
         r.files
             .iter()
-            .any(|f| f.changed.display == "src/old.rs" && f.changed.status == ChangeStatus::Deleted)
+            .any(|f| f.path == "src/old.rs" && f.status == ChangeStatus::Deleted)
     );
 
     // A pure rename has no sections.
