@@ -393,14 +393,14 @@ impl Debuggers {
             .iter()
             .take(MAX_CHILDREN)
             .map(|v| {
-                let value = cut_value(v["value"].as_str().unwrap_or(""));
+                let shown = Shown::of(v, v["value"].as_str().unwrap_or(""));
                 DebugVariable {
                     name: v["name"].as_str().map(str::to_string),
-                    value: value.text,
-                    value_truncated: value.truncated,
-                    value_chars: value.chars,
-                    kind: type_of(v),
-                    reference: v["variablesReference"].as_i64().unwrap_or(0),
+                    value: shown.value.text,
+                    value_truncated: shown.value.truncated,
+                    value_chars: shown.value.chars,
+                    kind: shown.kind,
+                    reference: shown.reference,
                 }
             })
             .collect();
@@ -438,14 +438,14 @@ impl Debuggers {
         let body = self
             .request(session, "evaluate", "evaluate", Some(request))
             .await?;
-        let result = cut_value(body["result"].as_str().unwrap_or(""));
+        let shown = Shown::of(&body, body["result"].as_str().unwrap_or(""));
         Ok(DebugEvaluateResult {
             expression: expression.to_string(),
-            result: result.text,
-            result_truncated: result.truncated,
-            result_chars: result.chars,
-            kind: type_of(&body),
-            reference: body["variablesReference"].as_i64().unwrap_or(0),
+            result: shown.value.text,
+            result_truncated: shown.value.truncated,
+            result_chars: shown.value.chars,
+            kind: shown.kind,
+            reference: shown.reference,
             frame_id: frame,
         })
     }
@@ -481,15 +481,35 @@ impl Debuggers {
             .filter(|v| !v.is_empty())
             .or_else(|| body["result"].as_str())
             .unwrap_or("");
-        let new = cut_value(new);
+        let shown = Shown::of(&body, new);
         Ok(DebugSetVariableResult {
             name: name.to_string(),
-            value: new.text,
-            value_truncated: new.truncated,
-            value_chars: new.chars,
-            kind: type_of(&body),
-            reference: body["variablesReference"].as_i64().unwrap_or(0),
+            value: shown.value.text,
+            value_truncated: shown.value.truncated,
+            value_chars: shown.value.chars,
+            kind: shown.kind,
+            reference: shown.reference,
         })
+    }
+}
+
+/// A value as a variable, an evaluation and a set variable show it: cut to
+/// `MAX_VALUE_CHARS`, its type, and the reference that expands it (0: nothing to expand).
+struct Shown {
+    value: Cut,
+    kind: Option<String>,
+    reference: i64,
+}
+
+impl Shown {
+    /// `value`, read from the adapter's `body` (a variable, or an answer) with its type and
+    /// reference.
+    fn of(body: &Value, value: &str) -> Shown {
+        Shown {
+            value: cut_value(value),
+            kind: type_of(body),
+            reference: body["variablesReference"].as_i64().unwrap_or(0),
+        }
     }
 }
 
