@@ -37,7 +37,8 @@ use toolvisor_protocol::tools::{DebugArgs, DebugBreakpoint, DebugOp};
 use crate::DapError;
 use crate::adapters::{self, Flavor, Search};
 use crate::config::{AdapterSpec, DebugConfig};
-use crate::session::{Connect, EndKind, Phase, Session, SessionActor, SessionArgs, Target, lock};
+use crate::session::actor::{SessionActor, SessionArgs};
+use crate::session::{Connect, EndKind, Phase, Session, Target, lock};
 
 mod attach;
 mod breakpoints;
