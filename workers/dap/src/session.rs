@@ -248,6 +248,9 @@ pub struct Session {
     shutting_down: AtomicBool,
     /// Set once `disconnect` went out: output after it is the adapter's, not the program's.
     disconnected: AtomicBool,
+    /// Asks the reader of a `tcp-listen` adapter's stdout (the program's output) to read what
+    /// the pipe holds now (`streams::read_program_output`).
+    output_drain: OnceLock<tokio::sync::mpsc::Sender<tokio::sync::oneshot::Sender<()>>>,
     /// Why the actor could not start, as the caller should see it (when more is known than
     /// the actor's error text).
     start_failure: OnceLock<ToolError>,
@@ -309,6 +312,7 @@ impl Session {
             entry_pending: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             disconnected: AtomicBool::new(false),
+            output_drain: OnceLock::new(),
             start_failure: OnceLock::new(),
             supervisor,
         })
@@ -541,6 +545,18 @@ impl Session {
         });
     }
 
+    /// What the program wrote before now, still in the pipe of a `tcp-listen` adapter's
+    /// stdout, read into the output (at most 1 s waited for the reader).
+    async fn drain_program_output(&self) {
+        let Some(drain) = self.output_drain.get() else {
+            return;
+        };
+        let (done, read) = tokio::sync::oneshot::channel();
+        if drain.try_send(done).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), read).await;
+        }
+    }
+
     /// Ends the session: `disconnect` (terminating a launched debuggee), closes the
     /// adapter's input (debugpy exits only then), waits briefly for it to exit, then stops
     /// the actor, whose guard kills and reaps whatever is left of the tree. Idempotent; the
@@ -560,6 +576,7 @@ impl Session {
             && !client.is_closed()
         {
             let terminate = matches!(self.target, Target::Launch { .. });
+            self.drain_program_output().await;
             self.disconnected.store(true, Ordering::SeqCst);
             let _ = client
                 .request(

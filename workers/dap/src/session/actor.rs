@@ -136,7 +136,14 @@ impl Actor for SessionActor {
                     {
                         Ok((stream, rest)) => {
                             session.update(|s| s.program_output_open = true);
-                            tokio::spawn(read_program_output(stdout, rest, session.clone()));
+                            let (drain, drains) = tokio::sync::mpsc::channel(1);
+                            let _ = session.output_drain.set(drain);
+                            tokio::spawn(read_program_output(
+                                stdout,
+                                rest,
+                                session.clone(),
+                                drains,
+                            ));
                             stream
                         }
                         Err(failure) => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use toolvisor_kit::process::ExitStatus;
 use toolvisor_protocol::{ErrorKind, ToolError};
 
@@ -211,28 +211,125 @@ fn ends(text: &str, keep: usize) -> String {
 }
 
 /// A `tcp-listen` adapter's stdout after its address: the program's output (delve's debuggee
-/// inherits it).
+/// inherits it), until the pipe ends. A request on `drains` reads what the pipe holds at that
+/// moment before it is answered: the session's end winds the adapter down at once (its words
+/// after `disconnect` are not the program's), while the program's last line, written before it
+/// exited, may still wait in the pipe — on a loaded machine this reader runs after the DAP
+/// stream's `terminated`, and that line was lost with `eof` said.
 pub(super) async fn read_program_output(
-    mut rx: tokio::net::unix::pipe::Receiver,
+    rx: tokio::net::unix::pipe::Receiver,
     first: Vec<u8>,
     session: Arc<Session>,
+    drains: mpsc::Receiver<oneshot::Sender<()>>,
 ) {
     if !first.is_empty() {
         session.append_output(&first);
     }
+    pump_output(rx, drains, &mut |bytes| session.append_output(bytes)).await;
+    session.update(|s| s.program_output_open = false);
+}
+
+/// Everything read from `rx` goes to `sink`, until the pipe ends; a request on `drains` is
+/// answered once what the pipe held at that moment went to `sink`.
+async fn pump_output(
+    mut rx: tokio::net::unix::pipe::Receiver,
+    mut drains: mpsc::Receiver<oneshot::Sender<()>>,
+    sink: &mut (dyn FnMut(&[u8]) + Send),
+) {
     let mut buf = vec![0u8; 8192];
     loop {
-        match rx.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => session.append_output(&buf[..n]),
+        tokio::select! {
+            // Cancel safe: a read that lost the race read nothing.
+            read = rx.read(&mut buf) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(n) => sink(&buf[..n]),
+            },
+            Some(done) = drains.recv() => {
+                let ended = drain(&rx, &mut buf, sink);
+                let _ = done.send(());
+                if ended {
+                    return;
+                }
+            }
         }
     }
-    session.update(|s| s.program_output_open = false);
+}
+
+/// Read what `rx` holds now into `sink`, without waiting; true at its end. The read goes to
+/// the pipe itself, not through tokio's readiness (which may not know yet of bytes written
+/// moments ago); the pipe is non-blocking, so an empty one answers `EAGAIN`.
+fn drain(
+    rx: &tokio::net::unix::pipe::Receiver,
+    buf: &mut [u8],
+    sink: &mut (dyn FnMut(&[u8]) + Send),
+) -> bool {
+    loop {
+        match nix::unistd::read(rx, buf) {
+            Ok(0) => return true,
+            Ok(n) => sink(&buf[..n]),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EAGAIN) => return false,
+            Err(_) => return true,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found under load (delve): the program's last line, written before it exited, was
+    /// still in the pipe when the session's end set output aside as the adapter's, and
+    /// `output` said `eof` without it. A drain asked at the end returns with it read.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_drain_returns_with_what_the_pipe_held_read() {
+        use std::io::Write as _;
+        use std::sync::Mutex;
+        let (tx, rx) = tokio::net::unix::pipe::pipe().unwrap();
+        let mut writer = tx.into_blocking_fd().map(std::fs::File::from).unwrap();
+        let (drain, drains) = mpsc::channel(1);
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let sink = got.clone();
+        let pump = tokio::spawn(async move {
+            pump_output(rx, drains, &mut |b| {
+                sink.lock().unwrap().extend_from_slice(b)
+            })
+            .await
+        });
+        tokio::task::yield_now().await;
+        writer.write_all(b"total 6\n").unwrap();
+        // No chance for the reader to run between the write and the drain's request.
+        let (done, read) = oneshot::channel();
+        drain.try_send(done).unwrap();
+        read.await.unwrap();
+        assert_eq!(&*got.lock().unwrap(), b"total 6\n");
+        drop(writer);
+        drop(drain);
+        pump.await.unwrap();
+    }
+
+    #[test]
+    fn a_drain_reads_to_the_end_without_waiting() {
+        use std::io::Write as _;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (tx, rx) = tokio::net::unix::pipe::pipe().unwrap();
+            let mut writer = tx.into_blocking_fd().map(std::fs::File::from).unwrap();
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 4];
+            writer.write_all(b"0123456789").unwrap();
+            assert!(!drain(&rx, &mut buf, &mut |b| got.extend_from_slice(b)));
+            assert_eq!(got, b"0123456789", "read in pieces, all of it");
+            drop(writer);
+            assert!(
+                drain(&rx, &mut buf, &mut |b| got.extend_from_slice(b)),
+                "the end"
+            );
+        });
+    }
 
     #[test]
     fn listen_addresses_are_loopback_host_ports_on_a_line() {
