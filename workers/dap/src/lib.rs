@@ -10,9 +10,10 @@
 //!   `serde_json::Value`, read field by field; unset options are omitted.
 //! - `config.rs` the adapter registry as data (`[debug]`); `adapters.rs` roots, binaries and
 //!   debugpy's interpreter.
-//! - `session.rs` the session actor and the state its events fold into; `debuggers.rs` the
-//!   tool's ops, each answering its `toolvisor_protocol::results::DebugResult` typed; the
-//!   debuggee's bounded output is a `toolvisor_kit::output::OutputLog`.
+//! - `session.rs` a session's shared state and what its events fold into; `session/` its
+//!   actor, the event folding and the adapter's other streams; `debuggers.rs` the tool's ops,
+//!   each answering its `toolvisor_protocol::results::DebugResult` typed; the debuggee's
+//!   bounded output is a `toolvisor_kit::output::OutputLog`.
 
 #![forbid(unsafe_code)]
 
