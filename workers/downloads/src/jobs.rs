@@ -12,6 +12,10 @@
 //! model. A `JobActor`'s policy is temporary: a failed job is not restarted, retries are per file
 //! inside it. Names from the endpoint are checked (`choose::safe_file_name`) before any path is
 //! made from them, and the store is a private directory of ours.
+//!
+//! Split by concern: starting a job is `jobs/start.rs`, running it (its actor started, its
+//! files moved) `jobs/run.rs`, the files it verified `jobs/verified.rs`, the store's models and
+//! the hub's search `jobs/catalog.rs`; the jobs, their records, listing and cancelling stay here.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,23 +28,23 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use toolvisor_kit::ids::IdCounter;
 use toolvisor_kit::private::{Durability, write_private_file};
-use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
-use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_kit::supervise::SupervisorMsg;
 use toolvisor_protocol::results::{
-    CancelDownloadResult, ChosenFile, DownloadAlreadyComplete, DownloadFile, DownloadJob,
-    DownloadModelJob, DownloadModelResult, DownloadState, ListDownloadsResult,
+    CancelDownloadResult, DownloadFile, DownloadJob, DownloadState, ListDownloadsResult,
 };
 use toolvisor_protocol::tree::NodeState;
 
-use crate::choose::{self, Chosen, FileSet};
+use crate::choose::{self, Chosen};
 use crate::error::DownloadError;
 use crate::hub::Hub;
 use crate::progress::{FileProgress, FileState};
 use crate::rate::{RateWindow, human, id_order};
-use crate::store::{Manifest, Store, Verified};
+use crate::store::Store;
 
 mod catalog;
+mod run;
+mod start;
 mod verified;
 
 /// What the manager is configured with (`[models]`).
@@ -152,38 +156,6 @@ struct Job {
     /// Transfer tasks of this job not yet ended (aborted ones count until they are gone), so
     /// `cancel` answers only when nothing writes the job's files any more.
     transfers: Arc<AtomicUsize>,
-}
-
-/// Counts one transfer task for as long as its future lives.
-struct Counted(Arc<AtomicUsize>);
-
-impl Counted {
-    fn new(count: &Arc<AtomicUsize>) -> Counted {
-        count.fetch_add(1, Ordering::SeqCst);
-        Counted(count.clone())
-    }
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// One attempt at one file; `Ok` once it is verified and in place. A large file goes over
-/// several connections (`ranged.rs`) unless its `.part` is one connection's to continue.
-async fn attempt_file(
-    hub: &Hub,
-    repo: &str,
-    revision: &str,
-    dir: &Path,
-    progress: &Arc<FileProgress>,
-    ranged: &crate::ranged::RangedConfig,
-) -> Result<(), DownloadError> {
-    if crate::ranged::wanted(ranged, dir, &progress.file.name, progress.file.size) {
-        return crate::ranged::attempt(hub, repo, revision, dir, progress, ranged).await;
-    }
-    crate::transfer::one_connection(hub, repo, revision, dir, progress).await
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -517,384 +489,6 @@ impl Downloads {
         self.persist(job);
     }
 
-    /// `download_model`: validate, read the listing, choose the whole file set (the
-    /// variant's, or what `include` and `exclude` select: `choose::select`), register one job
-    /// and answer at once.
-    pub async fn start(
-        self: &Arc<Self>,
-        repo: &str,
-        revision: Option<&str>,
-        variant: Option<&str>,
-        include: &[String],
-        exclude: &[String],
-    ) -> Result<DownloadModelResult, DownloadError> {
-        let revision = revision.unwrap_or("main");
-        choose::check_repo(repo)?;
-        choose::check_revision(revision)?;
-        let info = self.hub.repo_info(repo, revision).await?;
-        let set = choose::select(&info.siblings, variant, include, exclude)?;
-        // A gated repo's listing is public, its files are not: find out now, not in the job.
-        if info.gated.is_gated() {
-            self.hub.auth_check(repo).await?;
-        }
-        // The snapshot of the commit the listing is at: a revision that moved is a new one.
-        let commit = crate::store::commit_id(info.sha.as_deref());
-        let dir = self.store.snapshot_dir(repo, revision, commit.as_deref());
-        let chosen: Vec<ChosenFile> = set
-            .files
-            .iter()
-            .map(|f| ChosenFile {
-                name: f.name.clone(),
-                size: f.size,
-                sha256: f.sha256.clone(),
-            })
-            .collect();
-        let verified = self.verify_kept(repo, &dir, &set, &commit).await?;
-        let present: Vec<(u64, bool)> = set
-            .files
-            .iter()
-            .zip(&verified)
-            .map(|(f, v)| self.store.present(&dir, f, v.as_ref()))
-            .collect();
-        let records: Vec<Verified> = verified.into_iter().flatten().collect();
-        let manifest = |complete: bool, verified: Vec<Verified>| Manifest {
-            repo: repo.into(),
-            revision: revision.into(),
-            variant: set.variant.clone(),
-            files: set.files.clone(),
-            complete,
-            verified,
-            commit: commit.clone(),
-            refs: Vec::new(),
-        };
-        if present.iter().all(|(_, complete)| *complete) {
-            self.store.write_manifest(&dir, &manifest(true, records))?;
-            self.store.set_ref(repo, revision, &dir)?;
-            return Ok(DownloadModelResult::AlreadyComplete(
-                DownloadAlreadyComplete {
-                    state: DownloadState::Done,
-                    already_complete: true,
-                    repo: repo.into(),
-                    revision: revision.into(),
-                    commit,
-                    variant: set.variant.clone(),
-                    path: dir.display().to_string(),
-                    bytes_total: set.total(),
-                    files: chosen,
-                },
-            ));
-        }
-        // The same file set already in flight: that job is the answer.
-        if let Some(job) = self.in_flight(&dir, &set) {
-            return Ok(DownloadModelResult::Job(DownloadModelJob {
-                job: job.view(),
-                already_running: Some(true),
-                hint: None,
-            }));
-        }
-        let needed: u64 = set
-            .files
-            .iter()
-            .zip(&present)
-            .map(|(f, (have, _))| f.size - have)
-            .sum();
-        // The free space counts the bytes every unfinished job has still to write as taken:
-        // the check and the registration are one step (`admit`), with no await between.
-        let admitted = lock(&self.admit);
-        self.check_free(needed)?;
-        self.store.prepare(&dir, &set.files)?;
-        self.store.write_manifest(&dir, &manifest(false, records))?;
-        let job = self.register(repo, revision, &set, commit)?;
-        drop(admitted);
-        // On disk before the answer: a restart from here on resumes it.
-        self.persist(&job);
-        self.spawn(job.clone()).await;
-        let hint = format!(
-            "started in the background; poll list_downloads {{\"job_id\": \"{}\"}}",
-            lock(&job.record).id
-        );
-        Ok(DownloadModelResult::Job(DownloadModelJob {
-            job: job.view(),
-            already_running: None,
-            hint: Some(hint),
-        }))
-    }
-
-    /// The verified record of each file of `set` that `dir` already holds with the listed
-    /// bytes, after linking in the ones an older snapshot holds.
-    async fn verify_kept(
-        &self,
-        repo: &str,
-        dir: &Path,
-        set: &FileSet,
-        commit: &Option<String>,
-    ) -> Result<Vec<Option<Verified>>, DownloadError> {
-        // Already complete in the store: nothing to start. A file counts when its bytes are
-        // the listed ones (`Store::verify`: its record, else its hash read again); a file an
-        // older snapshot holds with the listed hash is linked here first.
-        let previous = self.store.read_manifest(dir, &set.variant);
-        let (store, dir, files, commit, repo) = (
-            self.store.clone(),
-            dir.to_path_buf(),
-            set.files.clone(),
-            commit.clone(),
-            repo.to_string(),
-        );
-        crate::transfer::blocking(move || {
-            let linked = store.link_kept_files(&repo, &dir, &files);
-            files
-                .iter()
-                .map(|f| {
-                    let record = linked
-                        .iter()
-                        .find(|v| v.name == f.name)
-                        .or_else(|| previous.as_ref().and_then(|m| m.verified(&f.name)));
-                    store.verify(&dir, f, record, commit.as_deref())
-                })
-                .collect()
-        })
-        .await
-    }
-
-    /// The unfinished job of the same file set into `dir`, if there is one.
-    fn in_flight(&self, dir: &Path, set: &FileSet) -> Option<Arc<Job>> {
-        lock(&self.jobs)
-            .values()
-            .find(|j| {
-                let r = lock(&j.record);
-                r.state.unfinished()
-                    && j.dir == dir
-                    && r.variant == set.variant
-                    && r.files
-                        .iter()
-                        .map(|f| &f.name)
-                        .eq(set.files.iter().map(|f| &f.name))
-            })
-            .cloned()
-    }
-
-    /// Refuses `needed` more bytes when the free space, less what the unfinished jobs have
-    /// still to write, is short of them.
-    fn check_free(&self, needed: u64) -> Result<(), DownloadError> {
-        let available = match self.config.free_bytes {
-            Some(free) => free,
-            None => self.store.available()?,
-        };
-        let (reserved, by): (u64, Vec<String>) = {
-            let jobs = lock(&self.jobs);
-            let running: Vec<(String, u64)> = jobs
-                .values()
-                .filter(|j| lock(&j.record).state.unfinished())
-                .map(|j| (lock(&j.record).id.clone(), j.remaining()))
-                .filter(|(_, left)| *left > 0)
-                .collect();
-            (
-                running.iter().map(|(_, left)| left).sum(),
-                running
-                    .into_iter()
-                    .map(|(id, left)| format!("{id} {left}"))
-                    .collect(),
-            )
-        };
-        if needed > available.saturating_sub(reserved) {
-            return Err(DownloadError::DiskFull {
-                path: self.store.root().display().to_string(),
-                needed,
-                available,
-                reserved,
-                by: by.join(", "),
-            });
-        }
-        Ok(())
-    }
-
-    /// Registers a new queued job for `set` under the next job id.
-    fn register(
-        &self,
-        repo: &str,
-        revision: &str,
-        set: &FileSet,
-        commit: Option<String>,
-    ) -> Result<Arc<Job>, DownloadError> {
-        let n = self
-            .ids
-            .next()
-            .map_err(|e| DownloadError::io("cannot take a job id from", &self.jobs_dir, e))?;
-        let rec = JobRecord {
-            id: format!("dl{n}"),
-            repo: repo.into(),
-            revision: revision.into(),
-            variant: set.variant.clone(),
-            files: set.files.clone(),
-            state: JobState::Queued,
-            error: None,
-            created_unix_s: now_s(),
-            finished_unix_s: None,
-            commit,
-            snapshot: true,
-        };
-        Ok(self.make_job(rec))
-    }
-
-    /// Start a job's actor under the `downloads` supervisor.
-    async fn spawn(self: &Arc<Self>, job: Arc<Job>) {
-        let id = lock(&job.record).id.clone();
-        let me = self.clone();
-        let job_for_factory = job.clone();
-        let factory: Factory = Arc::new(move |ctx: StartCtx| {
-            let args = JobStart {
-                job: job_for_factory.clone(),
-                downloads: me.clone(),
-            };
-            let name = format!("download/{}", ctx.status.id());
-            Box::pin(async move {
-                Actor::spawn_linked(Some(name), JobActor, args, ctx.supervisor)
-                    .await
-                    .map(|(a, _)| a.get_cell())
-                    .map_err(|e| e.to_string())
-            })
-        });
-        let spec = ChildSpec {
-            id: id.clone(),
-            factory,
-            policy: RestartPolicy::default().with_restart(Restart::Temporary),
-            status: job.status.clone(),
-        };
-        let started = self
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(Duration::from_secs(30)),
-            )
-            .await;
-        if !matches!(started, Ok(ractor::rpc::CallResult::Success(Ok(())))) {
-            let why = match started {
-                Ok(ractor::rpc::CallResult::Success(Err(e))) => e,
-                _ => "the downloads supervisor did not answer within 30 s".into(),
-            };
-            self.set_state(
-                &job,
-                JobState::Failed,
-                Some(format!("could not start: {why}")),
-            );
-        }
-    }
-
-    /// Move every file of `job`; its end state is persisted here.
-    async fn run(self: Arc<Self>, job: Arc<Job>) -> Result<(), String> {
-        lock(&job.rate).restart(Instant::now());
-        self.set_state(&job, JobState::Downloading, None);
-        let (repo, revision) = {
-            let r = lock(&job.record);
-            (r.repo.clone(), r.revision.clone())
-        };
-        let ticker = {
-            let job = job.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    job.status.update(|i| i.detail = job.detail());
-                }
-            })
-        };
-        self.verify_in_place(&job).await;
-        let mut set = tokio::task::JoinSet::new();
-        for f in job
-            .files
-            .iter()
-            .filter(|f| *lock(&f.state) != FileState::Done)
-        {
-            let (me, f, job, repo, revision) = (
-                self.clone(),
-                f.clone(),
-                job.clone(),
-                repo.clone(),
-                revision.clone(),
-            );
-            let counted = Counted::new(&job.transfers);
-            set.spawn(async move {
-                let _counted = counted;
-                let Ok(_permit) = me.permits.clone().acquire_owned().await else {
-                    return Err("the transfer slots are closed".to_string());
-                };
-                let mut attempt = 0u32;
-                loop {
-                    match attempt_file(&me.hub, &repo, &revision, &job.dir, &f, &me.config.ranged).await {
-                        Ok(()) => {
-                            *lock(&f.error) = None;
-                            me.record_verified(&job, &f.file);
-                            f.set_state(FileState::Done);
-                            break Ok(());
-                        }
-                        Err(e) if e.transient() && attempt < me.config.retries => {
-                            attempt += 1;
-                            let wait = e.retry_wait(Duration::from_millis(200u64 << attempt.min(5)).min(Duration::from_secs(5)));
-                            tracing::warn!(job = %lock(&job.record).id, file = f.file.name, attempt, error = %e, "download attempt failed; retrying");
-                            *lock(&f.error) = Some(e.to_string());
-                            tokio::time::sleep(wait).await;
-                        }
-                        Err(e) => {
-                            f.set_state(FileState::Failed);
-                            *lock(&f.error) = Some(e.to_string());
-                            break Err(e.to_string());
-                        }
-                    }
-                }
-            });
-        }
-        let mut first_error = None;
-        while let Some(r) = set.join_next().await {
-            if let Err(e) = r.unwrap_or_else(|e| Err(format!("a transfer task panicked: {e}"))) {
-                first_error.get_or_insert(e);
-            }
-        }
-        ticker.abort();
-        match first_error {
-            Some(e) => {
-                self.set_state(&job, JobState::Failed, Some(e.clone()));
-                Err(e)
-            }
-            None => {
-                let rec = lock(&job.record).clone();
-                // Every file was verified (its hash, or its size where none is listed) before
-                // it was renamed into place, or was in place verified before the job began.
-                let verified = rec
-                    .files
-                    .iter()
-                    .filter_map(|f| {
-                        Verified::now(&job.dir, f, f.sha256.clone(), rec.commit.as_deref())
-                    })
-                    .collect();
-                let manifest = Manifest {
-                    repo: rec.repo.clone(),
-                    revision: rec.revision.clone(),
-                    variant: rec.variant,
-                    files: rec.files,
-                    complete: true,
-                    verified,
-                    commit: rec.commit.clone(),
-                    refs: Vec::new(),
-                };
-                // The manifest says complete, then the revision's ref moves to this snapshot:
-                // until then the snapshot it named stays what the revision loads.
-                let written = {
-                    let _held = lock(&self.manifests);
-                    self.store
-                        .write_manifest(&job.dir, &manifest)
-                        .and_then(|()| self.store.set_ref(&rec.repo, &rec.revision, &job.dir))
-                };
-                if let Err(e) = written {
-                    self.set_state(&job, JobState::Failed, Some(e.to_string()));
-                    return Err(e.to_string());
-                }
-                self.set_state(&job, JobState::Done, None);
-                Ok(())
-            }
-        }
-    }
-
-    /// Note in the manifest that `file` was verified and put in place, so a restart that
-    /// resumes the job knows it complete.
     /// Forget jobs that ended more than `keep_finished` ago (their records too), so a
     /// long-lived daemon's job list stays bounded.
     fn prune(&self) {

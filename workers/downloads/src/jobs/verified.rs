@@ -43,6 +43,8 @@ impl Downloads {
         }
     }
 
+    /// Note in the manifest that `file` was verified and put in place, so a restart that
+    /// resumes the job knows it complete.
     pub(super) fn record_verified(&self, job: &Job, file: &Chosen) {
         let rec = lock(&job.record).clone();
         let Some(v) = Verified::now(&job.dir, file, file.sha256.clone(), rec.commit.as_deref())
