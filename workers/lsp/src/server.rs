@@ -17,15 +17,14 @@
 //! `$/progress` open, the configured ready log line seen when there is one (pyright's "Found N
 //! source files"), quiescent when the server reports status (rust-analyzer's
 //! `experimental/serverStatus`), and for clangd, once a file under a compilation database that
-//! lists files is opened, its first background index pass ended (`server/progress.rs`: its
-//! first word of it can come after the settle on a loaded machine); settled adds `settle_ms` of
-//! quiet. A server that loads projects
-//! lazily (typescript-language-server) must also have published diagnostics for the document since
-//! it was opened in this incarnation before an index-wide answer about it (`project_loaded`):
-//! measured, tsserver loads a project only after the first `didOpen`, its "Initializing JS/TS
-//! language features" progress begins ~1.3 s after `initialize` (after a `settle_ms` of quiet), and
-//! `references` before its end answers from the opened file only; the first diagnostics for the
-//! file come after the load.
+//! lists files is opened, its first background index pass ended (`server/progress.rs`: its first
+//! word of it can come after the settle on a loaded machine); settled adds `settle_ms` of quiet. A
+//! server that loads projects lazily (typescript-language-server) must also have published
+//! diagnostics for the document since it was opened in this incarnation before an index-wide answer
+//! about it (`project_loaded`): measured, tsserver loads a project only after the first `didOpen`,
+//! its "Initializing JS/TS language features" progress begins ~1.3 s after `initialize` (after a
+//! `settle_ms` of quiet), and `references` before its end answers from the opened file only; the
+//! first diagnostics for the file come after the load.
 //!
 //! The disk is the truth for documents: before every query the queried file and every other open
 //! document whose file changed are synced (`sync_from_disk`: the read, `refresh_open`'s stats and

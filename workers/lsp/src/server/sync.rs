@@ -103,13 +103,14 @@ impl ServerShared {
         language_id: &str,
     ) -> Result<(i32, bool), toolvisor_jsonrpc::RpcError> {
         let uri = uri::from_path(path);
-        // The lock is held across the sends (they only queue bytes), and the document is
-        // changed only once they are queued: a dead connection leaves it as the live server
-        // last saw it, and re-opening after a restart sends exactly that.
-        // Read before the lock, and only until clangd's first index pass is expected.
+        // Whether an open starts clangd's first index pass: read before the lock, and only
+        // until that pass is expected.
         let under_database = self.flavor.background_index
             && !self.progress.first_index_expected()
             && self.databases.lists_files(&self.root, path);
+        // The lock is held across the sends (they only queue bytes), and the document is
+        // changed only once they are queued: a dead connection leaves it as the live server
+        // last saw it, and re-opening after a restart sends exactly that.
         let mut docs = lock(&self.docs);
         if conn.client.is_closed() {
             return Err(toolvisor_jsonrpc::RpcError::StreamClosed);
