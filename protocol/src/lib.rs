@@ -3,7 +3,8 @@
 //! Everything that crosses the Unix socket is defined here and nowhere else: frames
 //! ([`wire`]), the tool-facing value type ([`value::Value`]), errors as data
 //! ([`error::ToolError`]), the supervisor tree snapshot ([`tree`]) and the typed
-//! arguments of each tool ([`tools`]). The codec ([`codec`]) is one `encode`/`decode`
+//! arguments of each tool ([`tools`]), their typed results ([`results`]) and the text a
+//! model reads of them ([`render`]). The codec ([`codec`]) is one `encode`/`decode`
 //! pair over bincode 2 or JSON. A small blocking client ([`client`]) speaks it over a
 //! `std` Unix socket, for the CLI, the tests and the chaos runner.
 
@@ -13,6 +14,7 @@ pub mod answer;
 pub mod client;
 pub mod codec;
 pub mod error;
+pub mod render;
 pub mod results;
 pub mod tools;
 pub mod tree;
