@@ -1,4 +1,5 @@
-//! Daemon outcomes as MCP tool results: the rendering as text (`render.rs`), images as image
+//! Daemon outcomes as MCP tool results: the rendering as text (each tool's, from its result
+//! type: `render.rs`'s `Renderer`, which says where the images went), images as image
 //! content or, for a client that drops image content, as files under the workdir named in the
 //! text, resource links to stored results, and `isError` with the error's kind, message and
 //! hint as text. With `--structured` a result also carries its whole JSON as
@@ -10,10 +11,12 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use serde_json::{Map, Value as Json, json};
+use toolvisor_protocol::render::{ImageFate, Outward};
 use toolvisor_protocol::wire::Outcome;
 use toolvisor_protocol::{ErrorKind, ToolError};
 
 use crate::Images;
+use crate::render::Renderer;
 
 /// The scheme and path of a stored result's URI.
 pub const RESULT_URI: &str = "toolvisor://result/";
@@ -33,6 +36,8 @@ pub struct Shape {
     pub structured: bool,
     /// Where images go.
     pub images: ImageSink,
+    /// Each tool's rendering of its results (`Options::renderer`).
+    pub renderer: Renderer,
 }
 
 /// Where a result's images go.
@@ -64,14 +69,16 @@ impl Shape {
             } else {
                 ImageSink::Inline
             },
+            renderer: opts.renderer.clone(),
         }
     }
 
-    /// Text and image content, nothing typed.
+    /// Text and image content, nothing typed, every result by the generic rules.
     pub fn plain() -> Shape {
         Shape {
             structured: false,
             images: ImageSink::Inline,
+            renderer: Renderer::default(),
         }
     }
 }
@@ -126,25 +133,17 @@ pub fn outcome_result(tool: &str, outcome: Outcome, shape: &Shape) -> Json {
             }
         }
     }
-    // The typed result keeps its schema's shape: `data` says where the image went. The
-    // rendering says it in keys of its own (`shown`, `file` and `file_bytes`, `not_shown`).
-    let structured = shape.structured.then(|| {
-        let mut typed = value.clone();
-        for (at, fate) in &fates {
-            if let Some(map) = image_at(&mut typed, *at) {
-                map.insert("data".into(), fate.note().into());
-            }
-        }
-        typed
-    });
-    for (at, fate) in &fates {
-        if let Some(map) = image_at(&mut value, *at) {
-            fate.show(map);
-        }
-    }
+    // The typed result keeps its schema's shape: `data` says where the image went; it is
+    // what the rendering reads too, which says it in keys of its own (`shown`, `file` and
+    // `file_bytes`, `not_shown`).
+    let outward = Outward { images: fates };
+    outward.note(&mut value);
+    let text = shape.renderer.render(tool, &value, &outward);
+    let structured = shape.structured.then(|| value.clone());
+    outward.show(&mut value);
     let mut links = Vec::new();
     collect_refs(&value, tool, &mut links);
-    let mut content = vec![json!({"type": "text", "text": crate::render::render(tool, &value)})];
+    let mut content = vec![json!({"type": "text", "text": text})];
     content.extend(images);
     content.extend(links);
     let mut result = json!({ "content": content, "isError": false, "resultType": "complete" });
@@ -154,58 +153,13 @@ pub fn outcome_result(tool: &str, outcome: Outcome, shape: &Shape) -> Json {
     result
 }
 
-/// The image object at `at`: the result itself (`None`) or its `images[i]`.
-fn image_at(value: &mut Json, at: Option<usize>) -> Option<&mut Map<String, Json>> {
-    match at {
-        None => value.as_object_mut(),
-        Some(i) => value.get_mut("images")?.get_mut(i)?.as_object_mut(),
-    }
-}
-
-/// Where an image went.
-enum Fate {
-    /// MCP image content.
-    Shown,
-    /// A file under the workdir: its path relative to the workdir, and its size.
-    Written(String, u64),
-    /// Nowhere, and why.
-    NotShown(String),
-}
-
-impl Fate {
-    /// In words, for the `data` of a typed result.
-    fn note(&self) -> String {
-        match self {
-            Fate::Shown => "(sent as MCP image content)".into(),
-            Fate::Written(path, n) => format!("(written to {path}, {n} bytes)"),
-            Fate::NotShown(why) => format!("(not shown: {why})"),
-        }
-    }
-
-    /// In keys of its own, for the rendering.
-    fn show(&self, map: &mut Map<String, Json>) {
-        match self {
-            Fate::Shown => {
-                map.insert("shown".into(), "as image content".into());
-            }
-            Fate::Written(path, n) => {
-                map.insert("file".into(), path.clone().into());
-                map.insert("file_bytes".into(), (*n).into());
-            }
-            Fate::NotShown(why) => {
-                map.insert("not_shown".into(), why.clone().into());
-            }
-        }
-    }
-}
-
 /// Take an image's base64 `data` out of `map`: into MCP image content (returned with it), or
 /// into a file under the workdir; what became of it.
 fn take_image(
     map: &mut Map<String, Json>,
     tool: &str,
     sink: &ImageSink,
-) -> Option<(Fate, Option<Json>)> {
+) -> Option<(ImageFate, Option<Json>)> {
     let mime = map
         .get("mime_type")
         .or_else(|| map.get("mime"))
@@ -215,13 +169,13 @@ fn take_image(
     map.remove("data");
     Some(match sink {
         ImageSink::Inline => (
-            Fate::Shown,
+            ImageFate::Shown,
             Some(json!({"type": "image", "data": data, "mimeType": mime})),
         ),
         ImageSink::Files(workdir) => match write_image(workdir, tool, &mime, &data) {
-            Ok((rel, n)) => (Fate::Written(rel, n), None),
+            Ok((rel, n)) => (ImageFate::Written(rel, n), None),
             Err(why) => (
-                Fate::NotShown(format!(
+                ImageFate::NotShown(format!(
                     "this client shows no image content, and writing the image under {IMAGE_DIR} failed: {why}"
                 )),
                 None,
@@ -488,6 +442,7 @@ mod tests {
         Shape {
             structured: false,
             images: ImageSink::Files(dir.to_path_buf()),
+            renderer: Renderer::default(),
         }
     }
 
@@ -512,6 +467,7 @@ mod tests {
         let structured = Shape {
             structured: true,
             images: ImageSink::Inline,
+            renderer: Renderer::default(),
         };
         let r = outcome_result(
             "lsp",
@@ -538,6 +494,7 @@ mod tests {
         let structured = Shape {
             structured: true,
             images: ImageSink::Inline,
+            renderer: Renderer::default(),
         };
         assert_eq!(
             error_result(&e, &structured)["structuredContent"]["error"]["kind"],
@@ -594,6 +551,7 @@ mod tests {
         let shape = Shape {
             structured: true,
             images: ImageSink::Files(dir.path().to_path_buf()),
+            renderer: Renderer::default(),
         };
         let r = outcome_result("read", Outcome::Ok(toolvisor_protocol::Value(v)), &shape);
         let data = r["structuredContent"]["data"].as_str().unwrap();
@@ -637,6 +595,7 @@ mod tests {
             structured: false,
             images: Images::Auto,
             run_token: None,
+            renderer: Default::default(),
         };
         let files = ImageSink::Files("/w".into());
         assert_eq!(

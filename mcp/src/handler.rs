@@ -171,6 +171,7 @@ mod tests {
             structured: false,
             images: crate::Images::Auto,
             run_token: None,
+            renderer: Default::default(),
         });
         let info =
             serde_json::to_value(Bridge::new(opts.clone(), Runs::new(opts)).get_info()).unwrap();

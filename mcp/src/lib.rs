@@ -81,6 +81,9 @@ pub struct Options {
     /// environment `toolvisor mcp` was started with), sent in every Hello: the daemon then
     /// pins the session to the worker's tier surface, run and conversation `vibe:<id>`.
     pub run_token: Option<String>,
+    /// Each tool's rendering of its results, from its result type (the binary's `ToolSpec`s);
+    /// the default renders every result by the generic rules.
+    pub renderer: render::Renderer,
 }
 
 /// Where `ask_user` questions go (`toolvisor mcp --questions`). Whatever the mode, a form the

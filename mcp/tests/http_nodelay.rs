@@ -33,6 +33,7 @@ fn accepted_tcp_connections_have_nodelay() {
         structured: false,
         images: toolvisor_mcp::Images::Auto,
         run_token: None,
+        renderer: Default::default(),
     };
     let http = HttpOptions::new(Listen::Tcp("127.0.0.1:0".parse().unwrap()));
     let server_stop = stop.clone();

@@ -421,6 +421,12 @@ fn mcp_command(args: McpArgs) -> ExitCode {
             run_token: std::env::var(toolvisor_jobs::vibe::TOKEN_ENV)
                 .ok()
                 .filter(|t| !t.is_empty()),
+            // Each tool's rendering, from its result type: the specs say which.
+            renderer: toolvisor_mcp::render::Renderer::new(
+                toolvisor::tools::all(false)
+                    .into_iter()
+                    .map(|spec| (spec.name.to_string(), spec.render)),
+            ),
         },
         listen.map(|listen| toolvisor_mcp::http::HttpOptions {
             listen,

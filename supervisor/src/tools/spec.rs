@@ -11,13 +11,15 @@
 //! type the one parse of a call's arguments feeds; the result type `R` (in
 //! `protocol::results`, `Serialize + JsonSchema`) is both the output schema clients see and
 //! what the result leaves as (`serde_json::to_value`, once, in the erased handler), so
-//! neither can drift. Approval and per-op tier rules are typed over the arguments' op enum
+//! neither can drift; its `Render` impl is the text a model reads of it (`ToolSpec.render`,
+//! which the binary hands `toolvisor mcp`). Approval and per-op tier rules are typed over the arguments' op enum
 //! (`Approval::ops(&[LspOp::Trust])`, read from the one parse), never strings; `.summary`
 //! gives an approval prompt that says more than the arguments.
 //!
 //! To add a tool: its argument struct in `protocol::tools` (derive `JsonSchema`,
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
-//! its result type in `protocol::results` (derive `Serialize`, `Deserialize`, `JsonSchema`); its handler
+//! its result type in `protocol::results` (derive `Serialize`, `Deserialize`, `JsonSchema`) and
+//! its rendering for a model (`impl Render`, in `protocol::render`: the bound says so); its handler
 //! (`async fn x(cx, ctx, a: XArgs) -> Result<XResult, ToolError>`) and its `ToolSpec::new`
 //! in its family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`,
 //! `.summary`, `.follows`, `.long_running`, `.passage`, the hints); an example call in
@@ -39,6 +41,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::render::{Render, RenderFn, render_as};
 use toolvisor_protocol::value::Value;
 use toolvisor_protocol::wire::{JobFollow, Tier, ToolInfo};
 
@@ -308,6 +311,9 @@ pub struct ToolSpec {
     /// Parses a result into the handler's result type: serde decides whether an answer is
     /// one (the docs test reads TOOLS.md's answers with it).
     pub decode: fn(&Json) -> Result<(), String>,
+    /// The model's text of a result: its result type's rendering (`toolvisor_protocol::render`),
+    /// which the binary hands `toolvisor mcp` (`Options::renderer`).
+    pub render: RenderFn,
     /// A call starts a job a client may follow (`.follows`): `download_model`, `load_model`,
     /// `vibe_spawn`.
     pub follow: Option<JobFollow>,
@@ -347,7 +353,7 @@ impl ToolSpec {
     ) -> Self
     where
         A: JsonSchema + DeserializeOwned + Send + Sync + 'static,
-        R: JsonSchema + Serialize + DeserializeOwned + Send + 'static,
+        R: JsonSchema + Serialize + DeserializeOwned + Render + Send + 'static,
     {
         assert!(
             TypeId::of::<R>() != TypeId::of::<Json>(),
@@ -389,6 +395,7 @@ impl ToolSpec {
             summary: None,
             output: toolvisor_protocol::results::schema_of::<R>(),
             decode: decode::<R>,
+            render: render_as::<R>,
             follow: None,
             long_running: false,
             passage: Passage::Stored,
