@@ -12,7 +12,9 @@
 //! does not hold beside it, and anything that is not its type by the [`generic`] rules;
 //! where its images went ([`Outward`]) is said either way.
 
+mod doc;
 mod generic;
+mod jobs;
 mod outward;
 
 use serde::Serialize;
@@ -22,6 +24,7 @@ use serde_json::{Map, Value as Json};
 use crate::results::*;
 use crate::tools::{AskUserOutput, VibeInfo};
 
+pub use doc::Doc;
 pub use generic::json as generic;
 pub use outward::{ImageFate, Outward};
 
@@ -79,9 +82,8 @@ macro_rules! generic_render {
     ($($t:ty),* $(,)?) => { $(impl Render for $t {})* };
 }
 
-// Every result type, by the generic rules for now.
+// The result types without a rendering of their own yet: the generic rules.
 generic_render!(
-    BashResult,
     ProcessResult,
     LspResult,
     LspRenameResult,

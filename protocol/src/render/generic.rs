@@ -32,12 +32,12 @@ use serde_json::{Map, Value as Json};
 const QUIET_FALSE: &[&str] = &["truncated", "timed_out", "outside", "projected", "cached"];
 
 /// Whether `false` at `k` says nothing.
-fn quiet_false(k: &str) -> bool {
+pub(super) fn quiet_false(k: &str) -> bool {
     QUIET_FALSE.contains(&k) || k.ends_with("_truncated")
 }
 
 /// Counts of things left out or skipped whose `0` says nothing.
-const QUIET_ZERO: &[&str] = &[
+pub(super) const QUIET_ZERO: &[&str] = &[
     "lines_not_shown",
     "skipped_total",
     "skipped_binary",
@@ -46,7 +46,7 @@ const QUIET_ZERO: &[&str] = &[
 ];
 
 /// Keys no model acts on, dropped wherever they are.
-const UNUSED: &[&str] = &[
+pub(super) const UNUSED: &[&str] = &[
     "pid",
     "wall_ms",
     "elapsed_ms",
@@ -63,7 +63,8 @@ fn unused(map: &Map<String, Json>, k: &str) -> bool {
         || (k == "text/html" && map.contains_key("text/plain"))
 }
 
-/// Keys of a result's main body, in order of preference, when it has no `text`.
+/// Keys of a result's main body, in order of preference, when it has no `text` (`stdout`: a
+/// `bash` result not of its type, from another build, reads as one of its type).
 const BODY: &[&str] = &["content", "output", "stdout"];
 
 /// The model's text of `tool`'s result `value`.
@@ -171,14 +172,14 @@ fn rendered_in(map: &Map<String, Json>, part: &Map<String, Json>) -> bool {
         .is_some_and(|t| !t.is_empty() && whole.contains(t))
 }
 
-fn push_block(out: &mut String, text: &str) {
+pub(super) fn push_block(out: &mut String, text: &str) {
     out.push_str(text);
     if !text.ends_with('\n') {
         out.push('\n');
     }
 }
 
-fn scalar(v: &Json) -> String {
+pub(super) fn scalar(v: &Json) -> String {
     match v {
         Json::String(s) => s.clone(),
         Json::Null => "null".into(),
@@ -196,7 +197,7 @@ fn server(o: &Map<String, Json>) -> String {
     format!("server: {}", parts.join(" "))
 }
 
-fn list(out: &mut String, key: &str, items: &[Json], indent: &str) {
+pub(super) fn list(out: &mut String, key: &str, items: &[Json], indent: &str) {
     let plain = items
         .iter()
         .all(|i| matches!(i, Json::String(_) | Json::Number(_) | Json::Bool(_)));
@@ -316,7 +317,7 @@ fn pair(k: &str, v: &Json) -> Option<String> {
     }
 }
 
-fn object(out: &mut String, o: &Map<String, Json>, indent: &str) {
+pub(super) fn object(out: &mut String, o: &Map<String, Json>, indent: &str) {
     // An object with its own `text` (a write's `diagnostics`) reads as that text, its lists
     // and objects (the diagnostics, the dependents checked) being what the text renders.
     let text = o.get("text").and_then(Json::as_str);

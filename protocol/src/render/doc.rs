@@ -1,0 +1,125 @@
+//! [`Doc`], a rendering as a result type's [`super::Render`] impl writes it: the header's
+//! facts, the body, the blocks after it, each by its field's name, laid out in the order of
+//! the names (the order the generic rendering, over a JSON object's sorted keys, has
+//! always had), whatever the order they were written in.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+
+use serde_json::{Map, Value as Json};
+
+use super::generic::{QUIET_ZERO, UNUSED, list, object, push_block, quiet_false, scalar};
+
+/// A result's text, being written.
+pub struct Doc<'a> {
+    tool: &'a str,
+    /// The header's facts (`key: value`), by key.
+    facts: BTreeMap<String, String>,
+    /// The result's own text or main output, verbatim.
+    body: Option<String>,
+    /// What follows the body (long strings, lists, nested objects), by key.
+    blocks: BTreeMap<String, String>,
+}
+
+impl<'a> Doc<'a> {
+    /// The text of a result of `tool`.
+    pub fn new(tool: &'a str) -> Doc<'a> {
+        Doc {
+            tool,
+            facts: BTreeMap::new(),
+            body: None,
+            blocks: BTreeMap::new(),
+        }
+    }
+
+    /// A fact of the header: `key: value`.
+    pub fn fact(&mut self, key: &str, value: impl Display) {
+        self.facts.insert(key.into(), format!("{key}: {value}"));
+    }
+
+    /// A fact when there is one (`null` says nothing).
+    pub fn opt(&mut self, key: &str, value: Option<impl Display>) {
+        if let Some(value) = value {
+            self.fact(key, value);
+        }
+    }
+
+    /// A flag whose absence says `false` (`truncated`, `timed_out`): only when it is set.
+    pub fn flag(&mut self, key: &str, on: bool) {
+        if on {
+            self.fact(key, true);
+        }
+    }
+
+    /// The main output, verbatim, after the header.
+    pub fn body(&mut self, text: &str) {
+        let mut out = String::new();
+        push_block(&mut out, text);
+        self.body = Some(out);
+    }
+
+    /// A string field: a fact when short and on one line, a block under its key when not,
+    /// nothing when empty.
+    pub fn string(&mut self, key: &str, s: &str) {
+        if s.contains('\n') || s.chars().count() > 160 {
+            let mut out = format!("{key}:\n");
+            push_block(&mut out, s);
+            self.blocks.insert(key.into(), out);
+        } else if !s.is_empty() {
+            self.fact(key, s);
+        }
+    }
+
+    /// Any field, by the generic rules of its JSON (what the store adds: `masked`,
+    /// `projected`; a field of another build).
+    pub fn json(&mut self, key: &str, v: &Json) {
+        if UNUSED.contains(&key) {
+            return;
+        }
+        match v {
+            Json::Null => {}
+            Json::Bool(false) if quiet_false(key) => {}
+            Json::Number(n) if n.as_u64() == Some(0) && QUIET_ZERO.contains(&key) => {}
+            Json::String(s) => self.string(key, s),
+            Json::Bool(_) | Json::Number(_) => self.fact(key, scalar(v)),
+            Json::Array(items) if items.is_empty() => {}
+            Json::Array(items) => {
+                let mut out = String::new();
+                list(&mut out, key, items, "");
+                self.blocks.insert(key.into(), out);
+            }
+            Json::Object(o) if o.is_empty() => {}
+            Json::Object(o) => {
+                let mut out = format!("{key}:\n");
+                object(&mut out, o, "  ");
+                self.blocks.insert(key.into(), out);
+            }
+        }
+    }
+
+    /// The keys beside the type's own (`Render::render`'s `extra`).
+    pub fn extra(&mut self, extra: &Map<String, Json>) {
+        for (k, v) in extra {
+            self.json(k, v);
+        }
+    }
+
+    /// The text: `tool: fact · fact`, the body, the blocks; no last line break.
+    pub fn finish(self) -> String {
+        let mut out = String::new();
+        if !self.facts.is_empty() {
+            let facts: Vec<String> = self.facts.into_values().collect();
+            out.push_str(&format!("{}: {}\n", self.tool, facts.join(" · ")));
+        }
+        if let Some(body) = self.body {
+            out.push_str(&body);
+        }
+        for block in self.blocks.into_values() {
+            out.push_str(&block);
+        }
+        if out.ends_with('\n') {
+            out.pop();
+        }
+        out
+    }
+}
