@@ -13,6 +13,7 @@
 //! where its images went ([`Outward`]) is said either way.
 
 mod doc;
+mod files;
 mod generic;
 mod jobs;
 mod outward;
@@ -107,10 +108,7 @@ generic_render!(
     UnloadModelResult,
     InferenceStatusResult,
     TokenUsageResult,
-    ReadResult,
     LsResult,
-    FindResult,
-    GrepResult,
     WriteResult,
     EditResult,
     ApplyPatchResult,

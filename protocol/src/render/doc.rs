@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Display;
 
+use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
 use super::generic::{QUIET_ZERO, UNUSED, list, object, push_block, quiet_false, scalar};
@@ -49,6 +50,18 @@ impl<'a> Doc<'a> {
         if on {
             self.fact(key, true);
         }
+    }
+
+    /// A count whose `0` says nothing (things skipped, left out): only when there are some.
+    pub fn count(&mut self, key: &str, n: impl Into<Option<u64>>) {
+        if let Some(n) = n.into().filter(|n| *n != 0) {
+            self.fact(key, n);
+        }
+    }
+
+    /// A field of any type (an enum, a list, a part), by the generic rules of its JSON.
+    pub fn field(&mut self, key: &str, value: &impl Serialize) {
+        self.json(key, &serde_json::to_value(value).unwrap_or_default());
     }
 
     /// The main output, verbatim, after the header.
