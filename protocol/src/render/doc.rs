@@ -117,6 +117,14 @@ impl<'a> Doc<'a> {
         }
     }
 
+    /// The keys beside a type whose body is its own rendering (`text`): no list among them
+    /// is written (the generic rules never wrote the lists beside a `text`, `masked` too).
+    pub fn extra_beside_text(&mut self, extra: &Map<String, Json>) {
+        for (k, v) in extra.iter().filter(|(_, v)| !v.is_array()) {
+            self.json(k, v);
+        }
+    }
+
     /// The text: `tool: fact · fact`, the body, the blocks; no last line break.
     pub fn finish(self) -> String {
         let mut out = String::new();

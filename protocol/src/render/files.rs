@@ -1,9 +1,13 @@
-//! The renderings of the files tools' results (`results/files.rs`): `read`, `find`, `grep`.
+//! The renderings of the files tools' results (`results/files.rs`): `read`, `ls`, `find`,
+//! `grep`, `write`, `edit`, `apply_patch`, `tool_result_read`.
 
 use serde_json::{Map, Value as Json};
 
 use super::{Doc, ImageFate, Outward, Render};
-use crate::results::{FindResult, GrepResult, ReadImage, ReadImageOmitted, ReadResult, ReadText};
+use crate::results::{
+    ApplyPatchResult, EditResult, FindResult, GrepResult, LsResult, ReadImage, ReadImageOmitted,
+    ReadResult, ReadText, ToolResultReadResult, WriteResult,
+};
 
 /// As the one it holds.
 impl Render for ReadResult {
@@ -123,6 +127,83 @@ impl Render for GrepResult {
     }
 }
 
+/// `ls: path: . · total: 2`, then one entry a line (`name  size`, `dir/`).
+impl Render for LsResult {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.string("path", &self.path);
+        doc.field("entries", &self.entries);
+        doc.fact("total", self.total);
+        doc.flag("truncated", self.truncated);
+        doc.count("skipped_protected", self.skipped_protected);
+        doc.field("notes", &self.notes);
+        doc.extra(extra);
+        doc.finish()
+    }
+}
+
+/// What was written, and the new diagnostics as their own text.
+impl Render for WriteResult {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.string("path", &self.path);
+        doc.field("status", &self.status);
+        doc.fact("bytes", self.bytes);
+        doc.fact("lines", self.lines);
+        doc.opt("previous_bytes", self.previous_bytes);
+        doc.field("diagnostics", &self.diagnostics);
+        doc.extra(extra);
+        doc.finish()
+    }
+}
+
+/// What was replaced, the diff, the new diagnostics.
+impl Render for EditResult {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.string("path", &self.path);
+        doc.fact("replacements", self.replacements);
+        doc.field("lines", &self.lines);
+        doc.string("diff", &self.diff);
+        doc.field("notes", &self.notes);
+        doc.field("diagnostics", &self.diagnostics);
+        doc.extra(extra);
+        doc.finish()
+    }
+}
+
+/// The files changed, one a line, and the new diagnostics.
+impl Render for ApplyPatchResult {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.field("files", &self.files);
+        doc.field("notes", &self.notes);
+        doc.field("diagnostics", &self.diagnostics);
+        doc.extra(extra);
+        doc.finish()
+    }
+}
+
+/// Where the page is in the stored result, then the page verbatim.
+impl Render for ToolResultReadResult {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.string("ref", &self.reference);
+        doc.body(&self.text);
+        doc.fact("offset", self.offset);
+        doc.fact("next_offset", self.next_offset);
+        doc.fact("total_chars", self.total_chars);
+        doc.fact("eof", self.eof);
+        doc.string("source_tool", &self.source_tool);
+        doc.string("content_type", &self.content_type);
+        doc.string("storage_kind", &self.storage_kind);
+        doc.field("masked", &self.masked);
+        doc.fact("envelope_clamped", self.envelope_clamped);
+        doc.extra_beside_text(extra);
+        doc.finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +246,34 @@ mod tests {
             grep,
             "grep: files_searched: 1 · files_with_matches: 1 · matches: 1 · path: . · pattern: println · timed_out: true\nsrc/main.rs:2:    println!(\"hi\");"
         );
+    }
+
+    #[test]
+    fn ls_write_edit_patch_and_pages_read_as_before() {
+        as_before::<LsResult>(
+            "ls",
+            json!({"entries":[{"name":".gitignore","size":8,"type":"file"},{"name":"src/","type":"dir"}],"path":".","total":2,"truncated":false}),
+        );
+        as_before::<WriteResult>(
+            "write",
+            json!({"bytes":48,"lines":3,"path":"src/lib.rs","previous_bytes":null,"status":"created",
+                "diagnostics":{"dependents":{"checked":[],"max":20},"new":[],"notes":[],"text":"no new diagnostics\n"}}),
+        );
+        as_before::<EditResult>(
+            "edit",
+            json!({"diff":"--- a/m.py\n+++ b/m.py\n","lines":[2],"path":"m.py","replacements":1}),
+        );
+        as_before::<ApplyPatchResult>(
+            "apply_patch",
+            json!({"files":[{"added":1,"hunks":1,"path":"src/lib.rs","removed":1,"status":"modified"}]}),
+        );
+        let page = as_before::<ToolResultReadResult>(
+            "tool_result_read",
+            json!({"content_type":"text/plain","envelope_clamped":false,"eof":true,"masked":{"aws":1},
+                "next_offset":20,"offset":10,"ref":"tr_1","source_tool":"bash","storage_kind":"inspectable",
+                "text":"0123456789","total_chars":20}),
+        );
+        assert!(page.ends_with("0123456789\nmasked:\n  aws: 1"), "{page}");
     }
 
     #[test]
