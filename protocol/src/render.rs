@@ -17,6 +17,7 @@ mod files;
 mod generic;
 mod jobs;
 mod outward;
+mod structural;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -90,9 +91,6 @@ generic_render!(
     LspRenameResult,
     LspEditResult,
     SyncedWriteResult,
-    AstGrepResult,
-    AstEditResult,
-    ResolveResult,
     DebugResult,
     EvalResult,
     AskUserOutput,
