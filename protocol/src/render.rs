@@ -86,7 +86,6 @@ macro_rules! generic_render {
 
 // The result types without a rendering of their own yet: the generic rules.
 generic_render!(
-    ProcessResult,
     LspResult,
     LspRenameResult,
     LspEditResult,

@@ -1,9 +1,9 @@
-//! The renderings of the jobs tools' results (`results/jobs.rs`): `bash`.
+//! The renderings of the jobs tools' results (`results/jobs.rs`): `bash`, `process`.
 
 use serde_json::{Map, Value as Json};
 
 use super::{Doc, Outward, Render};
-use crate::results::BashResult;
+use crate::results::{BashResult, ProcessList, ProcessResult, ProcessSlice, TrackedProcess};
 
 /// `bash: exit_code: 0 · stderr_bytes: 0 · stdout_bytes: 86`, then its stdout verbatim, its
 /// stderr under `stderr:`; how long it ran is no model's business.
@@ -26,10 +26,73 @@ impl Render for BashResult {
     }
 }
 
+/// As the one it holds.
+impl Render for ProcessResult {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
+        match self {
+            ProcessResult::Info(info) => info.render(tool, extra, outward),
+            ProcessResult::List(list) => list.render(tool, extra, outward),
+            ProcessResult::Output(slice) => slice.render(tool, extra, outward),
+        }
+    }
+}
+
+/// The process's facts; its process id is no model's business.
+impl Render for TrackedProcess {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.string("id", &self.id);
+        doc.string("label", &self.label);
+        doc.string("command", &self.command);
+        doc.field("state", &self.state);
+        doc.opt("exit_code", self.exit_code);
+        doc.opt("signal", self.signal);
+        doc.fact("restarts", self.restarts);
+        if let Some(error) = &self.last_error {
+            doc.string("last_error", error);
+        }
+        doc.fact("uptime_ms", self.uptime_ms);
+        doc.opt("ttl_left_ms", self.ttl_left_ms);
+        doc.fact("output_bytes", self.output_bytes);
+        doc.extra(extra);
+        doc.finish()
+    }
+}
+
+/// One process a line.
+impl Render for ProcessList {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.field("processes", &self.processes);
+        doc.extra(extra);
+        doc.finish()
+    }
+}
+
+/// Where the slice is, then its output verbatim; a terminal's screen as its text.
+impl Render for ProcessSlice {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.string("id", &self.id);
+        doc.body(&self.text);
+        doc.fact("offset", self.offset);
+        doc.fact("next_offset", self.next_offset);
+        doc.fact("dropped", self.dropped);
+        doc.fact("eof", self.eof);
+        doc.field("state", &self.state);
+        doc.opt("exit_code", self.exit_code);
+        doc.opt("signal", self.signal);
+        doc.field("screen", &self.screen);
+        doc.extra_beside_text(extra);
+        doc.finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::render::render_as;
+    use serde::Deserialize;
     use serde_json::json;
 
     #[test]
@@ -40,6 +103,22 @@ mod tests {
             render_as::<BashResult>("bash", &v, &Outward::default()),
             "bash: signal: 9 · stderr_bytes: 5 · stdout_bytes: 4 · timed_out: true\nout\nstderr:\nboom"
         );
+    }
+
+    #[test]
+    fn processes_read_as_before() {
+        let info = json!({"command":"sleep 60","exit_code":null,"id":"p1","label":"nap","last_error":null,
+            "output_bytes":0,"pid":4242,"restarts":0,"signal":null,"state":"running","ttl_left_ms":null,"uptime_ms":5});
+        let list = json!({"processes": [info.clone()]});
+        let slice = json!({"id":"p2","text":">>> 1+1\r\n2\r\n>>> ","offset":0,"next_offset":17,"dropped":0,"eof":false,
+            "state":"running","exit_code":null,"signal":null,
+            "screen":{"cols":80,"rows":24,"text":">>> 1+1\n2\n>>>","cursor":[2,4]}});
+        for v in [info, list, slice] {
+            assert!(ProcessResult::deserialize(&v).is_ok(), "{v}");
+            let text = render_as::<ProcessResult>("process", &v, &Outward::default());
+            assert_eq!(text, crate::render::generic("process", &v));
+            assert!(!text.contains("4242"), "{text}");
+        }
     }
 
     #[test]
