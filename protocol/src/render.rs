@@ -1,9 +1,12 @@
 //! The text a model reads of a tool's result (`toolvisor mcp` sends it as the result's text
 //! content; the whole JSON goes to programs as `structuredContent` with `--structured`),
 //! written the way a person would read it, from the tool's result type: one [`Render`] impl
-//! per result type, here, beside the types (`results`). The daemon's `ToolSpec` of each tool
+//! per result type, here, beside the types (`render/<family>.rs` beside `results/<family>.rs`),
+//! each writing its fields into a [`Doc`] (the shared rules: flags said only when set, counts
+//! only when not zero, the facts' and blocks' order). The daemon's `ToolSpec` of each tool
 //! carries [`render_as`] for its type, which `toolvisor mcp` gets from the binary; so nothing
-//! here or there lists tool names.
+//! here or there lists tool names. A type without its own impl yet renders by the generic
+//! rules over its JSON (`generic_render!`).
 //!
 //! What reaches a model is not always its tool's type: the result store adds `masked` and
 //! `projected` to a result, or replaces a result too large by `{preview, projected}`
