@@ -18,6 +18,7 @@
 mod doc;
 mod files;
 mod generic;
+mod human;
 mod jobs;
 mod outward;
 mod structural;
@@ -27,7 +28,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 
 use crate::results::*;
-use crate::tools::{AskUserOutput, VibeInfo};
+use crate::tools::AskUserOutput;
 
 pub use doc::Doc;
 pub use generic::json as generic;
@@ -96,8 +97,6 @@ generic_render!(
     DebugResult,
     EvalResult,
     AskUserOutput,
-    VibeInfo,
-    VibeListResult,
     DownloadModelResult,
     ListDownloadsResult,
     CancelDownloadResult,

@@ -1,0 +1,76 @@
+//! The renderings of the human tools' results (`results/human.rs`, `tools/human.rs`): the
+//! `vibe_*` background workers.
+
+use serde_json::{Map, Value as Json};
+
+use super::{Doc, Outward, Render};
+use crate::results::VibeListResult;
+use crate::tools::VibeInfo;
+
+/// A worker's state and counts, its result or error under their keys when long; how long it
+/// has run and its process id are no model's business.
+impl Render for VibeInfo {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.string("worker_id", &self.worker_id);
+        doc.string("label", &self.label);
+        doc.field("tier", &self.tier);
+        doc.field("state", &self.state);
+        doc.fact("attempts", self.attempts);
+        doc.fact("messages", self.messages);
+        doc.opt("exit_code", self.exit_code);
+        doc.opt("signal", self.signal);
+        for (key, text) in [
+            ("error", &self.error),
+            ("stderr_tail", &self.stderr_tail),
+            ("result", &self.result),
+            ("note", &self.note),
+        ] {
+            if let Some(text) = text {
+                doc.string(key, text);
+            }
+        }
+        doc.fact("result_chars", self.result_chars);
+        doc.flag("result_truncated", self.result_truncated);
+        doc.flag("timed_out", self.timed_out);
+        doc.extra(extra);
+        doc.finish()
+    }
+}
+
+/// One worker a line.
+impl Render for VibeListResult {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.field("workers", &self.workers);
+        doc.extra(extra);
+        doc.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::{generic, render_as};
+    use serde_json::json;
+
+    #[test]
+    fn workers_read_as_before() {
+        // As docs/TOOLS.md shows one.
+        let info = json!({"attempts":1,"elapsed_ms":3,"error":null,"exit_code":null,"label":"rename",
+            "messages":0,"note":null,"pid":51234,"result":"renamed 14 call sites\nin 6 files\n","result_chars":0,
+            "result_truncated":true,"signal":null,"state":"running","stderr_tail":null,"tier":"fast",
+            "timed_out":false,"worker_id":"w1"});
+        let text = render_as::<VibeInfo>("vibe_wait", &info, &Outward::default());
+        assert_eq!(text, generic("vibe_wait", &info));
+        assert!(
+            !text.contains("51234") && text.contains("result:\nrenamed"),
+            "{text}"
+        );
+        let list = json!({"workers": [info]});
+        assert_eq!(
+            render_as::<VibeListResult>("vibe_list", &list, &Outward::default()),
+            generic("vibe_list", &list)
+        );
+    }
+}
