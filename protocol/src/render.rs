@@ -15,6 +15,7 @@
 //! does not hold beside it, and anything that is not its type by the [`generic`] rules;
 //! where its images went ([`Outward`]) is said either way.
 
+mod data;
 mod doc;
 mod files;
 mod generic;
@@ -107,11 +108,6 @@ generic_render!(
     UnloadModelResult,
     InferenceStatusResult,
     TokenUsageResult,
-    SearchDataResult,
-    ReadDataResult,
-    ListDataResult,
-    WriteDataResult,
-    DeleteDataResult,
     ProbeResult,
 );
 
