@@ -85,6 +85,16 @@ pub fn render_json(tool: &str, value: &Json, outward: &Outward) -> String {
     generic(tool, &value)
 }
 
+/// `value` is an `R`, and its rendering as one reads as its JSON always has (the tests of the
+/// family files).
+#[cfg(test)]
+pub(crate) fn as_before<R: Render + DeserializeOwned>(tool: &str, value: Json) -> String {
+    assert!(R::deserialize(&value).is_ok(), "{value}");
+    let text = render_as::<R>(tool, &value, &Outward::default());
+    assert_eq!(text, generic(tool, &value));
+    text
+}
+
 macro_rules! generic_render {
     ($($t:ty),* $(,)?) => { $(impl Render for $t {})* };
 }

@@ -207,17 +207,8 @@ impl Render for ToolResultReadResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::{generic, render_as};
-    use serde::de::DeserializeOwned;
+    use crate::render::{as_before, render_as};
     use serde_json::json;
-
-    /// `value` is an `R`, and its rendering as one reads as its JSON always has.
-    fn as_before<R: Render + DeserializeOwned>(tool: &str, value: Json) -> String {
-        assert!(R::deserialize(&value).is_ok(), "{value}");
-        let text = render_as::<R>(tool, &value, &Outward::default());
-        assert_eq!(text, generic(tool, &value));
-        text
-    }
 
     #[test]
     fn read_find_and_grep_read_as_before() {
