@@ -21,6 +21,7 @@ mod files;
 mod generic;
 mod human;
 mod jobs;
+mod models;
 mod outward;
 mod structural;
 
@@ -29,7 +30,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 
 use crate::results::*;
-use crate::tools::AskUserOutput;
 
 pub use doc::Doc;
 pub use generic::json as generic;
@@ -107,18 +107,6 @@ generic_render!(
     SyncedWriteResult,
     DebugResult,
     EvalResult,
-    AskUserOutput,
-    DownloadModelResult,
-    ListDownloadsResult,
-    CancelDownloadResult,
-    ListModelsResult,
-    DeleteModelResult,
-    SearchModelsResult,
-    LoadModelResult,
-    UnloadModelResult,
-    InferenceStatusResult,
-    TokenUsageResult,
-    ProbeResult,
 );
 
 #[cfg(test)]

@@ -1,11 +1,36 @@
-//! The renderings of the human tools' results (`results/human.rs`, `tools/human.rs`): the
-//! `vibe_*` background workers.
+//! The renderings of the human tools' results (`results/human.rs`, `tools/human.rs`):
+//! `ask_user`'s answer and the `vibe_*` background workers.
 
 use serde_json::{Map, Value as Json};
 
 use super::{Doc, Outward, Render};
 use crate::results::VibeListResult;
-use crate::tools::VibeInfo;
+use crate::tools::{AskUserOutput, VibeInfo};
+
+/// The person's free-text answer verbatim after the question's id (the labels chosen beside
+/// it are not repeated, as the generic rules never wrote a list beside a `text`); without
+/// one, the labels chosen, or that the question was skipped and what to do now.
+impl Render for AskUserOutput {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.fact("question_id", self.question_id);
+        doc.fact("skipped", self.skipped);
+        if let Some(guidance) = &self.guidance {
+            doc.string("guidance", guidance);
+        }
+        match &self.text {
+            Some(text) => {
+                doc.body(text);
+                doc.extra_beside_text(extra);
+            }
+            None => {
+                doc.field("selected", &self.selected);
+                doc.extra(extra);
+            }
+        }
+        doc.finish()
+    }
+}
 
 /// A worker's state and counts, its result or error under their keys when long; how long it
 /// has run and its process id are no model's business.
@@ -71,6 +96,34 @@ mod tests {
         assert_eq!(
             render_as::<VibeListResult>("vibe_list", &list, &Outward::default()),
             generic("vibe_list", &list)
+        );
+    }
+
+    #[test]
+    fn answers_read_as_before() {
+        use crate::render::as_before;
+        let text = as_before::<AskUserOutput>(
+            "ask_user",
+            json!({"question_id":7,"selected":["postgres"],"text":null,"skipped":false,"guidance":null}),
+        );
+        assert_eq!(
+            text,
+            "ask_user: question_id: 7 · skipped: false\nselected: postgres"
+        );
+        let text = as_before::<AskUserOutput>(
+            "ask_user",
+            json!({"question_id":8,"selected":["postgres","sqlite"],"skipped":false,"guidance":null,
+                "text":"postgres for prod,\nsqlite for the tests"}),
+        );
+        assert!(!text.contains("selected"), "{text}");
+        as_before::<AskUserOutput>(
+            "ask_user",
+            json!({"question_id":9,"selected":[],"text":"","skipped":false,"guidance":null,"masked":["github_token"]}),
+        );
+        as_before::<AskUserOutput>(
+            "ask_user",
+            json!({"question_id":10,"selected":[],"text":null,"skipped":true,
+                "guidance":"the person skipped this question: proceed on your stated assumptions","masked":["github_token"]}),
         );
     }
 }

@@ -1,9 +1,12 @@
-//! The renderings of the jobs tools' results (`results/jobs.rs`): `bash`, `process`.
+//! The renderings of the jobs tools' results (`results/jobs.rs`): `bash`, `process`, and the
+//! test daemons' `_probe_serial` / `_probe_parallel`.
 
 use serde_json::{Map, Value as Json};
 
 use super::{Doc, Outward, Render};
-use crate::results::{BashResult, ProcessList, ProcessResult, ProcessSlice, TrackedProcess};
+use crate::results::{
+    BashResult, ProbeResult, ProcessList, ProcessResult, ProcessSlice, TrackedProcess,
+};
 
 /// `bash: exit_code: 0 · stderr_bytes: 0 · stdout_bytes: 86`, then its stdout verbatim, its
 /// stderr under `stderr:`; how long it ran is no model's business.
@@ -88,6 +91,19 @@ impl Render for ProcessSlice {
     }
 }
 
+/// The call's tag and conversation, when it started and ended.
+impl Render for ProbeResult {
+    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        doc.string("tag", &self.tag);
+        doc.string("conversation", &self.conversation);
+        doc.fact("start_us", self.start_us);
+        doc.fact("end_us", self.end_us);
+        doc.extra(extra);
+        doc.finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +146,23 @@ mod tests {
         assert_eq!(
             render_as::<BashResult>("bash", &v, &Outward::default()),
             "bash: exit_code: 0 · stderr_bytes: 0 · stdout_bytes: 90000\nabc…\nmasked: aws_key\nprojected:\n  stdout:\n    ref: tr_2\n    total_chars: 9000"
+        );
+    }
+
+    #[test]
+    fn probes_read_as_before() {
+        // As docs/TOOLS.md shows them.
+        let text = crate::render::as_before::<ProbeResult>(
+            "_probe_serial",
+            json!({"conversation":"cli","end_us":1764612000200311u64,"start_us":1764612000000207u64,"tag":"first"}),
+        );
+        assert_eq!(
+            text,
+            "_probe_serial: conversation: cli · end_us: 1764612000200311 · start_us: 1764612000000207 · tag: first"
+        );
+        crate::render::as_before::<ProbeResult>(
+            "_probe_parallel",
+            json!({"conversation":"","end_us":1764612000000452u64,"start_us":1764612000000398u64,"tag":"second"}),
         );
     }
 }
