@@ -1,33 +1,32 @@
 //! The vocabulary of tools: [`ToolSpec`], one value per tool — name, tier, parallel safety,
-//! approval rule, attachment, hints, the schemas derived from the handler's argument and
-//! result types, and the handler itself behind one parse of the arguments. Each family declares its tools
-//! next to their handlers (`tools/<family>.rs`, `declare()`); [`crate::tools::all`]
-//! assembles them and [`crate::registry`] holds the rules of visibility.
+//! approval rule, attachment, hints, the schemas derived from the handler's argument and result
+//! types, and the handler itself behind one parse of the arguments. Each family declares its tools
+//! next to their handlers (`tools/<family>.rs`, `declare()`); [`crate::tools::all`] assembles them
+//! and [`crate::registry`] holds the rules of visibility.
 //!
-//! A tool is declared once, next to its handler, and its schemas are never written by hand:
-//! the handler is typed over its arguments and its result
-//! (`ToolSpec::new(name, tier, resource, description, |s, ctx, a| Box::pin(handler(s, ctx, a)))`).
-//! The argument type `A` is both the type the schema is derived from (`schema_of`) and the
-//! type the one parse of a call's arguments feeds; the result type `R` (in
-//! `protocol::results`, `Serialize + JsonSchema`) is both the output schema clients see and
-//! what the result leaves as (`serde_json::to_value`, once, in the erased handler), so
-//! neither can drift; its `Render` impl is the text a model reads of it (`ToolSpec.render`,
-//! which the binary hands `toolvisor mcp`). Approval and per-op tier rules are typed over the arguments' op enum
-//! (`Approval::ops(&[LspOp::Trust])`, read from the one parse), never strings; `.summary`
-//! gives an approval prompt that says more than the arguments.
+//! A tool is declared once, next to its handler, and its schemas are never written by hand: the
+//! handler is typed over its arguments and its result (`ToolSpec::new(name, tier, resource,
+//! description, |s, ctx, a| Box::pin(handler(s, ctx, a)))`). The argument type `A` is both the type
+//! the schema is derived from (`schema_of`) and the type the one parse of a call's arguments feeds;
+//! the result type `R` (in `protocol::results`, `Serialize + JsonSchema`) is both the output schema
+//! clients see and what the result leaves as (`serde_json::to_value`, once, in the erased handler),
+//! so neither can drift; its `Render` impl is the text a model reads of it (`ToolSpec.render`,
+//! which the binary hands `toolvisor mcp`). Approval and per-op tier rules are typed over the
+//! arguments' op enum (`Approval::ops(&[LspOp::Trust])`, read from the one parse), never strings;
+//! `.summary` gives an approval prompt that says more than the arguments.
 //!
 //! To add a tool: its argument struct in `protocol::tools` (derive `JsonSchema`,
 //! `#[serde(deny_unknown_fields)]`, a `///` doc per field, `#[schemars(range(...))]` for bounds);
-//! its result type in `protocol::results` (derive `Serialize`, `Deserialize`, `JsonSchema`) and
-//! its rendering for a model (`impl Render`, in `protocol::render`: the bound says so); its handler
-//! (`async fn x(cx, ctx, a: XArgs) -> Result<XResult, ToolError>`) and its `ToolSpec::new`
-//! in its family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`,
-//! `.summary`, `.follows`, `.long_running`, `.passage`, the hints); an example call in
-//! `docs/TOOLS.md`, and there its reference, generated from this spec (`tools::reference`: add
-//! the marker lines, then run its `BLESS` command). Nothing else parses or lists it. Which calls start a job a client
-//! follows, and how (its poll and stop tools), and which may run long, is spec data carried
-//! to clients in `ToolInfo` (`toolvisor mcp` makes MCP tasks of them from it); how results
-//! pass the result store is spec data too (`Passage`).
+//! its result type in `protocol::results` (derive `Serialize`, `Deserialize`, `JsonSchema`) and its
+//! rendering for a model (`impl Render`, in `protocol::render`: the bound says so); its handler
+//! (`async fn x(cx, ctx, a: XArgs) -> Result<XResult, ToolError>`) and its `ToolSpec::new` in its
+//! family's `declare()` (builders: `.approval`, `.serial`, `.op_tier`, `.attachment`, `.summary`,
+//! `.follows`, `.long_running`, `.passage`, the hints); an example call in `docs/TOOLS.md`, and
+//! there its reference, generated from this spec (`tools::reference`: add the marker lines, then
+//! run its `BLESS` command). Nothing else parses or lists it. Which calls start a job a client
+//! follows, and how (its poll and stop tools), and which may run long, is spec data carried to
+//! clients in `ToolInfo` (`toolvisor mcp` makes MCP tasks of them from it); how results pass the
+//! result store is spec data too (`Passage`).
 
 use std::any::{Any, TypeId};
 use std::fmt::Debug;
