@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use serde::Deserialize;
+use toolvisor_files::paths::Access;
 
 use crate::lock;
 
@@ -48,13 +49,29 @@ impl Databases {
         {
             return lists;
         }
-        let lists = std::fs::read(&db)
-            .ok()
+        let lists = read_beneath(root, &db)
             .and_then(|bytes| serde_json::from_slice::<Vec<Entry>>(&bytes).ok())
             .is_some_and(|entries| !entries.is_empty());
         lock(&self.read).insert(db, (stamp.0, stamp.1, lists));
         lists
     }
+}
+
+/// `db`'s bytes, read through the root's scope like every document (`root_scope`): a
+/// symbolic link is followed only within the root, and a special file (a FIFO, a device)
+/// is refused without blocking. `None` when it cannot be read so: a database linked from
+/// outside the root counts as none (clangd may use it; the answers then say they may be
+/// partial, never the other way round).
+fn read_beneath(root: &Path, db: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let scope = super::root_scope(root).ok()?;
+    let mut file = scope
+        .resolve(db.to_str()?, Access::Read)
+        .and_then(|found| found.open())
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 /// The nearest `compile_commands.json` clangd would find for `path`, no higher than `root`.
@@ -103,5 +120,27 @@ mod tests {
         assert!(!dbs.lists_files(root, &file));
         // None above the root.
         assert!(!dbs.lists_files(&root.join("src/deep"), &file));
+    }
+
+    #[test]
+    fn a_database_is_read_within_the_root_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("p"), dir.path().join("elsewhere.json"));
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        let entry = r#"[{"directory": "/p", "file": "a.c", "arguments": ["cc"]}]"#;
+        std::fs::write(root.join("build/compile_commands.json"), entry).unwrap();
+        std::fs::write(&outside, entry).unwrap();
+        let file = root.join("a.c");
+        // CMake's habit: a link in the root to the build directory's database.
+        std::os::unix::fs::symlink(
+            "build/compile_commands.json",
+            root.join("compile_commands.json"),
+        )
+        .unwrap();
+        assert!(Databases::default().lists_files(&root, &file));
+        // A link out of the root is not read (it was, by name, before).
+        std::fs::remove_file(root.join("compile_commands.json")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("compile_commands.json")).unwrap();
+        assert!(!Databases::default().lists_files(&root, &file));
     }
 }
