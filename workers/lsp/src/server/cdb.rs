@@ -21,6 +21,9 @@ pub(crate) struct Databases {
     read: Mutex<HashMap<PathBuf, Read>>,
 }
 
+/// The most databases remembered per server.
+const MAX_DATABASES: usize = 256;
+
 /// A database's modification time and size when it was read, and whether it listed a file.
 type Read = (Option<SystemTime>, u64, bool);
 
@@ -52,7 +55,12 @@ impl Databases {
         let lists = read_beneath(root, &db)
             .and_then(|bytes| serde_json::from_slice::<Vec<Entry>>(&bytes).ok())
             .is_some_and(|entries| !entries.is_empty());
-        lock(&self.read).insert(db, (stamp.0, stamp.1, lists));
+        let mut read = lock(&self.read);
+        // Bounded: a project has a few databases; one that made thousands starts over.
+        if read.len() >= MAX_DATABASES {
+            read.clear();
+        }
+        read.insert(db, (stamp.0, stamp.1, lists));
         lists
     }
 }
