@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
@@ -21,7 +20,7 @@ use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process;
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier, duration_ms};
-use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_kit::supervise::{self, ChildSpec, Factory, StartCtx, StartFailed, SupervisorMsg};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{
     DebugAdapter, DebugAdaptersResult, DebugBreakpointListResult, DebugBreakpointsResult, DebugEnd,

@@ -20,7 +20,9 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 use toolvisor_kit::restart::RestartPolicy;
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
-use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
+use toolvisor_kit::supervise::{
+    self, ChildSpec, Factory, Lookup, StartCtx, StartFailed, SupervisorMsg,
+};
 use toolvisor_protocol::tree::NodeState;
 
 use crate::embedder::{Embedder, LastError};
@@ -356,16 +358,12 @@ impl DataHub {
             policy: RestartPolicy::default(),
             status: self.shared.status.clone(),
         };
-        match self
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(Duration::from_secs(30)),
-            )
-            .await
-        {
-            Ok(ractor::rpc::CallResult::Success(r)) => r,
-            _ => Err("the data supervisor did not answer within 30 s".into()),
+        match supervise::start(&self.supervisor, spec, Duration::from_secs(30)).await {
+            Ok(()) => Ok(()),
+            Err(StartFailed::Child(e)) => Err(e),
+            Err(StartFailed::NoAnswer(_)) => {
+                Err("the data supervisor did not answer within 30 s".into())
+            }
         }
     }
 

@@ -20,7 +20,7 @@ use toolvisor_kit::process::pty;
 use toolvisor_kit::process::{self, ExitStatus, ProcessGuard};
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier, duration_ms};
-use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_kit::supervise::{self, ChildSpec, Factory, StartCtx, StartFailed, SupervisorMsg};
 use toolvisor_kit::ttl::Ttl;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{self, ProcessScreen, ProcessSlice, TrackedProcess};
@@ -567,21 +567,14 @@ impl Processes {
             policy,
             status,
         };
-        let started = self
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(Duration::from_secs(30)),
-            )
-            .await;
-        match started {
-            Ok(ractor::rpc::CallResult::Success(Ok(()))) => Ok(shared.info()),
-            Ok(ractor::rpc::CallResult::Success(Err(e))) => Err(ToolError::new(
+        match supervise::start(&self.supervisor, spec, Duration::from_secs(30)).await {
+            Ok(()) => Ok(shared.info()),
+            Err(StartFailed::Child(e)) => Err(ToolError::new(
                 ErrorKind::Io,
                 format!("process {id} could not start: {e}"),
                 "check the command line; `process {\"op\":\"list\"}` shows its state",
             )),
-            _ => Err(ToolError::new(
+            Err(StartFailed::NoAnswer(_)) => Err(ToolError::new(
                 ErrorKind::ResourceFailed,
                 "the processes supervisor did not answer within 30 s",
                 "the daemon is overloaded or stuck; `toolvisor tree` shows its state",

@@ -29,7 +29,7 @@ use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::process;
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
-use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_kit::supervise::{self, ChildSpec, Factory, StartCtx, StartFailed, SupervisorMsg};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{EvalKernel, EvalKernelLanguage, EvalResult, EvalStatus};
 use toolvisor_protocol::tree::NodeState;
@@ -800,25 +800,19 @@ impl Kernels {
             policy: RestartPolicy::default().with_restart(Restart::Temporary),
             status: slot.status.clone(),
         };
-        let started = self
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(self.limits.start_timeout + Duration::from_secs(10)),
-            )
-            .await;
-        match started {
-            Ok(CallResult::Success(Ok(()))) => match slot.current() {
+        let wait = self.limits.start_timeout + Duration::from_secs(10);
+        match supervise::start(&self.supervisor, spec, wait).await {
+            Ok(()) => match slot.current() {
                 Some(inc) if inc.number == number => Ok((inc, Some(loss))),
                 _ => Err(KernelError::Supervisor(
                     "a kernel started but did not register".into(),
                 )),
             },
-            Ok(CallResult::Success(Err(message))) => Err(KernelError::Start {
+            Err(StartFailed::Child(message)) => Err(KernelError::Start {
                 language: slot.language,
                 message,
             }),
-            _ => Err(KernelError::Supervisor(
+            Err(StartFailed::NoAnswer(_)) => Err(KernelError::Supervisor(
                 "the kernels supervisor did not answer a start request in time".into(),
             )),
         }

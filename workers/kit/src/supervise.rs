@@ -114,6 +114,39 @@ pub enum SupervisorMsg {
     Collect,
 }
 
+/// Why a child's first start did not succeed ([`start`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartFailed {
+    /// Its start failed: the child's own error.
+    Child(String),
+    /// The supervisor did not answer within the wait (or is gone): what happened, in words.
+    NoAnswer(String),
+}
+
+/// Adds `spec` to `supervisor` and starts it; waits at most `wait` for the first start's
+/// outcome. Every kind's worker starts its children through this, each saying its own words
+/// for the two failures.
+pub async fn start(
+    supervisor: &ActorRef<SupervisorMsg>,
+    spec: ChildSpec,
+    wait: Duration,
+) -> Result<(), StartFailed> {
+    match supervisor
+        .call(|reply| SupervisorMsg::Start { spec, reply }, Some(wait))
+        .await
+    {
+        Ok(ractor::rpc::CallResult::Success(Ok(()))) => Ok(()),
+        Ok(ractor::rpc::CallResult::Success(Err(error))) => Err(StartFailed::Child(error)),
+        Ok(ractor::rpc::CallResult::Timeout) => {
+            Err(StartFailed::NoAnswer(format!("no answer within {wait:?}")))
+        }
+        Ok(ractor::rpc::CallResult::SenderError) => Err(StartFailed::NoAnswer(
+            "the supervisor dropped the request".into(),
+        )),
+        Err(e) => Err(StartFailed::NoAnswer(e.to_string())),
+    }
+}
+
 /// Arguments of a kind supervisor.
 pub struct SupervisorArgs {
     pub kind: String,
@@ -643,19 +676,14 @@ mod tests {
         id: &str,
         factory: Factory,
         status: Arc<NodeStatus>,
-    ) -> ractor::rpc::CallResult<Result<(), String>> {
+    ) -> Result<(), StartFailed> {
         let spec = ChildSpec {
             id: id.into(),
             factory,
             policy: RestartPolicy::default().with_restart(Restart::Temporary),
             status,
         };
-        sup.call(
-            |reply| SupervisorMsg::Start { spec, reply },
-            Some(Duration::from_secs(10)),
-        )
-        .await
-        .unwrap()
+        start(sup, spec, Duration::from_secs(10)).await
     }
 
     /// An actor whose start fails.
@@ -687,12 +715,38 @@ mod tests {
         });
         let status = NodeStatus::new("refuses", "r1", String::new(), notifier);
         let started = start_temporary(&sup, "r1", factory, status).await;
-        match started {
-            ractor::rpc::CallResult::Success(Err(message)) => {
-                assert_eq!(message, "the port is taken by another process");
-            }
-            other => panic!("expected the start to fail, got {other:?}"),
+        assert_eq!(
+            started,
+            Err(StartFailed::Child(
+                "the port is taken by another process".into()
+            ))
+        );
+    }
+
+    /// A start the supervisor does not answer in time, or a supervisor gone, is no answer:
+    /// the caller is told so at the wait's end, never left waiting.
+    #[tokio::test]
+    async fn a_start_without_an_answer_is_told_apart_from_a_failed_one() {
+        let notifier = TreeNotifier::default();
+        let sup = test_supervisor(&notifier).await;
+        let never: Factory = Arc::new(|_: StartCtx| Box::pin(std::future::pending()));
+        let spec = |id: &str, factory: Factory| ChildSpec {
+            id: id.into(),
+            factory,
+            policy: RestartPolicy::default().with_restart(Restart::Temporary),
+            status: NodeStatus::new("slow", id, String::new(), notifier.clone()),
+        };
+        let started = start(&sup, spec("s1", never.clone()), Duration::from_millis(50)).await;
+        assert_eq!(
+            started,
+            Err(StartFailed::NoAnswer("no answer within 50ms".into()))
+        );
+        sup.stop(None);
+        while sup.get_status() != ractor::ActorStatus::Stopped {
+            tokio::task::yield_now().await;
         }
+        let gone = start(&sup, spec("s2", never), Duration::from_secs(10)).await;
+        assert!(matches!(gone, Err(StartFailed::NoAnswer(_))), "{gone:?}");
     }
 
     /// Regression (found by the chaos runner): when an incarnation ended before the supervisor
@@ -716,10 +770,7 @@ mod tests {
         });
         let child_status = NodeStatus::new("brief", "b1", String::new(), notifier);
         let started = start_temporary(&sup, "b1", factory, child_status.clone()).await;
-        assert!(
-            matches!(started, ractor::rpc::CallResult::Success(Ok(()))),
-            "{started:?}"
-        );
+        assert_eq!(started, Ok(()));
         let lookup = sup
             .call(
                 |reply| SupervisorMsg::Lookup {

@@ -26,7 +26,9 @@ use serde_json::{Value, json};
 use toolvisor_kit::launch::Launcher;
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
-use toolvisor_kit::supervise::{ChildSpec, Factory, Lookup, StartCtx, SupervisorMsg};
+use toolvisor_kit::supervise::{
+    self, ChildSpec, Factory, Lookup, StartCtx, StartFailed, SupervisorMsg,
+};
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{
     LspLanguageStatus, LspMode, LspRootTrust, LspServerStatus, LspStatus, LspTrustedBy,
@@ -597,16 +599,12 @@ impl Servers {
                     tracing::info!(server = shared.id, "starting language server");
                     let spec = self.child_spec(shared);
                     let wait = deadline.saturating_duration_since(Instant::now());
-                    let started = self
-                        .supervisor
-                        .call(|reply| SupervisorMsg::Start { spec, reply }, Some(wait))
-                        .await;
-                    match started {
-                        Ok(ractor::rpc::CallResult::Success(Ok(()))) => continue,
-                        Ok(ractor::rpc::CallResult::Success(Err(e))) => {
+                    match supervise::start(&self.supervisor, spec, wait).await {
+                        Ok(()) => continue,
+                        Err(StartFailed::Child(e)) => {
                             return Err(failed(&shared.id, &e));
                         }
-                        _ => {
+                        Err(StartFailed::NoAnswer(_)) => {
                             return Err(not_ready(format!(
                                 "language server {} is still starting after {} s",
                                 shared.id,

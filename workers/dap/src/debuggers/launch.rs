@@ -271,16 +271,10 @@ impl Debuggers {
         // adapter may take `start_timeout_s` to print its port) leaves a session that
         // `terminate`, `status` and the conversation's end still reach, not an unowned adapter.
         *lock(&slot.current) = Some(session.clone());
-        let started = self
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(self.config.start_timeout() + Duration::from_secs(10)),
-            )
-            .await;
-        match started {
-            Ok(CallResult::Success(Ok(()))) => {}
-            Ok(CallResult::Success(Err(message))) => {
+        let wait = self.config.start_timeout() + Duration::from_secs(10);
+        match supervise::start(&self.supervisor, spec, wait).await {
+            Ok(()) => {}
+            Err(StartFailed::Child(message)) => {
                 let hint = match &session.target {
                     Target::Attach { port } => format!(
                         "start the program as `python -m debugpy --listen 127.0.0.1:{port} --wait-for-client prog.py` first (the server takes one client)"
@@ -303,7 +297,7 @@ impl Debuggers {
                     hint,
                 ));
             }
-            _ => {
+            Err(StartFailed::NoAnswer(_)) => {
                 return Err(err(
                     ErrorKind::ResourceFailed,
                     "debug: the debug_adapters supervisor did not answer a start request in time",

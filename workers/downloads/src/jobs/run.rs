@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use ractor::Actor;
 use toolvisor_kit::restart::{Restart, RestartPolicy};
-use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_kit::supervise::{self, ChildSpec, Factory, StartCtx, StartFailed};
 
 use super::{Downloads, Job, JobActor, JobStart, JobState, lock};
 use crate::error::DownloadError;
@@ -75,17 +75,13 @@ impl Downloads {
             policy: RestartPolicy::default().with_restart(Restart::Temporary),
             status: job.status.clone(),
         };
-        let started = self
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(Duration::from_secs(30)),
-            )
-            .await;
-        if !matches!(started, Ok(ractor::rpc::CallResult::Success(Ok(())))) {
-            let why = match started {
-                Ok(ractor::rpc::CallResult::Success(Err(e))) => e,
-                _ => "the downloads supervisor did not answer within 30 s".into(),
+        if let Err(failed) = supervise::start(&self.supervisor, spec, Duration::from_secs(30)).await
+        {
+            let why = match failed {
+                StartFailed::Child(e) => e,
+                StartFailed::NoAnswer(_) => {
+                    "the downloads supervisor did not answer within 30 s".into()
+                }
             };
             self.set_state(
                 &job,

@@ -18,7 +18,7 @@ use toolvisor_downloads::gguf_header::Shape;
 use toolvisor_downloads::store::Manifest;
 use toolvisor_kit::process;
 use toolvisor_kit::status::NodeStatus;
-use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_kit::supervise::{self, ChildSpec, Factory, StartCtx, StartFailed};
 use toolvisor_protocol::results::{Evicted, Fit, LoadModelResult};
 
 use super::actor::{ServerActor, ServerArgs};
@@ -395,20 +395,12 @@ impl Inference {
             policy: self.policy,
             status,
         };
-        let started = self
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(Duration::from_secs(60)),
-            )
-            .await;
-        match started {
-            Ok(ractor::rpc::CallResult::Success(Ok(()))) => Ok(()),
-            Ok(ractor::rpc::CallResult::Success(Err(error))) => {
-                Err(InferenceError::Start { alias, error })
+        match supervise::start(&self.supervisor, spec, Duration::from_secs(60)).await {
+            Ok(()) => Ok(()),
+            Err(StartFailed::Child(error)) => Err(InferenceError::Start { alias, error }),
+            Err(StartFailed::NoAnswer(why)) => {
+                Err(InferenceError::Supervisor(format!("start: {why}")))
             }
-            Ok(_) => Err(InferenceError::Supervisor("start timed out".into())),
-            Err(e) => Err(InferenceError::Supervisor(e.to_string())),
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use ractor::Actor;
 use toolvisor_kit::restart::{Restart, RestartPolicy};
 use toolvisor_kit::status::{NodeStatus, TreeNotifier};
-use toolvisor_kit::supervise::{ChildSpec, Factory, StartCtx, SupervisorMsg};
+use toolvisor_kit::supervise::{self, ChildSpec, Factory, StartCtx, StartFailed, SupervisorMsg};
 use toolvisor_protocol::tools::{VibeInfo, VibeState};
 use toolvisor_protocol::tree::NodeState;
 
@@ -139,17 +139,13 @@ impl Roster {
             policy: RestartPolicy::default().with_restart(Restart::Temporary),
             status: worker.status.clone(),
         };
-        let started = self
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Start { spec, reply },
-                Some(Duration::from_secs(30)),
-            )
-            .await;
-        let failure = match started {
-            Ok(ractor::rpc::CallResult::Success(Ok(()))) => None,
-            Ok(ractor::rpc::CallResult::Success(Err(e))) => Some(format!("could not start: {e}")),
-            _ => Some("could not start: the vibe supervisor did not answer within 30 s".into()),
+        let failure = match supervise::start(&self.supervisor, spec, Duration::from_secs(30)).await
+        {
+            Ok(()) => None,
+            Err(StartFailed::Child(e)) => Some(format!("could not start: {e}")),
+            Err(StartFailed::NoAnswer(_)) => {
+                Some("could not start: the vibe supervisor did not answer within 30 s".into())
+            }
         };
         // A start overtaken by a stop (kill, or a send's rerun) may be answered late, or only
         // when a newer attempt replaces the record: then it concerns nothing live any more.
