@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value as Json;
-pub use toolvisor_protocol::render::generic as render;
 use toolvisor_protocol::render::{Outward, RenderFn, render_json};
 
 /// Each tool's rendering of its results, by tool name.

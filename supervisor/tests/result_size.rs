@@ -1,17 +1,28 @@
 //! What a model reads of a result, before (the result's JSON as the text content) and after
-//! (`render`), on twelve results recorded from a real daemon (pyright on the `packaging`
-//! package: `tests/fixtures/results/`): characters per result, the total saved, and the facts
-//! a model needs still there (completeness, truncation, totals, the next offset, every
-//! location). `cargo test -p toolvisor-mcp --test result_size -- --nocapture` prints the table
+//! (its tool's rendering from its result type, `ToolSpec.render`, as `toolvisor mcp` sends
+//! it), on twelve results recorded from a real daemon (pyright on the `packaging` package:
+//! `mcp/tests/fixtures/results/`): characters per result, the total saved, and the facts a
+//! model needs still there (completeness, truncation, totals, the next offset, every
+//! location). `cargo test -p toolvisor --test result_size -- --nocapture` prints the table
 //! docs/BENCHMARKS.md quotes.
 
 use std::path::PathBuf;
 
 use serde_json::Value as Json;
-use toolvisor_mcp::render::render;
+use toolvisor_protocol::render::Outward;
+
+/// `tool`'s rendering of `value`, from its spec.
+fn render(tool: &str, value: &Json) -> String {
+    let specs = toolvisor::tools::all(true);
+    let spec = specs
+        .iter()
+        .find(|s| s.name == tool)
+        .unwrap_or_else(|| panic!("no tool {tool}"));
+    (spec.render)(tool, value, &Outward::default())
+}
 
 fn fixtures() -> Vec<(String, String, Json)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/fixtures/results");
     let mut out: Vec<(String, String, Json)> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
@@ -94,7 +105,7 @@ fn renderings_are_much_smaller_and_keep_what_a_model_needs() {
 }
 
 #[test]
-#[ignore = "prints every rendering: cargo test -p toolvisor-mcp --test result_size -- --ignored --nocapture"]
+#[ignore = "prints every rendering: cargo test -p toolvisor --test result_size -- --ignored --nocapture"]
 fn print_renderings() {
     for (name, tool, value) in fixtures() {
         println!("===== {name}\n{}\n", render(&tool, &value));
