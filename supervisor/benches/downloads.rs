@@ -1,10 +1,10 @@
-//! Model download figures (issue 17): throughput of a 1 GiB, 4-shard model from a loopback
+//! Model download figures: throughput of a 1 GiB, 4-shard model from a loopback
 //! Hugging Face-compatible server through toolvisor against `curl` fetching the same files
 //! (4 in parallel, like `parallel_transfers = 4`) in the same run; bytes fetched again after
-//! a daemon SIGKILL at 50%; daemon RSS during downloads of 256 MiB and 1 GiB. Then (issue 34)
+//! a daemon SIGKILL at 50%; daemon RSS during downloads of 256 MiB and 1 GiB. Then
 //! one large file on one connection, toolvisor and `curl -o` alternating round by round on
 //! the same file of the same server: the median of the per-round time ratios and their range.
-//! Then (issue 32) one large file from a hub limiting each connection, four ranges at once
+//! Then one large file from a hub limiting each connection, four ranges at once
 //! against `curl -o`'s one connection, alternating.
 //! `cargo bench -p toolvisor --bench downloads` (needs `curl` and `openssl`; `TOOLVISOR_BENCH_GIB` sets the
 //! big model's size in GiB, default 1; `TOOLVISOR_BENCH_ONE_MIB` the single file's size in

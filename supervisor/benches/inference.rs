@@ -1,4 +1,4 @@
-//! Inference pool figures (issue 18): load-to-ready of the tiny model through toolvisor
+//! Inference pool figures: load-to-ready of the tiny model through toolvisor
 //! (`load_model` until `get_inference_status` says `ready`) against the same server command
 //! started by hand (until it answers `GET /v1/models`), alternating call by call; the latency
 //! a completion gains through the routing endpoint against calling the server directly,

@@ -1,4 +1,4 @@
-//! Per-connection costs under abuse (issue 12): RSS per idle session, RSS after 10,000
+//! Per-connection costs under abuse: RSS per idle session, RSS after 10,000
 //! sessions open and close (three rounds), RSS growth of a client that never reads its
 //! results, and the time to answer a new client when the fd limit is nearly exhausted.
 //! `cargo bench -p toolvisor --bench limits` (needs `ulimit -n` above 20,000 for the first

@@ -9,7 +9,7 @@
 //! - time from SIGKILL of a warm pyright to the next successful answer (restart, re-open,
 //!   re-analysis included);
 //! - ten conversations on one root → how many server processes, and their RSS;
-//! - the ops of issue 31, each alternating round by round with the same work sent straight to
+//! - the newer read ops, each alternating round by round with the same work sent straight to
 //!   a second warm server: pyright's `signature_help`, `completions`, `lsp_rename` previewed and
 //!   `workspace_diagnostics` (its checker run alone), clangd's `inlay_hints` and `type_hierarchy`.
 
@@ -368,7 +368,7 @@ fn main() {
     let (through, own, added) = (median(total), median(server), median(added));
     let straight = median(straight);
 
-    // 1b. The read ops added by issue 14, each against the server's own share of it.
+    // 1b. The hierarchy and check ops, each against the server's own share of it.
     let hierarchy = measure(
         &mut c,
         N_NEW,
@@ -383,9 +383,9 @@ fn main() {
     let check_spaced = measure(&mut c, 20, Duration::from_secs(1), check_args, |v| {
         assert_eq!(v["new"], 1, "{v}")
     });
-    // 1c. The read ops added by issue 31 that pyright offers, alternating round by round with
+    // 1c. The newer read ops that pyright offers, alternating round by round with
     //     the same request sent straight to the second warm pyright.
-    let issue31 = [
+    let newer_ops = [
         (
             "signature_help",
             json!({"op": "signature_help", "file": "m.py", "line": 6, "symbol": "greet"}),
@@ -399,7 +399,7 @@ fn main() {
             json!({"line": 5, "character": 13}),
         ),
     ];
-    let mut issue31_lines = Vec::new();
+    let mut newer_lines = Vec::new();
     let row = |name: &str, server: &str, n: usize, (t, d): (f64, f64)| {
         format!(
             "| `{name}` (median of {n}) | {server} | {t:.2} ms | {d:.2} ms | {:.2} ms | {:.2}× |",
@@ -407,7 +407,7 @@ fn main() {
             t / d
         )
     };
-    for (name, args, method, position) in issue31 {
+    for (name, args, method, position) in newer_ops {
         let per = N_NEW / rounds;
         let medians = alternate(
             rounds,
@@ -419,7 +419,7 @@ fn main() {
             },
             || direct.times(method, position.clone(), per),
         );
-        issue31_lines.push(row(
+        newer_lines.push(row(
             &format!("lsp {name}"),
             "pyright",
             per * rounds,
@@ -465,7 +465,7 @@ fn main() {
             )
         },
     );
-    issue31_lines.push(row(
+    newer_lines.push(row(
         "lsp_rename {dry_run: true}",
         "pyright",
         per * rounds,
@@ -488,7 +488,7 @@ fn main() {
                 .collect()
         },
     );
-    issue31_lines.push(row(
+    newer_lines.push(row(
         "lsp workspace_diagnostics",
         "`pyright --outputjson`",
         2 * rounds,
@@ -550,7 +550,7 @@ fn main() {
             },
             || cdirect.steps(&[(method, params.clone())], per),
         );
-        issue31_lines.push(row(
+        newer_lines.push(row(
             &format!("lsp {name}"),
             "clangd 14",
             per * rounds,
@@ -651,11 +651,9 @@ fn main() {
         rss / 1024
     );
     println!();
-    println!(
-        "| op (issue 31) | server | through toolvisor | direct to the server | added | ratio |"
-    );
+    println!("| op | server | through toolvisor | direct to the server | added | ratio |");
     println!("|---|---|---|---|---|---|");
-    for line in &issue31_lines {
+    for line in &newer_lines {
         println!("{line}");
     }
 }

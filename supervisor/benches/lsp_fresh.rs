@@ -6,8 +6,8 @@
 //! importing file that is `complete` and has errors on exactly the lines the compiler reports
 //! (pyright's CLI, tsc, `cc -fsyntax-only`, `cargo check`, `go build -gcflags=-e`, each run once per state before the
 //! rounds). The first answer after each change is checked: the bench prints how many were
-//! already right, and how many were wrong while saying `complete: true` (the answers issue 45
-//! is about); a wrong answer is asked again every 50 ms, at most 60 s. Nothing is asserted
+//! already right, and how many were wrong while saying `complete: true` (an answer
+//! that must never be); a wrong answer is asked again every 50 ms, at most 60 s. Nothing is asserted
 //! about times. `TOOLVISOR_BENCH_DAEMON=<path>` runs another build (before/after).
 
 #[allow(dead_code)]

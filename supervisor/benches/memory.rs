@@ -51,7 +51,7 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
     let mut extra = std::env::var("TOOLVISOR_BENCH_CONFIG").unwrap_or_default();
-    // eval work too (issue 33), when the test venv's Python is there.
+    // eval work too, when the test venv's Python is there.
     let python =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.test-deps/venv/bin/python");
     let eval = python.exists();
@@ -166,7 +166,7 @@ fn main() {
     );
     if let Some((_, at_10)) = samples.iter().find(|(s, _)| *s == 10) {
         println!(
-            "| goal (issue 33): under 64 MiB 10 s after the last call | {:.1} MiB ({}) |",
+            "| goal: under 64 MiB 10 s after the last call | {:.1} MiB ({}) |",
             mib(*at_10),
             if *at_10 < 64 * 1024 { "met" } else { "NOT met" }
         );

@@ -15,7 +15,7 @@
 //! their relative paths into a temp dir), e.g. 1000 for the issue's small tree.
 //! `TOOLVISOR_BENCH_LANG` (default `rust`) and `TOOLVISOR_BENCH_PATTERNS` (one pattern per
 //! line) search another language, e.g. `python` and `def $F($$$): $$$` over a venv's
-//! site-packages (issue 33).
+//! site-packages.
 
 #[allow(dead_code)]
 #[path = "support/common.rs"]
