@@ -21,6 +21,8 @@ mod files;
 mod generic;
 mod human;
 mod jobs;
+mod lsp;
+mod lsp_edits;
 mod models;
 mod outward;
 mod structural;
@@ -100,14 +102,7 @@ macro_rules! generic_render {
 }
 
 // The result types without a rendering of their own yet: the generic rules.
-generic_render!(
-    LspResult,
-    LspRenameResult,
-    LspEditResult,
-    SyncedWriteResult,
-    DebugResult,
-    EvalResult,
-);
+generic_render!(LspResult, DebugResult, EvalResult,);
 
 #[cfg(test)]
 mod tests {
