@@ -5,8 +5,8 @@
 //! each writing its fields into a [`Doc`] (the shared rules: flags said only when set, counts
 //! only when not zero, the facts' and blocks' order). The daemon's `ToolSpec` of each tool
 //! carries [`render_as`] for its type, which `toolvisor mcp` gets from the binary; so nothing
-//! here or there lists tool names. A type without its own impl yet renders by the generic
-//! rules over its JSON (`generic_render!`).
+//! here or there lists tool names. A type without its own impl yet (`debug`'s and `eval`'s,
+//! `generic_render!`) renders by the generic rules over its JSON.
 //!
 //! What reaches a model is not always its tool's type: the result store adds `masked` and
 //! `projected` to a result, or replaces a result too large by `{preview, projected}`
@@ -102,7 +102,7 @@ macro_rules! generic_render {
 }
 
 // The result types without a rendering of their own yet: the generic rules.
-generic_render!(LspResult, DebugResult, EvalResult,);
+generic_render!(DebugResult, EvalResult);
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! The generic rendering: a result's JSON as a model reads it, by rules over its keys. The
 //! rendering of a result that is not its tool's result type (a result replaced by its
-//! preview, a tool this build does not know), and for now of every result type too
-//! ([`super::Render`]'s default).
+//! preview, a tool this build does not know), and of a result type without a rendering of
+//! its own yet ([`super::Render`]'s default).
 //!
 //! Rules, one renderer for every tool:
 //! - A header line of the result's scalar facts (`total: 12 · complete: true`), nulls left
@@ -27,6 +27,8 @@
 //! Completeness, truncation, refs and next offsets (the next step) all stay in the header.
 
 use serde_json::{Map, Value as Json};
+
+use super::lsp::readiness;
 
 /// Keys whose `false` says nothing (absent means false); so does any `…_truncated`.
 const QUIET_FALSE: &[&str] = &["truncated", "timed_out", "outside", "projected", "cached"];
@@ -91,21 +93,15 @@ pub fn json(tool: &str, value: &Json) -> String {
             Json::Null => {}
             Json::Bool(false) if quiet_false(k) => {}
             Json::Number(n) if n.as_u64() == Some(0) && QUIET_ZERO.contains(&k.as_str()) => {}
-            // A ready server is what `complete: true` rests on anyway; a server still at
-            // work says what it is doing, once.
+            // As a served answer's readiness reads from its type (`render/lsp.rs`).
             Json::String(s) if k == "readiness" => {
-                let doing = map
+                let indexing = map
                     .get("server")
                     .and_then(|o| o.get("indexing"))
-                    .and_then(Json::as_str)
-                    // How far along, when the server says (`23 files to analyze`); a phase
-                    // without a count (`scanning the workspace…`) adds nothing to `indexing`.
-                    .filter(|d| d.chars().any(|c| c.is_ascii_digit()));
+                    .and_then(Json::as_str);
                 let complete = map.get("complete") == Some(&Json::Bool(true));
-                match doing {
-                    _ if s == "ready" || complete => {}
-                    Some(d) => header.push(format!("readiness: {s} ({d})")),
-                    None => header.push(format!("readiness: {s}")),
+                if let Some(reads) = readiness(s, indexing, complete) {
+                    header.push(format!("readiness: {reads}"));
                 }
             }
             Json::String(s) if s.contains('\n') || s.chars().count() > 160 => {}
