@@ -17,6 +17,7 @@
 
 mod data;
 mod doc;
+mod eval;
 mod files;
 mod generic;
 mod human;
@@ -102,7 +103,7 @@ macro_rules! generic_render {
 }
 
 // The result types without a rendering of their own yet: the generic rules.
-generic_render!(DebugResult, EvalResult);
+generic_render!(DebugResult);
 
 #[cfg(test)]
 mod tests {
