@@ -5,8 +5,8 @@
 //! each writing its fields into a [`Doc`] (the shared rules: flags said only when set, counts
 //! only when not zero, the facts' and blocks' order). The daemon's `ToolSpec` of each tool
 //! carries [`render_as`] for its type, which `toolvisor mcp` gets from the binary; so nothing
-//! here or there lists tool names. A type without its own impl yet (`debug`'s and `eval`'s,
-//! `generic_render!`) renders by the generic rules over its JSON.
+//! here or there lists tool names. Every result type has its own impl (`Render` has no
+//! default: a new result type says how it reads).
 //!
 //! What reaches a model is not always its tool's type: the result store adds `masked` and
 //! `projected` to a result, or replaces a result too large by `{preview, projected}`
@@ -16,6 +16,7 @@
 //! where its images went ([`Outward`]) is said either way.
 
 mod data;
+mod debug;
 mod doc;
 mod eval;
 mod files;
@@ -32,8 +33,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 
-use crate::results::*;
-
 pub use doc::Doc;
 pub use generic::json as generic;
 pub use outward::{ImageFate, Outward};
@@ -47,15 +46,7 @@ pub type RenderFn = fn(tool: &str, value: &Json, outward: &Outward) -> String;
 pub trait Render: Serialize {
     /// The text of this result of `tool`, with `extra` (the outward keys the type does not
     /// hold: `masked`, `projected`) beside its own and its images where `outward` says.
-    /// By default: the [`generic`] rules over its JSON.
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
-        let mut value = serde_json::to_value(self).unwrap_or_default();
-        if let Json::Object(own) = &mut value {
-            own.extend(extra.clone());
-        }
-        outward.show(&mut value);
-        generic(tool, &value)
-    }
+    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String;
 }
 
 /// `value` rendered as `R` when it is one, else by the [`generic`] rules.
@@ -98,16 +89,10 @@ pub(crate) fn as_before<R: Render + DeserializeOwned>(tool: &str, value: Json) -
     text
 }
 
-macro_rules! generic_render {
-    ($($t:ty),* $(,)?) => { $(impl Render for $t {})* };
-}
-
-// The result types without a rendering of their own yet: the generic rules.
-generic_render!(DebugResult);
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::ReadResult;
     use serde::Deserialize;
     use serde_json::json;
 
