@@ -1,7 +1,7 @@
 //! The generic rendering: a result's JSON as a model reads it, by rules over its keys. The
 //! rendering of a result that is not its tool's result type (a result replaced by its
-//! preview, a tool this build does not know), and of a result type without a rendering of
-//! its own yet ([`super::Render`]'s default).
+//! preview, a tool this build does not know); each result type's own rendering
+//! ([`super::Render`]) reads as these rules read its JSON, and shares their helpers.
 //!
 //! Rules, one renderer for every tool:
 //! - A header line of the result's scalar facts (`total: 12 · complete: true`), nulls left
