@@ -284,6 +284,7 @@ impl Render for DebugTerminateResult {
 mod tests {
     use super::*;
     use crate::render::as_before;
+    use serde::Deserialize;
     use serde_json::json;
 
     fn session(state: &str) -> Json {
@@ -495,10 +496,14 @@ mod tests {
 
     #[test]
     fn output_and_terminate_read_as_before() {
-        // An output result also reads as a stop (its state and text) with the rest beside it:
-        // the same text either way, the console lines beside the `text` not written.
+        // An output result is one (not a stop, whose `state` and `text` it has too); the
+        // console lines beside the `text` are not written.
         let output = json!({"session":"c#1","text":"hi\nbye\n","offset":0,"next_offset":7,"dropped":0,
             "total_bytes":7,"eof":true,"state":"exited","console":["loop i=3"]});
+        assert!(matches!(
+            DebugResult::deserialize(&output),
+            Ok(DebugResult::Output(_))
+        ));
         let text = as_before::<DebugResult>("debug", output.clone());
         assert_eq!(
             text,

@@ -21,6 +21,9 @@ pub enum DebugResult {
     Launch(DebugLaunchResult),
     /// `run_to`: the stop, and what became of the temporary breakpoint.
     RunTo(DebugRunToResult),
+    /// `output` (before `Stop`, whose `state` and `text` it has too: parsed as a stop, its
+    /// slice would be lost).
+    Output(DebugOutputResult),
     /// `continue`, `step_over`, `step_in`, `step_out`, `pause`: where the program stopped, or that it runs or ended.
     Stop(DebugStopResult),
     /// `breakpoints` with `file`, `functions` or `exceptions`: what was set, and the adapter's verdicts when applied.
@@ -45,8 +48,6 @@ pub enum DebugResult {
     SetVariable(DebugSetVariableResult),
     /// `watch`.
     Watch(DebugWatchResult),
-    /// `output`.
-    Output(DebugOutputResult),
     /// `terminate`.
     Terminate(DebugTerminateResult),
 }

@@ -264,11 +264,42 @@ fn to_json<R: Serialize>(tool: &str, result: R) -> ToolResult {
     })
 }
 
-/// Parses `result` into the result type `R` (the tests check documented answers with it).
-fn decode<R: DeserializeOwned>(result: &Json) -> Result<(), String> {
-    serde_json::from_value::<R>(result.clone())
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+/// Parses `result` into the result type `R`, which must hold all of it: written out again it
+/// is `result` (the tests check documented and recorded answers with it; a shape that parses
+/// as another, looser one of the type, dropping fields, is not its own).
+fn decode<R: DeserializeOwned + Serialize>(result: &Json) -> Result<(), String> {
+    let typed = serde_json::from_value::<R>(result.clone()).map_err(|e| e.to_string())?;
+    let back = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    match first_difference(result, &back, String::new()) {
+        None => Ok(()),
+        Some(at) => Err(format!("it parses, but not whole: {at}")),
+    }
+}
+
+/// Where `back` (a result written out again) first differs from `sent`.
+fn first_difference(sent: &Json, back: &Json, at: String) -> Option<String> {
+    match (sent, back) {
+        (Json::Object(a), Json::Object(b)) => a
+            .iter()
+            .find_map(|(k, v)| match b.get(k) {
+                None if !v.is_null() => Some(format!("`{at}/{k}` is dropped")),
+                None => None,
+                Some(w) => first_difference(v, w, format!("{at}/{k}")),
+            })
+            .or_else(|| {
+                b.keys()
+                    .find(|k| !a.contains_key(*k) && !b[*k].is_null())
+                    .map(|k| format!("`{at}/{k}` is added"))
+            }),
+        (Json::Array(a), Json::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (v, w))| first_difference(v, w, format!("{at}/{i}"))),
+        (Json::Number(a), Json::Number(b)) if a.as_f64() == b.as_f64() => None,
+        (a, b) if a == b => None,
+        (a, b) => Some(format!("`{at}` reads {b} for {a}")),
+    }
 }
 
 /// One tool, as one value: its name, tier, parallel safety, approval rule, attachment, the
@@ -680,5 +711,30 @@ fn args_only(map: &mut Map<String, Json>) {
             // The field's own description wins over its type's.
             map.entry(k).or_insert(v);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use toolvisor_protocol::results::{DebugResult, ReadResult};
+
+    #[test]
+    fn a_result_is_its_type_only_when_the_type_holds_all_of_it() {
+        let output = json!({"session": "c#1", "text": "hi\n", "offset": 0, "next_offset": 3,
+            "dropped": 0, "total_bytes": 3, "eof": true, "state": "exited", "console": []});
+        // A debug `output` parsed as the looser stop shape (`state`, `text`) loses its slice.
+        assert_eq!(decode::<DebugResult>(&output), Ok(()));
+        let mut read = json!({"content": "1\tx\n", "eof": true, "kind": "text", "lines": 1,
+            "next_offset": null, "offset": 1, "path": "a", "size_bytes": 2, "total_lines": 1});
+        assert_eq!(decode::<ReadResult>(&read), Ok(()));
+        read["colour"] = json!("blue");
+        assert_eq!(
+            decode::<ReadResult>(&read),
+            Err("it parses, but not whole: `/colour` is dropped".into())
+        );
+        read["colour"] = Json::Null;
+        assert_eq!(decode::<ReadResult>(&read), Ok(()), "a null says nothing");
     }
 }
