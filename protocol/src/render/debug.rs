@@ -59,7 +59,7 @@ impl Render for DebugStopResult {
     fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
         let mut doc = Doc::new(tool);
         stop(&mut doc, self);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -75,7 +75,7 @@ impl Render for DebugLaunchResult {
         if let Some(Some(from)) = &self.restarted_from {
             doc.string("restarted_from", from);
         }
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -86,7 +86,7 @@ impl Render for DebugRunToResult {
         let mut doc = Doc::new(tool);
         stop(&mut doc, &self.stop);
         doc.field("run_to", &self.run_to);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -263,7 +263,7 @@ impl Render for DebugOutputResult {
         doc.fact("total_bytes", self.total_bytes);
         doc.fact("eof", self.eof);
         doc.field("state", &self.state);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -537,13 +537,13 @@ mod tests {
             "debug",
             json!({"state":"exited","text":"exited with code 0","exit_code":0,"output_bytes":3,"masked":["github_token"]}),
         );
-        assert!(!stop.contains("masked"), "{stop}");
+        assert!(stop.ends_with("\nmasked: github_token"), "{stop}");
         let page = as_before::<DebugResult>(
             "debug",
             json!({"session":"c#1","text":"…","offset":0,"next_offset":90000,"dropped":0,"total_bytes":90000,
                 "eof":true,"state":"exited","console":[],"masked":["aws_key"],
                 "projected":{"text":{"content_type":"text/plain","ref":"tr_4","shown_chars":4000,"total_chars":90000}}}),
         );
-        assert!(page.ends_with("…\nprojected:\n  text:\n    content_type: text/plain\n    ref: tr_4\n    shown_chars: 4000\n    total_chars: 90000"), "{page}");
+        assert!(page.ends_with("…\nmasked: aws_key\nprojected:\n  text:\n    content_type: text/plain\n    ref: tr_4\n    shown_chars: 4000\n    total_chars: 90000"), "{page}");
     }
 }

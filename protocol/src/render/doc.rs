@@ -83,6 +83,19 @@ impl<'a> Doc<'a> {
         }
     }
 
+    /// Why an answer may cover less (`partial_reason`, `source_reason`), unless the body says
+    /// it already: a reason is a note of the answer's own text, said once.
+    pub fn reason(&mut self, key: &str, reason: Option<&str>) {
+        if let Some(reason) = reason
+            && !self
+                .body
+                .as_deref()
+                .is_some_and(|body| body.contains(reason.trim()))
+        {
+            self.string(key, reason);
+        }
+    }
+
     /// Any field, by the generic rules of its JSON (what the store adds: `masked`,
     /// `projected`; a field of another build).
     pub fn json(&mut self, key: &str, v: &Json) {
@@ -113,14 +126,6 @@ impl<'a> Doc<'a> {
     /// The keys beside the type's own (`Render::render`'s `extra`).
     pub fn extra(&mut self, extra: &Map<String, Json>) {
         for (k, v) in extra {
-            self.json(k, v);
-        }
-    }
-
-    /// The keys beside a type whose body is its own rendering (`text`): no list among them
-    /// is written (the generic rules never wrote the lists beside a `text`, `masked` too).
-    pub fn extra_beside_text(&mut self, extra: &Map<String, Json>) {
-        for (k, v) in extra.iter().filter(|(_, v)| !v.is_array()) {
             self.json(k, v);
         }
     }

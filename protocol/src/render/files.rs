@@ -199,7 +199,7 @@ impl Render for ToolResultReadResult {
         doc.string("storage_kind", &self.storage_kind);
         doc.field("masked", &self.masked);
         doc.fact("envelope_clamped", self.envelope_clamped);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }

@@ -14,7 +14,7 @@
 //!   `stdout` of `bash`) verbatim, no JSON escaping; the lists that `text` already renders
 //!   (locations, diagnostics, symbols…) and a hover's `markdown` (the same as its `text`) are
 //!   not repeated, nor is a part whose own `text` it holds (an edit's `diagnostics`);
-//!   `images` (eval's figures: where each went) always is shown.
+//!   `images` (eval's figures: where each went) and `masked` (what secrets were masked) always are.
 //! - Other multi-line strings as blocks under their key; lists of plain values one per line
 //!   (or on one line when short); a list of objects one object per line: a location
 //!   (`path` + `line` + `text`) as `path:line: text`, anything else as `key=value` pairs;
@@ -45,6 +45,7 @@ pub(super) const QUIET_ZERO: &[&str] = &[
     "skipped_binary",
     "skipped_protected",
     "cleared",
+    "truncated",
 ];
 
 /// Keys no model acts on, dropped wherever they are.
@@ -104,6 +105,7 @@ pub fn json(tool: &str, value: &Json) -> String {
                     header.push(format!("readiness: {reads}"));
                 }
             }
+            Json::String(s) if said_in_text(map, k, s) => {}
             Json::String(s) if s.contains('\n') || s.chars().count() > 160 => {}
             Json::String(s) if s.is_empty() => {}
             Json::String(_) | Json::Bool(_) | Json::Number(_) => {
@@ -134,10 +136,11 @@ pub fn json(tool: &str, value: &Json) -> String {
         if Some(k.as_str()) == body_key || k == "server" || unused(map, k) {
             continue;
         }
-        if has_text && (k == "markdown" || (v.is_array() && k != "images")) {
+        if has_text && (k == "markdown" || (v.is_array() && k != "images" && k != "masked")) {
             continue;
         }
         match v {
+            Json::String(s) if said_in_text(map, k, s) => {}
             Json::String(s) if s.contains('\n') || s.chars().count() > 160 => {
                 out.push_str(&format!("{k}:\n"));
                 push_block(&mut out, s);
@@ -157,6 +160,16 @@ pub fn json(tool: &str, value: &Json) -> String {
         out.pop();
     }
     out
+}
+
+/// Whether `s` at `k` is a reason (`partial_reason`, `source_reason`: why an answer may
+/// cover less) that the result's `text` already says.
+fn said_in_text(map: &Map<String, Json>, k: &str, s: &str) -> bool {
+    k.ends_with("_reason")
+        && map
+            .get("text")
+            .and_then(Json::as_str)
+            .is_some_and(|text| text.contains(s.trim()))
 }
 
 /// Whether `part` has a `text` of its own that the result's `text` (in `map`) contains.

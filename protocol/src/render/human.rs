@@ -21,7 +21,7 @@ impl Render for AskUserOutput {
         match &self.text {
             Some(text) => {
                 doc.body(text);
-                doc.extra_beside_text(extra);
+                doc.extra(extra);
             }
             None => {
                 doc.field("selected", &self.selected);

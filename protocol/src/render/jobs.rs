@@ -86,7 +86,7 @@ impl Render for ProcessSlice {
         doc.opt("exit_code", self.exit_code);
         doc.opt("signal", self.signal);
         doc.field("screen", &self.screen);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }

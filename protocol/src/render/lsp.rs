@@ -107,9 +107,9 @@ impl Render for LspLocations {
         doc.body(&self.text);
         page(&mut doc, &self.page);
         served(&mut doc, &self.served);
-        opt_string(&mut doc, "partial_reason", &self.partial_reason);
+        doc.reason("partial_reason", self.partial_reason.as_deref());
         doc.opt("merged", self.merged);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -120,7 +120,7 @@ impl Render for LspHover {
         let mut doc = Doc::new(tool);
         doc.body(&self.text);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -131,7 +131,7 @@ impl Render for LspCodeActions {
         let mut doc = Doc::new(tool);
         doc.body(&self.text);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -144,7 +144,7 @@ impl Render for LspDocumentSymbols {
         doc.body(&self.text);
         page(&mut doc, &self.page);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -157,8 +157,8 @@ impl Render for LspWorkspaceSymbols {
         doc.body(&self.text);
         page(&mut doc, &self.page);
         served(&mut doc, &self.served);
-        opt_string(&mut doc, "partial_reason", &self.partial_reason);
-        doc.extra_beside_text(extra);
+        doc.reason("partial_reason", self.partial_reason.as_deref());
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -172,7 +172,7 @@ impl Render for LspFileDiagnostics {
         doc.field("checking", &self.checking);
         opt_string(&mut doc, "checking_off", &self.checking_off);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -189,10 +189,10 @@ impl Render for LspProjectCheck {
         doc.fact("total", self.total);
         doc.flag("output_truncated", self.output_truncated);
         doc.opt("complete", self.complete);
-        opt_string(&mut doc, "partial_reason", &self.partial_reason);
+        doc.reason("partial_reason", self.partial_reason.as_deref());
         doc.field("source", &self.source);
-        opt_string(&mut doc, "source_reason", &self.source_reason);
-        doc.extra_beside_text(extra);
+        doc.reason("source_reason", self.source_reason.as_deref());
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -206,7 +206,7 @@ impl Render for LspWorkspacePull {
         doc.fact("total", self.total);
         doc.flag("truncated", self.truncated);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -224,11 +224,11 @@ impl Render for LspCallHierarchy {
         doc.flag("outgoing_truncated", self.outgoing_truncated);
         opt_string(&mut doc, "outgoing_note", &self.outgoing_note);
         doc.opt("outgoing_unlisted_total", self.outgoing_unlisted_total);
-        opt_string(&mut doc, "partial_reason", &self.partial_reason);
+        doc.reason("partial_reason", self.partial_reason.as_deref());
         doc.opt("offset", self.offset);
         doc.opt("next_offset", self.next_offset);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -245,7 +245,7 @@ impl Render for LspTypeHierarchy {
         doc.fact("subtypes_total", self.subtypes_total);
         doc.flag("subtypes_truncated", self.subtypes_truncated);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -259,38 +259,38 @@ impl Render for LspSignatureHelp {
         doc.fact("total", self.total);
         doc.opt("active_signature", self.active_signature);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
 
-/// `lsp: complete: false · server_incomplete: true · total: 1 · truncated: 0`, then one
-/// `label (kind) — detail` an item (`truncated` a count here, said even when 0, as always).
+/// `lsp: complete: false · server_incomplete: true · total: 1`, then one `label (kind) —
+/// detail` an item (`truncated` a count here: how many were left out, when some were).
 impl Render for LspCompletions {
     fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
         let mut doc = Doc::new(tool);
         doc.body(&self.text);
         doc.fact("total", self.total);
-        doc.fact("truncated", self.truncated);
+        doc.count("truncated", self.truncated);
         served(&mut doc, &self.served);
         doc.fact("server_incomplete", self.server_incomplete);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
 
-/// `lsp: complete: true · end_line: 19 · line: 18 · total: 3 · truncated: 0`, then each line
-/// with its hints inserted as `⟨label⟩`.
+/// `lsp: complete: true · end_line: 19 · line: 18 · total: 3`, then each line with its hints
+/// inserted as `⟨label⟩` (`truncated`: how many were left out, when some were).
 impl Render for LspInlayHints {
     fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
         let mut doc = Doc::new(tool);
         doc.body(&self.text);
         doc.fact("total", self.total);
-        doc.fact("truncated", self.truncated);
+        doc.count("truncated", self.truncated);
         doc.fact("line", self.line);
         doc.fact("end_line", self.end_line);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -304,7 +304,7 @@ impl Render for LspCheckEdit {
         doc.fact("new", self.new);
         doc.count("cleared", self.cleared);
         served(&mut doc, &self.served);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -314,7 +314,7 @@ impl Render for LspStatus {
     fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
         let mut doc = Doc::new(tool);
         doc.body(&self.text);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -324,7 +324,7 @@ impl Render for LspReload {
     fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
         let mut doc = Doc::new(tool);
         doc.body(&self.text);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -335,7 +335,7 @@ impl Render for LspTrust {
         let mut doc = Doc::new(tool);
         doc.body(&self.text);
         doc.string("run", &self.run);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -439,11 +439,10 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "lsp: complete: false · merged: true · readiness: partial · total: 1\nlib/a.py:3: x = f()\n(partial: {reason})\npartial_reason:\n{reason}"
+                "lsp: complete: false · merged: true · readiness: partial · total: 1\nlib/a.py:3: x = f()\n(partial: {reason})"
             )
         );
-        // What the result store adds: `projected` said, `masked` (a list beside a `text`)
-        // not, as always.
+        // What the result store adds: `masked` and `projected`, both said.
         let mut stored = v;
         stored["masked"] = json!(["aws_key"]);
         stored["projected"] = json!({"text": {"ref": "tr_4", "total_chars": 90000}});
@@ -452,7 +451,7 @@ mod tests {
             text.ends_with("\nprojected:\n  text:\n    ref: tr_4\n    total_chars: 90000"),
             "{text}"
         );
-        assert!(!text.contains("aws_key"), "{text}");
+        assert!(text.contains("\nmasked: aws_key\nprojected:"), "{text}");
     }
 
     #[test]
@@ -519,7 +518,7 @@ mod tests {
             |r| matches!(r, LspResult::ProjectCheck(_)),
         );
         assert!(
-            text.starts_with(&format!("lsp: checker: pyright --outputjson · exit: exit code 1 · root: . · source: checker · source_reason: {reason} · total: 1\n")),
+            text.starts_with("lsp: checker: pyright --outputjson · exit: exit code 1 · root: . · source: checker · total: 1\n"),
             "{text}"
         );
         reads(
@@ -558,7 +557,7 @@ mod tests {
             |r| matches!(r, LspResult::CallHierarchy(_)),
         );
         assert!(
-            text.starts_with("lsp: complete: false · incoming_total: 2 · next_offset: 50 · offset: 0 · outgoing_total: 1 · outgoing_truncated: true · outgoing_unlisted_total: 1 · partial_reason: outgoing: 1 call"),
+            text.starts_with("lsp: complete: false · incoming_total: 2 · next_offset: 50 · offset: 0 · outgoing_total: 1 · outgoing_truncated: true · outgoing_unlisted_total: 1 · symbol: area\n"),
             "{text}"
         );
         reads(
@@ -609,9 +608,7 @@ mod tests {
             |r| matches!(r, LspResult::Completions(_)),
         );
         assert!(
-            text.starts_with(
-                "lsp: complete: false · server_incomplete: true · total: 1 · truncated: 0\n"
-            ),
+            text.starts_with("lsp: complete: false · server_incomplete: true · total: 1\n"),
             "{text}"
         );
         let text = reads(
@@ -622,9 +619,7 @@ mod tests {
             |r| matches!(r, LspResult::InlayHints(_)),
         );
         assert!(
-            text.starts_with(
-                "lsp: complete: true · end_line: 19 · line: 18 · total: 2 · truncated: 0\n"
-            ),
+            text.starts_with("lsp: complete: true · end_line: 19 · line: 18 · total: 2\n"),
             "{text}"
         );
         let check = |cleared: u64| {

@@ -41,8 +41,8 @@ impl Render for LspRenamePreview {
         doc.fact("edits", self.edits);
         doc.count("lines_not_shown", self.lines_not_shown);
         doc.fact("complete", self.complete);
-        opt_string(&mut doc, "partial_reason", &self.partial_reason);
-        doc.extra_beside_text(extra);
+        doc.reason("partial_reason", self.partial_reason.as_deref());
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -56,8 +56,8 @@ impl Render for LspRenamed {
         doc.fact("edits", self.edits);
         diagnostics(&mut doc, &self.text, &self.diagnostics);
         doc.fact("complete", self.complete);
-        opt_string(&mut doc, "partial_reason", &self.partial_reason);
-        doc.extra_beside_text(extra);
+        doc.reason("partial_reason", self.partial_reason.as_deref());
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -75,7 +75,7 @@ impl Render for LspEditResult {
         server(&mut doc, &self.server);
         opt_string(&mut doc, "command_not_run", &self.command_not_run);
         doc.field("options", &self.options);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -87,7 +87,7 @@ impl Render for SyncedWriteResult {
         doc.string("path", &self.path);
         doc.body(&self.text);
         diagnostics(&mut doc, &self.text, &self.diagnostics);
-        doc.extra_beside_text(extra);
+        doc.extra(extra);
         doc.finish()
     }
 }
@@ -126,7 +126,8 @@ mod tests {
             text,
             "lsp_rename: complete: true · dry_run: true · edits: 3 · written: false\npreview: renaming `Box` to `Crate` would make 3 edits in 2 files; nothing was written\nshapes.py:1: → class Crate:\nshapes.py:4: → def make() -> Crate:\nuse.py:3: → b = Crate()"
         );
-        // Cut at 200 lines, from an index known to miss files: the reason, long, under its key.
+        // Cut at 200 lines, from an index known to miss files: the reason, said once (the text
+        // holds it).
         let reason = "pylsp (jedi) has no index: it searches at most 30 files that mention `Box` and opens at most 2000 Python files, and this project has more, so some files were not searched; use pyright (the default Python server) for complete references, or grep";
         let text = as_before::<LspRenameResult>(
             "lsp_rename",
@@ -143,7 +144,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.ends_with(&format!("\npartial_reason:\n{reason}")),
+            text.ends_with(&format!("\n(partial: {reason})")) && text.matches(reason).count() == 1,
             "{text}"
         );
     }
@@ -176,9 +177,7 @@ mod tests {
                 "text": format!("renamed `Box` to `Crate` in shapes.py\n{diag}(partial: 2 files changed on disk were not re-read)\n")}),
         );
         assert!(
-            text.starts_with(
-                "lsp_rename: complete: false · edits: 2 · partial_reason: 2 files changed on disk were not re-read\n"
-            ),
+            text.starts_with("lsp_rename: complete: false · edits: 2\n"),
             "{text}"
         );
         assert_eq!(text.matches("unknown import symbol").count(), 1, "{text}");
@@ -243,8 +242,7 @@ mod tests {
             text,
             format!("synced_write: path: m.py\n{}", diag.trim_end())
         );
-        // What the result store adds: `masked` (a list beside a `text`: never shown, as
-        // always), `projected`.
+        // What the result store adds: `masked` and `projected`, both said.
         let mut stored = v;
         stored["masked"] = json!(["github_token"]);
         stored["projected"] = json!({"text": {"ref": "tr_3", "total_chars": 90000}});
@@ -253,7 +251,10 @@ mod tests {
             text.ends_with("\nprojected:\n  text:\n    ref: tr_3\n    total_chars: 90000"),
             "{text}"
         );
-        assert!(!text.contains("github_token"), "{text}");
+        assert!(
+            text.contains("\nmasked: github_token\nprojected:"),
+            "{text}"
+        );
         // Diagnostics with nothing to say (as docs/TOOLS.md shortens them) are under their key.
         let text = as_before::<SyncedWriteResult>(
             "synced_write",
