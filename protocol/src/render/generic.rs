@@ -7,8 +7,9 @@
 //! - A header line of the result's scalar facts (`total: 12 · complete: true`), nulls left
 //!   out, and `false` left out for the flags whose absence says it (`truncated`, `timed_out`,
 //!   `outside`, `eof` is kept); `readiness` only when the server was not ready (with how far
-//!   along it is, when it gives a count) for an answer not complete; the language server block only as `server: NAME starting` on a result
-//!   without `readiness`.
+//!   along it is, when it gives a count) for an answer not complete; the language server
+//!   block only as `server: NAME starting` on a result without `readiness`; a reason
+//!   (`partial_reason`) the `text` already says is not said again.
 //! - The result's own rendering when it has one (`text`: lsp's `path:line: text` lines, a
 //!   write's diagnostics), else its main body (`content` of `read`, `output` of `grep`,
 //!   `stdout` of `bash`) verbatim, no JSON escaping; the lists that `text` already renders

@@ -100,7 +100,7 @@ impl Render for LspResult {
 }
 
 /// `lsp: complete: true · total: 1`, then one `path:line: source line` a location; why the
-/// answer may cover less under `partial_reason:`.
+/// answer may cover less under `partial_reason:` when the text does not say it.
 impl Render for LspLocations {
     fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
         let mut doc = Doc::new(tool);
@@ -150,7 +150,7 @@ impl Render for LspDocumentSymbols {
 }
 
 /// `lsp: complete: true · total: 2`, then one `path:line: kind name` a symbol; why the answer
-/// may cover less under `partial_reason:`.
+/// may cover less under `partial_reason:` when the text does not say it.
 impl Render for LspWorkspaceSymbols {
     fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
         let mut doc = Doc::new(tool);
@@ -212,7 +212,8 @@ impl Render for LspWorkspacePull {
 }
 
 /// `lsp: complete: true · incoming_total: 2 · outgoing_total: 1 · symbol: area`, then the
-/// callers and callees one a line; why the answer may cover less under `partial_reason:`.
+/// callers and callees one a line; why the answer may cover less under `partial_reason:` when
+/// the text does not say it.
 impl Render for LspCallHierarchy {
     fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
         let mut doc = Doc::new(tool);

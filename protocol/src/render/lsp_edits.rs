@@ -31,7 +31,8 @@ impl Render for LspRenameResult {
 }
 
 /// `lsp_rename: complete: true · dry_run: true · edits: 6 · written: false`, then the changed
-/// lines, old then new; why the rename may miss files under `partial_reason:`.
+/// lines, old then new; why the rename may miss files under `partial_reason:` when the text
+/// does not say it.
 impl Render for LspRenamePreview {
     fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
         let mut doc = Doc::new(tool);
