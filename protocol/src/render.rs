@@ -25,6 +25,7 @@ mod human;
 mod jobs;
 mod lsp;
 mod lsp_edits;
+mod lsp_lines;
 mod models;
 mod outward;
 mod structural;
@@ -35,6 +36,7 @@ use serde_json::{Map, Value as Json};
 
 pub use doc::Doc;
 pub use generic::json as generic;
+pub use lsp_lines::{LINE_SHOWN_MAX, OUTSIDE_NOTE};
 pub use outward::{ImageFate, Outward};
 
 /// A tool's rendering of its result as `toolvisor mcp` calls it: the tool, the result's

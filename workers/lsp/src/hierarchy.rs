@@ -8,6 +8,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::render::OUTSIDE_NOTE;
 use toolvisor_protocol::results::{
     LspCallHierarchy, LspIncomingCall, LspOutgoingCall, LspServed, LspUnlistedCall,
 };
@@ -56,7 +57,7 @@ pub(crate) fn site(
     let line0 = range.pointer("/start/line").and_then(Value::as_u64)?;
     let outside = !sources.readable(&p);
     let text = if outside {
-        render::OUTSIDE_NOTE.to_string()
+        OUTSIDE_NOTE.to_string()
     } else {
         sources.line(&p, line0 as usize).unwrap_or_default()
     };

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use toolvisor_protocol::render::LINE_SHOWN_MAX;
 use toolvisor_protocol::results::{LspDiagnostic, LspLocation, LspSeverity};
 
 use crate::position::{Encoding, line_text};
@@ -148,12 +149,6 @@ pub fn show_dir(path: &Path, base: &Path) -> String {
     }
 }
 
-/// Shown instead of the source line of a location outside the caller's file scope.
-pub const OUTSIDE_NOTE: &str = "(outside the workdir: text not read)";
-
-/// Characters of a source line shown at most (a minified bundle's line is megabytes).
-pub const LINE_SHOWN_MAX: usize = 200;
-
 /// `line` trimmed, and cut to [`LINE_SHOWN_MAX`] characters around `column` (1-based,
 /// characters) when longer, `…` marking each cut end; and whether it was cut.
 pub fn cut_line(line: &str, column: usize) -> (String, bool) {
@@ -181,31 +176,18 @@ pub fn cut_line(line: &str, column: usize) -> (String, bool) {
     (format!("{before}{piece}{after}"), true)
 }
 
-/// The note an answer ends with when it cut a line.
-pub fn cut_note() -> String {
-    format!("(lines longer than {LINE_SHOWN_MAX} characters are cut around the match: …)\n")
-}
-
+/// The answer's text of `locs` (one [`LspLocation::line`] each, [`LspLocation::cut_note`]
+/// after them when a line was cut) and their items.
 pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<LspLocation>) {
     let mut text = String::new();
     let mut items = Vec::new();
     let mut any_cut = false;
     let mut last = String::new();
     for l in locs {
-        let shown = show_path(&l.path, base);
         let (line, cut) = cut_line(&l.text, l.column);
         any_cut |= cut && !l.outside;
-        let this = match l.outside {
-            true => format!("{shown}:{}: {OUTSIDE_NOTE}\n", l.line),
-            false => format!("{shown}:{}: {line}\n", l.line),
-        };
-        // Two locations on one line (`import x as x`) read as one line; the list has both.
-        if this != last {
-            text.push_str(&this);
-        }
-        last = this;
-        items.push(LspLocation {
-            path: shown,
+        let item = LspLocation {
+            path: show_path(&l.path, base),
             abs_path: l.path.display().to_string(),
             line: l.line as u64,
             column: l.column as u64,
@@ -213,10 +195,18 @@ pub fn loc_lines(locs: &[Loc], base: &Path) -> (String, Vec<LspLocation>) {
             outside: l.outside,
             text_cut: cut.then_some(true),
             line_chars: cut.then(|| l.text.chars().count() as u64),
-        });
+        };
+        let this = item.line() + "\n";
+        // Two locations on one line (`import x as x`) read as one line; the list has both.
+        if this != last {
+            text.push_str(&this);
+        }
+        last = this;
+        items.push(item);
     }
     if any_cut {
-        text.push_str(&cut_note());
+        text.push_str(&LspLocation::cut_note());
+        text.push('\n');
     }
     (text, items)
 }
@@ -526,6 +516,7 @@ impl Diag {
 mod tests {
     use super::*;
     use serde_json::json;
+    use toolvisor_protocol::render::OUTSIDE_NOTE;
 
     #[test]
     fn an_outline_reads_in_the_order_of_the_lines_it_shows() {
@@ -622,6 +613,37 @@ mod tests {
         assert_eq!(items[1].text, "");
         assert_eq!(items[1].column, 5);
         assert_eq!(sources.line(&outside, 0), None);
+    }
+
+    #[test]
+    fn a_locations_text_is_its_items_lines_as_it_always_read() {
+        let loc = |file: &str, line, column, text: &str, outside| Loc {
+            path: PathBuf::from("/w").join(file),
+            line,
+            column,
+            text: text.into(),
+            outside,
+        };
+        let long = format!("{}enlist(7){}", "a".repeat(300), "b".repeat(300));
+        let locs = [
+            loc("a.py", 1, 5, "    x = f(1)   ", false),
+            loc("a.py", 1, 9, "    x = f(1)   ", false),
+            loc("a.py", 2, 301, &long, false),
+            loc("b.py", 7, 3, "", true),
+        ];
+        let (text, items) = loc_lines(&locs, Path::new("/w"));
+        let (cut, _) = cut_line(&long, 301);
+        assert_eq!(
+            text,
+            format!(
+                "a.py:1: x = f(1)\na.py:2: {cut}\nb.py:7: (outside the workdir: text not read)\n(lines longer than 200 characters are cut around the match: …)\n"
+            )
+        );
+        // The list keeps both locations of one line, each line as read (untrimmed when whole).
+        assert_eq!(items.len(), 4);
+        assert_eq!(items[0].text, "    x = f(1)   ");
+        assert_eq!(items[2].text, cut);
+        assert_eq!(items[2].line_chars, Some(609));
     }
 
     #[test]

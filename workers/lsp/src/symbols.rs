@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
+use toolvisor_protocol::render::OUTSIDE_NOTE;
 use toolvisor_protocol::results::{
     LspDocumentSymbols, LspOutlineSymbol, LspServed, LspWorkspaceSymbol, LspWorkspaceSymbols,
 };
@@ -141,7 +142,7 @@ impl Servers {
                 .unwrap_or_default();
             let outside = s.path.as_ref().is_some_and(|p| !sources.readable(p));
             let src = if outside {
-                render::OUTSIDE_NOTE.to_string()
+                OUTSIDE_NOTE.to_string()
             } else {
                 s.path
                     .as_ref()

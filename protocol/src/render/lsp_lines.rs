@@ -1,0 +1,82 @@
+//! The line of each item of an `lsp` result (`results/lsp.rs`) that is written from the item
+//! alone, here once: the lsp worker builds an answer's `text` from its items through these
+//! (`LspLocation::line`, `LspDiagnostic::line`, …), so what a model reads of an item is its
+//! line and the item holds what the line shows. Each line comes without its `\n` and without
+//! the indent of the list it is in (an outline symbol's depth is its own). The lines that need
+//! what their item does not hold stay in the worker: a workspace symbol's (its source line), a
+//! signature's (the called name), an inlay hint line's and a rename preview's (the source
+//! text).
+
+use crate::results::LspLocation;
+
+/// Shown in place of the source line of a place outside the caller's file scope (its file is
+/// named, its text never read).
+pub const OUTSIDE_NOTE: &str = "(outside the workdir: text not read)";
+
+/// Characters of a source line an answer shows at most (a minified bundle's line is
+/// megabytes); a longer one is cut around the match, `…` marking each cut end.
+pub const LINE_SHOWN_MAX: usize = 200;
+
+/// A source line as a line shows it: [`OUTSIDE_NOTE`] for a place outside the scope.
+fn source(text: &str, outside: bool) -> &str {
+    match outside {
+        true => OUTSIDE_NOTE,
+        false => text,
+    }
+}
+
+impl LspLocation {
+    /// `path:line: source line`, the line trimmed (a cut line as cut, `…` at its cut ends),
+    /// or `path:line: (outside the workdir: text not read)`.
+    pub fn line(&self) -> String {
+        let text = source(self.text.trim(), self.outside);
+        format!("{}:{}: {text}", self.path, self.line)
+    }
+
+    /// The line an answer ends with when it cut a location's line.
+    pub fn cut_note() -> String {
+        format!("(lines longer than {LINE_SHOWN_MAX} characters are cut around the match: …)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn location(text: &str, outside: bool) -> LspLocation {
+        LspLocation {
+            path: "src/a.py".into(),
+            abs_path: "/w/src/a.py".into(),
+            line: 3,
+            column: 5,
+            text: text.into(),
+            outside,
+            text_cut: None,
+            line_chars: None,
+        }
+    }
+
+    #[test]
+    fn a_location_reads_as_its_trimmed_line_or_says_it_was_not_read() {
+        assert_eq!(
+            location("    x = f(1)  ", false).line(),
+            "src/a.py:3: x = f(1)"
+        );
+        assert_eq!(location("", false).line(), "src/a.py:3: ");
+        assert_eq!(
+            location("", true).line(),
+            "src/a.py:3: (outside the workdir: text not read)"
+        );
+        // A cut line is shown as cut, its ends marked.
+        let cut = LspLocation {
+            text_cut: Some(true),
+            line_chars: Some(9000),
+            ..location("…aaa enlist(7) bbb…", false)
+        };
+        assert_eq!(cut.line(), "src/a.py:3: …aaa enlist(7) bbb…");
+        assert_eq!(
+            LspLocation::cut_note(),
+            "(lines longer than 200 characters are cut around the match: …)"
+        );
+    }
+}
