@@ -7,7 +7,7 @@
 //! signature's (the called name), an inlay hint line's and a rename preview's (the source
 //! text).
 
-use crate::results::LspLocation;
+use crate::results::{LspDiagnostic, LspLocation, LspSeverity};
 
 /// Shown in place of the source line of a place outside the caller's file scope (its file is
 /// named, its text never read).
@@ -36,6 +36,41 @@ impl LspLocation {
     /// The line an answer ends with when it cut a location's line.
     pub fn cut_note() -> String {
         format!("(lines longer than {LINE_SHOWN_MAX} characters are cut around the match: …)")
+    }
+}
+
+impl LspSeverity {
+    /// The severity's name, as results spell it (`error`, `warning`, `info`, `hint`).
+    pub fn word(self) -> &'static str {
+        match self {
+            LspSeverity::Error => "error",
+            LspSeverity::Warning => "warning",
+            LspSeverity::Info => "info",
+            LspSeverity::Hint => "hint",
+        }
+    }
+}
+
+impl LspDiagnostic {
+    /// `path:line:col: severity: message [code] (source)`, the message on one line; no
+    /// `[code]` or `(source)` when it has none.
+    pub fn line(&self) -> String {
+        let code = match self.code.is_empty() {
+            true => String::new(),
+            false => format!(" [{}]", self.code),
+        };
+        let source = match self.source.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", self.source),
+        };
+        format!(
+            "{}:{}:{}: {}: {}{code}{source}",
+            self.path,
+            self.line,
+            self.column,
+            self.severity.word(),
+            self.message.replace('\n', " "),
+        )
     }
 }
 
@@ -78,5 +113,48 @@ mod tests {
             LspLocation::cut_note(),
             "(lines longer than 200 characters are cut around the match: …)"
         );
+    }
+
+    fn diagnostic(code: &str, source: &str) -> LspDiagnostic {
+        LspDiagnostic {
+            path: "a.rs".into(),
+            line: 2,
+            column: 7,
+            severity: LspSeverity::Warning,
+            code: code.into(),
+            message: "unused\nvariable".into(),
+            source: source.into(),
+        }
+    }
+
+    #[test]
+    fn a_diagnostic_reads_on_one_line_with_its_code_and_source_when_it_has_them() {
+        assert_eq!(
+            diagnostic("E1", "rustc").line(),
+            "a.rs:2:7: warning: unused variable [E1] (rustc)"
+        );
+        assert_eq!(
+            diagnostic("", "").line(),
+            "a.rs:2:7: warning: unused variable"
+        );
+        assert_eq!(
+            diagnostic("E1", "").line(),
+            "a.rs:2:7: warning: unused variable [E1]"
+        );
+        assert_eq!(
+            diagnostic("", "rustc").line(),
+            "a.rs:2:7: warning: unused variable (rustc)"
+        );
+    }
+
+    #[test]
+    fn a_severity_reads_as_results_spell_it() {
+        use LspSeverity::*;
+        for s in [Error, Warning, Info, Hint] {
+            assert_eq!(
+                serde_json::json!(s.word()),
+                serde_json::to_value(s).unwrap()
+            );
+        }
     }
 }

@@ -204,13 +204,14 @@ impl Servers {
                 }
                 None => true,
             };
+            let diagnostic = d.to_result(base);
             if is_new {
                 new_count += 1;
-                new_text.push_str(&d.line_text(base));
+                new_text.push_str(&diagnostic.line());
                 new_text.push('\n');
             }
             items.push(LspCheckedDiagnostic {
-                diagnostic: d.to_result(base),
+                diagnostic,
                 new: is_new,
             });
         }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use toolvisor_kit::process;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::results::LspProjectCheck;
+use toolvisor_protocol::results::{LspDiagnostic, LspProjectCheck};
 
 use crate::call::CallCtx;
 use crate::locate;
@@ -366,11 +366,12 @@ fn checker_answer(
     }
     diags.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
     let total = diags.len();
-    let mut text: String = diags
+    let items: Vec<LspDiagnostic> = diags
         .iter()
         .take(SHOWN_MAX)
-        .map(|d| d.line_text(&ctx.workdir) + "\n")
+        .map(|d| d.to_result(&ctx.workdir))
         .collect();
+    let mut text: String = items.iter().map(|d| d.line() + "\n").collect();
     if total == 0 {
         text = format!("{shown_cmd}: no diagnostics ({status})\n");
     } else if total > SHOWN_MAX {
@@ -408,11 +409,7 @@ fn checker_answer(
         exit: status,
         total: total as u64,
         output_truncated: discarded > 0,
-        diagnostics: diags
-            .iter()
-            .take(SHOWN_MAX)
-            .map(|d| d.to_result(&ctx.workdir))
-            .collect(),
+        diagnostics: items,
         complete: stopped.then_some(false),
         partial_reason,
         source: None,

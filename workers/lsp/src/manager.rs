@@ -95,7 +95,8 @@ impl LanguageServers {
                 let mut opened = self.servers.open(&path, &ctx.run).await?;
                 let diags = self.servers.file_diagnostics(&mut opened).await?;
                 let base = &ctx.workdir;
-                let mut text: String = diags.iter().map(|d| d.line_text(base) + "\n").collect();
+                let items: Vec<_> = diags.iter().map(|d| d.to_result(base)).collect();
+                let mut text: String = items.iter().map(|d| d.line() + "\n").collect();
                 if diags.is_empty() {
                     text = format!("no diagnostics in {}\n", render::show_path(&path, base));
                 }
@@ -107,7 +108,7 @@ impl LanguageServers {
                 let served = LspServed::of(server, false, false);
                 Ok(LspResult::Diagnostics(LspFileDiagnostics {
                     text,
-                    diagnostics: diags.iter().map(|d| d.to_result(base)).collect(),
+                    diagnostics: items,
                     checking: match off {
                         Some(_) => LspChecking::Off,
                         None => LspChecking::On,

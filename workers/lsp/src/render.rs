@@ -391,16 +391,6 @@ pub fn workspace_symbols(result: &Value) -> Vec<Sym> {
         .unwrap_or_default()
 }
 
-/// How a diagnostic's line names its severity: the severity's name in results.
-fn severity_word(s: LspSeverity) -> &'static str {
-    match s {
-        LspSeverity::Error => "error",
-        LspSeverity::Warning => "warning",
-        LspSeverity::Info => "info",
-        LspSeverity::Hint => "hint",
-    }
-}
-
 /// One diagnostic, ready to show and to key in the ledger.
 #[derive(Clone, Debug)]
 pub struct Diag {
@@ -464,27 +454,6 @@ impl Diag {
     /// How the ledger holds it: its key and its line's text.
     pub fn mark(&self) -> crate::ledger::Mark {
         (self.key(), self.at.clone())
-    }
-
-    pub fn line_text(&self, base: &Path) -> String {
-        format!(
-            "{}:{}:{}: {}: {}{}{}",
-            show_path(&self.path, base),
-            self.line,
-            self.column,
-            severity_word(self.lsp_severity()),
-            self.message.replace('\n', " "),
-            if self.code.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", self.code)
-            },
-            if self.source.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", self.source)
-            }
-        )
     }
 
     /// Its severity as results carry it: LSP's 1 error, 2 warning, 3 info, 4 hint (any other
@@ -692,23 +661,23 @@ mod tests {
     }
 
     #[test]
-    fn a_diagnostic_line_names_its_severity_as_results_do() {
-        for n in 0..=5u8 {
-            let severity = Diag {
-                path: PathBuf::from("/w/a.rs"),
-                line: 1,
-                column: 1,
-                severity: n,
-                code: String::new(),
-                message: "m".into(),
-                source: String::new(),
-                at: String::new(),
-            }
-            .lsp_severity();
-            assert_eq!(
-                json!(severity_word(severity)),
-                serde_json::to_value(severity).unwrap()
-            );
-        }
+    fn a_diagnostic_carries_its_severity_as_lsp_numbers_it() {
+        let severities: Vec<LspSeverity> = (0..=5u8)
+            .map(|n| {
+                Diag {
+                    path: PathBuf::from("/w/a.rs"),
+                    line: 1,
+                    column: 1,
+                    severity: n,
+                    code: String::new(),
+                    message: "m".into(),
+                    source: String::new(),
+                    at: String::new(),
+                }
+                .lsp_severity()
+            })
+            .collect();
+        use LspSeverity::*;
+        assert_eq!(severities, [Error, Error, Warning, Info, Hint, Error]);
     }
 }

@@ -9,7 +9,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::ToolError;
-use toolvisor_protocol::results::{LspDiagnosticsSource, LspResult, LspServed, LspWorkspacePull};
+use toolvisor_protocol::results::{
+    LspDiagnostic, LspDiagnosticsSource, LspResult, LspServed, LspWorkspacePull,
+};
 use toolvisor_protocol::tools::LspArgs;
 
 use crate::call::{CallCtx, Opened};
@@ -107,11 +109,12 @@ impl Servers {
         diags.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
         let total = diags.len();
         let base: &Path = &ctx.workdir;
-        let mut text: String = diags
+        let items: Vec<LspDiagnostic> = diags
             .iter()
             .take(SHOWN_MAX)
-            .map(|d| d.line_text(base) + "\n")
+            .map(|d| d.to_result(base))
             .collect();
+        let mut text: String = items.iter().map(|d| d.line() + "\n").collect();
         if total == 0 {
             text = format!("no diagnostics in the workspace of {}\n", opened.shared.id);
         } else if total > SHOWN_MAX {
@@ -129,11 +132,7 @@ impl Servers {
             text,
             source: LspDiagnosticsSource::Server,
             total: total as u64,
-            diagnostics: diags
-                .iter()
-                .take(SHOWN_MAX)
-                .map(|d| d.to_result(base))
-                .collect(),
+            diagnostics: items,
             truncated: total > SHOWN_MAX,
             served,
         })

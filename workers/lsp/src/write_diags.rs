@@ -235,9 +235,10 @@ impl Gathered {
     }
 
     fn add_new(&mut self, d: &Diag, workdir: &Path) {
-        self.text.push_str(&d.line_text(workdir));
+        let item = d.to_result(workdir);
+        self.text.push_str(&item.line());
         self.text.push('\n');
-        self.new_items.push(d.to_result(workdir));
+        self.new_items.push(item);
     }
 
     /// The write's `diagnostics`: the new ones (the dependents' after the written files'),
