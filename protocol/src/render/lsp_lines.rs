@@ -7,7 +7,9 @@
 //! signature's (the called name), an inlay hint line's and a rename preview's (the source
 //! text).
 
-use crate::results::{LspDiagnostic, LspLocation, LspSeverity};
+use crate::results::{
+    LspCodeAction, LspCompletion, LspDiagnostic, LspLocation, LspOutlineSymbol, LspSeverity,
+};
 
 /// Shown in place of the source line of a place outside the caller's file scope (its file is
 /// named, its text never read).
@@ -71,6 +73,67 @@ impl LspDiagnostic {
             self.severity.word(),
             self.message.replace('\n', " "),
         )
+    }
+}
+
+impl LspOutlineSymbol {
+    /// `line: kind name`, indented two spaces a level of depth, with ` (N members)` when its
+    /// members are below the depth shown.
+    pub fn line(&self) -> String {
+        let members = match self.members {
+            None | Some(0) => String::new(),
+            Some(1) => " (1 member)".to_string(),
+            Some(n) => format!(" ({n} members)"),
+        };
+        format!(
+            "{}{}: {} {}{members}",
+            "  ".repeat(self.depth as usize),
+            self.line,
+            self.kind,
+            self.name
+        )
+    }
+}
+
+impl LspCodeAction {
+    /// `[index] line N: title (kind) [preferred]` (`lines N-M` for a span), one for another
+    /// line than `asked` (1-based: the line the actions were asked for) saying so; no
+    /// `(kind)` or `[preferred]` when it has none.
+    pub fn line(&self, asked: u64) -> String {
+        let span = match self.end_line > self.line {
+            true => format!("lines {}-{}", self.line, self.end_line),
+            false => format!("line {}", self.line),
+        };
+        let elsewhere = match self.on_line {
+            true => String::new(),
+            false => format!(" (not line {asked}: a fix for a neighbouring line's diagnostic)"),
+        };
+        let kind = self
+            .kind
+            .as_ref()
+            .map(|k| format!(" ({k})"))
+            .unwrap_or_default();
+        let preferred = if self.preferred { " [preferred]" } else { "" };
+        format!(
+            "[{}] {span}{elsewhere}: {}{kind}{preferred}",
+            self.index, self.title
+        )
+    }
+}
+
+impl LspCompletion {
+    /// `label (kind) — detail`, the detail on one line; no `(kind)` or `— detail` when it has
+    /// none.
+    pub fn line(&self) -> String {
+        let kind = match self.kind.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", self.kind),
+        };
+        let detail = match self.detail.is_empty() {
+            true => String::new(),
+            false => format!(" — {}", self.detail.replace('\n', " ")),
+        };
+        format!("{}{kind}{detail}", self.label)
     }
 }
 
@@ -156,5 +219,66 @@ mod tests {
                 serde_json::to_value(s).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn an_outline_symbol_is_indented_by_its_depth_and_counts_its_members() {
+        let symbol = |depth, members| LspOutlineSymbol {
+            name: "Shape".into(),
+            kind: "class".into(),
+            line: 12,
+            depth,
+            members,
+        };
+        assert_eq!(symbol(0, None).line(), "12: class Shape");
+        assert_eq!(symbol(2, None).line(), "    12: class Shape");
+        assert_eq!(symbol(0, Some(1)).line(), "12: class Shape (1 member)");
+        assert_eq!(symbol(1, Some(4)).line(), "  12: class Shape (4 members)");
+    }
+
+    #[test]
+    fn a_code_action_names_its_lines_kind_and_preference() {
+        let action = LspCodeAction {
+            index: 0,
+            title: "Import os".into(),
+            kind: Some("quickfix".into()),
+            preferred: true,
+            line: 4,
+            end_line: 4,
+            on_line: true,
+            applies: crate::results::LspActionApplies::Edit,
+        };
+        assert_eq!(
+            action.line(4),
+            "[0] line 4: Import os (quickfix) [preferred]"
+        );
+        let neighbour = LspCodeAction {
+            index: 1,
+            kind: None,
+            preferred: false,
+            line: 5,
+            end_line: 6,
+            on_line: false,
+            ..action
+        };
+        assert_eq!(
+            neighbour.line(4),
+            "[1] lines 5-6 (not line 4: a fix for a neighbouring line's diagnostic): Import os"
+        );
+    }
+
+    #[test]
+    fn a_completion_reads_as_label_kind_and_detail() {
+        let item = |kind: &str, detail: &str| LspCompletion {
+            label: "append".into(),
+            kind: kind.into(),
+            detail: detail.into(),
+        };
+        assert_eq!(
+            item("method", "(x)\n-> None").line(),
+            "append (method) — (x) -> None"
+        );
+        assert_eq!(item("", "").line(), "append");
+        assert_eq!(item("", "d").line(), "append — d");
     }
 }

@@ -95,22 +95,7 @@ pub fn render(
         } else {
             LspActionApplies::Resolve
         };
-        let span = if end > start {
-            format!("lines {start}-{end}")
-        } else {
-            format!("line {start}")
-        };
-        text.push_str(&format!(
-            "[{i}] {span}{}: {title}{}{}\n",
-            if on_line {
-                String::new()
-            } else {
-                format!(" (not line {line}: a fix for a neighbouring line's diagnostic)")
-            },
-            kind.map(|k| format!(" ({k})")).unwrap_or_default(),
-            if preferred { " [preferred]" } else { "" }
-        ));
-        items.push(LspCodeAction {
+        let item = LspCodeAction {
             index: i as u64,
             title: title.to_string(),
             kind: kind.map(str::to_string),
@@ -119,7 +104,10 @@ pub fn render(
             end_line: end,
             on_line,
             applies,
-        });
+        };
+        text.push_str(&item.line(line));
+        text.push('\n');
+        items.push(item);
     }
     if ordered.is_empty() {
         text = format!("no code actions offered for {here}\n");

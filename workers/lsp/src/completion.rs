@@ -181,22 +181,14 @@ impl Servers {
         let mut text = String::new();
         let mut listed = Vec::new();
         for i in items.iter().take(COMPLETIONS_MAX) {
-            let kind = if i.kind.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", i.kind)
-            };
-            let detail = if i.detail.is_empty() {
-                String::new()
-            } else {
-                format!(" — {}", i.detail.replace('\n', " "))
-            };
-            text.push_str(&format!("{}{kind}{detail}\n", i.label));
-            listed.push(LspCompletion {
+            let item = LspCompletion {
                 label: i.label.clone(),
                 kind: i.kind.to_string(),
                 detail: i.detail.clone(),
-            });
+            };
+            text.push_str(&item.line());
+            text.push('\n');
+            listed.push(item);
         }
         let here = format!("the end of {}", at.here());
         if total == 0 {

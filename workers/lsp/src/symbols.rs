@@ -47,25 +47,16 @@ impl Servers {
         let mut text = String::new();
         let mut items = Vec::new();
         for (s, members) in &shown[page.from..page.to] {
-            let folded = match members {
-                0 => String::new(),
-                1 => " (1 member)".to_string(),
-                n => format!(" ({n} members)"),
-            };
-            text.push_str(&format!(
-                "{}{}: {} {}{folded}\n",
-                "  ".repeat(s.depth),
-                s.line,
-                s.kind,
-                s.name
-            ));
-            items.push(LspOutlineSymbol {
+            let item = LspOutlineSymbol {
                 name: s.name.clone(),
                 kind: s.kind.to_string(),
                 line: s.line as u64,
                 depth: s.depth as u64,
                 members: (*members > 0).then_some(*members as u64),
-            });
+            };
+            text.push_str(&item.line());
+            text.push('\n');
+            items.push(item);
         }
         if total == 0 {
             text = format!("no symbols in {}\n", render::show_path(&path, &ctx.workdir));
