@@ -8,7 +8,8 @@
 //! text).
 
 use crate::results::{
-    LspCodeAction, LspCompletion, LspDiagnostic, LspLocation, LspOutlineSymbol, LspSeverity,
+    LspCodeAction, LspCompletion, LspDiagnostic, LspHierarchyType, LspIncomingCall, LspLocation,
+    LspOutgoingCall, LspOutlineSymbol, LspSeverity,
 };
 
 /// Shown in place of the source line of a place outside the caller's file scope (its file is
@@ -134,6 +135,53 @@ impl LspCompletion {
             false => format!(" — {}", self.detail.replace('\n', " ")),
         };
         format!("{}{kind}{detail}", self.label)
+    }
+}
+
+impl LspIncomingCall {
+    /// `path:line: in kind caller (N calls) — source line` (no count for one call).
+    pub fn line(&self) -> String {
+        let times = match self.calls > 1 {
+            true => format!(" ({} calls)", self.calls),
+            false => String::new(),
+        };
+        format!(
+            "{}:{}: in {} {}{times} — {}",
+            self.path,
+            self.line,
+            self.kind,
+            self.caller,
+            source(&self.text, self.outside)
+        )
+    }
+}
+
+impl LspOutgoingCall {
+    /// `kind callee (path:line, called N×) — its definition's source line`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} {} ({}:{}, called {}×) — {}",
+            self.kind,
+            self.callee,
+            self.path,
+            self.line,
+            self.calls,
+            source(&self.text, self.outside)
+        )
+    }
+}
+
+impl LspHierarchyType {
+    /// `kind name (path:line) — source line`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} {} ({}:{}) — {}",
+            self.kind,
+            self.name,
+            self.path,
+            self.line,
+            source(&self.text, self.outside)
+        )
     }
 }
 
@@ -280,5 +328,73 @@ mod tests {
         );
         assert_eq!(item("", "").line(), "append");
         assert_eq!(item("", "d").line(), "append — d");
+    }
+
+    #[test]
+    fn a_call_or_type_names_its_place_and_line_or_says_it_was_not_read() {
+        let incoming = LspIncomingCall {
+            path: "b.py".into(),
+            line: 9,
+            caller: "main".into(),
+            calls: 2,
+            kind: "function".into(),
+            text: "run(); run()".into(),
+            outside: false,
+        };
+        assert_eq!(
+            incoming.line(),
+            "b.py:9: in function main (2 calls) — run(); run()"
+        );
+        let once = LspIncomingCall {
+            calls: 1,
+            text: String::new(),
+            outside: true,
+            ..incoming
+        };
+        assert_eq!(
+            once.line(),
+            "b.py:9: in function main — (outside the workdir: text not read)"
+        );
+        let outgoing = LspOutgoingCall {
+            callee: "run".into(),
+            kind: "function".into(),
+            path: "c.py".into(),
+            line: 1,
+            calls: 3,
+            text: "def run():".into(),
+            outside: false,
+        };
+        assert_eq!(
+            outgoing.line(),
+            "function run (c.py:1, called 3×) — def run():"
+        );
+        let outside = LspOutgoingCall {
+            text: String::new(),
+            outside: true,
+            ..outgoing
+        };
+        assert!(
+            outside
+                .line()
+                .ends_with("— (outside the workdir: text not read)")
+        );
+        let ty = LspHierarchyType {
+            name: "Circle".into(),
+            kind: "class".into(),
+            path: "s.py".into(),
+            line: 20,
+            text: "class Circle(Shape):".into(),
+            outside: false,
+        };
+        assert_eq!(ty.line(), "class Circle (s.py:20) — class Circle(Shape):");
+        let outside = LspHierarchyType {
+            text: String::new(),
+            outside: true,
+            ..ty
+        };
+        assert_eq!(
+            outside.line(),
+            "class Circle (s.py:20) — (outside the workdir: text not read)"
+        );
     }
 }

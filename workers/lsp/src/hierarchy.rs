@@ -8,7 +8,6 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::render::OUTSIDE_NOTE;
 use toolvisor_protocol::results::{
     LspCallHierarchy, LspIncomingCall, LspOutgoingCall, LspServed, LspUnlistedCall,
 };
@@ -34,12 +33,13 @@ fn missing(field: &str) -> ToolError {
     )
 }
 
-/// One end of a call (or a type of a type hierarchy) as shown: where it is and the line there.
+/// One end of a call (or a type of a type hierarchy): where it is and the line there.
 pub(crate) struct Site {
     pub path: String,
     pub line: u64,
     pub name: String,
     pub kind: &'static str,
+    /// The source line, trimmed and cut around the name when long; empty when `outside`.
     pub text: String,
     pub outside: bool,
 }
@@ -56,11 +56,7 @@ pub(crate) fn site(
     let p = uri::to_path(u)?;
     let line0 = range.pointer("/start/line").and_then(Value::as_u64)?;
     let outside = !sources.readable(&p);
-    let text = if outside {
-        OUTSIDE_NOTE.to_string()
-    } else {
-        sources.line(&p, line0 as usize).unwrap_or_default()
-    };
+    let text = sources.line(&p, line0 as usize).unwrap_or_default();
     Some((
         Site {
             path: render::show_path(&p, &ctx.workdir),
@@ -473,28 +469,17 @@ fn incoming_lines(
     }
     let mut in_items = Vec::new();
     for (s, calls) in &callers[in_page.from..in_page.to] {
-        let times = if *calls > 1 {
-            format!(" ({calls} calls)")
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "  {}:{}: in {} {}{times} — {}\n",
-            s.path, s.line, s.kind, s.name, s.text
-        ));
-        in_items.push(LspIncomingCall {
+        let item = LspIncomingCall {
             path: s.path.clone(),
             line: s.line,
             caller: s.name.clone(),
             calls: *calls as u64,
             kind: s.kind.to_string(),
-            text: if s.outside {
-                String::new()
-            } else {
-                s.text.clone()
-            },
+            text: s.text.clone(),
             outside: s.outside,
-        });
+        };
+        out.push_str(&format!("  {}\n", item.line()));
+        in_items.push(item);
     }
     if let Some(note) = in_page.note(callers.len(), "lines with calls") {
         out.push_str(&format!("  ({note})\n"));
@@ -545,23 +530,17 @@ fn outgoing_calls(
         out.text.push_str("  none found\n");
     }
     for (s, calls) in &callees[page.from..page.to] {
-        out.text.push_str(&format!(
-            "  {} {} ({}:{}, called {calls}×) — {}\n",
-            s.kind, s.name, s.path, s.line, s.text
-        ));
-        out.items.push(LspOutgoingCall {
+        let item = LspOutgoingCall {
             callee: s.name.clone(),
             kind: s.kind.to_string(),
             path: s.path.clone(),
             line: s.line,
             calls: *calls as u64,
-            text: if s.outside {
-                String::new()
-            } else {
-                s.text.clone()
-            },
+            text: s.text.clone(),
             outside: s.outside,
-        });
+        };
+        out.text.push_str(&format!("  {}\n", item.line()));
+        out.items.push(item);
     }
     if let Some(note) = page.note(total, "callees") {
         out.text.push_str(&format!("  ({note})\n"));

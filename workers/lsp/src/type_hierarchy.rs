@@ -172,22 +172,16 @@ fn types_of(
     }
     let mut items = Vec::new();
     for s in types.iter().take(TYPES_MAX) {
-        text.push_str(&format!(
-            "  {} {} ({}:{}) — {}\n",
-            s.kind, s.name, s.path, s.line, s.text
-        ));
-        items.push(LspHierarchyType {
+        let item = LspHierarchyType {
             name: s.name.clone(),
             kind: s.kind.to_string(),
             path: s.path.clone(),
             line: s.line,
-            text: if s.outside {
-                String::new()
-            } else {
-                s.text.clone()
-            },
+            text: s.text.clone(),
             outside: s.outside,
-        });
+        };
+        text.push_str(&format!("  {}\n", item.line()));
+        items.push(item);
     }
     if total > TYPES_MAX {
         text.push_str(&format!(
