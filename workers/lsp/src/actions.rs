@@ -12,10 +12,10 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{LspActionApplies, LspCodeAction};
 use toolvisor_protocol::tools::LspEditArgs;
 
+use crate::answers::show_path;
 use crate::call::CallCtx;
 use crate::diagnostics::Diagnostics;
 use crate::edit::Edits;
-use crate::render::show_path;
 use crate::servers::Servers;
 
 pub(crate) mod memory;

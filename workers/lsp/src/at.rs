@@ -11,10 +11,10 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
+use crate::answers;
 use crate::call::{CallCtx, Opened};
 use crate::ops::is_empty;
 use crate::position;
-use crate::render;
 use crate::servers::Servers;
 
 /// A file opened for a position op, with the symbol located on its line.
@@ -78,7 +78,7 @@ impl Servers {
             .ok_or_else(|| missing(op, "symbol", need))?;
         let path = ctx.resolve("lsp", file, Access::Read)?;
         let opened = self.open(&path, &ctx.run).await?;
-        let shown = render::show_path(&path, &ctx.workdir);
+        let shown = answers::show_path(&path, &ctx.workdir);
         // Completions complete a prefix; every other op is about the name itself.
         let locate = match args.op {
             LspOp::Completions => position::locate,

@@ -14,10 +14,10 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{LspCheckEdit, LspCheckedDiagnostic, LspServed};
 use toolvisor_protocol::tools::LspArgs;
 
+use crate::answers::{self, Diag};
 use crate::call::{CallCtx, Opened};
 use crate::config::language_id;
 use crate::lock;
-use crate::render::{self, Diag};
 use crate::server::{Conn, Published, ServerShared};
 use crate::servers::Servers;
 use crate::uri;
@@ -181,7 +181,7 @@ impl Servers {
             )
         })?;
         let path = ctx.resolve("lsp", file, Access::Read)?;
-        let shown = render::show_path(&path, &ctx.workdir);
+        let shown = answers::show_path(&path, &ctx.workdir);
         let mut opened = self.open(&path, &ctx.run).await?;
         let text = proposed(&opened.text, &shown, args)?;
         // The disk text's diagnostics first: what the edit adds is what is not among them.

@@ -11,9 +11,9 @@ use toolvisor_kit::process;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{LspDiagnostic, LspProjectCheck};
 
+use crate::answers::{Diag, show_path};
 use crate::call::CallCtx;
 use crate::locate;
-use crate::render::{Diag, show_path};
 use crate::servers::Servers;
 
 const OUTPUT_MAX: usize = 32 * 1024 * 1024;

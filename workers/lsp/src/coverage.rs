@@ -12,10 +12,10 @@
 
 use std::path::Path;
 
+use crate::answers::{show_dir, show_path};
 use crate::locate;
 use crate::lock;
 use crate::outside::OPENED_PER_QUERY_MAX;
-use crate::render::{show_dir, show_path};
 use crate::server::ServerShared;
 use crate::servers::Servers;
 

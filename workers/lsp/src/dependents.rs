@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::answers::Diag;
 use crate::diagnostics::Diagnostics;
 use crate::lock;
 use crate::position::Encoding;
-use crate::render::Diag;
 use crate::server::{ServerShared, read_doc, root_scope};
 use crate::servers::Servers;
 use crate::uri;

@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolvisor_protocol::error::ToolError;
 
+use crate::answers::Diag;
 use crate::call::Opened;
 use crate::checks::same;
 use crate::config::LspConfig;
 use crate::ledger::Ledger;
 use crate::lock;
-use crate::render::Diag;
 use crate::servers::{Servers, not_ready};
 
 /// Diagnostics and checks across calls: each run's ledger of what it was told, so a write

@@ -29,12 +29,12 @@ use toolvisor_protocol::tools::LspRenameArgs;
 use toolvisor_files::paths::Access;
 
 use crate::actions::memory::Memory;
+use crate::answers::show_path;
 use crate::call::{CallCtx, Opened};
 use crate::change::FileChange;
 use crate::diagnostics::Diagnostics;
 use crate::position::{self, Encoding};
 use crate::rename_preview::Previews;
-use crate::render::show_path;
 use crate::server::ServerShared;
 use crate::servers::Servers;
 use crate::uri;
@@ -715,7 +715,7 @@ impl Servers {
                     .is_some_and(|l| crate::hidden_uses::has_word(l, word))
             })
         };
-        let mut left: Vec<(PathBuf, u32)> = crate::render::locations(&found)
+        let mut left: Vec<(PathBuf, u32)> = crate::answers::locations(&found)
             .into_iter()
             .filter_map(|(u, range)| {
                 let line = range.pointer("/start/line")?.as_u64()? as u32 + 1;

@@ -610,7 +610,7 @@ pub fn show(places: &[(PathBuf, u32)], base: &Path) -> String {
     let mut shown: Vec<String> = places
         .iter()
         .take(SHOWN_MAX)
-        .map(|(p, l)| format!("{}:{l}", crate::render::show_path(p, base)))
+        .map(|(p, l)| format!("{}:{l}", crate::answers::show_path(p, base)))
         .collect();
     if places.len() > SHOWN_MAX {
         shown.push(format!("and {} more", places.len() - SHOWN_MAX));
@@ -724,11 +724,11 @@ pub(crate) async fn gap(
         // pyright: the stub that declares the name.
         Some((file, line)) if shared.flavor.pyright => format!(
             "; asked from the stub that declares it (`file`: {}, `line`: {line}), the answer covers the uses that go through it",
-            crate::render::show_path(&file, &ctx.workdir)
+            crate::answers::show_path(&file, &ctx.workdir)
         ),
         Some((file, line)) => format!(
             "; asked from a file there (`file`: {}, `line`: {line}), the answer covers them",
-            crate::render::show_path(&file, &ctx.workdir)
+            crate::answers::show_path(&file, &ctx.workdir)
         ),
         None => String::new(),
     };
@@ -758,7 +758,7 @@ pub(crate) async fn explain_switched_off(
     else {
         return error;
     };
-    let shown = |p: &Path| crate::render::show_path(p, &shared.root);
+    let shown = |p: &Path| crate::answers::show_path(p, &shared.root);
     ToolError::new(
         error.kind,
         format!(
@@ -789,7 +789,7 @@ pub(crate) fn left_out_of_build(
         let declared = rust::switched_off(path, &shared.root, readable)?;
         return Some(format!(
             "it is a module switched off by a `#[cfg(…)]` where {} declares it (a feature not enabled), and rust-analyzer does not analyse it",
-            crate::render::show_path(&declared, &shared.root)
+            crate::answers::show_path(&declared, &shared.root)
         ));
     }
     None

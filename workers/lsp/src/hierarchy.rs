@@ -15,10 +15,10 @@ use toolvisor_protocol::tools::LspArgs;
 
 use crate::coverage::mark_partial;
 
+use crate::answers::{self, Sources};
 use crate::call::{CallCtx, Opened};
 use crate::ops::{Page, require};
 use crate::position;
-use crate::render::{self, Sources};
 use crate::servers::Servers;
 use crate::uri;
 
@@ -59,21 +59,21 @@ pub(crate) fn site(
     let text = sources.line(&p, line0 as usize).unwrap_or_default();
     Some((
         Site {
-            path: render::show_path(&p, &ctx.workdir),
+            path: answers::show_path(&p, &ctx.workdir),
             line: line0 + 1,
             name: item
                 .get("name")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
-            kind: render::symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)),
+            kind: answers::symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)),
             text: {
                 let column = range
                     .pointer("/start/character")
                     .and_then(Value::as_u64)
                     .unwrap_or(0) as usize
                     + 1;
-                render::cut_line(&text, column).0
+                answers::cut_line(&text, column).0
             },
             outside,
         },
@@ -138,7 +138,7 @@ impl Servers {
             .ok_or_else(|| missing("symbol"))?;
         let path = ctx.resolve("lsp", file, Access::Read)?;
         let mut opened = self.open(&path, &ctx.run).await?;
-        let shown = render::show_path(&path, &ctx.workdir);
+        let shown = answers::show_path(&path, &ctx.workdir);
         let (src, byte) = position::locate_name(
             &opened.text,
             &shown,
@@ -248,7 +248,7 @@ impl Servers {
             let Ok(answer) = self.request(opened, method, params.clone()).await else {
                 continue;
             };
-            for (uri, range) in crate::render::locations(&answer) {
+            for (uri, range) in crate::answers::locations(&answer) {
                 if let (Some(path), Some(line)) = (
                     uri::to_path(&uri),
                     range.pointer("/start/line").and_then(Value::as_u64),

@@ -9,10 +9,10 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{LspHintKind, LspInlayHint, LspInlayHints, LspServed};
 use toolvisor_protocol::tools::LspArgs;
 
+use crate::answers;
 use crate::call::CallCtx;
 use crate::ops::require;
 use crate::position::line_text;
-use crate::render;
 use crate::servers::Servers;
 
 /// Hints listed; the rest are counted in `truncated`.
@@ -72,7 +72,7 @@ fn lines_with_hints(hints: &[Hint], doc: &str) -> String {
         i += on_line.len();
         let src = line_text(doc, line0 + 1).unwrap_or("");
         let shown_line = inline(src, &on_line);
-        let (shown_line, _) = render::cut_line(shown_line.trim_end(), on_line[0].column);
+        let (shown_line, _) = answers::cut_line(shown_line.trim_end(), on_line[0].column);
         text.push_str(&format!("{}: {}\n", line0 + 1, shown_line));
     }
     text
@@ -115,7 +115,7 @@ impl Servers {
         }
         let path = ctx.resolve("lsp", file, Access::Read)?;
         let mut opened = self.open(&path, &ctx.run).await?;
-        let shown = render::show_path(&path, &ctx.workdir);
+        let shown = answers::show_path(&path, &ctx.workdir);
         let total_lines = opened.text.split('\n').count();
         let first = args.line.unwrap_or(1) as usize;
         // `line` alone is that one line; neither is the whole file.

@@ -21,7 +21,7 @@
 //! in `lsp-types` each is a nested struct with `..Default::default()` and its own fallible `Uri`
 //! type, and the non-standard fields servers need (clangd's `offsetEncoding`, rust-analyzer's
 //! `serverStatusNotification`, pyright's scan log) are not in it. What toolvisor parses it parses
-//! leniently, item by item (`render.rs`: a location without a range still shows its file, a
+//! leniently, item by item (`answers.rs`: a location without a range still shows its file, a
 //! malformed symbol is skipped, hover contents of any of the three shapes): `lsp-types`' untagged
 //! enums (`GotoDefinitionResponse`, `DocumentSymbolResponse`, `HoverContents`) reject a whole
 //! answer for one bad item, so typed parsing would need a fallback per shape to keep today's
@@ -31,6 +31,7 @@
 
 mod actions;
 mod actor;
+mod answers;
 mod at;
 mod call;
 mod change;
@@ -57,7 +58,6 @@ mod ops;
 mod outside;
 mod position;
 mod rename_preview;
-mod render;
 mod roots;
 mod server;
 mod servers;

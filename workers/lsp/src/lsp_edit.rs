@@ -12,12 +12,12 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{LspEditResult, LspFormattingOptions};
 use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
+use crate::answers::show_path;
 use crate::call::{CallCtx, Opened};
 use crate::diagnostics::Diagnostics;
 use crate::edit::Edits;
 use crate::edit::apply_off_thread;
 use crate::ops::require;
-use crate::render::show_path;
 use crate::servers::Servers;
 
 pub(crate) fn need<'a>(

@@ -22,12 +22,12 @@ use toolvisor_protocol::results::{
 };
 use toolvisor_protocol::tools::{LspArgs, LspEditArgs, LspOp, LspRenameArgs};
 
+use crate::answers;
 use crate::call::CallCtx;
 use crate::config::LspConfig;
 use crate::diagnostics::Diagnostics;
 use crate::edit::Edits;
 use crate::ops::{invalid, need};
-use crate::render;
 use crate::servers::Servers;
 
 /// The language-server manager: the servers and their roots ([`Servers`]), the diagnostics
@@ -98,7 +98,7 @@ impl LanguageServers {
                 let items: Vec<_> = diags.iter().map(|d| d.to_result(base)).collect();
                 let mut text: String = items.iter().map(|d| d.line() + "\n").collect();
                 if diags.is_empty() {
-                    text = format!("no diagnostics in {}\n", render::show_path(&path, base));
+                    text = format!("no diagnostics in {}\n", answers::show_path(&path, base));
                 }
                 let off = opened.shared.checking_off();
                 if let Some(off) = &off {

@@ -15,11 +15,11 @@ use toolvisor_protocol::results::{
 use toolvisor_protocol::tools::{LspArgs, LspOp};
 
 use crate::actions::memory::Memory;
+use crate::answers::{self, Sources};
 use crate::call::{CallCtx, Opened};
 use crate::coverage::mark_partial;
 use crate::ops::{CODE_ACTIONS_MAX, Page, REFERENCES_MAX};
 use crate::position;
-use crate::render::{self, Sources};
 use crate::servers::Servers;
 use crate::uri;
 
@@ -233,20 +233,20 @@ impl Servers {
         let op = args.op;
         let base = &ctx.workdir;
         let enc = a.opened.conn.encoding;
-        let pairs = render::locations(&a.result);
+        let pairs = answers::locations(&a.result);
         let open_text = |p: &Path| a.opened.shared.doc(&uri::from_path(p)).map(|d| d.text);
         let readable = |p: &Path| ctx.may_read(p);
         let read = |p: &Path| ctx.read_text(p).ok();
         let locs = {
             let mut sources = Sources::new(&open_text, &readable, &read);
-            render::resolve_locs(&pairs, enc, &mut sources)
+            answers::resolve_locs(&pairs, enc, &mut sources)
         };
         let total = locs.len();
         let page = match op.page_max() {
             Some(max) => Page::of(args.offset, total, max),
             None => Page::whole(total),
         };
-        let (mut text, items) = render::loc_lines(&locs[page.from..page.to], base);
+        let (mut text, items) = answers::loc_lines(&locs[page.from..page.to], base);
         let word = position::word_at(&a.src, a.byte, a.symbol.len());
         if total == 0 {
             text = format!(
@@ -329,7 +329,7 @@ impl Servers {
 fn hover(a: Asked<'_>) -> LspHover {
     let md = match a.result.is_null() {
         true => String::new(),
-        false => render::hover_markdown(&a.result),
+        false => answers::hover_markdown(&a.result),
     };
     let text = match md.is_empty() {
         true => format!("no hover information for {}\n", a.here),

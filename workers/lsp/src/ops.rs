@@ -27,9 +27,9 @@ use toolvisor_protocol::results::{
     LspPage, LspReload, LspServer, LspServerState, LspTrust, LspTrustedRoot,
 };
 
+use crate::answers;
 use crate::call::{CallCtx, Opened};
 use crate::config::language_id;
-use crate::render;
 use crate::server::ServerShared;
 use crate::servers::Servers;
 use crate::uri;
@@ -526,7 +526,7 @@ pub(crate) fn is_empty(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Array(a) => a.is_empty(),
-        Value::Object(_) if v.get("contents").is_some() => render::hover_markdown(v).is_empty(),
+        Value::Object(_) if v.get("contents").is_some() => answers::hover_markdown(v).is_empty(),
         _ => false,
     }
 }

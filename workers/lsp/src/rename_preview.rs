@@ -13,9 +13,9 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{LspChangedLine, LspPreviewedFile};
 use toolvisor_protocol::tools::LspRenameArgs;
 
+use crate::answers::show_path;
 use crate::change::FileChange;
 use crate::lock;
-use crate::render::show_path;
 
 /// Runs whose last preview is remembered.
 const REMEMBERED_RUNS: usize = 256;

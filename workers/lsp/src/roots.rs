@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::answers::show_dir;
 use crate::call::{CallCtx, Opened};
-use crate::render::show_dir;
 use crate::servers::Servers;
 
 /// Enclosing roots asked at most.

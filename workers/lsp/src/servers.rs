@@ -727,7 +727,7 @@ impl Servers {
     /// `run` trusts its root and what that changes.
     pub async fn status(&self, from: &Path, run: &str, workdir: &Path) -> LspStatus {
         // Paths in the text are shown from the workdir (the JSON keeps them absolute).
-        let dir = |p: &Path| crate::render::show_dir(p, workdir);
+        let dir = |p: &Path| crate::answers::show_dir(p, workdir);
         let (lines, servers) = self.running(workdir).await;
         let here = self.languages_here(from, run, workdir).await;
         let mut text = status_text(&lines, &here, &dir(from), run);
@@ -748,7 +748,7 @@ impl Servers {
     /// The servers started so far: one line each for the text (paths from `workdir`), and
     /// their JSON.
     async fn running(&self, workdir: &Path) -> (Vec<String>, Vec<LspServerStatus>) {
-        let dir = |p: &Path| crate::render::show_dir(p, workdir);
+        let dir = |p: &Path| crate::answers::show_dir(p, workdir);
         let mut servers = Vec::new();
         let mut lines = Vec::new();
         for s in self.all() {
@@ -811,7 +811,7 @@ impl Servers {
         run: &str,
         workdir: &Path,
     ) -> Vec<LspLanguageStatus> {
-        let dir = |p: &Path| crate::render::show_dir(p, workdir);
+        let dir = |p: &Path| crate::answers::show_dir(p, workdir);
         let mut here = Vec::new();
         for (language, spec) in &self.languages {
             let (state, reason, root) = match self.plan_for(language, spec, from, run) {

@@ -7,10 +7,10 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{LspServed, LspSignature, LspSignatureHelp};
 use toolvisor_protocol::tools::LspArgs;
 
+use crate::answers;
 use crate::call::CallCtx;
 use crate::ops::require;
 use crate::position::Encoding;
-use crate::render;
 use crate::servers::Servers;
 
 /// Signatures listed (overloads); the total is always counted.
@@ -21,7 +21,7 @@ const NEED: &str = "signature_help needs `file`, `line` (1-based) and `symbol`: 
 /// Documentation of any of its shapes (a string, `MarkupContent`) as trimmed text.
 fn doc_text(v: Option<&Value>) -> String {
     match v {
-        Some(d) if !d.is_null() => render::hover_markdown(&json!({"contents": d})),
+        Some(d) if !d.is_null() => answers::hover_markdown(&json!({"contents": d})),
         _ => String::new(),
     }
 }

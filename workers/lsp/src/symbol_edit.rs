@@ -9,12 +9,12 @@ use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::tools::{LspEditArgs, LspEditOp};
 
+use crate::answers::{self, show_path};
 use crate::call::CallCtx;
 use crate::diagnostics::Diagnostics;
 use crate::edit::Edits;
 use crate::lsp_edit::need;
 use crate::ops::require;
-use crate::render::{self, show_path};
 use crate::servers::Servers;
 
 /// Candidates named in a "no such symbol" answer.
@@ -64,7 +64,7 @@ pub fn outline(result: &Value) -> Vec<Found> {
         };
         out.push(Found {
             path: path.clone(),
-            kind: render::symbol_kind(v.get("kind").and_then(Value::as_u64).unwrap_or(0)),
+            kind: answers::symbol_kind(v.get("kind").and_then(Value::as_u64).unwrap_or(0)),
             start,
             end,
         });

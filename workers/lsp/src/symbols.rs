@@ -11,10 +11,10 @@ use toolvisor_protocol::results::{
     LspDocumentSymbols, LspOutlineSymbol, LspServed, LspWorkspaceSymbol, LspWorkspaceSymbols,
 };
 
+use crate::answers::{self, Sources};
 use crate::call::{CallCtx, Opened};
 use crate::coverage::mark_partial;
 use crate::ops::{DOCUMENT_SYMBOLS_MAX, Page, WORKSPACE_SYMBOLS_MAX, is_empty, require};
-use crate::render::{self, Sources};
 use crate::servers::Servers;
 use crate::uri;
 
@@ -40,7 +40,7 @@ impl Servers {
                 .request(&mut opened, "textDocument/documentSymbol", params)
                 .await?;
         }
-        let all = render::document_symbols(&result);
+        let all = answers::document_symbols(&result);
         let shown = outline(&all, depth.unwrap_or(0) as usize);
         let total = shown.len();
         let page = Page::of(offset, total, DOCUMENT_SYMBOLS_MAX);
@@ -59,7 +59,10 @@ impl Servers {
             items.push(item);
         }
         if total == 0 {
-            text = format!("no symbols in {}\n", render::show_path(&path, &ctx.workdir));
+            text = format!(
+                "no symbols in {}\n",
+                answers::show_path(&path, &ctx.workdir)
+            );
         } else if let Some(note) = page.note(total, "symbols") {
             text.push_str(&format!("({note})\n"));
         }
@@ -116,7 +119,7 @@ impl Servers {
                 false,
             )
             .await;
-        let syms = render::workspace_symbols(&result);
+        let syms = answers::workspace_symbols(&result);
         let total = syms.len();
         let page = Page::of(offset, total, WORKSPACE_SYMBOLS_MAX);
         let mut text = String::new();
@@ -129,7 +132,7 @@ impl Servers {
             let shown = s
                 .path
                 .as_ref()
-                .map(|p| render::show_path(p, &ctx.workdir))
+                .map(|p| answers::show_path(p, &ctx.workdir))
                 .unwrap_or_default();
             let outside = s.path.as_ref().is_some_and(|p| !sources.readable(p));
             let src = if outside {
@@ -149,7 +152,7 @@ impl Servers {
                     .as_ref()
                     .map(|c| format!(" (in {c})"))
                     .unwrap_or_default(),
-                render::cut_line(&src, 1).0
+                answers::cut_line(&src, 1).0
             ));
             items.push(LspWorkspaceSymbol {
                 name: s.name.clone(),
@@ -279,8 +282,8 @@ fn find_source(ctx: &CallCtx, extensions: &[String]) -> Option<PathBuf> {
 
 /// The symbols of an outline `depth` levels deep, each with the number of its direct members
 /// left out (those one level deeper, when that level is not shown).
-fn outline(all: &[render::Sym], depth: usize) -> Vec<(&render::Sym, usize)> {
-    let mut shown: Vec<(&render::Sym, usize)> = Vec::new();
+fn outline(all: &[answers::Sym], depth: usize) -> Vec<(&answers::Sym, usize)> {
+    let mut shown: Vec<(&answers::Sym, usize)> = Vec::new();
     for s in all {
         if s.depth <= depth {
             shown.push((s, 0));

@@ -13,10 +13,10 @@ use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{LspHierarchyType, LspServed, LspTypeHierarchy};
 use toolvisor_protocol::tools::LspArgs;
 
+use crate::answers::Sources;
 use crate::call::{CallCtx, Opened};
 use crate::hierarchy::site;
 use crate::ops::require;
-use crate::render::Sources;
 use crate::servers::Servers;
 use crate::uri;
 

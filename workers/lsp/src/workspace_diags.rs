@@ -14,9 +14,9 @@ use toolvisor_protocol::results::{
 };
 use toolvisor_protocol::tools::LspArgs;
 
+use crate::answers::Diag;
 use crate::call::{CallCtx, Opened};
 use crate::checker::SHOWN_MAX;
-use crate::render::Diag;
 use crate::servers::Servers;
 use crate::uri;
 

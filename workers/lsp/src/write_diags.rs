@@ -19,9 +19,9 @@ use toolvisor_protocol::results::{
     LspDependents, LspDiagnostic, SyncedWriteResult, WriteDiagnostics,
 };
 
+use crate::answers::{self, Diag};
 use crate::call::CallCtx;
 use crate::diagnostics::Diagnostics;
-use crate::render::{self, Diag};
 use crate::server::ServerShared;
 use crate::servers::{NoServer, Servers, not_ready};
 
@@ -113,7 +113,7 @@ impl Diagnostics {
         path: &Path,
         got: &mut Gathered,
     ) {
-        let shown = render::show_path(path, workdir);
+        let shown = answers::show_path(path, workdir);
         match servers.plan(path, run) {
             Err(NoServer::NoLanguage { .. }) => {
                 got.notes.push(format!(
@@ -207,7 +207,7 @@ impl Diagnostics {
             .after_write(servers, &ctx.run, &ctx.workdir, std::slice::from_ref(&p))
             .await;
         Ok(SyncedWriteResult {
-            path: render::show_path(&p, &ctx.workdir),
+            path: answers::show_path(&p, &ctx.workdir),
             text: diags.text.clone(),
             diagnostics: diags,
         })
@@ -265,7 +265,7 @@ impl Gathered {
         let checked: Vec<String> = deps
             .checked
             .iter()
-            .map(|p| render::show_path(p, workdir))
+            .map(|p| answers::show_path(p, workdir))
             .collect();
         WriteDiagnostics {
             text,

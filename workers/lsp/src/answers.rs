@@ -1,5 +1,12 @@
-//! Turning server answers into short text for a model plus a machine-readable list:
-//! `path:line: source line` per location, hover as markdown, symbols as an outline.
+//! Server answers made into typed items: the files an answer quotes lines of ([`Sources`],
+//! within the caller's file scope only), the places of a location-shaped answer
+//! ([`locations`], [`resolve_locs`]) and their items ([`loc_lines`]), hover contents as
+//! markdown ([`hover_markdown`]), symbols ([`symbol_kind`], [`document_symbols`],
+//! [`workspace_symbols`]), a diagnostic from LSP JSON, keyed for the ledger ([`Diag`]), a
+//! path as an answer shows it ([`show_path`], [`show_dir`]) and a long source line cut
+//! around the match ([`cut_line`]). The line each item reads as is not written here: it is
+//! the protocol's (`toolvisor_protocol::render`'s `lsp_lines`: `LspLocation::line`,
+//! `LspDiagnostic::line`, …), and an answer's text is its items' lines.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
