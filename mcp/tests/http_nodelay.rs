@@ -1,6 +1,6 @@
 //! The Streamable HTTP listener's accepted TCP sockets have TCP_NODELAY set: without it a
 //! small JSON-RPC answer waits for the client's delayed ACK (Nagle's algorithm), about 40 ms
-//! per call from the TypeScript SDK (issue 34). Checked on the server's own socket, found
+//! per call from the TypeScript SDK. Checked on the server's own socket, found
 //! among this process's file descriptors by its peer address.
 
 use std::io::{Read, Write};

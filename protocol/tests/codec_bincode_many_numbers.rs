@@ -2,7 +2,7 @@
 //! every decoded integer at its full width (8 bytes for a one-byte varint) against its
 //! allocation limit, so a limit sized to the payload alone refused legitimate frames — a
 //! `process list` of a busy conversation came back to the client as "malformed bincode
-//! payload: LimitExceeded" (found by the chaos runner, issue 20).
+//! payload: LimitExceeded" (found by the chaos runner).
 
 use serde_json::json;
 use toolvisor_protocol::codec::{self, Codec};

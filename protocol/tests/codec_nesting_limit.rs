@@ -146,7 +146,7 @@ fn one_level_more_is_refused_with_the_same_message_in_both_codecs() {
 
 #[test]
 fn the_frame_of_the_issue_and_far_deeper_ones_fail_without_deep_recursion() {
-    // 4,000 levels (the 8 KB frame of issue 11) and a million, on a 1 MiB stack.
+    // 4,000 levels (an 8 KB frame) and a million, on a 1 MiB stack.
     for depth in [4000, 1_000_000] {
         let bin = bincode_call(depth);
         let json = json_call(depth);

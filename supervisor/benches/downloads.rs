@@ -174,7 +174,7 @@ fn timed_job(c: &mut Client, repo: &str, model: &std::path::Path) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// Issue 32: one large file from a hub that limits each connection (like the HF CDN),
+/// One large file from a hub that limits each connection (like the HF CDN),
 /// toolvisor with `connections_per_file = 4` against `curl -o` (one connection), alternating
 /// round by round: the speed-up over one connection, and toolvisor's throughput against the
 /// sum of four connections' limits.

@@ -1,4 +1,4 @@
-//! The daemon's modules import in one direction (issue 13, issue 30): `config` imports none
+//! The daemon's modules import in one direction: `config` imports none
 //! of the daemon's modules; `registry` neither `session`, `daemon` nor `server`; `tools` (the handlers) imports
 //! neither `session`, `daemon` nor `server`; `daemon` (state and services) imports neither
 //! `session` nor `server`; `outbox` does not import `session`; `session` does not import
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Each rule: the files under `src/` it covers (a file, or a directory's files with the
 /// file of the same name), and the modules they must not name.
 const RULES: &[(&str, &[&str])] = &[
-    // Configuration is read by everything and reads nothing of the daemon (issue 30: it
+    // Configuration is read by everything and reads nothing of the daemon (it
     // imported `metrics`, which imports `daemon`).
     (
         "config",

@@ -1,5 +1,5 @@
 //! `toolvisor --help` and every subcommand's `--help` say what each command and option is
-//! for (issue 30: `operator` read "The live supervisor tree. Answer the agent's…", `tree` had
+//! for (`operator` read "The live supervisor tree. Answer the agent's…", `tree` had
 //! no description, several `--json` flags none).
 
 use std::process::Command;

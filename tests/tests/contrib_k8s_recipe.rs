@@ -1,4 +1,4 @@
-//! `contrib/k8s/toolvisor-sidecar.yaml` played without a cluster (issue 34: the recipe
+//! `contrib/k8s/toolvisor-sidecar.yaml` played without a cluster (the recipe
 //! crash-looped, its state emptyDir being group-writable): each `emptyDir` volume is made the
 //! way the kubelet makes one (owned by root, mode 2777 with the pod's fsGroup), the init
 //! container's command runs against them as root, and the toolvisor container's command runs

@@ -533,7 +533,7 @@ fn a_sigkill_while_notes_are_written_loses_no_committed_note() {
     assert_eq!(handles(&first), [committed[0].clone()]);
 }
 
-/// Issue 34 §8: the database and its WAL files are 0600 (the daemon's umask would leave a
+/// The database and its WAL files are 0600 (the daemon's umask would leave a
 /// file SQLite creates 0644), and a 0644 one an older version left is narrowed at start.
 #[test]
 fn the_database_files_are_0600_and_an_open_one_is_narrowed_at_start() {
@@ -567,7 +567,7 @@ fn the_database_files_are_0600_and_an_open_one_is_narrowed_at_start() {
     );
 }
 
-/// Issue 34 §8: an HTML page's code block keeps its indentation and a Markdown file's
+/// An HTML page's code block keeps its indentation and a Markdown file's
 /// setext headings are sections, as converted when the files appear and again when one
 /// changes (the hub converts bodies from the originals; a body is never edited).
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 14, item 7: children the daemon starts do not write `__pycache__/` into the user's
+//! Children the daemon starts do not write `__pycache__/` into the user's
 //! tree: `[env] set` puts `PYTHONDONTWRITEBYTECODE=1` in every child's environment by
 //! default (a `bash` command and an `eval` kernel importing a project module here), and
 //! `set = {}` turns it off (then Python writes its cache as usual).

@@ -227,7 +227,7 @@ fn the_kernel_shows_in_the_tree_with_pid_cells_ttl_and_rss() {
     assert!(node.rss_bytes.is_some_and(|r| r > 0), "{node:?}");
 }
 
-/// Issue 13: the tree's MBOX column was always 0. It is CALLS now, and a kernel counts the
+/// The tree's MBOX column was always 0. It is CALLS now, and a kernel counts the
 /// cell it runs.
 #[test]
 fn a_running_cell_counts_on_its_kernels_node() {

@@ -238,7 +238,7 @@ fn invalid_image_limits_are_config_errors_naming_the_key() {
     }
 }
 
-/// Issue 12: `offset` 2^63 or 2^64-1 did not fit the handler's integer and silently read from
+/// `offset` 2^63 or 2^64-1 did not fit the handler's integer and silently read from
 /// line 1, a plausible wrong answer. It is refused naming the argument.
 #[test]
 fn an_offset_past_i64_is_refused_not_read_from_line_one() {

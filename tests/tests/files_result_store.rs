@@ -309,7 +309,7 @@ fn walk(dir: &Path) -> String {
 #[test]
 fn a_state_dir_under_the_workdir_is_out_of_every_file_tools_reach() {
     // The state dir is d.dir/state; this client works in d.dir, so it lies inside the
-    // workdir: another conversation's stored results must stay its own (issue 34 review).
+    // workdir: another conversation's stored results must stay its own.
     let d = TestDaemon::start("[result_store]\ninline_chars = 8000\nprojection_chars = 2000\n");
     let mut c = client(&d, d.dir.path());
     let marker = "only-conversation-a-may-see-this";

@@ -1,4 +1,4 @@
-//! Claude Code (npm @anthropic-ai/claude-code, `claude -p`) headless against a scripted model endpoint and `toolvisor mcp` (issue 29): reads
+//! Claude Code (npm @anthropic-ai/claude-code, `claude -p`) headless against a scripted model endpoint and `toolvisor mcp`: reads
 //! answer; a write lands when the operator delegated approval to the harness
 //! (`--approvals harness`, the tool on the harness's own allow-list) and is audited as approved
 //! by that client; the default (`elicit`, which a headless harness cannot answer) denies it,

@@ -1,4 +1,4 @@
-//! the Codex CLI (npm @openai/codex, `codex exec`) headless against a scripted model endpoint and `toolvisor mcp` (issue 29): reads
+//! the Codex CLI (npm @openai/codex, `codex exec`) headless against a scripted model endpoint and `toolvisor mcp`: reads
 //! answer; a write lands when the operator delegated approval to the harness
 //! (`--approvals harness`, the tool on the harness's own allow-list) and is audited as approved
 //! by that client; the default (`elicit`, which a headless harness cannot answer) denies it,

@@ -10,7 +10,7 @@ use serde_json::{Value as Json, json};
 use toolvisor_tests::eval;
 use toolvisor_tests::harness::{Endpoint, claude, codex, played, project};
 
-/// Characters of toolvisor's tool entries in one model request (issue 46: at most 15,000).
+/// Characters of toolvisor's tool entries in one model request (at most 15,000).
 const BUDGET: usize = 15_000;
 
 /// The tools the daemon lists on the exec surface (what `toolvisor mcp` offers by default).

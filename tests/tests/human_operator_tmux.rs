@@ -88,7 +88,7 @@ fn a_person_answers_by_number_by_text_and_skips_in_a_tmux_pane() {
     };
     // A question asked before any operator was there (`no_human`) takes id 1: cards are
     // numbered by the daemon's question id (what `withdrawn` and the logs name), not by this
-    // screen's own count (issue 35).
+    // screen's own count.
     let mut early = d.client(Codec::Bincode, Tier::Read, false);
     let reply = early
         .call(

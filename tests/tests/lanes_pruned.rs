@@ -1,5 +1,5 @@
 //! A long-lived daemon that sees many conversations come and go returns to its baseline:
-//! once they are idle, no lane and no roster entry of theirs is left (issue 12). The idle
+//! once they are idle, no lane and no roster entry of theirs is left. The idle
 //! windows are shortened through `[testing]`; `status` reports both counts.
 
 use std::time::Duration;

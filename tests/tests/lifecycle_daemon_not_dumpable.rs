@@ -1,5 +1,5 @@
 //! The daemon is non-dumpable (PR_SET_DUMPABLE 0, as ssh-agent): a process of the same uid
-//! that is not root cannot read its environment through /proc (issue 11 §6).
+//! that is not root cannot read its environment through /proc.
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;

@@ -197,6 +197,6 @@ fn toolvisor_drain_stops_the_daemon_and_reports_it() {
     );
     assert!(
         !inference.exists(),
-        "a drained daemon removes its inference endpoint's socket too (issue 34)"
+        "a drained daemon removes its inference endpoint's socket too"
     );
 }

@@ -1,4 +1,4 @@
-//! Issue 12: a shim SIGKILLed from outside (the OOM killer, a stray `kill -9`) left its
+//! A shim SIGKILLed from outside (the OOM killer, a stray `kill -9`) left its
 //! `setsid` grandchildren running under pid 1 forever. The daemon is a child subreaper now:
 //! they come back to it and are killed within a second.
 

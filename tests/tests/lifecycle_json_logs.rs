@@ -62,7 +62,7 @@ fn json_log_lines_carry_the_call_and_join_with_the_audit_log() {
         .collect();
     assert!(lines.len() > 3, "{text}");
     // One key once per object: ractor's actor span has a `name` field beside the span's own
-    // name, and `jq` keeps only the last of two (issue 34).
+    // name, and `jq` keeps only the last of two.
     for l in text.lines() {
         if let Err(e) = serde_json::from_str::<NoDuplicateKeys>(l) {
             panic!("{e}: {l}");

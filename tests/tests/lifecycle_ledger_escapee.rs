@@ -1,7 +1,7 @@
 //! The ledger-sweep window, closed: a process that left its shim's group and tree when that
 //! shim was killed from outside, in the instant before the daemon itself was SIGKILLed (before
 //! the orphan reaper could see it), is killed by the next daemon by the mark of the
-//! incarnation that started it (issue 20; SECURITY.md "Limits that remain" before it).
+//! incarnation that started it.
 
 use std::time::Duration;
 

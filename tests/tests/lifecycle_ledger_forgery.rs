@@ -1,6 +1,6 @@
 //! The spawn ledger is honoured only for processes provably ours: a forged record naming an
 //! unrelated live process (with its true start time) kills nothing, while a real leftover of
-//! a SIGKILLed daemon (its shim stopped, so it could not clean up) is still swept (issue 11 §2).
+//! a SIGKILLed daemon (its shim stopped, so it could not clean up) is still swept.
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;

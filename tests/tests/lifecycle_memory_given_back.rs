@@ -1,5 +1,5 @@
 //! A daemon that ran calls and then stays idle gives the memory they freed back to the
-//! system (issue 23: one big search left ~200 MiB resident in glibc's arenas): once no call
+//! system (one big search left ~200 MiB resident in glibc's arenas): once no call
 //! has run for `[limits] trim_after_idle_s`, it trims, once per idle spell and never while a
 //! call is in flight, and logs it. The RSS figures are in docs/BENCHMARKS.md (`--bench
 //! memory`); this test checks the mechanism, never a size or a time.

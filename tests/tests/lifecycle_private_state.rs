@@ -1,7 +1,6 @@
 //! What the daemon keeps on disk is private whatever the umask: the state directory, staged
 //! edits (whole file contents), stored results, the audit log, the lock, the spawn ledger,
-//! the write journal and the temp log are 0700 directories and 0600 files (issue 11 §6,
-//! issue 12).
+//! the write journal and the temp log are 0700 directories and 0600 files.
 //!
 //! This file holds one test on purpose: it sets the umask of the whole test process to 0.
 

@@ -1,5 +1,5 @@
 //! A socket directory someone else could have made or changed is refused before anything is
-//! written in it, and a symlinked lock file is refused, not followed (issue 11 §2).
+//! written in it, and a symlinked lock file is refused, not followed.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `serve` with the default text log, written to a file (as under a service manager or
 //! `2>daemon.log`): plain lines, no terminal colour codes, and a call's lines still carry its
-//! call id, conversation and tool. Before issue 33's second pass every field name was wrapped
-//! in escape codes whatever stderr was, which also made a call's span a third dearer to build.
+//! call id, conversation and tool: no field name wrapped in escape codes when stderr is no
+//! terminal (they also made a call's span a third dearer to build).
 
 use serde_json::json;
 use toolvisor_tests::TestDaemon;

@@ -1,4 +1,4 @@
-//! Per-connection costs stay bounded under abuse (issue 12): a cap on sessions answered with
+//! Per-connection costs stay bounded under abuse: a cap on sessions answered with
 //! `busy`, a deadline to finish a started frame, a cap on calls in flight, a budget of queued
 //! output past which a client that does not read is not read either, and a new client still
 //! answered when the daemon's file descriptors run low.

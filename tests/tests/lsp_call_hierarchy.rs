@@ -351,7 +351,7 @@ fn rust_analyzer_incoming_and_outgoing_calls_across_modules() {
     assert_eq!(v["outgoing"][0]["path"], "src/util.rs", "{v}");
 }
 
-/// Issue 35, case 7: pyright lists each call of a method twice (it finds the call and the
+/// pyright lists each call of a method twice (it finds the call and the
 /// member access, `REGISTRY.register(...)`), so "register (4)" stood for 2 call sites. Each
 /// site is listed once; two calls on one line are one line that says so.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 45, item 5: clangd cannot see a use of a name inside a `#define` body, a disabled
+//! clangd cannot see a use of a name inside a `#define` body, a disabled
 //! preprocessor branch or the arguments of a macro that drops them, so its rename of a function used there answered "1 edits in 1 files",
 //! complete, and left the macro calling the old name (its references missed that use too).
 //! Now such an answer is `complete: false` and names the file and line of every use the

@@ -1,4 +1,4 @@
-//! Issue 35, case 3: clangd folds an error's note into the error's text, position and all
+//! clangd folds an error's note into the error's text, position and all
 //! ("… did you mean 'start_byte'?\n\nparser.c:2:9: note: 'start_byte' declared here"). The
 //! diagnostics ledger keyed on the message, so after every edit that shifted the note's line
 //! the same old error came back as new. Positions in the text are not part of the key now:

@@ -1,4 +1,4 @@
-//! Issue 14, item 4: clangd with only `compile_flags.txt` indexes nothing in the background,
+//! clangd with only `compile_flags.txt` indexes nothing in the background,
 //! so `references` lists only what the files open in it show (here 1 file of 4 that call the
 //! function), while the server is ready. The answer must say so: `complete: false`, the
 //! reason and the fix (a `compile_commands.json`) in the text and as `partial_reason`. With a

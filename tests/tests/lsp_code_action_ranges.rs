@@ -1,4 +1,4 @@
-//! Issue 14, item 5: `code_actions` sent the diagnostics of the asked line's neighbours too
+//! `code_actions` sent the diagnostics of the asked line's neighbours too
 //! (clangd reports a missing `;` on the line after), and listed the fixes for those
 //! neighbours as if they were the asked line's. Each action now names its line; the asked
 //! line's come first, a neighbour's is labelled with its own line.

@@ -49,7 +49,7 @@ fn sigkilled_pyright_is_restarted_and_the_next_call_answers() {
     let new_pid = second["server"]["pid"].as_u64().unwrap() as u32;
     assert_ne!(new_pid, pid);
     assert!(alive(new_pid));
-    // Issue 35: the restarted server's uptime in the tree is its own incarnation's, begun
+    // The restarted server's uptime in the tree is its own incarnation's, begun
     // after the kill, not the first incarnation's.
     let since_kill = killed_at.elapsed().as_millis() as u64;
     let sup = language_servers_in_tree(&d);
@@ -156,7 +156,7 @@ fn a_server_that_crashes_on_start_ends_failed_not_in_a_loop() {
     let restarts_in_log = d.log_text().matches("restarting resource").count();
     assert_eq!(restarts_in_log, 5, "exactly 5 restarts were logged");
 
-    // Issue 12: after the cause is fixed, `lsp reload` starts a fresh server, and the tree
+    // After the cause is fixed, `lsp reload` starts a fresh server, and the tree
     // no longer shows the old record's restarts and last error.
     let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake_lsp.py");
     std::fs::write(

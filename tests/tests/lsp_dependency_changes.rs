@@ -1,4 +1,4 @@
-//! Issue 45, item 3: the diagnostics (and positions) of a file are fresh after a file it
+//! The diagnostics (and positions) of a file are fresh after a file it
 //! depends on changed, or the answer says `complete: false` and why. Each truth comes from the
 //! compiler itself: tsc, the C compiler, cargo check.
 //!

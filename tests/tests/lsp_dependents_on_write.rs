@@ -1,4 +1,4 @@
-//! Issue 35, case 6: an edit that broke five importing files reported "no new diagnostics":
+//! An edit that broke five importing files reported "no new diagnostics":
 //! only the edited file was looked at. A write now also checks its dependents — the files
 //! that import it (found by their import lines; pyright and clangd check only the files open
 //! in them), or every file the server published for after the write (rust-analyzer's

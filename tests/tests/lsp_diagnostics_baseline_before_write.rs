@@ -1,4 +1,4 @@
-//! Issue 14, item 3: errors that were already there are not "new" on a file's first write.
+//! Errors that were already there are not "new" on a file's first write.
 //! Before a write, the diagnostics a file has then are the run's baseline for it when the run
 //! has none yet: an `lsp_rename` that introduces nothing reports nothing (pyright, a package
 //! of three files with an old error in two of them), an `ast_edit` accept reports no

@@ -1,4 +1,4 @@
-//! Issue 14, item 2: diagnostics returned after a write are for the text just written. In a
+//! Diagnostics returned after a write are for the text just written. In a
 //! long-running daemon with pyright (a package of several files, cross-file imports), a
 //! sequence of writes each replaces one undefined name by another: every write must report
 //! exactly the name it introduced — never the one the previous write had (a list published

@@ -127,7 +127,7 @@ fn project_checker_reports_in_the_same_shape() {
     assert_eq!(v["total"], 1, "{v}");
 }
 
-/// Issue 12: the checker's output was read through a 32 MiB cap and then waited for: a
+/// The checker's output was read through a 32 MiB cap and then waited for: a
 /// checker writing more blocked on its full pipe until the timeout. Past the cap the rest is
 /// drained now, and the answer says the output was not read whole rather than "no
 /// diagnostics".

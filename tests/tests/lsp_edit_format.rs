@@ -137,7 +137,7 @@ fn rust_analyzer_formats_a_file() {
     );
 }
 
-/// Issue 35 (smaller): `format` asked every server for 4 spaces, so a 2-space TypeScript file
+/// `format` asked every server for 4 spaces, so a 2-space TypeScript file
 /// came back re-indented to 4 in every line. The file's own indentation is kept, and an
 /// `.editorconfig` beside it wins (here tabs).
 #[test]

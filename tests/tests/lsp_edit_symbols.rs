@@ -48,7 +48,7 @@ fn pyright_replaces_and_inserts_by_symbol_path() {
         "{v}"
     );
     // The caller in the other file imports the edited one: the edit reports its new error
-    // (issue 35: the write's dependents are checked), and the run has been told of it.
+    // (the write's dependents are checked), and the run has been told of it.
     let text = v["text"].as_str().unwrap();
     assert!(
         text.contains("app/main.py:3:") && text.contains("upper"),

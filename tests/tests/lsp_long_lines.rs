@@ -1,4 +1,4 @@
-//! Issue 35 (smaller): a location on a very long line (a minified bundle, a generated table)
+//! A location on a very long line (a minified bundle, a generated table)
 //! was quoted whole, line after line, in `references`. Lines are cut to 200 characters
 //! around the match, the cut ends marked `…`, the item saying `text_cut` and the line's
 //! length, and the answer says lines were cut.

@@ -1,4 +1,4 @@
-//! Issue 35, case 8, and issue 31, item 4: in a monorepo with nested roots (a
+//! In a monorepo with nested roots (a
 //! `pyproject.toml` at the top and another in `lib/`), a file in `lib/` gets the inner root's
 //! server, which searches `lib/` only: `references` missed the top level's uses and said
 //! `complete: true`. Now the enclosing root's server is asked too and the answers merged:

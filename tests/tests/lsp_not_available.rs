@@ -1,4 +1,4 @@
-//! Issue 14, item 6: an operation the server does not implement is `not_available` naming
+//! An operation the server does not implement is `not_available` naming
 //! the server and the capability it lacks, never `resource_failed` with a hint about the
 //! position. pylsp has no `workspace/symbol` (it answered "Method Not Found").
 

@@ -1,4 +1,4 @@
-//! The figure of docs/BENCHMARKS.md "Changes on disk outside the daemon" (issue 35): per
+//! The figure of docs/BENCHMARKS.md "Changes on disk outside the daemon": per
 //! server, the time from a change made on disk outside the daemon (a call added to a module
 //! no query opened) to a correct `references` answer — its total equal to the word count of
 //! the files — through the watcher, against the workaround before it (`lsp reload`, then

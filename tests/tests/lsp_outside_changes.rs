@@ -1,4 +1,4 @@
-//! Issue 35, case 1: files changed on disk outside the daemon (a `git checkout`, `sed`
+//! Files changed on disk outside the daemon (a `git checkout`, `sed`
 //! through `bash`, a new module) were invisible to pyright and clangd (references stayed at
 //! the old count until `lsp reload`), and typescript-language-server missed a new file on the
 //! first query: no `workspace/didChangeWatchedFiles` was ever sent. The very next

@@ -1,4 +1,4 @@
-//! Issue 35, case 5: `diagnostics "*"` in a root with only a `jsconfig.json` or a
+//! `diagnostics "*"` in a root with only a `jsconfig.json` or a
 //! `package.json` answered "no diagnostics (exit code 1)": tsc, given no tsconfig.json,
 //! printed its help and checked nothing; and the answer's `root` was `""`. Now a
 //! `jsconfig.json` is the project tsc checks, a root with neither is refused naming why, a

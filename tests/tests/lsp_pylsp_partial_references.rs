@@ -1,4 +1,4 @@
-//! Issue 14, item 4 (the same rule for other servers): pylsp's references come from jedi,
+//! Pylsp's references come from jedi,
 //! which has no index and stops after 30 files that mention the name. On a package where 40
 //! modules call a function, `references` finds at most 30 of them: the answer must say it is
 //! partial (`complete: false`, `partial_reason`, a `(partial: …)` line). On a small package
@@ -69,7 +69,7 @@ fn pylsp_references_past_jedis_search_limit_are_marked_partial() {
     assert_eq!(v["total"], 7, "{v}");
 }
 
-/// Issue 35, case 4: `complete` depended on how `symbol` was spelled: the jedi count looked
+/// `complete` depended on how `symbol` was spelled: the jedi count looked
 /// for the query's text (`"compute_total("`, which no file holds as a whole word), found
 /// nothing past the cut and said `complete: true`. The count is of the identifier at the
 /// position, so every spelling of the same question gets the same answer.

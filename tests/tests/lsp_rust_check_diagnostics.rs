@@ -1,4 +1,4 @@
-//! Issue 35, case 2: rust-analyzer's compile errors (`cargo check` on save, pushed with
+//! Rust-analyzer's compile errors (`cargo check` on save, pushed with
 //! `publishDiagnostics`) never appeared in `lsp diagnostics FILE` or in a write's result:
 //! only the pulled list (rust-analyzer's own diagnostics) was read, so an edit adding
 //! `return undefined_thing;` said "no new diagnostics" while `diagnostics "*"` showed E0425.

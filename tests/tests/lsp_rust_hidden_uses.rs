@@ -1,4 +1,4 @@
-//! Issue 45: rust-analyzer does not list a use inside a `macro_rules!` body (`$crate::…`) or
+//! rust-analyzer does not list a use inside a `macro_rules!` body (`$crate::…`) or
 //! under a `#[cfg(feature = …)]` that is off, so its references and renames of such a name
 //! answered complete while the macro and the feature-gated code kept the old name (smallvec's
 //! `from_vec` and `DrainFilter`). Now such an answer is `complete: false` and names the file and

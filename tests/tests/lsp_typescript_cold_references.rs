@@ -1,4 +1,4 @@
-//! Issue 14, item 1: typescript-language-server loads a project lazily, after its first
+//! typescript-language-server loads a project lazily, after its first
 //! document is opened, and until then answers `references` from the files loaded so far (one
 //! file, the declaration). On a cold daemon, the first `references` call on a project of 17
 //! files must give all of them (or `not_ready`), never the partial list as if complete.

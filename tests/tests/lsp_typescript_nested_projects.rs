@@ -1,4 +1,4 @@
-//! Issue 45: a `tsconfig.json` below the root makes a project of its own, which tsserver
+//! A `tsconfig.json` below the root makes a project of its own, which tsserver
 //! searches only once a file of it is open (ts-pattern's `tests/tsconfig.json`): asked from
 //! `src/`, references, callers and renames missed every use in `tests/` and said complete.
 //! Now the answer is `complete: false` naming those places and the file to ask from; asked

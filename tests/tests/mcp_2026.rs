@@ -1,4 +1,4 @@
-//! MCP 2026-07-28 beside 2025-11-25 (issue 29): the TypeScript SDK's v2 client negotiates the
+//! MCP 2026-07-28 beside 2025-11-25: the TypeScript SDK's v2 client negotiates the
 //! current revision (no `initialize`; per-request `_meta`), lists and calls tools over stdio,
 //! stays in one conversation by sending back the handle a result named (an eval variable
 //! survives; a request without it gets a new conversation), writes with `--approvals harness`,

@@ -1,4 +1,4 @@
-//! `toolvisor mcp --approvals MODE` (issue 29): who approves is the operator's choice, on the
+//! `toolvisor mcp --approvals MODE`: who approves is the operator's choice, on the
 //! command line or in `[mcp] approvals`, never the model's. Driven by the official Python SDK
 //! as a headless harness (no elicitation): `harness` runs `bash` and audits it as approved by
 //! that client by name and version; the default (`elicit`) denies it, saying how to delegate;
@@ -162,8 +162,8 @@ fn an_unknown_mode_is_refused_naming_the_modes() {
 fn a_relative_workdir_is_made_absolute_and_a_missing_one_is_refused() {
     let d = TestDaemon::start("");
     workdir(&d);
-    // Relative to where toolvisor mcp starts, not to the daemon's cwd (issue 29, found by
-    // driving the real harnesses).
+    // Relative to where toolvisor mcp starts, not to the daemon's cwd (found by driving
+    // the real harnesses).
     let mut cmd = Command::new(sdk_python());
     cmd.arg(script("python_approvals.py"))
         .arg(bin())

@@ -1,4 +1,4 @@
-//! 2026-07-28 requests (no session) against the listener's caps (issue 44): each new
+//! 2026-07-28 requests (no session) against the listener's caps: each new
 //! conversation handle is a run holding a daemon connection, and one client once opened
 //! about 256 of them, each kept 10 minutes, until the daemon answered `busy` to everyone.
 //! Now runs count against the per-client and total caps as sessions do (a request naming a

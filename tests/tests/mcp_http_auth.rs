@@ -1,4 +1,4 @@
-//! `toolvisor mcp --listen 127.0.0.1:PORT` against other local users and floods (issue 34):
+//! `toolvisor mcp --listen 127.0.0.1:PORT` against other local users and floods:
 //! every request needs the listener's bearer token, kept in a 0600 file; another user (uid
 //! 65534, with curl) can neither read the token nor open a session; a flood of sessions
 //! without the token opens none, and one client holding the token cannot take more than its

@@ -1,5 +1,5 @@
 //! `toolvisor mcp --listen 127.0.0.1:PORT` against a local user without the token who holds
-//! connections (issue 44): 260 keep-alive connections, each reading its 401 and asking again,
+//! connections: 260 keep-alive connections, each reading its 401 and asking again,
 //! once held all 256 of the listener's connections, and every legitimate connect was reset.
 //! Now a 401 closes its connection, and one user holds only a few connections before showing
 //! the token, so the token's holder is still answered.

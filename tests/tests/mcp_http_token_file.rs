@@ -1,5 +1,5 @@
 //! `toolvisor mcp --listen --token-file` against another local user who can write the token
-//! file's directory (issue 44): a link flipped between the operator's 0600 token and the
+//! file's directory: a link flipped between the operator's 0600 token and the
 //! other user's own file once got the other user's token accepted, because the file was
 //! checked by path and then read by path again. Now every start in a directory others may
 //! write is refused naming the directory, and a link is refused even in a private one.

@@ -1,7 +1,7 @@
 //! A bincode client reads a long `process list`: bincode counts every decoded integer at its
 //! full width against its allocation limit, and a limit sized to the payload alone made a
 //! busy conversation's list (a few hundred processes, tens of KB) arrive as "malformed
-//! bincode payload: LimitExceeded" — found by the chaos runner (issue 20, seed 20261201,
+//! bincode payload: LimitExceeded" — found by the chaos runner (seed 20261201,
 //! 30 minutes); `protocol/tests/codec_bincode_many_numbers.rs` pins the codec itself.
 
 use serde_json::json;

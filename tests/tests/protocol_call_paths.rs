@@ -1,4 +1,4 @@
-//! The two ways a call runs and the two ways a frame leaves (issue 33): a call that waits on
+//! The two ways a call runs and the two ways a frame leaves: a call that waits on
 //! nothing ends on the connection's reader, one that waits goes on in its own task; a frame
 //! is written straight to the socket while nothing is queued, and queued behind what is.
 //! Whichever way, every call gets its one answer, frames arrive whole and in order, and a

@@ -1,5 +1,5 @@
 //! A frame whose arguments nest deeper than the protocol's limit gets an `error` frame in
-//! both codecs; the connection and the daemon live on (issue 11 §1: one 8 KB bincode frame
+//! both codecs; the connection and the daemon live on (one 8 KB bincode frame
 //! nesting 4,000 lists overflowed a worker's stack and aborted the daemon).
 
 use std::io::Write;

@@ -1,5 +1,5 @@
 //! The clients check who serves the socket (SO_PEERCRED) before they send a byte: a server of
-//! another uid (root excepted) is refused, and it receives nothing (issue 11 §1).
+//! another uid (root excepted) is refused, and it receives nothing.
 //!
 //! The tests run as root, and root is the one uid a client accepts from any server; so the
 //! refusing direction is a root client and a server of another user (`nobody`).

@@ -1,4 +1,4 @@
-//! Issue 34 §5, on the real daemon: a sensitive data-hub collection whose originals lie under
+//! On the real daemon: a sensitive data-hub collection whose originals lie under
 //! the workdir (and the hub's own directory, there too) is out of every file tool's reach.
 //! `read`, `ls`, `write`, `edit`, `apply_patch`, `ast_grep`, `ast_edit` and `lsp` refuse a path
 //! into it (`out_of_scope`, the collection never named); `grep`, `find`, `ls` and the

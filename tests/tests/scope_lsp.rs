@@ -1,4 +1,4 @@
-//! Issue 11 §3, language-server tools, with a real pyright whose root (`pyproject.toml`) is the
+//! Language-server tools, with a real pyright whose root (`pyproject.toml`) is the
 //! parent of the workdir: `lsp` ops, `synced_write`, `lsp_rename` and `lsp_edit` on a file outside the
 //! workdir (or through a link out of it) are `out_of_scope`; a definition outside is named but
 //! its text is not read; a rename whose edit touches a file outside is refused whole, nothing

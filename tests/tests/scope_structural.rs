@@ -1,4 +1,4 @@
-//! Issue 11 §3, structural tools: `ast_grep` and `ast_edit` resolve `path` through the file
+//! Structural tools: `ast_grep` and `ast_edit` resolve `path` through the file
 //! tools' scope (an outside directory, `..`, or a symbolic link inside the workdir pointing
 //! out are `out_of_scope`), the walk never follows a link out, `resolve accept` checks every
 //! file again (a staged file swapped for a link to outside is refused and the outside file

@@ -1,4 +1,4 @@
-//! Issue 11 §6: the tree masks known secrets in command lines and shows another
+//! The tree masks known secrets in command lines and shows another
 //! conversation's resources without their detail except to an ops client; credentials inside
 //! URLs in the daemon's environment are masked in results like every other secret.
 
@@ -137,7 +137,7 @@ fn url_credentials_in_the_environment_are_masked_in_results() {
 
 #[test]
 fn tokens_of_well_known_formats_are_masked_wherever_they_come_from() {
-    // Not in the daemon's environment: found by their form (issue 35). Built at run time so
+    // Not in the daemon's environment: found by their form. Built at run time so
     // the source holds no token-shaped string.
     let gh = format!("gh{}_{}", "p", "Zq8".repeat(12));
     let aws_secret = format!("wJalrXUtnFEMI/K7MDENG/{}", "bPxRfiCY".repeat(3))[..40].to_string();

@@ -47,7 +47,7 @@ fn bash_timeout_kills_the_whole_tree_and_marks_truncation() {
     let v = d.ok("c", "bash", json!({"command": format!("sleep 300 & echo $! > {}; wait", marker.display()), "timeout_s": 1}));
     assert_eq!(v["timed_out"], true);
     assert!(v["note"].as_str().unwrap().contains("timeout"));
-    // Killed, not exited: no exit code 143 that reads as the command's own (issue 35).
+    // Killed, not exited: no exit code 143 that reads as the command's own.
     assert_eq!(v["exit_code"], Json::Null, "{v}");
     assert_eq!(v["signal"], 9, "{v}");
     let bg: u32 = std::fs::read_to_string(&marker)
@@ -289,7 +289,7 @@ fn a_process_past_its_ttl_is_stopped_and_says_so() {
     assert!(d.log_text().contains("process TTL expired"));
 }
 
-/// Issue 12: ids restarted from 1 after a daemon restart, so `p1` named a different process
+/// Ids restarted from 1 after a daemon restart, so `p1` named a different process
 /// than the caller knew. They are persisted now: a restarted daemon never reuses one.
 #[test]
 fn process_ids_never_repeat_across_a_daemon_restart() {

@@ -93,7 +93,7 @@ fn tree_json_shows_resources_and_watch_redraws_on_change() {
     );
 }
 
-/// Issue 12: each `tree`/`status` frame spawned a task, unbounded. A client sending hundreds of
+/// Each `tree`/`status` frame spawned a task, unbounded. A client sending hundreds of
 /// them without reading now meets backpressure (a few answers built at once), and still gets
 /// every answer, in order of kind.
 #[test]

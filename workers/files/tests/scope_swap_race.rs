@@ -1,4 +1,4 @@
-//! Issue 11 §4: a directory inside the workdir swapped for a symlink to an outside directory,
+//! A directory inside the workdir swapped for a symlink to an outside directory,
 //! as fast as the kernel allows, while reads (`read`, `ls`, `find`, `grep`) and writes (`write`,
 //! `edit`) run on several threads through the real functions: none of them may reach the
 //! outside directory, and each refused call says `out_of_scope`.

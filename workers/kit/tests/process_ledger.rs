@@ -200,7 +200,7 @@ async fn sweep_removes_records_of_dead_groups() {
 }
 
 /// A forged record naming an unrelated live process with its true start time is not honoured,
-/// with or without a token, and whatever its owner fields say (issue 11 §2).
+/// with or without a token, and whatever its owner fields say.
 #[tokio::test]
 async fn sweep_never_kills_an_unrelated_process_named_by_a_forged_record() {
     let dir = tempfile::tempdir().expect("temp dir");

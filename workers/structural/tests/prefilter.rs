@@ -192,7 +192,7 @@ fn operator_tokens_filter_without_changing_a_match() {
     assert_eq!(with.total, 2, "{:#?}", with.matches);
 }
 
-/// Issue 33: keywords of the grammars that make them only from their text are literals too, so
+/// Keywords of the grammars that make them only from their text are literals too, so
 /// `def $F($$$): $$$` skips a module without `def` unparsed, and no match changes.
 #[test]
 fn keywords_filter_without_changing_a_match() {
