@@ -224,8 +224,10 @@ pub enum LspResult {
     Locations(LspLocations),
     Hover(LspHover),
     CodeActions(LspCodeActions),
-    DocumentSymbols(LspDocumentSymbols),
+    // Before the outline, which holds all of an empty workspace answer but its
+    // `partial_reason`: an empty outline parses as this, losing nothing.
     WorkspaceSymbols(LspWorkspaceSymbols),
+    DocumentSymbols(LspDocumentSymbols),
     Diagnostics(LspFileDiagnostics),
     ProjectCheck(LspProjectCheck),
     WorkspacePull(LspWorkspacePull),
@@ -903,6 +905,26 @@ mod tests {
         );
         // Known to cover less than the project: partial, whatever the server's state.
         assert_eq!(rests(Ready, true, false), (LspReadiness::Partial, false));
+    }
+
+    #[test]
+    fn an_empty_workspace_symbols_answer_keeps_its_reason() {
+        let served = LspServed::of(server(LspServerState::Ready), true, false);
+        let none = LspResult::WorkspaceSymbols(LspWorkspaceSymbols {
+            text: "no symbols match `Zed`\n(partial: …)\n".into(),
+            symbols: vec![],
+            page: LspPage {
+                total: 0,
+                truncated: false,
+                offset: None,
+                next_offset: None,
+            },
+            served,
+            partial_reason: Some("the index is partial".into()),
+        });
+        let json = serde_json::to_value(&none).unwrap();
+        let back: LspResult = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), json, "nothing lost");
     }
 
     #[test]
