@@ -29,8 +29,6 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::lsp::readiness;
-
 /// Keys whose `false` says nothing (absent means false); so does any `…_truncated`.
 const QUIET_FALSE: &[&str] = &["truncated", "timed_out", "outside", "projected", "cached"];
 
@@ -161,6 +159,21 @@ pub fn json(tool: &str, value: &Json) -> String {
         out.pop();
     }
     out
+}
+
+/// How an answer's `readiness` reads (after `readiness: `), when it says anything: a ready
+/// server is what `complete: true` rests on anyway, and an answer complete says nothing
+/// more; a server still at work says what it is doing, once, with how far along when it
+/// gives a count (`indexing (23 files to analyze)`; a phase without one, `scanning the
+/// workspace…`, adds nothing to `indexing`). A typed lsp answer (`render/lsp.rs`) reads so too.
+pub(super) fn readiness(readiness: &str, indexing: Option<&str>, complete: bool) -> Option<String> {
+    if readiness == "ready" || complete {
+        return None;
+    }
+    match indexing.filter(|d| d.chars().any(|c| c.is_ascii_digit())) {
+        Some(doing) => Some(format!("{readiness} ({doing})")),
+        None => Some(readiness.to_string()),
+    }
 }
 
 /// Whether `s` at `k` is a reason (`partial_reason`, `source_reason`: why an answer may

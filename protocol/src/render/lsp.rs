@@ -8,6 +8,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
+use super::generic::readiness;
 use super::{Doc, Outward, Render};
 use crate::results::{
     LspCallHierarchy, LspCheckEdit, LspCodeActions, LspCompletions, LspDocumentSymbols,
@@ -15,21 +16,6 @@ use crate::results::{
     LspResult, LspServed, LspServer, LspServerState, LspSignatureHelp, LspStatus, LspTrust,
     LspTypeHierarchy, LspWorkspacePull, LspWorkspaceSymbols,
 };
-
-/// How an answer's `readiness` reads (after `readiness: `), when it says anything: a ready
-/// server is what `complete: true` rests on anyway, and an answer complete says nothing
-/// more; a server still at work says what it is doing, once, with how far along when it
-/// gives a count (`indexing (23 files to analyze)`; a phase without one, `scanning the
-/// workspace…`, adds nothing to `indexing`). The generic rules read a JSON `readiness` so too.
-pub(super) fn readiness(readiness: &str, indexing: Option<&str>, complete: bool) -> Option<String> {
-    if readiness == "ready" || complete {
-        return None;
-    }
-    match indexing.filter(|d| d.chars().any(|c| c.is_ascii_digit())) {
-        Some(doing) => Some(format!("{readiness} ({doing})")),
-        None => Some(readiness.to_string()),
-    }
-}
 
 /// What a served answer rests on, in its header: `complete`, and `readiness` as
 /// [`readiness`] reads it; its server, whatever its state, is not shown (an answer that says
