@@ -9,7 +9,7 @@
 
 use crate::results::{
     LspCodeAction, LspCompletion, LspDiagnostic, LspHierarchyType, LspIncomingCall, LspLocation,
-    LspOutgoingCall, LspOutlineSymbol, LspSeverity,
+    LspOutgoingCall, LspOutlineSymbol, LspSeverity, LspWorkspaceSymbol,
 };
 
 /// Shown in place of the source line of a place outside the caller's file scope (its file is
@@ -92,6 +92,23 @@ impl LspOutlineSymbol {
             self.line,
             self.kind,
             self.name
+        )
+    }
+}
+
+impl LspWorkspaceSymbol {
+    /// `path:line: kind name (in container) — source line`, the source line (trimmed, cut
+    /// when long) given by the caller, who read it; the outside note in its place when the
+    /// symbol is outside the scope.
+    pub fn line(&self, source: &str) -> String {
+        let container = match &self.container {
+            Some(c) => format!(" (in {c})"),
+            None => String::new(),
+        };
+        let source = if self.outside { OUTSIDE_NOTE } else { source };
+        format!(
+            "{}:{}: {} {}{container} — {source}",
+            self.path, self.line, self.kind, self.name
         )
     }
 }
@@ -267,6 +284,27 @@ mod tests {
                 serde_json::to_value(s).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn a_workspace_symbol_names_its_container_and_its_source_line() {
+        let mut sym = LspWorkspaceSymbol {
+            name: "greet".into(),
+            kind: "method".into(),
+            path: "app/models.py".into(),
+            line: 12,
+            container: Some("Greeter".into()),
+            outside: false,
+        };
+        assert_eq!(
+            sym.line("def greet(self, name: str) -> str:"),
+            "app/models.py:12: method greet (in Greeter) — def greet(self, name: str) -> str:"
+        );
+        (sym.container, sym.outside) = (None, true);
+        assert_eq!(
+            sym.line(""),
+            format!("app/models.py:12: method greet — {OUTSIDE_NOTE}")
+        );
     }
 
     #[test]

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use toolvisor_files::paths::Access;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
-use toolvisor_protocol::render::OUTSIDE_NOTE;
 use toolvisor_protocol::results::{
     LspDocumentSymbols, LspOutlineSymbol, LspServed, LspWorkspaceSymbol, LspWorkspaceSymbols,
 };
@@ -135,33 +134,25 @@ impl Servers {
                 .map(|p| answers::show_path(p, &ctx.workdir))
                 .unwrap_or_default();
             let outside = s.path.as_ref().is_some_and(|p| !sources.readable(p));
-            let src = if outside {
-                OUTSIDE_NOTE.to_string()
-            } else {
-                s.path
+            let src = match outside {
+                true => String::new(),
+                false => s
+                    .path
                     .as_ref()
                     .and_then(|p| sources.line(p, s.line.saturating_sub(1)))
-                    .unwrap_or_default()
-            };
-            text.push_str(&format!(
-                "{shown}:{}: {} {}{} — {}\n",
-                s.line,
-                s.kind,
-                s.name,
-                s.container
-                    .as_ref()
-                    .map(|c| format!(" (in {c})"))
                     .unwrap_or_default(),
-                answers::cut_line(&src, 1).0
-            ));
-            items.push(LspWorkspaceSymbol {
+            };
+            let item = LspWorkspaceSymbol {
                 name: s.name.clone(),
                 kind: s.kind.to_string(),
                 path: shown,
                 line: s.line as u64,
                 container: s.container.clone(),
                 outside,
-            });
+            };
+            text.push_str(&item.line(&answers::cut_line(&src, 1).0));
+            text.push('\n');
+            items.push(item);
         }
         if total == 0 {
             text = format!("no workspace symbols match {query:?}\n");
