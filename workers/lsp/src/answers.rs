@@ -106,19 +106,24 @@ pub fn locations(result: &Value) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Where an LSP range starts: its 0-based line and its character in the server's units (0
+/// for what the server left out).
+pub fn start_of(range: Option<&Value>) -> (usize, u32) {
+    let at = |key: &str| {
+        range
+            .and_then(|r| r.pointer(key))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    (at("/start/line") as usize, at("/start/character") as u32)
+}
+
 pub fn resolve_locs(pairs: &[(String, Value)], enc: Encoding, src: &mut Sources<'_>) -> Vec<Loc> {
     let mut out: Vec<Loc> = pairs
         .iter()
         .filter_map(|(u, range)| {
             let path = uri::to_path(u)?;
-            let line0 = range
-                .pointer("/start/line")
-                .and_then(Value::as_u64)
-                .unwrap_or(0) as usize;
-            let col = range
-                .pointer("/start/character")
-                .and_then(Value::as_u64)
-                .unwrap_or(0) as u32;
+            let (line0, col) = start_of(Some(range));
             let outside = !src.readable(&path);
             let text = src.line(&path, line0).unwrap_or_default();
             let column = if outside {
@@ -415,14 +420,7 @@ pub struct Diag {
 
 impl Diag {
     pub fn from_lsp(path: &Path, v: &Value, text: &str, enc: Encoding) -> Diag {
-        let line0 = v
-            .pointer("/range/start/line")
-            .and_then(Value::as_u64)
-            .unwrap_or(0) as usize;
-        let col = v
-            .pointer("/range/start/character")
-            .and_then(Value::as_u64)
-            .unwrap_or(0) as u32;
+        let (line0, col) = start_of(v.get("range"));
         let src = line_text(text, line0 + 1).unwrap_or("");
         let byte = enc.byte(src, col);
         let code = match v.get("code") {

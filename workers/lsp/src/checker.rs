@@ -11,7 +11,7 @@ use toolvisor_kit::process;
 use toolvisor_protocol::error::{ErrorKind, ToolError};
 use toolvisor_protocol::results::{LspDiagnostic, LspProjectCheck};
 
-use crate::answers::{Diag, show_path};
+use crate::answers::{Diag, show_path, start_of};
 use crate::call::CallCtx;
 use crate::locate;
 use crate::servers::Servers;
@@ -48,18 +48,11 @@ pub fn parse(format: &str, out: &str, root: &Path) -> Vec<Diag> {
 fn pyright_json(out: &str, abs: &dyn Fn(&str) -> PathBuf, diags: &mut Vec<Diag>) {
     let v: Value = serde_json::from_str(out).unwrap_or(Value::Null);
     for d in v["generalDiagnostics"].as_array().into_iter().flatten() {
+        let (line0, column0) = start_of(d.get("range"));
         diags.push(Diag {
             path: abs(d["file"].as_str().unwrap_or("")),
-            line: d
-                .pointer("/range/start/line")
-                .and_then(Value::as_u64)
-                .unwrap_or(0) as usize
-                + 1,
-            column: d
-                .pointer("/range/start/character")
-                .and_then(Value::as_u64)
-                .unwrap_or(0) as usize
-                + 1,
+            line: line0 + 1,
+            column: column0 as usize + 1,
             severity: sev(d["severity"].as_str().unwrap_or("error")),
             code: d["rule"].as_str().unwrap_or("").to_string(),
             message: d["message"].as_str().unwrap_or("").to_string(),
