@@ -9,7 +9,9 @@ use std::fmt::Display;
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
-use super::generic::{QUIET_ZERO, UNUSED, list, object, push_block, quiet_false, scalar};
+use super::generic::{
+    QUIET_ZERO, UNUSED, list, object, push_block, quiet_false, says_reason, scalar,
+};
 
 /// A result's text, being written.
 pub struct Doc<'a> {
@@ -90,7 +92,7 @@ impl<'a> Doc<'a> {
             && !self
                 .body
                 .as_deref()
-                .is_some_and(|body| body.contains(reason.trim()))
+                .is_some_and(|body| says_reason(body, reason))
         {
             self.string(key, reason);
         }
@@ -123,7 +125,10 @@ impl<'a> Doc<'a> {
         }
     }
 
-    /// The keys beside the type's own (`Render::render`'s `extra`).
+    /// The keys beside the type's own (`Render::render`'s `extra`: what the result store
+    /// adds, a field of another build), each written: the type's own lists beside a `text`
+    /// are its impl's to leave out, a key it does not know is not (the generic rules, not
+    /// knowing which lists a `text` holds, leave every list but `masked` and `images` out).
     pub fn extra(&mut self, extra: &Map<String, Json>) {
         for (k, v) in extra {
             self.json(k, v);

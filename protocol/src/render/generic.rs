@@ -183,7 +183,14 @@ fn said_in_text(map: &Map<String, Json>, k: &str, s: &str) -> bool {
         && map
             .get("text")
             .and_then(Json::as_str)
-            .is_some_and(|text| text.contains(s.trim()))
+            .is_some_and(|text| says_reason(text, s))
+}
+
+/// Whether `text` says `reason` as its notes do, at the end of a parenthesis (`(partial:
+/// {reason})`, `(source: …; {reason})`): not a chance match in a quoted source line.
+pub(super) fn says_reason(text: &str, reason: &str) -> bool {
+    let reason = reason.trim();
+    !reason.is_empty() && text.contains(&format!("{reason})"))
 }
 
 /// Whether `part` has a `text` of its own that the result's `text` (in `map`) contains.
@@ -378,6 +385,20 @@ pub(super) fn object(out: &mut String, o: &Map<String, Json>, indent: &str) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_reason_is_said_once_but_not_hidden_by_a_chance_match() {
+        let said = json!({"complete": false, "partial_reason": "x = f()",
+            "text": "lib/a.py:3: x = f()\n(partial: x = f())\n"});
+        assert_eq!(
+            json("lsp", &said).matches("x = f()").count(),
+            2,
+            "the line and the note"
+        );
+        let quoted = json!({"complete": false, "partial_reason": "x = f()",
+            "text": "lib/a.py:3: x = f()\n"});
+        assert!(json("lsp", &quoted).contains("partial_reason: x = f()"));
+    }
 
     #[test]
     fn a_location_list_with_its_own_text_is_not_repeated() {

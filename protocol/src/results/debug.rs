@@ -21,8 +21,9 @@ pub enum DebugResult {
     Launch(DebugLaunchResult),
     /// `run_to`: the stop, and what became of the temporary breakpoint.
     RunTo(DebugRunToResult),
-    /// `output` (before `Stop`, whose `state` and `text` it has too: parsed as a stop, its
-    /// slice would be lost).
+    // Before `Stop`, whose `state` and `text` it has too: parsed as a stop, its slice would
+    // be lost.
+    /// `output`.
     Output(DebugOutputResult),
     /// `continue`, `step_over`, `step_in`, `step_out`, `pause`: where the program stopped, or that it runs or ended.
     Stop(DebugStopResult),
