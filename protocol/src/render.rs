@@ -46,9 +46,18 @@ pub type RenderFn = fn(tool: &str, value: &Json, outward: &Outward) -> String;
 
 /// A result type's text for a model.
 pub trait Render: Serialize {
-    /// The text of this result of `tool`, with `extra` (the outward keys the type does not
-    /// hold: `masked`, `projected`) beside its own and its images where `outward` says.
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String;
+    /// Writes this result's fields into `doc`, its images where `outward` says (an enum of
+    /// shapes: the one it holds).
+    fn write(&self, doc: &mut Doc<'_>, outward: &Outward);
+
+    /// The text of this result of `tool`: its fields ([`Render::write`]), then `extra` (the
+    /// outward keys the type does not hold: `masked`, `projected`) beside them.
+    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
+        let mut doc = Doc::new(tool);
+        self.write(&mut doc, outward);
+        doc.extra(extra);
+        doc.finish()
+    }
 }
 
 /// `value` rendered as `R` when it is one, else by the [`generic`] rules.

@@ -1,8 +1,6 @@
 //! The renderings of the data tools' results (`results/data.rs`): `search_data`,
 //! `read_data`, `list_data`, `write_data`, `delete_data`.
 
-use serde_json::{Map, Value as Json};
-
 use super::{Doc, Outward, Render};
 use crate::results::{
     DeleteDataResult, ListDataResult, ReadDataResult, SearchDataResult, WriteDataResult,
@@ -10,8 +8,7 @@ use crate::results::{
 
 /// The query and its counts, then one hit a line.
 impl Render for SearchDataResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("query", &self.query);
         doc.field("hits", &self.hits);
         doc.fact("count", self.count);
@@ -20,61 +17,47 @@ impl Render for SearchDataResult {
         }
         doc.field("embedding", &self.embedding);
         doc.opt("complete", self.complete);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// The document's card, and its body or section.
 impl Render for ReadDataResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("card", &self.card);
         if let Some(body) = &self.body {
             doc.string("body", body);
         }
         doc.field("section", &self.section);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// One document a line, the collections, what went wrong.
 impl Render for ListDataResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("documents", &self.documents);
         doc.fact("total", self.total);
         doc.fact("offset", self.offset);
         doc.field("collections", &self.collections);
         doc.field("warnings", &self.warnings);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// Whether it was created (or left as it was), and its card.
 impl Render for WriteDataResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("card", &self.card);
         doc.fact("created", self.created);
         doc.opt("unchanged", self.unchanged);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// What was trashed and how the operator restores it.
 impl Render for DeleteDataResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("handle", &self.handle);
         doc.string("title", &self.title);
         doc.fact("trashed", self.trashed);
         doc.string("restore", &self.restore);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 

@@ -1,8 +1,6 @@
 //! The renderings of the debug tool's results (`results/debug.rs`): `debug`, one shape per
 //! op.
 
-use serde_json::{Map, Value as Json};
-
 use super::{Doc, Outward, Render};
 use crate::results::{
     DebugAdaptersResult, DebugBreakpointListResult, DebugBreakpointsResult, DebugEvaluateResult,
@@ -20,24 +18,24 @@ fn text(doc: &mut Doc, key: &str, value: &Option<String>) {
 
 /// As the one it holds.
 impl Render for DebugResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
+    fn write(&self, doc: &mut Doc<'_>, outward: &Outward) {
         match self {
-            DebugResult::Launch(r) => r.render(tool, extra, outward),
-            DebugResult::RunTo(r) => r.render(tool, extra, outward),
-            DebugResult::Stop(r) => r.render(tool, extra, outward),
-            DebugResult::Breakpoints(r) => r.render(tool, extra, outward),
-            DebugResult::BreakpointList(r) => r.render(tool, extra, outward),
-            DebugResult::Adapters(r) => r.render(tool, extra, outward),
-            DebugResult::Status(r) => r.render(tool, extra, outward),
-            DebugResult::Threads(r) => r.render(tool, extra, outward),
-            DebugResult::Stack(r) => r.render(tool, extra, outward),
-            DebugResult::Scopes(r) => r.render(tool, extra, outward),
-            DebugResult::Variables(r) => r.render(tool, extra, outward),
-            DebugResult::Evaluate(r) => r.render(tool, extra, outward),
-            DebugResult::SetVariable(r) => r.render(tool, extra, outward),
-            DebugResult::Watch(r) => r.render(tool, extra, outward),
-            DebugResult::Output(r) => r.render(tool, extra, outward),
-            DebugResult::Terminate(r) => r.render(tool, extra, outward),
+            DebugResult::Launch(r) => r.write(doc, outward),
+            DebugResult::RunTo(r) => r.write(doc, outward),
+            DebugResult::Stop(r) => r.write(doc, outward),
+            DebugResult::Breakpoints(r) => r.write(doc, outward),
+            DebugResult::BreakpointList(r) => r.write(doc, outward),
+            DebugResult::Adapters(r) => r.write(doc, outward),
+            DebugResult::Status(r) => r.write(doc, outward),
+            DebugResult::Threads(r) => r.write(doc, outward),
+            DebugResult::Stack(r) => r.write(doc, outward),
+            DebugResult::Scopes(r) => r.write(doc, outward),
+            DebugResult::Variables(r) => r.write(doc, outward),
+            DebugResult::Evaluate(r) => r.write(doc, outward),
+            DebugResult::SetVariable(r) => r.write(doc, outward),
+            DebugResult::Watch(r) => r.write(doc, outward),
+            DebugResult::Output(r) => r.write(doc, outward),
+            DebugResult::Terminate(r) => r.write(doc, outward),
         }
     }
 }
@@ -56,205 +54,162 @@ fn stop(doc: &mut Doc, stop: &DebugStopResult) {
 /// `debug: state: stopped`, then `stopped at /p/prog.py:6 in f (breakpoint)`, then the stop's
 /// frame (or exception) under `stopped`.
 impl Render for DebugStopResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
-        stop(&mut doc, self);
-        doc.extra(extra);
-        doc.finish()
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
+        stop(doc, self);
     }
 }
 
 /// As a stop, with the breakpoints' verdicts per file and the session (the function
 /// breakpoints' verdicts, a list beside the `text`, never were written).
 impl Render for DebugLaunchResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
-        stop(&mut doc, &self.stop);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
+        stop(doc, &self.stop);
         doc.field("breakpoints", &self.breakpoints);
         doc.field("session", &self.session);
         if let Some(Some(from)) = &self.restarted_from {
             doc.string("restarted_from", from);
         }
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// As a stop, with what became of the temporary breakpoint under `run_to`.
 impl Render for DebugRunToResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
-        stop(&mut doc, &self.stop);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
+        stop(doc, &self.stop);
         doc.field("run_to", &self.run_to);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `debug: applied: false · file: /p/prog.py`, the lines set (`lines: 6, 12`), the adapter's
 /// verdicts one a line.
 impl Render for DebugBreakpointsResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
-        text(&mut doc, "file", &self.file);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
+        text(doc, "file", &self.file);
         doc.field("lines", &self.lines);
         doc.field("breakpoints", &self.breakpoints);
         doc.field("function_names", &self.function_names);
         doc.field("functions", &self.functions);
         doc.field("exceptions", &self.exceptions);
         doc.fact("applied", self.applied);
-        text(&mut doc, "note", &self.note);
-        doc.extra(extra);
-        doc.finish()
+        text(doc, "note", &self.note);
     }
 }
 
 /// Whether a session has them; each file's breakpoints one a line under `files`, the
 /// function breakpoints one a line, the exception filters set and offered.
 impl Render for DebugBreakpointListResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("files", &self.files);
         doc.field("functions", &self.functions);
         doc.field("exceptions", &self.exceptions);
         doc.fact("applied", self.applied);
-        text(&mut doc, "session", &self.session);
-        doc.extra(extra);
-        doc.finish()
+        text(doc, "session", &self.session);
     }
 }
 
 /// The workdir, then one adapter a line (`debugpy available=true command=…`).
 impl Render for DebugAdaptersResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("adapters", &self.adapters);
         doc.string("workdir", &self.workdir);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// What is set (each file's lines, the function breakpoints, the exception filters) and
 /// the session's facts under `session`.
 impl Render for DebugStatusResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("session", &self.session);
         doc.field("breakpoints", &self.breakpoints);
         doc.field("function_breakpoints", &self.function_breakpoints);
         doc.field("exception_filters", &self.exception_filters);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `debug: state: stopped · stopped_thread: 1`, then one thread a line (`MainThread id=1`).
 impl Render for DebugThreadsResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("threads", &self.threads);
         doc.opt("stopped_thread", self.stopped_thread);
         doc.field("state", &self.state);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `debug: thread_id: 1 · total_frames: 2`, then one frame a line, innermost first.
 impl Render for DebugStackResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.fact("thread_id", self.thread_id);
         doc.field("frames", &self.frames);
         doc.fact("total_frames", self.total_frames);
         doc.flag("truncated", self.truncated);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `debug: frame_id: 2`, then one scope a line (`Locals expensive=false reference=4`).
 impl Render for DebugScopesResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.fact("frame_id", self.frame_id);
         doc.field("scopes", &self.scopes);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `debug: reference: 4 · total: 2`, then one variable a line (`n (int) reference=0
 /// value=3`).
 impl Render for DebugVariablesResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.fact("reference", self.reference);
         doc.field("variables", &self.variables);
         doc.fact("total", self.total);
         doc.flag("truncated", self.truncated);
-        text(&mut doc, "note", &self.note);
-        doc.extra(extra);
-        doc.finish()
+        text(doc, "note", &self.note);
     }
 }
 
 /// `debug: expression: n + 1 · reference: 0 · result: 4 · type: int`, a long result under
 /// its key.
 impl Render for DebugEvaluateResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("expression", &self.expression);
         doc.string("result", &self.result);
         doc.flag("result_truncated", self.result_truncated == Some(true));
         doc.opt("result_chars", self.result_chars);
-        text(&mut doc, "type", &self.kind);
+        text(doc, "type", &self.kind);
         doc.fact("reference", self.reference);
         doc.opt("frame_id", self.frame_id);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `debug: name: n · reference: 0 · type: int · value: 10`.
 impl Render for DebugSetVariableResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("name", &self.name);
         doc.string("value", &self.value);
         doc.flag("value_truncated", self.value_truncated == Some(true));
         doc.opt("value_chars", self.value_chars);
-        text(&mut doc, "type", &self.kind);
+        text(doc, "type", &self.kind);
         doc.fact("reference", self.reference);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// The new watch's facts, then every watch of the session one a line.
 impl Render for DebugWatchResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         let watch = &self.watch;
         doc.string("expression", &watch.expression);
         doc.string("data_id", &watch.data_id);
         doc.string("description", &watch.description);
         doc.string("access_type", &watch.access_type);
         doc.fact("verified", watch.verified);
-        text(&mut doc, "message", &watch.message);
+        text(doc, "message", &watch.message);
         doc.field("watches", &self.watches);
-        text(&mut doc, "note", &self.note);
-        doc.extra(extra);
-        doc.finish()
+        text(doc, "note", &self.note);
     }
 }
 
 /// Where the slice is, then the program's output verbatim (the adapter's console lines, a
 /// list beside the `text`, never were written).
 impl Render for DebugOutputResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("session", &self.session);
         doc.body(&self.text);
         doc.fact("offset", self.offset);
@@ -263,20 +218,15 @@ impl Render for DebugOutputResult {
         doc.fact("total_bytes", self.total_bytes);
         doc.fact("eof", self.eof);
         doc.field("state", &self.state);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `debug: terminated: true`, then the session as it ended.
 impl Render for DebugTerminateResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.fact("terminated", self.terminated);
-        text(&mut doc, "note", &self.note);
+        text(doc, "note", &self.note);
         doc.field("session", &self.session);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
@@ -285,7 +235,7 @@ mod tests {
     use super::*;
     use crate::render::as_before;
     use serde::Deserialize;
-    use serde_json::json;
+    use serde_json::{Value as Json, json};
 
     fn session(state: &str) -> Json {
         json!({"adapter":"debugpy","adapter_pid":4250,"args":["--n","3"],"command":"/p/.venv/bin/python3 -m debugpy.adapter",

@@ -1,6 +1,6 @@
 //! The rendering of the eval tool's result (`results/eval.rs`): `eval`.
 
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 use super::{Doc, Outward, Render};
 use crate::results::{EvalImage, EvalResult};
@@ -8,8 +8,7 @@ use crate::results::{EvalImage, EvalResult};
 /// `eval: cell: 1 · language: python · status: ok`, then what the cell wrote verbatim, its
 /// outputs among it; its figures one a line saying where each went, its error, its kernel.
 impl Render for EvalResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, outward: &Outward) {
         doc.fact("cell", self.cell);
         doc.field("language", &self.language);
         doc.field("status", &self.status);
@@ -21,8 +20,6 @@ impl Render for EvalResult {
             doc.string("note", note);
         }
         doc.field("kernel", &self.kernel);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 

@@ -1,8 +1,6 @@
 //! The renderings of the files tools' results (`results/files.rs`): `read`, `ls`, `find`,
 //! `grep`, `write`, `edit`, `apply_patch`, `tool_result_read`.
 
-use serde_json::{Map, Value as Json};
-
 use super::{Doc, ImageFate, Outward, Render};
 use crate::results::{
     ApplyPatchResult, EditResult, FindResult, GrepResult, LsResult, ReadImage, ReadImageOmitted,
@@ -11,19 +9,18 @@ use crate::results::{
 
 /// As the one it holds.
 impl Render for ReadResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
+    fn write(&self, doc: &mut Doc<'_>, outward: &Outward) {
         match self {
-            ReadResult::Text(text) => text.render(tool, extra, outward),
-            ReadResult::Image(image) => image.render(tool, extra, outward),
-            ReadResult::ImageOmitted(omitted) => omitted.render(tool, extra, outward),
+            ReadResult::Text(text) => text.write(doc, outward),
+            ReadResult::Image(image) => image.write(doc, outward),
+            ReadResult::ImageOmitted(omitted) => omitted.write(doc, outward),
         }
     }
 }
 
 /// `read: eof: false · kind: text · lines: 1 · next_offset: 3 · …`, then the lines verbatim.
 impl Render for ReadText {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("path", &self.path);
         doc.field("kind", &self.kind);
         doc.body(&self.content);
@@ -37,16 +34,13 @@ impl Render for ReadText {
         doc.opt("invalid_utf8", self.invalid_utf8);
         doc.field("line_endings", &self.line_endings);
         doc.field("notes", &self.notes);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// Its size and format, and where the image went (`shown: as image content`, `file: …`),
 /// never its bytes.
 impl Render for ReadImage {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, outward: &Outward) {
         doc.field("kind", &self.kind);
         doc.string("mime_type", &self.mime_type);
         match outward.images.iter().find(|(at, _)| at.is_none()) {
@@ -65,30 +59,24 @@ impl Render for ReadImage {
         if let Some(note) = &self.note {
             doc.string("note", note);
         }
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// Why the image was left out, and the file's own image.
 impl Render for ReadImageOmitted {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("kind", &self.kind);
         doc.field("source", &self.source);
         if let Some(note) = &self.note {
             doc.string("note", note);
         }
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `find: path: . · pattern: *.rs · total: 1 · paths: src/main.rs`: the paths on one line
 /// when short, one per line when not.
 impl Render for FindResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("path", &self.path);
         doc.string("pattern", &self.pattern);
         doc.field("paths", &self.paths);
@@ -101,15 +89,12 @@ impl Render for FindResult {
         if let Some(note) = &self.note {
             doc.string("note", note);
         }
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// The counts in the header, then ripgrep's lines verbatim.
 impl Render for GrepResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("path", &self.path);
         doc.string("pattern", &self.pattern);
         doc.body(&self.output);
@@ -122,72 +107,57 @@ impl Render for GrepResult {
         doc.field("errors", &self.errors);
         doc.field("notes", &self.notes);
         doc.count("skipped_protected", self.skipped_protected);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `ls: path: . · total: 2`, then one entry a line (`name  size`, `dir/`).
 impl Render for LsResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("path", &self.path);
         doc.field("entries", &self.entries);
         doc.fact("total", self.total);
         doc.flag("truncated", self.truncated);
         doc.count("skipped_protected", self.skipped_protected);
         doc.field("notes", &self.notes);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// What was written, and the new diagnostics as their own text.
 impl Render for WriteResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("path", &self.path);
         doc.field("status", &self.status);
         doc.fact("bytes", self.bytes);
         doc.fact("lines", self.lines);
         doc.opt("previous_bytes", self.previous_bytes);
         doc.field("diagnostics", &self.diagnostics);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// What was replaced, the diff, the new diagnostics.
 impl Render for EditResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("path", &self.path);
         doc.fact("replacements", self.replacements);
         doc.field("lines", &self.lines);
         doc.string("diff", &self.diff);
         doc.field("notes", &self.notes);
         doc.field("diagnostics", &self.diagnostics);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// The files changed, one a line, and the new diagnostics.
 impl Render for ApplyPatchResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("files", &self.files);
         doc.field("notes", &self.notes);
         doc.field("diagnostics", &self.diagnostics);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// Where the page is in the stored result, then the page verbatim.
 impl Render for ToolResultReadResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("ref", &self.reference);
         doc.body(&self.text);
         doc.fact("offset", self.offset);
@@ -199,8 +169,6 @@ impl Render for ToolResultReadResult {
         doc.string("storage_kind", &self.storage_kind);
         doc.field("masked", &self.masked);
         doc.fact("envelope_clamped", self.envelope_clamped);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 

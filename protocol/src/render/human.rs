@@ -1,8 +1,6 @@
 //! The renderings of the human tools' results (`results/human.rs`, `tools/human.rs`):
 //! `ask_user`'s answer and the `vibe_*` background workers.
 
-use serde_json::{Map, Value as Json};
-
 use super::{Doc, Outward, Render};
 use crate::results::VibeListResult;
 use crate::tools::{AskUserOutput, VibeInfo};
@@ -11,32 +9,23 @@ use crate::tools::{AskUserOutput, VibeInfo};
 /// it are not repeated, as the generic rules never wrote a list beside a `text`); without
 /// one, the labels chosen, or that the question was skipped and what to do now.
 impl Render for AskUserOutput {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.fact("question_id", self.question_id);
         doc.fact("skipped", self.skipped);
         if let Some(guidance) = &self.guidance {
             doc.string("guidance", guidance);
         }
         match &self.text {
-            Some(text) => {
-                doc.body(text);
-                doc.extra(extra);
-            }
-            None => {
-                doc.field("selected", &self.selected);
-                doc.extra(extra);
-            }
+            Some(text) => doc.body(text),
+            None => doc.field("selected", &self.selected),
         }
-        doc.finish()
     }
 }
 
 /// A worker's state and counts, its result or error under their keys when long; how long it
 /// has run and its process id are no model's business.
 impl Render for VibeInfo {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("worker_id", &self.worker_id);
         doc.string("label", &self.label);
         doc.field("tier", &self.tier);
@@ -58,18 +47,13 @@ impl Render for VibeInfo {
         doc.fact("result_chars", self.result_chars);
         doc.flag("result_truncated", self.result_truncated);
         doc.flag("timed_out", self.timed_out);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// One worker a line.
 impl Render for VibeListResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("workers", &self.workers);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 

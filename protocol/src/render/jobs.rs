@@ -1,8 +1,6 @@
 //! The renderings of the jobs tools' results (`results/jobs.rs`): `bash`, `process`, and the
 //! test daemons' `_probe_serial` / `_probe_parallel`.
 
-use serde_json::{Map, Value as Json};
-
 use super::{Doc, Outward, Render};
 use crate::results::{
     BashResult, ProbeResult, ProcessList, ProcessResult, ProcessSlice, TrackedProcess,
@@ -11,8 +9,7 @@ use crate::results::{
 /// `bash: exit_code: 0 · stderr_bytes: 0 · stdout_bytes: 86`, then its stdout verbatim, its
 /// stderr under `stderr:`; how long it ran is no model's business.
 impl Render for BashResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.opt("exit_code", self.exit_code);
         doc.opt("signal", self.signal);
         doc.flag("timed_out", self.timed_out);
@@ -24,26 +21,23 @@ impl Render for BashResult {
         if let Some(note) = &self.note {
             doc.string("note", note);
         }
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// As the one it holds.
 impl Render for ProcessResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
+    fn write(&self, doc: &mut Doc<'_>, outward: &Outward) {
         match self {
-            ProcessResult::Info(info) => info.render(tool, extra, outward),
-            ProcessResult::List(list) => list.render(tool, extra, outward),
-            ProcessResult::Output(slice) => slice.render(tool, extra, outward),
+            ProcessResult::Info(info) => info.write(doc, outward),
+            ProcessResult::List(list) => list.write(doc, outward),
+            ProcessResult::Output(slice) => slice.write(doc, outward),
         }
     }
 }
 
 /// The process's facts; its process id is no model's business.
 impl Render for TrackedProcess {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("id", &self.id);
         doc.string("label", &self.label);
         doc.string("command", &self.command);
@@ -57,25 +51,19 @@ impl Render for TrackedProcess {
         doc.fact("uptime_ms", self.uptime_ms);
         doc.opt("ttl_left_ms", self.ttl_left_ms);
         doc.fact("output_bytes", self.output_bytes);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// One process a line.
 impl Render for ProcessList {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("processes", &self.processes);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// Where the slice is, then its output verbatim; a terminal's screen as its text.
 impl Render for ProcessSlice {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("id", &self.id);
         doc.body(&self.text);
         doc.fact("offset", self.offset);
@@ -86,21 +74,16 @@ impl Render for ProcessSlice {
         doc.opt("exit_code", self.exit_code);
         doc.opt("signal", self.signal);
         doc.field("screen", &self.screen);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// The call's tag and conversation, when it started and ended.
 impl Render for ProbeResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("tag", &self.tag);
         doc.string("conversation", &self.conversation);
         doc.fact("start_us", self.start_us);
         doc.fact("end_us", self.end_us);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 

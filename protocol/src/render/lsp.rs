@@ -6,7 +6,7 @@
 //! reads in one place ([`served`]); which server answered is no model's business.
 
 use serde::Serialize;
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 use super::generic::readiness;
 use super::{Doc, Outward, Render};
@@ -62,25 +62,25 @@ fn word(value: &impl Serialize) -> String {
 
 /// As the one it holds, each op's shape its own.
 impl Render for LspResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
+    fn write(&self, doc: &mut Doc<'_>, outward: &Outward) {
         match self {
-            LspResult::Locations(r) => r.render(tool, extra, outward),
-            LspResult::Hover(r) => r.render(tool, extra, outward),
-            LspResult::CodeActions(r) => r.render(tool, extra, outward),
-            LspResult::DocumentSymbols(r) => r.render(tool, extra, outward),
-            LspResult::WorkspaceSymbols(r) => r.render(tool, extra, outward),
-            LspResult::Diagnostics(r) => r.render(tool, extra, outward),
-            LspResult::ProjectCheck(r) => r.render(tool, extra, outward),
-            LspResult::WorkspacePull(r) => r.render(tool, extra, outward),
-            LspResult::CallHierarchy(r) => r.render(tool, extra, outward),
-            LspResult::TypeHierarchy(r) => r.render(tool, extra, outward),
-            LspResult::SignatureHelp(r) => r.render(tool, extra, outward),
-            LspResult::Completions(r) => r.render(tool, extra, outward),
-            LspResult::InlayHints(r) => r.render(tool, extra, outward),
-            LspResult::CheckEdit(r) => r.render(tool, extra, outward),
-            LspResult::Status(r) => r.render(tool, extra, outward),
-            LspResult::Reload(r) => r.render(tool, extra, outward),
-            LspResult::Trust(r) => r.render(tool, extra, outward),
+            LspResult::Locations(r) => r.write(doc, outward),
+            LspResult::Hover(r) => r.write(doc, outward),
+            LspResult::CodeActions(r) => r.write(doc, outward),
+            LspResult::DocumentSymbols(r) => r.write(doc, outward),
+            LspResult::WorkspaceSymbols(r) => r.write(doc, outward),
+            LspResult::Diagnostics(r) => r.write(doc, outward),
+            LspResult::ProjectCheck(r) => r.write(doc, outward),
+            LspResult::WorkspacePull(r) => r.write(doc, outward),
+            LspResult::CallHierarchy(r) => r.write(doc, outward),
+            LspResult::TypeHierarchy(r) => r.write(doc, outward),
+            LspResult::SignatureHelp(r) => r.write(doc, outward),
+            LspResult::Completions(r) => r.write(doc, outward),
+            LspResult::InlayHints(r) => r.write(doc, outward),
+            LspResult::CheckEdit(r) => r.write(doc, outward),
+            LspResult::Status(r) => r.write(doc, outward),
+            LspResult::Reload(r) => r.write(doc, outward),
+            LspResult::Trust(r) => r.write(doc, outward),
         }
     }
 }
@@ -88,86 +88,67 @@ impl Render for LspResult {
 /// `lsp: complete: true · total: 1`, then one `path:line: source line` a location; why the
 /// answer may cover less under `partial_reason:` when the text does not say it.
 impl Render for LspLocations {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
-        page(&mut doc, &self.page);
-        served(&mut doc, &self.served);
+        page(doc, &self.page);
+        served(doc, &self.served);
         doc.reason("partial_reason", self.partial_reason.as_deref());
         doc.opt("merged", self.merged);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `lsp: complete: true`, then the hover's markdown.
 impl Render for LspHover {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        served(doc, &self.served);
     }
 }
 
 /// `lsp: complete: true`, then one `[index] line N: title (kind)` an action.
 impl Render for LspCodeActions {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        served(doc, &self.served);
     }
 }
 
 /// `lsp: complete: true · total: 189`, then the outline, one indented `line: kind name` a
 /// symbol.
 impl Render for LspDocumentSymbols {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
-        page(&mut doc, &self.page);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        page(doc, &self.page);
+        served(doc, &self.served);
     }
 }
 
 /// `lsp: complete: true · total: 2`, then one `path:line: kind name` a symbol; why the answer
 /// may cover less under `partial_reason:` when the text does not say it.
 impl Render for LspWorkspaceSymbols {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
-        page(&mut doc, &self.page);
-        served(&mut doc, &self.served);
+        page(doc, &self.page);
+        served(doc, &self.served);
         doc.reason("partial_reason", self.partial_reason.as_deref());
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `lsp: checking: on · complete: true`, then one `path:line:col: severity: message` a
 /// diagnostic; why checking is off when it is.
 impl Render for LspFileDiagnostics {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.field("checking", &self.checking);
-        opt_string(&mut doc, "checking_off", &self.checking_off);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        opt_string(doc, "checking_off", &self.checking_off);
+        served(doc, &self.served);
     }
 }
 
 /// `lsp: checker: pyright --outputjson · exit: exit code 1 · root: . · total: 1`, then the
 /// checker's diagnostics and notes; long reasons under their keys.
 impl Render for LspProjectCheck {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.string("checker", &self.checker);
         doc.string("root", &self.root);
@@ -178,22 +159,17 @@ impl Render for LspProjectCheck {
         doc.reason("partial_reason", self.partial_reason.as_deref());
         doc.field("source", &self.source);
         doc.reason("source_reason", self.source_reason.as_deref());
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `lsp: complete: true · source: server · total: 3`, then one diagnostic a line.
 impl Render for LspWorkspacePull {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.field("source", &self.source);
         doc.fact("total", self.total);
         doc.flag("truncated", self.truncated);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        served(doc, &self.served);
     }
 }
 
@@ -201,129 +177,102 @@ impl Render for LspWorkspacePull {
 /// callers and callees one a line; why the answer may cover less under `partial_reason:` when
 /// the text does not say it.
 impl Render for LspCallHierarchy {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.string("symbol", &self.symbol);
         doc.fact("incoming_total", self.incoming_total);
         doc.flag("incoming_truncated", self.incoming_truncated);
         doc.fact("outgoing_total", self.outgoing_total);
         doc.flag("outgoing_truncated", self.outgoing_truncated);
-        opt_string(&mut doc, "outgoing_note", &self.outgoing_note);
+        opt_string(doc, "outgoing_note", &self.outgoing_note);
         doc.opt("outgoing_unlisted_total", self.outgoing_unlisted_total);
         doc.reason("partial_reason", self.partial_reason.as_deref());
         doc.opt("offset", self.offset);
         doc.opt("next_offset", self.next_offset);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        served(doc, &self.served);
     }
 }
 
 /// `lsp: complete: true · subtypes_total: 2 · supertypes_total: 0 · symbol: Shape`, then the
 /// supertypes and subtypes one a line.
 impl Render for LspTypeHierarchy {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.string("symbol", &self.symbol);
         doc.fact("supertypes_total", self.supertypes_total);
         doc.flag("supertypes_truncated", self.supertypes_truncated);
         doc.fact("subtypes_total", self.subtypes_total);
         doc.flag("subtypes_truncated", self.subtypes_truncated);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        served(doc, &self.served);
     }
 }
 
 /// `lsp: active_signature: 0 · complete: true · total: 1`, then the signatures, the active
 /// parameter and the documentation.
 impl Render for LspSignatureHelp {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.fact("total", self.total);
         doc.opt("active_signature", self.active_signature);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        served(doc, &self.served);
     }
 }
 
 /// `lsp: complete: false · server_incomplete: true · total: 1`, then one `label (kind) —
 /// detail` an item (`truncated` a count here: how many were left out, when some were).
 impl Render for LspCompletions {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.fact("total", self.total);
         doc.count("truncated", self.truncated);
-        served(&mut doc, &self.served);
+        served(doc, &self.served);
         doc.fact("server_incomplete", self.server_incomplete);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `lsp: complete: true · end_line: 19 · line: 18 · total: 3`, then each line with its hints
 /// inserted as `⟨label⟩` (`truncated`: how many were left out, when some were).
 impl Render for LspInlayHints {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.fact("total", self.total);
         doc.count("truncated", self.truncated);
         doc.fact("line", self.line);
         doc.fact("end_line", self.end_line);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        served(doc, &self.served);
     }
 }
 
 /// `lsp: complete: true · new: 1`, then the diagnostics the edit would bring; `cleared` only
 /// when it clears some.
 impl Render for LspCheckEdit {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.fact("new", self.new);
         doc.count("cleared", self.cleared);
-        served(&mut doc, &self.served);
-        doc.extra(extra);
-        doc.finish()
+        served(doc, &self.served);
     }
 }
 
 /// Its text alone: the servers, the languages and the trust, as lines.
 impl Render for LspStatus {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// Its text alone: the servers restarted.
 impl Render for LspReload {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `lsp: run: conversation:cli`, then one line a root trusted.
 impl Render for LspTrust {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.string("run", &self.run);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 

@@ -2,8 +2,6 @@
 //! `lsp_edit`, `synced_write`. Each reads as its own `text` (the edit, the files, the new
 //! diagnostics): the files it lists and the diagnostics it holds are not written again.
 
-use serde_json::{Map, Value as Json};
-
 use super::lsp::{opt_string, server};
 use super::{Doc, Outward, Render};
 use crate::results::{
@@ -22,10 +20,10 @@ fn diagnostics(doc: &mut Doc, text: &str, diagnostics: &WriteDiagnostics) {
 
 /// As the one it holds.
 impl Render for LspRenameResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
+    fn write(&self, doc: &mut Doc<'_>, outward: &Outward) {
         match self {
-            LspRenameResult::Preview(preview) => preview.render(tool, extra, outward),
-            LspRenameResult::Renamed(renamed) => renamed.render(tool, extra, outward),
+            LspRenameResult::Preview(preview) => preview.write(doc, outward),
+            LspRenameResult::Renamed(renamed) => renamed.write(doc, outward),
         }
     }
 }
@@ -34,8 +32,7 @@ impl Render for LspRenameResult {
 /// lines, old then new; why the rename may miss files under `partial_reason:` when the text
 /// does not say it.
 impl Render for LspRenamePreview {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.fact("dry_run", self.dry_run);
         doc.fact("written", self.written);
@@ -43,53 +40,42 @@ impl Render for LspRenamePreview {
         doc.count("lines_not_shown", self.lines_not_shown);
         doc.fact("complete", self.complete);
         doc.reason("partial_reason", self.partial_reason.as_deref());
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `lsp_rename: complete: true · edits: 4`, then the rename, the files and the new
 /// diagnostics as its text says them.
 impl Render for LspRenamed {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.fact("edits", self.edits);
-        diagnostics(&mut doc, &self.text, &self.diagnostics);
+        diagnostics(doc, &self.text, &self.diagnostics);
         doc.fact("complete", self.complete);
         doc.reason("partial_reason", self.partial_reason.as_deref());
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `lsp_edit: edits: 1`, then the edit, the files and the new diagnostics as its text says
 /// them; the formatting options sent under `options:`; its server only while starting.
 impl Render for LspEditResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.body(&self.text);
         doc.fact("edits", self.edits);
         if let Some(diags) = &self.diagnostics {
-            diagnostics(&mut doc, &self.text, diags);
+            diagnostics(doc, &self.text, diags);
         }
-        server(&mut doc, &self.server);
-        opt_string(&mut doc, "command_not_run", &self.command_not_run);
+        server(doc, &self.server);
+        opt_string(doc, "command_not_run", &self.command_not_run);
         doc.field("options", &self.options);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// `synced_write: path: m.py`, then the file's new diagnostics as their text says them.
 impl Render for SyncedWriteResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("path", &self.path);
         doc.body(&self.text);
-        diagnostics(&mut doc, &self.text, &self.diagnostics);
-        doc.extra(extra);
-        doc.finish()
+        diagnostics(doc, &self.text, &self.diagnostics);
     }
 }
 
@@ -97,7 +83,7 @@ impl Render for SyncedWriteResult {
 mod tests {
     use super::*;
     use crate::render::as_before;
-    use serde_json::json;
+    use serde_json::{Value as Json, json};
 
     fn server(state: &str) -> Json {
         json!({"id": "python:/src/demo", "language": "python", "name": "pyright-langserver",

@@ -3,8 +3,6 @@
 //! `search_huggingface_models`) and the inference pool (`load_model`, `unload_model`,
 //! `get_inference_status`, `get_token_usage_stats`).
 
-use serde_json::{Map, Value as Json};
-
 use super::{Doc, Outward, Render};
 use crate::results::{
     CancelDownloadResult, DeleteModelResult, DownloadAlreadyComplete, DownloadJob,
@@ -40,109 +38,88 @@ fn job(doc: &mut Doc, job: &DownloadJob) {
 /// The job started (or already running) and how to follow it, or the model already in the
 /// store.
 impl Render for DownloadModelResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, outward: &Outward) -> String {
+    fn write(&self, doc: &mut Doc<'_>, outward: &Outward) {
         match self {
-            DownloadModelResult::Job(j) => j.render(tool, extra, outward),
-            DownloadModelResult::AlreadyComplete(c) => c.render(tool, extra, outward),
+            DownloadModelResult::Job(j) => j.write(doc, outward),
+            DownloadModelResult::AlreadyComplete(c) => c.write(doc, outward),
         }
     }
 }
 
 /// The job's progress, its files one a line.
 impl Render for DownloadModelJob {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
-        job(&mut doc, &self.job);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
+        job(doc, &self.job);
         doc.opt("already_running", self.already_running);
-        text(&mut doc, "hint", &self.hint);
-        doc.extra(extra);
-        doc.finish()
+        text(doc, "hint", &self.hint);
     }
 }
 
 /// Where the model is, its files one a line.
 impl Render for DownloadAlreadyComplete {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("state", &self.state);
         doc.fact("already_complete", self.already_complete);
         doc.string("repo", &self.repo);
         doc.string("revision", &self.revision);
-        text(&mut doc, "commit", &self.commit);
+        text(doc, "commit", &self.commit);
         doc.string("variant", &self.variant);
         doc.string("path", &self.path);
         doc.fact("bytes_total", self.bytes_total);
         doc.field("files", &self.files);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// One job a line.
 impl Render for ListDownloadsResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("jobs", &self.jobs);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// Whether the job stopped, what is kept and how to resume, or why it was not.
 impl Render for CancelDownloadResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("job_id", &self.job_id);
         doc.field("state", &self.state);
         doc.fact("cancelled", self.cancelled);
-        text(&mut doc, "message", &self.message);
+        text(doc, "message", &self.message);
         doc.opt("bytes_done", self.bytes_done);
         doc.opt("bytes_total", self.bytes_total);
-        text(&mut doc, "hint", &self.hint);
-        doc.extra(extra);
-        doc.finish()
+        text(doc, "hint", &self.hint);
     }
 }
 
 /// The store and the orphans' bytes; the memory, the accelerators, one model a line, the
 /// orphans.
 impl Render for ListModelsResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("store", &self.store);
         doc.field("memory", &self.memory);
         doc.field("accelerators", &self.accelerators);
         doc.field("models", &self.models);
         doc.field("orphans", &self.orphans);
         doc.fact("orphan_bytes", self.orphan_bytes);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// What was removed and freed, the files kept.
 impl Render for DeleteModelResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("model", &self.model);
         doc.string("path", &self.path);
         doc.fact("files_removed", self.files_removed);
         doc.fact("bytes_freed", self.bytes_freed);
         doc.field("kept", &self.kept);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// The query; the accelerators, one candidate a line.
 impl Render for SearchModelsResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("query", &self.query);
         doc.field("accelerators", &self.accelerators);
         doc.field("models", &self.models);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
@@ -180,37 +157,30 @@ fn loaded(doc: &mut Doc, m: &LoadedModel) {
 
 /// The model's status entry, with its fit, what was evicted for it, and how to follow it.
 impl Render for LoadModelResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
-        loaded(&mut doc, &self.model);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
+        loaded(doc, &self.model);
         doc.field("fit", &self.fit);
         doc.field("evicted", &self.evicted);
-        text(&mut doc, "hint", &self.hint);
-        text(&mut doc, "note", &self.note);
-        doc.extra(extra);
-        doc.finish()
+        text(doc, "hint", &self.hint);
+        text(doc, "note", &self.note);
     }
 }
 
 /// What was unloaded, from what state, and the port freed.
 impl Render for UnloadModelResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("alias", &self.alias);
         doc.string("model", &self.model);
         doc.fact("unloaded", self.unloaded);
         doc.field("was", &self.was);
         doc.opt("port_freed", self.port_freed);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// The pool's settings; one model a line (without pids), the memory, the accelerators, the
 /// aliases gone, the endpoint.
 impl Render for InferenceStatusResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("models", &self.models);
         doc.field("memory", &self.memory);
         doc.field("accelerators", &self.accelerators);
@@ -219,22 +189,17 @@ impl Render for InferenceStatusResult {
         doc.fact("idle_ttl_s", self.idle_ttl_s);
         doc.fact("on_demand", self.on_demand);
         doc.fact("max_loaded", self.max_loaded);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// The book's file; the totals, then one day, model, day and model a line.
 impl Render for TokenUsageResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.field("totals", &self.totals);
         doc.field("per_day", &self.per_day);
         doc.field("per_model", &self.per_model);
         doc.field("per_day_model", &self.per_day_model);
         doc.string("file", &self.file);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
@@ -242,7 +207,7 @@ impl Render for TokenUsageResult {
 mod tests {
     use super::*;
     use crate::render::as_before;
-    use serde_json::json;
+    use serde_json::{Value as Json, json};
 
     fn placement() -> Json {
         json!({"label":"fits_gpu","need_bytes":1200000000u64,"accelerator":"NVIDIA RTX 4090","kv_cache_bytes":134217728})

@@ -1,16 +1,13 @@
 //! The renderings of the structural tools' results (`results/structural.rs`): `ast_grep`,
 //! `ast_edit`, `resolve`.
 
-use serde_json::{Map, Value as Json};
-
 use super::{Doc, Outward, Render};
 use crate::results::{AstEditResult, AstGrepResult, ResolveResult};
 
 /// The counts and the summary, then one match a line (`path:line: text  [captures=…]`); how
 /// many files were parsed or cached is no model's business.
 impl Render for AstGrepResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("summary", &self.summary);
         doc.string("language", &self.language);
         if let Some(note) = &self.language_note {
@@ -27,15 +24,12 @@ impl Render for AstGrepResult {
         doc.fact("files_matched", self.files_matched);
         doc.field("skipped", &self.skipped);
         doc.count("skipped_total", self.skipped_total);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// The summary and counts, the files, the preview of the staged edit.
 impl Render for AstEditResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.opt("edit_id", self.edit_id.as_deref());
         doc.string("summary", &self.summary);
         doc.fact("replacements", self.replacements);
@@ -55,15 +49,12 @@ impl Render for AstEditResult {
         doc.fact("files_searched", self.files_searched);
         doc.field("skipped", &self.skipped);
         doc.count("skipped_total", self.skipped_total);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
 /// What became of the staged edit, and the new diagnostics.
 impl Render for ResolveResult {
-    fn render(&self, tool: &str, extra: &Map<String, Json>, _: &Outward) -> String {
-        let mut doc = Doc::new(tool);
+    fn write(&self, doc: &mut Doc<'_>, _: &Outward) {
         doc.string("edit_id", &self.edit_id);
         doc.field("action", &self.action);
         doc.string("summary", &self.summary);
@@ -71,8 +62,6 @@ impl Render for ResolveResult {
         doc.field("written", &self.written);
         doc.opt("replacements", self.replacements);
         doc.field("diagnostics", &self.diagnostics);
-        doc.extra(extra);
-        doc.finish()
     }
 }
 
