@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
 use super::generic::{
-    QUIET_ZERO, UNUSED, list, object, push_block, quiet_false, says_reason, scalar,
+    QUIET_ZERO, UNUSED, is_block, list, object, push_block, quiet_false, says_reason, scalar,
 };
 
 /// A result's text, being written.
@@ -76,7 +76,7 @@ impl<'a> Doc<'a> {
     /// A string field: a fact when short and on one line, a block under its key when not,
     /// nothing when empty.
     pub fn string(&mut self, key: &str, s: &str) {
-        if s.contains('\n') || s.chars().count() > 160 {
+        if is_block(s) {
             let mut out = format!("{key}:\n");
             push_block(&mut out, s);
             self.blocks.insert(key.into(), out);

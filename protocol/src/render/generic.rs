@@ -105,7 +105,7 @@ pub fn json(tool: &str, value: &Json) -> String {
                 }
             }
             Json::String(s) if said_in_text(map, k, s) => {}
-            Json::String(s) if s.contains('\n') || s.chars().count() > 160 => {}
+            Json::String(s) if is_block(s) => {}
             Json::String(s) if s.is_empty() => {}
             Json::String(_) | Json::Bool(_) | Json::Number(_) => {
                 header.push(format!("{k}: {}", scalar(v)));
@@ -140,7 +140,7 @@ pub fn json(tool: &str, value: &Json) -> String {
         }
         match v {
             Json::String(s) if said_in_text(map, k, s) => {}
-            Json::String(s) if s.contains('\n') || s.chars().count() > 160 => {
+            Json::String(s) if is_block(s) => {
                 out.push_str(&format!("{k}:\n"));
                 push_block(&mut out, s);
             }
@@ -174,6 +174,12 @@ pub(super) fn readiness(readiness: &str, indexing: Option<&str>, complete: bool)
         Some(doing) => Some(format!("{readiness} ({doing})")),
         None => Some(readiness.to_string()),
     }
+}
+
+/// Whether a string is written as a block under its key (more than one line, or longer than
+/// 160 characters) rather than as a fact of the header.
+pub(super) fn is_block(s: &str) -> bool {
+    s.contains('\n') || s.chars().count() > 160
 }
 
 /// Whether `s` at `k` is a reason (`partial_reason`, `source_reason`: why an answer may
